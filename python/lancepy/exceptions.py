@@ -1,0 +1,83 @@
+"""The exceptions lancepy raises.
+
+Every error that comes out of lancepy is a :class:`LanceError`. Subclasses also derive from
+the closest Python builtin (``ValueError``, ``IndexError``, ``OSError``, ...) so that code
+written against generic Python conventions keeps working::
+
+    try:
+        reader.take_rows([10**9])
+    except lancepy.exceptions.IndexOutOfRangeError as e:   # also an IndexError
+        ...
+
+The native core raises these same classes (they are created in Python and looked up by the
+extension module), so tracebacks read ``lancepy.exceptions.CorruptFileError: ...``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LanceError",
+    "CorruptFileError",
+    "UnsupportedError",
+    "InvalidArgumentError",
+    "SchemaMismatchError",
+    "ColumnNotFoundError",
+    "IndexOutOfRangeError",
+    "LanceIOError",
+    "NotFoundError",
+    "DatasetNotFoundError",
+    "VersionNotFoundError",
+    "CommitConflictError",
+]
+
+
+class LanceError(Exception):
+    """Base class of every error raised by lancepy."""
+
+
+class CorruptFileError(LanceError):
+    """A file or manifest is truncated, damaged or not a Lance file at all."""
+
+
+class UnsupportedError(LanceError, NotImplementedError):
+    """The data uses a version, encoding, type or feature flag lancepy does not implement."""
+
+
+class InvalidArgumentError(LanceError, ValueError):
+    """An argument passed to lancepy is not valid."""
+
+
+class SchemaMismatchError(InvalidArgumentError):
+    """Data does not match the schema of the file or dataset it is written to."""
+
+
+class ColumnNotFoundError(InvalidArgumentError, KeyError):
+    """A requested column does not exist."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain.
+        return str(self.args[0]) if self.args else ""
+
+
+class IndexOutOfRangeError(InvalidArgumentError, IndexError):
+    """A row index is outside the file or dataset."""
+
+
+class LanceIOError(LanceError, OSError):
+    """Reading or writing storage failed."""
+
+
+class NotFoundError(LanceIOError, FileNotFoundError):
+    """A file or object does not exist."""
+
+
+class DatasetNotFoundError(NotFoundError):
+    """There is no Lance dataset at the given URI."""
+
+
+class VersionNotFoundError(LanceError, LookupError):
+    """The requested dataset version or tag does not exist."""
+
+
+class CommitConflictError(LanceError):
+    """A concurrent commit conflicts with this one; nothing was written."""
+

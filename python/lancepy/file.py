@@ -1,0 +1,288 @@
+"""Reading and writing single Lance files (versions 2.0, 2.1 and 2.2).
+
+The API mirrors ``lance.file`` (pylance) so its users feel at home::
+
+    from lancepy.file import LanceFileWriter, LanceFileReader
+
+    with LanceFileWriter("data.lance", version="2.1") as w:
+        w.write_batch(table)              # anything implementing the Arrow PyCapsule protocol
+
+    r = LanceFileReader("data.lance")
+    r.schema, r.num_rows, r.version, r.metadata()
+    r.read_all().to_table()
+    r.read_range(10, 5).to_table()
+    r.take_rows([7, 3, 3]).to_table()     # output follows input order; repeats allowed
+    for batch in r.to_batches(batch_size=8192):
+        ...
+
+Results implement ``__arrow_c_stream__``: ``pyarrow.table(result)``, ``polars.from_arrow``
+and DuckDB read them without a copy.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy.exceptions import InvalidArgumentError
+
+__all__ = [
+    "LanceFileReader",
+    "LanceFileWriter",
+    "ReaderResults",
+    "FileMetadata",
+    "ColumnMetadata",
+    "PageMetadata",
+]
+
+Indices = Union[Sequence[int], "pa.Array", Any]
+
+
+class ReaderResults:
+    """Decoded rows, held in lancepy's memory until a consumer imports them.
+
+    Implements ``__arrow_c_stream__`` and ``__arrow_c_schema__``; the buffers are handed
+    over without copying.
+    """
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self._inner.__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> Any:
+        return self._inner.__arrow_c_schema__()
+
+    @property
+    def num_rows(self) -> int:
+        """Number of rows."""
+        return self._inner.num_rows
+
+    def to_table(self) -> pa.Table:
+        """The rows as a ``pyarrow.Table`` (zero-copy)."""
+        return pa.table(self._inner)
+
+    def to_batches(self) -> List[pa.RecordBatch]:
+        """The rows as ``pyarrow.RecordBatch`` objects (zero-copy)."""
+        return self.to_table().to_batches()
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    def __repr__(self) -> str:
+        return f"ReaderResults(num_rows={self.num_rows})"
+
+
+@dataclass(frozen=True)
+class PageMetadata:
+    """One page of a column."""
+
+    num_rows: int
+    buffers: List[Tuple[int, int]]
+    """(file position, size) of each page buffer."""
+    encoding: str
+    """The page's layout and encodings, e.g. ``miniblock(values=inline_bitpacking(64))``."""
+
+
+@dataclass(frozen=True)
+class ColumnMetadata:
+    """One column of a file."""
+
+    pages: List[PageMetadata]
+
+
+@dataclass(frozen=True)
+class FileMetadata:
+    """Layout of a Lance file: version, global buffers, columns, pages and encodings."""
+
+    major_version: int
+    minor_version: int
+    version: str
+    num_rows: int
+    file_size: int
+    num_global_buffers: int
+    global_buffers: List[Tuple[int, int]]
+    num_column_metadata_bytes: int
+    columns: List[ColumnMetadata]
+
+    def encodings(self) -> List[List[str]]:
+        """The encoding of every page, column by column."""
+        return [[p.encoding for p in c.pages] for c in self.columns]
+
+
+def _to_indices(indices: Indices) -> Any:
+    if isinstance(indices, (list, tuple, range)):
+        return list(indices)
+    if hasattr(indices, "__arrow_c_array__"):
+        return indices
+    # numpy arrays and other array-likes: hand over as an Arrow array (zero-copy for
+    # 64-bit integers).
+    try:
+        return pa.array(indices)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+        raise InvalidArgumentError(f"row indices must be integers: {e}") from None
+
+
+class LanceFileReader:
+    """Reads one Lance file.
+
+    Parameters
+    ----------
+    path:
+        A local path, ``file://`` URI or ``memory://`` URI.
+    columns:
+        Default projection (top-level column names) for every read; ``None`` reads all.
+    """
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"], columns: Optional[List[str]] = None) -> None:
+        self._reader = _lancepy.FileReader(os.fspath(path))
+        self._columns = columns
+
+    @property
+    def path(self) -> str:
+        """Where the file is."""
+        return self._reader.path
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the file (field and schema metadata included)."""
+        return pa.schema(self._reader.schema())
+
+    @property
+    def num_rows(self) -> int:
+        """Number of rows in the file."""
+        return self._reader.num_rows
+
+    @property
+    def version(self) -> str:
+        """File format version: ``"2.0"``, ``"2.1"`` or ``"2.2"``."""
+        return self._reader.version
+
+    def _cols(self, columns: Optional[List[str]]) -> Optional[List[str]]:
+        return self._columns if columns is None else list(columns)
+
+    def read_all(self, columns: Optional[List[str]] = None) -> ReaderResults:
+        """Reads every row."""
+        return ReaderResults(self._reader.read_range(0, self.num_rows, self._cols(columns)))
+
+    def read_range(self, start: int, num_rows: int, columns: Optional[List[str]] = None) -> ReaderResults:
+        """Reads ``num_rows`` rows starting at row ``start``."""
+        if start < 0 or num_rows < 0:
+            raise InvalidArgumentError("start and num_rows must be non-negative")
+        return ReaderResults(self._reader.read_range(start, num_rows, self._cols(columns)))
+
+    def take_rows(self, indices: Indices, columns: Optional[List[str]] = None) -> ReaderResults:
+        """Reads the rows at ``indices``.
+
+        The output follows the order of ``indices`` and repeats are allowed. Only the pieces
+        of the file that hold the requested rows are read and decoded.
+        """
+        return ReaderResults(self._reader.take(_to_indices(indices), self._cols(columns)))
+
+    def to_batches(
+        self, batch_size: int = 8192, columns: Optional[List[str]] = None
+    ) -> Iterator[pa.RecordBatch]:
+        """Streams the file as record batches of at most ``batch_size`` rows.
+
+        Batches are decoded one at a time as the iterator advances.
+        """
+        stream = self._reader.stream(batch_size, self._cols(columns))
+        while True:
+            batch = stream.next_batch()
+            if batch is None:
+                return
+            yield from pa.table(batch).to_batches()
+
+    def to_reader(self, batch_size: int = 8192, columns: Optional[List[str]] = None) -> pa.RecordBatchReader:
+        """A ``pyarrow.RecordBatchReader`` that decodes batches on demand."""
+        stream = self._reader.stream(batch_size, self._cols(columns))
+        return pa.RecordBatchReader.from_stream(stream)
+
+    def read_global_buffer(self, index: int) -> bytes:
+        """The raw bytes of global buffer ``index`` (0 holds the schema)."""
+        return self._reader.read_global_buffer(index)
+
+    def metadata(self) -> FileMetadata:
+        """The file's layout: columns, pages, buffer positions and encodings."""
+        m = self._reader.metadata()
+        columns = [
+            ColumnMetadata(pages=[PageMetadata(**p) for p in c["pages"]]) for c in m.pop("columns")
+        ]
+        return FileMetadata(columns=columns, **m)
+
+    def __repr__(self) -> str:
+        return f"LanceFileReader({self.path!r}, version={self.version}, num_rows={self.num_rows})"
+
+
+class LanceFileWriter:
+    """Writes one Lance file.
+
+    Parameters
+    ----------
+    path:
+        A local path, ``file://`` or ``memory://`` URI. An existing file is replaced.
+    schema:
+        The schema (anything with ``__arrow_c_schema__``); if ``None``, the first batch's.
+    version:
+        ``"2.0"``, ``"2.1"`` (default), ``"2.2"`` or ``"stable"`` (= 2.2).
+    max_page_bytes:
+        Bytes buffered per column before a page is written (default 8 MiB).
+
+    Field metadata steers encodings: ``lance-encoding:compression`` (``zstd``, ``lz4``,
+    ``none``), ``lance-encoding:compression-level`` and ``lance-encoding:structural-encoding``
+    (``miniblock`` or ``fullzip``).
+    """
+
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        schema: Optional[pa.Schema] = None,
+        *,
+        version: Optional[str] = None,
+        max_page_bytes: Optional[int] = None,
+    ) -> None:
+        self._writer = _lancepy.FileWriter(os.fspath(path), schema, version, max_page_bytes)
+        self._closed = False
+        self.num_rows: Optional[int] = None
+        self.file_size: Optional[int] = None
+
+    @property
+    def schema(self) -> Optional[pa.Schema]:
+        """The schema being written (``None`` until known)."""
+        s = self._writer.schema()
+        return None if s is None else pa.schema(s)
+
+    def write_batch(self, data: Any) -> None:
+        """Appends a record batch, table or stream (Arrow PyCapsule protocol)."""
+        if isinstance(data, (list, dict)) or not (
+            hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")
+        ):
+            raise InvalidArgumentError(
+                f"write_batch expects Arrow data (pyarrow Table/RecordBatch or any object with "
+                f"__arrow_c_stream__/__arrow_c_array__), got {type(data).__name__}"
+            )
+        self._writer.write_batch(data)
+
+    def close(self) -> int:
+        """Finishes the file; returns the number of rows written."""
+        if self._closed:
+            return self.num_rows or 0
+        self._closed = True
+        self.num_rows, self.file_size = self._writer.finish()
+        return self.num_rows
+
+    def __enter__(self) -> "LanceFileWriter":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+
+

@@ -1,0 +1,881 @@
+//! Reading Lance files: open (footer, schema), then plan → fetch → decode per request.
+//!
+//! Opening reads the file tail once (footer, offset tables, schema, column metadata bytes).
+//! A column's metadata is decoded on first use, and each page's small metadata buffers
+//! (mini-block chunk tables, dictionaries, full-zip repetition indexes) are fetched and cached
+//! on first use, so repeated calls on one reader only read the data they need.
+//!
+//! A request (a row range or a set of rows, over a projection) is planned per column into
+//! byte ranges, fetched with one coalescing call per column, and decoded on the CPU pool,
+//! columns in parallel. Only the mini-block chunks or full-zip rows that hold requested rows
+//! are read and decoded.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_buffer::Buffer;
+use arrow_schema::{DataType, Schema, SchemaRef};
+use prost::Message;
+
+use super::container::{parse_offset_table, FileVersion, Footer, FOOTER_LEN};
+use super::schema::{LanceField, LanceSchema};
+use crate::encodings::{Compression, DataBlock};
+use crate::error::{Error, Result};
+use crate::format::{enc20, enc21, file2, filepb, TYPE_URL_ARRAY_ENCODING, TYPE_URL_PAGE_LAYOUT};
+use crate::io::{open_reader, ReaderRef};
+use crate::structural::builder::{LeafBuilder, Selection};
+use crate::structural::constant::ConstantLayout;
+use crate::structural::fullzip::{self, FullZipLayout, RepIndex};
+use crate::structural::miniblock::{self, ChunkInfo, DecodedChunk, MiniBlockLayout};
+use crate::structural::{v2_0, LeafKind};
+
+/// Bytes read from the end of a file when opening it.
+const TAIL_READ: u64 = 64 * 1024;
+
+/// A page's layout, parsed from its protobuf description.
+#[derive(Debug)]
+pub enum PageKind {
+    /// 2.1+ mini-block.
+    MiniBlock(MiniBlockLayout),
+    /// 2.1+ full-zip.
+    FullZip(FullZipLayout),
+    /// 2.1+ constant / all-null.
+    Constant(ConstantLayout),
+    /// 2.1+ blob: (position, size) descriptors in an inner mini-block page.
+    Blob {
+        /// The descriptors' page layout.
+        inner: MiniBlockLayout,
+        /// The real validity layers of the column.
+        layers: Vec<crate::structural::repdef::Layer>,
+    },
+    /// 2.0 `ArrayEncoding` tree.
+    V2_0(enc20::ArrayEncoding),
+}
+
+/// Page metadata loaded on first use.
+#[derive(Debug)]
+enum PageState {
+    MiniBlock { chunks: Vec<ChunkInfo>, dictionary: Option<DataBlock> },
+    FullZip { rep_index: Option<RepIndex> },
+    Buffers(Vec<Buffer>),
+}
+
+/// One page of a column.
+#[derive(Debug)]
+pub struct Page {
+    /// First row of the page within the file.
+    pub first_row: u64,
+    /// Rows in the page.
+    pub num_rows: u64,
+    /// (absolute position, size) of each page buffer.
+    pub buffers: Vec<(u64, u64)>,
+    /// The layout.
+    pub kind: PageKind,
+    state: OnceLock<Arc<PageState>>,
+}
+
+/// One column of the file.
+#[derive(Debug)]
+pub struct Column {
+    /// Pages in row order.
+    pub pages: Vec<Page>,
+}
+
+/// How a top-level field is stored.
+#[derive(Debug, Clone)]
+struct FieldColumns {
+    /// File columns of the field's leaves (2.1+) or of all its fields (2.0).
+    columns: Vec<usize>,
+}
+
+/// An open Lance file.
+pub struct FileReader {
+    io: ReaderRef,
+    path: String,
+    version: FileVersion,
+    footer: Footer,
+    num_rows: u64,
+    schema: LanceSchema,
+    arrow_schema: SchemaRef,
+    global_buffers: Vec<(u64, u64)>,
+    /// Raw ColumnMetadata bytes of each column.
+    column_meta: Vec<Buffer>,
+    columns: Vec<OnceLock<Arc<Column>>>,
+    fields: Vec<FieldColumns>,
+    file_size: u64,
+}
+
+impl std::fmt::Debug for FileReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileReader").field("path", &self.path).field("version", &self.version).finish()
+    }
+}
+
+fn unpack_any(enc: &Option<file2::Encoding>, what: &str) -> Result<(String, bytes::Bytes)> {
+    match enc.as_ref().and_then(|e| e.location.as_ref()) {
+        Some(file2::encoding::Location::Direct(d)) => {
+            let any = prost_types::Any::decode(d.encoding.clone())?;
+            Ok((any.type_url, any.value.into()))
+        }
+        Some(file2::encoding::Location::Indirect(_)) => {
+            Err(Error::not_supported(format!("{what} with an indirect (deferred) encoding")))
+        }
+        Some(file2::encoding::Location::None(_)) | None => Err(Error::corrupt(format!("{what} has no encoding"))),
+    }
+}
+
+impl FileReader {
+    /// Opens the file at `uri` (a path, `file://` or `memory://`).
+    pub fn open(uri: &str) -> Result<Self> {
+        Self::open_with(open_reader(uri)?)
+    }
+
+    /// Opens a file through an existing reader.
+    pub fn open_with(io: ReaderRef) -> Result<Self> {
+        let path = io.path().to_string();
+        let size = io.size()?;
+        if size < FOOTER_LEN as u64 {
+            return Err(Error::corrupt(format!(
+                "{path}: {size} bytes is too small to be a Lance file (the footer alone is {FOOTER_LEN} bytes)"
+            )));
+        }
+        let tail_start = size.saturating_sub(TAIL_READ);
+        let tail = io.read_range(tail_start..size)?;
+        let footer = Footer::parse(&tail.as_slice()[tail.len() - FOOTER_LEN..], size, &path)?;
+        let version = FileVersion::from_footer(footer.major, footer.minor)?;
+        // Everything from the first metadata byte we need to the end.
+        let gbo_table_len = footer.num_global_buffers as u64 * 16;
+        let meta_needed = footer.column_meta_start.min(footer.gbo_table_pos);
+        let read_tail = |from: u64| -> Result<(u64, Buffer)> {
+            if from >= tail_start {
+                Ok((tail_start, tail.clone()))
+            } else {
+                Ok((from, io.read_range(from..size)?))
+            }
+        };
+        let (base, region) = read_tail(meta_needed)?;
+        let slice = |r: Range<u64>| -> &[u8] { &region.as_slice()[(r.start - base) as usize..(r.end - base) as usize] };
+        let global_buffers =
+            parse_offset_table(slice(footer.gbo_table_pos..footer.gbo_table_pos + gbo_table_len), size, "global buffer", &path)?;
+        let (gb0_pos, gb0_len) = global_buffers[0];
+        let gb0 = if gb0_pos >= base {
+            region.slice_with_length((gb0_pos - base) as usize, gb0_len as usize)
+        } else {
+            io.read_range(gb0_pos..gb0_pos + gb0_len)?
+        };
+        let descriptor = filepb::FileDescriptor::decode(gb0.as_slice())
+            .map_err(|e| Error::corrupt(format!("{path}: schema (global buffer 0) is not a valid FileDescriptor: {e}")))?;
+        let schema_pb = descriptor.schema.unwrap_or_default();
+        let schema = LanceSchema::from_pb(&schema_pb.fields, &schema_pb.metadata)?;
+        let cmo = parse_offset_table(
+            slice(footer.cmo_table_pos..footer.cmo_table_pos + footer.num_columns as u64 * 16),
+            size,
+            "column metadata",
+            &path,
+        )?;
+        let mut column_meta = Vec::with_capacity(cmo.len());
+        for (i, &(pos, len)) in cmo.iter().enumerate() {
+            if pos < footer.column_meta_start || pos + len > footer.cmo_table_pos {
+                return Err(Error::corrupt(format!(
+                    "{path}: metadata of column {i} ({pos}..+{len}) lies outside the column metadata region"
+                )));
+            }
+            column_meta.push(region.slice_with_length((pos - base) as usize, len as usize));
+        }
+        let fields = map_fields_to_columns(&schema, version, column_meta.len(), &path)?;
+        let arrow_schema = schema.to_arrow();
+        Ok(Self {
+            io,
+            path,
+            version,
+            footer,
+            num_rows: descriptor.length,
+            columns: (0..column_meta.len()).map(|_| OnceLock::new()).collect(),
+            schema,
+            arrow_schema,
+            global_buffers,
+            column_meta,
+            fields,
+            file_size: size,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Format version of the file.
+    pub fn version(&self) -> FileVersion {
+        self.version
+    }
+
+    /// Number of rows.
+    pub fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+
+    /// The Lance schema stored in the file.
+    pub fn lance_schema(&self) -> &LanceSchema {
+        &self.schema
+    }
+
+    /// The Arrow schema of the file.
+    pub fn schema(&self) -> SchemaRef {
+        self.arrow_schema.clone()
+    }
+
+    /// Number of columns in the file.
+    pub fn num_columns(&self) -> usize {
+        self.column_meta.len()
+    }
+
+    /// Size of the file in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// Positions and sizes of the global buffers.
+    pub fn global_buffers(&self) -> &[(u64, u64)] {
+        &self.global_buffers
+    }
+
+    /// The footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// Parses (once) and returns column `i`.
+    pub fn column(&self, i: usize) -> Result<Arc<Column>> {
+        if let Some(c) = self.columns[i].get() {
+            return Ok(c.clone());
+        }
+        let col = Arc::new(self.parse_column(i)?);
+        Ok(self.columns[i].get_or_init(|| col).clone())
+    }
+
+    fn parse_column(&self, i: usize) -> Result<Column> {
+        let ctx = format!("{}: column {i}", self.path);
+        let meta = file2::ColumnMetadata::decode(self.column_meta[i].as_slice())
+            .map_err(|e| Error::corrupt(format!("{ctx}: invalid ColumnMetadata: {e}")))?;
+        let mut pages = Vec::with_capacity(meta.pages.len());
+        let mut first_row = 0u64;
+        for (pi, p) in meta.pages.iter().enumerate() {
+            let pctx = format!("{ctx}, page {pi}");
+            if p.buffer_offsets.len() != p.buffer_sizes.len() {
+                return Err(Error::corrupt(format!("{pctx}: {} buffer offsets but {} sizes", p.buffer_offsets.len(), p.buffer_sizes.len())));
+            }
+            let mut buffers = Vec::with_capacity(p.buffer_offsets.len());
+            for (&o, &s) in p.buffer_offsets.iter().zip(&p.buffer_sizes) {
+                if o.checked_add(s).is_none_or(|e| e > self.file_size) {
+                    return Err(Error::corrupt(format!("{pctx}: buffer {o}..+{s} lies outside the file ({} bytes)", self.file_size)));
+                }
+                buffers.push((o, s));
+            }
+            let (url, value) = unpack_any(&p.encoding, &pctx)?;
+            let kind = match (self.version.is_structural(), url.as_str()) {
+                (true, TYPE_URL_PAGE_LAYOUT) => {
+                    let layout = enc21::PageLayout::decode(value)
+                        .map_err(|e| Error::corrupt(format!("{pctx}: invalid PageLayout: {e}")))?;
+                    parse_page_layout(layout, &pctx)?
+                }
+                (false, TYPE_URL_ARRAY_ENCODING) => PageKind::V2_0(
+                    enc20::ArrayEncoding::decode(value).map_err(|e| Error::corrupt(format!("{pctx}: invalid ArrayEncoding: {e}")))?,
+                ),
+                (_, other) => {
+                    return Err(Error::not_supported(format!(
+                        "{pctx}: page encoding {other:?} in a version {} file",
+                        self.version
+                    )))
+                }
+            };
+            pages.push(Page { first_row, num_rows: p.length, buffers, kind, state: OnceLock::new() });
+            first_row = first_row
+                .checked_add(p.length)
+                .ok_or_else(|| Error::corrupt(format!("{ctx}: page row counts overflow")))?;
+        }
+        Ok(Column { pages })
+    }
+
+    fn field_index(&self, name: &str) -> Result<usize> {
+        self.schema.fields.iter().position(|f| f.name == name).ok_or_else(|| {
+            let names: Vec<&str> = self.schema.fields.iter().map(|f| f.name.as_str()).collect();
+            Error::ColumnNotFound(format!("no column named {name:?} in {}; columns are {names:?}", self.path))
+        })
+    }
+
+    /// Resolves a projection (top-level column names; `None` = all) to field indices.
+    pub fn projection(&self, columns: Option<&[String]>) -> Result<Vec<usize>> {
+        match columns {
+            None => Ok((0..self.schema.fields.len()).collect()),
+            Some(names) => names.iter().map(|n| self.field_index(n)).collect(),
+        }
+    }
+
+    fn projected_schema(&self, fields: &[usize]) -> SchemaRef {
+        Arc::new(Schema::new_with_metadata(
+            fields.iter().map(|&i| self.arrow_schema.field(i).clone()).collect::<Vec<_>>(),
+            self.arrow_schema.metadata().clone(),
+        ))
+    }
+
+    /// Reads rows `start..start + len` of the projected fields.
+    pub fn read_range(&self, start: u64, len: u64, fields: &[usize]) -> Result<RecordBatch> {
+        let end = start.checked_add(len).filter(|&e| e <= self.num_rows).ok_or_else(|| {
+            Error::IndexOutOfRange(format!(
+                "rows {start}..{} are outside {} (which has {} rows)",
+                start.saturating_add(len),
+                self.path,
+                self.num_rows
+            ))
+        })?;
+        let parallel = fields.len() > 1 && len > 4096;
+        let arrays = crate::parallel::map(fields.to_vec(), parallel, |f| self.read_field_range(f, start..end));
+        self.batch(fields, arrays.into_iter().collect::<Result<Vec<_>>>()?, len)
+    }
+
+    /// Reads the rows at `indices` (any order, repeats allowed; output follows the input).
+    pub fn take(&self, indices: &[u64], fields: &[usize]) -> Result<RecordBatch> {
+        if let Some(&bad) = indices.iter().find(|&&i| i >= self.num_rows) {
+            return Err(Error::IndexOutOfRange(format!(
+                "row {bad} is out of range for {} ({} rows)",
+                self.path, self.num_rows
+            )));
+        }
+        let sorted_unique = indices.windows(2).all(|w| w[0] < w[1]);
+        let (rows, permutation) = if sorted_unique {
+            (indices.to_vec(), None)
+        } else {
+            let mut rows = indices.to_vec();
+            rows.sort_unstable();
+            rows.dedup();
+            let perm: Vec<u32> = indices.iter().map(|i| rows.binary_search(i).unwrap() as u32).collect();
+            (rows, Some(UInt32Array::from(perm)))
+        };
+        let parallel = fields.len() > 1 && rows.len() > 64;
+        let arrays = crate::parallel::map(fields.to_vec(), parallel, |f| self.take_field(f, &rows));
+        let mut arrays = arrays.into_iter().collect::<Result<Vec<_>>>()?;
+        if let Some(p) = permutation {
+            arrays = arrays
+                .iter()
+                .map(|a| arrow_select::take::take(a.as_ref(), &p, None).map_err(Error::from))
+                .collect::<Result<Vec<_>>>()?;
+        }
+        self.batch(fields, arrays, indices.len() as u64)
+    }
+
+    fn batch(&self, fields: &[usize], arrays: Vec<ArrayRef>, rows: u64) -> Result<RecordBatch> {
+        let opts = RecordBatchOptions::new().with_row_count(Some(rows as usize));
+        Ok(RecordBatch::try_new_with_options(self.projected_schema(fields), arrays, &opts)?)
+    }
+
+    fn leaf_column(&self, field: usize) -> Result<(&LanceField, usize)> {
+        let f = &self.schema.fields[field];
+        let cols = &self.fields[field].columns;
+        if cols.len() != 1 || !f.children.is_empty() {
+            return Err(Error::not_supported(format!(
+                "reading nested column {:?} ({}) is not implemented yet",
+                f.name, f.data_type
+            )));
+        }
+        Ok((f, cols[0]))
+    }
+
+    fn read_field_range(&self, field: usize, rows: Range<u64>) -> Result<ArrayRef> {
+        let (f, col) = self.leaf_column(field)?;
+        let kind = LeafKind::of(&f.data_type)?;
+        let column = self.column(col)?;
+        check_rows(&column, self.num_rows, &self.path, col)?;
+        let mut builder = LeafBuilder::new(kind.clone(), (rows.end - rows.start) as usize);
+        let pages: Vec<&Page> = column
+            .pages
+            .iter()
+            .filter(|p| p.first_row < rows.end && p.first_row + p.num_rows > rows.start && p.num_rows > 0)
+            .collect();
+        self.load_states(&pages, &kind)?;
+        for page in pages {
+            let local = rows.start.max(page.first_row) - page.first_row..rows.end.min(page.first_row + page.num_rows) - page.first_row;
+            self.decode_page_range(page, &kind, local, &mut builder)?;
+        }
+        builder.finish(&f.data_type)
+    }
+
+    fn take_field(&self, field: usize, rows: &[u64]) -> Result<ArrayRef> {
+        let (f, col) = self.leaf_column(field)?;
+        let kind = LeafKind::of(&f.data_type)?;
+        let column = self.column(col)?;
+        check_rows(&column, self.num_rows, &self.path, col)?;
+        let mut builder = LeafBuilder::new(kind.clone(), rows.len());
+        // Group rows by page (both sorted).
+        let mut groups: Vec<(&Page, Vec<u64>)> = Vec::new();
+        let mut pi = 0;
+        for &r in rows {
+            while column.pages[pi].first_row + column.pages[pi].num_rows <= r {
+                pi += 1;
+            }
+            let page = &column.pages[pi];
+            match groups.last_mut() {
+                Some((p, v)) if std::ptr::eq(*p, page) => v.push(r - page.first_row),
+                _ => groups.push((page, vec![r - page.first_row])),
+            }
+        }
+        let pages: Vec<&Page> = groups.iter().map(|(p, _)| *p).collect();
+        self.load_states(&pages, &kind)?;
+        for (page, local) in groups {
+            self.decode_page_rows(page, &kind, &local, &mut builder)?;
+        }
+        builder.finish(&f.data_type)
+    }
+
+    /// Fetches and caches the metadata buffers of pages that have none yet.
+    fn load_states(&self, pages: &[&Page], kind: &LeafKind) -> Result<()> {
+        let mut wanted: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut ranges = Vec::new();
+        for (i, p) in pages.iter().enumerate() {
+            if p.state.get().is_some() {
+                continue;
+            }
+            let idx = state_buffers(p);
+            for &b in &idx {
+                let (pos, len) = p.buffers[b];
+                ranges.push(pos..pos + len);
+            }
+            wanted.push((i, idx));
+        }
+        if ranges.is_empty() && wanted.is_empty() {
+            return Ok(());
+        }
+        let mut fetched = self.io.read_ranges(&ranges)?.into_iter();
+        for (i, idx) in wanted {
+            let bufs: Vec<Buffer> = idx.iter().map(|_| fetched.next().unwrap()).collect();
+            let page = pages[i];
+            let state = build_state(page, bufs, kind)?;
+            let _ = page.state.set(Arc::new(state));
+        }
+        Ok(())
+    }
+
+    fn decode_page_range(&self, page: &Page, kind: &LeafKind, rows: Range<u64>, out: &mut LeafBuilder) -> Result<()> {
+        let state = page.state.get().expect("page state loaded");
+        match (&page.kind, state.as_ref()) {
+            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary }) => {
+                check_flat(&layout.layers)?;
+                let first = chunks.partition_point(|c| c.first_value + c.num_values <= rows.start);
+                let last = chunks.partition_point(|c| c.first_value < rows.end);
+                let selected = &chunks[first..last];
+                let data_pos = page.buffers[1].0;
+                let ranges: Vec<Range<u64>> = selected.iter().map(|c| data_pos + c.offset..data_pos + c.offset + c.len).collect();
+                let bytes = self.io.read_ranges(&ranges)?;
+                for (c, b) in selected.iter().zip(&bytes) {
+                    let decoded = miniblock::decode_chunk(layout, c, b, dictionary.as_ref())?;
+                    let s = rows.start.max(c.first_value) - c.first_value;
+                    let e = rows.end.min(c.first_value + c.num_values) - c.first_value;
+                    append_decoded(out, &decoded, Selection::Range(s as usize, (e - s) as usize))?;
+                }
+                Ok(())
+            }
+            (PageKind::FullZip(layout), PageState::FullZip { rep_index }) => {
+                check_flat(&layout.layers)?;
+                let data_pos = page.buffers[0].0;
+                let byte_range = match (layout.fixed_stride(), rep_index) {
+                    (Some(stride), _) => rows.start * stride..rows.end * stride,
+                    (None, Some(idx)) => idx.offset(rows.start)..idx.offset(rows.end),
+                    (None, None) => return Err(Error::corrupt("variable full-zip page without a repetition index")),
+                };
+                if byte_range.end > page.buffers[0].1 {
+                    return Err(Error::corrupt("full-zip rows lie beyond the page's data buffer"));
+                }
+                let bytes = self.io.read_range(data_pos + byte_range.start..data_pos + byte_range.end)?;
+                let decoded = fullzip::decode_levels(layout, bytes.as_slice(), rows.end - rows.start)?;
+                append_decoded(out, &decoded, Selection::All)
+            }
+            (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
+                check_flat(&layout.layers)?;
+                let decoded = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
+                append_decoded(out, &decoded, Selection::Range(rows.start as usize, (rows.end - rows.start) as usize))
+            }
+            (PageKind::Blob { inner, layers }, PageState::MiniBlock { chunks, .. }) => {
+                check_flat(layers)?;
+                let rows_vec: Vec<u64> = (rows.start..rows.end).collect();
+                self.decode_blobs(page, inner, layers, chunks, &rows_vec, out)
+            }
+            (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
+                let decoded = v2_0::decode_page(enc, bufs, page.num_rows, kind)?;
+                append_decoded(out, &decoded, Selection::Range(rows.start as usize, (rows.end - rows.start) as usize))
+            }
+            _ => Err(Error::corrupt("page state does not match its layout")),
+        }
+    }
+
+    fn decode_page_rows(&self, page: &Page, kind: &LeafKind, rows: &[u64], out: &mut LeafBuilder) -> Result<()> {
+        let state = page.state.get().expect("page state loaded");
+        match (&page.kind, state.as_ref()) {
+            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary }) => {
+                check_flat(&layout.layers)?;
+                // Group the (sorted) rows by chunk.
+                let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
+                let mut ci = 0;
+                for &r in rows {
+                    while chunks[ci].first_value + chunks[ci].num_values <= r {
+                        ci += 1;
+                    }
+                    let local = (r - chunks[ci].first_value) as u32;
+                    match groups.last_mut() {
+                        Some((c, v)) if *c == ci => v.push(local),
+                        _ => groups.push((ci, vec![local])),
+                    }
+                }
+                let data_pos = page.buffers[1].0;
+                let ranges: Vec<Range<u64>> = groups
+                    .iter()
+                    .map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len)
+                    .collect();
+                let bytes = self.io.read_ranges(&ranges)?;
+                for ((c, sel), b) in groups.iter().zip(&bytes) {
+                    let decoded = miniblock::decode_chunk(layout, &chunks[*c], b, dictionary.as_ref())?;
+                    append_decoded(out, &decoded, Selection::Indices(sel))?;
+                }
+                Ok(())
+            }
+            (PageKind::FullZip(layout), PageState::FullZip { rep_index }) => {
+                check_flat(&layout.layers)?;
+                let data_pos = page.buffers[0].0;
+                // Runs of consecutive rows are read and decoded together.
+                let mut runs: Vec<Range<u64>> = Vec::new();
+                for &r in rows {
+                    match runs.last_mut() {
+                        Some(run) if run.end == r => run.end += 1,
+                        _ => runs.push(r..r + 1),
+                    }
+                }
+                let byte_ranges: Vec<Range<u64>> = runs
+                    .iter()
+                    .map(|run| match (layout.fixed_stride(), rep_index) {
+                        (Some(stride), _) => Ok(run.start * stride..run.end * stride),
+                        (None, Some(idx)) => Ok(idx.offset(run.start)..idx.offset(run.end)),
+                        (None, None) => Err(Error::corrupt("variable full-zip page without a repetition index")),
+                    })
+                    .collect::<Result<_>>()?;
+                if byte_ranges.iter().any(|r| r.end > page.buffers[0].1) {
+                    return Err(Error::corrupt("full-zip rows lie beyond the page's data buffer"));
+                }
+                let abs: Vec<Range<u64>> = byte_ranges.iter().map(|r| data_pos + r.start..data_pos + r.end).collect();
+                let bytes = self.io.read_ranges(&abs)?;
+                for (run, b) in runs.iter().zip(&bytes) {
+                    let decoded = fullzip::decode_levels(layout, b.as_slice(), run.end - run.start)?;
+                    append_decoded(out, &decoded, Selection::All)?;
+                }
+                Ok(())
+            }
+            (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
+                check_flat(&layout.layers)?;
+                let decoded = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
+                let sel: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+                append_decoded(out, &decoded, Selection::Indices(&sel))
+            }
+            (PageKind::Blob { inner, layers }, PageState::MiniBlock { chunks, .. }) => {
+                check_flat(layers)?;
+                self.decode_blobs(page, inner, layers, chunks, rows, out)
+            }
+            (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
+                let decoded = v2_0::decode_page(enc, bufs, page.num_rows, kind)?;
+                let sel: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+                append_decoded(out, &decoded, Selection::Indices(&sel))
+            }
+            _ => Err(Error::corrupt("page state does not match its layout")),
+        }
+    }
+
+    /// Reads blob descriptors for `rows` (sorted, page-local), then the blobs themselves.
+    fn decode_blobs(
+        &self,
+        page: &Page,
+        inner: &MiniBlockLayout,
+        layers: &[crate::structural::repdef::Layer],
+        chunks: &[ChunkInfo],
+        rows: &[u64],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
+        let mut descriptors = LeafBuilder::new(LeafKind::Fixed { bytes: 16 }, rows.len());
+        let mut ci = 0;
+        let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
+        for &r in rows {
+            while chunks[ci].first_value + chunks[ci].num_values <= r {
+                ci += 1;
+            }
+            let local = (r - chunks[ci].first_value) as u32;
+            match groups.last_mut() {
+                Some((c, v)) if *c == ci => v.push(local),
+                _ => groups.push((ci, vec![local])),
+            }
+        }
+        let data_pos = page.buffers[1].0;
+        let ranges: Vec<Range<u64>> =
+            groups.iter().map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len).collect();
+        let bytes = self.io.read_ranges(&ranges)?;
+        for ((c, sel), b) in groups.iter().zip(&bytes) {
+            let decoded = miniblock::decode_chunk(inner, &chunks[*c], b, None)?;
+            descriptors.append(&decoded.values, None, Selection::Indices(sel))?;
+        }
+        let desc = descriptors.finish(&DataType::FixedSizeBinary(16))?;
+        let desc = desc.to_data();
+        let raw = desc.buffers()[0].as_slice();
+        let mut blob_ranges = Vec::new();
+        let mut def = Vec::with_capacity(rows.len());
+        for d in raw.chunks_exact(16) {
+            let pos = u64::from_le_bytes(d[..8].try_into().unwrap());
+            let size = u64::from_le_bytes(d[8..].try_into().unwrap());
+            if size == 0 && pos != 0 {
+                def.push(((pos >> 16) & 0xFFFF) as u16);
+                continue;
+            }
+            if pos.checked_add(size).is_none_or(|e| e > self.file_size) {
+                return Err(Error::corrupt(format!("blob at {pos}..+{size} lies outside the file")));
+            }
+            def.push(0);
+            if size > 0 {
+                blob_ranges.push(pos..pos + size);
+            }
+        }
+        let blobs = self.io.read_ranges(&blob_ranges)?;
+        let mut offsets = vec![0u64];
+        let mut data = Vec::new();
+        let mut next = blobs.iter();
+        for (d, desc) in def.iter().zip(raw.chunks_exact(16)) {
+            let size = u64::from_le_bytes(desc[8..].try_into().unwrap());
+            if *d == 0 && size > 0 {
+                data.extend_from_slice(next.next().unwrap().as_slice());
+            }
+            offsets.push(data.len() as u64);
+        }
+        let block = DataBlock::Variable(crate::encodings::VariableWidthBlock::from_u64(offsets, data));
+        let _ = layers;
+        let has_nulls = def.iter().any(|&d| d != 0);
+        out.append(&block, has_nulls.then_some(&def[..]), Selection::All)
+    }
+
+    /// A description of every column's pages and encodings.
+    pub fn describe(&self) -> Result<Vec<ColumnDescription>> {
+        (0..self.num_columns())
+            .map(|i| {
+                let col = self.column(i)?;
+                Ok(ColumnDescription {
+                    pages: col
+                        .pages
+                        .iter()
+                        .map(|p| PageDescription {
+                            num_rows: p.num_rows,
+                            buffers: p.buffers.clone(),
+                            encoding: describe_page(&p.kind),
+                        })
+                        .collect(),
+                })
+            })
+            .collect()
+    }
+
+    /// The raw bytes of global buffer `i`.
+    pub fn read_global_buffer(&self, i: usize) -> Result<Buffer> {
+        let (pos, len) = *self
+            .global_buffers
+            .get(i)
+            .ok_or_else(|| Error::IndexOutOfRange(format!("global buffer {i} of {}", self.global_buffers.len())))?;
+        self.io.read_range(pos..pos + len)
+    }
+}
+
+/// One column's pages, for `metadata()`.
+#[derive(Debug, Clone)]
+pub struct ColumnDescription {
+    /// Its pages.
+    pub pages: Vec<PageDescription>,
+}
+
+/// One page, for `metadata()`.
+#[derive(Debug, Clone)]
+pub struct PageDescription {
+    /// Rows in the page.
+    pub num_rows: u64,
+    /// (position, size) of each buffer.
+    pub buffers: Vec<(u64, u64)>,
+    /// Human-readable layout and encodings.
+    pub encoding: String,
+}
+
+fn describe_page(kind: &PageKind) -> String {
+    match kind {
+        PageKind::MiniBlock(l) => {
+            let mut s = format!("miniblock(values={}", l.values.describe());
+            if let Some(d) = &l.dictionary {
+                s.push_str(&format!(", dictionary={} x{}", d.describe(), l.num_dictionary_items));
+            }
+            if let Some(d) = &l.def {
+                s.push_str(&format!(", def={}", d.describe()));
+            }
+            if let Some(r) = &l.rep {
+                s.push_str(&format!(", rep={}", r.describe()));
+            }
+            s.push(')');
+            s
+        }
+        PageKind::FullZip(l) => {
+            let v = match &l.kind {
+                fullzip::ValueKind::Fixed { bits, dim, .. } => match dim {
+                    Some(d) => format!("fixed_size_list({d}, {} bits)", bits / d),
+                    None => format!("fixed({bits} bits)"),
+                },
+                fullzip::ValueKind::Variable { per_value, .. } => match per_value {
+                    fullzip::PerValue::None => "variable".to_string(),
+                    fullzip::PerValue::Fsst(_) => "fsst".to_string(),
+                    fullzip::PerValue::General(s) => format!("general({s:?})"),
+                },
+            };
+            format!("fullzip({v})")
+        }
+        PageKind::Constant(l) => match &l.inline_value {
+            Some(v) => format!("constant(inline {} bytes)", v.len()),
+            None => "constant".to_string(),
+        },
+        PageKind::Blob { .. } => "blob".to_string(),
+        PageKind::V2_0(e) => format!("v2.0 {}", v2_0::describe(e)),
+    }
+}
+
+fn check_rows(column: &Column, num_rows: u64, path: &str, col: usize) -> Result<()> {
+    let total: u64 = column.pages.iter().map(|p| p.num_rows).sum();
+    if total != num_rows {
+        return Err(Error::corrupt(format!("{path}: column {col} has {total} rows in its pages, the file has {num_rows}")));
+    }
+    Ok(())
+}
+
+fn check_flat(layers: &[crate::structural::repdef::Layer]) -> Result<()> {
+    if layers.len() != 1 {
+        return Err(Error::not_supported("pages of nested columns (struct/list layers) are not implemented yet"));
+    }
+    Ok(())
+}
+
+fn append_decoded(out: &mut LeafBuilder, d: &DecodedChunk, sel: Selection) -> Result<()> {
+    if d.rep.is_some() {
+        return Err(Error::not_supported("repetition levels (list columns) are not implemented yet"));
+    }
+    out.append(&d.values, d.def.as_deref(), sel)
+}
+
+fn parse_page_layout(layout: enc21::PageLayout, ctx: &str) -> Result<PageKind> {
+    use enc21::page_layout::Layout;
+    Ok(match layout.layout {
+        Some(Layout::MiniBlockLayout(m)) => PageKind::MiniBlock(MiniBlockLayout::from_pb(&m)?),
+        Some(Layout::FullZipLayout(f)) => PageKind::FullZip(FullZipLayout::from_pb(&f)?),
+        Some(Layout::ConstantLayout(c)) => PageKind::Constant(ConstantLayout::from_pb(&c)?),
+        Some(Layout::BlobLayout(b)) => {
+            let layers = crate::structural::repdef::Layer::parse_all(&b.layers)?;
+            match b.inner_layout.and_then(|l| l.layout) {
+                Some(Layout::MiniBlockLayout(m)) => {
+                    let inner = MiniBlockLayout::from_pb(&m)?;
+                    match &inner.values {
+                        Compression::PackedStruct { bits, .. } if bits == &[64, 64] => {}
+                        other => {
+                            return Err(Error::not_supported(format!("{ctx}: blob descriptors encoded as {}", other.describe())))
+                        }
+                    }
+                    PageKind::Blob { inner, layers }
+                }
+                _ => return Err(Error::not_supported(format!("{ctx}: blob page whose descriptors are not mini-block"))),
+            }
+        }
+        None => return Err(Error::corrupt(format!("{ctx}: page layout is empty"))),
+    })
+}
+
+/// Page buffers that make up a page's cached state.
+fn state_buffers(p: &Page) -> Vec<usize> {
+    match &p.kind {
+        PageKind::MiniBlock(l) | PageKind::Blob { inner: l, .. } => {
+            let mut v = vec![0];
+            v.extend(l.dictionary_buffer());
+            v.extend(l.rep_index_buffer());
+            v
+        }
+        PageKind::FullZip(l) if l.has_rep_index() => vec![1],
+        PageKind::FullZip(_) => vec![],
+        PageKind::Constant(_) | PageKind::V2_0(_) => (0..p.buffers.len()).collect(),
+    }
+}
+
+fn build_state(p: &Page, bufs: Vec<Buffer>, _kind: &LeafKind) -> Result<PageState> {
+    Ok(match &p.kind {
+        PageKind::MiniBlock(l) | PageKind::Blob { inner: l, .. } => {
+            if p.buffers.len() < 2 {
+                return Err(Error::corrupt("mini-block page with fewer than 2 buffers"));
+            }
+            let chunks = miniblock::parse_chunk_metadata(bufs[0].as_slice(), l, p.buffers[1].1)?;
+            if l.repetition_index_depth == 0 && l.num_items != p.num_rows && matches!(p.kind, PageKind::MiniBlock(_)) && l.layers.len() == 1 {
+                return Err(Error::corrupt(format!("mini-block page holds {} values for {} rows", l.num_items, p.num_rows)));
+            }
+            let dictionary = match (&l.dictionary, l.dictionary_buffer()) {
+                (Some(c), Some(_)) => Some(c.decode_block(&bufs[1], l.num_dictionary_items)?),
+                _ => None,
+            };
+            PageState::MiniBlock { chunks, dictionary }
+        }
+        PageKind::FullZip(l) => {
+            if p.buffers.is_empty() || (l.has_rep_index() && p.buffers.len() < 2) {
+                return Err(Error::corrupt("full-zip page is missing buffers"));
+            }
+            if l.num_items != p.num_rows {
+                return Err(Error::corrupt(format!("full-zip page has {} levels for {} rows", l.num_items, p.num_rows)));
+            }
+            let rep_index = if l.has_rep_index() {
+                Some(RepIndex::parse(bufs.into_iter().next().unwrap(), p.num_rows, p.buffers[0].1)?)
+            } else {
+                let stride = l.fixed_stride().unwrap();
+                if stride.checked_mul(p.num_rows).is_none_or(|n| n > p.buffers[0].1) {
+                    return Err(Error::corrupt("full-zip page data is shorter than its rows"));
+                }
+                None
+            };
+            PageState::FullZip { rep_index }
+        }
+        PageKind::Constant(_) | PageKind::V2_0(_) => PageState::Buffers(bufs),
+    })
+}
+
+/// Assigns file columns to top-level fields.
+fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns: usize, path: &str) -> Result<Vec<FieldColumns>> {
+    let mut next = 0usize;
+    let mut out = Vec::with_capacity(schema.fields.len());
+    for f in &schema.fields {
+        let mut all = Vec::new();
+        f.walk(&mut all);
+        let count = if version.is_structural() { all.iter().filter(|x| x.is_leaf()).count() } else { all.len() };
+        out.push(FieldColumns { columns: (next..next + count).collect() });
+        next += count;
+    }
+    if next != num_columns {
+        return Err(Error::corrupt(format!(
+            "{path}: the schema needs {next} columns but the file has {num_columns}"
+        )));
+    }
+    Ok(out)
+}
+
+/// Per-field column indices, for dataset manifests (`DataFile.fields` / `column_indices`).
+pub fn field_ids_and_columns(schema: &LanceSchema, version: FileVersion) -> (Vec<i32>, Vec<i32>) {
+    let mut ids = Vec::new();
+    for f in schema.all_fields() {
+        if !version.is_structural() || f.is_leaf() {
+            ids.push(f.id);
+        }
+    }
+    let cols = (0..ids.len() as i32).collect();
+    (ids, cols)
+}
+
+/// A map from field name to index, for callers resolving projections repeatedly.
+pub fn name_index(schema: &LanceSchema) -> HashMap<String, usize> {
+    schema.fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect()
+}

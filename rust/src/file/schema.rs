@@ -1,0 +1,495 @@
+//! Arrow schema ↔ Lance schema.
+//!
+//! A Lance schema is a flat list of `lance.file.Field` messages in depth-first pre-order,
+//! parents before children, linked by `parent_id` (−1 at the top level). Types are spelled as
+//! "logical type" strings (`int64`, `timestamp:us:UTC`, `fixed_size_list:float:128`, ...).
+//! [`LanceSchema`] is the tree form used by the reader and writer; it converts both ways.
+//!
+//! Conventions (as pylance writes them): a fixed-size list of a primitive has no child field
+//! (its item type is inside the logical type string and reads back as a nullable child named
+//! `item`); `list`/`large_list` have one child; `map` has one child `entries` (a non-null
+//! struct of `key`, `value`); a dictionary is `dict:{value}:{key}:false`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+
+use crate::error::{Error, Result};
+use crate::format::filepb;
+
+/// One field of a Lance schema, with its children.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LanceField {
+    /// Field id (unique in a schema; dataset ids need not be contiguous).
+    pub id: i32,
+    /// Field name.
+    pub name: String,
+    /// The Arrow type this field reads as.
+    pub data_type: DataType,
+    /// Whether nulls are allowed.
+    pub nullable: bool,
+    /// Field metadata (Arrow's string map; Lance stores bytes).
+    pub metadata: HashMap<String, String>,
+    /// Child fields (struct members, list item, map entries).
+    pub children: Vec<LanceField>,
+    /// Pylance 14's `unenforced_primary_key` flag, carried through unchanged.
+    pub unenforced_primary_key: bool,
+    /// Pylance 14's `unenforced_primary_key_position`, carried through unchanged.
+    pub unenforced_primary_key_position: u32,
+}
+
+/// A Lance schema: top-level fields and schema metadata.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LanceSchema {
+    /// Top-level fields in order.
+    pub fields: Vec<LanceField>,
+    /// Schema-level metadata.
+    pub metadata: HashMap<String, String>,
+}
+
+fn time_unit_str(unit: &TimeUnit) -> &'static str {
+    match unit {
+        TimeUnit::Second => "s",
+        TimeUnit::Millisecond => "ms",
+        TimeUnit::Microsecond => "us",
+        TimeUnit::Nanosecond => "ns",
+    }
+}
+
+fn parse_time_unit(s: &str, logical: &str) -> Result<TimeUnit> {
+    Ok(match s {
+        "s" => TimeUnit::Second,
+        "ms" => TimeUnit::Millisecond,
+        "us" => TimeUnit::Microsecond,
+        "ns" => TimeUnit::Nanosecond,
+        _ => return Err(Error::corrupt(format!("unknown time unit in logical type {logical:?}"))),
+    })
+}
+
+/// The Lance logical type string of an Arrow type.
+pub fn logical_type_of(dt: &DataType) -> Result<String> {
+    use DataType::*;
+    Ok(match dt {
+        Null => "null".into(),
+        Boolean => "bool".into(),
+        Int8 => "int8".into(),
+        UInt8 => "uint8".into(),
+        Int16 => "int16".into(),
+        UInt16 => "uint16".into(),
+        Int32 => "int32".into(),
+        UInt32 => "uint32".into(),
+        Int64 => "int64".into(),
+        UInt64 => "uint64".into(),
+        Float16 => "halffloat".into(),
+        Float32 => "float".into(),
+        Float64 => "double".into(),
+        Decimal128(p, s) => format!("decimal:128:{p}:{s}"),
+        Decimal256(p, s) => format!("decimal:256:{p}:{s}"),
+        Utf8 => "string".into(),
+        Binary => "binary".into(),
+        LargeUtf8 => "large_string".into(),
+        LargeBinary => "large_binary".into(),
+        Date32 => "date32:day".into(),
+        Date64 => "date64:ms".into(),
+        Time32(u) => format!("time32:{}", time_unit_str(u)),
+        Time64(u) => format!("time64:{}", time_unit_str(u)),
+        Timestamp(u, tz) => format!("timestamp:{}:{}", time_unit_str(u), tz.as_deref().unwrap_or("-")),
+        Duration(u) => format!("duration:{}", time_unit_str(u)),
+        Struct(_) => "struct".into(),
+        Dictionary(k, v) => format!("dict:{}:{}:false", logical_type_of(v)?, logical_type_of(k)?),
+        List(item) => match item.data_type() {
+            Struct(_) => "list.struct".into(),
+            _ => "list".into(),
+        },
+        LargeList(item) => match item.data_type() {
+            Struct(_) => "large_list.struct".into(),
+            _ => "large_list".into(),
+        },
+        FixedSizeList(item, n) => match item.data_type() {
+            List(_) | LargeList(_) | Map(_, _) | Dictionary(_, _) => {
+                return Err(Error::not_supported(format!("fixed_size_list of {}", item.data_type())))
+            }
+            inner => format!("fixed_size_list:{}:{n}", logical_type_of(inner)?),
+        },
+        FixedSizeBinary(n) => format!("fixed_size_binary:{n}"),
+        Map(_, sorted) => {
+            if *sorted {
+                return Err(Error::not_supported("map with keys_sorted=true"));
+            }
+            "map".into()
+        }
+        other => return Err(Error::not_supported(format!("Arrow type {other} in a Lance file"))),
+    })
+}
+
+/// Parses a logical type string of a field without children (or whose children are given
+/// separately, as for struct/list/map).
+fn parse_leaf_logical_type(lt: &str) -> Result<Option<DataType>> {
+    use DataType::*;
+    Ok(Some(match lt {
+        "null" => Null,
+        "bool" => Boolean,
+        "int8" => Int8,
+        "uint8" => UInt8,
+        "int16" => Int16,
+        "uint16" => UInt16,
+        "int32" => Int32,
+        "uint32" => UInt32,
+        "int64" => Int64,
+        "uint64" => UInt64,
+        "halffloat" => Float16,
+        "float" => Float32,
+        "double" => Float64,
+        "string" => Utf8,
+        "binary" => Binary,
+        "large_string" => LargeUtf8,
+        "large_binary" | "json" | "blob" => LargeBinary,
+        "date32:day" => Date32,
+        "date64:ms" => Date64,
+        _ => {
+            let parts: Vec<&str> = lt.split(':').collect();
+            match parts[0] {
+                "time32" if parts.len() == 2 => Time32(parse_time_unit(parts[1], lt)?),
+                "time64" if parts.len() == 2 => Time64(parse_time_unit(parts[1], lt)?),
+                "duration" if parts.len() == 2 => Duration(parse_time_unit(parts[1], lt)?),
+                "timestamp" if parts.len() >= 3 => {
+                    let tz = parts[2..].join(":");
+                    Timestamp(parse_time_unit(parts[1], lt)?, if tz == "-" { None } else { Some(tz.into()) })
+                }
+                "decimal" if parts.len() == 4 => {
+                    let bad = || Error::corrupt(format!("invalid decimal logical type {lt:?}"));
+                    let p: u8 = parts[2].parse().map_err(|_| bad())?;
+                    let s: i8 = parts[3].parse().map_err(|_| bad())?;
+                    match parts[1] {
+                        "128" => Decimal128(p, s),
+                        "256" => Decimal256(p, s),
+                        _ => return Err(bad()),
+                    }
+                }
+                "fixed_size_binary" if parts.len() == 2 => FixedSizeBinary(
+                    parts[1].parse().map_err(|_| Error::corrupt(format!("invalid logical type {lt:?}")))?,
+                ),
+                "fixed_size_list" if parts.len() >= 3 => {
+                    let n: i32 = parts[parts.len() - 1]
+                        .parse()
+                        .map_err(|_| Error::corrupt(format!("invalid logical type {lt:?}")))?;
+                    let inner = parts[1..parts.len() - 1].join(":");
+                    if inner == "struct" {
+                        return Ok(None); // has a child field
+                    }
+                    if inner == "lance.bfloat16" {
+                        return Err(Error::not_supported("bfloat16 vectors (fixed_size_list:lance.bfloat16)"));
+                    }
+                    let item = parse_leaf_logical_type(&inner)?
+                        .ok_or_else(|| Error::corrupt(format!("invalid logical type {lt:?}")))?;
+                    FixedSizeList(Arc::new(Field::new("item", item, true)), n)
+                }
+                "dict" if parts.len() == 4 => {
+                    let v = parse_leaf_logical_type(parts[1])?
+                        .ok_or_else(|| Error::corrupt(format!("invalid logical type {lt:?}")))?;
+                    let k = parse_leaf_logical_type(parts[2])?
+                        .ok_or_else(|| Error::corrupt(format!("invalid logical type {lt:?}")))?;
+                    Dictionary(Box::new(k), Box::new(v))
+                }
+                "struct" | "list" | "large_list" | "list.struct" | "large_list.struct" | "map" => {
+                    return Ok(None)
+                }
+                _ => return Err(Error::not_supported(format!("Lance logical type {lt:?}"))),
+            }
+        }
+    }))
+}
+
+impl LanceField {
+    /// The Arrow field this Lance field reads as.
+    pub fn to_arrow(&self) -> Field {
+        Field::new(&self.name, self.data_type.clone(), self.nullable).with_metadata(self.metadata.clone())
+    }
+
+    /// Whether this field is a leaf column in 2.1+ files (everything except struct, list and
+    /// map parents).
+    pub fn is_leaf(&self) -> bool {
+        !matches!(
+            self.data_type,
+            DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _)
+        ) && !(matches!(self.data_type, DataType::FixedSizeList(_, _)) && !self.children.is_empty())
+    }
+
+    /// Depth-first pre-order walk over this field and its descendants.
+    pub fn walk<'a>(&'a self, out: &mut Vec<&'a LanceField>) {
+        out.push(self);
+        for c in &self.children {
+            c.walk(out);
+        }
+    }
+
+    fn from_arrow(field: &Field, next_id: &mut i32) -> Result<LanceField> {
+        let id = *next_id;
+        *next_id += 1;
+        let children = match field.data_type() {
+            DataType::Struct(fields) => {
+                fields.iter().map(|f| LanceField::from_arrow(f, next_id)).collect::<Result<Vec<_>>>()?
+            }
+            DataType::List(item) | DataType::LargeList(item) | DataType::Map(item, _) => {
+                vec![LanceField::from_arrow(item, next_id)?]
+            }
+            DataType::FixedSizeList(item, _) if matches!(item.data_type(), DataType::Struct(_)) => {
+                vec![LanceField::from_arrow(item, next_id)?]
+            }
+            _ => vec![],
+        };
+        // Validate now so that unsupported types fail before any byte is written.
+        logical_type_of(field.data_type())?;
+        Ok(LanceField {
+            id,
+            name: field.name().clone(),
+            data_type: field.data_type().clone(),
+            nullable: field.is_nullable(),
+            metadata: field.metadata().clone(),
+            children,
+            unenforced_primary_key: false,
+            unenforced_primary_key_position: 0,
+        })
+    }
+
+    fn to_pb(&self, parent_id: i32, out: &mut Vec<filepb::Field>) -> Result<()> {
+        let logical_type = match &self.data_type {
+            // Children carry the struct's real item type, so the string is the generic one.
+            DataType::FixedSizeList(item, n) if matches!(item.data_type(), DataType::Struct(_)) => {
+                format!("fixed_size_list:struct:{n}")
+            }
+            dt => logical_type_of(dt)?,
+        };
+        let encoding = match &self.data_type {
+            DataType::Struct(_) => filepb::Encoding::None,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => {
+                filepb::Encoding::VarBinary
+            }
+            DataType::Dictionary(_, _) => filepb::Encoding::Dictionary,
+            _ => filepb::Encoding::Plain,
+        };
+        out.push(filepb::Field {
+            r#type: filepb::field::Type::Parent as i32,
+            name: self.name.clone(),
+            id: self.id,
+            parent_id,
+            logical_type,
+            nullable: self.nullable,
+            encoding: encoding as i32,
+            dictionary: None,
+            extension_name: String::new(),
+            metadata: self
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), bytes::Bytes::from(v.clone().into_bytes())))
+                .collect(),
+            unenforced_primary_key: self.unenforced_primary_key,
+            unenforced_primary_key_position: self.unenforced_primary_key_position,
+        });
+        for c in &self.children {
+            c.to_pb(self.id, out)?;
+        }
+        Ok(())
+    }
+}
+
+fn metadata_from_pb(m: &HashMap<String, bytes::Bytes>) -> HashMap<String, String> {
+    m.iter().map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned())).collect()
+}
+
+impl LanceSchema {
+    /// Converts an Arrow schema, numbering fields in pre-order from 0.
+    pub fn from_arrow(schema: &Schema) -> Result<Self> {
+        Self::from_arrow_with_first_id(schema, 0)
+    }
+
+    /// Converts an Arrow schema, numbering fields in pre-order from `first_id`.
+    pub fn from_arrow_with_first_id(schema: &Schema, first_id: i32) -> Result<Self> {
+        let mut next = first_id;
+        let fields = schema
+            .fields()
+            .iter()
+            .map(|f| LanceField::from_arrow(f, &mut next))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { fields, metadata: schema.metadata().clone() })
+    }
+
+    /// The Arrow schema this Lance schema reads as.
+    pub fn to_arrow(&self) -> SchemaRef {
+        Arc::new(
+            Schema::new(self.fields.iter().map(|f| f.to_arrow()).collect::<Vec<_>>())
+                .with_metadata(self.metadata.clone()),
+        )
+    }
+
+    /// All fields in pre-order.
+    pub fn all_fields(&self) -> Vec<&LanceField> {
+        let mut out = Vec::new();
+        for f in &self.fields {
+            f.walk(&mut out);
+        }
+        out
+    }
+
+    /// Largest field id, or −1 if there are none.
+    pub fn max_field_id(&self) -> i32 {
+        self.all_fields().iter().map(|f| f.id).max().unwrap_or(-1)
+    }
+
+    /// The flat protobuf field list (pre-order).
+    pub fn to_pb_fields(&self) -> Result<Vec<filepb::Field>> {
+        let mut out = Vec::new();
+        for f in &self.fields {
+            f.to_pb(-1, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Schema metadata as Lance stores it (bytes values).
+    pub fn pb_metadata(&self) -> HashMap<String, bytes::Bytes> {
+        self.metadata.iter().map(|(k, v)| (k.clone(), bytes::Bytes::from(v.clone().into_bytes()))).collect()
+    }
+
+    /// Builds the tree from a flat protobuf field list.
+    pub fn from_pb(fields: &[filepb::Field], metadata: &HashMap<String, bytes::Bytes>) -> Result<Self> {
+        // Index children by parent id, keeping the stored order.
+        let mut children_of: HashMap<i32, Vec<usize>> = HashMap::new();
+        let mut seen = std::collections::HashSet::new();
+        for (i, f) in fields.iter().enumerate() {
+            if !seen.insert(f.id) {
+                return Err(Error::corrupt(format!("schema has two fields with id {}", f.id)));
+            }
+            children_of.entry(f.parent_id).or_default().push(i);
+        }
+        fn build(
+            idx: usize,
+            fields: &[filepb::Field],
+            children_of: &HashMap<i32, Vec<usize>>,
+            depth: usize,
+        ) -> Result<LanceField> {
+            if depth > 64 {
+                return Err(Error::corrupt("schema nesting deeper than 64 levels (cycle?)"));
+            }
+            let f = &fields[idx];
+            let children = children_of
+                .get(&f.id)
+                .map(|c| c.iter().map(|&i| build(i, fields, children_of, depth + 1)).collect::<Result<Vec<_>>>())
+                .transpose()?
+                .unwrap_or_default();
+            let data_type = match parse_leaf_logical_type(&f.logical_type)? {
+                Some(dt) => dt,
+                None => nested_type(&f.logical_type, &children)?,
+            };
+            Ok(LanceField {
+                id: f.id,
+                name: f.name.clone(),
+                data_type,
+                nullable: f.nullable,
+                metadata: metadata_from_pb(&f.metadata),
+                children,
+                unenforced_primary_key: f.unenforced_primary_key,
+                unenforced_primary_key_position: f.unenforced_primary_key_position,
+            })
+        }
+        let top = children_of.get(&-1).cloned().unwrap_or_default();
+        let fields = top.iter().map(|&i| build(i, fields, &children_of, 0)).collect::<Result<Vec<_>>>()?;
+        Ok(Self { fields, metadata: metadata_from_pb(metadata) })
+    }
+
+    /// Finds a top-level field by name.
+    pub fn field(&self, name: &str) -> Option<&LanceField> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+fn nested_type(lt: &str, children: &[LanceField]) -> Result<DataType> {
+    let one_child = || -> Result<Arc<Field>> {
+        match children {
+            [c] => Ok(Arc::new(c.to_arrow())),
+            _ => Err(Error::corrupt(format!(
+                "a {lt:?} field must have exactly one child, found {}",
+                children.len()
+            ))),
+        }
+    };
+    Ok(match lt {
+        "struct" => DataType::Struct(Fields::from(children.iter().map(|c| c.to_arrow()).collect::<Vec<_>>())),
+        "list" | "list.struct" => DataType::List(one_child()?),
+        "large_list" | "large_list.struct" => DataType::LargeList(one_child()?),
+        "map" => DataType::Map(one_child()?, false),
+        _ if lt.starts_with("fixed_size_list:struct:") => {
+            let n: i32 = lt["fixed_size_list:struct:".len()..]
+                .parse()
+                .map_err(|_| Error::corrupt(format!("invalid logical type {lt:?}")))?;
+            DataType::FixedSizeList(one_child()?, n)
+        }
+        _ => return Err(Error::corrupt(format!("invalid logical type {lt:?}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_types() -> Schema {
+        use DataType::*;
+        let fields = vec![
+            Field::new("n", Null, true),
+            Field::new("b", Boolean, true),
+            Field::new("i8", Int8, false),
+            Field::new("u64", UInt64, true),
+            Field::new("h", Float16, true),
+            Field::new("d128", Decimal128(38, 10), true),
+            Field::new("d256", Decimal256(76, -3), true),
+            Field::new("t32", Time32(TimeUnit::Millisecond), true),
+            Field::new("t64", Time64(TimeUnit::Nanosecond), true),
+            Field::new("ts", Timestamp(TimeUnit::Microsecond, Some("+08:00".into())), true),
+            Field::new("ts2", Timestamp(TimeUnit::Second, None), true),
+            Field::new("dur", Duration(TimeUnit::Millisecond), true),
+            Field::new("s", LargeUtf8, true),
+            Field::new("fsb", FixedSizeBinary(16), true),
+            Field::new("vec", FixedSizeList(Arc::new(Field::new("item", Float32, true)), 768), true),
+            Field::new("dict", Dictionary(Box::new(Int16), Box::new(Utf8)), true),
+            Field::new(
+                "st",
+                Struct(Fields::from(vec![Field::new("x", Int32, true), Field::new("y", Utf8, false)])),
+                false,
+            ),
+            Field::new("l", List(Arc::new(Field::new("item", Int64, true))), true),
+        ];
+        Schema::new(fields).with_metadata([("k".to_string(), "v".to_string())].into())
+    }
+
+    #[test]
+    fn arrow_round_trip_through_pb() {
+        let schema = all_types();
+        let lance = LanceSchema::from_arrow(&schema).unwrap();
+        let pb = lance.to_pb_fields().unwrap();
+        assert_eq!(pb.len(), 21);
+        assert_eq!(pb[16].logical_type, "struct");
+        assert_eq!(pb[17].parent_id, pb[16].id);
+        let back = LanceSchema::from_pb(&pb, &lance.pb_metadata()).unwrap();
+        assert_eq!(back.to_arrow().as_ref(), &schema);
+    }
+
+    #[test]
+    fn logical_type_spellings() {
+        assert_eq!(logical_type_of(&DataType::Timestamp(TimeUnit::Microsecond, None)).unwrap(), "timestamp:us:-");
+        assert_eq!(
+            logical_type_of(&DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))).unwrap(),
+            "dict:string:int32:false"
+        );
+        assert_eq!(
+            logical_type_of(&DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 4))
+                .unwrap(),
+            "fixed_size_list:float:4"
+        );
+    }
+
+    #[test]
+    fn garbage_logical_type_is_an_error() {
+        let f = filepb::Field { name: "x".into(), id: 0, parent_id: -1, logical_type: "decimal:12".into(), ..Default::default() };
+        assert!(LanceSchema::from_pb(&[f], &HashMap::new()).is_err());
+    }
+}

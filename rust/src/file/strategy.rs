@@ -1,0 +1,694 @@
+//! Choosing a page's layout and encodings from its data (2.1 / 2.2), and producing the
+//! page's buffers.
+//!
+//! The rules, in order:
+//! 1. every value null → constant (all-null) page with no buffers;
+//! 2. 2.2, no nulls, one distinct value → constant page (inline value ≤ 32 bytes, else an
+//!    out-of-line value buffer);
+//! 3. values of ≥ 256 bytes (or `lance-encoding:structural-encoding = fullzip`) → full-zip,
+//!    compressing each value with FSST when it helps, or zstd when values exceed 32 KiB and
+//!    compress;
+//! 4. otherwise mini-block with the smallest of: flat, FastLanes bit-packing, RLE, a
+//!    dictionary (low cardinality), FSST (strings ≥ 32 KiB in total, some ≥ 5 bytes);
+//!    `lance-encoding:compression = zstd|lz4` wraps values in general compression and
+//!    `= none` keeps them plain.
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef};
+use arrow_buffer::{bit_util, Buffer, MutableBuffer, NullBuffer};
+use arrow_schema::DataType;
+use prost::Message;
+
+use super::container::FileVersion;
+use super::schema::LanceField;
+use crate::encodings::{
+    bitpacking, bss, dictionary, fsst, rle, variable, Compression, DataBlock, FixedSizeListBlock, FixedWidthBlock,
+    GeneralScheme, VariableWidthBlock,
+};
+use crate::error::{Error, Result};
+use crate::format::{enc21, TYPE_URL_PAGE_LAYOUT};
+use crate::structural::fullzip::{self, PerValueEncoder};
+use crate::structural::miniblock::{self, ValueChunk};
+use crate::structural::repdef::Layer;
+use crate::structural::LeafKind;
+
+/// Values at least this large go to full-zip pages.
+pub const FULLZIP_MIN_VALUE_BYTES: u64 = 256;
+/// Full-zip values larger than this are compressed one by one with zstd (if it helps).
+pub const PER_VALUE_ZSTD_MIN_BYTES: u64 = 32 * 1024;
+/// Target size of a mini-block chunk's values.
+const CHUNK_TARGET_BYTES: usize = 4096;
+/// Most values in one mini-block chunk.
+const MAX_CHUNK_VALUES: usize = 4096;
+
+/// An encoded page ready to be written.
+pub struct EncodedPage {
+    /// The page buffers.
+    pub buffers: Vec<Buffer>,
+    /// `Any.type_url` of the encoding message.
+    pub type_url: String,
+    /// The serialized encoding message.
+    pub encoding: Vec<u8>,
+    /// Rows in the page.
+    pub num_rows: u64,
+}
+
+/// Writer hints from field metadata.
+#[derive(Debug, Clone, Default)]
+pub struct FieldHints {
+    /// `lance-encoding:compression`: `Some(None)` = "none".
+    pub compression: Option<Option<GeneralScheme>>,
+    /// `lance-encoding:structural-encoding`.
+    pub structural: Option<Structural>,
+}
+
+/// Forced structural layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Structural {
+    /// Mini-block.
+    MiniBlock,
+    /// Full-zip.
+    FullZip,
+}
+
+impl FieldHints {
+    /// Reads the hints of a field.
+    pub fn of(field: &LanceField) -> Result<Self> {
+        let level = match field.metadata.get("lance-encoding:compression-level") {
+            Some(l) => Some(l.trim().parse::<i32>().map_err(|_| {
+                Error::invalid_input(format!("lance-encoding:compression-level {l:?} of field {:?} is not an integer", field.name))
+            })?),
+            None => None,
+        };
+        let compression = match field.metadata.get("lance-encoding:compression") {
+            Some(c) => Some(GeneralScheme::from_name(c, level)?),
+            None => None,
+        };
+        let structural = match field.metadata.get("lance-encoding:structural-encoding").map(|s| s.to_ascii_lowercase()) {
+            Some(s) if s == "miniblock" => Some(Structural::MiniBlock),
+            Some(s) if s == "fullzip" => Some(Structural::FullZip),
+            Some(s) => {
+                return Err(Error::invalid_input(format!(
+                    "lance-encoding:structural-encoding {s:?} of field {:?}; expected miniblock or fullzip",
+                    field.name
+                )))
+            }
+            None => None,
+        };
+        Ok(Self { compression, structural })
+    }
+}
+
+/// Encodes one page of a leaf column.
+pub fn encode_page(array: &ArrayRef, field: &LanceField, version: FileVersion) -> Result<EncodedPage> {
+    if !version.is_structural() {
+        return crate::structural::v2_0::encode_page(array, field);
+    }
+    let hints = FieldHints::of(field)?;
+    let n = array.len() as u64;
+    let array = materialize_dictionary(array)?;
+    let kind = LeafKind::of(array.data_type())?;
+    let nulls = array.logical_nulls();
+    let null_count = nulls.as_ref().map(|n| n.null_count()).unwrap_or(0);
+    let layout_page = |layout: enc21::PageLayout, buffers: Vec<Buffer>| EncodedPage {
+        buffers,
+        type_url: TYPE_URL_PAGE_LAYOUT.to_string(),
+        encoding: layout.encode_to_vec(),
+        num_rows: n,
+    };
+
+    // 1. All null.
+    if null_count as u64 == n || kind == LeafKind::Null {
+        let layout = enc21::PageLayout {
+            layout: Some(enc21::page_layout::Layout::ConstantLayout(enc21::ConstantLayout {
+                layers: vec![Layer::NullableItem.to_pb()],
+                ..Default::default()
+            })),
+        };
+        return Ok(layout_page(layout, vec![]));
+    }
+    let (def, layers) = match &nulls {
+        Some(nb) if nb.null_count() > 0 => {
+            (Some(nb.iter().map(|v| if v { 0u16 } else { 1 }).collect::<Vec<u16>>()), vec![Layer::NullableItem])
+        }
+        _ => (None, vec![Layer::AllValidItem]),
+    };
+    let values = block_from_array(&array, &kind, nulls.as_ref())?;
+
+    // 2. Constant (2.2).
+    if version >= FileVersion::V2_2 && def.is_none() && hints.structural.is_none() {
+        if let Some(layout) = constant_layout(&values, &kind)? {
+            let (layout, buffers) = layout;
+            return Ok(layout_page(layout, buffers));
+        }
+    }
+
+    // 3. Full-zip for wide values.
+    let wide = match &values {
+        DataBlock::Variable(v) => (0..v.num_values as usize).any(|i| v.offset(i + 1) - v.offset(i) >= FULLZIP_MIN_VALUE_BYTES),
+        _ => kind.bits().is_some_and(|b| b / 8 >= FULLZIP_MIN_VALUE_BYTES),
+    };
+    let fsl_item_nulls = matches!(&values, DataBlock::FixedSizeList(l) if l.item_validity.is_some());
+    let use_fullzip = match hints.structural {
+        Some(Structural::FullZip) => !matches!(kind, LeafKind::Bool) && !fsl_item_nulls,
+        Some(Structural::MiniBlock) => false,
+        None => wide && !fsl_item_nulls,
+    };
+    if use_fullzip {
+        let per_value = choose_per_value(&values, &hints)?;
+        let enc = fullzip::encode(&values, def.as_deref(), &layers, &per_value)?;
+        return Ok(layout_page(enc.layout, enc.buffers.into_iter().map(Buffer::from_vec).collect()));
+    }
+
+    // 4. Mini-block.
+    let large_chunk = version >= FileVersion::V2_2;
+    let is_float = matches!(array.data_type(), DataType::Float16 | DataType::Float32 | DataType::Float64);
+    let plan = choose_miniblock(&values, &kind, is_float, &hints, version)?;
+    // Levels are bit-packed out of line at the width of the largest level (pylance's choice;
+    // its inline form is limited to 1024 levels per chunk).
+    let def_width = crate::structural::repdef::bits_for(crate::structural::repdef::max_def(&layers)) as u64;
+    let def_comp = Compression::OutOfLineBitpacking { bits: 16, width: def_width };
+    let def_encode = |levels: &[u16]| -> Result<Vec<u8>> {
+        let bytes: Vec<u8> = levels.iter().flat_map(|l| l.to_le_bytes()).collect();
+        let mut out = Vec::new();
+        bitpacking::encode_out_of_line(&bytes, 16, def_width, &mut out)?;
+        Ok(out)
+    };
+    let serialized = miniblock::serialize_chunks(&plan.chunks, def.as_deref(), &def_encode, large_chunk)?;
+    let dictionary = plan.dictionary.as_ref().map(|(c, _, n)| (c, *n));
+    let layout = miniblock::layout_pb(&plan.compression, def.as_ref().map(|_| &def_comp), dictionary, &layers, n, large_chunk);
+    let mut buffers = vec![Buffer::from_vec(serialized.metadata), Buffer::from_vec(serialized.data)];
+    if let Some((_, bytes, _)) = plan.dictionary {
+        buffers.push(Buffer::from_vec(bytes));
+    }
+    Ok(layout_page(layout, buffers))
+}
+
+/// Dictionary arrays are written as their values (the writer picks its own dictionary).
+fn materialize_dictionary(array: &ArrayRef) -> Result<ArrayRef> {
+    match array.data_type() {
+        DataType::Dictionary(_, value) => {
+            let dict = array.as_any_dictionary();
+            let keys = dict.keys();
+            let indices = arrow_select::take::take(dict.values().as_ref(), &arrow_cast_keys(keys)?, None)?;
+            debug_assert_eq!(indices.data_type(), value.as_ref());
+            Ok(indices)
+        }
+        _ => Ok(array.clone()),
+    }
+}
+
+/// Keys of any integer type as a u32/u64 index array acceptable to `take`.
+fn arrow_cast_keys(keys: &dyn Array) -> Result<arrow_array::UInt64Array> {
+    let data = keys.to_data();
+    let width = keys.data_type().primitive_width().unwrap_or(8);
+    let signed = matches!(keys.data_type(), DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64);
+    let raw = &data.buffers()[0].as_slice()[data.offset() * width..(data.offset() + data.len()) * width];
+    let mut out = Vec::with_capacity(data.len());
+    for (i, c) in raw.chunks_exact(width).enumerate() {
+        let mut b = [0u8; 8];
+        b[..width].copy_from_slice(c);
+        let mut v = u64::from_le_bytes(b);
+        if signed && c[width - 1] & 0x80 != 0 {
+            if keys.is_valid(i) {
+                return Err(Error::invalid_input("negative dictionary key"));
+            }
+            v = 0;
+        }
+        out.push(v);
+    }
+    Ok(arrow_array::UInt64Array::new(out.into(), data.nulls().cloned()))
+}
+
+/// The values of `array` as a block, with null slots zeroed (fixed width) or emptied
+/// (variable width).
+pub fn block_from_array(array: &ArrayRef, kind: &LeafKind, nulls: Option<&NullBuffer>) -> Result<DataBlock> {
+    let n = array.len();
+    let data = array.to_data();
+    let nulls = nulls.filter(|nb| nb.null_count() > 0);
+    Ok(match kind {
+        LeafKind::Null => DataBlock::Empty { num_values: n as u64 },
+        LeafKind::Bool => {
+            let b = array.as_boolean();
+            let mut values = b.values().clone();
+            if let Some(nb) = nulls {
+                values = &values & nb.inner();
+            }
+            DataBlock::Fixed(FixedWidthBlock { data: values.sliced(), bits_per_value: 1, num_values: n as u64 })
+        }
+        LeafKind::Fixed { bytes } => {
+            let w = *bytes;
+            let raw = data.buffers()[0].slice_with_length(data.offset() * w, n * w);
+            let raw = match nulls {
+                Some(nb) => {
+                    let mut m = MutableBuffer::from(raw.as_slice().to_vec());
+                    let s = m.as_slice_mut();
+                    for i in 0..n {
+                        if nb.is_null(i) {
+                            s[i * w..(i + 1) * w].fill(0);
+                        }
+                    }
+                    m.into()
+                }
+                None => raw,
+            };
+            DataBlock::Fixed(FixedWidthBlock { data: raw, bits_per_value: w as u64 * 8, num_values: n as u64 })
+        }
+        LeafKind::Variable { large } => {
+            let (offsets, bits) = if *large {
+                (data.buffers()[0].slice_with_length(data.offset() * 8, (n + 1) * 8), 64u8)
+            } else {
+                (data.buffers()[0].slice_with_length(data.offset() * 4, (n + 1) * 4), 32u8)
+            };
+            let block = VariableWidthBlock { offsets, data: data.buffers()[1].clone(), bits_per_offset: bits, num_values: n as u64 };
+            match nulls {
+                Some(nb) if (0..n).any(|i| nb.is_null(i) && block.offset(i + 1) != block.offset(i)) => {
+                    // Null slots with bytes: rebuild without them.
+                    let mut offs: Vec<u64> = Vec::with_capacity(n + 1);
+                    let mut bytes = Vec::new();
+                    offs.push(0);
+                    for i in 0..n {
+                        if nb.is_valid(i) {
+                            bytes.extend_from_slice(block.value(i));
+                        }
+                        offs.push(bytes.len() as u64);
+                    }
+                    if *large {
+                        DataBlock::Variable(VariableWidthBlock::from_u64(offs, bytes))
+                    } else {
+                        DataBlock::Variable(VariableWidthBlock::from_u32(offs.iter().map(|&o| o as u32).collect(), bytes))
+                    }
+                }
+                _ => DataBlock::Variable(block),
+            }
+        }
+        LeafKind::Fsl { dim, item } => {
+            let fsl = array.as_fixed_size_list();
+            let child = fsl.values().slice(fsl.offset() * dim, n * dim);
+            // Items of null lists are zeroed so they compress well and never leak.
+            let child_nulls = child.logical_nulls();
+            let mut child_block = block_from_array(&child, item, None)?;
+            if let (Some(nb), DataBlock::Fixed(f)) = (nulls, &mut child_block) {
+                if f.bits_per_value % 8 == 0 {
+                    let w = (f.bits_per_value / 8) as usize;
+                    let mut m = MutableBuffer::from(f.data.as_slice().to_vec());
+                    let s = m.as_slice_mut();
+                    for i in 0..n {
+                        if nb.is_null(i) {
+                            s[i * dim * w..(i + 1) * dim * w].fill(0);
+                        }
+                    }
+                    f.data = m.into();
+                }
+            }
+            let item_validity = child_nulls.filter(|c| c.null_count() > 0).map(|c| c.inner().sliced());
+            DataBlock::FixedSizeList(FixedSizeListBlock { child: Box::new(child_block), dimension: *dim as u64, item_validity })
+        }
+    })
+}
+
+/// A constant page for a block whose values are all equal, if they are.
+fn constant_layout(values: &DataBlock, kind: &LeafKind) -> Result<Option<(enc21::PageLayout, Vec<Buffer>)>> {
+    let n = values.num_values() as usize;
+    if n == 0 {
+        return Ok(None);
+    }
+    let (inline, out_of_line): (Option<Vec<u8>>, Option<Vec<u8>>) = match (values, kind) {
+        (DataBlock::Fixed(f), LeafKind::Bool) => {
+            let bits = f.data.as_slice();
+            let first = bit_util::get_bit(bits, 0);
+            if (0..n).any(|i| bit_util::get_bit(bits, i) != first) {
+                return Ok(None);
+            }
+            (Some(vec![first as u8]), None)
+        }
+        (DataBlock::Fixed(f), LeafKind::Fixed { bytes }) => {
+            let w = *bytes;
+            let d = &f.data.as_slice()[..n * w];
+            let first = &d[..w];
+            if !d.chunks_exact(w).all(|c| c == first) {
+                return Ok(None);
+            }
+            if w <= crate::structural::constant::MAX_INLINE_BYTES {
+                (Some(first.to_vec()), None)
+            } else {
+                (None, Some(out_of_line_value(&[first])))
+            }
+        }
+        (DataBlock::Variable(v), LeafKind::Variable { large }) => {
+            let first = v.value(0);
+            if !(1..n).all(|i| v.value(i) == first) {
+                return Ok(None);
+            }
+            let offsets: Vec<u8> = if *large {
+                [0u64, first.len() as u64].iter().flat_map(|o| o.to_le_bytes()).collect()
+            } else {
+                [0u32, first.len() as u32].iter().flat_map(|o| o.to_le_bytes()).collect()
+            };
+            (None, Some(out_of_line_value(&[&offsets, first])))
+        }
+        _ => return Ok(None),
+    };
+    let layout = enc21::PageLayout {
+        layout: Some(enc21::page_layout::Layout::ConstantLayout(enc21::ConstantLayout {
+            layers: vec![Layer::AllValidItem.to_pb()],
+            inline_value: inline.map(Into::into),
+            ..Default::default()
+        })),
+    };
+    Ok(Some((layout, out_of_line.into_iter().map(Buffer::from_vec).collect())))
+}
+
+/// `u32 count, u32 len[i]..., bytes...` of a length-1 Arrow array's buffers.
+fn out_of_line_value(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(parts.len() as u32).to_le_bytes());
+    for p in parts {
+        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+    }
+    for p in parts {
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+/// Per-value compression for a full-zip page of variable-width values.
+fn choose_per_value(values: &DataBlock, hints: &FieldHints) -> Result<PerValueEncoder> {
+    let DataBlock::Variable(v) = values else { return Ok(PerValueEncoder::None) };
+    match hints.compression {
+        Some(None) => return Ok(PerValueEncoder::None),
+        Some(Some(s)) => return Ok(PerValueEncoder::General(s)),
+        None => {}
+    }
+    let n = v.num_values as usize;
+    let total = v.data_len();
+    let max = (0..n).map(|i| v.offset(i + 1) - v.offset(i)).max().unwrap_or(0);
+    if max > PER_VALUE_ZSTD_MIN_BYTES {
+        // Large values (images, documents): zstd each one if a sample shows it pays.
+        let sample: Vec<usize> = (0..n).step_by((n / 8).max(1)).take(8).collect();
+        let (mut raw, mut packed) = (0usize, 0usize);
+        for &i in &sample {
+            let mut out = Vec::new();
+            GeneralScheme::Zstd(0).compress_into(v.value(i), &mut out)?;
+            raw += v.value(i).len();
+            packed += out.len();
+        }
+        if (packed as f64) < raw as f64 * 0.9 {
+            return Ok(PerValueEncoder::General(GeneralScheme::Zstd(0)));
+        }
+        return Ok(PerValueEncoder::None);
+    }
+    if total >= fsst::MIN_TOTAL_BYTES && max >= fsst::MIN_MAX_LEN {
+        let (table, compressed) = fsst::compress_block(v)?;
+        if (compressed.data_len() as f64) < total as f64 * 0.9 {
+            return Ok(PerValueEncoder::Fsst(table));
+        }
+    }
+    Ok(PerValueEncoder::None)
+}
+
+/// The chosen mini-block encoding of a page's values.
+struct MiniBlockPlan {
+    compression: Compression,
+    chunks: Vec<ValueChunk>,
+    /// (description, block-encoded bytes, number of items) of the page dictionary.
+    dictionary: Option<(Compression, Vec<u8>, u64)>,
+}
+
+fn is_integer_like(kind: &LeafKind, dt_bits: u64) -> bool {
+    matches!(kind, LeafKind::Fixed { .. }) && matches!(dt_bits, 8 | 16 | 32 | 64)
+}
+
+/// Picks the value encoding of a mini-block page and chunks the values.
+/// `is_float`: floats are never bit-packed (their raw bits rarely have leading zeros) and
+/// get byte-stream-split before general compression.
+fn choose_miniblock(
+    values: &DataBlock,
+    kind: &LeafKind,
+    is_float: bool,
+    hints: &FieldHints,
+    version: FileVersion,
+) -> Result<MiniBlockPlan> {
+    let general = hints.compression.flatten();
+    let plain_only = matches!(hints.compression, Some(None)) || general.is_some();
+    let plan = match values {
+        DataBlock::Fixed(f) if f.bits_per_value == 1 => plain_fixed(f),
+        DataBlock::Fixed(f) => {
+            let w = f.bytes_per_value();
+            let n = f.num_values as usize;
+            let raw = &f.data.as_slice()[..n * w];
+            let flat_size = raw.len();
+            let mut best = (flat_size, 0u8); // 0 flat, 1 bitpack, 2 rle, 3 dictionary
+            if !plain_only {
+                if is_integer_like(kind, f.bits_per_value) && !is_float {
+                    let s = bitpacking::inline_encoded_size(raw, f.bits_per_value)?;
+                    if s < best.0 {
+                        best = (s, 1);
+                    }
+                }
+                if matches!(f.bits_per_value, 8 | 16 | 32 | 64) {
+                    let runs = rle::count_runs(raw, w);
+                    if (runs as f64) < n as f64 * 0.5 {
+                        let s = runs * (w + 1) + runs / 200 * (w + 1);
+                        if s < best.0 {
+                            best = (s, 2);
+                        }
+                    }
+                }
+                let dict_allowed = version >= FileVersion::V2_2 || f.bits_per_value >= 128;
+                if dict_allowed && f.num_values >= dictionary::MIN_VALUES {
+                    let card = dictionary::estimate_cardinality(n, |i| &raw[i * w..(i + 1) * w]);
+                    if card <= dictionary::MAX_CARDINALITY && card < n {
+                        let idx_bits = 64 - (card.max(1) as u64 - 1).leading_zeros() as usize;
+                        let s = card * w + (n * idx_bits).div_ceil(8) + n.div_ceil(1024) * 4;
+                        if (s as f64) < best.0 as f64 * dictionary::MAX_SIZE_RATIO {
+                            best = (s, 3);
+                        }
+                    }
+                }
+            }
+            match best.1 {
+                1 => bitpacked(raw, f.bits_per_value)?,
+                2 => rle_chunks(raw, w)?,
+                3 => match dictionary::build_fixed(f, dictionary::MAX_CARDINALITY) {
+                    Some(d) => dictionary_plan(d, version)?,
+                    None => plain_fixed(f),
+                },
+                _ => {
+                    if let (Some(scheme), true) = (general, is_float) {
+                        bss_general(f, scheme)?
+                    } else {
+                        plain_fixed(f)
+                    }
+                }
+            }
+        }
+        DataBlock::Variable(v) => {
+            let n = v.num_values as usize;
+            let total = v.data_len();
+            let mut plan = None;
+            if !plain_only && v.num_values >= dictionary::MIN_VALUES {
+                let card = dictionary::estimate_cardinality(n, |i| v.value(i));
+                if card <= dictionary::MAX_CARDINALITY && card < n {
+                    let avg = total as f64 / n.max(1) as f64;
+                    let idx_bits = (64 - (card.max(1) as u64 - 1).leading_zeros()) as f64;
+                    let est = card as f64 * (avg + 4.0) + n as f64 * idx_bits / 8.0;
+                    if est < (total as f64 + 4.0 * n as f64) * dictionary::MAX_SIZE_RATIO {
+                        if let Some(d) = dictionary::build_variable(v, dictionary::MAX_CARDINALITY) {
+                            plan = Some(dictionary_plan(d, version)?);
+                        }
+                    }
+                }
+            }
+            if plan.is_none() && !plain_only && total >= fsst::MIN_TOTAL_BYTES {
+                let max = (0..n).map(|i| v.offset(i + 1) - v.offset(i)).max().unwrap_or(0);
+                if max >= fsst::MIN_MAX_LEN {
+                    let (table, compressed) = fsst::compress_block(v)?;
+                    if (compressed.data_len() as f64) < total as f64 * 0.9 {
+                        let inner = variable_chunks(&compressed);
+                        plan = Some(MiniBlockPlan {
+                            compression: Compression::Fsst { table, values: Box::new(inner.compression) },
+                            chunks: inner.chunks,
+                            dictionary: None,
+                        });
+                    }
+                }
+            }
+            plan.unwrap_or_else(|| variable_chunks(v))
+        }
+        DataBlock::FixedSizeList(l) => fsl_chunks(l)?,
+        DataBlock::Empty { .. } => return Err(Error::invalid_input("internal: mini-block page of an empty block")),
+    };
+    match general {
+        Some(scheme) if !matches!(plan.compression, Compression::General { .. }) => wrap_general(plan, scheme),
+        _ => Ok(plan),
+    }
+}
+
+/// Values per mini-block chunk for fixed-width values of `bits`.
+fn fixed_chunk_values(bits: u64) -> usize {
+    let per = (CHUNK_TARGET_BYTES * 8) / bits.max(1) as usize;
+    let per = per.clamp(1, MAX_CHUNK_VALUES);
+    1 << (usize::BITS - 1 - per.leading_zeros())
+}
+
+fn plain_fixed(f: &FixedWidthBlock) -> MiniBlockPlan {
+    let per = fixed_chunk_values(f.bits_per_value);
+    let n = f.num_values as usize;
+    let mut chunks = Vec::with_capacity(n.div_ceil(per));
+    let d = f.data.as_slice();
+    let mut start = 0;
+    while start < n {
+        let count = per.min(n - start);
+        let bytes = if f.bits_per_value == 1 {
+            let mut b = vec![0u8; count.div_ceil(8)];
+            for i in 0..count {
+                if bit_util::get_bit(d, start + i) {
+                    bit_util::set_bit(&mut b, i);
+                }
+            }
+            b
+        } else {
+            let w = f.bytes_per_value();
+            d[start * w..(start + count) * w].to_vec()
+        };
+        chunks.push(ValueChunk { buffers: vec![bytes], num_values: count as u64 });
+        start += count;
+    }
+    MiniBlockPlan { compression: Compression::Flat { bits: f.bits_per_value, data: None }, chunks, dictionary: None }
+}
+
+fn bitpacked(raw: &[u8], bits: u64) -> Result<MiniBlockPlan> {
+    let w = (bits / 8) as usize;
+    let mut chunks = Vec::new();
+    for c in raw.chunks(1024 * w) {
+        let mut out = Vec::new();
+        bitpacking::encode_inline(c, bits, &mut out)?;
+        chunks.push(ValueChunk { buffers: vec![out], num_values: (c.len() / w) as u64 });
+    }
+    Ok(MiniBlockPlan { compression: Compression::InlineBitpacking { bits }, chunks, dictionary: None })
+}
+
+fn rle_chunks(raw: &[u8], w: usize) -> Result<MiniBlockPlan> {
+    let mut chunks = Vec::new();
+    for c in raw.chunks(MAX_CHUNK_VALUES * w) {
+        let (values, lengths) = rle::runs(c, w);
+        chunks.push(ValueChunk { buffers: vec![values, lengths], num_values: (c.len() / w) as u64 });
+    }
+    Ok(MiniBlockPlan { compression: Compression::Rle { value_bits: w as u64 * 8 }, chunks, dictionary: None })
+}
+
+fn dictionary_plan(d: dictionary::Dictionary, version: FileVersion) -> Result<MiniBlockPlan> {
+    let num_items = d.items.num_values();
+    let idx_bytes: Vec<u8> = d.indices.iter().flat_map(|i| i.to_le_bytes()).collect();
+    let mut plan = bitpacked(&idx_bytes, 32)?;
+    let (desc, bytes) = match &d.items {
+        DataBlock::Variable(v) => (Compression::Variable { offset_bits: v.bits_per_offset, values: None }, variable::encode_block(v)),
+        DataBlock::Fixed(f) => (Compression::Flat { bits: f.bits_per_value, data: None }, f.data.as_slice().to_vec()),
+        _ => unreachable!("dictionaries hold fixed or variable values"),
+    };
+    let (desc, bytes) = if version >= FileVersion::V2_2 {
+        let mut out = Vec::new();
+        GeneralScheme::Lz4.compress_into(&bytes, &mut out)?;
+        (Compression::General { scheme: GeneralScheme::Lz4, values: Box::new(desc) }, out)
+    } else {
+        (desc, bytes)
+    };
+    plan.dictionary = Some((desc, bytes, num_items));
+    Ok(plan)
+}
+
+fn variable_chunks(v: &VariableWidthBlock) -> MiniBlockPlan {
+    let n = v.num_values as usize;
+    let bits = v.bits_per_offset;
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    while start < n {
+        let remaining = n - start;
+        if remaining <= MAX_CHUNK_VALUES && variable::miniblock_size(v, start, n, bits) <= CHUNK_TARGET_BYTES {
+            let mut buf = Vec::new();
+            variable::encode_miniblock(v, start, n, bits, &mut buf);
+            chunks.push(ValueChunk { buffers: vec![buf], num_values: remaining as u64 });
+            break;
+        }
+        let mut count = 1;
+        while count * 2 < remaining
+            && count * 2 <= MAX_CHUNK_VALUES
+            && variable::miniblock_size(v, start, start + count * 2, bits) <= CHUNK_TARGET_BYTES
+        {
+            count *= 2;
+        }
+        let mut buf = Vec::new();
+        variable::encode_miniblock(v, start, start + count, bits, &mut buf);
+        chunks.push(ValueChunk { buffers: vec![buf], num_values: count as u64 });
+        start += count;
+    }
+    MiniBlockPlan { compression: Compression::Variable { offset_bits: bits, values: None }, chunks, dictionary: None }
+}
+
+fn fsl_chunks(l: &FixedSizeListBlock) -> Result<MiniBlockPlan> {
+    let DataBlock::Fixed(items) = l.child.as_ref() else {
+        return Err(Error::not_supported("fixed-size lists of non-fixed-width items"));
+    };
+    let dim = l.dimension as usize;
+    let n = items.num_values as usize / dim.max(1);
+    let row_bits = items.bits_per_value * l.dimension;
+    let per = fixed_chunk_values(row_bits);
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    let get_bits = |src: &[u8], from: usize, count: usize| {
+        let mut b = vec![0u8; count.div_ceil(8)];
+        for i in 0..count {
+            if bit_util::get_bit(src, from + i) {
+                bit_util::set_bit(&mut b, i);
+            }
+        }
+        b
+    };
+    while start < n {
+        let count = per.min(n - start);
+        let mut buffers = Vec::new();
+        if let Some(v) = &l.item_validity {
+            buffers.push(get_bits(v.as_slice(), start * dim, count * dim));
+        }
+        let data = if items.bits_per_value == 1 {
+            get_bits(items.data.as_slice(), start * dim, count * dim)
+        } else {
+            let w = items.bytes_per_value();
+            items.data.as_slice()[start * dim * w..(start + count) * dim * w].to_vec()
+        };
+        buffers.push(data);
+        chunks.push(ValueChunk { buffers, num_values: count as u64 });
+        start += count;
+    }
+    Ok(MiniBlockPlan {
+        compression: Compression::FixedSizeList {
+            dim: l.dimension,
+            has_validity: l.item_validity.is_some(),
+            values: Box::new(Compression::Flat { bits: items.bits_per_value, data: None }),
+        },
+        chunks,
+        dictionary: None,
+    })
+}
+
+fn bss_general(f: &FixedWidthBlock, scheme: GeneralScheme) -> Result<MiniBlockPlan> {
+    let mut plan = plain_fixed(f);
+    let w = f.bytes_per_value();
+    for c in &mut plan.chunks {
+        c.buffers[0] = bss::encode(&c.buffers[0], w);
+    }
+    plan.compression = Compression::ByteStreamSplit { bits: f.bits_per_value };
+    wrap_general(plan, scheme)
+}
+
+/// Compresses the first value buffer of every chunk.
+fn wrap_general(mut plan: MiniBlockPlan, scheme: GeneralScheme) -> Result<MiniBlockPlan> {
+    for c in &mut plan.chunks {
+        let mut out = Vec::new();
+        scheme.compress_into(&c.buffers[0], &mut out)?;
+        c.buffers[0] = out;
+    }
+    plan.compression = Compression::General { scheme, values: Box::new(plan.compression) };
+    Ok(plan)
+}

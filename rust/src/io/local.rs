@@ -1,0 +1,100 @@
+//! Local files: positional reads into 64-byte aligned buffers, buffered sequential writes.
+
+use std::fs::File;
+use std::io::Write;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use arrow_buffer::{Buffer, MutableBuffer};
+
+use super::{check_range, Reader, Writer};
+use crate::error::{Error, Result};
+
+/// A local file opened for positional reads.
+#[derive(Debug)]
+pub struct LocalReader {
+    file: File,
+    path: String,
+    size: u64,
+}
+
+impl LocalReader {
+    /// Opens `path` for reading.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let display = path.display().to_string();
+        let file = File::open(path).map_err(|e| Error::io(format!("opening {display}"), e))?;
+        let meta = file.metadata().map_err(|e| Error::io(format!("stat {display}"), e))?;
+        if meta.is_dir() {
+            return Err(Error::invalid_input(format!("{display} is a directory, not a file")));
+        }
+        Ok(Self { file, path: display, size: meta.len() })
+    }
+}
+
+impl Reader for LocalReader {
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn size(&self) -> Result<u64> {
+        Ok(self.size)
+    }
+
+    fn read_range(&self, range: Range<u64>) -> Result<Buffer> {
+        check_range(&range, self.size, &self.path)?;
+        let len = (range.end - range.start) as usize;
+        let mut buf = MutableBuffer::from_len_zeroed(len);
+        self.file
+            .read_exact_at(buf.as_slice_mut(), range.start)
+            .map_err(|e| Error::io(format!("reading {} bytes at {} of {}", len, range.start, self.path), e))?;
+        Ok(buf.into())
+    }
+}
+
+/// Writes a new local file through a large buffer.
+pub struct LocalWriter {
+    file: std::io::BufWriter<File>,
+    path: PathBuf,
+    pos: u64,
+}
+
+impl LocalWriter {
+    /// Creates (or truncates) `path`; parent directories are created.
+    pub fn create(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent() {
+            if !parent.as_os_str().is_empty() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| Error::io(format!("creating directory {}", parent.display()), e))?;
+            }
+        }
+        let file = File::create(&path).map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        Ok(Self { file: std::io::BufWriter::with_capacity(1 << 20, file), path, pos: 0 })
+    }
+}
+
+impl Writer for LocalWriter {
+    fn write_all(&mut self, data: &[u8]) -> Result<()> {
+        self.file
+            .write_all(data)
+            .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
+        self.pos += data.len() as u64;
+        Ok(())
+    }
+
+    fn position(&self) -> u64 {
+        self.pos
+    }
+
+    fn finish(self: Box<Self>) -> Result<u64> {
+        let path = self.path.clone();
+        // No fsync: like the reference, durability against power loss is left to the OS;
+        // a killed process cannot lose data already handed to the kernel.
+        self.file
+            .into_inner()
+            .map_err(|e| Error::io(format!("flushing {}", path.display()), e.into_error()))?;
+        Ok(self.pos)
+    }
+}

@@ -1,0 +1,208 @@
+//! Storage access behind one small trait.
+//!
+//! Decoders never open files: the file reader plans byte ranges, asks a [`Reader`] for them
+//! (which coalesces nearby ranges), and hands the bytes to pure decode functions. Local paths
+//! use positional reads (`pread`), so any number of threads can read one file without a
+//! shared cursor; `memory://` and (later) cloud URIs go through `object_store`.
+//!
+//! Bytes come back as [`arrow_buffer::Buffer`]: reference counted, cheaply sliceable and
+//! 64-byte aligned when we allocate them, so decoded values can become Arrow arrays without a
+//! copy.
+
+mod local;
+mod objstore;
+pub mod uri;
+
+use std::fmt::Debug;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_buffer::Buffer;
+
+pub use local::{LocalReader, LocalWriter};
+pub use objstore::{runtime, ObjectStoreReader, ObjectStoreWriter};
+pub use uri::{open_reader, open_writer, ResolvedUri};
+
+use crate::error::{Error, Result};
+
+/// Ranges closer than this are read with one request.
+pub const DEFAULT_COALESCE_GAP: u64 = 16 * 1024;
+
+/// Random-access, thread-safe reads of one immutable object.
+pub trait Reader: Send + Sync + Debug {
+    /// Where the object lives (for error messages).
+    fn path(&self) -> &str;
+
+    /// Size of the object in bytes.
+    fn size(&self) -> Result<u64>;
+
+    /// Reads exactly `range`; an error if the object is shorter.
+    fn read_range(&self, range: Range<u64>) -> Result<Buffer>;
+
+    /// Largest gap between two ranges that is still read as one request.
+    fn coalesce_gap(&self) -> u64 {
+        DEFAULT_COALESCE_GAP
+    }
+
+    /// Reads several ranges (any order, overlaps allowed), returning one buffer per range in
+    /// the order given. Nearby ranges are fetched with a single request and sliced.
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
+        read_ranges_coalesced(ranges, self.coalesce_gap(), |r| self.read_range(r))
+    }
+}
+
+/// Plans coalesced requests for `ranges` and slices the results back out.
+pub fn read_ranges_coalesced(
+    ranges: &[Range<u64>],
+    max_gap: u64,
+    mut fetch: impl FnMut(Range<u64>) -> Result<Buffer>,
+) -> Result<Vec<Buffer>> {
+    if ranges.is_empty() {
+        return Ok(Vec::new());
+    }
+    if ranges.len() == 1 {
+        return Ok(vec![fetch(ranges[0].clone())?]);
+    }
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_unstable_by_key(|&i| (ranges[i].start, ranges[i].end));
+    let mut out: Vec<Option<Buffer>> = vec![None; ranges.len()];
+    let mut group_start = 0;
+    while group_start < order.len() {
+        let first = &ranges[order[group_start]];
+        let (lo, mut hi) = (first.start, first.end);
+        let mut group_end = group_start + 1;
+        while group_end < order.len() {
+            let r = &ranges[order[group_end]];
+            if r.start > hi.saturating_add(max_gap) {
+                break;
+            }
+            hi = hi.max(r.end);
+            group_end += 1;
+        }
+        let data = fetch(lo..hi)?;
+        for &i in &order[group_start..group_end] {
+            let r = &ranges[i];
+            let start = (r.start - lo) as usize;
+            out[i] = Some(data.slice_with_length(start, (r.end - r.start) as usize));
+        }
+        group_start = group_end;
+    }
+    Ok(out.into_iter().map(|b| b.expect("every range is covered")).collect())
+}
+
+/// Sequential writes of one new object. Nothing is guaranteed visible before `finish`.
+pub trait Writer: Send {
+    /// Appends bytes.
+    fn write_all(&mut self, data: &[u8]) -> Result<()>;
+    /// Number of bytes written so far.
+    fn position(&self) -> u64;
+    /// Flushes and publishes the object; returns its size.
+    fn finish(self: Box<Self>) -> Result<u64>;
+}
+
+/// A reader over bytes already in memory (tests and small objects).
+#[derive(Debug, Clone)]
+pub struct BufferReader {
+    name: String,
+    data: Buffer,
+}
+
+impl BufferReader {
+    /// Wraps `data`; `name` appears in error messages.
+    pub fn new(name: impl Into<String>, data: Buffer) -> Self {
+        Self { name: name.into(), data }
+    }
+}
+
+impl Reader for BufferReader {
+    fn path(&self) -> &str {
+        &self.name
+    }
+    fn size(&self) -> Result<u64> {
+        Ok(self.data.len() as u64)
+    }
+    fn read_range(&self, range: Range<u64>) -> Result<Buffer> {
+        check_range(&range, self.data.len() as u64, &self.name)?;
+        Ok(self.data.slice_with_length(range.start as usize, (range.end - range.start) as usize))
+    }
+    fn coalesce_gap(&self) -> u64 {
+        0
+    }
+}
+
+/// Errors unless `range` lies within an object of `size` bytes.
+pub(crate) fn check_range(range: &Range<u64>, size: u64, path: &str) -> Result<()> {
+    if range.start > range.end || range.end > size {
+        return Err(Error::Corrupt(format!(
+            "{path}: byte range {}..{} is outside the object ({size} bytes); the file is truncated or damaged",
+            range.start, range.end
+        )));
+    }
+    Ok(())
+}
+
+/// Shared handle to a reader.
+pub type ReaderRef = Arc<dyn Reader>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coalescing_slices_back_in_request_order() {
+        let data = Buffer::from_vec((0u8..=255).collect::<Vec<u8>>());
+        let reader = BufferReader::new("mem", data);
+        let mut calls = 0;
+        let ranges = [10..20u64, 0..5, 12..14, 200..256, 19..30];
+        let got = read_ranges_coalesced(&ranges, 8, |r| {
+            calls += 1;
+            reader.read_range(r)
+        })
+        .unwrap();
+        assert_eq!(calls, 2);
+        for (r, b) in ranges.iter().zip(&got) {
+            let want: Vec<u8> = (r.start as u8..).take((r.end - r.start) as usize).collect();
+            assert_eq!(b.as_slice(), &want[..]);
+        }
+    }
+
+    #[test]
+    fn out_of_bounds_is_corrupt_not_panic() {
+        let reader = BufferReader::new("mem", Buffer::from_vec(vec![0u8; 10]));
+        assert!(matches!(reader.read_range(5..11), Err(Error::Corrupt(_))));
+    }
+}
+
+/// Row indices from an Arrow integer array (negative or null entries are errors).
+pub fn indices_from_array(array: &dyn arrow_array::Array) -> Result<Vec<u64>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType;
+    if array.null_count() > 0 {
+        return Err(Error::invalid_input("row indices must not contain nulls"));
+    }
+    fn signed<T: arrow_array::ArrowPrimitiveType>(a: &dyn arrow_array::Array) -> Result<Vec<u64>>
+    where
+        T::Native: Into<i64>,
+    {
+        a.as_primitive::<T>()
+            .values()
+            .iter()
+            .map(|&v| {
+                let v: i64 = v.into();
+                u64::try_from(v).map_err(|_| Error::IndexOutOfRange(format!("row index {v} is negative")))
+            })
+            .collect()
+    }
+    Ok(match array.data_type() {
+        DataType::UInt64 => array.as_primitive::<UInt64Type>().values().to_vec(),
+        DataType::UInt32 => array.as_primitive::<UInt32Type>().values().iter().map(|&v| v as u64).collect(),
+        DataType::UInt16 => array.as_primitive::<UInt16Type>().values().iter().map(|&v| v as u64).collect(),
+        DataType::UInt8 => array.as_primitive::<UInt8Type>().values().iter().map(|&v| v as u64).collect(),
+        DataType::Int64 => signed::<Int64Type>(array)?,
+        DataType::Int32 => signed::<Int32Type>(array)?,
+        DataType::Int16 => signed::<Int16Type>(array)?,
+        DataType::Int8 => signed::<Int8Type>(array)?,
+        other => return Err(Error::invalid_input(format!("row indices must be integers, got {other}"))),
+    })
+}

@@ -1,0 +1,4 @@
+//! Arrow-free, dependency-free kernels: FastLanes bit-packing and FSST.
+
+pub mod bitpack;
+pub mod fsst;

@@ -1,0 +1,23 @@
+//! lancepy's core: an independent implementation of the Lance columnar format.
+//!
+//! Layers, bottom to top: [`kernels`] (bit-packing, FSST) → [`encodings`] (compressive
+//! encodings, bytes ⇄ data blocks) → [`structural`] (page layouts, levels, Arrow assembly) →
+//! [`file`] (the file container, reader and writer) → [`table`] (datasets). I/O sits behind
+//! [`io::Reader`] / [`io::Writer`]; Python bindings live in `python/` behind the `python`
+//! feature, so `cargo test` runs without Python.
+
+#![warn(missing_docs)]
+
+pub mod encodings;
+pub mod error;
+pub mod file;
+pub mod format;
+pub mod io;
+pub mod kernels;
+pub mod parallel;
+pub mod structural;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::{Error, Result};

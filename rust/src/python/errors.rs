@@ -1,0 +1,58 @@
+//! The one place where Rust errors become Python exceptions.
+//!
+//! Each [`Error`] variant maps to a class of `lancepy.exceptions` (imported from Python, so
+//! the classes are the ones users catch). The Rust source chain is kept in the message.
+
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use crate::error::Error;
+
+fn exception_class(err: &Error) -> &'static str {
+    match err {
+        Error::Corrupt(_) => "CorruptFileError",
+        Error::NotSupported(_) => "UnsupportedError",
+        Error::InvalidInput(_) => "InvalidArgumentError",
+        Error::SchemaMismatch(_) => "SchemaMismatchError",
+        Error::ColumnNotFound(_) => "ColumnNotFoundError",
+        Error::IndexOutOfRange(_) => "IndexOutOfRangeError",
+        Error::NotFound(_) => "NotFoundError",
+        Error::VersionNotFound(_) => "VersionNotFoundError",
+        Error::CommitConflict(_) => "CommitConflictError",
+        Error::Io { .. } | Error::ObjectStore(_) => "LanceIOError",
+        Error::Arrow(_) => "LanceError",
+        Error::Interrupted => "",
+    }
+}
+
+/// Converts an error into the matching `lancepy.exceptions` exception.
+pub fn to_pyerr(err: Error) -> PyErr {
+    if let Error::Interrupted = err {
+        return PyKeyboardInterrupt::new_err("interrupted");
+    }
+    let name = exception_class(&err);
+    let message = err.to_string();
+    Python::with_gil(|py| {
+        let class = py
+            .import("lancepy.exceptions")
+            .and_then(|m| m.getattr(name))
+            .and_then(|c| c.downcast_into::<PyType>().map_err(PyErr::from));
+        match class {
+            Ok(cls) => PyErr::from_type(cls, message),
+            Err(_) => PyRuntimeError::new_err(message),
+        }
+    })
+}
+
+/// `?`-friendly conversion for binding code.
+pub trait IntoPyResult<T> {
+    /// Maps the error to a Python exception.
+    fn py(self) -> PyResult<T>;
+}
+
+impl<T> IntoPyResult<T> for crate::error::Result<T> {
+    fn py(self) -> PyResult<T> {
+        self.map_err(to_pyerr)
+    }
+}

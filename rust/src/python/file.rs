@@ -1,0 +1,228 @@
+//! Bindings of the file reader and writer (`lancepy.file` wraps them).
+
+use std::sync::{Arc, Mutex};
+
+use arrow_array::ffi::FFI_ArrowSchema;
+use arrow_schema::Schema;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use super::errors::{to_pyerr, IntoPyResult};
+use super::ffi::{import_batches, ArrowBatches, BatchStream};
+use crate::error::Error;
+use crate::file::{FileReader, FileVersion, FileWriter, WriterOptions};
+
+/// Row indices from an Arrow integer array (`__arrow_c_array__`, zero-copy) or any sequence
+/// of ints.
+pub fn extract_indices(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    if obj.hasattr("__arrow_c_array__")? {
+        let array = super::ffi::import_array(obj)?;
+        return crate::io::indices_from_array(array.as_ref()).map_err(to_pyerr);
+    }
+    let v: Vec<i64> = obj.extract().map_err(|_| {
+        to_pyerr(Error::invalid_input("row indices must be a sequence or array of non-negative integers"))
+    })?;
+    v.into_iter().map(|i| u64::try_from(i).map_err(|_| negative(i))).collect()
+}
+
+fn negative(i: i64) -> PyErr {
+    to_pyerr(Error::IndexOutOfRange(format!("row index {i} is negative")))
+}
+
+/// Imports a schema from an object implementing `__arrow_c_schema__`.
+pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<Schema> {
+    let capsule = obj.call_method0("__arrow_c_schema__")?;
+    let capsule = capsule.downcast::<pyo3::types::PyCapsule>()?;
+    // SAFETY: `__arrow_c_schema__` returns a capsule holding a valid FFI_ArrowSchema that
+    // stays alive while `capsule` is referenced; we only borrow it to build an owned Schema.
+    let ffi = unsafe { &*(capsule.pointer() as *const FFI_ArrowSchema) };
+    Schema::try_from(ffi).map_err(|e| to_pyerr(e.into()))
+}
+
+/// An open Lance file.
+#[pyclass(name = "FileReader", module = "lancepy._lancepy", frozen)]
+pub struct PyFileReader {
+    inner: Arc<FileReader>,
+}
+
+#[pymethods]
+impl PyFileReader {
+    #[new]
+    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
+        let inner = py.allow_threads(|| FileReader::open(&path)).py()?;
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.inner.num_rows()
+    }
+
+    #[getter]
+    fn version(&self) -> String {
+        self.inner.version().to_string()
+    }
+
+    #[getter]
+    fn path(&self) -> String {
+        self.inner.path().to_string()
+    }
+
+    /// The schema, as an object implementing `__arrow_c_schema__`.
+    fn schema(&self) -> ArrowBatches {
+        ArrowBatches::new(self.inner.schema(), vec![])
+    }
+
+    /// Reads `num_rows` rows from `start`.
+    #[pyo3(signature = (start, num_rows, columns=None))]
+    fn read_range(&self, py: Python<'_>, start: u64, num_rows: u64, columns: Option<Vec<String>>) -> PyResult<ArrowBatches> {
+        let r = &self.inner;
+        let fields = r.projection(columns.as_deref()).py()?;
+        let batch = py.allow_threads(|| r.read_range(start, num_rows, &fields)).py()?;
+        Ok(ArrowBatches::new(batch.schema(), vec![batch]))
+    }
+
+    /// Reads the rows at `indices` (output follows input order; repeats allowed).
+    #[pyo3(signature = (indices, columns=None))]
+    fn take(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, columns: Option<Vec<String>>) -> PyResult<ArrowBatches> {
+        let idx = extract_indices(indices)?;
+        let r = &self.inner;
+        let fields = r.projection(columns.as_deref()).py()?;
+        let batch = py.allow_threads(|| r.take(&idx, &fields)).py()?;
+        Ok(ArrowBatches::new(batch.schema(), vec![batch]))
+    }
+
+    /// A stream of batches of `batch_size` rows over `start..end`, decoded on demand.
+    #[pyo3(signature = (batch_size, columns=None, start=0, end=None))]
+    fn stream(&self, batch_size: u64, columns: Option<Vec<String>>, start: u64, end: Option<u64>) -> PyResult<BatchStream> {
+        if batch_size == 0 {
+            return Err(to_pyerr(Error::invalid_input("batch_size must be positive")));
+        }
+        let r = self.inner.clone();
+        let fields = r.projection(columns.as_deref()).py()?;
+        let end = end.unwrap_or(r.num_rows()).min(r.num_rows());
+        let schema = r.read_range(0, 0, &fields).py()?.schema();
+        let starts = (start..end).step_by(batch_size as usize);
+        let iter = starts.map(move |s| r.read_range(s, batch_size.min(end - s), &fields));
+        Ok(BatchStream::new(schema, iter))
+    }
+
+    /// Raw bytes of global buffer `index`.
+    fn read_global_buffer<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let b = py.allow_threads(|| self.inner.read_global_buffer(index)).py()?;
+        Ok(pyo3::types::PyBytes::new(py, b.as_slice()))
+    }
+
+    /// Columns, pages, buffers and encodings, as plain Python data.
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let r = &self.inner;
+        let columns = py.allow_threads(|| r.describe()).py()?;
+        let d = PyDict::new(py);
+        let f = r.footer();
+        d.set_item("major_version", f.major)?;
+        d.set_item("minor_version", f.minor)?;
+        d.set_item("version", r.version().to_string())?;
+        d.set_item("num_rows", r.num_rows())?;
+        d.set_item("file_size", r.file_size())?;
+        d.set_item("num_global_buffers", f.num_global_buffers)?;
+        d.set_item("global_buffers", r.global_buffers().to_vec())?;
+        d.set_item("num_column_metadata_bytes", f.cmo_table_pos - f.column_meta_start)?;
+        let cols = PyList::empty(py);
+        for c in columns {
+            let pages = PyList::empty(py);
+            for p in c.pages {
+                let pd = PyDict::new(py);
+                pd.set_item("num_rows", p.num_rows)?;
+                pd.set_item("buffers", p.buffers)?;
+                pd.set_item("encoding", p.encoding)?;
+                pages.append(pd)?;
+            }
+            let cd = PyDict::new(py);
+            cd.set_item("pages", pages)?;
+            cols.append(cd)?;
+        }
+        d.set_item("columns", cols)?;
+        Ok(d)
+    }
+}
+
+/// Writes one Lance file.
+#[pyclass(name = "FileWriter", module = "lancepy._lancepy")]
+pub struct PyFileWriter {
+    path: String,
+    options: WriterOptions,
+    inner: Mutex<Option<FileWriter>>,
+    closed: bool,
+}
+
+#[pymethods]
+impl PyFileWriter {
+    #[new]
+    #[pyo3(signature = (path, schema=None, version=None, max_page_bytes=None))]
+    fn new(py: Python<'_>, path: String, schema: Option<&Bound<'_, PyAny>>, version: Option<String>, max_page_bytes: Option<u64>) -> PyResult<Self> {
+        let version: FileVersion = match version {
+            Some(v) => v.parse().py()?,
+            None => FileVersion::DEFAULT,
+        };
+        let mut options = WriterOptions { version, ..Default::default() };
+        if let Some(m) = max_page_bytes {
+            if m == 0 {
+                return Err(to_pyerr(Error::invalid_input("max_page_bytes must be positive")));
+            }
+            options.max_page_bytes = m;
+        }
+        let inner = match schema {
+            Some(s) => {
+                let schema = import_schema(s)?;
+                let o = options.clone();
+                let p = path.clone();
+                Some(py.allow_threads(move || FileWriter::try_new(&p, &schema, o)).py()?)
+            }
+            None => None,
+        };
+        Ok(Self { path, options, inner: Mutex::new(inner), closed: false })
+    }
+
+    /// Appends Arrow data (a record batch, table or stream).
+    fn write_batch(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.closed {
+            return Err(to_pyerr(Error::invalid_input("the writer is closed")));
+        }
+        let (schema, batches) = import_batches(data)?;
+        let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+        if inner.is_none() {
+            let o = self.options.clone();
+            let p = self.path.clone();
+            let s = schema.clone();
+            *inner = Some(py.allow_threads(move || FileWriter::try_new(&p, &s, o)).py()?);
+        }
+        let w = inner.as_mut().unwrap();
+        for b in &batches {
+            py.allow_threads(|| w.write_batch(b)).py()?;
+            py.check_signals()?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the file; returns `(num_rows, file_size)`.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        if self.closed {
+            return Err(to_pyerr(Error::invalid_input("the writer is already closed")));
+        }
+        self.closed = true;
+        let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+        let Some(w) = inner.as_mut() else {
+            return Err(to_pyerr(Error::invalid_input(
+                "no schema: pass `schema=` or write at least one batch before closing the writer",
+            )));
+        };
+        let written = py.allow_threads(|| w.finish()).py()?;
+        Ok((written.num_rows, written.size))
+    }
+
+    /// The schema being written, if known.
+    fn schema(&self) -> Option<ArrowBatches> {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.as_ref().map(|w| ArrowBatches::new(w.schema(), vec![]))
+    }
+}

@@ -1,0 +1,18 @@
+//! The `lancepy._lancepy` extension module. All PyO3 code lives under this directory.
+
+mod errors;
+mod ffi;
+mod file;
+
+use pyo3::prelude::*;
+
+/// The native module.
+#[pymodule]
+fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<file::PyFileReader>()?;
+    m.add_class::<file::PyFileWriter>()?;
+    m.add_class::<ffi::ArrowBatches>()?;
+    m.add_class::<ffi::BatchStream>()?;
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! Accumulates decoded values and levels of one leaf column and builds the Arrow array.
+//!
+//! Decoders hand over [`DataBlock`]s (a whole chunk, a range of it, or selected values);
+//! the builder copies exactly the selected values into Arrow-layout buffers (one copy), and
+//! [`LeafBuilder::finish`] wraps them in an Arrow array without copying again.
+
+use std::sync::Arc;
+
+use arrow_array::{make_array, new_null_array, ArrayRef};
+use arrow_buffer::{bit_util, BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer};
+use arrow_data::ArrayDataBuilder;
+use arrow_schema::DataType;
+
+use super::LeafKind;
+use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock};
+use crate::error::{Error, Result};
+
+/// Which values of a block to append.
+#[derive(Debug, Clone, Copy)]
+pub enum Selection<'a> {
+    /// All of them.
+    All,
+    /// `start..start + len`.
+    Range(usize, usize),
+    /// These indices (any order, repeats allowed).
+    Indices(&'a [u32]),
+}
+
+impl Selection<'_> {
+    fn len(&self, total: usize) -> usize {
+        match self {
+            Selection::All => total,
+            Selection::Range(_, n) => *n,
+            Selection::Indices(i) => i.len(),
+        }
+    }
+
+    fn check(&self, total: usize) -> Result<()> {
+        let ok = match self {
+            Selection::All => true,
+            Selection::Range(s, n) => s.checked_add(*n).is_some_and(|e| e <= total),
+            Selection::Indices(i) => i.iter().all(|&x| (x as usize) < total),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::corrupt(format!("selection outside a block of {total} values")))
+        }
+    }
+
+    fn for_each(&self, total: usize, mut f: impl FnMut(usize)) {
+        match self {
+            Selection::All => (0..total).for_each(f),
+            Selection::Range(s, n) => (*s..*s + *n).for_each(f),
+            Selection::Indices(i) => i.iter().for_each(|&x| f(x as usize)),
+        }
+    }
+}
+
+enum Values {
+    Null,
+    Bool(BooleanBufferBuilder),
+    Fixed { width: usize, buf: MutableBuffer },
+    Variable { offsets: Vec<i64>, data: MutableBuffer },
+    Fsl { dim: usize, child: Box<Values>, validity: Option<BooleanBufferBuilder> },
+}
+
+impl Values {
+    fn new(kind: &LeafKind, capacity: usize) -> Self {
+        match kind {
+            LeafKind::Null => Values::Null,
+            LeafKind::Bool => Values::Bool(BooleanBufferBuilder::new(capacity)),
+            LeafKind::Fixed { bytes } => Values::Fixed { width: *bytes, buf: MutableBuffer::new(capacity * bytes) },
+            LeafKind::Variable { .. } => {
+                let mut offsets = Vec::with_capacity(capacity + 1);
+                offsets.push(0);
+                Values::Variable { offsets, data: MutableBuffer::new(0) }
+            }
+            LeafKind::Fsl { dim, item } => Values::Fsl {
+                dim: *dim,
+                child: Box::new(Values::new(item, capacity * dim)),
+                validity: None,
+            },
+        }
+    }
+
+    /// Number of child items appended so far (used to backfill FSL item validity).
+    fn len(&self) -> usize {
+        match self {
+            Values::Null => 0,
+            Values::Bool(b) => b.len(),
+            Values::Fixed { width, buf } => buf.len() / width.max(&1),
+            Values::Variable { offsets, .. } => offsets.len() - 1,
+            Values::Fsl { dim, child, .. } => child.len() / dim.max(&1),
+        }
+    }
+
+    fn append_empty(&mut self, n: usize) {
+        match self {
+            Values::Null => {}
+            Values::Bool(b) => b.append_n(n, false),
+            Values::Fixed { width, buf } => buf.extend_zeros(n * *width),
+            Values::Variable { offsets, .. } => {
+                let last = *offsets.last().unwrap();
+                offsets.extend(std::iter::repeat_n(last, n));
+            }
+            Values::Fsl { dim, child, validity } => {
+                child.append_empty(n * *dim);
+                if let Some(v) = validity {
+                    v.append_n(n * *dim, true);
+                }
+            }
+        }
+    }
+
+    fn append(&mut self, block: &DataBlock, sel: Selection) -> Result<()> {
+        let total = block.num_values() as usize;
+        sel.check(total)?;
+        if let DataBlock::Empty { .. } = block {
+            self.append_empty(sel.len(total));
+            return Ok(());
+        }
+        match (self, block) {
+            (Values::Null, _) => Ok(()),
+            (Values::Bool(b), DataBlock::Fixed(f)) if f.bits_per_value == 1 => {
+                f.validate("boolean values")?;
+                let bits = f.data.as_slice();
+                match sel {
+                    Selection::All => b.append_packed_range(0..total, bits),
+                    Selection::Range(s, n) => b.append_packed_range(s..s + n, bits),
+                    Selection::Indices(idx) => idx.iter().for_each(|&i| b.append(bit_util::get_bit(bits, i as usize))),
+                }
+                Ok(())
+            }
+            (Values::Fixed { width, buf }, DataBlock::Fixed(f)) if f.bits_per_value == 8 * *width as u64 => {
+                f.validate("values")?;
+                append_fixed(buf, *width, f, sel);
+                Ok(())
+            }
+            (Values::Variable { offsets, data }, DataBlock::Variable(v)) => {
+                append_variable(offsets, data, v, sel);
+                Ok(())
+            }
+            (Values::Fsl { dim, child, validity }, DataBlock::FixedSizeList(l)) if l.dimension as usize == *dim => {
+                let d = *dim;
+                let before = child.len();
+                let scaled: Vec<u32>;
+                let child_sel = match sel {
+                    Selection::All => Selection::All,
+                    Selection::Range(s, n) => Selection::Range(s * d, n * d),
+                    Selection::Indices(idx) => {
+                        scaled = idx.iter().flat_map(|&i| (i as usize * d..(i as usize + 1) * d).map(|x| x as u32)).collect();
+                        Selection::Indices(&scaled)
+                    }
+                };
+                child.append(&l.child, child_sel)?;
+                if let Some(bits) = &l.item_validity {
+                    let v = validity.get_or_insert_with(|| {
+                        let mut v = BooleanBufferBuilder::new(before);
+                        v.append_n(before, true);
+                        v
+                    });
+                    child_sel.for_each(total * d, |i| v.append(bit_util::get_bit(bits.as_slice(), i)));
+                } else if let Some(v) = validity {
+                    v.append_n(child.len() - before, true);
+                }
+                Ok(())
+            }
+            (Values::Fsl { dim, child, .. }, DataBlock::Fixed(f)) => {
+                // A fixed-size list stored as one fixed-width value per row.
+                let d = *dim as u64;
+                let items = DataBlock::Fixed(FixedWidthBlock {
+                    data: f.data.clone(),
+                    bits_per_value: f.bits_per_value / d,
+                    num_values: f.num_values * d,
+                });
+                let l = crate::encodings::FixedSizeListBlock { child: Box::new(items), dimension: d, item_validity: None };
+                let mut tmp = Values::Fsl { dim: *dim, child: std::mem::replace(child, Box::new(Values::Null)), validity: None };
+                let r = tmp.append(&DataBlock::FixedSizeList(l), sel);
+                if let Values::Fsl { child: c, .. } = tmp {
+                    *child = c;
+                }
+                r
+            }
+            (_, other) => Err(Error::corrupt(format!("decoded {} values do not match the column type", other.kind()))),
+        }
+    }
+}
+
+fn append_fixed(buf: &mut MutableBuffer, width: usize, f: &FixedWidthBlock, sel: Selection) {
+    let src = f.data.as_slice();
+    match sel {
+        Selection::All => buf.extend_from_slice(&src[..f.num_values as usize * width]),
+        Selection::Range(s, n) => buf.extend_from_slice(&src[s * width..(s + n) * width]),
+        Selection::Indices(idx) => {
+            buf.reserve(idx.len() * width);
+            match width {
+                4 => idx.iter().for_each(|&i| buf.extend_from_slice(&src[i as usize * 4..i as usize * 4 + 4])),
+                8 => idx.iter().for_each(|&i| buf.extend_from_slice(&src[i as usize * 8..i as usize * 8 + 8])),
+                _ => idx.iter().for_each(|&i| buf.extend_from_slice(&src[i as usize * width..(i as usize + 1) * width])),
+            }
+        }
+    }
+}
+
+fn append_variable(offsets: &mut Vec<i64>, data: &mut MutableBuffer, v: &VariableWidthBlock, sel: Selection) {
+    let total = v.num_values as usize;
+    let mut push = |i: usize| {
+        data.extend_from_slice(v.value(i));
+        offsets.push(data.len() as i64);
+    };
+    match sel {
+        Selection::All | Selection::Range(..) => {
+            let (s, n) = if let Selection::Range(s, n) = sel { (s, n) } else { (0, total) };
+            // Contiguous: one copy of the bytes, offsets rebased.
+            let start = v.offset(s);
+            let end = v.offset(s + n);
+            let base = data.len() as i64 - start as i64;
+            data.extend_from_slice(&v.data.as_slice()[start as usize..end as usize]);
+            offsets.extend((s + 1..=s + n).map(|i| v.offset(i) as i64 + base));
+        }
+        Selection::Indices(idx) => idx.iter().for_each(|&i| push(i as usize)),
+    }
+}
+
+/// Builds one leaf column from decoded pieces.
+pub struct LeafBuilder {
+    kind: LeafKind,
+    values: Values,
+    /// Definition levels, materialised once the first non-trivial levels arrive.
+    def: Option<Vec<u16>>,
+    len: usize,
+}
+
+impl LeafBuilder {
+    /// A builder for a leaf of `kind`, expecting about `capacity` values.
+    pub fn new(kind: LeafKind, capacity: usize) -> Self {
+        Self { values: Values::new(&kind, capacity), kind, def: None, len: 0 }
+    }
+
+    /// Number of values appended.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was appended.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends the selected values of `block` and their definition levels (one per value;
+    /// `None` = all valid).
+    pub fn append(&mut self, block: &DataBlock, def: Option<&[u16]>, sel: Selection) -> Result<()> {
+        let total = block.num_values() as usize;
+        let n = sel.len(total);
+        self.values.append(block, sel)?;
+        match (def, &mut self.def) {
+            (None, None) => {}
+            (None, Some(d)) => d.extend(std::iter::repeat_n(0, n)),
+            (Some(levels), existing) => {
+                if levels.len() != total {
+                    return Err(Error::corrupt(format!("{} definition levels for {total} values", levels.len())));
+                }
+                let d = existing.get_or_insert_with(|| vec![0; self.len]);
+                match sel {
+                    Selection::All => d.extend_from_slice(levels),
+                    Selection::Range(s, k) => d.extend_from_slice(&levels[s..s + k]),
+                    Selection::Indices(idx) => d.extend(idx.iter().map(|&i| levels[i as usize])),
+                }
+            }
+        }
+        self.len += n;
+        Ok(())
+    }
+
+    /// Builds the Arrow array of `data_type` (the leaf's Arrow type).
+    pub fn finish(self, data_type: &DataType) -> Result<ArrayRef> {
+        let nulls = self.def.as_ref().and_then(|d| {
+            let valid: arrow_buffer::BooleanBuffer = d.iter().map(|&l| l == 0).collect();
+            let nb = NullBuffer::new(valid);
+            (nb.null_count() > 0).then_some(nb)
+        });
+        build_array(self.values, self.len, data_type, nulls, &self.kind)
+    }
+}
+
+fn build_array(values: Values, len: usize, data_type: &DataType, nulls: Option<NullBuffer>, kind: &LeafKind) -> Result<ArrayRef> {
+    if let DataType::Dictionary(key, value) = data_type {
+        let plain = build_array(values, len, value, nulls, kind)?;
+        return crate::structural::dictionary_encode(&plain, key);
+    }
+    let builder = ArrayDataBuilder::new(data_type.clone()).len(len).nulls(nulls);
+    let data = match values {
+        Values::Null => return Ok(new_null_array(data_type, len)),
+        Values::Bool(mut b) => builder.add_buffer(b.finish().into_inner()),
+        Values::Fixed { buf, .. } => builder.add_buffer(buf.into()),
+        Values::Variable { offsets, data } => {
+            let offsets_buf = match data_type {
+                DataType::Utf8 | DataType::Binary => {
+                    let last = *offsets.last().unwrap();
+                    if last > i32::MAX as i64 {
+                        return Err(Error::invalid_input(format!(
+                            "{last} bytes of values do not fit a {data_type} array (2 GiB limit); read fewer rows at once"
+                        )));
+                    }
+                    Buffer::from_vec(offsets.into_iter().map(|o| o as i32).collect::<Vec<i32>>())
+                }
+                _ => Buffer::from_vec(offsets),
+            };
+            builder.add_buffer(offsets_buf).add_buffer(data.into())
+        }
+        Values::Fsl { dim, child, validity } => {
+            let DataType::FixedSizeList(item, _) = data_type else {
+                return Err(Error::corrupt("fixed-size list values for a non-list column"));
+            };
+            let LeafKind::Fsl { item: item_kind, .. } = kind else { unreachable!() };
+            let child_nulls = validity.map(|mut v| NullBuffer::new(v.finish())).filter(|n| n.null_count() > 0);
+            let child = build_array(*child, len * dim, item.data_type(), child_nulls, item_kind)?;
+            builder.add_child_data(child.to_data())
+        }
+    };
+    // Full validation: the bytes come from a file we do not trust (offsets, UTF-8).
+    let data = data.build().map_err(|e| Error::corrupt(format!("decoded data is not valid Arrow: {e}")))?;
+    Ok(make_array(data))
+}
+
+/// Shared handle for built arrays.
+pub type Built = Arc<dyn arrow_array::Array>;

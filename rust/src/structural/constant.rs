@@ -1,0 +1,201 @@
+//! The constant layout (tag 2 of `PageLayout`; `AllNullLayout` in 2.1): a page whose visible
+//! values are all null, or (2.2) all the same value.
+//!
+//! The value is either inline in the message (fixed width ≤ 32 bytes: the Arrow value bytes
+//! of a length-1 array, one bitmap byte for booleans) or in an out-of-line buffer holding
+//! `u32 num_buffers, u32 len[i]..., bytes...` of a length-1 Arrow array (a string is
+//! `[i32 0, i32 len][bytes]`). Levels, when the column has structure, follow in `[rep, def]`
+//! buffers: raw u16, or compressed as the message says.
+
+use arrow_buffer::{Buffer, MutableBuffer};
+
+use super::miniblock::DecodedChunk;
+use super::repdef::{max_def, Layer};
+use super::LeafKind;
+use crate::encodings::block::ByteCursor;
+use crate::encodings::{Compression, DataBlock, FixedSizeListBlock, FixedWidthBlock, VariableWidthBlock};
+use crate::error::{Error, Result};
+use crate::format::enc21;
+
+/// Largest fixed-width value stored inline.
+pub const MAX_INLINE_BYTES: usize = 32;
+
+/// The parsed constant layout.
+#[derive(Debug, Clone)]
+pub struct ConstantLayout {
+    /// Structural layers, innermost first.
+    pub layers: Vec<Layer>,
+    /// Inline value bytes.
+    pub inline_value: Option<bytes::Bytes>,
+    /// Compression of the repetition levels buffer.
+    pub rep: Option<Compression>,
+    /// Compression of the definition levels buffer.
+    pub def: Option<Compression>,
+    /// Number of repetition levels.
+    pub num_rep_values: u64,
+    /// Number of definition levels.
+    pub num_def_values: u64,
+}
+
+impl ConstantLayout {
+    /// Parses the protobuf message.
+    pub fn from_pb(pb: &enc21::ConstantLayout) -> Result<Self> {
+        Ok(Self {
+            layers: Layer::parse_all(&pb.layers)?,
+            inline_value: pb.inline_value.clone(),
+            rep: pb.rep_compression.as_ref().map(Compression::from_pb).transpose()?,
+            def: pb.def_compression.as_ref().map(Compression::from_pb).transpose()?,
+            num_rep_values: pb.num_rep_values,
+            num_def_values: pb.num_def_values,
+        })
+    }
+}
+
+/// Where the page's buffers are: (value, rep, def) indices into the page buffers.
+fn buffer_roles(layout: &ConstantLayout, num_buffers: usize) -> Result<(Option<usize>, Option<usize>, Option<usize>)> {
+    let has_value = layout.inline_value.is_none() && (num_buffers == 1 || num_buffers == 3);
+    Ok(match (num_buffers, has_value) {
+        (0, _) => (None, None, None),
+        (1, true) => (Some(0), None, None),
+        (2, false) => (None, Some(0), Some(1)),
+        (3, true) => (Some(0), Some(1), Some(2)),
+        (n, _) => return Err(Error::corrupt(format!("constant page with {n} buffers"))),
+    })
+}
+
+fn levels(buf: &Buffer, comp: Option<&Compression>, n: u64, what: &str) -> Result<Option<Vec<u16>>> {
+    if buf.is_empty() && n == 0 {
+        return Ok(None);
+    }
+    let raw = match comp {
+        Some(c) => c.decode_block(buf, n)?.into_fixed(what)?.data,
+        None => buf.clone(),
+    };
+    if (raw.len() as u64) < n * 2 {
+        return Err(Error::corrupt(format!("{what}: buffer too small for {n} levels")));
+    }
+    Ok(Some(raw.as_slice()[..n as usize * 2].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()))
+}
+
+/// Decodes the value of the page as a 1-value block; `None` when the page is all null.
+pub fn decode_value(layout: &ConstantLayout, value_buf: Option<&Buffer>, leaf_is_variable: bool) -> Result<Option<DataBlock>> {
+    if let Some(v) = &layout.inline_value {
+        return Ok(Some(DataBlock::Fixed(FixedWidthBlock {
+            data: Buffer::from(v.clone()),
+            bits_per_value: v.len() as u64 * 8,
+            num_values: 1,
+        })));
+    }
+    let Some(buf) = value_buf else { return Ok(None) };
+    let mut c = ByteCursor::new(buf.as_slice(), "constant page value");
+    let n = c.uint(4)? as usize;
+    if n > 8 {
+        return Err(Error::corrupt("constant page value with more than 8 buffers"));
+    }
+    let mut lens = Vec::with_capacity(n);
+    for _ in 0..n {
+        lens.push(c.uint(4)? as usize);
+    }
+    let mut parts = Vec::with_capacity(n);
+    for l in lens {
+        parts.push(c.take(l)?.to_vec());
+    }
+    if leaf_is_variable {
+        if parts.len() != 2 {
+            return Err(Error::corrupt("constant variable-width value needs offsets and bytes"));
+        }
+        let bits = if parts[0].len() == 8 { 32 } else if parts[0].len() == 16 { 64 } else {
+            return Err(Error::corrupt("constant variable-width value has malformed offsets"));
+        };
+        let block = VariableWidthBlock {
+            offsets: Buffer::from_vec(parts[0].clone()),
+            data: Buffer::from_vec(parts[1].clone()),
+            bits_per_offset: bits,
+            num_values: 1,
+        };
+        block.validate("constant page value")?;
+        Ok(Some(DataBlock::Variable(block)))
+    } else {
+        let bytes = parts.into_iter().next().ok_or_else(|| Error::corrupt("constant value without bytes"))?;
+        Ok(Some(DataBlock::Fixed(FixedWidthBlock { bits_per_value: bytes.len() as u64 * 8, num_values: 1, data: Buffer::from_vec(bytes) })))
+    }
+}
+
+/// Decodes a constant page of `num_rows` rows (columns without repetition).
+pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: &LeafKind) -> Result<DecodedChunk> {
+    let (vi, ri, di) = buffer_roles(layout, buffers.len())?;
+    let mut value = decode_value(layout, vi.map(|i| &buffers[i]), matches!(leaf, LeafKind::Variable { .. }))?;
+    if let (LeafKind::Bool, Some(DataBlock::Fixed(f))) = (leaf, &mut value) {
+        // An inline boolean is one bitmap byte.
+        f.bits_per_value = 1;
+    }
+    let rep = match ri {
+        Some(i) => levels(&buffers[i], layout.rep.as_ref(), layout.num_rep_values, "constant page repetition levels")?,
+        None => None,
+    };
+    if rep.is_some() {
+        return Err(Error::not_supported("constant pages with repetition levels (nested lists) are not yet supported"));
+    }
+    let def = match di {
+        Some(i) => levels(&buffers[i], layout.def.as_ref(), layout.num_def_values, "constant page definition levels")?,
+        None => None,
+    };
+    let n = def.as_ref().map(|d| d.len() as u64).unwrap_or(num_rows);
+    if n != num_rows {
+        return Err(Error::corrupt(format!("constant page has {n} levels for {num_rows} rows")));
+    }
+    if let Some(d) = &def {
+        let m = max_def(&layout.layers);
+        if d.iter().any(|&l| l > m) {
+            return Err(Error::corrupt("constant page definition level above the maximum"));
+        }
+    }
+    let values = match value {
+        None => DataBlock::Empty { num_values: n },
+        Some(v) => repeat(&v, n)?,
+    };
+    // With no def buffer, an all-null page is all null at the outermost nullable layer.
+    let def = match (def, &values) {
+        (Some(d), _) => Some(d),
+        (None, DataBlock::Empty { .. }) if max_def(&layout.layers) > 0 => Some(vec![max_def(&layout.layers); n as usize]),
+        (None, _) => None,
+    };
+    Ok(DecodedChunk { rep, def, values })
+}
+
+/// Repeats a one-value block `n` times.
+pub fn repeat(v: &DataBlock, n: u64) -> Result<DataBlock> {
+    Ok(match v {
+        DataBlock::Fixed(f) if f.bits_per_value == 1 => {
+            let bit = f.data.as_slice().first().copied().unwrap_or(0) & 1 == 1;
+            let mut b = arrow_buffer::BooleanBufferBuilder::new(n as usize);
+            b.append_n(n as usize, bit);
+            DataBlock::Fixed(FixedWidthBlock { data: b.finish().into_inner(), bits_per_value: 1, num_values: n })
+        }
+        DataBlock::Fixed(f) => {
+            let w = f.data.len();
+            let mut out = MutableBuffer::new(w * n as usize);
+            for _ in 0..n {
+                out.extend_from_slice(f.data.as_slice());
+            }
+            DataBlock::Fixed(FixedWidthBlock { data: out.into(), bits_per_value: f.bits_per_value, num_values: n })
+        }
+        DataBlock::Variable(vb) => {
+            let value = vb.value(0);
+            let mut data = Vec::with_capacity(value.len() * n as usize);
+            let mut offsets = Vec::with_capacity(n as usize + 1);
+            offsets.push(0u64);
+            for _ in 0..n {
+                data.extend_from_slice(value);
+                offsets.push(data.len() as u64);
+            }
+            DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data))
+        }
+        DataBlock::FixedSizeList(l) => DataBlock::FixedSizeList(FixedSizeListBlock {
+            child: Box::new(repeat(&l.child, n)?),
+            dimension: l.dimension,
+            item_validity: None,
+        }),
+        DataBlock::Empty { .. } => DataBlock::Empty { num_values: n },
+    })
+}

@@ -1,0 +1,421 @@
+//! The full-zip page layout (2.1 / 2.2): wide values (≥ 256 bytes, vectors, images) stored
+//! row by row with their levels "zipped" in front.
+//!
+//! Buffer 0 holds, per level: a control word (`(rep << bits_def) | def`, 1/2/4 bytes; absent
+//! when the column has neither), then — for visible items — the value: `bits_per_value/8`
+//! bytes for fixed width (null items zero-filled), or a length (`bits_per_offset/8` bytes)
+//! and that many bytes for variable width (valid items only). Buffer 1, present for
+//! variable width or repetition, is the repetition index: `rows + 1` unsigned integers (1, 2,
+//! 4 or 8 bytes each) giving the byte offset of every row in buffer 0.
+//!
+//! Random access: a fixed-width row without repetition sits at `row · stride`; otherwise the
+//! repetition index gives its byte range. Values compressed per value (FSST with the page's
+//! symbol table, LZ4/zstd) are decompressed one by one.
+
+use std::sync::Arc;
+
+use arrow_buffer::{Buffer, MutableBuffer};
+
+use super::miniblock::DecodedChunk;
+use super::repdef::{bits_for, max_def, max_rep, max_visible_def, Layer};
+use crate::encodings::block::read_uint;
+use crate::encodings::{Compression, DataBlock, FixedSizeListBlock, FixedWidthBlock, GeneralScheme, VariableWidthBlock};
+use crate::error::{Error, Result};
+use crate::format::enc21;
+use crate::kernels::fsst::SymbolTable;
+
+/// How each value is stored.
+#[derive(Debug, Clone)]
+pub enum ValueKind {
+    /// Fixed width, possibly a fixed-size list of `dim` items of `item_bits`.
+    Fixed {
+        /// Bits of one whole value.
+        bits: u64,
+        /// Items per value if the values are fixed-size lists.
+        dim: Option<u64>,
+        /// Bits of one item.
+        item_bits: u64,
+    },
+    /// Variable width with a length prefix of `offset_bits`.
+    Variable {
+        /// Bits of the length prefix.
+        offset_bits: u64,
+        /// Per-value decompression.
+        per_value: PerValue,
+    },
+}
+
+/// Per-value decompression of variable-width full-zip values.
+#[derive(Debug, Clone)]
+pub enum PerValue {
+    /// Stored raw.
+    None,
+    /// FSST with the page's table.
+    Fsst(Arc<SymbolTable>),
+    /// Independently LZ4/zstd-framed.
+    General(GeneralScheme),
+}
+
+/// The parsed `FullZipLayout`.
+#[derive(Debug, Clone)]
+pub struct FullZipLayout {
+    /// Bits of the repetition part of the control word.
+    pub bits_rep: u32,
+    /// Bits of the definition part of the control word.
+    pub bits_def: u32,
+    /// Value storage.
+    pub kind: ValueKind,
+    /// Number of levels.
+    pub num_items: u64,
+    /// Number of visible items.
+    pub num_visible_items: u64,
+    /// Structural layers, innermost first.
+    pub layers: Vec<Layer>,
+}
+
+fn ctrl_bytes(bits: u32) -> usize {
+    match bits {
+        0 => 0,
+        1..=8 => 1,
+        9..=16 => 2,
+        _ => 4,
+    }
+}
+
+impl FullZipLayout {
+    /// Parses the protobuf message.
+    pub fn from_pb(pb: &enc21::FullZipLayout) -> Result<Self> {
+        let layers = Layer::parse_all(&pb.layers)?;
+        let comp = Compression::from_pb(
+            pb.value_compression.as_ref().ok_or_else(|| Error::corrupt("full-zip page without value compression"))?,
+        )?;
+        let kind = match pb.details {
+            Some(enc21::full_zip_layout::Details::BitsPerValue(bits)) => {
+                let bits = bits as u64;
+                let (dim, item_bits) = match &comp {
+                    Compression::Flat { bits: b, data: None } if *b == bits => (None, bits),
+                    Compression::FixedSizeList { dim, has_validity: false, values } => match values.as_ref() {
+                        Compression::Flat { bits: b, data: None } if b * dim == bits => (Some(*dim), *b),
+                        _ => return Err(Error::not_supported(format!("full-zip value encoding {}", comp.describe()))),
+                    },
+                    _ => return Err(Error::not_supported(format!("full-zip value encoding {}", comp.describe()))),
+                };
+                if bits == 0 || bits % 8 != 0 || item_bits == 0 || (item_bits % 8 != 0 && item_bits != 1) {
+                    return Err(Error::not_supported(format!("full-zip values of {bits} bits")));
+                }
+                ValueKind::Fixed { bits, dim, item_bits }
+            }
+            Some(enc21::full_zip_layout::Details::BitsPerOffset(bits)) => {
+                if !matches!(bits, 8 | 16 | 32 | 64) {
+                    return Err(Error::corrupt(format!("full-zip lengths of {bits} bits")));
+                }
+                let per_value = match &comp {
+                    Compression::Variable { .. } => PerValue::None,
+                    Compression::Fsst { table, .. } => PerValue::Fsst(table.clone()),
+                    Compression::General { scheme, values } if matches!(values.as_ref(), Compression::Variable { .. }) => {
+                        PerValue::General(*scheme)
+                    }
+                    other => return Err(Error::not_supported(format!("full-zip value encoding {}", other.describe()))),
+                };
+                ValueKind::Variable { offset_bits: bits as u64, per_value }
+            }
+            None => return Err(Error::corrupt("full-zip page without bits_per_value or bits_per_offset")),
+        };
+        let layout = Self {
+            bits_rep: pb.bits_rep,
+            bits_def: pb.bits_def,
+            kind,
+            num_items: pb.num_items as u64,
+            num_visible_items: pb.num_visible_items as u64,
+            layers,
+        };
+        if layout.bits_rep != bits_for(max_rep(&layout.layers)) || layout.bits_def != bits_for(max_def(&layout.layers)) {
+            return Err(Error::corrupt("full-zip control-word widths do not match the page's layers"));
+        }
+        Ok(layout)
+    }
+
+    /// Whether buffer 1 (the repetition index) exists.
+    pub fn has_rep_index(&self) -> bool {
+        self.bits_rep > 0 || matches!(self.kind, ValueKind::Variable { .. })
+    }
+
+    /// Bytes per row when rows have a fixed size (fixed width, no repetition).
+    pub fn fixed_stride(&self) -> Option<u64> {
+        match self.kind {
+            ValueKind::Fixed { bits, .. } if self.bits_rep == 0 => {
+                Some(ctrl_bytes(self.bits_rep + self.bits_def) as u64 + bits / 8)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A parsed repetition index: `rows + 1` byte offsets.
+#[derive(Debug, Clone)]
+pub struct RepIndex {
+    data: Buffer,
+    width: usize,
+    rows: u64,
+}
+
+impl RepIndex {
+    /// Parses the index of a page with `rows` rows over a data buffer of `data_len` bytes.
+    pub fn parse(data: Buffer, rows: u64, data_len: u64) -> Result<Self> {
+        let entries = rows + 1;
+        let width = (data.len() as u64 / entries) as usize;
+        if !matches!(width, 1 | 2 | 4 | 8) || width as u64 * entries != data.len() as u64 {
+            return Err(Error::corrupt(format!(
+                "full-zip repetition index of {} bytes does not fit {entries} entries",
+                data.len()
+            )));
+        }
+        let idx = Self { data, width, rows };
+        let mut prev = 0;
+        for r in 0..=rows {
+            let o = idx.offset(r);
+            if o < prev || o > data_len {
+                return Err(Error::corrupt("full-zip repetition index is not increasing or overruns the page"));
+            }
+            prev = o;
+        }
+        Ok(idx)
+    }
+
+    /// Byte offset where `row` starts (`row == rows` gives the end).
+    #[inline]
+    pub fn offset(&self, row: u64) -> u64 {
+        read_uint(self.data.as_slice(), row as usize * self.width, self.width)
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+}
+
+/// Decodes the zipped bytes of `num_levels` consecutive levels (whole rows).
+pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> Result<DecodedChunk> {
+    let ctrl = ctrl_bytes(layout.bits_rep + layout.bits_def);
+    let def_mask = (1u64 << layout.bits_def) - 1;
+    let visible_limit = max_visible_def(&layout.layers);
+    let max_d = max_def(&layout.layers);
+    let n = num_levels as usize;
+    let mut rep = (layout.bits_rep > 0).then(|| Vec::with_capacity(n));
+    let mut def = (layout.bits_def > 0).then(|| Vec::with_capacity(n));
+    let mut pos = 0usize;
+    let truncated = || Error::corrupt("full-zip data ends in the middle of a value");
+    let read_ctrl = |pos: &mut usize| -> Result<(u16, u16)> {
+        if ctrl == 0 {
+            return Ok((0, 0));
+        }
+        let w = bytes.get(*pos..*pos + ctrl).ok_or_else(truncated)?;
+        *pos += ctrl;
+        let word = read_uint(w, 0, ctrl);
+        let d = (word & def_mask) as u16;
+        let r = (word >> layout.bits_def) as u16;
+        if d > max_d {
+            return Err(Error::corrupt(format!("full-zip definition level {d} above the maximum {max_d}")));
+        }
+        Ok((r, d))
+    };
+    match &layout.kind {
+        ValueKind::Fixed { bits, dim, item_bits } => {
+            let width = (*bits / 8) as usize;
+            let mut out = MutableBuffer::new(n * width);
+            let mut visible = 0u64;
+            for _ in 0..n {
+                let (r, d) = read_ctrl(&mut pos)?;
+                if let Some(v) = rep.as_mut() {
+                    v.push(r)
+                }
+                if let Some(v) = def.as_mut() {
+                    v.push(d)
+                }
+                if d <= visible_limit {
+                    let v = bytes.get(pos..pos + width).ok_or_else(truncated)?;
+                    out.extend_from_slice(v);
+                    pos += width;
+                    visible += 1;
+                }
+            }
+            let values = match dim {
+                Some(dim) => DataBlock::FixedSizeList(FixedSizeListBlock {
+                    child: Box::new(DataBlock::Fixed(FixedWidthBlock {
+                        data: out.into(),
+                        bits_per_value: *item_bits,
+                        num_values: visible * dim,
+                    })),
+                    dimension: *dim,
+                    item_validity: None,
+                }),
+                None => DataBlock::Fixed(FixedWidthBlock { data: out.into(), bits_per_value: *bits, num_values: visible }),
+            };
+            Ok(DecodedChunk { rep, def, values })
+        }
+        ValueKind::Variable { offset_bits, per_value } => {
+            let len_width = (*offset_bits / 8) as usize;
+            let mut offsets: Vec<u64> = Vec::with_capacity(n + 1);
+            offsets.push(0);
+            let mut data = Vec::with_capacity(bytes.len());
+            for _ in 0..n {
+                let (r, d) = read_ctrl(&mut pos)?;
+                if let Some(v) = rep.as_mut() {
+                    v.push(r)
+                }
+                if let Some(v) = def.as_mut() {
+                    v.push(d)
+                }
+                if d > visible_limit {
+                    continue;
+                }
+                if d == 0 {
+                    let l = bytes.get(pos..pos + len_width).ok_or_else(truncated)?;
+                    let len = read_uint(l, 0, len_width) as usize;
+                    pos += len_width;
+                    let v = bytes.get(pos..pos.checked_add(len).ok_or_else(truncated)?).ok_or_else(truncated)?;
+                    pos += len;
+                    match per_value {
+                        PerValue::None => data.extend_from_slice(v),
+                        PerValue::Fsst(t) => crate::encodings::fsst::decompress_value(t, v, &mut data)?,
+                        PerValue::General(s) => data.extend_from_slice(&s.decompress(v)?),
+                    }
+                }
+                offsets.push(data.len() as u64);
+            }
+            Ok(DecodedChunk { rep, def, values: DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data)) })
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing (columns without repetition)
+// ---------------------------------------------------------------------------------------
+
+/// Encoded full-zip page: buffers and layout.
+pub struct EncodedFullZip {
+    /// Page buffers (data, and the repetition index when present).
+    pub buffers: Vec<Vec<u8>>,
+    /// The page layout message.
+    pub layout: enc21::PageLayout,
+}
+
+/// Encodes rows of a column without repetition. `def` has one level per row (0 = valid);
+/// `values` holds one value per row (null rows hold zeros / empty values).
+pub fn encode(values: &DataBlock, def: Option<&[u16]>, layers: &[Layer], per_value: &PerValueEncoder) -> Result<EncodedFullZip> {
+    let n = values.num_values() as usize;
+    let bits_def = bits_for(max_def(layers));
+    let ctrl = ctrl_bytes(bits_def);
+    let mut data = Vec::new();
+    let push_ctrl = |data: &mut Vec<u8>, d: u16| {
+        let b = (d as u32).to_le_bytes();
+        data.extend_from_slice(&b[..ctrl]);
+    };
+    let (details, value_compression, rep_index) = match values {
+        DataBlock::Fixed(_) | DataBlock::FixedSizeList(_) => {
+            let (bytes, bits, comp) = match values {
+                DataBlock::Fixed(f) => (f.data.as_slice(), f.bits_per_value, Compression::Flat { bits: f.bits_per_value, data: None }),
+                DataBlock::FixedSizeList(l) => match l.child.as_ref() {
+                    DataBlock::Fixed(f) if l.item_validity.is_none() && f.bits_per_value % 8 == 0 => (
+                        f.data.as_slice(),
+                        f.bits_per_value * l.dimension,
+                        Compression::FixedSizeList {
+                            dim: l.dimension,
+                            has_validity: false,
+                            values: Box::new(Compression::Flat { bits: f.bits_per_value, data: None }),
+                        },
+                    ),
+                    _ => return Err(Error::not_supported("full-zip of fixed-size lists with null items")),
+                },
+                _ => unreachable!(),
+            };
+            let width = (bits / 8) as usize;
+            data.reserve(n * (width + ctrl));
+            for i in 0..n {
+                if let Some(d) = def {
+                    push_ctrl(&mut data, d[i]);
+                }
+                data.extend_from_slice(&bytes[i * width..(i + 1) * width]);
+            }
+            (enc21::full_zip_layout::Details::BitsPerValue(bits as u32), comp, None)
+        }
+        DataBlock::Variable(v) => {
+            let mut row_offsets = Vec::with_capacity(n + 1);
+            let mut scratch = Vec::new();
+            for i in 0..n {
+                row_offsets.push(data.len() as u64);
+                let d = def.map(|d| d[i]).unwrap_or(0);
+                if def.is_some() {
+                    push_ctrl(&mut data, d);
+                }
+                if d == 0 {
+                    scratch.clear();
+                    let value = per_value.encode(v.value(i), &mut scratch)?;
+                    let len = u32::try_from(value.len()).map_err(|_| Error::invalid_input("a value exceeds 4 GiB"))?;
+                    data.extend_from_slice(&len.to_le_bytes());
+                    data.extend_from_slice(value);
+                }
+            }
+            row_offsets.push(data.len() as u64);
+            let total = data.len() as u64;
+            let width = if total <= u8::MAX as u64 { 1 } else if total <= u16::MAX as u64 { 2 } else if total <= u32::MAX as u64 { 4 } else { 8 };
+            let mut idx = Vec::with_capacity(row_offsets.len() * width);
+            for o in row_offsets {
+                idx.extend_from_slice(&o.to_le_bytes()[..width]);
+            }
+            (enc21::full_zip_layout::Details::BitsPerOffset(32), per_value.description(), Some(idx))
+        }
+        DataBlock::Empty { .. } => return Err(Error::invalid_input("internal: full-zip of an empty block")),
+    };
+    let layout = enc21::PageLayout {
+        layout: Some(enc21::page_layout::Layout::FullZipLayout(enc21::FullZipLayout {
+            bits_rep: 0,
+            bits_def,
+            details: Some(details),
+            num_items: n as u32,
+            num_visible_items: n as u32,
+            value_compression: Some(value_compression.to_pb()),
+            layers: layers.iter().map(|l| l.to_pb()).collect(),
+        })),
+    };
+    let mut buffers = vec![data];
+    if let Some(idx) = rep_index {
+        buffers.push(idx);
+    }
+    Ok(EncodedFullZip { buffers, layout })
+}
+
+/// How the writer compresses each variable-width full-zip value.
+pub enum PerValueEncoder {
+    /// Raw bytes.
+    None,
+    /// FSST with a page symbol table.
+    Fsst(Arc<SymbolTable>),
+    /// LZ4/zstd per value.
+    General(GeneralScheme),
+}
+
+impl PerValueEncoder {
+    fn encode<'a>(&self, v: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<&'a [u8]> {
+        match self {
+            PerValueEncoder::None => Ok(v),
+            PerValueEncoder::Fsst(t) => {
+                t.compress_into(v, scratch);
+                Ok(scratch)
+            }
+            PerValueEncoder::General(s) => {
+                s.compress_into(v, scratch)?;
+                Ok(scratch)
+            }
+        }
+    }
+
+    fn description(&self) -> Compression {
+        let variable = Compression::Variable { offset_bits: 32, values: None };
+        match self {
+            PerValueEncoder::None => variable,
+            PerValueEncoder::Fsst(t) => Compression::Fsst { table: t.clone(), values: Box::new(variable) },
+            PerValueEncoder::General(s) => Compression::General { scheme: *s, values: Box::new(variable) },
+        }
+    }
+}

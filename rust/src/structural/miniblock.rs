@@ -1,0 +1,367 @@
+//! The mini-block page layout (2.1 / 2.2): small values in independently decodable chunks.
+//!
+//! Page buffers: `0` chunk metadata (one word per chunk), `1` the chunks back to back,
+//! `2` the dictionary (if any), and last the repetition index (if `repetition_index_depth`
+//! > 0). A metadata word is `((chunk_bytes/8 − 1) << 4) | log2(values in chunk)`, u16 in 2.1
+//! and u32 in 2.2 (`has_large_chunk`); every chunk but the last holds a power of two values.
+//!
+//! A chunk is a header (`u16 num_levels`, `u16 rep_size`?, `u16 def_size`?, one u16/u32 size
+//! per value buffer, padded with 0xFE to 8 bytes), then the rep bytes, def bytes and value
+//! buffers, each padded to 8 bytes. Levels are compressed per chunk in block context.
+//!
+//! Random access: the metadata gives every chunk's byte range and first value, so a take
+//! reads and decodes only the chunks that hold the requested values.
+
+use arrow_buffer::Buffer;
+
+use super::repdef::{max_def, max_rep, Layer};
+use crate::encodings::{Compression, DataBlock};
+use crate::error::{Error, Result};
+use crate::format::enc21;
+
+/// Filler inside chunks.
+const CHUNK_PAD: u8 = 0xFE;
+/// Largest chunk 2.1's u16 metadata word can describe.
+pub const MAX_CHUNK_BYTES_V2_1: usize = 4096 * 8;
+
+/// The parsed `MiniBlockLayout` message.
+#[derive(Debug, Clone)]
+pub struct MiniBlockLayout {
+    /// Compression of repetition levels, if the column has lists.
+    pub rep: Option<Compression>,
+    /// Compression of definition levels, if the column has nulls.
+    pub def: Option<Compression>,
+    /// Compression of the values (the indices when there is a dictionary).
+    pub values: Compression,
+    /// Compression of the dictionary buffer.
+    pub dictionary: Option<Compression>,
+    /// Number of dictionary items.
+    pub num_dictionary_items: u64,
+    /// Structural layers, innermost first.
+    pub layers: Vec<Layer>,
+    /// Value buffers per chunk.
+    pub num_buffers: usize,
+    /// Depth of the repetition index (0 = none).
+    pub repetition_index_depth: u32,
+    /// Number of values (visible items) in the page.
+    pub num_items: u64,
+    /// u32 chunk words and value-buffer sizes (2.2).
+    pub large_chunk: bool,
+}
+
+impl MiniBlockLayout {
+    /// Parses the protobuf message.
+    pub fn from_pb(pb: &enc21::MiniBlockLayout) -> Result<Self> {
+        let values = Compression::from_pb(
+            pb.value_compression.as_ref().ok_or_else(|| Error::corrupt("mini-block page without value compression"))?,
+        )?;
+        let layout = Self {
+            rep: pb.rep_compression.as_ref().map(Compression::from_pb).transpose()?,
+            def: pb.def_compression.as_ref().map(Compression::from_pb).transpose()?,
+            num_buffers: pb.num_buffers as usize,
+            dictionary: pb.dictionary.as_ref().map(Compression::from_pb).transpose()?,
+            num_dictionary_items: pb.num_dictionary_items,
+            layers: Layer::parse_all(&pb.layers)?,
+            repetition_index_depth: pb.repetition_index_depth,
+            num_items: pb.num_items,
+            large_chunk: pb.has_large_chunk,
+            values,
+        };
+        if layout.num_buffers != layout.values.miniblock_buffers() {
+            return Err(Error::corrupt(format!(
+                "mini-block page declares {} value buffers but its encoding {} uses {}",
+                layout.num_buffers,
+                layout.values.describe(),
+                layout.values.miniblock_buffers()
+            )));
+        }
+        if layout.num_buffers > 64 {
+            return Err(Error::corrupt("mini-block page with more than 64 value buffers"));
+        }
+        Ok(layout)
+    }
+
+    /// Index of the dictionary page buffer, if any.
+    pub fn dictionary_buffer(&self) -> Option<usize> {
+        self.dictionary.as_ref().map(|_| 2)
+    }
+
+    /// Index of the repetition-index page buffer, if any.
+    pub fn rep_index_buffer(&self) -> Option<usize> {
+        (self.repetition_index_depth > 0).then_some(2 + self.dictionary.is_some() as usize)
+    }
+}
+
+/// Where one chunk lives and which values it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Byte offset within page buffer 1.
+    pub offset: u64,
+    /// Size in bytes.
+    pub len: u64,
+    /// Index of the chunk's first value within the page.
+    pub first_value: u64,
+    /// Number of values in the chunk.
+    pub num_values: u64,
+}
+
+/// Parses chunk metadata words into chunk positions, checking them against the page.
+pub fn parse_chunk_metadata(meta: &[u8], layout: &MiniBlockLayout, data_len: u64) -> Result<Vec<ChunkInfo>> {
+    let word = if layout.large_chunk { 4 } else { 2 };
+    if meta.len() % word != 0 {
+        return Err(Error::corrupt("mini-block chunk metadata has a partial word"));
+    }
+    let n_chunks = meta.len() / word;
+    let mut chunks = Vec::with_capacity(n_chunks);
+    let (mut offset, mut first_value) = (0u64, 0u64);
+    for (i, w) in meta.chunks_exact(word).enumerate() {
+        let w = if word == 4 { u32::from_le_bytes(w.try_into().unwrap()) as u64 } else { u16::from_le_bytes(w.try_into().unwrap()) as u64 };
+        let len = ((w >> 4) + 1) * 8;
+        let num_values = if i + 1 == n_chunks {
+            layout.num_items.checked_sub(first_value).ok_or_else(|| {
+                Error::corrupt(format!("mini-block chunks hold more than the page's {} values", layout.num_items))
+            })?
+        } else {
+            1u64 << (w & 0xF)
+        };
+        chunks.push(ChunkInfo { offset, len, first_value, num_values });
+        offset += len;
+        first_value += num_values;
+    }
+    if first_value != layout.num_items && !(n_chunks == 0 && layout.num_items == 0) {
+        return Err(Error::corrupt(format!(
+            "mini-block chunks hold {first_value} values, the page says {}",
+            layout.num_items
+        )));
+    }
+    if offset > data_len {
+        return Err(Error::corrupt(format!("mini-block chunks span {offset} bytes, the data buffer has {data_len}")));
+    }
+    Ok(chunks)
+}
+
+/// One decoded chunk.
+#[derive(Debug, Clone)]
+pub struct DecodedChunk {
+    /// Repetition levels, if the page has them.
+    pub rep: Option<Vec<u16>>,
+    /// Definition levels, if the page has them.
+    pub def: Option<Vec<u16>>,
+    /// The chunk's values (dictionary already applied).
+    pub values: DataBlock,
+}
+
+fn levels_to_vec(block: DataBlock, n: usize, what: &str) -> Result<Vec<u16>> {
+    let f = block.into_fixed(what)?;
+    if f.bits_per_value != 16 {
+        return Err(Error::corrupt(format!("{what} stored as {}-bit values, expected 16", f.bits_per_value)));
+    }
+    let b = f.data.as_slice();
+    if b.len() < n * 2 {
+        return Err(Error::corrupt(format!("{what}: too few levels")));
+    }
+    Ok(b[..n * 2].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
+}
+
+/// Decodes one chunk's bytes. `dictionary` is the page's decoded dictionary, if any.
+pub fn decode_chunk(
+    layout: &MiniBlockLayout,
+    chunk: &ChunkInfo,
+    bytes: &Buffer,
+    dictionary: Option<&DataBlock>,
+) -> Result<DecodedChunk> {
+    const CTX: &str = "mini-block chunk";
+    let b = bytes.as_slice();
+    let mut pos = 0usize;
+    let mut read = |width: usize| -> Result<u64> {
+        let v = b
+            .get(pos..pos + width)
+            .ok_or_else(|| Error::corrupt(format!("{CTX}: header truncated")))?;
+        pos += width;
+        Ok(if width == 2 { u16::from_le_bytes([v[0], v[1]]) as u64 } else { u32::from_le_bytes(v.try_into().unwrap()) as u64 })
+    };
+    let num_levels = read(2)? as usize;
+    let rep_size = if layout.rep.is_some() { read(2)? as usize } else { 0 };
+    let def_size = if layout.def.is_some() { read(2)? as usize } else { 0 };
+    let size_width = if layout.large_chunk { 4 } else { 2 };
+    let mut buf_sizes = [0usize; 64];
+    for s in buf_sizes.iter_mut().take(layout.num_buffers) {
+        *s = read(size_width)? as usize;
+    }
+    let mut pos = pos.next_multiple_of(8);
+    let mut take = |len: usize| -> Result<Buffer> {
+        if pos.checked_add(len).is_none_or(|end| end > b.len()) {
+            return Err(Error::corrupt(format!("{CTX}: a buffer of {len} bytes at {pos} overruns the chunk ({} bytes)", b.len())));
+        }
+        let out = bytes.slice_with_length(pos, len);
+        pos = (pos + len).next_multiple_of(8);
+        Ok(out)
+    };
+    let rep_buf = if layout.rep.is_some() { Some(take(rep_size)?) } else { None };
+    let def_buf = if layout.def.is_some() { Some(take(def_size)?) } else { None };
+    let mut value_bufs = Vec::with_capacity(layout.num_buffers);
+    for &s in &buf_sizes[..layout.num_buffers] {
+        value_bufs.push(take(s)?);
+    }
+    let rep = match (&layout.rep, rep_buf) {
+        (Some(c), Some(buf)) => Some(levels_to_vec(c.decode_block(&buf, num_levels as u64)?, num_levels, "repetition levels")?),
+        _ => None,
+    };
+    let def = match (&layout.def, def_buf) {
+        (Some(c), Some(buf)) => Some(levels_to_vec(c.decode_block(&buf, num_levels as u64)?, num_levels, "definition levels")?),
+        _ => None,
+    };
+    if let Some(d) = &def {
+        let limit = max_def(&layout.layers);
+        if d.iter().any(|&l| l > limit) {
+            return Err(Error::corrupt(format!("{CTX}: definition level above the maximum {limit}")));
+        }
+    }
+    if let Some(r) = &rep {
+        let limit = max_rep(&layout.layers);
+        if r.iter().any(|&l| l > limit) {
+            return Err(Error::corrupt(format!("{CTX}: repetition level above the maximum {limit}")));
+        }
+    }
+    let mut values = layout.values.decode_miniblock(&value_bufs, chunk.num_values)?;
+    if let Some(dict) = dictionary {
+        let indices = values.into_fixed("dictionary indices")?;
+        values = crate::encodings::dictionary::gather(&indices, dict, CTX)?;
+    }
+    if values.num_values() != chunk.num_values {
+        return Err(Error::corrupt(format!(
+            "{CTX}: decoded {} values, expected {}",
+            values.num_values(),
+            chunk.num_values
+        )));
+    }
+    Ok(DecodedChunk { rep, def, values })
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------
+
+/// The value buffers of one chunk, as produced by a value compressor.
+#[derive(Debug, Clone, Default)]
+pub struct ValueChunk {
+    /// The chunk's value buffers.
+    pub buffers: Vec<Vec<u8>>,
+    /// Number of values (a power of two unless it is the last chunk).
+    pub num_values: u64,
+}
+
+/// Page buffers 0 and 1 of a mini-block page.
+#[derive(Debug, Default)]
+pub struct SerializedChunks {
+    /// Chunk metadata words.
+    pub metadata: Vec<u8>,
+    /// All chunks back to back.
+    pub data: Vec<u8>,
+}
+
+/// Serialises chunks. `def` (if any) is sliced per chunk and compressed with `def_encode`,
+/// which returns the compressed bytes of one chunk's levels.
+pub fn serialize_chunks(
+    chunks: &[ValueChunk],
+    def: Option<&[u16]>,
+    def_encode: &dyn Fn(&[u16]) -> Result<Vec<u8>>,
+    large_chunk: bool,
+) -> Result<SerializedChunks> {
+    let mut out = SerializedChunks::default();
+    let mut first = 0usize;
+    let size_width = if large_chunk { 4 } else { 2 };
+    for (ci, chunk) in chunks.iter().enumerate() {
+        let n = chunk.num_values as usize;
+        let start = out.data.len();
+        let levels = def.map(|d| &d[first..first + n]);
+        let def_bytes = levels.map(def_encode).transpose()?;
+        let num_levels = if def.is_some() { n } else { 0 };
+        if num_levels > u16::MAX as usize {
+            return Err(Error::invalid_input("mini-block chunk with more than 65535 levels"));
+        }
+        out.data.extend_from_slice(&(num_levels as u16).to_le_bytes());
+        if let Some(d) = &def_bytes {
+            let len = u16::try_from(d.len()).map_err(|_| Error::invalid_input("definition levels of a chunk exceed 64 KiB"))?;
+            out.data.extend_from_slice(&len.to_le_bytes());
+        }
+        for buf in &chunk.buffers {
+            if large_chunk {
+                let len = u32::try_from(buf.len()).map_err(|_| Error::invalid_input("mini-block buffer exceeds 4 GiB"))?;
+                out.data.extend_from_slice(&len.to_le_bytes());
+            } else {
+                let len = u16::try_from(buf.len()).map_err(|_| {
+                    Error::invalid_input("a mini-block value buffer exceeds 64 KiB, which file version 2.1 cannot store")
+                })?;
+                out.data.extend_from_slice(&len.to_le_bytes());
+            }
+        }
+        let _ = size_width;
+        pad_to_8(&mut out.data, start, CHUNK_PAD);
+        if let Some(d) = &def_bytes {
+            out.data.extend_from_slice(d);
+            pad_to_8(&mut out.data, start, CHUNK_PAD);
+        }
+        for buf in &chunk.buffers {
+            out.data.extend_from_slice(buf);
+            pad_to_8(&mut out.data, start, CHUNK_PAD);
+        }
+        let chunk_len = out.data.len() - start;
+        let is_last = ci + 1 == chunks.len();
+        let log2 = if is_last {
+            if n.is_power_of_two() { n.trailing_zeros() as u64 } else { 0 }
+        } else {
+            if !n.is_power_of_two() || n > 1 << 15 {
+                return Err(Error::invalid_input(format!("internal: non-last chunk of {n} values")));
+            }
+            n.trailing_zeros() as u64
+        };
+        let words_minus_one = (chunk_len / 8 - 1) as u64;
+        if large_chunk {
+            if words_minus_one >= 1 << 28 {
+                return Err(Error::invalid_input("mini-block chunk exceeds 2 GiB"));
+            }
+            out.metadata.extend_from_slice(&(((words_minus_one << 4) | log2) as u32).to_le_bytes());
+        } else {
+            if chunk_len > MAX_CHUNK_BYTES_V2_1 {
+                return Err(Error::invalid_input(format!(
+                    "a mini-block chunk of {chunk_len} bytes exceeds the 32 KiB that file version 2.1 allows"
+                )));
+            }
+            out.metadata.extend_from_slice(&(((words_minus_one << 4) | log2) as u16).to_le_bytes());
+        }
+        first += n;
+    }
+    Ok(out)
+}
+
+fn pad_to_8(data: &mut Vec<u8>, chunk_start: usize, byte: u8) {
+    let rel = data.len() - chunk_start;
+    data.resize(chunk_start + rel.next_multiple_of(8), byte);
+}
+
+/// Builds the `PageLayout` message of a mini-block page.
+#[allow(clippy::too_many_arguments)]
+pub fn layout_pb(
+    values: &Compression,
+    def: Option<&Compression>,
+    dictionary: Option<(&Compression, u64)>,
+    layers: &[Layer],
+    num_items: u64,
+    large_chunk: bool,
+) -> enc21::PageLayout {
+    enc21::PageLayout {
+        layout: Some(enc21::page_layout::Layout::MiniBlockLayout(enc21::MiniBlockLayout {
+            rep_compression: None,
+            def_compression: def.map(|d| d.to_pb()),
+            value_compression: Some(values.to_pb()),
+            dictionary: dictionary.map(|(d, _)| d.to_pb()),
+            num_dictionary_items: dictionary.map(|(_, n)| n).unwrap_or(0),
+            layers: layers.iter().map(|l| l.to_pb()).collect(),
+            num_buffers: values.miniblock_buffers() as u64,
+            repetition_index_depth: 0,
+            num_items,
+            has_large_chunk: large_chunk,
+        })),
+    }
+}
