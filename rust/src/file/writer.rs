@@ -159,7 +159,7 @@ impl FileWriter {
             let arrays = column_arrays(batch.column(fi), f, self.options.version)?;
             for a in arrays {
                 let c = &mut self.columns[ci];
-                c.bytes += a.get_array_memory_size() as u64;
+                c.bytes += a.to_data().get_slice_memory_size().unwrap_or(a.get_array_memory_size()) as u64;
                 c.rows += a.len() as u64;
                 c.arrays.push(a);
                 ci += 1;
@@ -187,14 +187,28 @@ impl FileWriter {
                 (i, c.field.clone(), std::mem::take(&mut c.arrays))
             })
             .collect();
+        let max_page_bytes = self.options.max_page_bytes;
         let parallel = jobs.len() > 1;
-        let encoded = crate::parallel::map(jobs, parallel, |(i, field, arrays)| -> Result<(usize, EncodedPage)> {
+        let encoded = crate::parallel::map(jobs, parallel, |(i, field, arrays)| -> Result<(usize, Vec<EncodedPage>)> {
             let array = concat(&arrays)?;
-            Ok((i, encode_page(&array, &field, version)?))
+            // Cut the buffered rows into pages of about `max_page_bytes` each.
+            let bytes = array.to_data().get_slice_memory_size().unwrap_or(array.get_array_memory_size()) as u64;
+            let pages = bytes.div_ceil(max_page_bytes).max(1) as usize;
+            let rows_per_page = array.len().div_ceil(pages).max(1);
+            let mut out = Vec::with_capacity(pages);
+            let mut start = 0;
+            while start < array.len() {
+                let len = rows_per_page.min(array.len() - start);
+                out.push(encode_page(&array.slice(start, len), &field, version)?);
+                start += len;
+            }
+            Ok((i, out))
         });
         for r in encoded {
-            let (i, page) = r?;
-            self.write_page(i, page)?;
+            let (i, pages) = r?;
+            for page in pages {
+                self.write_page(i, page)?;
+            }
         }
         Ok(())
     }

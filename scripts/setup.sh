@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Creates the virtualenv, installs the Python dependencies and builds the extension.
+#   LANCEPY_VENV      where the virtualenv lives (default: .venv in the project)
+#   CARGO_TARGET_DIR  cargo's build directory (default: ~/.cache/lancepy-target, kept between runs)
+#   LANCEPY_PROFILE   cargo profile of the extension: quick (default) or release
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+venv="${LANCEPY_VENV:-$root/.venv}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lancepy-target}"
+profile="${LANCEPY_PROFILE:-quick}"
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "==> creating virtualenv $venv"
+  python3 -m venv "$venv"
+fi
+py="$venv/bin/python"
+echo "==> installing Python dependencies"
+"$py" -m pip install -q --upgrade pip
+"$py" -m pip install -q "maturin>=1.5,<2" "pyarrow>=14" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2"
+echo "==> building lancepy (profile $profile; cargo target dir $CARGO_TARGET_DIR)"
+VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --profile "$profile" --quiet 2>&1 | grep -v "^\s*$" | tail -3
+"$py" -c "import lancepy; print('lancepy', lancepy.__version__, 'ready')"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets up everything (scripts/setup.sh), then runs the Rust and the Python test suites.
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh -k interop -x`.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+bash scripts/setup.sh
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lancepy-target}"
+venv="${LANCEPY_VENV:-$root/.venv}"
+echo "==> cargo test (core, without Python)"
+if ! out=$(cargo test --quiet 2>&1); then echo "$out" | tail -60; exit 1; fi
+echo "$out" | grep -E "^test result" || true
+echo "==> pytest"
+"$venv/bin/python" -m pytest -q "$@"
