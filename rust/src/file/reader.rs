@@ -397,7 +397,7 @@ impl FileReader {
         self.load_states(&pages, &kind)?;
         for page in pages {
             let local = rows.start.max(page.first_row) - page.first_row..rows.end.min(page.first_row + page.num_rows) - page.first_row;
-            self.decode_page_range(page, &kind, local, &mut builder)?;
+            self.decode_page_range(page, &kind, &f.data_type, local, &mut builder)?;
         }
         builder.finish(&f.data_type)
     }
@@ -424,7 +424,7 @@ impl FileReader {
         let pages: Vec<&Page> = groups.iter().map(|(p, _)| *p).collect();
         self.load_states(&pages, &kind)?;
         for (page, local) in groups {
-            self.decode_page_rows(page, &kind, &local, &mut builder)?;
+            self.decode_page_rows(page, &kind, &f.data_type, &local, &mut builder)?;
         }
         builder.finish(&f.data_type)
     }
@@ -457,7 +457,7 @@ impl FileReader {
         Ok(())
     }
 
-    fn decode_page_range(&self, page: &Page, kind: &LeafKind, rows: Range<u64>, out: &mut LeafBuilder) -> Result<()> {
+    fn decode_page_range(&self, page: &Page, kind: &LeafKind, data_type: &DataType, rows: Range<u64>, out: &mut LeafBuilder) -> Result<()> {
         let state = page.state.get().expect("page state loaded");
         match (&page.kind, state.as_ref()) {
             (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary }) => {
@@ -502,14 +502,14 @@ impl FileReader {
                 self.decode_blobs(page, inner, layers, chunks, &rows_vec, out)
             }
             (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = v2_0::decode_page(enc, bufs, page.num_rows, kind)?;
-                append_decoded(out, &decoded, Selection::Range(rows.start as usize, (rows.end - rows.start) as usize))
+                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, &[rows])?;
+                append_decoded(out, &decoded, Selection::All)
             }
             _ => Err(Error::corrupt("page state does not match its layout")),
         }
     }
 
-    fn decode_page_rows(&self, page: &Page, kind: &LeafKind, rows: &[u64], out: &mut LeafBuilder) -> Result<()> {
+    fn decode_page_rows(&self, page: &Page, kind: &LeafKind, data_type: &DataType, rows: &[u64], out: &mut LeafBuilder) -> Result<()> {
         let state = page.state.get().expect("page state loaded");
         match (&page.kind, state.as_ref()) {
             (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary }) => {
@@ -580,12 +580,26 @@ impl FileReader {
                 self.decode_blobs(page, inner, layers, chunks, rows, out)
             }
             (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = v2_0::decode_page(enc, bufs, page.num_rows, kind)?;
-                let sel: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-                append_decoded(out, &decoded, Selection::Indices(&sel))
+                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, &v2_0::row_runs(rows))?;
+                append_decoded(out, &decoded, Selection::All)
             }
             _ => Err(Error::corrupt("page state does not match its layout")),
         }
+    }
+
+    /// Reads row ranges of a 2.0 page from its cached buffers, or by byte ranges on demand.
+    fn read_v2_0_rows(
+        &self,
+        page: &Page,
+        enc: &enc20::ArrayEncoding,
+        loaded: &[Buffer],
+        kind: &LeafKind,
+        data_type: &DataType,
+        rows: &[Range<u64>],
+    ) -> Result<DecodedChunk> {
+        let fetch = |r: &[Range<u64>]| self.io.read_ranges(r);
+        let src = v2_0::PageSource { locations: &page.buffers, loaded, fetch: &fetch };
+        v2_0::read_rows(enc, &src, page.num_rows, kind, data_type, rows)
     }
 
     /// Reads blob descriptors for `rows` (sorted, page-local), then the blobs themselves.
@@ -802,6 +816,8 @@ fn state_buffers(p: &Page) -> Vec<usize> {
         }
         PageKind::FullZip(l) if l.has_rep_index() => vec![1],
         PageKind::FullZip(_) => vec![],
+        // Read by byte ranges on demand, nothing to cache.
+        PageKind::V2_0(enc) if v2_0::supports_ranged_reads(enc, p.buffers.len()) => vec![],
         PageKind::Constant(_) | PageKind::V2_0(_) => (0..p.buffers.len()).collect(),
     }
 }
