@@ -57,7 +57,7 @@ pub enum PageKind {
 /// Page metadata loaded on first use.
 #[derive(Debug)]
 enum PageState {
-    MiniBlock { chunks: Vec<ChunkInfo>, dictionary: Option<DataBlock> },
+    MiniBlock { chunks: Vec<ChunkInfo>, dictionary: Option<Arc<DataBlock>> },
     FullZip { rep_index: Option<RepIndex> },
     Buffers(Vec<Buffer>),
 }
@@ -469,7 +469,7 @@ impl FileReader {
                 let ranges: Vec<Range<u64>> = selected.iter().map(|c| data_pos + c.offset..data_pos + c.offset + c.len).collect();
                 let bytes = self.io.read_ranges(&ranges)?;
                 for (c, b) in selected.iter().zip(&bytes) {
-                    let decoded = miniblock::decode_chunk(layout, c, b, dictionary.as_ref())?;
+                    let decoded = miniblock::decode_chunk(layout, c, b, dictionary.as_ref(), None)?;
                     let s = rows.start.max(c.first_value) - c.first_value;
                     let e = rows.end.min(c.first_value + c.num_values) - c.first_value;
                     append_decoded(out, &decoded, Selection::Range(s as usize, (e - s) as usize))?;
@@ -534,8 +534,11 @@ impl FileReader {
                     .collect();
                 let bytes = self.io.read_ranges(&ranges)?;
                 for ((c, sel), b) in groups.iter().zip(&bytes) {
-                    let decoded = miniblock::decode_chunk(layout, &chunks[*c], b, dictionary.as_ref())?;
-                    append_decoded(out, &decoded, Selection::Indices(sel))?;
+                    // Few rows of a chunk: decode just those values when the encoding allows.
+                    let rows = (sel.len() * 8 < chunks[*c].num_values as usize).then_some(&sel[..]);
+                    let decoded = miniblock::decode_chunk(layout, &chunks[*c], b, dictionary.as_ref(), rows)?;
+                    let s = if decoded.selected { Selection::All } else { Selection::Indices(sel) };
+                    append_decoded(out, &decoded, s)?;
                 }
                 Ok(())
             }
@@ -616,7 +619,7 @@ impl FileReader {
             groups.iter().map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len).collect();
         let bytes = self.io.read_ranges(&ranges)?;
         for ((c, sel), b) in groups.iter().zip(&bytes) {
-            let decoded = miniblock::decode_chunk(inner, &chunks[*c], b, None)?;
+            let decoded = miniblock::decode_chunk(inner, &chunks[*c], b, None, None)?;
             descriptors.append(&decoded.values, None, Selection::Indices(sel))?;
         }
         let desc = descriptors.finish(&DataType::FixedSizeBinary(16))?;
@@ -817,7 +820,7 @@ fn build_state(p: &Page, bufs: Vec<Buffer>, _kind: &LeafKind) -> Result<PageStat
                 return Err(Error::corrupt(format!("mini-block page holds {} values for {} rows", l.num_items, p.num_rows)));
             }
             let dictionary = match (&l.dictionary, l.dictionary_buffer()) {
-                (Some(c), Some(_)) => Some(c.decode_block(&bufs[1], l.num_dictionary_items)?),
+                (Some(c), Some(_)) => Some(Arc::new(c.decode_block(&bufs[1], l.num_dictionary_items)?)),
                 _ => None,
             };
             PageState::MiniBlock { chunks, dictionary }

@@ -517,7 +517,9 @@ fn choose_miniblock(
             plan.unwrap_or_else(|| variable_chunks(v))
         }
         DataBlock::FixedSizeList(l) => fsl_chunks(l)?,
-        DataBlock::Empty { .. } => return Err(Error::invalid_input("internal: mini-block page of an empty block")),
+        DataBlock::Empty { .. } | DataBlock::Dictionary { .. } => {
+            return Err(Error::invalid_input(format!("internal: mini-block page of a {} block", values.kind())))
+        }
     };
     match general {
         Some(scheme) if !matches!(plan.compression, Compression::General { .. }) => wrap_general(plan, scheme),

@@ -120,6 +120,28 @@ impl Values {
             self.append_empty(sel.len(total));
             return Ok(());
         }
+        if let DataBlock::Dictionary { indices, items } = block {
+            // Only the selected values are looked up in the dictionary.
+            let w = indices.bytes_per_value();
+            if !matches!(w, 1 | 2 | 4 | 8) || indices.data.len() < total * w {
+                return Err(Error::corrupt("malformed dictionary indices"));
+            }
+            let num_items = items.num_values();
+            let raw = indices.data.as_slice();
+            let mut picked = Vec::with_capacity(sel.len(total));
+            let mut bad = None;
+            sel.for_each(total, |i| {
+                let idx = crate::encodings::block::read_uint(raw, i * w, w);
+                if idx >= num_items {
+                    bad = Some(idx);
+                }
+                picked.push(idx as u32);
+            });
+            if let Some(idx) = bad {
+                return Err(Error::corrupt(format!("dictionary index {idx} out of {num_items} items")));
+            }
+            return self.append(items, Selection::Indices(&picked));
+        }
         match (self, block) {
             (Values::Null, _) => Ok(()),
             (Values::Bool(b), DataBlock::Fixed(f)) if f.bits_per_value == 1 => {

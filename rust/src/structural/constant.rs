@@ -160,7 +160,7 @@ pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: 
         (None, DataBlock::Empty { .. }) if max_def(&layout.layers) > 0 => Some(vec![max_def(&layout.layers); n as usize]),
         (None, _) => None,
     };
-    Ok(DecodedChunk { rep, def, values })
+    Ok(DecodedChunk::full(rep, def, values))
 }
 
 /// Repeats a one-value block `n` times.
@@ -197,5 +197,6 @@ pub fn repeat(v: &DataBlock, n: u64) -> Result<DataBlock> {
             item_validity: None,
         }),
         DataBlock::Empty { .. } => DataBlock::Empty { num_values: n },
+        DataBlock::Dictionary { .. } => return Err(Error::corrupt("a constant value cannot be dictionary-encoded")),
     })
 }

@@ -251,7 +251,7 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> R
                 }),
                 None => DataBlock::Fixed(FixedWidthBlock { data: out.into(), bits_per_value: *bits, num_values: visible }),
             };
-            Ok(DecodedChunk { rep, def, values })
+            Ok(DecodedChunk::full(rep, def, values))
         }
         ValueKind::Variable { offset_bits, per_value } => {
             let len_width = (*offset_bits / 8) as usize;
@@ -283,7 +283,7 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> R
                 }
                 offsets.push(data.len() as u64);
             }
-            Ok(DecodedChunk { rep, def, values: DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data)) })
+            Ok(DecodedChunk::full(rep, def, DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data))))
         }
     }
 }
@@ -365,7 +365,9 @@ pub fn encode(values: &DataBlock, def: Option<&[u16]>, layers: &[Layer], per_val
             }
             (enc21::full_zip_layout::Details::BitsPerOffset(32), per_value.description(), Some(idx))
         }
-        DataBlock::Empty { .. } => return Err(Error::invalid_input("internal: full-zip of an empty block")),
+        DataBlock::Empty { .. } | DataBlock::Dictionary { .. } => {
+            return Err(Error::invalid_input(format!("internal: full-zip of a {} block", values.kind())))
+        }
     };
     let layout = enc21::PageLayout {
         layout: Some(enc21::page_layout::Layout::FullZipLayout(enc21::FullZipLayout {

@@ -12,6 +12,8 @@
 //! Random access: the metadata gives every chunk's byte range and first value, so a take
 //! reads and decodes only the chunks that hold the requested values.
 
+use std::sync::Arc;
+
 use arrow_buffer::Buffer;
 
 use super::repdef::{max_def, max_rep, Layer};
@@ -140,15 +142,24 @@ pub fn parse_chunk_metadata(meta: &[u8], layout: &MiniBlockLayout, data_len: u64
     Ok(chunks)
 }
 
-/// One decoded chunk.
+/// One decoded chunk (or a whole decoded page of another layout).
 #[derive(Debug, Clone)]
 pub struct DecodedChunk {
     /// Repetition levels, if the page has them.
     pub rep: Option<Vec<u16>>,
     /// Definition levels, if the page has them.
     pub def: Option<Vec<u16>>,
-    /// The chunk's values (dictionary already applied).
+    /// The chunk's values (dictionary pages give [`DataBlock::Dictionary`]).
     pub values: DataBlock,
+    /// Whether `values` and `def` already hold only the rows that were asked for, in order.
+    pub selected: bool,
+}
+
+impl DecodedChunk {
+    /// A decoded piece holding every value.
+    pub fn full(rep: Option<Vec<u16>>, def: Option<Vec<u16>>, values: DataBlock) -> Self {
+        Self { rep, def, values, selected: false }
+    }
 }
 
 fn levels_to_vec(block: DataBlock, n: usize, what: &str) -> Result<Vec<u16>> {
@@ -163,12 +174,15 @@ fn levels_to_vec(block: DataBlock, n: usize, what: &str) -> Result<Vec<u16>> {
     Ok(b[..n * 2].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
 }
 
-/// Decodes one chunk's bytes. `dictionary` is the page's decoded dictionary, if any.
+/// Decodes one chunk's bytes. `dictionary` is the page's decoded dictionary, if any. With
+/// `rows` (chunk-local value indices of a column without repetition), only those values are
+/// decoded when the encoding allows it (`DecodedChunk::selected` says whether it did).
 pub fn decode_chunk(
     layout: &MiniBlockLayout,
     chunk: &ChunkInfo,
     bytes: &Buffer,
-    dictionary: Option<&DataBlock>,
+    dictionary: Option<&Arc<DataBlock>>,
+    rows: Option<&[u32]>,
 ) -> Result<DecodedChunk> {
     const CTX: &str = "mini-block chunk";
     let b = bytes.as_slice();
@@ -223,19 +237,31 @@ pub fn decode_chunk(
             return Err(Error::corrupt(format!("{CTX}: repetition level above the maximum {limit}")));
         }
     }
-    let mut values = layout.values.decode_miniblock(&value_bufs, chunk.num_values)?;
+    let selective = match rows {
+        Some(r) if rep.is_none() => layout.values.decode_miniblock_rows(&value_bufs, chunk.num_values, r)?,
+        _ => None,
+    };
+    let (mut values, selected, expected) = match selective {
+        Some(v) => (v, true, rows.map(|r| r.len() as u64).unwrap_or(0)),
+        None => (layout.values.decode_miniblock(&value_bufs, chunk.num_values)?, false, chunk.num_values),
+    };
     if let Some(dict) = dictionary {
         let indices = values.into_fixed("dictionary indices")?;
-        values = crate::encodings::dictionary::gather(&indices, dict, CTX)?;
+        values = DataBlock::Dictionary { indices, items: dict.clone() };
     }
-    if values.num_values() != chunk.num_values {
-        return Err(Error::corrupt(format!(
-            "{CTX}: decoded {} values, expected {}",
-            values.num_values(),
-            chunk.num_values
-        )));
+    if values.num_values() != expected {
+        return Err(Error::corrupt(format!("{CTX}: decoded {} values, expected {expected}", values.num_values())));
     }
-    Ok(DecodedChunk { rep, def, values })
+    let def = match (def, selected, rows) {
+        (Some(d), true, Some(r)) => {
+            if d.len() as u64 != chunk.num_values {
+                return Err(Error::corrupt(format!("{CTX}: {} definition levels for {} values", d.len(), chunk.num_values)));
+            }
+            Some(r.iter().map(|&i| d[i as usize]).collect())
+        }
+        (d, _, _) => d,
+    };
+    Ok(DecodedChunk { rep, def, values, selected })
 }
 
 // ---------------------------------------------------------------------------------------
