@@ -194,15 +194,17 @@ impl RepIndex {
     }
 }
 
-/// Decodes the zipped bytes of `num_levels` consecutive levels (whole rows).
-pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> Result<DecodedChunk> {
+/// Decodes the zipped bytes of consecutive levels (whole rows): `num_levels` of them, or all
+/// the levels in `bytes` when `None`.
+pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u64>) -> Result<DecodedChunk> {
     let ctrl = ctrl_bytes(layout.bits_rep + layout.bits_def);
     let def_mask = (1u64 << layout.bits_def) - 1;
     let visible_limit = max_visible_def(&layout.layers);
     let max_d = max_def(&layout.layers);
-    let n = num_levels as usize;
-    let mut rep = (layout.bits_rep > 0).then(|| Vec::with_capacity(n));
-    let mut def = (layout.bits_def > 0).then(|| Vec::with_capacity(n));
+    let n = num_levels.map(|n| n as usize).unwrap_or(usize::MAX);
+    let cap = num_levels.map(|n| n as usize).unwrap_or(0);
+    let mut rep = (layout.bits_rep > 0).then(|| Vec::with_capacity(cap));
+    let mut def = (layout.bits_def > 0).then(|| Vec::with_capacity(cap));
     let mut pos = 0usize;
     let truncated = || Error::corrupt("full-zip data ends in the middle of a value");
     let read_ctrl = |pos: &mut usize| -> Result<(u16, u16)> {
@@ -222,9 +224,11 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> R
     match &layout.kind {
         ValueKind::Fixed { bits, dim, item_bits } => {
             let width = (*bits / 8) as usize;
-            let mut out = MutableBuffer::new(n * width);
+            let mut out = MutableBuffer::new(cap * width);
             let mut visible = 0u64;
-            for _ in 0..n {
+            let mut count = 0usize;
+            while count < n && (num_levels.is_some() || pos < bytes.len()) {
+                count += 1;
                 let (r, d) = read_ctrl(&mut pos)?;
                 if let Some(v) = rep.as_mut() {
                     v.push(r)
@@ -255,10 +259,12 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> R
         }
         ValueKind::Variable { offset_bits, per_value } => {
             let len_width = (*offset_bits / 8) as usize;
-            let mut offsets: Vec<u64> = Vec::with_capacity(n + 1);
+            let mut offsets: Vec<u64> = Vec::with_capacity(cap + 1);
             offsets.push(0);
             let mut data = Vec::with_capacity(bytes.len());
-            for _ in 0..n {
+            let mut count = 0usize;
+            while count < n && (num_levels.is_some() || pos < bytes.len()) {
+                count += 1;
                 let (r, d) = read_ctrl(&mut pos)?;
                 if let Some(v) = rep.as_mut() {
                     v.push(r)
