@@ -1029,7 +1029,7 @@ fn build_state(p: &Page, bufs: Vec<Buffer>, _kind: &LeafKind) -> Result<PageStat
             if p.buffers.is_empty() || (l.has_rep_index() && p.buffers.len() < 2) {
                 return Err(Error::corrupt("full-zip page is missing buffers"));
             }
-            if l.num_items != p.num_rows {
+            if l.bits_rep == 0 && l.num_items != p.num_rows {
                 return Err(Error::corrupt(format!("full-zip page has {} levels for {} rows", l.num_items, p.num_rows)));
             }
             let rep_index = if l.has_rep_index() {
