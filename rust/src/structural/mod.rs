@@ -6,11 +6,13 @@
 //! * [`builder`]: turns decoded values and levels into Arrow arrays;
 //! * [`v2_0`]: the 2.0 `ArrayEncoding` trees.
 
+pub mod assemble;
 pub mod builder;
 pub mod constant;
 pub mod fullzip;
 pub mod miniblock;
 pub mod repdef;
+pub mod shred;
 pub mod v2_0;
 
 use std::collections::HashMap;

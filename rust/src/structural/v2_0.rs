@@ -586,7 +586,9 @@ fn check_shape(values: &DataBlock, kind: &LeafKind) -> Result<()> {
 
 fn into_chunk(d: Decoded, kind: &LeafKind) -> Result<DecodedChunk> {
     check_shape(&d.values, kind)?;
-    Ok(DecodedChunk { rep: None, def: def_levels(d.validity.as_ref()), values: d.values })
+    // A null-type column has no validity of its own: every value is null by type.
+    let def = if *kind == LeafKind::Null { None } else { def_levels(d.validity.as_ref()) };
+    Ok(DecodedChunk { rep: None, def, values: d.values, selected: true })
 }
 
 /// Decodes a whole 2.0 page of `num_rows` rows of a column that is not of an Arrow
@@ -652,18 +654,6 @@ fn check_row_ranges(rows: &[Range<u64>], num_rows: u64) -> Result<()> {
     Ok(())
 }
 
-/// Runs of consecutive values in sorted, distinct `rows`.
-pub fn row_runs(rows: &[u64]) -> Vec<Range<u64>> {
-    let mut runs: Vec<Range<u64>> = Vec::new();
-    for &r in rows {
-        match runs.last_mut() {
-            Some(run) if run.end == r => run.end += 1,
-            _ => runs.push(r..r + 1),
-        }
-    }
-    runs
-}
-
 // ---------------------------------------------------------------------------------------
 // Selecting rows of decoded data
 // ---------------------------------------------------------------------------------------
@@ -678,6 +668,16 @@ fn select_bits(bits: &[u8], bit_offset: usize, rows: &[Range<u64>], scale: u64) 
     out.finish()
 }
 
+/// The selected rows of byte-wide fixed-width values.
+fn select_bytes(f: &FixedWidthBlock, rows: &[Range<u64>], count: u64) -> FixedWidthBlock {
+    let w = f.bytes_per_value() as u64;
+    let mut out = MutableBuffer::new((count * w) as usize);
+    for r in rows {
+        out.extend_from_slice(&f.data.as_slice()[(r.start * w) as usize..(r.end * w) as usize]);
+    }
+    FixedWidthBlock { data: out.into(), bits_per_value: f.bits_per_value, num_values: count }
+}
+
 fn select_block(block: &DataBlock, rows: &[Range<u64>]) -> Result<DataBlock> {
     let count: u64 = rows.iter().map(|r| r.end - r.start).sum();
     Ok(match block {
@@ -687,14 +687,7 @@ fn select_block(block: &DataBlock, rows: &[Range<u64>]) -> Result<DataBlock> {
             bits_per_value: 1,
             num_values: count,
         }),
-        DataBlock::Fixed(f) => {
-            let w = f.bytes_per_value() as u64;
-            let mut out = MutableBuffer::new((count * w) as usize);
-            for r in rows {
-                out.extend_from_slice(&f.data.as_slice()[(r.start * w) as usize..(r.end * w) as usize]);
-            }
-            DataBlock::Fixed(FixedWidthBlock { data: out.into(), bits_per_value: f.bits_per_value, num_values: count })
-        }
+        DataBlock::Fixed(f) => DataBlock::Fixed(select_bytes(f, rows, count)),
         DataBlock::Variable(v) => {
             v.validate(CTX)?;
             let mut offsets = Vec::with_capacity(count as usize + 1);
@@ -707,6 +700,9 @@ fn select_block(block: &DataBlock, rows: &[Range<u64>]) -> Result<DataBlock> {
                 offsets.extend((r.start + 1..=r.end).map(|i| v.offset(i as usize) - s + base));
             }
             DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data))
+        }
+        DataBlock::Dictionary { indices, items } => {
+            DataBlock::Dictionary { indices: select_bytes(indices, rows, count), items: items.clone() }
         }
         DataBlock::FixedSizeList(l) => {
             let d = l.dimension;
@@ -1442,7 +1438,20 @@ mod tests {
 
     use super::*;
     use crate::file::LanceSchema;
+    use crate::structural::assemble::assemble;
     use crate::structural::builder::{LeafBuilder, Selection};
+
+    /// Runs of consecutive values in sorted, distinct `rows`.
+    fn row_runs(rows: &[u64]) -> Vec<Range<u64>> {
+        let mut runs: Vec<Range<u64>> = Vec::new();
+        for &r in rows {
+            match runs.last_mut() {
+                Some(run) if run.end == r => run.end += 1,
+                _ => runs.push(r..r + 1),
+            }
+        }
+        runs
+    }
 
     /// A deterministic pseudo-random byte stream.
     struct Lcg(u64);
@@ -1489,7 +1498,7 @@ mod tests {
         let kind = LeafKind::of(dt).unwrap();
         let mut b = LeafBuilder::new(kind, 0);
         b.append(&chunk.values, chunk.def.as_deref(), Selection::All).unwrap();
-        b.finish(dt).unwrap()
+        assemble(&field_of(dt, &[]), &[b.finish(dt).unwrap()]).unwrap()
     }
 
     /// A file image holding the page buffers (64-byte aligned) and a fetch function over it.
@@ -1821,7 +1830,7 @@ mod tests {
         let kind = LeafKind::of(dt)?;
         let mut b = LeafBuilder::new(kind, 0);
         b.append(&chunk.values, chunk.def.as_deref(), Selection::All)?;
-        b.finish(dt)
+        assemble(&field_of(dt, &[]), &[b.finish(dt)?])
     }
 
     /// Packs values as a plain LSB-first bit stream of `bits` bits each.
