@@ -386,3 +386,34 @@ def test_dates_and_times_round_trip_exactly(tmp_path):
         writer(path, table)
         _check_lancepy_reads(path, table)
         _check_pylance_reads(path, table)
+
+
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(
+        ints=st.lists(st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)), max_size=300),
+        texts=st.lists(st.one_of(st.none(), st.text(max_size=40)), max_size=300),
+        offset=st.integers(0, 20),
+        direction=st.sampled_from(["pylance_to_lancepy", "lancepy_to_pylance"]),
+    )
+    def test_random_tables_round_trip(tmp_path, ints, texts, offset, direction):
+        n = min(len(ints), len(texts))
+        table = pa.table({
+            "i": pa.array(ints[:n], pa.int64()),
+            "s": pa.array(texts[:n], pa.string()),
+        })
+        table = table.slice(min(offset, n))
+        path = tmp_path / f"h-{direction}.lance"
+        if direction == "pylance_to_lancepy":
+            write_with_pylance(path, table)
+        else:
+            write_with_lancepy(path, table)
+        _check_lancepy_reads(path, table)
+        _check_pylance_reads(path, table)

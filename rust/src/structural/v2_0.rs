@@ -65,9 +65,10 @@ use crate::format::TYPE_URL_ARRAY_ENCODING;
 use crate::kernels::bitpack::{self, BLOCK_LEN};
 use crate::kernels::fsst::SymbolTable;
 
-/// Most values one decode may produce without a buffer that bounds them (all-null,
-/// constant and zero-width bit-packed nodes); guards hostile row counts.
-const MAX_UNBACKED_VALUES: u64 = 1 << 32;
+/// Most values (or constant bytes) one decode may produce without a buffer that bounds
+/// them (all-null and constant nodes); guards against hostile row counts. Pages read by
+/// byte ranges (all-null ones included) only ever allocate the rows asked for.
+const MAX_UNBACKED_VALUES: u64 = 1 << 28;
 /// Widest flat value accepted, in bits (a fixed-size binary of 512 MiB).
 const MAX_FLAT_BITS: u64 = 1 << 32;
 /// The writer dictionary-encodes a utf8 page of at least this many rows with fewer than
@@ -242,11 +243,13 @@ impl Node {
     }
 }
 
+/// Bit-packed widths must be 1..=value width (writers never pack to 0 bits, and a packed
+/// buffer is what bounds the number of values).
 fn check_packed_widths(packed: u64, unpacked: u64) -> Result<()> {
     if !matches!(unpacked, 8 | 16 | 32 | 64) {
         return Err(Error::corrupt(format!("{CTX}: bit-packing of {unpacked}-bit values")));
     }
-    if packed > unpacked {
+    if packed == 0 || packed > unpacked {
         return Err(Error::corrupt(format!("{CTX}: bit-packed width {packed} exceeds the value width {unpacked}")));
     }
     Ok(())
@@ -357,7 +360,7 @@ fn decode(node: &Node, bufs: &[Buffer], n: u64, indexing: DictionaryIndices) -> 
             let total = n.checked_mul(*width).ok_or_else(|| Error::corrupt(format!("{CTX}: fixed_size_binary too large")))?;
             let inner = decode(bytes, bufs, if per_byte { total } else { n }, indexing)?;
             let data = match inner.values {
-                DataBlock::Fixed(f) if f.bits_per_value * f.num_values == total * 8 => f.data,
+                DataBlock::Fixed(f) if f.bits_per_value as u128 * f.num_values as u128 == total as u128 * 8 => f.data,
                 DataBlock::Empty { .. } if total == 0 => Buffer::from_vec(Vec::<u8>::new()),
                 other => {
                     return Err(Error::corrupt(format!(
@@ -371,12 +374,10 @@ fn decode(node: &Node, bufs: &[Buffer], n: u64, indexing: DictionaryIndices) -> 
             Ok(Decoded { values: DataBlock::Variable(block), validity: if per_byte { None } else { inner.validity } })
         }
         Node::Bitpacked { packed_bits, value_bits, buffer, signed } => {
-            check_unbacked(n, "a bit-packed node")?;
             let data = unpack_bit_stream(bufs[*buffer].as_slice(), *packed_bits, *value_bits, *signed, n)?;
             Ok(Decoded::valid(DataBlock::Fixed(FixedWidthBlock { data, bits_per_value: *value_bits, num_values: n })))
         }
         Node::BitpackedForNonNeg { packed_bits, value_bits, buffer } => {
-            check_unbacked(n, "a bit-packed node")?;
             let data = with_word_type!(*value_bits, T, {
                 unpack_fastlanes_padded::<T>(bufs[*buffer].as_slice(), *packed_bits as usize, n as usize)
             })?;
@@ -423,7 +424,7 @@ fn leaf_flat_bits(node: &Node) -> Option<u64> {
 /// Unsigned integers of a decoded index stream.
 fn index_values(block: DataBlock, n: u64, what: &str) -> Result<Vec<u64>> {
     match block {
-        DataBlock::Fixed(f) if matches!(f.bits_per_value, 8 | 16 | 32 | 64) => {
+        DataBlock::Fixed(f) if matches!(f.bits_per_value, 8 | 16 | 32 | 64) && f.num_values >= n => {
             let w = f.bytes_per_value();
             let d = f.data.as_slice();
             Ok((0..n as usize).map(|i| read_uint(d, i * w, w)).collect())
@@ -2003,6 +2004,13 @@ mod tests {
         // Nested 2.0 pages are not supported (yet), and never panic.
         let list = wrap(Pb::List(Box::new(enc20::List { offsets: None, null_offset_adjustment: 0, num_items: 0 })));
         expect_corrupt(decode_as(list, vec![], 2, &DataType::Int32));
+        // Bit-packing to zero bits would leave the row count unbounded.
+        let zero_width = wrap(Pb::BitpackedForNonNeg(enc20::BitpackedForNonNeg {
+            compressed_bits_per_value: 0,
+            uncompressed_bits_per_value: 32,
+            buffer: page_buffer_ref(0),
+        }));
+        expect_corrupt(decode_as(zero_width, vec![Buffer::from_vec(vec![0u8; 8])], u64::MAX, &DataType::Int32));
         // Huge row counts with nothing backing them.
         expect_corrupt(decode_as(all_nulls(), vec![], u64::MAX, &DataType::Int32));
         let big = wrap(Pb::Constant(enc20::Constant { value: bytes::Bytes::from_static(&[1; 16]) }));
