@@ -321,7 +321,7 @@ fn types_compatible(got: &DataType, want: &DataType) -> bool {
 fn column_fields(f: &LanceField, version: FileVersion) -> Result<Vec<LanceField>> {
     let mut all = Vec::new();
     f.walk(&mut all);
-    if all.len() == 1 {
+    if all.len() == 1 || (f.is_packed_struct() && version.is_structural()) {
         return Ok(vec![f.clone()]);
     }
     if !version.is_structural() {
@@ -331,7 +331,7 @@ fn column_fields(f: &LanceField, version: FileVersion) -> Result<Vec<LanceField>
         )));
     }
     leaf_paths(f)?; // rejects structures that cannot be written
-    Ok(all.into_iter().filter(|x| x.is_leaf()).cloned().collect())
+    Ok(f.leaf_fields().into_iter().cloned().collect())
 }
 
 /// Encodes the buffered arrays of one top-level field into pages of about `max_page_bytes`
