@@ -394,9 +394,7 @@ impl FileReader {
         if cols.len() != paths.len() {
             return Err(Error::corrupt(format!("field {:?} has {} leaves but {} columns", f.name, paths.len(), cols.len())));
         }
-        let mut all = Vec::new();
-        f.walk(&mut all);
-        let leaf_fields: Vec<&LanceField> = all.into_iter().filter(|x| x.is_leaf()).collect();
+        let leaf_fields = f.leaf_fields();
         Ok(cols.iter().zip(leaf_fields).zip(paths).map(|((&c, lf), (_, p))| (c, lf, p)).collect())
     }
 
@@ -420,7 +418,7 @@ impl FileReader {
 
     /// Reads the selected rows of one leaf column.
     fn read_leaf(&self, col: usize, leaf: &LanceField, path: &LeafPath, sel: RowSelection) -> Result<LeafData> {
-        let kind = LeafKind::of(&leaf.data_type)?;
+        let kind = LeafKind::of_field(leaf)?;
         let column = self.column(col)?;
         check_rows(&column, self.num_rows, &self.path, col)?;
         let capacity = match &sel {
@@ -1115,7 +1113,7 @@ fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns
     for f in &schema.fields {
         let mut all = Vec::new();
         f.walk(&mut all);
-        let count = if version.is_structural() { all.iter().filter(|x| x.is_leaf()).count() } else { all.len() };
+        let count = if version.is_structural() { f.leaf_fields().len() } else { all.len() };
         out.push(FieldColumns { columns: (next..next + count).collect() });
         next += count;
     }
@@ -1129,12 +1127,11 @@ fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns
 
 /// Per-field column indices, for dataset manifests (`DataFile.fields` / `column_indices`).
 pub fn field_ids_and_columns(schema: &LanceSchema, version: FileVersion) -> (Vec<i32>, Vec<i32>) {
-    let mut ids = Vec::new();
-    for f in schema.all_fields() {
-        if !version.is_structural() || f.is_leaf() {
-            ids.push(f.id);
-        }
-    }
+    let ids: Vec<i32> = if version.is_structural() {
+        schema.fields.iter().flat_map(|f| f.leaf_fields()).map(|f| f.id).collect()
+    } else {
+        schema.all_fields().iter().map(|f| f.id).collect()
+    };
     let cols = (0..ids.len() as i32).collect();
     (ids, cols)
 }

@@ -120,7 +120,7 @@ pub fn encode_leaf_page(leaf: &ShreddedLeaf, field: &LanceField, version: FileVe
     let hints = FieldHints::of(field)?;
     let n = leaf.num_rows as u64;
     let array = materialize_dictionary(&leaf.values)?;
-    let kind = LeafKind::of(array.data_type())?;
+    let kind = LeafKind::of_field(field)?;
     let nulls = array.logical_nulls();
     let null_count = nulls.as_ref().map(|n| n.null_count()).unwrap_or(0);
     let layout_page = |layout: enc21::PageLayout, buffers: Vec<Buffer>| EncodedPage {
@@ -169,8 +169,9 @@ pub fn encode_leaf_page(leaf: &ShreddedLeaf, field: &LanceField, version: FileVe
     }
     let values = block_from_array(&array, &kind, nulls.as_ref())?;
 
+    let packed = matches!(kind, LeafKind::Packed { .. });
     // 3. Constant (2.2, flat, no nulls).
-    if version >= FileVersion::V2_2 && flat && def.is_none() && hints.structural.is_none() {
+    if version >= FileVersion::V2_2 && flat && !packed && def.is_none() && hints.structural.is_none() {
         if let Some((layout, buffers)) = constant_layout(&values, &kind)? {
             return Ok(layout_page(layout, buffers));
         }
@@ -182,11 +183,12 @@ pub fn encode_leaf_page(leaf: &ShreddedLeaf, field: &LanceField, version: FileVe
         _ => kind.bits().is_some_and(|b| b / 8 >= FULLZIP_MIN_VALUE_BYTES),
     };
     let fsl_item_nulls = matches!(&values, DataBlock::FixedSizeList(l) if l.item_validity.is_some());
-    let use_fullzip = match hints.structural {
-        Some(Structural::FullZip) => !matches!(kind, LeafKind::Bool) && !fsl_item_nulls,
-        Some(Structural::MiniBlock) => false,
-        None => wide && !fsl_item_nulls,
-    };
+    let use_fullzip = !packed
+        && match hints.structural {
+            Some(Structural::FullZip) => !matches!(kind, LeafKind::Bool) && !fsl_item_nulls,
+            Some(Structural::MiniBlock) => false,
+            None => wide && !fsl_item_nulls,
+        };
     if use_fullzip {
         let per_value = choose_per_value(&values, &hints)?;
         let enc = fullzip::encode(&values, rep, def.as_deref(), path.max_rep, &layers, &per_value)?;
@@ -196,7 +198,20 @@ pub fn encode_leaf_page(leaf: &ShreddedLeaf, field: &LanceField, version: FileVe
     // 5. Mini-block.
     let large_chunk = version >= FileVersion::V2_2;
     let is_float = matches!(array.data_type(), DataType::Float16 | DataType::Float32 | DataType::Float64);
-    let plan = choose_miniblock(&values, &kind, is_float, &hints, version)?;
+    let plan = match (&kind, &values) {
+        (LeafKind::Packed { widths }, DataBlock::Fixed(f)) => {
+            let plain = plain_fixed(f);
+            MiniBlockPlan {
+                compression: Compression::PackedStruct {
+                    bits: widths.iter().map(|w| *w as u64 * 8).collect(),
+                    values: Box::new(plain.compression),
+                },
+                chunks: plain.chunks,
+                dictionary: None,
+            }
+        }
+        _ => choose_miniblock(&values, &kind, is_float, &hints, version)?,
+    };
     // Levels are bit-packed out of line at the width of the largest level (pylance's choice;
     // its inline form is limited to 1024 levels per chunk).
     let level_comp = |max: u16| Compression::OutOfLineBitpacking { bits: 16, width: bits_for(max).max(1) as u64 };
@@ -283,6 +298,32 @@ pub fn block_from_array(array: &ArrayRef, kind: &LeafKind, nulls: Option<&NullBu
                 values = &values & nb.inner();
             }
             DataBlock::Fixed(FixedWidthBlock { data: values.sliced(), bits_per_value: 1, num_values: n as u64 })
+        }
+        LeafKind::Packed { widths } => {
+            let st = array.as_struct();
+            let total: usize = widths.iter().sum();
+            let mut rows = vec![0u8; n * total];
+            let mut at = 0usize;
+            for (c, &w) in st.columns().iter().zip(widths) {
+                let child_nulls = c.logical_nulls();
+                let bad = child_nulls
+                    .as_ref()
+                    .is_some_and(|cn| (0..n).any(|r| cn.is_null(r) && nulls.is_none_or(|nb| nb.is_valid(r))));
+                if bad {
+                    return Err(Error::invalid_input(
+                        "a packed struct (lance-encoding:packed) cannot hold null children; only the struct itself may be null",
+                    ));
+                }
+                let d = c.to_data();
+                let src = &d.buffers()[0].as_slice()[d.offset() * w..(d.offset() + n) * w];
+                for r in 0..n {
+                    if nulls.is_none_or(|nb| nb.is_valid(r)) {
+                        rows[r * total + at..r * total + at + w].copy_from_slice(&src[r * w..(r + 1) * w]);
+                    }
+                }
+                at += w;
+            }
+            DataBlock::Fixed(FixedWidthBlock { data: Buffer::from_vec(rows), bits_per_value: total as u64 * 8, num_values: n as u64 })
         }
         LeafKind::Fixed { bytes } => {
             let w = *bytes;

@@ -93,6 +93,14 @@ impl FileWriter {
     /// Creates a file whose schema (with its field ids) is given.
     pub fn try_new_with_lance_schema(uri: &str, schema: LanceSchema, options: WriterOptions) -> Result<Self> {
         let arrow_schema = schema.to_arrow();
+        if options.version < FileVersion::V2_2 {
+            if let Some(m) = schema.all_fields().into_iter().find(|f| matches!(f.data_type, DataType::Map(_, _))) {
+                return Err(Error::not_supported(format!(
+                    "map column {:?} needs file version 2.2 (\"stable\"); version {} cannot store maps",
+                    m.name, options.version
+                )));
+            }
+        }
         let mut fields = Vec::new();
         let mut num_columns = 0;
         for f in &schema.fields {
@@ -321,7 +329,7 @@ fn types_compatible(got: &DataType, want: &DataType) -> bool {
 fn column_fields(f: &LanceField, version: FileVersion) -> Result<Vec<LanceField>> {
     let mut all = Vec::new();
     f.walk(&mut all);
-    if all.len() == 1 {
+    if all.len() == 1 || (f.is_packed_struct() && version.is_structural()) {
         return Ok(vec![f.clone()]);
     }
     if !version.is_structural() {
@@ -331,7 +339,7 @@ fn column_fields(f: &LanceField, version: FileVersion) -> Result<Vec<LanceField>
         )));
     }
     leaf_paths(f)?; // rejects structures that cannot be written
-    Ok(all.into_iter().filter(|x| x.is_leaf()).cloned().collect())
+    Ok(f.leaf_fields().into_iter().cloned().collect())
 }
 
 /// Encodes the buffered arrays of one top-level field into pages of about `max_page_bytes`

@@ -73,6 +73,10 @@ impl Values {
             LeafKind::Null => Values::Null,
             LeafKind::Bool => Values::Bool(BooleanBufferBuilder::new(capacity)),
             LeafKind::Fixed { bytes } => Values::Fixed { width: *bytes, buf: MutableBuffer::new(capacity * bytes) },
+            LeafKind::Packed { widths } => {
+                let w: usize = widths.iter().sum();
+                Values::Fixed { width: w, buf: MutableBuffer::new(capacity * w) }
+            }
             LeafKind::Variable { .. } => {
                 let mut offsets = Vec::with_capacity(capacity + 1);
                 offsets.push(0);
@@ -359,6 +363,23 @@ fn build_array(values: Values, len: usize, data_type: &DataType, nulls: Option<N
     if let DataType::Dictionary(key, value) = data_type {
         let plain = build_array(values, len, value, nulls, kind)?;
         return crate::structural::dictionary_encode(&plain, key);
+    }
+    if let (LeafKind::Packed { widths }, Values::Fixed { buf, width }, DataType::Struct(fields)) = (kind, &values, data_type) {
+        // Split the row-major rows into one buffer per child.
+        let rows = buf.as_slice();
+        let mut children = Vec::with_capacity(widths.len());
+        let mut at = 0usize;
+        for (w, f) in widths.iter().zip(fields.iter()) {
+            let mut child = MutableBuffer::new(len * w);
+            for r in 0..len {
+                child.extend_from_slice(&rows[r * width + at..r * width + at + w]);
+            }
+            at += w;
+            let d = ArrayDataBuilder::new(f.data_type().clone()).len(len).add_buffer(child.into()).build()?;
+            children.push(d);
+        }
+        let d = ArrayDataBuilder::new(data_type.clone()).len(len).nulls(nulls).child_data(children).build()?;
+        return Ok(make_array(d));
     }
     let builder = ArrayDataBuilder::new(data_type.clone()).len(len).nulls(nulls);
     let data = match values {

@@ -38,7 +38,7 @@ pub struct ShreddedLeaf {
 pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
     fn walk(f: &LanceField, idx: &mut Vec<usize>, kinds: &mut Vec<NodeKind>, out: &mut Vec<(Vec<usize>, LeafPath)>) -> Result<()> {
         match &f.data_type {
-            DataType::Struct(_) => {
+            DataType::Struct(_) if !f.is_packed_struct() => {
                 kinds.push(NodeKind::Item);
                 for (i, c) in f.children.iter().enumerate() {
                     idx.push(i);
