@@ -231,7 +231,7 @@ def nested_tables(draw):
     return pa.table(cols)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=int(__import__("os").environ.get("LANCEPY_HYPOTHESIS_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(table=nested_tables(), version=st.sampled_from(VERSIONS))
 def test_hypothesis_nested_round_trip(tmp_path_factory, table, version):
     d = tmp_path_factory.mktemp("h")
@@ -246,7 +246,7 @@ def test_hypothesis_nested_round_trip(tmp_path_factory, table, version):
     assert lance_file.LanceFileReader(path).read_all().to_table().equals(table)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=int(__import__("os").environ.get("LANCEPY_HYPOTHESIS_EXAMPLES", 25)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(table=nested_tables(), version=st.sampled_from(VERSIONS))
 def test_hypothesis_nested_pylance_writes(tmp_path_factory, table, version):
     d = tmp_path_factory.mktemp("hp")

@@ -112,11 +112,18 @@ pub fn encode_page(array: &ArrayRef, field: &LanceField, version: FileVersion) -
         .filter(|nb| nb.null_count() > 0)
         .map(|nb| nb.iter().map(|v| if v { 0u16 } else { 1 }).collect::<Vec<u16>>());
     let leaf = ShreddedLeaf { path: LeafPath::flat(), rep: None, def, values: array.clone(), num_rows: array.len() };
-    encode_leaf_page(&leaf, field, version)
+    encode_leaf_page(&leaf, field, version, None)
 }
 
 /// Encodes one page of a leaf column (2.1+): its levels and the values of its visible items.
-pub fn encode_leaf_page(leaf: &ShreddedLeaf, field: &LanceField, version: FileVersion) -> Result<EncodedPage> {
+/// `layers` fixes the page's rep/def layers (they must admit every level of the page); by
+/// default they are derived from the page's own levels.
+pub fn encode_leaf_page(
+    leaf: &ShreddedLeaf,
+    field: &LanceField,
+    version: FileVersion,
+    layers: Option<&[Layer]>,
+) -> Result<EncodedPage> {
     let hints = FieldHints::of(field)?;
     let n = leaf.num_rows as u64;
     let array = materialize_dictionary(&leaf.values)?;
@@ -142,11 +149,29 @@ pub fn encode_leaf_page(leaf: &ShreddedLeaf, field: &LanceField, version: FileVe
         };
         return Ok(layout_page(layout, vec![]));
     }
-    let layers = path.page_layers(leaf.def.as_deref());
+    let layers = match layers {
+        Some(l) => l.to_vec(),
+        None => path.page_layers(leaf.def.as_deref()),
+    };
+    // Whenever the layers can express a null or empty, the page carries def levels (all 0
+    // if there are none): pylance's reader misreads nested pages with nullable layers and
+    // no def levels.
+    let has_def_layers = layers.iter().any(|l| l.def_levels() > 0);
     let def = match &leaf.def {
-        Some(d) if layers.iter().any(|l| l.def_levels() > 0) => {
+        Some(d) if has_def_layers => {
             let to_page = canonical_to_page(path, &layers)?;
-            Some(d.iter().map(|&l| to_page[l as usize]).collect::<Vec<u16>>())
+            let mut page = Vec::with_capacity(d.len());
+            for &l in d {
+                match to_page.get(l as usize) {
+                    Some(&p) if p != u16::MAX => page.push(p),
+                    _ => return Err(Error::invalid_input("internal: a level the page's layers cannot express")),
+                }
+            }
+            Some(page)
+        }
+        None if has_def_layers && !flat => {
+            let levels = leaf.rep.as_ref().map(|r| r.len()).unwrap_or(leaf.values.len());
+            Some(vec![0u16; levels])
         }
         _ => None,
     };
@@ -155,12 +180,11 @@ pub fn encode_leaf_page(leaf: &ShreddedLeaf, field: &LanceField, version: FileVe
     // 2. Nothing visible (e.g. only empty or null lists): a constant page of levels.
     if array.is_empty() || kind == LeafKind::Null {
         let raw = |l: &[u16]| -> Buffer { Buffer::from_vec(l.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()) };
-        let num_levels = rep.map(|r| r.len()).or(def.as_ref().map(|d| d.len())).unwrap_or(0);
         let layout = enc21::PageLayout {
             layout: Some(enc21::page_layout::Layout::ConstantLayout(enc21::ConstantLayout {
                 layers: layers.iter().map(|l| l.to_pb()).collect(),
-                num_rep_values: rep.map(|_| num_levels as u64).unwrap_or(0),
-                num_def_values: def.as_ref().map(|_| num_levels as u64).unwrap_or(0),
+                // Raw u16 levels: the counts stay 0 (implied by the buffer sizes), as pylance
+                // writes them; its reader misreads raw levels that come with counts.
                 ..Default::default()
             })),
         };

@@ -14,6 +14,7 @@ use prost::Message;
 use super::container::{pad_len, FileVersion, Footer, BUFFER_ALIGNMENT, PAD_BYTE};
 use super::schema::{LanceField, LanceSchema};
 use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
+use crate::structural::repdef::Layer;
 use crate::structural::shred::{leaf_paths, shred};
 use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
@@ -357,6 +358,13 @@ fn encode_field_pages(
     let rows_per_page = array.len().div_ceil(pages).max(1);
     let flat = leaves.len() == 1 && field.children.is_empty();
     let mut out = Vec::new();
+    // Nested columns use the same rep/def layers on every page cut from one buffer (as
+    // pylance does), derived from all of the buffered data.
+    let layers: Vec<Vec<Layer>> = if flat {
+        vec![]
+    } else {
+        shred(&array, field)?.iter().map(|l| l.path.page_layers(l.def.as_deref())).collect()
+    };
     let mut start = 0;
     while start < array.len() {
         let len = rows_per_page.min(array.len() - start);
@@ -365,7 +373,7 @@ fn encode_field_pages(
             out.push((0, encode_page(&slice, field, version)?));
         } else {
             for (i, (leaf, leaf_field)) in shred(&slice, field)?.iter().zip(leaves).enumerate() {
-                out.push((i, encode_leaf_page(leaf, leaf_field, version)?));
+                out.push((i, encode_leaf_page(leaf, leaf_field, version, Some(&layers[i]))?));
             }
         }
         start += len;

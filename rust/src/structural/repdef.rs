@@ -122,11 +122,19 @@ pub struct LeafPath {
     pub list_rep: Vec<u16>,
     /// Number of list nodes.
     pub max_rep: u16,
+    /// Whether each node's field is nullable in the schema.
+    pub nullable: Vec<bool>,
 }
 
 impl LeafPath {
-    /// Builds the path description from node kinds, outermost first.
+    /// Builds the path description from node kinds, outermost first (all nullable).
     pub fn new(kinds: Vec<NodeKind>) -> Self {
+        let n = kinds.len();
+        Self::with_nullability(kinds, vec![true; n])
+    }
+
+    /// Builds the path description from node kinds and schema nullability, outermost first.
+    pub fn with_nullability(kinds: Vec<NodeKind>, nullable: Vec<bool>) -> Self {
         let n = kinds.len();
         let mut base = vec![0u16; n];
         let mut list_rep = vec![0u16; n];
@@ -143,7 +151,7 @@ impl LeafPath {
                 depth += 1;
             }
         }
-        Self { kinds, base, list_rep, max_rep: depth }
+        Self { kinds, base, list_rep, max_rep: depth, nullable }
     }
 
     /// A path of one nullable-or-not item: a flat column.

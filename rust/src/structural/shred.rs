@@ -36,13 +36,31 @@ pub struct ShreddedLeaf {
 
 /// The node kinds of every leaf under `field`, in pre-order (the column order of 2.1+).
 pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
-    fn walk(f: &LanceField, idx: &mut Vec<usize>, kinds: &mut Vec<NodeKind>, out: &mut Vec<(Vec<usize>, LeafPath)>) -> Result<()> {
+    fn walk(
+        f: &LanceField,
+        idx: &mut Vec<usize>,
+        kinds: &mut Vec<NodeKind>,
+        nullable: &mut Vec<bool>,
+        out: &mut Vec<(Vec<usize>, LeafPath)>,
+    ) -> Result<()> {
+        nullable.push(f.nullable);
+        let r = walk_inner(f, idx, kinds, nullable, out);
+        nullable.pop();
+        r
+    }
+    fn walk_inner(
+        f: &LanceField,
+        idx: &mut Vec<usize>,
+        kinds: &mut Vec<NodeKind>,
+        nullable: &mut Vec<bool>,
+        out: &mut Vec<(Vec<usize>, LeafPath)>,
+    ) -> Result<()> {
         match &f.data_type {
             DataType::Struct(_) if !f.is_packed_struct() => {
                 kinds.push(NodeKind::Item);
                 for (i, c) in f.children.iter().enumerate() {
                     idx.push(i);
-                    walk(c, idx, kinds, out)?;
+                    walk(c, idx, kinds, nullable, out)?;
                     idx.pop();
                 }
                 kinds.pop();
@@ -50,7 +68,7 @@ pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
             DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _) => {
                 kinds.push(NodeKind::List);
                 idx.push(0);
-                walk(&f.children[0], idx, kinds, out)?;
+                walk(&f.children[0], idx, kinds, nullable, out)?;
                 idx.pop();
                 kinds.pop();
             }
@@ -59,14 +77,14 @@ pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
             }
             _ => {
                 kinds.push(NodeKind::Item);
-                out.push((idx.clone(), LeafPath::new(kinds.clone())));
+                out.push((idx.clone(), LeafPath::with_nullability(kinds.clone(), nullable.clone())));
                 kinds.pop();
             }
         }
         Ok(())
     }
     let mut out = Vec::new();
-    walk(field, &mut Vec::new(), &mut Vec::new(), &mut out)?;
+    walk(field, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 
