@@ -157,3 +157,21 @@ def test_fragment_json_is_accepted_by_pylance(tmp_path):
     ds = lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=1)
     assert ds.version == 2
     assert lance.dataset(uri).count_rows() == 30
+
+
+def test_stable_row_ids_dataset(tmp_path):
+    uri = str(tmp_path / "stable.lance")
+    lance.write_dataset(make_table(100), uri, max_rows_per_file=40, enable_stable_row_ids=True)
+    lance.dataset(uri).delete("id < 5")
+    ours = lancepy.dataset(uri)
+    assert canon(ours.to_table(with_row_id=True)).equals(canon(lance.dataset(uri).to_table(with_row_id=True)))
+    lancepy.write_dataset(make_table(10, 1000), uri, mode="append")
+    ours = lancepy.dataset(uri)
+    ours.delete("id = 50")
+    ours.optimize.compact_files()
+    theirs = lance.dataset(uri)
+    a = canon(ours.to_table(with_row_id=True))
+    assert a.equals(canon(theirs.to_table(with_row_id=True)))
+    assert a.column("_rowid").to_pylist() == [i for i in range(5, 110) if i != 50]
+    lance.write_dataset(make_table(3, 2000), uri, mode="append")
+    assert lancepy.dataset(uri).to_table(with_row_id=True).column("_rowid").to_pylist()[-3:] == [110, 111, 112]

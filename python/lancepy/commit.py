@@ -486,6 +486,8 @@ def build_manifest(
     else:
         raise UnsupportedError(f"lancepy cannot commit a {name} transaction")
 
+    if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
+        _assign_row_ids(m, fragments)
     m["fragments"] = fragments
     m["version"] = version
     m["version_aux_data"] = 0
@@ -518,6 +520,19 @@ def build_manifest(
     m.pop("inline_transaction_position", None)
     m.pop("transaction_section", None)
     return BuiltManifest(m, index_section)
+
+
+def _assign_row_ids(m: Dict[str, Any], fragments: List[Dict[str, Any]]) -> None:
+    """Gives new fragments of a stable-row-id dataset the next ids (``next_row_id`` on)."""
+    next_row = m.get("next_row_id", 0)
+    for f in fragments:
+        if f.get("row_id_sequence"):
+            continue
+        n = f.get("physical_rows", 0)
+        seq = _lancepy.encode_row_ids(list(range(next_row, next_row + n)))
+        f["row_id_sequence"] = {"InlineRowIds": list(seq)}
+        next_row += n
+    m["next_row_id"] = next_row
 
 
 def _infer_storage_version(fragments: List[Dict[str, Any]]) -> str:
