@@ -394,15 +394,14 @@ def build_manifest(
     data_storage_version: Optional[str] = None,
 ) -> BuiltManifest:
     """Applies `txn` to `base` (the latest committed manifest) as version `version`."""
-    import copy
-
     from lancepy import __version__
 
     name = operation_name(txn)
-    body = copy.deepcopy(_body(txn))
-    old = copy.deepcopy(base.manifest) if base is not None else None
+    # Fresh copies (parsing JSON text is much faster than deepcopy).
+    body = json.loads(json.dumps(_body(txn)))
+    old = base.manifest if base is not None else None
     index_section = base.index_section if base is not None else None
-    m: Dict[str, Any] = copy.deepcopy(old) if old is not None else {}
+    m: Dict[str, Any] = json.loads(base.json) if base is not None else {}
     fragments: List[Dict[str, Any]] = m.get("fragments", [])
     next_id = _max_fragment_id(old) + 1
 
@@ -471,7 +470,7 @@ def build_manifest(
         if store is None:
             raise ValueError("restore needs the store")
         target = load_manifest(store, body["version"])
-        m = copy.deepcopy(target.manifest)
+        m = json.loads(target.json)
         fragments = m.get("fragments", [])
         index_section = target.index_section
         next_id = max(next_id, _max_fragment_id(m) + 1)
@@ -575,7 +574,9 @@ def commit_transaction(
     written.append(txn_path)
     published = False
     try:
-        store.put(txn_path, txn_bytes)
+        # A unique name: no one else writes it, and no reader looks at it before a manifest
+        # names it.
+        store.put_if_not_exists(txn_path, txn_bytes)
         checked = read_version
         rebased: List[int] = []
         for attempt in range(1, max_retries + 1):
@@ -603,7 +604,10 @@ def commit_transaction(
             if store.put_if_not_exists(path, data):
                 published = True
                 try:
-                    store.put(HINT_FILE, json.dumps({"version": latest + 1}).encode())
+                    # Unlink + create instead of replace: replacing an existing file makes
+                    # ext4 flush it (auto_da_alloc), and the hint is advisory anyway.
+                    store.delete([HINT_FILE])
+                    store.put_if_not_exists(HINT_FILE, json.dumps({"version": latest + 1}).encode())
                 except Exception:  # noqa: BLE001 - the hint is advisory
                     pass
                 text, index_section, inline = _lancepy.read_manifest(data, store.child_uri(path))

@@ -641,8 +641,9 @@ class LanceDataset:
                         continue  # never delete a manifest we did not decide to remove
                     to_delete.append(path)
                     bytes_removed += size
-        # Manifests last: a crash midway leaves extra files, never a manifest without its files.
-        to_delete.sort(key=lambda p: p.startswith(_commit.VERSIONS_DIR))
+        # Manifests first: a crash midway leaves unreferenced files (removed by a later
+        # cleanup), never a version whose files are gone.
+        to_delete.sort(key=lambda p: not p.startswith(_commit.VERSIONS_DIR))
         self._store.delete(to_delete)
         return CleanupStats(bytes_removed=bytes_removed, old_versions=len(remove))
 

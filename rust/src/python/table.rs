@@ -82,8 +82,8 @@ impl PyStore {
         py.allow_threads(|| {
             for r in &rels {
                 self.inner.delete(r)?;
+                crate::table::scan::evict_cached_reader(&self.inner.child_uri(r));
             }
-            crate::table::scan::evict_cached_readers(&self.inner.child_uri(""));
             Ok(())
         })
         .py()

@@ -79,9 +79,9 @@ fn open_data_file(uri: &str) -> Result<Arc<FileReader>> {
     Ok(reader)
 }
 
-/// Forgets cached readers of files under `prefix` (after files were deleted).
-pub fn evict_cached_readers(prefix: &str) {
-    reader_cache().lock().unwrap_or_else(|p| p.into_inner()).retain(|k, _| !k.starts_with(prefix));
+/// Forgets the cached reader of a deleted file.
+pub fn evict_cached_reader(uri: &str) {
+    reader_cache().lock().unwrap_or_else(|p| p.into_inner()).remove(uri);
 }
 
 struct Fragment {
