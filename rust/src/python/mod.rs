@@ -7,6 +7,11 @@ mod table;
 
 use pyo3::prelude::*;
 
+/// mimalloc keeps freed memory for reuse instead of handing it back to the OS, so the many
+/// short-lived buffers of random-access reads do not page-fault on every call.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The native module.
 #[pymodule]
 fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
