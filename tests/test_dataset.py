@@ -47,12 +47,14 @@ def plain(t: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, names=t.column_names).combine_chunks()
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "file", "memory"])
 def uri(request, tmp_path):
     if request.param == "memory":
         import uuid
 
         return f"memory://test-{uuid.uuid4().hex}/ds.lance"
+    if request.param == "file":
+        return f"file://{tmp_path}/ds.lance"
     return str(tmp_path / "ds.lance")
 
 
@@ -269,8 +271,24 @@ def test_write_fragments_and_commit(uri):
     assert plain(ds.to_table()).equals(plain(table(5)))
 
 
-def test_nested_columns_are_refused_clearly(tmp_path):
-    t = pa.table({"s": pa.array([{"a": 1}])})
-    with pytest.raises(UnsupportedError, match="nested"):
+def test_unsupported_types_are_refused_clearly(tmp_path):
+    t = pa.table({"iv": pa.array([(1, 2, 3)], pa.month_day_nano_interval())})
+    with pytest.raises(UnsupportedError, match="interval|Interval"):
         lancepy.write_dataset(t, str(tmp_path / "n.lance"))
     assert not os.path.exists(tmp_path / "n.lance" / "_versions")
+
+
+def test_nested_columns(uri):
+    t = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "st": pa.array([{"a": 1, "b": "x"}, None, {"a": 3, "b": None}]),
+            "ls": pa.array([[1, 2], [], None], pa.list_(pa.int32())),
+        }
+    )
+    ds = lancepy.write_dataset(t, uri)
+    ds = lancepy.write_dataset(t, uri, mode="append")
+    assert ds.to_table().equals(pa.concat_tables([t, t]).combine_chunks())
+    assert ds.take([4]).column("st").to_pylist() == [None]
+    ds.delete("id = 1")
+    assert ds.count_rows() == 4

@@ -175,3 +175,37 @@ def test_stable_row_ids_dataset(tmp_path):
     assert a.column("_rowid").to_pylist() == [i for i in range(5, 110) if i != 50]
     lance.write_dataset(make_table(3, 2000), uri, mode="append")
     assert lancepy.dataset(uri).to_table(with_row_id=True).column("_rowid").to_pylist()[-3:] == [110, 111, 112]
+
+
+def nested_table(n: int, start: int = 0) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "point": pa.array([{"x": i, "y": float(i) / 2} for i in ids]),
+            "tags": pa.array([[f"t{j}" for j in range(i % 4)] if i % 5 else None for i in ids]),
+        }
+    )
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lancepy"])
+def test_nested_columns_both_ways(tmp_path, writer):
+    uri = str(tmp_path / "nested.lance")
+    write = lance.write_dataset if writer == "pylance" else lancepy.write_dataset
+    kwargs = {"data_storage_version": "2.1"}
+    write(nested_table(300), uri, max_rows_per_file=100, **kwargs)
+    write(nested_table(50, 1000), uri, mode="append")
+    if writer == "pylance":
+        lance.dataset(uri).delete("id % 9 = 0")
+    else:
+        lancepy.dataset(uri).delete("id % 9 = 0")
+    for v in (1, 2, 3):
+        assert_nested_same(uri, v)
+
+
+def assert_nested_same(uri: str, version: int) -> None:
+    ours = canon(lancepy.dataset(uri, version=version).to_table())
+    theirs = canon(lance.dataset(uri, version=version).to_table())
+    assert ours.equals(theirs), version
+    idx = [5, 0, 77, 5]
+    assert canon(lancepy.dataset(uri, version=version).take(idx)).equals(canon(lance.dataset(uri, version=version).take(idx)))

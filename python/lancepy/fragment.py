@@ -260,9 +260,6 @@ def _write(
 
 def lance_fields_for(schema: pa.Schema, first_id: int = 0) -> Dict[str, Any]:
     """Lance fields (with ids from `first_id`) and schema metadata for an Arrow schema."""
-    for f in schema:
-        if pa.types.is_struct(f.type) or pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_map(f.type):
-            raise UnsupportedError(f"column {f.name!r} has nested type {f.type}: datasets with nested columns are not supported yet")
     return json.loads(_lancepy.schema_to_lance(schema, first_id))
 
 
