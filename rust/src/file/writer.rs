@@ -93,6 +93,14 @@ impl FileWriter {
     /// Creates a file whose schema (with its field ids) is given.
     pub fn try_new_with_lance_schema(uri: &str, schema: LanceSchema, options: WriterOptions) -> Result<Self> {
         let arrow_schema = schema.to_arrow();
+        if options.version < FileVersion::V2_2 {
+            if let Some(m) = schema.all_fields().into_iter().find(|f| matches!(f.data_type, DataType::Map(_, _))) {
+                return Err(Error::not_supported(format!(
+                    "map column {:?} needs file version 2.2 (\"stable\"); version {} cannot store maps",
+                    m.name, options.version
+                )));
+            }
+        }
         let mut fields = Vec::new();
         let mut num_columns = 0;
         for f in &schema.fields {
