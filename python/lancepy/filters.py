@@ -150,7 +150,7 @@ class _Translator:
         if isinstance(node, exp.Paren):
             return self.visit(node.this)
         if isinstance(node, exp.Column):
-            parts = [p.name for p in reversed(list(node.parts))][::-1] if hasattr(node, "parts") else [node.name]
+            parts = [p.name for p in node.parts]  # `a.b` is struct field b of column a
             top = parts[0]
             if self.schema is not None and top not in self.schema.names:
                 raise InvalidArgumentError(
