@@ -82,8 +82,14 @@ def test_drop_and_alter_columns(tmp_path):
     assert not ds.schema.field("id").nullable
     check_pylance_agrees(uri)
     assert lancepy.dataset(uri, version=1).schema.names == ["id", "x", "s"]
-    with pytest.raises(NotImplementedError):
-        ds.alter_columns({"path": "id", "data_type": pa.int32()})
+    files = data_files(uri)
+    ds.alter_columns({"path": "x2", "data_type": pa.int32(), "name": "x3"})
+    assert ds.schema.field("x3").type == pa.int32()
+    assert ds.to_table(columns=["x3"]).column("x3").to_pylist() == list(range(1, 51))
+    assert files <= data_files(uri)  # only new files for the rewritten column
+    check_pylance_agrees(uri)
+    with pytest.raises(InvalidArgumentError, match="cast"):
+        ds.alter_columns({"path": "text", "data_type": pa.int64()})
     with pytest.raises(InvalidArgumentError):
         ds.drop_columns(["nope"])
 

@@ -209,3 +209,19 @@ def assert_nested_same(uri: str, version: int) -> None:
     assert ours.equals(theirs), version
     idx = [5, 0, 77, 5]
     assert canon(lancepy.dataset(uri, version=version).take(idx)).equals(canon(lance.dataset(uri, version=version).take(idx)))
+
+
+def test_pylance_rebases_over_lancepy_commits(tmp_path):
+    """pylance decodes lancepy's transactions when it has to rebase over them."""
+    uri = str(tmp_path / "rebase2.lance")
+    lance.write_dataset(make_table(300), uri, max_rows_per_file=100)  # v1
+    ours = lancepy.dataset(uri)
+    ours.delete("id = 5")  # v2 (lancepy Delete)
+    lancepy.write_dataset(make_table(10, 1000), uri, mode="append")  # v3 (lancepy Append)
+    ours = lancepy.dataset(uri)
+    ours.update({"small": "small + 1000"}, where="id = 150")  # v4 (lancepy Update)
+    frags = lance.fragment.write_fragments(make_table(7, 2000), uri)
+    theirs = lance.LanceDataset.commit(uri, lance.LanceOperation.Append(frags), read_version=1)
+    assert theirs.version == 5
+    assert canon(lancepy.dataset(uri).to_table()).equals(canon(lance.dataset(uri).to_table()))
+    assert lancepy.dataset(uri).count_rows() == 300 - 1 + 10 + 7

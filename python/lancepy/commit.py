@@ -87,45 +87,18 @@ KNOWN_WRITER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32
 
 #: The library name written in ``Manifest.writer_version``.
 WRITER_LIBRARY = "lancepy"
-U64_MAX = 2**64 - 1
 
 
 def manifest_name(version: int, naming: str) -> str:
     """The path (relative to the root) of version `version` under `naming` (``v1``/``v2``)."""
-    if naming == "v1":
-        return f"{VERSIONS_DIR}/{version}.manifest"
-    return f"{VERSIONS_DIR}/{U64_MAX - version:020d}.manifest"
-
-
-def parse_manifest_name(name: str) -> Optional[Tuple[int, str]]:
-    """``(version, naming)`` of a manifest file name, or ``None`` for anything else."""
-    if not name.endswith(".manifest"):
-        return None
-    stem = name[: -len(".manifest")]
-    if not stem.isdigit() or not stem.isascii():
-        return None
-    if len(stem) == 20:
-        return U64_MAX - int(stem), "v2"
-    return int(stem), "v1"
+    return _lancepy.manifest_path(version, naming)
 
 
 def list_versions(store: Any) -> Tuple[Dict[int, str], Optional[str]]:
-    """All committed versions → manifest path, and the naming scheme in use."""
-    versions: Dict[int, str] = {}
-    schemes = set()
-    for path, _size, _mtime in store.list(VERSIONS_DIR):
-        name = path.rsplit("/", 1)[-1]
-        if "/" in path[len(VERSIONS_DIR) + 1 :]:
-            continue
-        parsed = parse_manifest_name(name)
-        if parsed is None:
-            continue
-        version, naming = parsed
-        versions[version] = path
-        schemes.add(naming)
-    if len(schemes) > 1:
-        raise CorruptFileError(f"{store.uri}: _versions/ mixes V1 and V2 manifest names")
-    return versions, (schemes.pop() if schemes else None)
+    """All committed versions → manifest path, and the naming scheme in use (listing
+    ``_versions/``; mixed schemes are a :class:`CorruptFileError`)."""
+    versions, naming = _lancepy.list_versions(store)
+    return dict(versions), naming
 
 
 def latest_version(store: Any) -> Tuple[int, Optional[str]]:

@@ -544,22 +544,26 @@ class LanceDataset:
         self._commit("Project", {"schema": kept})
 
     def alter_columns(self, *alterations: Dict[str, Any]) -> None:
-        """Renames columns or changes their nullability (metadata only).
+        """Renames columns, changes their nullability or their data type.
 
-        Each alteration is ``{"path": name, "name": new_name, "nullable": bool}``; changing a
-        data type (``"data_type"``) rewrites data and is not implemented yet.
+        Each alteration is ``{"path": name, "name": new_name, "nullable": bool,
+        "data_type": pa.DataType}``. Renames and nullability are metadata only (a ``Project``
+        transaction). A new data type rewrites that column only: every fragment gets a new
+        data file with the cast values under the same field id, the old file's entry for it is
+        tombstoned (a ``Merge`` transaction); other columns are not touched.
         """
         if len(alterations) == 1 and isinstance(alterations[0], list):
             alterations = tuple(alterations[0])
         fields = copy.deepcopy(self._loaded.manifest.get("fields", []))
         top = {f.get("name"): f for f in fields if f.get("parent_id", -1) == -1}
+        casts: Dict[str, pa.DataType] = {}
         for alt in alterations:
             path = alt.get("path")
             if path not in top:
                 raise InvalidArgumentError(f"cannot alter {path!r}: no such column (columns are {list(top)})")
             f = top[path]
             if alt.get("data_type") is not None:
-                raise NotImplementedError("alter_columns: changing a column's data type (a data rewrite) is not implemented yet")
+                casts[path] = alt["data_type"]
             if "name" in alt and alt["name"] is not None and alt["name"] != path:
                 if alt["name"] in top:
                     raise InvalidArgumentError(f"cannot rename {path!r} to {alt['name']!r}: that column exists")
@@ -570,7 +574,50 @@ class LanceDataset:
                         raise InvalidArgumentError(f"cannot make {path!r} non-nullable: it contains nulls")
                 f["nullable"] = bool(alt["nullable"])
             top = {g.get("name"): g for g in fields if g.get("parent_id", -1) == -1}
+        if casts:
+            return self._cast_columns(fields, casts)
         self._commit("Project", {"schema": fields})
+
+    def _cast_columns(self, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
+        """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
+        apart from the types."""
+        by_old_name = {f.get("name"): f for f in self._loaded.manifest.get("fields", []) if f.get("parent_id", -1) == -1}
+        new_fields = []
+        for old_name, new_type in casts.items():
+            old = by_old_name[old_name]
+            if any(g.get("parent_id", -1) == old.get("id", 0) for g in fields):
+                raise UnsupportedError(f"changing the type of nested column {old_name!r} is not supported")
+            target = next(f for f in fields if f.get("id", 0) == old.get("id", 0))
+            arrow = pa.field(target["name"], new_type, target.get("nullable", True))
+            lance = lance_fields_for(pa.schema([arrow]), old.get("id", 0))["fields"]
+            if len(lance) != 1:
+                raise UnsupportedError(f"cannot change {old_name!r} to the nested type {new_type}")
+            target.update({k: v for k, v in lance[0].items() if k in ("logical_type", "encoding", "type")})
+            new_fields.append(lance[0] | {"name": target["name"], "nullable": target.get("nullable", True)})
+        ids = {f.get("id", 0) for f in new_fields}
+        frags = copy.deepcopy(self._loaded.manifest.get("fragments", []))
+        written: List[str] = []
+        try:
+            for frag in frags:
+                fid = frag.get("id", 0)
+                src = pa.table(self._snapshot.scan(list(casts), [fid], 0, None, 1 << 40, False, False, True))
+                try:
+                    cols = [src.column(n).cast(t) for n, t in casts.items()]
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidArgumentError(f"cannot cast: {e}") from None
+                names = [f["name"] for f in new_fields]
+                table = pa.Table.from_arrays(cols, names=names)
+                made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version)
+                df = made[0].to_json()["files"][0]
+                written.append(f"data/{df['path']}")
+                for old_file in frag.get("files", []):
+                    old_file["fields"] = [-2 if i in ids else i for i in old_file.get("fields", [])]
+                frag["files"] = frag.get("files", []) + [df]
+        except BaseException:
+            self._store.delete(written)
+            raise
+        body = {"fragments": frags, "schema": fields, "schema_metadata": self._loaded.manifest.get("schema_metadata", {})}
+        self._commit("Merge", body, written)
 
     # -- maintenance -----------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ use crate::io::Store;
 use crate::table::json::{from_json, to_json};
 use crate::table::scan::{ScanOptions, ScanTask};
 use crate::table::write::FragmentWriteOptions;
-use crate::table::{deletion, manifest, rowids, write, TableSnapshot};
+use crate::table::{deletion, manifest, naming, rowids, write, ManifestNaming, TableSnapshot};
 
 /// A dataset directory: whole-object reads, atomic puts, listings, deletes.
 #[pyclass(name = "Store", module = "lancepy._lancepy", frozen)]
@@ -94,6 +94,24 @@ impl PyStore {
         let items = py.allow_threads(|| self.inner.list(prefix)).py()?;
         Ok(items.into_iter().map(|o| (o.path, o.size, o.modified)).collect())
     }
+}
+
+/// `([(version, manifest path)], naming)` of every committed version, by listing `_versions/`.
+#[pyfunction]
+pub fn list_versions(py: Python<'_>, store: &PyStore) -> PyResult<(Vec<(u64, String)>, Option<&'static str>)> {
+    let (versions, naming) = py.allow_threads(|| naming::list_versions(&store.inner)).py()?;
+    Ok((versions, naming.map(|n| n.as_str())))
+}
+
+/// The manifest path (relative to the root) of `version` under naming `"v1"` or `"v2"`.
+#[pyfunction]
+pub fn manifest_path(version: u64, naming: &str) -> PyResult<String> {
+    let scheme = match naming {
+        "v1" => ManifestNaming::V1,
+        "v2" => ManifestNaming::V2,
+        other => return Err(to_pyerr(Error::invalid_input(format!("manifest naming must be 'v1' or 'v2', got {other:?}")))),
+    };
+    Ok(scheme.manifest_path(version))
 }
 
 /// Decodes a manifest file: `(manifest JSON, index section bytes, inline transaction bytes)`.
@@ -464,6 +482,8 @@ impl PySnapshot {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStore>()?;
     m.add_class::<PySnapshot>()?;
+    m.add_function(wrap_pyfunction!(list_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(manifest_path, m)?)?;
     m.add_function(wrap_pyfunction!(read_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(write_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(decode_transaction, m)?)?;

@@ -95,6 +95,26 @@ pub fn detect_naming(names: impl IntoIterator<Item = ManifestNaming>) -> Result<
     Ok(found)
 }
 
+/// Every committed version of the dataset at `store` with its manifest path (relative to the
+/// root), sorted by version, and the naming scheme in use. Found by listing `_versions/`;
+/// the hint file is never consulted.
+pub fn list_versions(store: &crate::io::Store) -> Result<(Vec<(u64, String)>, Option<ManifestNaming>)> {
+    let mut versions = Vec::new();
+    let mut schemes = Vec::new();
+    for obj in store.list(VERSIONS_DIR)? {
+        let Some(name) = obj.path.strip_prefix(VERSIONS_DIR).and_then(|p| p.strip_prefix('/')) else { continue };
+        if name.contains('/') {
+            continue;
+        }
+        if let Some((version, naming)) = parse_manifest_name(name) {
+            versions.push((version, obj.path.clone()));
+            schemes.push(naming);
+        }
+    }
+    versions.sort_unstable();
+    Ok((versions, detect_naming(schemes)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
