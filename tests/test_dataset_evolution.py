@@ -144,6 +144,11 @@ def test_update_and_merge_insert(tmp_path):
     row3 = t.filter(pa.compute.field("id") == 3)
     assert row3.column("x").to_pylist() == [-1.0]
     check_pylance_agrees(uri)
+    src = pa.table({"id": pa.array([3, 4], pa.int64()), "x": [-5.0, 1000.0], "s": ["low", "high"]})
+    res = ds.merge_insert("id").when_matched_update_all("source.x > target.x").execute(src)
+    assert res["num_updated_rows"] == 1
+    got = ds.to_table(filter="id IN (3, 4)").sort_by("id").column("s").to_pylist()
+    assert got == ["a", "high"]
     src = pa.table({"id": pa.array([0, 1], pa.int64()), "x": [0.5, 1.5], "s": ["k", "l"]})
     res = ds.merge_insert("id").when_matched_update_all().when_not_matched_by_source_delete().execute(src)
     assert res["num_deleted_rows"] == 30 and ds.count_rows() == 2

@@ -1108,10 +1108,10 @@ class MergeInsertBuilder:
         self._delete_not_matched_by_source = False
 
     def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
-        """Matched dataset rows take the source's values."""
-        if condition is not None:
-            raise NotImplementedError("when_matched_update_all(condition=...) is not implemented yet")
+        """Matched dataset rows take the source's values (only where `condition` holds; it
+        may refer to ``target.col`` and ``source.col``)."""
         self._update_all = True
+        self._update_condition = condition
         return self
 
     def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
@@ -1143,6 +1143,8 @@ class MergeInsertBuilder:
         delete_addr: List[Any] = []
         new_rows: List[pa.Table] = []
         updated = inserted = deleted = 0
+        if self._update_all and matched.num_rows and self._update_condition is not None:
+            matched = self._filter_matched(matched, source)
         if self._update_all and matched.num_rows:
             delete_addr.append(matched.column(ROW_ADDRESS))
             new_rows.append(source.take(matched.column("__src")))
@@ -1159,6 +1161,25 @@ class MergeInsertBuilder:
         rows = pa.concat_tables(new_rows) if new_rows else None
         ds._replace_rows(addresses, rows, fields_modified=ds.schema.names if updated else ())
         return {"num_updated_rows": updated, "num_inserted_rows": inserted, "num_deleted_rows": deleted}
+
+
+    def _filter_matched(self, matched: pa.Table, source: pa.Table) -> pa.Table:
+        """The matched pairs for which the update condition holds."""
+        target_rows = self._ds._take_rows(matched.column(ROW_ADDRESS).combine_chunks())
+        source_rows = source.take(matched.column("__src"))
+        pair = pa.table(
+            {
+                "target": pa.StructArray.from_arrays(
+                    [c.combine_chunks() for c in target_rows.columns], names=target_rows.column_names
+                ),
+                "source": pa.StructArray.from_arrays(
+                    [c.combine_chunks() for c in source_rows.columns], names=source_rows.column_names
+                ),
+            }
+        )
+        assert self._update_condition is not None
+        flt = compile_expression(self._update_condition)
+        return matched.filter(_evaluate(pair, flt))
 
 
 class LanceOperation:

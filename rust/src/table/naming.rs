@@ -138,6 +138,22 @@ mod tests {
     }
 
     #[test]
+    fn versions_are_found_by_listing() {
+        let store = crate::io::Store::open(&format!("memory://naming-{}", uuid::Uuid::new_v4().simple())).unwrap();
+        assert_eq!(list_versions(&store).unwrap(), (vec![], None));
+        for v in [1u64, 2, 10] {
+            store.put(&ManifestNaming::V2.manifest_path(v), bytes::Bytes::from_static(b"m")).unwrap();
+        }
+        store.put("_versions/latest_version_hint.json", bytes::Bytes::from_static(b"{}")).unwrap();
+        store.put("_versions/.x.manifest.tmp", bytes::Bytes::from_static(b"")).unwrap();
+        let (versions, naming) = list_versions(&store).unwrap();
+        assert_eq!(versions.iter().map(|v| v.0).collect::<Vec<_>>(), vec![1, 2, 10]);
+        assert_eq!(naming, Some(ManifestNaming::V2));
+        store.put(&ManifestNaming::V1.manifest_path(3), bytes::Bytes::from_static(b"m")).unwrap();
+        assert!(matches!(list_versions(&store), Err(Error::Corrupt(_))));
+    }
+
+    #[test]
     fn data_file_names_look_like_pylance() {
         let n = new_data_file_name();
         assert_eq!(n.len(), 56);
