@@ -41,6 +41,7 @@ from lancepy.exceptions import (
     UnsupportedError,
     VersionNotFoundError,
 )
+from lancepy.file import _to_indices
 from lancepy.filters import Filter, compile_expression, compile_filter
 from lancepy.fragment import (
     DEFAULT_MAX_ROWS_PER_FILE,
@@ -652,31 +653,8 @@ class LanceDataset:
                 keep.append(loaded)
             else:
                 remove.append(loaded)
-        referenced = set()
-        for loaded in keep:
-            m = loaded.manifest
-            referenced.add(loaded.path)
-            if m.get("transaction_file"):
-                referenced.add(f"{_commit.TRANSACTIONS_DIR}/{m['transaction_file']}")
-            for frag in m.get("fragments", []):
-                for df in frag.get("files", []):
-                    if df.get("base_id") is None:
-                        referenced.add(f"data/{df['path']}")
-                meta = FragmentMetadata(frag).deletion_file
-                if meta is not None:
-                    referenced.add(meta.path(frag.get("id", 0)))
-        removed_in_old = set()
-        for loaded in remove:
-            m = loaded.manifest
-            removed_in_old.add(loaded.path)
-            if m.get("transaction_file"):
-                removed_in_old.add(f"{_commit.TRANSACTIONS_DIR}/{m['transaction_file']}")
-            for frag in m.get("fragments", []):
-                for df in frag.get("files", []):
-                    removed_in_old.add(f"data/{df['path']}")
-                meta = FragmentMetadata(frag).deletion_file
-                if meta is not None:
-                    removed_in_old.add(meta.path(frag.get("id", 0)))
+        referenced = set().union(*(_files_of(m, own_only=True) for m in keep))
+        removed_in_old = set().union(*(_files_of(m, own_only=False) for m in remove))
         unverified_cutoff = time.time() - 7 * 24 * 3600
         to_delete, bytes_removed = [], 0
         for prefix in ("data", "_deletions", _commit.TRANSACTIONS_DIR, _commit.VERSIONS_DIR):
@@ -723,16 +701,26 @@ class LanceDataset:
 
 
 def _indices(indices: Any) -> Any:
-    if isinstance(indices, (list, tuple, range)):
-        return list(indices)
     if isinstance(indices, pa.ChunkedArray):
         return indices.combine_chunks()
-    if hasattr(indices, "__arrow_c_array__"):
-        return indices
-    try:
-        return pa.array(indices)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
-        raise InvalidArgumentError(f"row indices must be integers: {e}") from None
+    return _to_indices(indices)
+
+
+def _files_of(loaded: _commit.LoadedManifest, *, own_only: bool) -> set:
+    """Paths (relative to the root) of the files a version uses: its manifest, transaction,
+    data and deletion files. `own_only` leaves out data files under other base paths."""
+    m = loaded.manifest
+    out = {loaded.path}
+    if m.get("transaction_file"):
+        out.add(f"{_commit.TRANSACTIONS_DIR}/{m['transaction_file']}")
+    for frag in m.get("fragments", []):
+        for df in frag.get("files", []):
+            if not own_only or df.get("base_id") is None:
+                out.add(f"data/{df['path']}")
+        deletion = FragmentMetadata(frag).deletion_file
+        if deletion is not None:
+            out.add(deletion.path(frag.get("id", 0)))
+    return out
 
 
 def _as_table(out: Any) -> pa.Table:
