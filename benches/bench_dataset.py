@@ -77,7 +77,6 @@ def main() -> None:
         for writer, uri in by.items():
             ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
             assert len(ours.get_fragments()) == FRAGMENTS
-            assert ours.take(shuffled).equals(theirs.take(shuffled).replace_schema_metadata(None)) or True
             label = f"(written by {writer})"
             rows.append((f"take 1,000 random rows, all columns {label}",
                          median_ms(lambda: ours.take(shuffled)), median_ms(lambda: theirs.take(shuffled))))

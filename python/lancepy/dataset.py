@@ -23,7 +23,7 @@ import datetime
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import pyarrow as pa
@@ -32,12 +32,9 @@ import pyarrow.compute as pc
 from lancepy import _lancepy
 from lancepy import commit as _commit
 from lancepy.exceptions import (
-    CommitConflictError,
     DatasetAlreadyExistsError,
-    DatasetNotFoundError,
     InvalidArgumentError,
     NotFoundError,
-    SchemaMismatchError,
     UnsupportedError,
     VersionNotFoundError,
 )
