@@ -297,10 +297,12 @@ class LanceDataset:
 
     def _matching_addresses(self, flt: Filter) -> pa.Array:
         """Row addresses of the live rows matching a filter, in one pass."""
-        cols = flt.columns
-        table = pa.table(self._snapshot.scan(cols, None, 0, None, 131072, False, True, False))
-        mask = _evaluate(table, flt)
-        return pc.filter(table.column(ROW_ADDRESS), mask).combine_chunks()
+        stream = self._snapshot.scan_stream(flt.columns, None, 0, None, 131072, False, True, False)
+        parts = []
+        while (batch := stream.next_batch()) is not None:
+            table = pa.table(batch)
+            parts.extend(pc.filter(table.column(ROW_ADDRESS), _evaluate(table, flt)).chunks)
+        return pa.chunked_array(parts, pa.uint64()).combine_chunks()
 
     def delete(self, predicate: Any) -> None:
         """Deletes the rows matching `predicate` (SQL text or a pyarrow expression).
@@ -341,10 +343,7 @@ class LanceDataset:
         for name in updates:
             if name not in schema.names:
                 raise InvalidArgumentError(f"cannot update column {name!r}: the dataset has no such column")
-        flt = compile_filter(where, schema)
-        table = self.to_table(with_row_address=True)
-        if flt is not None:
-            table = table.filter(_evaluate(table, flt))
+        table = self.to_table(filter=where, with_row_address=True)
         if table.num_rows == 0:
             return {"num_rows_updated": 0}
         new_columns = {}
