@@ -470,8 +470,8 @@ impl FileReader {
             };
             let nested = path.has_lists() || page_has_rep(&page.kind);
             match (rows, nested) {
-                (PageRows::Range(r), false) => self.decode_page_range(page, &kind, r, &table, &mut out)?,
-                (PageRows::Rows(r), false) => self.decode_page_rows(page, &kind, &r, &table, &mut out)?,
+                (PageRows::Range(r), false) => self.decode_page_range(page, &kind, &leaf.data_type, r, &table, &mut out)?,
+                (PageRows::Rows(r), false) => self.decode_page_rows(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
                 (PageRows::Range(r), true) => self.decode_page_range_nested(page, &kind, path, r, &table, &mut out)?,
                 (PageRows::Rows(r), true) => {
                     for run in runs(&r) {
@@ -511,7 +511,15 @@ impl FileReader {
         Ok(())
     }
 
-    fn decode_page_range(&self, page: &Page, kind: &LeafKind, rows: Range<u64>, table: &[u16], out: &mut LeafBuilder) -> Result<()> {
+    fn decode_page_range(
+        &self,
+        page: &Page,
+        kind: &LeafKind,
+        data_type: &DataType,
+        rows: Range<u64>,
+        table: &[u16],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
         let state = page.state.get().expect("page state loaded");
         match (&page.kind, state.as_ref()) {
             (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, .. }) => {
@@ -552,14 +560,22 @@ impl FileReader {
                 self.decode_blobs(page, inner, layers, chunks, &rows_vec, table, out)
             }
             (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = v2_0::decode_page(enc, bufs, page.num_rows, kind)?;
-                append_decoded(out, &decoded, table, Selection::Range(rows.start as usize, (rows.end - rows.start) as usize))
+                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, &[rows])?;
+                append_decoded(out, &decoded, table, Selection::All)
             }
             _ => Err(Error::corrupt("page state does not match its layout")),
         }
     }
 
-    fn decode_page_rows(&self, page: &Page, kind: &LeafKind, rows: &[u64], table: &[u16], out: &mut LeafBuilder) -> Result<()> {
+    fn decode_page_rows(
+        &self,
+        page: &Page,
+        kind: &LeafKind,
+        data_type: &DataType,
+        rows: &[u64],
+        table: &[u16],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
         let state = page.state.get().expect("page state loaded");
         match (&page.kind, state.as_ref()) {
             (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, .. }) => {
@@ -629,12 +645,26 @@ impl FileReader {
                 self.decode_blobs(page, inner, layers, chunks, rows, table, out)
             }
             (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = v2_0::decode_page(enc, bufs, page.num_rows, kind)?;
-                let sel: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-                append_decoded(out, &decoded, table, Selection::Indices(&sel))
+                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, &runs(rows))?;
+                append_decoded(out, &decoded, table, Selection::All)
             }
             _ => Err(Error::corrupt("page state does not match its layout")),
         }
+    }
+
+    /// Reads row ranges of a 2.0 page from its cached buffers, or by byte ranges on demand.
+    fn read_v2_0_rows(
+        &self,
+        page: &Page,
+        enc: &enc20::ArrayEncoding,
+        loaded: &[Buffer],
+        kind: &LeafKind,
+        data_type: &DataType,
+        rows: &[Range<u64>],
+    ) -> Result<DecodedChunk> {
+        let fetch = |r: &[Range<u64>]| self.io.read_ranges(r);
+        let src = v2_0::PageSource { locations: &page.buffers, loaded, fetch: &fetch };
+        v2_0::read_rows(enc, &src, page.num_rows, kind, data_type, rows)
     }
 
     /// Reads blob descriptors for `rows` (sorted, page-local), then the blobs themselves.
@@ -1010,6 +1040,8 @@ fn state_buffers(p: &Page) -> Vec<usize> {
         }
         PageKind::FullZip(l) if l.has_rep_index() => vec![1],
         PageKind::FullZip(_) => vec![],
+        // Read by byte ranges on demand, nothing to cache.
+        PageKind::V2_0(enc) if v2_0::supports_ranged_reads(enc, p.buffers.len()) => vec![],
         PageKind::Constant(_) | PageKind::V2_0(_) => (0..p.buffers.len()).collect(),
     }
 }

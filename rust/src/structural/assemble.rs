@@ -154,7 +154,8 @@ fn null_buffer(mut b: BooleanBufferBuilder) -> Option<NullBuffer> {
 
 /// Attaches `nulls` to an already validated array.
 fn with_nulls(array: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
-    if nulls.is_none() && array.null_count() == 0 {
+    if (nulls.is_none() && array.null_count() == 0) || array.data_type() == &DataType::Null {
+        // The null type has no validity bitmap: every value is null already.
         return Ok(array);
     }
     if let Some(n) = &nulls {

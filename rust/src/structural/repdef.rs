@@ -209,6 +209,18 @@ impl LeafPath {
                 }
             }
         }
+        // A null item makes everything below it null as well, down to and including the
+        // first list (which gets a null entry); pylance marks those layers nullable too.
+        for i in 0..n {
+            if has_null[i] && self.kinds[i] == NodeKind::Item {
+                for j in i + 1..n {
+                    has_null[j] = true;
+                    if self.kinds[j] == NodeKind::List {
+                        break;
+                    }
+                }
+            }
+        }
         (0..n)
             .rev()
             .map(|i| match (self.kinds[i], has_null[i], has_empty[i]) {
