@@ -57,15 +57,7 @@ def deletion_kinds(uri: str) -> set:
     return {f.rsplit(".", 1)[-1] for f in os.listdir(d)} if os.path.isdir(d) else set()
 
 
-V2_0 = pytest.param(
-    "2.0",
-    marks=pytest.mark.xfail(
-        raises=lancepy.exceptions.UnsupportedError, strict=False, reason="decoding 2.0 data files is a file-format issue"
-    ),
-)
-
-
-@pytest.mark.parametrize("storage_version", [V2_0, "2.1", "2.2"])
+@pytest.mark.parametrize("storage_version", ["2.0", "2.1", "2.2"])
 @pytest.mark.parametrize("v2_paths", [True, False])
 def test_lancepy_reads_every_pylance_version(tmp_path, storage_version, v2_paths):
     uri = str(tmp_path / "pl.lance")
@@ -95,7 +87,7 @@ def test_lancepy_reads_every_pylance_version(tmp_path, storage_version, v2_paths
     assert lancepy.dataset(uri).tags.list()["before-overwrite"]["version"] == 5
 
 
-@pytest.mark.parametrize("storage_version", ["2.1", "2.2"])
+@pytest.mark.parametrize("storage_version", ["2.0", "2.1", "2.2"])
 @pytest.mark.parametrize("v2_paths", [True, False])
 def test_pylance_reads_every_lancepy_version(tmp_path, storage_version, v2_paths):
     uri = str(tmp_path / "lp.lance")
