@@ -315,6 +315,17 @@ impl FileReader {
         })
     }
 
+    /// The top-level field whose columns start at file column `col`: how a dataset's
+    /// `DataFile.column_indices` (the first column of each field) point into a file.
+    pub fn field_starting_at_column(&self, col: usize) -> Option<usize> {
+        self.fields.iter().position(|f| f.columns.first() == Some(&col))
+    }
+
+    /// The top-level field with Lance field id `id`, if the file has one.
+    pub fn field_with_id(&self, id: i32) -> Option<usize> {
+        self.schema.fields.iter().position(|f| f.id == id)
+    }
+
     /// Resolves a projection (top-level column names; `None` = all) to field indices.
     pub fn projection(&self, columns: Option<&[String]>) -> Result<Vec<usize>> {
         match columns {

@@ -11,6 +11,7 @@
 
 mod local;
 mod objstore;
+pub mod store;
 pub mod uri;
 
 use std::fmt::Debug;
@@ -21,6 +22,7 @@ use arrow_buffer::Buffer;
 
 pub use local::{LocalReader, LocalWriter};
 pub use objstore::{runtime, ObjectStoreReader, ObjectStoreWriter};
+pub use store::{ObjectInfo, Store};
 pub use uri::{open_reader, open_writer, ResolvedUri};
 
 use crate::error::{Error, Result};

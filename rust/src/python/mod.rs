@@ -3,6 +3,7 @@
 mod errors;
 mod ffi;
 mod file;
+mod table;
 
 use pyo3::prelude::*;
 
@@ -19,5 +20,6 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::PyFileWriter>()?;
     m.add_class::<ffi::ArrowBatches>()?;
     m.add_class::<ffi::BatchStream>()?;
+    table::register(m)?;
     Ok(())
 }
