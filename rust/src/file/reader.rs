@@ -32,7 +32,7 @@ use crate::structural::miniblock::{self, ChunkInfo, DecodedChunk, MiniBlockLayou
 use crate::structural::assemble::{assemble, LeafData};
 use crate::structural::repdef::{max_visible_def, page_to_canonical, Layer, LeafPath};
 use crate::structural::shred::leaf_paths;
-use crate::structural::{v2_0, LeafKind};
+use crate::structural::{v2_0, v2_0_nested, LeafKind};
 
 /// Bytes read from the end of a file when opening it.
 const TAIL_READ: u64 = 64 * 1024;
@@ -95,7 +95,8 @@ pub struct Column {
 /// How a top-level field is stored.
 #[derive(Debug, Clone)]
 struct FieldColumns {
-    /// File columns of the field's leaves (2.1+) or of all its fields (2.0).
+    /// File columns of the field's leaves (2.1+) or of its fields in pre-order (2.0; see
+    /// [`v2_0_nested::column_fields`]).
     columns: Vec<usize>,
 }
 
@@ -265,6 +266,19 @@ impl FileReader {
         Ok(self.columns[i].get_or_init(|| col).clone())
     }
 
+    /// Column `i`, parsed once, borrowed for the reader's lifetime.
+    fn column_ref(&self, i: usize) -> Result<&Column> {
+        let cell = self
+            .columns
+            .get(i)
+            .ok_or_else(|| Error::corrupt(format!("{}: column {i} does not exist", self.path)))?;
+        if cell.get().is_none() {
+            let col = Arc::new(self.parse_column(i)?);
+            let _ = cell.set(col);
+        }
+        cell.get().map(|c| c.as_ref()).ok_or_else(|| Error::Internal(format!("column {i} was not cached")))
+    }
+
     fn parse_column(&self, i: usize) -> Result<Column> {
         let ctx = format!("{}: column {i}", self.path);
         let meta = file2::ColumnMetadata::decode(self.column_meta[i].as_slice())
@@ -397,10 +411,7 @@ impl FileReader {
         let cols = &self.fields[field].columns;
         let paths = leaf_paths(f)?;
         if !self.version.is_structural() && (paths.len() != 1 || paths[0].1.kinds.len() != 1) {
-            return Err(Error::not_supported(format!(
-                "reading nested column {:?} ({}) from a version 2.0 file is not implemented yet",
-                f.name, f.data_type
-            )));
+            return Err(Error::Internal(format!("nested 2.0 column {:?} read as leaf columns", f.name)));
         }
         if cols.len() != paths.len() {
             return Err(Error::corrupt(format!("field {:?} has {} leaves but {} columns", f.name, paths.len(), cols.len())));
@@ -410,31 +421,45 @@ impl FileReader {
     }
 
     fn read_field_range(&self, field: usize, rows: Range<u64>) -> Result<ArrayRef> {
+        if let Some(col) = self.nested_v2_0_column(field) {
+            return v2_0_nested::read_field(self, &self.schema.fields[field], col, self.num_rows, &[rows]);
+        }
         let leaves = self.leaves(field)?;
         let datas = leaves
             .iter()
-            .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Range(rows.clone())))
+            .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Range(rows.clone()), self.num_rows))
             .collect::<Result<Vec<_>>>()?;
         assemble(&self.schema.fields[field], &datas)
     }
 
     fn take_field(&self, field: usize, rows: &[u64]) -> Result<ArrayRef> {
+        if let Some(col) = self.nested_v2_0_column(field) {
+            return v2_0_nested::read_field(self, &self.schema.fields[field], col, self.num_rows, &runs(rows));
+        }
         let leaves = self.leaves(field)?;
         let datas = leaves
             .iter()
-            .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Rows(rows)))
+            .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Rows(rows), self.num_rows))
             .collect::<Result<Vec<_>>>()?;
         assemble(&self.schema.fields[field], &datas)
     }
 
-    /// Reads the selected rows of one leaf column.
-    fn read_leaf(&self, col: usize, leaf: &LanceField, path: &LeafPath, sel: RowSelection) -> Result<LeafData> {
+    /// The first column of top-level field `field` if it is a nested field of a 2.0 file
+    /// (a struct or list with columns of its own: read by [`v2_0_nested`]).
+    fn nested_v2_0_column(&self, field: usize) -> Option<usize> {
+        let nested = !self.version.is_structural() && !v2_0_nested::is_single_column(&self.schema.fields[field]);
+        nested.then(|| self.fields[field].columns.first().copied()).flatten()
+    }
+
+    /// Reads the selected rows of one leaf column, which holds `column_rows` rows.
+    fn read_leaf(&self, col: usize, leaf: &LanceField, path: &LeafPath, sel: RowSelection, column_rows: u64) -> Result<LeafData> {
         let kind = LeafKind::of_field(leaf)?;
         let column = self.column(col)?;
-        check_rows(&column, self.num_rows, &self.path, col)?;
+        check_rows(&column, column_rows, &self.path, col)?;
         let capacity = match &sel {
             RowSelection::Range(r) => (r.end - r.start) as usize,
             RowSelection::Rows(r) => r.len(),
+            RowSelection::Ranges(r) => r.iter().map(|r| (r.end - r.start) as usize).sum(),
         };
         let mut out = LeafBuilder::with_path(kind.clone(), path.clone(), capacity);
         // Page-local selections, in page order.
@@ -444,6 +469,19 @@ impl FileReader {
                 for p in column.pages.iter().filter(|p| p.first_row < rows.end && p.first_row + p.num_rows > rows.start) {
                     let local = rows.start.max(p.first_row) - p.first_row..rows.end.min(p.first_row + p.num_rows) - p.first_row;
                     groups.push((p, PageRows::Range(local)));
+                }
+            }
+            RowSelection::Ranges(ranges) => {
+                for p in column.pages.iter().filter(|p| p.num_rows > 0) {
+                    let end = p.first_row + p.num_rows;
+                    let local: Vec<Range<u64>> = ranges
+                        .iter()
+                        .filter(|r| r.start < end && r.end > p.first_row)
+                        .map(|r| r.start.max(p.first_row) - p.first_row..r.end.min(end) - p.first_row)
+                        .collect();
+                    if !local.is_empty() {
+                        groups.push((p, PageRows::Ranges(local)));
+                    }
                 }
             }
             RowSelection::Rows(rows) => {
@@ -478,6 +516,7 @@ impl FileReader {
                         self.decode_page_range_nested(page, &kind, path, run, &table, &mut out)?;
                     }
                 }
+                (PageRows::Ranges(r), _) => self.decode_page_ranges(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
             }
         }
         out.finish(&leaf.data_type)
@@ -649,6 +688,30 @@ impl FileReader {
                 append_decoded(out, &decoded, table, Selection::All)
             }
             _ => Err(Error::corrupt("page state does not match its layout")),
+        }
+    }
+
+    /// Decodes the page-local row ranges `ranges` (sorted, non-overlapping) of a page of a
+    /// column without lists: 2.0 pages read them directly, other layouts row by row.
+    fn decode_page_ranges(
+        &self,
+        page: &Page,
+        kind: &LeafKind,
+        data_type: &DataType,
+        ranges: &[Range<u64>],
+        table: &[u16],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
+        let state = page.state.get().expect("page state loaded");
+        match (&page.kind, state.as_ref()) {
+            (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
+                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, ranges)?;
+                append_decoded(out, &decoded, table, Selection::All)
+            }
+            _ => {
+                let rows: Vec<u64> = ranges.iter().flat_map(|r| r.clone()).collect();
+                self.decode_page_rows(page, kind, data_type, &rows, table, out)
+            }
         }
     }
 
@@ -924,12 +987,16 @@ fn append_decoded(out: &mut LeafBuilder, d: &DecodedChunk, table: &[u16], sel: S
 enum PageRows {
     Range(Range<u64>),
     Rows(Vec<u64>),
+    /// Sorted, non-overlapping ranges.
+    Ranges(Vec<Range<u64>>),
 }
 
-/// Rows of a file to read.
+/// Rows of a column to read.
 enum RowSelection<'a> {
     Range(Range<u64>),
     Rows(&'a [u64]),
+    /// Sorted, non-overlapping ranges (the items of some lists).
+    Ranges(&'a [Range<u64>]),
 }
 
 /// Sorted rows as runs of consecutive rows.
@@ -1122,9 +1189,7 @@ fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns
     let mut next = 0usize;
     let mut out = Vec::with_capacity(schema.fields.len());
     for f in &schema.fields {
-        let mut all = Vec::new();
-        f.walk(&mut all);
-        let count = if version.is_structural() { f.leaf_fields().len() } else { all.len() };
+        let count = if version.is_structural() { f.leaf_fields().len() } else { v2_0_nested::column_count(f) };
         out.push(FieldColumns { columns: (next..next + count).collect() });
         next += count;
     }
@@ -1141,7 +1206,7 @@ pub fn field_ids_and_columns(schema: &LanceSchema, version: FileVersion) -> (Vec
     let ids: Vec<i32> = if version.is_structural() {
         schema.fields.iter().flat_map(|f| f.leaf_fields()).map(|f| f.id).collect()
     } else {
-        schema.all_fields().iter().map(|f| f.id).collect()
+        schema.fields.iter().flat_map(v2_0_nested::column_fields).map(|f| f.id).collect()
     };
     let cols = (0..ids.len() as i32).collect();
     (ids, cols)
@@ -1150,4 +1215,33 @@ pub fn field_ids_and_columns(schema: &LanceSchema, version: FileVersion) -> (Vec
 /// A map from field name to index, for callers resolving projections repeatedly.
 pub fn name_index(schema: &LanceSchema) -> HashMap<String, usize> {
     schema.fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect()
+}
+
+/// 2.0 nested fields read their columns through the reader (plan → fetch → decode per
+/// level; see [`v2_0_nested`]).
+impl v2_0_nested::ColumnSource for FileReader {
+    fn pages(&self, col: usize) -> Result<Vec<v2_0_nested::PageRef<'_>>> {
+        self.column_ref(col)?
+            .pages
+            .iter()
+            .map(|p| match &p.kind {
+                PageKind::V2_0(encoding) => Ok(v2_0_nested::PageRef { num_rows: p.num_rows, encoding, buffers: &p.buffers }),
+                _ => Err(Error::corrupt(format!("{}: column {col} has a page that is not a 2.0 page", self.path))),
+            })
+            .collect()
+    }
+
+    fn fetch(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
+        self.io.read_ranges(ranges)
+    }
+
+    fn read_column(&self, col: usize, field: &LanceField, column_rows: u64, ranges: &[Range<u64>]) -> Result<ArrayRef> {
+        let path = leaf_paths(field)?
+            .into_iter()
+            .next()
+            .map(|(_, p)| p)
+            .ok_or_else(|| Error::Internal(format!("field {:?} has no leaf", field.name)))?;
+        let data = self.read_leaf(col, field, &path, RowSelection::Ranges(ranges), column_rows)?;
+        assemble(field, &[data])
+    }
 }

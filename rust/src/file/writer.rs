@@ -16,6 +16,7 @@ use super::schema::{LanceField, LanceSchema};
 use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
 use crate::structural::repdef::Layer;
 use crate::structural::shred::{leaf_paths, shred};
+use crate::structural::v2_0_nested::{self, ColumnPiece};
 use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
 use crate::io::{open_writer, Writer};
@@ -54,6 +55,8 @@ struct FieldBuffer {
 struct ColumnState {
     pages: Vec<file2::column_metadata::Page>,
     written_rows: u64,
+    /// Rows of a 2.0 struct column, whose one page is written by `finish`.
+    struct_rows: Option<u64>,
 }
 
 /// Statistics of a finished file.
@@ -116,7 +119,16 @@ impl FileWriter {
             });
             num_columns += leaves.len();
         }
-        let columns = (0..num_columns).map(|_| ColumnState::default()).collect();
+        let columns = fields
+            .iter()
+            .flat_map(|f| f.leaves.iter())
+            .map(|c| ColumnState {
+                struct_rows: (!options.version.is_structural() && !v2_0_nested::is_single_column(c)
+                    && matches!(c.data_type, DataType::Struct(_)))
+                .then_some(0),
+                ..ColumnState::default()
+            })
+            .collect();
         let out = open_writer(uri)?;
         Ok(Self { out: Some(out), path: uri.to_string(), options, schema, arrow_schema, fields, columns, num_rows: 0 })
     }
@@ -159,6 +171,11 @@ impl FileWriter {
         for (g, w) in got.fields().iter().zip(want.fields()) {
             if g.name() != w.name() || !types_compatible(g.data_type(), w.data_type()) {
                 return Err(mismatch());
+            }
+        }
+        if !self.options.version.is_structural() {
+            for (f, a) in self.fields.iter().zip(batch.columns()) {
+                v2_0_nested::check_struct_validity(a, &f.field)?;
             }
         }
         for (i, w) in want.fields().iter().enumerate() {
@@ -213,9 +230,15 @@ impl FileWriter {
             encode_field_pages(&field, &leaves, &arrays, version, max_page_bytes).map(|pages| (first_column, pages))
         });
         for r in encoded {
-            let (first_column, pages) = r?;
-            for (leaf, page) in pages {
-                self.write_page(first_column + leaf, page)?;
+            let (first_column, pieces) = r?;
+            for piece in pieces {
+                match piece {
+                    ColumnPiece::Page(col, page) => self.write_page(first_column + col, page)?,
+                    ColumnPiece::StructRows(col, rows) => {
+                        let c = &mut self.columns[first_column + col];
+                        c.struct_rows = Some(c.struct_rows.unwrap_or(0) + rows);
+                    }
+                }
             }
         }
         Ok(())
@@ -254,6 +277,12 @@ impl FileWriter {
         }
         let all: Vec<usize> = (0..self.fields.len()).collect();
         self.flush(&all)?;
+        // 2.0 struct columns: one page with all their rows (as pylance writes them).
+        for col in 0..self.columns.len() {
+            if let Some(rows) = self.columns[col].struct_rows.take() {
+                self.write_page(col, v2_0_nested::struct_page(rows))?;
+            }
+        }
         let mut out = self.out.take().expect("writer open");
         let descriptor = filepb::FileDescriptor {
             schema: Some(filepb::Schema { fields: self.schema.to_pb_fields()?, metadata: self.schema.pb_metadata() }),
@@ -326,33 +355,35 @@ fn types_compatible(got: &DataType, want: &DataType) -> bool {
 }
 
 /// The fields that become file columns for top-level field `f`: its leaves in 2.1+ (the
-/// field itself when flat), the field itself in 2.0 (nested 2.0 is not supported yet).
+/// field itself when flat), every field in pre-order in 2.0 (except the children of packed
+/// structs and fixed-size lists; see [`v2_0_nested::column_fields`]).
 fn column_fields(f: &LanceField, version: FileVersion) -> Result<Vec<LanceField>> {
+    if !version.is_structural() {
+        v2_0_nested::check_writable(f)?;
+        return Ok(v2_0_nested::column_fields(f).into_iter().cloned().collect());
+    }
     let mut all = Vec::new();
     f.walk(&mut all);
-    if all.len() == 1 || (f.is_packed_struct() && version.is_structural()) {
+    if all.len() == 1 || f.is_packed_struct() {
         return Ok(vec![f.clone()]);
-    }
-    if !version.is_structural() {
-        return Err(Error::not_supported(format!(
-            "writing nested column {:?} ({}) in file version 2.0 is not implemented yet; use 2.1 or 2.2",
-            f.name, f.data_type
-        )));
     }
     leaf_paths(f)?; // rejects structures that cannot be written
     Ok(f.leaf_fields().into_iter().cloned().collect())
 }
 
 /// Encodes the buffered arrays of one top-level field into pages of about `max_page_bytes`
-/// each: `(leaf index, page)` in write order.
+/// each: pages (by column index within the field) in write order.
 fn encode_field_pages(
     field: &LanceField,
     leaves: &[LanceField],
     arrays: &[ArrayRef],
     version: FileVersion,
     max_page_bytes: u64,
-) -> Result<Vec<(usize, EncodedPage)>> {
+) -> Result<Vec<ColumnPiece>> {
     let array = concat(arrays)?;
+    if !version.is_structural() {
+        return v2_0_nested::encode_field(&array, field, max_page_bytes);
+    }
     let bytes = array.to_data().get_slice_memory_size().unwrap_or(array.get_array_memory_size()) as u64;
     let pages = bytes.div_ceil(max_page_bytes).max(1) as usize;
     let rows_per_page = array.len().div_ceil(pages).max(1);
@@ -370,10 +401,10 @@ fn encode_field_pages(
         let len = rows_per_page.min(array.len() - start);
         let slice = array.slice(start, len);
         if flat {
-            out.push((0, encode_page(&slice, field, version)?));
+            out.push(ColumnPiece::Page(0, encode_page(&slice, field, version)?));
         } else {
             for (i, (leaf, leaf_field)) in shred(&slice, field)?.iter().zip(leaves).enumerate() {
-                out.push((i, encode_leaf_page(leaf, leaf_field, version, Some(&layers[i]))?));
+                out.push(ColumnPiece::Page(i, encode_leaf_page(leaf, leaf_field, version, Some(&layers[i]))?));
             }
         }
         start += len;

@@ -4,7 +4,7 @@
 //!   the file reader), each decoding to levels + values;
 //! * [`repdef`]: repetition/definition levels and layers;
 //! * [`builder`]: turns decoded values and levels into Arrow arrays;
-//! * [`v2_0`]: the 2.0 `ArrayEncoding` trees.
+//! * [`v2_0`]: the 2.0 `ArrayEncoding` trees; [`v2_0_nested`]: 2.0 struct and list columns.
 
 pub mod assemble;
 pub mod builder;
@@ -14,6 +14,7 @@ pub mod miniblock;
 pub mod repdef;
 pub mod shred;
 pub mod v2_0;
+pub mod v2_0_nested;
 
 use std::collections::HashMap;
 use std::sync::Arc;

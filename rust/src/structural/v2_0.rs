@@ -118,6 +118,8 @@ enum Node {
     Bitpacked { packed_bits: u64, value_bits: u64, buffer: usize, signed: bool },
     BitpackedForNonNeg { packed_bits: u64, value_bits: u64, buffer: usize },
     Constant { value: bytes::Bytes },
+    /// Rows of fixed-width children stored row-major in one buffer (`bits` per row).
+    PackedStruct { bits: u64, buffer: usize },
 }
 
 fn page_buffer(b: &Option<enc20::Buffer>, num_buffers: usize, what: &str) -> Result<usize> {
@@ -227,9 +229,24 @@ impl Node {
                 }
             }
             Pb::Constant(c) => Node::Constant { value: c.value.clone() },
-            Pb::List(_) | Pb::Struct(_) | Pb::PackedStruct(_) => {
-                return Err(Error::not_supported(format!(
-                    "{CTX}: {} pages (nested columns in file version 2.0) are not implemented yet",
+            Pb::PackedStruct(p) => {
+                let mut bits = 0u64;
+                for (i, inner) in p.inner.iter().enumerate() {
+                    let child_bits = packed_child_bits(inner)
+                        .ok_or_else(|| Error::not_supported(format!("{CTX}: packed struct child {i} is not a flat value of whole bytes")))?;
+                    bits = bits
+                        .checked_add(child_bits)
+                        .filter(|&b| b <= MAX_FLAT_BITS)
+                        .ok_or_else(|| Error::corrupt(format!("{CTX}: packed struct rows are too wide")))?;
+                }
+                if bits == 0 {
+                    return Err(Error::corrupt(format!("{CTX}: packed struct without children")));
+                }
+                Node::PackedStruct { bits, buffer: page_buffer(&p.buffer, num_buffers, "packed_struct")? }
+            }
+            Pb::List(_) | Pb::Struct(_) => {
+                return Err(Error::corrupt(format!(
+                    "{CTX}: a {} page where a column of values was expected (the schema and the columns disagree)",
                     pb_name(e)
                 )))
             }
@@ -253,6 +270,19 @@ fn check_packed_widths(packed: u64, unpacked: u64) -> Result<()> {
         return Err(Error::corrupt(format!("{CTX}: bit-packed width {packed} exceeds the value width {unpacked}")));
     }
     Ok(())
+}
+
+/// Bits of one child of a 2.0 packed struct: `flat(bits)`, optionally under
+/// `nullable(no_nulls)`, of whole bytes (the row layout cannot hold partial bytes).
+fn packed_child_bits(enc: &enc20::ArrayEncoding) -> Option<u64> {
+    match enc.array_encoding.as_ref()? {
+        Pb::Flat(f) if f.bits_per_value > 0 && f.bits_per_value % 8 == 0 && f.compression.is_none() => Some(f.bits_per_value),
+        Pb::Nullable(n) => match n.nullability.as_ref()? {
+            Nullability::NoNulls(v) => packed_child_bits(v.values.as_deref()?),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -382,6 +412,11 @@ fn decode(node: &Node, bufs: &[Buffer], n: u64, indexing: DictionaryIndices) -> 
                 unpack_fastlanes_padded::<T>(bufs[*buffer].as_slice(), *packed_bits as usize, n as usize)
             })?;
             Ok(Decoded::valid(DataBlock::Fixed(FixedWidthBlock { data, bits_per_value: *value_bits, num_values: n })))
+        }
+        Node::PackedStruct { bits, buffer } => {
+            let block = FixedWidthBlock { data: bufs[*buffer].clone(), bits_per_value: *bits, num_values: n };
+            block.validate(CTX)?;
+            Ok(Decoded::valid(DataBlock::Fixed(block)))
         }
         Node::Constant { value } => {
             check_unbacked(n, "a constant node")?;
@@ -569,7 +604,7 @@ fn check_shape(values: &DataBlock, kind: &LeafKind) -> Result<()> {
         (_, LeafKind::Null) | (DataBlock::Empty { .. }, _) => true,
         (DataBlock::Fixed(f), LeafKind::Bool) => f.bits_per_value == 1,
         (DataBlock::Fixed(f), LeafKind::Fixed { bytes }) => f.bits_per_value == *bytes as u64 * 8,
-        (DataBlock::Fixed(f), LeafKind::Fsl { .. }) => Some(f.bits_per_value) == kind.bits(),
+        (DataBlock::Fixed(f), LeafKind::Fsl { .. } | LeafKind::Packed { .. }) => Some(f.bits_per_value) == kind.bits(),
         (DataBlock::Variable(_), LeafKind::Variable { .. }) => true,
         (DataBlock::FixedSizeList(l), LeafKind::Fsl { dim, .. }) => l.dimension == *dim as u64,
         _ => false,
@@ -769,8 +804,10 @@ fn plain_flat(node: &Node) -> Option<(usize, u64)> {
 
 impl RangedPage {
     fn of(node: &Node) -> Option<RangedPage> {
-        if let Node::AllNulls = node {
-            return Some(RangedPage::AllNull);
+        match node {
+            Node::AllNulls => return Some(RangedPage::AllNull),
+            Node::PackedStruct { bits, buffer } => return Some(RangedPage::Fixed { validity: None, values: *buffer, bits: *bits }),
+            _ => {}
         }
         if let Node::Binary { indices, bytes, null_adjustment } = node {
             let indices = match indices.as_ref() {
@@ -1047,7 +1084,8 @@ fn nullable(n: Nullability) -> enc20::ArrayEncoding {
     wrap(Pb::Nullable(Box::new(enc20::Nullable { nullability: Some(n) })))
 }
 
-fn no_nulls(values: enc20::ArrayEncoding) -> enc20::ArrayEncoding {
+/// `nullable{no_nulls{values}}`.
+pub(crate) fn no_nulls(values: enc20::ArrayEncoding) -> enc20::ArrayEncoding {
     nullable(Nullability::NoNulls(Box::new(enc20::nullable::NoNull { values: Some(Box::new(values)) })))
 }
 
@@ -1079,6 +1117,10 @@ impl PageWriter {
         len: usize,
         values: impl FnOnce(&mut Self) -> Result<enc20::ArrayEncoding>,
     ) -> Result<enc20::ArrayEncoding> {
+        if len == 0 {
+            // pylance's writer: a page of no values has "all" of them null.
+            return Ok(all_nulls());
+        }
         match nulls.filter(|n| n.null_count() > 0) {
             Some(n) if n.null_count() == len => Ok(all_nulls()),
             Some(n) => {
@@ -1162,7 +1204,8 @@ impl PageWriter {
             }
         };
         let total = ends.last().copied().unwrap_or(0);
-        let null_adjustment = total + 1;
+        // pylance writes 0 for a page without values.
+        let null_adjustment = if n == 0 { 0 } else { total + 1 };
         if let Some(nb) = &nulls {
             for (i, e) in ends.iter_mut().enumerate() {
                 if nb.is_null(i) {
@@ -1262,7 +1305,9 @@ impl PageWriter {
             }
             out.extend_from_slice(c);
         }
-        let items = if has_null_keys {
+        // Null keys point at an extra null item; pylance also stores one when there are no
+        // items at all (an empty page).
+        let items = if has_null_keys || values.is_empty() {
             let null = new_null_array(values.data_type(), 1);
             arrow_select::concat::concat(&[values.as_ref(), null.as_ref()])?
         } else {
@@ -1337,13 +1382,52 @@ impl PageWriter {
     }
 }
 
+impl PageWriter {
+    /// `packed_struct{inner: [nullable(no_nulls(flat(bits, buf 0))) per child], buf 0}`: the
+    /// rows of a struct of fixed-width children, row-major in one buffer.
+    fn packed_struct(&mut self, array: &ArrayRef, field: &LanceField) -> Result<enc20::ArrayEncoding> {
+        if array.null_count() > 0 {
+            return Err(struct_validity_error(&field.name, array.null_count()));
+        }
+        let kind = LeafKind::of_field(field)?;
+        let LeafKind::Packed { widths } = &kind else {
+            return Err(Error::invalid_input(format!("internal: field {:?} is not a packed struct", field.name)));
+        };
+        let rows = match crate::file::strategy::block_from_array(array, &kind, None)? {
+            DataBlock::Fixed(f) => f.data,
+            other => return Err(Error::invalid_input(format!("internal: packed struct rows became {} values", other.kind()))),
+        };
+        let buffer_index = self.buffers.len() as u32;
+        self.buffers.push(rows);
+        let buffer = || Some(enc20::Buffer { buffer_index, buffer_type: enc20::buffer::BufferType::Page as i32 });
+        let inner = widths
+            .iter()
+            .map(|w| no_nulls(wrap(Pb::Flat(enc20::Flat { bits_per_value: *w as u64 * 8, buffer: buffer(), compression: None }))))
+            .collect();
+        Ok(wrap(Pb::PackedStruct(enc20::PackedStruct { inner, buffer: buffer() })))
+    }
+}
+
+/// The error for a struct with null rows in a 2.0 file (pylance 14 refuses them too, as
+/// invalid input: 2.0 has no way to store struct validity).
+pub fn struct_validity_error(name: &str, null_count: usize) -> Error {
+    Error::invalid_input(format!(
+        "struct field {name:?} contains {null_count} null value(s), but Lance file version 2.0 cannot store struct \
+         validity; use file version 2.1 or later, or make the struct non-null"
+    ))
+}
+
 /// Encodes one 2.0 page holding all of `array`, in the tree shapes pylance 14 writes.
 /// `lance-encoding:compression = zstd | lz4` compresses the bytes of string/binary pages
 /// (pylance applies it to nothing else in 2.0).
 pub fn encode_page(array: &ArrayRef, field: &LanceField) -> Result<EncodedPage> {
     let hints = FieldHints::of(field)?;
     let mut w = PageWriter::default();
-    let enc = w.array(array, hints.compression.flatten(), true)?;
+    let enc = if field.is_packed_struct() {
+        w.packed_struct(array, field)?
+    } else {
+        w.array(array, hints.compression.flatten(), true)?
+    };
     Ok(EncodedPage {
         buffers: w.buffers,
         type_url: TYPE_URL_ARRAY_ENCODING.to_string(),
@@ -1420,6 +1504,8 @@ pub fn describe(enc: &enc20::ArrayEncoding) -> String {
             format!("bitpacked_for_non_neg({}->{})", b.uncompressed_bits_per_value, b.compressed_bits_per_value)
         }
         Pb::Constant(c) => format!("constant({} bytes)", c.value.len()),
+        Pb::List(l) => format!("list(offsets={})", describe_child(&l.offsets)),
+        Pb::PackedStruct(p) => format!("packed_struct({})", p.inner.iter().map(describe).collect::<Vec<_>>().join(", ")),
         other => pb_name(other).into(),
     }
 }
@@ -1628,7 +1714,7 @@ mod tests {
                     _ => unreachable!(),
                 });
                 let want = match (n, every) {
-                    (n, 1) if n > 0 => "nullable(all_nulls)".to_string(),
+                    (0, _) | (_, 1) => "nullable(all_nulls)".to_string(),
                     (n, e) if n > 0 && e > 0 => format!("nullable(some_nulls, flat({bits}))"),
                     _ => format!("nullable(no_nulls, flat({bits}))"),
                 };
@@ -1799,7 +1885,7 @@ mod tests {
                     _ => format!("nullable(no_nulls, flat({bits}))"),
                 };
                 let want = match (n, list_every) {
-                    (n, 1) if n > 0 => "nullable(all_nulls)".to_string(),
+                    (0, _) | (_, 1) => "nullable(all_nulls)".to_string(),
                     (n, e) if n > 0 && e > 0 => format!("nullable(some_nulls, fixed_size_list(3, {items}))"),
                     _ => format!("nullable(no_nulls, fixed_size_list(3, {items}))"),
                 };
