@@ -2197,6 +2197,69 @@ mod tests {
     }
 
     #[test]
+    fn packed_structs_round_trip_row_major() {
+        let fields = arrow_schema::Fields::from(vec![
+            Field::new("x", DataType::Int32, true),
+            Field::new("y", DataType::Float64, true),
+            Field::new("z", DataType::UInt8, true),
+        ]);
+        let n = 1000usize;
+        let a: ArrayRef = Arc::new(arrow_array::StructArray::new(
+            fields.clone(),
+            vec![
+                Arc::new(Int32Array::from_iter_values((0..n as i32).map(|i| i * -3))),
+                Arc::new(arrow_array::Float64Array::from_iter_values((0..n).map(|i| i as f64 / 4.0))),
+                Arc::new(arrow_array::UInt8Array::from_iter_values((0..n).map(|i| i as u8))),
+            ],
+            None,
+        ));
+        let field = field_of(a.data_type(), &[("lance-encoding:packed", "true")]);
+        let page = encode_page(&a.slice(7, 900), &field).unwrap();
+        let enc = enc20::ArrayEncoding::decode(page.encoding.as_slice()).unwrap();
+        assert_eq!(
+            describe(&enc),
+            "packed_struct(nullable(no_nulls, flat(32)), nullable(no_nulls, flat(64)), nullable(no_nulls, flat(8)))"
+        );
+        assert_eq!(page.buffers.len(), 1);
+        assert_eq!(page.buffers[0].len(), 900 * 13);
+        let row = |i: usize| -> Vec<u8> {
+            let i = i + 7;
+            [&(i as i32 * -3).to_le_bytes()[..], &(i as f64 / 4.0).to_le_bytes(), &[i as u8]].concat()
+        };
+        assert_eq!(&page.buffers[0].as_slice()[13 * 5..13 * 6], &row(5)[..]);
+        let kind = LeafKind::of_field(&field).unwrap();
+        let dt = a.data_type().clone();
+        let whole = decode_page(&enc, &page.buffers, 900, &kind).unwrap();
+        let DataBlock::Fixed(f) = &whole.values else { panic!("not fixed-width rows") };
+        assert_eq!((f.bits_per_value, f.data.len()), (104, 900 * 13));
+        // By byte ranges.
+        assert!(supports_ranged_reads(&enc, 1));
+        let (file, locations) = file_image(&page.buffers);
+        let fetch = |ranges: &[Range<u64>]| -> Result<Vec<Buffer>> {
+            Ok(ranges.iter().map(|r| Buffer::from(&file[r.start as usize..r.end as usize])).collect())
+        };
+        let src = PageSource { locations: &locations, loaded: &[], fetch: &fetch };
+        let chunk = read_rows(&enc, &src, 900, &kind, &dt, &[3..5, 899..900]).unwrap();
+        let DataBlock::Fixed(f) = &chunk.values else { panic!("not fixed-width rows") };
+        assert_eq!(f.data.as_slice(), &[row(3), row(4), row(899)].concat()[..]);
+        // Null rows or null children cannot be packed in 2.0.
+        let with_nulls: ArrayRef = Arc::new(arrow_array::StructArray::new(
+            fields,
+            a.as_struct().columns().to_vec(),
+            Some(NullBuffer::from((0..n).map(|i| i != 3).collect::<Vec<_>>())),
+        ));
+        assert!(matches!(encode_page(&with_nulls, &field), Err(Error::InvalidInput(_))));
+        // Hostile: rows shorter than the page says, children of partial bytes.
+        let short = vec![page.buffers[0].slice_with_length(0, 13 * 10)];
+        assert!(matches!(decode_page(&enc, &short, 900, &kind), Err(Error::Corrupt(_))));
+        let mut odd = enc.clone();
+        if let Some(Pb::PackedStruct(p)) = odd.array_encoding.as_mut() {
+            p.inner[0] = no_nulls(wrap(Pb::Flat(enc20::Flat { bits_per_value: 12, buffer: page_buffer_ref(0), compression: None })));
+        }
+        assert!(decode_page(&odd, &page.buffers, 900, &kind).is_err());
+    }
+
+    #[test]
     fn ranged_reads_cover_the_common_shapes() {
         let cases: Vec<ArrayRef> = vec![
             fixed_array(DataType::Int32, 10, 0, 1),
