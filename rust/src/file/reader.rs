@@ -431,7 +431,18 @@ impl FileReader {
     fn read_leaf(&self, col: usize, leaf: &LanceField, path: &LeafPath, sel: RowSelection) -> Result<LeafData> {
         let kind = LeafKind::of_field(leaf)?;
         let column = self.column(col)?;
-        check_rows(&column, self.num_rows, &self.path, col)?;
+        // Pages of columns below a fixed-size list of structs count its items, not rows.
+        let scale = path.row_scale();
+        check_rows(&column, self.num_rows * scale, &self.path, col)?;
+        let scaled_rows: Vec<u64>;
+        let sel = match sel {
+            RowSelection::Range(r) if scale > 1 => RowSelection::Range(r.start * scale..r.end * scale),
+            RowSelection::Rows(rows) if scale > 1 => {
+                scaled_rows = rows.iter().flat_map(|&r| r * scale..(r + 1) * scale).collect();
+                RowSelection::Rows(&scaled_rows)
+            }
+            other => other,
+        };
         let capacity = match &sel {
             RowSelection::Range(r) => (r.end - r.start) as usize,
             RowSelection::Rows(r) => r.len(),
@@ -480,7 +491,9 @@ impl FileReader {
                 }
             }
         }
-        out.finish(&leaf.data_type)
+        let mut data = out.finish(&leaf.data_type)?;
+        data.num_rows /= scale as usize;
+        Ok(data)
     }
 
     /// Fetches and caches the metadata buffers of pages that have none yet.
