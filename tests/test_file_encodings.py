@@ -337,38 +337,41 @@ def _column_bytes_pylance(lance_file, path) -> List[int]:
     return [sum(b.size for p in c.pages for b in p.buffers) for c in lance_file.LanceFileReader(str(path)).metadata().columns]
 
 
+# pylance's FSST symbol tables are not deterministic: the same column written twice differs
+# by up to ~2 %. Columns whose reference size varies across writes are compared with this
+# relative tolerance around the reference's median; every other column strictly.
+NONDETERMINISTIC_TOLERANCE = 0.03
+REFERENCE_WRITES = 3
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("name", list(BENCH_TABLES))
 def test_file_size_not_larger_than_pylance(tmp_path, pylance_file, version, name):
+    """File size, and each column's page data, are no larger than pylance's."""
     table = BENCH_TABLES[name](_bench_rng(name))
-    ours, theirs = tmp_path / "ours.lance", tmp_path / "theirs.lance"
+    ours = tmp_path / "ours.lance"
     write_lancepy(ours, table, version)
-    write_pylance(pylance_file, theirs, table, version)
-    a, b = os.path.getsize(ours), os.path.getsize(theirs)
-    per_column = {
-        col: (x, y) for col, x, y in zip(table.column_names, _column_bytes_lancepy(ours), _column_bytes_pylance(pylance_file, theirs))
-    }
-    worse = {col: f"{x} vs {y} ({x / max(y, 1):.3f}x), lancepy {enc[0]}" for (col, (x, y)), enc in zip(per_column.items(), LanceFileReader(str(ours)).metadata().encodings()) if x > y}
+    ref_sizes, ref_columns = [], []
+    for i in range(REFERENCE_WRITES):
+        theirs = tmp_path / f"theirs{i}.lance"
+        write_pylance(pylance_file, theirs, table, version)
+        ref_sizes.append(os.path.getsize(theirs))
+        ref_columns.append(_column_bytes_pylance(pylance_file, theirs))
+    encs = LanceFileReader(str(ours)).metadata().encodings()
+    problems, allowance = [], 0
+    for ci, (col, x) in enumerate(zip(table.column_names, _column_bytes_lancepy(ours))):
+        refs = sorted(r[ci] for r in ref_columns)
+        median = refs[len(refs) // 2]
+        bound = median
+        if refs[0] != refs[-1]:
+            bound = int(median * (1 + NONDETERMINISTIC_TOLERANCE))
+            allowance += bound - median
+        if x > bound:
+            problems.append(f"{col}: {x} vs {median} bytes ({x / max(median, 1):.3f}x; pylance {refs}), lancepy {encs[ci][0]}")
+    a, b = os.path.getsize(ours), sorted(ref_sizes)[len(ref_sizes) // 2]
     # 1 KiB of slack for metadata only: lancepy cuts pages at 8 MiB by default, pylance
     # writes larger pages, so a 10 MiB column has one more page description (~50 bytes).
-    # Page data is compared strictly in test_column_data_not_larger_than_pylance.
-    assert a <= b + METADATA_SLACK, f"{name} v{version}: lancepy wrote {a} bytes, pylance {b} ({a / b:.4f}x); larger columns: {worse}"
+    if a > b + METADATA_SLACK + allowance:
+        problems.append(f"file: {a} vs {b} bytes ({a / b:.4f}x)")
+    assert not problems, f"{name} v{version}: lancepy is larger than pylance: {problems}"
     assert_tables_equal(table, read_pylance(pylance_file, ours), "pylance reads lancepy's file")
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("name", list(BENCH_TABLES))
-def test_column_data_not_larger_than_pylance(tmp_path, pylance_file, version, name):
-    """The same comparison per column (page buffers only, no metadata), so a regression in
-    one encoding is not hidden by a gain in another."""
-    table = BENCH_TABLES[name](_bench_rng(name))
-    ours, theirs = tmp_path / "ours.lance", tmp_path / "theirs.lance"
-    write_lancepy(ours, table, version)
-    write_pylance(pylance_file, theirs, table, version)
-    encs = LanceFileReader(str(ours)).metadata().encodings()
-    worse = [
-        f"{col}: {x} vs {y} bytes ({x / max(y, 1):.3f}x), lancepy {enc[0]}"
-        for col, x, y, enc in zip(table.column_names, _column_bytes_lancepy(ours), _column_bytes_pylance(pylance_file, theirs), encs)
-        if x > y
-    ]
-    assert not worse, f"{name} v{version}: columns larger than pylance's: {worse}"
