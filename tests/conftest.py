@@ -161,6 +161,8 @@ def shapes_for(type_id: str) -> List[str]:
         shapes += ["item_nulls", "constant"]
     if pa.types.is_dictionary(t):
         shapes += ["non_ascii", "empty_strings", "long_256", "constant"]
+    if "constant" in shapes:
+        shapes.append("constant_nulls")  # one distinct value plus nulls (2.2 constant pages with levels)
     return shapes
 
 
@@ -414,6 +416,8 @@ def make_array(type_id: str, shape: str, rng: np.random.Generator, n: Optional[i
     if shape == "some_nulls":
         base = _base_values(type_id, t, n, rng, "default")
         return with_nulls(base, null_mask(n, rng))
+    if shape == "constant_nulls":
+        return with_nulls(_base_values(type_id, t, n, rng, "constant"), null_mask(n, rng))
     base = _base_values(type_id, t, n, rng, shape)
     if shape == "multi_page":
         return with_nulls(base, null_mask(n, rng, 0.1))
@@ -444,6 +448,9 @@ def canonical(arr) -> List[pa.Array]:
         return canonical(arr.dictionary_decode())
     if pa.types.is_floating(t):
         return [arr.view(_UINT_OF_WIDTH[t.bit_width])]
+    if pa.types.is_temporal(t):
+        # As integers: exact, and printable even outside Python's date range.
+        return [arr.view(pa.int32() if t.bit_width == 32 else pa.int64())]
     if pa.types.is_fixed_size_list(t):
         return [arr.is_valid()] + canonical(arr.flatten())
     return [arr]
