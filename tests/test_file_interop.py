@@ -156,7 +156,7 @@ def _million_rows_table(kind: str, n: int, rng: np.random.Generator) -> pa.Table
 MILLION_CASES = [
     ("int64_nulls", 2_000_000, None),
     ("string_nulls", 1_000_000, None),
-    ("float32_small_pages", 1_000_000, 64 * 1024),
+    ("float32_small_pages", 3_000_000, 64 * 1024),
     ("vector_f32_8", 500_000, 1 << 20),
 ]
 
