@@ -15,8 +15,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={p}");
     }
     let descriptors = protox::compile(protos, ["protos"])?;
-    prost_build::Config::new()
-        .bytes(["."])
-        .compile_fds(descriptors)?;
+    // Table-format messages (and the schema fields they embed) also derive serde, so that
+    // manifests and transactions can cross to Python as JSON (`table::json`).
+    let serde = "#[derive(serde::Serialize, serde::Deserialize)]";
+    let mut config = prost_build::Config::new();
+    config.bytes(["."]);
+    for path in [".lance.table", ".lance.file.Field", ".lance.file.Dictionary", ".lance.file.Encoding"] {
+        config.type_attribute(path, serde);
+    }
+    config.message_attribute(".lance.table", "#[serde(default)]");
+    config.message_attribute(".lance.file.Field", "#[serde(default)]");
+    config.message_attribute(".lance.file.Dictionary", "#[serde(default)]");
+    for (field, with) in [
+        (".lance.table.Manifest.timestamp", "timestamp"),
+        (".lance.table.IndexMetadata.index_details", "any"),
+        (".lance.table.Transaction.Rewrite.RewrittenIndex.new_index_details", "any"),
+    ] {
+        config.field_attribute(field, format!("#[serde(with = \"crate::table::json::{with}\")]"));
+    }
+    config.compile_fds(descriptors)?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 """lancepy: an independent implementation of the Lance columnar format.
 
-The Rust core (``lancepy._lancepy``) reads and writes Lance files; this package is the thin
-Python API on top. Arrow data crosses the boundary zero-copy through the Arrow PyCapsule
+The Rust core (``lancepy._lancepy``) reads and writes Lance files, manifests, transactions and
+deletion files; this package is the Python API on top: datasets (:func:`write_dataset`,
+:func:`dataset`), versions, commits and schema evolution. Arrow data crosses the boundary zero-copy through the Arrow PyCapsule
 interface.
 """
 
@@ -10,5 +11,21 @@ from __future__ import annotations
 from lancepy import exceptions
 from lancepy._lancepy import __version__
 from lancepy.file import LanceFileReader, LanceFileWriter
+from lancepy import fragment
+from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, dataset, write_dataset
+from lancepy.fragment import FragmentMetadata, LanceFragment
 
-__all__ = ["__version__", "exceptions", "LanceFileReader", "LanceFileWriter"]
+__all__ = [
+    "__version__",
+    "exceptions",
+    "LanceFileReader",
+    "LanceFileWriter",
+    "LanceDataset",
+    "LanceOperation",
+    "LanceScanner",
+    "LanceFragment",
+    "FragmentMetadata",
+    "dataset",
+    "write_dataset",
+    "fragment",
+]

@@ -26,6 +26,7 @@ __all__ = [
     "LanceIOError",
     "NotFoundError",
     "DatasetNotFoundError",
+    "DatasetAlreadyExistsError",
     "VersionNotFoundError",
     "CommitConflictError",
 ]
@@ -72,6 +73,10 @@ class NotFoundError(LanceIOError, FileNotFoundError):
 
 class DatasetNotFoundError(NotFoundError):
     """There is no Lance dataset at the given URI."""
+
+
+class DatasetAlreadyExistsError(LanceIOError, FileExistsError):
+    """A dataset exists where ``mode="create"`` was asked to create one."""
 
 
 class VersionNotFoundError(LanceError, LookupError):

@@ -67,6 +67,10 @@ pub enum Error {
     /// The operation was interrupted (Ctrl-C).
     #[error("interrupted")]
     Interrupted,
+
+    /// A bug in lancepy (an internal invariant failed). Please report it.
+    #[error("internal error (a bug in lancepy, please report it): {0}")]
+    Internal(String),
 }
 
 /// Result alias used throughout the crate.

@@ -16,6 +16,7 @@ pub mod io;
 pub mod kernels;
 pub mod parallel;
 pub mod structural;
+pub mod table;
 
 #[cfg(feature = "python")]
 mod python;

@@ -115,6 +115,43 @@ pub fn decode_inline(data: &[u8], uncompressed_bits: u64, num_values: u64, ctx: 
     Ok(DataBlock::Fixed(FixedWidthBlock { data: buf, bits_per_value: uncompressed_bits, num_values }))
 }
 
+fn decode_inline_rows_typed<T: Word>(data: &[u8], num_values: usize, rows: &[u32], ctx: &str) -> Result<Buffer> {
+    // Locate every block (its width and packed bytes) without unpacking anything.
+    let mut blocks: Vec<(usize, usize)> = Vec::with_capacity(num_values.div_ceil(BLOCK_LEN));
+    let mut pos = 0usize;
+    for _ in 0..num_values.div_ceil(BLOCK_LEN) {
+        let header = data
+            .get(pos..pos + T::BYTES)
+            .ok_or_else(|| Error::corrupt(format!("{ctx}: bit-packed data ends before a block header")))?;
+        let width = T::from_le(header).as_u64() as usize;
+        if width > T::BITS {
+            return Err(Error::corrupt(format!("{ctx}: bit width {width} exceeds {} bits", T::BITS)));
+        }
+        pos += T::BYTES;
+        let nbytes = bitpack::packed_bytes::<T>(width);
+        if pos + nbytes > data.len() {
+            return Err(Error::corrupt(format!("{ctx}: bit-packed block ends early")));
+        }
+        blocks.push((width, pos));
+        pos += nbytes;
+    }
+    let mut out = MutableBuffer::new(rows.len() * T::BYTES);
+    for &r in rows {
+        let r = r as usize;
+        let (width, start) = blocks[r / BLOCK_LEN];
+        let packed = &data[start..start + bitpack::packed_bytes::<T>(width)];
+        let v: T = bitpack::unpack_one_le_bytes(width, packed, r % BLOCK_LEN);
+        out.push(v);
+    }
+    Ok(out.into())
+}
+
+/// Decodes only the values at `rows` (each `< num_values`) of an inline-bit-packed buffer.
+pub fn decode_inline_rows(data: &[u8], uncompressed_bits: u64, num_values: u64, rows: &[u32], ctx: &str) -> Result<DataBlock> {
+    let buf = with_word_type!(uncompressed_bits, T, { decode_inline_rows_typed::<T>(data, num_values as usize, rows, ctx) })?;
+    Ok(DataBlock::Fixed(FixedWidthBlock { data: buf, bits_per_value: uncompressed_bits, num_values: rows.len() as u64 }))
+}
+
 fn encode_inline_typed<T: Word>(values: &[u8], out: &mut Vec<u8>) {
     let mut block = [T::default(); BLOCK_LEN];
     for chunk in values.chunks(BLOCK_LEN * T::BYTES) {

@@ -58,6 +58,14 @@ pub enum DataBlock {
         /// Number of values.
         num_values: u64,
     },
+    /// Values given as indices into a page dictionary; expanded only for the values that
+    /// are actually selected.
+    Dictionary {
+        /// One index per value (8, 16, 32 or 64 bits).
+        indices: FixedWidthBlock,
+        /// The dictionary (fixed or variable width).
+        items: std::sync::Arc<DataBlock>,
+    },
 }
 
 impl DataBlock {
@@ -68,6 +76,7 @@ impl DataBlock {
             DataBlock::Variable(b) => b.num_values,
             DataBlock::FixedSizeList(b) => b.child.num_values() / b.dimension.max(1),
             DataBlock::Empty { num_values } => *num_values,
+            DataBlock::Dictionary { indices, .. } => indices.num_values,
         }
     }
 
@@ -94,6 +103,7 @@ impl DataBlock {
             DataBlock::Variable(_) => "variable-width",
             DataBlock::FixedSizeList(_) => "fixed-size-list",
             DataBlock::Empty { .. } => "empty",
+            DataBlock::Dictionary { .. } => "dictionary",
         }
     }
 }

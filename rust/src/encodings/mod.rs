@@ -309,6 +309,34 @@ impl Compression {
         }
     }
 
+    /// Decodes only the values at `rows` (each `< n`, any order) of one mini-block chunk, in
+    /// that order, when this encoding can do so without decoding the whole chunk: FastLanes
+    /// blocks support extracting single values and FSST strings decompress one by one.
+    /// `None` means the caller should decode the whole chunk.
+    pub fn decode_miniblock_rows(&self, bufs: &[Buffer], n: u64, rows: &[u32]) -> Result<Option<DataBlock>> {
+        const CTX: &str = "mini-block chunk";
+        if bufs.len() < self.miniblock_buffers() || rows.iter().any(|&r| r as u64 >= n) {
+            return Ok(None);
+        }
+        match self {
+            Compression::InlineBitpacking { bits } => {
+                Ok(Some(bitpacking::decode_inline_rows(bufs[0].as_slice(), *bits, n, rows, CTX)?))
+            }
+            Compression::Fsst { table, values } if matches!(values.as_ref(), Compression::Variable { .. }) => {
+                let inner = values.decode_miniblock(bufs, n)?.into_variable(CTX)?;
+                let mut offsets = Vec::with_capacity(rows.len() + 1);
+                let mut data = Vec::new();
+                offsets.push(0u64);
+                for &r in rows {
+                    fsst::decompress_value(table, inner.value(r as usize), &mut data)?;
+                    offsets.push(data.len() as u64);
+                }
+                Ok(Some(DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data))))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Decodes one buffer holding a whole stream of `n` values (block context).
     pub fn decode_block(&self, buf: &Buffer, n: u64) -> Result<DataBlock> {
         const CTX: &str = "block";

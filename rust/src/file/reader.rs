@@ -29,6 +29,9 @@ use crate::structural::builder::{LeafBuilder, Selection};
 use crate::structural::constant::ConstantLayout;
 use crate::structural::fullzip::{self, FullZipLayout, RepIndex};
 use crate::structural::miniblock::{self, ChunkInfo, DecodedChunk, MiniBlockLayout};
+use crate::structural::assemble::{assemble, LeafData};
+use crate::structural::repdef::{max_visible_def, page_to_canonical, Layer, LeafPath};
+use crate::structural::shred::leaf_paths;
 use crate::structural::{v2_0, LeafKind};
 
 /// Bytes read from the end of a file when opening it.
@@ -57,7 +60,13 @@ pub enum PageKind {
 /// Page metadata loaded on first use.
 #[derive(Debug)]
 enum PageState {
-    MiniBlock { chunks: Vec<ChunkInfo>, dictionary: Option<DataBlock> },
+    MiniBlock {
+        chunks: Vec<ChunkInfo>,
+        dictionary: Option<Arc<DataBlock>>,
+        /// Rows completed before each chunk (prefix sums of the repetition index), and the
+        /// levels each chunk leaves for the next one.
+        rep_index: Option<(Vec<u64>, Vec<u64>)>,
+    },
     FullZip { rep_index: Option<RepIndex> },
     Buffers(Vec<Buffer>),
 }
@@ -306,6 +315,17 @@ impl FileReader {
         })
     }
 
+    /// The top-level field whose columns start at file column `col`: how a dataset's
+    /// `DataFile.column_indices` (the first column of each field) point into a file.
+    pub fn field_starting_at_column(&self, col: usize) -> Option<usize> {
+        self.fields.iter().position(|f| f.columns.first() == Some(&col))
+    }
+
+    /// The top-level field with Lance field id `id`, if the file has one.
+    pub fn field_with_id(&self, id: i32) -> Option<usize> {
+        self.schema.fields.iter().position(|f| f.id == id)
+    }
+
     /// Resolves a projection (top-level column names; `None` = all) to field indices.
     pub fn projection(&self, columns: Option<&[String]>) -> Result<Vec<usize>> {
         match columns {
@@ -371,62 +391,96 @@ impl FileReader {
         Ok(RecordBatch::try_new_with_options(self.projected_schema(fields), arrays, &opts)?)
     }
 
-    fn leaf_column(&self, field: usize) -> Result<(&LanceField, usize)> {
+    /// The leaf columns of top-level field `field`: (file column, leaf field, structure).
+    fn leaves(&self, field: usize) -> Result<Vec<(usize, &LanceField, LeafPath)>> {
         let f = &self.schema.fields[field];
         let cols = &self.fields[field].columns;
-        if cols.len() != 1 || !f.children.is_empty() {
+        let paths = leaf_paths(f)?;
+        if !self.version.is_structural() && (paths.len() != 1 || paths[0].1.kinds.len() != 1) {
             return Err(Error::not_supported(format!(
-                "reading nested column {:?} ({}) is not implemented yet",
+                "reading nested column {:?} ({}) from a version 2.0 file is not implemented yet",
                 f.name, f.data_type
             )));
         }
-        Ok((f, cols[0]))
+        if cols.len() != paths.len() {
+            return Err(Error::corrupt(format!("field {:?} has {} leaves but {} columns", f.name, paths.len(), cols.len())));
+        }
+        let leaf_fields = f.leaf_fields();
+        Ok(cols.iter().zip(leaf_fields).zip(paths).map(|((&c, lf), (_, p))| (c, lf, p)).collect())
     }
 
     fn read_field_range(&self, field: usize, rows: Range<u64>) -> Result<ArrayRef> {
-        let (f, col) = self.leaf_column(field)?;
-        let kind = LeafKind::of(&f.data_type)?;
-        let column = self.column(col)?;
-        check_rows(&column, self.num_rows, &self.path, col)?;
-        let mut builder = LeafBuilder::new(kind.clone(), (rows.end - rows.start) as usize);
-        let pages: Vec<&Page> = column
-            .pages
+        let leaves = self.leaves(field)?;
+        let datas = leaves
             .iter()
-            .filter(|p| p.first_row < rows.end && p.first_row + p.num_rows > rows.start && p.num_rows > 0)
-            .collect();
-        self.load_states(&pages, &kind)?;
-        for page in pages {
-            let local = rows.start.max(page.first_row) - page.first_row..rows.end.min(page.first_row + page.num_rows) - page.first_row;
-            self.decode_page_range(page, &kind, local, &mut builder)?;
-        }
-        builder.finish(&f.data_type)
+            .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Range(rows.clone())))
+            .collect::<Result<Vec<_>>>()?;
+        assemble(&self.schema.fields[field], &datas)
     }
 
     fn take_field(&self, field: usize, rows: &[u64]) -> Result<ArrayRef> {
-        let (f, col) = self.leaf_column(field)?;
-        let kind = LeafKind::of(&f.data_type)?;
+        let leaves = self.leaves(field)?;
+        let datas = leaves
+            .iter()
+            .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Rows(rows)))
+            .collect::<Result<Vec<_>>>()?;
+        assemble(&self.schema.fields[field], &datas)
+    }
+
+    /// Reads the selected rows of one leaf column.
+    fn read_leaf(&self, col: usize, leaf: &LanceField, path: &LeafPath, sel: RowSelection) -> Result<LeafData> {
+        let kind = LeafKind::of_field(leaf)?;
         let column = self.column(col)?;
         check_rows(&column, self.num_rows, &self.path, col)?;
-        let mut builder = LeafBuilder::new(kind.clone(), rows.len());
-        // Group rows by page (both sorted).
-        let mut groups: Vec<(&Page, Vec<u64>)> = Vec::new();
-        let mut pi = 0;
-        for &r in rows {
-            while column.pages[pi].first_row + column.pages[pi].num_rows <= r {
-                pi += 1;
+        let capacity = match &sel {
+            RowSelection::Range(r) => (r.end - r.start) as usize,
+            RowSelection::Rows(r) => r.len(),
+        };
+        let mut out = LeafBuilder::with_path(kind.clone(), path.clone(), capacity);
+        // Page-local selections, in page order.
+        let mut groups: Vec<(&Page, PageRows)> = Vec::new();
+        match sel {
+            RowSelection::Range(rows) => {
+                for p in column.pages.iter().filter(|p| p.first_row < rows.end && p.first_row + p.num_rows > rows.start) {
+                    let local = rows.start.max(p.first_row) - p.first_row..rows.end.min(p.first_row + p.num_rows) - p.first_row;
+                    groups.push((p, PageRows::Range(local)));
+                }
             }
-            let page = &column.pages[pi];
-            match groups.last_mut() {
-                Some((p, v)) if std::ptr::eq(*p, page) => v.push(r - page.first_row),
-                _ => groups.push((page, vec![r - page.first_row])),
+            RowSelection::Rows(rows) => {
+                let mut pi = 0;
+                for &r in rows {
+                    while column.pages[pi].first_row + column.pages[pi].num_rows <= r {
+                        pi += 1;
+                    }
+                    let page = &column.pages[pi];
+                    match groups.last_mut() {
+                        Some((p, PageRows::Rows(v))) if std::ptr::eq(*p, page) => v.push(r - page.first_row),
+                        _ => groups.push((page, PageRows::Rows(vec![r - page.first_row]))),
+                    }
+                }
             }
         }
         let pages: Vec<&Page> = groups.iter().map(|(p, _)| *p).collect();
         self.load_states(&pages, &kind)?;
-        for (page, local) in groups {
-            self.decode_page_rows(page, &kind, &local, &mut builder)?;
+        for (page, rows) in groups {
+            let layers = page_layers(&page.kind);
+            let table = match layers {
+                Some(l) => page_to_canonical(path, l)?,
+                None => vec![0, path.null_def(path.kinds.len() - 1)],
+            };
+            let nested = path.has_lists() || page_has_rep(&page.kind);
+            match (rows, nested) {
+                (PageRows::Range(r), false) => self.decode_page_range(page, &kind, &leaf.data_type, r, &table, &mut out)?,
+                (PageRows::Rows(r), false) => self.decode_page_rows(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
+                (PageRows::Range(r), true) => self.decode_page_range_nested(page, &kind, path, r, &table, &mut out)?,
+                (PageRows::Rows(r), true) => {
+                    for run in runs(&r) {
+                        self.decode_page_range_nested(page, &kind, path, run, &table, &mut out)?;
+                    }
+                }
+            }
         }
-        builder.finish(&f.data_type)
+        out.finish(&leaf.data_type)
     }
 
     /// Fetches and caches the metadata buffers of pages that have none yet.
@@ -457,11 +511,18 @@ impl FileReader {
         Ok(())
     }
 
-    fn decode_page_range(&self, page: &Page, kind: &LeafKind, rows: Range<u64>, out: &mut LeafBuilder) -> Result<()> {
+    fn decode_page_range(
+        &self,
+        page: &Page,
+        kind: &LeafKind,
+        data_type: &DataType,
+        rows: Range<u64>,
+        table: &[u16],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
         let state = page.state.get().expect("page state loaded");
         match (&page.kind, state.as_ref()) {
-            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary }) => {
-                check_flat(&layout.layers)?;
+            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, .. }) => {
                 let first = chunks.partition_point(|c| c.first_value + c.num_values <= rows.start);
                 let last = chunks.partition_point(|c| c.first_value < rows.end);
                 let selected = &chunks[first..last];
@@ -469,15 +530,14 @@ impl FileReader {
                 let ranges: Vec<Range<u64>> = selected.iter().map(|c| data_pos + c.offset..data_pos + c.offset + c.len).collect();
                 let bytes = self.io.read_ranges(&ranges)?;
                 for (c, b) in selected.iter().zip(&bytes) {
-                    let decoded = miniblock::decode_chunk(layout, c, b, dictionary.as_ref())?;
+                    let decoded = miniblock::decode_chunk(layout, c, b, dictionary.as_ref(), None)?;
                     let s = rows.start.max(c.first_value) - c.first_value;
                     let e = rows.end.min(c.first_value + c.num_values) - c.first_value;
-                    append_decoded(out, &decoded, Selection::Range(s as usize, (e - s) as usize))?;
+                    append_decoded(out, &decoded, table, Selection::Range(s as usize, (e - s) as usize))?;
                 }
                 Ok(())
             }
             (PageKind::FullZip(layout), PageState::FullZip { rep_index }) => {
-                check_flat(&layout.layers)?;
                 let data_pos = page.buffers[0].0;
                 let byte_range = match (layout.fixed_stride(), rep_index) {
                     (Some(stride), _) => rows.start * stride..rows.end * stride,
@@ -488,32 +548,37 @@ impl FileReader {
                     return Err(Error::corrupt("full-zip rows lie beyond the page's data buffer"));
                 }
                 let bytes = self.io.read_range(data_pos + byte_range.start..data_pos + byte_range.end)?;
-                let decoded = fullzip::decode_levels(layout, bytes.as_slice(), rows.end - rows.start)?;
-                append_decoded(out, &decoded, Selection::All)
+                let decoded = fullzip::decode_levels(layout, bytes.as_slice(), Some(rows.end - rows.start))?;
+                append_decoded(out, &decoded, table, Selection::All)
             }
             (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
-                check_flat(&layout.layers)?;
                 let decoded = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
-                append_decoded(out, &decoded, Selection::Range(rows.start as usize, (rows.end - rows.start) as usize))
+                append_decoded(out, &decoded, table, Selection::Range(rows.start as usize, (rows.end - rows.start) as usize))
             }
             (PageKind::Blob { inner, layers }, PageState::MiniBlock { chunks, .. }) => {
-                check_flat(layers)?;
                 let rows_vec: Vec<u64> = (rows.start..rows.end).collect();
-                self.decode_blobs(page, inner, layers, chunks, &rows_vec, out)
+                self.decode_blobs(page, inner, layers, chunks, &rows_vec, table, out)
             }
             (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = v2_0::decode_page(enc, bufs, page.num_rows, kind)?;
-                append_decoded(out, &decoded, Selection::Range(rows.start as usize, (rows.end - rows.start) as usize))
+                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, &[rows])?;
+                append_decoded(out, &decoded, table, Selection::All)
             }
             _ => Err(Error::corrupt("page state does not match its layout")),
         }
     }
 
-    fn decode_page_rows(&self, page: &Page, kind: &LeafKind, rows: &[u64], out: &mut LeafBuilder) -> Result<()> {
+    fn decode_page_rows(
+        &self,
+        page: &Page,
+        kind: &LeafKind,
+        data_type: &DataType,
+        rows: &[u64],
+        table: &[u16],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
         let state = page.state.get().expect("page state loaded");
         match (&page.kind, state.as_ref()) {
-            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary }) => {
-                check_flat(&layout.layers)?;
+            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, .. }) => {
                 // Group the (sorted) rows by chunk.
                 let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
                 let mut ci = 0;
@@ -534,13 +599,15 @@ impl FileReader {
                     .collect();
                 let bytes = self.io.read_ranges(&ranges)?;
                 for ((c, sel), b) in groups.iter().zip(&bytes) {
-                    let decoded = miniblock::decode_chunk(layout, &chunks[*c], b, dictionary.as_ref())?;
-                    append_decoded(out, &decoded, Selection::Indices(sel))?;
+                    // Few rows of a chunk: decode just those values when the encoding allows.
+                    let rows = (sel.len() * 8 < chunks[*c].num_values as usize).then_some(&sel[..]);
+                    let decoded = miniblock::decode_chunk(layout, &chunks[*c], b, dictionary.as_ref(), rows)?;
+                    let s = if decoded.selected { Selection::All } else { Selection::Indices(sel) };
+                    append_decoded(out, &decoded, table, s)?;
                 }
                 Ok(())
             }
             (PageKind::FullZip(layout), PageState::FullZip { rep_index }) => {
-                check_flat(&layout.layers)?;
                 let data_pos = page.buffers[0].0;
                 // Runs of consecutive rows are read and decoded together.
                 let mut runs: Vec<Range<u64>> = Vec::new();
@@ -564,28 +631,40 @@ impl FileReader {
                 let abs: Vec<Range<u64>> = byte_ranges.iter().map(|r| data_pos + r.start..data_pos + r.end).collect();
                 let bytes = self.io.read_ranges(&abs)?;
                 for (run, b) in runs.iter().zip(&bytes) {
-                    let decoded = fullzip::decode_levels(layout, b.as_slice(), run.end - run.start)?;
-                    append_decoded(out, &decoded, Selection::All)?;
+                    let decoded = fullzip::decode_levels(layout, b.as_slice(), Some(run.end - run.start))?;
+                    append_decoded(out, &decoded, table, Selection::All)?;
                 }
                 Ok(())
             }
             (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
-                check_flat(&layout.layers)?;
                 let decoded = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
                 let sel: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-                append_decoded(out, &decoded, Selection::Indices(&sel))
+                append_decoded(out, &decoded, table, Selection::Indices(&sel))
             }
             (PageKind::Blob { inner, layers }, PageState::MiniBlock { chunks, .. }) => {
-                check_flat(layers)?;
-                self.decode_blobs(page, inner, layers, chunks, rows, out)
+                self.decode_blobs(page, inner, layers, chunks, rows, table, out)
             }
             (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = v2_0::decode_page(enc, bufs, page.num_rows, kind)?;
-                let sel: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-                append_decoded(out, &decoded, Selection::Indices(&sel))
+                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, &runs(rows))?;
+                append_decoded(out, &decoded, table, Selection::All)
             }
             _ => Err(Error::corrupt("page state does not match its layout")),
         }
+    }
+
+    /// Reads row ranges of a 2.0 page from its cached buffers, or by byte ranges on demand.
+    fn read_v2_0_rows(
+        &self,
+        page: &Page,
+        enc: &enc20::ArrayEncoding,
+        loaded: &[Buffer],
+        kind: &LeafKind,
+        data_type: &DataType,
+        rows: &[Range<u64>],
+    ) -> Result<DecodedChunk> {
+        let fetch = |r: &[Range<u64>]| self.io.read_ranges(r);
+        let src = v2_0::PageSource { locations: &page.buffers, loaded, fetch: &fetch };
+        v2_0::read_rows(enc, &src, page.num_rows, kind, data_type, rows)
     }
 
     /// Reads blob descriptors for `rows` (sorted, page-local), then the blobs themselves.
@@ -596,6 +675,7 @@ impl FileReader {
         layers: &[crate::structural::repdef::Layer],
         chunks: &[ChunkInfo],
         rows: &[u64],
+        table: &[u16],
         out: &mut LeafBuilder,
     ) -> Result<()> {
         let mut descriptors = LeafBuilder::new(LeafKind::Fixed { bytes: 16 }, rows.len());
@@ -616,11 +696,10 @@ impl FileReader {
             groups.iter().map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len).collect();
         let bytes = self.io.read_ranges(&ranges)?;
         for ((c, sel), b) in groups.iter().zip(&bytes) {
-            let decoded = miniblock::decode_chunk(inner, &chunks[*c], b, None)?;
+            let decoded = miniblock::decode_chunk(inner, &chunks[*c], b, None, None)?;
             descriptors.append(&decoded.values, None, Selection::Indices(sel))?;
         }
-        let desc = descriptors.finish(&DataType::FixedSizeBinary(16))?;
-        let desc = desc.to_data();
+        let desc = descriptors.finish(&DataType::FixedSizeBinary(16))?.values.to_data();
         let raw = desc.buffers()[0].as_slice();
         let mut blob_ranges = Vec::new();
         let mut def = Vec::with_capacity(rows.len());
@@ -653,7 +732,81 @@ impl FileReader {
         let block = DataBlock::Variable(crate::encodings::VariableWidthBlock::from_u64(offsets, data));
         let _ = layers;
         let has_nulls = def.iter().any(|&d| d != 0);
-        out.append(&block, has_nulls.then_some(&def[..]), Selection::All)
+        let canonical = if has_nulls { Some(to_canonical(&def, table)?) } else { None };
+        out.append(&block, canonical.as_deref(), Selection::All)
+    }
+
+    /// Decodes the rows `rows` (page-local) of a page of a column with lists.
+    fn decode_page_range_nested(
+        &self,
+        page: &Page,
+        kind: &LeafKind,
+        path: &LeafPath,
+        rows: Range<u64>,
+        table: &[u16],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
+        let state = page.state.get().expect("page state loaded");
+        let max_rep = path.max_rep;
+        match (&page.kind, state.as_ref()) {
+            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, rep_index }) => {
+                if chunks.is_empty() || rows.is_empty() {
+                    return Ok(());
+                }
+                let visible_limit = max_visible_def(&layout.layers);
+                // Chunks holding the rows: from the one where row `rows.start` begins to the
+                // one where row `rows.end - 1` ends.
+                let (j0, j1, completed_before) = match rep_index {
+                    Some((before, leftover)) => {
+                        let completes_in = |row: u64| before.partition_point(|&c| c <= row).saturating_sub(1).min(chunks.len() - 1);
+                        let mut j0 = completes_in(rows.start);
+                        while j0 > 0 && leftover[j0 - 1] > 0 && before[j0] == rows.start {
+                            j0 -= 1;
+                        }
+                        (j0, completes_in(rows.end - 1), before[j0])
+                    }
+                    None => (0, chunks.len() - 1, 0),
+                };
+                let data_pos = page.buffers[1].0;
+                let ranges: Vec<Range<u64>> =
+                    chunks[j0..=j1].iter().map(|c| data_pos + c.offset..data_pos + c.offset + c.len).collect();
+                let bytes = self.io.read_ranges(&ranges)?;
+                let mut next_start_row = completed_before;
+                for (i, (c, b)) in chunks[j0..=j1].iter().zip(&bytes).enumerate() {
+                    let piece = miniblock::decode_chunk(layout, c, b, dictionary.as_ref(), None)?;
+                    let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's chunk has no repetition levels"))?;
+                    if i == 0 && rep.first().is_some_and(|&r| r != max_rep) {
+                        next_start_row += 1; // the chunk starts inside a row begun earlier
+                    }
+                    next_start_row += append_rows_of_piece(out, &piece, next_start_row, &rows, max_rep, visible_limit, table)?;
+                }
+                Ok(())
+            }
+            (PageKind::FullZip(layout), PageState::FullZip { rep_index: Some(idx) }) => {
+                let visible_limit = max_visible_def(&layout.layers);
+                let range = idx.offset(rows.start)..idx.offset(rows.end);
+                let data_pos = page.buffers[0].0;
+                let bytes = self.io.read_range(data_pos + range.start..data_pos + range.end)?;
+                let piece = fullzip::decode_levels(layout, bytes.as_slice(), None)?;
+                append_rows_of_piece(out, &piece, rows.start, &rows, max_rep, visible_limit, table)?;
+                Ok(())
+            }
+            (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
+                let piece = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
+                if piece.rep.is_none() {
+                    // No lists in this page: one level per row.
+                    return append_decoded(
+                        out,
+                        &piece,
+                        table,
+                        Selection::Range(rows.start as usize, (rows.end - rows.start) as usize),
+                    );
+                }
+                append_rows_of_piece(out, &piece, 0, &rows, max_rep, max_visible_def(&layout.layers), table)?;
+                Ok(())
+            }
+            _ => Err(Error::not_supported("this page layout for a column with lists")),
+        }
     }
 
     /// A description of every column's pages and encodings.
@@ -751,18 +904,103 @@ fn check_rows(column: &Column, num_rows: u64, path: &str, col: usize) -> Result<
     Ok(())
 }
 
-fn check_flat(layers: &[crate::structural::repdef::Layer]) -> Result<()> {
-    if layers.len() != 1 {
-        return Err(Error::not_supported("pages of nested columns (struct/list layers) are not implemented yet"));
-    }
-    Ok(())
+/// Translates page definition levels to canonical ones.
+fn to_canonical(def: &[u16], table: &[u16]) -> Result<Vec<u16>> {
+    def.iter()
+        .map(|&d| table.get(d as usize).copied().ok_or_else(|| Error::corrupt(format!("definition level {d} is not valid for the page's layers"))))
+        .collect()
 }
 
-fn append_decoded(out: &mut LeafBuilder, d: &DecodedChunk, sel: Selection) -> Result<()> {
+/// Appends a decoded piece of a column without repetition.
+fn append_decoded(out: &mut LeafBuilder, d: &DecodedChunk, table: &[u16], sel: Selection) -> Result<()> {
     if d.rep.is_some() {
-        return Err(Error::not_supported("repetition levels (list columns) are not implemented yet"));
+        return Err(Error::corrupt("repetition levels in a column without lists"));
     }
-    out.append(&d.values, d.def.as_deref(), sel)
+    let def = d.def.as_deref().map(|x| to_canonical(x, table)).transpose()?;
+    out.append(&d.values, def.as_deref(), sel)
+}
+
+/// Rows of one page to read.
+enum PageRows {
+    Range(Range<u64>),
+    Rows(Vec<u64>),
+}
+
+/// Rows of a file to read.
+enum RowSelection<'a> {
+    Range(Range<u64>),
+    Rows(&'a [u64]),
+}
+
+/// Sorted rows as runs of consecutive rows.
+fn runs(rows: &[u64]) -> Vec<Range<u64>> {
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for &r in rows {
+        match out.last_mut() {
+            Some(run) if run.end == r => run.end += 1,
+            _ => out.push(r..r + 1),
+        }
+    }
+    out
+}
+
+fn page_layers(kind: &PageKind) -> Option<&[Layer]> {
+    match kind {
+        PageKind::MiniBlock(l) => Some(&l.layers),
+        PageKind::FullZip(l) => Some(&l.layers),
+        PageKind::Constant(l) => Some(&l.layers),
+        PageKind::Blob { layers, .. } => Some(layers),
+        PageKind::V2_0(_) => None,
+    }
+}
+
+fn page_has_rep(kind: &PageKind) -> bool {
+    page_layers(kind).is_some_and(|l| l.iter().any(|x| x.is_list()))
+}
+
+/// Appends the part of `piece` (levels and values of consecutive levels whose first row
+/// start begins row `first_row`; earlier levels continue row `first_row - 1`) that belongs to
+/// `rows`. Returns the number of row starts in the piece.
+fn append_rows_of_piece(
+    out: &mut LeafBuilder,
+    piece: &DecodedChunk,
+    first_row: u64,
+    rows: &Range<u64>,
+    max_rep: u16,
+    visible_limit: u16,
+    table: &[u16],
+) -> Result<u64> {
+    let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's page has no repetition levels"))?;
+    let n = rep.len();
+    if let Some(d) = &piece.def {
+        if d.len() != n {
+            return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", n, d.len())));
+        }
+    }
+    let starts: Vec<usize> = (0..n).filter(|&p| rep[p] == max_rep).collect();
+    let preamble_row = first_row.checked_sub(1);
+    let lo = if preamble_row.is_some_and(|r| rows.contains(&r)) {
+        0
+    } else {
+        let k = rows.start.saturating_sub(first_row) as usize;
+        starts.get(k).copied().unwrap_or(n)
+    };
+    let hi = match rows.end.checked_sub(first_row) {
+        Some(k) => starts.get(k as usize).copied().unwrap_or(n),
+        None => 0,
+    };
+    let hi = hi.max(lo);
+    let visible = |p: usize| piece.def.as_ref().is_none_or(|d| d[p] <= visible_limit);
+    let v_lo = (0..lo).filter(|&p| visible(p)).count();
+    let v_n = (lo..hi).filter(|&p| visible(p)).count();
+    let rows_in = starts.iter().filter(|&&p| p >= lo && p < hi).count();
+    if v_lo + v_n > piece.values.num_values() as usize {
+        return Err(Error::corrupt("levels describe more values than the page holds"));
+    }
+    out.append_values(&piece.values, Selection::Range(v_lo, v_n))?;
+    let def = piece.def.as_ref().map(|d| to_canonical(&d[lo..hi], table)).transpose()?;
+    out.append_levels(Some(&rep[lo..hi]), def.as_deref(), hi - lo, rows_in)?;
+    Ok(starts.len() as u64)
 }
 
 fn parse_page_layout(layout: enc21::PageLayout, ctx: &str) -> Result<PageKind> {
@@ -802,6 +1040,8 @@ fn state_buffers(p: &Page) -> Vec<usize> {
         }
         PageKind::FullZip(l) if l.has_rep_index() => vec![1],
         PageKind::FullZip(_) => vec![],
+        // Read by byte ranges on demand, nothing to cache.
+        PageKind::V2_0(enc) if v2_0::supports_ranged_reads(enc, p.buffers.len()) => vec![],
         PageKind::Constant(_) | PageKind::V2_0(_) => (0..p.buffers.len()).collect(),
     }
 }
@@ -817,16 +1057,20 @@ fn build_state(p: &Page, bufs: Vec<Buffer>, _kind: &LeafKind) -> Result<PageStat
                 return Err(Error::corrupt(format!("mini-block page holds {} values for {} rows", l.num_items, p.num_rows)));
             }
             let dictionary = match (&l.dictionary, l.dictionary_buffer()) {
-                (Some(c), Some(_)) => Some(c.decode_block(&bufs[1], l.num_dictionary_items)?),
+                (Some(c), Some(_)) => Some(Arc::new(c.decode_block(&bufs[1], l.num_dictionary_items)?)),
                 _ => None,
             };
-            PageState::MiniBlock { chunks, dictionary }
+            let rep_index = match l.rep_index_buffer() {
+                Some(_) => Some(parse_miniblock_rep_index(bufs.last().unwrap(), l.repetition_index_depth, &chunks, p.num_rows)?),
+                None => None,
+            };
+            PageState::MiniBlock { chunks, dictionary, rep_index }
         }
         PageKind::FullZip(l) => {
             if p.buffers.is_empty() || (l.has_rep_index() && p.buffers.len() < 2) {
                 return Err(Error::corrupt("full-zip page is missing buffers"));
             }
-            if l.num_items != p.num_rows {
+            if l.bits_rep == 0 && l.num_items != p.num_rows {
                 return Err(Error::corrupt(format!("full-zip page has {} levels for {} rows", l.num_items, p.num_rows)));
             }
             let rep_index = if l.has_rep_index() {
@@ -844,6 +1088,35 @@ fn build_state(p: &Page, bufs: Vec<Buffer>, _kind: &LeafKind) -> Result<PageStat
     })
 }
 
+/// Parses a mini-block repetition index (`depth + 1` u64 values per chunk: rows completed in
+/// the chunk, ..., levels left over for the next chunk) into rows completed before each chunk
+/// (with a final total) and leftovers.
+fn parse_miniblock_rep_index(buf: &Buffer, depth: u32, chunks: &[ChunkInfo], num_rows: u64) -> Result<(Vec<u64>, Vec<u64>)> {
+    let per = depth as usize + 1;
+    let b = buf.as_slice();
+    if b.len() != chunks.len() * per * 8 {
+        return Err(Error::corrupt(format!(
+            "repetition index of {} bytes for {} chunks of depth {depth}",
+            b.len(),
+            chunks.len()
+        )));
+    }
+    let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let mut before = Vec::with_capacity(chunks.len() + 1);
+    let mut leftover = Vec::with_capacity(chunks.len());
+    let mut total = 0u64;
+    for c in 0..chunks.len() {
+        before.push(total);
+        total = total.checked_add(word(c * per)).ok_or_else(|| Error::corrupt("repetition index overflows"))?;
+        leftover.push(word(c * per + depth as usize));
+    }
+    before.push(total);
+    if total != num_rows {
+        return Err(Error::corrupt(format!("repetition index counts {total} rows, the page has {num_rows}")));
+    }
+    Ok((before, leftover))
+}
+
 /// Assigns file columns to top-level fields.
 fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns: usize, path: &str) -> Result<Vec<FieldColumns>> {
     let mut next = 0usize;
@@ -851,7 +1124,7 @@ fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns
     for f in &schema.fields {
         let mut all = Vec::new();
         f.walk(&mut all);
-        let count = if version.is_structural() { all.iter().filter(|x| x.is_leaf()).count() } else { all.len() };
+        let count = if version.is_structural() { f.leaf_fields().len() } else { all.len() };
         out.push(FieldColumns { columns: (next..next + count).collect() });
         next += count;
     }
@@ -865,12 +1138,11 @@ fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns
 
 /// Per-field column indices, for dataset manifests (`DataFile.fields` / `column_indices`).
 pub fn field_ids_and_columns(schema: &LanceSchema, version: FileVersion) -> (Vec<i32>, Vec<i32>) {
-    let mut ids = Vec::new();
-    for f in schema.all_fields() {
-        if !version.is_structural() || f.is_leaf() {
-            ids.push(f.id);
-        }
-    }
+    let ids: Vec<i32> = if version.is_structural() {
+        schema.fields.iter().flat_map(|f| f.leaf_fields()).map(|f| f.id).collect()
+    } else {
+        schema.all_fields().iter().map(|f| f.id).collect()
+    };
     let cols = (0..ids.len() as i32).collect();
     (ids, cols)
 }

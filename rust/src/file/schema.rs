@@ -207,13 +207,43 @@ impl LanceField {
         Field::new(&self.name, self.data_type.clone(), self.nullable).with_metadata(self.metadata.clone())
     }
 
+    /// Whether this is a struct stored row-major as one column (field metadata
+    /// `lance-encoding:packed = true`).
+    pub fn is_packed_struct(&self) -> bool {
+        matches!(self.data_type, DataType::Struct(_))
+            && self
+                .metadata
+                .get("lance-encoding:packed")
+                .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
+    }
+
     /// Whether this field is a leaf column in 2.1+ files (everything except struct, list and
-    /// map parents).
+    /// map parents; a packed struct is a leaf).
     pub fn is_leaf(&self) -> bool {
+        if self.is_packed_struct() {
+            return true;
+        }
         !matches!(
             self.data_type,
             DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _)
         ) && !(matches!(self.data_type, DataType::FixedSizeList(_, _)) && !self.children.is_empty())
+    }
+
+    /// The leaf columns under this field in 2.1+ files, in pre-order (packed structs are
+    /// leaves; their children are not columns).
+    pub fn leaf_fields(&self) -> Vec<&LanceField> {
+        fn go<'a>(f: &'a LanceField, out: &mut Vec<&'a LanceField>) {
+            if f.is_leaf() {
+                out.push(f);
+            } else {
+                for c in &f.children {
+                    go(c, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        go(self, &mut out);
+        out
     }
 
     /// Depth-first pre-order walk over this field and its descendants.

@@ -29,7 +29,8 @@ use crate::error::{Error, Result};
 use crate::format::{enc21, TYPE_URL_PAGE_LAYOUT};
 use crate::structural::fullzip::{self, PerValueEncoder};
 use crate::structural::miniblock::{self, ValueChunk};
-use crate::structural::repdef::Layer;
+use crate::structural::repdef::{bits_for, canonical_to_page, max_def, max_visible_def, Layer, LeafPath};
+use crate::structural::shred::ShreddedLeaf;
 use crate::structural::LeafKind;
 
 /// Values at least this large go to full-zip pages.
@@ -99,15 +100,34 @@ impl FieldHints {
     }
 }
 
-/// Encodes one page of a leaf column.
+/// Encodes one page of a flat column (2.0: one column per field; 2.1+: a leaf with no
+/// structure above it).
 pub fn encode_page(array: &ArrayRef, field: &LanceField, version: FileVersion) -> Result<EncodedPage> {
     if !version.is_structural() {
         return crate::structural::v2_0::encode_page(array, field);
     }
+    let nulls = array.logical_nulls();
+    let def = nulls
+        .as_ref()
+        .filter(|nb| nb.null_count() > 0)
+        .map(|nb| nb.iter().map(|v| if v { 0u16 } else { 1 }).collect::<Vec<u16>>());
+    let leaf = ShreddedLeaf { path: LeafPath::flat(), rep: None, def, values: array.clone(), num_rows: array.len() };
+    encode_leaf_page(&leaf, field, version, None)
+}
+
+/// Encodes one page of a leaf column (2.1+): its levels and the values of its visible items.
+/// `layers` fixes the page's rep/def layers (they must admit every level of the page); by
+/// default they are derived from the page's own levels.
+pub fn encode_leaf_page(
+    leaf: &ShreddedLeaf,
+    field: &LanceField,
+    version: FileVersion,
+    layers: Option<&[Layer]>,
+) -> Result<EncodedPage> {
     let hints = FieldHints::of(field)?;
-    let n = array.len() as u64;
-    let array = materialize_dictionary(array)?;
-    let kind = LeafKind::of(array.data_type())?;
+    let n = leaf.num_rows as u64;
+    let array = materialize_dictionary(&leaf.values)?;
+    let kind = LeafKind::of_field(field)?;
     let nulls = array.logical_nulls();
     let null_count = nulls.as_ref().map(|n| n.null_count()).unwrap_or(0);
     let layout_page = |layout: enc21::PageLayout, buffers: Vec<Buffer>| EncodedPage {
@@ -116,9 +136,11 @@ pub fn encode_page(array: &ArrayRef, field: &LanceField, version: FileVersion) -
         encoding: layout.encode_to_vec(),
         num_rows: n,
     };
+    let path = &leaf.path;
+    let flat = path.kinds.len() == 1;
 
-    // 1. All null.
-    if null_count as u64 == n || kind == LeafKind::Null {
+    // 1. A flat column whose values are all null.
+    if flat && (null_count == array.len() || kind == LeafKind::Null) {
         let layout = enc21::PageLayout {
             layout: Some(enc21::page_layout::Layout::ConstantLayout(enc21::ConstantLayout {
                 layers: vec![Layer::NullableItem.to_pb()],
@@ -127,59 +149,124 @@ pub fn encode_page(array: &ArrayRef, field: &LanceField, version: FileVersion) -
         };
         return Ok(layout_page(layout, vec![]));
     }
-    let (def, layers) = match &nulls {
-        Some(nb) if nb.null_count() > 0 => {
-            (Some(nb.iter().map(|v| if v { 0u16 } else { 1 }).collect::<Vec<u16>>()), vec![Layer::NullableItem])
-        }
-        _ => (None, vec![Layer::AllValidItem]),
+    let layers = match layers {
+        Some(l) => l.to_vec(),
+        None => path.page_layers(leaf.def.as_deref()),
     };
+    // Whenever the layers can express a null or empty, the page carries def levels (all 0
+    // if there are none): pylance's reader misreads nested pages with nullable layers and
+    // no def levels.
+    let has_def_layers = layers.iter().any(|l| l.def_levels() > 0);
+    let def = match &leaf.def {
+        Some(d) if has_def_layers => {
+            let to_page = canonical_to_page(path, &layers)?;
+            let mut page = Vec::with_capacity(d.len());
+            for &l in d {
+                match to_page.get(l as usize) {
+                    Some(&p) if p != u16::MAX => page.push(p),
+                    _ => return Err(Error::invalid_input("internal: a level the page's layers cannot express")),
+                }
+            }
+            Some(page)
+        }
+        None if has_def_layers && !flat => {
+            let levels = leaf.rep.as_ref().map(|r| r.len()).unwrap_or(leaf.values.len());
+            Some(vec![0u16; levels])
+        }
+        _ => None,
+    };
+    let rep = leaf.rep.as_deref();
+
+    // 2. Nothing visible (e.g. only empty or null lists): a constant page of levels.
+    if array.is_empty() || kind == LeafKind::Null {
+        let raw = |l: &[u16]| -> Buffer { Buffer::from_vec(l.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()) };
+        let layout = enc21::PageLayout {
+            layout: Some(enc21::page_layout::Layout::ConstantLayout(enc21::ConstantLayout {
+                layers: layers.iter().map(|l| l.to_pb()).collect(),
+                // Raw u16 levels: the counts stay 0 (implied by the buffer sizes), as pylance
+                // writes them; its reader misreads raw levels that come with counts.
+                ..Default::default()
+            })),
+        };
+        let buffers = vec![rep.map(raw).unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new())), def.as_deref().map(raw).unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new()))];
+        return Ok(layout_page(layout, buffers));
+    }
     let values = block_from_array(&array, &kind, nulls.as_ref())?;
 
-    // 2. Constant (2.2).
-    if version >= FileVersion::V2_2 && def.is_none() && hints.structural.is_none() {
-        if let Some(layout) = constant_layout(&values, &kind)? {
-            let (layout, buffers) = layout;
+    let packed = matches!(kind, LeafKind::Packed { .. });
+    // 3. Constant (2.2, flat, no nulls).
+    if version >= FileVersion::V2_2 && flat && !packed && def.is_none() && hints.structural.is_none() {
+        if let Some((layout, buffers)) = constant_layout(&values, &kind)? {
             return Ok(layout_page(layout, buffers));
         }
     }
 
-    // 3. Full-zip for wide values.
+    // 4. Full-zip for wide values.
     let wide = match &values {
         DataBlock::Variable(v) => (0..v.num_values as usize).any(|i| v.offset(i + 1) - v.offset(i) >= FULLZIP_MIN_VALUE_BYTES),
         _ => kind.bits().is_some_and(|b| b / 8 >= FULLZIP_MIN_VALUE_BYTES),
     };
     let fsl_item_nulls = matches!(&values, DataBlock::FixedSizeList(l) if l.item_validity.is_some());
-    let use_fullzip = match hints.structural {
-        Some(Structural::FullZip) => !matches!(kind, LeafKind::Bool) && !fsl_item_nulls,
-        Some(Structural::MiniBlock) => false,
-        None => wide && !fsl_item_nulls,
-    };
+    let use_fullzip = !packed
+        && match hints.structural {
+            Some(Structural::FullZip) => !matches!(kind, LeafKind::Bool) && !fsl_item_nulls,
+            Some(Structural::MiniBlock) => false,
+            None => wide && !fsl_item_nulls,
+        };
     if use_fullzip {
         let per_value = choose_per_value(&values, &hints)?;
-        let enc = fullzip::encode(&values, def.as_deref(), &layers, &per_value)?;
+        let enc = fullzip::encode(&values, rep, def.as_deref(), path.max_rep, &layers, &per_value)?;
         return Ok(layout_page(enc.layout, enc.buffers.into_iter().map(Buffer::from_vec).collect()));
     }
 
-    // 4. Mini-block.
+    // 5. Mini-block.
     let large_chunk = version >= FileVersion::V2_2;
     let is_float = matches!(array.data_type(), DataType::Float16 | DataType::Float32 | DataType::Float64);
-    let plan = choose_miniblock(&values, &kind, is_float, &hints, version)?;
+    let plan = match (&kind, &values) {
+        (LeafKind::Packed { widths }, DataBlock::Fixed(f)) => {
+            let plain = plain_fixed(f);
+            MiniBlockPlan {
+                compression: Compression::PackedStruct {
+                    bits: widths.iter().map(|w| *w as u64 * 8).collect(),
+                    values: Box::new(plain.compression),
+                },
+                chunks: plain.chunks,
+                dictionary: None,
+            }
+        }
+        _ => choose_miniblock(&values, &kind, is_float, &hints, version)?,
+    };
     // Levels are bit-packed out of line at the width of the largest level (pylance's choice;
     // its inline form is limited to 1024 levels per chunk).
-    let def_width = crate::structural::repdef::bits_for(crate::structural::repdef::max_def(&layers)) as u64;
-    let def_comp = Compression::OutOfLineBitpacking { bits: 16, width: def_width };
-    let def_encode = |levels: &[u16]| -> Result<Vec<u8>> {
-        let bytes: Vec<u8> = levels.iter().flat_map(|l| l.to_le_bytes()).collect();
-        let mut out = Vec::new();
-        bitpacking::encode_out_of_line(&bytes, 16, def_width, &mut out)?;
-        Ok(out)
+    let level_comp = |max: u16| Compression::OutOfLineBitpacking { bits: 16, width: bits_for(max).max(1) as u64 };
+    let def_comp = def.as_ref().map(|_| level_comp(max_def(&layers)));
+    let rep_comp = rep.map(|_| level_comp(path.max_rep));
+    let levels = miniblock::ChunkLevels {
+        rep,
+        def: def.as_deref(),
+        max_rep: path.max_rep,
+        visible_limit: max_visible_def(&layers),
+        rep_width: rep_comp.as_ref().map(|_| bits_for(path.max_rep).max(1) as u64).unwrap_or(0),
+        def_width: def_comp.as_ref().map(|_| bits_for(max_def(&layers)).max(1) as u64).unwrap_or(0),
     };
-    let serialized = miniblock::serialize_chunks(&plan.chunks, def.as_deref(), &def_encode, large_chunk)?;
+    let serialized = miniblock::serialize_chunks(&plan.chunks, &levels, large_chunk)?;
     let dictionary = plan.dictionary.as_ref().map(|(c, _, n)| (c, *n));
-    let layout = miniblock::layout_pb(&plan.compression, def.as_ref().map(|_| &def_comp), dictionary, &layers, n, large_chunk);
+    let layout = miniblock::layout_pb(&miniblock::LayoutParts {
+        values: &plan.compression,
+        rep: rep_comp.as_ref(),
+        def: def_comp.as_ref(),
+        dictionary,
+        layers: &layers,
+        num_items: values.num_values(),
+        large_chunk,
+        has_rep_index: rep.is_some(),
+    });
     let mut buffers = vec![Buffer::from_vec(serialized.metadata), Buffer::from_vec(serialized.data)];
     if let Some((_, bytes, _)) = plan.dictionary {
         buffers.push(Buffer::from_vec(bytes));
+    }
+    if let Some(idx) = serialized.rep_index {
+        buffers.push(Buffer::from_vec(idx));
     }
     Ok(layout_page(layout, buffers))
 }
@@ -235,6 +322,32 @@ pub fn block_from_array(array: &ArrayRef, kind: &LeafKind, nulls: Option<&NullBu
                 values = &values & nb.inner();
             }
             DataBlock::Fixed(FixedWidthBlock { data: values.sliced(), bits_per_value: 1, num_values: n as u64 })
+        }
+        LeafKind::Packed { widths } => {
+            let st = array.as_struct();
+            let total: usize = widths.iter().sum();
+            let mut rows = vec![0u8; n * total];
+            let mut at = 0usize;
+            for (c, &w) in st.columns().iter().zip(widths) {
+                let child_nulls = c.logical_nulls();
+                let bad = child_nulls
+                    .as_ref()
+                    .is_some_and(|cn| (0..n).any(|r| cn.is_null(r) && nulls.is_none_or(|nb| nb.is_valid(r))));
+                if bad {
+                    return Err(Error::invalid_input(
+                        "a packed struct (lance-encoding:packed) cannot hold null children; only the struct itself may be null",
+                    ));
+                }
+                let d = c.to_data();
+                let src = &d.buffers()[0].as_slice()[d.offset() * w..(d.offset() + n) * w];
+                for r in 0..n {
+                    if nulls.is_none_or(|nb| nb.is_valid(r)) {
+                        rows[r * total + at..r * total + at + w].copy_from_slice(&src[r * w..(r + 1) * w]);
+                    }
+                }
+                at += w;
+            }
+            DataBlock::Fixed(FixedWidthBlock { data: Buffer::from_vec(rows), bits_per_value: total as u64 * 8, num_values: n as u64 })
         }
         LeafKind::Fixed { bytes } => {
             let w = *bytes;
@@ -517,7 +630,9 @@ fn choose_miniblock(
             plan.unwrap_or_else(|| variable_chunks(v))
         }
         DataBlock::FixedSizeList(l) => fsl_chunks(l)?,
-        DataBlock::Empty { .. } => return Err(Error::invalid_input("internal: mini-block page of an empty block")),
+        DataBlock::Empty { .. } | DataBlock::Dictionary { .. } => {
+            return Err(Error::invalid_input(format!("internal: mini-block page of a {} block", values.kind())))
+        }
     };
     match general {
         Some(scheme) if !matches!(plan.compression, Compression::General { .. }) => wrap_general(plan, scheme),

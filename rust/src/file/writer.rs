@@ -13,7 +13,9 @@ use prost::Message;
 
 use super::container::{pad_len, FileVersion, Footer, BUFFER_ALIGNMENT, PAD_BYTE};
 use super::schema::{LanceField, LanceSchema};
-use super::strategy::{encode_page, EncodedPage};
+use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
+use crate::structural::repdef::Layer;
+use crate::structural::shred::{leaf_paths, shred};
 use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
 use crate::io::{open_writer, Writer};
@@ -36,12 +38,20 @@ impl Default for WriterOptions {
     }
 }
 
-/// Buffered arrays of one column.
-struct ColumnBuffer {
+/// Buffered arrays of one top-level field, and the file columns it writes.
+struct FieldBuffer {
     field: LanceField,
+    /// Leaf fields (2.1+; the field itself when flat or in 2.0), one per column.
+    leaves: Vec<LanceField>,
+    first_column: usize,
     arrays: Vec<ArrayRef>,
     bytes: u64,
     rows: u64,
+}
+
+/// Pages written so far for one file column.
+#[derive(Default)]
+struct ColumnState {
     pages: Vec<file2::column_metadata::Page>,
     written_rows: u64,
 }
@@ -62,7 +72,8 @@ pub struct FileWriter {
     options: WriterOptions,
     schema: LanceSchema,
     arrow_schema: SchemaRef,
-    columns: Vec<ColumnBuffer>,
+    fields: Vec<FieldBuffer>,
+    columns: Vec<ColumnState>,
     num_rows: u64,
 }
 
@@ -83,14 +94,31 @@ impl FileWriter {
     /// Creates a file whose schema (with its field ids) is given.
     pub fn try_new_with_lance_schema(uri: &str, schema: LanceSchema, options: WriterOptions) -> Result<Self> {
         let arrow_schema = schema.to_arrow();
-        let mut columns = Vec::new();
-        for f in &schema.fields {
-            for leaf in column_fields(f, options.version)? {
-                columns.push(ColumnBuffer { field: leaf, arrays: vec![], bytes: 0, rows: 0, pages: vec![], written_rows: 0 });
+        if options.version < FileVersion::V2_2 {
+            if let Some(m) = schema.all_fields().into_iter().find(|f| matches!(f.data_type, DataType::Map(_, _))) {
+                return Err(Error::not_supported(format!(
+                    "map column {:?} needs file version 2.2 (\"stable\"); version {} cannot store maps",
+                    m.name, options.version
+                )));
             }
         }
+        let mut fields = Vec::new();
+        let mut num_columns = 0;
+        for f in &schema.fields {
+            let leaves = column_fields(f, options.version)?;
+            fields.push(FieldBuffer {
+                field: f.clone(),
+                first_column: num_columns,
+                leaves: leaves.clone(),
+                arrays: vec![],
+                bytes: 0,
+                rows: 0,
+            });
+            num_columns += leaves.len();
+        }
+        let columns = (0..num_columns).map(|_| ColumnState::default()).collect();
         let out = open_writer(uri)?;
-        Ok(Self { out: Some(out), path: uri.to_string(), options, schema, arrow_schema, columns, num_rows: 0 })
+        Ok(Self { out: Some(out), path: uri.to_string(), options, schema, arrow_schema, fields, columns, num_rows: 0 })
     }
 
     /// The Arrow schema of the file.
@@ -154,60 +182,40 @@ impl FileWriter {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let mut ci = 0;
-        for (fi, f) in self.schema.fields.iter().enumerate() {
-            let arrays = column_arrays(batch.column(fi), f, self.options.version)?;
-            for a in arrays {
-                let c = &mut self.columns[ci];
-                c.bytes += a.to_data().get_slice_memory_size().unwrap_or(a.get_array_memory_size()) as u64;
-                c.rows += a.len() as u64;
-                c.arrays.push(a);
-                ci += 1;
-            }
+        for (fi, f) in self.fields.iter_mut().enumerate() {
+            let a = batch.column(fi).clone();
+            f.bytes += a.to_data().get_slice_memory_size().unwrap_or(a.get_array_memory_size()) as u64;
+            f.rows += a.len() as u64;
+            f.arrays.push(a);
         }
         self.num_rows += batch.num_rows() as u64;
         let full: Vec<usize> =
-            (0..self.columns.len()).filter(|&i| self.columns[i].bytes >= self.options.max_page_bytes).collect();
+            (0..self.fields.len()).filter(|&i| self.fields[i].bytes >= self.options.max_page_bytes).collect();
         self.flush(&full)
     }
 
-    /// Encodes the buffered data of `cols` into pages (in parallel) and writes them.
-    fn flush(&mut self, cols: &[usize]) -> Result<()> {
-        if cols.is_empty() {
-            return Ok(());
-        }
+    /// Encodes the buffered data of `fields` into pages (fields in parallel) and writes them.
+    fn flush(&mut self, fields: &[usize]) -> Result<()> {
         let version = self.options.version;
-        let nonempty: Vec<usize> = cols.iter().copied().filter(|&i| self.columns[i].rows > 0).collect();
-        let jobs: Vec<(usize, LanceField, Vec<ArrayRef>)> = nonempty
+        let max_page_bytes = self.options.max_page_bytes;
+        let nonempty: Vec<usize> = fields.iter().copied().filter(|&i| self.fields[i].rows > 0).collect();
+        let jobs: Vec<(usize, LanceField, Vec<LanceField>, Vec<ArrayRef>)> = nonempty
             .iter()
             .map(|&i| {
-                let c = &mut self.columns[i];
-                c.bytes = 0;
-                c.rows = 0;
-                (i, c.field.clone(), std::mem::take(&mut c.arrays))
+                let f = &mut self.fields[i];
+                f.bytes = 0;
+                f.rows = 0;
+                (f.first_column, f.field.clone(), f.leaves.clone(), std::mem::take(&mut f.arrays))
             })
             .collect();
-        let max_page_bytes = self.options.max_page_bytes;
         let parallel = jobs.len() > 1;
-        let encoded = crate::parallel::map(jobs, parallel, |(i, field, arrays)| -> Result<(usize, Vec<EncodedPage>)> {
-            let array = concat(&arrays)?;
-            // Cut the buffered rows into pages of about `max_page_bytes` each.
-            let bytes = array.to_data().get_slice_memory_size().unwrap_or(array.get_array_memory_size()) as u64;
-            let pages = bytes.div_ceil(max_page_bytes).max(1) as usize;
-            let rows_per_page = array.len().div_ceil(pages).max(1);
-            let mut out = Vec::with_capacity(pages);
-            let mut start = 0;
-            while start < array.len() {
-                let len = rows_per_page.min(array.len() - start);
-                out.push(encode_page(&array.slice(start, len), &field, version)?);
-                start += len;
-            }
-            Ok((i, out))
+        let encoded = crate::parallel::map(jobs, parallel, |(first_column, field, leaves, arrays)| {
+            encode_field_pages(&field, &leaves, &arrays, version, max_page_bytes).map(|pages| (first_column, pages))
         });
         for r in encoded {
-            let (i, pages) = r?;
-            for page in pages {
-                self.write_page(i, page)?;
+            let (first_column, pages) = r?;
+            for (leaf, page) in pages {
+                self.write_page(first_column + leaf, page)?;
             }
         }
         Ok(())
@@ -244,7 +252,7 @@ impl FileWriter {
         if self.out.is_none() {
             return Err(Error::invalid_input("the writer is already closed"));
         }
-        let all: Vec<usize> = (0..self.columns.len()).collect();
+        let all: Vec<usize> = (0..self.fields.len()).collect();
         self.flush(&all)?;
         let mut out = self.out.take().expect("writer open");
         let descriptor = filepb::FileDescriptor {
@@ -317,23 +325,60 @@ fn types_compatible(got: &DataType, want: &DataType) -> bool {
     }
 }
 
-/// The fields that become file columns for top-level field `f`.
+/// The fields that become file columns for top-level field `f`: its leaves in 2.1+ (the
+/// field itself when flat), the field itself in 2.0 (nested 2.0 is not supported yet).
 fn column_fields(f: &LanceField, version: FileVersion) -> Result<Vec<LanceField>> {
     let mut all = Vec::new();
     f.walk(&mut all);
-    if all.len() > 1 {
+    if all.len() == 1 || (f.is_packed_struct() && version.is_structural()) {
+        return Ok(vec![f.clone()]);
+    }
+    if !version.is_structural() {
         return Err(Error::not_supported(format!(
-            "writing nested column {:?} ({}) is not implemented yet",
+            "writing nested column {:?} ({}) in file version 2.0 is not implemented yet; use 2.1 or 2.2",
             f.name, f.data_type
         )));
     }
-    let _ = version;
-    Ok(vec![f.clone()])
+    leaf_paths(f)?; // rejects structures that cannot be written
+    Ok(f.leaf_fields().into_iter().cloned().collect())
 }
 
-/// The arrays that go to the columns of top-level field `f`.
-fn column_arrays(array: &ArrayRef, _f: &LanceField, _version: FileVersion) -> Result<Vec<ArrayRef>> {
-    Ok(vec![array.clone()])
+/// Encodes the buffered arrays of one top-level field into pages of about `max_page_bytes`
+/// each: `(leaf index, page)` in write order.
+fn encode_field_pages(
+    field: &LanceField,
+    leaves: &[LanceField],
+    arrays: &[ArrayRef],
+    version: FileVersion,
+    max_page_bytes: u64,
+) -> Result<Vec<(usize, EncodedPage)>> {
+    let array = concat(arrays)?;
+    let bytes = array.to_data().get_slice_memory_size().unwrap_or(array.get_array_memory_size()) as u64;
+    let pages = bytes.div_ceil(max_page_bytes).max(1) as usize;
+    let rows_per_page = array.len().div_ceil(pages).max(1);
+    let flat = leaves.len() == 1 && field.children.is_empty();
+    let mut out = Vec::new();
+    // Nested columns use the same rep/def layers on every page cut from one buffer (as
+    // pylance does), derived from all of the buffered data.
+    let layers: Vec<Vec<Layer>> = if flat {
+        vec![]
+    } else {
+        shred(&array, field)?.iter().map(|l| l.path.page_layers(l.def.as_deref())).collect()
+    };
+    let mut start = 0;
+    while start < array.len() {
+        let len = rows_per_page.min(array.len() - start);
+        let slice = array.slice(start, len);
+        if flat {
+            out.push((0, encode_page(&slice, field, version)?));
+        } else {
+            for (i, (leaf, leaf_field)) in shred(&slice, field)?.iter().zip(leaves).enumerate() {
+                out.push((i, encode_leaf_page(leaf, leaf_field, version, Some(&layers[i]))?));
+            }
+        }
+        start += len;
+    }
+    Ok(out)
 }
 
 fn concat(arrays: &[ArrayRef]) -> Result<ArrayRef> {

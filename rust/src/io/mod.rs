@@ -11,6 +11,7 @@
 
 mod local;
 mod objstore;
+pub mod store;
 pub mod uri;
 
 use std::fmt::Debug;
@@ -21,6 +22,7 @@ use arrow_buffer::Buffer;
 
 pub use local::{LocalReader, LocalWriter};
 pub use objstore::{runtime, ObjectStoreReader, ObjectStoreWriter};
+pub use store::{ObjectInfo, Store};
 pub use uri::{open_reader, open_writer, ResolvedUri};
 
 use crate::error::{Error, Result};
@@ -51,43 +53,51 @@ pub trait Reader: Send + Sync + Debug {
     }
 }
 
-/// Plans coalesced requests for `ranges` and slices the results back out.
+/// A plan for reading many ranges with few requests.
+#[derive(Debug, Clone, Default)]
+pub struct CoalescedPlan {
+    /// The requests to make, sorted and non-overlapping.
+    pub requests: Vec<Range<u64>>,
+    /// For each input range: (request index, offset within that request).
+    pub placement: Vec<(usize, u64)>,
+}
+
+/// Groups `ranges` (any order, overlaps allowed) into requests, merging ranges closer than
+/// `max_gap` bytes.
+pub fn plan_coalesced(ranges: &[Range<u64>], max_gap: u64) -> CoalescedPlan {
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_unstable_by_key(|&i| (ranges[i].start, ranges[i].end));
+    let mut plan = CoalescedPlan { requests: Vec::new(), placement: vec![(0, 0); ranges.len()] };
+    for &i in &order {
+        let r = &ranges[i];
+        match plan.requests.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(max_gap) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => plan.requests.push(r.clone()),
+        }
+        let req = plan.requests.len() - 1;
+        plan.placement[i] = (req, r.start - plan.requests[req].start);
+    }
+    plan
+}
+
+/// Reads `ranges` with coalesced requests made by `fetch` and slices the results back out.
 pub fn read_ranges_coalesced(
     ranges: &[Range<u64>],
     max_gap: u64,
     mut fetch: impl FnMut(Range<u64>) -> Result<Buffer>,
 ) -> Result<Vec<Buffer>> {
-    if ranges.is_empty() {
-        return Ok(Vec::new());
-    }
     if ranges.len() == 1 {
         return Ok(vec![fetch(ranges[0].clone())?]);
     }
-    let mut order: Vec<usize> = (0..ranges.len()).collect();
-    order.sort_unstable_by_key(|&i| (ranges[i].start, ranges[i].end));
-    let mut out: Vec<Option<Buffer>> = vec![None; ranges.len()];
-    let mut group_start = 0;
-    while group_start < order.len() {
-        let first = &ranges[order[group_start]];
-        let (lo, mut hi) = (first.start, first.end);
-        let mut group_end = group_start + 1;
-        while group_end < order.len() {
-            let r = &ranges[order[group_end]];
-            if r.start > hi.saturating_add(max_gap) {
-                break;
-            }
-            hi = hi.max(r.end);
-            group_end += 1;
-        }
-        let data = fetch(lo..hi)?;
-        for &i in &order[group_start..group_end] {
-            let r = &ranges[i];
-            let start = (r.start - lo) as usize;
-            out[i] = Some(data.slice_with_length(start, (r.end - r.start) as usize));
-        }
-        group_start = group_end;
-    }
-    Ok(out.into_iter().map(|b| b.expect("every range is covered")).collect())
+    let plan = plan_coalesced(ranges, max_gap);
+    let fetched = plan.requests.iter().map(|r| fetch(r.clone())).collect::<Result<Vec<_>>>()?;
+    Ok(ranges
+        .iter()
+        .zip(&plan.placement)
+        .map(|(r, &(req, off))| fetched[req].slice_with_length(off as usize, (r.end - r.start) as usize))
+        .collect())
 }
 
 /// Sequential writes of one new object. Nothing is guaranteed visible before `finish`.

@@ -88,7 +88,9 @@ pub trait BitPackWord:
     const BYTES: usize = Self::BITS / 8;
     /// Number of interleaved lanes in a block, `1024 / BITS`.
     const LANES: usize = 1024 / Self::BITS;
+    /// The value 0.
     const ZERO: Self;
+    /// All bits set.
     const ONES: Self;
 }
 

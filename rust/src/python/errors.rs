@@ -23,6 +23,7 @@ fn exception_class(err: &Error) -> &'static str {
         Error::Io { .. } | Error::ObjectStore(_) => "LanceIOError",
         Error::Arrow(_) => "LanceError",
         Error::Interrupted => "",
+        Error::Internal(_) => "LanceError",
     }
 }
 
@@ -43,6 +44,25 @@ pub fn to_pyerr(err: Error) -> PyErr {
             Err(_) => PyRuntimeError::new_err(message),
         }
     })
+}
+
+/// Runs `f`, turning a panic into [`Error::Internal`] (used where no GIL is involved, e.g.
+/// inside an exported Arrow stream, where unwinding across the C boundary would abort).
+pub fn catch<T>(f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        Err(Error::Internal(msg))
+    })
+}
+
+/// Runs `f` with the GIL released. A panic (a bug: decoders return errors for bad input)
+/// becomes a `LanceError` instead of crashing the interpreter with a `PanicException`.
+pub fn run<T: Send>(py: Python<'_>, f: impl FnOnce() -> crate::error::Result<T> + Send) -> PyResult<T> {
+    py.allow_threads(|| catch(f)).map_err(to_pyerr)
 }
 
 /// `?`-friendly conversion for binding code.

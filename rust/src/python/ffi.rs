@@ -132,6 +132,33 @@ impl ArrowBatches {
         schema_capsule(py, &self.schema)
     }
 
+    /// Exports the rows as one struct array (a record batch); several batches are
+    /// concatenated first (the only case that copies).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+        check_requested_schema(requested_schema.as_ref(), &self.schema)?;
+        let batch = match self.batches.as_slice() {
+            [one] => one.clone(),
+            many => arrow_select::concat::concat_batches(&self.schema, many).map_err(|e| to_pyerr(e.into()))?,
+        };
+        let data = StructArray::from(batch).into_data();
+        let (array, schema) = arrow_array::ffi::to_ffi(&data).map_err(|e| to_pyerr(e.into()))?;
+        Ok((
+            PyCapsule::new(py, schema, Some(CString::new("arrow_schema").unwrap()))?,
+            PyCapsule::new(py, array, Some(CString::new("arrow_array").unwrap()))?,
+        ))
+    }
+
+    /// Number of batches.
+    #[getter]
+    fn num_batches(&self) -> usize {
+        self.batches.len()
+    }
+
     /// Number of rows.
     #[getter]
     fn num_rows(&self) -> usize {

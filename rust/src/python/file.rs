@@ -7,7 +7,7 @@ use arrow_schema::Schema;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use super::errors::{to_pyerr, IntoPyResult};
+use super::errors::{catch, run, to_pyerr, IntoPyResult};
 use super::ffi::{import_batches, ArrowBatches, BatchStream};
 use crate::error::Error;
 use crate::file::{FileReader, FileVersion, FileWriter, WriterOptions};
@@ -49,7 +49,7 @@ pub struct PyFileReader {
 impl PyFileReader {
     #[new]
     fn new(py: Python<'_>, path: String) -> PyResult<Self> {
-        let inner = py.allow_threads(|| FileReader::open(&path)).py()?;
+        let inner = run(py, || FileReader::open(&path))?;
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -78,7 +78,7 @@ impl PyFileReader {
     fn read_range(&self, py: Python<'_>, start: u64, num_rows: u64, columns: Option<Vec<String>>) -> PyResult<ArrowBatches> {
         let r = &self.inner;
         let fields = r.projection(columns.as_deref()).py()?;
-        let batch = py.allow_threads(|| r.read_range(start, num_rows, &fields)).py()?;
+        let batch = run(py, || r.read_range(start, num_rows, &fields))?;
         Ok(ArrowBatches::new(batch.schema(), vec![batch]))
     }
 
@@ -88,7 +88,7 @@ impl PyFileReader {
         let idx = extract_indices(indices)?;
         let r = &self.inner;
         let fields = r.projection(columns.as_deref()).py()?;
-        let batch = py.allow_threads(|| r.take(&idx, &fields)).py()?;
+        let batch = run(py, || r.take(&idx, &fields))?;
         Ok(ArrowBatches::new(batch.schema(), vec![batch]))
     }
 
@@ -103,20 +103,20 @@ impl PyFileReader {
         let end = end.unwrap_or(r.num_rows()).min(r.num_rows());
         let schema = r.read_range(0, 0, &fields).py()?.schema();
         let starts = (start..end).step_by(batch_size as usize);
-        let iter = starts.map(move |s| r.read_range(s, batch_size.min(end - s), &fields));
+        let iter = starts.map(move |s| catch(|| r.read_range(s, batch_size.min(end - s), &fields)));
         Ok(BatchStream::new(schema, iter))
     }
 
     /// Raw bytes of global buffer `index`.
     fn read_global_buffer<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let b = py.allow_threads(|| self.inner.read_global_buffer(index)).py()?;
+        let b = run(py, || self.inner.read_global_buffer(index))?;
         Ok(pyo3::types::PyBytes::new(py, b.as_slice()))
     }
 
     /// Columns, pages, buffers and encodings, as plain Python data.
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let r = &self.inner;
-        let columns = py.allow_threads(|| r.describe()).py()?;
+        let columns = run(py, || r.describe())?;
         let d = PyDict::new(py);
         let f = r.footer();
         d.set_item("major_version", f.major)?;
@@ -176,7 +176,7 @@ impl PyFileWriter {
                 let schema = import_schema(s)?;
                 let o = options.clone();
                 let p = path.clone();
-                Some(py.allow_threads(move || FileWriter::try_new(&p, &schema, o)).py()?)
+                Some(run(py, move || FileWriter::try_new(&p, &schema, o))?)
             }
             None => None,
         };
@@ -194,11 +194,11 @@ impl PyFileWriter {
             let o = self.options.clone();
             let p = self.path.clone();
             let s = schema.clone();
-            *inner = Some(py.allow_threads(move || FileWriter::try_new(&p, &s, o)).py()?);
+            *inner = Some(run(py, move || FileWriter::try_new(&p, &s, o))?);
         }
         let w = inner.as_mut().unwrap();
         for b in &batches {
-            py.allow_threads(|| w.write_batch(b)).py()?;
+            run(py, || w.write_batch(b))?;
             py.check_signals()?;
         }
         Ok(())
@@ -216,7 +216,7 @@ impl PyFileWriter {
                 "no schema: pass `schema=` or write at least one batch before closing the writer",
             )));
         };
-        let written = py.allow_threads(|| w.finish()).py()?;
+        let written = run(py, || w.finish())?;
         Ok((written.num_rows, written.size))
     }
 

@@ -3,8 +3,14 @@
 mod errors;
 mod ffi;
 mod file;
+mod table;
 
 use pyo3::prelude::*;
+
+/// mimalloc keeps freed memory for reuse instead of handing it back to the OS, so the many
+/// short-lived buffers of random-access reads do not page-fault on every call.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The native module.
 #[pymodule]
@@ -14,5 +20,6 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::PyFileWriter>()?;
     m.add_class::<ffi::ArrowBatches>()?;
     m.add_class::<ffi::BatchStream>()?;
+    table::register(m)?;
     Ok(())
 }

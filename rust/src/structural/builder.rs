@@ -11,6 +11,8 @@ use arrow_buffer::{bit_util, BooleanBufferBuilder, Buffer, MutableBuffer, NullBu
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
+use super::assemble::LeafData;
+use super::repdef::LeafPath;
 use super::LeafKind;
 use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 use crate::error::{Error, Result};
@@ -71,6 +73,10 @@ impl Values {
             LeafKind::Null => Values::Null,
             LeafKind::Bool => Values::Bool(BooleanBufferBuilder::new(capacity)),
             LeafKind::Fixed { bytes } => Values::Fixed { width: *bytes, buf: MutableBuffer::new(capacity * bytes) },
+            LeafKind::Packed { widths } => {
+                let w: usize = widths.iter().sum();
+                Values::Fixed { width: w, buf: MutableBuffer::new(capacity * w) }
+            }
             LeafKind::Variable { .. } => {
                 let mut offsets = Vec::with_capacity(capacity + 1);
                 offsets.push(0);
@@ -119,6 +125,28 @@ impl Values {
         if let DataBlock::Empty { .. } = block {
             self.append_empty(sel.len(total));
             return Ok(());
+        }
+        if let DataBlock::Dictionary { indices, items } = block {
+            // Only the selected values are looked up in the dictionary.
+            let w = indices.bytes_per_value();
+            if !matches!(w, 1 | 2 | 4 | 8) || indices.data.len() < total * w {
+                return Err(Error::corrupt("malformed dictionary indices"));
+            }
+            let num_items = items.num_values();
+            let raw = indices.data.as_slice();
+            let mut picked = Vec::with_capacity(sel.len(total));
+            let mut bad = None;
+            sel.for_each(total, |i| {
+                let idx = crate::encodings::block::read_uint(raw, i * w, w);
+                if idx >= num_items {
+                    bad = Some(idx);
+                }
+                picked.push(idx as u32);
+            });
+            if let Some(idx) = bad {
+                return Err(Error::corrupt(format!("dictionary index {idx} out of {num_items} items")));
+            }
+            return self.append(items, Selection::Indices(&picked));
         }
         match (self, block) {
             (Values::Null, _) => Ok(()),
@@ -223,64 +251,111 @@ fn append_variable(offsets: &mut Vec<i64>, data: &mut MutableBuffer, v: &Variabl
     }
 }
 
-/// Builds one leaf column from decoded pieces.
+/// Builds one leaf column from decoded pieces: values of visible items, plus repetition
+/// and canonical definition levels.
 pub struct LeafBuilder {
     kind: LeafKind,
+    path: LeafPath,
     values: Values,
-    /// Definition levels, materialised once the first non-trivial levels arrive.
+    num_values: usize,
+    /// Levels, materialised once the first non-trivial levels arrive.
+    rep: Option<Vec<u16>>,
     def: Option<Vec<u16>>,
-    len: usize,
+    num_levels: usize,
+    num_rows: usize,
 }
 
 impl LeafBuilder {
-    /// A builder for a leaf of `kind`, expecting about `capacity` values.
+    /// A builder for a flat leaf of `kind`, expecting about `capacity` values.
     pub fn new(kind: LeafKind, capacity: usize) -> Self {
-        Self { values: Values::new(&kind, capacity), kind, def: None, len: 0 }
+        Self::with_path(kind, LeafPath::flat(), capacity)
+    }
+
+    /// A builder for a leaf with structure `path`.
+    pub fn with_path(kind: LeafKind, path: LeafPath, capacity: usize) -> Self {
+        Self {
+            values: Values::new(&kind, capacity),
+            kind,
+            path,
+            num_values: 0,
+            rep: None,
+            def: None,
+            num_levels: 0,
+            num_rows: 0,
+        }
     }
 
     /// Number of values appended.
     pub fn len(&self) -> usize {
-        self.len
+        self.num_values
     }
 
     /// Whether nothing was appended.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.num_values == 0 && self.num_levels == 0
     }
 
-    /// Appends the selected values of `block` and their definition levels (one per value;
-    /// `None` = all valid).
-    pub fn append(&mut self, block: &DataBlock, def: Option<&[u16]>, sel: Selection) -> Result<()> {
-        let total = block.num_values() as usize;
-        let n = sel.len(total);
+    /// Appends the selected values of `block`.
+    pub fn append_values(&mut self, block: &DataBlock, sel: Selection) -> Result<()> {
+        let n = sel.len(block.num_values() as usize);
         self.values.append(block, sel)?;
-        match (def, &mut self.def) {
-            (None, None) => {}
-            (None, Some(d)) => d.extend(std::iter::repeat_n(0, n)),
-            (Some(levels), existing) => {
-                if levels.len() != total {
-                    return Err(Error::corrupt(format!("{} definition levels for {total} values", levels.len())));
-                }
-                let d = existing.get_or_insert_with(|| vec![0; self.len]);
-                match sel {
-                    Selection::All => d.extend_from_slice(levels),
-                    Selection::Range(s, k) => d.extend_from_slice(&levels[s..s + k]),
-                    Selection::Indices(idx) => d.extend(idx.iter().map(|&i| levels[i as usize])),
-                }
-            }
-        }
-        self.len += n;
+        self.num_values += n;
         Ok(())
     }
 
-    /// Builds the Arrow array of `data_type` (the leaf's Arrow type).
-    pub fn finish(self, data_type: &DataType) -> Result<ArrayRef> {
-        let nulls = self.def.as_ref().and_then(|d| {
-            let valid: arrow_buffer::BooleanBuffer = d.iter().map(|&l| l == 0).collect();
-            let nb = NullBuffer::new(valid);
-            (nb.null_count() > 0).then_some(nb)
-        });
-        build_array(self.values, self.len, data_type, nulls, &self.kind)
+    /// Appends levels (`None` = the trivial levels: every level starts a row / is valid) for
+    /// `num_levels` levels making up `num_rows` rows.
+    pub fn append_levels(&mut self, rep: Option<&[u16]>, def: Option<&[u16]>, num_levels: usize, num_rows: usize) -> Result<()> {
+        for (given, stored, trivial) in [(rep, &mut self.rep, self.path.max_rep), (def, &mut self.def, 0)] {
+            match (given, stored.as_mut()) {
+                (None, None) => {}
+                (None, Some(s)) => s.extend(std::iter::repeat_n(trivial, num_levels)),
+                (Some(g), s) => {
+                    if g.len() != num_levels {
+                        return Err(Error::corrupt(format!("{} levels where {num_levels} were expected", g.len())));
+                    }
+                    let s = match s {
+                        Some(s) => s,
+                        None => stored.insert(vec![trivial; self.num_levels]),
+                    };
+                    s.extend_from_slice(g);
+                }
+            }
+        }
+        self.num_levels += num_levels;
+        self.num_rows += num_rows;
+        Ok(())
+    }
+
+    /// Appends the selected values of a flat column and their canonical definition levels
+    /// (one per value of `block`; `None` = all valid).
+    pub fn append(&mut self, block: &DataBlock, def: Option<&[u16]>, sel: Selection) -> Result<()> {
+        let total = block.num_values() as usize;
+        let n = sel.len(total);
+        self.append_values(block, sel)?;
+        match def {
+            None => self.append_levels(None, None, n, n),
+            Some(levels) => {
+                if levels.len() != total {
+                    return Err(Error::corrupt(format!("{} definition levels for {total} values", levels.len())));
+                }
+                match sel {
+                    Selection::All => self.append_levels(None, Some(levels), n, n),
+                    Selection::Range(s, k) => self.append_levels(None, Some(&levels[s..s + k]), n, n),
+                    Selection::Indices(idx) => {
+                        let picked: Vec<u16> = idx.iter().map(|&i| levels[i as usize]).collect();
+                        self.append_levels(None, Some(&picked), n, n)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Builds the leaf's data: the values as an Arrow array of `data_type` (without
+    /// validity; the levels carry it) and the levels.
+    pub fn finish(self, data_type: &DataType) -> Result<LeafData> {
+        let values = build_array(self.values, self.num_values, data_type, None, &self.kind)?;
+        Ok(LeafData { path: self.path, rep: self.rep, def: self.def, values, num_rows: self.num_rows })
     }
 }
 
@@ -288,6 +363,23 @@ fn build_array(values: Values, len: usize, data_type: &DataType, nulls: Option<N
     if let DataType::Dictionary(key, value) = data_type {
         let plain = build_array(values, len, value, nulls, kind)?;
         return crate::structural::dictionary_encode(&plain, key);
+    }
+    if let (LeafKind::Packed { widths }, Values::Fixed { buf, width }, DataType::Struct(fields)) = (kind, &values, data_type) {
+        // Split the row-major rows into one buffer per child.
+        let rows = buf.as_slice();
+        let mut children = Vec::with_capacity(widths.len());
+        let mut at = 0usize;
+        for (w, f) in widths.iter().zip(fields.iter()) {
+            let mut child = MutableBuffer::new(len * w);
+            for r in 0..len {
+                child.extend_from_slice(&rows[r * width + at..r * width + at + w]);
+            }
+            at += w;
+            let d = ArrayDataBuilder::new(f.data_type().clone()).len(len).add_buffer(child.into()).build()?;
+            children.push(d);
+        }
+        let d = ArrayDataBuilder::new(data_type.clone()).len(len).nulls(nulls).child_data(children).build()?;
+        return Ok(make_array(d));
     }
     let builder = ArrayDataBuilder::new(data_type.clone()).len(len).nulls(nulls);
     let data = match values {

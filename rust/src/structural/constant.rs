@@ -10,7 +10,7 @@
 use arrow_buffer::{Buffer, MutableBuffer};
 
 use super::miniblock::DecodedChunk;
-use super::repdef::{max_def, Layer};
+use super::repdef::{max_def, max_visible_def, Layer};
 use super::LeafKind;
 use crate::encodings::block::ByteCursor;
 use crate::encodings::{Compression, DataBlock, FixedSizeListBlock, FixedWidthBlock, VariableWidthBlock};
@@ -64,12 +64,13 @@ fn buffer_roles(layout: &ConstantLayout, num_buffers: usize) -> Result<(Option<u
 }
 
 fn levels(buf: &Buffer, comp: Option<&Compression>, n: u64, what: &str) -> Result<Option<Vec<u16>>> {
-    if buf.is_empty() && n == 0 {
+    if buf.is_empty() {
         return Ok(None);
     }
-    let raw = match comp {
-        Some(c) => c.decode_block(buf, n)?.into_fixed(what)?.data,
-        None => buf.clone(),
+    let (raw, n) = match comp {
+        Some(c) => (c.decode_block(buf, n)?.into_fixed(what)?.data, n),
+        // Raw u16 levels; the count may be left 0, so the buffer decides.
+        None => (buf.clone(), if n == 0 { buf.len() as u64 / 2 } else { n }),
     };
     if (raw.len() as u64) < n * 2 {
         return Err(Error::corrupt(format!("{what}: buffer too small for {n} levels")));
@@ -121,7 +122,7 @@ pub fn decode_value(layout: &ConstantLayout, value_buf: Option<&Buffer>, leaf_is
     }
 }
 
-/// Decodes a constant page of `num_rows` rows (columns without repetition).
+/// Decodes a constant page of `num_rows` rows.
 pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: &LeafKind) -> Result<DecodedChunk> {
     let (vi, ri, di) = buffer_roles(layout, buffers.len())?;
     let mut value = decode_value(layout, vi.map(|i| &buffers[i]), matches!(leaf, LeafKind::Variable { .. }))?;
@@ -133,34 +134,39 @@ pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: 
         Some(i) => levels(&buffers[i], layout.rep.as_ref(), layout.num_rep_values, "constant page repetition levels")?,
         None => None,
     };
-    if rep.is_some() {
-        return Err(Error::not_supported("constant pages with repetition levels (nested lists) are not yet supported"));
-    }
     let def = match di {
         Some(i) => levels(&buffers[i], layout.def.as_ref(), layout.num_def_values, "constant page definition levels")?,
         None => None,
     };
-    let n = def.as_ref().map(|d| d.len() as u64).unwrap_or(num_rows);
-    if n != num_rows {
-        return Err(Error::corrupt(format!("constant page has {n} levels for {num_rows} rows")));
+    let max_d = max_def(&layout.layers);
+    let num_levels = match (&rep, &def) {
+        (Some(r), Some(d)) if r.len() != d.len() => {
+            return Err(Error::corrupt(format!("constant page has {} repetition and {} definition levels", r.len(), d.len())))
+        }
+        (Some(r), _) => r.len() as u64,
+        (None, Some(d)) => d.len() as u64,
+        (None, None) => num_rows,
+    };
+    if rep.is_none() && num_levels != num_rows {
+        return Err(Error::corrupt(format!("constant page has {num_levels} levels for {num_rows} rows")));
     }
     if let Some(d) = &def {
-        let m = max_def(&layout.layers);
-        if d.iter().any(|&l| l > m) {
+        if d.iter().any(|&l| l > max_d) {
             return Err(Error::corrupt("constant page definition level above the maximum"));
         }
     }
+    // With no def buffer, an all-null page is null at the outermost nullable layer.
+    let def = match (def, &value) {
+        (None, None) if max_d > 0 => Some(vec![max_d; num_levels as usize]),
+        (d, _) => d,
+    };
+    let visible_limit = max_visible_def(&layout.layers);
+    let visible = def.as_ref().map(|d| d.iter().filter(|&&l| l <= visible_limit).count() as u64).unwrap_or(num_levels);
     let values = match value {
-        None => DataBlock::Empty { num_values: n },
-        Some(v) => repeat(&v, n)?,
+        None => DataBlock::Empty { num_values: visible },
+        Some(v) => repeat(&v, visible)?,
     };
-    // With no def buffer, an all-null page is all null at the outermost nullable layer.
-    let def = match (def, &values) {
-        (Some(d), _) => Some(d),
-        (None, DataBlock::Empty { .. }) if max_def(&layout.layers) > 0 => Some(vec![max_def(&layout.layers); n as usize]),
-        (None, _) => None,
-    };
-    Ok(DecodedChunk { rep, def, values })
+    Ok(DecodedChunk::full(rep, def, values))
 }
 
 /// Repeats a one-value block `n` times.
@@ -197,5 +203,6 @@ pub fn repeat(v: &DataBlock, n: u64) -> Result<DataBlock> {
             item_validity: None,
         }),
         DataBlock::Empty { .. } => DataBlock::Empty { num_values: n },
+        DataBlock::Dictionary { .. } => return Err(Error::corrupt("a constant value cannot be dictionary-encoded")),
     })
 }

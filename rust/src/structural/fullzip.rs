@@ -194,15 +194,17 @@ impl RepIndex {
     }
 }
 
-/// Decodes the zipped bytes of `num_levels` consecutive levels (whole rows).
-pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> Result<DecodedChunk> {
+/// Decodes the zipped bytes of consecutive levels (whole rows): `num_levels` of them, or all
+/// the levels in `bytes` when `None`.
+pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u64>) -> Result<DecodedChunk> {
     let ctrl = ctrl_bytes(layout.bits_rep + layout.bits_def);
     let def_mask = (1u64 << layout.bits_def) - 1;
     let visible_limit = max_visible_def(&layout.layers);
     let max_d = max_def(&layout.layers);
-    let n = num_levels as usize;
-    let mut rep = (layout.bits_rep > 0).then(|| Vec::with_capacity(n));
-    let mut def = (layout.bits_def > 0).then(|| Vec::with_capacity(n));
+    let n = num_levels.map(|n| n as usize).unwrap_or(usize::MAX);
+    let cap = num_levels.map(|n| n as usize).unwrap_or(0);
+    let mut rep = (layout.bits_rep > 0).then(|| Vec::with_capacity(cap));
+    let mut def = (layout.bits_def > 0).then(|| Vec::with_capacity(cap));
     let mut pos = 0usize;
     let truncated = || Error::corrupt("full-zip data ends in the middle of a value");
     let read_ctrl = |pos: &mut usize| -> Result<(u16, u16)> {
@@ -222,9 +224,11 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> R
     match &layout.kind {
         ValueKind::Fixed { bits, dim, item_bits } => {
             let width = (*bits / 8) as usize;
-            let mut out = MutableBuffer::new(n * width);
+            let mut out = MutableBuffer::new(cap * width);
             let mut visible = 0u64;
-            for _ in 0..n {
+            let mut count = 0usize;
+            while count < n && (num_levels.is_some() || pos < bytes.len()) {
+                count += 1;
                 let (r, d) = read_ctrl(&mut pos)?;
                 if let Some(v) = rep.as_mut() {
                     v.push(r)
@@ -251,14 +255,16 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> R
                 }),
                 None => DataBlock::Fixed(FixedWidthBlock { data: out.into(), bits_per_value: *bits, num_values: visible }),
             };
-            Ok(DecodedChunk { rep, def, values })
+            Ok(DecodedChunk::full(rep, def, values))
         }
         ValueKind::Variable { offset_bits, per_value } => {
             let len_width = (*offset_bits / 8) as usize;
-            let mut offsets: Vec<u64> = Vec::with_capacity(n + 1);
+            let mut offsets: Vec<u64> = Vec::with_capacity(cap + 1);
             offsets.push(0);
             let mut data = Vec::with_capacity(bytes.len());
-            for _ in 0..n {
+            let mut count = 0usize;
+            while count < n && (num_levels.is_some() || pos < bytes.len()) {
+                count += 1;
                 let (r, d) = read_ctrl(&mut pos)?;
                 if let Some(v) = rep.as_mut() {
                     v.push(r)
@@ -283,7 +289,7 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: u64) -> R
                 }
                 offsets.push(data.len() as u64);
             }
-            Ok(DecodedChunk { rep, def, values: DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data)) })
+            Ok(DecodedChunk::full(rep, def, DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data))))
         }
     }
 }
@@ -300,88 +306,108 @@ pub struct EncodedFullZip {
     pub layout: enc21::PageLayout,
 }
 
-/// Encodes rows of a column without repetition. `def` has one level per row (0 = valid);
-/// `values` holds one value per row (null rows hold zeros / empty values).
-pub fn encode(values: &DataBlock, def: Option<&[u16]>, layers: &[Layer], per_value: &PerValueEncoder) -> Result<EncodedFullZip> {
-    let n = values.num_values() as usize;
+/// Encodes a page. `rep`/`def` (page numbering) have one entry per level (`None` = one
+/// level per value with no lists / all valid); `values` holds one value per visible level
+/// (null items hold zeros / empty values).
+pub fn encode(
+    values: &DataBlock,
+    rep: Option<&[u16]>,
+    def: Option<&[u16]>,
+    max_rep: u16,
+    layers: &[Layer],
+    per_value: &PerValueEncoder,
+) -> Result<EncodedFullZip> {
+    let num_values = values.num_values() as usize;
+    let num_levels = rep.map(|r| r.len()).or(def.map(|d| d.len())).unwrap_or(num_values);
     let bits_def = bits_for(max_def(layers));
-    let ctrl = ctrl_bytes(bits_def);
+    let bits_rep = bits_for(max_rep);
+    let ctrl = ctrl_bytes(bits_rep + bits_def);
+    let visible_limit = max_visible_def(layers);
     let mut data = Vec::new();
-    let push_ctrl = |data: &mut Vec<u8>, d: u16| {
-        let b = (d as u32).to_le_bytes();
-        data.extend_from_slice(&b[..ctrl]);
+    // Fixed-width bytes (and their width) or a variable-width block.
+    let (fixed, details, value_compression): (Option<(&[u8], usize)>, _, Compression) = match values {
+        DataBlock::Fixed(f) if f.bits_per_value % 8 == 0 => (
+            Some((f.data.as_slice(), (f.bits_per_value / 8) as usize)),
+            enc21::full_zip_layout::Details::BitsPerValue(f.bits_per_value as u32),
+            Compression::Flat { bits: f.bits_per_value, data: None },
+        ),
+        DataBlock::FixedSizeList(l) => match l.child.as_ref() {
+            DataBlock::Fixed(f) if l.item_validity.is_none() && f.bits_per_value % 8 == 0 => {
+                let bits = f.bits_per_value * l.dimension;
+                (
+                    Some((f.data.as_slice(), (bits / 8) as usize)),
+                    enc21::full_zip_layout::Details::BitsPerValue(bits as u32),
+                    Compression::FixedSizeList {
+                        dim: l.dimension,
+                        has_validity: false,
+                        values: Box::new(Compression::Flat { bits: f.bits_per_value, data: None }),
+                    },
+                )
+            }
+            _ => return Err(Error::not_supported("full-zip of fixed-size lists with null items")),
+        },
+        DataBlock::Variable(_) => (None, enc21::full_zip_layout::Details::BitsPerOffset(32), per_value.description()),
+        other => return Err(Error::invalid_input(format!("internal: full-zip of a {} block", other.kind()))),
     };
-    let (details, value_compression, rep_index) = match values {
-        DataBlock::Fixed(_) | DataBlock::FixedSizeList(_) => {
-            let (bytes, bits, comp) = match values {
-                DataBlock::Fixed(f) => (f.data.as_slice(), f.bits_per_value, Compression::Flat { bits: f.bits_per_value, data: None }),
-                DataBlock::FixedSizeList(l) => match l.child.as_ref() {
-                    DataBlock::Fixed(f) if l.item_validity.is_none() && f.bits_per_value % 8 == 0 => (
-                        f.data.as_slice(),
-                        f.bits_per_value * l.dimension,
-                        Compression::FixedSizeList {
-                            dim: l.dimension,
-                            has_validity: false,
-                            values: Box::new(Compression::Flat { bits: f.bits_per_value, data: None }),
-                        },
-                    ),
-                    _ => return Err(Error::not_supported("full-zip of fixed-size lists with null items")),
-                },
-                _ => unreachable!(),
-            };
-            let width = (bits / 8) as usize;
-            data.reserve(n * (width + ctrl));
-            for i in 0..n {
-                if let Some(d) = def {
-                    push_ctrl(&mut data, d[i]);
-                }
-                data.extend_from_slice(&bytes[i * width..(i + 1) * width]);
-            }
-            (enc21::full_zip_layout::Details::BitsPerValue(bits as u32), comp, None)
-        }
-        DataBlock::Variable(v) => {
-            let mut row_offsets = Vec::with_capacity(n + 1);
-            let mut scratch = Vec::new();
-            for i in 0..n {
-                row_offsets.push(data.len() as u64);
-                let d = def.map(|d| d[i]).unwrap_or(0);
-                if def.is_some() {
-                    push_ctrl(&mut data, d);
-                }
-                if d == 0 {
-                    scratch.clear();
-                    let value = per_value.encode(v.value(i), &mut scratch)?;
-                    let len = u32::try_from(value.len()).map_err(|_| Error::invalid_input("a value exceeds 4 GiB"))?;
-                    data.extend_from_slice(&len.to_le_bytes());
-                    data.extend_from_slice(value);
-                }
-            }
+    let needs_index = rep.is_some() || fixed.is_none();
+    let mut row_offsets: Vec<u64> = Vec::new();
+    let mut scratch = Vec::new();
+    let mut v = 0usize;
+    for p in 0..num_levels {
+        let r = rep.map(|r| r[p]).unwrap_or(max_rep);
+        let d = def.map(|d| d[p]).unwrap_or(0);
+        if needs_index && r == max_rep {
             row_offsets.push(data.len() as u64);
-            let total = data.len() as u64;
-            let width = if total <= u8::MAX as u64 { 1 } else if total <= u16::MAX as u64 { 2 } else if total <= u32::MAX as u64 { 4 } else { 8 };
-            let mut idx = Vec::with_capacity(row_offsets.len() * width);
-            for o in row_offsets {
-                idx.extend_from_slice(&o.to_le_bytes()[..width]);
-            }
-            (enc21::full_zip_layout::Details::BitsPerOffset(32), per_value.description(), Some(idx))
         }
-        DataBlock::Empty { .. } => return Err(Error::invalid_input("internal: full-zip of an empty block")),
-    };
+        if ctrl > 0 {
+            let word = ((r as u32) << bits_def) | d as u32;
+            data.extend_from_slice(&word.to_le_bytes()[..ctrl]);
+        }
+        if d > visible_limit {
+            continue;
+        }
+        if v >= num_values {
+            return Err(Error::invalid_input("internal: more visible levels than values"));
+        }
+        match (fixed, values) {
+            (Some((bytes, w)), _) => data.extend_from_slice(&bytes[v * w..(v + 1) * w]),
+            (None, DataBlock::Variable(vb)) if d == 0 => {
+                scratch.clear();
+                let value = per_value.encode(vb.value(v), &mut scratch)?;
+                let len = u32::try_from(value.len()).map_err(|_| Error::invalid_input("a value exceeds 4 GiB"))?;
+                data.extend_from_slice(&len.to_le_bytes());
+                data.extend_from_slice(value);
+            }
+            _ => {}
+        }
+        v += 1;
+    }
+    if v != num_values {
+        return Err(Error::invalid_input(format!("internal: {v} visible levels for {num_values} values")));
+    }
+    let rep_index = needs_index.then(|| {
+        row_offsets.push(data.len() as u64);
+        let total = data.len() as u64;
+        let width = if total <= u8::MAX as u64 { 1 } else if total <= u16::MAX as u64 { 2 } else if total <= u32::MAX as u64 { 4 } else { 8 };
+        let mut idx = Vec::with_capacity(row_offsets.len() * width);
+        for o in &row_offsets {
+            idx.extend_from_slice(&o.to_le_bytes()[..width]);
+        }
+        idx
+    });
     let layout = enc21::PageLayout {
         layout: Some(enc21::page_layout::Layout::FullZipLayout(enc21::FullZipLayout {
-            bits_rep: 0,
+            bits_rep,
             bits_def,
             details: Some(details),
-            num_items: n as u32,
-            num_visible_items: n as u32,
+            num_items: u32::try_from(num_levels).map_err(|_| Error::invalid_input("a full-zip page with more than 2^32 levels"))?,
+            num_visible_items: num_values as u32,
             value_compression: Some(value_compression.to_pb()),
             layers: layers.iter().map(|l| l.to_pb()).collect(),
         })),
     };
     let mut buffers = vec![data];
-    if let Some(idx) = rep_index {
-        buffers.push(idx);
-    }
+    buffers.extend(rep_index);
     Ok(EncodedFullZip { buffers, layout })
 }
 

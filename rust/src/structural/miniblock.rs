@@ -12,6 +12,8 @@
 //! Random access: the metadata gives every chunk's byte range and first value, so a take
 //! reads and decodes only the chunks that hold the requested values.
 
+use std::sync::Arc;
+
 use arrow_buffer::Buffer;
 
 use super::repdef::{max_def, max_rep, Layer};
@@ -140,15 +142,24 @@ pub fn parse_chunk_metadata(meta: &[u8], layout: &MiniBlockLayout, data_len: u64
     Ok(chunks)
 }
 
-/// One decoded chunk.
+/// One decoded chunk (or a whole decoded page of another layout).
 #[derive(Debug, Clone)]
 pub struct DecodedChunk {
     /// Repetition levels, if the page has them.
     pub rep: Option<Vec<u16>>,
     /// Definition levels, if the page has them.
     pub def: Option<Vec<u16>>,
-    /// The chunk's values (dictionary already applied).
+    /// The chunk's values (dictionary pages give [`DataBlock::Dictionary`]).
     pub values: DataBlock,
+    /// Whether `values` and `def` already hold only the rows that were asked for, in order.
+    pub selected: bool,
+}
+
+impl DecodedChunk {
+    /// A decoded piece holding every value.
+    pub fn full(rep: Option<Vec<u16>>, def: Option<Vec<u16>>, values: DataBlock) -> Self {
+        Self { rep, def, values, selected: false }
+    }
 }
 
 fn levels_to_vec(block: DataBlock, n: usize, what: &str) -> Result<Vec<u16>> {
@@ -163,12 +174,15 @@ fn levels_to_vec(block: DataBlock, n: usize, what: &str) -> Result<Vec<u16>> {
     Ok(b[..n * 2].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
 }
 
-/// Decodes one chunk's bytes. `dictionary` is the page's decoded dictionary, if any.
+/// Decodes one chunk's bytes. `dictionary` is the page's decoded dictionary, if any. With
+/// `rows` (chunk-local value indices of a column without repetition), only those values are
+/// decoded when the encoding allows it (`DecodedChunk::selected` says whether it did).
 pub fn decode_chunk(
     layout: &MiniBlockLayout,
     chunk: &ChunkInfo,
     bytes: &Buffer,
-    dictionary: Option<&DataBlock>,
+    dictionary: Option<&Arc<DataBlock>>,
+    rows: Option<&[u32]>,
 ) -> Result<DecodedChunk> {
     const CTX: &str = "mini-block chunk";
     let b = bytes.as_slice();
@@ -223,19 +237,31 @@ pub fn decode_chunk(
             return Err(Error::corrupt(format!("{CTX}: repetition level above the maximum {limit}")));
         }
     }
-    let mut values = layout.values.decode_miniblock(&value_bufs, chunk.num_values)?;
+    let selective = match rows {
+        Some(r) if rep.is_none() => layout.values.decode_miniblock_rows(&value_bufs, chunk.num_values, r)?,
+        _ => None,
+    };
+    let (mut values, selected, expected) = match selective {
+        Some(v) => (v, true, rows.map(|r| r.len() as u64).unwrap_or(0)),
+        None => (layout.values.decode_miniblock(&value_bufs, chunk.num_values)?, false, chunk.num_values),
+    };
     if let Some(dict) = dictionary {
         let indices = values.into_fixed("dictionary indices")?;
-        values = crate::encodings::dictionary::gather(&indices, dict, CTX)?;
+        values = DataBlock::Dictionary { indices, items: dict.clone() };
     }
-    if values.num_values() != chunk.num_values {
-        return Err(Error::corrupt(format!(
-            "{CTX}: decoded {} values, expected {}",
-            values.num_values(),
-            chunk.num_values
-        )));
+    if values.num_values() != expected {
+        return Err(Error::corrupt(format!("{CTX}: decoded {} values, expected {expected}", values.num_values())));
     }
-    Ok(DecodedChunk { rep, def, values })
+    let def = match (def, selected, rows) {
+        (Some(d), true, Some(r)) => {
+            if d.len() as u64 != chunk.num_values {
+                return Err(Error::corrupt(format!("{CTX}: {} definition levels for {} values", d.len(), chunk.num_values)));
+            }
+            Some(r.iter().map(|&i| d[i as usize]).collect())
+        }
+        (d, _, _) => d,
+    };
+    Ok(DecodedChunk { rep, def, values, selected })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -251,38 +277,86 @@ pub struct ValueChunk {
     pub num_values: u64,
 }
 
-/// Page buffers 0 and 1 of a mini-block page.
+/// Page buffers 0 and 1 of a mini-block page, and the repetition index.
 #[derive(Debug, Default)]
 pub struct SerializedChunks {
     /// Chunk metadata words.
     pub metadata: Vec<u8>,
     /// All chunks back to back.
     pub data: Vec<u8>,
+    /// The repetition index (depth 1), when the page has repetition levels.
+    pub rep_index: Option<Vec<u8>>,
 }
 
-/// Serialises chunks. `def` (if any) is sliced per chunk and compressed with `def_encode`,
-/// which returns the compressed bytes of one chunk's levels.
-pub fn serialize_chunks(
-    chunks: &[ValueChunk],
-    def: Option<&[u16]>,
-    def_encode: &dyn Fn(&[u16]) -> Result<Vec<u8>>,
-    large_chunk: bool,
-) -> Result<SerializedChunks> {
+/// The levels of a page being written, in the page's own def numbering.
+pub struct ChunkLevels<'a> {
+    /// Repetition levels, if the column has lists.
+    pub rep: Option<&'a [u16]>,
+    /// Definition levels, if anything is null or empty.
+    pub def: Option<&'a [u16]>,
+    /// Largest repetition level (a level with it starts a row).
+    pub max_rep: u16,
+    /// Levels ≤ this have a value slot.
+    pub visible_limit: u16,
+    /// Bit width the repetition levels are packed with.
+    pub rep_width: u64,
+    /// Bit width the definition levels are packed with.
+    pub def_width: u64,
+}
+
+fn pack_levels(levels: &[u16], width: u64) -> Result<Vec<u8>> {
+    let bytes: Vec<u8> = levels.iter().flat_map(|l| l.to_le_bytes()).collect();
+    let mut out = Vec::new();
+    crate::encodings::bitpacking::encode_out_of_line(&bytes, 16, width, &mut out)?;
+    Ok(out)
+}
+
+/// Serialises value chunks with their levels. A chunk's levels run from the level of its
+/// first value (the page's first level for chunk 0) to the level of the next chunk's first
+/// value (the page's end for the last chunk), so invisible levels (null or empty lists)
+/// travel with the values before them.
+pub fn serialize_chunks(chunks: &[ValueChunk], levels: &ChunkLevels, large_chunk: bool) -> Result<SerializedChunks> {
     let mut out = SerializedChunks::default();
-    let mut first = 0usize;
-    let size_width = if large_chunk { 4 } else { 2 };
+    let num_levels = levels.rep.map(|r| r.len()).or(levels.def.map(|d| d.len()));
+    // Level position of every value.
+    let value_levels: Option<Vec<usize>> = num_levels.map(|n| match levels.def {
+        Some(d) => (0..n).filter(|&p| d[p] <= levels.visible_limit).collect(),
+        None => (0..n).collect(),
+    });
+    let total_values: u64 = chunks.iter().map(|c| c.num_values).sum();
+    if let Some(v) = &value_levels {
+        if v.len() as u64 != total_values {
+            return Err(Error::invalid_input(format!("internal: {} visible levels for {total_values} values", v.len())));
+        }
+    }
+    let mut rep_index: Vec<u8> = Vec::new();
+    let mut first_value = 0usize;
     for (ci, chunk) in chunks.iter().enumerate() {
         let n = chunk.num_values as usize;
+        let is_last = ci + 1 == chunks.len();
         let start = out.data.len();
-        let levels = def.map(|d| &d[first..first + n]);
-        let def_bytes = levels.map(def_encode).transpose()?;
-        let num_levels = if def.is_some() { n } else { 0 };
-        if num_levels > u16::MAX as usize {
-            return Err(Error::invalid_input("mini-block chunk with more than 65535 levels"));
+        let level_range = value_levels.as_ref().map(|v| {
+            let lo = if ci == 0 { 0 } else { v[first_value] };
+            let hi = if is_last { num_levels.unwrap() } else { v[first_value + n] };
+            lo..hi
+        });
+        let chunk_levels = level_range.clone().map(|r| r.len()).unwrap_or(0);
+        if chunk_levels > u16::MAX as usize {
+            return Err(Error::invalid_input(
+                "more than 65535 levels (e.g. consecutive empty or null lists) fall into one mini-block chunk",
+            ));
         }
-        out.data.extend_from_slice(&(num_levels as u16).to_le_bytes());
-        if let Some(d) = &def_bytes {
-            let len = u16::try_from(d.len()).map_err(|_| Error::invalid_input("definition levels of a chunk exceed 64 KiB"))?;
+        let rep_bytes = match (levels.rep, &level_range) {
+            (Some(r), Some(range)) => Some(pack_levels(&r[range.clone()], levels.rep_width)?),
+            _ => None,
+        };
+        let def_bytes = match (levels.def, &level_range) {
+            (Some(d), Some(range)) => Some(pack_levels(&d[range.clone()], levels.def_width)?),
+            _ => None,
+        };
+        out.data.extend_from_slice(&(chunk_levels as u16).to_le_bytes());
+        for b in [&rep_bytes, &def_bytes].into_iter().flatten() {
+            let len = u16::try_from(b.len()).map_err(|_| Error::invalid_input("levels of a chunk exceed 64 KiB"))?;
             out.data.extend_from_slice(&len.to_le_bytes());
         }
         for buf in &chunk.buffers {
@@ -296,10 +370,9 @@ pub fn serialize_chunks(
                 out.data.extend_from_slice(&len.to_le_bytes());
             }
         }
-        let _ = size_width;
         pad_to_8(&mut out.data, start, CHUNK_PAD);
-        if let Some(d) = &def_bytes {
-            out.data.extend_from_slice(d);
+        for b in [&rep_bytes, &def_bytes].into_iter().flatten() {
+            out.data.extend_from_slice(b);
             pad_to_8(&mut out.data, start, CHUNK_PAD);
         }
         for buf in &chunk.buffers {
@@ -307,7 +380,6 @@ pub fn serialize_chunks(
             pad_to_8(&mut out.data, start, CHUNK_PAD);
         }
         let chunk_len = out.data.len() - start;
-        let is_last = ci + 1 == chunks.len();
         let log2 = if is_last {
             if n.is_power_of_two() { n.trailing_zeros() as u64 } else { 0 }
         } else {
@@ -330,7 +402,26 @@ pub fn serialize_chunks(
             }
             out.metadata.extend_from_slice(&(((words_minus_one << 4) | log2) as u16).to_le_bytes());
         }
-        first += n;
+        if let (Some(r), Some(range)) = (levels.rep, &level_range) {
+            // Rows completed in this chunk, and levels of an unfinished last row.
+            let chunk_rep = &r[range.clone()];
+            let next_starts_row = is_last || r.get(range.end).is_some_and(|&x| x == levels.max_rep);
+            let starts: Vec<usize> = (0..chunk_rep.len()).filter(|&p| chunk_rep[p] == levels.max_rep).collect();
+            let inner = starts.iter().filter(|&&p| p >= 1).count() as u64;
+            let (rows, leftover) = if next_starts_row {
+                (inner + 1, 0)
+            } else {
+                (inner, (chunk_rep.len() - starts.last().copied().unwrap_or(0)) as u64)
+            };
+            // A chunk with no levels at all completes nothing.
+            let rows = if chunk_rep.is_empty() { 0 } else { rows };
+            rep_index.extend_from_slice(&rows.to_le_bytes());
+            rep_index.extend_from_slice(&leftover.to_le_bytes());
+        }
+        first_value += n;
+    }
+    if levels.rep.is_some() {
+        out.rep_index = Some(rep_index);
     }
     Ok(out)
 }
@@ -340,28 +431,40 @@ fn pad_to_8(data: &mut Vec<u8>, chunk_start: usize, byte: u8) {
     data.resize(chunk_start + rel.next_multiple_of(8), byte);
 }
 
+/// What goes into the `MiniBlockLayout` message.
+pub struct LayoutParts<'a> {
+    /// Value (or dictionary index) compression.
+    pub values: &'a Compression,
+    /// Repetition-level compression.
+    pub rep: Option<&'a Compression>,
+    /// Definition-level compression.
+    pub def: Option<&'a Compression>,
+    /// Dictionary compression and item count.
+    pub dictionary: Option<(&'a Compression, u64)>,
+    /// Layers, innermost first.
+    pub layers: &'a [Layer],
+    /// Number of values.
+    pub num_items: u64,
+    /// 2.2 chunk grammar.
+    pub large_chunk: bool,
+    /// Whether a repetition index (depth 1) follows.
+    pub has_rep_index: bool,
+}
+
 /// Builds the `PageLayout` message of a mini-block page.
-#[allow(clippy::too_many_arguments)]
-pub fn layout_pb(
-    values: &Compression,
-    def: Option<&Compression>,
-    dictionary: Option<(&Compression, u64)>,
-    layers: &[Layer],
-    num_items: u64,
-    large_chunk: bool,
-) -> enc21::PageLayout {
+pub fn layout_pb(p: &LayoutParts) -> enc21::PageLayout {
     enc21::PageLayout {
         layout: Some(enc21::page_layout::Layout::MiniBlockLayout(enc21::MiniBlockLayout {
-            rep_compression: None,
-            def_compression: def.map(|d| d.to_pb()),
-            value_compression: Some(values.to_pb()),
-            dictionary: dictionary.map(|(d, _)| d.to_pb()),
-            num_dictionary_items: dictionary.map(|(_, n)| n).unwrap_or(0),
-            layers: layers.iter().map(|l| l.to_pb()).collect(),
-            num_buffers: values.miniblock_buffers() as u64,
-            repetition_index_depth: 0,
-            num_items,
-            has_large_chunk: large_chunk,
+            rep_compression: p.rep.map(|r| r.to_pb()),
+            def_compression: p.def.map(|d| d.to_pb()),
+            value_compression: Some(p.values.to_pb()),
+            dictionary: p.dictionary.map(|(d, _)| d.to_pb()),
+            num_dictionary_items: p.dictionary.map(|(_, n)| n).unwrap_or(0),
+            layers: p.layers.iter().map(|l| l.to_pb()).collect(),
+            num_buffers: p.values.miniblock_buffers() as u64,
+            repetition_index_depth: p.has_rep_index as u32,
+            num_items: p.num_items,
+            has_large_chunk: p.large_chunk,
         })),
     }
 }

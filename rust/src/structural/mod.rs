@@ -6,11 +6,13 @@
 //! * [`builder`]: turns decoded values and levels into Arrow arrays;
 //! * [`v2_0`]: the 2.0 `ArrayEncoding` trees.
 
+pub mod assemble;
 pub mod builder;
 pub mod constant;
 pub mod fullzip;
 pub mod miniblock;
 pub mod repdef;
+pub mod shred;
 pub mod v2_0;
 
 use std::collections::HashMap;
@@ -39,6 +41,11 @@ pub enum LeafKind {
     Variable {
         /// Whether Arrow uses 64-bit offsets.
         large: bool,
+    },
+    /// A packed struct: fixed-width children stored row-major, `widths` bytes each.
+    Packed {
+        /// Bytes of each child.
+        widths: Vec<usize>,
     },
     /// Fixed-size lists of `dim` items.
     Fsl {
@@ -74,9 +81,30 @@ impl LeafKind {
         })
     }
 
+    /// The shape of a leaf field (packed structs are one fixed-width value per row).
+    pub fn of_field(field: &crate::file::LanceField) -> Result<LeafKind> {
+        if field.is_packed_struct() {
+            let mut widths = Vec::with_capacity(field.children.len());
+            for c in &field.children {
+                match LeafKind::of(&c.data_type)? {
+                    LeafKind::Fixed { bytes } => widths.push(bytes),
+                    _ => {
+                        return Err(Error::not_supported(format!(
+                            "packed struct {:?}: child {:?} of type {} is not fixed-width (variable packed structs are not implemented)",
+                            field.name, c.name, c.data_type
+                        )))
+                    }
+                }
+            }
+            return Ok(LeafKind::Packed { widths });
+        }
+        LeafKind::of(&field.data_type)
+    }
+
     /// Bits of one value (fixed shapes only).
     pub fn bits(&self) -> Option<u64> {
         match self {
+            LeafKind::Packed { widths } => Some(widths.iter().sum::<usize>() as u64 * 8),
             LeafKind::Bool => Some(1),
             LeafKind::Fixed { bytes } => Some(*bytes as u64 * 8),
             LeafKind::Fsl { dim, item } => item.bits().map(|b| b * *dim as u64),

@@ -1,0 +1,601 @@
+"""Versions, transactions and the commit protocol.
+
+Everything here is policy; every byte is encoded by the native module.
+
+**Reading.** A dataset's versions are the manifests in ``_versions/``; the latest is found by
+listing (``latest_version_hint.json`` is written for other tools but never trusted). Both
+manifest naming schemes are read: V1 ``{version}.manifest`` and V2
+``{u64::MAX - version:020}.manifest``. Feature flags a reader or writer does not know make it
+refuse the dataset with :class:`~lancepy.exceptions.UnsupportedError`.
+
+**Committing** version N+1 from read version R (FORMAT.md §4.7, seeds' transaction spec):
+
+1. the data and deletion files are already written (invisible until a manifest lists them);
+2. the transaction is written to ``_transactions/{R}-{uuid}.txn``;
+3. the transactions of versions R+1..N are checked against ours (:func:`conflicts`); an
+   incompatible one aborts with :class:`~lancepy.exceptions.CommitConflictError` after our
+   files are removed again; compatible ones are rebased over: the new manifest is built from
+   the latest manifest, not from R's;
+4. the manifest (with the transaction inline) is published with put-if-not-exists under
+   version N+1's name; if another writer took that name, go back to 3;
+5. ``latest_version_hint.json`` is updated (best effort).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from lancepy import _lancepy
+from lancepy.exceptions import (
+    CommitConflictError,
+    CorruptFileError,
+    DatasetNotFoundError,
+    NotFoundError,
+    UnsupportedError,
+    VersionNotFoundError,
+)
+
+__all__ = [
+    "FLAG_DELETION_FILES",
+    "FLAG_STABLE_ROW_IDS",
+    "FLAG_TABLE_CONFIG",
+    "FLAG_BASE_PATHS",
+    "LoadedManifest",
+    "list_versions",
+    "latest_version",
+    "load_manifest",
+    "load_transaction",
+    "check_feature_flags",
+    "new_transaction",
+    "operation_name",
+    "conflicts",
+    "build_manifest",
+    "commit_transaction",
+]
+
+VERSIONS_DIR = "_versions"
+TRANSACTIONS_DIR = "_transactions"
+HINT_FILE = f"{VERSIONS_DIR}/latest_version_hint.json"
+
+FLAG_DELETION_FILES = 1
+FLAG_STABLE_ROW_IDS = 2
+FLAG_USE_V2_FORMAT_DEPRECATED = 4
+FLAG_TABLE_CONFIG = 8
+FLAG_BASE_PATHS = 16
+FLAG_DISABLE_TRANSACTION_FILE = 32
+_FLAG_NAMES = {
+    1: "DELETION_FILES",
+    2: "STABLE_ROW_IDS",
+    4: "USE_V2_FORMAT_DEPRECATED",
+    8: "TABLE_CONFIG",
+    16: "BASE_PATHS",
+    32: "DISABLE_TRANSACTION_FILE",
+    64: "UNSTABLE_DATA_OVERLAY_FILES",
+    128: "COVERED_INDEX_METADATA",
+    256: "MIXED_DATA_FILE_VERSIONS",
+    512: "NON_REUSABLE_FIELD_IDS",
+    1024: "FRAGMENT_REUSE_INDEX",
+}
+#: Flags lancepy implements, for reading and for writing.
+KNOWN_READER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32
+KNOWN_WRITER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32
+
+#: The library name written in ``Manifest.writer_version``.
+WRITER_LIBRARY = "lancepy"
+
+
+def manifest_name(version: int, naming: str) -> str:
+    """The path (relative to the root) of version `version` under `naming` (``v1``/``v2``)."""
+    return _lancepy.manifest_path(version, naming)
+
+
+def list_versions(store: Any) -> Tuple[Dict[int, str], Optional[str]]:
+    """All committed versions → manifest path, and the naming scheme in use (listing
+    ``_versions/``; mixed schemes are a :class:`CorruptFileError`)."""
+    versions, naming = _lancepy.list_versions(store)
+    return dict(versions), naming
+
+
+def latest_version(store: Any) -> Tuple[int, Optional[str]]:
+    """The newest committed version (0 if none) and the naming scheme."""
+    versions, naming = list_versions(store)
+    return (max(versions) if versions else 0), naming
+
+
+@dataclass
+class LoadedManifest:
+    """One decoded manifest file."""
+
+    version: int
+    path: str
+    json: str
+    manifest: Dict[str, Any]
+    index_section: Optional[bytes]
+    transaction: Optional[bytes]
+    naming: str
+    size: int = 0
+
+
+def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:
+    """Loads version `version` (default: the latest)."""
+    versions, naming = list_versions(store)
+    if not versions:
+        if store.root_exists():
+            raise DatasetNotFoundError(f"{store.uri} is not a Lance dataset: it has no manifests in _versions/")
+        raise DatasetNotFoundError(f"no Lance dataset at {store.uri}")
+    if version is None:
+        version = max(versions)
+    if version not in versions:
+        raise VersionNotFoundError(
+            f"version {version} of {store.uri} does not exist; versions are {_ranges(sorted(versions))}"
+        )
+    path = versions[version]
+    data = store.read(path)
+    text, index_section, txn = _lancepy.read_manifest(data, store.child_uri(path))
+    manifest = json.loads(text)
+    if manifest.get("version", 0) not in (version, 0):
+        raise CorruptFileError(f"{store.child_uri(path)} claims version {manifest.get('version')}, expected {version}")
+    manifest["version"] = version
+    return LoadedManifest(version, path, text, manifest, index_section, txn, naming or "v2", len(data))
+
+
+def _ranges(vs: List[int]) -> str:
+    if not vs:
+        return "none"
+    out, start, prev = [], vs[0], vs[0]
+    for v in vs[1:] + [None]:  # type: ignore[list-item]
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if v is not None:
+            start = prev = v
+    return ", ".join(out)
+
+
+def check_feature_flags(manifest: Dict[str, Any], *, write: bool, uri: str = "") -> None:
+    """Refuses a manifest whose feature flags lancepy does not implement."""
+    flags = manifest.get("reader_feature_flags", 0)
+    known = KNOWN_READER_FLAGS
+    what = "read"
+    if write:
+        flags = manifest.get("writer_feature_flags", 0) | flags
+        known = KNOWN_WRITER_FLAGS
+        what = "write to"
+    unknown = flags & ~known
+    if unknown:
+        bits = [b for b in range(64) if unknown >> b & 1]
+        names = ", ".join(f"{1 << b} ({_FLAG_NAMES.get(1 << b, 'unknown')})" for b in bits)
+        raise UnsupportedError(
+            f"cannot {what} dataset {uri}: it uses feature flag(s) {names} that lancepy does not implement"
+        )
+
+
+def load_transaction(store: Any, version: int) -> Optional[Dict[str, Any]]:
+    """The transaction that created `version` (inline, else from its file); ``None`` if it
+    cannot be found or decoded."""
+    try:
+        loaded = load_manifest(store, version)
+    except (VersionNotFoundError, DatasetNotFoundError):
+        return None
+    data = loaded.transaction
+    name = loaded.manifest.get("transaction_file") or ""
+    if data is None and name:
+        try:
+            data = store.read(f"{TRANSACTIONS_DIR}/{name}")
+        except NotFoundError:
+            return None
+    if data is None:
+        return None
+    try:
+        return json.loads(_lancepy.decode_transaction(data, name))
+    except CorruptFileError:
+        return None
+
+
+def new_transaction(read_version: int, operation: str, body: Dict[str, Any]) -> Dict[str, Any]:
+    """A transaction dict (the JSON form of ``lance.table.Transaction``)."""
+    return {
+        "read_version": read_version,
+        "uuid": str(uuid.uuid4()),
+        "tag": "",
+        "transaction_properties": {},
+        "operation": {operation: body},
+    }
+
+
+def operation_name(txn: Optional[Dict[str, Any]]) -> Optional[str]:
+    """``"Append"``, ``"Delete"``, ... or ``None`` for a missing or unknown operation."""
+    if not txn:
+        return None
+    op = txn.get("operation")
+    if not isinstance(op, dict) or len(op) != 1:
+        return None
+    return next(iter(op))
+
+
+def _body(txn: Dict[str, Any]) -> Dict[str, Any]:
+    return next(iter(txn["operation"].values()))
+
+
+def _touched_fragments(txn: Dict[str, Any]) -> set:
+    """Ids of existing fragments that a transaction modified or removed."""
+    name, body = operation_name(txn), _body(txn)
+    ids = set()
+    if name == "Delete":
+        ids |= {f.get("id", 0) for f in body.get("updated_fragments", [])}
+        ids |= set(body.get("deleted_fragment_ids", []))
+    elif name == "Update":
+        ids |= {f.get("id", 0) for f in body.get("updated_fragments", [])}
+        ids |= set(body.get("removed_fragment_ids", []))
+    elif name == "Rewrite":
+        for g in body.get("groups", []):
+            ids |= {f.get("id", 0) for f in g.get("old_fragments", [])}
+        ids |= {f.get("id", 0) for f in body.get("old_fragments", [])}
+    elif name == "DataReplacement":
+        ids |= {r.get("fragment_id", 0) for r in body.get("replacements", [])}
+    return ids
+
+
+def _config_keys(txn: Dict[str, Any]) -> set:
+    name, body = operation_name(txn), _body(txn)
+    if name == "UpdateConfig":
+        keys = set(body.get("upsert_values", {})) | set(body.get("delete_keys", []))
+        upd = body.get("config_updates") or {}
+        keys |= {e.get("key") for e in upd.get("update_entries", [])}
+        return keys
+    if name == "Overwrite":
+        return set(body.get("config_upsert_values", {}))
+    return set()
+
+
+def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optional[str]:
+    """Why our transaction cannot be committed after `theirs` (``None`` if it can).
+
+    Rules of the table format's transaction specification, from the point of view of the
+    transaction being committed; "retryable" conflicts are conflicts too (the caller may
+    retry from the new version). A missing or unknown transaction always conflicts.
+    """
+    mine, other = operation_name(ours), operation_name(theirs)
+    if other is None:
+        return "the concurrent version's transaction is missing or of an unknown kind"
+    assert theirs is not None
+    if mine == "Restore":
+        return None if other != "UpdateMemWalState" else f"{other} happened concurrently"
+    if other in ("Overwrite", "Restore", "UpdateMemWalState", "Clone"):
+        if mine == "Overwrite" and other == "Restore":
+            return None
+        if mine == "UpdateConfig" and other != "Overwrite":
+            return None
+        return f"a concurrent {other} replaced the data this {mine} was based on"
+    overlap = _touched_fragments(ours) & _touched_fragments(theirs)
+    if mine == "Append":
+        return None
+    if mine == "Overwrite":
+        if other == "UpdateConfig" and _config_keys(ours) & _config_keys(theirs):
+            return "a concurrent UpdateConfig changed the same config keys"
+        return None
+    if mine in ("Delete", "Update"):
+        if other == "Merge":
+            return f"a concurrent Merge (add_columns) rewrote every fragment this {mine} touches"
+        if other in ("Delete", "Update", "Rewrite", "DataReplacement") and overlap:
+            return f"a concurrent {other} modified the same fragments {sorted(overlap)}"
+        return None
+    if mine == "Rewrite":
+        if other == "Merge":
+            return "a concurrent Merge (add_columns) rewrote every fragment"
+        if other in ("Delete", "Update", "Rewrite", "DataReplacement") and overlap:
+            return f"a concurrent {other} modified fragments being compacted {sorted(overlap)}"
+        if other == "CreateIndex":
+            return "a concurrent CreateIndex refers to row addresses that compaction changes"
+        return None
+    if mine == "Merge":
+        if other in ("Update", "Append", "Delete", "Merge", "Rewrite", "DataReplacement", "Project"):
+            return f"a concurrent {other} changed the fragments or schema this Merge replaces"
+        return None
+    if mine == "Project":
+        if other in ("Project", "Merge"):
+            return f"a concurrent {other} changed the schema"
+        return None
+    if mine == "UpdateConfig":
+        if other == "UpdateConfig" and _config_keys(ours) & _config_keys(theirs):
+            return "a concurrent UpdateConfig changed the same keys"
+        return None
+    if mine in ("CreateIndex", "ReserveFragments"):
+        if mine == "CreateIndex" and other == "Rewrite":
+            return "a concurrent Rewrite changed row addresses"
+        return None
+    return f"cannot check {mine} against a concurrent {other}"
+
+
+def _fragment_files(frag: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return frag.get("files") or []
+
+
+def _has_deletions(frag: Dict[str, Any]) -> bool:
+    d = frag.get("deletion_file")
+    return bool(d) and (d.get("num_deleted_rows", 0) > 0 or d.get("id", 0) != 0)
+
+
+def _assign_ids(fragments: List[Dict[str, Any]], next_id: int) -> int:
+    for f in fragments:
+        f["id"] = next_id
+        next_id += 1
+    return next_id
+
+
+def _max_fragment_id(manifest: Optional[Dict[str, Any]]) -> int:
+    """Largest fragment id ever used (−1 if none)."""
+    if manifest is None:
+        return -1
+    ids = [f.get("id", 0) for f in manifest.get("fragments", [])]
+    recorded = manifest.get("max_fragment_id")
+    cands = ids + ([recorded] if recorded is not None else [])
+    return max(cands) if cands else -1
+
+
+def _tombstone_dropped_fields(fragments: List[Dict[str, Any]], kept_ids: set) -> None:
+    for frag in fragments:
+        files = []
+        for f in _fragment_files(frag):
+            f["fields"] = [i if i in kept_ids or i == -2 else -2 for i in f.get("fields", [])]
+            files.append(f)
+        live = [f for f in files if any(i != -2 for i in f["fields"])]
+        frag["files"] = live if live else files[:1]
+
+
+@dataclass
+class BuiltManifest:
+    """A manifest ready to encode."""
+
+    manifest: Dict[str, Any]
+    index_section: Optional[bytes]
+
+
+def build_manifest(
+    base: Optional[LoadedManifest],
+    txn: Dict[str, Any],
+    version: int,
+    transaction_file: str,
+    *,
+    store: Any = None,
+    data_storage_version: Optional[str] = None,
+) -> BuiltManifest:
+    """Applies `txn` to `base` (the latest committed manifest) as version `version`."""
+    from lancepy import __version__
+
+    name = operation_name(txn)
+    # Fresh copies (parsing JSON text is much faster than deepcopy).
+    body = json.loads(json.dumps(_body(txn)))
+    old = base.manifest if base is not None else None
+    index_section = base.index_section if base is not None else None
+    m: Dict[str, Any] = json.loads(base.json) if base is not None else {}
+    fragments: List[Dict[str, Any]] = m.get("fragments", [])
+    next_id = _max_fragment_id(old) + 1
+
+    if name == "Overwrite":
+        fragments = body.get("fragments", [])
+        next_id = _assign_ids(fragments, next_id if old is not None else 0)
+        m["fields"] = body.get("schema", [])
+        m["schema_metadata"] = body.get("schema_metadata", {})
+        config = dict(m.get("config", {}))
+        config.update(body.get("config_upsert_values", {}))
+        m["config"] = config
+        index_section = None
+        m["next_row_id"] = 0
+    elif name == "Append":
+        if old is None:
+            raise DatasetNotFoundError("cannot append: the dataset does not exist")
+        new = body.get("fragments", [])
+        next_id = _assign_ids(new, next_id)
+        fragments = fragments + new
+    elif name == "Delete":
+        updated = {f["id"]: f for f in body.get("updated_fragments", [])}
+        removed = set(body.get("deleted_fragment_ids", []))
+        fragments = [updated.get(f.get("id", 0), f) for f in fragments if f.get("id", 0) not in removed]
+    elif name == "Update":
+        updated = {f["id"]: f for f in body.get("updated_fragments", [])}
+        removed = set(body.get("removed_fragment_ids", []))
+        fragments = [updated.get(f.get("id", 0), f) for f in fragments if f.get("id", 0) not in removed]
+        new = body.get("new_fragments", [])
+        next_id = _assign_ids(new, next_id)
+        fragments = fragments + new
+    elif name == "Merge":
+        fragments = body.get("fragments", [])
+        m["fields"] = body.get("schema", [])
+        m["schema_metadata"] = body.get("schema_metadata", m.get("schema_metadata", {}))
+        next_id = max(next_id, max((f.get("id", 0) for f in fragments), default=-1) + 1)
+    elif name == "Project":
+        m["fields"] = body.get("schema", [])
+        kept = {f.get("id", 0) for f in m["fields"]}
+        _tombstone_dropped_fields(fragments, kept)
+        if index_section is not None:
+            index_section = _lancepy.filter_index_section(index_section, sorted(kept))
+    elif name == "Rewrite":
+        groups = body.get("groups") or [
+            {"old_fragments": body.get("old_fragments", []), "new_fragments": body.get("new_fragments", [])}
+        ]
+        by_first: Dict[int, List[Dict[str, Any]]] = {}
+        removed = set()
+        for g in groups:
+            olds = [f.get("id", 0) for f in g.get("old_fragments", [])]
+            new = g.get("new_fragments", [])
+            next_id = _assign_ids(new, next_id)
+            if olds:
+                by_first[olds[0]] = new
+            removed |= set(olds)
+        out = []
+        for f in fragments:
+            fid = f.get("id", 0)
+            if fid in by_first:
+                out.extend(by_first[fid])
+            if fid not in removed:
+                out.append(f)
+        fragments = out
+        if index_section is not None and removed:
+            index_section = _lancepy.prune_index_section(index_section, sorted(removed))
+    elif name == "Restore":
+        if store is None:
+            raise ValueError("restore needs the store")
+        target = load_manifest(store, body["version"])
+        m = json.loads(target.json)
+        fragments = m.get("fragments", [])
+        index_section = target.index_section
+        next_id = max(next_id, _max_fragment_id(m) + 1)
+    elif name == "UpdateConfig":
+        config = dict(m.get("config", {}))
+        config.update(body.get("upsert_values", {}))
+        for k in body.get("delete_keys", []):
+            config.pop(k, None)
+        m["config"] = config
+    elif name == "ReserveFragments":
+        next_id += body.get("num_fragments", 0)
+    else:
+        raise UnsupportedError(f"lancepy cannot commit a {name} transaction")
+
+    if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
+        _assign_row_ids(m, fragments)
+    m["fragments"] = fragments
+    m["version"] = version
+    m["version_aux_data"] = 0
+    now = time.time()
+    m["timestamp"] = {"seconds": int(now), "nanos": int((now % 1) * 1e9)}
+    m["tag"] = ""
+    m["transaction_file"] = transaction_file
+    m["writer_version"] = {"library": WRITER_LIBRARY, "version": __version__}
+    if fragments or next_id > 0:
+        m["max_fragment_id"] = max(next_id - 1, 0)
+    fmt = m.get("data_format") or {}
+    if data_storage_version is not None:
+        fmt = {"file_format": "lance", "version": data_storage_version}
+    elif not fmt.get("version"):
+        fmt = {"file_format": "lance", "version": _infer_storage_version(fragments)}
+    m["data_format"] = fmt
+    reader = m.get("reader_feature_flags", 0) & ~(FLAG_DELETION_FILES | FLAG_TABLE_CONFIG | FLAG_BASE_PATHS)
+    writer = m.get("writer_feature_flags", 0) & ~(FLAG_DELETION_FILES | FLAG_TABLE_CONFIG | FLAG_BASE_PATHS)
+    if any(_has_deletions(f) for f in fragments):
+        reader |= FLAG_DELETION_FILES
+        writer |= FLAG_DELETION_FILES
+    if m.get("config"):
+        writer |= FLAG_TABLE_CONFIG
+    if m.get("base_paths"):
+        reader |= FLAG_BASE_PATHS
+        writer |= FLAG_BASE_PATHS
+    m["reader_feature_flags"] = reader
+    m["writer_feature_flags"] = writer
+    m.pop("index_section", None)
+    m.pop("inline_transaction_position", None)
+    m.pop("transaction_section", None)
+    return BuiltManifest(m, index_section)
+
+
+def _assign_row_ids(m: Dict[str, Any], fragments: List[Dict[str, Any]]) -> None:
+    """Gives new fragments of a stable-row-id dataset the next ids (``next_row_id`` on)."""
+    next_row = m.get("next_row_id", 0)
+    for f in fragments:
+        if f.get("row_id_sequence"):
+            continue
+        n = f.get("physical_rows", 0)
+        seq = _lancepy.encode_row_ids(list(range(next_row, next_row + n)))
+        f["row_id_sequence"] = {"InlineRowIds": list(seq)}
+        next_row += n
+    m["next_row_id"] = next_row
+
+
+def _infer_storage_version(fragments: List[Dict[str, Any]]) -> str:
+    for f in fragments:
+        for d in _fragment_files(f):
+            return f"{d.get('file_major_version', 2)}.{d.get('file_minor_version', 0)}"
+    return "2.1"
+
+
+@dataclass
+class CommitResult:
+    """What a commit produced."""
+
+    version: int
+    manifest: LoadedManifest
+    attempts: int
+    rebased_over: List[int] = field(default_factory=list)
+
+
+def commit_transaction(
+    store: Any,
+    txn: Dict[str, Any],
+    *,
+    naming: Optional[str] = None,
+    written_files: Iterable[str] = (),
+    max_retries: int = 20,
+    data_storage_version: Optional[str] = None,
+) -> CommitResult:
+    """Commits `txn` (read version ``txn["read_version"]``) with the protocol above.
+
+    `written_files` (paths relative to the root) are deleted again if the commit fails, so a
+    failed commit leaves no trace. `naming` is used for a new dataset; an existing one keeps
+    its scheme.
+    """
+    written = list(written_files)
+    read_version = txn.get("read_version", 0)
+    txn_bytes = _lancepy.encode_transaction(json.dumps(txn))
+    txn_name = f"{read_version}-{txn['uuid']}.txn"
+    txn_path = f"{TRANSACTIONS_DIR}/{txn_name}"
+    written.append(txn_path)
+    published = False
+    try:
+        # A unique name: no one else writes it, and no reader looks at it before a manifest
+        # names it.
+        store.put_if_not_exists(txn_path, txn_bytes)
+        checked = read_version
+        rebased: List[int] = []
+        for attempt in range(1, max_retries + 1):
+            latest, scheme = latest_version(store)
+            if read_version > latest:
+                raise CommitConflictError(
+                    f"read version {read_version} is newer than the latest version {latest} of {store.uri}"
+                )
+            for v in range(checked + 1, latest + 1):
+                reason = conflicts(txn, load_transaction(store, v))
+                if reason is not None:
+                    raise CommitConflictError(
+                        f"commit of {operation_name(txn)} (read version {read_version}) conflicts with version {v}: {reason}"
+                    )
+                rebased.append(v)
+            checked = latest
+            base = load_manifest(store, latest) if latest > 0 else None
+            if base is not None:
+                check_feature_flags(base.manifest, write=True, uri=store.uri)
+            built = build_manifest(
+                base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version
+            )
+            data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section)
+            path = manifest_name(latest + 1, scheme or naming or "v2")
+            if store.put_if_not_exists(path, data):
+                published = True
+                try:
+                    # Unlink + create instead of replace: replacing an existing file makes
+                    # ext4 flush it (auto_da_alloc), and the hint is advisory anyway.
+                    store.delete([HINT_FILE])
+                    store.put_if_not_exists(HINT_FILE, json.dumps({"version": latest + 1}).encode())
+                except Exception:  # noqa: BLE001 - the hint is advisory
+                    pass
+                text, index_section, inline = _lancepy.read_manifest(data, store.child_uri(path))
+                loaded = LoadedManifest(
+                    latest + 1, path, text, json.loads(text), index_section, inline, scheme or naming or "v2", len(data)
+                )
+                return CommitResult(latest + 1, loaded, attempt, rebased)
+            # Another writer took version latest + 1: back off briefly, then rebase.
+            time.sleep(random.uniform(0.0, 0.005 * attempt))
+        raise CommitConflictError(f"gave up committing to {store.uri} after {max_retries} attempts")
+    except BaseException:
+        if published:
+            raise
+        try:
+            store.delete(written)
+        except Exception:  # noqa: BLE001 - best effort, the error that matters is the original
+            pass
+        raise

@@ -1,0 +1,1298 @@
+"""Lance datasets: versioned tables made of fragments (the API is shaped like pylance's).
+
+::
+
+    ds = lancepy.write_dataset(table, "data.lance")               # version 1
+    ds = lancepy.write_dataset(more, "data.lance", mode="append")  # version 2
+    ds.delete("id < 10")                                           # version 3
+    ds.to_table(columns=["id"], filter="score > 0.5", limit=10)
+    ds.take([5, 1, 5])
+    lancepy.dataset("data.lance", version=1).count_rows()          # time travel
+    ds.tags.create("gold", 2); lancepy.dataset("data.lance", version="gold")
+    ds.add_columns({"double_id": "id * 2"})                        # no rewrite of old files
+    ds.optimize.compact_files(); ds.cleanup_old_versions(older_than=timedelta(0))
+
+This module decides; the native module moves bytes. Reads of many fragments are one native
+call (parallel, GIL released, zero-copy results); commits follow :mod:`lancepy.commit`.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancepy import _lancepy
+from lancepy import commit as _commit
+from lancepy.exceptions import (
+    DatasetAlreadyExistsError,
+    InvalidArgumentError,
+    NotFoundError,
+    UnsupportedError,
+    VersionNotFoundError,
+)
+from lancepy.file import _to_indices
+from lancepy.filters import Filter, compile_expression, compile_filter
+from lancepy.fragment import (
+    DEFAULT_MAX_ROWS_PER_FILE,
+    FragmentMetadata,
+    LanceFragment,
+    _write,
+    align_to_schema,
+    lance_fields_for,
+    normalize_storage_version,
+    to_record_batch_reader,
+)
+
+__all__ = [
+    "LanceDataset",
+    "LanceScanner",
+    "LanceOperation",
+    "Tags",
+    "CompactionMetrics",
+    "CleanupStats",
+    "MergeInsertBuilder",
+    "dataset",
+    "write_dataset",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+ROW_ID = "_rowid"
+ROW_ADDRESS = "_rowaddr"
+TAGS_DIR = "_refs/tags"
+
+
+def _uri(uri: PathLike) -> str:
+    u = os.fspath(uri)
+    if not u:
+        raise InvalidArgumentError("the dataset URI is empty")
+    return u.rstrip("/") if len(u) > 1 else u
+
+
+def _schema_of(fields: List[Dict[str, Any]], metadata: Dict[str, Any]) -> pa.Schema:
+    return pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
+
+
+class LanceDataset:
+    """One version of a Lance dataset. Use :func:`dataset` or :func:`write_dataset`."""
+
+    def __init__(self, uri: PathLike, version: Union[int, str, None] = None, *, _loaded: Any = None) -> None:
+        self._uri = _uri(uri)
+        self._store = _lancepy.Store(self._uri)
+        if _loaded is None:
+            if isinstance(version, str):
+                version = Tags(self).get_version(version)
+            elif version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
+                raise InvalidArgumentError(f"version must be a non-negative int or a tag name, got {version!r}")
+            _loaded = _commit.load_manifest(self._store, version)
+        self._set_loaded(_loaded)
+
+    def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
+        _commit.check_feature_flags(loaded.manifest, write=False, uri=self._uri)
+        self._loaded = loaded
+        self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json)
+        self._schema: Optional[pa.Schema] = None
+        self._rows: Optional[Dict[int, Any]] = None
+
+    # -- description ---------------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        """Where the dataset is."""
+        return self._uri
+
+    @property
+    def version(self) -> int:
+        """The version this object reads."""
+        return self._loaded.version
+
+    @property
+    def latest_version(self) -> int:
+        """The newest committed version (found by listing ``_versions/``)."""
+        return _commit.latest_version(self._store)[0]
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of this version."""
+        if self._schema is None:
+            m = self._loaded.manifest
+            self._schema = _schema_of(m.get("fields", []), m.get("schema_metadata", {}))
+        return self._schema
+
+    @property
+    def data_storage_version(self) -> str:
+        """The data file version new files are written with (``"2.0"``, ``"2.1"``, ``"2.2"``)."""
+        fmt = self._loaded.manifest.get("data_format") or {}
+        return fmt.get("version") or _commit._infer_storage_version(self._loaded.manifest.get("fragments", []))
+
+    @property
+    def max_field_id(self) -> int:
+        """Largest field id used by the schema or any data file."""
+        ids = [f.get("id", 0) for f in self._loaded.manifest.get("fields", [])]
+        for frag in self._loaded.manifest.get("fragments", []):
+            for df in frag.get("files", []):
+                ids.extend(df.get("fields", []))
+        return max(ids, default=-1)
+
+    @property
+    def manifest_naming(self) -> str:
+        """``"v1"`` or ``"v2"``."""
+        return self._loaded.naming
+
+    @property
+    def config(self) -> Dict[str, str]:
+        """The table config."""
+        return dict(self._loaded.manifest.get("config", {}))
+
+    @property
+    def tags(self) -> "Tags":
+        """The dataset's tags."""
+        return Tags(self)
+
+    @property
+    def optimize(self) -> "DatasetOptimizer":
+        """Compaction."""
+        return DatasetOptimizer(self)
+
+    @property
+    def has_index(self) -> bool:
+        """Whether this version carries indices (created by another tool)."""
+        return self._loaded.index_section is not None and bool(_lancepy.describe_index_section(self._loaded.index_section))
+
+    def list_indices(self) -> List[Dict[str, Any]]:
+        """Name and field ids of each index (lancepy keeps indices but does not use them)."""
+        if self._loaded.index_section is None:
+            return []
+        return [{"name": n, "fields": f} for n, f in _lancepy.describe_index_section(self._loaded.index_section)]
+
+    def versions(self) -> List[Dict[str, Any]]:
+        """Every committed version: ``{"version", "timestamp", "metadata"}``, oldest first."""
+        out = []
+        versions, _ = _commit.list_versions(self._store)
+        for v in sorted(versions):
+            m = _commit.load_manifest(self._store, v).manifest
+            ts = m.get("timestamp") or {}
+            out.append(
+                {
+                    "version": v,
+                    "timestamp": datetime.datetime.fromtimestamp(ts.get("seconds", 0) + ts.get("nanos", 0) / 1e9),
+                    "metadata": {},
+                }
+            )
+        return out
+
+    def _snapshot_rows(self) -> Dict[int, Any]:
+        if self._rows is None:
+            self._rows = {fid: (phys, live) for fid, phys, live in self._snapshot.fragment_rows()}
+        return self._rows
+
+    def get_fragments(self) -> List[LanceFragment]:
+        """The fragments of this version."""
+        return [LanceFragment(self, FragmentMetadata(f)) for f in self._loaded.manifest.get("fragments", [])]
+
+    def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
+        """The fragment with id `fragment_id`, or ``None``."""
+        for f in self.get_fragments():
+            if f.fragment_id == fragment_id:
+                return f
+        return None
+
+    def __len__(self) -> int:
+        return self.count_rows()
+
+    def __repr__(self) -> str:
+        return f"LanceDataset({self._uri!r}, version={self.version})"
+
+    # -- reading -------------------------------------------------------------------------
+
+    def scanner(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        batch_size: Optional[int] = None,
+        fragments: Optional[Sequence[Any]] = None,
+        **_ignored: Any,
+    ) -> "LanceScanner":
+        """A scan of this version (see :class:`LanceScanner`)."""
+        return LanceScanner(self, columns, filter, limit, offset, with_row_id, with_row_address, batch_size, fragments)
+
+    def to_table(self, columns: Any = None, filter: Any = None, limit: Optional[int] = None, offset: Optional[int] = None,
+                 with_row_id: bool = False, with_row_address: bool = False, **kwargs: Any) -> pa.Table:
+        """Reads rows (all of them by default) into a ``pyarrow.Table``."""
+        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, **kwargs).to_table()
+
+    def to_batches(self, columns: Any = None, filter: Any = None, limit: Optional[int] = None, offset: Optional[int] = None,
+                   with_row_id: bool = False, with_row_address: bool = False, batch_size: Optional[int] = None,
+                   **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """Streams rows as record batches, decoded as the iterator advances."""
+        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, batch_size, **kwargs).to_batches()
+
+    def count_rows(self, filter: Any = None, **kwargs: Any) -> int:
+        """Live rows (matching `filter`)."""
+        return self.scanner(filter=filter, **kwargs).count_rows()
+
+    def head(self, num_rows: int, columns: Any = None, **kwargs: Any) -> pa.Table:
+        """The first `num_rows` rows."""
+        return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()
+
+    def take(self, indices: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        """Rows at `indices` (positions in scan order, deleted rows not counted).
+
+        The output follows the order of `indices`; repeats are allowed. One native call reads
+        every fragment involved, in parallel.
+        """
+        cols = self._plain_columns(columns)
+        return pa.table(self._snapshot.take(_indices(indices), cols, with_row_id, with_row_address))
+
+    def _take_rows(self, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        """Rows at row addresses (``fragment_id << 32 | offset``); deleted rows are skipped."""
+        cols = self._plain_columns(columns)
+        return pa.table(self._snapshot.take_addresses(_indices(row_ids), cols, with_row_id, with_row_address))
+
+    take_rows = _take_rows
+
+    def _plain_columns(self, columns: Any) -> Optional[List[str]]:
+        if columns is None:
+            return None
+        if isinstance(columns, dict):
+            raise InvalidArgumentError("computed columns (a dict) are only supported by scans, not by take")
+        return list(columns)
+
+    # -- versions --------------------------------------------------------------------------
+
+    def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
+        """Another version (number or tag) of the same dataset."""
+        return LanceDataset(self._uri, version)
+
+    def restore(self) -> "LanceDataset":
+        """Makes this (older) version the latest, as a new version; returns self, now at it."""
+        latest = self.latest_version
+        txn = _commit.new_transaction(latest, "Restore", {"version": self.version})
+        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
+        self._set_loaded(result.manifest)
+        return self
+
+    def _refresh_latest(self) -> None:
+        self._set_loaded(_commit.load_manifest(self._store))
+
+    def _commit(self, operation: str, body: Dict[str, Any], written: Sequence[str] = (), read_version: Optional[int] = None) -> None:
+        _commit.check_feature_flags(self._loaded.manifest, write=True, uri=self._uri)
+        rv = self.version if read_version is None else read_version
+        txn = _commit.new_transaction(rv, operation, body)
+        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, written_files=written)
+        self._set_loaded(result.manifest)
+
+    # -- modifications ---------------------------------------------------------------------
+
+    def _matching_addresses(self, flt: Filter) -> pa.Array:
+        """Row addresses of the live rows matching a filter, in one pass."""
+        stream = self._snapshot.scan_stream(flt.columns, None, 0, None, 131072, False, True, False)
+        parts = []
+        while (batch := stream.next_batch()) is not None:
+            table = pa.table(batch)
+            parts.extend(pc.filter(table.column(ROW_ADDRESS), _evaluate(table, flt)).chunks)
+        return pa.chunked_array(parts, pa.uint64()).combine_chunks()
+
+    def delete(self, predicate: Any) -> None:
+        """Deletes the rows matching `predicate` (SQL text or a pyarrow expression).
+
+        Writes deletion files (Arrow for a few rows, roaring bitmaps for many); fragments whose
+        every row is deleted leave the manifest. Commits a new version.
+        """
+        flt = compile_filter(predicate, self.schema)
+        if flt is None:
+            raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
+        addresses = self._matching_addresses(flt)
+        updated, removed, written = self._write_deletions(addresses)
+        body = {"updated_fragments": updated, "deleted_fragment_ids": removed, "predicate": flt.text}
+        self._commit("Delete", body, written)
+
+    def _write_deletions(self, addresses: pa.Array) -> Any:
+        updated, removed, written = [], [], []
+        if len(addresses) == 0:
+            return updated, removed, written
+        for fid, frag_json in self._snapshot.delete_rows(addresses, self.version):
+            if frag_json is None:
+                removed.append(fid)
+            else:
+                frag = json.loads(frag_json)
+                updated.append(frag)
+                written.append(FragmentMetadata(frag).deletion_file.path(fid))  # type: ignore[union-attr]
+        return updated, removed, written
+
+    def update(self, updates: Dict[str, Any], where: Any = None) -> Dict[str, int]:
+        """Sets columns to SQL expressions (or values) for the rows matching `where`.
+
+        The rows are rewritten into new fragments and deleted from their old ones (an
+        ``Update`` transaction, like pylance's default). Returns ``{"num_rows_updated": n}``.
+        """
+        if not updates:
+            raise InvalidArgumentError("update needs at least one column to set")
+        schema = self.schema
+        for name in updates:
+            if name not in schema.names:
+                raise InvalidArgumentError(f"cannot update column {name!r}: the dataset has no such column")
+        table = self.to_table(filter=where, with_row_address=True)
+        if table.num_rows == 0:
+            return {"num_rows_updated": 0}
+        new_columns = {}
+        for name, value in updates.items():
+            target = schema.field(name).type
+            if isinstance(value, str):
+                expr = compile_expression(value, schema).expression
+                arr = _evaluate_values(table, expr, target)
+            elif isinstance(value, pc.Expression):
+                arr = _evaluate_values(table, value, target)
+            else:
+                arr = pa.array([value] * table.num_rows, type=target)
+            new_columns[name] = arr
+        rows = pa.table({n: (new_columns[n] if n in new_columns else table.column(n)) for n in schema.names})
+        self._replace_rows(table.column(ROW_ADDRESS).combine_chunks(), rows, fields_modified=list(updates))
+        return {"num_rows_updated": table.num_rows}
+
+    def _replace_rows(self, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()) -> None:
+        """Deletes rows at `addresses` and appends `new_rows`, as one Update transaction."""
+        updated, removed, written = self._write_deletions(addresses)
+        new_frags: List[Dict[str, Any]] = []
+        if new_rows is not None and new_rows.num_rows > 0:
+            reader = align_to_schema(new_rows.to_reader(), self.schema)
+            frags = _write(self._uri, reader, self._loaded.manifest.get("fields", []),
+                           self._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, self.data_storage_version)
+            new_frags = [f.to_json() for f in frags]
+            written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
+        ids = {f.get("name"): f.get("id") for f in self._loaded.manifest.get("fields", [])}
+        body = {
+            "removed_fragment_ids": removed,
+            "updated_fragments": updated,
+            "new_fragments": new_frags,
+            "fields_modified": [ids[n] for n in fields_modified if n in ids],
+        }
+        self._commit("Update", body, written)
+
+    def merge_insert(self, on: Union[str, List[str]]) -> "MergeInsertBuilder":
+        """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods."""
+        return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
+
+    def insert(self, data: Any, mode: str = "append", **kwargs: Any) -> None:
+        """Appends (or overwrites with) `data`, like :func:`write_dataset`, and moves to it."""
+        ds = write_dataset(data, self._uri, mode=mode, **kwargs)
+        self._set_loaded(ds._loaded)
+
+    # -- schema evolution ------------------------------------------------------------------
+
+    def add_columns(
+        self,
+        transforms: Any,
+        read_columns: Optional[List[str]] = None,
+        batch_size: Optional[int] = None,
+    ) -> None:
+        """Adds columns without rewriting existing data files.
+
+        `transforms` is one of:
+
+        * ``{"name": "sql expression"}`` — computed from existing columns;
+        * a function ``batch -> batch/table/dict`` of the columns in `read_columns` (all by
+          default), called per fragment;
+        * a ``pyarrow.Field``, list of fields or ``pyarrow.Schema`` — all-NULL columns, a
+          metadata-only change;
+        * a ``pyarrow.Table`` / ``RecordBatchReader`` of precomputed values, one row per live
+          row in scan order.
+
+        Each fragment gets one new data file holding the new columns for all its physical rows
+        (deleted rows hold NULLs); a ``Merge`` transaction commits the result.
+        """
+        schema = self.schema
+        first_id = self.max_field_id + 1
+        if isinstance(transforms, (pa.Field, pa.Schema)) or (
+            isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms)
+        ):
+            new_schema = pa.schema([transforms] if isinstance(transforms, pa.Field) else list(transforms))
+            self._check_new_names(new_schema)
+            for f in new_schema:
+                if not f.nullable:
+                    raise InvalidArgumentError(f"all-null column {f.name!r} must be nullable")
+            lance = lance_fields_for(new_schema, first_id)
+            fields = self._loaded.manifest.get("fields", []) + lance["fields"]
+            frags = copy.deepcopy(self._loaded.manifest.get("fragments", []))
+            self._commit("Merge", {"fragments": frags, "schema": fields, "schema_metadata": self._loaded.manifest.get("schema_metadata", {})})
+            return
+        if isinstance(transforms, dict):
+            compiled = {n: compile_expression(e, schema) if isinstance(e, str) else e for n, e in transforms.items()}
+            needed = sorted({c for f in compiled.values() if isinstance(f, Filter) for c in (f.columns or schema.names)})
+            if any(not isinstance(f, Filter) for f in compiled.values()):
+                needed = schema.names
+
+            def fn(batch: pa.RecordBatch) -> Dict[str, pa.Array]:
+                t = pa.Table.from_batches([batch])
+                return {n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()}
+
+            return self._add_computed_columns(fn, needed or [schema.names[0]], first_id)
+        if callable(transforms):
+            cols = read_columns if read_columns is not None else schema.names
+            return self._add_computed_columns(transforms, cols, first_id)
+        if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(transforms, "__arrow_c_stream__"):
+            return self._add_precomputed_columns(pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id)
+        raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
+
+    def _check_new_names(self, new_schema: pa.Schema) -> None:
+        clash = [n for n in new_schema.names if n in self.schema.names]
+        if clash:
+            raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
+
+    def _add_computed_columns(self, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int) -> None:
+        new_tables = []
+        for frag in self._loaded.manifest.get("fragments", []):
+            fid = frag.get("id", 0)
+            # Every physical row, so the new file lines up with the fragment's other files.
+            src = pa.table(self._snapshot.scan(read_columns, [fid], 0, None, 1 << 40, False, False, True))
+            batch = src.combine_chunks().to_batches()
+            batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
+            out = fn(batch)
+            new_tables.append(_as_table(out))
+        self._attach_new_columns(new_tables, first_id)
+
+    def _add_precomputed_columns(self, values: pa.Table, first_id: int) -> None:
+        total = self.count_rows()
+        if values.num_rows != total:
+            raise InvalidArgumentError(
+                f"precomputed columns have {values.num_rows} rows but the dataset has {total} live rows"
+            )
+        new_tables = []
+        start = 0
+        for frag in self._loaded.manifest.get("fragments", []):
+            fid = frag.get("id", 0)
+            phys, live = self._snapshot_rows()[fid]
+            chunk = values.slice(start, live)
+            start += live
+            if live != phys:
+                # Spread the live values over the physical rows; deleted rows get NULL.
+                deleted = pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()
+                import numpy as np
+
+                keep = np.ones(phys, dtype=bool)
+                keep[deleted] = False
+                positions = np.cumsum(keep) - 1
+                take_idx = pa.array(np.where(keep, positions, 0))
+                mask = pa.array(~keep)
+                chunk = pa.table({n: pc.if_else(mask, pa.nulls(phys, chunk.column(n).type), chunk.column(n).take(take_idx)) for n in chunk.column_names})
+            new_tables.append(chunk)
+        self._attach_new_columns(new_tables, first_id)
+
+    def _attach_new_columns(self, new_tables: List[pa.Table], first_id: int) -> None:
+        frags = copy.deepcopy(self._loaded.manifest.get("fragments", []))
+        if not frags:
+            raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
+        new_schema = new_tables[0].schema
+        new_schema = pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in new_schema])
+        self._check_new_names(new_schema)
+        lance = lance_fields_for(new_schema, first_id)
+        written: List[str] = []
+        try:
+            for frag, table in zip(frags, new_tables):
+                phys = self._snapshot_rows()[frag.get("id", 0)][0]
+                if table.num_rows != phys:
+                    raise InvalidArgumentError(
+                        f"the new columns have {table.num_rows} rows for fragment {frag.get('id', 0)}, which has {phys}"
+                    )
+                table = pa.Table.from_arrays([table.column(n).cast(new_schema.field(n).type) for n in new_schema.names], schema=new_schema)
+                made = _write(self._uri, table.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), self.data_storage_version)
+                if len(made) != 1:
+                    raise InvalidArgumentError("internal error: expected one data file per fragment")
+                df = made[0].to_json()["files"][0]
+                written.append(f"data/{df['path']}")
+                frag["files"] = frag.get("files", []) + [df]
+        except BaseException:
+            self._store.delete(written)
+            raise
+        fields = self._loaded.manifest.get("fields", []) + lance["fields"]
+        self._commit("Merge", {"fragments": frags, "schema": fields, "schema_metadata": self._loaded.manifest.get("schema_metadata", {})}, written)
+
+    def drop_columns(self, columns: List[str]) -> None:
+        """Removes columns (metadata only: their field ids are tombstoned in data files)."""
+        if isinstance(columns, str):
+            columns = [columns]
+        fields = self._loaded.manifest.get("fields", [])
+        names = [f.get("name") for f in fields if f.get("parent_id", -1) == -1]
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise InvalidArgumentError(f"cannot drop {missing}: no such columns (columns are {names})")
+        if len(set(columns)) >= len(names):
+            raise InvalidArgumentError("cannot drop every column of a dataset")
+        drop_ids = {f["id"] if "id" in f else 0 for f in fields if f.get("parent_id", -1) == -1 and f.get("name") in columns}
+        changed = True
+        while changed:  # children of dropped fields go too
+            changed = False
+            for f in fields:
+                if f.get("parent_id", -1) in drop_ids and f.get("id", 0) not in drop_ids:
+                    drop_ids.add(f.get("id", 0))
+                    changed = True
+        kept = [f for f in fields if f.get("id", 0) not in drop_ids]
+        self._commit("Project", {"schema": kept})
+
+    def alter_columns(self, *alterations: Dict[str, Any]) -> None:
+        """Renames columns, changes their nullability or their data type.
+
+        Each alteration is ``{"path": name, "name": new_name, "nullable": bool,
+        "data_type": pa.DataType}``. Renames and nullability are metadata only (a ``Project``
+        transaction). A new data type rewrites that column only: every fragment gets a new
+        data file with the cast values under the same field id, the old file's entry for it is
+        tombstoned (a ``Merge`` transaction); other columns are not touched.
+        """
+        if len(alterations) == 1 and isinstance(alterations[0], list):
+            alterations = tuple(alterations[0])
+        fields = copy.deepcopy(self._loaded.manifest.get("fields", []))
+        top = {f.get("name"): f for f in fields if f.get("parent_id", -1) == -1}
+        casts: Dict[str, pa.DataType] = {}
+        for alt in alterations:
+            path = alt.get("path")
+            if path not in top:
+                raise InvalidArgumentError(f"cannot alter {path!r}: no such column (columns are {list(top)})")
+            f = top[path]
+            if alt.get("data_type") is not None:
+                casts[path] = alt["data_type"]
+            if "name" in alt and alt["name"] is not None and alt["name"] != path:
+                if alt["name"] in top:
+                    raise InvalidArgumentError(f"cannot rename {path!r} to {alt['name']!r}: that column exists")
+                f["name"] = alt["name"]
+            if "nullable" in alt and alt["nullable"] is not None:
+                if not alt["nullable"] and f.get("nullable", False):
+                    if self.count_rows(filter=f"`{path}` IS NULL") > 0:
+                        raise InvalidArgumentError(f"cannot make {path!r} non-nullable: it contains nulls")
+                f["nullable"] = bool(alt["nullable"])
+            top = {g.get("name"): g for g in fields if g.get("parent_id", -1) == -1}
+        if casts:
+            return self._cast_columns(fields, casts)
+        self._commit("Project", {"schema": fields})
+
+    def _cast_columns(self, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
+        """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
+        apart from the types."""
+        by_old_name = {f.get("name"): f for f in self._loaded.manifest.get("fields", []) if f.get("parent_id", -1) == -1}
+        new_fields = []
+        for old_name, new_type in casts.items():
+            old = by_old_name[old_name]
+            if any(g.get("parent_id", -1) == old.get("id", 0) for g in fields):
+                raise UnsupportedError(f"changing the type of nested column {old_name!r} is not supported")
+            target = next(f for f in fields if f.get("id", 0) == old.get("id", 0))
+            arrow = pa.field(target["name"], new_type, target.get("nullable", True))
+            lance = lance_fields_for(pa.schema([arrow]), old.get("id", 0))["fields"]
+            if len(lance) != 1:
+                raise UnsupportedError(f"cannot change {old_name!r} to the nested type {new_type}")
+            target.update({k: v for k, v in lance[0].items() if k in ("logical_type", "encoding", "type")})
+            new_fields.append(lance[0] | {"name": target["name"], "nullable": target.get("nullable", True)})
+        ids = {f.get("id", 0) for f in new_fields}
+        frags = copy.deepcopy(self._loaded.manifest.get("fragments", []))
+        written: List[str] = []
+        try:
+            for frag in frags:
+                fid = frag.get("id", 0)
+                src = pa.table(self._snapshot.scan(list(casts), [fid], 0, None, 1 << 40, False, False, True))
+                try:
+                    cols = [src.column(n).cast(t) for n, t in casts.items()]
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidArgumentError(f"cannot cast: {e}") from None
+                names = [f["name"] for f in new_fields]
+                table = pa.Table.from_arrays(cols, names=names)
+                made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version)
+                df = made[0].to_json()["files"][0]
+                written.append(f"data/{df['path']}")
+                for old_file in frag.get("files", []):
+                    old_file["fields"] = [-2 if i in ids else i for i in old_file.get("fields", [])]
+                frag["files"] = frag.get("files", []) + [df]
+        except BaseException:
+            self._store.delete(written)
+            raise
+        body = {"fragments": frags, "schema": fields, "schema_metadata": self._loaded.manifest.get("schema_metadata", {})}
+        self._commit("Merge", body, written)
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def cleanup_old_versions(
+        self,
+        older_than: Optional[datetime.timedelta] = None,
+        *,
+        delete_unverified: bool = False,
+        error_if_tagged_old_versions: bool = True,
+    ) -> "CleanupStats":
+        """Deletes manifests older than `older_than` (default two weeks) and every file only
+        they reference. The latest version and tagged versions are always kept; files that no
+        manifest references and that are younger than a week are kept unless
+        `delete_unverified` (they may belong to a commit in progress)."""
+        if older_than is None:
+            older_than = datetime.timedelta(days=14)
+        cutoff = time.time() - older_than.total_seconds()
+        versions, _ = _commit.list_versions(self._store)
+        latest = max(versions)
+        tagged = {t["version"] for t in self.tags.list().values()}
+        keep, remove = [], []
+        for v in sorted(versions):
+            loaded = _commit.load_manifest(self._store, v)
+            ts = (loaded.manifest.get("timestamp") or {}).get("seconds", 0)
+            if v == latest or ts >= cutoff:
+                keep.append(loaded)
+            elif v in tagged:
+                if error_if_tagged_old_versions:
+                    raise InvalidArgumentError(
+                        f"version {v} is older than the cutoff but tagged; delete its tags first or pass error_if_tagged_old_versions=False"
+                    )
+                keep.append(loaded)
+            else:
+                remove.append(loaded)
+        referenced = set().union(*(_files_of(m, own_only=True) for m in keep))
+        removed_in_old = set().union(*(_files_of(m, own_only=False) for m in remove))
+        unverified_cutoff = time.time() - 7 * 24 * 3600
+        to_delete, bytes_removed = [], 0
+        for prefix in ("data", "_deletions", _commit.TRANSACTIONS_DIR, _commit.VERSIONS_DIR):
+            for path, size, mtime in self._store.list(prefix):
+                if path in referenced or path == _commit.HINT_FILE:
+                    continue
+                if path in removed_in_old or delete_unverified or mtime < min(unverified_cutoff, cutoff):
+                    if prefix == _commit.VERSIONS_DIR and path not in removed_in_old and not path.rsplit("/", 1)[-1].startswith("."):
+                        continue  # never delete a manifest we did not decide to remove
+                    to_delete.append(path)
+                    bytes_removed += size
+        # Manifests first: a crash midway leaves unreferenced files (removed by a later
+        # cleanup), never a version whose files are gone.
+        to_delete.sort(key=lambda p: not p.startswith(_commit.VERSIONS_DIR))
+        self._store.delete(to_delete)
+        return CleanupStats(bytes_removed=bytes_removed, old_versions=len(remove))
+
+    # -- commit API ------------------------------------------------------------------------
+
+    @staticmethod
+    def commit(
+        base_uri: PathLike,
+        operation: "LanceOperation.BaseOperation",
+        read_version: Optional[int] = None,
+        *,
+        max_retries: int = 20,
+        enable_v2_manifest_paths: bool = True,
+    ) -> "LanceDataset":
+        """Commits an operation built from fragments written elsewhere (e.g. by
+        :func:`lancepy.fragment.write_fragments` in worker tasks)."""
+        uri = _uri(base_uri)
+        store = _lancepy.Store(uri)
+        latest, _ = _commit.latest_version(store)
+        if read_version is None:
+            read_version = latest
+        if latest > 0:
+            _commit.check_feature_flags(_commit.load_manifest(store, latest).manifest, write=True, uri=uri)
+        name, body = operation._to_body(store, read_version)
+        txn = _commit.new_transaction(read_version, name, body)
+        result = _commit.commit_transaction(
+            store, txn, naming="v2" if enable_v2_manifest_paths else "v1", max_retries=max_retries
+        )
+        return LanceDataset(uri, _loaded=result.manifest)
+
+
+def _indices(indices: Any) -> Any:
+    if isinstance(indices, pa.ChunkedArray):
+        return indices.combine_chunks()
+    return _to_indices(indices)
+
+
+def _files_of(loaded: _commit.LoadedManifest, *, own_only: bool) -> set:
+    """Paths (relative to the root) of the files a version uses: its manifest, transaction,
+    data and deletion files. `own_only` leaves out data files under other base paths."""
+    m = loaded.manifest
+    out = {loaded.path}
+    if m.get("transaction_file"):
+        out.add(f"{_commit.TRANSACTIONS_DIR}/{m['transaction_file']}")
+    for frag in m.get("fragments", []):
+        for df in frag.get("files", []):
+            if not own_only or df.get("base_id") is None:
+                out.add(f"data/{df['path']}")
+        deletion = FragmentMetadata(frag).deletion_file
+        if deletion is not None:
+            out.add(deletion.path(frag.get("id", 0)))
+    return out
+
+
+def _as_table(out: Any) -> pa.Table:
+    if isinstance(out, pa.Table):
+        return out
+    if isinstance(out, pa.RecordBatch):
+        return pa.Table.from_batches([out])
+    if isinstance(out, dict):
+        return pa.table(out)
+    if type(out).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(out, preserve_index=False)
+    raise InvalidArgumentError(f"an add_columns function must return a table, batch or dict, got {type(out).__name__}")
+
+
+def _evaluate(table: pa.Table, flt: Filter) -> pa.ChunkedArray:
+    """A boolean mask (nulls count as false) of `flt` over `table`."""
+    try:
+        import pyarrow.dataset as pads
+
+        mask = pads.dataset(table).to_table(columns={"m": flt.expression}).column("m")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidArgumentError(f"cannot evaluate filter {flt.text!r}: {e}") from None
+    return pc.fill_null(mask, False)
+
+
+def _evaluate_values(table: pa.Table, expr: Any, target: Optional[pa.DataType]) -> pa.Array:
+    import pyarrow.dataset as pads
+
+    try:
+        col = pads.dataset(table).to_table(columns={"v": expr}).column("v")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidArgumentError(f"cannot evaluate expression {expr}: {e}") from None
+    if col.num_chunks == 0:
+        col = pa.chunked_array([], type=col.type)
+    if target is not None and col.type != target:
+        col = col.cast(target)
+    arr = col.combine_chunks()
+    if len(arr) != table.num_rows:  # a scalar expression
+        arr = pa.array([arr[0].as_py() if len(arr) else None] * table.num_rows, type=arr.type)
+    return arr
+
+
+class LanceScanner:
+    """A configured read of one dataset version.
+
+    Without a filter, offset and limit are applied natively and only the rows needed are
+    read. With a filter, the filter's columns are read along with the projection, the
+    filter runs in Arrow's C++ kernels, and the projection is applied after.
+    """
+
+    def __init__(self, ds: LanceDataset, columns: Any, filter: Any, limit: Optional[int], offset: Optional[int],
+                 with_row_id: bool, with_row_address: bool, batch_size: Optional[int], fragments: Optional[Sequence[Any]]) -> None:
+        self._ds = ds
+        schema = ds.schema
+        self._computed: Optional[Dict[str, Any]] = None
+        if isinstance(columns, dict):
+            self._computed = {n: compile_expression(e, schema).expression if isinstance(e, str) else e for n, e in columns.items()}
+            self._columns: Optional[List[str]] = None
+        elif columns is None:
+            self._columns = None
+        else:
+            self._columns = list(columns)
+            unknown = [c for c in self._columns if c not in schema.names]
+            if unknown:
+                from lancepy.exceptions import ColumnNotFoundError
+
+                raise ColumnNotFoundError(f"columns {unknown} do not exist; the dataset has {schema.names}")
+        self._filter = compile_filter(filter, schema)
+        if limit is not None and limit < 0 or offset is not None and offset < 0:
+            raise InvalidArgumentError("limit and offset must be non-negative")
+        self._limit = limit
+        self._offset = offset or 0
+        self._with_row_id = with_row_id
+        self._with_row_address = with_row_address
+        self._batch_size = batch_size or 8192
+        self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
+
+    def _read_columns(self) -> Optional[List[str]]:
+        if self._filter is None:
+            return self._columns
+        if self._columns is None or self._filter.columns is None:
+            return None
+        return list(dict.fromkeys(self._columns + self._filter.columns))
+
+    def _output_names(self, table_names: List[str]) -> List[str]:
+        names = self._columns if self._columns is not None else [n for n in self._ds.schema.names]
+        extra = [n for n in (ROW_ID, ROW_ADDRESS) if n in table_names]
+        return list(names) + extra
+
+    def _finish(self, table: pa.Table) -> pa.Table:
+        if self._computed is not None:
+            import pyarrow.dataset as pads
+
+            cols = dict(self._computed)
+            for n in (ROW_ID, ROW_ADDRESS):
+                if n in table.column_names:
+                    cols[n] = pc.field(n)
+            return pads.dataset(table).to_table(columns=cols)
+        return table.select(self._output_names(table.column_names))
+
+    def to_table(self) -> pa.Table:
+        """Every row of the scan as a ``pyarrow.Table``."""
+        s = self._ds._snapshot
+        if self._filter is None:
+            t = pa.table(s.scan(self._read_columns(), self._fragment_ids, self._offset, self._limit, 131072,
+                                self._with_row_id, self._with_row_address, False))
+            return self._finish(t)
+        if self._limit is None:
+            t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
+                                self._with_row_id, self._with_row_address, False))
+            t = t.filter(_evaluate(t, self._filter))
+            return self._finish(t.slice(self._offset))
+        batches = list(self.to_batches())
+        if not batches:
+            return self._finish(self._empty())
+        return pa.Table.from_batches(batches)
+
+    def _empty(self) -> pa.Table:
+        s = self._ds._snapshot
+        return pa.table(s.scan(self._read_columns(), [], 0, 0, 1, self._with_row_id, self._with_row_address, False))
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as record batches, decoded as the iterator advances."""
+        s = self._ds._snapshot
+        if self._filter is None:
+            stream = s.scan_stream(self._read_columns(), self._fragment_ids, self._offset, self._limit, self._batch_size,
+                                   self._with_row_id, self._with_row_address, False)
+            while True:
+                b = stream.next_batch()
+                if b is None:
+                    return
+                for batch in self._finish(pa.table(b)).to_batches():
+                    yield batch
+            return
+        stream = s.scan_stream(self._read_columns(), self._fragment_ids, 0, None, max(self._batch_size, 65536),
+                               self._with_row_id, self._with_row_address, False)
+        skip, remaining = self._offset, self._limit
+        while remaining is None or remaining > 0:
+            b = stream.next_batch()
+            if b is None:
+                return
+            t = pa.table(b)
+            t = t.filter(_evaluate(t, self._filter))
+            if skip:
+                cut = min(skip, t.num_rows)
+                t, skip = t.slice(cut), skip - cut
+            if remaining is not None:
+                t = t.slice(0, remaining)
+                remaining -= t.num_rows
+            if t.num_rows:
+                yield from self._finish(t).to_batches()
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """A ``pyarrow.RecordBatchReader`` over the scan."""
+        schema = self.projected_schema
+        return pa.RecordBatchReader.from_batches(schema, self.to_batches())
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        """The schema of what the scan returns."""
+        return self._finish(self._empty()).schema
+
+    def count_rows(self) -> int:
+        """Rows the scan returns."""
+        s = self._ds._snapshot
+        if self._filter is None:
+            n = s.count_rows(self._fragment_ids)
+            n = max(n - self._offset, 0)
+            return n if self._limit is None else min(n, self._limit)
+        cols = self._filter.columns
+        total, skip, remaining = 0, self._offset, self._limit
+        stream = s.scan_stream(cols, self._fragment_ids, 0, None, 131072, False, False, False)
+        while True:
+            b = stream.next_batch()
+            if b is None:
+                break
+            t = pa.table(b)
+            total += pc.sum(_evaluate(t, self._filter).cast(pa.int64())).as_py() or 0
+        total = max(total - skip, 0)
+        return total if remaining is None else min(total, remaining)
+
+
+class Tags:
+    """Named versions, stored as ``_refs/tags/{name}.json`` (``{"version": N, "manifestSize": M, ...}``)."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+        self._store = ds._store
+
+    @staticmethod
+    def _check_name(tag: str) -> None:
+        if not tag or "/" in tag or tag.startswith(".") or not all(c.isalnum() or c in "-_." for c in tag):
+            raise InvalidArgumentError(f"invalid tag name {tag!r}: use letters, digits, '-', '_' and '.'")
+
+    def _path(self, tag: str) -> str:
+        self._check_name(tag)
+        return f"{TAGS_DIR}/{tag}.json"
+
+    def list(self) -> Dict[str, Dict[str, Any]]:
+        """``{tag: {"version": N, "manifest_size": M}}``."""
+        out = {}
+        for path, _size, _mtime in self._store.list(TAGS_DIR):
+            if not path.endswith(".json"):
+                continue
+            name = path[len(TAGS_DIR) + 1 : -len(".json")]
+            try:
+                doc = json.loads(self._store.read(path))
+            except (ValueError, NotFoundError):
+                continue
+            out[name] = {"version": doc.get("version"), "manifest_size": doc.get("manifestSize", doc.get("manifest_size"))}
+        return out
+
+    def get_version(self, tag: str) -> int:
+        """The version a tag points to."""
+        try:
+            data = json.loads(self._store.read(self._path(tag)))
+        except NotFoundError:
+            raise VersionNotFoundError(f"tag {tag!r} does not exist in {self._ds.uri}") from None
+        return int(data["version"])
+
+    def _contents(self, version: int, created: Optional[str] = None) -> bytes:
+        # The layout pylance 14 writes (camelCase keys).
+        loaded = _commit.load_manifest(self._store, version)
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        doc = {
+            "branch": None,
+            "version": version,
+            "createdAt": created or now,
+            "updatedAt": now,
+            "manifestSize": loaded.size,
+            "metadata": {},
+        }
+        return json.dumps(doc, indent=2).encode()
+
+    def create(self, tag: str, version: int) -> None:
+        """Tags `version` (which must exist); the tag must not exist yet."""
+        if not self._store.put_if_not_exists(self._path(tag), self._contents(version)):
+            raise InvalidArgumentError(f"tag {tag!r} already exists; use tags.update to move it")
+
+    def update(self, tag: str, version: int) -> None:
+        """Moves an existing tag to `version`."""
+        self.get_version(tag)
+        created = json.loads(self._store.read(self._path(tag))).get("createdAt")
+        self._store.put(self._path(tag), self._contents(version, created))
+
+    def delete(self, tag: str) -> None:
+        """Removes a tag."""
+        self.get_version(tag)
+        self._store.delete([self._path(tag)])
+
+
+@dataclass
+class CompactionMetrics:
+    """What :meth:`DatasetOptimizer.compact_files` did."""
+
+    fragments_removed: int = 0
+    fragments_added: int = 0
+    files_removed: int = 0
+    files_added: int = 0
+
+
+@dataclass
+class CleanupStats:
+    """What :meth:`LanceDataset.cleanup_old_versions` removed."""
+
+    bytes_removed: int = 0
+    old_versions: int = 0
+
+
+class DatasetOptimizer:
+    """``ds.optimize``: compaction."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+
+    def compact_files(
+        self,
+        *,
+        target_rows_per_fragment: int = 1024 * 1024,
+        max_rows_per_group: int = 1024,
+        materialize_deletions: bool = True,
+        materialize_deletions_threshold: float = 0.1,
+        num_threads: Optional[int] = None,
+        **_ignored: Any,
+    ) -> CompactionMetrics:
+        """Rewrites runs of small fragments (and fragments with many deletions) into
+        fragments of up to `target_rows_per_fragment` live rows, dropping deleted rows.
+        Commits a ``Rewrite``; row addresses change, data does not."""
+        ds = self._ds
+        rows = ds._snapshot_rows()
+        frags = ds._loaded.manifest.get("fragments", [])
+
+        def candidate(f: Dict[str, Any]) -> bool:
+            phys, live = rows[f.get("id", 0)]
+            if phys < target_rows_per_fragment:
+                return True
+            return materialize_deletions and phys > 0 and (phys - live) / phys > materialize_deletions_threshold
+
+        groups: List[List[Dict[str, Any]]] = []
+        run: List[Dict[str, Any]] = []
+        for f in frags + [None]:  # type: ignore[list-item]
+            if f is not None and candidate(f):
+                run.append(f)
+                continue
+            # A run is worth rewriting if it merges fragments or drops deleted rows.
+            if len(run) > 1 or (run and rows[run[0].get("id", 0)][0] != rows[run[0].get("id", 0)][1] and materialize_deletions):
+                # Split long runs into groups of about the target size.
+                group: List[Dict[str, Any]] = []
+                size = 0
+                for g in run:
+                    live = rows[g.get("id", 0)][1]
+                    if group and size + live > target_rows_per_fragment:
+                        groups.append(group)
+                        group, size = [], 0
+                    group.append(g)
+                    size += live
+                if group:
+                    groups.append(group)
+            run = []
+        groups = [g for g in groups if len(g) > 1 or rows[g[0].get("id", 0)][0] != rows[g[0].get("id", 0)][1]]
+        metrics = CompactionMetrics()
+        if not groups:
+            return metrics
+        out_groups, written = [], []
+        try:
+            for g in groups:
+                ids = [f.get("id", 0) for f in g]
+                stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+                data = pa.table(ds._snapshot.scan(None, ids, 0, None, 1 << 40, stable, False, False))
+                row_ids = data.column(ROW_ID).to_pylist() if stable else None
+                if stable:
+                    data = data.drop_columns([ROW_ID])
+                made = _write(ds._uri, data.to_reader(), ds._loaded.manifest.get("fields", []),
+                              ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version)
+                new = [m.to_json() for m in made]
+                if stable and row_ids is not None:
+                    start = 0
+                    for nf in new:
+                        n = nf["physical_rows"]
+                        nf["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(row_ids[start : start + n]))}
+                        start += n
+                written += [f"data/{d['path']}" for nf in new for d in nf["files"]]
+                out_groups.append({"old_fragments": g, "new_fragments": new})
+                metrics.fragments_removed += len(g)
+                metrics.fragments_added += len(new)
+                metrics.files_removed += sum(len(f.get("files", [])) for f in g)
+                metrics.files_added += sum(len(nf["files"]) for nf in new)
+        except BaseException:
+            ds._store.delete(written)
+            raise
+        body = {
+            "old_fragments": [f for g in out_groups for f in g["old_fragments"]],
+            "new_fragments": [f for g in out_groups for f in g["new_fragments"]],
+            "groups": out_groups,
+        }
+        ds._commit("Rewrite", body, written)
+        return metrics
+
+
+class MergeInsertBuilder:
+    """``ds.merge_insert(on)``: match source rows to dataset rows on key columns, then update
+    matched rows, insert unmatched ones and optionally delete dataset rows the source lacks."""
+
+    def __init__(self, ds: LanceDataset, on: List[str]) -> None:
+        for c in on:
+            if c not in ds.schema.names:
+                raise InvalidArgumentError(f"merge_insert key {c!r} is not a column of the dataset")
+        self._ds = ds
+        self._on = on
+        self._update_all = False
+        self._update_condition: Optional[str] = None
+        self._insert_all = False
+        self._delete_not_matched_by_source = False
+
+    def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
+        """Matched dataset rows take the source's values (only where `condition` holds; it
+        may refer to ``target.col`` and ``source.col``)."""
+        self._update_all = True
+        self._update_condition = condition
+        return self
+
+    def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
+        """Source rows without a match are inserted."""
+        self._insert_all = True
+        return self
+
+    def when_not_matched_by_source_delete(self, expr: Optional[str] = None) -> "MergeInsertBuilder":
+        """Dataset rows without a match in the source are deleted."""
+        if expr is not None:
+            raise NotImplementedError("when_not_matched_by_source_delete(expr) is not implemented yet")
+        self._delete_not_matched_by_source = True
+        return self
+
+    def execute(self, data: Any, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
+        """Runs the merge as one ``Update`` transaction; returns counts like pylance."""
+        ds = self._ds
+        source = to_record_batch_reader(data, schema).read_all()
+        source = align_to_schema(source.to_reader(), ds.schema).read_all()
+        key_count = source.group_by(self._on).aggregate([([], "count_all")])
+        if key_count.num_rows != source.num_rows:
+            raise InvalidArgumentError(f"the source has duplicate keys on {self._on}")
+        target = ds.to_table(columns=self._on, with_row_address=True)
+        src_keys = source.select(self._on).append_column("__src", pa.array(range(source.num_rows), pa.int64()))
+        joined = target.join(src_keys, keys=self._on, join_type="full outer")
+        matched = joined.filter(pc.and_(pc.is_valid(joined.column(ROW_ADDRESS)), pc.is_valid(joined.column("__src"))))
+        only_src = joined.filter(pc.is_null(joined.column(ROW_ADDRESS)))
+        only_tgt = joined.filter(pc.is_null(joined.column("__src")))
+        delete_addr: List[Any] = []
+        new_rows: List[pa.Table] = []
+        updated = inserted = deleted = 0
+        if self._update_all and matched.num_rows and self._update_condition is not None:
+            matched = self._filter_matched(matched, source)
+        if self._update_all and matched.num_rows:
+            delete_addr.append(matched.column(ROW_ADDRESS))
+            new_rows.append(source.take(matched.column("__src")))
+            updated = matched.num_rows
+        if self._insert_all and only_src.num_rows:
+            new_rows.append(source.take(only_src.column("__src")))
+            inserted = only_src.num_rows
+        if self._delete_not_matched_by_source and only_tgt.num_rows:
+            delete_addr.append(only_tgt.column(ROW_ADDRESS))
+            deleted = only_tgt.num_rows
+        if not delete_addr and not new_rows:
+            return {"num_updated_rows": 0, "num_inserted_rows": 0, "num_deleted_rows": 0}
+        addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())
+        rows = pa.concat_tables(new_rows) if new_rows else None
+        ds._replace_rows(addresses, rows, fields_modified=ds.schema.names if updated else ())
+        return {"num_updated_rows": updated, "num_inserted_rows": inserted, "num_deleted_rows": deleted}
+
+
+    def _filter_matched(self, matched: pa.Table, source: pa.Table) -> pa.Table:
+        """The matched pairs for which the update condition holds."""
+        target_rows = self._ds._take_rows(matched.column(ROW_ADDRESS).combine_chunks())
+        source_rows = source.take(matched.column("__src"))
+        pair = pa.table(
+            {
+                "target": pa.StructArray.from_arrays(
+                    [c.combine_chunks() for c in target_rows.columns], names=target_rows.column_names
+                ),
+                "source": pa.StructArray.from_arrays(
+                    [c.combine_chunks() for c in source_rows.columns], names=source_rows.column_names
+                ),
+            }
+        )
+        assert self._update_condition is not None
+        flt = compile_expression(self._update_condition)
+        return matched.filter(_evaluate(pair, flt))
+
+
+class LanceOperation:
+    """Operations for :meth:`LanceDataset.commit` (the shapes of pylance's)."""
+
+    class BaseOperation:
+        """An operation to commit."""
+
+        def _to_body(self, store: Any, read_version: int) -> Any:  # pragma: no cover - abstract
+            raise NotImplementedError
+
+    @dataclass
+    class Append(BaseOperation):
+        """Adds fragments."""
+
+        fragments: List[FragmentMetadata]
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            return "Append", {"fragments": [_frag_json(f) for f in self.fragments]}
+
+    @dataclass
+    class Overwrite(BaseOperation):
+        """Replaces all data (and the schema)."""
+
+        new_schema: pa.Schema
+        fragments: List[FragmentMetadata]
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            lance = lance_fields_for(self.new_schema)
+            frags = [_frag_json(f) for f in self.fragments]
+            return "Overwrite", {"fragments": frags, "schema": lance["fields"], "schema_metadata": lance["metadata"]}
+
+    @dataclass
+    class Delete(BaseOperation):
+        """Updates deletion files / removes fragments."""
+
+        updated_fragments: List[FragmentMetadata]
+        deleted_fragment_ids: List[int]
+        predicate: str = ""
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            return "Delete", {
+                "updated_fragments": [_frag_json(f) for f in self.updated_fragments],
+                "deleted_fragment_ids": list(self.deleted_fragment_ids),
+                "predicate": self.predicate,
+            }
+
+    @dataclass
+    class Restore(BaseOperation):
+        """Makes an old version the latest."""
+
+        version: int
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            return "Restore", {"version": self.version}
+
+
+def _frag_json(f: Any) -> Dict[str, Any]:
+    if isinstance(f, FragmentMetadata):
+        return f.to_json()
+    if isinstance(f, dict):
+        return copy.deepcopy(f)
+    raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
+
+
+def dataset(uri: PathLike, version: Union[int, str, None] = None, **_ignored: Any) -> LanceDataset:
+    """Opens a dataset at `version` (a number or a tag name; default: the latest)."""
+    return LanceDataset(uri, version)
+
+
+def write_dataset(
+    data: Any,
+    uri: PathLike,
+    schema: Optional[pa.Schema] = None,
+    mode: str = "create",
+    *,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    data_storage_version: Optional[str] = None,
+    enable_v2_manifest_paths: bool = True,
+    **_ignored: Any,
+) -> LanceDataset:
+    """Writes `data` as a new version of the dataset at `uri`.
+
+    `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
+    or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
+    """
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
+    u = _uri(uri)
+    store = _lancepy.Store(u)
+    latest, naming = _commit.latest_version(store)
+    if mode == "create" and latest > 0:
+        raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
+    reader = to_record_batch_reader(data, schema)
+    if schema is not None and reader.schema != schema:
+        reader = align_to_schema(reader, schema)
+    base = _commit.load_manifest(store, latest) if latest > 0 else None
+    if base is not None:
+        _commit.check_feature_flags(base.manifest, write=True, uri=u)
+    if mode == "append" and base is not None:
+        fields = base.manifest.get("fields", [])
+        metadata = base.manifest.get("schema_metadata", {})
+        reader = align_to_schema(reader, _schema_of(fields, metadata))
+        version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
+            base.manifest.get("fragments", [])
+        )
+        if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
+            raise InvalidArgumentError(
+                f"the dataset stores {version} data files; cannot append {data_storage_version} files"
+            )
+        op = "Append"
+    else:
+        lance = lance_fields_for(reader.schema)
+        fields, metadata = lance["fields"], lance["metadata"]
+        version = normalize_storage_version(data_storage_version)
+        op = "Overwrite"
+    frags = _write(u, reader, fields, metadata, max_rows_per_file, version)
+    written = [f"data/{d.path}" for f in frags for d in f.files]
+    frag_json = [f.to_json() for f in frags]
+    if op == "Append":
+        body: Dict[str, Any] = {"fragments": frag_json}
+    else:
+        body = {"fragments": frag_json, "schema": fields, "schema_metadata": metadata}
+    txn = _commit.new_transaction(latest, op, body)
+    result = _commit.commit_transaction(
+        store,
+        txn,
+        naming=naming or ("v2" if enable_v2_manifest_paths else "v1"),
+        written_files=written,
+        data_storage_version=version if op == "Overwrite" else None,
+    )
+    return LanceDataset(u, _loaded=result.manifest)

@@ -1,0 +1,364 @@
+"""Fragments: the units a dataset is made of, and writing them without committing.
+
+A fragment is a set of rows stored in one or more data files (one per group of columns),
+plus an optional deletion file. :func:`write_fragments` writes new data files and returns
+their :class:`FragmentMetadata` without creating a version; a driver then commits them all
+at once (this is how distributed writes work: each Spark task writes fragments, the driver
+commits)::
+
+    frags = lancepy.fragment.write_fragments(table, "data.lance")     # in each task
+    payload = [f.to_json() for f in frags]                             # or pickle them
+    frags = [FragmentMetadata.from_json(p) for p in payload]           # on the driver
+    lancepy.LanceDataset.commit("data.lance", lancepy.LanceOperation.Append(frags), read_version=v)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy.exceptions import DatasetNotFoundError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
+
+if TYPE_CHECKING:
+    from lancepy.dataset import LanceDataset
+
+__all__ = ["FragmentMetadata", "DataFile", "DeletionFile", "LanceFragment", "write_fragments"]
+
+DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+DEFAULT_DATA_STORAGE_VERSION = "2.1"
+_VERSION_ALIASES = {"stable": "2.2", "2.0": "2.0", "2.1": "2.1", "2.2": "2.2"}
+
+
+def normalize_storage_version(version: Optional[str]) -> str:
+    """``"2.0"``, ``"2.1"`` or ``"2.2"`` from a user's spelling (``"stable"`` = 2.2)."""
+    if version is None:
+        return DEFAULT_DATA_STORAGE_VERSION
+    v = str(version).strip().lower()
+    if v in _VERSION_ALIASES:
+        return _VERSION_ALIASES[v]
+    if v in ("legacy", "0.1", "0.2", "next", "2.3"):
+        raise UnsupportedError(f"data_storage_version {version!r}: lancepy writes 2.0, 2.1 and 2.2 data files")
+    raise InvalidArgumentError(f"unknown data_storage_version {version!r}; use '2.0', '2.1', '2.2' or 'stable'")
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One data file of a fragment (a view of the manifest entry)."""
+
+    path: str
+    fields: List[int]
+    column_indices: List[int]
+    file_major_version: int
+    file_minor_version: int
+    file_size_bytes: int
+
+
+@dataclass(frozen=True)
+class DeletionFile:
+    """The deletion file of a fragment."""
+
+    file_type: str
+    """``"array"`` (Arrow IPC, ``.arrow``) or ``"bitmap"`` (roaring, ``.bin``)."""
+    read_version: int
+    id: int
+    num_deleted_rows: int
+
+    def path(self, fragment_id: int) -> str:
+        """Path relative to the dataset root."""
+        ext = "bin" if self.file_type == "bitmap" else "arrow"
+        return f"_deletions/{fragment_id}-{self.read_version}-{self.id}.{ext}"
+
+
+class FragmentMetadata:
+    """The manifest entry of one fragment (``lance.table.DataFragment``).
+
+    Plain data: picklable and convertible to/from JSON, so it can travel from the task that
+    wrote a fragment to the process that commits it.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Dict[str, Any]) -> None:
+        self._data = data
+
+    @property
+    def id(self) -> int:
+        """Fragment id (assigned at commit time for new fragments)."""
+        return int(self._data.get("id", 0))
+
+    @property
+    def physical_rows(self) -> int:
+        """Rows stored, deleted ones included."""
+        return int(self._data.get("physical_rows", 0))
+
+    @property
+    def num_deletions(self) -> int:
+        """Rows marked deleted."""
+        d = self._data.get("deletion_file")
+        return int(d.get("num_deleted_rows", 0)) if d else 0
+
+    @property
+    def num_rows(self) -> int:
+        """Live rows."""
+        return self.physical_rows - self.num_deletions
+
+    @property
+    def files(self) -> List[DataFile]:
+        """The data files."""
+        return [
+            DataFile(
+                path=f.get("path", ""),
+                fields=list(f.get("fields", [])),
+                column_indices=list(f.get("column_indices", [])),
+                file_major_version=f.get("file_major_version", 0),
+                file_minor_version=f.get("file_minor_version", 0),
+                file_size_bytes=f.get("file_size_bytes", 0),
+            )
+            for f in self._data.get("files", [])
+        ]
+
+    def data_files(self) -> List[DataFile]:
+        """The data files (pylance spelling)."""
+        return self.files
+
+    @property
+    def deletion_file(self) -> Optional[DeletionFile]:
+        """The deletion file, if any."""
+        d = self._data.get("deletion_file")
+        if not d:
+            return None
+        return DeletionFile(
+            file_type="bitmap" if d.get("file_type", 0) == 1 else "array",
+            read_version=d.get("read_version", 0),
+            id=d.get("id", 0),
+            num_deleted_rows=d.get("num_deleted_rows", 0),
+        )
+
+    def to_json(self) -> Dict[str, Any]:
+        """A JSON-able dict (the protobuf field names)."""
+        return json.loads(json.dumps(self._data))
+
+    @classmethod
+    def from_json(cls, data: Union[str, Dict[str, Any]]) -> "FragmentMetadata":
+        """Inverse of :meth:`to_json` (accepts the dict or its JSON text)."""
+        if isinstance(data, str):
+            data = json.loads(data)
+        if not isinstance(data, dict) or "files" not in data:
+            raise InvalidArgumentError("fragment metadata must be a dict with a 'files' entry")
+        return cls(dict(data))
+
+    def __getstate__(self) -> str:
+        return json.dumps(self._data)
+
+    def __setstate__(self, state: str) -> None:
+        self._data = json.loads(state)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FragmentMetadata) and self._data == other._data
+
+    def __repr__(self) -> str:
+        return f"FragmentMetadata(id={self.id}, physical_rows={self.physical_rows}, files={[f.path for f in self.files]})"
+
+
+def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchReader:
+    """Anything tabular (pyarrow tables/batches/readers, lists of batches, pandas,
+    dicts, lists of dicts, Arrow PyCapsule producers) as a ``RecordBatchReader``."""
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.Table):
+        return data.to_reader()
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatchReader.from_batches(data.schema, [data])
+    if isinstance(data, dict):
+        return pa.table(data, schema=schema).to_reader()
+    if isinstance(data, list):
+        if data and all(isinstance(b, pa.RecordBatch) for b in data):
+            return pa.RecordBatchReader.from_batches(data[0].schema, data)
+        if all(isinstance(r, dict) for r in data):
+            if not data and schema is None:
+                raise InvalidArgumentError("cannot infer a schema from an empty list; pass schema=")
+            return pa.Table.from_pylist(data, schema=schema).to_reader()
+    if type(data).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(data, schema=schema, preserve_index=False).to_reader()
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(data)
+    if hasattr(data, "__arrow_c_array__"):
+        return pa.RecordBatchReader.from_batches(pa.record_batch(data).schema, [pa.record_batch(data)])
+    raise InvalidArgumentError(
+        f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatch/RecordBatchReader, "
+        "a pandas DataFrame, a dict or list of dicts, or an object implementing the Arrow PyCapsule protocol"
+    )
+
+
+def _describe(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    if a == b:
+        return True
+    if pa.types.is_fixed_size_list(a) and pa.types.is_fixed_size_list(b):
+        return a.list_size == b.list_size and _same_type(a.value_type, b.value_type)
+    return False
+
+
+def align_to_schema(reader: pa.RecordBatchReader, target: pa.Schema) -> pa.RecordBatchReader:
+    """Checks that `reader`'s columns are `target`'s (any order) and reorders them.
+
+    Raises :class:`SchemaMismatchError` naming the difference before anything is written.
+    """
+    got = reader.schema
+    missing = [n for n in target.names if n not in got.names]
+    extra = [n for n in got.names if n not in target.names]
+    wrong = [
+        f"{f.name}: {got.field(f.name).type} (dataset has {f.type})"
+        for f in target
+        if f.name in got.names and not _same_type(got.field(f.name).type, f.type)
+    ]
+    if missing or extra or wrong or len(set(got.names)) != len(got.names):
+        parts = []
+        if missing:
+            parts.append(f"missing columns {missing}")
+        if extra:
+            parts.append(f"unexpected columns {extra}")
+        if wrong:
+            parts.append("different types: " + "; ".join(wrong))
+        raise SchemaMismatchError(
+            "the data does not match the dataset schema: " + ", ".join(parts or ["duplicate column names"])
+            + f". Dataset schema: [{_describe(target)}]; data schema: [{_describe(got)}]"
+        )
+    if got.names == target.names:
+        return reader
+    names = target.names
+
+    def reorder() -> Iterator[pa.RecordBatch]:
+        for b in reader:
+            yield pa.RecordBatch.from_arrays([b.column(n) for n in names], names=names)
+
+    out_schema = pa.schema([got.field(n) for n in names], metadata=got.metadata)
+    return pa.RecordBatchReader.from_batches(out_schema, reorder())
+
+
+def _write(
+    uri: str,
+    reader: pa.RecordBatchReader,
+    fields: List[Dict[str, Any]],
+    metadata: Dict[str, Any],
+    max_rows_per_file: int,
+    version: str,
+) -> List[FragmentMetadata]:
+    if max_rows_per_file <= 0:
+        raise InvalidArgumentError("max_rows_per_file must be positive")
+    text = _lancepy.write_fragments(uri, reader, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version)
+    return [FragmentMetadata(f) for f in json.loads(text)]
+
+
+def lance_fields_for(schema: pa.Schema, first_id: int = 0) -> Dict[str, Any]:
+    """Lance fields (with ids from `first_id`) and schema metadata for an Arrow schema."""
+    return json.loads(_lancepy.schema_to_lance(schema, first_id))
+
+
+def write_fragments(
+    data: Any,
+    dataset_uri: Union[str, "os.PathLike[str]"],
+    schema: Optional[pa.Schema] = None,
+    *,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    data_storage_version: Optional[str] = None,
+) -> List[FragmentMetadata]:
+    """Writes `data` as new fragments of the dataset at `dataset_uri` without committing.
+
+    If the dataset exists, the data must match its schema and the fragments use its field
+    ids; otherwise field ids are numbered from 0 and the fragments can be committed with
+    ``LanceOperation.Overwrite(schema, fragments)``.
+    """
+    from lancepy import commit as _commit
+
+    uri = os.fspath(dataset_uri)
+    store = _lancepy.Store(uri)
+    reader = to_record_batch_reader(data, schema)
+    try:
+        loaded = _commit.load_manifest(store)
+    except DatasetNotFoundError:
+        loaded = None
+    if loaded is not None:
+        _commit.check_feature_flags(loaded.manifest, write=True, uri=uri)
+        fields = loaded.manifest.get("fields", [])
+        metadata = loaded.manifest.get("schema_metadata", {})
+        target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
+        reader = align_to_schema(reader, target)
+        version = (loaded.manifest.get("data_format") or {}).get("version") or DEFAULT_DATA_STORAGE_VERSION
+        if data_storage_version is not None:
+            version = normalize_storage_version(data_storage_version)
+    else:
+        lance = lance_fields_for(reader.schema)
+        fields, metadata = lance["fields"], lance["metadata"]
+        version = normalize_storage_version(data_storage_version)
+    return _write(uri, reader, fields, metadata, max_rows_per_file, version)
+
+
+class LanceFragment:
+    """One fragment of an open dataset version."""
+
+    def __init__(self, dataset: "LanceDataset", metadata: FragmentMetadata) -> None:
+        self._ds = dataset
+        self._meta = metadata
+
+    @property
+    def fragment_id(self) -> int:
+        """The fragment's id."""
+        return self._meta.id
+
+    @property
+    def metadata(self) -> FragmentMetadata:
+        """The manifest entry."""
+        return self._meta
+
+    @property
+    def physical_rows(self) -> int:
+        """Rows stored, deleted ones included."""
+        return self._ds._snapshot_rows()[self.fragment_id][0]
+
+    @property
+    def num_deletions(self) -> int:
+        """Rows marked deleted."""
+        phys, live = self._ds._snapshot_rows()[self.fragment_id]
+        return phys - live
+
+    def count_rows(self, filter: Any = None) -> int:
+        """Live rows (matching `filter`)."""
+        return self._ds.scanner(filter=filter, fragments=[self]).count_rows()
+
+    def data_files(self) -> List[DataFile]:
+        """The data files."""
+        return self._meta.files
+
+    def deletion_file(self) -> Optional[DeletionFile]:
+        """The deletion file, if any."""
+        return self._meta.deletion_file
+
+    def to_table(self, columns: Optional[List[str]] = None, filter: Any = None, **kwargs: Any) -> pa.Table:
+        """The fragment's live rows."""
+        return self._ds.scanner(columns=columns, filter=filter, fragments=[self], **kwargs).to_table()
+
+    def to_batches(self, columns: Optional[List[str]] = None, filter: Any = None, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """The fragment's live rows as batches."""
+        return self._ds.scanner(columns=columns, filter=filter, fragments=[self], **kwargs).to_batches()
+
+    def scanner(self, **kwargs: Any) -> Any:
+        """A scanner over this fragment only."""
+        return self._ds.scanner(fragments=[self], **kwargs)
+
+    def take(self, indices: Any, columns: Optional[List[str]] = None) -> pa.Table:
+        """Rows at positions (among live rows) of this fragment."""
+        addresses = self._ds.scanner(columns=[], fragments=[self], with_row_address=True).to_table().column("_rowaddr")
+        picked = addresses.take(pa.array(indices, pa.int64()))
+        return self._ds._take_rows(picked, columns=columns)
+
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self.fragment_id}, physical_rows={self._meta.physical_rows})"

@@ -1,0 +1,327 @@
+//! Whole-object storage primitives for datasets, behind one type for every backend.
+//!
+//! A dataset needs more than positional reads: it lists `_versions/`, reads small objects
+//! whole (manifests, deletion files, transactions), publishes manifests atomically and
+//! deletes old files. [`Store`] offers exactly those operations, rooted at a dataset
+//! directory, for local paths / `file://` (plain `std::fs`) and `memory://` (`object_store`'s
+//! `InMemory`).
+//!
+//! The commit primitive is [`Store::put_if_not_exists`]: on a local file system the bytes go
+//! to a unique staging file that is then hard-linked to the final name (`link(2)` fails if
+//! the name exists, atomically), so a reader never sees a half-written object and exactly one
+//! of several racing writers wins; on object stores it is a conditional PUT
+//! (`PutMode::Create`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+
+use super::objstore::runtime;
+use super::uri::{resolve, ResolvedUri};
+use crate::error::{Error, Result};
+
+/// One object found by a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectInfo {
+    /// Path relative to the store's root, with `/` separators.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification, seconds since the Unix epoch.
+    pub modified: f64,
+}
+
+#[derive(Debug, Clone)]
+enum Backend {
+    Local(PathBuf),
+    Object { store: Arc<dyn ObjectStore>, root: ObjectPath },
+}
+
+/// A dataset directory on some storage.
+#[derive(Debug, Clone)]
+pub struct Store {
+    uri: String,
+    backend: Backend,
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::io(format!("{what} {}", path.display()), e)
+}
+
+fn check_relative(rel: &str) -> Result<()> {
+    if rel.is_empty() || rel.starts_with('/') || rel.split('/').any(|p| p == ".." || p == ".") {
+        return Err(Error::invalid_input(format!("{rel:?} is not a relative path inside the dataset")));
+    }
+    Ok(())
+}
+
+fn unique_suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl Store {
+    /// The store rooted at `uri` (a path, `file://` or `memory://`). Nothing is created.
+    pub fn open(uri: &str) -> Result<Self> {
+        let trimmed = uri.trim_end_matches('/');
+        let trimmed = if trimmed.is_empty() { uri } else { trimmed };
+        let backend = match resolve(trimmed)? {
+            ResolvedUri::Local(p) => Backend::Local(p),
+            ResolvedUri::Object { store, location } => Backend::Object { store, root: location },
+        };
+        Ok(Self { uri: trimmed.to_string(), backend })
+    }
+
+    /// The root URI.
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// The URI of `rel` (for the file reader and writer).
+    pub fn child_uri(&self, rel: &str) -> String {
+        format!("{}/{}", self.uri, rel)
+    }
+
+    fn local(&self, root: &Path, rel: &str) -> Result<PathBuf> {
+        check_relative(rel)?;
+        Ok(root.join(rel))
+    }
+
+    fn object(&self, root: &ObjectPath, rel: &str) -> Result<ObjectPath> {
+        check_relative(rel)?;
+        let mut p = root.clone();
+        for part in rel.split('/').filter(|s| !s.is_empty()) {
+            p = p.child(part);
+        }
+        Ok(p)
+    }
+
+    fn not_found(&self, rel: &str) -> Error {
+        Error::NotFound(self.child_uri(rel))
+    }
+
+    fn map_os(&self, rel: &str, e: object_store::Error) -> Error {
+        match e {
+            object_store::Error::NotFound { .. } => self.not_found(rel),
+            other => Error::ObjectStore(other),
+        }
+    }
+
+    /// Reads a whole object.
+    pub fn read(&self, rel: &str) -> Result<Bytes> {
+        match &self.backend {
+            Backend::Local(root) => {
+                let p = self.local(root, rel)?;
+                std::fs::read(&p).map(Bytes::from).map_err(|e| io_err("reading", &p, e))
+            }
+            Backend::Object { store, root } => {
+                let p = self.object(root, rel)?;
+                runtime()
+                    .block_on(async { store.get(&p).await?.bytes().await })
+                    .map_err(|e| self.map_os(rel, e))
+            }
+        }
+    }
+
+    /// Whether an object exists.
+    pub fn exists(&self, rel: &str) -> Result<bool> {
+        match &self.backend {
+            Backend::Local(root) => Ok(self.local(root, rel)?.is_file()),
+            Backend::Object { store, root } => {
+                let p = self.object(root, rel)?;
+                match runtime().block_on(store.head(&p)) {
+                    Ok(_) => Ok(true),
+                    Err(object_store::Error::NotFound { .. }) => Ok(false),
+                    Err(e) => Err(Error::ObjectStore(e)),
+                }
+            }
+        }
+    }
+
+    /// Writes an object, replacing any existing one. Readers see the old or the new bytes,
+    /// never a mixture (local files are written to a staging name and renamed).
+    pub fn put(&self, rel: &str, data: Bytes) -> Result<()> {
+        match &self.backend {
+            Backend::Local(root) => {
+                let p = self.local(root, rel)?;
+                let staging = write_staging(&p, &data)?;
+                std::fs::rename(&staging, &p).map_err(|e| {
+                    let _ = std::fs::remove_file(&staging);
+                    io_err("renaming into", &p, e)
+                })
+            }
+            Backend::Object { store, root } => {
+                let p = self.object(root, rel)?;
+                runtime().block_on(store.put(&p, PutPayload::from(data))).map_err(|e| self.map_os(rel, e))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes an object only if none exists under that name; returns `false` (and writes
+    /// nothing) if one does. Atomic: of several racing writers exactly one gets `true`.
+    pub fn put_if_not_exists(&self, rel: &str, data: Bytes) -> Result<bool> {
+        match &self.backend {
+            Backend::Local(root) => {
+                let p = self.local(root, rel)?;
+                let staging = write_staging(&p, &data)?;
+                let linked = std::fs::hard_link(&staging, &p);
+                let _ = std::fs::remove_file(&staging);
+                match linked {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+                    Err(e) => Err(io_err("publishing", &p, e)),
+                }
+            }
+            Backend::Object { store, root } => {
+                let p = self.object(root, rel)?;
+                let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
+                match runtime().block_on(store.put_opts(&p, PutPayload::from(data), opts)) {
+                    Ok(_) => Ok(true),
+                    Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+                    Err(e) => Err(Error::ObjectStore(e)),
+                }
+            }
+        }
+    }
+
+    /// Deletes an object; deleting a missing object is not an error.
+    pub fn delete(&self, rel: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Local(root) => {
+                let p = self.local(root, rel)?;
+                match std::fs::remove_file(&p) {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                    Err(e) => Err(io_err("deleting", &p, e)),
+                }
+            }
+            Backend::Object { store, root } => {
+                let p = self.object(root, rel)?;
+                match runtime().block_on(store.delete(&p)) {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    Err(e) => Err(Error::ObjectStore(e)),
+                }
+            }
+        }
+    }
+
+    /// Every object under directory `prefix` (recursively), paths relative to the root.
+    /// A missing directory lists as empty.
+    pub fn list(&self, prefix: &str) -> Result<Vec<ObjectInfo>> {
+        let prefix = prefix.trim_end_matches('/');
+        match &self.backend {
+            Backend::Local(root) => {
+                let dir = if prefix.is_empty() { root.clone() } else { self.local(root, prefix)? };
+                let mut out = Vec::new();
+                list_local(&dir, prefix, &mut out)?;
+                out.sort_by(|a, b| a.path.cmp(&b.path));
+                Ok(out)
+            }
+            Backend::Object { store, root } => {
+                let p = if prefix.is_empty() { root.clone() } else { self.object(root, prefix)? };
+                let metas: Vec<object_store::ObjectMeta> =
+                    runtime().block_on(store.list(Some(&p)).try_collect()).map_err(Error::ObjectStore)?;
+                let root_parts = root.parts().count();
+                let mut out: Vec<ObjectInfo> = metas
+                    .into_iter()
+                    .map(|m| ObjectInfo {
+                        path: m.location.parts().skip(root_parts).map(|s| s.as_ref().to_string()).collect::<Vec<_>>().join("/"),
+                        size: m.size,
+                        modified: m.last_modified.timestamp_millis() as f64 / 1000.0,
+                    })
+                    .collect();
+                out.sort_by(|a, b| a.path.cmp(&b.path));
+                Ok(out)
+            }
+        }
+    }
+
+    /// Whether anything at all exists under the root.
+    pub fn root_exists(&self) -> Result<bool> {
+        match &self.backend {
+            Backend::Local(root) => Ok(root.is_dir()),
+            Backend::Object { .. } => Ok(!self.list("")?.is_empty()),
+        }
+    }
+}
+
+/// Writes `data` to a unique staging file next to `p` (creating parent directories).
+fn write_staging(p: &Path, data: &[u8]) -> Result<PathBuf> {
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io_err("creating directory", parent, e))?;
+    }
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let staging = p.with_file_name(format!(".{name}.{}.tmp", unique_suffix()));
+    std::fs::write(&staging, data).map_err(|e| {
+        let _ = std::fs::remove_file(&staging);
+        io_err("writing", &staging, e)
+    })?;
+    Ok(staging)
+}
+
+fn list_local(dir: &Path, rel: &str, out: &mut Vec<ObjectInfo>) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("listing", dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| io_err("listing", dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let child_rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        let meta = match entry.metadata() {
+            Ok(m) => m,
+            // Deleted between the listing and the stat (a concurrent cleanup or commit).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_err("stat", &entry.path(), e)),
+        };
+        if meta.is_dir() {
+            list_local(&entry.path(), &child_rel, out)?;
+        } else {
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            out.push(ObjectInfo { path: child_rel, size: meta.len(), modified });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stores() -> Vec<Store> {
+        let dir = std::env::temp_dir().join(format!("lancepy-store-{}", unique_suffix()));
+        vec![Store::open(dir.to_str().unwrap()).unwrap(), Store::open(&format!("memory://store-{}", unique_suffix())).unwrap()]
+    }
+
+    #[test]
+    fn put_if_not_exists_has_one_winner() {
+        for s in stores() {
+            assert!(!s.root_exists().unwrap());
+            assert!(s.put_if_not_exists("_versions/1.manifest", Bytes::from_static(b"a")).unwrap());
+            assert!(!s.put_if_not_exists("_versions/1.manifest", Bytes::from_static(b"b")).unwrap());
+            assert_eq!(s.read("_versions/1.manifest").unwrap().as_ref(), b"a");
+            s.put("x/y.json", Bytes::from_static(b"1")).unwrap();
+            s.put("x/y.json", Bytes::from_static(b"2")).unwrap();
+            assert_eq!(s.read("x/y.json").unwrap().as_ref(), b"2");
+            let names: Vec<String> = s.list("").unwrap().into_iter().map(|o| o.path).collect();
+            assert_eq!(names, vec!["_versions/1.manifest".to_string(), "x/y.json".to_string()]);
+            assert_eq!(s.list("_versions").unwrap().len(), 1);
+            assert!(s.list("nope").unwrap().is_empty());
+            s.delete("x/y.json").unwrap();
+            s.delete("x/y.json").unwrap();
+            assert!(!s.exists("x/y.json").unwrap());
+            assert!(matches!(s.read("x/y.json"), Err(Error::NotFound(_))));
+            assert!(s.read("../etc/passwd").is_err());
+        }
+    }
+}

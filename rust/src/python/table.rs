@@ -1,0 +1,500 @@
+//! Bindings of the table format (`lancepy.dataset`, `lancepy.commit`, `lancepy.fragment`
+//! use them). Each call is one coarse request with the GIL released: Python decides, these
+//! functions encode bytes and move data.
+//!
+//! Messages cross as JSON strings (see `table::json`); Arrow data through the PyCapsule
+//! interface.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow_array::{RecordBatch, UInt32Array};
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+use bytes::Bytes;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::errors::{to_pyerr, IntoPyResult};
+use super::ffi::{import_batches, ArrowBatches, BatchStream};
+use super::file::{extract_indices, import_schema};
+use crate::error::{Error, Result};
+use crate::file::{FileVersion, LanceSchema};
+use crate::format::{filepb, tablepb};
+use crate::io::Store;
+use crate::table::json::{from_json, to_json};
+use crate::table::scan::{ScanOptions, ScanTask};
+use crate::table::write::FragmentWriteOptions;
+use crate::table::{deletion, manifest, naming, rowids, write, ManifestNaming, TableSnapshot};
+
+/// A dataset directory: whole-object reads, atomic puts, listings, deletes.
+#[pyclass(name = "Store", module = "lancepy._lancepy", frozen)]
+pub struct PyStore {
+    inner: Store,
+}
+
+#[pymethods]
+impl PyStore {
+    #[new]
+    fn new(uri: String) -> PyResult<Self> {
+        Ok(Self { inner: Store::open(&uri).py()? })
+    }
+
+    /// The root URI.
+    #[getter]
+    fn uri(&self) -> String {
+        self.inner.uri().to_string()
+    }
+
+    /// The URI of a path inside the dataset.
+    fn child_uri(&self, rel: &str) -> String {
+        self.inner.child_uri(rel)
+    }
+
+    /// Reads a whole object.
+    fn read<'py>(&self, py: Python<'py>, rel: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let data = py.allow_threads(|| self.inner.read(rel)).py()?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Whether an object exists.
+    fn exists(&self, py: Python<'_>, rel: &str) -> PyResult<bool> {
+        py.allow_threads(|| self.inner.exists(rel)).py()
+    }
+
+    /// Whether the dataset directory exists at all.
+    fn root_exists(&self, py: Python<'_>) -> PyResult<bool> {
+        py.allow_threads(|| self.inner.root_exists()).py()
+    }
+
+    /// Writes (or atomically replaces) an object.
+    fn put(&self, py: Python<'_>, rel: &str, data: Vec<u8>) -> PyResult<()> {
+        py.allow_threads(|| self.inner.put(rel, Bytes::from(data))).py()
+    }
+
+    /// Creates an object unless it exists; returns whether this call created it.
+    fn put_if_not_exists(&self, py: Python<'_>, rel: &str, data: Vec<u8>) -> PyResult<bool> {
+        py.allow_threads(|| self.inner.put_if_not_exists(rel, Bytes::from(data))).py()
+    }
+
+    /// Deletes objects (missing ones are ignored).
+    fn delete(&self, py: Python<'_>, rels: Vec<String>) -> PyResult<()> {
+        py.allow_threads(|| {
+            for r in &rels {
+                self.inner.delete(r)?;
+                crate::table::scan::evict_cached_reader(&self.inner.child_uri(r));
+            }
+            Ok(())
+        })
+        .py()
+    }
+
+    /// `(path, size, modified)` of every object under `prefix`, recursively.
+    fn list(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<(String, u64, f64)>> {
+        let items = py.allow_threads(|| self.inner.list(prefix)).py()?;
+        Ok(items.into_iter().map(|o| (o.path, o.size, o.modified)).collect())
+    }
+}
+
+/// `([(version, manifest path)], naming)` of every committed version, by listing `_versions/`.
+#[pyfunction]
+pub fn list_versions(py: Python<'_>, store: &PyStore) -> PyResult<(Vec<(u64, String)>, Option<&'static str>)> {
+    let (versions, naming) = py.allow_threads(|| naming::list_versions(&store.inner)).py()?;
+    Ok((versions, naming.map(|n| n.as_str())))
+}
+
+/// The manifest path (relative to the root) of `version` under naming `"v1"` or `"v2"`.
+#[pyfunction]
+pub fn manifest_path(version: u64, naming: &str) -> PyResult<String> {
+    let scheme = match naming {
+        "v1" => ManifestNaming::V1,
+        "v2" => ManifestNaming::V2,
+        other => return Err(to_pyerr(Error::invalid_input(format!("manifest naming must be 'v1' or 'v2', got {other:?}")))),
+    };
+    Ok(scheme.manifest_path(version))
+}
+
+/// Decodes a manifest file: `(manifest JSON, index section bytes, inline transaction bytes)`.
+#[pyfunction]
+pub fn read_manifest<'py>(py: Python<'py>, data: Vec<u8>, path: &str) -> PyResult<(String, Option<Bound<'py, PyBytes>>, Option<Bound<'py, PyBytes>>)> {
+    let (json, index, txn) = py
+        .allow_threads(|| -> Result<_> {
+            let m = manifest::read_manifest(Bytes::from(data), path)?;
+            Ok((to_json(&m.manifest)?, m.index_section, m.transaction))
+        })
+        .py()?;
+    Ok((json, index.map(|b| PyBytes::new(py, &b)), txn.map(|b| PyBytes::new(py, &b))))
+}
+
+/// Encodes a manifest file from its JSON, the raw transaction and the raw index section.
+#[pyfunction]
+#[pyo3(signature = (manifest_json, transaction=None, index_section=None))]
+pub fn write_manifest<'py>(py: Python<'py>, manifest_json: &str, transaction: Option<Vec<u8>>, index_section: Option<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+    let m: tablepb::Manifest = from_json(manifest_json, "manifest").py()?;
+    let out = manifest::write_manifest(m, transaction.as_deref(), index_section.as_deref()).py()?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Decodes a `Transaction` message to JSON.
+#[pyfunction]
+pub fn decode_transaction(data: Vec<u8>, path: &str) -> PyResult<String> {
+    to_json(&manifest::read_transaction(&data, path).py()?).py()
+}
+
+/// Encodes a `Transaction` message from JSON.
+#[pyfunction]
+pub fn encode_transaction<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyBytes>> {
+    use prost::Message;
+    let t: tablepb::Transaction = from_json(json, "transaction").py()?;
+    Ok(PyBytes::new(py, &t.encode_to_vec()))
+}
+
+/// Removes fragment ids from every index's fragment bitmap in a raw `IndexSection`.
+#[pyfunction]
+pub fn prune_index_section<'py>(py: Python<'py>, section: Vec<u8>, fragment_ids: Vec<u64>) -> PyResult<Bound<'py, PyBytes>> {
+    let out = manifest::prune_index_section(&section, &fragment_ids).py()?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Keeps only indices whose fields are all in `field_ids`.
+#[pyfunction]
+pub fn filter_index_section<'py>(py: Python<'py>, section: Vec<u8>, field_ids: Vec<i32>) -> PyResult<Bound<'py, PyBytes>> {
+    let out = manifest::filter_index_section(&section, |f| field_ids.contains(&f)).py()?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// `(name, field ids)` of each index in a raw `IndexSection`.
+#[pyfunction]
+pub fn describe_index_section(section: Vec<u8>) -> PyResult<Vec<(String, Vec<i32>)>> {
+    manifest::describe_index_section(&section).py()
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SchemaJson {
+    fields: Vec<filepb::Field>,
+    metadata: HashMap<String, Bytes>,
+}
+
+/// Converts an Arrow schema to Lance fields (ids from `first_id`, pre-order) as JSON
+/// `{"fields": [...], "metadata": {...}}`.
+#[pyfunction]
+pub fn schema_to_lance(schema: &Bound<'_, PyAny>, first_id: i32) -> PyResult<String> {
+    let schema = import_schema(schema)?;
+    let lance = LanceSchema::from_arrow_with_first_id(&schema, first_id).py()?;
+    to_json(&SchemaJson { fields: lance.to_pb_fields().py()?, metadata: lance.pb_metadata() }).py()
+}
+
+fn lance_schema_from_json(fields_json: &str, metadata_json: &str) -> Result<LanceSchema> {
+    let fields: Vec<filepb::Field> = from_json(fields_json, "fields")?;
+    let metadata: HashMap<String, Bytes> = from_json(metadata_json, "schema metadata")?;
+    LanceSchema::from_pb(&fields, &metadata)
+}
+
+/// The Arrow schema of Lance fields (JSON) and schema metadata (JSON).
+#[pyfunction]
+pub fn lance_to_schema(fields_json: &str, metadata_json: &str) -> PyResult<ArrowBatches> {
+    let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
+    Ok(ArrowBatches::new(schema.to_arrow(), vec![]))
+}
+
+/// Imports Arrow data as a lazy stream of batches.
+fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>> {
+    if data.hasattr("__arrow_c_stream__")? {
+        let capsule = data.call_method0("__arrow_c_stream__")?;
+        let capsule = capsule.downcast::<pyo3::types::PyCapsule>()?;
+        let name = capsule.name()?.map(|n| n.to_string_lossy().into_owned());
+        if name.as_deref() != Some("arrow_array_stream") {
+            return Err(to_pyerr(Error::invalid_input("expected an arrow_array_stream capsule")));
+        }
+        // SAFETY: a capsule named "arrow_array_stream" holds a valid FFI_ArrowArrayStream
+        // (PyCapsule protocol); `from_raw` moves it out and leaves the original released,
+        // so the capsule's destructor does not release it a second time.
+        let reader = unsafe { ArrowArrayStreamReader::from_raw(capsule.pointer() as *mut FFI_ArrowArrayStream) }
+            .map_err(|e| to_pyerr(e.into()))?;
+        return Ok(Box::new(reader.map(|r| r.map_err(Error::from))));
+    }
+    let (_, batches) = import_batches(data)?;
+    Ok(Box::new(batches.into_iter().map(Ok)))
+}
+
+/// Writes Arrow data into new data files of a dataset; returns the fragments (JSON list,
+/// ids unassigned). On error every file written is deleted again.
+#[pyfunction]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version))]
+pub fn write_fragments(py: Python<'_>, uri: &str, data: &Bound<'_, PyAny>, fields_json: &str, metadata_json: &str, max_rows_per_file: u64, version: &str) -> PyResult<String> {
+    let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
+    let version: FileVersion = version.parse().py()?;
+    let store = Store::open(uri).py()?;
+    let batches = import_stream(data)?;
+    let options = FragmentWriteOptions { max_rows_per_file, version };
+    py.allow_threads(move || {
+        let mut created = Vec::new();
+        match write::write_fragments(&store, &schema, batches, options, |f| created.push(f.to_string())) {
+            Ok(frags) => to_json(&frags),
+            Err(e) => {
+                for f in &created {
+                    let _ = store.delete(f);
+                }
+                Err(e)
+            }
+        }
+    })
+    .py()
+}
+
+/// Expands a serialized row-id sequence.
+#[pyfunction]
+pub fn decode_row_ids(data: Vec<u8>) -> PyResult<Vec<u64>> {
+    rowids::decode_row_ids(&data).py()
+}
+
+/// Serializes row ids as a row-id sequence.
+#[pyfunction]
+pub fn encode_row_ids<'py>(py: Python<'py>, ids: Vec<u64>) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &rowids::encode_row_ids(&ids))
+}
+
+/// One dataset version, ready to read: the data path.
+#[pyclass(name = "TableSnapshot", module = "lancepy._lancepy", frozen)]
+pub struct PySnapshot {
+    inner: Arc<TableSnapshot>,
+    store: Store,
+}
+
+fn scan_options(with_row_id: bool, with_row_address: bool, include_deleted: bool) -> ScanOptions {
+    ScanOptions { with_row_id, with_row_address, include_deleted }
+}
+
+impl PySnapshot {
+    fn fragment_indices(&self, ids: Option<Vec<u64>>) -> Result<Option<Vec<usize>>> {
+        ids.map(|ids| ids.into_iter().map(|id| self.inner.fragment_index(id)).collect()).transpose()
+    }
+}
+
+/// Batches several scan tasks at a time on the CPU pool.
+struct TaskStream {
+    snapshot: Arc<TableSnapshot>,
+    tasks: VecDeque<ScanTask>,
+    ready: VecDeque<RecordBatch>,
+    projection: Vec<usize>,
+    opts: ScanOptions,
+}
+
+impl Iterator for TaskStream {
+    type Item = Result<RecordBatch>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(b) = self.ready.pop_front() {
+            return Some(Ok(b));
+        }
+        if self.tasks.is_empty() {
+            return None;
+        }
+        let n = crate::parallel::cpu_pool().current_num_threads().max(1);
+        let chunk: Vec<ScanTask> = (0..n).filter_map(|_| self.tasks.pop_front()).collect();
+        match self.snapshot.run_tasks(chunk, &self.projection, self.opts) {
+            Ok(batches) => {
+                self.ready.extend(batches);
+                self.next()
+            }
+            Err(e) => {
+                self.tasks.clear();
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl PySnapshot {
+    #[new]
+    fn new(py: Python<'_>, uri: String, manifest_json: String) -> PyResult<Self> {
+        py.allow_threads(move || -> Result<Self> {
+            let store = Store::open(&uri)?;
+            let manifest: tablepb::Manifest = from_json(&manifest_json, "manifest")?;
+            Ok(Self { inner: Arc::new(TableSnapshot::new(store.clone(), &manifest)?), store })
+        })
+        .py()
+    }
+
+    /// The dataset's Arrow schema.
+    fn schema(&self) -> ArrowBatches {
+        ArrowBatches::new(self.inner.schema().to_arrow(), vec![])
+    }
+
+    /// Live rows of the whole version (or of the fragments given).
+    #[pyo3(signature = (fragment_ids=None))]
+    fn count_rows(&self, py: Python<'_>, fragment_ids: Option<Vec<u64>>) -> PyResult<u64> {
+        py.allow_threads(|| match self.fragment_indices(fragment_ids)? {
+            None => self.inner.count_rows(),
+            Some(idx) => idx.into_iter().map(|i| self.inner.live_rows(i)).sum(),
+        })
+        .py()
+    }
+
+    /// `(fragment id, physical rows, live rows)` of each fragment.
+    fn fragment_rows(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64, u64)>> {
+        py.allow_threads(|| {
+            (0..self.inner.num_fragments())
+                .map(|i| Ok((self.inner.fragment_id(i), self.inner.physical_rows(i)?, self.inner.live_rows(i)?)))
+                .collect::<Result<Vec<_>>>()
+        })
+        .py()
+    }
+
+    /// Reads a whole scan at once (fragments in parallel).
+    #[pyo3(signature = (columns=None, fragment_ids=None, offset=0, limit=None, batch_rows=131072, with_row_id=false, with_row_address=false, include_deleted=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        fragment_ids: Option<Vec<u64>>,
+        offset: u64,
+        limit: Option<u64>,
+        batch_rows: u64,
+        with_row_id: bool,
+        with_row_address: bool,
+        include_deleted: bool,
+    ) -> PyResult<ArrowBatches> {
+        let opts = scan_options(with_row_id, with_row_address, include_deleted);
+        let s = &self.inner;
+        let projection = s.projection(columns.as_deref()).py()?;
+        let frags = self.fragment_indices(fragment_ids).py()?;
+        let batches = py
+            .allow_threads(|| {
+                let tasks = s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)?;
+                s.run_tasks(tasks, &projection, opts)
+            })
+            .py()?;
+        Ok(ArrowBatches::new(s.output_schema(&projection, opts), batches))
+    }
+
+    /// A scan decoded on demand, a few tasks at a time.
+    #[pyo3(signature = (columns=None, fragment_ids=None, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn scan_stream(
+        &self,
+        py: Python<'_>,
+        columns: Option<Vec<String>>,
+        fragment_ids: Option<Vec<u64>>,
+        offset: u64,
+        limit: Option<u64>,
+        batch_rows: u64,
+        with_row_id: bool,
+        with_row_address: bool,
+        include_deleted: bool,
+    ) -> PyResult<BatchStream> {
+        let opts = scan_options(with_row_id, with_row_address, include_deleted);
+        let s = self.inner.clone();
+        let projection = s.projection(columns.as_deref()).py()?;
+        let frags = self.fragment_indices(fragment_ids).py()?;
+        let tasks = py.allow_threads(|| s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)).py()?;
+        let schema = s.output_schema(&projection, opts);
+        let stream = TaskStream { snapshot: s, tasks: tasks.into(), ready: VecDeque::new(), projection, opts };
+        Ok(BatchStream::new(schema, stream))
+    }
+
+    /// Rows at logical indices (scan order); output follows the input, repeats allowed.
+    #[pyo3(signature = (indices, columns=None, with_row_id=false, with_row_address=false))]
+    fn take(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, columns: Option<Vec<String>>, with_row_id: bool, with_row_address: bool) -> PyResult<ArrowBatches> {
+        let idx = extract_indices(indices)?;
+        let opts = scan_options(with_row_id, with_row_address, false);
+        let s = &self.inner;
+        let projection = s.projection(columns.as_deref()).py()?;
+        let batch = py.allow_threads(|| s.take(&idx, &projection, opts)).py()?;
+        Ok(ArrowBatches::new(batch.schema(), vec![batch]))
+    }
+
+    /// Rows at row addresses; deleted rows are skipped.
+    #[pyo3(signature = (addresses, columns=None, with_row_id=false, with_row_address=false))]
+    fn take_addresses(&self, py: Python<'_>, addresses: &Bound<'_, PyAny>, columns: Option<Vec<String>>, with_row_id: bool, with_row_address: bool) -> PyResult<ArrowBatches> {
+        let addr = extract_indices(addresses)?;
+        let opts = scan_options(with_row_id, with_row_address, false);
+        let s = &self.inner;
+        let projection = s.projection(columns.as_deref()).py()?;
+        let batch = py.allow_threads(|| s.take_addresses(&addr, &projection, opts)).py()?;
+        Ok(ArrowBatches::new(batch.schema(), vec![batch]))
+    }
+
+    /// The deleted row offsets of a fragment (a one-column batch `row_offset: uint32`).
+    fn deleted_rows(&self, py: Python<'_>, fragment_id: u64) -> PyResult<ArrowBatches> {
+        let s = &self.inner;
+        let values = py
+            .allow_threads(|| -> Result<UInt32Array> {
+                let i = s.fragment_index(fragment_id)?;
+                Ok(match s.deletions(i)? {
+                    Some(dv) => UInt32Array::from_iter_values(dv.iter()),
+                    None => UInt32Array::from(Vec::<u32>::new()),
+                })
+            })
+            .py()?;
+        let schema = Arc::new(Schema::new(vec![Field::new("row_offset", DataType::UInt32, false)]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).map_err(|e: ArrowError| to_pyerr(e.into()))?;
+        Ok(ArrowBatches::new(schema, vec![batch]))
+    }
+
+    /// Marks rows deleted: `addresses` (row addresses) are added to their fragments'
+    /// deletion vectors and new deletion files are written (format chosen like pylance).
+    /// Returns `(fragment id, updated fragment JSON or None if every row is now deleted)`
+    /// for each fragment that changed.
+    fn delete_rows(&self, py: Python<'_>, addresses: &Bound<'_, PyAny>, read_version: u64) -> PyResult<Vec<(u64, Option<String>)>> {
+        let addr = extract_indices(addresses)?;
+        let s = &self.inner;
+        let store = &self.store;
+        py.allow_threads(|| -> Result<Vec<(u64, Option<String>)>> {
+            let mut per_frag: HashMap<u64, Vec<u32>> = HashMap::new();
+            for a in addr {
+                per_frag.entry(a >> 32).or_default().push((a & 0xFFFF_FFFF) as u32);
+            }
+            let mut ids: Vec<u64> = per_frag.keys().copied().collect();
+            ids.sort_unstable();
+            let work: Vec<(u64, Vec<u32>)> = ids.into_iter().map(|id| { let v = per_frag.remove(&id).unwrap_or_default(); (id, v) }).collect();
+            let results = crate::parallel::map(work, true, |(id, offsets)| -> Result<Option<(u64, Option<String>)>> {
+                let i = s.fragment_index(id)?;
+                let phys = s.physical_rows(i)?;
+                let old = s.deletions(i)?;
+                let mut dv = old.as_deref().cloned().unwrap_or_default();
+                for o in offsets {
+                    if o as u64 >= phys {
+                        return Err(Error::IndexOutOfRange(format!("fragment {id} has no row {o}")));
+                    }
+                    dv.insert(o);
+                }
+                if old.as_ref().is_some_and(|o| o.len() == dv.len()) {
+                    return Ok(None); // nothing new
+                }
+                if dv.len() >= phys {
+                    return Ok(Some((id, None)));
+                }
+                let mut frag = s.fragment_meta(i).clone();
+                let was_bitmap = frag.deletion_file.as_ref().is_some_and(|d| d.file_type == tablepb::deletion_file::DeletionFileType::Bitmap as i32);
+                frag.deletion_file = Some(deletion::write(store, id, read_version, &dv, was_bitmap)?);
+                frag.physical_rows = phys;
+                Ok(Some((id, Some(to_json(&frag)?))))
+            });
+            Ok(results.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect())
+        })
+        .py()
+    }
+}
+
+/// Registers the table bindings.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyStore>()?;
+    m.add_class::<PySnapshot>()?;
+    m.add_function(wrap_pyfunction!(list_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(manifest_path, m)?)?;
+    m.add_function(wrap_pyfunction!(read_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(write_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_transaction, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_transaction, m)?)?;
+    m.add_function(wrap_pyfunction!(prune_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(filter_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(schema_to_lance, m)?)?;
+    m.add_function(wrap_pyfunction!(lance_to_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(write_fragments, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_row_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_row_ids, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! Assembly: leaf columns (repetition levels, canonical definition levels, values of visible
+//! items) → the Arrow array of a (possibly nested) field. The inverse of [`super::shred`].
+//!
+//! Each level creates slots. A level whose repetition level is `max_rep` starts a new row,
+//! so slots are created from the top-level node down; a level with repetition level `k` adds
+//! an item to the list whose depth is `k`, so slots are created from that list's child down.
+//! Going down, an item node gets a valid or null slot, a list node a valid, null or empty
+//! entry (stopping at null/empty); below a null item every node gets a null slot until a list,
+//! which gets a null entry. A slot created at the leaf consumes the next value.
+//!
+//! Every leaf yields the full structure of its path. Parents (struct validity, list offsets)
+//! are taken from the first leaf below them; the others must agree in length.
+
+use arrow_array::{make_array, Array, ArrayRef};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer};
+use arrow_data::ArrayDataBuilder;
+use arrow_schema::DataType;
+
+use super::repdef::{LeafPath, NodeKind};
+use crate::error::{Error, Result};
+use crate::file::LanceField;
+
+/// The decoded levels and values of one leaf column over some rows.
+#[derive(Debug, Clone)]
+pub struct LeafData {
+    /// The leaf's structure.
+    pub path: LeafPath,
+    /// Repetition levels (`None` = every level starts a row).
+    pub rep: Option<Vec<u16>>,
+    /// Canonical definition levels (`None` = all valid).
+    pub def: Option<Vec<u16>>,
+    /// Values of the visible items (any validity is replaced by the levels').
+    pub values: ArrayRef,
+    /// Number of rows.
+    pub num_rows: usize,
+}
+
+/// The structure one leaf gives for one node of its path.
+#[derive(Debug)]
+enum NodeData {
+    Item { validity: BooleanBufferBuilder },
+    List { offsets: Vec<i64>, validity: BooleanBufferBuilder },
+}
+
+impl NodeData {
+    fn len(&self) -> usize {
+        match self {
+            NodeData::Item { validity } => validity.len(),
+            NodeData::List { validity, .. } => validity.len(),
+        }
+    }
+}
+
+/// Replays the levels of one leaf into per-node structure.
+fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
+    let path = &leaf.path;
+    let n = path.kinds.len();
+    let mut nodes: Vec<NodeData> = path
+        .kinds
+        .iter()
+        .map(|k| match k {
+            NodeKind::Item => NodeData::Item { validity: BooleanBufferBuilder::new(leaf.num_rows) },
+            NodeKind::List => NodeData::List { offsets: Vec::with_capacity(leaf.num_rows + 1), validity: BooleanBufferBuilder::new(leaf.num_rows) },
+        })
+        .collect();
+    let num_levels = leaf.rep.as_ref().map(|r| r.len()).or(leaf.def.as_ref().map(|d| d.len())).unwrap_or(leaf.values.len());
+    if let (Some(r), Some(d)) = (&leaf.rep, &leaf.def) {
+        if r.len() != d.len() {
+            return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", r.len(), d.len())));
+        }
+    }
+    // creation[r] = first node that gets a new slot for a level with repetition level r.
+    let mut creation = vec![usize::MAX; path.max_rep as usize + 1];
+    creation[path.max_rep as usize] = 0;
+    for i in 0..n {
+        if path.kinds[i] == NodeKind::List {
+            creation[path.list_rep[i] as usize] = i + 1;
+        }
+    }
+    // Whether list node i has an open (valid, non-empty) entry to add items to.
+    let mut open = vec![false; n];
+    let mut values_used = 0usize;
+    let mut rows = 0usize;
+    let leaf_index = n - 1;
+    for p in 0..num_levels {
+        let r = leaf.rep.as_ref().map(|r| r[p]).unwrap_or(path.max_rep);
+        let d = leaf.def.as_ref().map(|d| d[p]).unwrap_or(0);
+        let start = *creation
+            .get(r as usize)
+            .filter(|&&c| c != usize::MAX)
+            .ok_or_else(|| Error::corrupt(format!("repetition level {r} does not match the column's structure")))?;
+        if r == path.max_rep {
+            rows += 1;
+        } else if !open[start - 1] {
+            return Err(Error::corrupt("repetition levels continue a list that is null, empty or not started"));
+        }
+        if d > path.max_canonical_def() {
+            return Err(Error::corrupt(format!("definition level {d} is above the maximum {}", path.max_canonical_def())));
+        }
+        let mut forced_null = false;
+        for i in start..n {
+            let child_len = if i + 1 < n { nodes[i + 1].len() } else { values_used };
+            match &mut nodes[i] {
+                NodeData::Item { validity } => {
+                    let null = forced_null || d == path.null_def(i);
+                    validity.append(!null);
+                    forced_null = null;
+                    if i == leaf_index {
+                        values_used += 1;
+                    }
+                }
+                NodeData::List { offsets, validity } => {
+                    offsets.push(child_len as i64);
+                    // Entries of inner lists close when a new outer element starts.
+                    for o in open.iter_mut().skip(i) {
+                        *o = false;
+                    }
+                    if forced_null || d == path.null_def(i) {
+                        validity.append(false);
+                        break;
+                    }
+                    validity.append(true);
+                    if d == path.empty_def(i) {
+                        break;
+                    }
+                    open[i] = true;
+                }
+            }
+        }
+    }
+    if values_used != leaf.values.len() {
+        return Err(Error::corrupt(format!(
+            "levels describe {values_used} values but {} were decoded",
+            leaf.values.len()
+        )));
+    }
+    if rows != leaf.num_rows {
+        return Err(Error::corrupt(format!("levels describe {rows} rows, expected {}", leaf.num_rows)));
+    }
+    // Close list offsets.
+    for i in 0..n {
+        let child_len = if i + 1 < n { nodes[i + 1].len() } else { values_used };
+        if let NodeData::List { offsets, .. } = &mut nodes[i] {
+            offsets.push(child_len as i64);
+        }
+    }
+    Ok(nodes)
+}
+
+fn null_buffer(mut b: BooleanBufferBuilder) -> Option<NullBuffer> {
+    let nb = NullBuffer::new(b.finish());
+    (nb.null_count() > 0).then_some(nb)
+}
+
+/// Attaches `nulls` to an already validated array.
+fn with_nulls(array: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    if (nulls.is_none() && array.null_count() == 0) || array.data_type() == &DataType::Null {
+        // The null type has no validity bitmap: every value is null already.
+        return Ok(array);
+    }
+    if let Some(n) = &nulls {
+        if n.len() != array.len() {
+            return Err(Error::corrupt(format!("{} validity bits for {} values", n.len(), array.len())));
+        }
+    }
+    let builder = array.to_data().into_builder().nulls(nulls);
+    // SAFETY: the data was fully validated when it was built; replacing its validity bitmap
+    // with one of the same length cannot make offsets, UTF-8 or child lengths invalid (null
+    // slots may hold any bytes).
+    let data = unsafe { builder.build_unchecked() };
+    Ok(make_array(data))
+}
+
+/// Builds the Arrow array of `field` from the data of its leaves (pre-order).
+pub fn assemble(field: &LanceField, leaves: &[LeafData]) -> Result<ArrayRef> {
+    if leaves.is_empty() {
+        return Err(Error::corrupt(format!("no leaf columns for field {:?}", field.name)));
+    }
+    // Fast path: a flat column.
+    if leaves.len() == 1 && leaves[0].path.kinds.len() == 1 {
+        let leaf = &leaves[0];
+        let nulls = leaf.def.as_ref().and_then(|d| {
+            let nb = NullBuffer::new(d.iter().map(|&l| l == 0).collect());
+            (nb.null_count() > 0).then_some(nb)
+        });
+        if leaf.values.len() != leaf.num_rows {
+            return Err(Error::corrupt(format!("{} values for {} rows", leaf.values.len(), leaf.num_rows)));
+        }
+        return with_nulls(leaf.values.clone(), nulls);
+    }
+    let mut replayed = leaves.iter().map(replay).collect::<Result<Vec<_>>>()?;
+    let mut next_leaf = 0usize;
+    build_node(field, 0, leaves, &mut replayed, &mut next_leaf)
+}
+
+/// Builds node `depth` of the paths of the leaves starting at `*next_leaf`.
+fn build_node(
+    field: &LanceField,
+    depth: usize,
+    leaves: &[LeafData],
+    replayed: &mut [Vec<NodeData>],
+    next_leaf: &mut usize,
+) -> Result<ArrayRef> {
+    let first = *next_leaf;
+    let Some(nodes) = replayed.get_mut(first) else {
+        return Err(Error::corrupt(format!("missing leaf column for field {:?}", field.name)));
+    };
+    let kind = nodes.get(depth).map(|n| matches!(n, NodeData::List { .. }));
+    let is_leaf = depth + 1 == leaves[first].path.kinds.len();
+    match (&field.data_type, kind) {
+        (DataType::Struct(fields), Some(false)) if !is_leaf => {
+            let NodeData::Item { validity } = std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) }) else {
+                unreachable!()
+            };
+            let len = validity.len();
+            let nulls = null_buffer(validity);
+            let mut children = Vec::with_capacity(field.children.len());
+            for c in &field.children {
+                let child = build_node(c, depth + 1, leaves, replayed, next_leaf)?;
+                if child.len() != len {
+                    return Err(Error::corrupt(format!(
+                        "struct {:?} has {len} rows but child {:?} has {}",
+                        field.name,
+                        c.name,
+                        child.len()
+                    )));
+                }
+                children.push(child);
+            }
+            let data = ArrayDataBuilder::new(DataType::Struct(fields.clone()))
+                .len(len)
+                .nulls(nulls)
+                .child_data(children.iter().map(|c| c.to_data()).collect())
+                .build()?;
+            Ok(make_array(data))
+        }
+        (DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _), Some(true)) => {
+            let NodeData::List { offsets, validity } =
+                std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) })
+            else {
+                unreachable!()
+            };
+            let len = validity.len();
+            let nulls = null_buffer(validity);
+            let child = build_node(&field.children[0], depth + 1, leaves, replayed, next_leaf)?;
+            let last = *offsets.last().unwrap_or(&0);
+            if last as usize != child.len() {
+                return Err(Error::corrupt(format!(
+                    "list {:?} offsets end at {last} but its items have {} rows",
+                    field.name,
+                    child.len()
+                )));
+            }
+            let offsets_buf = match &field.data_type {
+                DataType::LargeList(_) => Buffer::from_vec(offsets),
+                _ => {
+                    if last > i32::MAX as i64 {
+                        return Err(Error::invalid_input(format!(
+                            "list {:?} has more than 2^31 items in one read; read fewer rows at once",
+                            field.name
+                        )));
+                    }
+                    Buffer::from_vec(offsets.into_iter().map(|o| o as i32).collect::<Vec<i32>>())
+                }
+            };
+            // Arrow requires the child of a map/list to match the declared item field.
+            let data = ArrayDataBuilder::new(field.data_type.clone())
+                .len(len)
+                .nulls(nulls)
+                .add_buffer(offsets_buf)
+                .add_child_data(child.to_data())
+                .build()?;
+            Ok(make_array(data))
+        }
+        (_, Some(false)) if is_leaf => {
+            let NodeData::Item { validity } = std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) }) else {
+                unreachable!()
+            };
+            *next_leaf += 1;
+            with_nulls(leaves[first].values.clone(), null_buffer(validity))
+        }
+        _ => Err(Error::corrupt(format!(
+            "the levels of field {:?} ({}) do not match its type",
+            field.name, field.data_type
+        ))),
+    }
+}

@@ -1,0 +1,156 @@
+//! Deletion vectors: which row offsets of a fragment are deleted (FORMAT.md §4.4).
+//!
+//! Two file formats, chosen by size like pylance does:
+//! * `.arrow` — an Arrow IPC *file* with one batch of one column `row_id: uint32 not null`,
+//!   ZSTD-compressed buffers; for sparse deletions (fewer than [`BITMAP_THRESHOLD`] rows);
+//! * `.bin` — a 32-bit roaring bitmap in the portable serialization; for dense deletions.
+//!
+//! In memory a deletion vector is always a [`RoaringBitmap`].
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, UInt32Type};
+use arrow_array::{RecordBatch, UInt32Array};
+use arrow_ipc::writer::IpcWriteOptions;
+use arrow_ipc::CompressionType;
+use arrow_schema::{DataType, Field, Schema};
+use bytes::Bytes;
+use roaring::RoaringBitmap;
+
+use super::naming::deletion_file_path;
+use crate::error::{Error, Result};
+use crate::format::tablepb;
+use crate::io::Store;
+
+/// From this many deleted rows on, a deletion file is a roaring bitmap.
+pub const BITMAP_THRESHOLD: u64 = 5000;
+
+/// The deleted row offsets of one fragment.
+pub type DeletionVector = RoaringBitmap;
+
+/// Decodes an `.arrow` deletion file.
+pub fn decode_arrow(data: Bytes, path: &str) -> Result<DeletionVector> {
+    let reader = arrow_ipc::reader::FileReader::try_new(Cursor::new(data), None)
+        .map_err(|e| Error::corrupt(format!("{path}: not an Arrow IPC file: {e}")))?;
+    let mut out = RoaringBitmap::new();
+    let mut batches = 0;
+    for batch in reader {
+        let batch = batch.map_err(|e| Error::corrupt(format!("{path}: {e}")))?;
+        batches += 1;
+        if batch.num_columns() != 1 {
+            return Err(Error::corrupt(format!("{path}: a deletion file has one column, found {}", batch.num_columns())));
+        }
+        let col = batch.column(0);
+        if col.null_count() > 0 {
+            return Err(Error::corrupt(format!("{path}: deleted row offsets contain nulls")));
+        }
+        match col.data_type() {
+            DataType::UInt32 => out.extend(col.as_primitive::<UInt32Type>().values().iter().copied()),
+            DataType::Int32 => {
+                for &v in col.as_primitive::<Int32Type>().values().iter() {
+                    out.insert(u32::try_from(v).map_err(|_| Error::corrupt(format!("{path}: negative row offset {v}")))?);
+                }
+            }
+            other => return Err(Error::corrupt(format!("{path}: deleted row offsets have type {other}, expected uint32"))),
+        }
+    }
+    if batches > 1 {
+        return Err(Error::corrupt(format!("{path}: a deletion file has one batch, found {batches}")));
+    }
+    Ok(out)
+}
+
+/// Encodes an `.arrow` deletion file (ascending offsets).
+pub fn encode_arrow(dv: &DeletionVector) -> Result<Vec<u8>> {
+    let schema = Arc::new(Schema::new(vec![Field::new("row_id", DataType::UInt32, false)]));
+    let values = UInt32Array::from_iter_values(dv.iter());
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values)])?;
+    let options = IpcWriteOptions::default().try_with_compression(Some(CompressionType::ZSTD))?;
+    let mut out = Vec::new();
+    {
+        let mut w = arrow_ipc::writer::FileWriter::try_new_with_options(&mut out, &schema, options)?;
+        w.write(&batch)?;
+        w.finish()?;
+    }
+    Ok(out)
+}
+
+/// Decodes a `.bin` deletion file.
+pub fn decode_bitmap(data: &[u8], path: &str) -> Result<DeletionVector> {
+    RoaringBitmap::deserialize_from(data).map_err(|e| Error::corrupt(format!("{path}: not a roaring bitmap: {e}")))
+}
+
+/// Encodes a `.bin` deletion file.
+pub fn encode_bitmap(dv: &DeletionVector) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(dv.serialized_size());
+    dv.serialize_into(&mut out).map_err(|e| Error::invalid_input(format!("serializing a roaring bitmap: {e}")))?;
+    Ok(out)
+}
+
+/// Path (relative to the root) of a fragment's deletion file.
+pub fn path_of(fragment_id: u64, file: &tablepb::DeletionFile) -> String {
+    let bitmap = file.file_type == tablepb::deletion_file::DeletionFileType::Bitmap as i32;
+    deletion_file_path(fragment_id, file.read_version, file.id, bitmap)
+}
+
+/// Reads a fragment's deletion vector.
+pub fn read(store: &Store, fragment_id: u64, file: &tablepb::DeletionFile) -> Result<DeletionVector> {
+    if file.base_id.is_some() {
+        return Err(Error::not_supported("deletion files under another base path (base_id)"));
+    }
+    let rel = path_of(fragment_id, file);
+    let data = store.read(&rel)?;
+    let uri = store.child_uri(&rel);
+    if file.file_type == tablepb::deletion_file::DeletionFileType::Bitmap as i32 {
+        decode_bitmap(&data, &uri)
+    } else {
+        decode_arrow(data, &uri)
+    }
+}
+
+/// Writes a deletion file holding `dv` for a fragment and returns its description. The
+/// format follows pylance: a bitmap from [`BITMAP_THRESHOLD`] rows on (or when
+/// `keep_bitmap`, i.e. the fragment's previous file already was one), else Arrow.
+pub fn write(store: &Store, fragment_id: u64, read_version: u64, dv: &DeletionVector, keep_bitmap: bool) -> Result<tablepb::DeletionFile> {
+    let bitmap = keep_bitmap || dv.len() >= BITMAP_THRESHOLD;
+    let id = u64::from_le_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().expect("8 bytes")) >> 1;
+    let bytes = if bitmap { encode_bitmap(dv)? } else { encode_arrow(dv)? };
+    let rel = deletion_file_path(fragment_id, read_version, id, bitmap);
+    store.put(&rel, Bytes::from(bytes))?;
+    let file_type = if bitmap {
+        tablepb::deletion_file::DeletionFileType::Bitmap
+    } else {
+        tablepb::deletion_file::DeletionFileType::ArrowArray
+    };
+    Ok(tablepb::DeletionFile { file_type: file_type as i32, read_version, id, num_deleted_rows: dv.len(), base_id: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_formats_round_trip() {
+        let dv: DeletionVector = [3u32, 1, 99, 70000].into_iter().collect();
+        assert_eq!(decode_arrow(Bytes::from(encode_arrow(&dv).unwrap()), "x").unwrap(), dv);
+        assert_eq!(decode_bitmap(&encode_bitmap(&dv).unwrap(), "x").unwrap(), dv);
+        assert!(decode_arrow(Bytes::from_static(b"ARROW1 nope"), "x").is_err());
+        assert!(decode_bitmap(b"\x01\x02", "x").is_err());
+    }
+
+    #[test]
+    fn threshold_picks_the_format() {
+        let store = Store::open(&format!("memory://dv-{}", uuid::Uuid::new_v4().simple())).unwrap();
+        let small: DeletionVector = (0..10u32).collect();
+        let f = write(&store, 3, 1, &small, false).unwrap();
+        assert_eq!(f.file_type, 0);
+        assert_eq!(read(&store, 3, &f).unwrap(), small);
+        let big: DeletionVector = (0..BITMAP_THRESHOLD as u32).collect();
+        let f = write(&store, 3, 1, &big, false).unwrap();
+        assert_eq!(f.file_type, 1);
+        assert_eq!(f.num_deleted_rows, BITMAP_THRESHOLD);
+        assert_eq!(read(&store, 3, &f).unwrap(), big);
+    }
+}

@@ -1,0 +1,174 @@
+//! The manifest file envelope (FORMAT.md §4.2) and transaction files.
+//!
+//! ```text
+//! [optional IndexSection]        u32 LE length + IndexSection   (position = Manifest.index_section)
+//! [optional inline Transaction]  u32 LE length + Transaction    (position = Manifest field 23)
+//! [Manifest]                     u32 LE length + Manifest
+//! [i64 LE position of the Manifest's length prefix][u16 0][u16 2]["LANC"]
+//! ```
+//!
+//! The index section and the inline transaction are kept as raw bytes: lancepy does not
+//! interpret indices, it only carries them from one version to the next.
+
+use bytes::Bytes;
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::format::tablepb;
+
+/// Magic bytes at the very end of a manifest.
+pub const MANIFEST_MAGIC: &[u8; 4] = b"LANC";
+/// Footer: i64 position, u16 major, u16 minor, magic.
+const FOOTER_LEN: usize = 16;
+/// Version numbers written in the footer (what pylance 14 writes).
+const FOOTER_MAJOR: u16 = 0;
+const FOOTER_MINOR: u16 = 2;
+
+/// A decoded manifest file.
+#[derive(Debug, Clone)]
+pub struct ManifestFile {
+    /// The manifest.
+    pub manifest: tablepb::Manifest,
+    /// Raw `IndexSection` protobuf, if the manifest has one.
+    pub index_section: Option<Bytes>,
+    /// Raw inline `Transaction` protobuf, if the manifest has one.
+    pub transaction: Option<Bytes>,
+}
+
+/// Reads the length-prefixed message at `pos`, which must end before `limit`.
+fn prefixed(data: &Bytes, pos: u64, limit: usize, what: &str) -> Result<Bytes> {
+    let pos = usize::try_from(pos).map_err(|_| Error::corrupt(format!("manifest: {what} position {pos} is too large")))?;
+    if pos.checked_add(4).is_none_or(|e| e > limit) {
+        return Err(Error::corrupt(format!("manifest: {what} position {pos} is outside the file ({limit} bytes of messages)")));
+    }
+    let len = u32::from_le_bytes(data[pos..pos + 4].try_into().expect("4 bytes")) as usize;
+    let end = pos + 4 + len;
+    if end > limit {
+        return Err(Error::corrupt(format!(
+            "manifest: {what} at {pos} claims {len} bytes, past the end of the messages ({limit})"
+        )));
+    }
+    Ok(data.slice(pos + 4..end))
+}
+
+/// Decodes a manifest file.
+pub fn read_manifest(data: Bytes, path: &str) -> Result<ManifestFile> {
+    let ctx = |msg: String| Error::Corrupt(format!("{path}: {msg}"));
+    if data.len() < FOOTER_LEN + 4 {
+        return Err(ctx(format!("{} bytes is too short to be a manifest", data.len())));
+    }
+    let footer = &data[data.len() - FOOTER_LEN..];
+    if &footer[12..16] != MANIFEST_MAGIC {
+        return Err(ctx("the file does not end with the manifest magic \"LANC\"".into()));
+    }
+    let limit = data.len() - FOOTER_LEN;
+    let pos = i64::from_le_bytes(footer[..8].try_into().expect("8 bytes"));
+    let pos = u64::try_from(pos).map_err(|_| ctx(format!("negative manifest position {pos}")))?;
+    let body = prefixed(&data, pos, limit, "manifest").map_err(|e| ctx(e.to_string()))?;
+    let manifest =
+        tablepb::Manifest::decode(body).map_err(|e| ctx(format!("the manifest is not a valid protobuf message: {e}")))?;
+    let index_section = match manifest.index_section {
+        Some(p) => Some(prefixed(&data, p, limit, "index section").map_err(|e| ctx(e.to_string()))?),
+        None => None,
+    };
+    let transaction = match manifest.inline_transaction_position.or(manifest.transaction_section) {
+        Some(p) => Some(prefixed(&data, p, limit, "inline transaction").map_err(|e| ctx(e.to_string()))?),
+        None => None,
+    };
+    Ok(ManifestFile { manifest, index_section, transaction })
+}
+
+fn push_prefixed(out: &mut Vec<u8>, msg: &[u8]) -> Result<u64> {
+    let pos = out.len() as u64;
+    let len = u32::try_from(msg.len()).map_err(|_| Error::invalid_input("manifest message larger than 4 GiB"))?;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(msg);
+    Ok(pos)
+}
+
+/// Encodes a manifest file. The positions of the index section and of the inline
+/// transaction are filled in; `manifest.transaction_section` is cleared.
+pub fn write_manifest(mut manifest: tablepb::Manifest, transaction: Option<&[u8]>, index_section: Option<&[u8]>) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    manifest.index_section = match index_section {
+        Some(s) => Some(push_prefixed(&mut out, s)?),
+        None => None,
+    };
+    manifest.transaction_section = None;
+    manifest.inline_transaction_position = match transaction {
+        Some(t) => Some(push_prefixed(&mut out, t)?),
+        None => None,
+    };
+    let pos = push_prefixed(&mut out, &manifest.encode_to_vec())?;
+    out.extend_from_slice(&(pos as i64).to_le_bytes());
+    out.extend_from_slice(&FOOTER_MAJOR.to_le_bytes());
+    out.extend_from_slice(&FOOTER_MINOR.to_le_bytes());
+    out.extend_from_slice(MANIFEST_MAGIC);
+    Ok(out)
+}
+
+/// Decodes a transaction file (a raw `Transaction` message, no framing).
+pub fn read_transaction(data: &[u8], path: &str) -> Result<tablepb::Transaction> {
+    tablepb::Transaction::decode(data)
+        .map_err(|e| Error::Corrupt(format!("{path}: not a valid transaction: {e}")))
+}
+
+/// Removes `fragment_ids` from the fragment bitmaps of every index in an `IndexSection`,
+/// so that indices stop claiming rows whose addresses changed (compaction, overwrite of
+/// fragments). Indices covering no fragment are kept: pylance handles those.
+pub fn prune_index_section(section: &[u8], fragment_ids: &[u64]) -> Result<Vec<u8>> {
+    let mut s = tablepb::IndexSection::decode(section)?;
+    for idx in &mut s.indices {
+        if idx.fragment_bitmap.is_empty() {
+            continue;
+        }
+        let mut bm = roaring::RoaringBitmap::deserialize_from(&idx.fragment_bitmap[..])
+            .map_err(|e| Error::corrupt(format!("index {:?}: invalid fragment bitmap: {e}", idx.name)))?;
+        for &f in fragment_ids {
+            if let Ok(f) = u32::try_from(f) {
+                bm.remove(f);
+            }
+        }
+        let mut out = Vec::with_capacity(bm.serialized_size());
+        bm.serialize_into(&mut out).map_err(|e| Error::invalid_input(format!("serializing a bitmap: {e}")))?;
+        idx.fragment_bitmap = out.into();
+    }
+    Ok(s.encode_to_vec())
+}
+
+/// Names and covered field ids of the indices in an `IndexSection`.
+pub fn describe_index_section(section: &[u8]) -> Result<Vec<(String, Vec<i32>)>> {
+    let s = tablepb::IndexSection::decode(section)?;
+    Ok(s.indices.into_iter().map(|i| (i.name, i.fields)).collect())
+}
+
+/// Keeps only the indices whose fields all satisfy `keep_field`.
+pub fn filter_index_section(section: &[u8], keep_field: impl Fn(i32) -> bool) -> Result<Vec<u8>> {
+    let mut s = tablepb::IndexSection::decode(section)?;
+    s.indices.retain(|i| i.fields.iter().all(|&f| keep_field(f)));
+    Ok(s.encode_to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_round_trip() {
+        let m = tablepb::Manifest { version: 4, max_fragment_id: Some(0), ..Default::default() };
+        let txn = tablepb::Transaction { read_version: 3, uuid: "u".into(), ..Default::default() }.encode_to_vec();
+        let bytes = write_manifest(m.clone(), Some(&txn), None).unwrap();
+        let back = read_manifest(Bytes::from(bytes.clone()), "x").unwrap();
+        assert_eq!(back.manifest.version, 4);
+        assert_eq!(back.manifest.inline_transaction_position, Some(0));
+        assert_eq!(back.transaction.as_deref(), Some(&txn[..]));
+        assert!(back.index_section.is_none());
+        // Damage: truncation, bad magic, bad position.
+        assert!(read_manifest(Bytes::from(bytes[..bytes.len() - 1].to_vec()), "x").is_err());
+        let mut bad = bytes.clone();
+        let n = bad.len();
+        bad[n - 16] = 0xff;
+        assert!(matches!(read_manifest(Bytes::from(bad), "x"), Err(Error::Corrupt(_))));
+        assert!(read_manifest(Bytes::from_static(b"garbage garbage garbage"), "x").is_err());
+    }
+}

@@ -1,0 +1,27 @@
+//! The Lance table (dataset) format: the byte codecs and the data path.
+//!
+//! Policy lives in Python (`lancepy.dataset`, `lancepy.commit`): which version to open, how
+//! to build and commit a transaction, how to resolve conflicts. This module only encodes and
+//! decodes bytes and reads/writes data:
+//!
+//! * [`naming`] — manifest (V1/V2), data, deletion and transaction file names;
+//! * [`manifest`] — the manifest envelope (index section, inline transaction, `LANC` tail)
+//!   and transaction files;
+//! * [`json`] — manifests, fragments and transactions as JSON for the Python side;
+//! * [`deletion`] — deletion vectors (`.arrow` IPC and portable-roaring `.bin`);
+//! * [`rowids`] — row-id sequences of datasets with stable row ids;
+//! * [`scan`] — the data path: scans and takes over many fragments in one call;
+//! * [`write`] — writing new fragments (data files) from Arrow batches.
+
+pub mod deletion;
+pub mod json;
+pub mod manifest;
+pub mod naming;
+pub mod rowids;
+pub mod scan;
+pub mod write;
+
+pub use deletion::DeletionVector;
+pub use manifest::{read_manifest, write_manifest, ManifestFile};
+pub use naming::ManifestNaming;
+pub use scan::{ScanOptions, TableSnapshot};

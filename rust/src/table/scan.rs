@@ -1,0 +1,597 @@
+//! The data path of a dataset version: scans and takes over many fragments in one call.
+//!
+//! A [`TableSnapshot`] is one manifest's view of the data: the schema and the fragments.
+//! Reading a fragment means, for each projected field, finding the data file that holds it
+//! (`DataFile.fields` / `column_indices`; the last file listing a field wins, field id −2 is
+//! a tombstone), reading all such files for the requested rows, filling fields that no file
+//! holds with NULLs, dropping rows of the deletion vector and appending `_rowid` /
+//! `_rowaddr` on request. Fragments (and, inside the file reader, columns) are read in
+//! parallel on the fork-safe CPU pool.
+//!
+//! Rows are addressed three ways: *physical offsets* within a fragment (deleted rows
+//! included), *row addresses* `(fragment_id << 32) | offset`, and *logical indices* into
+//! the dataset's scan order (deleted rows excluded).
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::deletion::{self, DeletionVector};
+use super::naming::DATA_DIR;
+use super::rowids::decode_row_ids;
+use crate::error::{Error, Result};
+use crate::file::{FileReader, LanceField, LanceSchema};
+use crate::format::tablepb;
+use crate::io::Store;
+
+/// Name of the row-id column.
+pub const ROW_ID: &str = "_rowid";
+/// Name of the row-address column.
+pub const ROW_ADDRESS: &str = "_rowaddr";
+/// Field id of a tombstoned column in `DataFile.fields`.
+pub const TOMBSTONE_FIELD_ID: i32 = -2;
+
+/// What to add to, or how to read, the rows of a scan or take.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScanOptions {
+    /// Append `_rowid` (the stable row id, or the row address when the dataset has none).
+    pub with_row_id: bool,
+    /// Append `_rowaddr`.
+    pub with_row_address: bool,
+    /// Read deleted rows too (used to write new columns that cover every physical row).
+    pub include_deleted: bool,
+}
+
+/// A piece of a scan: a physical row range of one fragment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanTask {
+    /// Index of the fragment in the snapshot.
+    pub fragment: usize,
+    /// Physical rows to read.
+    pub rows: Range<u64>,
+}
+
+/// Open data files, shared by all snapshots (data files are immutable and uniquely named).
+fn reader_cache() -> &'static Mutex<HashMap<String, Arc<FileReader>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<FileReader>>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Most data files kept open by [`reader_cache`].
+const READER_CACHE_CAPACITY: usize = 1024;
+
+fn open_data_file(uri: &str) -> Result<Arc<FileReader>> {
+    if let Some(r) = reader_cache().lock().unwrap_or_else(|p| p.into_inner()).get(uri) {
+        return Ok(r.clone());
+    }
+    let reader = Arc::new(FileReader::open(uri).map_err(|e| match e {
+        Error::NotFound(m) => Error::NotFound(format!("data file {uri} is missing ({m})")),
+        other => other,
+    })?);
+    let mut cache = reader_cache().lock().unwrap_or_else(|p| p.into_inner());
+    if cache.len() >= READER_CACHE_CAPACITY {
+        cache.clear();
+    }
+    cache.insert(uri.to_string(), reader.clone());
+    Ok(reader)
+}
+
+/// Forgets the cached reader of a deleted file.
+pub fn evict_cached_reader(uri: &str) {
+    reader_cache().lock().unwrap_or_else(|p| p.into_inner()).remove(uri);
+}
+
+struct Fragment {
+    meta: tablepb::DataFragment,
+    physical_rows: OnceLock<u64>,
+    deletions: OnceLock<Option<Arc<DeletionVector>>>,
+    row_ids: OnceLock<Arc<Vec<u64>>>,
+}
+
+/// Requested rows of one fragment (physical offsets).
+enum Rows<'a> {
+    Range(Range<u64>),
+    /// Sorted, unique.
+    Offsets(&'a [u64]),
+}
+
+impl Rows<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Rows::Range(r) => (r.end - r.start) as usize,
+            Rows::Offsets(o) => o.len(),
+        }
+    }
+    fn offsets(&self) -> Vec<u64> {
+        match self {
+            Rows::Range(r) => r.clone().collect(),
+            Rows::Offsets(o) => o.to_vec(),
+        }
+    }
+}
+
+/// One dataset version's schema and fragments, ready to read.
+pub struct TableSnapshot {
+    store: Store,
+    schema: LanceSchema,
+    fragments: Vec<Fragment>,
+    by_id: HashMap<u64, usize>,
+    base_paths: HashMap<u32, tablepb::BasePath>,
+    stable_row_ids: bool,
+}
+
+impl std::fmt::Debug for TableSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableSnapshot").field("uri", &self.store.uri()).field("fragments", &self.fragments.len()).finish()
+    }
+}
+
+/// Flag bit of datasets with stable row ids.
+const FLAG_STABLE_ROW_IDS: u64 = 2;
+
+impl TableSnapshot {
+    /// A snapshot of `manifest` for the dataset at `store`.
+    pub fn new(store: Store, manifest: &tablepb::Manifest) -> Result<Self> {
+        let schema = LanceSchema::from_pb(&manifest.fields, &manifest.schema_metadata)?;
+        Self::with_fragments(store, schema, manifest.fragments.clone(), manifest)
+    }
+
+    /// A snapshot with the given schema and fragments (the rest taken from `manifest`).
+    pub fn with_fragments(store: Store, schema: LanceSchema, fragments: Vec<tablepb::DataFragment>, manifest: &tablepb::Manifest) -> Result<Self> {
+        let mut by_id = HashMap::new();
+        for (i, f) in fragments.iter().enumerate() {
+            if by_id.insert(f.id, i).is_some() {
+                return Err(Error::corrupt(format!("{}: two fragments have id {}", store.uri(), f.id)));
+            }
+        }
+        let fragments = fragments
+            .into_iter()
+            .map(|meta| Fragment { meta, physical_rows: OnceLock::new(), deletions: OnceLock::new(), row_ids: OnceLock::new() })
+            .collect();
+        Ok(Self {
+            store,
+            schema,
+            fragments,
+            by_id,
+            base_paths: manifest.base_paths.iter().map(|b| (b.id, b.clone())).collect(),
+            stable_row_ids: manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
+        })
+    }
+
+    /// The dataset's Lance schema.
+    pub fn schema(&self) -> &LanceSchema {
+        &self.schema
+    }
+
+    /// Number of fragments.
+    pub fn num_fragments(&self) -> usize {
+        self.fragments.len()
+    }
+
+    /// Id of fragment `i`.
+    pub fn fragment_id(&self, i: usize) -> u64 {
+        self.fragments[i].meta.id
+    }
+
+    /// The manifest entry of fragment `i`.
+    pub fn fragment_meta(&self, i: usize) -> &tablepb::DataFragment {
+        &self.fragments[i].meta
+    }
+
+    /// Index of the fragment with id `id`.
+    pub fn fragment_index(&self, id: u64) -> Result<usize> {
+        self.by_id.get(&id).copied().ok_or_else(|| Error::IndexOutOfRange(format!("the dataset has no fragment with id {id}")))
+    }
+
+    /// Resolves top-level column names (`None` = all) to field indices.
+    pub fn projection(&self, columns: Option<&[String]>) -> Result<Vec<usize>> {
+        match columns {
+            None => Ok((0..self.schema.fields.len()).collect()),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    self.schema.fields.iter().position(|f| &f.name == n).ok_or_else(|| {
+                        let all: Vec<&str> = self.schema.fields.iter().map(|f| f.name.as_str()).collect();
+                        Error::ColumnNotFound(format!("no column named {n:?} in the dataset; columns are {all:?}"))
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// The schema of what a read with `projection` and `opts` returns.
+    pub fn output_schema(&self, projection: &[usize], opts: ScanOptions) -> SchemaRef {
+        let mut fields: Vec<Field> = projection.iter().map(|&i| self.schema.fields[i].to_arrow()).collect();
+        if opts.with_row_id {
+            fields.push(Field::new(ROW_ID, DataType::UInt64, true));
+        }
+        if opts.with_row_address {
+            fields.push(Field::new(ROW_ADDRESS, DataType::UInt64, true));
+        }
+        Arc::new(Schema::new_with_metadata(fields, self.schema.metadata.clone()))
+    }
+
+    fn data_file_uri(&self, file: &tablepb::DataFile) -> Result<String> {
+        match file.base_id {
+            None => Ok(self.store.child_uri(&format!("{DATA_DIR}/{}", file.path))),
+            Some(id) => {
+                let base = self
+                    .base_paths
+                    .get(&id)
+                    .ok_or_else(|| Error::corrupt(format!("data file {} refers to unknown base path {id}", file.path)))?;
+                let root = base.path.trim_end_matches('/');
+                Ok(if base.is_dataset_root { format!("{root}/{DATA_DIR}/{}", file.path) } else { format!("{root}/{}", file.path) })
+            }
+        }
+    }
+
+    /// Physical rows of fragment `i` (deleted rows included).
+    pub fn physical_rows(&self, i: usize) -> Result<u64> {
+        let f = &self.fragments[i];
+        if let Some(n) = f.physical_rows.get() {
+            return Ok(*n);
+        }
+        // Hand-made datasets may omit physical_rows; the first data file knows.
+        let n = match (f.meta.physical_rows, f.meta.files.first()) {
+            (0, Some(file)) => open_data_file(&self.data_file_uri(file)?)?.num_rows(),
+            (n, _) => n,
+        };
+        Ok(*f.physical_rows.get_or_init(|| n))
+    }
+
+    /// The deletion vector of fragment `i`, if it has one.
+    pub fn deletions(&self, i: usize) -> Result<Option<Arc<DeletionVector>>> {
+        let f = &self.fragments[i];
+        if let Some(d) = f.deletions.get() {
+            return Ok(d.clone());
+        }
+        let dv = match &f.meta.deletion_file {
+            Some(d) if !(d.id == 0 && d.read_version == 0 && d.num_deleted_rows == 0) => {
+                Some(Arc::new(deletion::read(&self.store, f.meta.id, d)?))
+            }
+            _ => None,
+        };
+        Ok(f.deletions.get_or_init(|| dv).clone())
+    }
+
+    fn deleted_count(&self, i: usize) -> Result<u64> {
+        let f = &self.fragments[i];
+        match &f.meta.deletion_file {
+            Some(d) if d.num_deleted_rows > 0 => Ok(d.num_deleted_rows),
+            Some(_) => Ok(self.deletions(i)?.map(|d| d.len()).unwrap_or(0)),
+            None => Ok(0),
+        }
+    }
+
+    /// Live (not deleted) rows of fragment `i`.
+    pub fn live_rows(&self, i: usize) -> Result<u64> {
+        Ok(self.physical_rows(i)?.saturating_sub(self.deleted_count(i)?))
+    }
+
+    /// Live rows of the whole snapshot.
+    pub fn count_rows(&self) -> Result<u64> {
+        (0..self.fragments.len()).map(|i| self.live_rows(i)).sum()
+    }
+
+    fn row_ids(&self, i: usize) -> Result<Arc<Vec<u64>>> {
+        let f = &self.fragments[i];
+        if let Some(r) = f.row_ids.get() {
+            return Ok(r.clone());
+        }
+        let ids = match &f.meta.row_id_sequence {
+            Some(tablepb::data_fragment::RowIdSequence::InlineRowIds(b)) => decode_row_ids(b)?,
+            Some(tablepb::data_fragment::RowIdSequence::ExternalRowIds(ext)) => {
+                let data = self.store.read(&ext.path)?;
+                let end = ext.offset.checked_add(ext.size).filter(|&e| e <= data.len() as u64).ok_or_else(|| {
+                    Error::corrupt(format!("row-id sequence {}..+{} lies outside {}", ext.offset, ext.size, ext.path))
+                })?;
+                decode_row_ids(&data[ext.offset as usize..end as usize])?
+            }
+            None => return Err(Error::corrupt(format!("fragment {} has no row-id sequence but the dataset uses stable row ids", f.meta.id))),
+        };
+        if ids.len() as u64 != self.physical_rows(i)? {
+            return Err(Error::corrupt(format!("fragment {}: {} row ids for {} rows", f.meta.id, ids.len(), self.physical_rows(i)?)));
+        }
+        Ok(f.row_ids.get_or_init(|| Arc::new(ids)).clone())
+    }
+
+    /// Physical offset of live row `k` of fragment `i`.
+    fn nth_live(&self, i: usize, k: u64, dv: Option<&DeletionVector>) -> Result<u64> {
+        let phys = self.physical_rows(i)?;
+        let Some(dv) = dv else { return Ok(k) };
+        // Smallest p with (p + 1) - rank(p) == k + 1.
+        let (mut lo, mut hi) = (k, phys.saturating_sub(1));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let live_through = mid + 1 - dv.rank(mid as u32);
+            if live_through > k {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        if lo >= phys || dv.contains(lo as u32) {
+            return Err(Error::IndexOutOfRange(format!("live row {k} is past the end of fragment {}", self.fragment_id(i))));
+        }
+        Ok(lo)
+    }
+
+    /// Where `field`'s data is in fragment `frag`: (data file index, the file column its
+    /// first stored field starts at if recorded, that field's id).
+    fn locate(&self, frag: &tablepb::DataFragment, field: &LanceField) -> Option<(usize, Option<usize>, i32)> {
+        let mut ids = Vec::new();
+        field.walk(&mut ids);
+        for f in ids {
+            for (fi, file) in frag.files.iter().enumerate().rev() {
+                if let Some(pos) = file.fields.iter().position(|&id| id == f.id && id != TOMBSTONE_FIELD_ID) {
+                    let col = file.column_indices.get(pos).and_then(|&c| usize::try_from(c).ok());
+                    return Some((fi, col, f.id));
+                }
+            }
+        }
+        None
+    }
+
+    /// Reads rows of fragment `i`.
+    fn read_fragment(&self, i: usize, projection: &[usize], rows: Rows<'_>, opts: ScanOptions) -> Result<RecordBatch> {
+        let frag = &self.fragments[i].meta;
+        let phys = self.physical_rows(i)?;
+        let last = match &rows {
+            Rows::Range(r) => r.end,
+            Rows::Offsets(o) => o.last().map(|l| l + 1).unwrap_or(0),
+        };
+        if last > phys {
+            return Err(Error::IndexOutOfRange(format!("row {} is past the end of fragment {} ({phys} rows)", last - 1, frag.id)));
+        }
+        let n = rows.len();
+        let mut columns: Vec<Option<ArrayRef>> = vec![None; projection.len()];
+        // Group the projected fields by data file.
+        let mut by_file: Vec<(usize, Vec<(usize, Option<usize>, i32)>)> = Vec::new();
+        for (pos, &fidx) in projection.iter().enumerate() {
+            if let Some((file, col, id)) = self.locate(frag, &self.schema.fields[fidx]) {
+                match by_file.iter_mut().find(|(f, _)| *f == file) {
+                    Some((_, v)) => v.push((pos, col, id)),
+                    None => by_file.push((file, vec![(pos, col, id)])),
+                }
+            }
+        }
+        for (file_idx, wanted) in by_file {
+            let file = &frag.files[file_idx];
+            let reader = open_data_file(&self.data_file_uri(file)?)?;
+            let mut file_fields = Vec::with_capacity(wanted.len());
+            for &(_, col, id) in &wanted {
+                let f = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id));
+                file_fields.push(f.ok_or_else(|| {
+                    Error::corrupt(format!("{}: no column for field id {id} (column index {col:?})", reader.path()))
+                })?);
+            }
+            if reader.num_rows() < phys {
+                return Err(Error::corrupt(format!(
+                    "{}: has {} rows but fragment {} has {phys}",
+                    reader.path(),
+                    reader.num_rows(),
+                    frag.id
+                )));
+            }
+            let batch = match &rows {
+                Rows::Range(r) => reader.read_range(r.start, r.end - r.start, &file_fields)?,
+                Rows::Offsets(o) => reader.take(o, &file_fields)?,
+            };
+            for ((pos, _, _), array) in wanted.iter().zip(batch.columns()) {
+                columns[*pos] = Some(array.clone());
+            }
+        }
+        let mut arrays = Vec::with_capacity(projection.len() + 2);
+        for (pos, &fidx) in projection.iter().enumerate() {
+            let field = self.schema.fields[fidx].to_arrow();
+            let array = match columns[pos].take() {
+                Some(a) => conform(a, &field)?,
+                None => {
+                    if !field.is_nullable() {
+                        return Err(Error::corrupt(format!(
+                            "fragment {} has no data for the non-nullable column {:?}",
+                            frag.id,
+                            field.name()
+                        )));
+                    }
+                    new_null_array(field.data_type(), n)
+                }
+            };
+            arrays.push(array);
+        }
+        let mut offsets: Option<Vec<u64>> = None;
+        // Drop deleted rows.
+        if !opts.include_deleted {
+            if let Some(dv) = self.deletions(i)? {
+                let offs = rows.offsets();
+                let keep: BooleanArray = offs.iter().map(|&o| Some(!dv.contains(o as u32))).collect();
+                if keep.false_count() > 0 {
+                    arrays = arrays
+                        .iter()
+                        .map(|a| arrow_select::filter::filter(a.as_ref(), &keep).map_err(Error::from))
+                        .collect::<Result<_>>()?;
+                    offsets = Some(offs.into_iter().filter(|&o| !dv.contains(o as u32)).collect());
+                } else {
+                    offsets = Some(offs);
+                }
+            }
+        }
+        let num_out = offsets.as_ref().map(|o| o.len()).unwrap_or(n);
+        if opts.with_row_id || opts.with_row_address {
+            let offs = offsets.unwrap_or_else(|| rows.offsets());
+            if opts.with_row_id {
+                let ids: UInt64Array = if self.stable_row_ids {
+                    let seq = self.row_ids(i)?;
+                    offs.iter().map(|&o| seq[o as usize]).collect()
+                } else {
+                    offs.iter().map(|&o| (frag.id << 32) | o).collect()
+                };
+                arrays.push(Arc::new(ids));
+            }
+            if opts.with_row_address {
+                arrays.push(Arc::new(offs.iter().map(|&o| (frag.id << 32) | o).collect::<UInt64Array>()));
+            }
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(num_out));
+        Ok(RecordBatch::try_new_with_options(self.output_schema(projection, opts), arrays, &options)?)
+    }
+
+    /// Plans a scan of `fragments` (indices; `None` = all) skipping `offset` live rows and
+    /// returning at most `limit`, in tasks of at most `batch_rows` physical rows.
+    pub fn plan_scan(&self, fragments: Option<&[usize]>, offset: u64, limit: Option<u64>, batch_rows: u64, opts: ScanOptions) -> Result<Vec<ScanTask>> {
+        let batch_rows = batch_rows.max(1);
+        let all: Vec<usize> = (0..self.fragments.len()).collect();
+        let order = fragments.unwrap_or(&all);
+        let mut skip = offset;
+        let mut remaining = limit.unwrap_or(u64::MAX);
+        let mut tasks = Vec::new();
+        for &i in order {
+            if remaining == 0 {
+                break;
+            }
+            if i >= self.fragments.len() {
+                return Err(Error::IndexOutOfRange(format!("fragment index {i}")));
+            }
+            let phys = self.physical_rows(i)?;
+            let dv = if opts.include_deleted { None } else { self.deletions(i)? };
+            let live = match &dv {
+                Some(d) => phys - d.range_cardinality(0..phys.min(u32::MAX as u64 + 1) as u32).min(phys),
+                None => phys,
+            };
+            if skip >= live {
+                skip -= live;
+                continue;
+            }
+            let start = self.nth_live(i, skip, dv.as_deref())?;
+            skip = 0;
+            let mut pos = start;
+            while pos < phys && remaining > 0 {
+                let mut end = (pos + batch_rows).min(phys);
+                let live_in = match &dv {
+                    Some(d) => (end - pos) - d.range_cardinality(pos as u32..end as u32),
+                    None => end - pos,
+                };
+                if live_in > remaining {
+                    // Cut right after the last live row that is still wanted.
+                    let before = match &dv {
+                        Some(d) => pos - d.range_cardinality(0..pos as u32),
+                        None => pos,
+                    };
+                    end = self.nth_live(i, before + remaining - 1, dv.as_deref())? + 1;
+                    remaining = 0;
+                } else {
+                    remaining -= live_in;
+                }
+                tasks.push(ScanTask { fragment: i, rows: pos..end });
+                pos = end;
+            }
+        }
+        Ok(tasks)
+    }
+
+    /// Runs one scan task.
+    pub fn run_task(&self, task: &ScanTask, projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
+        self.read_fragment(task.fragment, projection, Rows::Range(task.rows.clone()), opts)
+    }
+
+    /// Runs tasks in parallel; batches come back in task order.
+    pub fn run_tasks(&self, tasks: Vec<ScanTask>, projection: &[usize], opts: ScanOptions) -> Result<Vec<RecordBatch>> {
+        crate::parallel::map(tasks, true, |t| self.run_task(&t, projection, opts)).into_iter().collect()
+    }
+
+    /// Reads the rows at logical `indices` (scan order, deleted rows excluded). The output
+    /// follows the input order; repeats are allowed.
+    pub fn take(&self, indices: &[u64], projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
+        let mut starts = Vec::with_capacity(self.fragments.len() + 1);
+        let mut total = 0u64;
+        for i in 0..self.fragments.len() {
+            starts.push(total);
+            total += self.live_rows(i)?;
+        }
+        let mut requests: Vec<(usize, u64)> = Vec::with_capacity(indices.len());
+        for &idx in indices {
+            if idx >= total {
+                return Err(Error::IndexOutOfRange(format!("row index {idx} is out of range for a dataset of {total} rows")));
+            }
+            let fi = starts.partition_point(|&s| s <= idx) - 1;
+            let dv = self.deletions(fi)?;
+            requests.push((fi, self.nth_live(fi, idx - starts[fi], dv.as_deref())?));
+        }
+        self.take_physical(&requests, projection, opts)
+    }
+
+    /// Reads the rows at row `addresses` (`fragment_id << 32 | offset`). Deleted rows are
+    /// skipped; the output otherwise follows the input order.
+    pub fn take_addresses(&self, addresses: &[u64], projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
+        let mut requests = Vec::with_capacity(addresses.len());
+        for &a in addresses {
+            let fi = self.fragment_index(a >> 32)?;
+            let off = a & 0xFFFF_FFFF;
+            if off >= self.physical_rows(fi)? {
+                return Err(Error::IndexOutOfRange(format!("row address {a}: fragment {} has no row {off}", a >> 32)));
+            }
+            if !opts.include_deleted && self.deletions(fi)?.is_some_and(|d| d.contains(off as u32)) {
+                continue;
+            }
+            requests.push((fi, off));
+        }
+        self.take_physical(&requests, projection, opts)
+    }
+
+    fn take_physical(&self, requests: &[(usize, u64)], projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
+        // Sorted unique offsets per fragment.
+        let mut per_frag: HashMap<usize, Vec<u64>> = HashMap::new();
+        for &(fi, off) in requests {
+            per_frag.entry(fi).or_default().push(off);
+        }
+        let mut groups: Vec<(usize, Vec<u64>)> = per_frag.into_iter().collect();
+        groups.sort_unstable_by_key(|(fi, _)| *fi);
+        for (_, offs) in &mut groups {
+            offs.sort_unstable();
+            offs.dedup();
+        }
+        let read_opts = ScanOptions { include_deleted: true, ..opts };
+        let batches: Vec<RecordBatch> = crate::parallel::map(groups.iter().collect(), groups.len() > 1, |(fi, offs)| {
+            self.read_fragment(*fi, projection, Rows::Offsets(offs), read_opts)
+        })
+        .into_iter()
+        .collect::<Result<_>>()?;
+        let schema = self.output_schema(projection, opts);
+        let mut base = HashMap::new();
+        let mut acc = 0u32;
+        for (fi, offs) in &groups {
+            base.insert(*fi, acc);
+            acc += offs.len() as u32;
+        }
+        let combined = arrow_select::concat::concat_batches(&schema, &batches)?;
+        let perm: UInt32Array = requests
+            .iter()
+            .map(|(fi, off)| {
+                let offs = &groups[groups.binary_search_by_key(fi, |(f, _)| *f).expect("grouped")].1;
+                base[fi] + offs.binary_search(off).expect("requested") as u32
+            })
+            .collect();
+        let arrays = combined
+            .columns()
+            .iter()
+            .map(|c| arrow_select::take::take(c.as_ref(), &perm, None).map_err(Error::from))
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(requests.len()));
+        Ok(RecordBatch::try_new_with_options(schema, arrays, &options)?)
+    }
+}
+
+/// Gives `array` the exact type of `field` when the two differ only in names or
+/// nullability of nested children (e.g. a fixed-size list's item field).
+fn conform(array: ArrayRef, field: &Field) -> Result<ArrayRef> {
+    if array.data_type() == field.data_type() {
+        return Ok(array);
+    }
+    let data = array.to_data().into_builder().data_type(field.data_type().clone()).build().map_err(|e| {
+        Error::SchemaMismatch(format!("column {:?}: data of type {} cannot be read as {}: {e}", field.name(), array.data_type(), field.data_type()))
+    })?;
+    Ok(arrow_array::make_array(data))
+}

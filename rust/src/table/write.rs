@@ -1,0 +1,174 @@
+//! Writing new fragments: Arrow batches → data files under `data/`, described as
+//! `DataFragment`s that a transaction can commit.
+//!
+//! Nothing here is visible to readers: a fragment exists for a dataset only once a manifest
+//! lists it. Fragment ids are left at 0; the commit assigns them.
+
+use arrow_array::RecordBatch;
+
+use super::naming::{new_data_file_name, DATA_DIR};
+use crate::error::{Error, Result};
+use crate::file::reader::field_ids_and_columns;
+use crate::file::{FileVersion, FileWriter, LanceSchema, WriterOptions};
+use crate::format::tablepb;
+use crate::io::Store;
+
+/// How new data files are cut.
+#[derive(Debug, Clone, Copy)]
+pub struct FragmentWriteOptions {
+    /// Rows per data file (and so per fragment).
+    pub max_rows_per_file: u64,
+    /// Data file version.
+    pub version: FileVersion,
+}
+
+/// The `DataFile` entry for a file of `schema` written at `path` (relative to `data/`).
+pub fn data_file_entry(path: String, schema: &LanceSchema, version: FileVersion, size: u64) -> tablepb::DataFile {
+    let (fields, column_indices) = field_ids_and_columns(schema, version);
+    let (major, minor) = version.manifest_version();
+    tablepb::DataFile {
+        path,
+        fields,
+        column_indices,
+        file_major_version: major,
+        file_minor_version: minor,
+        file_size_bytes: size,
+        base_id: None,
+    }
+}
+
+struct OpenFile {
+    writer: FileWriter,
+    name: String,
+}
+
+/// Writes `batches` (whose columns are `schema`'s top-level fields, in order) into new data
+/// files and returns one fragment per file. `on_file` is told every file name as soon as it
+/// is created, so that a failed write can be cleaned up.
+pub fn write_fragments(
+    store: &Store,
+    schema: &LanceSchema,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    options: FragmentWriteOptions,
+    mut on_file: impl FnMut(&str),
+) -> Result<Vec<tablepb::DataFragment>> {
+    if options.max_rows_per_file == 0 {
+        return Err(Error::invalid_input("max_rows_per_file must be positive"));
+    }
+    let mut out = Vec::new();
+    let mut current: Option<OpenFile> = None;
+    let finish = |f: OpenFile, out: &mut Vec<tablepb::DataFragment>| -> Result<()> {
+        let mut w = f.writer;
+        let written = w.finish()?;
+        out.push(tablepb::DataFragment {
+            id: 0,
+            files: vec![data_file_entry(f.name, schema, options.version, written.size)],
+            physical_rows: written.num_rows,
+            ..Default::default()
+        });
+        Ok(())
+    };
+    for batch in batches {
+        let batch = batch?;
+        let mut start = 0usize;
+        while start < batch.num_rows() {
+            let file = match current.as_mut() {
+                Some(f) => f,
+                None => {
+                    let name = new_data_file_name();
+                    let uri = store.child_uri(&format!("{DATA_DIR}/{name}"));
+                    on_file(&format!("{DATA_DIR}/{name}"));
+                    let opts = WriterOptions { version: options.version, ..Default::default() };
+                    let writer = FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?;
+                    current.insert(OpenFile { writer, name })
+                }
+            };
+            let room = (options.max_rows_per_file - file.writer.num_rows()) as usize;
+            let n = room.min(batch.num_rows() - start);
+            file.writer.write_batch(&batch.slice(start, n))?;
+            start += n;
+            if file.writer.num_rows() >= options.max_rows_per_file {
+                finish(current.take().expect("open file"), &mut out)?;
+            }
+        }
+    }
+    if let Some(f) = current.take() {
+        if f.writer.num_rows() > 0 {
+            finish(f, &mut out)?;
+        } else {
+            let mut w = f.writer;
+            let _ = w.finish();
+            store.delete(&format!("{DATA_DIR}/{}", f.name))?;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+    use crate::table::scan::{ScanOptions, TableSnapshot};
+
+    #[test]
+    fn write_then_scan_and_take() {
+        let store = Store::open(&format!("memory://wf-{}", uuid::Uuid::new_v4().simple())).unwrap();
+        let arrow = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("s", DataType::Utf8, true)]));
+        let schema = LanceSchema::from_arrow(&arrow).unwrap();
+        let batch = |lo: i64, hi: i64| {
+            RecordBatch::try_new(
+                arrow.clone(),
+                vec![
+                    Arc::new(Int64Array::from_iter_values(lo..hi)),
+                    Arc::new(StringArray::from_iter((lo..hi).map(|i| (i % 3 != 0).then(|| format!("s{i}"))))),
+                ],
+            )
+            .unwrap()
+        };
+        let mut files = Vec::new();
+        let opts = FragmentWriteOptions { max_rows_per_file: 40, version: FileVersion::V2_1 };
+        let mut frags =
+            write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| files.push(f.to_string()))
+                .unwrap();
+        assert_eq!(frags.iter().map(|f| f.physical_rows).collect::<Vec<_>>(), vec![40, 40, 20]);
+        assert_eq!(files.len(), 3);
+        for (i, f) in frags.iter_mut().enumerate() {
+            f.id = i as u64;
+        }
+        // Delete rows 0..5 of fragment 1 (ids 40..45).
+        let dv: crate::table::DeletionVector = (0..5u32).collect();
+        frags[1].deletion_file = Some(crate::table::deletion::write(&store, 1, 1, &dv, false).unwrap());
+        let manifest = tablepb::Manifest { fields: schema.to_pb_fields().unwrap(), fragments: frags, ..Default::default() };
+        let snap = TableSnapshot::new(store, &manifest).unwrap();
+        assert_eq!(snap.count_rows().unwrap(), 95);
+        let proj = snap.projection(None).unwrap();
+        let opts = ScanOptions { with_row_id: true, ..Default::default() };
+        let tasks = snap.plan_scan(None, 0, None, 16, opts).unwrap();
+        let batches = snap.run_tasks(tasks, &proj, opts).unwrap();
+        let ids: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec())
+            .collect();
+        let want: Vec<i64> = (0..40).chain(45..100).collect();
+        assert_eq!(ids, want);
+        // offset/limit across the deletion.
+        let tasks = snap.plan_scan(None, 38, Some(5), 16, opts).unwrap();
+        let batches = snap.run_tasks(tasks, &proj, opts).unwrap();
+        let ids: Vec<i64> = batches
+            .iter()
+            .flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec())
+            .collect();
+        assert_eq!(ids, vec![38, 39, 45, 46, 47]);
+        // take follows the input order, skips deleted rows in numbering.
+        let b = snap.take(&[94, 0, 40, 40], &proj, opts).unwrap();
+        let ids = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec();
+        assert_eq!(ids, vec![99, 0, 45, 45]);
+        let rowid = b.column(2).as_any().downcast_ref::<arrow_array::UInt64Array>().unwrap().values().to_vec();
+        assert_eq!(rowid, vec![(2 << 32) | 19, 0, (1 << 32) | 5, (1 << 32) | 5]);
+        assert!(snap.take(&[95], &proj, opts).is_err());
+    }
+}

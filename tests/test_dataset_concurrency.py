@@ -1,0 +1,177 @@
+"""Concurrent writers, conflict rules and crash safety."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pyarrow as pa
+import pytest
+
+import lancepy
+from lancepy import commit
+from lancepy.exceptions import CommitConflictError
+
+
+def rows(writer: int, batch: int, n: int = 20) -> pa.Table:
+    base = writer * 1_000_000 + batch * 1000
+    return pa.table({"id": pa.array(range(base, base + n), pa.int64()), "writer": pa.array([writer] * n, pa.int32())})
+
+
+def _worker(uri: str, writer: int, rounds: int, queue: "mp.Queue") -> None:
+    """Appends `rounds` batches; every third round also deletes one of its own rows."""
+    committed, conflicts = [], 0
+    rng = random.Random(writer)
+    for r in range(rounds):
+        while True:
+            try:
+                lancepy.write_dataset(rows(writer, r), uri, mode="append")
+                committed.append(("append", writer, r))
+                break
+            except CommitConflictError:  # appends never conflict with appends or deletes
+                conflicts += 1
+                raise
+        if r % 3 == 2:
+            victim = writer * 1_000_000 + rng.randrange(r) * 1000 + 5
+            for _attempt in range(50):
+                try:
+                    lancepy.dataset(uri).delete(f"id = {victim}")
+                    committed.append(("delete", victim, r))
+                    break
+                except CommitConflictError:
+                    conflicts += 1  # another delete touched the same fragment: retry
+            else:
+                raise AssertionError("delete never committed")
+    queue.put((writer, committed, conflicts))
+
+
+def test_eight_processes_append_and_delete(tmp_path):
+    uri = str(tmp_path / "conc.lance")
+    lancepy.write_dataset(rows(99, 0, 1), uri)
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(uri, w, 6, queue)) for w in range(8)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    ds = lancepy.dataset(uri)
+    ids = set(ds.to_table().column("id").to_pylist())
+    deleted = {c[1] for _, committed, _ in results for c in committed if c[0] == "delete"}
+    for _, committed, _ in results:
+        for kind, writer, r in committed:
+            if kind == "append":
+                expected = set(rows(writer, r).column("id").to_pylist()) - deleted
+                assert expected <= ids, f"rows of writer {writer} batch {r} are missing"
+    assert not (ids & deleted)
+    # versions are contiguous and every manifest decodes
+    versions, _ = commit.list_versions(lancepy._lancepy.Store(uri))
+    assert sorted(versions) == list(range(1, max(versions) + 1))
+    appends = sum(1 for _, c, _ in results for k in c if k[0] == "append")
+    deletes = sum(1 for _, c, _ in results for k in c if k[0] == "delete")
+    assert max(versions) == 1 + appends + deletes
+    for v in versions:
+        lancepy.dataset(uri, version=v).count_rows()
+    assert ds.count_rows() == 1 + 8 * 6 * 20 - len(deleted)
+
+
+def test_conflict_rules():
+    def txn(op, body):
+        return commit.new_transaction(1, op, body)
+
+    append = txn("Append", {"fragments": []})
+    delete_f1 = txn("Delete", {"updated_fragments": [{"id": 1}], "deleted_fragment_ids": []})
+    delete_f2 = txn("Delete", {"updated_fragments": [], "deleted_fragment_ids": [2]})
+    overwrite = txn("Overwrite", {"fragments": []})
+    rewrite_f1 = txn("Rewrite", {"groups": [{"old_fragments": [{"id": 1}], "new_fragments": []}]})
+    merge = txn("Merge", {"fragments": []})
+    project = txn("Project", {"schema": []})
+    assert commit.conflicts(append, append) is None
+    assert commit.conflicts(append, delete_f1) is None
+    assert commit.conflicts(delete_f1, append) is None
+    assert commit.conflicts(append, overwrite) is not None
+    assert commit.conflicts(overwrite, append) is None
+    assert commit.conflicts(overwrite, overwrite) is not None
+    assert commit.conflicts(delete_f1, delete_f1) is not None
+    assert commit.conflicts(delete_f1, delete_f2) is None
+    assert commit.conflicts(delete_f1, rewrite_f1) is not None
+    assert commit.conflicts(rewrite_f1, delete_f2) is None
+    assert commit.conflicts(merge, append) is not None
+    assert commit.conflicts(append, merge) is None
+    assert commit.conflicts(project, project) is not None
+    assert commit.conflicts(append, None) is not None  # missing transaction
+    assert commit.conflicts(append, {"operation": {}}) is not None  # unknown operation
+
+
+def test_conflicting_commit_leaves_no_trace(tmp_path):
+    uri = str(tmp_path / "c.lance")
+    lancepy.write_dataset(rows(0, 0, 100), uri, max_rows_per_file=100)
+    a = lancepy.dataset(uri)
+    b = lancepy.dataset(uri)
+    a.delete("id = 3")
+    before = {d: sorted(os.listdir(os.path.join(uri, d))) for d in ("data", "_deletions", "_transactions", "_versions")}
+    with pytest.raises(CommitConflictError, match="same fragments"):
+        b.delete("id = 4")  # same fragment, based on version 1
+    after = {d: sorted(os.listdir(os.path.join(uri, d))) for d in ("data", "_deletions", "_transactions", "_versions")}
+    assert before == after
+    assert lancepy.dataset(uri).to_table().column("id").to_pylist() == [i for i in range(100) if i != 3]
+    # an append based on an old version is rebased instead
+    frags = lancepy.fragment.write_fragments(rows(1, 0), uri)
+    ds = lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=1)
+    assert ds.version == 3 and ds.count_rows() == 99 + 20
+    # an append after an overwrite it did not see conflicts
+    lancepy.write_dataset(rows(2, 0), uri, mode="overwrite")
+    frags = lancepy.fragment.write_fragments(rows(1, 1), uri)
+    with pytest.raises(CommitConflictError, match="Overwrite"):
+        lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=3)
+    assert lancepy.dataset(uri).count_rows() == 20
+
+
+CRASH_WRITER = textwrap.dedent(
+    """
+    import sys, pyarrow as pa, lancepy
+    uri = sys.argv[1]
+    i = 0
+    while True:
+        i += 1
+        t = pa.table({"id": pa.array(range(i * 1000, i * 1000 + 500), pa.int64()),
+                      "blob": pa.array([b"x" * 200] * 500)})
+        lancepy.write_dataset(t, uri, mode="append", max_rows_per_file=200)
+        if i % 2 == 0:
+            lancepy.dataset(uri).delete(f"id % 7 = {i % 7}")
+        print(i, flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sigkill_leaves_last_complete_version(tmp_path, seed):
+    uri = str(tmp_path / "crash.lance")
+    lancepy.write_dataset(pa.table({"id": pa.array([0], pa.int64()), "blob": pa.array([b""])}), uri)
+    script = tmp_path / "writer.py"
+    script.write_text(CRASH_WRITER)
+    rng = random.Random(seed)
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, str(script), uri], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.3, 1.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        ds = lancepy.dataset(uri)
+        # The latest version reads completely and agrees with its own history.
+        t = ds.to_table()
+        assert t.num_rows == ds.count_rows()
+        versions, _ = commit.list_versions(lancepy._lancepy.Store(uri))
+        assert sorted(versions) == list(range(1, max(versions) + 1))
+        for v in versions:
+            lancepy.dataset(uri, version=v).to_table(columns=["id"])
+        # and the next writer carries on from it
+        lancepy.write_dataset(pa.table({"id": pa.array([-1], pa.int64()), "blob": pa.array([b"y"])}), uri, mode="append")
+        assert lancepy.dataset(uri).count_rows() == t.num_rows + 1

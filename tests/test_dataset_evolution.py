@@ -1,0 +1,155 @@
+"""Schema evolution, compaction, cleanup, update and merge_insert."""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancepy
+from lancepy.exceptions import InvalidArgumentError
+
+try:
+    import lance
+except ImportError:  # pragma: no cover
+    lance = None
+
+
+def table(n: int, start: int = 0) -> pa.Table:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table({"id": ids, "x": (ids % 13).astype(np.float64), "s": [f"s{i}" for i in ids]})
+
+
+def data_files(uri: str) -> set:
+    return set(os.listdir(os.path.join(uri, "data")))
+
+
+def check_pylance_agrees(uri: str) -> None:
+    if lance is None:
+        return
+    ours = lancepy.dataset(uri).to_table().replace_schema_metadata(None).combine_chunks()
+    theirs = lance.dataset(uri).to_table().replace_schema_metadata(None).combine_chunks()
+    assert ours.equals(theirs)
+
+
+def test_add_columns_all_forms(tmp_path):
+    uri = str(tmp_path / "a.lance")
+    ds = lancepy.write_dataset(table(100), uri, max_rows_per_file=40)
+    ds.delete("id % 10 = 0")
+    before = data_files(uri)
+    ds.add_columns({"double": "id * 2", "label": "s"})
+    assert data_files(uri) - before and before <= data_files(uri)  # old files untouched
+    t = ds.to_table()
+    assert t.column("double").to_pylist() == [i * 2 for i in range(100) if i % 10]
+    assert t.column("label").to_pylist() == [f"s{i}" for i in range(100) if i % 10]
+    check_pylance_agrees(uri)
+
+    ds.add_columns(lambda b: {"neg": pa.compute.negate(b.column("id"))}, read_columns=["id"])
+    assert ds.to_table(columns=["neg"]).column("neg").to_pylist() == [-i for i in range(100) if i % 10]
+
+    files = data_files(uri)
+    ds.add_columns(pa.field("empty", pa.string()))
+    assert data_files(uri) == files  # metadata only
+    assert ds.to_table().column("empty").null_count == ds.count_rows()
+
+    values = pa.table({"pre": pa.array(np.arange(ds.count_rows()) * 10)})
+    ds.add_columns(values)
+    assert ds.to_table(columns=["pre"]).column("pre").to_pylist() == list(range(0, ds.count_rows() * 10, 10))
+    check_pylance_agrees(uri)
+    with pytest.raises(InvalidArgumentError, match="already exist"):
+        ds.add_columns({"double": "id"})
+
+
+def test_drop_and_alter_columns(tmp_path):
+    uri = str(tmp_path / "d.lance")
+    ds = lancepy.write_dataset(table(50), uri, max_rows_per_file=20)
+    files = data_files(uri)
+    ds.drop_columns(["x"])
+    assert ds.schema.names == ["id", "s"]
+    assert data_files(uri) == files
+    frag = ds.get_fragments()[0].metadata.to_json()
+    assert -2 in frag["files"][0]["fields"]  # tombstoned
+    check_pylance_agrees(uri)
+    ds.add_columns({"x2": "id + 1"})  # new id does not reuse the dropped one
+    assert ds.to_table(columns=["x2"]).column("x2").to_pylist() == list(range(1, 51))
+    ds.alter_columns({"path": "s", "name": "text"})
+    assert ds.schema.names == ["id", "text", "x2"]
+    assert ds.to_table(columns=["text"]).column("text")[3].as_py() == "s3"
+    ds.alter_columns({"path": "id", "nullable": False})
+    assert not ds.schema.field("id").nullable
+    check_pylance_agrees(uri)
+    assert lancepy.dataset(uri, version=1).schema.names == ["id", "x", "s"]
+    files = data_files(uri)
+    ds.alter_columns({"path": "x2", "data_type": pa.int32(), "name": "x3"})
+    assert ds.schema.field("x3").type == pa.int32()
+    assert ds.to_table(columns=["x3"]).column("x3").to_pylist() == list(range(1, 51))
+    assert files <= data_files(uri)  # only new files for the rewritten column
+    check_pylance_agrees(uri)
+    with pytest.raises(InvalidArgumentError, match="cast"):
+        ds.alter_columns({"path": "text", "data_type": pa.int64()})
+    with pytest.raises(InvalidArgumentError):
+        ds.drop_columns(["nope"])
+
+
+def test_compaction_and_cleanup(tmp_path):
+    uri = str(tmp_path / "c.lance")
+    lancepy.write_dataset(table(100), uri, max_rows_per_file=10)
+    for i in range(5):
+        lancepy.write_dataset(table(10, 100 + 10 * i), uri, mode="append")
+    ds = lancepy.dataset(uri)
+    ds.delete("id % 3 = 0")
+    expected = ds.to_table()
+    assert len(ds.get_fragments()) == 15
+    metrics = ds.optimize.compact_files(target_rows_per_fragment=60)
+    assert metrics.fragments_removed == 15 and metrics.fragments_added == 2
+    assert ds.to_table().equals(expected)
+    assert all(f.metadata.deletion_file is None for f in ds.get_fragments())
+    check_pylance_agrees(uri)
+    ds.tags.create("kept", 2)
+    n_versions = ds.version
+    stats = ds.cleanup_old_versions(older_than=datetime.timedelta(0), error_if_tagged_old_versions=False)
+    assert stats.old_versions == n_versions - 2 and stats.bytes_removed > 0
+    assert [v["version"] for v in ds.versions()] == [2, n_versions]
+    assert ds.to_table().equals(expected)
+    assert lancepy.dataset(uri, version="kept").count_rows() == 110
+    assert not os.listdir(os.path.join(uri, "_deletions"))
+    check_pylance_agrees(uri)
+    with pytest.raises(InvalidArgumentError, match="tagged"):
+        lancepy.write_dataset(table(1, 500), uri, mode="append")
+        ds = lancepy.dataset(uri)
+        ds.tags.create("old", ds.version)
+        lancepy.write_dataset(table(1, 501), uri, mode="append")
+        ds.cleanup_old_versions(older_than=datetime.timedelta(0))
+
+
+def test_update_and_merge_insert(tmp_path):
+    uri = str(tmp_path / "u.lance")
+    ds = lancepy.write_dataset(table(30), uri, max_rows_per_file=10)
+    res = ds.update({"x": "x + 100", "s": "'changed'"}, where="id < 5")
+    assert res == {"num_rows_updated": 5}
+    t = ds.to_table().sort_by("id")
+    assert t.column("x").to_pylist()[:6] == [100.0, 101.0, 102.0, 103.0, 104.0, 5.0]
+    assert t.column("s").to_pylist()[:6] == ["changed"] * 5 + ["s5"]
+    assert ds.count_rows() == 30
+    check_pylance_agrees(uri)
+
+    src = pa.table({"id": pa.array([3, 40, 41], pa.int64()), "x": [-1.0, -2.0, -3.0], "s": ["a", "b", "c"]})
+    res = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
+    assert res == {"num_updated_rows": 1, "num_inserted_rows": 2, "num_deleted_rows": 0}
+    t = ds.to_table().sort_by("id")
+    assert t.num_rows == 32
+    row3 = t.filter(pa.compute.field("id") == 3)
+    assert row3.column("x").to_pylist() == [-1.0]
+    check_pylance_agrees(uri)
+    src = pa.table({"id": pa.array([3, 4], pa.int64()), "x": [-5.0, 1000.0], "s": ["low", "high"]})
+    res = ds.merge_insert("id").when_matched_update_all("source.x > target.x").execute(src)
+    assert res["num_updated_rows"] == 1
+    got = ds.to_table(filter="id IN (3, 4)").sort_by("id").column("s").to_pylist()
+    assert got == ["a", "high"]
+    src = pa.table({"id": pa.array([0, 1], pa.int64()), "x": [0.5, 1.5], "s": ["k", "l"]})
+    res = ds.merge_insert("id").when_matched_update_all().when_not_matched_by_source_delete().execute(src)
+    assert res["num_deleted_rows"] == 30 and ds.count_rows() == 2
+    assert sorted(ds.to_table().column("s").to_pylist()) == ["k", "l"]
