@@ -623,13 +623,21 @@ def test_write_after_close(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "typ", [pa.month_day_nano_interval(), pa.list_(pa.int32()), pa.struct([("x", pa.int32())]), pa.map_(pa.string(), pa.int32())]
+    "typ,version",
+    [
+        (pa.month_day_nano_interval(), "2.1"),
+        (pa.dense_union([pa.field("a", pa.int32())]), "2.2"),
+        (pa.string_view(), "2.2"),
+        (pa.run_end_encoded(pa.int32(), pa.int64()), "2.2"),
+        (pa.map_(pa.string(), pa.int32()), "2.1"),  # maps need 2.2
+    ],
+    ids=["interval", "union", "string_view", "run_end_encoded", "map_2_1"],
 )
-def test_unsupported_type(tmp_path, typ):
+def test_unsupported_type(tmp_path, typ, version):
     with pytest.raises(exc.UnsupportedError) as ei:
-        with LanceFileWriter(str(tmp_path / "a.lance"), pa.schema([("col", typ)])) as w:
+        with LanceFileWriter(str(tmp_path / "a.lance"), pa.schema([("col", typ)]), version=version) as w:
             w.write_batch(pa.table({"col": pa.nulls(3, typ)}))
-    assert_informative(ei.value)
+    assert_informative(ei.value, "col" if pa.types.is_map(typ) else "")
 
 
 @pytest.mark.parametrize(
