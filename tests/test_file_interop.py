@@ -71,6 +71,10 @@ def check_lancepy_reads(path, table: pa.Table, version: str, rng: np.random.Gene
     assert_tables_equal(take_expected(table, idx), r.take_rows(pa.array(idx, type=pa.uint64())).to_table(), "take_rows(uint64 array)")
     assert_tables_equal(take_expected(table, []), r.take_rows([]).to_table(), "take_rows([])")
 
+    reader = r.to_reader(batch_size=777)
+    assert reader.schema == r.schema
+    assert_tables_equal(table, reader.read_all(), "to_reader(777)")
+
     for batch_size in (1000, 4096, max(1, n)):
         batches = list(r.to_batches(batch_size=batch_size))
         assert all(b.num_rows <= batch_size for b in batches), [b.num_rows for b in batches]
@@ -221,3 +225,45 @@ def test_wide_table_all_types_together(pylance_file, tmp_path, rng, version, dir
     some = ["int8", "string", "fsl_float32_128", "dict_int32_string"]
     assert_tables_equal(table.slice(1000, 100).select(some), r.read_range(1000, 100, columns=some).to_table(), "projected read_range")
     assert_tables_equal(take_expected(table, idx).select(some[::-1]), r.take_rows(idx, columns=some[::-1]).to_table(), "projected take, reordered")
+
+
+# --------------------------------------------------------------------------------------------
+# Schema and field metadata
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("direction", ["pylance_to_lancepy", "lancepy_to_pylance"])
+def test_schema_and_field_metadata_survive(pylance_file, tmp_path, version, direction):
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False, metadata={"unit": "none", "ünï": "cödé"}),
+            pa.field("name", pa.string(), metadata={"description": "a name"}),
+            pa.field("vec", pa.list_(pa.float32(), 4)),
+        ],
+        metadata={"creator": "lancepy tests", "empty": ""},
+    )
+    table = pa.table(
+        {
+            "id": pa.array([3, 1, 2], pa.int64()),
+            "name": ["a", None, "ç"],
+            "vec": pa.FixedSizeListArray.from_arrays(pa.array(np.arange(12, dtype=np.float32)), 4),
+        },
+        schema=schema,
+    )
+    path = tmp_path / "meta.lance"
+    if direction == "pylance_to_lancepy":
+        write_pylance(pylance_file, path, table, version)
+        got_schema = LanceFileReader(str(path)).schema
+        got = LanceFileReader(str(path)).read_all().to_table()
+    else:
+        write_lancepy(path, table, version)
+        theirs = pylance_file.LanceFileReader(str(path))
+        got = theirs.read_all().to_table()
+        got_schema = got.schema
+    assert_tables_equal(table, got, "values")
+    for name in schema.names:
+        assert got_schema.field(name).nullable == schema.field(name).nullable, name
+        assert got_schema.field(name).metadata == schema.field(name).metadata, name
+    for k, v in schema.metadata.items():
+        assert got_schema.metadata.get(k) == v, (k, got_schema.metadata)
