@@ -5,7 +5,7 @@
 //! dictionary is a block-encoded buffer (`variable` for strings, `flat` for fixed width,
 //! LZ4-wrapped in 2.2), and nulls live in definition levels, so every index is valid.
 
-use std::collections::HashMap;
+use crate::encodings::hash::{FastHashMap, FastHashSet};
 
 use arrow_buffer::MutableBuffer;
 
@@ -76,7 +76,7 @@ pub struct Dictionary {
 /// values; `None` otherwise.
 pub fn build_variable(src: &VariableWidthBlock, max_items: usize) -> Option<Dictionary> {
     let n = src.num_values as usize;
-    let mut map: HashMap<&[u8], u32> = HashMap::new();
+    let mut map: FastHashMap<&[u8], u32> = FastHashMap::default();
     let mut offsets = vec![0u64];
     let mut data = Vec::new();
     let mut indices = Vec::with_capacity(n);
@@ -106,7 +106,7 @@ pub fn build_variable(src: &VariableWidthBlock, max_items: usize) -> Option<Dict
 pub fn build_fixed(src: &FixedWidthBlock, max_items: usize) -> Option<Dictionary> {
     let w = src.bytes_per_value();
     let n = src.num_values as usize;
-    let mut map: HashMap<&[u8], u32> = HashMap::new();
+    let mut map: FastHashMap<&[u8], u32> = FastHashMap::default();
     let mut data = Vec::new();
     let mut indices = Vec::with_capacity(n);
     for v in src.data.as_slice()[..n * w].chunks_exact(w) {
@@ -139,7 +139,7 @@ pub fn estimate_cardinality<'a>(n: usize, value: impl Fn(usize) -> &'a [u8]) -> 
         return 0;
     }
     let step = n / sample;
-    let mut seen = std::collections::HashSet::with_capacity(sample);
+    let mut seen = FastHashSet::with_capacity_and_hasher(sample, Default::default());
     for i in 0..sample {
         seen.insert(value(i * step));
     }

@@ -17,6 +17,7 @@ pub mod bss;
 pub mod dictionary;
 pub mod fsst;
 pub mod general;
+pub mod hash;
 pub mod rle;
 pub mod variable;
 

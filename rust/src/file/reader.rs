@@ -455,7 +455,23 @@ impl FileReader {
     fn read_leaf(&self, col: usize, leaf: &LanceField, path: &LeafPath, sel: RowSelection, column_rows: u64) -> Result<LeafData> {
         let kind = LeafKind::of_field(leaf)?;
         let column = self.column(col)?;
-        check_rows(&column, column_rows, &self.path, col)?;
+        // Pages of columns below a fixed-size list of structs count its items, not rows.
+        let scale = path.row_scale();
+        let total = column_rows.checked_mul(scale).ok_or_else(|| Error::corrupt(format!("{}: column {col} is too long", self.path)))?;
+        check_rows(&column, total, &self.path, col)?;
+        let (scaled_rows, scaled_ranges): (Vec<u64>, Vec<Range<u64>>);
+        let sel = match sel {
+            RowSelection::Range(r) if scale > 1 => RowSelection::Range(r.start * scale..r.end * scale),
+            RowSelection::Rows(rows) if scale > 1 => {
+                scaled_rows = rows.iter().flat_map(|&r| r * scale..(r + 1) * scale).collect();
+                RowSelection::Rows(&scaled_rows)
+            }
+            RowSelection::Ranges(ranges) if scale > 1 => {
+                scaled_ranges = ranges.iter().map(|r| r.start * scale..r.end * scale).collect();
+                RowSelection::Ranges(&scaled_ranges)
+            }
+            other => other,
+        };
         let capacity = match &sel {
             RowSelection::Range(r) => (r.end - r.start) as usize,
             RowSelection::Rows(r) => r.len(),
@@ -519,7 +535,9 @@ impl FileReader {
                 (PageRows::Ranges(r), _) => self.decode_page_ranges(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
             }
         }
-        out.finish(&leaf.data_type)
+        let mut data = out.finish(&leaf.data_type)?;
+        data.num_rows /= scale as usize;
+        Ok(data)
     }
 
     /// Fetches and caches the metadata buffers of pages that have none yet.
@@ -618,25 +636,8 @@ impl FileReader {
         let state = page.state.get().expect("page state loaded");
         match (&page.kind, state.as_ref()) {
             (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, .. }) => {
-                // Group the (sorted) rows by chunk.
-                let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
-                let mut ci = 0;
-                for &r in rows {
-                    while chunks[ci].first_value + chunks[ci].num_values <= r {
-                        ci += 1;
-                    }
-                    let local = (r - chunks[ci].first_value) as u32;
-                    match groups.last_mut() {
-                        Some((c, v)) if *c == ci => v.push(local),
-                        _ => groups.push((ci, vec![local])),
-                    }
-                }
-                let data_pos = page.buffers[1].0;
-                let ranges: Vec<Range<u64>> = groups
-                    .iter()
-                    .map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len)
-                    .collect();
-                let bytes = self.io.read_ranges(&ranges)?;
+                let groups = group_by_chunk(chunks, rows)?;
+                let bytes = self.io.read_ranges(&chunk_ranges(page, chunks, &groups))?;
                 for ((c, sel), b) in groups.iter().zip(&bytes) {
                     // Few rows of a chunk: decode just those values when the encoding allows.
                     let rows = (sel.len() * 8 < chunks[*c].num_values as usize).then_some(&sel[..]);
@@ -742,22 +743,8 @@ impl FileReader {
         out: &mut LeafBuilder,
     ) -> Result<()> {
         let mut descriptors = LeafBuilder::new(LeafKind::Fixed { bytes: 16 }, rows.len());
-        let mut ci = 0;
-        let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
-        for &r in rows {
-            while chunks[ci].first_value + chunks[ci].num_values <= r {
-                ci += 1;
-            }
-            let local = (r - chunks[ci].first_value) as u32;
-            match groups.last_mut() {
-                Some((c, v)) if *c == ci => v.push(local),
-                _ => groups.push((ci, vec![local])),
-            }
-        }
-        let data_pos = page.buffers[1].0;
-        let ranges: Vec<Range<u64>> =
-            groups.iter().map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len).collect();
-        let bytes = self.io.read_ranges(&ranges)?;
+        let groups = group_by_chunk(chunks, rows)?;
+        let bytes = self.io.read_ranges(&chunk_ranges(page, chunks, &groups))?;
         for ((c, sel), b) in groups.iter().zip(&bytes) {
             let decoded = miniblock::decode_chunk(inner, &chunks[*c], b, None, None)?;
             descriptors.append(&decoded.values, None, Selection::Indices(sel))?;
@@ -965,6 +952,31 @@ fn check_rows(column: &Column, num_rows: u64, path: &str, col: usize) -> Result<
         return Err(Error::corrupt(format!("{path}: column {col} has {total} rows in its pages, the file has {num_rows}")));
     }
     Ok(())
+}
+
+/// Groups sorted page-local rows (= values, for columns without lists) by mini-block chunk:
+/// `(chunk index, chunk-local positions)`.
+fn group_by_chunk(chunks: &[ChunkInfo], rows: &[u64]) -> Result<Vec<(usize, Vec<u32>)>> {
+    let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
+    let mut ci = 0;
+    for &r in rows {
+        while ci < chunks.len() && chunks[ci].first_value + chunks[ci].num_values <= r {
+            ci += 1;
+        }
+        let chunk = chunks.get(ci).ok_or_else(|| Error::corrupt(format!("row {r} lies beyond the page's mini-block chunks")))?;
+        let local = (r - chunk.first_value) as u32;
+        match groups.last_mut() {
+            Some((c, v)) if *c == ci => v.push(local),
+            _ => groups.push((ci, vec![local])),
+        }
+    }
+    Ok(groups)
+}
+
+/// Absolute byte ranges of the chunks named in `groups`.
+fn chunk_ranges(page: &Page, chunks: &[ChunkInfo], groups: &[(usize, Vec<u32>)]) -> Vec<Range<u64>> {
+    let data_pos = page.buffers[1].0;
+    groups.iter().map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len).collect()
 }
 
 /// Translates page definition levels to canonical ones.

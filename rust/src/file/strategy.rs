@@ -125,7 +125,8 @@ pub fn encode_leaf_page(
     layers: Option<&[Layer]>,
 ) -> Result<EncodedPage> {
     let hints = FieldHints::of(field)?;
-    let n = leaf.num_rows as u64;
+    // Pages below a fixed-size list of structs count its items (as pylance writes them).
+    let n = leaf.num_rows as u64 * leaf.path.row_scale();
     let array = materialize_dictionary(&leaf.values)?;
     let kind = LeafKind::of_field(field)?;
     let nulls = array.logical_nulls();

@@ -98,6 +98,16 @@ impl FileWriter {
     pub fn try_new_with_lance_schema(uri: &str, schema: LanceSchema, options: WriterOptions) -> Result<Self> {
         let arrow_schema = schema.to_arrow();
         if options.version < FileVersion::V2_2 {
+            if let Some(f) = schema
+                .all_fields()
+                .into_iter()
+                .find(|f| matches!(f.data_type, DataType::FixedSizeList(_, _)) && !f.children.is_empty())
+            {
+                return Err(Error::not_supported(format!(
+                    "fixed-size list of structs {:?} needs file version 2.2 (\"stable\")",
+                    f.name
+                )));
+            }
             if let Some(m) = schema.all_fields().into_iter().find(|f| matches!(f.data_type, DataType::Map(_, _))) {
                 return Err(Error::not_supported(format!(
                     "map column {:?} needs file version 2.2 (\"stable\"); version {} cannot store maps",

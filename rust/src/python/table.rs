@@ -15,7 +15,7 @@ use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::errors::{to_pyerr, IntoPyResult};
+use super::errors::{run, to_pyerr, IntoPyResult};
 use super::ffi::{import_batches, ArrowBatches, BatchStream};
 use super::file::{extract_indices, import_schema};
 use crate::error::{Error, Result};
@@ -53,45 +53,44 @@ impl PyStore {
 
     /// Reads a whole object.
     fn read<'py>(&self, py: Python<'py>, rel: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let data = py.allow_threads(|| self.inner.read(rel)).py()?;
+        let data = run(py, || self.inner.read(rel))?;
         Ok(PyBytes::new(py, &data))
     }
 
     /// Whether an object exists.
     fn exists(&self, py: Python<'_>, rel: &str) -> PyResult<bool> {
-        py.allow_threads(|| self.inner.exists(rel)).py()
+        run(py, || self.inner.exists(rel))
     }
 
     /// Whether the dataset directory exists at all.
     fn root_exists(&self, py: Python<'_>) -> PyResult<bool> {
-        py.allow_threads(|| self.inner.root_exists()).py()
+        run(py, || self.inner.root_exists())
     }
 
     /// Writes (or atomically replaces) an object.
     fn put(&self, py: Python<'_>, rel: &str, data: Vec<u8>) -> PyResult<()> {
-        py.allow_threads(|| self.inner.put(rel, Bytes::from(data))).py()
+        run(py, || self.inner.put(rel, Bytes::from(data)))
     }
 
     /// Creates an object unless it exists; returns whether this call created it.
     fn put_if_not_exists(&self, py: Python<'_>, rel: &str, data: Vec<u8>) -> PyResult<bool> {
-        py.allow_threads(|| self.inner.put_if_not_exists(rel, Bytes::from(data))).py()
+        run(py, || self.inner.put_if_not_exists(rel, Bytes::from(data)))
     }
 
     /// Deletes objects (missing ones are ignored).
     fn delete(&self, py: Python<'_>, rels: Vec<String>) -> PyResult<()> {
-        py.allow_threads(|| {
+        run(py, || {
             for r in &rels {
                 self.inner.delete(r)?;
                 crate::table::scan::evict_cached_reader(&self.inner.child_uri(r));
             }
             Ok(())
         })
-        .py()
     }
 
     /// `(path, size, modified)` of every object under `prefix`, recursively.
     fn list(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<(String, u64, f64)>> {
-        let items = py.allow_threads(|| self.inner.list(prefix)).py()?;
+        let items = run(py, || self.inner.list(prefix))?;
         Ok(items.into_iter().map(|o| (o.path, o.size, o.modified)).collect())
     }
 }
@@ -99,7 +98,7 @@ impl PyStore {
 /// `([(version, manifest path)], naming)` of every committed version, by listing `_versions/`.
 #[pyfunction]
 pub fn list_versions(py: Python<'_>, store: &PyStore) -> PyResult<(Vec<(u64, String)>, Option<&'static str>)> {
-    let (versions, naming) = py.allow_threads(|| naming::list_versions(&store.inner)).py()?;
+    let (versions, naming) = run(py, || naming::list_versions(&store.inner))?;
     Ok((versions, naming.map(|n| n.as_str())))
 }
 
@@ -117,12 +116,10 @@ pub fn manifest_path(version: u64, naming: &str) -> PyResult<String> {
 /// Decodes a manifest file: `(manifest JSON, index section bytes, inline transaction bytes)`.
 #[pyfunction]
 pub fn read_manifest<'py>(py: Python<'py>, data: Vec<u8>, path: &str) -> PyResult<(String, Option<Bound<'py, PyBytes>>, Option<Bound<'py, PyBytes>>)> {
-    let (json, index, txn) = py
-        .allow_threads(|| -> Result<_> {
+    let (json, index, txn) = run(py, || -> Result<_> {
             let m = manifest::read_manifest(Bytes::from(data), path)?;
             Ok((to_json(&m.manifest)?, m.index_section, m.transaction))
-        })
-        .py()?;
+        })?;
     Ok((json, index.map(|b| PyBytes::new(py, &b)), txn.map(|b| PyBytes::new(py, &b))))
 }
 
@@ -227,7 +224,7 @@ pub fn write_fragments(py: Python<'_>, uri: &str, data: &Bound<'_, PyAny>, field
     let store = Store::open(uri).py()?;
     let batches = import_stream(data)?;
     let options = FragmentWriteOptions { max_rows_per_file, version };
-    py.allow_threads(move || {
+    run(py, move || {
         let mut created = Vec::new();
         match write::write_fragments(&store, &schema, batches, options, |f| created.push(f.to_string())) {
             Ok(frags) => to_json(&frags),
@@ -239,7 +236,6 @@ pub fn write_fragments(py: Python<'_>, uri: &str, data: &Bound<'_, PyAny>, field
             }
         }
     })
-    .py()
 }
 
 /// Expands a serialized row-id sequence.
@@ -308,12 +304,11 @@ impl Iterator for TaskStream {
 impl PySnapshot {
     #[new]
     fn new(py: Python<'_>, uri: String, manifest_json: String) -> PyResult<Self> {
-        py.allow_threads(move || -> Result<Self> {
+        run(py, move || -> Result<Self> {
             let store = Store::open(&uri)?;
             let manifest: tablepb::Manifest = from_json(&manifest_json, "manifest")?;
             Ok(Self { inner: Arc::new(TableSnapshot::new(store.clone(), &manifest)?), store })
         })
-        .py()
     }
 
     /// The dataset's Arrow schema.
@@ -324,21 +319,19 @@ impl PySnapshot {
     /// Live rows of the whole version (or of the fragments given).
     #[pyo3(signature = (fragment_ids=None))]
     fn count_rows(&self, py: Python<'_>, fragment_ids: Option<Vec<u64>>) -> PyResult<u64> {
-        py.allow_threads(|| match self.fragment_indices(fragment_ids)? {
+        run(py, || match self.fragment_indices(fragment_ids)? {
             None => self.inner.count_rows(),
             Some(idx) => idx.into_iter().map(|i| self.inner.live_rows(i)).sum(),
         })
-        .py()
     }
 
     /// `(fragment id, physical rows, live rows)` of each fragment.
     fn fragment_rows(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64, u64)>> {
-        py.allow_threads(|| {
+        run(py, || {
             (0..self.inner.num_fragments())
                 .map(|i| Ok((self.inner.fragment_id(i), self.inner.physical_rows(i)?, self.inner.live_rows(i)?)))
                 .collect::<Result<Vec<_>>>()
         })
-        .py()
     }
 
     /// Reads a whole scan at once (fragments in parallel).
@@ -360,12 +353,10 @@ impl PySnapshot {
         let s = &self.inner;
         let projection = s.projection(columns.as_deref()).py()?;
         let frags = self.fragment_indices(fragment_ids).py()?;
-        let batches = py
-            .allow_threads(|| {
+        let batches = run(py, || {
                 let tasks = s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)?;
                 s.run_tasks(tasks, &projection, opts)
-            })
-            .py()?;
+            })?;
         Ok(ArrowBatches::new(s.output_schema(&projection, opts), batches))
     }
 
@@ -388,7 +379,7 @@ impl PySnapshot {
         let s = self.inner.clone();
         let projection = s.projection(columns.as_deref()).py()?;
         let frags = self.fragment_indices(fragment_ids).py()?;
-        let tasks = py.allow_threads(|| s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)).py()?;
+        let tasks = run(py, || s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts))?;
         let schema = s.output_schema(&projection, opts);
         let stream = TaskStream { snapshot: s, tasks: tasks.into(), ready: VecDeque::new(), projection, opts };
         Ok(BatchStream::new(schema, stream))
@@ -401,7 +392,7 @@ impl PySnapshot {
         let opts = scan_options(with_row_id, with_row_address, false);
         let s = &self.inner;
         let projection = s.projection(columns.as_deref()).py()?;
-        let batch = py.allow_threads(|| s.take(&idx, &projection, opts)).py()?;
+        let batch = run(py, || s.take(&idx, &projection, opts))?;
         Ok(ArrowBatches::new(batch.schema(), vec![batch]))
     }
 
@@ -412,22 +403,20 @@ impl PySnapshot {
         let opts = scan_options(with_row_id, with_row_address, false);
         let s = &self.inner;
         let projection = s.projection(columns.as_deref()).py()?;
-        let batch = py.allow_threads(|| s.take_addresses(&addr, &projection, opts)).py()?;
+        let batch = run(py, || s.take_addresses(&addr, &projection, opts))?;
         Ok(ArrowBatches::new(batch.schema(), vec![batch]))
     }
 
     /// The deleted row offsets of a fragment (a one-column batch `row_offset: uint32`).
     fn deleted_rows(&self, py: Python<'_>, fragment_id: u64) -> PyResult<ArrowBatches> {
         let s = &self.inner;
-        let values = py
-            .allow_threads(|| -> Result<UInt32Array> {
+        let values = run(py, || -> Result<UInt32Array> {
                 let i = s.fragment_index(fragment_id)?;
                 Ok(match s.deletions(i)? {
                     Some(dv) => UInt32Array::from_iter_values(dv.iter()),
                     None => UInt32Array::from(Vec::<u32>::new()),
                 })
-            })
-            .py()?;
+            })?;
         let schema = Arc::new(Schema::new(vec![Field::new("row_offset", DataType::UInt32, false)]));
         let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).map_err(|e: ArrowError| to_pyerr(e.into()))?;
         Ok(ArrowBatches::new(schema, vec![batch]))
@@ -441,7 +430,7 @@ impl PySnapshot {
         let addr = extract_indices(addresses)?;
         let s = &self.inner;
         let store = &self.store;
-        py.allow_threads(|| -> Result<Vec<(u64, Option<String>)>> {
+        run(py, || -> Result<Vec<(u64, Option<String>)>> {
             let mut per_frag: HashMap<u64, Vec<u32>> = HashMap::new();
             for a in addr {
                 per_frag.entry(a >> 32).or_default().push((a & 0xFFFF_FFFF) as u32);
@@ -474,7 +463,6 @@ impl PySnapshot {
             });
             Ok(results.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect())
         })
-        .py()
     }
 }
 

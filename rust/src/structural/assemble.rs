@@ -79,31 +79,53 @@ fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
     }
     // Whether list node i has an open (valid, non-empty) entry to add items to.
     let mut open = vec![false; n];
+    // Slots created so far at fixed-size-list nodes (a new entry every `fixed_size` slots).
+    let mut fixed_slots = vec![0usize; n];
     let mut values_used = 0usize;
     let mut rows = 0usize;
     let leaf_index = n - 1;
+    // The (single) fixed-size-list-of-structs node on the path, if any.
+    let fsl = (0..n).find(|&i| path.fixed_size[i] > 0);
     for p in 0..num_levels {
         let r = leaf.rep.as_ref().map(|r| r[p]).unwrap_or(path.max_rep);
         let d = leaf.def.as_ref().map(|d| d[p]).unwrap_or(0);
-        let start = *creation
-            .get(r as usize)
-            .filter(|&&c| c != usize::MAX)
-            .ok_or_else(|| Error::corrupt(format!("repetition level {r} does not match the column's structure")))?;
-        if r == path.max_rep {
-            rows += 1;
-        } else if !open[start - 1] {
-            return Err(Error::corrupt("repetition levels continue a list that is null, empty or not started"));
-        }
         if d > path.max_canonical_def() {
             return Err(Error::corrupt(format!("definition level {d} is above the maximum {}", path.max_canonical_def())));
         }
-        let mut forced_null = false;
+        // Inside a fixed-size list's group of slots, a level only adds a child slot.
+        let continuation = fsl.filter(|&f| fixed_slots[f] % path.fixed_size[f] != 0);
+        let start = match continuation {
+            Some(f) => {
+                fixed_slots[f] += 1;
+                f + 1
+            }
+            None => *creation
+                .get(r as usize)
+                .filter(|&&c| c != usize::MAX)
+                .ok_or_else(|| Error::corrupt(format!("repetition level {r} does not match the column's structure")))?,
+        };
+        if continuation.is_none() {
+            if r == path.max_rep {
+                rows += 1;
+            } else if !open[start - 1] {
+                return Err(Error::corrupt("repetition levels continue a list that is null, empty or not started"));
+            }
+        }
+        // Below a null fixed-size list (or anything null above it) every slot is null.
+        let mut forced_null = continuation.is_some_and(|f| d >= path.null_def(f));
         for i in start..n {
             let child_len = if i + 1 < n { nodes[i + 1].len() } else { values_used };
             match &mut nodes[i] {
                 NodeData::Item { validity } => {
                     let null = forced_null || d == path.null_def(i);
-                    validity.append(!null);
+                    let dim = path.fixed_size[i];
+                    // A fixed-size list gets one entry per `dim` levels; its children one each.
+                    if dim == 0 || fixed_slots[i] % dim == 0 {
+                        validity.append(!null);
+                    }
+                    if dim > 0 {
+                        fixed_slots[i] += 1;
+                    }
                     forced_null = null;
                     if i == leaf_index {
                         values_used += 1;
@@ -270,6 +292,23 @@ fn build_node(
                 .add_buffer(offsets_buf)
                 .add_child_data(child.to_data())
                 .build()?;
+            Ok(make_array(data))
+        }
+        (DataType::FixedSizeList(_, dim), Some(false)) if !is_leaf => {
+            let NodeData::Item { validity } = std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) }) else {
+                unreachable!()
+            };
+            let len = validity.len();
+            let nulls = null_buffer(validity);
+            let child = build_node(&field.children[0], depth + 1, leaves, replayed, next_leaf)?;
+            if child.len() != len * *dim as usize {
+                return Err(Error::corrupt(format!(
+                    "fixed-size list {:?} has {len} entries of {dim} but {} items",
+                    field.name,
+                    child.len()
+                )));
+            }
+            let data = ArrayDataBuilder::new(field.data_type.clone()).len(len).nulls(nulls).add_child_data(child.to_data()).build()?;
             Ok(make_array(data))
         }
         (_, Some(false)) if is_leaf => {

@@ -221,61 +221,39 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
         }
         Ok((r, d))
     };
-    match &layout.kind {
-        ValueKind::Fixed { bits, dim, item_bits } => {
-            let width = (*bits / 8) as usize;
-            let mut out = MutableBuffer::new(cap * width);
-            let mut visible = 0u64;
-            let mut count = 0usize;
-            while count < n && (num_levels.is_some() || pos < bytes.len()) {
-                count += 1;
-                let (r, d) = read_ctrl(&mut pos)?;
-                if let Some(v) = rep.as_mut() {
-                    v.push(r)
-                }
-                if let Some(v) = def.as_mut() {
-                    v.push(d)
-                }
-                if d <= visible_limit {
-                    let v = bytes.get(pos..pos + width).ok_or_else(truncated)?;
-                    out.extend_from_slice(v);
-                    pos += width;
-                    visible += 1;
-                }
-            }
-            let values = match dim {
-                Some(dim) => DataBlock::FixedSizeList(FixedSizeListBlock {
-                    child: Box::new(DataBlock::Fixed(FixedWidthBlock {
-                        data: out.into(),
-                        bits_per_value: *item_bits,
-                        num_values: visible * dim,
-                    })),
-                    dimension: *dim,
-                    item_validity: None,
-                }),
-                None => DataBlock::Fixed(FixedWidthBlock { data: out.into(), bits_per_value: *bits, num_values: visible }),
-            };
-            Ok(DecodedChunk::full(rep, def, values))
+    // Fixed width: value bytes; variable width: offsets and bytes.
+    let fixed_width = match &layout.kind {
+        ValueKind::Fixed { bits, .. } => Some((*bits / 8) as usize),
+        ValueKind::Variable { .. } => None,
+    };
+    let mut fixed_out = MutableBuffer::new(cap * fixed_width.unwrap_or(0));
+    let mut offsets: Vec<u64> = Vec::with_capacity(if fixed_width.is_some() { 0 } else { cap + 1 });
+    offsets.push(0);
+    let mut data = Vec::new();
+    let mut visible = 0u64;
+    let mut count = 0usize;
+    while count < n && (num_levels.is_some() || pos < bytes.len()) {
+        count += 1;
+        let (r, d) = read_ctrl(&mut pos)?;
+        if let Some(v) = rep.as_mut() {
+            v.push(r)
         }
-        ValueKind::Variable { offset_bits, per_value } => {
-            let len_width = (*offset_bits / 8) as usize;
-            let mut offsets: Vec<u64> = Vec::with_capacity(cap + 1);
-            offsets.push(0);
-            let mut data = Vec::with_capacity(bytes.len());
-            let mut count = 0usize;
-            while count < n && (num_levels.is_some() || pos < bytes.len()) {
-                count += 1;
-                let (r, d) = read_ctrl(&mut pos)?;
-                if let Some(v) = rep.as_mut() {
-                    v.push(r)
-                }
-                if let Some(v) = def.as_mut() {
-                    v.push(d)
-                }
-                if d > visible_limit {
-                    continue;
-                }
+        if let Some(v) = def.as_mut() {
+            v.push(d)
+        }
+        if d > visible_limit {
+            continue;
+        }
+        visible += 1;
+        match (&layout.kind, fixed_width) {
+            (_, Some(width)) => {
+                let v = bytes.get(pos..pos + width).ok_or_else(truncated)?;
+                fixed_out.extend_from_slice(v);
+                pos += width;
+            }
+            (ValueKind::Variable { offset_bits, per_value }, None) => {
                 if d == 0 {
+                    let len_width = (*offset_bits / 8) as usize;
                     let l = bytes.get(pos..pos + len_width).ok_or_else(truncated)?;
                     let len = read_uint(l, 0, len_width) as usize;
                     pos += len_width;
@@ -289,9 +267,25 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
                 }
                 offsets.push(data.len() as u64);
             }
-            Ok(DecodedChunk::full(rep, def, DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data))))
+            (ValueKind::Fixed { .. }, None) => unreachable!("fixed layouts have a width"),
         }
     }
+    let values = match &layout.kind {
+        ValueKind::Fixed { dim: Some(dim), item_bits, .. } => DataBlock::FixedSizeList(FixedSizeListBlock {
+                child: Box::new(DataBlock::Fixed(FixedWidthBlock {
+                    data: fixed_out.into(),
+                    bits_per_value: *item_bits,
+                    num_values: visible * dim,
+                })),
+                dimension: *dim,
+                item_validity: None,
+            }),
+        ValueKind::Fixed { bits, dim: None, .. } => {
+            DataBlock::Fixed(FixedWidthBlock { data: fixed_out.into(), bits_per_value: *bits, num_values: visible })
+        }
+        ValueKind::Variable { .. } => DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data)),
+    };
+    Ok(DecodedChunk::full(rep, def, values))
 }
 
 // ---------------------------------------------------------------------------------------

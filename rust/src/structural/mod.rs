@@ -16,7 +16,7 @@ pub mod shred;
 pub mod v2_0;
 pub mod v2_0_nested;
 
-use std::collections::HashMap;
+use crate::encodings::hash::FastHashMap;
 use std::sync::Arc;
 
 use arrow_array::{make_array, Array, ArrayRef};
@@ -135,7 +135,7 @@ pub fn dictionary_encode(plain: &ArrayRef, key: &DataType) -> Result<ArrayRef> {
         }
     };
     let value_at = |i: usize| &bytes[ranges[i].0..ranges[i].1];
-    let mut map: HashMap<&[u8], u64> = HashMap::new();
+    let mut map: FastHashMap<&[u8], u64> = FastHashMap::default();
     let mut firsts: Vec<u32> = Vec::new();
     let mut keys: Vec<u64> = Vec::with_capacity(n);
     for i in 0..n {

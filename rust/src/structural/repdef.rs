@@ -124,6 +124,9 @@ pub struct LeafPath {
     pub max_rep: u16,
     /// Whether each node's field is nullable in the schema.
     pub nullable: Vec<bool>,
+    /// For an item node that is a fixed-size list of structs, its size (each of its entries
+    /// owns that many consecutive slots of the node below); 0 otherwise.
+    pub fixed_size: Vec<usize>,
 }
 
 impl LeafPath {
@@ -151,12 +154,19 @@ impl LeafPath {
                 depth += 1;
             }
         }
-        Self { kinds, base, list_rep, max_rep: depth, nullable }
+        let fixed_size = vec![0; n];
+        Self { kinds, base, list_rep, max_rep: depth, nullable, fixed_size }
     }
 
     /// A path of one nullable-or-not item: a flat column.
     pub fn flat() -> Self {
         Self::new(vec![NodeKind::Item])
+    }
+
+    /// How many page "rows" one top-level row is for this leaf: pages of columns below a
+    /// fixed-size list of structs count that list's items (as pylance writes them).
+    pub fn row_scale(&self) -> u64 {
+        self.fixed_size.iter().filter(|&&d| d > 0).map(|&d| d as u64).product()
     }
 
     /// Whether the column has lists.

@@ -41,10 +41,11 @@ pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
         idx: &mut Vec<usize>,
         kinds: &mut Vec<NodeKind>,
         nullable: &mut Vec<bool>,
+        fixed: &mut Vec<(usize, usize)>,
         out: &mut Vec<(Vec<usize>, LeafPath)>,
     ) -> Result<()> {
         nullable.push(f.nullable);
-        let r = walk_inner(f, idx, kinds, nullable, out);
+        let r = walk_inner(f, idx, kinds, nullable, fixed, out);
         nullable.pop();
         r
     }
@@ -53,6 +54,7 @@ pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
         idx: &mut Vec<usize>,
         kinds: &mut Vec<NodeKind>,
         nullable: &mut Vec<bool>,
+        fixed: &mut Vec<(usize, usize)>,
         out: &mut Vec<(Vec<usize>, LeafPath)>,
     ) -> Result<()> {
         match &f.data_type {
@@ -60,7 +62,7 @@ pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
                 kinds.push(NodeKind::Item);
                 for (i, c) in f.children.iter().enumerate() {
                     idx.push(i);
-                    walk(c, idx, kinds, nullable, out)?;
+                    walk(c, idx, kinds, nullable, fixed, out)?;
                     idx.pop();
                 }
                 kinds.pop();
@@ -68,23 +70,40 @@ pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
             DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _) => {
                 kinds.push(NodeKind::List);
                 idx.push(0);
-                walk(&f.children[0], idx, kinds, nullable, out)?;
+                walk(&f.children[0], idx, kinds, nullable, fixed, out)?;
                 idx.pop();
                 kinds.pop();
             }
-            DataType::FixedSizeList(_, _) if !f.children.is_empty() => {
-                return Err(Error::not_supported(format!("fixed-size lists of structs (field {:?})", f.name)))
+            DataType::FixedSizeList(_, dim) if !f.children.is_empty() => {
+                // A fixed-size list of structs: an item layer whose entries own `dim` slots.
+                kinds.push(NodeKind::Item);
+                fixed.push((kinds.len() - 1, *dim as usize));
+                idx.push(0);
+                walk(&f.children[0], idx, kinds, nullable, fixed, out)?;
+                idx.pop();
+                fixed.pop();
+                kinds.pop();
             }
             _ => {
                 kinds.push(NodeKind::Item);
-                out.push((idx.clone(), LeafPath::with_nullability(kinds.clone(), nullable.clone())));
+                let mut path = LeafPath::with_nullability(kinds.clone(), nullable.clone());
+                for &(node, dim) in fixed.iter() {
+                    path.fixed_size[node] = dim;
+                }
+                if fixed.len() > 1 || (!fixed.is_empty() && path.has_lists()) {
+                    return Err(Error::not_supported(format!(
+                        "a fixed-size list of structs with lists or other fixed-size lists of structs above or inside it (field {:?})",
+                        f.name
+                    )));
+                }
+                out.push((idx.clone(), path));
                 kinds.pop();
             }
         }
         Ok(())
     }
     let mut out = Vec::new();
-    walk(field, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut out)?;
+    walk(field, &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut Vec::new(), &mut out)?;
     Ok(out)
 }
 
@@ -154,6 +173,26 @@ pub fn shred(array: &ArrayRef, field: &LanceField) -> Result<Vec<ShreddedLeaf>> 
                     }
                     drop(bounds);
                     current = values;
+                    next_child.next();
+                }
+                NodeKind::Item if path.fixed_size[i] > 0 => {
+                    // Every entry of a fixed-size list owns `dim` slots of its child, null or not.
+                    let dim = path.fixed_size[i];
+                    let fsl = current.as_fixed_size_list();
+                    for s in slots {
+                        match s.idx {
+                            Some(j) if !current.is_null(j) => {
+                                let first = fsl.value_offset(j) as usize;
+                                next.extend((0..dim).map(|k| Slot { idx: Some(first + k), ..s }));
+                            }
+                            Some(_) => next.extend(std::iter::repeat_n(
+                                Slot { idx: None, rep: s.rep, def: path.null_def(i), visible: true },
+                                dim,
+                            )),
+                            None => next.extend(std::iter::repeat_n(s, dim)),
+                        }
+                    }
+                    current = fsl.values().clone();
                     next_child.next();
                 }
                 NodeKind::Item => {
