@@ -445,9 +445,9 @@ impl FileReader {
     }
 
     /// The first column of top-level field `field` if it is a nested field of a 2.0 file
-    /// (a struct or list with columns of its own: read by [`v2_0_nested`]).
+    /// (one with child fields: read by [`v2_0_nested`]).
     fn nested_v2_0_column(&self, field: usize) -> Option<usize> {
-        let nested = !self.version.is_structural() && !v2_0_nested::is_single_column(&self.schema.fields[field]);
+        let nested = !self.version.is_structural() && !self.schema.fields[field].children.is_empty();
         nested.then(|| self.fields[field].columns.first().copied()).flatten()
     }
 
