@@ -489,12 +489,7 @@ impl FileReader {
             }
             RowSelection::Ranges(ranges) => {
                 for p in column.pages.iter().filter(|p| p.num_rows > 0) {
-                    let end = p.first_row + p.num_rows;
-                    let local: Vec<Range<u64>> = ranges
-                        .iter()
-                        .filter(|r| r.start < end && r.end > p.first_row)
-                        .map(|r| r.start.max(p.first_row) - p.first_row..r.end.min(end) - p.first_row)
-                        .collect();
+                    let local = v2_0_nested::page_local(ranges, p.first_row, p.first_row + p.num_rows);
                     if !local.is_empty() {
                         groups.push((p, PageRows::Ranges(local)));
                     }

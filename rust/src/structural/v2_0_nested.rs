@@ -386,6 +386,18 @@ fn list_pages<'a>(pages: &[PageRef<'a>], num_rows: u64, name: &str) -> Result<(V
     Ok((out, items))
 }
 
+/// The parts of `ranges` (sorted, non-overlapping) within rows `start..end`, relative to
+/// `start`.
+pub fn page_local(ranges: &[Range<u64>], start: u64, end: u64) -> Vec<Range<u64>> {
+    let first = ranges.partition_point(|r| r.end <= start);
+    ranges[first..]
+        .iter()
+        .take_while(|r| r.start < end)
+        .filter(|r| r.end > r.start)
+        .map(|r| r.start.max(start) - start..r.end.min(end) - start)
+        .collect()
+}
+
 /// `(valid, end)` of a stored list offset.
 fn split_offset(v: u64, adjustment: u64) -> (bool, u64) {
     if adjustment > 0 && v >= adjustment {
@@ -443,13 +455,7 @@ fn read_list<O: OffsetSizeTrait>(
     let mut item_ranges: Vec<Range<u64>> = Vec::new();
     let mut items_out = 0u64;
     for p in &pages {
-        let page_end = p.first_row + p.page.num_rows;
-        // Page-local ranges of the request.
-        let local: Vec<Range<u64>> = ranges
-            .iter()
-            .filter(|r| r.start < page_end && r.end > p.first_row)
-            .map(|r| r.start.max(p.first_row) - p.first_row..r.end.min(page_end) - p.first_row)
-            .collect();
+        let local = page_local(ranges, p.first_row, p.first_row + p.page.num_rows);
         if local.is_empty() {
             continue;
         }
@@ -916,6 +922,8 @@ mod tests {
     #[test]
     fn merges_touching_ranges() {
         assert_eq!(merge([0..2, 1..3, 3..4, 6..6, 7..9]), vec![0..4, 7..9]);
+        assert_eq!(page_local(&[0..2, 3..5, 6..6, 7..12, 20..30], 4, 10), vec![0..1, 3..6]);
+        assert_eq!(page_local(&[0..2], 4, 10), Vec::<Range<u64>>::new());
         assert_eq!(split_offset(10, 7), (false, 3));
         assert_eq!(split_offset(6, 7), (true, 6));
         assert_eq!(split_offset(5, 0), (true, 5));
