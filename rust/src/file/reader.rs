@@ -527,7 +527,12 @@ impl FileReader {
                         self.decode_page_range_nested(page, &kind, path, run, &table, &mut out)?;
                     }
                 }
-                (PageRows::Ranges(r), _) => self.decode_page_ranges(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
+                (PageRows::Ranges(r), false) => self.decode_page_ranges(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
+                (PageRows::Ranges(r), true) => {
+                    for run in r {
+                        self.decode_page_range_nested(page, &kind, path, run, &table, &mut out)?;
+                    }
+                }
             }
         }
         let mut data = out.finish(&leaf.data_type)?;

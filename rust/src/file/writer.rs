@@ -133,9 +133,7 @@ impl FileWriter {
             .iter()
             .flat_map(|f| f.leaves.iter())
             .map(|c| ColumnState {
-                struct_rows: (!options.version.is_structural() && !v2_0_nested::is_single_column(c)
-                    && matches!(c.data_type, DataType::Struct(_)))
-                .then_some(0),
+                struct_rows: (!options.version.is_structural() && v2_0_nested::is_struct_column(c)).then_some(0),
                 ..ColumnState::default()
             })
             .collect();

@@ -11,7 +11,12 @@
 //! string / binary       binary{indices: nullable{no_nulls{flat(64)}}, bytes: flat(8), null_adjustment}
 //! low-cardinality utf8  dictionary{indices: …flat(8), items: binary{…}, n}   indices 1-based, 0 = null
 //! Arrow dictionary      dictionary{indices: …flat(key bits), items: …, n}    indices 0-based
+//! packed struct         packed_struct{inner: [nullable{no_nulls{flat(bits, buf 0)}} per child], buf 0}
 //! ```
+//!
+//! A page of no values is `nullable{all_nulls}` (or an empty binary / dictionary), as
+//! pylance writes for the items of lists that have none. Struct and list columns, whose
+//! pages describe structure rather than values, are in [`super::v2_0_nested`].
 //!
 //! Binary indices are the **end** offsets of the values (no leading 0); a null value stores
 //! `end + null_adjustment` (the writer uses total bytes + 1), so `v >= null_adjustment` means

@@ -60,6 +60,11 @@ pub fn is_single_column(field: &LanceField) -> bool {
     field.children.is_empty() || field.is_packed_struct() || matches!(field.data_type, DataType::FixedSizeList(_, _))
 }
 
+/// Whether `field` is a 2.0 struct column (a `struct` page; its children are columns).
+pub fn is_struct_column(field: &LanceField) -> bool {
+    matches!(field.data_type, DataType::Struct(_)) && !is_single_column(field)
+}
+
 /// The fields of `field` that are 2.0 columns, in column (pre-)order.
 pub fn column_fields(field: &LanceField) -> Vec<&LanceField> {
     fn go<'a>(f: &'a LanceField, out: &mut Vec<&'a LanceField>) {
@@ -923,7 +928,7 @@ mod tests {
     fn merges_touching_ranges() {
         assert_eq!(merge([0..2, 1..3, 3..4, 6..6, 7..9]), vec![0..4, 7..9]);
         assert_eq!(page_local(&[0..2, 3..5, 6..6, 7..12, 20..30], 4, 10), vec![0..1, 3..6]);
-        assert_eq!(page_local(&[0..2], 4, 10), Vec::<Range<u64>>::new());
+        assert_eq!(page_local(&[0..2, 2..3], 4, 10), Vec::<Range<u64>>::new());
         assert_eq!(split_offset(10, 7), (false, 3));
         assert_eq!(split_offset(6, 7), (true, 6));
         assert_eq!(split_offset(5, 0), (true, 5));
