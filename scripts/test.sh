@@ -8,7 +8,7 @@ bash scripts/setup.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lancepy-target}"
 venv="${LANCEPY_VENV:-$root/.venv}"
 echo "==> cargo test (core, without Python)"
-if ! out=$(cargo test --quiet 2>&1); then echo "$out" | tail -60; exit 1; fi
+if ! out=$(cargo test --profile quick --quiet 2>&1); then echo "$out" | tail -60; exit 1; fi
 echo "$out" | grep -E "^test result" || true
 echo "==> pytest"
 "$venv/bin/python" -m pytest -q "$@"

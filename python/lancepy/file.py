@@ -21,6 +21,7 @@ and DuckDB read them without a copy.
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
@@ -28,7 +29,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy.exceptions import InvalidArgumentError
+from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError
 
 __all__ = [
     "LanceFileReader",
@@ -117,6 +118,13 @@ class FileMetadata:
         return [[p.encoding for p in c.pages] for c in self.columns]
 
 
+def _positive_batch_size(batch_size: int) -> int:
+    batch_size = operator.index(batch_size)
+    if batch_size <= 0:
+        raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
+    return batch_size
+
+
 def _to_indices(indices: Indices) -> Any:
     if isinstance(indices, (list, tuple, range)):
         return list(indices)
@@ -174,8 +182,13 @@ class LanceFileReader:
 
     def read_range(self, start: int, num_rows: int, columns: Optional[List[str]] = None) -> ReaderResults:
         """Reads ``num_rows`` rows starting at row ``start``."""
+        start, num_rows = operator.index(start), operator.index(num_rows)
         if start < 0 or num_rows < 0:
             raise InvalidArgumentError("start and num_rows must be non-negative")
+        if start + num_rows > self.num_rows:
+            raise IndexOutOfRangeError(
+                f"rows {start}..{start + num_rows} are outside {self.path} (which has {self.num_rows} rows)"
+            )
         return ReaderResults(self._reader.read_range(start, num_rows, self._cols(columns)))
 
     def take_rows(self, indices: Indices, columns: Optional[List[str]] = None) -> ReaderResults:
@@ -193,7 +206,7 @@ class LanceFileReader:
 
         Batches are decoded one at a time as the iterator advances.
         """
-        stream = self._reader.stream(batch_size, self._cols(columns))
+        stream = self._reader.stream(_positive_batch_size(batch_size), self._cols(columns))
         while True:
             batch = stream.next_batch()
             if batch is None:
@@ -202,11 +215,14 @@ class LanceFileReader:
 
     def to_reader(self, batch_size: int = 8192, columns: Optional[List[str]] = None) -> pa.RecordBatchReader:
         """A ``pyarrow.RecordBatchReader`` that decodes batches on demand."""
-        stream = self._reader.stream(batch_size, self._cols(columns))
+        stream = self._reader.stream(_positive_batch_size(batch_size), self._cols(columns))
         return pa.RecordBatchReader.from_stream(stream)
 
     def read_global_buffer(self, index: int) -> bytes:
         """The raw bytes of global buffer ``index`` (0 holds the schema)."""
+        index = operator.index(index)
+        if index < 0:
+            raise IndexOutOfRangeError(f"global buffer {index} does not exist")
         return self._reader.read_global_buffer(index)
 
     def metadata(self) -> FileMetadata:

@@ -93,10 +93,27 @@ pub fn build_variable(src: &VariableWidthBlock, max_items: usize) -> Option<Dict
         }
         indices.push(idx);
     }
+    // Sorted items compress better (the dictionary is LZ4-wrapped in 2.2).
+    let k = offsets.len() - 1;
+    let value = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
+    let mut order: Vec<u32> = (0..k as u32).collect();
+    order.sort_unstable_by(|&a, &b| value(a as usize).cmp(value(b as usize)));
+    let mut new_index = vec![0u32; k];
+    let mut sorted_offsets = Vec::with_capacity(k + 1);
+    let mut sorted_data = Vec::with_capacity(data.len());
+    sorted_offsets.push(0u64);
+    for (pos, &old) in order.iter().enumerate() {
+        new_index[old as usize] = pos as u32;
+        sorted_data.extend_from_slice(value(old as usize));
+        sorted_offsets.push(sorted_data.len() as u64);
+    }
+    for i in indices.iter_mut() {
+        *i = new_index[*i as usize];
+    }
     let items = if src.bits_per_offset == 32 {
-        VariableWidthBlock::from_u32(offsets.iter().map(|&o| o as u32).collect(), data)
+        VariableWidthBlock::from_u32(sorted_offsets.iter().map(|&o| o as u32).collect(), sorted_data)
     } else {
-        VariableWidthBlock::from_u64(offsets, data)
+        VariableWidthBlock::from_u64(sorted_offsets, sorted_data)
     };
     Some(Dictionary { items: DataBlock::Variable(items), indices })
 }
@@ -120,12 +137,32 @@ pub fn build_fixed(src: &FixedWidthBlock, max_items: usize) -> Option<Dictionary
         }
         indices.push(idx);
     }
-    let num = map.len() as u64;
+    // Items in ascending order of their little-endian value (signed values sort by their
+    // unsigned bit pattern); sorted dictionaries compress better.
+    let num = map.len();
+    let key = |i: usize| -> (u128, &[u8]) {
+        let item = &data[i * w..(i + 1) * w];
+        let mut b = [0u8; 16];
+        let k = w.min(16);
+        b[..k].copy_from_slice(&item[..k]);
+        (u128::from_le_bytes(b), item)
+    };
+    let mut order: Vec<u32> = (0..num as u32).collect();
+    order.sort_unstable_by(|&a, &b| key(a as usize).cmp(&key(b as usize)));
+    let mut new_index = vec![0u32; num];
+    let mut sorted = Vec::with_capacity(data.len());
+    for (pos, &old) in order.iter().enumerate() {
+        new_index[old as usize] = pos as u32;
+        sorted.extend_from_slice(&data[old as usize * w..(old as usize + 1) * w]);
+    }
+    for i in indices.iter_mut() {
+        *i = new_index[*i as usize];
+    }
     Some(Dictionary {
         items: DataBlock::Fixed(FixedWidthBlock {
-            data: arrow_buffer::Buffer::from_vec(data),
+            data: arrow_buffer::Buffer::from_vec(sorted),
             bits_per_value: src.bits_per_value,
-            num_values: num,
+            num_values: num as u64,
         }),
         indices,
     })

@@ -82,7 +82,9 @@ impl FieldHints {
             None => None,
         };
         let compression = match field.metadata.get("lance-encoding:compression") {
-            Some(c) => Some(GeneralScheme::from_name(c, level)?),
+            Some(c) => Some(GeneralScheme::from_name(c, level).map_err(|e| {
+                Error::invalid_input(format!("field {:?}: {}", field.name, e.to_string().trim_start_matches("invalid argument: ")))
+            })?),
             None => None,
         };
         let structural = match field.metadata.get("lance-encoding:structural-encoding").map(|s| s.to_ascii_lowercase()) {
@@ -127,7 +129,10 @@ pub fn encode_leaf_page(
     let hints = FieldHints::of(field)?;
     // Pages below a fixed-size list of structs count its items (as pylance writes them).
     let n = leaf.num_rows as u64 * leaf.path.row_scale();
-    let array = materialize_dictionary(&leaf.values)?;
+    // Arrow dictionaries keep their dictionary (pylance reads such columns only from
+    // dictionary pages whose indices have the key's width); everything else is plain.
+    let arrow_dictionary = matches!(leaf.values.data_type(), DataType::Dictionary(_, _));
+    let array = if arrow_dictionary { leaf.values.clone() } else { materialize_dictionary(&leaf.values)? };
     let kind = LeafKind::of_field(field)?;
     let nulls = array.logical_nulls();
     let null_count = nulls.as_ref().map(|n| n.null_count()).unwrap_or(0);
@@ -141,7 +146,7 @@ pub fn encode_leaf_page(
     let flat = path.kinds.len() == 1;
 
     // 1. A flat column whose values are all null.
-    if flat && (null_count == array.len() || kind == LeafKind::Null) {
+    if flat && !arrow_dictionary && (null_count == array.len() || kind == LeafKind::Null) {
         let layout = enc21::PageLayout {
             layout: Some(enc21::page_layout::Layout::ConstantLayout(enc21::ConstantLayout {
                 layers: vec![Layer::NullableItem.to_pb()],
@@ -178,6 +183,13 @@ pub fn encode_leaf_page(
     };
     let rep = leaf.rep.as_deref();
 
+    let large_chunk = version >= FileVersion::V2_2;
+    if arrow_dictionary {
+        let plan = arrow_dictionary_plan(&array, nulls.as_ref(), version)?;
+        let (layout, buffers) = miniblock_page(plan, array.len() as u64, rep, def.as_deref(), &layers, path, large_chunk)?;
+        return Ok(layout_page(layout, buffers));
+    }
+
     // 2. Nothing visible (e.g. only empty or null lists): a constant page of levels.
     if array.is_empty() || kind == LeafKind::Null {
         let raw = |l: &[u16]| -> Buffer { Buffer::from_vec(l.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()) };
@@ -207,12 +219,13 @@ pub fn encode_leaf_page(
         DataBlock::Variable(v) => (0..v.num_values as usize).any(|i| v.offset(i + 1) - v.offset(i) >= FULLZIP_MIN_VALUE_BYTES),
         _ => kind.bits().is_some_and(|b| b / 8 >= FULLZIP_MIN_VALUE_BYTES),
     };
-    let fsl_item_nulls = matches!(&values, DataBlock::FixedSizeList(l) if l.item_validity.is_some());
+    let bool_items = matches!(&kind, LeafKind::Bool) || matches!(&kind, LeafKind::Fsl { item, .. } if **item == LeafKind::Bool);
     let use_fullzip = !packed
+        && !bool_items
         && match hints.structural {
-            Some(Structural::FullZip) => !matches!(kind, LeafKind::Bool) && !fsl_item_nulls,
+            Some(Structural::FullZip) => true,
             Some(Structural::MiniBlock) => false,
-            None => wide && !fsl_item_nulls,
+            None => wide,
         };
     if use_fullzip {
         let per_value = choose_per_value(&values, &hints)?;
@@ -221,7 +234,6 @@ pub fn encode_leaf_page(
     }
 
     // 5. Mini-block.
-    let large_chunk = version >= FileVersion::V2_2;
     let is_float = matches!(array.data_type(), DataType::Float16 | DataType::Float32 | DataType::Float64);
     let plan = match (&kind, &values) {
         (LeafKind::Packed { widths }, DataBlock::Fixed(f)) => {
@@ -237,18 +249,33 @@ pub fn encode_leaf_page(
         }
         _ => choose_miniblock(&values, &kind, is_float, &hints, version)?,
     };
+    let (layout, buffers) = miniblock_page(plan, values.num_values(), rep, def.as_deref(), &layers, path, large_chunk)?;
+    Ok(layout_page(layout, buffers))
+}
+
+/// Serialises a mini-block page: chunks with their levels, metadata, dictionary and
+/// repetition index.
+fn miniblock_page(
+    plan: MiniBlockPlan,
+    num_items: u64,
+    rep: Option<&[u16]>,
+    def: Option<&[u16]>,
+    layers: &[Layer],
+    path: &LeafPath,
+    large_chunk: bool,
+) -> Result<(enc21::PageLayout, Vec<Buffer>)> {
     // Levels are bit-packed out of line at the width of the largest level (pylance's choice;
     // its inline form is limited to 1024 levels per chunk).
     let level_comp = |max: u16| Compression::OutOfLineBitpacking { bits: 16, width: bits_for(max).max(1) as u64 };
-    let def_comp = def.as_ref().map(|_| level_comp(max_def(&layers)));
+    let def_comp = def.map(|_| level_comp(max_def(layers)));
     let rep_comp = rep.map(|_| level_comp(path.max_rep));
     let levels = miniblock::ChunkLevels {
         rep,
-        def: def.as_deref(),
+        def,
         max_rep: path.max_rep,
-        visible_limit: max_visible_def(&layers),
+        visible_limit: max_visible_def(layers),
         rep_width: rep_comp.as_ref().map(|_| bits_for(path.max_rep).max(1) as u64).unwrap_or(0),
-        def_width: def_comp.as_ref().map(|_| bits_for(max_def(&layers)).max(1) as u64).unwrap_or(0),
+        def_width: def_comp.as_ref().map(|_| bits_for(max_def(layers)).max(1) as u64).unwrap_or(0),
     };
     let serialized = miniblock::serialize_chunks(&plan.chunks, &levels, large_chunk)?;
     let dictionary = plan.dictionary.as_ref().map(|(c, _, n)| (c, *n));
@@ -257,8 +284,8 @@ pub fn encode_leaf_page(
         rep: rep_comp.as_ref(),
         def: def_comp.as_ref(),
         dictionary,
-        layers: &layers,
-        num_items: values.num_values(),
+        layers,
+        num_items,
         large_chunk,
         has_rep_index: rep.is_some(),
     });
@@ -269,7 +296,48 @@ pub fn encode_leaf_page(
     if let Some(idx) = serialized.rep_index {
         buffers.push(Buffer::from_vec(idx));
     }
-    Ok(layout_page(layout, buffers))
+    Ok((layout, buffers))
+}
+
+/// A dictionary page for an Arrow dictionary array: its own dictionary, and indices of the
+/// key type's width (flat or bit-packed, whichever is smaller).
+fn arrow_dictionary_plan(array: &ArrayRef, nulls: Option<&NullBuffer>, version: FileVersion) -> Result<MiniBlockPlan> {
+    let dict = array.as_any_dictionary();
+    let keys = dict.keys().to_data();
+    let width = dict.keys().data_type().primitive_width().unwrap_or(4);
+    let n = array.len();
+    let mut raw = keys.buffers()[0].as_slice()[keys.offset() * width..(keys.offset() + n) * width].to_vec();
+    if let Some(nb) = nulls {
+        // Null slots (null keys or keys of null values) index item 0.
+        for i in (0..n).filter(|&i| nb.is_null(i)) {
+            raw[i * width..(i + 1) * width].fill(0);
+        }
+    }
+    let values = dict.values();
+    if values.null_count() > 0 {
+        return Err(Error::not_supported("dictionary arrays whose dictionary contains nulls"));
+    }
+    let num_items = values.len() as u64;
+    let max_index = num_items.saturating_sub(1);
+    for c in raw.chunks_exact(width) {
+        let mut b = [0u8; 8];
+        b[..width].copy_from_slice(c);
+        if u64::from_le_bytes(b) > max_index && num_items > 0 {
+            return Err(Error::invalid_input("a dictionary key points outside its dictionary"));
+        }
+    }
+    let bits = width as u64 * 8;
+    let packed = bitpacking::inline_encoded_size(&raw, bits)?;
+    let mut plan = if packed < raw.len() {
+        bitpacked(&raw, bits)?
+    } else {
+        plain_fixed(&FixedWidthBlock { data: Buffer::from_vec(raw), bits_per_value: bits, num_values: n as u64 })
+    };
+    let item_kind = LeafKind::of(values.data_type())?;
+    let items = block_from_array(values, &item_kind, None)?;
+    let (desc, bytes) = dictionary_items(&items, version)?;
+    plan.dictionary = Some((desc, bytes, num_items));
+    Ok(plan)
 }
 
 /// Dictionary arrays are written as their values (the writer picks its own dictionary).
@@ -534,8 +602,8 @@ fn is_integer_like(kind: &LeafKind, dt_bits: u64) -> bool {
 }
 
 /// Picks the value encoding of a mini-block page and chunks the values.
-/// `is_float`: floats are never bit-packed (their raw bits rarely have leading zeros) and
-/// get byte-stream-split before general compression.
+/// `is_float`: floats get byte-stream-split before general compression (their raw bits
+/// are bit-packed only when that is smaller, e.g. small positive values).
 fn choose_miniblock(
     values: &DataBlock,
     kind: &LeafKind,
@@ -553,8 +621,9 @@ fn choose_miniblock(
             let raw = &f.data.as_slice()[..n * w];
             let flat_size = raw.len();
             let mut best = (flat_size, 0u8); // 0 flat, 1 bitpack, 2 rle, 3 dictionary
+            let mut dict = None;
             if !plain_only {
-                if is_integer_like(kind, f.bits_per_value) && !is_float {
+                if is_integer_like(kind, f.bits_per_value) {
                     let s = bitpacking::inline_encoded_size(raw, f.bits_per_value)?;
                     if s < best.0 {
                         best = (s, 1);
@@ -572,11 +641,15 @@ fn choose_miniblock(
                 let dict_allowed = version >= FileVersion::V2_2 || f.bits_per_value >= 128;
                 if dict_allowed && f.num_values >= dictionary::MIN_VALUES {
                     let card = dictionary::estimate_cardinality(n, |i| &raw[i * w..(i + 1) * w]);
-                    if card <= dictionary::MAX_CARDINALITY && card < n {
-                        let idx_bits = 64 - (card.max(1) as u64 - 1).leading_zeros() as usize;
-                        let s = card * w + (n * idx_bits).div_ceil(8) + n.div_ceil(1024) * 4;
-                        if (s as f64) < best.0 as f64 * dictionary::MAX_SIZE_RATIO {
-                            best = (s, 3);
+                    // Worth building only when values repeat; then compare exact sizes.
+                    if card <= dictionary::MAX_CARDINALITY && card * 2 < n {
+                        if let Some(d) = dictionary::build_fixed(f, dictionary::MAX_CARDINALITY) {
+                            let idx: Vec<u8> = d.indices.iter().flat_map(|i| i.to_le_bytes()).collect();
+                            let size = d.items.num_values() as usize * w + bitpacking::inline_encoded_size(&idx, 32)?;
+                            if size < best.0 {
+                                best = (size, 3);
+                                dict = Some(d);
+                            }
                         }
                     }
                 }
@@ -584,10 +657,7 @@ fn choose_miniblock(
             match best.1 {
                 1 => bitpacked(raw, f.bits_per_value)?,
                 2 => rle_chunks(raw, w)?,
-                3 => match dictionary::build_fixed(f, dictionary::MAX_CARDINALITY) {
-                    Some(d) => dictionary_plan(d, version)?,
-                    None => plain_fixed(f),
-                },
+                3 => dictionary_plan(dict.take().expect("dictionary built when chosen"), version)?,
                 _ => {
                     if let (Some(scheme), true) = (general, is_float) {
                         bss_general(f, scheme)?
@@ -641,10 +711,11 @@ fn choose_miniblock(
     }
 }
 
-/// Values per mini-block chunk for fixed-width values of `bits`.
+/// Values per mini-block chunk for fixed-width values of `bits` (at least 2: pylance
+/// rejects non-last chunks of one value).
 fn fixed_chunk_values(bits: u64) -> usize {
     let per = (CHUNK_TARGET_BYTES * 8) / bits.max(1) as usize;
-    let per = per.clamp(1, MAX_CHUNK_VALUES);
+    let per = per.clamp(2, MAX_CHUNK_VALUES);
     1 << (usize::BITS - 1 - per.leading_zeros())
 }
 
@@ -698,20 +769,28 @@ fn dictionary_plan(d: dictionary::Dictionary, version: FileVersion) -> Result<Mi
     let num_items = d.items.num_values();
     let idx_bytes: Vec<u8> = d.indices.iter().flat_map(|i| i.to_le_bytes()).collect();
     let mut plan = bitpacked(&idx_bytes, 32)?;
-    let (desc, bytes) = match &d.items {
-        DataBlock::Variable(v) => (Compression::Variable { offset_bits: v.bits_per_offset, values: None }, variable::encode_block(v)),
-        DataBlock::Fixed(f) => (Compression::Flat { bits: f.bits_per_value, data: None }, f.data.as_slice().to_vec()),
-        _ => unreachable!("dictionaries hold fixed or variable values"),
-    };
-    let (desc, bytes) = if version >= FileVersion::V2_2 {
-        let mut out = Vec::new();
-        GeneralScheme::Lz4.compress_into(&bytes, &mut out)?;
-        (Compression::General { scheme: GeneralScheme::Lz4, values: Box::new(desc) }, out)
-    } else {
-        (desc, bytes)
-    };
+    let (desc, bytes) = dictionary_items(&d.items, version)?;
     plan.dictionary = Some((desc, bytes, num_items));
     Ok(plan)
+}
+
+/// The block encoding of a page dictionary (LZ4-wrapped in 2.2, as pylance writes it).
+fn dictionary_items(items: &DataBlock, version: FileVersion) -> Result<(Compression, Vec<u8>)> {
+    let (desc, bytes) = match items {
+        DataBlock::Variable(v) => (Compression::Variable { offset_bits: v.bits_per_offset, values: None }, variable::encode_block(v)),
+        DataBlock::Fixed(f) if f.bits_per_value % 8 == 0 => {
+            let len = (f.num_values * f.bits_per_value / 8) as usize;
+            (Compression::Flat { bits: f.bits_per_value, data: None }, f.data.as_slice()[..len].to_vec())
+        }
+        other => return Err(Error::not_supported(format!("dictionaries of {} values", other.kind()))),
+    };
+    if version >= FileVersion::V2_2 {
+        let mut out = Vec::new();
+        GeneralScheme::Lz4.compress_into(&bytes, &mut out)?;
+        Ok((Compression::General { scheme: GeneralScheme::Lz4, values: Box::new(desc) }, out))
+    } else {
+        Ok((desc, bytes))
+    }
 }
 
 fn variable_chunks(v: &VariableWidthBlock) -> MiniBlockPlan {
@@ -721,13 +800,15 @@ fn variable_chunks(v: &VariableWidthBlock) -> MiniBlockPlan {
     let mut start = 0;
     while start < n {
         let remaining = n - start;
-        if remaining <= MAX_CHUNK_VALUES && variable::miniblock_size(v, start, n, bits) <= CHUNK_TARGET_BYTES {
+        // The rest fits one chunk (or is too few values to split: a non-last chunk must hold
+        // at least two).
+        if remaining <= 2 || (remaining <= MAX_CHUNK_VALUES && variable::miniblock_size(v, start, n, bits) <= CHUNK_TARGET_BYTES) {
             let mut buf = Vec::new();
             variable::encode_miniblock(v, start, n, bits, &mut buf);
             chunks.push(ValueChunk { buffers: vec![buf], num_values: remaining as u64 });
             break;
         }
-        let mut count = 1;
+        let mut count = 2;
         while count * 2 < remaining
             && count * 2 <= MAX_CHUNK_VALUES
             && variable::miniblock_size(v, start, start + count * 2, bits) <= CHUNK_TARGET_BYTES

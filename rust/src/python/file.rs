@@ -14,15 +14,30 @@ use crate::file::{FileReader, FileVersion, FileWriter, WriterOptions};
 
 /// Row indices from an Arrow integer array (`__arrow_c_array__`, zero-copy) or any sequence
 /// of ints.
-pub fn extract_indices(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+/// `describe` names what the rows belong to (used only in the error for over-large indices).
+pub fn extract_indices(obj: &Bound<'_, PyAny>, describe: impl FnOnce() -> String) -> PyResult<Vec<u64>> {
     if obj.hasattr("__arrow_c_array__")? {
         let array = super::ffi::import_array(obj)?;
         return crate::io::indices_from_array(array.as_ref()).map_err(to_pyerr);
     }
-    let v: Vec<i64> = obj.extract().map_err(|_| {
-        to_pyerr(Error::invalid_input("row indices must be a sequence or array of non-negative integers"))
-    })?;
-    v.into_iter().map(|i| u64::try_from(i).map_err(|_| negative(i))).collect()
+    if let Ok(v) = obj.extract::<Vec<u64>>() {
+        return Ok(v);
+    }
+    match obj.extract::<Vec<i64>>() {
+        Ok(v) => v.into_iter().map(|i| u64::try_from(i).map_err(|_| negative(i))).collect(),
+        Err(_) => {
+            // Integers too large for 64 bits are out of range, anything else is a type error.
+            let all_ints = obj
+                .try_iter()
+                .map(|it| it.flatten().all(|x| x.is_instance_of::<pyo3::types::PyInt>()))
+                .unwrap_or(false);
+            if all_ints {
+                Err(to_pyerr(Error::IndexOutOfRange(format!("a row index does not fit in 64 bits; {}", describe()))))
+            } else {
+                Err(to_pyerr(Error::invalid_input("row indices must be a sequence or array of integers")))
+            }
+        }
+    }
 }
 
 fn negative(i: i64) -> PyErr {
@@ -85,7 +100,8 @@ impl PyFileReader {
     /// Reads the rows at `indices` (output follows input order; repeats allowed).
     #[pyo3(signature = (indices, columns=None))]
     fn take(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, columns: Option<Vec<String>>) -> PyResult<ArrowBatches> {
-        let idx = extract_indices(indices)?;
+        let r = &self.inner;
+        let idx = extract_indices(indices, || format!("{} has {} rows", r.path(), r.num_rows()))?;
         let r = &self.inner;
         let fields = r.projection(columns.as_deref()).py()?;
         let batch = run(py, || r.take(&idx, &fields))?;

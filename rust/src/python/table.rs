@@ -388,7 +388,7 @@ impl PySnapshot {
     /// Rows at logical indices (scan order); output follows the input, repeats allowed.
     #[pyo3(signature = (indices, columns=None, with_row_id=false, with_row_address=false))]
     fn take(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, columns: Option<Vec<String>>, with_row_id: bool, with_row_address: bool) -> PyResult<ArrowBatches> {
-        let idx = extract_indices(indices)?;
+        let idx = extract_indices(indices, || "the dataset has fewer rows".to_string())?;
         let opts = scan_options(with_row_id, with_row_address, false);
         let s = &self.inner;
         let projection = s.projection(columns.as_deref()).py()?;
@@ -399,7 +399,7 @@ impl PySnapshot {
     /// Rows at row addresses; deleted rows are skipped.
     #[pyo3(signature = (addresses, columns=None, with_row_id=false, with_row_address=false))]
     fn take_addresses(&self, py: Python<'_>, addresses: &Bound<'_, PyAny>, columns: Option<Vec<String>>, with_row_id: bool, with_row_address: bool) -> PyResult<ArrowBatches> {
-        let addr = extract_indices(addresses)?;
+        let addr = extract_indices(addresses, || "row addresses are 64-bit".to_string())?;
         let opts = scan_options(with_row_id, with_row_address, false);
         let s = &self.inner;
         let projection = s.projection(columns.as_deref()).py()?;
@@ -427,7 +427,7 @@ impl PySnapshot {
     /// Returns `(fragment id, updated fragment JSON or None if every row is now deleted)`
     /// for each fragment that changed.
     fn delete_rows(&self, py: Python<'_>, addresses: &Bound<'_, PyAny>, read_version: u64) -> PyResult<Vec<(u64, Option<String>)>> {
-        let addr = extract_indices(addresses)?;
+        let addr = extract_indices(addresses, || "row addresses are 64-bit".to_string())?;
         let s = &self.inner;
         let store = &self.store;
         run(py, || -> Result<Vec<(u64, Option<String>)>> {

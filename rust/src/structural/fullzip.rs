@@ -35,6 +35,9 @@ pub enum ValueKind {
         dim: Option<u64>,
         /// Bits of one item.
         item_bits: u64,
+        /// Bytes of item validity (a bitmap of the `dim` items, padded to a byte) in front
+        /// of each fixed-size list's items; 0 when items cannot be null.
+        validity_bytes: u64,
     },
     /// Variable width with a length prefix of `offset_bits`.
     Variable {
@@ -92,18 +95,27 @@ impl FullZipLayout {
         let kind = match pb.details {
             Some(enc21::full_zip_layout::Details::BitsPerValue(bits)) => {
                 let bits = bits as u64;
-                let (dim, item_bits) = match &comp {
-                    Compression::Flat { bits: b, data: None } if *b == bits => (None, bits),
-                    Compression::FixedSizeList { dim, has_validity: false, values } => match values.as_ref() {
-                        Compression::Flat { bits: b, data: None } if b * dim == bits => (Some(*dim), *b),
+                let (dim, item_bits, validity_bytes) = match &comp {
+                    Compression::Flat { bits: b, data: None } if *b == bits => (None, bits, 0),
+                    Compression::FixedSizeList { dim, has_validity, values } => match values.as_ref() {
+                        Compression::Flat { bits: b, data: None } => {
+                            // Items with validity carry a byte-padded bitmap in front.
+                            let validity_bytes = if *has_validity { dim.div_ceil(8) } else { 0 };
+                            if b.checked_mul(*dim).and_then(|x| x.checked_add(validity_bytes * 8)) != Some(bits) {
+                                return Err(Error::corrupt(format!(
+                                    "full-zip values of {bits} bits cannot hold {dim} items of {b} bits"
+                                )));
+                            }
+                            (Some(*dim), *b, validity_bytes)
+                        }
                         _ => return Err(Error::not_supported(format!("full-zip value encoding {}", comp.describe()))),
                     },
                     _ => return Err(Error::not_supported(format!("full-zip value encoding {}", comp.describe()))),
                 };
-                if bits == 0 || bits % 8 != 0 || item_bits == 0 || (item_bits % 8 != 0 && item_bits != 1) {
-                    return Err(Error::not_supported(format!("full-zip values of {bits} bits")));
+                if bits == 0 || bits % 8 != 0 || item_bits == 0 || item_bits % 8 != 0 {
+                    return Err(Error::not_supported(format!("full-zip values of {bits} bits with {item_bits}-bit items")));
                 }
-                ValueKind::Fixed { bits, dim, item_bits }
+                ValueKind::Fixed { bits, dim, item_bits, validity_bytes }
             }
             Some(enc21::full_zip_layout::Details::BitsPerOffset(bits)) => {
                 if !matches!(bits, 8 | 16 | 32 | 64) {
@@ -226,7 +238,16 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
         ValueKind::Fixed { bits, .. } => Some((*bits / 8) as usize),
         ValueKind::Variable { .. } => None,
     };
+    let validity_bytes = match &layout.kind {
+        ValueKind::Fixed { validity_bytes, .. } => *validity_bytes as usize,
+        ValueKind::Variable { .. } => 0,
+    };
+    let dim_items = match &layout.kind {
+        ValueKind::Fixed { dim: Some(d), .. } => *d as usize,
+        _ => 0,
+    };
     let mut fixed_out = MutableBuffer::new(cap * fixed_width.unwrap_or(0));
+    let mut item_validity = (validity_bytes > 0).then(|| arrow_buffer::BooleanBufferBuilder::new(cap * dim_items));
     let mut offsets: Vec<u64> = Vec::with_capacity(if fixed_width.is_some() { 0 } else { cap + 1 });
     offsets.push(0);
     let mut data = Vec::new();
@@ -248,7 +269,13 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
         match (&layout.kind, fixed_width) {
             (_, Some(width)) => {
                 let v = bytes.get(pos..pos + width).ok_or_else(truncated)?;
-                fixed_out.extend_from_slice(v);
+                match item_validity.as_mut() {
+                    Some(bits) => {
+                        bits.append_packed_range(0..dim_items, &v[..validity_bytes]);
+                        fixed_out.extend_from_slice(&v[validity_bytes..]);
+                    }
+                    None => fixed_out.extend_from_slice(v),
+                }
                 pos += width;
             }
             (ValueKind::Variable { offset_bits, per_value }, None) => {
@@ -278,7 +305,7 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
                     num_values: visible * dim,
                 })),
                 dimension: *dim,
-                item_validity: None,
+                item_validity: item_validity.map(|mut b| b.finish().into_inner()),
             }),
         ValueKind::Fixed { bits, dim: None, .. } => {
             DataBlock::Fixed(FixedWidthBlock { data: fixed_out.into(), bits_per_value: *bits, num_values: visible })
@@ -318,7 +345,9 @@ pub fn encode(
     let ctrl = ctrl_bytes(bits_rep + bits_def);
     let visible_limit = max_visible_def(layers);
     let mut data = Vec::new();
-    // Fixed-width bytes (and their width) or a variable-width block.
+    // Fixed-width bytes (and their width), or a variable-width block. Fixed-size lists with
+    // item validity store a byte-padded bitmap of their items in front of each value.
+    let mut fsl_validity: Option<(&[u8], usize)> = None;
     let (fixed, details, value_compression): (Option<(&[u8], usize)>, _, Compression) = match values {
         DataBlock::Fixed(f) if f.bits_per_value % 8 == 0 => (
             Some((f.data.as_slice(), (f.bits_per_value / 8) as usize)),
@@ -326,22 +355,38 @@ pub fn encode(
             Compression::Flat { bits: f.bits_per_value, data: None },
         ),
         DataBlock::FixedSizeList(l) => match l.child.as_ref() {
-            DataBlock::Fixed(f) if l.item_validity.is_none() && f.bits_per_value % 8 == 0 => {
-                let bits = f.bits_per_value * l.dimension;
+            DataBlock::Fixed(f) if f.bits_per_value % 8 == 0 => {
+                let dim = l.dimension as usize;
+                let validity_bytes = if l.item_validity.is_some() { dim.div_ceil(8) } else { 0 };
+                if let Some(v) = &l.item_validity {
+                    fsl_validity = Some((v.as_slice(), dim));
+                }
+                let items_bytes = (f.bits_per_value / 8) as usize * dim;
+                let bits = (items_bytes + validity_bytes) as u64 * 8;
                 (
-                    Some((f.data.as_slice(), (bits / 8) as usize)),
-                    enc21::full_zip_layout::Details::BitsPerValue(bits as u32),
+                    Some((f.data.as_slice(), items_bytes)),
+                    enc21::full_zip_layout::Details::BitsPerValue(
+                        u32::try_from(bits).map_err(|_| Error::invalid_input("a fixed-size list value exceeds 512 MiB"))?,
+                    ),
                     Compression::FixedSizeList {
                         dim: l.dimension,
-                        has_validity: false,
+                        has_validity: l.item_validity.is_some(),
                         values: Box::new(Compression::Flat { bits: f.bits_per_value, data: None }),
                     },
                 )
             }
-            _ => return Err(Error::not_supported("full-zip of fixed-size lists with null items")),
+            _ => return Err(Error::not_supported("full-zip of fixed-size lists of non-byte-aligned items")),
         },
-        DataBlock::Variable(_) => (None, enc21::full_zip_layout::Details::BitsPerOffset(32), per_value.description()),
+        DataBlock::Variable(vb) => (
+            None,
+            enc21::full_zip_layout::Details::BitsPerOffset(vb.bits_per_offset as u32),
+            per_value.description(vb.bits_per_offset),
+        ),
         other => return Err(Error::invalid_input(format!("internal: full-zip of a {} block", other.kind()))),
+    };
+    let length_bytes = match values {
+        DataBlock::Variable(vb) => (vb.bits_per_offset / 8) as usize,
+        _ => 0,
     };
     let needs_index = rep.is_some() || fixed.is_none();
     let mut row_offsets: Vec<u64> = Vec::new();
@@ -364,12 +409,25 @@ pub fn encode(
             return Err(Error::invalid_input("internal: more visible levels than values"));
         }
         match (fixed, values) {
-            (Some((bytes, w)), _) => data.extend_from_slice(&bytes[v * w..(v + 1) * w]),
+            (Some((bytes, w)), _) => {
+                if let Some((bits, dim)) = fsl_validity {
+                    let start = data.len();
+                    data.resize(start + dim.div_ceil(8), 0);
+                    for k in 0..dim {
+                        if arrow_buffer::bit_util::get_bit(bits, v * dim + k) {
+                            arrow_buffer::bit_util::set_bit(&mut data[start..], k);
+                        }
+                    }
+                }
+                data.extend_from_slice(&bytes[v * w..(v + 1) * w]);
+            }
             (None, DataBlock::Variable(vb)) if d == 0 => {
                 scratch.clear();
                 let value = per_value.encode(vb.value(v), &mut scratch)?;
-                let len = u32::try_from(value.len()).map_err(|_| Error::invalid_input("a value exceeds 4 GiB"))?;
-                data.extend_from_slice(&len.to_le_bytes());
+                data.extend_from_slice(&(value.len() as u64).to_le_bytes()[..length_bytes]);
+                if length_bytes == 4 && value.len() > u32::MAX as usize {
+                    return Err(Error::invalid_input("a value exceeds 4 GiB; use large_string / large_binary"));
+                }
                 data.extend_from_slice(value);
             }
             _ => {}
@@ -430,8 +488,8 @@ impl PerValueEncoder {
         }
     }
 
-    fn description(&self) -> Compression {
-        let variable = Compression::Variable { offset_bits: 32, values: None };
+    fn description(&self, offset_bits: u8) -> Compression {
+        let variable = Compression::Variable { offset_bits, values: None };
         match self {
             PerValueEncoder::None => variable,
             PerValueEncoder::Fsst(t) => Compression::Fsst { table: t.clone(), values: Box::new(variable) },
