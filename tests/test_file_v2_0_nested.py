@@ -410,9 +410,6 @@ def test_sliced_input(tmp_path, direction):
     check_pylance_reads(path, table)
 
 
-@pytest.mark.xfail(strict=True, raises=BaseException, reason=(
-    "arrow-rs 57 panics importing a sliced struct of structs (ArrayData::slice offsets a struct's children "
-    "and StructArray::from applies the offset again; fixed upstream in apache/arrow-rs#10835)"))
 def test_sliced_struct_of_struct(tmp_path):
     table = _table("struct_of_struct", 50).slice(7)
     write_with_lancepy(tmp_path / "s.lance", table)
@@ -628,18 +625,7 @@ def nested_tables(draw):
     cols = {f"c{i}": pa.array([_value(draw, t) for _ in range(n)], t) for i, t in enumerate(types)}
     table = pa.table(cols)
     start = draw(st.integers(0, n)) // 4
-    if any(_struct_in_struct(t) for t in types):
-        # Sliced structs of structs cannot be imported yet (see test_sliced_struct_of_struct).
-        return table.take(pa.array(range(start, n), pa.int64()))
     return table.slice(start)
-
-
-def _struct_in_struct(t: pa.DataType, parent_is_struct: bool = False) -> bool:
-    if pa.types.is_struct(t):
-        return parent_is_struct or any(_struct_in_struct(t.field(i).type, True) for i in range(t.num_fields))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return _struct_in_struct(t.value_type)
-    return False
 
 
 EXAMPLES = int(os.environ.get("LANCEPY_HYPOTHESIS_EXAMPLES", 40))

@@ -276,7 +276,7 @@ impl LanceField {
             name: field.name().clone(),
             data_type: field.data_type().clone(),
             nullable: field.is_nullable(),
-            metadata: field.metadata().clone(),
+            metadata: field.metadata().clone().into(),
             children,
             unenforced_primary_key: false,
             unenforced_primary_key_position: 0,
@@ -342,7 +342,7 @@ impl LanceSchema {
             .iter()
             .map(|f| LanceField::from_arrow(f, &mut next))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { fields, metadata: schema.metadata().clone() })
+        Ok(Self { fields, metadata: schema.metadata().clone().into() })
     }
 
     /// The Arrow schema this Lance schema reads as.
@@ -488,7 +488,7 @@ mod tests {
             ),
             Field::new("l", List(Arc::new(Field::new("item", Int64, true))), true),
         ];
-        Schema::new(fields).with_metadata([("k".to_string(), "v".to_string())].into())
+        Schema::new(fields).with_metadata(std::collections::HashMap::from([("k".to_string(), "v".to_string())]))
     }
 
     #[test]

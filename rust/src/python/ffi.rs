@@ -9,7 +9,7 @@ use std::ffi::CString;
 use std::sync::Mutex;
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
-use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow_array::ffi_stream::{RecordBatchStreamReader, FFI_ArrowArrayStream};
 use arrow_array::{Array, RecordBatch, RecordBatchIterator, RecordBatchReader, StructArray};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -36,7 +36,7 @@ pub fn import_batches(obj: &Bound<'_, PyAny>) -> PyResult<(SchemaRef, Vec<Record
         // SAFETY: the capsule is named "arrow_array_stream", so by the PyCapsule protocol it
         // points to a valid FFI_ArrowArrayStream; `from_raw` moves the stream out and marks
         // the original released, so the producer's capsule destructor will not free it twice.
-        let reader = unsafe { ArrowArrayStreamReader::from_raw(ptr) }.map_err(|e| to_pyerr(e.into()))?;
+        let reader = unsafe { RecordBatchStreamReader::from_raw(ptr) }.map_err(|e| to_pyerr(e.into()))?;
         let schema = reader.schema();
         let batches = reader.collect::<Result<Vec<_>, ArrowError>>().map_err(|e| to_pyerr(e.into()))?;
         return Ok((schema, batches));

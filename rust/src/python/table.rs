@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+use arrow_array::ffi_stream::{RecordBatchStreamReader, FFI_ArrowArrayStream};
 use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use bytes::Bytes;
@@ -206,7 +206,7 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
         // SAFETY: a capsule named "arrow_array_stream" holds a valid FFI_ArrowArrayStream
         // (PyCapsule protocol); `from_raw` moves it out and leaves the original released,
         // so the capsule's destructor does not release it a second time.
-        let reader = unsafe { ArrowArrayStreamReader::from_raw(capsule.pointer() as *mut FFI_ArrowArrayStream) }
+        let reader = unsafe { RecordBatchStreamReader::from_raw(capsule.pointer() as *mut FFI_ArrowArrayStream) }
             .map_err(|e| to_pyerr(e.into()))?;
         return Ok(Box::new(reader.map(|r| r.map_err(Error::from))));
     }

@@ -182,7 +182,7 @@ pub fn shred(array: &ArrayRef, field: &LanceField) -> Result<Vec<ShreddedLeaf>> 
                     for s in slots {
                         match s.idx {
                             Some(j) if !current.is_null(j) => {
-                                let first = fsl.value_offset(j) as usize;
+                                let first = fsl.value_offset_at(j) as usize;
                                 next.extend((0..dim).map(|k| Slot { idx: Some(first + k), ..s }));
                             }
                             Some(_) => next.extend(std::iter::repeat_n(

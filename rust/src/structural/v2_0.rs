@@ -1355,7 +1355,7 @@ impl PageWriter {
                 if dim == 0 {
                     return Err(Error::not_supported("fixed-size lists of dimension 0"));
                 }
-                let child = fsl.values().slice(fsl.value_offset(0) as usize, len * dim);
+                let child = fsl.values().slice(fsl.value_offset_at(0) as usize, len * dim);
                 if !(item.data_type().is_primitive()
                     || matches!(item.data_type(), DataType::Boolean | DataType::FixedSizeBinary(_)))
                 {
@@ -1558,7 +1558,7 @@ mod tests {
     }
 
     fn field_of(dt: &DataType, metadata: &[(&str, &str)]) -> LanceField {
-        let md = metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let md: std::collections::HashMap<String, String> = metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let schema = Schema::new(vec![Field::new("c", dt.clone(), true).with_metadata(md)]);
         LanceSchema::from_arrow(&schema).unwrap().fields.remove(0)
     }
