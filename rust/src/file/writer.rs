@@ -14,7 +14,6 @@ use prost::Message;
 use super::container::{pad_len, FileVersion, Footer, BUFFER_ALIGNMENT, PAD_BYTE};
 use super::schema::{LanceField, LanceSchema};
 use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
-use crate::structural::repdef::Layer;
 use crate::structural::shred::{leaf_paths, shred};
 use crate::structural::v2_0_nested::{self, ColumnPiece};
 use crate::error::{Error, Result};
@@ -396,28 +395,26 @@ fn encode_field_pages(
     let pages = bytes.div_ceil(max_page_bytes).max(1) as usize;
     let rows_per_page = array.len().div_ceil(pages).max(1);
     let flat = leaves.len() == 1 && field.children.is_empty();
-    let mut out = Vec::new();
-    // Nested columns use the same rep/def layers on every page cut from one buffer (as
-    // pylance does), derived from all of the buffered data.
-    let layers: Vec<Vec<Layer>> = if flat {
-        vec![]
-    } else {
-        shred(&array, field)?.iter().map(|l| l.path.page_layers(l.def.as_deref())).collect()
-    };
-    let mut start = 0;
-    while start < array.len() {
-        let len = rows_per_page.min(array.len() - start);
-        let slice = array.slice(start, len);
-        if flat {
-            out.push(ColumnPiece::Page(0, encode_page(&slice, field, version)?));
-        } else {
-            for (i, (leaf, leaf_field)) in shred(&slice, field)?.iter().zip(leaves).enumerate() {
-                out.push(ColumnPiece::Page(i, encode_leaf_page(leaf, leaf_field, version, Some(&layers[i]))?));
-            }
-        }
-        start += len;
+    let bounds: Vec<(usize, usize)> =
+        (0..array.len()).step_by(rows_per_page).map(|s| (s, rows_per_page.min(array.len() - s))).collect();
+    // Pages are encoded in parallel; their order in the file is kept.
+    let parallel = bounds.len() > 1;
+    if flat {
+        let pages = crate::parallel::map(bounds, parallel, |(s, len)| encode_page(&array.slice(s, len), field, version));
+        return pages.into_iter().map(|p| Ok(ColumnPiece::Page(0, p?))).collect();
     }
-    Ok(out)
+    // Nested columns are shredded once; every page of a leaf uses the same rep/def layers
+    // (as pylance does), derived from all of the buffered data.
+    let shredded = shred(&array, field)?;
+    let layers: Vec<_> = shredded.iter().map(|l| l.path.page_layers(l.def.as_deref())).collect();
+    let jobs: Vec<(usize, usize, usize)> =
+        bounds.iter().flat_map(|&(s, len)| (0..shredded.len()).map(move |leaf| (leaf, s, len))).collect();
+    let pages = crate::parallel::map(jobs, parallel || shredded.len() > 1, |(leaf, s, len)| {
+        let page = shredded[leaf].slice_rows(s, len)?;
+        encode_leaf_page(&page, &leaves[leaf], version, Some(&layers[leaf])).map(|p| ColumnPiece::Page(leaf, p))
+    });
+    // Write order: page by page, leaves in column order within a page.
+    pages.into_iter().collect()
 }
 
 fn concat(arrays: &[ArrayRef]) -> Result<ArrayRef> {

@@ -174,6 +174,15 @@ impl LeafPath {
         self.max_rep > 0
     }
 
+    /// Canonical levels at or below this have a value slot: nulls of items below the
+    /// innermost list (a null list or an empty one has no slot).
+    pub fn max_visible_canonical(&self) -> u16 {
+        match (0..self.kinds.len()).rev().find(|&i| self.kinds[i] == NodeKind::List) {
+            Some(list) => self.base[list],
+            None => self.max_canonical_def(),
+        }
+    }
+
     /// Canonical level: node `i` is null.
     pub fn null_def(&self, i: usize) -> u16 {
         self.base[i] + 1

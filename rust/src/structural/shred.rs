@@ -34,6 +34,44 @@ pub struct ShreddedLeaf {
     pub num_rows: usize,
 }
 
+impl ShreddedLeaf {
+    /// The part of this leaf that belongs to top-level rows `start..start + len`: its levels
+    /// (row starts are levels with the maximum repetition level) and the values of the
+    /// visible levels among them. Values are sliced without copying.
+    pub fn slice_rows(&self, start: usize, len: usize) -> Result<ShreddedLeaf> {
+        let scale = self.path.row_scale() as usize;
+        let num_levels = self.rep.as_ref().map(|r| r.len()).or(self.def.as_ref().map(|d| d.len())).unwrap_or(self.values.len());
+        let (lo, hi) = match &self.rep {
+            // Without lists every row is `scale` levels.
+            None => (start * scale, (start + len) * scale),
+            Some(rep) => {
+                let max_rep = self.path.max_rep;
+                let mut starts = rep.iter().enumerate().filter(|(_, &r)| r == max_rep).map(|(p, _)| p);
+                let lo = starts.nth(start).unwrap_or(num_levels);
+                let hi = if len == 0 { lo } else { starts.nth(len - 1).unwrap_or(num_levels) };
+                (lo, hi)
+            }
+        };
+        if hi > num_levels || lo > hi {
+            return Err(Error::invalid_input("internal: page rows outside the shredded data"));
+        }
+        let visible_limit = self.path.max_visible_canonical();
+        let visible = |range: std::ops::Range<usize>| match &self.def {
+            Some(d) => d[range].iter().filter(|&&x| x <= visible_limit).count(),
+            None => range.len(),
+        };
+        let v_lo = visible(0..lo);
+        let v_len = visible(lo..hi);
+        Ok(ShreddedLeaf {
+            path: self.path.clone(),
+            rep: self.rep.as_ref().map(|r| r[lo..hi].to_vec()),
+            def: self.def.as_ref().map(|d| d[lo..hi].to_vec()),
+            values: self.values.slice(v_lo, v_len),
+            num_rows: len,
+        })
+    }
+}
+
 /// The node kinds of every leaf under `field`, in pre-order (the column order of 2.1+).
 pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
     fn walk(
@@ -153,10 +191,12 @@ pub fn shred(array: &ArrayRef, field: &LanceField) -> Result<Vec<ShreddedLeaf>> 
             match kind {
                 NodeKind::List => {
                     let (bounds, values) = list_bounds(current.as_ref())?;
+                    let nulls = current.logical_nulls();
+                    let is_null = |j: usize| nulls.as_ref().is_some_and(|n| n.is_null(j));
                     for s in slots {
                         match s.idx {
                             None => next.push(Slot { visible: false, ..s }),
-                            Some(j) if current.is_null(j) => {
+                            Some(j) if is_null(j) => {
                                 next.push(Slot { idx: None, rep: s.rep, def: path.null_def(i), visible: false })
                             }
                             Some(j) => {
@@ -179,9 +219,11 @@ pub fn shred(array: &ArrayRef, field: &LanceField) -> Result<Vec<ShreddedLeaf>> 
                     // Every entry of a fixed-size list owns `dim` slots of its child, null or not.
                     let dim = path.fixed_size[i];
                     let fsl = current.as_fixed_size_list();
+                    let nulls = current.logical_nulls();
+                    let is_null = |j: usize| nulls.as_ref().is_some_and(|n| n.is_null(j));
                     for s in slots {
                         match s.idx {
-                            Some(j) if !current.is_null(j) => {
+                            Some(j) if !is_null(j) => {
                                 let first = fsl.value_offset_at(j) as usize;
                                 next.extend((0..dim).map(|k| Slot { idx: Some(first + k), ..s }));
                             }
@@ -196,9 +238,11 @@ pub fn shred(array: &ArrayRef, field: &LanceField) -> Result<Vec<ShreddedLeaf>> 
                     next_child.next();
                 }
                 NodeKind::Item => {
+                    let nulls = current.logical_nulls();
+                    let is_null = |j: usize| nulls.as_ref().is_some_and(|n| n.is_null(j));
                     for s in slots {
                         match s.idx {
-                            Some(j) if current.is_null(j) => {
+                            Some(j) if is_null(j) => {
                                 next.push(Slot { idx: None, rep: s.rep, def: path.null_def(i), visible: true })
                             }
                             _ => next.push(s),
