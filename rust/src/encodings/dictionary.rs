@@ -76,19 +76,31 @@ pub struct Dictionary {
 /// values; `None` otherwise.
 pub fn build_variable(src: &VariableWidthBlock, max_items: usize) -> Option<Dictionary> {
     let n = src.num_values as usize;
-    let mut map: FastHashMap<&[u8], u32> = FastHashMap::default();
+    // Values of up to 15 bytes are keyed by their bytes and length packed in a u128 (no
+    // slice hashing or comparison); longer ones by the slice.
+    let mut short: FastHashMap<u128, u32> = FastHashMap::default();
+    let mut long: FastHashMap<&[u8], u32> = FastHashMap::default();
     let mut offsets = vec![0u64];
     let mut data = Vec::new();
     let mut indices = Vec::with_capacity(n);
+    let mut count = 0u32;
     for i in 0..n {
         let v = src.value(i);
-        let next = map.len() as u32;
-        let idx = *map.entry(v).or_insert_with(|| {
+        let mut add = || {
             data.extend_from_slice(v);
             offsets.push(data.len() as u64);
-            next
-        });
-        if map.len() > max_items {
+            count += 1;
+            count - 1
+        };
+        let idx = if v.len() < 16 {
+            let mut b = [0u8; 16];
+            b[..v.len()].copy_from_slice(v);
+            b[15] = v.len() as u8;
+            *short.entry(u128::from_le_bytes(b)).or_insert_with(&mut add)
+        } else {
+            *long.entry(v).or_insert_with(&mut add)
+        };
+        if count as usize > max_items {
             return None;
         }
         indices.push(idx);

@@ -521,18 +521,10 @@ impl FileReader {
             match (rows, nested) {
                 (PageRows::Range(r), false) => self.decode_page_range(page, &kind, &leaf.data_type, r, &table, &mut out)?,
                 (PageRows::Rows(r), false) => self.decode_page_rows(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
-                (PageRows::Range(r), true) => self.decode_page_range_nested(page, &kind, path, r, &table, &mut out)?,
-                (PageRows::Rows(r), true) => {
-                    for run in runs(&r) {
-                        self.decode_page_range_nested(page, &kind, path, run, &table, &mut out)?;
-                    }
-                }
+                (PageRows::Range(r), true) => self.decode_page_runs_nested(page, &kind, path, &[r], &table, &mut out)?,
+                (PageRows::Rows(r), true) => self.decode_page_runs_nested(page, &kind, path, &runs(&r), &table, &mut out)?,
                 (PageRows::Ranges(r), false) => self.decode_page_ranges(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
-                (PageRows::Ranges(r), true) => {
-                    for run in r {
-                        self.decode_page_range_nested(page, &kind, path, run, &table, &mut out)?;
-                    }
-                }
+                (PageRows::Ranges(r), true) => self.decode_page_runs_nested(page, &kind, path, &r, &table, &mut out)?,
             }
         }
         let mut data = out.finish(&leaf.data_type)?;
@@ -786,73 +778,95 @@ impl FileReader {
         out.append(&block, canonical.as_deref(), Selection::All)
     }
 
-    /// Decodes the rows `rows` (page-local) of a page of a column with lists.
-    fn decode_page_range_nested(
+    /// Decodes runs of rows (page-local, sorted, disjoint) of a page of a column with lists.
+    /// Every chunk or row range is fetched once, with one coalescing read for all runs, and
+    /// decoded once.
+    fn decode_page_runs_nested(
         &self,
         page: &Page,
         kind: &LeafKind,
         path: &LeafPath,
-        rows: Range<u64>,
+        runs: &[Range<u64>],
         table: &[u16],
         out: &mut LeafBuilder,
     ) -> Result<()> {
         let state = page.state.get().expect("page state loaded");
         let max_rep = path.max_rep;
+        let runs: Vec<&Range<u64>> = runs.iter().filter(|r| !r.is_empty()).collect();
         match (&page.kind, state.as_ref()) {
             (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, rep_index }) => {
-                if chunks.is_empty() || rows.is_empty() {
+                if chunks.is_empty() || runs.is_empty() {
                     return Ok(());
                 }
                 let visible_limit = max_visible_def(&layout.layers);
-                // Chunks holding the rows: from the one where row `rows.start` begins to the
-                // one where row `rows.end - 1` ends.
-                let (j0, j1, completed_before) = match rep_index {
-                    Some((before, leftover)) => {
-                        let completes_in = |row: u64| before.partition_point(|&c| c <= row).saturating_sub(1).min(chunks.len() - 1);
-                        let mut j0 = completes_in(rows.start);
-                        while j0 > 0 && leftover[j0 - 1] > 0 && before[j0] == rows.start {
-                            j0 -= 1;
+                // For each run, the chunks holding it: from the one where its first row begins
+                // to the one where its last row ends, and the rows completed before the first.
+                let spans: Vec<(usize, usize, u64)> = runs
+                    .iter()
+                    .map(|rows| match rep_index {
+                        Some((before, leftover)) => {
+                            let completes_in =
+                                |row: u64| before.partition_point(|&c| c <= row).saturating_sub(1).min(chunks.len() - 1);
+                            let mut j0 = completes_in(rows.start);
+                            while j0 > 0 && leftover[j0 - 1] > 0 && before[j0] == rows.start {
+                                j0 -= 1;
+                            }
+                            (j0, completes_in(rows.end - 1), before[j0])
                         }
-                        (j0, completes_in(rows.end - 1), before[j0])
-                    }
-                    None => (0, chunks.len() - 1, 0),
-                };
+                        None => (0, chunks.len() - 1, 0),
+                    })
+                    .collect();
+                let mut needed: Vec<usize> = spans.iter().flat_map(|&(a, b, _)| a..=b).collect();
+                needed.sort_unstable();
+                needed.dedup();
                 let data_pos = page.buffers[1].0;
                 let ranges: Vec<Range<u64>> =
-                    chunks[j0..=j1].iter().map(|c| data_pos + c.offset..data_pos + c.offset + c.len).collect();
+                    needed.iter().map(|&c| data_pos + chunks[c].offset..data_pos + chunks[c].offset + chunks[c].len).collect();
                 let bytes = self.io.read_ranges(&ranges)?;
-                let mut next_start_row = completed_before;
-                for (i, (c, b)) in chunks[j0..=j1].iter().zip(&bytes).enumerate() {
-                    let piece = miniblock::decode_chunk(layout, c, b, dictionary.as_ref(), None)?;
-                    let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's chunk has no repetition levels"))?;
-                    if i == 0 && rep.first().is_some_and(|&r| r != max_rep) {
-                        next_start_row += 1; // the chunk starts inside a row begun earlier
+                let mut decoded: Vec<Option<IndexedPiece>> = (0..needed.len()).map(|_| None).collect();
+                for (rows, &(j0, j1, completed_before)) in runs.iter().zip(&spans) {
+                    let mut next_start_row = completed_before;
+                    for j in j0..=j1 {
+                        let slot = needed.binary_search(&j).expect("chunk fetched");
+                        if decoded[slot].is_none() {
+                            let piece = miniblock::decode_chunk(layout, &chunks[j], &bytes[slot], dictionary.as_ref(), None)?;
+                            decoded[slot] = Some(IndexedPiece::new(piece, max_rep, visible_limit)?);
+                        }
+                        let indexed = decoded[slot].as_ref().unwrap();
+                        if j == j0 && indexed.starts_inside_row() {
+                            next_start_row += 1; // the chunk starts inside a row begun earlier
+                        }
+                        next_start_row += append_rows_of_piece(out, indexed, next_start_row, rows, table)?;
                     }
-                    next_start_row += append_rows_of_piece(out, &piece, next_start_row, &rows, max_rep, visible_limit, table)?;
                 }
                 Ok(())
             }
             (PageKind::FullZip(layout), PageState::FullZip { rep_index: Some(idx) }) => {
                 let visible_limit = max_visible_def(&layout.layers);
-                let range = idx.offset(rows.start)..idx.offset(rows.end);
                 let data_pos = page.buffers[0].0;
-                let bytes = self.io.read_range(data_pos + range.start..data_pos + range.end)?;
-                let piece = fullzip::decode_levels(layout, bytes.as_slice(), None)?;
-                append_rows_of_piece(out, &piece, rows.start, &rows, max_rep, visible_limit, table)?;
+                let ranges: Vec<Range<u64>> =
+                    runs.iter().map(|rows| data_pos + idx.offset(rows.start)..data_pos + idx.offset(rows.end)).collect();
+                let bytes = self.io.read_ranges(&ranges)?;
+                for (rows, b) in runs.iter().zip(&bytes) {
+                    let piece = IndexedPiece::new(fullzip::decode_levels(layout, b.as_slice(), None)?, max_rep, visible_limit)?;
+                    append_rows_of_piece(out, &piece, rows.start, rows, table)?;
+                }
                 Ok(())
             }
             (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
                 let piece = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
                 if piece.rep.is_none() {
                     // No lists in this page: one level per row.
-                    return append_decoded(
-                        out,
-                        &piece,
-                        table,
-                        Selection::Range(rows.start as usize, (rows.end - rows.start) as usize),
-                    );
+                    for rows in runs {
+                        let sel = Selection::Range(rows.start as usize, (rows.end - rows.start) as usize);
+                        append_decoded(out, &piece, table, sel)?;
+                    }
+                    return Ok(());
                 }
-                append_rows_of_piece(out, &piece, 0, &rows, max_rep, max_visible_def(&layout.layers), table)?;
+                let indexed = IndexedPiece::new(piece, max_rep, max_visible_def(&layout.layers))?;
+                for rows in runs {
+                    append_rows_of_piece(out, &indexed, 0, rows, table)?;
+                }
                 Ok(())
             }
             _ => Err(Error::not_supported("this page layout for a column with lists")),
@@ -1037,26 +1051,52 @@ fn page_has_rep(kind: &PageKind) -> bool {
     page_layers(kind).is_some_and(|l| l.iter().any(|x| x.is_list()))
 }
 
-/// Appends the part of `piece` (levels and values of consecutive levels whose first row
+/// A decoded piece of a list column with the positions of its row starts and a running
+/// count of its visible levels, computed once and reused by every run that touches it.
+struct IndexedPiece {
+    piece: DecodedChunk,
+    starts: Vec<usize>,
+    /// `visible_before[p]` = visible levels among the first `p` levels.
+    visible_before: Vec<u32>,
+}
+
+impl IndexedPiece {
+    fn new(piece: DecodedChunk, max_rep: u16, visible_limit: u16) -> Result<Self> {
+        let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's page has no repetition levels"))?;
+        let n = rep.len();
+        if let Some(d) = &piece.def {
+            if d.len() != n {
+                return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", n, d.len())));
+            }
+        }
+        let starts = (0..n).filter(|&p| rep[p] == max_rep).collect();
+        let mut visible_before = Vec::with_capacity(n + 1);
+        let mut count = 0u32;
+        visible_before.push(0);
+        for p in 0..n {
+            count += piece.def.as_ref().is_none_or(|d| d[p] <= visible_limit) as u32;
+            visible_before.push(count);
+        }
+        if count as u64 > piece.values.num_values() {
+            return Err(Error::corrupt("levels describe more values than the page holds"));
+        }
+        Ok(Self { piece, starts, visible_before })
+    }
+
+    /// Whether the piece begins with levels of a row started in an earlier piece.
+    fn starts_inside_row(&self) -> bool {
+        self.visible_before.len() > 1 && self.starts.first() != Some(&0)
+    }
+}
+
+/// Appends the part of a piece (levels and values of consecutive levels whose first row
 /// start begins row `first_row`; earlier levels continue row `first_row - 1`) that belongs to
 /// `rows`. Returns the number of row starts in the piece.
-fn append_rows_of_piece(
-    out: &mut LeafBuilder,
-    piece: &DecodedChunk,
-    first_row: u64,
-    rows: &Range<u64>,
-    max_rep: u16,
-    visible_limit: u16,
-    table: &[u16],
-) -> Result<u64> {
-    let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's page has no repetition levels"))?;
+fn append_rows_of_piece(out: &mut LeafBuilder, indexed: &IndexedPiece, first_row: u64, rows: &Range<u64>, table: &[u16]) -> Result<u64> {
+    let piece = &indexed.piece;
+    let starts = &indexed.starts;
+    let rep = piece.rep.as_deref().expect("indexed pieces have repetition levels");
     let n = rep.len();
-    if let Some(d) = &piece.def {
-        if d.len() != n {
-            return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", n, d.len())));
-        }
-    }
-    let starts: Vec<usize> = (0..n).filter(|&p| rep[p] == max_rep).collect();
     let preamble_row = first_row.checked_sub(1);
     let lo = if preamble_row.is_some_and(|r| rows.contains(&r)) {
         0
@@ -1069,13 +1109,9 @@ fn append_rows_of_piece(
         None => 0,
     };
     let hi = hi.max(lo);
-    let visible = |p: usize| piece.def.as_ref().is_none_or(|d| d[p] <= visible_limit);
-    let v_lo = (0..lo).filter(|&p| visible(p)).count();
-    let v_n = (lo..hi).filter(|&p| visible(p)).count();
-    let rows_in = starts.iter().filter(|&&p| p >= lo && p < hi).count();
-    if v_lo + v_n > piece.values.num_values() as usize {
-        return Err(Error::corrupt("levels describe more values than the page holds"));
-    }
+    let v_lo = indexed.visible_before[lo] as usize;
+    let v_n = (indexed.visible_before[hi] - indexed.visible_before[lo]) as usize;
+    let rows_in = starts.partition_point(|&p| p < hi) - starts.partition_point(|&p| p < lo);
     out.append_values(&piece.values, Selection::Range(v_lo, v_n))?;
     let def = piece.def.as_ref().map(|d| to_canonical(&d[lo..hi], table)).transpose()?;
     out.append_levels(Some(&rep[lo..hi]), def.as_deref(), hi - lo, rows_in)?;
