@@ -93,8 +93,8 @@ impl PyFileReader {
     fn read_range(&self, py: Python<'_>, start: u64, num_rows: u64, columns: Option<Vec<String>>) -> PyResult<ArrowBatches> {
         let r = &self.inner;
         let fields = r.projection(columns.as_deref()).py()?;
-        let batch = run(py, || r.read_range(start, num_rows, &fields))?;
-        Ok(ArrowBatches::new(batch.schema(), vec![batch]))
+        let batches = run(py, || r.read_range_parallel(start, num_rows, &fields))?;
+        Ok(ArrowBatches::new(batches[0].schema(), batches))
     }
 
     /// Reads the rows at `indices` (output follows input order; repeats allowed).
