@@ -224,6 +224,9 @@ def _sample_rows(n: int) -> List[int]:
 
 
 def write_with_pylance(path, table: pa.Table, **kw) -> None:
+    # pylance 14's arrow-rs (58) panics importing a *sliced* struct of structs (fixed in
+    # arrow-rs 60, which lancepy uses), so pylance gets an unsliced copy.
+    table = table.take(pa.array(range(table.num_rows), pa.int64()))
     with lance_file.LanceFileWriter(str(path), schema=table.schema, version="2.0", **kw) as w:
         w.write_batch(table)
 

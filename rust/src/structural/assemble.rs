@@ -54,6 +54,13 @@ impl NodeData {
 /// Replays the levels of one leaf into per-node structure.
 fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
     let path = &leaf.path;
+    let simple = path.fixed_size.iter().all(|&d| d == 0)
+        && path.kinds.iter().skip(1).all(|&k| k == NodeKind::Item)
+        && (path.max_rep == 0 || path.kinds[0] == NodeKind::List);
+    if simple {
+        return replay_simple(leaf);
+    }
+    let path = &leaf.path;
     let n = path.kinds.len();
     let mut nodes: Vec<NodeData> = path
         .kinds
@@ -167,6 +174,79 @@ fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
         }
     }
     Ok(nodes)
+}
+
+/// [`replay`] for the common shapes: structs only, or one list at the top with structs and
+/// the leaf below it (`list<T>`, `list<struct<...>>`, `map<K, V>`). Below the list, an item
+/// node `i` of a visible level is null exactly when the level is at least its null level
+/// (a null struct makes everything inside it null), so each level is a few comparisons.
+fn replay_simple(leaf: &LeafData) -> Result<Vec<NodeData>> {
+    let path = &leaf.path;
+    let n = path.kinds.len();
+    let has_list = path.max_rep > 0;
+    let first_item = has_list as usize;
+    let num_levels = leaf.rep.as_ref().map(|r| r.len()).or(leaf.def.as_ref().map(|d| d.len())).unwrap_or(leaf.values.len());
+    if let (Some(r), Some(d)) = (&leaf.rep, &leaf.def) {
+        if r.len() != d.len() {
+            return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", r.len(), d.len())));
+        }
+    }
+    let max_def = path.max_canonical_def();
+    let list_null = path.null_def(0);
+    let visible_limit = if has_list { path.base[0] } else { max_def };
+    let mut validity: Vec<Vec<bool>> = (0..n).map(|_| Vec::with_capacity(num_levels)).collect();
+    let mut offsets: Vec<i64> = Vec::with_capacity(if has_list { leaf.num_rows + 1 } else { 0 });
+    let mut values = 0usize;
+    let mut rows = 0usize;
+    let mut open = false;
+    for p in 0..num_levels {
+        let r = leaf.rep.as_ref().map(|r| r[p]).unwrap_or(path.max_rep);
+        let d = leaf.def.as_ref().map(|d| d[p]).unwrap_or(0);
+        if d > max_def || r > path.max_rep {
+            return Err(Error::corrupt(format!("levels (rep {r}, def {d}) do not match the column's structure")));
+        }
+        if r == path.max_rep {
+            rows += 1;
+            if has_list {
+                offsets.push(values as i64);
+                validity[0].push(d != list_null);
+                open = d < list_null;
+            }
+        } else if !open {
+            return Err(Error::corrupt("repetition levels continue a list that is null, empty or not started"));
+        }
+        if d > visible_limit {
+            continue; // a null or empty list: no item
+        }
+        for (i, v) in validity.iter_mut().enumerate().skip(first_item) {
+            v.push(d <= path.base[i]);
+        }
+        values += 1;
+    }
+    if values != leaf.values.len() {
+        return Err(Error::corrupt(format!("levels describe {values} values but {} were decoded", leaf.values.len())));
+    }
+    if rows != leaf.num_rows {
+        return Err(Error::corrupt(format!("levels describe {rows} rows, expected {}", leaf.num_rows)));
+    }
+    let to_builder = |v: Vec<bool>| {
+        let mut b = BooleanBufferBuilder::new(v.len());
+        b.append_buffer(&arrow_buffer::BooleanBuffer::from(v));
+        b
+    };
+    Ok(validity
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if has_list && i == 0 {
+                let mut o = std::mem::take(&mut offsets);
+                o.push(values as i64);
+                NodeData::List { offsets: o, validity: to_builder(v) }
+            } else {
+                NodeData::Item { validity: to_builder(v) }
+            }
+        })
+        .collect())
 }
 
 fn null_buffer(mut b: BooleanBufferBuilder) -> Option<NullBuffer> {
