@@ -989,8 +989,9 @@ fn group_by_chunk(chunks: &[ChunkInfo], rows: &[u64]) -> Result<Vec<(usize, Vec<
     let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
     let mut ci = 0;
     for &r in rows {
-        while ci < chunks.len() && chunks[ci].first_value + chunks[ci].num_values <= r {
-            ci += 1;
+        if ci < chunks.len() && chunks[ci].first_value + chunks[ci].num_values <= r {
+            // Rows are sorted: search forward from the current chunk.
+            ci += chunks[ci..].partition_point(|c| c.first_value + c.num_values <= r);
         }
         let chunk = chunks.get(ci).ok_or_else(|| Error::corrupt(format!("row {r} lies beyond the page's mini-block chunks")))?;
         let local = (r - chunk.first_value) as u32;
