@@ -26,7 +26,8 @@ Metrics (median of repeated runs; the number of repetitions adapts to the operat
 * full scan and one-column scan, materialised as a ``pyarrow.Table``;
 * take of 1 / 100 / 1,000 / 10,000 random rows in random order (a fresh set of rows each
   repetition, drawn from a fixed pool), as rows/s, both as the library's native result and
-  materialised as a ``pyarrow.Table``; single-row take latency in µs.
+  materialised as a ``pyarrow.Table``; single-row take latency in µs. Indices are Python lists
+  for both Lance readers.
   pylance's file API requires ascending indices: it is given the same rows pre-sorted, so its
   time excludes re-ordering (lancepy's includes it). Parquet: ``pyarrow.parquet.ParquetFile``
   opened once, then ``read_row_groups`` of just the row groups holding the rows + ``Table.take``
@@ -54,7 +55,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
+# numpy's OpenBLAS threads (unused here) would otherwise spin on the 2 cores we measure.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -275,7 +279,9 @@ class LancepyLib(Lib):
         return reader.read_all().to_table()
 
     def take(self, reader: Any, idx: Indices, marks: Dict[str, float]) -> pa.Table:
-        res = reader.take_rows(idx.shuffled)  # numpy int64 -> zero-copy Arrow array
+        # A Python list, as pylance gets (numpy input costs ~8 µs more per call today: it goes
+        # through pa.array and an Arrow C-data import).
+        res = reader.take_rows(idx.shuffled_list)
         marks["native"] = time.perf_counter()
         return res.to_table()
 

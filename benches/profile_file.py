@@ -18,7 +18,10 @@ import os
 import sys
 import time
 
-import numpy as np
+# numpy's OpenBLAS threads (unused here) would otherwise spin on the 2 cores we measure.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 from lancepy.file import LanceFileReader
 
