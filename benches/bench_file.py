@@ -611,6 +611,32 @@ def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+class OtherCpu:
+    """How busy the CPUs were with *other* processes while we measured (from /proc/stat and
+    our own CPU time): a more direct noise indicator than the load average, which lags."""
+
+    def __init__(self) -> None:
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample() -> Tuple[float, float, float]:
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+            idle = fields[3] + fields[4]
+            busy = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            busy = float("nan")
+        t = os.times()
+        return time.monotonic(), busy, t.user + t.system
+
+    def percent(self) -> float:
+        """Percentage of all CPUs' time used by other processes since construction."""
+        (w0, b0, o0), (w1, b1, o1) = self.start, self._sample()
+        ncpu = os.cpu_count() or 1
+        return max(0.0, 100.0 * ((b1 - b0) - (o1 - o0)) / max(1e-9, (w1 - w0) * ncpu))
+
+
 def write_results(path: str, section: str) -> None:
     """Replaces (or adds) this benchmark's section of a Markdown file; other sections stay."""
     existing = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
@@ -658,6 +684,7 @@ def main() -> None:
     os.makedirs(workdir, exist_ok=True)
     sections: List[str] = []
     results: List[Tuple[str, List[Row]]] = []
+    noise: List[str] = []  # other processes' CPU use, per dataset
     t_start = time.perf_counter()
     for name in names:
         spec = SPECS[name]
@@ -665,10 +692,14 @@ def main() -> None:
         table = load_dataset(spec, nrows, args.data_dir)
         for version in versions:
             load_at = load()
+            other = OtherCpu()
             print(f"\n== {name}: {nrows:,} rows ({table.nbytes / 1e6:,.0f} MB in Arrow), file version {version}; "
                   f"load {load_at}", flush=True)
             rows, info = bench_dataset(spec, table, version, args, workdir)
+            other_pct = other.percent()
             results.append((f"{name} {version}", rows))
+            noise.append(f"{other_pct:.0f}%")
+            print(f"  other processes used {other_pct:.0f}% of the CPUs during this dataset", flush=True)
             t = render_table(rows)
             print()
             print(plain(t))
@@ -679,8 +710,9 @@ def main() -> None:
             sections.append(
                 f"### {name}, file version {version}\n\n"
                 f"{nrows:,} rows: {spec.describe} ({info['arrow_mb']:,.0f} MB in Arrow); one-column scan of "
-                f"`{spec.scan_column}`; Parquet: {info['parquet_row_groups']} row group(s); load average "
-                f"{load_at} when this dataset started.\n\n"
+                f"`{spec.scan_column}`; Parquet: {info['parquet_row_groups']} row group(s). Load average "
+                f"{load_at} when this dataset started; other processes used {other_pct:.0f}% of the CPUs while "
+                f"it ran.\n\n"
                 + markdown(t)
                 + "\n\n<details><summary>encodings chosen (per leaf column)</summary>\n\n"
                 + "\n".join(f"- {who}: " + " · ".join(f"`{e}`" for e in info["encodings"][who]) for who in ("lancepy", "pylance"))
@@ -695,6 +727,7 @@ def main() -> None:
     load_after = load()
     elapsed = time.perf_counter() - t_start
     summ = summary(results)
+    summ.append(["CPU time used by other processes while measuring"] + noise)
     print("\nTargets (ratios: lancepy/pylance, > 1 = lancepy better):\n")
     print(plain(summ, "l" * len(summ[0])))
     print(f"\nload average (1/5/15 min) before {load_before}, after {load_after}; {elapsed:.0f}s")
