@@ -212,28 +212,82 @@ class Timing:
     extra: Dict[str, float] = field(default_factory=dict)  # medians of named sub-steps
 
 
-def measure(fn: Callable[[int], Any], budget: float, min_reps: int = 5, max_reps: int = 2000) -> Timing:
-    """Median time of ``fn(i)`` (i = repetition number) after one warm-up call.
+def _cpu_sample() -> Tuple[float, float, float]:
+    """(wall clock, busy CPU-seconds of the whole machine, our own CPU-seconds)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:8]]
+        busy = (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        busy = float("nan")
+    t = os.times()
+    return time.monotonic(), busy, t.user + t.system
 
+
+class Noise:
+    """CPU time other processes used while we measured (this machine is shared): a more
+    direct indicator than the load average, which lags by minutes."""
+
+    other = 0.0  # CPU-seconds used by others during measurements
+    capacity = 0.0  # CPU-seconds available during measurements
+    quiet_wait = 0.0  # seconds ``measure`` may wait for the machine to go quiet (--wait-quiet)
+
+    @classmethod
+    def record(cls, a: Tuple[float, float, float], b: Tuple[float, float, float]) -> None:
+        cls.other += max(0.0, (b[1] - a[1]) - (b[2] - a[2]))
+        cls.capacity += (b[0] - a[0]) * (os.cpu_count() or 1)
+
+    @classmethod
+    def wait_for_quiet(cls, threshold: float = 0.10, window: float = 2.0) -> None:
+        """Waits (at most ``quiet_wait`` s) until others use < ``threshold`` of the CPUs."""
+        deadline = time.monotonic() + cls.quiet_wait
+        while time.monotonic() < deadline:
+            a = _cpu_sample()
+            time.sleep(window)
+            b = _cpu_sample()
+            used = ((b[1] - a[1]) - (b[2] - a[2])) / ((b[0] - a[0]) * (os.cpu_count() or 1))
+            if used < threshold:
+                return
+
+
+def measure(fns: Dict[str, Callable[[int], Any]], budget: float, min_reps: int = 5, max_reps: int = 2000) -> Dict[str, Timing]:
+    """Median time of each ``fn(i)`` (i = repetition number) after one warm-up call.
+
+    The functions' repetitions are interleaved in blocks of ~50 ms (a round runs a block of
+    each), so a burst of load from other processes slows all of them alike and their ratios
+    stay meaningful, while consecutive calls of one function still find warm CPU caches.
     ``fn`` may return a dict of named checkpoints (``time.perf_counter()`` values taken
     inside it); their medians, relative to the start, are reported in ``extra``.
     """
+    if Noise.quiet_wait > 0:
+        Noise.wait_for_quiet()
     gc.collect()
-    t0 = time.perf_counter()
-    fn(0)
-    first = time.perf_counter() - t0
-    reps = int(min(max_reps, max(min_reps, budget / max(first, 1e-7))))
-    times: List[float] = []
-    extras: Dict[str, List[float]] = {}
-    for i in range(1, reps + 1):
+    cpu0 = _cpu_sample()
+    reps: Dict[str, int] = {}
+    block: Dict[str, int] = {}
+    for name, fn in fns.items():
         t0 = time.perf_counter()
-        marks = fn(i)
-        t1 = time.perf_counter()
-        times.append(t1 - t0)
-        if isinstance(marks, dict):
-            for k, v in marks.items():
-                extras.setdefault(k, []).append(v - t0)
-    return Timing(statistics.median(times), reps, {k: statistics.median(v) for k, v in extras.items()})
+        fn(0)
+        first = max(time.perf_counter() - t0, 1e-7)
+        reps[name] = int(min(max_reps, max(min_reps, budget / first)))
+        block[name] = max(1, int(0.05 / first))
+    times: Dict[str, List[float]] = {name: [] for name in fns}
+    extras: Dict[str, Dict[str, List[float]]] = {name: {} for name in fns}
+    while any(len(times[name]) < reps[name] for name in fns):
+        for name, fn in fns.items():
+            for _ in range(min(block[name], reps[name] - len(times[name]))):
+                t0 = time.perf_counter()
+                marks = fn(len(times[name]) + 1)
+                t1 = time.perf_counter()
+                times[name].append(t1 - t0)
+                if isinstance(marks, dict):
+                    for k, v in marks.items():
+                        extras[name].setdefault(k, []).append(v - t0)
+    Noise.record(cpu0, _cpu_sample())
+    return {
+        name: Timing(statistics.median(times[name]), reps[name], {k: statistics.median(v) for k, v in extras[name].items()})
+        for name in fns
+    }
 
 
 # ----------------------------------------------------------------------------------------
@@ -393,8 +447,9 @@ def bench_dataset(spec: Spec, table: pa.Table, version: str, args: argparse.Name
 
     # Write (the last repetition's file is the one read below).
     write_s: Dict[str, Optional[float]] = {}
-    for name, lib in libs.items():
-        t = measure(lambda i, lib=lib, name=name: lib.write(table, paths[name]), budget * 2, min_reps=3, max_reps=20)
+    timings = measure({name: (lambda i, lib=lib, name=name: lib.write(table, paths[name])) for name, lib in libs.items()},
+                      budget * 2, min_reps=3, max_reps=20)
+    for name, t in timings.items():
         write_s[name] = t.median
         print(f"    write {name}: {t.median:.3f}s ({t.reps} reps)", flush=True)
     write_s["lancepy_on_pylance"] = None
@@ -434,8 +489,9 @@ def bench_dataset(spec: Spec, table: pa.Table, version: str, args: argparse.Name
 
     for label, rdrs, col in (("full scan", opened, None), ("one-column scan", opened_col, spec.scan_column)):
         vals: Dict[str, Optional[float]] = {}
-        for k, (lib, _) in readers.items():
-            t = measure(lambda i, lib=lib, r=rdrs[k]: lib.scan(r), budget, min_reps=3)
+        timings = measure({k: (lambda i, lib=lib, r=rdrs[k]: lib.scan(r)) for k, (lib, _) in readers.items()},
+                          budget, min_reps=3)
+        for k, t in timings.items():
             vals[k] = n / t.median
             print(f"    {label} {k}: {t.median * 1e3:.2f} ms ({t.reps} reps)", flush=True)
         rows.append(Row(f"{label} → Table", "rows/s", vals, True,
@@ -450,9 +506,12 @@ def bench_dataset(spec: Spec, table: pa.Table, version: str, args: argparse.Name
         pool = [Indices(*_index_forms(rng.choice(n, size, replace=False))) for _ in range(64 if size <= 1000 else 16)]
         native: Dict[str, Optional[float]] = {}
         tabled: Dict[str, Optional[float]] = {}
-        for k, (lib, _) in readers.items():
-            r = opened[k]
-            t = measure(lambda i, lib=lib, r=r: _marks(lambda m: lib.take(r, pool[i % len(pool)], m)), budget, min_reps=5)
+        timings = measure(
+            {k: (lambda i, lib=lib, r=opened[k]: _marks(lambda m: lib.take(r, pool[i % len(pool)], m)))
+             for k, (lib, _) in readers.items()},
+            budget, min_reps=5,
+        )
+        for k, t in timings.items():
             native[k] = size / t.extra["native"]
             tabled[k] = size / t.median
             if size == 1:
@@ -611,32 +670,6 @@ def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-class OtherCpu:
-    """How busy the CPUs were with *other* processes while we measured (from /proc/stat and
-    our own CPU time): a more direct noise indicator than the load average, which lags."""
-
-    def __init__(self) -> None:
-        self.start = self._sample()
-
-    @staticmethod
-    def _sample() -> Tuple[float, float, float]:
-        try:
-            with open("/proc/stat") as f:
-                fields = [int(x) for x in f.readline().split()[1:]]
-            idle = fields[3] + fields[4]
-            busy = (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            busy = float("nan")
-        t = os.times()
-        return time.monotonic(), busy, t.user + t.system
-
-    def percent(self) -> float:
-        """Percentage of all CPUs' time used by other processes since construction."""
-        (w0, b0, o0), (w1, b1, o1) = self.start, self._sample()
-        ncpu = os.cpu_count() or 1
-        return max(0.0, 100.0 * ((b1 - b0) - (o1 - o0)) / max(1e-9, (w1 - w0) * ncpu))
-
-
 def write_results(path: str, section: str) -> None:
     """Replaces (or adds) this benchmark's section of a Markdown file; other sections stay."""
     existing = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
@@ -662,7 +695,10 @@ def main() -> None:
     p.add_argument("--data-dir", default=DATA_DIR, help="where generated data and written files live")
     p.add_argument("--budget", type=float, help="seconds per measurement (default 1.0; 0.05 with --quick)")
     p.add_argument("--keep-files", action="store_true", help="keep the written files (for profiling)")
+    p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                   help="before each measurement, wait up to SECONDS for other processes to use < 10%% of the CPUs")
     args = p.parse_args()
+    Noise.quiet_wait = args.wait_quiet
     args.budget = args.budget if args.budget is not None else (0.05 if args.quick else 1.0)
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     for d in names:
@@ -692,14 +728,14 @@ def main() -> None:
         table = load_dataset(spec, nrows, args.data_dir)
         for version in versions:
             load_at = load()
-            other = OtherCpu()
+            Noise.other = Noise.capacity = 0.0
             print(f"\n== {name}: {nrows:,} rows ({table.nbytes / 1e6:,.0f} MB in Arrow), file version {version}; "
                   f"load {load_at}", flush=True)
             rows, info = bench_dataset(spec, table, version, args, workdir)
-            other_pct = other.percent()
+            other_pct = 100.0 * Noise.other / max(1e-9, Noise.capacity)
             results.append((f"{name} {version}", rows))
             noise.append(f"{other_pct:.0f}%")
-            print(f"  other processes used {other_pct:.0f}% of the CPUs during this dataset", flush=True)
+            print(f"  other processes used {other_pct:.0f}% of the CPUs while this dataset was measured", flush=True)
             t = render_table(rows)
             print()
             print(plain(t))
@@ -712,7 +748,7 @@ def main() -> None:
                 f"{nrows:,} rows: {spec.describe} ({info['arrow_mb']:,.0f} MB in Arrow); one-column scan of "
                 f"`{spec.scan_column}`; Parquet: {info['parquet_row_groups']} row group(s). Load average "
                 f"{load_at} when this dataset started; other processes used {other_pct:.0f}% of the CPUs while "
-                f"it ran.\n\n"
+                f"it was measured.\n\n"
                 + markdown(t)
                 + "\n\n<details><summary>encodings chosen (per leaf column)</summary>\n\n"
                 + "\n".join(f"- {who}: " + " · ".join(f"`{e}`" for e in info["encodings"][who]) for who in ("lancepy", "pylance"))
