@@ -19,7 +19,10 @@ Parquet with pyarrow's defaults: snappy, dictionary, row groups of up to 1Mi row
 its own file (warm page cache: the files were just written and fit in memory). lancepy also
 reads pylance's file, which separates reader speed from the writer's choice of encodings.
 
-Metrics (median of repeated runs; the number of repetitions adapts to the operation's cost):
+Metrics (median of repeated runs; the number of repetitions adapts to the operation's cost;
+the Lance readers' repetitions are interleaved in ~50 ms blocks so that load from other
+processes hits them alike, Parquet is measured on its own; ``--wait-quiet`` waits for an idle
+machine before each measurement, and the output says how much CPU others used meanwhile):
 
 * write: the whole table into one file (to the page cache; no fsync);
 * file size;
@@ -452,6 +455,9 @@ def bench_dataset(spec: Spec, table: pa.Table, version: str, args: argparse.Name
     for name, t in timings.items():
         write_s[name] = t.median
         print(f"    write {name}: {t.median:.3f}s ({t.reps} reps)", flush=True)
+    # Flush the files' dirty pages now: background writeback would otherwise compete with
+    # the reads measured next (the pages stay cached, so reads remain warm).
+    os.sync()
     write_s["lancepy_on_pylance"] = None
     mb = table.nbytes / 1e6
     rows.append(Row("write", "MB/s", {k: (mb / v if v else None) for k, v in write_s.items()}, True,
@@ -489,8 +495,7 @@ def bench_dataset(spec: Spec, table: pa.Table, version: str, args: argparse.Name
 
     for label, rdrs, col in (("full scan", opened, None), ("one-column scan", opened_col, spec.scan_column)):
         vals: Dict[str, Optional[float]] = {}
-        timings = measure({k: (lambda i, lib=lib, r=rdrs[k]: lib.scan(r)) for k, (lib, _) in readers.items()},
-                          budget, min_reps=3)
+        timings = measure_readers(readers, lambda k, lib: (lambda i: lib.scan(rdrs[k])), budget, min_reps=3)
         for k, t in timings.items():
             vals[k] = n / t.median
             print(f"    {label} {k}: {t.median * 1e3:.2f} ms ({t.reps} reps)", flush=True)
@@ -506,9 +511,8 @@ def bench_dataset(spec: Spec, table: pa.Table, version: str, args: argparse.Name
         pool = [Indices(*_index_forms(rng.choice(n, size, replace=False))) for _ in range(64 if size <= 1000 else 16)]
         native: Dict[str, Optional[float]] = {}
         tabled: Dict[str, Optional[float]] = {}
-        timings = measure(
-            {k: (lambda i, lib=lib, r=opened[k]: _marks(lambda m: lib.take(r, pool[i % len(pool)], m)))
-             for k, (lib, _) in readers.items()},
+        timings = measure_readers(
+            readers, lambda k, lib: (lambda i: _marks(lambda m: lib.take(opened[k], pool[i % len(pool)], m))),
             budget, min_reps=5,
         )
         for k, t in timings.items():
@@ -527,6 +531,16 @@ def bench_dataset(spec: Spec, table: pa.Table, version: str, args: argparse.Name
             rows.append(Row(f"take 1 row latency{' → Table' if kind == 'table' else ', native result'}", "µs", vals, False,
                             ("< 20 µs", lambda v: None if v.get("lancepy") is None else v["lancepy"] < 20)))
     return rows, info
+
+
+def measure_readers(readers: Dict[str, Tuple[Lib, str]], make: Callable[[str, Lib], Callable[[int], Any]],
+                    budget: float, min_reps: int) -> Dict[str, Timing]:
+    """The Lance readers interleaved (see ``measure``), then Parquet on its own: its takes read
+    and free whole row groups (hundreds of MB), which would disturb the others' caches."""
+    lance_readers = {k: make(k, lib) for k, (lib, _) in readers.items() if k != "parquet"}
+    out = measure(lance_readers, budget, min_reps=min_reps)
+    out.update(measure({"parquet": make("parquet", readers["parquet"][0])}, budget, min_reps=3))
+    return out
 
 
 def _ge(x: Optional[float], bound: float) -> Optional[bool]:
