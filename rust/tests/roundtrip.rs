@@ -21,12 +21,12 @@ use std::sync::Arc;
 
 use _lancepy::file::{FileReader, FileVersion, FileWriter, WriterOptions};
 use arrow_array::builder::{FixedSizeBinaryBuilder, StringBuilder};
-use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, FixedSizeListArray, Float16Array, Float32Array,
-    Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, NullArray,
-    PrimitiveArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array, UInt64Array, UInt8Array,
+    Array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, FixedSizeListArray, Float16Array, Float32Array, Float64Array,
+    Int16Array, Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, NullArray, PrimitiveArray, RecordBatch,
+    StringArray, TimestampNanosecondArray, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow_buffer::{Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema};
@@ -81,7 +81,13 @@ impl Case {
     }
 }
 
-fn write(name: &str, array: &ArrayRef, metadata: &HashMap<String, String>, version: FileVersion, page_bytes: Option<u64>) -> String {
+fn write(
+    name: &str,
+    array: &ArrayRef,
+    metadata: &HashMap<String, String>,
+    version: FileVersion,
+    page_bytes: Option<u64>,
+) -> String {
     let uri = uri(name);
     let field = Field::new("v", array.data_type().clone(), true).with_metadata(metadata.clone());
     let schema = Arc::new(Schema::new(vec![field]));
@@ -160,7 +166,13 @@ fn page_edges(reader: &FileReader) -> Vec<u64> {
 }
 
 /// Writes `array` and checks every read path against it.
-fn check_roundtrip(name: &str, array: &ArrayRef, metadata: &HashMap<String, String>, version: FileVersion, page_bytes: Option<u64>) -> FileReader {
+fn check_roundtrip(
+    name: &str,
+    array: &ArrayRef,
+    metadata: &HashMap<String, String>,
+    version: FileVersion,
+    page_bytes: Option<u64>,
+) -> FileReader {
     let what = format!("{name} v{version} pages={page_bytes:?}");
     let uri = write(name, array, metadata, version, page_bytes);
     let reader = FileReader::open(&uri).unwrap_or_else(|e| panic!("{what}: open: {e}"));
@@ -308,9 +320,11 @@ fn bitpacking_small_ints_every_width() {
     run(Case::new("bitpack_i16", Arc::new(Int16Array::from((0..N).map(|_| g.below(300) as i16).collect::<Vec<_>>())), |_| {
         Some("inline_bitpacking(16)")
     }));
-    run(Case::new("bitpack_i32", Arc::new(Int32Array::from((0..N).map(|_| g.below(100_000) as i32).collect::<Vec<_>>())), |_| {
-        Some("inline_bitpacking(32)")
-    }));
+    run(Case::new(
+        "bitpack_i32",
+        Arc::new(Int32Array::from((0..N).map(|_| g.below(100_000) as i32).collect::<Vec<_>>())),
+        |_| Some("inline_bitpacking(32)"),
+    ));
     run(Case::new("bitpack_u64", Arc::new(UInt64Array::from((0..N).map(|_| g.below(1 << 40)).collect::<Vec<_>>())), |_| {
         Some("inline_bitpacking(64)")
     }));
@@ -323,8 +337,16 @@ fn bitpacking_small_ints_every_width() {
 #[test]
 fn bitpacking_negative_ints() {
     let mut g = Lcg(5);
-    run(Case::new("small_negative_i32", Arc::new(Int32Array::from((0..N).map(|_| g.below(100) as i32 - 50).collect::<Vec<_>>())), |_| None));
-    run(Case::new("small_negative_i64", Arc::new(Int64Array::from((0..N).map(|_| g.below(7) as i64 - 3).collect::<Vec<_>>())), |_| None));
+    run(Case::new(
+        "small_negative_i32",
+        Arc::new(Int32Array::from((0..N).map(|_| g.below(100) as i32 - 50).collect::<Vec<_>>())),
+        |_| None,
+    ));
+    run(Case::new(
+        "small_negative_i64",
+        Arc::new(Int64Array::from((0..N).map(|_| g.below(7) as i64 - 3).collect::<Vec<_>>())),
+        |_| None,
+    ));
 }
 
 #[test]
@@ -404,7 +426,9 @@ fn fsst_text() {
 fn fullzip_wide_strings() {
     let mut g = Lcg(13);
     let random = StringArray::from(
-        (0..600).map(|_| (0..300 + g.below(200)).map(|_| (b'!' + g.below(90) as u8) as char).collect::<String>()).collect::<Vec<_>>(),
+        (0..600)
+            .map(|_| (0..300 + g.below(200)).map(|_| (b'!' + g.below(90) as u8) as char).collect::<String>())
+            .collect::<Vec<_>>(),
     );
     run(Case::new("fullzip_variable", Arc::new(random), |_| Some("fullzip(variable)")));
     run(Case::new("fullzip_fsst", Arc::new(strings(600, 14, 300, 900, WORDS)), |_| Some("fullzip(fsst)")));
@@ -463,7 +487,8 @@ fn dictionary_typed_input() {
     for key in [DataType::Int8, DataType::Int16, DataType::Int32, DataType::Int64, DataType::UInt16] {
         let values: Vec<&str> = (0..N).map(|_| pool[g.below(pool.len() as u64) as usize]).collect();
         let plain: ArrayRef = Arc::new(StringArray::from(values));
-        let dict = arrow_array::DictionaryArray::<Int32Type>::from_iter(plain.as_any().downcast_ref::<StringArray>().unwrap().iter());
+        let dict =
+            arrow_array::DictionaryArray::<Int32Type>::from_iter(plain.as_any().downcast_ref::<StringArray>().unwrap().iter());
         let dict: ArrayRef = Arc::new(dict);
         let keyed = match key {
             DataType::Int32 => dict,
@@ -559,7 +584,13 @@ fn page_strategy() -> impl Strategy<Value = Option<u64>> {
 }
 
 /// Writes, then checks full read, one random range and one random take.
-fn prop_check(array: ArrayRef, version: FileVersion, pages: Option<u64>, range: (usize, usize), take: Vec<usize>) -> Result<(), TestCaseError> {
+fn prop_check(
+    array: ArrayRef,
+    version: FileVersion,
+    pages: Option<u64>,
+    range: (usize, usize),
+    take: Vec<usize>,
+) -> Result<(), TestCaseError> {
     let n = array.len();
     let uri = write("prop", &array, &HashMap::new(), version, pages);
     let reader = FileReader::open(&uri).map_err(|e| TestCaseError::fail(format!("open: {e}")))?;

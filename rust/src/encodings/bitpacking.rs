@@ -96,9 +96,7 @@ fn decode_inline_typed<T: Word>(data: &[u8], num_values: usize, ctx: &str) -> Re
             return Err(Error::corrupt(format!("{ctx}: bit width {width} exceeds {} bits", T::BITS)));
         }
         let nbytes = bitpack::packed_bytes::<T>(width as usize);
-        let packed = data
-            .get(pos..pos + nbytes)
-            .ok_or_else(|| Error::corrupt(format!("{ctx}: bit-packed block ends early")))?;
+        let packed = data.get(pos..pos + nbytes).ok_or_else(|| Error::corrupt(format!("{ctx}: bit-packed block ends early")))?;
         bitpack::unpack_le_bytes::<T>(width as usize, packed, &mut block);
         pos += nbytes;
         let take = remaining.min(BLOCK_LEN);
@@ -231,19 +229,11 @@ fn decode_ool_typed<T: Word>(data: &[u8], width: usize, num_values: usize, ctx: 
 
 /// Decodes an out-of-line bit-packed buffer (`width` bits per value, `uncompressed_bits` wide
 /// output).
-pub fn decode_out_of_line(
-    data: &[u8],
-    uncompressed_bits: u64,
-    width: u64,
-    num_values: u64,
-    ctx: &str,
-) -> Result<DataBlock> {
+pub fn decode_out_of_line(data: &[u8], uncompressed_bits: u64, width: u64, num_values: u64, ctx: &str) -> Result<DataBlock> {
     if width > uncompressed_bits {
         return Err(Error::corrupt(format!("{ctx}: bit width {width} exceeds {uncompressed_bits}")));
     }
-    let buf = with_word_type!(uncompressed_bits, T, {
-        decode_ool_typed::<T>(data, width as usize, num_values as usize, ctx)
-    })?;
+    let buf = with_word_type!(uncompressed_bits, T, { decode_ool_typed::<T>(data, width as usize, num_values as usize, ctx) })?;
     Ok(DataBlock::Fixed(FixedWidthBlock { data: buf, bits_per_value: uncompressed_bits, num_values }))
 }
 

@@ -211,11 +211,7 @@ mod tests {
         let src = VariableWidthBlock::from_u32(vec![0, 1, 2, 3, 4], b"abab".to_vec());
         let d = build_variable(&src, 10).unwrap();
         assert_eq!(d.indices, vec![0, 1, 0, 1]);
-        let idx = FixedWidthBlock {
-            data: arrow_buffer::Buffer::from_vec(d.indices.clone()),
-            bits_per_value: 32,
-            num_values: 4,
-        };
+        let idx = FixedWidthBlock { data: arrow_buffer::Buffer::from_vec(d.indices.clone()), bits_per_value: 32, num_values: 4 };
         let out = gather(&idx, &d.items, "t").unwrap().into_variable("t").unwrap();
         assert_eq!(out.value(3), b"b");
         let bad = FixedWidthBlock { data: arrow_buffer::Buffer::from_vec(vec![7u32]), bits_per_value: 32, num_values: 1 };

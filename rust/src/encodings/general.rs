@@ -35,14 +35,12 @@ impl GeneralScheme {
     /// The `BufferCompression` message.
     pub fn to_pb(self) -> enc21::BufferCompression {
         match self {
-            GeneralScheme::Lz4 => enc21::BufferCompression {
-                scheme: enc21::CompressionScheme::CompressionAlgorithmLz4 as i32,
-                level: None,
-            },
-            GeneralScheme::Zstd(level) => enc21::BufferCompression {
-                scheme: enc21::CompressionScheme::CompressionAlgorithmZstd as i32,
-                level: Some(level),
-            },
+            GeneralScheme::Lz4 => {
+                enc21::BufferCompression { scheme: enc21::CompressionScheme::CompressionAlgorithmLz4 as i32, level: None }
+            }
+            GeneralScheme::Zstd(level) => {
+                enc21::BufferCompression { scheme: enc21::CompressionScheme::CompressionAlgorithmZstd as i32, level: Some(level) }
+            }
         }
     }
 
@@ -87,8 +85,7 @@ impl GeneralScheme {
                     return Err(Error::corrupt("lz4 buffer shorter than its 4-byte length prefix"));
                 }
                 let len = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
-                lz4_flex::block::decompress(&data[4..], len)
-                    .map_err(|e| Error::corrupt(format!("invalid lz4 data: {e}")))
+                lz4_flex::block::decompress(&data[4..], len).map_err(|e| Error::corrupt(format!("invalid lz4 data: {e}")))
             }
             GeneralScheme::Zstd(_) => {
                 let is_bare_frame = data.len() >= 5 && data[..4] == [0x28, 0xB5, 0x2F, 0xFD] && data[4] & 0x08 == 0;
@@ -107,13 +104,10 @@ impl GeneralScheme {
                 if len > MAX_UNCOMPRESSED {
                     return Err(Error::corrupt(format!("zstd buffer claims {len} uncompressed bytes")));
                 }
-                let out = zstd::bulk::decompress(frame, len as usize)
-                    .map_err(|e| Error::corrupt(format!("invalid zstd data: {e}")))?;
+                let out =
+                    zstd::bulk::decompress(frame, len as usize).map_err(|e| Error::corrupt(format!("invalid zstd data: {e}")))?;
                 if out.len() as u64 != len {
-                    return Err(Error::corrupt(format!(
-                        "zstd buffer decompressed to {} bytes, header says {len}",
-                        out.len()
-                    )));
+                    return Err(Error::corrupt(format!("zstd buffer decompressed to {} bytes, header says {len}", out.len())));
                 }
                 Ok(out)
             }

@@ -130,10 +130,9 @@ impl Compression {
             return Err(Error::corrupt("empty CompressiveEncoding"));
         };
         Ok(match c {
-            Pb::Flat(f) => Compression::Flat {
-                bits: f.bits_per_value,
-                data: f.data.as_ref().map(GeneralScheme::from_pb).transpose()?,
-            },
+            Pb::Flat(f) => {
+                Compression::Flat { bits: f.bits_per_value, data: f.data.as_ref().map(GeneralScheme::from_pb).transpose()? }
+            }
             Pb::Variable(v) => {
                 let offset_bits = match v.offsets.as_ref().and_then(|o| o.compression.as_ref()) {
                     Some(Pb::Flat(f)) if f.bits_per_value == 32 || f.bits_per_value == 64 => f.bits_per_value as u8,
@@ -162,9 +161,7 @@ impl Compression {
                 ),
                 values: child(&f.values, "fsst")?,
             },
-            Pb::Dictionary(_) => {
-                return Err(Error::not_supported("a dictionary nested inside a compressive encoding"))
-            }
+            Pb::Dictionary(_) => return Err(Error::not_supported("a dictionary nested inside a compressive encoding")),
             Pb::Rle(r) => {
                 let value_bits = flat_bits(&r.values, "RLE values")?;
                 let len_bits = flat_bits(&r.run_lengths, "RLE run lengths")?;
@@ -173,9 +170,7 @@ impl Compression {
                 }
                 Compression::Rle { value_bits }
             }
-            Pb::ByteStreamSplit(b) => {
-                Compression::ByteStreamSplit { bits: flat_bits(&b.values, "byte-stream-split values")? }
-            }
+            Pb::ByteStreamSplit(b) => Compression::ByteStreamSplit { bits: flat_bits(&b.values, "byte-stream-split values")? },
             Pb::General(g) => Compression::General {
                 scheme: GeneralScheme::from_pb(
                     g.compression.as_ref().ok_or_else(|| Error::corrupt("general encoding without a scheme"))?,
@@ -187,10 +182,9 @@ impl Compression {
                 has_validity: f.has_validity,
                 values: child(&f.values, "fixed_size_list")?,
             },
-            Pb::PackedStruct(p) => Compression::PackedStruct {
-                bits: p.bits_per_value.clone(),
-                values: child(&p.values, "packed_struct")?,
-            },
+            Pb::PackedStruct(p) => {
+                Compression::PackedStruct { bits: p.bits_per_value.clone(), values: child(&p.values, "packed_struct")? }
+            }
             Pb::VariablePackedStruct(_) => {
                 return Err(Error::not_supported("variable_packed_struct encoding (packed structs with variable-width children)"))
             }
@@ -199,11 +193,11 @@ impl Compression {
 
     /// The protobuf description.
     pub fn to_pb(&self) -> enc21::CompressiveEncoding {
-        let flat = |bits: u64| Some(Box::new(enc21::CompressiveEncoding::from(Pb::Flat(enc21::Flat { bits_per_value: bits, data: None }))));
+        let flat = |bits: u64| {
+            Some(Box::new(enc21::CompressiveEncoding::from(Pb::Flat(enc21::Flat { bits_per_value: bits, data: None }))))
+        };
         let c = match self {
-            Compression::Flat { bits, data } => {
-                Pb::Flat(enc21::Flat { bits_per_value: *bits, data: data.map(|d| d.to_pb()) })
-            }
+            Compression::Flat { bits, data } => Pb::Flat(enc21::Flat { bits_per_value: *bits, data: data.map(|d| d.to_pb()) }),
             Compression::Variable { offset_bits, .. } => {
                 Pb::Variable(Box::new(enc21::Variable { offsets: flat(*offset_bits as u64), values: None }))
             }
@@ -211,16 +205,14 @@ impl Compression {
             Compression::InlineBitpacking { bits } => {
                 Pb::InlineBitpacking(enc21::InlineBitpacking { uncompressed_bits_per_value: *bits, values: None })
             }
-            Compression::OutOfLineBitpacking { bits, width } => {
-                Pb::OutOfLineBitpacking(Box::new(enc21::OutOfLineBitpacking { uncompressed_bits_per_value: *bits, values: flat(*width) }))
-            }
-            Compression::Fsst { table, values } => Pb::Fsst(Box::new(enc21::Fsst {
-                symbol_table: table.to_bytes().into(),
-                values: Some(Box::new(values.to_pb())),
+            Compression::OutOfLineBitpacking { bits, width } => Pb::OutOfLineBitpacking(Box::new(enc21::OutOfLineBitpacking {
+                uncompressed_bits_per_value: *bits,
+                values: flat(*width),
             })),
-            Compression::Rle { value_bits } => {
-                Pb::Rle(Box::new(enc21::Rle { values: flat(*value_bits), run_lengths: flat(8) }))
+            Compression::Fsst { table, values } => {
+                Pb::Fsst(Box::new(enc21::Fsst { symbol_table: table.to_bytes().into(), values: Some(Box::new(values.to_pb())) }))
             }
+            Compression::Rle { value_bits } => Pb::Rle(Box::new(enc21::Rle { values: flat(*value_bits), run_lengths: flat(8) })),
             Compression::ByteStreamSplit { bits } => {
                 Pb::ByteStreamSplit(Box::new(enc21::ByteStreamSplit { values: flat(*bits) }))
             }
@@ -228,13 +220,11 @@ impl Compression {
                 compression: Some(scheme.to_pb()),
                 values: Some(Box::new(values.to_pb())),
             })),
-            Compression::FixedSizeList { dim, has_validity, values } => {
-                Pb::FixedSizeList(Box::new(enc21::FixedSizeList {
-                    items_per_value: *dim,
-                    values: Some(Box::new(values.to_pb())),
-                    has_validity: *has_validity,
-                }))
-            }
+            Compression::FixedSizeList { dim, has_validity, values } => Pb::FixedSizeList(Box::new(enc21::FixedSizeList {
+                items_per_value: *dim,
+                values: Some(Box::new(values.to_pb())),
+                has_validity: *has_validity,
+            })),
             Compression::PackedStruct { bits, values } => Pb::PackedStruct(Box::new(enc21::PackedStruct {
                 bits_per_value: bits.clone(),
                 values: Some(Box::new(values.to_pb())),
@@ -297,13 +287,20 @@ impl Compression {
                     }
                 }
                 let child = values.decode_miniblock(rest, items)?;
-                Ok(DataBlock::FixedSizeList(FixedSizeListBlock { child: Box::new(child), dimension: *dim, item_validity: validity }))
+                Ok(DataBlock::FixedSizeList(FixedSizeListBlock {
+                    child: Box::new(child),
+                    dimension: *dim,
+                    item_validity: validity,
+                }))
             }
             Compression::PackedStruct { bits, values } => {
                 let total: u64 = bits.iter().sum();
                 let block = values.decode_miniblock(bufs, n)?.into_fixed(CTX)?;
                 if block.bits_per_value != total {
-                    return Err(Error::corrupt(format!("{CTX}: packed struct of {total} bits stored as {} bits", block.bits_per_value)));
+                    return Err(Error::corrupt(format!(
+                        "{CTX}: packed struct of {total} bits stored as {} bits",
+                        block.bits_per_value
+                    )));
                 }
                 Ok(DataBlock::Fixed(block))
             }

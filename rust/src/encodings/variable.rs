@@ -23,12 +23,8 @@ pub fn decode_miniblock(buf: &Buffer, bits_per_offset: u8, num_values: u64, ctx:
         .checked_mul(width)
         .filter(|&l| l <= buf.len())
         .ok_or_else(|| Error::corrupt(format!("{ctx}: chunk too small for {num_values} offsets")))?;
-    let block = VariableWidthBlock {
-        offsets: buf.slice_with_length(0, offsets_len),
-        data: buf.clone(),
-        bits_per_offset,
-        num_values,
-    };
+    let block =
+        VariableWidthBlock { offsets: buf.slice_with_length(0, offsets_len), data: buf.clone(), bits_per_offset, num_values };
     block.validate(ctx)?;
     if num_values > 0 && block.offset(0) < offsets_len as u64 {
         return Err(Error::corrupt(format!("{ctx}: value bytes overlap the offsets")));

@@ -66,9 +66,9 @@ impl FileVersion {
             (0, 1) | (0, 2) => Err(Error::not_supported(
                 "legacy (v1, version 0.1/0.2) Lance files; only file versions 2.0, 2.1 and 2.2 are supported",
             )),
-            (major, minor) => Err(Error::not_supported(format!(
-                "Lance file version {major}.{minor}; only 2.0, 2.1 and 2.2 are supported"
-            ))),
+            (major, minor) => {
+                Err(Error::not_supported(format!("Lance file version {major}.{minor}; only 2.0, 2.1 and 2.2 are supported")))
+            }
         }
     }
 
@@ -78,9 +78,9 @@ impl FileVersion {
             (2, 0) | (0, 3) => Ok(FileVersion::V2_0),
             (2, 1) => Ok(FileVersion::V2_1),
             (2, 2) => Ok(FileVersion::V2_2),
-            (major, minor) => Err(Error::not_supported(format!(
-                "data file version {major}.{minor}; only 2.0, 2.1 and 2.2 are supported"
-            ))),
+            (major, minor) => {
+                Err(Error::not_supported(format!("data file version {major}.{minor}; only 2.0, 2.1 and 2.2 are supported")))
+            }
         }
     }
 
@@ -113,9 +113,9 @@ impl FromStr for FileVersion {
             "legacy" | "0.1" | "0.2" | "0.3" => Err(Error::not_supported(format!(
                 "file version {s:?}: the legacy v1 format is not implemented; use \"2.0\", \"2.1\" or \"2.2\""
             ))),
-            _ => Err(Error::invalid_input(format!(
-                "unknown file version {s:?}; expected \"2.0\", \"2.1\", \"2.2\" or \"stable\""
-            ))),
+            _ => {
+                Err(Error::invalid_input(format!("unknown file version {s:?}; expected \"2.0\", \"2.1\", \"2.2\" or \"stable\"")))
+            }
         }
     }
 }
@@ -208,9 +208,7 @@ pub fn parse_offset_table(b: &[u8], limit: u64, what: &str, path: &str) -> Resul
             let len = u64::from_le_bytes(e[8..16].try_into().unwrap());
             match pos.checked_add(len) {
                 Some(end) if end <= limit => Ok((pos, len)),
-                _ => Err(Error::corrupt(format!(
-                    "{path}: {what} {i} spans {pos}..+{len}, outside the file ({limit} bytes)"
-                ))),
+                _ => Err(Error::corrupt(format!("{path}: {what} {i} spans {pos}..+{len}, outside the file ({limit} bytes)"))),
             }
         })
         .collect()

@@ -25,11 +25,11 @@ use crate::encodings::{Compression, DataBlock};
 use crate::error::{Error, Result};
 use crate::format::{enc20, enc21, file2, filepb, TYPE_URL_ARRAY_ENCODING, TYPE_URL_PAGE_LAYOUT};
 use crate::io::{open_reader, ReaderRef};
+use crate::structural::assemble::{assemble, LeafData};
 use crate::structural::builder::{LeafBuilder, Selection};
 use crate::structural::constant::ConstantLayout;
 use crate::structural::fullzip::{self, FullZipLayout, RepIndex};
 use crate::structural::miniblock::{self, ChunkInfo, DecodedChunk, MiniBlockLayout};
-use crate::structural::assemble::{assemble, LeafData};
 use crate::structural::repdef::{max_visible_def, page_to_canonical, Layer, LeafPath};
 use crate::structural::shred::leaf_paths;
 use crate::structural::{v2_0, v2_0_nested, LeafKind};
@@ -67,7 +67,9 @@ enum PageState {
         /// levels each chunk leaves for the next one.
         rep_index: Option<(Vec<u64>, Vec<u64>)>,
     },
-    FullZip { rep_index: Option<RepIndex> },
+    FullZip {
+        rep_index: Option<RepIndex>,
+    },
     Buffers(Vec<Buffer>),
 }
 
@@ -268,10 +270,7 @@ impl FileReader {
 
     /// Column `i`, parsed once, borrowed for the reader's lifetime.
     fn column_ref(&self, i: usize) -> Result<&Column> {
-        let cell = self
-            .columns
-            .get(i)
-            .ok_or_else(|| Error::corrupt(format!("{}: column {i} does not exist", self.path)))?;
+        let cell = self.columns.get(i).ok_or_else(|| Error::corrupt(format!("{}: column {i} does not exist", self.path)))?;
         if cell.get().is_none() {
             let col = Arc::new(self.parse_column(i)?);
             let _ = cell.set(col);
@@ -288,12 +287,19 @@ impl FileReader {
         for (pi, p) in meta.pages.iter().enumerate() {
             let pctx = format!("{ctx}, page {pi}");
             if p.buffer_offsets.len() != p.buffer_sizes.len() {
-                return Err(Error::corrupt(format!("{pctx}: {} buffer offsets but {} sizes", p.buffer_offsets.len(), p.buffer_sizes.len())));
+                return Err(Error::corrupt(format!(
+                    "{pctx}: {} buffer offsets but {} sizes",
+                    p.buffer_offsets.len(),
+                    p.buffer_sizes.len()
+                )));
             }
             let mut buffers = Vec::with_capacity(p.buffer_offsets.len());
             for (&o, &s) in p.buffer_offsets.iter().zip(&p.buffer_sizes) {
                 if o.checked_add(s).is_none_or(|e| e > self.file_size) {
-                    return Err(Error::corrupt(format!("{pctx}: buffer {o}..+{s} lies outside the file ({} bytes)", self.file_size)));
+                    return Err(Error::corrupt(format!(
+                        "{pctx}: buffer {o}..+{s} lies outside the file ({} bytes)",
+                        self.file_size
+                    )));
                 }
                 buffers.push((o, s));
             }
@@ -305,7 +311,8 @@ impl FileReader {
                     parse_page_layout(layout, &pctx)?
                 }
                 (false, TYPE_URL_ARRAY_ENCODING) => PageKind::V2_0(
-                    enc20::ArrayEncoding::decode(value).map_err(|e| Error::corrupt(format!("{pctx}: invalid ArrayEncoding: {e}")))?,
+                    enc20::ArrayEncoding::decode(value)
+                        .map_err(|e| Error::corrupt(format!("{pctx}: invalid ArrayEncoding: {e}")))?,
                 ),
                 (_, other) => {
                     return Err(Error::not_supported(format!(
@@ -315,9 +322,8 @@ impl FileReader {
                 }
             };
             pages.push(Page { first_row, num_rows: p.length, buffers, kind, state: OnceLock::new() });
-            first_row = first_row
-                .checked_add(p.length)
-                .ok_or_else(|| Error::corrupt(format!("{ctx}: page row counts overflow")))?;
+            first_row =
+                first_row.checked_add(p.length).ok_or_else(|| Error::corrupt(format!("{ctx}: page row counts overflow")))?;
         }
         Ok(Column { pages })
     }
@@ -381,17 +387,15 @@ impl FileReader {
             return Ok(vec![self.read_range(start, len, fields)?]);
         }
         let per = len.div_ceil(pieces);
-        let bounds: Vec<(u64, u64)> = (0..pieces).map(|i| (start + i * per, per.min(len - (i * per).min(len)))).filter(|b| b.1 > 0).collect();
+        let bounds: Vec<(u64, u64)> =
+            (0..pieces).map(|i| (start + i * per, per.min(len - (i * per).min(len)))).filter(|b| b.1 > 0).collect();
         crate::parallel::map(bounds, true, |(s, l)| self.read_range(s, l, fields)).into_iter().collect()
     }
 
     /// Reads the rows at `indices` (any order, repeats allowed; output follows the input).
     pub fn take(&self, indices: &[u64], fields: &[usize]) -> Result<RecordBatch> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= self.num_rows) {
-            return Err(Error::IndexOutOfRange(format!(
-                "row {bad} is out of range for {} ({} rows)",
-                self.path, self.num_rows
-            )));
+            return Err(Error::IndexOutOfRange(format!("row {bad} is out of range for {} ({} rows)", self.path, self.num_rows)));
         }
         let sorted_unique = indices.windows(2).all(|w| w[0] < w[1]);
         let (rows, permutation) = if sorted_unique {
@@ -472,7 +476,8 @@ impl FileReader {
         let column = self.column(col)?;
         // Pages of columns below a fixed-size list of structs count its items, not rows.
         let scale = path.row_scale();
-        let total = column_rows.checked_mul(scale).ok_or_else(|| Error::corrupt(format!("{}: column {col} is too long", self.path)))?;
+        let total =
+            column_rows.checked_mul(scale).ok_or_else(|| Error::corrupt(format!("{}: column {col} is too long", self.path)))?;
         check_rows(&column, total, &self.path, col)?;
         let (scaled_rows, scaled_ranges): (Vec<u64>, Vec<Range<u64>>);
         let sel = match sel {
@@ -1012,7 +1017,12 @@ fn chunk_ranges(page: &Page, chunks: &[ChunkInfo], groups: &[(usize, Vec<u32>)])
 /// Translates page definition levels to canonical ones.
 fn to_canonical(def: &[u16], table: &[u16]) -> Result<Vec<u16>> {
     def.iter()
-        .map(|&d| table.get(d as usize).copied().ok_or_else(|| Error::corrupt(format!("definition level {d} is not valid for the page's layers"))))
+        .map(|&d| {
+            table
+                .get(d as usize)
+                .copied()
+                .ok_or_else(|| Error::corrupt(format!("definition level {d} is not valid for the page's layers")))
+        })
         .collect()
 }
 
@@ -1108,7 +1118,13 @@ impl IndexedPiece {
 /// Appends the part of a piece (levels and values of consecutive levels whose first row
 /// start begins row `first_row`; earlier levels continue row `first_row - 1`) that belongs to
 /// `rows`. Returns the number of row starts in the piece.
-fn append_rows_of_piece(out: &mut LeafBuilder, indexed: &IndexedPiece, first_row: u64, rows: &Range<u64>, table: &[u16]) -> Result<u64> {
+fn append_rows_of_piece(
+    out: &mut LeafBuilder,
+    indexed: &IndexedPiece,
+    first_row: u64,
+    rows: &Range<u64>,
+    table: &[u16],
+) -> Result<u64> {
     let piece = &indexed.piece;
     let starts = &indexed.starts;
     let rep = piece.rep.as_deref().expect("indexed pieces have repetition levels");
@@ -1184,7 +1200,11 @@ fn build_state(p: &Page, bufs: Vec<Buffer>, _kind: &LeafKind) -> Result<PageStat
                 return Err(Error::corrupt("mini-block page with fewer than 2 buffers"));
             }
             let chunks = miniblock::parse_chunk_metadata(bufs[0].as_slice(), l, p.buffers[1].1)?;
-            if l.repetition_index_depth == 0 && l.num_items != p.num_rows && matches!(p.kind, PageKind::MiniBlock(_)) && l.layers.len() == 1 {
+            if l.repetition_index_depth == 0
+                && l.num_items != p.num_rows
+                && matches!(p.kind, PageKind::MiniBlock(_))
+                && l.layers.len() == 1
+            {
                 return Err(Error::corrupt(format!("mini-block page holds {} values for {} rows", l.num_items, p.num_rows)));
             }
             let dictionary = match (&l.dictionary, l.dictionary_buffer()) {
@@ -1249,7 +1269,12 @@ fn parse_miniblock_rep_index(buf: &Buffer, depth: u32, chunks: &[ChunkInfo], num
 }
 
 /// Assigns file columns to top-level fields.
-fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns: usize, path: &str) -> Result<Vec<FieldColumns>> {
+fn map_fields_to_columns(
+    schema: &LanceSchema,
+    version: FileVersion,
+    num_columns: usize,
+    path: &str,
+) -> Result<Vec<FieldColumns>> {
     let mut next = 0usize;
     let mut out = Vec::with_capacity(schema.fields.len());
     for f in &schema.fields {
@@ -1258,9 +1283,7 @@ fn map_fields_to_columns(schema: &LanceSchema, version: FileVersion, num_columns
         next += count;
     }
     if next != num_columns {
-        return Err(Error::corrupt(format!(
-            "{path}: the schema needs {next} columns but the file has {num_columns}"
-        )));
+        return Err(Error::corrupt(format!("{path}: the schema needs {next} columns but the file has {num_columns}")));
     }
     Ok(out)
 }

@@ -167,13 +167,12 @@ fn parse_leaf_logical_type(lt: &str) -> Result<Option<DataType>> {
                         _ => return Err(bad()),
                     }
                 }
-                "fixed_size_binary" if parts.len() == 2 => FixedSizeBinary(
-                    parts[1].parse().map_err(|_| Error::corrupt(format!("invalid logical type {lt:?}")))?,
-                ),
+                "fixed_size_binary" if parts.len() == 2 => {
+                    FixedSizeBinary(parts[1].parse().map_err(|_| Error::corrupt(format!("invalid logical type {lt:?}")))?)
+                }
                 "fixed_size_list" if parts.len() >= 3 => {
-                    let n: i32 = parts[parts.len() - 1]
-                        .parse()
-                        .map_err(|_| Error::corrupt(format!("invalid logical type {lt:?}")))?;
+                    let n: i32 =
+                        parts[parts.len() - 1].parse().map_err(|_| Error::corrupt(format!("invalid logical type {lt:?}")))?;
                     let inner = parts[1..parts.len() - 1].join(":");
                     if inner == "struct" {
                         return Ok(None); // has a child field
@@ -181,8 +180,8 @@ fn parse_leaf_logical_type(lt: &str) -> Result<Option<DataType>> {
                     if inner == "lance.bfloat16" {
                         return Err(Error::not_supported("bfloat16 vectors (fixed_size_list:lance.bfloat16)"));
                     }
-                    let item = parse_leaf_logical_type(&inner)?
-                        .ok_or_else(|| Error::corrupt(format!("invalid logical type {lt:?}")))?;
+                    let item =
+                        parse_leaf_logical_type(&inner)?.ok_or_else(|| Error::corrupt(format!("invalid logical type {lt:?}")))?;
                     FixedSizeList(Arc::new(Field::new("item", item, true)), n)
                 }
                 "dict" if parts.len() == 4 => {
@@ -192,9 +191,7 @@ fn parse_leaf_logical_type(lt: &str) -> Result<Option<DataType>> {
                         .ok_or_else(|| Error::corrupt(format!("invalid logical type {lt:?}")))?;
                     Dictionary(Box::new(k), Box::new(v))
                 }
-                "struct" | "list" | "large_list" | "list.struct" | "large_list.struct" | "map" => {
-                    return Ok(None)
-                }
+                "struct" | "list" | "large_list" | "list.struct" | "large_list.struct" | "map" => return Ok(None),
                 _ => return Err(Error::not_supported(format!("Lance logical type {lt:?}"))),
             }
         }
@@ -223,10 +220,8 @@ impl LanceField {
         if self.is_packed_struct() {
             return true;
         }
-        !matches!(
-            self.data_type,
-            DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _)
-        ) && !(matches!(self.data_type, DataType::FixedSizeList(_, _)) && !self.children.is_empty())
+        !matches!(self.data_type, DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _))
+            && !(matches!(self.data_type, DataType::FixedSizeList(_, _)) && !self.children.is_empty())
     }
 
     /// The leaf columns under this field in 2.1+ files, in pre-order (packed structs are
@@ -258,9 +253,7 @@ impl LanceField {
         let id = *next_id;
         *next_id += 1;
         let children = match field.data_type() {
-            DataType::Struct(fields) => {
-                fields.iter().map(|f| LanceField::from_arrow(f, next_id)).collect::<Result<Vec<_>>>()?
-            }
+            DataType::Struct(fields) => fields.iter().map(|f| LanceField::from_arrow(f, next_id)).collect::<Result<Vec<_>>>()?,
             DataType::List(item) | DataType::LargeList(item) | DataType::Map(item, _) => {
                 vec![LanceField::from_arrow(item, next_id)?]
             }
@@ -293,9 +286,7 @@ impl LanceField {
         };
         let encoding = match &self.data_type {
             DataType::Struct(_) => filepb::Encoding::None,
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => {
-                filepb::Encoding::VarBinary
-            }
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary => filepb::Encoding::VarBinary,
             DataType::Dictionary(_, _) => filepb::Encoding::Dictionary,
             _ => filepb::Encoding::Plain,
         };
@@ -309,11 +300,7 @@ impl LanceField {
             encoding: encoding as i32,
             dictionary: None,
             extension_name: String::new(),
-            metadata: self
-                .metadata
-                .iter()
-                .map(|(k, v)| (k.clone(), bytes::Bytes::from(v.clone().into_bytes())))
-                .collect(),
+            metadata: self.metadata.iter().map(|(k, v)| (k.clone(), bytes::Bytes::from(v.clone().into_bytes()))).collect(),
             unenforced_primary_key: self.unenforced_primary_key,
             unenforced_primary_key_position: self.unenforced_primary_key_position,
         });
@@ -337,20 +324,13 @@ impl LanceSchema {
     /// Converts an Arrow schema, numbering fields in pre-order from `first_id`.
     pub fn from_arrow_with_first_id(schema: &Schema, first_id: i32) -> Result<Self> {
         let mut next = first_id;
-        let fields = schema
-            .fields()
-            .iter()
-            .map(|f| LanceField::from_arrow(f, &mut next))
-            .collect::<Result<Vec<_>>>()?;
+        let fields = schema.fields().iter().map(|f| LanceField::from_arrow(f, &mut next)).collect::<Result<Vec<_>>>()?;
         Ok(Self { fields, metadata: schema.metadata().clone().into() })
     }
 
     /// The Arrow schema this Lance schema reads as.
     pub fn to_arrow(&self) -> SchemaRef {
-        Arc::new(
-            Schema::new(self.fields.iter().map(|f| f.to_arrow()).collect::<Vec<_>>())
-                .with_metadata(self.metadata.clone()),
-        )
+        Arc::new(Schema::new(self.fields.iter().map(|f| f.to_arrow()).collect::<Vec<_>>()).with_metadata(self.metadata.clone()))
     }
 
     /// All fields in pre-order.
@@ -437,10 +417,7 @@ fn nested_type(lt: &str, children: &[LanceField]) -> Result<DataType> {
     let one_child = || -> Result<Arc<Field>> {
         match children {
             [c] => Ok(Arc::new(c.to_arrow())),
-            _ => Err(Error::corrupt(format!(
-                "a {lt:?} field must have exactly one child, found {}",
-                children.len()
-            ))),
+            _ => Err(Error::corrupt(format!("a {lt:?} field must have exactly one child, found {}", children.len()))),
         }
     };
     Ok(match lt {
@@ -481,11 +458,7 @@ mod tests {
             Field::new("fsb", FixedSizeBinary(16), true),
             Field::new("vec", FixedSizeList(Arc::new(Field::new("item", Float32, true)), 768), true),
             Field::new("dict", Dictionary(Box::new(Int16), Box::new(Utf8)), true),
-            Field::new(
-                "st",
-                Struct(Fields::from(vec![Field::new("x", Int32, true), Field::new("y", Utf8, false)])),
-                false,
-            ),
+            Field::new("st", Struct(Fields::from(vec![Field::new("x", Int32, true), Field::new("y", Utf8, false)])), false),
             Field::new("l", List(Arc::new(Field::new("item", Int64, true))), true),
         ];
         Schema::new(fields).with_metadata(std::collections::HashMap::from([("k".to_string(), "v".to_string())]))
@@ -511,8 +484,7 @@ mod tests {
             "dict:string:int32:false"
         );
         assert_eq!(
-            logical_type_of(&DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 4))
-                .unwrap(),
+            logical_type_of(&DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 4)).unwrap(),
             "fixed_size_list:float:4"
         );
     }

@@ -22,8 +22,8 @@ use prost::Message;
 use super::container::FileVersion;
 use super::schema::LanceField;
 use crate::encodings::{
-    bitpacking, bss, dictionary, fsst, rle, variable, Compression, DataBlock, FixedSizeListBlock, FixedWidthBlock,
-    GeneralScheme, VariableWidthBlock,
+    bitpacking, bss, dictionary, fsst, rle, variable, Compression, DataBlock, FixedSizeListBlock, FixedWidthBlock, GeneralScheme,
+    VariableWidthBlock,
 };
 use crate::error::{Error, Result};
 use crate::format::{enc21, TYPE_URL_PAGE_LAYOUT};
@@ -77,13 +77,20 @@ impl FieldHints {
     pub fn of(field: &LanceField) -> Result<Self> {
         let level = match field.metadata.get("lance-encoding:compression-level") {
             Some(l) => Some(l.trim().parse::<i32>().map_err(|_| {
-                Error::invalid_input(format!("lance-encoding:compression-level {l:?} of field {:?} is not an integer", field.name))
+                Error::invalid_input(format!(
+                    "lance-encoding:compression-level {l:?} of field {:?} is not an integer",
+                    field.name
+                ))
             })?),
             None => None,
         };
         let compression = match field.metadata.get("lance-encoding:compression") {
             Some(c) => Some(GeneralScheme::from_name(c, level).map_err(|e| {
-                Error::invalid_input(format!("field {:?}: {}", field.name, e.to_string().trim_start_matches("invalid argument: ")))
+                Error::invalid_input(format!(
+                    "field {:?}: {}",
+                    field.name,
+                    e.to_string().trim_start_matches("invalid argument: ")
+                ))
             })?),
             None => None,
         };
@@ -201,7 +208,10 @@ pub fn encode_leaf_page(
                 ..Default::default()
             })),
         };
-        let buffers = vec![rep.map(raw).unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new())), def.as_deref().map(raw).unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new()))];
+        let buffers = vec![
+            rep.map(raw).unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new())),
+            def.as_deref().map(raw).unwrap_or_else(|| Buffer::from_vec(Vec::<u8>::new())),
+        ];
         return Ok(layout_page(layout, buffers));
     }
     let values = block_from_array(&array, &kind, nulls.as_ref())?;
@@ -399,9 +409,8 @@ pub fn block_from_array(array: &ArrayRef, kind: &LeafKind, nulls: Option<&NullBu
             let mut at = 0usize;
             for (c, &w) in st.columns().iter().zip(widths) {
                 let child_nulls = c.logical_nulls();
-                let bad = child_nulls
-                    .as_ref()
-                    .is_some_and(|cn| (0..n).any(|r| cn.is_null(r) && nulls.is_none_or(|nb| nb.is_valid(r))));
+                let bad =
+                    child_nulls.as_ref().is_some_and(|cn| (0..n).any(|r| cn.is_null(r) && nulls.is_none_or(|nb| nb.is_valid(r))));
                 if bad {
                     return Err(Error::invalid_input(
                         "a packed struct (lance-encoding:packed) cannot hold null children; only the struct itself may be null",
@@ -416,7 +425,11 @@ pub fn block_from_array(array: &ArrayRef, kind: &LeafKind, nulls: Option<&NullBu
                 }
                 at += w;
             }
-            DataBlock::Fixed(FixedWidthBlock { data: Buffer::from_vec(rows), bits_per_value: total as u64 * 8, num_values: n as u64 })
+            DataBlock::Fixed(FixedWidthBlock {
+                data: Buffer::from_vec(rows),
+                bits_per_value: total as u64 * 8,
+                num_values: n as u64,
+            })
         }
         LeafKind::Fixed { bytes } => {
             let w = *bytes;
@@ -442,7 +455,8 @@ pub fn block_from_array(array: &ArrayRef, kind: &LeafKind, nulls: Option<&NullBu
             } else {
                 (data.buffers()[0].slice_with_length(data.offset() * 4, (n + 1) * 4), 32u8)
             };
-            let block = VariableWidthBlock { offsets, data: data.buffers()[1].clone(), bits_per_offset: bits, num_values: n as u64 };
+            let block =
+                VariableWidthBlock { offsets, data: data.buffers()[1].clone(), bits_per_offset: bits, num_values: n as u64 };
             match nulls {
                 Some(nb) if (0..n).any(|i| nb.is_null(i) && block.offset(i + 1) != block.offset(i)) => {
                     // Null slots with bytes: rebuild without them.
@@ -777,7 +791,9 @@ fn dictionary_plan(d: dictionary::Dictionary, version: FileVersion) -> Result<Mi
 /// The block encoding of a page dictionary (LZ4-wrapped in 2.2, as pylance writes it).
 fn dictionary_items(items: &DataBlock, version: FileVersion) -> Result<(Compression, Vec<u8>)> {
     let (desc, bytes) = match items {
-        DataBlock::Variable(v) => (Compression::Variable { offset_bits: v.bits_per_offset, values: None }, variable::encode_block(v)),
+        DataBlock::Variable(v) => {
+            (Compression::Variable { offset_bits: v.bits_per_offset, values: None }, variable::encode_block(v))
+        }
         DataBlock::Fixed(f) if f.bits_per_value % 8 == 0 => {
             let len = (f.num_values * f.bits_per_value / 8) as usize;
             (Compression::Flat { bits: f.bits_per_value, data: None }, f.data.as_slice()[..len].to_vec())
@@ -802,7 +818,8 @@ fn variable_chunks(v: &VariableWidthBlock) -> MiniBlockPlan {
         let remaining = n - start;
         // The rest fits one chunk (or is too few values to split: a non-last chunk must hold
         // at least two).
-        if remaining <= 2 || (remaining <= MAX_CHUNK_VALUES && variable::miniblock_size(v, start, n, bits) <= CHUNK_TARGET_BYTES) {
+        if remaining <= 2 || (remaining <= MAX_CHUNK_VALUES && variable::miniblock_size(v, start, n, bits) <= CHUNK_TARGET_BYTES)
+        {
             let mut buf = Vec::new();
             variable::encode_miniblock(v, start, n, bits, &mut buf);
             chunks.push(ValueChunk { buffers: vec![buf], num_values: remaining as u64 });

@@ -14,11 +14,11 @@ use prost::Message;
 use super::container::{pad_len, FileVersion, Footer, BUFFER_ALIGNMENT, PAD_BYTE};
 use super::schema::{LanceField, LanceSchema};
 use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
-use crate::structural::shred::{leaf_paths, shred};
-use crate::structural::v2_0_nested::{self, ColumnPiece};
 use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
 use crate::io::{open_writer, Writer};
+use crate::structural::shred::{leaf_paths, shred};
+use crate::structural::v2_0_nested::{self, ColumnPiece};
 
 /// Default bytes buffered per column before a page is written.
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 8 * 1024 * 1024;
@@ -165,13 +165,8 @@ impl FileWriter {
         let want = &self.arrow_schema;
         let got = batch.schema();
         let names = |s: &Schema| s.fields().iter().map(|f| format!("{}: {}", f.name(), f.data_type())).collect::<Vec<_>>();
-        let mismatch = || {
-            Error::SchemaMismatch(format!(
-                "batch schema {:?} does not match the file schema {:?}",
-                names(&got),
-                names(want)
-            ))
-        };
+        let mismatch =
+            || Error::SchemaMismatch(format!("batch schema {:?} does not match the file schema {:?}", names(&got), names(want)));
         if got.fields().len() != want.fields().len() {
             return Err(mismatch());
         }
@@ -213,8 +208,7 @@ impl FileWriter {
             f.arrays.push(a);
         }
         self.num_rows += batch.num_rows() as u64;
-        let full: Vec<usize> =
-            (0..self.fields.len()).filter(|&i| self.fields[i].bytes >= self.options.max_page_bytes).collect();
+        let full: Vec<usize> = (0..self.fields.len()).filter(|&i| self.fields[i].bytes >= self.options.max_page_bytes).collect();
         self.flush(&full)
     }
 
@@ -349,7 +343,9 @@ fn types_compatible(got: &DataType, want: &DataType) -> bool {
     match (got, want) {
         // Fixed-size lists read back with a nullable child named "item"; accept any child
         // name/nullability with the same item type and size.
-        (DataType::FixedSizeList(a, n), DataType::FixedSizeList(b, m)) => n == m && types_compatible(a.data_type(), b.data_type()),
+        (DataType::FixedSizeList(a, n), DataType::FixedSizeList(b, m)) => {
+            n == m && types_compatible(a.data_type(), b.data_type())
+        }
         (DataType::List(a), DataType::List(b)) | (DataType::LargeList(a), DataType::LargeList(b)) => {
             a.name() == b.name() && types_compatible(a.data_type(), b.data_type())
         }
@@ -424,4 +420,3 @@ fn concat(arrays: &[ArrayRef]) -> Result<ArrayRef> {
     let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
     Ok(arrow_select::concat::concat(&refs)?)
 }
-

@@ -104,8 +104,7 @@ impl LocalWriter {
         let path = path.as_ref().to_path_buf();
         if let Some(parent) = path.parent() {
             if !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| Error::io(format!("creating directory {}", parent.display()), e))?;
+                std::fs::create_dir_all(parent).map_err(|e| Error::io(format!("creating directory {}", parent.display()), e))?;
             }
         }
         let file = File::create(&path).map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
@@ -115,9 +114,7 @@ impl LocalWriter {
 
 impl Writer for LocalWriter {
     fn write_all(&mut self, data: &[u8]) -> Result<()> {
-        self.file
-            .write_all(data)
-            .map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
+        self.file.write_all(data).map_err(|e| Error::io(format!("writing {}", self.path.display()), e))?;
         self.pos += data.len() as u64;
         Ok(())
     }
@@ -130,9 +127,7 @@ impl Writer for LocalWriter {
         let path = self.path.clone();
         // No fsync: like the reference, durability against power loss is left to the OS;
         // a killed process cannot lose data already handed to the kernel.
-        self.file
-            .into_inner()
-            .map_err(|e| Error::io(format!("flushing {}", path.display()), e.into_error()))?;
+        self.file.into_inner().map_err(|e| Error::io(format!("flushing {}", path.display()), e.into_error()))?;
         Ok(self.pos)
     }
 }

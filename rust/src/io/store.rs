@@ -119,9 +119,7 @@ impl Store {
             }
             Backend::Object { store, root } => {
                 let p = self.object(root, rel)?;
-                runtime()
-                    .block_on(async { store.get(&p).await?.bytes().await })
-                    .map_err(|e| self.map_os(rel, e))
+                runtime().block_on(async { store.get(&p).await?.bytes().await }).map_err(|e| self.map_os(rel, e))
             }
         }
     }

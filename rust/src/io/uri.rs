@@ -37,8 +37,8 @@ pub fn memory_store() -> Arc<dyn ObjectStore> {
 /// Resolves `uri` (a path or a URI).
 pub fn resolve(uri: &str) -> Result<ResolvedUri> {
     if let Some(rest) = uri.strip_prefix("memory://") {
-        let location = ObjectPath::parse(rest)
-            .map_err(|e| Error::invalid_input(format!("invalid memory:// path {uri:?}: {e}")))?;
+        let location =
+            ObjectPath::parse(rest).map_err(|e| Error::invalid_input(format!("invalid memory:// path {uri:?}: {e}")))?;
         return Ok(ResolvedUri::Object { store: memory_store(), location });
     }
     if let Some(rest) = uri.strip_prefix("file://") {
@@ -59,9 +59,7 @@ pub fn resolve(uri: &str) -> Result<ResolvedUri> {
 pub fn open_reader(uri: &str) -> Result<ReaderRef> {
     Ok(match resolve(uri)? {
         ResolvedUri::Local(p) => Arc::new(LocalReader::open(p)?),
-        ResolvedUri::Object { store, location } => {
-            Arc::new(ObjectStoreReader::new(store, location, uri.to_string()))
-        }
+        ResolvedUri::Object { store, location } => Arc::new(ObjectStoreReader::new(store, location, uri.to_string())),
     })
 }
 

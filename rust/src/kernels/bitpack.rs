@@ -53,16 +53,8 @@ mod sealed {
         fn read_le(b: &[u8]) -> Self;
         fn write_le(self, b: &mut [u8]);
         fn bit_len(self) -> usize;
-        fn pack_dispatch<D: WordSink<Self> + ?Sized>(
-            width: usize,
-            input: &[Self; 1024],
-            out: &mut D,
-        );
-        fn unpack_dispatch<S: WordSrc<Self> + ?Sized>(
-            width: usize,
-            src: &S,
-            out: &mut [Self; 1024],
-        );
+        fn pack_dispatch<D: WordSink<Self> + ?Sized>(width: usize, input: &[Self; 1024], out: &mut D);
+        fn unpack_dispatch<S: WordSrc<Self> + ?Sized>(width: usize, src: &S, out: &mut [Self; 1024]);
     }
 }
 
@@ -128,10 +120,7 @@ macro_rules! unroll_rows {
 /// written exactly once.
 // The carry assigned after the lane's last word is intentionally dead.
 #[allow(unused_assignments)]
-fn pack_kernel<T: BitPackWord, D: WordSink<T> + ?Sized, const W: usize>(
-    input: &[T; 1024],
-    out: &mut D,
-) {
+fn pack_kernel<T: BitPackWord, D: WordSink<T> + ?Sized, const W: usize>(input: &[T; 1024], out: &mut D) {
     out.check_words(1024 * W / T::BITS);
     let mask = low_mask::<T>(W);
     for lane in 0..T::LANES {
@@ -157,10 +146,7 @@ fn pack_kernel<T: BitPackWord, D: WordSink<T> + ?Sized, const W: usize>(
 }
 
 /// Unpacking kernel for a compile-time width `W` (1 ≤ W ≤ T::BITS).
-fn unpack_kernel<T: BitPackWord, S: WordSrc<T> + ?Sized, const W: usize>(
-    src: &S,
-    out: &mut [T; 1024],
-) {
+fn unpack_kernel<T: BitPackWord, S: WordSrc<T> + ?Sized, const W: usize>(src: &S, out: &mut [T; 1024]) {
     src.check_words(1024 * W / T::BITS);
     let mask = low_mask::<T>(W);
     for lane in 0..T::LANES {
@@ -169,11 +155,7 @@ fn unpack_kernel<T: BitPackWord, S: WordSrc<T> + ?Sized, const W: usize>(
             let word = bit / T::BITS;
             let shift = bit % T::BITS;
             let lo = src.word(T::LANES * word + lane) >> shift;
-            let v = if shift + W > T::BITS {
-                lo | (src.word(T::LANES * (word + 1) + lane) << (T::BITS - shift))
-            } else {
-                lo
-            };
+            let v = if shift + W > T::BITS { lo | (src.word(T::LANES * (word + 1) + lane) << (T::BITS - shift)) } else { lo };
             out[fl_index(row, lane)] = v & mask;
         });
     }
@@ -207,11 +189,7 @@ struct LeBytes<'a>(&'a [u8]);
 impl<T: BitPackWord> WordSrc<T> for LeBytes<'_> {
     #[inline(always)]
     fn check_words(&self, words: usize) {
-        assert_eq!(
-            self.0.len(),
-            words * T::BYTES,
-            "packed input has wrong length (bytes)"
-        );
+        assert_eq!(self.0.len(), words * T::BYTES, "packed input has wrong length (bytes)");
     }
     #[inline(always)]
     fn word(&self, k: usize) -> T {
@@ -225,11 +203,7 @@ struct LeBytesMut<'a>(&'a mut [u8]);
 impl<T: BitPackWord> WordSink<T> for LeBytesMut<'_> {
     #[inline(always)]
     fn check_words(&self, words: usize) {
-        assert_eq!(
-            self.0.len(),
-            words * T::BYTES,
-            "packed output has wrong length (bytes)"
-        );
+        assert_eq!(self.0.len(), words * T::BYTES, "packed output has wrong length (bytes)");
     }
     #[inline(always)]
     fn set_word(&mut self, k: usize, v: T) {
@@ -292,12 +266,7 @@ impl_word!(u64, 64, [
 
 #[inline]
 fn check_width<T: BitPackWord>(width: usize) {
-    assert!(
-        width <= T::BITS,
-        "bit width {} exceeds {} bits",
-        width,
-        T::BITS
-    );
+    assert!(width <= T::BITS, "bit width {} exceeds {} bits", width, T::BITS);
 }
 
 /// Number of `T` words one packed block of 1024 values occupies at `width` bits:
@@ -360,11 +329,7 @@ pub fn unpack_le_bytes<T: BitPackWord>(width: usize, input: &[u8], output: &mut 
 /// Locates value `index` of a block: returns (lane, row).
 #[inline]
 fn lane_row<T: BitPackWord>(index: usize) -> (usize, usize) {
-    assert!(
-        index < 1024,
-        "index {} out of range for a 1024-value block",
-        index
-    );
+    assert!(index < 1024, "index {} out of range for a 1024-value block", index);
     let s = index / 128;
     let rem = index % 128;
     let lane = rem % T::LANES;
@@ -374,11 +339,7 @@ fn lane_row<T: BitPackWord>(index: usize) -> (usize, usize) {
 }
 
 #[inline]
-fn unpack_one_from<T: BitPackWord, S: WordSrc<T> + ?Sized>(
-    width: usize,
-    src: &S,
-    index: usize,
-) -> T {
+fn unpack_one_from<T: BitPackWord, S: WordSrc<T> + ?Sized>(width: usize, src: &S, index: usize) -> T {
     check_width::<T>(width);
     src.check_words(1024 * width / T::BITS);
     let (lane, row) = lane_row::<T>(index);
@@ -389,11 +350,7 @@ fn unpack_one_from<T: BitPackWord, S: WordSrc<T> + ?Sized>(
     let word = bit / T::BITS;
     let shift = bit % T::BITS;
     let lo = src.word(T::LANES * word + lane) >> shift;
-    let v = if shift + width > T::BITS {
-        lo | (src.word(T::LANES * (word + 1) + lane) << (T::BITS - shift))
-    } else {
-        lo
-    };
+    let v = if shift + width > T::BITS { lo | (src.word(T::LANES * (word + 1) + lane) << (T::BITS - shift)) } else { lo };
     v & low_mask::<T>(width)
 }
 
@@ -512,22 +469,13 @@ mod tests {
                 }
                 pack(w, &input, &mut packed);
                 assert_eq!(to_u64(&packed), expect, "pack T={} W={}", tb, w);
-                assert_eq!(
-                    ref_unpack(tb, w, &expect),
-                    masked,
-                    "ref roundtrip T={} W={}",
-                    tb,
-                    w
-                );
+                assert_eq!(ref_unpack(tb, w, &expect), masked, "ref roundtrip T={} W={}", tb, w);
 
                 let mut bytes = vec![0xAAu8]; // pack_to_le_bytes appends
                 pack_to_le_bytes(w, &input, &mut bytes);
                 assert_eq!(bytes.len(), 1 + packed_bytes::<T>(w));
                 assert_eq!(bytes[0], 0xAA);
-                let le: Vec<u8> = expect
-                    .iter()
-                    .flat_map(|x| x.to_le_bytes()[..tb / 8].to_vec())
-                    .collect();
+                let le: Vec<u8> = expect.iter().flat_map(|x| x.to_le_bytes()[..tb / 8].to_vec()).collect();
                 assert_eq!(&bytes[1..], &le[..], "pack_to_le_bytes T={} W={}", tb, w);
 
                 let mut out = [T::ONES; 1024];
@@ -540,14 +488,7 @@ mod tests {
                 assert_eq!(to_u64(&out2), masked, "unpack_le_bytes T={} W={}", tb, w);
 
                 for (i, &o) in out.iter().enumerate() {
-                    assert_eq!(
-                        unpack_one(w, &packed, i),
-                        o,
-                        "unpack_one T={} W={} i={}",
-                        tb,
-                        w,
-                        i
-                    );
+                    assert_eq!(unpack_one(w, &packed, i), o, "unpack_one T={} W={} i={}", tb, w, i);
                     assert_eq!(unpack_one_le_bytes::<T>(w, &bytes[1..], i), o);
                 }
 
@@ -609,14 +550,8 @@ mod tests {
 
         let a: [u32; 1024] = std::array::from_fn(|i| (i % 8) as u32);
         pack(w, &a, &mut out);
-        assert_eq!(
-            [out[1], out[33], out[65]],
-            [0x49249249, 0x92492492, 0x24924924]
-        );
-        assert_eq!(
-            [out[2], out[34], out[66]],
-            [0x92492492, 0x24924924, 0x49249249]
-        );
+        assert_eq!([out[1], out[33], out[65]], [0x49249249, 0x92492492, 0x24924924]);
+        assert_eq!([out[2], out[34], out[66]], [0x92492492, 0x24924924, 0x49249249]);
         assert_eq!([out[7], out[39], out[71]], [0xFFFFFFFF; 3]);
         assert_eq!([out[0], out[32], out[64], out[8], out[40], out[72]], [0; 6]);
         let mut bytes = Vec::new();
@@ -626,19 +561,13 @@ mod tests {
         let b: [u32; 1024] = std::array::from_fn(|i| (i / 128) as u32);
         pack(w, &b, &mut out);
         for lane in 0..32 {
-            assert_eq!(
-                [out[lane], out[32 + lane], out[64 + lane]],
-                [0x88FAC688, 0xC688FAC6, 0xFAC688FA]
-            );
+            assert_eq!([out[lane], out[32 + lane], out[64 + lane]], [0x88FAC688, 0xC688FAC6, 0xFAC688FA]);
         }
 
         let c: [u32; 1024] = std::array::from_fn(|i| ((i / 16) % 8) as u32);
         pack(w, &c, &mut out);
         for lane in [0, 5, 15] {
-            assert_eq!(
-                [out[lane], out[32 + lane], out[64 + lane]],
-                [0x24000000, 0x24929249, 0xDB6DB649]
-            );
+            assert_eq!([out[lane], out[32 + lane], out[64 + lane]], [0x24000000, 0x24929249, 0xDB6DB649]);
         }
         let mut back = [0u32; 1024];
         unpack(w, &out, &mut back);
@@ -667,8 +596,7 @@ mod tests {
 
     #[test]
     fn width_full_is_permutation() {
-        let input: [u64; 1024] =
-            std::array::from_fn(|i| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let input: [u64; 1024] = std::array::from_fn(|i| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let mut packed = vec![0u64; 1024];
         pack(64, &input, &mut packed);
         for lane in 0..16 {
@@ -734,8 +662,7 @@ mod tests {
             use std::time::Instant;
             let mut rng = XorShift(42);
             for &w in widths {
-                let input: [T; 1024] =
-                    std::array::from_fn(|_| T::try_from(rng.next() & mask64(w)).unwrap());
+                let input: [T; 1024] = std::array::from_fn(|_| T::try_from(rng.next() & mask64(w)).unwrap());
                 let mut packed = vec![T::ZERO; packed_words::<T>(w)];
                 pack(w, &input, &mut packed);
                 let mut bytes = Vec::new();

@@ -109,11 +109,7 @@ const fn make_masks() -> [u64; 9] {
     let mut m = [0u64; 9];
     let mut i = 1;
     while i < 9 {
-        m[i] = if i == 8 {
-            u64::MAX
-        } else {
-            (1u64 << (8 * i)) - 1
-        };
+        m[i] = if i == 8 { u64::MAX } else { (1u64 << (8 * i)) - 1 };
         i += 1;
     }
     m
@@ -206,15 +202,10 @@ fn validate_offsets<O: FsstOffset>(offsets: &[O], data_len: usize) -> Result<(),
     for (k, &o) in offsets.iter().enumerate() {
         let p = pos_of(o);
         if p > data_len {
-            return Err(FsstError::new(format!(
-                "offset {k} is negative or beyond the {data_len}-byte data buffer"
-            )));
+            return Err(FsstError::new(format!("offset {k} is negative or beyond the {data_len}-byte data buffer")));
         }
         if k > 0 && p < prev {
-            return Err(FsstError::new(format!(
-                "offset {k} ({p}) is less than offset {} ({prev})",
-                k - 1
-            )));
+            return Err(FsstError::new(format!("offset {k} ({p}) is less than offset {} ({prev})", k - 1)));
         }
         prev = p;
     }
@@ -222,9 +213,7 @@ fn validate_offsets<O: FsstOffset>(offsets: &[O], data_len: usize) -> Result<(),
 }
 
 fn bad_offset(k: usize, data_len: usize) -> FsstError {
-    FsstError::new(format!(
-        "offset {k} is below its predecessor, negative or beyond the {data_len}-byte data buffer"
-    ))
+    FsstError::new(format!("offset {k} is below its predecessor, negative or beyond the {data_len}-byte data buffer"))
 }
 
 fn offset_overflow() -> FsstError {
@@ -259,12 +248,7 @@ const NOT_A_SYMBOL: u8 = 0x80;
 
 impl SymbolTable {
     /// Builds a table from validated parts: at most 255 symbols, lengths 1..=8.
-    fn from_parts(
-        syms: &[(u64, u8)],
-        terminator: u8,
-        suffix_lim: u8,
-        encoder_switch: bool,
-    ) -> Self {
+    fn from_parts(syms: &[(u64, u8)], terminator: u8, suffix_lim: u8, encoder_switch: bool) -> Self {
         debug_assert!(syms.len() <= MAX_SYMBOLS);
         let mut symbols = [[0u8; 8]; 256];
         let mut lens = [0u8; 256];
@@ -300,18 +284,12 @@ impl SymbolTable {
     /// More than 255 symbols, or a symbol that is empty or longer than 8 bytes.
     pub fn from_symbols(symbols: &[&[u8]]) -> Result<SymbolTable, FsstError> {
         if symbols.len() > MAX_SYMBOLS {
-            return Err(FsstError::new(format!(
-                "{} symbols; at most 255 allowed",
-                symbols.len()
-            )));
+            return Err(FsstError::new(format!("{} symbols; at most 255 allowed", symbols.len())));
         }
         let mut parts = Vec::with_capacity(symbols.len());
         for (i, s) in symbols.iter().enumerate() {
             if s.is_empty() || s.len() > MAX_SYMBOL_LEN {
-                return Err(FsstError::new(format!(
-                    "symbol {i} has length {}; must be 1..=8",
-                    s.len()
-                )));
+                return Err(FsstError::new(format!("symbol {i} has length {}; must be 1..=8", s.len())));
             }
             parts.push((load_word(s, 0), s.len() as u8));
         }
@@ -344,24 +322,14 @@ impl SymbolTable {
     ///
     /// # Errors
     /// Offsets that decrease, are negative or point past `data`.
-    pub fn train_offsets<O: FsstOffset>(
-        offsets: &[O],
-        data: &[u8],
-    ) -> Result<SymbolTable, FsstError> {
+    pub fn train_offsets<O: FsstOffset>(offsets: &[O], data: &[u8]) -> Result<SymbolTable, FsstError> {
         validate_offsets(offsets, data.len())?;
         if offsets.len() < 2 {
-            return Ok(train_on_sample(&Sample {
-                buf: vec![0; 8],
-                pieces: Vec::new(),
-            }));
+            return Ok(train_on_sample(&Sample { buf: vec![0; 8], pieces: Vec::new() }));
         }
         let base = pos_of(offsets[0]);
         let n = offsets.len() - 1;
-        let sample = make_sample(
-            n,
-            |i| pos_of(offsets[i]) - base,
-            |i| &data[pos_of(offsets[i])..pos_of(offsets[i + 1])],
-        );
+        let sample = make_sample(n, |i| pos_of(offsets[i]) - base, |i| &data[pos_of(offsets[i])..pos_of(offsets[i + 1])]);
         Ok(train_on_sample(&sample))
     }
 
@@ -390,37 +358,24 @@ impl SymbolTable {
     /// length is outside 1..=8 (n_symbols ≤ 255 holds by construction: it is one byte).
     pub fn from_bytes(b: &[u8]) -> Result<SymbolTable, FsstError> {
         if b.len() != SYMBOL_TABLE_SIZE {
-            return Err(FsstError::new(format!(
-                "symbol table is {} bytes; expected {SYMBOL_TABLE_SIZE}",
-                b.len()
-            )));
+            return Err(FsstError::new(format!("symbol table is {} bytes; expected {SYMBOL_TABLE_SIZE}", b.len())));
         }
         let mut h = [0u8; 8];
         h.copy_from_slice(&b[..8]);
         let header = u64::from_le_bytes(h);
         if (header >> 32) as u32 != MAGIC {
-            return Err(FsstError::new(format!(
-                "bad symbol table magic {:#010x}",
-                header >> 32
-            )));
+            return Err(FsstError::new(format!("bad symbol table magic {:#010x}", header >> 32)));
         }
         let n = (header & 0xFF) as usize;
         let mut parts = Vec::with_capacity(n);
         for i in 0..n {
             let len = b[8 + 8 * n + i];
             if !(1..=MAX_SYMBOL_LEN as u8).contains(&len) {
-                return Err(FsstError::new(format!(
-                    "symbol {i} has length {len}; must be 1..=8"
-                )));
+                return Err(FsstError::new(format!("symbol {i} has length {len}; must be 1..=8")));
             }
             parts.push((load_word(&b[8 + 8 * i..16 + 8 * i], 0), len));
         }
-        Ok(Self::from_parts(
-            &parts,
-            (header >> 8) as u8,
-            (header >> 16) as u8,
-            header & SWITCH_BIT != 0,
-        ))
+        Ok(Self::from_parts(&parts, (header >> 8) as u8, (header >> 16) as u8, header & SWITCH_BIT != 0))
     }
 
     /// Number of symbols (codes `0..n_symbols` are valid).
@@ -521,11 +476,7 @@ impl SymbolTable {
     /// # Errors
     /// Offsets that decrease, are negative or point past `data`; output too large for `O`
     /// (it can be up to twice the input).
-    pub fn compress_offsets<O: FsstOffset>(
-        &self,
-        offsets: &[O],
-        data: &[u8],
-    ) -> Result<(Vec<O>, Vec<u8>), FsstError> {
+    pub fn compress_offsets<O: FsstOffset>(&self, offsets: &[O], data: &[u8]) -> Result<(Vec<O>, Vec<u8>), FsstError> {
         let (mut out_offsets, mut out) = (Vec::with_capacity(offsets.len()), Vec::new());
         if !offsets.is_empty() {
             out_offsets.push(O::from_usize(0).ok_or_else(offset_overflow)?);
@@ -601,11 +552,7 @@ impl SymbolTable {
     /// # Errors
     /// Offsets that decrease, are negative or point past `data`; a code `>= n_symbols`; an
     /// escape whose literal byte is not inside the same string; output too large for `O`.
-    pub fn decompress_offsets<O: FsstOffset>(
-        &self,
-        offsets: &[O],
-        data: &[u8],
-    ) -> Result<(Vec<O>, Vec<u8>), FsstError> {
+    pub fn decompress_offsets<O: FsstOffset>(&self, offsets: &[O], data: &[u8]) -> Result<(Vec<O>, Vec<u8>), FsstError> {
         let (mut out_offsets, mut out) = (Vec::with_capacity(offsets.len()), Vec::new());
         if !offsets.is_empty() {
             out_offsets.push(O::from_usize(0).ok_or_else(offset_overflow)?);
@@ -649,9 +596,7 @@ impl SymbolTable {
         };
         let mut start = pos_of(first);
         if start > data.len() {
-            return Err(FsstError::new(
-                "offset 0 is negative or beyond the data buffer",
-            ));
+            return Err(FsstError::new("offset 0 is negative or beyond the data buffer"));
         }
         out_offsets.reserve(rest.len());
         if !self.encoder_switch {
@@ -685,23 +630,15 @@ impl SymbolTable {
             let string_error = |at: usize| {
                 // The string holding compressed byte `at` of this group (offsets are sorted
                 // here: decoding only starts once they were checked).
-                let j = (k..g)
-                    .find(|&j| pos_of(rest[j]) - group_start > at)
-                    .unwrap_or(g - 1);
-                let from = if j == 0 {
-                    pos_of(first)
-                } else {
-                    pos_of(rest[j - 1])
-                } - group_start;
+                let j = (k..g).find(|&j| pos_of(rest[j]) - group_start > at).unwrap_or(g - 1);
+                let from = if j == 0 { pos_of(first) } else { pos_of(rest[j - 1]) } - group_start;
                 let end = pos_of(rest[j]) - group_start;
                 let e = self.code_error(&c[from..end], at - from);
                 FsstError::new(format!("string {j}: {}", e.0))
             };
             if g == k + 1 {
                 // A single string (possibly long): no position map needed.
-                pos = self
-                    .decode_stream::<false>(c, out, pos, &mut [])
-                    .map_err(string_error)?;
+                pos = self.decode_stream::<false>(c, out, pos, &mut []).map_err(string_error)?;
                 out_offsets.push(O::from_usize(pos).ok_or_else(offset_overflow)?);
             } else {
                 // Check the group's inner offsets before decoding: sorted and inside the group.
@@ -715,11 +652,7 @@ impl SymbolTable {
                 if !sorted {
                     let bad = (k..g).find(|&j| {
                         let p = pos_of(rest[j]);
-                        let before = if j == k {
-                            group_start
-                        } else {
-                            pos_of(rest[j - 1])
-                        };
+                        let before = if j == k { group_start } else { pos_of(rest[j - 1]) };
                         p < before || p > group_end
                     });
                     return Err(bad_offset(bad.unwrap_or(k) + 1, data.len()));
@@ -727,9 +660,7 @@ impl SymbolTable {
                 marks.clear();
                 marks.resize(c.len() + 1, 0);
                 let base = pos;
-                pos = self
-                    .decode_stream::<true>(c, out, pos, &mut marks)
-                    .map_err(string_error)?;
+                pos = self.decode_stream::<true>(c, out, pos, &mut marks).map_err(string_error)?;
                 // Gather the end of every string from the position map. A boundary on an
                 // escape's literal means that escape's literal lies outside its string.
                 let before = out_offsets.len();
@@ -743,9 +674,7 @@ impl SymbolTable {
                     end.unwrap_or(first)
                 }));
                 if literal {
-                    let j = (k..g)
-                        .find(|&j| marks[pos_of(rest[j]) - group_start] == MARK_LITERAL)
-                        .unwrap_or(k);
+                    let j = (k..g).find(|&j| marks[pos_of(rest[j]) - group_start] == MARK_LITERAL).unwrap_or(k);
                     out_offsets.truncate(before);
                     return Err(FsstError::new(format!(
                         "string {j}: ends with an escape whose literal byte lies outside the string"
@@ -764,13 +693,8 @@ impl SymbolTable {
 
     fn code_error(&self, c: &[u8], at: usize) -> FsstError {
         match c.get(at) {
-            Some(&ESCAPE_CODE) => {
-                FsstError::new(format!("escape at byte {at} has no literal byte after it"))
-            }
-            Some(&code) => FsstError::new(format!(
-                "code {code} at byte {at} is not a symbol (table has {})",
-                self.n_symbols
-            )),
+            Some(&ESCAPE_CODE) => FsstError::new(format!("escape at byte {at} has no literal byte after it")),
+            Some(&code) => FsstError::new(format!("code {code} at byte {at} is not a symbol (table has {})", self.n_symbols)),
             None => FsstError::new(format!("corrupt code at byte {at}")),
         }
     }
@@ -801,11 +725,7 @@ impl SymbolTable {
         let base = pos;
         let mut i = 0;
         while i < c.len() {
-            let limit = if c.len() - i > DECODE_WINDOW {
-                i + DECODE_WINDOW
-            } else {
-                c.len()
-            };
+            let limit = if c.len() - i > DECODE_WINDOW { i + DECODE_WINDOW } else { c.len() };
             // A code yields at most 8 bytes and each 8-byte store starts at most 8 bytes per
             // earlier code past `pos`, so 8 bytes per code in the window bound every store.
             grow_to(out, pos + 8 * (limit - i));
@@ -839,16 +759,7 @@ impl SymbolTable {
         let window = &c[..limit];
         // An escape just before `limit` leaves `i == limit + 1`: stop before slicing at `i`.
         while i < limit {
-            (i, pos) = decode_symbols::<MARK>(
-                &self.dec_lens,
-                &self.symbols,
-                window,
-                i,
-                out,
-                pos,
-                marks,
-                base,
-            );
+            (i, pos) = decode_symbols::<MARK>(&self.dec_lens, &self.symbols, window, i, out, pos, marks, base);
             if i >= limit {
                 break;
             }
@@ -892,18 +803,9 @@ fn decode_symbols<const MARK: bool>(
     // the compiler sees from the masks, so the four stores need no bounds checks. Returns the
     // output offsets of codes 1, 2, 3 and the block's total, or None if a code is no symbol.
     #[inline(always)]
-    fn block(
-        dec_lens: &[u8; 256],
-        syms: &[[u8; 8]; 256],
-        q: &[u8],
-        window: &mut [u8],
-    ) -> Option<[usize; 4]> {
-        let (d0, d1, d2, d3) = (
-            dec_lens[q[0] as usize],
-            dec_lens[q[1] as usize],
-            dec_lens[q[2] as usize],
-            dec_lens[q[3] as usize],
-        );
+    fn block(dec_lens: &[u8; 256], syms: &[[u8; 8]; 256], q: &[u8], window: &mut [u8]) -> Option<[usize; 4]> {
+        let (d0, d1, d2, d3) =
+            (dec_lens[q[0] as usize], dec_lens[q[1] as usize], dec_lens[q[2] as usize], dec_lens[q[3] as usize]);
         if (d0 | d1 | d2 | d3) & NOT_A_SYMBOL != 0 {
             return None;
         }
@@ -987,13 +889,8 @@ impl Eq for SymbolTable {}
 
 impl fmt::Debug for SymbolTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let syms: Vec<String> = (0..self.n_symbols)
-            .map(|i| {
-                self.symbols[i][..self.lens[i] as usize]
-                    .escape_ascii()
-                    .to_string()
-            })
-            .collect();
+        let syms: Vec<String> =
+            (0..self.n_symbols).map(|i| self.symbols[i][..self.lens[i] as usize].escape_ascii().to_string()).collect();
         f.debug_struct("SymbolTable")
             .field("n_symbols", &self.n_symbols)
             .field("encoder_switch", &self.encoder_switch)
@@ -1023,11 +920,7 @@ struct EncSlot {
 }
 
 /// An empty slot never matches: any word masked with `MASKS[0]` is 0, never `u64::MAX`.
-const EMPTY_SLOT: EncSlot = EncSlot {
-    val: u64::MAX,
-    len: 0,
-    code: 0,
-};
+const EMPTY_SLOT: EncSlot = EncSlot { val: u64::MAX, len: 0, code: 0 };
 
 /// Compression lookup structures derived from a [`SymbolTable`].
 struct Encoder {
@@ -1067,11 +960,7 @@ impl Encoder {
             } else if len >= 3 {
                 let slot = &mut hash[hash3(val)];
                 if slot.len == 0 {
-                    *slot = EncSlot {
-                        val,
-                        len,
-                        code: code as u8,
-                    };
+                    *slot = EncSlot { val, len, code: code as u8 };
                 }
             }
         }
@@ -1086,14 +975,7 @@ impl Encoder {
 /// for an escape). Words are loaded from `data` beyond `end` when it has the bytes, so every
 /// candidate match is checked against the bytes left in this string.
 #[inline]
-fn compress_run(
-    enc: &Encoder,
-    data: &[u8],
-    mut i: usize,
-    end: usize,
-    out: &mut [u8],
-    mut o: usize,
-) -> usize {
+fn compress_run(enc: &Encoder, data: &[u8], mut i: usize, end: usize, out: &mut [u8], mut o: usize) -> usize {
     while i < end {
         let rest = end - i;
         let w = load_word(data, i);
@@ -1105,11 +987,7 @@ fn compress_run(
             o += 1;
             i += len;
         } else {
-            let e = if rest >= 2 {
-                enc.short[(w & 0xFFFF) as usize]
-            } else {
-                enc.byte[(w & 0xFF) as usize]
-            };
+            let e = if rest >= 2 { enc.short[(w & 0xFFFF) as usize] } else { enc.byte[(w & 0xFF) as usize] };
             out[o] = e as u8;
             o += 1 + (e >> 15) as usize;
             i += ((e >> 8) & 0xF) as usize;
@@ -1171,11 +1049,7 @@ struct Sample {
 /// forward sweep over the offsets (cache friendly on pages with millions of strings); the
 /// second batch is sized from the first so one or two sweeps suffice. Pieces are taken in
 /// draw order.
-fn make_sample<'a>(
-    n: usize,
-    start: impl Fn(usize) -> usize,
-    get: impl Fn(usize) -> &'a [u8],
-) -> Sample {
+fn make_sample<'a>(n: usize, start: impl Fn(usize) -> usize, get: impl Fn(usize) -> &'a [u8]) -> Sample {
     const FIRST_BATCH: usize = 256;
     const MAX_BATCH: usize = 1 << 16;
     let total = start(n);
@@ -1262,12 +1136,7 @@ impl TrainTable {
         for (b, e) in byte.iter_mut().enumerate() {
             *e = b as u16;
         }
-        TrainTable {
-            syms: Vec::new(),
-            byte,
-            short: boxed_array(0),
-            hash: boxed_array(0),
-        }
+        TrainTable { syms: Vec::new(), byte, short: boxed_array(0), hash: boxed_array(0) }
     }
 
     #[inline]
@@ -1347,11 +1216,7 @@ struct Counters {
 
 impl Counters {
     fn new() -> Self {
-        Counters {
-            single: [0; TRAIN_CODES],
-            pair: boxed_array(0),
-            touched: Vec::new(),
-        }
+        Counters { single: [0; TRAIN_CODES], pair: boxed_array(0), touched: Vec::new() }
     }
 
     fn clear(&mut self) {
@@ -1422,11 +1287,7 @@ fn make_table(t: &TrainTable, c: &Counters, frac: u32, pairs: bool) -> TrainTabl
         }
         let (val, len) = t.sym(code);
         let boost = if len == 1 { 8 } else { 1 };
-        cands.push(Candidate {
-            val,
-            len,
-            gain: count as u64 * len as u64 * boost,
-        });
+        cands.push(Candidate { val, len, gain: count as u64 * len as u64 * boost });
     }
     if pairs {
         for &k in &c.touched {
@@ -1442,22 +1303,13 @@ fn make_table(t: &TrainTable, c: &Counters, frac: u32, pairs: bool) -> TrainTabl
             let (v2, l2) = t.sym(b);
             let len = (l1 + l2).min(MAX_SYMBOL_LEN as u8);
             let val = (v1 | v2 << (8 * l1)) & MASKS[len as usize];
-            cands.push(Candidate {
-                val,
-                len,
-                gain: count as u64 * len as u64,
-            });
+            cands.push(Candidate { val, len, gain: count as u64 * len as u64 });
         }
     }
     let mut merged = merge_candidates(cands);
     // Best first; (val, len) is unique after merging, so this order is total and the result
     // deterministic. Only the head needs full sorting: few candidates lose their slot.
-    let by_gain = |a: &Candidate, b: &Candidate| {
-        b.gain
-            .cmp(&a.gain)
-            .then(b.len.cmp(&a.len))
-            .then(a.val.cmp(&b.val))
-    };
+    let by_gain = |a: &Candidate, b: &Candidate| b.gain.cmp(&a.gain).then(b.len.cmp(&a.len)).then(a.val.cmp(&b.val));
     let head = merged.len().min(2 * MAX_SYMBOLS);
     if merged.len() > head {
         merged.select_nth_unstable_by(head - 1, by_gain);
@@ -1482,19 +1334,12 @@ fn make_table(t: &TrainTable, c: &Counters, frac: u32, pairs: bool) -> TrainTabl
 
 /// Sums the gains of candidates that name the same symbol (open-addressing hash, O(n)).
 fn merge_candidates(cands: Vec<Candidate>) -> Vec<Candidate> {
-    let bits = (cands.len() * 2)
-        .next_power_of_two()
-        .max(16)
-        .trailing_zeros();
+    let bits = (cands.len() * 2).next_power_of_two().max(16).trailing_zeros();
     let mask = (1usize << bits) - 1;
     let mut slots = vec![u32::MAX; 1 << bits];
     let mut merged: Vec<Candidate> = Vec::with_capacity(cands.len());
     for cand in cands {
-        let mut h = (cand
-            .val
-            .wrapping_add(cand.len as u64)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            >> (64 - bits)) as usize;
+        let mut h = (cand.val.wrapping_add(cand.len as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize;
         loop {
             let slot = slots[h];
             if slot == u32::MAX {
@@ -1550,11 +1395,7 @@ fn train_on_sample(sample: &Sample) -> SymbolTable {
     let pruned = make_table(&best, &counters, 128, false);
     counters.clear();
     let pruned_gain = compress_count(&pruned, sample, &mut counters, false);
-    let chosen = if pruned_gain >= best_gain {
-        &pruned
-    } else {
-        &best
-    };
+    let chosen = if pruned_gain >= best_gain { &pruned } else { &best };
     finalize(chosen, terminator)
 }
 
@@ -1563,17 +1404,9 @@ fn train_on_sample(sample: &Sample) -> SymbolTable {
 fn finalize(t: &TrainTable, terminator: u8) -> SymbolTable {
     let syms = &t.syms;
     let prefixes_longer = |v: u64| syms.iter().any(|&(v2, l2)| l2 > 2 && v2 & 0xFFFF == v);
-    let mut ordered: Vec<(u64, u8)> = syms
-        .iter()
-        .copied()
-        .filter(|&(v, l)| l == 2 && prefixes_longer(v))
-        .collect();
+    let mut ordered: Vec<(u64, u8)> = syms.iter().copied().filter(|&(v, l)| l == 2 && prefixes_longer(v)).collect();
     let suffix_lim = ordered.len() as u8;
-    ordered.extend(
-        syms.iter()
-            .copied()
-            .filter(|&(v, l)| l == 2 && !prefixes_longer(v)),
-    );
+    ordered.extend(syms.iter().copied().filter(|&(v, l)| l == 2 && !prefixes_longer(v)));
     for len in 3..=MAX_SYMBOL_LEN as u8 {
         ordered.extend(syms.iter().copied().filter(|&(_, l)| l == len));
     }
@@ -1722,12 +1555,7 @@ mod tests {
                 let p = prefixes[r.below(prefixes.len())];
                 let s = match r.below(3) {
                     0 => format!("{p}_{:08}", r.below(100_000_000)),
-                    1 => format!(
-                        "{}-{:04}-{:05}",
-                        p.to_uppercase(),
-                        2000 + r.below(30),
-                        r.below(100000)
-                    ),
+                    1 => format!("{}-{:04}-{:05}", p.to_uppercase(), 2000 + r.below(30), r.below(100000)),
                     _ => format!("{p}:{:x}", r.next() & 0xFFFF_FFFF),
                 };
                 s.into_bytes()
@@ -1770,11 +1598,7 @@ mod tests {
         assert_eq!(*co.last().unwrap() as usize, cd.len());
         for k in 0..strings.len() {
             let piece = &cd[co[k] as usize..co[k + 1] as usize];
-            assert_eq!(
-                reference_decode(&bytes, piece).unwrap(),
-                strings[k],
-                "string {k}"
-            );
+            assert_eq!(reference_decode(&bytes, piece).unwrap(), strings[k], "string {k}");
         }
         let (dof, dd) = table.decompress_offsets(&co, &cd).unwrap();
         assert_eq!(dof, offsets);
@@ -1796,15 +1620,9 @@ mod tests {
         let n = t.n_symbols();
         for i in 0..n {
             let len = b[8 + 8 * n + i] as usize;
-            assert!(
-                b[8 + 8 * i + len..16 + 8 * i].iter().all(|&x| x == 0),
-                "symbol padding must be zero"
-            );
+            assert!(b[8 + 8 * i + len..16 + 8 * i].iter().all(|&x| x == 0), "symbol padding must be zero");
         }
-        assert!(
-            b[8 + 9 * n..].iter().all(|&x| x == 0),
-            "unused tail must be zero"
-        );
+        assert!(b[8 + 9 * n..].iter().all(|&x| x == 0), "unused tail must be zero");
     }
 
     #[test]
@@ -1825,12 +1643,7 @@ mod tests {
         assert_eq!(table.decompress(&codes).unwrap(), b"abczab\xffc");
         // Serialisation reproduces the hand-written bytes exactly.
         assert_eq!(table.to_bytes(), t);
-        assert_eq!(
-            SymbolTable::from_symbols(&[b"ab", b"c"])
-                .unwrap()
-                .to_bytes(),
-            t
-        );
+        assert_eq!(SymbolTable::from_symbols(&[b"ab", b"c"]).unwrap().to_bytes(), t);
         // Our encoder uses the symbols and prefers the longer one.
         assert_eq!(table.compress(b"abcab"), vec![0, 1, 0]);
         assert_eq!(table.compress(b"abx"), vec![0, 255, b'x']);
@@ -1901,9 +1714,7 @@ mod tests {
         let strings: Vec<Vec<u8>> = (0..2000)
             .map(|i| {
                 let len = r.below(40);
-                (0..len)
-                    .map(|j| ((i * 31 + j * 7) as u8) ^ (r.next() as u8 & 0x0F))
-                    .collect()
+                (0..len).map(|j| ((i * 31 + j * 7) as u8) ^ (r.next() as u8 & 0x0F)).collect()
             })
             .collect();
         let t = round_trip(&strings);
@@ -1911,9 +1722,7 @@ mod tests {
         let c = t.compress(&all);
         assert_eq!(t.decompress(&c).unwrap(), all);
         // Purely random bytes too (mostly escapes or single-byte codes).
-        let random: Vec<Vec<u8>> = (0..300)
-            .map(|_| (0..r.below(100)).map(|_| r.next() as u8).collect())
-            .collect();
+        let random: Vec<Vec<u8>> = (0..300).map(|_| (0..r.below(100)).map(|_| r.next() as u8).collect()).collect();
         round_trip(&random);
         // Strings made only of 0xFF (the escape value as data).
         round_trip(&[vec![255u8; 1000], vec![255u8; 1], vec![0u8; 10]]);
@@ -1942,27 +1751,17 @@ mod tests {
             "Русский текст для проверки",
             "עברית וערבית: مرحبا بالعالم",
         ];
-        let strings: Vec<Vec<u8>> = (0..3000)
-            .map(|i| format!("{} #{i}", samples[i % samples.len()]).into_bytes())
-            .collect();
+        let strings: Vec<Vec<u8>> = (0..3000).map(|i| format!("{} #{i}", samples[i % samples.len()]).into_bytes()).collect();
         round_trip(&strings);
     }
 
     #[test]
     fn highly_repetitive_text() {
-        let strings: Vec<Vec<u8>> = (0..5000)
-            .map(|_| b"abababababababababababababababab".to_vec())
-            .collect();
+        let strings: Vec<Vec<u8>> = (0..5000).map(|_| b"abababababababababababababababab".to_vec()).collect();
         let t = round_trip(&strings);
         let c = t.compress(&strings[0]);
-        assert!(
-            c.len() * 8 <= strings[0].len(),
-            "8-byte symbols expected, got {} bytes",
-            c.len()
-        );
-        let strings: Vec<Vec<u8>> = (0..5000)
-            .map(|i| format!("status=OK code=200 seq={}", i % 10).into_bytes())
-            .collect();
+        assert!(c.len() * 8 <= strings[0].len(), "8-byte symbols expected, got {} bytes", c.len());
+        let strings: Vec<Vec<u8>> = (0..5000).map(|i| format!("status=OK code=200 seq={}", i % 10).into_bytes()).collect();
         round_trip(&strings);
     }
 
@@ -1977,12 +1776,7 @@ mod tests {
             let t = round_trip(&data);
             let (o, d) = to_offsets(&data);
             let (_, cd) = t.compress_offsets(&o, &d).unwrap();
-            assert!(
-                cd.len() * 10 < d.len() * 9,
-                "{name}: {} -> {}",
-                d.len(),
-                cd.len()
-            );
+            assert!(cd.len() * 10 < d.len() * 9, "{name}: {} -> {}", d.len(), cd.len());
         }
     }
 
@@ -1996,14 +1790,9 @@ mod tests {
         let c = SymbolTable::train_offsets(&o, &d).unwrap();
         assert_eq!(a.to_bytes(), c.to_bytes());
         // Codes are ordered: 2-byte symbols, then 3..=8, then 1.
-        let lens: Vec<usize> = (0..c.n_symbols())
-            .map(|i| c.symbol(i).unwrap().len())
-            .collect();
+        let lens: Vec<usize> = (0..c.n_symbols()).map(|i| c.symbol(i).unwrap().len()).collect();
         let rank = |l: usize| if l == 1 { 9 } else { l };
-        assert!(
-            lens.windows(2).all(|w| rank(w[0]) <= rank(w[1])),
-            "{lens:?}"
-        );
+        assert!(lens.windows(2).all(|w| rank(w[0]) <= rank(w[1])), "{lens:?}");
     }
 
     #[test]
@@ -2028,10 +1817,8 @@ mod tests {
         // Appending forms chain chunks into one Arrow array.
         let mut out_o = vec![0u32];
         let mut out_d = Vec::new();
-        t.decompress_offsets_into(&co[..51], &cd, &mut out_o, &mut out_d)
-            .unwrap();
-        t.decompress_offsets_into(&co[50..], &cd, &mut out_o, &mut out_d)
-            .unwrap();
+        t.decompress_offsets_into(&co[..51], &cd, &mut out_o, &mut out_d).unwrap();
+        t.decompress_offsets_into(&co[50..], &cd, &mut out_o, &mut out_d).unwrap();
         assert_eq!(out_d, dd);
         assert_eq!(out_o, dof);
     }
@@ -2062,10 +1849,7 @@ mod tests {
             full[8 + 8 * 255 + i] = 1;
         }
         let t = SymbolTable::from_bytes(&full).unwrap();
-        assert_eq!(
-            t.decompress(&[254, 255, 255, 0]).unwrap(),
-            vec![254, 255, 0]
-        );
+        assert_eq!(t.decompress(&[254, 255, 255, 0]).unwrap(), vec![254, 255, 0]);
         let all: Vec<u8> = (0..=255u8).collect();
         assert_eq!(t.decompress(&t.compress(&all)).unwrap(), all);
         // Random tables with the magic: never panic; accepted ones decode like the reference.
@@ -2105,15 +1889,8 @@ mod tests {
         // Bulk: escape whose literal lies in the next string is an error, also mid-group and
         // when the literal is 255 itself.
         assert!(t.decompress_offsets(&[0u32, 1, 2], &[255, b'x']).is_err());
-        assert!(t
-            .decompress_offsets(&[0u32, 2, 3, 5], &[0, 255, 255, 1, 1])
-            .is_err());
-        assert_eq!(
-            t.decompress_offsets(&[0u32, 3, 3, 5], &[0, 255, 255, 1, 1])
-                .unwrap()
-                .1,
-            b"ab\xffcc"
-        );
+        assert!(t.decompress_offsets(&[0u32, 2, 3, 5], &[0, 255, 255, 1, 1]).is_err());
+        assert_eq!(t.decompress_offsets(&[0u32, 3, 3, 5], &[0, 255, 255, 1, 1]).unwrap().1, b"ab\xffcc");
         // Bad offsets.
         assert!(t.decompress_offsets(&[0u32, 3], &[0, 1]).is_err());
         assert!(t.decompress_offsets(&[1u32, 0], &[0, 1]).is_err());
@@ -2124,9 +1901,7 @@ mod tests {
         assert!(t.compress_offsets(&[2u32, 1], b"ab").is_err());
         let mut oo = vec![0u32];
         let mut od = b"x".to_vec();
-        assert!(t
-            .decompress_offsets_into(&[0u32, 1, 3, 2], &[0, 0, 0], &mut oo, &mut od)
-            .is_err());
+        assert!(t.decompress_offsets_into(&[0u32, 1, 3, 2], &[0, 0, 0], &mut oo, &mut od).is_err());
         assert_eq!((oo, od), (vec![0], b"x".to_vec()));
         // Fuzz against the reference decoder with a trained table, single and bulk.
         let trained = SymbolTable::train(&as_slices(&gen_urls(2000, 8)));
@@ -2135,19 +1910,12 @@ mod tests {
         for round in 0..2000 {
             let len = if round % 100 == 0 { 5000 } else { r.below(40) };
             let c: Vec<u8> = (0..len)
-                .map(|_| {
-                    if r.below(20) == 0 {
-                        255
-                    } else {
-                        (r.next() % (trained.n_symbols() as u64 + 3)) as u8
-                    }
-                })
+                .map(|_| if r.below(20) == 0 { 255 } else { (r.next() % (trained.n_symbols() as u64 + 3)) as u8 })
                 .collect();
             assert_eq!(trained.decompress(&c).ok(), reference_decode(&canon, &c));
             let cut = r.below(c.len() + 1);
             let offsets = [0u64, cut as u64, c.len() as u64];
-            let expect =
-                reference_decode(&canon, &c[..cut]).zip(reference_decode(&canon, &c[cut..]));
+            let expect = reference_decode(&canon, &c[..cut]).zip(reference_decode(&canon, &c[cut..]));
             match trained.decompress_offsets(&offsets, &c) {
                 Ok((o, d)) => {
                     let (a, b) = expect.expect("reference rejects what fast path accepted");
@@ -2176,22 +1944,14 @@ mod tests {
     fn offset_overflow_is_an_error() {
         let t = SymbolTable::from_symbols(&[b"abcdefgh"]).unwrap();
         // 31 codes expand to 248 bytes: fits; 32 codes to 256: does not.
-        let (o, d) = t
-            .decompress_offsets(&[Tiny(0), Tiny(31)], &[0; 31])
-            .unwrap();
+        let (o, d) = t.decompress_offsets(&[Tiny(0), Tiny(31)], &[0; 31]).unwrap();
         assert_eq!((o, d.len()), (vec![Tiny(0), Tiny(248)], 248));
-        assert!(t
-            .decompress_offsets(&[Tiny(0), Tiny(32)], &[0; 32])
-            .is_err());
+        assert!(t.decompress_offsets(&[Tiny(0), Tiny(32)], &[0; 32]).is_err());
         // Same in the grouped path (several strings) and when appending.
-        assert!(t
-            .decompress_offsets(&[Tiny(0), Tiny(16), Tiny(32)], &[0; 32])
-            .is_err());
+        assert!(t.decompress_offsets(&[Tiny(0), Tiny(16), Tiny(32)], &[0; 32]).is_err());
         let mut oo = vec![Tiny(0)];
         let mut od = vec![1u8; 200];
-        assert!(t
-            .decompress_offsets_into(&[Tiny(0), Tiny(1), Tiny(7)], &[0; 7], &mut oo, &mut od)
-            .is_err());
+        assert!(t.decompress_offsets_into(&[Tiny(0), Tiny(1), Tiny(7)], &[0; 7], &mut oo, &mut od).is_err());
         assert_eq!((oo, od), (vec![Tiny(0)], vec![1u8; 200]));
         // Escapes double the size: 128 uncovered bytes compress to 256 bytes.
         let data = [b'z'; 128];
@@ -2200,12 +1960,7 @@ mod tests {
         assert_eq!((o, d.len()), (vec![Tiny(0), Tiny(254)], 254));
         // Passthrough copies: output fits whenever the input did.
         let p = SymbolTable::passthrough();
-        assert_eq!(
-            p.decompress_offsets(&[Tiny(3), Tiny(255)], &[7; 255])
-                .unwrap()
-                .0,
-            vec![Tiny(0), Tiny(252)]
-        );
+        assert_eq!(p.decompress_offsets(&[Tiny(3), Tiny(255)], &[7; 255]).unwrap().0, vec![Tiny(0), Tiny(252)]);
     }
 
     #[test]
@@ -2233,9 +1988,7 @@ mod tests {
                         _ => (r.next() % n) as u8,
                     })
                     .collect();
-                let mut offsets: Vec<u32> = (0..r.below(3000))
-                    .map(|_| r.below(len + 1) as u32)
-                    .collect();
+                let mut offsets: Vec<u32> = (0..r.below(3000)).map(|_| r.below(len + 1) as u32).collect();
                 offsets.push(0);
                 offsets.push(len as u32);
                 offsets.sort_unstable();
@@ -2250,9 +2003,7 @@ mod tests {
                 4 => offsets.reverse(),
                 6 => {
                     // Cut a valid string so it ends on an escape whose literal is in the next.
-                    let escape_last = |k: usize| {
-                        offsets[k] >= offsets[k - 1] + 2 && data[offsets[k] as usize - 2] == 255
-                    };
+                    let escape_last = |k: usize| offsets[k] >= offsets[k - 1] + 2 && data[offsets[k] as usize - 2] == 255;
                     if let Some(k) = (1..offsets.len() - 1).find(|&k| escape_last(k)) {
                         offsets[k] -= 1;
                     }
@@ -2275,26 +2026,16 @@ mod tests {
                     let expect = expect.expect("fast path accepted what the reference rejects");
                     assert_eq!(o.len(), offsets.len());
                     for (k, e) in expect.iter().enumerate() {
-                        assert_eq!(
-                            &d[o[k] as usize..o[k + 1] as usize],
-                            e.as_slice(),
-                            "round {round} string {k}"
-                        );
+                        assert_eq!(&d[o[k] as usize..o[k + 1] as usize], e.as_slice(), "round {round} string {k}");
                     }
                 }
                 Err(_) => {
                     rejected += 1;
-                    assert!(
-                        expect.is_none(),
-                        "round {round}: fast path rejected valid input"
-                    );
+                    assert!(expect.is_none(), "round {round}: fast path rejected valid input");
                 }
             }
         }
-        assert!(
-            accepted >= 10 && rejected >= 10,
-            "accepted {accepted}, rejected {rejected}"
-        );
+        assert!(accepted >= 10 && rejected >= 10, "accepted {accepted}, rejected {rejected}");
     }
 
     #[test]
@@ -2323,22 +2064,11 @@ mod tests {
             ("urls".into(), gen_urls(80_000, 3)),
             ("identifiers ~14B".into(), gen_identifiers(250_000, 4)),
         ];
-        for path in [
-            "/work/shared/spec/FORMAT.md",
-            "/usr/share/common-licenses/GPL-3",
-        ] {
+        for path in ["/work/shared/spec/FORMAT.md", "/usr/share/common-licenses/GPL-3"] {
             if let Ok(text) = std::fs::read_to_string(path) {
                 let lines: Vec<Vec<u8>> = text.lines().map(|l| l.as_bytes().to_vec()).collect();
-                let reps: Vec<Vec<u8>> = lines
-                    .iter()
-                    .cycle()
-                    .take(lines.len() * 8)
-                    .cloned()
-                    .collect();
-                datasets.push((
-                    format!("lines of {} (x8)", path.rsplit('/').next().unwrap_or(path)),
-                    reps,
-                ));
+                let reps: Vec<Vec<u8>> = lines.iter().cycle().take(lines.len() * 8).cloned().collect();
+                datasets.push((format!("lines of {} (x8)", path.rsplit('/').next().unwrap_or(path)), reps));
             }
         }
         fn best_of<F: FnMut()>(n: usize, mut f: F) -> f64 {
@@ -2352,25 +2082,13 @@ mod tests {
         }
         println!(
             "{:<40} {:>8} {:>6} {:>8} {:>8} {:>9} {:>9} {:>9} {:>5}",
-            "dataset",
-            "raw B",
-            "ratio",
-            "train",
-            "train16K",
-            "compress",
-            "decomp",
-            "dec-into",
-            "nsym"
+            "dataset", "raw B", "ratio", "train", "train16K", "compress", "decomp", "dec-into", "nsym"
         );
         for (name, data) in &datasets {
             let (o, d) = to_offsets(data);
             let mut table = SymbolTable::passthrough();
             let train_s = best_of(10, || table = SymbolTable::train_offsets(&o, &d).unwrap());
-            let n16 = o
-                .iter()
-                .position(|&x| x as usize > SAMPLE_TARGET)
-                .unwrap_or(o.len())
-                - 1;
+            let n16 = o.iter().position(|&x| x as usize > SAMPLE_TARGET).unwrap_or(o.len()) - 1;
             let train16_s = best_of(10, || {
                 black_box(SymbolTable::train_offsets(&o[..=n16], &d).unwrap());
             });
@@ -2382,9 +2100,7 @@ mod tests {
                 cd = b;
             });
             let dec_s = best_of(10, || {
-                let r = table
-                    .decompress_offsets(black_box(&co), black_box(&cd))
-                    .unwrap();
+                let r = table.decompress_offsets(black_box(&co), black_box(&cd)).unwrap();
                 black_box(r);
             });
             let mut oo: Vec<u32> = Vec::with_capacity(co.len());
@@ -2393,9 +2109,7 @@ mod tests {
                 oo.clear();
                 od.clear();
                 oo.push(0);
-                table
-                    .decompress_offsets_into(black_box(&co), black_box(&cd), &mut oo, &mut od)
-                    .unwrap();
+                table.decompress_offsets_into(black_box(&co), black_box(&cd), &mut oo, &mut od).unwrap();
             });
             assert_eq!(od, d);
             let mb = d.len() as f64 / 1e6;

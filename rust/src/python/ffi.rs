@@ -9,7 +9,7 @@ use std::ffi::CString;
 use std::sync::Mutex;
 
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
-use arrow_array::ffi_stream::{RecordBatchStreamReader, FFI_ArrowArrayStream};
+use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{Array, RecordBatch, RecordBatchIterator, RecordBatchReader, StructArray};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -96,9 +96,7 @@ fn check_requested_schema(requested: Option<&Bound<'_, PyAny>>, schema: &SchemaR
     // SAFETY: a capsule named "arrow_schema" holds a valid FFI_ArrowSchema; we only borrow it.
     let requested = unsafe { arrow_schema::Schema::try_from(&*ptr) }.map_err(|e| to_pyerr(e.into()))?;
     if requested.fields() != schema.fields() {
-        return Err(to_pyerr(Error::not_supported(
-            "casting to a requested schema different from the data's schema",
-        )));
+        return Err(to_pyerr(Error::not_supported("casting to a requested schema different from the data's schema")));
     }
     Ok(())
 }
@@ -121,7 +119,11 @@ impl ArrowBatches {
 impl ArrowBatches {
     /// Exports the batches as an Arrow C stream (the buffers are not copied).
     #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
         check_requested_schema(requested_schema.as_ref(), &self.schema)?;
         let reader = RecordBatchIterator::new(self.batches.clone().into_iter().map(Ok), self.schema.clone());
         stream_capsule(py, Box::new(reader))
@@ -189,10 +191,8 @@ pub struct BatchStream {
 impl BatchStream {
     /// Wraps an iterator that decodes batches on demand.
     pub fn new(schema: SchemaRef, iter: impl Iterator<Item = crate::error::Result<RecordBatch>> + Send + 'static) -> Self {
-        let reader = RecordBatchIterator::new(
-            iter.map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e)))),
-            schema.clone(),
-        );
+        let reader =
+            RecordBatchIterator::new(iter.map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e)))), schema.clone());
         Self { schema, reader: Mutex::new(Some(Box::new(reader))) }
     }
 }
@@ -201,7 +201,11 @@ impl BatchStream {
 impl BatchStream {
     /// Exports the stream (it can be consumed once).
     #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(&mut self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __arrow_c_stream__<'py>(
+        &mut self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
         check_requested_schema(requested_schema.as_ref(), &self.schema)?;
         let reader = self
             .reader

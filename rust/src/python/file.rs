@@ -27,10 +27,8 @@ pub fn extract_indices(obj: &Bound<'_, PyAny>, describe: impl FnOnce() -> String
         Ok(v) => v.into_iter().map(|i| u64::try_from(i).map_err(|_| negative(i))).collect(),
         Err(_) => {
             // Integers too large for 64 bits are out of range, anything else is a type error.
-            let all_ints = obj
-                .try_iter()
-                .map(|it| it.flatten().all(|x| x.is_instance_of::<pyo3::types::PyInt>()))
-                .unwrap_or(false);
+            let all_ints =
+                obj.try_iter().map(|it| it.flatten().all(|x| x.is_instance_of::<pyo3::types::PyInt>())).unwrap_or(false);
             if all_ints {
                 Err(to_pyerr(Error::IndexOutOfRange(format!("a row index does not fit in 64 bits; {}", describe()))))
             } else {
@@ -175,7 +173,13 @@ pub struct PyFileWriter {
 impl PyFileWriter {
     #[new]
     #[pyo3(signature = (path, schema=None, version=None, max_page_bytes=None))]
-    fn new(py: Python<'_>, path: String, schema: Option<&Bound<'_, PyAny>>, version: Option<String>, max_page_bytes: Option<u64>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        path: String,
+        schema: Option<&Bound<'_, PyAny>>,
+        version: Option<String>,
+        max_page_bytes: Option<u64>,
+    ) -> PyResult<Self> {
         let version: FileVersion = match version {
             Some(v) => v.parse().py()?,
             None => FileVersion::DEFAULT,

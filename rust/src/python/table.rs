@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use arrow_array::ffi_stream::{RecordBatchStreamReader, FFI_ArrowArrayStream};
+use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, UInt32Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema};
 use bytes::Bytes;
@@ -115,18 +115,27 @@ pub fn manifest_path(version: u64, naming: &str) -> PyResult<String> {
 
 /// Decodes a manifest file: `(manifest JSON, index section bytes, inline transaction bytes)`.
 #[pyfunction]
-pub fn read_manifest<'py>(py: Python<'py>, data: Vec<u8>, path: &str) -> PyResult<(String, Option<Bound<'py, PyBytes>>, Option<Bound<'py, PyBytes>>)> {
+pub fn read_manifest<'py>(
+    py: Python<'py>,
+    data: Vec<u8>,
+    path: &str,
+) -> PyResult<(String, Option<Bound<'py, PyBytes>>, Option<Bound<'py, PyBytes>>)> {
     let (json, index, txn) = run(py, || -> Result<_> {
-            let m = manifest::read_manifest(Bytes::from(data), path)?;
-            Ok((to_json(&m.manifest)?, m.index_section, m.transaction))
-        })?;
+        let m = manifest::read_manifest(Bytes::from(data), path)?;
+        Ok((to_json(&m.manifest)?, m.index_section, m.transaction))
+    })?;
     Ok((json, index.map(|b| PyBytes::new(py, &b)), txn.map(|b| PyBytes::new(py, &b))))
 }
 
 /// Encodes a manifest file from its JSON, the raw transaction and the raw index section.
 #[pyfunction]
 #[pyo3(signature = (manifest_json, transaction=None, index_section=None))]
-pub fn write_manifest<'py>(py: Python<'py>, manifest_json: &str, transaction: Option<Vec<u8>>, index_section: Option<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+pub fn write_manifest<'py>(
+    py: Python<'py>,
+    manifest_json: &str,
+    transaction: Option<Vec<u8>>,
+    index_section: Option<Vec<u8>>,
+) -> PyResult<Bound<'py, PyBytes>> {
     let m: tablepb::Manifest = from_json(manifest_json, "manifest").py()?;
     let out = manifest::write_manifest(m, transaction.as_deref(), index_section.as_deref()).py()?;
     Ok(PyBytes::new(py, &out))
@@ -218,7 +227,15 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 /// ids unassigned). On error every file written is deleted again.
 #[pyfunction]
 #[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version))]
-pub fn write_fragments(py: Python<'_>, uri: &str, data: &Bound<'_, PyAny>, fields_json: &str, metadata_json: &str, max_rows_per_file: u64, version: &str) -> PyResult<String> {
+pub fn write_fragments(
+    py: Python<'_>,
+    uri: &str,
+    data: &Bound<'_, PyAny>,
+    fields_json: &str,
+    metadata_json: &str,
+    max_rows_per_file: u64,
+    version: &str,
+) -> PyResult<String> {
     let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
     let version: FileVersion = version.parse().py()?;
     let store = Store::open(uri).py()?;
@@ -354,9 +371,9 @@ impl PySnapshot {
         let projection = s.projection(columns.as_deref()).py()?;
         let frags = self.fragment_indices(fragment_ids).py()?;
         let batches = run(py, || {
-                let tasks = s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)?;
-                s.run_tasks(tasks, &projection, opts)
-            })?;
+            let tasks = s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)?;
+            s.run_tasks(tasks, &projection, opts)
+        })?;
         Ok(ArrowBatches::new(s.output_schema(&projection, opts), batches))
     }
 
@@ -387,7 +404,14 @@ impl PySnapshot {
 
     /// Rows at logical indices (scan order); output follows the input, repeats allowed.
     #[pyo3(signature = (indices, columns=None, with_row_id=false, with_row_address=false))]
-    fn take(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, columns: Option<Vec<String>>, with_row_id: bool, with_row_address: bool) -> PyResult<ArrowBatches> {
+    fn take(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+        columns: Option<Vec<String>>,
+        with_row_id: bool,
+        with_row_address: bool,
+    ) -> PyResult<ArrowBatches> {
         let idx = extract_indices(indices, || "the dataset has fewer rows".to_string())?;
         let opts = scan_options(with_row_id, with_row_address, false);
         let s = &self.inner;
@@ -398,7 +422,14 @@ impl PySnapshot {
 
     /// Rows at row addresses; deleted rows are skipped.
     #[pyo3(signature = (addresses, columns=None, with_row_id=false, with_row_address=false))]
-    fn take_addresses(&self, py: Python<'_>, addresses: &Bound<'_, PyAny>, columns: Option<Vec<String>>, with_row_id: bool, with_row_address: bool) -> PyResult<ArrowBatches> {
+    fn take_addresses(
+        &self,
+        py: Python<'_>,
+        addresses: &Bound<'_, PyAny>,
+        columns: Option<Vec<String>>,
+        with_row_id: bool,
+        with_row_address: bool,
+    ) -> PyResult<ArrowBatches> {
         let addr = extract_indices(addresses, || "row addresses are 64-bit".to_string())?;
         let opts = scan_options(with_row_id, with_row_address, false);
         let s = &self.inner;
@@ -411,12 +442,12 @@ impl PySnapshot {
     fn deleted_rows(&self, py: Python<'_>, fragment_id: u64) -> PyResult<ArrowBatches> {
         let s = &self.inner;
         let values = run(py, || -> Result<UInt32Array> {
-                let i = s.fragment_index(fragment_id)?;
-                Ok(match s.deletions(i)? {
-                    Some(dv) => UInt32Array::from_iter_values(dv.iter()),
-                    None => UInt32Array::from(Vec::<u32>::new()),
-                })
-            })?;
+            let i = s.fragment_index(fragment_id)?;
+            Ok(match s.deletions(i)? {
+                Some(dv) => UInt32Array::from_iter_values(dv.iter()),
+                None => UInt32Array::from(Vec::<u32>::new()),
+            })
+        })?;
         let schema = Arc::new(Schema::new(vec![Field::new("row_offset", DataType::UInt32, false)]));
         let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).map_err(|e: ArrowError| to_pyerr(e.into()))?;
         Ok(ArrowBatches::new(schema, vec![batch]))
@@ -426,7 +457,12 @@ impl PySnapshot {
     /// deletion vectors and new deletion files are written (format chosen like pylance).
     /// Returns `(fragment id, updated fragment JSON or None if every row is now deleted)`
     /// for each fragment that changed.
-    fn delete_rows(&self, py: Python<'_>, addresses: &Bound<'_, PyAny>, read_version: u64) -> PyResult<Vec<(u64, Option<String>)>> {
+    fn delete_rows(
+        &self,
+        py: Python<'_>,
+        addresses: &Bound<'_, PyAny>,
+        read_version: u64,
+    ) -> PyResult<Vec<(u64, Option<String>)>> {
         let addr = extract_indices(addresses, || "row addresses are 64-bit".to_string())?;
         let s = &self.inner;
         let store = &self.store;
@@ -437,7 +473,13 @@ impl PySnapshot {
             }
             let mut ids: Vec<u64> = per_frag.keys().copied().collect();
             ids.sort_unstable();
-            let work: Vec<(u64, Vec<u32>)> = ids.into_iter().map(|id| { let v = per_frag.remove(&id).unwrap_or_default(); (id, v) }).collect();
+            let work: Vec<(u64, Vec<u32>)> = ids
+                .into_iter()
+                .map(|id| {
+                    let v = per_frag.remove(&id).unwrap_or_default();
+                    (id, v)
+                })
+                .collect();
             let results = crate::parallel::map(work, true, |(id, offsets)| -> Result<Option<(u64, Option<String>)>> {
                 let i = s.fragment_index(id)?;
                 let phys = s.physical_rows(i)?;
@@ -456,7 +498,10 @@ impl PySnapshot {
                     return Ok(Some((id, None)));
                 }
                 let mut frag = s.fragment_meta(i).clone();
-                let was_bitmap = frag.deletion_file.as_ref().is_some_and(|d| d.file_type == tablepb::deletion_file::DeletionFileType::Bitmap as i32);
+                let was_bitmap = frag
+                    .deletion_file
+                    .as_ref()
+                    .is_some_and(|d| d.file_type == tablepb::deletion_file::DeletionFileType::Bitmap as i32);
                 frag.deletion_file = Some(deletion::write(store, id, read_version, &dv, was_bitmap)?);
                 frag.physical_rows = phys;
                 Ok(Some((id, Some(to_json(&frag)?))))

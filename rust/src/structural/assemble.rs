@@ -67,7 +67,10 @@ fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
         .iter()
         .map(|k| match k {
             NodeKind::Item => NodeData::Item { validity: BooleanBufferBuilder::new(leaf.num_rows) },
-            NodeKind::List => NodeData::List { offsets: Vec::with_capacity(leaf.num_rows + 1), validity: BooleanBufferBuilder::new(leaf.num_rows) },
+            NodeKind::List => NodeData::List {
+                offsets: Vec::with_capacity(leaf.num_rows + 1),
+                validity: BooleanBufferBuilder::new(leaf.num_rows),
+            },
         })
         .collect();
     let num_levels = leaf.rep.as_ref().map(|r| r.len()).or(leaf.def.as_ref().map(|d| d.len())).unwrap_or(leaf.values.len());
@@ -158,10 +161,7 @@ fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
         }
     }
     if values_used != leaf.values.len() {
-        return Err(Error::corrupt(format!(
-            "levels describe {values_used} values but {} were decoded",
-            leaf.values.len()
-        )));
+        return Err(Error::corrupt(format!("levels describe {values_used} values but {} were decoded", leaf.values.len())));
     }
     if rows != leaf.num_rows {
         return Err(Error::corrupt(format!("levels describe {rows} rows, expected {}", leaf.num_rows)));
@@ -311,7 +311,9 @@ fn build_node(
     let is_leaf = depth + 1 == leaves[first].path.kinds.len();
     match (&field.data_type, kind) {
         (DataType::Struct(fields), Some(false)) if !is_leaf => {
-            let NodeData::Item { validity } = std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) }) else {
+            let NodeData::Item { validity } =
+                std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) })
+            else {
                 unreachable!()
             };
             let len = validity.len();
@@ -375,7 +377,9 @@ fn build_node(
             Ok(make_array(data))
         }
         (DataType::FixedSizeList(_, dim), Some(false)) if !is_leaf => {
-            let NodeData::Item { validity } = std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) }) else {
+            let NodeData::Item { validity } =
+                std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) })
+            else {
                 unreachable!()
             };
             let len = validity.len();
@@ -388,19 +392,19 @@ fn build_node(
                     child.len()
                 )));
             }
-            let data = ArrayDataBuilder::new(field.data_type.clone()).len(len).nulls(nulls).add_child_data(child.to_data()).build()?;
+            let data =
+                ArrayDataBuilder::new(field.data_type.clone()).len(len).nulls(nulls).add_child_data(child.to_data()).build()?;
             Ok(make_array(data))
         }
         (_, Some(false)) if is_leaf => {
-            let NodeData::Item { validity } = std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) }) else {
+            let NodeData::Item { validity } =
+                std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) })
+            else {
                 unreachable!()
             };
             *next_leaf += 1;
             with_nulls(leaves[first].values.clone(), null_buffer(validity))
         }
-        _ => Err(Error::corrupt(format!(
-            "the levels of field {:?} ({}) do not match its type",
-            field.name, field.data_type
-        ))),
+        _ => Err(Error::corrupt(format!("the levels of field {:?} ({}) do not match its type", field.name, field.data_type))),
     }
 }

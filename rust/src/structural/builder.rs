@@ -82,11 +82,9 @@ impl Values {
                 offsets.push(0);
                 Values::Variable { offsets, data: MutableBuffer::new(0) }
             }
-            LeafKind::Fsl { dim, item } => Values::Fsl {
-                dim: *dim,
-                child: Box::new(Values::new(item, capacity * dim)),
-                validity: None,
-            },
+            LeafKind::Fsl { dim, item } => {
+                Values::Fsl { dim: *dim, child: Box::new(Values::new(item, capacity * dim)), validity: None }
+            }
         }
     }
 
@@ -273,16 +271,7 @@ impl LeafBuilder {
 
     /// A builder for a leaf with structure `path`.
     pub fn with_path(kind: LeafKind, path: LeafPath, capacity: usize) -> Self {
-        Self {
-            values: Values::new(&kind, capacity),
-            kind,
-            path,
-            num_values: 0,
-            rep: None,
-            def: None,
-            num_levels: 0,
-            num_rows: 0,
-        }
+        Self { values: Values::new(&kind, capacity), kind, path, num_values: 0, rep: None, def: None, num_levels: 0, num_rows: 0 }
     }
 
     /// Number of values appended.

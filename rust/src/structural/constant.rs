@@ -105,7 +105,11 @@ pub fn decode_value(layout: &ConstantLayout, value_buf: Option<&Buffer>, leaf_is
         if parts.len() != 2 {
             return Err(Error::corrupt("constant variable-width value needs offsets and bytes"));
         }
-        let bits = if parts[0].len() == 8 { 32 } else if parts[0].len() == 16 { 64 } else {
+        let bits = if parts[0].len() == 8 {
+            32
+        } else if parts[0].len() == 16 {
+            64
+        } else {
             return Err(Error::corrupt("constant variable-width value has malformed offsets"));
         };
         let block = VariableWidthBlock {
@@ -118,7 +122,11 @@ pub fn decode_value(layout: &ConstantLayout, value_buf: Option<&Buffer>, leaf_is
         Ok(Some(DataBlock::Variable(block)))
     } else {
         let bytes = parts.into_iter().next().ok_or_else(|| Error::corrupt("constant value without bytes"))?;
-        Ok(Some(DataBlock::Fixed(FixedWidthBlock { bits_per_value: bytes.len() as u64 * 8, num_values: 1, data: Buffer::from_vec(bytes) })))
+        Ok(Some(DataBlock::Fixed(FixedWidthBlock {
+            bits_per_value: bytes.len() as u64 * 8,
+            num_values: 1,
+            data: Buffer::from_vec(bytes),
+        })))
     }
 }
 

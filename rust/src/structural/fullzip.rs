@@ -299,14 +299,14 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
     }
     let values = match &layout.kind {
         ValueKind::Fixed { dim: Some(dim), item_bits, .. } => DataBlock::FixedSizeList(FixedSizeListBlock {
-                child: Box::new(DataBlock::Fixed(FixedWidthBlock {
-                    data: fixed_out.into(),
-                    bits_per_value: *item_bits,
-                    num_values: visible * dim,
-                })),
-                dimension: *dim,
-                item_validity: item_validity.map(|mut b| b.finish().into_inner()),
-            }),
+            child: Box::new(DataBlock::Fixed(FixedWidthBlock {
+                data: fixed_out.into(),
+                bits_per_value: *item_bits,
+                num_values: visible * dim,
+            })),
+            dimension: *dim,
+            item_validity: item_validity.map(|mut b| b.finish().into_inner()),
+        }),
         ValueKind::Fixed { bits, dim: None, .. } => {
             DataBlock::Fixed(FixedWidthBlock { data: fixed_out.into(), bits_per_value: *bits, num_values: visible })
         }
@@ -440,7 +440,15 @@ pub fn encode(
     let rep_index = needs_index.then(|| {
         row_offsets.push(data.len() as u64);
         let total = data.len() as u64;
-        let width = if total <= u8::MAX as u64 { 1 } else if total <= u16::MAX as u64 { 2 } else if total <= u32::MAX as u64 { 4 } else { 8 };
+        let width = if total <= u8::MAX as u64 {
+            1
+        } else if total <= u16::MAX as u64 {
+            2
+        } else if total <= u32::MAX as u64 {
+            4
+        } else {
+            8
+        };
         let mut idx = Vec::with_capacity(row_offsets.len() * width);
         for o in &row_offsets {
             idx.extend_from_slice(&o.to_le_bytes()[..width]);
@@ -452,7 +460,8 @@ pub fn encode(
             bits_rep,
             bits_def,
             details: Some(details),
-            num_items: u32::try_from(num_levels).map_err(|_| Error::invalid_input("a full-zip page with more than 2^32 levels"))?,
+            num_items: u32::try_from(num_levels)
+                .map_err(|_| Error::invalid_input("a full-zip page with more than 2^32 levels"))?,
             num_visible_items: num_values as u32,
             value_compression: Some(value_compression.to_pb()),
             layers: layers.iter().map(|l| l.to_pb()).collect(),

@@ -117,7 +117,11 @@ pub fn parse_chunk_metadata(meta: &[u8], layout: &MiniBlockLayout, data_len: u64
     let mut chunks = Vec::with_capacity(n_chunks);
     let (mut offset, mut first_value) = (0u64, 0u64);
     for (i, w) in meta.chunks_exact(word).enumerate() {
-        let w = if word == 4 { u32::from_le_bytes(w.try_into().unwrap()) as u64 } else { u16::from_le_bytes(w.try_into().unwrap()) as u64 };
+        let w = if word == 4 {
+            u32::from_le_bytes(w.try_into().unwrap()) as u64
+        } else {
+            u16::from_le_bytes(w.try_into().unwrap()) as u64
+        };
         let len = ((w >> 4) + 1) * 8;
         let num_values = if i + 1 == n_chunks {
             layout.num_items.checked_sub(first_value).ok_or_else(|| {
@@ -131,10 +135,7 @@ pub fn parse_chunk_metadata(meta: &[u8], layout: &MiniBlockLayout, data_len: u64
         first_value += num_values;
     }
     if first_value != layout.num_items && !(n_chunks == 0 && layout.num_items == 0) {
-        return Err(Error::corrupt(format!(
-            "mini-block chunks hold {first_value} values, the page says {}",
-            layout.num_items
-        )));
+        return Err(Error::corrupt(format!("mini-block chunks hold {first_value} values, the page says {}", layout.num_items)));
     }
     if offset > data_len {
         return Err(Error::corrupt(format!("mini-block chunks span {offset} bytes, the data buffer has {data_len}")));
@@ -188,9 +189,7 @@ pub fn decode_chunk(
     let b = bytes.as_slice();
     let mut pos = 0usize;
     let mut read = |width: usize| -> Result<u64> {
-        let v = b
-            .get(pos..pos + width)
-            .ok_or_else(|| Error::corrupt(format!("{CTX}: header truncated")))?;
+        let v = b.get(pos..pos + width).ok_or_else(|| Error::corrupt(format!("{CTX}: header truncated")))?;
         pos += width;
         Ok(if width == 2 { u16::from_le_bytes([v[0], v[1]]) as u64 } else { u32::from_le_bytes(v.try_into().unwrap()) as u64 })
     };
@@ -205,7 +204,10 @@ pub fn decode_chunk(
     let mut pos = pos.next_multiple_of(8);
     let mut take = |len: usize| -> Result<Buffer> {
         if pos.checked_add(len).is_none_or(|end| end > b.len()) {
-            return Err(Error::corrupt(format!("{CTX}: a buffer of {len} bytes at {pos} overruns the chunk ({} bytes)", b.len())));
+            return Err(Error::corrupt(format!(
+                "{CTX}: a buffer of {len} bytes at {pos} overruns the chunk ({} bytes)",
+                b.len()
+            )));
         }
         let out = bytes.slice_with_length(pos, len);
         pos = (pos + len).next_multiple_of(8);
@@ -381,7 +383,11 @@ pub fn serialize_chunks(chunks: &[ValueChunk], levels: &ChunkLevels, large_chunk
         }
         let chunk_len = out.data.len() - start;
         let log2 = if is_last {
-            if n.is_power_of_two() { n.trailing_zeros() as u64 } else { 0 }
+            if n.is_power_of_two() {
+                n.trailing_zeros() as u64
+            } else {
+                0
+            }
         } else {
             if !n.is_power_of_two() || n > 1 << 15 {
                 return Err(Error::invalid_input(format!("internal: non-last chunk of {n} values")));

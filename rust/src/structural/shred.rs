@@ -259,8 +259,7 @@ pub fn shred(array: &ArrayRef, field: &LanceField) -> Result<Vec<ShreddedLeaf>> 
         let has_def = slots.iter().any(|s| s.def != 0);
         let rep = path.has_lists().then(|| slots.iter().map(|s| s.rep).collect());
         let def = has_def.then(|| slots.iter().map(|s| s.def).collect());
-        let indices: UInt32Array =
-            slots.iter().filter(|s| s.visible).map(|s| s.idx.map(|i| i as u32)).collect();
+        let indices: UInt32Array = slots.iter().filter(|s| s.visible).map(|s| s.idx.map(|i| i as u32)).collect();
         let values = arrow_select::take::take(current.as_ref(), &indices, None)?;
         out.push(ShreddedLeaf { path, rep, def, values, num_rows: n });
     }

@@ -111,20 +111,58 @@ impl DictionaryIndices {
 /// A validated `ArrayEncoding` node; buffer references are indices into the page buffers.
 #[derive(Debug, Clone)]
 enum Node {
-    Flat { bits: u64, buffer: usize, compression: Option<GeneralScheme> },
+    Flat {
+        bits: u64,
+        buffer: usize,
+        compression: Option<GeneralScheme>,
+    },
     NoNulls(Box<Node>),
-    SomeNulls { validity: Box<Node>, values: Box<Node> },
+    SomeNulls {
+        validity: Box<Node>,
+        values: Box<Node>,
+    },
     AllNulls,
-    FixedSizeList { dimension: u64, items: Box<Node> },
-    Binary { indices: Box<Node>, bytes: Box<Node>, null_adjustment: u64 },
-    Dictionary { indices: Box<Node>, items: Box<Node>, num_items: u64 },
-    Fsst { strings: Box<Node>, table: Arc<SymbolTable> },
-    FixedSizeBinary { bytes: Box<Node>, width: u64 },
-    Bitpacked { packed_bits: u64, value_bits: u64, buffer: usize, signed: bool },
-    BitpackedForNonNeg { packed_bits: u64, value_bits: u64, buffer: usize },
-    Constant { value: bytes::Bytes },
+    FixedSizeList {
+        dimension: u64,
+        items: Box<Node>,
+    },
+    Binary {
+        indices: Box<Node>,
+        bytes: Box<Node>,
+        null_adjustment: u64,
+    },
+    Dictionary {
+        indices: Box<Node>,
+        items: Box<Node>,
+        num_items: u64,
+    },
+    Fsst {
+        strings: Box<Node>,
+        table: Arc<SymbolTable>,
+    },
+    FixedSizeBinary {
+        bytes: Box<Node>,
+        width: u64,
+    },
+    Bitpacked {
+        packed_bits: u64,
+        value_bits: u64,
+        buffer: usize,
+        signed: bool,
+    },
+    BitpackedForNonNeg {
+        packed_bits: u64,
+        value_bits: u64,
+        buffer: usize,
+    },
+    Constant {
+        value: bytes::Bytes,
+    },
     /// Rows of fixed-width children stored row-major in one buffer (`bits` per row).
-    PackedStruct { bits: u64, buffer: usize },
+    PackedStruct {
+        bits: u64,
+        buffer: usize,
+    },
 }
 
 fn page_buffer(b: &Option<enc20::Buffer>, num_buffers: usize, what: &str) -> Result<usize> {
@@ -237,8 +275,9 @@ impl Node {
             Pb::PackedStruct(p) => {
                 let mut bits = 0u64;
                 for (i, inner) in p.inner.iter().enumerate() {
-                    let child_bits = packed_child_bits(inner)
-                        .ok_or_else(|| Error::not_supported(format!("{CTX}: packed struct child {i} is not a flat value of whole bytes")))?;
+                    let child_bits = packed_child_bits(inner).ok_or_else(|| {
+                        Error::not_supported(format!("{CTX}: packed struct child {i} is not a flat value of whole bytes"))
+                    })?;
                     bits = bits
                         .checked_add(child_bits)
                         .filter(|&b| b <= MAX_FLAT_BITS)
@@ -332,9 +371,7 @@ fn decode(node: &Node, bufs: &[Buffer], n: u64, indexing: DictionaryIndices) -> 
             let bits = decode(validity, bufs, n, indexing)?;
             let bitmap = match bits.values {
                 DataBlock::Fixed(f) if f.bits_per_value == 1 => BooleanBuffer::new(f.data, 0, n as usize),
-                other => {
-                    return Err(Error::corrupt(format!("{CTX}: validity decodes to {} values, not bits", other.kind())))
-                }
+                other => return Err(Error::corrupt(format!("{CTX}: validity decodes to {} values, not bits", other.kind()))),
             };
             let inner = decode(values, bufs, n, indexing)?;
             let validity = match inner.validity {
@@ -379,7 +416,10 @@ fn decode(node: &Node, bufs: &[Buffer], n: u64, indexing: DictionaryIndices) -> 
             let data = byte_buffer(decode(bytes, bufs, prev, indexing)?.values, prev)?;
             let validity = validity.finish();
             let block = VariableWidthBlock { offsets: Buffer::from_vec(offsets), data, bits_per_offset: 64, num_values: n };
-            Ok(Decoded { values: DataBlock::Variable(block), validity: (validity.count_set_bits() < n as usize).then_some(validity) })
+            Ok(Decoded {
+                values: DataBlock::Variable(block),
+                validity: (validity.count_set_bits() < n as usize).then_some(validity),
+            })
         }
         Node::Dictionary { indices, items, num_items } => {
             decode_dictionary(indices, items, *num_items, bufs, n, indexing, &[0..n])
@@ -550,10 +590,7 @@ fn decode_dictionary(
 fn unpack_bit_stream(src: &[u8], packed: u64, unpacked: u64, signed: bool, n: u64) -> Result<Buffer> {
     let need = n.checked_mul(packed).map(|b| b.div_ceil(8));
     if need.is_none_or(|b| b > src.len() as u64) {
-        return Err(Error::corrupt(format!(
-            "{CTX}: {n} values of {packed} bits need more than the {} bytes present",
-            src.len()
-        )));
+        return Err(Error::corrupt(format!("{CTX}: {n} values of {packed} bits need more than the {} bytes present", src.len())));
     }
     let out_bytes = (unpacked / 8) as usize;
     let mut out = MutableBuffer::new(n as usize * out_bytes);
@@ -671,10 +708,7 @@ pub fn decode_page_rows(
         other => {
             let all = decode(other, buffers, num_rows, indexing)?;
             if all.values.num_values() != num_rows {
-                return Err(Error::corrupt(format!(
-                    "{CTX}: decoded {} values for {num_rows} rows",
-                    all.values.num_values()
-                )));
+                return Err(Error::corrupt(format!("{CTX}: decoded {} values for {num_rows} rows", all.values.num_values())));
             }
             select_rows(all, rows, num_rows)?
         }
@@ -811,7 +845,9 @@ impl RangedPage {
     fn of(node: &Node) -> Option<RangedPage> {
         match node {
             Node::AllNulls => return Some(RangedPage::AllNull),
-            Node::PackedStruct { bits, buffer } => return Some(RangedPage::Fixed { validity: None, values: *buffer, bits: *bits }),
+            Node::PackedStruct { bits, buffer } => {
+                return Some(RangedPage::Fixed { validity: None, values: *buffer, bits: *bits })
+            }
             _ => {}
         }
         if let Node::Binary { indices, bytes, null_adjustment } = node {
@@ -883,10 +919,9 @@ pub fn read_rows(
     let count: u64 = rows.iter().map(|r| r.end - r.start).sum();
     let rows: Vec<Range<u64>> = rows.iter().filter(|r| r.end > r.start).cloned().collect();
     let decoded = match shape {
-        RangedPage::AllNull => Decoded {
-            values: DataBlock::Empty { num_values: count },
-            validity: Some(BooleanBuffer::new_unset(count as usize)),
-        },
+        RangedPage::AllNull => {
+            Decoded { values: DataBlock::Empty { num_values: count }, validity: Some(BooleanBuffer::new_unset(count as usize)) }
+        }
         RangedPage::Fixed { validity, values, bits } => {
             let mut plan = RangePlan::default();
             let v = validity.map(|b| plan.bits(src.locations[b], &rows, 1)).transpose()?;
@@ -898,10 +933,8 @@ pub fn read_rows(
             }
         }
         RangedPage::FixedSizeList { validity, dimension, item_validity, items, item_bits } => {
-            let item_rows: Vec<Range<u64>> = rows
-                .iter()
-                .map(|r| Ok(mul(r.start, dimension)?..mul(r.end, dimension)?))
-                .collect::<Result<_>>()?;
+            let item_rows: Vec<Range<u64>> =
+                rows.iter().map(|r| Ok(mul(r.start, dimension)?..mul(r.end, dimension)?)).collect::<Result<_>>()?;
             let num_items = mul(count, dimension)?;
             let mut plan = RangePlan::default();
             let v = validity.map(|b| plan.bits(src.locations[b], &rows, 1)).transpose()?;
@@ -1044,7 +1077,8 @@ fn read_binary_rows(
     let mut byte_ranges = Vec::with_capacity(rows.len());
     for (r, buf) in rows.iter().zip(&fetched) {
         let words: Vec<u64> = buf.as_slice().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
-        let (start, own) = if r.start == 0 { (0, &words[..]) } else { (split_binary_index(words[0], null_adjustment).1, &words[1..]) };
+        let (start, own) =
+            if r.start == 0 { (0, &words[..]) } else { (split_binary_index(words[0], null_adjustment).1, &words[1..]) };
         let base = *offsets.last().unwrap_or(&0);
         let mut prev = start;
         for (k, &v) in own.iter().enumerate() {
@@ -1304,9 +1338,7 @@ impl PageWriter {
             }
             let k = read_uint(c, 0, width);
             if (signed && c[width - 1] & 0x80 != 0) || k >= null_item {
-                return Err(Error::invalid_input(format!(
-                    "dictionary key at row {i} is out of range for {null_item} values"
-                )));
+                return Err(Error::invalid_input(format!("dictionary key at row {i} is out of range for {null_item} values")));
             }
             out.extend_from_slice(c);
         }
@@ -1558,7 +1590,8 @@ mod tests {
     }
 
     fn field_of(dt: &DataType, metadata: &[(&str, &str)]) -> LanceField {
-        let md: std::collections::HashMap<String, String> = metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let md: std::collections::HashMap<String, String> =
+            metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let schema = Schema::new(vec![Field::new("c", dt.clone(), true).with_metadata(md)]);
         LanceSchema::from_arrow(&schema).unwrap().fields.remove(0)
     }
@@ -1575,7 +1608,12 @@ mod tests {
             dt => dt.primitive_width().unwrap(),
         };
         let data = Lcg(seed).bytes(n * width);
-        let d = ArrayDataBuilder::new(dt).len(n).add_buffer(Buffer::from(data.as_slice())).nulls(nulls(n, null_every)).build().unwrap();
+        let d = ArrayDataBuilder::new(dt)
+            .len(n)
+            .add_buffer(Buffer::from(data.as_slice()))
+            .nulls(nulls(n, null_every))
+            .build()
+            .unwrap();
         make_array(d)
     }
 
@@ -1652,7 +1690,8 @@ mod tests {
             selections.push(vec![0..1]);
             selections.push(vec![n - 1..n]);
             selections.push(vec![n / 3..n / 2 + 1]);
-            let picks: Vec<u64> = [0, 1, 2, n / 2, n / 2 + 1, n.saturating_sub(2), n - 1].into_iter().filter(|&r| r < n).collect();
+            let picks: Vec<u64> =
+                [0, 1, 2, n / 2, n / 2 + 1, n.saturating_sub(2), n - 1].into_iter().filter(|&r| r < n).collect();
             let mut picks = picks;
             picks.sort();
             picks.dedup();
@@ -1881,7 +1920,9 @@ mod tests {
         use DataType::*;
         for item in [Float16, Float32, Float64, Int8, UInt8] {
             let bits = item.primitive_width().unwrap() * 8;
-            for (n, item_every, list_every) in [(0, 0, 0), (1, 0, 0), (100, 0, 0), (100, 3, 0), (100, 0, 4), (100, 5, 3), (50, 1, 0), (50, 0, 1)] {
+            for (n, item_every, list_every) in
+                [(0, 0, 0), (1, 0, 0), (100, 0, 0), (100, 3, 0), (100, 0, 4), (100, 5, 3), (50, 1, 0), (50, 0, 1)]
+            {
                 let a = fsl(item.clone(), 3, n, item_every, list_every);
                 let d = round_trip(a.clone());
                 let items = match (n, item_every) {
@@ -2010,8 +2051,9 @@ mod tests {
         // FSST: a binary of compressed strings plus the symbol table.
         let v: Vec<&[u8]> = vec![b"hello world", b"hello there", b"", b"world hello"];
         let table = SymbolTable::train(&v);
-        let strings: ArrayRef =
-            Arc::new(BinaryArray::from_iter(v.iter().map(|s| Some(table.compress(s))).collect::<Vec<_>>().iter().map(|c| c.as_deref())));
+        let strings: ArrayRef = Arc::new(BinaryArray::from_iter(
+            v.iter().map(|s| Some(table.compress(s))).collect::<Vec<_>>().iter().map(|c| c.as_deref()),
+        ));
         let mut w = PageWriter::default();
         let inner = w.binary(&strings, None).unwrap();
         let enc = wrap(Pb::Fsst(Box::new(enc20::Fsst { binary: Some(Box::new(inner)), symbol_table: table.to_bytes().into() })));
@@ -2140,7 +2182,8 @@ mod tests {
         let src = PageSource { locations: &locations, loaded: &[], fetch: &fetch };
         assert!(read_rows(&enc, &src, 3, &kind, &dt, &[2..4]).is_err());
         // A short read is an error, not a panic.
-        let short = |ranges: &[Range<u64>]| -> Result<Vec<Buffer>> { Ok(ranges.iter().map(|_| Buffer::from(vec![1u8])).collect()) };
+        let short =
+            |ranges: &[Range<u64>]| -> Result<Vec<Buffer>> { Ok(ranges.iter().map(|_| Buffer::from(vec![1u8])).collect()) };
         let src = PageSource { locations: &locations, loaded: &[], fetch: &short };
         assert!(matches!(read_rows(&enc, &src, 3, &kind, &dt, &[0..3]), Err(Error::Corrupt(_))));
         // Fixed-width pages: values buffer too short.
@@ -2259,7 +2302,8 @@ mod tests {
         assert!(matches!(decode_page(&enc, &short, 900, &kind), Err(Error::Corrupt(_))));
         let mut odd = enc.clone();
         if let Some(Pb::PackedStruct(p)) = odd.array_encoding.as_mut() {
-            p.inner[0] = no_nulls(wrap(Pb::Flat(enc20::Flat { bits_per_value: 12, buffer: page_buffer_ref(0), compression: None })));
+            p.inner[0] =
+                no_nulls(wrap(Pb::Flat(enc20::Flat { bits_per_value: 12, buffer: page_buffer_ref(0), compression: None })));
         }
         assert!(decode_page(&odd, &page.buffers, 900, &kind).is_err());
     }

@@ -180,7 +180,13 @@ fn page_rows(len: usize, bytes: u64, max_page_bytes: u64) -> Vec<Range<usize>> {
     (0..len).step_by(per_page).map(|s| s..(s + per_page).min(len)).collect()
 }
 
-fn encode_column(array: &ArrayRef, field: &LanceField, col: usize, max_page_bytes: u64, out: &mut Vec<ColumnPiece>) -> Result<()> {
+fn encode_column(
+    array: &ArrayRef,
+    field: &LanceField,
+    col: usize,
+    max_page_bytes: u64,
+    out: &mut Vec<ColumnPiece>,
+) -> Result<()> {
     if is_single_column(field) {
         let bytes = array.to_data().get_slice_memory_size().unwrap_or(array.get_array_memory_size()) as u64;
         for rows in page_rows(array.len(), bytes, max_page_bytes) {
@@ -290,7 +296,13 @@ pub trait ColumnSource {
 
 /// Reads rows `ranges` (sorted, non-overlapping) of `field`, whose first column is `col`
 /// and whose columns hold `num_rows` rows.
-pub fn read_field(src: &impl ColumnSource, field: &LanceField, col: usize, num_rows: u64, ranges: &[Range<u64>]) -> Result<ArrayRef> {
+pub fn read_field(
+    src: &impl ColumnSource,
+    field: &LanceField,
+    col: usize,
+    num_rows: u64,
+    ranges: &[Range<u64>],
+) -> Result<ArrayRef> {
     if let DataType::FixedSizeList(_, _) | DataType::Map(_, _) = field.data_type {
         check_writable(field)?;
     }
@@ -363,10 +375,8 @@ fn list_pages<'a>(pages: &[PageRef<'a>], num_rows: u64, name: &str) -> Result<(V
                 v2_0::describe(p.encoding)
             )));
         };
-        let offsets = l
-            .offsets
-            .as_deref()
-            .ok_or_else(|| Error::corrupt(format!("{CTX}: list {name:?}, page {i} has no offsets")))?;
+        let offsets =
+            l.offsets.as_deref().ok_or_else(|| Error::corrupt(format!("{CTX}: list {name:?}, page {i} has no offsets")))?;
         // Ends run up to `num_items`, so a null marker must lie beyond (0: no nulls).
         if l.null_offset_adjustment != 0 && l.null_offset_adjustment <= l.num_items {
             return Err(Error::corrupt(format!(
@@ -437,7 +447,10 @@ fn read_offsets(src: &impl ColumnSource, page: &ListPage, wanted: &[Range<u64>])
     let count: u64 = wanted.iter().map(|r| r.end - r.start).sum();
     match chunk.values {
         DataBlock::Fixed(f) if f.bits_per_value == 64 && f.num_values == count && f.data.len() as u64 >= count * 8 => {
-            Ok(f.data.as_slice()[..count as usize * 8].chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect())
+            Ok(f.data.as_slice()[..count as usize * 8]
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect())
         }
         other => Err(Error::corrupt(format!("{CTX}: list offsets decode to {} values, not {count} u64", other.kind()))),
     }
@@ -580,7 +593,8 @@ mod tests {
     }
 
     fn open(bytes: &[u8]) -> (FileReader, Arc<CountingReader>) {
-        let io = Arc::new(CountingReader { inner: BufferReader::new("test.lance", Buffer::from(bytes)), bytes: AtomicU64::new(0) });
+        let io =
+            Arc::new(CountingReader { inner: BufferReader::new("test.lance", Buffer::from(bytes)), bytes: AtomicU64::new(0) });
         (FileReader::open_with(io.clone()).unwrap(), io)
     }
 
@@ -661,7 +675,14 @@ mod tests {
         batch(vec![
             ("l", list_of_ints(n)),
             ("ls", list_struct),
-            ("s", struct_of(vec![("x", Arc::new(Int64Array::from_iter_values(0..n as i64)) as ArrayRef), ("l", list_of_strings(n)), ("v", fsl)])),
+            (
+                "s",
+                struct_of(vec![
+                    ("x", Arc::new(Int64Array::from_iter_values(0..n as i64)) as ArrayRef),
+                    ("l", list_of_strings(n)),
+                    ("v", fsl),
+                ]),
+            ),
             ("large", large),
         ])
     }
@@ -717,14 +738,18 @@ mod tests {
     fn list_pages_store_relative_end_offsets() {
         // [[1, 2], null, [], [3]] sliced out of a longer array: offsets start at 0 per page.
         let full = list_of_ints(20);
-        let field = LanceSchema::from_arrow(&Schema::new(vec![Field::new("l", full.data_type().clone(), true)])).unwrap().fields.remove(0);
+        let field = LanceSchema::from_arrow(&Schema::new(vec![Field::new("l", full.data_type().clone(), true)]))
+            .unwrap()
+            .fields
+            .remove(0);
         let pieces = encode_field(&full.slice(2, 4), &field, 1 << 20).unwrap();
         let ColumnPiece::Page(0, page) = &pieces[0] else { panic!("first piece is not the list page") };
         let enc = enc20::ArrayEncoding::decode(page.encoding.as_slice()).unwrap();
         let Some(Pb::List(l)) = enc.array_encoding else { panic!("not a list page") };
         // Rows 2..6 of list_of_ints: [2 items], null, [], [5 % 5 = 0 items].
         assert_eq!((l.num_items, l.null_offset_adjustment), (2, 3));
-        let ends: Vec<u64> = page.buffers[0].as_slice().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+        let ends: Vec<u64> =
+            page.buffers[0].as_slice().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(ends, [2, 2 + 3, 2, 2]);
         let ColumnPiece::Page(1, items) = &pieces[1] else { panic!("second piece is not the items") };
         assert_eq!(items.num_rows, 2);
@@ -849,17 +874,46 @@ mod tests {
         assert_eq!(open(&bytes).0.read_range(0, 50, &[0, 1]).unwrap(), b);
         let cases: Vec<MetadataEdit> = vec![
             // More items than the item column holds; fewer (an end then exceeds them).
-            Box::new(|c, m| if c == 0 { edit_list(m, |l| l.num_items += 1000) }),
-            Box::new(|c, m| if c == 0 { edit_list(m, |l| l.num_items = 3) }),
+            Box::new(|c, m| {
+                if c == 0 {
+                    edit_list(m, |l| l.num_items += 1000)
+                }
+            }),
+            Box::new(|c, m| {
+                if c == 0 {
+                    edit_list(m, |l| l.num_items = 3)
+                }
+            }),
             // A null adjustment of 1 makes every end look null with a wrapped value.
-            Box::new(|c, m| if c == 0 { edit_list(m, |l| l.null_offset_adjustment = 1) }),
+            Box::new(|c, m| {
+                if c == 0 {
+                    edit_list(m, |l| l.null_offset_adjustment = 1)
+                }
+            }),
             // No offsets, or offsets that point at a missing buffer.
-            Box::new(|c, m| if c == 0 { edit_list(m, |l| l.offsets = None) }),
-            Box::new(|c, m| if c == 0 { m.pages[0].buffer_offsets.clear(); m.pages[0].buffer_sizes.clear() }),
+            Box::new(|c, m| {
+                if c == 0 {
+                    edit_list(m, |l| l.offsets = None)
+                }
+            }),
+            Box::new(|c, m| {
+                if c == 0 {
+                    m.pages[0].buffer_offsets.clear();
+                    m.pages[0].buffer_sizes.clear()
+                }
+            }),
             // A truncated offsets buffer.
-            Box::new(|c, m| if c == 0 { m.pages[0].buffer_sizes[0] = 16 }),
+            Box::new(|c, m| {
+                if c == 0 {
+                    m.pages[0].buffer_sizes[0] = 16
+                }
+            }),
             // The list page says it has more rows than the file.
-            Box::new(|c, m| if c == 0 { m.pages[0].length += 1 }),
+            Box::new(|c, m| {
+                if c == 0 {
+                    m.pages[0].length += 1
+                }
+            }),
             // A leaf page where the list page should be, and the other way round.
             Box::new(|c, m| {
                 if c == 0 {
@@ -880,8 +934,11 @@ mod tests {
         // Struct columns: a struct page with the wrong row count, or a list page instead.
         const STRUCT_COL: usize = 2; // l, l.item, s
         for edit in [
-            Box::new(|c: usize, m: &mut crate::format::file2::ColumnMetadata| if c == STRUCT_COL { m.pages[0].length = 7 })
-                as MetadataEdit,
+            Box::new(|c: usize, m: &mut crate::format::file2::ColumnMetadata| {
+                if c == STRUCT_COL {
+                    m.pages[0].length = 7
+                }
+            }) as MetadataEdit,
             Box::new(|c, m| {
                 if c == STRUCT_COL {
                     let list = enc20::ArrayEncoding { array_encoding: Some(Pb::List(Box::default())) };

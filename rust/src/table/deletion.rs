@@ -113,7 +113,13 @@ pub fn read(store: &Store, fragment_id: u64, file: &tablepb::DeletionFile) -> Re
 /// Writes a deletion file holding `dv` for a fragment and returns its description. The
 /// format follows pylance: a bitmap from [`BITMAP_THRESHOLD`] rows on (or when
 /// `keep_bitmap`, i.e. the fragment's previous file already was one), else Arrow.
-pub fn write(store: &Store, fragment_id: u64, read_version: u64, dv: &DeletionVector, keep_bitmap: bool) -> Result<tablepb::DeletionFile> {
+pub fn write(
+    store: &Store,
+    fragment_id: u64,
+    read_version: u64,
+    dv: &DeletionVector,
+    keep_bitmap: bool,
+) -> Result<tablepb::DeletionFile> {
     let bitmap = keep_bitmap || dv.len() >= BITMAP_THRESHOLD;
     let id = u64::from_le_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().expect("8 bytes")) >> 1;
     let bytes = if bitmap { encode_bitmap(dv)? } else { encode_arrow(dv)? };

@@ -79,7 +79,12 @@ mod tests {
             fragments: vec![tablepb::DataFragment {
                 id: 7,
                 physical_rows: 100,
-                files: vec![tablepb::DataFile { path: "a.lance".into(), fields: vec![0, 1], column_indices: vec![0, 1], ..Default::default() }],
+                files: vec![tablepb::DataFile {
+                    path: "a.lance".into(),
+                    fields: vec![0, 1],
+                    column_indices: vec![0, 1],
+                    ..Default::default()
+                }],
                 row_id_sequence: Some(tablepb::data_fragment::RowIdSequence::InlineRowIds(vec![1u8, 2, 3].into())),
                 ..Default::default()
             }],

@@ -88,7 +88,11 @@ fn push_prefixed(out: &mut Vec<u8>, msg: &[u8]) -> Result<u64> {
 
 /// Encodes a manifest file. The positions of the index section and of the inline
 /// transaction are filled in; `manifest.transaction_section` is cleared.
-pub fn write_manifest(mut manifest: tablepb::Manifest, transaction: Option<&[u8]>, index_section: Option<&[u8]>) -> Result<Vec<u8>> {
+pub fn write_manifest(
+    mut manifest: tablepb::Manifest,
+    transaction: Option<&[u8]>,
+    index_section: Option<&[u8]>,
+) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     manifest.index_section = match index_section {
         Some(s) => Some(push_prefixed(&mut out, s)?),
@@ -109,8 +113,7 @@ pub fn write_manifest(mut manifest: tablepb::Manifest, transaction: Option<&[u8]
 
 /// Decodes a transaction file (a raw `Transaction` message, no framing).
 pub fn read_transaction(data: &[u8], path: &str) -> Result<tablepb::Transaction> {
-    tablepb::Transaction::decode(data)
-        .map_err(|e| Error::Corrupt(format!("{path}: not a valid transaction: {e}")))
+    tablepb::Transaction::decode(data).map_err(|e| Error::Corrupt(format!("{path}: not a valid transaction: {e}")))
 }
 
 /// Removes `fragment_ids` from the fragment bitmaps of every index in an `IndexSection`,

@@ -126,7 +126,13 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        for ids in [vec![], vec![5u64], (0..100).collect(), vec![1, 5, 9, 2], (0..20).chain([40, 41, 77]).chain(100..130).collect::<Vec<u64>>()] {
+        for ids in [
+            vec![],
+            vec![5u64],
+            (0..100).collect(),
+            vec![1, 5, 9, 2],
+            (0..20).chain([40, 41, 77]).chain(100..130).collect::<Vec<u64>>(),
+        ] {
             assert_eq!(decode_row_ids(&encode_row_ids(&ids)).unwrap(), ids);
         }
     }

@@ -140,7 +140,12 @@ impl TableSnapshot {
     }
 
     /// A snapshot with the given schema and fragments (the rest taken from `manifest`).
-    pub fn with_fragments(store: Store, schema: LanceSchema, fragments: Vec<tablepb::DataFragment>, manifest: &tablepb::Manifest) -> Result<Self> {
+    pub fn with_fragments(
+        store: Store,
+        schema: LanceSchema,
+        fragments: Vec<tablepb::DataFragment>,
+        manifest: &tablepb::Manifest,
+    ) -> Result<Self> {
         let mut by_id = HashMap::new();
         for (i, f) in fragments.iter().enumerate() {
             if by_id.insert(f.id, i).is_some() {
@@ -223,7 +228,11 @@ impl TableSnapshot {
                     .get(&id)
                     .ok_or_else(|| Error::corrupt(format!("data file {} refers to unknown base path {id}", file.path)))?;
                 let root = base.path.trim_end_matches('/');
-                Ok(if base.is_dataset_root { format!("{root}/{DATA_DIR}/{}", file.path) } else { format!("{root}/{}", file.path) })
+                Ok(if base.is_dataset_root {
+                    format!("{root}/{DATA_DIR}/{}", file.path)
+                } else {
+                    format!("{root}/{}", file.path)
+                })
             }
         }
     }
@@ -290,10 +299,20 @@ impl TableSnapshot {
                 })?;
                 decode_row_ids(&data[ext.offset as usize..end as usize])?
             }
-            None => return Err(Error::corrupt(format!("fragment {} has no row-id sequence but the dataset uses stable row ids", f.meta.id))),
+            None => {
+                return Err(Error::corrupt(format!(
+                    "fragment {} has no row-id sequence but the dataset uses stable row ids",
+                    f.meta.id
+                )))
+            }
         };
         if ids.len() as u64 != self.physical_rows(i)? {
-            return Err(Error::corrupt(format!("fragment {}: {} row ids for {} rows", f.meta.id, ids.len(), self.physical_rows(i)?)));
+            return Err(Error::corrupt(format!(
+                "fragment {}: {} row ids for {} rows",
+                f.meta.id,
+                ids.len(),
+                self.physical_rows(i)?
+            )));
         }
         Ok(f.row_ids.get_or_init(|| Arc::new(ids)).clone())
     }
@@ -344,7 +363,11 @@ impl TableSnapshot {
             Rows::Offsets(o) => o.last().map(|l| l + 1).unwrap_or(0),
         };
         if last > phys {
-            return Err(Error::IndexOutOfRange(format!("row {} is past the end of fragment {} ({phys} rows)", last - 1, frag.id)));
+            return Err(Error::IndexOutOfRange(format!(
+                "row {} is past the end of fragment {} ({phys} rows)",
+                last - 1,
+                frag.id
+            )));
         }
         let n = rows.len();
         let mut columns: Vec<Option<ArrayRef>> = vec![None; projection.len()];
@@ -441,7 +464,14 @@ impl TableSnapshot {
 
     /// Plans a scan of `fragments` (indices; `None` = all) skipping `offset` live rows and
     /// returning at most `limit`, in tasks of at most `batch_rows` physical rows.
-    pub fn plan_scan(&self, fragments: Option<&[usize]>, offset: u64, limit: Option<u64>, batch_rows: u64, opts: ScanOptions) -> Result<Vec<ScanTask>> {
+    pub fn plan_scan(
+        &self,
+        fragments: Option<&[usize]>,
+        offset: u64,
+        limit: Option<u64>,
+        batch_rows: u64,
+        opts: ScanOptions,
+    ) -> Result<Vec<ScanTask>> {
         let batch_rows = batch_rows.max(1);
         let all: Vec<usize> = (0..self.fragments.len()).collect();
         let order = fragments.unwrap_or(&all);
@@ -591,7 +621,12 @@ fn conform(array: ArrayRef, field: &Field) -> Result<ArrayRef> {
         return Ok(array);
     }
     let data = array.to_data().into_builder().data_type(field.data_type().clone()).build().map_err(|e| {
-        Error::SchemaMismatch(format!("column {:?}: data of type {} cannot be read as {}: {e}", field.name(), array.data_type(), field.data_type()))
+        Error::SchemaMismatch(format!(
+            "column {:?}: data of type {} cannot be read as {}: {e}",
+            field.name(),
+            array.data_type(),
+            field.data_type()
+        ))
     })?;
     Ok(arrow_array::make_array(data))
 }

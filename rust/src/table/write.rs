@@ -131,9 +131,10 @@ mod tests {
         };
         let mut files = Vec::new();
         let opts = FragmentWriteOptions { max_rows_per_file: 40, version: FileVersion::V2_1 };
-        let mut frags =
-            write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| files.push(f.to_string()))
-                .unwrap();
+        let mut frags = write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| {
+            files.push(f.to_string())
+        })
+        .unwrap();
         assert_eq!(frags.iter().map(|f| f.physical_rows).collect::<Vec<_>>(), vec![40, 40, 20]);
         assert_eq!(files.len(), 3);
         for (i, f) in frags.iter_mut().enumerate() {
@@ -149,19 +150,15 @@ mod tests {
         let opts = ScanOptions { with_row_id: true, ..Default::default() };
         let tasks = snap.plan_scan(None, 0, None, 16, opts).unwrap();
         let batches = snap.run_tasks(tasks, &proj, opts).unwrap();
-        let ids: Vec<i64> = batches
-            .iter()
-            .flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec())
-            .collect();
+        let ids: Vec<i64> =
+            batches.iter().flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec()).collect();
         let want: Vec<i64> = (0..40).chain(45..100).collect();
         assert_eq!(ids, want);
         // offset/limit across the deletion.
         let tasks = snap.plan_scan(None, 38, Some(5), 16, opts).unwrap();
         let batches = snap.run_tasks(tasks, &proj, opts).unwrap();
-        let ids: Vec<i64> = batches
-            .iter()
-            .flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec())
-            .collect();
+        let ids: Vec<i64> =
+            batches.iter().flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec()).collect();
         assert_eq!(ids, vec![38, 39, 45, 46, 47]);
         // take follows the input order, skips deleted rows in numbering.
         let b = snap.take(&[94, 0, 40, 40], &proj, opts).unwrap();
