@@ -848,7 +848,18 @@ impl FileReader {
                     let mut next_start_row = completed_before;
                     for j in j0..=j1 {
                         let slot = needed.binary_search(&j).expect("chunk fetched");
-                        if decoded[slot].is_none() {
+                        if decoded[slot].is_none() && spans.len() == 1 {
+                            // One run (a scan): a chunk whose rows all belong to it is
+                            // appended whole, without indexing its row starts.
+                            let piece = miniblock::decode_chunk(layout, &chunks[j], &bytes[slot], dictionary.as_ref(), None)?;
+                            if let Some(starts) =
+                                append_whole_piece(out, &piece, max_rep, visible_limit, next_start_row, rows, table)?
+                            {
+                                next_start_row += starts;
+                                continue;
+                            }
+                            decoded[slot] = Some(IndexedPiece::new(piece, max_rep, visible_limit)?);
+                        } else if decoded[slot].is_none() {
                             let piece = miniblock::decode_chunk(layout, &chunks[j], &bytes[slot], dictionary.as_ref(), None)?;
                             decoded[slot] = Some(IndexedPiece::new(piece, max_rep, visible_limit)?);
                         }
@@ -1016,14 +1027,50 @@ fn chunk_ranges(page: &Page, chunks: &[ChunkInfo], groups: &[(usize, Vec<u32>)])
 
 /// Translates page definition levels to canonical ones.
 fn to_canonical(def: &[u16], table: &[u16]) -> Result<Vec<u16>> {
-    def.iter()
-        .map(|&d| {
-            table
-                .get(d as usize)
-                .copied()
-                .ok_or_else(|| Error::corrupt(format!("definition level {d} is not valid for the page's layers")))
-        })
-        .collect()
+    let max = def.iter().copied().max().unwrap_or(0);
+    if max as usize >= table.len() {
+        return Err(Error::corrupt(format!("definition level {max} is not valid for the page's layers")));
+    }
+    if table.iter().enumerate().all(|(i, &t)| t as usize == i) {
+        return Ok(def.to_vec());
+    }
+    Ok(def.iter().map(|&d| table[d as usize]).collect())
+}
+
+/// Appends a whole decoded piece of a list column when every row it touches is in `rows`
+/// (`first_row` = the first row starting in the piece; a piece that begins inside a row
+/// continues `first_row - 1`). Returns the number of rows starting in the piece, or `None`
+/// (nothing appended) when some of its rows are outside `rows`.
+#[allow(clippy::too_many_arguments)]
+fn append_whole_piece(
+    out: &mut LeafBuilder,
+    piece: &DecodedChunk,
+    max_rep: u16,
+    visible_limit: u16,
+    first_row: u64,
+    rows: &Range<u64>,
+    table: &[u16],
+) -> Result<Option<u64>> {
+    let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's page has no repetition levels"))?;
+    let Some(&r0) = rep.first() else {
+        return Ok(Some(0));
+    };
+    let starts = rep.iter().filter(|&&r| r == max_rep).count() as u64;
+    let first_touched = if r0 == max_rep { first_row } else { first_row.wrapping_sub(1) };
+    if first_row == 0 && r0 != max_rep || first_touched < rows.start || first_row + starts > rows.end {
+        return Ok(None);
+    }
+    let visible = match piece.def.as_deref() {
+        Some(d) => d.iter().filter(|&&x| x <= visible_limit).count(),
+        None => rep.len(),
+    };
+    if visible as u64 != piece.values.num_values() {
+        return Ok(None);
+    }
+    let def = piece.def.as_deref().map(|d| to_canonical(d, table)).transpose()?;
+    out.append_levels(Some(rep), def.as_deref(), rep.len(), starts as usize)?;
+    out.append_values(&piece.values, Selection::All)?;
+    Ok(Some(starts))
 }
 
 /// Appends a decoded piece of a column without repetition.

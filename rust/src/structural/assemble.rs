@@ -12,7 +12,7 @@
 //! are taken from the first leaf below them; the others must agree in length.
 
 use arrow_array::{make_array, Array, ArrayRef};
-use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, Buffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
@@ -179,74 +179,111 @@ fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
 /// [`replay`] for the common shapes: structs only, or one list at the top with structs and
 /// the leaf below it (`list<T>`, `list<struct<...>>`, `map<K, V>`). Below the list, an item
 /// node `i` of a visible level is null exactly when the level is at least its null level
-/// (a null struct makes everything inside it null), so each level is a few comparisons.
+/// (a null struct makes everything inside it null). One branch-light pass over the levels
+/// finds the list offsets, the levels of row starts and those of visible items; validity
+/// bitmaps are then packed from those 64 at a time.
 fn replay_simple(leaf: &LeafData) -> Result<Vec<NodeData>> {
     let path = &leaf.path;
-    let n = path.kinds.len();
-    let has_list = path.max_rep > 0;
-    let first_item = has_list as usize;
     let num_levels = leaf.rep.as_ref().map(|r| r.len()).or(leaf.def.as_ref().map(|d| d.len())).unwrap_or(leaf.values.len());
-    if let (Some(r), Some(d)) = (&leaf.rep, &leaf.def) {
-        if r.len() != d.len() {
-            return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", r.len(), d.len())));
-        }
-    }
-    let max_def = path.max_canonical_def();
-    let list_null = path.null_def(0);
-    let visible_limit = if has_list { path.base[0] } else { max_def };
-    let mut validity: Vec<Vec<bool>> = (0..n).map(|_| Vec::with_capacity(num_levels)).collect();
-    let mut offsets: Vec<i64> = Vec::with_capacity(if has_list { leaf.num_rows + 1 } else { 0 });
-    let mut values = 0usize;
-    let mut rows = 0usize;
-    let mut open = false;
-    for p in 0..num_levels {
-        let r = leaf.rep.as_ref().map(|r| r[p]).unwrap_or(path.max_rep);
-        let d = leaf.def.as_ref().map(|d| d[p]).unwrap_or(0);
-        if d > max_def || r > path.max_rep {
-            return Err(Error::corrupt(format!("levels (rep {r}, def {d}) do not match the column's structure")));
-        }
-        if r == path.max_rep {
-            rows += 1;
-            if has_list {
-                offsets.push(values as i64);
-                validity[0].push(d != list_null);
-                open = d < list_null;
+    let max_rep = path.max_rep;
+    // One monomorphised loop per combination of present level streams.
+    let walk = match (leaf.rep.as_deref(), leaf.def.as_deref()) {
+        (Some(r), Some(d)) => {
+            if r.len() != d.len() {
+                return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", r.len(), d.len())));
             }
-        } else if !open {
-            return Err(Error::corrupt("repetition levels continue a list that is null, empty or not started"));
+            walk_simple(path, r.iter().copied().zip(d.iter().copied()), num_levels)
         }
-        if d > visible_limit {
-            continue; // a null or empty list: no item
-        }
-        for (i, v) in validity.iter_mut().enumerate().skip(first_item) {
-            v.push(d <= path.base[i]);
-        }
-        values += 1;
+        (Some(r), None) => walk_simple(path, r.iter().map(|&r| (r, 0)), num_levels),
+        (None, Some(d)) => walk_simple(path, d.iter().map(|&d| (max_rep, d)), num_levels),
+        (None, None) => walk_simple(path, std::iter::repeat_n((max_rep, 0), num_levels), num_levels),
+    };
+    if walk.bad {
+        return Err(Error::corrupt(
+            "levels do not match the column's structure (a level is out of range, or continues a list that is null, empty or not started)",
+        ));
     }
-    if values != leaf.values.len() {
-        return Err(Error::corrupt(format!("levels describe {values} values but {} were decoded", leaf.values.len())));
+    if walk.values != leaf.values.len() {
+        return Err(Error::corrupt(format!("levels describe {} values but {} were decoded", walk.values, leaf.values.len())));
     }
-    if rows != leaf.num_rows {
-        return Err(Error::corrupt(format!("levels describe {rows} rows, expected {}", leaf.num_rows)));
+    if walk.rows != leaf.num_rows {
+        return Err(Error::corrupt(format!("levels describe {} rows, expected {}", walk.rows, leaf.num_rows)));
     }
-    let to_builder = |v: Vec<bool>| {
-        let mut b = BooleanBufferBuilder::new(v.len());
-        b.append_buffer(&arrow_buffer::BooleanBuffer::from(v));
+    let bits = |defs: &[u16], valid: &dyn Fn(u16) -> bool| {
+        let mut b = BooleanBufferBuilder::new(defs.len());
+        b.append_buffer(&BooleanBuffer::collect_bool(defs.len(), |i| valid(defs[i])));
         b
     };
-    Ok(validity
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            if has_list && i == 0 {
-                let mut o = std::mem::take(&mut offsets);
-                o.push(values as i64);
-                NodeData::List { offsets: o, validity: to_builder(v) }
-            } else {
-                NodeData::Item { validity: to_builder(v) }
-            }
-        })
-        .collect())
+    let mut nodes = Vec::with_capacity(path.kinds.len());
+    if max_rep > 0 {
+        let list_null = path.null_def(0);
+        let validity = bits(&walk.row_defs, &|d| d != list_null);
+        nodes.push(NodeData::List { offsets: walk.offsets, validity });
+    }
+    let max_visible = walk.visible_defs.iter().copied().max().unwrap_or(0);
+    for &base in &path.base[(max_rep > 0) as usize..] {
+        let validity = if max_visible <= base {
+            let mut b = BooleanBufferBuilder::new(walk.values);
+            b.append_n(walk.values, true);
+            b
+        } else {
+            bits(&walk.visible_defs, &|d| d <= base)
+        };
+        nodes.push(NodeData::Item { validity });
+    }
+    Ok(nodes)
+}
+
+/// What one pass over the levels of a simple path finds.
+struct SimpleWalk {
+    /// List offsets (one per row and a last one), when the path starts with a list.
+    offsets: Vec<i64>,
+    /// Definition level of each row start, when the path starts with a list.
+    row_defs: Vec<u16>,
+    /// Definition level of each visible item.
+    visible_defs: Vec<u16>,
+    values: usize,
+    rows: usize,
+    /// A level was out of range or continued a list that is not open.
+    bad: bool,
+}
+
+/// The pass of [`replay_simple`] over `(rep, def)` pairs. Stores are unconditional (a
+/// slot is overwritten until its counter moves on), so the loop has no data-dependent
+/// branches.
+#[inline(always)]
+fn walk_simple(path: &LeafPath, levels: impl Iterator<Item = (u16, u16)>, num_levels: usize) -> SimpleWalk {
+    let has_list = path.max_rep > 0;
+    let max_def = path.max_canonical_def();
+    let max_rep = path.max_rep;
+    let list_null = path.null_def(0);
+    let visible_limit = if has_list { path.base[0] } else { max_def };
+    let list_len = if has_list { num_levels + 1 } else { 0 };
+    let mut offsets = vec![0i64; list_len];
+    let mut row_defs = vec![0u16; list_len];
+    let mut visible_defs = vec![0u16; num_levels + 1];
+    let (mut values, mut rows, mut open, mut bad) = (0usize, 0usize, false, false);
+    for (r, d) in levels.take(num_levels) {
+        let start = r == max_rep;
+        bad |= (d > max_def) | (r > max_rep) | (!start & !open);
+        if has_list {
+            offsets[rows] = values as i64;
+            row_defs[rows] = d;
+            open = if start { d < list_null } else { open };
+        } else {
+            open = true;
+        }
+        rows += start as usize;
+        visible_defs[values] = d;
+        values += (d <= visible_limit) as usize;
+    }
+    if has_list {
+        offsets[rows] = values as i64;
+        offsets.truncate(rows + 1);
+        row_defs.truncate(rows);
+    }
+    visible_defs.truncate(values);
+    SimpleWalk { offsets, row_defs, visible_defs, values, rows, bad }
 }
 
 fn null_buffer(mut b: BooleanBufferBuilder) -> Option<NullBuffer> {
