@@ -448,7 +448,7 @@ impl FileReader {
             .iter()
             .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Range(rows.clone()), self.num_rows))
             .collect::<Result<Vec<_>>>()?;
-        assemble(&self.schema.fields[field], &datas)
+        assemble(&self.schema.fields[field], datas)
     }
 
     fn take_field(&self, field: usize, rows: &[u64]) -> Result<ArrayRef> {
@@ -460,7 +460,7 @@ impl FileReader {
             .iter()
             .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Rows(rows), self.num_rows))
             .collect::<Result<Vec<_>>>()?;
-        assemble(&self.schema.fields[field], &datas)
+        assemble(&self.schema.fields[field], datas)
     }
 
     /// The first column of top-level field `field` if it is a nested field of a 2.0 file
@@ -531,6 +531,27 @@ impl FileReader {
         }
         let pages: Vec<&Page> = groups.iter().map(|(p, _)| *p).collect();
         self.load_states(&pages, &kind)?;
+        if path.max_rep > 0 {
+            // Room for the levels and values of the selected rows (lists make them more
+            // numerous than rows), estimated from the pages' item counts.
+            let estimate: u64 = groups
+                .iter()
+                .map(|(p, rows)| {
+                    let items = match &p.kind {
+                        PageKind::MiniBlock(l) => l.num_items,
+                        PageKind::FullZip(l) => l.num_items,
+                        _ => p.num_rows,
+                    };
+                    let selected = match rows {
+                        PageRows::Range(r) => r.end - r.start,
+                        PageRows::Rows(r) => r.len() as u64,
+                        PageRows::Ranges(r) => r.iter().map(|r| r.end - r.start).sum(),
+                    };
+                    items.min(1 << 32) * selected / p.num_rows.max(1)
+                })
+                .sum();
+            out.reserve(estimate as usize);
+        }
         for (page, rows) in groups {
             let layers = page_layers(&page.kind);
             let table = match layers {
@@ -1376,6 +1397,6 @@ impl v2_0_nested::ColumnSource for FileReader {
             .map(|(_, p)| p)
             .ok_or_else(|| Error::Internal(format!("field {:?} has no leaf", field.name)))?;
         let data = self.read_leaf(col, field, &path, RowSelection::Ranges(ranges), column_rows)?;
-        assemble(field, &[data])
+        assemble(field, vec![data])
     }
 }

@@ -33,6 +33,8 @@ pub struct LeafData {
     pub values: ArrayRef,
     /// Number of rows.
     pub num_rows: usize,
+    /// The levels, already walked while decoding (then `rep` and `def` are `None`).
+    pub walked: Option<SimpleWalk>,
 }
 
 /// The structure one leaf gives for one node of its path.
@@ -52,12 +54,8 @@ impl NodeData {
 }
 
 /// Replays the levels of one leaf into per-node structure.
-fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
-    let path = &leaf.path;
-    let simple = path.fixed_size.iter().all(|&d| d == 0)
-        && path.kinds.iter().skip(1).all(|&k| k == NodeKind::Item)
-        && (path.max_rep == 0 || path.kinds[0] == NodeKind::List);
-    if simple {
+fn replay(leaf: &mut LeafData) -> Result<Vec<NodeData>> {
+    if leaf.walked.is_some() || is_simple(&leaf.path) {
         return replay_simple(leaf);
     }
     let path = &leaf.path;
@@ -176,28 +174,31 @@ fn replay(leaf: &LeafData) -> Result<Vec<NodeData>> {
     Ok(nodes)
 }
 
-/// [`replay`] for the common shapes: structs only, or one list at the top with structs and
-/// the leaf below it (`list<T>`, `list<struct<...>>`, `map<K, V>`). Below the list, an item
-/// node `i` of a visible level is null exactly when the level is at least its null level
-/// (a null struct makes everything inside it null). One branch-light pass over the levels
+/// Whether [`replay_simple`] handles `path`: structs only, or one list at the top with
+/// structs and the leaf below it (`list<T>`, `list<struct<...>>`, `map<K, V>`).
+pub(crate) fn is_simple(path: &LeafPath) -> bool {
+    path.fixed_size.iter().all(|&d| d == 0)
+        && path.kinds.iter().skip(1).all(|&k| k == NodeKind::Item)
+        && (path.max_rep == 0 || path.kinds[0] == NodeKind::List)
+}
+
+/// [`replay`] for the simple shapes (see [`is_simple`]). Below the list, an item node `i`
+/// of a visible level is null exactly when the level is at least its null level (a null
+/// struct makes everything inside it null). A [`SimpleWalk`] (done while decoding, or here)
 /// finds the list offsets, the levels of row starts and those of visible items; validity
 /// bitmaps are then packed from those 64 at a time.
-fn replay_simple(leaf: &LeafData) -> Result<Vec<NodeData>> {
-    let path = &leaf.path;
-    let num_levels = leaf.rep.as_ref().map(|r| r.len()).or(leaf.def.as_ref().map(|d| d.len())).unwrap_or(leaf.values.len());
-    let max_rep = path.max_rep;
-    // One monomorphised loop per combination of present level streams.
-    let walk = match (leaf.rep.as_deref(), leaf.def.as_deref()) {
-        (Some(r), Some(d)) => {
-            if r.len() != d.len() {
-                return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", r.len(), d.len())));
-            }
-            walk_simple(path, r.iter().copied().zip(d.iter().copied()), num_levels)
+fn replay_simple(leaf: &mut LeafData) -> Result<Vec<NodeData>> {
+    let walk = match leaf.walked.take() {
+        Some(w) => w,
+        None => {
+            let num_levels =
+                leaf.rep.as_ref().map(|r| r.len()).or(leaf.def.as_ref().map(|d| d.len())).unwrap_or(leaf.values.len());
+            let mut w = SimpleWalk::new(&leaf.path);
+            w.extend(leaf.rep.as_deref(), leaf.def.as_deref(), num_levels)?;
+            w.finish()
         }
-        (Some(r), None) => walk_simple(path, r.iter().map(|&r| (r, 0)), num_levels),
-        (None, Some(d)) => walk_simple(path, d.iter().map(|&d| (max_rep, d)), num_levels),
-        (None, None) => walk_simple(path, std::iter::repeat_n((max_rep, 0), num_levels), num_levels),
     };
+    let path = &leaf.path;
     if walk.bad {
         return Err(Error::corrupt(
             "levels do not match the column's structure (a level is out of range, or continues a list that is null, empty or not started)",
@@ -215,13 +216,13 @@ fn replay_simple(leaf: &LeafData) -> Result<Vec<NodeData>> {
         b
     };
     let mut nodes = Vec::with_capacity(path.kinds.len());
-    if max_rep > 0 {
-        let list_null = path.null_def(0);
+    if walk.has_list {
+        let list_null = walk.list_null;
         let validity = bits(&walk.row_defs, &|d| d != list_null);
         nodes.push(NodeData::List { offsets: walk.offsets, validity });
     }
     let max_visible = walk.visible_defs.iter().copied().max().unwrap_or(0);
-    for &base in &path.base[(max_rep > 0) as usize..] {
+    for &base in &path.base[walk.has_list as usize..] {
         let validity = if max_visible <= base {
             let mut b = BooleanBufferBuilder::new(walk.values);
             b.append_n(walk.values, true);
@@ -234,9 +235,12 @@ fn replay_simple(leaf: &LeafData) -> Result<Vec<NodeData>> {
     Ok(nodes)
 }
 
-/// What one pass over the levels of a simple path finds.
-struct SimpleWalk {
-    /// List offsets (one per row and a last one), when the path starts with a list.
+/// One pass over the levels of a leaf with a simple path (see [`is_simple`]), fed a piece at
+/// a time while the leaf is decoded, so that the levels are walked while still in cache and
+/// never stored.
+#[derive(Debug, Clone)]
+pub struct SimpleWalk {
+    /// List offsets: one per row start (and, once finished, a last one).
     offsets: Vec<i64>,
     /// Definition level of each row start, when the path starts with a list.
     row_defs: Vec<u16>,
@@ -244,46 +248,130 @@ struct SimpleWalk {
     visible_defs: Vec<u16>,
     values: usize,
     rows: usize,
+    /// Whether the last row start opened a list that later levels may add items to.
+    open: bool,
     /// A level was out of range or continued a list that is not open.
     bad: bool,
+    has_list: bool,
+    max_def: u16,
+    max_rep: u16,
+    list_null: u16,
+    visible_limit: u16,
 }
 
-/// The pass of [`replay_simple`] over `(rep, def)` pairs. Stores are unconditional (a
-/// slot is overwritten until its counter moves on), so the loop has no data-dependent
-/// branches.
-#[inline(always)]
-fn walk_simple(path: &LeafPath, levels: impl Iterator<Item = (u16, u16)>, num_levels: usize) -> SimpleWalk {
-    let has_list = path.max_rep > 0;
-    let max_def = path.max_canonical_def();
-    let max_rep = path.max_rep;
-    let list_null = path.null_def(0);
-    let visible_limit = if has_list { path.base[0] } else { max_def };
-    let list_len = if has_list { num_levels + 1 } else { 0 };
-    let mut offsets = vec![0i64; list_len];
-    let mut row_defs = vec![0u16; list_len];
-    let mut visible_defs = vec![0u16; num_levels + 1];
-    let (mut values, mut rows, mut open, mut bad) = (0usize, 0usize, false, false);
-    for (r, d) in levels.take(num_levels) {
-        let start = r == max_rep;
-        bad |= (d > max_def) | (r > max_rep) | (!start & !open);
-        if has_list {
-            offsets[rows] = values as i64;
-            row_defs[rows] = d;
-            open = if start { d < list_null } else { open };
-        } else {
-            open = true;
+impl SimpleWalk {
+    /// A walk over the levels of a leaf with the simple path `path`.
+    pub fn new(path: &LeafPath) -> Self {
+        let has_list = path.max_rep > 0;
+        let max_def = path.max_canonical_def();
+        Self {
+            offsets: Vec::new(),
+            row_defs: Vec::new(),
+            visible_defs: Vec::new(),
+            values: 0,
+            rows: 0,
+            open: false,
+            bad: false,
+            has_list,
+            max_def,
+            max_rep: path.max_rep,
+            list_null: path.null_def(0),
+            visible_limit: if has_list { path.base[0] } else { max_def },
         }
-        rows += start as usize;
-        visible_defs[values] = d;
-        values += (d <= visible_limit) as usize;
     }
-    if has_list {
-        offsets[rows] = values as i64;
-        offsets.truncate(rows + 1);
-        row_defs.truncate(rows);
+
+    /// Reserves room for about `levels` more levels.
+    pub fn reserve(&mut self, levels: usize) {
+        if self.has_list {
+            self.offsets.reserve(levels + 1);
+            self.row_defs.reserve(levels + 1);
+        }
+        self.visible_defs.reserve(levels + 1);
     }
-    visible_defs.truncate(values);
-    SimpleWalk { offsets, row_defs, visible_defs, values, rows, bad }
+
+    /// Walks `n` more levels (`None` = the trivial levels: every level starts a row / is valid).
+    pub fn extend(&mut self, rep: Option<&[u16]>, def: Option<&[u16]>, n: usize) -> Result<()> {
+        let max_rep = self.max_rep;
+        let short = |l: &[u16]| {
+            if l.len() < n {
+                Err(Error::corrupt(format!("{} levels where {n} were expected", l.len())))
+            } else {
+                Ok(())
+            }
+        };
+        // One monomorphised loop per combination of present level streams.
+        match (rep, def) {
+            (Some(r), Some(d)) => {
+                short(r)?;
+                short(d)?;
+                self.run(r.iter().copied().zip(d.iter().copied()), n)
+            }
+            (Some(r), None) => {
+                short(r)?;
+                self.run(r.iter().map(|&r| (r, 0)), n)
+            }
+            (None, Some(d)) => {
+                short(d)?;
+                self.run(d.iter().map(|&d| (max_rep, d)), n)
+            }
+            (None, None) => self.run(std::iter::repeat_n((max_rep, 0), n), n),
+        }
+        Ok(())
+    }
+
+    /// The loop over `(rep, def)` pairs. Stores are unconditional (a slot is overwritten
+    /// until its counter moves on), so the loop has no data-dependent branches.
+    #[inline(always)]
+    fn run(&mut self, levels: impl Iterator<Item = (u16, u16)>, n: usize) {
+        let (has_list, max_def, max_rep, list_null, visible_limit) =
+            (self.has_list, self.max_def, self.max_rep, self.list_null, self.visible_limit);
+        let (mut values, mut rows, mut open, mut bad) = (self.values, self.rows, self.open, self.bad);
+        let (rows0, values0) = (rows, values);
+        if has_list {
+            self.offsets.reserve(n + 1);
+            self.row_defs.reserve(n + 1);
+        }
+        self.visible_defs.reserve(n + 1);
+        {
+            let o = self.offsets.spare_capacity_mut();
+            let rd = self.row_defs.spare_capacity_mut();
+            let vd = self.visible_defs.spare_capacity_mut();
+            for (r, d) in levels.take(n) {
+                let start = r == max_rep;
+                bad |= (d > max_def) | (r > max_rep) | (!start & !open);
+                if has_list {
+                    o[rows - rows0].write(values as i64);
+                    rd[rows - rows0].write(d);
+                    open = (open & !start) | (start & (d < list_null)); // branch-free: row starts are unpredictable
+                } else {
+                    open = true;
+                }
+                rows += start as usize;
+                vd[values - values0].write(d);
+                values += (d <= visible_limit) as usize;
+            }
+        }
+        // SAFETY: the counters `rows` and `values` grow by at most one per level (at most
+        // `n` levels, and `n + 1` slots were reserved), and every level first writes the
+        // spare slot at the counters' current values, so the slots below the final counters
+        // are written.
+        unsafe {
+            if has_list {
+                self.offsets.set_len(self.offsets.len() + rows - rows0);
+                self.row_defs.set_len(self.row_defs.len() + rows - rows0);
+            }
+            self.visible_defs.set_len(self.visible_defs.len() + values - values0);
+        }
+        (self.values, self.rows, self.open, self.bad) = (values, rows, open, bad);
+    }
+
+    /// Ends the walk (closes the list offsets).
+    pub fn finish(mut self) -> Self {
+        if self.has_list {
+            self.offsets.push(self.values as i64);
+        }
+        self
+    }
 }
 
 fn null_buffer(mut b: BooleanBufferBuilder) -> Option<NullBuffer> {
@@ -311,7 +399,7 @@ fn with_nulls(array: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
 }
 
 /// Builds the Arrow array of `field` from the data of its leaves (pre-order).
-pub fn assemble(field: &LanceField, leaves: &[LeafData]) -> Result<ArrayRef> {
+pub fn assemble(field: &LanceField, mut leaves: Vec<LeafData>) -> Result<ArrayRef> {
     if leaves.is_empty() {
         return Err(Error::corrupt(format!("no leaf columns for field {:?}", field.name)));
     }
@@ -327,9 +415,9 @@ pub fn assemble(field: &LanceField, leaves: &[LeafData]) -> Result<ArrayRef> {
         }
         return with_nulls(leaf.values.clone(), nulls);
     }
-    let mut replayed = leaves.iter().map(replay).collect::<Result<Vec<_>>>()?;
+    let mut replayed = leaves.iter_mut().map(replay).collect::<Result<Vec<_>>>()?;
     let mut next_leaf = 0usize;
-    build_node(field, 0, leaves, &mut replayed, &mut next_leaf)
+    build_node(field, 0, &leaves, &mut replayed, &mut next_leaf)
 }
 
 /// Builds node `depth` of the paths of the leaves starting at `*next_leaf`.

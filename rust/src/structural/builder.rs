@@ -11,7 +11,7 @@ use arrow_buffer::{bit_util, BooleanBufferBuilder, Buffer, MutableBuffer, NullBu
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
-use super::assemble::LeafData;
+use super::assemble::{is_simple, LeafData, SimpleWalk};
 use super::repdef::LeafPath;
 use super::LeafKind;
 use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock};
@@ -63,7 +63,7 @@ enum Values {
     Null,
     Bool(BooleanBufferBuilder),
     Fixed { width: usize, buf: MutableBuffer },
-    Variable { offsets: Vec<i64>, data: MutableBuffer },
+    Variable { offsets: Offsets, data: MutableBuffer },
     Fsl { dim: usize, child: Box<Values>, validity: Option<BooleanBufferBuilder> },
 }
 
@@ -77,14 +77,27 @@ impl Values {
                 let w: usize = widths.iter().sum();
                 Values::Fixed { width: w, buf: MutableBuffer::new(capacity * w) }
             }
-            LeafKind::Variable { .. } => {
-                let mut offsets = Vec::with_capacity(capacity + 1);
-                offsets.push(0);
-                Values::Variable { offsets, data: MutableBuffer::new(0) }
+            LeafKind::Variable { large } => {
+                let offsets = if *large { Offsets::Large(vec![0]) } else { Offsets::Small(vec![0]) };
+                let mut v = Values::Variable { offsets, data: MutableBuffer::new(0) };
+                v.reserve(capacity);
+                v
             }
             LeafKind::Fsl { dim, item } => {
                 Values::Fsl { dim: *dim, child: Box::new(Values::new(item, capacity * dim)), validity: None }
             }
+        }
+    }
+
+    /// Reserves room for `n` more values (for variable-width values, their offsets).
+    fn reserve(&mut self, n: usize) {
+        match self {
+            Values::Null => {}
+            Values::Bool(b) => b.reserve(n),
+            Values::Fixed { width, buf } => buf.reserve(n * *width),
+            Values::Variable { offsets: Offsets::Small(o), .. } => o.reserve(n),
+            Values::Variable { offsets: Offsets::Large(o), .. } => o.reserve(n),
+            Values::Fsl { dim, child, .. } => child.reserve(n * *dim),
         }
     }
 
@@ -94,7 +107,8 @@ impl Values {
             Values::Null => 0,
             Values::Bool(b) => b.len(),
             Values::Fixed { width, buf } => buf.len() / width.max(&1),
-            Values::Variable { offsets, .. } => offsets.len() - 1,
+            Values::Variable { offsets: Offsets::Small(o), .. } => o.len() - 1,
+            Values::Variable { offsets: Offsets::Large(o), .. } => o.len() - 1,
             Values::Fsl { dim, child, .. } => child.len() / dim.max(&1),
         }
     }
@@ -104,10 +118,8 @@ impl Values {
             Values::Null => {}
             Values::Bool(b) => b.append_n(n, false),
             Values::Fixed { width, buf } => buf.extend_zeros(n * *width),
-            Values::Variable { offsets, .. } => {
-                let last = *offsets.last().unwrap();
-                offsets.extend(std::iter::repeat_n(last, n));
-            }
+            Values::Variable { offsets: Offsets::Small(o), .. } => o.extend(std::iter::repeat_n(*o.last().unwrap(), n)),
+            Values::Variable { offsets: Offsets::Large(o), .. } => o.extend(std::iter::repeat_n(*o.last().unwrap(), n)),
             Values::Fsl { dim, child, validity } => {
                 child.append_empty(n * *dim);
                 if let Some(v) = validity {
@@ -155,7 +167,8 @@ impl Values {
                 append_fixed(buf, *width, f, sel);
                 Ok(())
             }
-            (Values::Variable { offsets, data }, DataBlock::Variable(v)) => append_variable(offsets, data, v, sel),
+            (Values::Variable { offsets: Offsets::Small(o), data }, DataBlock::Variable(v)) => append_variable(o, data, v, sel),
+            (Values::Variable { offsets: Offsets::Large(o), data }, DataBlock::Variable(v)) => append_variable(o, data, v, sel),
             (Values::Fsl { dim, child, validity }, DataBlock::FixedSizeList(l)) if l.dimension as usize == *dim => {
                 let d = *dim;
                 let before = child.len();
@@ -218,17 +231,62 @@ fn append_fixed(buf: &mut MutableBuffer, width: usize, f: &FixedWidthBlock, sel:
     }
 }
 
-fn append_variable(offsets: &mut Vec<i64>, data: &mut MutableBuffer, v: &VariableWidthBlock, sel: Selection) -> Result<()> {
+/// Offsets of variable-width values, in the width of the Arrow type being built.
+enum Offsets {
+    Small(Vec<i32>),
+    Large(Vec<i64>),
+}
+
+/// An Arrow offset type.
+trait Offset: Copy {
+    /// Largest byte count the type can address.
+    const MAX: usize;
+    /// `x` (at most [`Self::MAX`]) as an offset.
+    fn of(x: usize) -> Self;
+}
+
+impl Offset for i32 {
+    const MAX: usize = i32::MAX as usize;
+    #[inline(always)]
+    fn of(x: usize) -> Self {
+        x as i32
+    }
+}
+
+impl Offset for i64 {
+    const MAX: usize = i64::MAX as usize;
+    #[inline(always)]
+    fn of(x: usize) -> Self {
+        x as i64
+    }
+}
+
+fn too_many_bytes(bytes: usize) -> Error {
+    Error::invalid_input(format!(
+        "{bytes} bytes of values do not fit a string/binary array with 32-bit offsets (2 GiB limit); read fewer rows at once"
+    ))
+}
+
+fn append_variable<O: Offset>(
+    offsets: &mut Vec<O>,
+    data: &mut MutableBuffer,
+    v: &VariableWidthBlock,
+    sel: Selection,
+) -> Result<()> {
     let total = v.num_values as usize;
     match sel {
         Selection::All | Selection::Range(..) => {
             let (s, n) = if let Selection::Range(s, n) = sel { (s, n) } else { (0, total) };
             // Contiguous: one copy of the bytes, offsets rebased.
-            let start = v.offset(s);
-            let end = v.offset(s + n);
-            let base = data.len() as i64 - start as i64;
-            data.extend_from_slice(&v.data.as_slice()[start as usize..end as usize]);
-            offsets.extend((s + 1..=s + n).map(|i| v.offset(i) as i64 + base));
+            let start = v.offset(s) as usize;
+            let end = v.offset(s + n) as usize;
+            let bytes = v.data.as_slice().get(start..end).ok_or_else(|| Error::corrupt("value offsets outside the data"))?;
+            if data.len() + bytes.len() > O::MAX {
+                return Err(too_many_bytes(data.len() + bytes.len()));
+            }
+            let base = data.len().wrapping_sub(start);
+            data.extend_from_slice(bytes);
+            offsets.extend((s + 1..=s + n).map(|i| O::of((v.offset(i) as usize).wrapping_add(base))));
             Ok(())
         }
         Selection::Indices(idx) => gather_variable(offsets, data, v, idx),
@@ -236,9 +294,9 @@ fn append_variable(offsets: &mut Vec<i64>, data: &mut MutableBuffer, v: &Variabl
 }
 
 /// Appends the values `idx` of `v` (e.g. looked up in a dictionary): one pass computes the
-/// offsets and checks the source ranges, the second copies into pre-sized memory, moving
-/// short values as one 16-byte block (no `memcpy` call per value).
-fn gather_variable(offsets: &mut Vec<i64>, data: &mut MutableBuffer, v: &VariableWidthBlock, idx: &[u32]) -> Result<()> {
+/// offsets and checks the source ranges, the second copies, moving short values as one
+/// 16-byte block (no `memcpy` call per value).
+fn gather_variable<O: Offset>(offsets: &mut Vec<O>, data: &mut MutableBuffer, v: &VariableWidthBlock, idx: &[u32]) -> Result<()> {
     const SHORT: usize = 16;
     let src = v.data.as_slice();
     let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(idx.len());
@@ -252,21 +310,22 @@ fn gather_variable(offsets: &mut Vec<i64>, data: &mut MutableBuffer, v: &Variabl
         }
         ranges.push((s, e - s));
         end += e - s;
-        offsets.push(end as i64);
+        offsets.push(O::of(end));
     }
-    // SHORT bytes of slack so the last short value may be moved as a whole block.
-    data.resize(end + SHORT, 0);
-    let dst = &mut data.as_slice_mut()[..end + SHORT];
-    let mut pos = base;
+    if end > O::MAX {
+        return Err(too_many_bytes(end));
+    }
+    // SHORT bytes of slack so a short value may be moved as a whole block and cut back.
+    data.reserve(end - base + SHORT);
     for &(s, len) in &ranges {
         if len <= SHORT && s + SHORT <= src.len() {
-            dst[pos..pos + SHORT].copy_from_slice(&src[s..s + SHORT]);
+            let at = data.len();
+            data.extend_from_slice(&src[s..s + SHORT]);
+            data.truncate(at + len);
         } else {
-            dst[pos..pos + len].copy_from_slice(&src[s..s + len]);
+            data.extend_from_slice(&src[s..s + len]);
         }
-        pos += len;
     }
-    data.truncate(end);
     Ok(())
 }
 
@@ -304,6 +363,11 @@ pub struct LeafBuilder {
     def: Option<Vec<u16>>,
     num_levels: usize,
     num_rows: usize,
+    /// Expected number of levels (room reserved for them once they materialise).
+    level_hint: usize,
+    /// For nested leaves with a simple path, the levels are walked as they arrive instead
+    /// of being stored.
+    walk: Option<SimpleWalk>,
 }
 
 impl LeafBuilder {
@@ -314,7 +378,31 @@ impl LeafBuilder {
 
     /// A builder for a leaf with structure `path`.
     pub fn with_path(kind: LeafKind, path: LeafPath, capacity: usize) -> Self {
-        Self { values: Values::new(&kind, capacity), kind, path, num_values: 0, rep: None, def: None, num_levels: 0, num_rows: 0 }
+        let walk = (path.kinds.len() > 1 && is_simple(&path)).then(|| SimpleWalk::new(&path));
+        Self {
+            walk,
+            values: Values::new(&kind, capacity),
+            kind,
+            path,
+            num_values: 0,
+            rep: None,
+            def: None,
+            num_levels: 0,
+            num_rows: 0,
+            level_hint: 0,
+        }
+    }
+
+    /// Reserves room for about `levels` more levels and values.
+    pub fn reserve(&mut self, levels: usize) {
+        self.level_hint = levels;
+        self.values.reserve(levels);
+        if let Some(w) = &mut self.walk {
+            w.reserve(levels);
+        }
+        for l in [&mut self.rep, &mut self.def].into_iter().flatten() {
+            l.reserve(levels);
+        }
     }
 
     /// Number of values appended.
@@ -331,6 +419,13 @@ impl LeafBuilder {
     pub fn append_values(&mut self, block: &DataBlock, sel: Selection) -> Result<()> {
         let n = sel.len(block.num_values() as usize);
         self.values.append(block, sel)?;
+        if self.num_values == 0 && n > 0 && self.level_hint > n {
+            // The first values tell how many bytes the expected rest will need.
+            if let Values::Variable { data, .. } = &mut self.values {
+                let per_value = data.len() / n + 1;
+                data.reserve(per_value.saturating_mul(self.level_hint - n));
+            }
+        }
         self.num_values += n;
         Ok(())
     }
@@ -338,6 +433,17 @@ impl LeafBuilder {
     /// Appends levels (`None` = the trivial levels: every level starts a row / is valid) for
     /// `num_levels` levels making up `num_rows` rows.
     pub fn append_levels(&mut self, rep: Option<&[u16]>, def: Option<&[u16]>, num_levels: usize, num_rows: usize) -> Result<()> {
+        if let Some(w) = &mut self.walk {
+            for l in [rep, def].into_iter().flatten() {
+                if l.len() != num_levels {
+                    return Err(Error::corrupt(format!("{} levels where {num_levels} were expected", l.len())));
+                }
+            }
+            w.extend(rep, def, num_levels)?;
+            self.num_levels += num_levels;
+            self.num_rows += num_rows;
+            return Ok(());
+        }
         for (given, stored, trivial) in [(rep, &mut self.rep, self.path.max_rep), (def, &mut self.def, 0)] {
             match (given, stored.as_mut()) {
                 (None, None) => {}
@@ -348,7 +454,11 @@ impl LeafBuilder {
                     }
                     let s = match s {
                         Some(s) => s,
-                        None => stored.insert(vec![trivial; self.num_levels]),
+                        None => {
+                            let mut v = Vec::with_capacity(self.level_hint.max(self.num_levels + g.len()));
+                            v.resize(self.num_levels, trivial);
+                            stored.insert(v)
+                        }
                     };
                     s.extend_from_slice(g);
                 }
@@ -387,7 +497,8 @@ impl LeafBuilder {
     /// validity; the levels carry it) and the levels.
     pub fn finish(self, data_type: &DataType) -> Result<LeafData> {
         let values = build_array(self.values, self.num_values, data_type, None, &self.kind)?;
-        Ok(LeafData { path: self.path, rep: self.rep, def: self.def, values, num_rows: self.num_rows })
+        let walked = self.walk.map(SimpleWalk::finish);
+        Ok(LeafData { path: self.path, rep: self.rep, def: self.def, values, num_rows: self.num_rows, walked })
     }
 }
 
@@ -413,25 +524,33 @@ fn build_array(values: Values, len: usize, data_type: &DataType, nulls: Option<N
         let d = ArrayDataBuilder::new(data_type.clone()).len(len).nulls(nulls).child_data(children).build()?;
         return Ok(make_array(d));
     }
+    let nulls_len_ok = nulls.as_ref().is_none_or(|n| n.len() == len);
     let builder = ArrayDataBuilder::new(data_type.clone()).len(len).nulls(nulls);
     let data = match values {
         Values::Null => return Ok(new_null_array(data_type, len)),
         Values::Bool(mut b) => builder.add_buffer(b.finish().into_inner()),
         Values::Fixed { buf, .. } => builder.add_buffer(buf.into()),
         Values::Variable { offsets, data } => {
-            let offsets_buf = match data_type {
-                DataType::Utf8 | DataType::Binary => {
-                    let last = *offsets.last().unwrap();
-                    if last > i32::MAX as i64 {
-                        return Err(Error::invalid_input(format!(
-                            "{last} bytes of values do not fit a {data_type} array (2 GiB limit); read fewer rows at once"
-                        )));
-                    }
-                    Buffer::from_vec(offsets.into_iter().map(|o| o as i32).collect::<Vec<i32>>())
+            let (offsets_buf, valid_ascii) = match (offsets, data_type) {
+                (Offsets::Small(o), DataType::Utf8 | DataType::Binary) => {
+                    let ok = is_valid_ascii(&o, &data, len);
+                    (Buffer::from_vec(o), ok)
                 }
-                _ => Buffer::from_vec(offsets),
+                (Offsets::Large(o), DataType::LargeUtf8 | DataType::LargeBinary) => {
+                    let ok = is_valid_ascii(&o, &data, len);
+                    (Buffer::from_vec(o), ok)
+                }
+                _ => return Err(Error::Internal(format!("offsets of the wrong width for {data_type}"))),
             };
-            builder.add_buffer(offsets_buf).add_buffer(data.into())
+            let builder = builder.add_buffer(offsets_buf).add_buffer(data.into());
+            if valid_ascii && nulls_len_ok {
+                // SAFETY: `is_valid_ascii` checked what validation would: `len + 1` offsets,
+                // starting at 0, never decreasing, ending within the data; and all bytes are
+                // ASCII, so the data is UTF-8 and every offset is a character boundary. The
+                // validity bitmap, if any, has `len` bits (checked above).
+                return Ok(make_array(unsafe { builder.build_unchecked() }));
+            }
+            builder
         }
         Values::Fsl { dim, child, validity } => {
             let DataType::FixedSizeList(item, _) = data_type else {
@@ -446,6 +565,17 @@ fn build_array(values: Values, len: usize, data_type: &DataType, nulls: Option<N
     // Full validation: the bytes come from a file we do not trust (offsets, UTF-8).
     let data = data.build().map_err(|e| Error::corrupt(format!("decoded data is not valid Arrow: {e}")))?;
     Ok(make_array(data))
+}
+
+/// Whether variable-width values are valid as Arrow data of any string or binary type
+/// without further checks: `len + 1` offsets from 0, never decreasing, ending within `data`,
+/// and only ASCII bytes (a fast test that replaces UTF-8 and character-boundary validation).
+fn is_valid_ascii<O: Offset + Into<i64>>(offsets: &[O], data: &MutableBuffer, len: usize) -> bool {
+    offsets.len() == len + 1
+        && offsets.first().is_some_and(|&o| o.into() == 0)
+        && offsets.last().is_some_and(|&o| o.into() as usize <= data.len())
+        && offsets.windows(2).fold(true, |ok, w| ok & (w[0].into() <= w[1].into()))
+        && data.as_slice().is_ascii()
 }
 
 /// Shared handle for built arrays.

@@ -1628,7 +1628,7 @@ mod tests {
         let kind = LeafKind::of(dt).unwrap();
         let mut b = LeafBuilder::new(kind, 0);
         b.append(&chunk.values, chunk.def.as_deref(), Selection::All).unwrap();
-        assemble(&field_of(dt, &[]), &[b.finish(dt).unwrap()]).unwrap()
+        assemble(&field_of(dt, &[]), vec![b.finish(dt).unwrap()]).unwrap()
     }
 
     /// A file image holding the page buffers (64-byte aligned) and a fetch function over it.
@@ -1963,7 +1963,7 @@ mod tests {
         let kind = LeafKind::of(dt)?;
         let mut b = LeafBuilder::new(kind, 0);
         b.append(&chunk.values, chunk.def.as_deref(), Selection::All)?;
-        assemble(&field_of(dt, &[]), &[b.finish(dt)?])
+        assemble(&field_of(dt, &[]), vec![b.finish(dt)?])
     }
 
     /// Packs values as a plain LSB-first bit stream of `bits` bits each.
