@@ -210,53 +210,53 @@ fn replay_simple(leaf: &mut LeafData) -> Result<Vec<NodeData>> {
     if walk.rows != leaf.num_rows {
         return Err(Error::corrupt(format!("levels describe {} rows, expected {}", walk.rows, leaf.num_rows)));
     }
-    let bits = |defs: &[u16], valid: &dyn Fn(u16) -> bool| {
-        let mut b = BooleanBufferBuilder::new(defs.len());
-        b.append_buffer(&BooleanBuffer::collect_bool(defs.len(), |i| valid(defs[i])));
+    let bits = |len: usize, defs: Option<&[u16]>, valid: &dyn Fn(u16) -> bool| {
+        let mut b = BooleanBufferBuilder::new(len);
+        match defs {
+            Some(defs) => b.append_buffer(&BooleanBuffer::collect_bool(len, |i| valid(defs[i]))),
+            None => b.append_n(len, true),
+        }
         b
     };
     let mut nodes = Vec::with_capacity(path.kinds.len());
     if walk.has_list {
         let list_null = walk.list_null;
-        let validity = bits(&walk.row_defs, &|d| d != list_null);
+        let validity = bits(walk.rows, walk.row_defs.as_deref(), &|d| d != list_null);
         nodes.push(NodeData::List { offsets: walk.offsets, validity });
     }
-    let max_visible = walk.visible_defs.iter().copied().max().unwrap_or(0);
+    let max_visible = walk.visible_defs.as_ref().map(|v| v.iter().copied().max().unwrap_or(0)).unwrap_or(0);
     for &base in &path.base[walk.has_list as usize..] {
-        let validity = if max_visible <= base {
-            let mut b = BooleanBufferBuilder::new(walk.values);
-            b.append_n(walk.values, true);
-            b
-        } else {
-            bits(&walk.visible_defs, &|d| d <= base)
-        };
-        nodes.push(NodeData::Item { validity });
+        let defs = walk.visible_defs.as_deref().filter(|_| max_visible > base);
+        nodes.push(NodeData::Item { validity: bits(walk.values, defs, &|d| d <= base) });
     }
     Ok(nodes)
 }
 
 /// One pass over the levels of a leaf with a simple path (see [`is_simple`]), fed a piece at
 /// a time while the leaf is decoded, so that the levels are walked while still in cache and
-/// never stored.
+/// never stored. Each piece is first checked and scanned for nulls (loops the compiler
+/// vectorises); the walk itself then only records what the piece needs.
 #[derive(Debug, Clone)]
 pub struct SimpleWalk {
     /// List offsets: one per row start (and, once finished, a last one).
     offsets: Vec<i64>,
-    /// Definition level of each row start, when the path starts with a list.
-    row_defs: Vec<u16>,
-    /// Definition level of each visible item.
-    visible_defs: Vec<u16>,
+    /// Definition level of each row start, once some list is null (before that, all valid).
+    row_defs: Option<Vec<u16>>,
+    /// Definition level of each visible item, once some item is null (before that, all valid).
+    visible_defs: Option<Vec<u16>>,
     values: usize,
     rows: usize,
-    /// Whether the last row start opened a list that later levels may add items to.
-    open: bool,
-    /// A level was out of range or continued a list that is not open.
+    /// Whether the last level was a visible item of a list, which the next may continue.
+    continuable: bool,
+    /// A level was out of range or continued a list that is null, empty or not started.
     bad: bool,
     has_list: bool,
     max_def: u16,
     max_rep: u16,
     list_null: u16,
     visible_limit: u16,
+    /// Visible levels above this make some item null.
+    item_null_above: u16,
 }
 
 impl SimpleWalk {
@@ -266,17 +266,18 @@ impl SimpleWalk {
         let max_def = path.max_canonical_def();
         Self {
             offsets: Vec::new(),
-            row_defs: Vec::new(),
-            visible_defs: Vec::new(),
+            row_defs: None,
+            visible_defs: None,
             values: 0,
             rows: 0,
-            open: false,
+            continuable: false,
             bad: false,
             has_list,
             max_def,
             max_rep: path.max_rep,
             list_null: path.null_def(0),
             visible_limit: if has_list { path.base[0] } else { max_def },
+            item_null_above: *path.base.last().unwrap_or(&0),
         }
     }
 
@@ -284,85 +285,128 @@ impl SimpleWalk {
     pub fn reserve(&mut self, levels: usize) {
         if self.has_list {
             self.offsets.reserve(levels + 1);
-            self.row_defs.reserve(levels + 1);
         }
-        self.visible_defs.reserve(levels + 1);
     }
 
     /// Walks `n` more levels (`None` = the trivial levels: every level starts a row / is valid).
     pub fn extend(&mut self, rep: Option<&[u16]>, def: Option<&[u16]>, n: usize) -> Result<()> {
-        let max_rep = self.max_rep;
-        let short = |l: &[u16]| {
-            if l.len() < n {
-                Err(Error::corrupt(format!("{} levels where {n} were expected", l.len())))
-            } else {
-                Ok(())
+        fn cut(l: Option<&[u16]>, n: usize) -> Result<Option<&[u16]>> {
+            match l {
+                Some(l) if l.len() < n => Err(Error::corrupt(format!("{} levels where {n} were expected", l.len()))),
+                Some(l) => Ok(Some(&l[..n])),
+                None => Ok(None),
             }
-        };
-        // One monomorphised loop per combination of present level streams.
+        }
+        let (rep, def) = (cut(rep, n)?, cut(def, n)?);
+        let rep = rep.filter(|_| self.has_list);
+        let (max_rep, vis_limit) = (self.max_rep, self.visible_limit);
+        // Checks: levels in range; a level continuing a list follows a visible item of it
+        // and is one itself.
+        self.bad |= rep.is_some_and(|r| r.iter().fold(0, |m, &x| m.max(x)) > max_rep)
+            || def.is_some_and(|d| d.iter().fold(0, |m, &x| m.max(x)) > self.max_def);
+        if let Some(r) = rep {
+            let prev_visible = |p: usize| match (p, def) {
+                (0, _) => self.continuable,
+                (_, Some(d)) => d[p - 1] <= vis_limit,
+                (_, None) => true,
+            };
+            let first_bad = !r.is_empty() && r[0] != max_rep && !(prev_visible(0) && def.is_none_or(|d| d[0] <= vis_limit));
+            let rest_bad = match def {
+                Some(d) => r[1.min(n)..]
+                    .iter()
+                    .zip(d.windows(2))
+                    .fold(false, |bad, (&r, w)| bad | ((r != max_rep) & !((w[0] <= vis_limit) & (w[1] <= vis_limit)))),
+                None => false,
+            };
+            self.bad |= first_bad | rest_bad;
+        }
+        if n > 0 {
+            self.continuable = rep.is_some() && def.is_none_or(|d| d[n - 1] <= vis_limit);
+        }
+        // Materialise the levels of row starts / visible items once a null needs them.
+        if let (Some(r), Some(d), None) = (rep, def, &self.row_defs) {
+            let list_null = self.list_null;
+            if r.iter().zip(d).fold(false, |any, (&r, &d)| any | ((r == max_rep) & (d == list_null))) {
+                self.row_defs = Some(vec![0; self.rows]);
+            }
+        }
+        if let (Some(d), None) = (def, &self.visible_defs) {
+            let above = self.item_null_above;
+            if d.iter().fold(false, |any, &d| any | ((d > above) & (d <= vis_limit))) {
+                self.visible_defs = Some(vec![0; self.values]);
+            }
+        }
         match (rep, def) {
-            (Some(r), Some(d)) => {
-                short(r)?;
-                short(d)?;
-                self.run(r.iter().copied().zip(d.iter().copied()), n)
-            }
-            (Some(r), None) => {
-                short(r)?;
-                self.run(r.iter().map(|&r| (r, 0)), n)
-            }
+            (Some(r), Some(d)) => self.run(r.iter().copied().zip(d.iter().copied()), n),
+            (Some(r), None) => self.run(r.iter().map(|&r| (r, 0)), n),
             (None, Some(d)) => {
-                short(d)?;
-                self.run(d.iter().map(|&d| (max_rep, d)), n)
+                // No lists: a row and a value per level.
+                if let Some(v) = &mut self.visible_defs {
+                    v.extend_from_slice(d);
+                }
+                self.rows += n;
+                self.values += n;
             }
-            (None, None) => self.run(std::iter::repeat_n((max_rep, 0), n), n),
+            (None, None) => {
+                if let Some(v) = &mut self.visible_defs {
+                    v.resize(v.len() + n, 0);
+                }
+                self.rows += n;
+                self.values += n;
+            }
         }
         Ok(())
     }
 
-    /// The loop over `(rep, def)` pairs. Stores are unconditional (a slot is overwritten
-    /// until its counter moves on), so the loop has no data-dependent branches.
+    /// The walk over the `(rep, def)` pairs of a path with a list. Stores are unconditional
+    /// (a slot is overwritten until its counter moves on), so the loop has no data-dependent
+    /// branches.
     #[inline(always)]
     fn run(&mut self, levels: impl Iterator<Item = (u16, u16)>, n: usize) {
-        let (has_list, max_def, max_rep, list_null, visible_limit) =
-            (self.has_list, self.max_def, self.max_rep, self.list_null, self.visible_limit);
-        let (mut values, mut rows, mut open, mut bad) = (self.values, self.rows, self.open, self.bad);
-        let (rows0, values0) = (rows, values);
-        if has_list {
-            self.offsets.reserve(n + 1);
-            self.row_defs.reserve(n + 1);
+        let (max_rep, visible_limit) = (self.max_rep, self.visible_limit);
+        let (mut rows, mut values) = (0usize, 0usize);
+        let values0 = self.values as i64;
+        self.offsets.reserve(n + 1);
+        let keep_rows = self.row_defs.is_some();
+        let keep_visible = self.visible_defs.is_some();
+        let mut spare_rd: &mut [std::mem::MaybeUninit<u16>] = &mut [];
+        let mut spare_vd: &mut [std::mem::MaybeUninit<u16>] = &mut [];
+        if let Some(rd) = &mut self.row_defs {
+            rd.reserve(n + 1);
+            spare_rd = rd.spare_capacity_mut();
         }
-        self.visible_defs.reserve(n + 1);
-        {
-            let o = self.offsets.spare_capacity_mut();
-            let rd = self.row_defs.spare_capacity_mut();
-            let vd = self.visible_defs.spare_capacity_mut();
-            for (r, d) in levels.take(n) {
-                let start = r == max_rep;
-                bad |= (d > max_def) | (r > max_rep) | (!start & !open);
-                if has_list {
-                    o[rows - rows0].write(values as i64);
-                    rd[rows - rows0].write(d);
-                    open = (open & !start) | (start & (d < list_null)); // branch-free: row starts are unpredictable
-                } else {
-                    open = true;
-                }
-                rows += start as usize;
-                vd[values - values0].write(d);
-                values += (d <= visible_limit) as usize;
+        if let Some(vd) = &mut self.visible_defs {
+            vd.reserve(n + 1);
+            spare_vd = vd.spare_capacity_mut();
+        }
+        let o = self.offsets.spare_capacity_mut();
+        for (r, d) in levels.take(n) {
+            // `rows` and `values` count the levels so far, so they are below `n + 1`, the
+            // length of every spare slice written here.
+            o[rows].write(values0 + values as i64);
+            if keep_rows {
+                spare_rd[rows].write(d);
             }
+            if keep_visible {
+                spare_vd[values].write(d);
+            }
+            rows += (r == max_rep) as usize;
+            values += (d <= visible_limit) as usize;
         }
-        // SAFETY: the counters `rows` and `values` grow by at most one per level (at most
-        // `n` levels, and `n + 1` slots were reserved), and every level first writes the
-        // spare slot at the counters' current values, so the slots below the final counters
-        // are written.
+        // SAFETY: `rows` and `values` start at 0 and grow by at most one per level, and every
+        // level first writes the spare slots at their current values, so the slots below
+        // their final values are written.
         unsafe {
-            if has_list {
-                self.offsets.set_len(self.offsets.len() + rows - rows0);
-                self.row_defs.set_len(self.row_defs.len() + rows - rows0);
+            self.offsets.set_len(self.offsets.len() + rows);
+            if let Some(rd) = &mut self.row_defs {
+                rd.set_len(rd.len() + rows);
             }
-            self.visible_defs.set_len(self.visible_defs.len() + values - values0);
+            if let Some(vd) = &mut self.visible_defs {
+                vd.set_len(vd.len() + values);
+            }
         }
-        (self.values, self.rows, self.open, self.bad) = (values, rows, open, bad);
+        self.rows += rows;
+        self.values += values;
     }
 
     /// Ends the walk (closes the list offsets).
@@ -531,5 +575,67 @@ fn build_node(
             with_nulls(leaves[first].values.clone(), null_buffer(validity))
         }
         _ => Err(Error::corrupt(format!("the levels of field {:?} ({}) do not match its type", field.name, field.data_type))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Int32Array;
+    use std::sync::Arc;
+
+    /// `list<int32>` (all nullable): canonical levels 0 item, 1 null item, 2 null list,
+    /// 3 empty list.
+    fn list_path() -> LeafPath {
+        LeafPath::new(vec![NodeKind::List, NodeKind::Item])
+    }
+
+    fn walk(pieces: &[(&[u16], &[u16])]) -> Result<Vec<NodeData>> {
+        let path = list_path();
+        let mut w = SimpleWalk::new(&path);
+        let (mut values, mut rows) = (0usize, 0usize);
+        for (r, d) in pieces {
+            w.extend(Some(r), Some(d), r.len())?;
+            rows += r.iter().filter(|&&x| x == 1).count();
+            values += d.iter().filter(|&&x| x <= 1).count();
+        }
+        let values = Arc::new(Int32Array::from(vec![0; values])) as ArrayRef;
+        let mut leaf = LeafData { path, rep: None, def: None, values, num_rows: rows, walked: Some(w.finish()) };
+        replay(&mut leaf)
+    }
+
+    fn bits(b: &BooleanBufferBuilder) -> Vec<bool> {
+        (0..b.len()).map(|i| b.get_bit(i)).collect()
+    }
+
+    #[test]
+    fn walk_builds_offsets_and_validity_across_pieces() {
+        // [[a, null], null, [], [b]]
+        let rep: &[u16] = &[1, 0, 1, 1, 1];
+        let def: &[u16] = &[0, 1, 2, 3, 0];
+        for split in 0..=rep.len() {
+            let nodes = walk(&[(&rep[..split], &def[..split]), (&rep[split..], &def[split..])]).unwrap();
+            let NodeData::List { offsets, validity } = &nodes[0] else { panic!("list node expected") };
+            assert_eq!(offsets, &[0, 2, 2, 2, 3], "split at {split}");
+            assert_eq!(bits(validity), [true, false, true, true]);
+            let NodeData::Item { validity } = &nodes[1] else { panic!("item node expected") };
+            assert_eq!(bits(validity), [true, false, true]);
+        }
+    }
+
+    #[test]
+    fn walk_rejects_bad_levels() {
+        let cases: [(&[u16], &[u16]); 5] = [
+            (&[1, 0], &[3, 0]), // continues an empty list
+            (&[1, 0], &[2, 0]), // continues a null list
+            (&[0, 1], &[0, 0]), // starts inside a row
+            (&[1], &[4]),       // definition level out of range
+            (&[2], &[0]),       // repetition level out of range
+        ];
+        for (rep, def) in cases {
+            assert!(walk(&[(rep, def)]).is_err(), "levels {rep:?} / {def:?} accepted");
+            // The same levels split over two pieces.
+            assert!(walk(&[(&rep[..1], &def[..1]), (&rep[1..], &def[1..])]).is_err());
+        }
     }
 }
