@@ -130,6 +130,10 @@ def _to_indices(indices: Indices) -> Any:
         return list(indices)
     if hasattr(indices, "__arrow_c_array__"):
         return indices
+    dtype = getattr(indices, "dtype", None)
+    if getattr(dtype, "kind", None) in ("i", "u") and getattr(indices, "ndim", 1) == 1 and len(indices) <= 256:
+        # A few numpy integers: a list is cheaper than an Arrow array (~0.1 µs vs ~4 µs).
+        return indices.tolist()
     # numpy arrays and other array-likes: hand over as an Arrow array (zero-copy for
     # 64-bit integers).
     try:

@@ -864,7 +864,7 @@ impl FileReader {
                 let ranges: Vec<Range<u64>> =
                     needed.iter().map(|&c| data_pos + chunks[c].offset..data_pos + chunks[c].offset + chunks[c].len).collect();
                 let bytes = self.io.read_ranges(&ranges)?;
-                let mut decoded: Vec<Option<IndexedPiece>> = (0..needed.len()).map(|_| None).collect();
+                let mut decoded: Vec<Option<PieceCursor>> = (0..needed.len()).map(|_| None).collect();
                 for (rows, &(j0, j1, completed_before)) in runs.iter().zip(&spans) {
                     let mut next_start_row = completed_before;
                     for j in j0..=j1 {
@@ -879,16 +879,16 @@ impl FileReader {
                                 next_start_row += starts;
                                 continue;
                             }
-                            decoded[slot] = Some(IndexedPiece::new(piece, max_rep, visible_limit)?);
+                            decoded[slot] = Some(PieceCursor::new(piece, max_rep, visible_limit)?);
                         } else if decoded[slot].is_none() {
                             let piece = miniblock::decode_chunk(layout, &chunks[j], &bytes[slot], dictionary.as_ref(), None)?;
-                            decoded[slot] = Some(IndexedPiece::new(piece, max_rep, visible_limit)?);
+                            decoded[slot] = Some(PieceCursor::new(piece, max_rep, visible_limit)?);
                         }
-                        let indexed = decoded[slot].as_ref().unwrap();
-                        if j == j0 && indexed.starts_inside_row() {
+                        let cursor = decoded[slot].as_mut().unwrap();
+                        if j == j0 && cursor.starts_inside_row() {
                             next_start_row += 1; // the chunk starts inside a row begun earlier
                         }
-                        next_start_row += append_rows_of_piece(out, indexed, next_start_row, rows, table)?;
+                        next_start_row += append_rows_of_piece(out, cursor, next_start_row, rows, table, j < j1)?;
                     }
                 }
                 Ok(())
@@ -900,8 +900,9 @@ impl FileReader {
                     runs.iter().map(|rows| data_pos + idx.offset(rows.start)..data_pos + idx.offset(rows.end)).collect();
                 let bytes = self.io.read_ranges(&ranges)?;
                 for (rows, b) in runs.iter().zip(&bytes) {
-                    let piece = IndexedPiece::new(fullzip::decode_levels(layout, b.as_slice(), None)?, max_rep, visible_limit)?;
-                    append_rows_of_piece(out, &piece, rows.start, rows, table)?;
+                    let mut piece =
+                        PieceCursor::new(fullzip::decode_levels(layout, b.as_slice(), None)?, max_rep, visible_limit)?;
+                    append_rows_of_piece(out, &mut piece, rows.start, rows, table, false)?;
                 }
                 Ok(())
             }
@@ -915,9 +916,9 @@ impl FileReader {
                     }
                     return Ok(());
                 }
-                let indexed = IndexedPiece::new(piece, max_rep, max_visible_def(&layout.layers))?;
+                let mut cursor = PieceCursor::new(piece, max_rep, max_visible_def(&layout.layers))?;
                 for rows in runs {
-                    append_rows_of_piece(out, &indexed, 0, rows, table)?;
+                    append_rows_of_piece(out, &mut cursor, 0, rows, table, false)?;
                 }
                 Ok(())
             }
@@ -1145,77 +1146,120 @@ fn page_has_rep(kind: &PageKind) -> bool {
     page_layers(kind).is_some_and(|l| l.iter().any(|x| x.is_list()))
 }
 
-/// A decoded piece of a list column with the positions of its row starts and a running
-/// count of its visible levels, computed once and reused by every run that touches it.
-struct IndexedPiece {
+/// A decoded piece of a list column and a cursor over its levels: the counts of row starts
+/// and visible levels before the cursor's position. Runs of rows come in ascending order, so
+/// the cursor only moves forward over each piece, which is walked at most about once (no
+/// index of every row start is built for the few rows a take needs).
+struct PieceCursor {
     piece: DecodedChunk,
-    starts: Vec<usize>,
-    /// `visible_before[p]` = visible levels among the first `p` levels.
-    visible_before: Vec<u32>,
+    max_rep: u16,
+    visible_limit: u16,
+    pos: usize,
+    starts: u64,
+    visible: usize,
+    total_starts: Option<u64>,
 }
 
-impl IndexedPiece {
+impl PieceCursor {
     fn new(piece: DecodedChunk, max_rep: u16, visible_limit: u16) -> Result<Self> {
         let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's page has no repetition levels"))?;
-        let n = rep.len();
         if let Some(d) = &piece.def {
-            if d.len() != n {
-                return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", n, d.len())));
+            if d.len() != rep.len() {
+                return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", rep.len(), d.len())));
             }
         }
-        let starts = (0..n).filter(|&p| rep[p] == max_rep).collect();
-        let mut visible_before = Vec::with_capacity(n + 1);
-        let mut count = 0u32;
-        visible_before.push(0);
-        for p in 0..n {
-            count += piece.def.as_ref().is_none_or(|d| d[p] <= visible_limit) as u32;
-            visible_before.push(count);
-        }
-        if count as u64 > piece.values.num_values() {
-            return Err(Error::corrupt("levels describe more values than the page holds"));
-        }
-        Ok(Self { piece, starts, visible_before })
+        Ok(Self { piece, max_rep, visible_limit, pos: 0, starts: 0, visible: 0, total_starts: None })
+    }
+
+    fn rep(&self) -> &[u16] {
+        self.piece.rep.as_deref().expect("checked in new")
     }
 
     /// Whether the piece begins with levels of a row started in an earlier piece.
     fn starts_inside_row(&self) -> bool {
-        self.visible_before.len() > 1 && self.starts.first() != Some(&0)
+        self.rep().first().is_some_and(|&r| r != self.max_rep)
+    }
+
+    /// Number of row starts in the piece.
+    fn total_starts(&mut self) -> u64 {
+        let max_rep = self.max_rep;
+        *self.total_starts.get_or_insert_with(|| {
+            self.piece.rep.as_deref().expect("checked in new").iter().fold(0u64, |n, &r| n + (r == max_rep) as u64)
+        })
+    }
+
+    /// Moves to the level of row start number `k` of the piece (or to the end if it has
+    /// fewer); returns (position, row starts before it, visible levels before it).
+    fn seek(&mut self, k: u64) -> (usize, u64, usize) {
+        if k < self.starts {
+            (self.pos, self.starts, self.visible) = (0, 0, 0);
+        }
+        let (max_rep, limit) = (self.max_rep, self.visible_limit);
+        let rep = self.piece.rep.as_deref().expect("checked in new");
+        let def = self.piece.def.as_deref();
+        let (mut pos, mut starts, mut visible) = (self.pos, self.starts, self.visible);
+        // Skip whole blocks of levels that do not hold the row start (vectorised counts).
+        const BLOCK: usize = 64;
+        while pos + BLOCK <= rep.len() {
+            let in_block = rep[pos..pos + BLOCK].iter().fold(0u64, |n, &r| n + (r == max_rep) as u64);
+            if starts + in_block > k {
+                break;
+            }
+            starts += in_block;
+            visible += match def {
+                Some(d) => d[pos..pos + BLOCK].iter().fold(0usize, |n, &d| n + (d <= limit) as usize),
+                None => BLOCK,
+            };
+            pos += BLOCK;
+        }
+        while pos < rep.len() {
+            let start = rep[pos] == max_rep;
+            if start && starts == k {
+                break;
+            }
+            starts += start as u64;
+            visible += def.is_none_or(|d| d[pos] <= limit) as usize;
+            pos += 1;
+        }
+        (self.pos, self.starts, self.visible) = (pos, starts, visible);
+        (pos, starts, visible)
+    }
+
+    /// The cursor moved back to the first level.
+    fn rewind(&mut self) -> (usize, u64, usize) {
+        (self.pos, self.starts, self.visible) = (0, 0, 0);
+        (0, 0, 0)
     }
 }
 
 /// Appends the part of a piece (levels and values of consecutive levels whose first row
 /// start begins row `first_row`; earlier levels continue row `first_row - 1`) that belongs to
-/// `rows`. Returns the number of row starts in the piece.
+/// `rows`. Returns the number of row starts in the piece when `want_total`, else 0.
 fn append_rows_of_piece(
     out: &mut LeafBuilder,
-    indexed: &IndexedPiece,
+    cursor: &mut PieceCursor,
     first_row: u64,
     rows: &Range<u64>,
     table: &[u16],
+    want_total: bool,
 ) -> Result<u64> {
-    let piece = &indexed.piece;
-    let starts = &indexed.starts;
-    let rep = piece.rep.as_deref().expect("indexed pieces have repetition levels");
-    let n = rep.len();
     let preamble_row = first_row.checked_sub(1);
-    let lo = if preamble_row.is_some_and(|r| rows.contains(&r)) {
-        0
+    let (lo, starts_lo, v_lo) = if preamble_row.is_some_and(|r| rows.contains(&r)) {
+        cursor.rewind()
     } else {
-        let k = rows.start.saturating_sub(first_row) as usize;
-        starts.get(k).copied().unwrap_or(n)
+        cursor.seek(rows.start.saturating_sub(first_row))
     };
-    let hi = match rows.end.checked_sub(first_row) {
-        Some(k) => starts.get(k as usize).copied().unwrap_or(n),
-        None => 0,
+    let (hi, starts_hi, v_hi) = match rows.end.checked_sub(first_row) {
+        Some(k) => cursor.seek(k),
+        None => (lo, starts_lo, v_lo),
     };
-    let hi = hi.max(lo);
-    let v_lo = indexed.visible_before[lo] as usize;
-    let v_n = (indexed.visible_before[hi] - indexed.visible_before[lo]) as usize;
-    let rows_in = starts.partition_point(|&p| p < hi) - starts.partition_point(|&p| p < lo);
-    out.append_values(&piece.values, Selection::Range(v_lo, v_n))?;
+    let (hi, starts_hi, v_hi) = if hi < lo { (lo, starts_lo, v_lo) } else { (hi, starts_hi, v_hi) };
+    let piece = &cursor.piece;
+    let rep = piece.rep.as_deref().expect("checked in new");
+    out.append_values(&piece.values, Selection::Range(v_lo, v_hi - v_lo))?;
     let def = piece.def.as_ref().map(|d| to_canonical(&d[lo..hi], table)).transpose()?;
-    out.append_levels(Some(&rep[lo..hi]), def.as_deref(), hi - lo, rows_in)?;
-    Ok(starts.len() as u64)
+    out.append_levels(Some(&rep[lo..hi]), def.as_deref(), hi - lo, (starts_hi - starts_lo) as usize)?;
+    Ok(if want_total { cursor.total_starts() } else { 0 })
 }
 
 fn parse_page_layout(layout: enc21::PageLayout, ctx: &str) -> Result<PageKind> {
