@@ -196,6 +196,15 @@ pub fn max_width(values: &[u8], bits: u64) -> Result<usize> {
 }
 
 fn decode_ool_typed<T: Word>(data: &[u8], width: usize, num_values: usize, ctx: &str) -> Result<Buffer> {
+    decode_ool_vec::<T>(data, width, num_values, ctx).map(Buffer::from_vec)
+}
+
+/// Decodes an out-of-line bit-packed buffer of `num_values` values of `width` bits into
+/// words of type `T`.
+pub fn decode_ool_vec<T: Word>(data: &[u8], width: usize, num_values: usize, ctx: &str) -> Result<Vec<T>> {
+    if width > T::BITS {
+        return Err(Error::corrupt(format!("{ctx}: bit width {width} exceeds {}", T::BITS)));
+    }
     let full_blocks = num_values / BLOCK_LEN;
     let rem = num_values % BLOCK_LEN;
     let block_bytes = bitpack::packed_bytes::<T>(width);
@@ -209,7 +218,7 @@ fn decode_ool_typed<T: Word>(data: &[u8], width: usize, num_values: usize, ctx: 
             data.len()
         )));
     }
-    let mut out = MutableBuffer::new(num_values * T::BYTES);
+    let mut out: Vec<T> = Vec::with_capacity(num_values);
     let mut block = [T::default(); BLOCK_LEN];
     for b in 0..full_blocks {
         bitpack::unpack_le_bytes::<T>(width, &data[b * block_bytes..(b + 1) * block_bytes], &mut block);
@@ -218,13 +227,13 @@ fn decode_ool_typed<T: Word>(data: &[u8], width: usize, num_values: usize, ctx: 
     if rem > 0 {
         let tail = &data[packed_full..];
         if raw_tail {
-            out.extend_from_slice(tail);
+            out.extend(tail.chunks_exact(T::BYTES).map(T::from_le));
         } else {
             bitpack::unpack_le_bytes::<T>(width, tail, &mut block);
             out.extend_from_slice(&block[..rem]);
         }
     }
-    Ok(out.into())
+    Ok(out)
 }
 
 /// Decodes an out-of-line bit-packed buffer (`width` bits per value, `uncompressed_bits` wide

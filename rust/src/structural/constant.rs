@@ -159,7 +159,7 @@ pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: 
         return Err(Error::corrupt(format!("constant page has {num_levels} levels for {num_rows} rows")));
     }
     if let Some(d) = &def {
-        if d.iter().any(|&l| l > max_d) {
+        if d.iter().fold(0, |m, &l| m.max(l)) > max_d {
             return Err(Error::corrupt("constant page definition level above the maximum"));
         }
     }

@@ -163,6 +163,15 @@ impl DecodedChunk {
     }
 }
 
+/// Decodes `n` levels stored with compression `c`.
+fn decode_levels(c: &Compression, buf: &Buffer, n: usize, what: &str) -> Result<Vec<u16>> {
+    if let Compression::OutOfLineBitpacking { bits: 16, width } = c {
+        // Straight into 16-bit words (no intermediate buffer).
+        return crate::encodings::bitpacking::decode_ool_vec::<u16>(buf.as_slice(), *width as usize, n, what);
+    }
+    levels_to_vec(c.decode_block(buf, n as u64)?, n, what)
+}
+
 fn levels_to_vec(block: DataBlock, n: usize, what: &str) -> Result<Vec<u16>> {
     let f = block.into_fixed(what)?;
     if f.bits_per_value != 16 {
@@ -220,22 +229,22 @@ pub fn decode_chunk(
         value_bufs.push(take(s)?);
     }
     let rep = match (&layout.rep, rep_buf) {
-        (Some(c), Some(buf)) => Some(levels_to_vec(c.decode_block(&buf, num_levels as u64)?, num_levels, "repetition levels")?),
+        (Some(c), Some(buf)) => Some(decode_levels(c, &buf, num_levels, "repetition levels")?),
         _ => None,
     };
     let def = match (&layout.def, def_buf) {
-        (Some(c), Some(buf)) => Some(levels_to_vec(c.decode_block(&buf, num_levels as u64)?, num_levels, "definition levels")?),
+        (Some(c), Some(buf)) => Some(decode_levels(c, &buf, num_levels, "definition levels")?),
         _ => None,
     };
     if let Some(d) = &def {
         let limit = max_def(&layout.layers);
-        if d.iter().any(|&l| l > limit) {
+        if d.iter().fold(0, |m, &l| m.max(l)) > limit {
             return Err(Error::corrupt(format!("{CTX}: definition level above the maximum {limit}")));
         }
     }
     if let Some(r) = &rep {
         let limit = max_rep(&layout.layers);
-        if r.iter().any(|&l| l > limit) {
+        if r.iter().fold(0, |m, &l| m.max(l)) > limit {
             return Err(Error::corrupt(format!("{CTX}: repetition level above the maximum {limit}")));
         }
     }
