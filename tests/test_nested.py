@@ -216,6 +216,80 @@ def test_packed_struct_both_directions(tmp_path, version):
     assert r.take_rows([3, 0, 2999]).to_table().equals(t.take([3, 0, 2999]))
 
 
+VAR_PACKED = pa.struct(
+    [
+        pa.field("id", pa.int32()),
+        pa.field("name", pa.string()),
+        pa.field("blob", pa.large_binary()),
+        pa.field("score", pa.float64()),
+    ]
+)
+
+
+def _var_packed_table(n: int, wrap_in_list: bool = False) -> pa.Table:
+    rows = [
+        None
+        if i % 9 == 0
+        else {"id": i, "name": "" if i % 5 == 0 else f"näme-{i}" * (i % 4), "blob": bytes([i % 256]) * (i % 7), "score": -i / 3}
+        for i in range(n)
+    ]
+    field = pa.field("p", VAR_PACKED, metadata={"lance-encoding:packed": "true"})
+    if wrap_in_list:
+        lists = [None if i % 11 == 0 else rows[i : i + i % 4] for i in range(n)]
+        return pa.table([pa.array(lists, pa.list_(field))], names=["l"])
+    return pa.table([pa.array(rows, VAR_PACKED), pa.array(range(n), pa.int64())], schema=pa.schema([field, pa.field("i", pa.int64())]))
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("wrap_in_list", [False, True])
+def test_variable_packed_struct_both_directions(tmp_path, wrap_in_list):
+    t = _var_packed_table(3000, wrap_in_list)
+    sliced = t.slice(17, 2500)  # sliced input
+    ours, theirs = str(tmp_path / "o.lance"), str(tmp_path / "t.lance")
+    with LanceFileWriter(ours, version="2.2") as w:
+        w.write_batch(sliced)
+    w = lance_file.LanceFileWriter(theirs, version="2.2")
+    w.write_batch(sliced)
+    w.close()
+    expected = sliced.combine_chunks()
+    for path in (ours, theirs):
+        assert "variable_packed_struct" in LanceFileReader(path).metadata().encodings()[0][0]
+        r = LanceFileReader(path)
+        assert r.read_all().to_table().equals(expected)
+        rows = [2499, 0, 9, 1234, 9, 18]
+        assert r.take_rows(rows).to_table().equals(expected.take(rows))
+        assert r.read_range(100, 50).to_table().equals(expected.slice(100, 50))
+    assert lance_file.LanceFileReader(ours).read_all().to_table().equals(expected)
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_variable_packed_struct_needs_2_2(tmp_path, version):
+    t = _var_packed_table(10).filter(pa.array([i % 9 != 0 for i in range(10)]))
+    with pytest.raises(exc.InvalidArgumentError, match="2.2"):
+        with LanceFileWriter(str(tmp_path / "p.lance"), version=version) as w:
+            w.write_batch(t)
+
+
+def test_variable_packed_struct_corrupt_rows_are_typed_errors(tmp_path):
+    t = _var_packed_table(500)
+    path = str(tmp_path / "p.lance")
+    with LanceFileWriter(path, version="2.2") as w:
+        w.write_batch(t)
+    pos, size = LanceFileReader(path).metadata().columns[0].pages[0].buffers[0]
+    original = open(path, "rb").read()
+    rng = random.Random(5)
+    for _ in range(40):
+        data = bytearray(original)
+        for _ in range(3):
+            data[pos + rng.randrange(size)] ^= 1 << rng.randrange(8)
+        open(path, "wb").write(bytes(data))
+        try:
+            got = LanceFileReader(path).read_all().to_table()
+            assert got.num_rows == t.num_rows
+        except exc.LanceError:
+            pass
+
+
 def test_packed_struct_rejects_null_children(tmp_path):
     stype = pa.struct([pa.field("a", pa.int32())])
     field = pa.field("p", stype, metadata={"lance-encoding:packed": "true"})

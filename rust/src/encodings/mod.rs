@@ -107,6 +107,42 @@ pub enum Compression {
         /// Encoding of the rows (flat of the total width).
         values: Box<Compression>,
     },
+    /// Row-major struct with variable-width children (2.2, full-zip values): each row is its
+    /// children's bytes in order, a variable child as a little-endian length then its
+    /// bytes; a null row is empty.
+    VariablePackedStruct {
+        /// How each child is stored in a row.
+        fields: Vec<PackedField>,
+        /// Each child's per-value compression: flat for fixed children; variable (raw),
+        /// FSST or general for variable ones (a variable child's length is that of its
+        /// compressed bytes).
+        codecs: Vec<Compression>,
+    },
+}
+
+impl PackedField {
+    /// The raw per-value encoding of a child stored this way.
+    pub fn raw_codec(&self) -> Compression {
+        match self {
+            PackedField::Fixed { bits } => Compression::Flat { bits: *bits, data: None },
+            PackedField::Variable { length_bits } => Compression::Variable { offset_bits: *length_bits as u8, values: None },
+        }
+    }
+}
+
+/// One child of a [`Compression::VariablePackedStruct`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PackedField {
+    /// `bits / 8` bytes, uncompressed.
+    Fixed {
+        /// Bits of the value.
+        bits: u64,
+    },
+    /// A `length_bits`-bit length, then that many uncompressed bytes.
+    Variable {
+        /// Bits of the length prefix (32 or 64).
+        length_bits: u64,
+    },
 }
 
 fn flat_bits(c: &Option<Box<enc21::CompressiveEncoding>>, what: &str) -> Result<u64> {
@@ -185,8 +221,38 @@ impl Compression {
             Pb::PackedStruct(p) => {
                 Compression::PackedStruct { bits: p.bits_per_value.clone(), values: child(&p.values, "packed_struct")? }
             }
-            Pb::VariablePackedStruct(_) => {
-                return Err(Error::not_supported("variable_packed_struct encoding (packed structs with variable-width children)"))
+            Pb::VariablePackedStruct(v) => {
+                use enc21::variable_packed_struct::field_encoding::Layout;
+                let mut fields = Vec::with_capacity(v.fields.len());
+                let mut codecs = Vec::with_capacity(v.fields.len());
+                for f in &v.fields {
+                    let value = Compression::from_pb(
+                        f.value.as_ref().ok_or_else(|| Error::corrupt("packed struct child without an encoding"))?,
+                    )?;
+                    let raw_variable = |c: &Compression| matches!(c, Compression::Variable { values: None, .. });
+                    fields.push(match (f.layout, &value) {
+                        (Some(Layout::BitsPerValue(bits)), Compression::Flat { bits: b, data: None }) if *b == bits && bits % 8 == 0 => {
+                            PackedField::Fixed { bits }
+                        }
+                        (Some(Layout::BitsPerLength(l @ (32 | 64))), c)
+                            if raw_variable(c)
+                                || matches!(c, Compression::Fsst { values, .. } | Compression::General { values, .. } if raw_variable(values)) =>
+                        {
+                            PackedField::Variable { length_bits: l }
+                        }
+                        (layout, value) => {
+                            return Err(Error::not_supported(format!(
+                                "variable packed struct child stored as {} with layout {layout:?}",
+                                value.describe()
+                            )))
+                        }
+                    });
+                    codecs.push(value);
+                }
+                if fields.is_empty() {
+                    return Err(Error::corrupt("variable packed struct without children"));
+                }
+                Compression::VariablePackedStruct { fields, codecs }
             }
         })
     }
@@ -229,6 +295,22 @@ impl Compression {
                 bits_per_value: bits.clone(),
                 values: Some(Box::new(values.to_pb())),
             })),
+            Compression::VariablePackedStruct { fields, codecs } => {
+                use enc21::variable_packed_struct::{field_encoding::Layout, FieldEncoding};
+                Pb::VariablePackedStruct(enc21::VariablePackedStruct {
+                    fields: fields
+                        .iter()
+                        .zip(codecs)
+                        .map(|(f, c)| FieldEncoding {
+                            value: Some(c.to_pb()),
+                            layout: Some(match f {
+                                PackedField::Fixed { bits } => Layout::BitsPerValue(*bits),
+                                PackedField::Variable { length_bits } => Layout::BitsPerLength(*length_bits),
+                            }),
+                        })
+                        .collect(),
+                })
+            }
         };
         enc21::CompressiveEncoding::from(c)
     }
@@ -292,6 +374,9 @@ impl Compression {
                     dimension: *dim,
                     item_validity: validity,
                 }))
+            }
+            Compression::VariablePackedStruct { .. } => {
+                Err(Error::corrupt(format!("{CTX}: variable packed structs are stored in full-zip pages only")))
             }
             Compression::PackedStruct { bits, values } => {
                 let total: u64 = bits.iter().sum();
@@ -381,6 +466,7 @@ impl Compression {
             Compression::General { .. } => "general",
             Compression::FixedSizeList { .. } => "fixed_size_list",
             Compression::PackedStruct { .. } => "packed_struct",
+            Compression::VariablePackedStruct { .. } => "variable_packed_struct",
         }
     }
 
@@ -401,6 +487,10 @@ impl Compression {
                 format!("fixed_size_list({dim}{}, {})", if *has_validity { ", nullable items" } else { "" }, values.describe())
             }
             Compression::PackedStruct { bits, .. } => format!("packed_struct({bits:?})"),
+            Compression::VariablePackedStruct { codecs, .. } => {
+                let f: Vec<String> = codecs.iter().map(|c| c.describe()).collect();
+                format!("variable_packed_struct({})", f.join(", "))
+            }
         }
     }
 }

@@ -996,10 +996,22 @@ fn describe_page(kind: &PageKind) -> String {
                     Some(d) => format!("fixed_size_list({d}, {} bits)", bits / d),
                     None => format!("fixed({bits} bits)"),
                 },
-                fullzip::ValueKind::Variable { per_value, .. } => match per_value {
+                fullzip::ValueKind::Variable { per_value, packed, .. } => match per_value {
+                    fullzip::PerValue::None if packed.is_some() => {
+                        let fields = packed.clone().unwrap_or_default();
+                        let codecs = fields.iter().map(|f| f.raw_codec()).collect();
+                        crate::encodings::Compression::VariablePackedStruct { fields, codecs }.describe()
+                    }
                     fullzip::PerValue::None => "variable".to_string(),
                     fullzip::PerValue::Fsst(_) => "fsst".to_string(),
                     fullzip::PerValue::General(s) => format!("general({s:?})"),
+                    fullzip::PerValue::PackedChildren(fields, codecs) => {
+                        let v = crate::encodings::Compression::VariablePackedStruct {
+                            fields: fields.clone(),
+                            codecs: codecs.clone(),
+                        };
+                        v.describe()
+                    }
                 },
             };
             format!("fullzip({v})")
@@ -1305,7 +1317,23 @@ fn state_buffers(p: &Page) -> Vec<usize> {
     }
 }
 
-fn build_state(p: &Page, bufs: Vec<Buffer>, _kind: &LeafKind) -> Result<PageState> {
+fn build_state(p: &Page, bufs: Vec<Buffer>, kind: &LeafKind) -> Result<PageState> {
+    // Rows of a variable packed struct must be laid out as the schema's children say, and
+    // only such a column may have them.
+    let page_packed = match &p.kind {
+        PageKind::FullZip(l) => match &l.kind {
+            fullzip::ValueKind::Variable { packed, .. } => packed.as_ref(),
+            _ => None,
+        },
+        _ => None,
+    };
+    match (kind, page_packed) {
+        (LeafKind::VarPacked { fields }, Some(page)) if fields == page => {}
+        (LeafKind::VarPacked { .. }, _) | (_, Some(_)) => {
+            return Err(Error::corrupt("the page's packed struct layout does not match the column's type"));
+        }
+        _ => {}
+    }
     Ok(match &p.kind {
         PageKind::MiniBlock(l) | PageKind::Blob { inner: l, .. } => {
             if p.buffers.len() < 2 {

@@ -16,6 +16,7 @@
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
 use arrow_buffer::{bit_util, Buffer, MutableBuffer, NullBuffer};
+use arrow_data::ArrayData;
 use arrow_schema::DataType;
 use prost::Message;
 
@@ -216,7 +217,18 @@ pub fn encode_leaf_page(
     }
     let values = block_from_array(&array, &kind, nulls.as_ref())?;
 
-    let packed = matches!(kind, LeafKind::Packed { .. });
+    let packed = matches!(kind, LeafKind::Packed { .. } | LeafKind::VarPacked { .. });
+    if let LeafKind::VarPacked { fields } = &kind {
+        // Rows of children with variable width: full-zip (2.2 only, as in pylance).
+        if version < FileVersion::V2_2 {
+            return Err(Error::invalid_input(format!(
+                "packed structs with variable-width children need file version 2.2 or later (this file is {version})"
+            )));
+        }
+        let per_value = PerValueEncoder::Packed(fields.clone());
+        let enc = fullzip::encode(&values, rep, def.as_deref(), path.max_rep, &layers, &per_value)?;
+        return Ok(layout_page(enc.layout, enc.buffers.into_iter().map(Buffer::from_vec).collect()));
+    }
     // 3. Constant (2.2, flat, no nulls).
     if version >= FileVersion::V2_2 && flat && !packed && def.is_none() && hints.structural.is_none() {
         if let Some((layout, buffers)) = constant_layout(&values, &kind)? {
@@ -386,6 +398,63 @@ fn arrow_cast_keys(keys: &dyn Array) -> Result<arrow_array::UInt64Array> {
     Ok(arrow_array::UInt64Array::new(out.into(), data.nulls().cloned()))
 }
 
+/// The rows of a packed struct with variable-width children: per row, each child's bytes
+/// in order (a variable child as a little-endian length, then its bytes); a null row is
+/// empty.
+fn packed_rows(
+    st: &arrow_array::StructArray,
+    fields: &[crate::encodings::PackedField],
+    nulls: Option<&NullBuffer>,
+) -> Result<DataBlock> {
+    use crate::encodings::PackedField;
+    let n = st.len();
+    let mut data: Vec<u8> = Vec::new();
+    let mut offsets: Vec<u64> = Vec::with_capacity(n + 1);
+    offsets.push(0);
+    let columns: Vec<ArrayData> = st.columns().iter().map(|c| c.to_data()).collect();
+    for c in st.columns() {
+        if let Some(cn) = c.logical_nulls() {
+            if (0..n).any(|r| cn.is_null(r) && nulls.is_none_or(|nb| nb.is_valid(r))) {
+                return Err(Error::invalid_input(
+                    "a packed struct (lance-encoding:packed) cannot hold null children; only the struct itself may be null",
+                ));
+            }
+        }
+    }
+    for r in 0..n {
+        if nulls.is_none_or(|nb| nb.is_valid(r)) {
+            for (d, f) in columns.iter().zip(fields) {
+                match f {
+                    PackedField::Fixed { bits } => {
+                        let w = (*bits / 8) as usize;
+                        let at = (d.offset() + r) * w;
+                        data.extend_from_slice(&d.buffers()[0].as_slice()[at..at + w]);
+                    }
+                    PackedField::Variable { length_bits } => {
+                        let (s, e) = if *length_bits == 64 {
+                            let o: &[i64] = d.buffer::<i64>(0);
+                            (o[d.offset() + r] as usize, o[d.offset() + r + 1] as usize)
+                        } else {
+                            let o: &[i32] = d.buffer::<i32>(0);
+                            (o[d.offset() + r] as usize, o[d.offset() + r + 1] as usize)
+                        };
+                        let len = (e - s) as u64;
+                        data.extend_from_slice(&len.to_le_bytes()[..(*length_bits / 8) as usize]);
+                        data.extend_from_slice(&d.buffers()[1].as_slice()[s..e]);
+                    }
+                }
+            }
+        }
+        offsets.push(data.len() as u64);
+    }
+    let block = if data.len() <= u32::MAX as usize {
+        VariableWidthBlock::from_u32(offsets.into_iter().map(|o| o as u32).collect(), data)
+    } else {
+        VariableWidthBlock::from_u64(offsets, data)
+    };
+    Ok(DataBlock::Variable(block))
+}
+
 /// The values of `array` as a block, with null slots zeroed (fixed width) or emptied
 /// (variable width).
 pub fn block_from_array(array: &ArrayRef, kind: &LeafKind, nulls: Option<&NullBuffer>) -> Result<DataBlock> {
@@ -402,6 +471,7 @@ pub fn block_from_array(array: &ArrayRef, kind: &LeafKind, nulls: Option<&NullBu
             }
             DataBlock::Fixed(FixedWidthBlock { data: values.sliced(), bits_per_value: 1, num_values: n as u64 })
         }
+        LeafKind::VarPacked { fields } => packed_rows(array.as_struct(), fields, nulls)?,
         LeafKind::Packed { widths } => {
             let st = array.as_struct();
             let total: usize = widths.iter().sum();

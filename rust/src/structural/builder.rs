@@ -77,6 +77,8 @@ impl Values {
                 let w: usize = widths.iter().sum();
                 Values::Fixed { width: w, buf: MutableBuffer::new(capacity * w) }
             }
+            // Rows of a variable packed struct, split into children when built.
+            LeafKind::VarPacked { .. } => Values::Variable { offsets: Offsets::Large(vec![0]), data: MutableBuffer::new(0) },
             LeafKind::Variable { large } => {
                 let offsets = if *large { Offsets::Large(vec![0]) } else { Offsets::Small(vec![0]) };
                 let mut v = Values::Variable { offsets, data: MutableBuffer::new(0) };
@@ -507,6 +509,14 @@ fn build_array(values: Values, len: usize, data_type: &DataType, nulls: Option<N
         let plain = build_array(values, len, value, nulls, kind)?;
         return crate::structural::dictionary_encode(&plain, key);
     }
+    if let (
+        LeafKind::VarPacked { fields: layout },
+        Values::Variable { offsets: Offsets::Large(o), data },
+        DataType::Struct(fields),
+    ) = (kind, &values, data_type)
+    {
+        return split_packed_rows(o, data.as_slice(), layout, fields, nulls, len);
+    }
     if let (LeafKind::Packed { widths }, Values::Fixed { buf, width }, DataType::Struct(fields)) = (kind, &values, data_type) {
         // Split the row-major rows into one buffer per child.
         let rows = buf.as_slice();
@@ -565,6 +575,81 @@ fn build_array(values: Values, len: usize, data_type: &DataType, nulls: Option<N
     // Full validation: the bytes come from a file we do not trust (offsets, UTF-8).
     let data = data.build().map_err(|e| Error::corrupt(format!("decoded data is not valid Arrow: {e}")))?;
     Ok(make_array(data))
+}
+
+/// Splits the rows of a variable packed struct (see [`crate::encodings::PackedField`]) into
+/// its children; an empty row (a null struct) gives zeros / empty values.
+fn split_packed_rows(
+    offsets: &[i64],
+    rows: &[u8],
+    layout: &[crate::encodings::PackedField],
+    fields: &arrow_schema::Fields,
+    nulls: Option<NullBuffer>,
+    len: usize,
+) -> Result<ArrayRef> {
+    use crate::encodings::PackedField;
+    if offsets.len() != len + 1 || layout.len() != fields.len() {
+        return Err(Error::Internal("packed struct rows do not match the schema".into()));
+    }
+    enum Child {
+        Fixed(usize, Vec<u8>),
+        Variable(bool, Vec<i64>, Vec<u8>),
+    }
+    let mut children: Vec<Child> = layout
+        .iter()
+        .map(|f| match f {
+            PackedField::Fixed { bits } => Child::Fixed((*bits / 8) as usize, Vec::with_capacity(len * (*bits / 8) as usize)),
+            PackedField::Variable { length_bits } => Child::Variable(*length_bits == 64, vec![0], Vec::new()),
+        })
+        .collect();
+    let bad = |r: usize| Error::corrupt(format!("packed struct row {r} does not hold its children"));
+    for r in 0..len {
+        let (s, e) = (offsets[r] as usize, offsets[r + 1] as usize);
+        let row = rows.get(s..e).ok_or_else(|| bad(r))?;
+        let mut at = 0usize;
+        for c in children.iter_mut() {
+            match c {
+                Child::Fixed(w, out) if row.is_empty() => out.resize(out.len() + *w, 0),
+                Child::Fixed(w, out) => {
+                    out.extend_from_slice(row.get(at..at + *w).ok_or_else(|| bad(r))?);
+                    at += *w;
+                }
+                Child::Variable(_, offs, _) if row.is_empty() => offs.push(*offs.last().unwrap()),
+                Child::Variable(large, offs, out) => {
+                    let lw = if *large { 8 } else { 4 };
+                    let mut lb = [0u8; 8];
+                    lb[..lw].copy_from_slice(row.get(at..at + lw).ok_or_else(|| bad(r))?);
+                    let n = u64::from_le_bytes(lb) as usize;
+                    at += lw;
+                    out.extend_from_slice(row.get(at..at.checked_add(n).ok_or_else(|| bad(r))?).ok_or_else(|| bad(r))?);
+                    at += n;
+                    offs.push(out.len() as i64);
+                }
+            }
+        }
+        if at != row.len() {
+            return Err(bad(r));
+        }
+    }
+    let mut child_data = Vec::with_capacity(children.len());
+    for (c, f) in children.into_iter().zip(fields.iter()) {
+        let b = ArrayDataBuilder::new(f.data_type().clone()).len(len);
+        let b = match c {
+            Child::Fixed(_, out) => b.add_buffer(Buffer::from_vec(out)),
+            Child::Variable(true, offs, out) => b.add_buffer(Buffer::from_vec(offs)).add_buffer(Buffer::from_vec(out)),
+            Child::Variable(false, offs, out) => {
+                if *offs.last().unwrap_or(&0) > i32::MAX as i64 {
+                    return Err(too_many_bytes(*offs.last().unwrap_or(&0) as usize));
+                }
+                b.add_buffer(Buffer::from_vec(offs.into_iter().map(|o| o as i32).collect::<Vec<i32>>()))
+                    .add_buffer(Buffer::from_vec(out))
+            }
+        };
+        // Full validation: the bytes come from a file we do not trust (UTF-8, lengths).
+        child_data.push(b.build().map_err(|e| Error::corrupt(format!("packed struct child {:?} is not valid: {e}", f.name())))?);
+    }
+    let d = ArrayDataBuilder::new(DataType::Struct(fields.clone())).len(len).nulls(nulls).child_data(child_data).build()?;
+    Ok(make_array(d))
 }
 
 /// Whether variable-width values are valid as Arrow data of any string or binary type

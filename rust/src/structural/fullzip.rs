@@ -45,6 +45,8 @@ pub enum ValueKind {
         offset_bits: u64,
         /// Per-value decompression.
         per_value: PerValue,
+        /// Each value is a row of a variable packed struct with these children.
+        packed: Option<Vec<crate::encodings::PackedField>>,
     },
 }
 
@@ -57,6 +59,9 @@ pub enum PerValue {
     Fsst(Arc<SymbolTable>),
     /// Independently LZ4/zstd-framed.
     General(GeneralScheme),
+    /// Rows of a variable packed struct whose variable children are compressed per value
+    /// (with these codecs); rows are rewritten with the children's bytes decompressed.
+    PackedChildren(Vec<crate::encodings::PackedField>, Vec<Compression>),
 }
 
 /// The parsed `FullZipLayout`.
@@ -122,14 +127,27 @@ impl FullZipLayout {
                     return Err(Error::corrupt(format!("full-zip lengths of {bits} bits")));
                 }
                 let per_value = match &comp {
+                    // Rows of a variable packed struct are stored raw; the reader checks
+                    // the children's layout against the schema.
                     Compression::Variable { .. } => PerValue::None,
+                    Compression::VariablePackedStruct { fields, codecs } => {
+                        if codecs.iter().zip(fields).all(|(c, f)| c.describe() == f.raw_codec().describe()) {
+                            PerValue::None
+                        } else {
+                            PerValue::PackedChildren(fields.clone(), codecs.clone())
+                        }
+                    }
                     Compression::Fsst { table, .. } => PerValue::Fsst(table.clone()),
                     Compression::General { scheme, values } if matches!(values.as_ref(), Compression::Variable { .. }) => {
                         PerValue::General(*scheme)
                     }
                     other => return Err(Error::not_supported(format!("full-zip value encoding {}", other.describe()))),
                 };
-                ValueKind::Variable { offset_bits: bits as u64, per_value }
+                let packed = match &comp {
+                    Compression::VariablePackedStruct { fields, .. } => Some(fields.clone()),
+                    _ => None,
+                };
+                ValueKind::Variable { offset_bits: bits as u64, per_value, packed }
             }
             None => return Err(Error::corrupt("full-zip page without bits_per_value or bits_per_offset")),
         };
@@ -278,7 +296,7 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
                 }
                 pos += width;
             }
-            (ValueKind::Variable { offset_bits, per_value }, None) => {
+            (ValueKind::Variable { offset_bits, per_value, .. }, None) => {
                 if d == 0 {
                     let len_width = (*offset_bits / 8) as usize;
                     let l = bytes.get(pos..pos + len_width).ok_or_else(truncated)?;
@@ -290,6 +308,7 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
                         PerValue::None => data.extend_from_slice(v),
                         PerValue::Fsst(t) => crate::encodings::fsst::decompress_value(t, v, &mut data)?,
                         PerValue::General(s) => data.extend_from_slice(&s.decompress(v)?),
+                        PerValue::PackedChildren(fields, codecs) => unpack_packed_row(v, fields, codecs, &mut data)?,
                     }
                 }
                 offsets.push(data.len() as u64);
@@ -313,6 +332,54 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
         ValueKind::Variable { .. } => DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data)),
     };
     Ok(DecodedChunk::full(rep, def, values))
+}
+
+/// Appends one row of a variable packed struct to `out` with its variable children's bytes
+/// decompressed (fixed children and length prefixes are rewritten as they are).
+fn unpack_packed_row(
+    row: &[u8],
+    fields: &[crate::encodings::PackedField],
+    codecs: &[Compression],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    use crate::encodings::PackedField;
+    let bad = || Error::corrupt("a packed struct row does not hold its children");
+    let mut at = 0usize;
+    let mut scratch = Vec::new();
+    for (f, c) in fields.iter().zip(codecs) {
+        match f {
+            PackedField::Fixed { bits } => {
+                let w = (*bits / 8) as usize;
+                out.extend_from_slice(row.get(at..at + w).ok_or_else(bad)?);
+                at += w;
+            }
+            PackedField::Variable { length_bits } => {
+                let lw = (*length_bits / 8) as usize;
+                let n = read_uint(row.get(at..at + lw).ok_or_else(bad)?, 0, lw) as usize;
+                at += lw;
+                let v = row.get(at..at.checked_add(n).ok_or_else(bad)?).ok_or_else(bad)?;
+                at += n;
+                scratch.clear();
+                let plain: &[u8] = match c {
+                    Compression::Fsst { table, .. } => {
+                        crate::encodings::fsst::decompress_value(table, v, &mut scratch)?;
+                        &scratch
+                    }
+                    Compression::General { scheme, .. } => {
+                        scratch = scheme.decompress(v)?;
+                        &scratch
+                    }
+                    _ => v,
+                };
+                out.extend_from_slice(&(plain.len() as u64).to_le_bytes()[..lw]);
+                out.extend_from_slice(plain);
+            }
+        }
+    }
+    if at != row.len() {
+        return Err(bad());
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -480,12 +547,14 @@ pub enum PerValueEncoder {
     Fsst(Arc<SymbolTable>),
     /// LZ4/zstd per value.
     General(GeneralScheme),
+    /// Raw rows of a variable packed struct with these children.
+    Packed(Vec<crate::encodings::PackedField>),
 }
 
 impl PerValueEncoder {
     fn encode<'a>(&self, v: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<&'a [u8]> {
         match self {
-            PerValueEncoder::None => Ok(v),
+            PerValueEncoder::None | PerValueEncoder::Packed(_) => Ok(v),
             PerValueEncoder::Fsst(t) => {
                 t.compress_into(v, scratch);
                 Ok(scratch)
@@ -503,6 +572,10 @@ impl PerValueEncoder {
             PerValueEncoder::None => variable,
             PerValueEncoder::Fsst(t) => Compression::Fsst { table: t.clone(), values: Box::new(variable) },
             PerValueEncoder::General(s) => Compression::General { scheme: *s, values: Box::new(variable) },
+            PerValueEncoder::Packed(fields) => Compression::VariablePackedStruct {
+                fields: fields.clone(),
+                codecs: fields.iter().map(|f| f.raw_codec()).collect(),
+            },
         }
     }
 }

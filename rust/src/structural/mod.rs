@@ -48,6 +48,12 @@ pub enum LeafKind {
         /// Bytes of each child.
         widths: Vec<usize>,
     },
+    /// A packed struct with variable-width children (2.2): one variable-width row per value
+    /// (see [`crate::encodings::PackedField`]).
+    VarPacked {
+        /// How each child is stored in a row.
+        fields: Vec<crate::encodings::PackedField>,
+    },
     /// Fixed-size lists of `dim` items.
     Fsl {
         /// Items per value.
@@ -85,19 +91,26 @@ impl LeafKind {
     /// The shape of a leaf field (packed structs are one fixed-width value per row).
     pub fn of_field(field: &crate::file::LanceField) -> Result<LeafKind> {
         if field.is_packed_struct() {
-            let mut widths = Vec::with_capacity(field.children.len());
+            use crate::encodings::PackedField;
+            let mut fields = Vec::with_capacity(field.children.len());
             for c in &field.children {
-                match LeafKind::of(&c.data_type)? {
-                    LeafKind::Fixed { bytes } => widths.push(bytes),
+                fields.push(match LeafKind::of(&c.data_type)? {
+                    LeafKind::Fixed { bytes } => PackedField::Fixed { bits: bytes as u64 * 8 },
+                    LeafKind::Variable { large } => PackedField::Variable { length_bits: if large { 64 } else { 32 } },
                     _ => {
                         return Err(Error::not_supported(format!(
-                            "packed struct {:?}: child {:?} of type {} is not fixed-width (variable packed structs are not implemented)",
+                            "packed struct {:?}: child {:?} of type {} (packed children must be fixed-width, strings or binary)",
                             field.name, c.name, c.data_type
                         )))
                     }
-                }
+                });
             }
-            return Ok(LeafKind::Packed { widths });
+            if fields.iter().all(|f| matches!(f, PackedField::Fixed { .. })) {
+                let widths =
+                    fields.iter().map(|f| if let PackedField::Fixed { bits } = f { *bits as usize / 8 } else { 0 }).collect();
+                return Ok(LeafKind::Packed { widths });
+            }
+            return Ok(LeafKind::VarPacked { fields });
         }
         LeafKind::of(&field.data_type)
     }

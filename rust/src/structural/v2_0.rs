@@ -1428,7 +1428,10 @@ impl PageWriter {
         }
         let kind = LeafKind::of_field(field)?;
         let LeafKind::Packed { widths } = &kind else {
-            return Err(Error::invalid_input(format!("internal: field {:?} is not a packed struct", field.name)));
+            return Err(Error::invalid_input(format!(
+                "packed struct {:?} has variable-width children, which need file version 2.2 or later",
+                field.name
+            )));
         };
         let rows = match crate::file::strategy::block_from_array(array, &kind, None)? {
             DataBlock::Fixed(f) => f.data,
