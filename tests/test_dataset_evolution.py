@@ -153,3 +153,35 @@ def test_update_and_merge_insert(tmp_path):
     res = ds.merge_insert("id").when_matched_update_all().when_not_matched_by_source_delete().execute(src)
     assert res["num_deleted_rows"] == 30 and ds.count_rows() == 2
     assert sorted(ds.to_table().column("s").to_pylist()) == ["k", "l"]
+
+
+@pytest.mark.interop
+def test_merge_insert_delete_not_matched_by_source_with_condition(tmp_path):
+    import lance
+
+    data = pa.table({"id": pa.array(range(10), pa.int64()), "v": [f"v{i}" for i in range(10)]})
+    src = pa.table({"id": pa.array([1, 2, 20], pa.int64()), "v": ["one", "two", "twenty"]})
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    ds = lancepy.write_dataset(data, ours)
+    res = (
+        ds.merge_insert("id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete("id > 5 OR v = 'v0'")
+        .execute(src)
+    )
+    ref = lance.write_dataset(data, theirs)
+    ref_res = (
+        ref.merge_insert("id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete("id > 5 OR v = 'v0'")
+        .execute(src)
+    )
+    assert res == {k: ref_res[k] for k in res}
+    assert res == {"num_updated_rows": 2, "num_inserted_rows": 1, "num_deleted_rows": 5}
+    got = ds.to_table().sort_by("id")
+    assert got.equals(lance.dataset(theirs).to_table().sort_by("id"))
+    assert got.column("id").to_pylist() == [1, 2, 3, 4, 5, 20]
+    # pylance reads our version the same way.
+    assert lance.dataset(ours).to_table().sort_by("id").equals(got)

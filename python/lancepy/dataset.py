@@ -39,7 +39,7 @@ from lancepy.exceptions import (
     VersionNotFoundError,
 )
 from lancepy.file import _to_indices
-from lancepy.filters import Filter, compile_expression, compile_filter
+from lancepy.filters import Filter, FilterLike, compile_expression, compile_filter
 from lancepy.fragment import (
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
@@ -1090,6 +1090,7 @@ class MergeInsertBuilder:
         self._update_condition: Optional[str] = None
         self._insert_all = False
         self._delete_not_matched_by_source = False
+        self._delete_condition: Optional[Filter] = None
 
     def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
         """Matched dataset rows take the source's values (only where `condition` holds; it
@@ -1103,11 +1104,11 @@ class MergeInsertBuilder:
         self._insert_all = True
         return self
 
-    def when_not_matched_by_source_delete(self, expr: Optional[str] = None) -> "MergeInsertBuilder":
-        """Dataset rows without a match in the source are deleted."""
-        if expr is not None:
-            raise NotImplementedError("when_not_matched_by_source_delete(expr) is not implemented yet")
+    def when_not_matched_by_source_delete(self, expr: Optional[FilterLike] = None) -> "MergeInsertBuilder":
+        """Dataset rows without a match in the source are deleted (only those for which
+        `expr`, a filter over the dataset's columns, holds)."""
         self._delete_not_matched_by_source = True
+        self._delete_condition = compile_filter(expr, self._ds.schema)
         return self
 
     def execute(self, data: Any, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
@@ -1136,6 +1137,9 @@ class MergeInsertBuilder:
         if self._insert_all and only_src.num_rows:
             new_rows.append(source.take(only_src.column("__src")))
             inserted = only_src.num_rows
+        if self._delete_not_matched_by_source and only_tgt.num_rows and self._delete_condition is not None:
+            rows = ds._take_rows(only_tgt.column(ROW_ADDRESS).combine_chunks())
+            only_tgt = only_tgt.filter(_evaluate(rows, self._delete_condition))
         if self._delete_not_matched_by_source and only_tgt.num_rows:
             delete_addr.append(only_tgt.column(ROW_ADDRESS))
             deleted = only_tgt.num_rows
