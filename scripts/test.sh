@@ -7,6 +7,10 @@ cd "$root"
 bash scripts/setup.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lancepy-target}"
 venv="${LANCEPY_VENV:-$root/.venv}"
+if cargo fmt --version >/dev/null 2>&1; then
+  echo "==> cargo fmt --check (rustfmt.toml)"
+  cargo fmt --check >/dev/null || { echo "Rust code is not formatted: run cargo fmt"; exit 1; }
+fi
 echo "==> cargo test (core, without Python)"
 if ! out=$(cargo test --profile quick --quiet 2>&1); then echo "$out" | tail -60; exit 1; fi
 echo "$out" | grep -E "^test result" || true
