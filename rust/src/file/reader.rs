@@ -704,7 +704,11 @@ impl FileReader {
                 let abs: Vec<Range<u64>> = byte_ranges.iter().map(|r| data_pos + r.start..data_pos + r.end).collect();
                 let bytes = self.io.read_ranges(&abs)?;
                 for (run, b) in runs.iter().zip(&bytes) {
-                    let decoded = fullzip::decode_levels(layout, b.as_slice(), Some(run.end - run.start))?;
+                    let one = if run.end - run.start == 1 { fullzip::decode_one_raw(layout, b)? } else { None };
+                    let decoded = match one {
+                        Some(d) => d,
+                        None => fullzip::decode_levels(layout, b.as_slice(), Some(run.end - run.start))?,
+                    };
                     append_decoded(out, &decoded, table, Selection::All)?;
                 }
                 Ok(())

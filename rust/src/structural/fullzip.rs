@@ -224,6 +224,38 @@ impl RepIndex {
     }
 }
 
+/// [`decode_levels`] of one row of a column without lists whose values are stored raw: a
+/// valid value is sliced from `buf` (no copy; images and documents are large). `None` when
+/// the row is not such a value.
+pub fn decode_one_raw(layout: &FullZipLayout, buf: &Buffer) -> Result<Option<DecodedChunk>> {
+    let ValueKind::Variable { offset_bits, per_value: PerValue::None, .. } = &layout.kind else {
+        return Ok(None);
+    };
+    if layout.bits_rep > 0 {
+        return Ok(None);
+    }
+    let b = buf.as_slice();
+    let ctrl = ctrl_bytes(layout.bits_def);
+    if b.len() < ctrl || (ctrl > 0 && read_uint(b, 0, ctrl) != 0) {
+        return Ok(None); // a null value (or a short buffer, which the general path reports)
+    }
+    let len_width = (*offset_bits / 8) as usize;
+    let Some(l) = b.get(ctrl..ctrl + len_width) else { return Ok(None) };
+    let len = read_uint(l, 0, len_width) as usize;
+    let start = ctrl + len_width;
+    if start.checked_add(len) != Some(b.len()) {
+        return Ok(None);
+    }
+    let values = DataBlock::Variable(VariableWidthBlock {
+        offsets: Buffer::from_vec(vec![0u64, len as u64]),
+        data: buf.slice_with_length(start, len),
+        bits_per_offset: 64,
+        num_values: 1,
+    });
+    let def = (layout.bits_def > 0).then(|| vec![0u16]);
+    Ok(Some(DecodedChunk::full(None, def, values)))
+}
+
 /// Decodes the zipped bytes of consecutive levels (whole rows): `num_levels` of them, or all
 /// the levels in `bytes` when `None`.
 pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u64>) -> Result<DecodedChunk> {
