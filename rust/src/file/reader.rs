@@ -531,6 +531,13 @@ impl FileReader {
         }
         let pages: Vec<&Page> = groups.iter().map(|(p, _)| *p).collect();
         self.load_states(&pages, &kind)?;
+        if matches!(kind, LeafKind::Variable { .. }) {
+            // Variable-width values of full-zip pages take at most the bytes of their rows:
+            // room for all of them up front, so large values (images, documents) are not
+            // copied again and again as the output grows.
+            let bytes: u64 = groups.iter().map(|(p, rows)| full_zip_row_bytes(p, rows)).sum();
+            out.reserve_bytes(bytes as usize);
+        }
         if path.max_rep > 0 {
             // Room for the levels and values of the selected rows (lists make them more
             // numerous than rows), estimated from the pages' item counts.
@@ -1061,6 +1068,25 @@ fn group_by_chunk(chunks: &[ChunkInfo], rows: &[u64]) -> Result<Vec<(usize, Vec<
 fn chunk_ranges(page: &Page, chunks: &[ChunkInfo], groups: &[(usize, Vec<u32>)]) -> Vec<Range<u64>> {
     let data_pos = page.buffers[1].0;
     groups.iter().map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len).collect()
+}
+
+/// Bytes of the selected rows of a variable-width full-zip page (0 for other pages).
+fn full_zip_row_bytes(page: &Page, rows: &PageRows) -> u64 {
+    let (PageKind::FullZip(_), Some(state)) = (&page.kind, page.state.get()) else { return 0 };
+    let PageState::FullZip { rep_index: Some(idx) } = state.as_ref() else { return 0 };
+    let span = |r: Range<u64>| {
+        if r.start <= r.end && r.end <= idx.rows() {
+            idx.offset(r.end).saturating_sub(idx.offset(r.start))
+        } else {
+            0
+        }
+    };
+    match rows {
+        PageRows::Range(r) => span(r.clone()),
+        PageRows::Rows(v) => v.iter().map(|&r| span(r..r + 1)).sum(),
+        PageRows::Ranges(v) => v.iter().map(|r| span(r.clone())).sum(),
+    }
+    .min(page.buffers.first().map(|b| b.1).unwrap_or(0) * 2)
 }
 
 /// Translates page definition levels to canonical ones.

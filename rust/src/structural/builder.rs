@@ -407,6 +407,13 @@ impl LeafBuilder {
         }
     }
 
+    /// Reserves room for `bytes` more bytes of variable-width values.
+    pub fn reserve_bytes(&mut self, bytes: usize) {
+        if let Values::Variable { data, .. } = &mut self.values {
+            data.reserve(bytes);
+        }
+    }
+
     /// Number of values appended.
     pub fn len(&self) -> usize {
         self.num_values
