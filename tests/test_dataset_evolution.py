@@ -162,22 +162,14 @@ def test_merge_insert_delete_not_matched_by_source_with_condition(tmp_path):
     data = pa.table({"id": pa.array(range(10), pa.int64()), "v": [f"v{i}" for i in range(10)]})
     src = pa.table({"id": pa.array([1, 2, 20], pa.int64()), "v": ["one", "two", "twenty"]})
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+
+    def merge(dataset):  # the same call on either implementation
+        builder = dataset.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+        return builder.when_not_matched_by_source_delete("id > 5 OR v = 'v0'").execute(src)
+
     ds = lancepy.write_dataset(data, ours)
-    res = (
-        ds.merge_insert("id")
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .when_not_matched_by_source_delete("id > 5 OR v = 'v0'")
-        .execute(src)
-    )
-    ref = lance.write_dataset(data, theirs)
-    ref_res = (
-        ref.merge_insert("id")
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .when_not_matched_by_source_delete("id > 5 OR v = 'v0'")
-        .execute(src)
-    )
+    res = merge(ds)
+    ref_res = merge(lance.write_dataset(data, theirs))
     assert res == {k: ref_res[k] for k in res}
     assert res == {"num_updated_rows": 2, "num_inserted_rows": 1, "num_deleted_rows": 5}
     got = ds.to_table().sort_by("id")
