@@ -177,3 +177,21 @@ def test_merge_insert_delete_not_matched_by_source_with_condition(tmp_path):
     assert got.column("id").to_pylist() == [1, 2, 3, 4, 5, 20]
     # pylance reads our version the same way.
     assert lance.dataset(ours).to_table().sort_by("id").equals(got)
+
+
+@pytest.mark.interop
+def test_versions_metadata_matches_pylance(tmp_path):
+    import lance
+
+    uri = str(tmp_path / "v")
+    lance.write_dataset(pa.table({"a": list(range(100))}), uri)
+    lancepy.write_dataset(pa.table({"a": list(range(100, 150))}), uri, mode="append")
+    lancepy.dataset(uri).delete("a < 3")
+    lance.dataset(uri).delete("a >= 110 AND a < 150")
+    lancepy.dataset(uri).add_columns({"b": "a * 2"})
+    ours, theirs = lancepy.dataset(uri).versions(), lance.dataset(uri).versions()
+    assert [v["version"] for v in ours] == [v["version"] for v in theirs] == [1, 2, 3, 4, 5]
+    assert [v["metadata"] for v in ours] == [v["metadata"] for v in theirs]
+    assert ours[-1]["metadata"]["total_rows"] == "107"
+    for a, b in zip(ours, theirs):  # pylance rounds through a float
+        assert abs((a["timestamp"] - b["timestamp"]).total_seconds()) < 2e-6

@@ -179,13 +179,12 @@ class LanceDataset:
         for v in sorted(versions):
             m = _commit.load_manifest(self._store, v).manifest
             ts = m.get("timestamp") or {}
-            out.append(
-                {
-                    "version": v,
-                    "timestamp": datetime.datetime.fromtimestamp(ts.get("seconds", 0) + ts.get("nanos", 0) / 1e9),
-                    "metadata": {},
-                }
+            # Local time, truncated to microseconds (pylance's may differ by 1 µs: it goes
+            # through a float).
+            when = datetime.datetime.fromtimestamp(ts.get("seconds", 0)) + datetime.timedelta(
+                microseconds=ts.get("nanos", 0) // 1000
             )
+            out.append({"version": v, "timestamp": when, "metadata": _version_summary(m)})
         return out
 
     def _snapshot_rows(self) -> Dict[int, Any]:
@@ -744,6 +743,25 @@ def _as_table(out: Any) -> pa.Table:
     if type(out).__module__.startswith("pandas"):
         return pa.Table.from_pandas(out, preserve_index=False)
     raise InvalidArgumentError(f"an add_columns function must return a table, batch or dict, got {type(out).__name__}")
+
+
+def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
+    """The statistics pylance reports as a version's metadata (as strings, like pylance)."""
+    frags = manifest.get("fragments") or []
+    physical = sum(f.get("physical_rows") or 0 for f in frags)
+    deletions = [f["deletion_file"] for f in frags if f.get("deletion_file")]
+    deleted = sum(d.get("num_deleted_rows") or 0 for d in deletions)
+    files = [df for f in frags for df in f.get("files") or []]
+    stats = {
+        "total_data_file_rows": physical,
+        "total_data_files": len(files),
+        "total_deletion_file_rows": deleted,
+        "total_deletion_files": len(deletions),
+        "total_files_size": sum(df.get("file_size_bytes") or 0 for df in files),
+        "total_fragments": len(frags),
+        "total_rows": physical - deleted,
+    }
+    return {k: str(v) for k, v in stats.items()}
 
 
 def _evaluate(table: pa.Table, flt: Filter) -> pa.ChunkedArray:
