@@ -118,7 +118,7 @@ impl FixedWidthBlock {
     pub fn validate(&self, ctx: &str) -> Result<()> {
         let need_bits = self.bits_per_value.checked_mul(self.num_values);
         match need_bits {
-            Some(bits) if (bits + 7) / 8 <= self.data.len() as u64 => Ok(()),
+            Some(bits) if bits.div_ceil(8) <= self.data.len() as u64 => Ok(()),
             _ => Err(Error::corrupt(format!(
                 "{ctx}: {} values of {} bits need more than the {} bytes present",
                 self.num_values,

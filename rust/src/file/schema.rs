@@ -221,7 +221,7 @@ impl LanceField {
             return true;
         }
         !matches!(self.data_type, DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _))
-            && !(matches!(self.data_type, DataType::FixedSizeList(_, _)) && !self.children.is_empty())
+            && (!matches!(self.data_type, DataType::FixedSizeList(_, _)) || self.children.is_empty())
     }
 
     /// The leaf columns under this field in 2.1+ files, in pre-order (packed structs are

@@ -2,7 +2,7 @@
 //!
 //! Page buffers: `0` chunk metadata (one word per chunk), `1` the chunks back to back,
 //! `2` the dictionary (if any), and last the repetition index (if `repetition_index_depth`
-//! > 0). A metadata word is `((chunk_bytes/8 − 1) << 4) | log2(values in chunk)`, u16 in 2.1
+//! is above 0). A metadata word is `((chunk_bytes/8 − 1) << 4) | log2(values in chunk)`, u16 in 2.1
 //! and u32 in 2.2 (`has_large_chunk`); every chunk but the last holds a power of two values.
 //!
 //! A chunk is a header (`u16 num_levels`, `u16 rep_size`?, `u16 def_size`?, one u16/u32 size

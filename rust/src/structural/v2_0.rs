@@ -1387,7 +1387,7 @@ impl PageWriter {
                 if dim == 0 {
                     return Err(Error::not_supported("fixed-size lists of dimension 0"));
                 }
-                let child = fsl.values().slice(fsl.value_offset_at(0) as usize, len * dim);
+                let child = fsl.values().slice(fsl.value_offset_at(0), len * dim);
                 if !(item.data_type().is_primitive()
                     || matches!(item.data_type(), DataType::Boolean | DataType::FixedSizeBinary(_)))
                 {
