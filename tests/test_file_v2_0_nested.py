@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import lancepy
 import lancepy.exceptions as exc
 from lancepy.file import LanceFileReader, LanceFileWriter
+from nested_strategies import nested_table
 
 lance = pytest.importorskip("lance")
 lance_file = pytest.importorskip("lance.file")
@@ -586,48 +587,11 @@ LEAF_TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.float64(), pa.bool_(), pa.st
               pa.list_(pa.float32(), 2)]
 
 
-def nested_types(depth: int):
-    leaves = st.sampled_from(LEAF_TYPES)
-    if depth == 0:
-        return leaves
-    inner = nested_types(depth - 1)
-    return st.one_of(
-        leaves,
-        inner.map(pa.list_),
-        inner.map(pa.large_list),
-        st.lists(inner, min_size=1, max_size=3).map(lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])),
-    )
-
-
-def _value(draw, t: pa.DataType, null_p: float = 0.2):
-    # Structs are never null (2.0 cannot store it); everything else may be.
-    if not pa.types.is_struct(t) and draw(st.floats(0, 1)) < null_p:
-        return None
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_value(draw, t.value_type) for _ in range(draw(st.integers(0, 4)))]
-    if pa.types.is_fixed_size_list(t):
-        return [draw(st.one_of(st.none(), st.floats(-1e6, 1e6, width=32))) for _ in range(t.list_size)]
-    if pa.types.is_struct(t):
-        return {t.field(i).name: _value(draw, t.field(i).type) for i in range(t.num_fields)}
-    if pa.types.is_boolean(t):
-        return draw(st.booleans())
-    if pa.types.is_integer(t):
-        bits = t.bit_width
-        return draw(st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
-    if pa.types.is_floating(t):
-        return draw(st.floats(allow_nan=False))
-    if pa.types.is_string(t):
-        return draw(st.text(max_size=8))
-    return draw(st.binary(max_size=8))
-
-
 @st.composite
 def nested_tables(draw):
-    types = draw(st.lists(nested_types(3), min_size=1, max_size=3))
-    n = draw(st.integers(0, 40))
-    cols = {f"c{i}": pa.array([_value(draw, t) for _ in range(n)], t) for i, t in enumerate(types)}
-    table = pa.table(cols)
-    start = draw(st.integers(0, n)) // 4
+    # Structs are never null (2.0 cannot store it); vector items may be.
+    table = nested_table(draw, LEAF_TYPES, null_structs=False, null_vector_items=True)
+    start = draw(st.integers(0, table.num_rows)) // 4
     return table.slice(start)
 
 

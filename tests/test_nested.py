@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import lancepy.exceptions as exc
 from lancepy.file import LanceFileReader, LanceFileWriter
+from nested_strategies import nested_table
 
 lance_file = pytest.importorskip("lance.file")
 
@@ -307,46 +308,9 @@ def test_packed_struct_rejects_null_children(tmp_path):
 LEAF_TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.float64(), pa.bool_(), pa.string(), pa.binary(), pa.list_(pa.float32(), 2)]
 
 
-def nested_types(depth: int):
-    leaves = st.sampled_from(LEAF_TYPES)
-    if depth == 0:
-        return leaves
-    inner = nested_types(depth - 1)
-    return st.one_of(
-        leaves,
-        inner.map(pa.list_),
-        inner.map(pa.large_list),
-        st.lists(inner, min_size=1, max_size=3).map(lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])),
-    )
-
-
-def _value(draw, t: pa.DataType, null_p: float = 0.2):
-    if draw(st.floats(0, 1)) < null_p:
-        return None
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [_value(draw, t.value_type) for _ in range(draw(st.integers(0, 4)))]
-    if pa.types.is_fixed_size_list(t):
-        return [draw(st.floats(-1e6, 1e6, width=32)) for _ in range(t.list_size)]
-    if pa.types.is_struct(t):
-        return {t.field(i).name: _value(draw, t.field(i).type) for i in range(t.num_fields)}
-    if pa.types.is_boolean(t):
-        return draw(st.booleans())
-    if pa.types.is_integer(t):
-        bits = t.bit_width
-        return draw(st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
-    if pa.types.is_floating(t):
-        return draw(st.floats(allow_nan=False))
-    if pa.types.is_string(t):
-        return draw(st.text(max_size=8))
-    return draw(st.binary(max_size=8))
-
-
 @st.composite
 def nested_tables(draw):
-    types = draw(st.lists(nested_types(3), min_size=1, max_size=3))
-    n = draw(st.integers(0, 40))
-    cols = {f"c{i}": pa.array([_value(draw, t) for _ in range(n)], t) for i, t in enumerate(types)}
-    return pa.table(cols)
+    return nested_table(draw, LEAF_TYPES, null_structs=True, null_vector_items=False)
 
 
 @settings(max_examples=int(__import__("os").environ.get("LANCEPY_HYPOTHESIS_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
