@@ -418,6 +418,14 @@ impl SimpleWalk {
     }
 }
 
+/// Moves the validity out of an item node (the caller matched it as an item).
+fn take_item_validity(node: &mut NodeData) -> BooleanBufferBuilder {
+    match std::mem::replace(node, NodeData::Item { validity: BooleanBufferBuilder::new(0) }) {
+        NodeData::Item { validity } => validity,
+        NodeData::List { .. } => unreachable!("matched as an item node"),
+    }
+}
+
 fn null_buffer(mut b: BooleanBufferBuilder) -> Option<NullBuffer> {
     let nb = NullBuffer::new(b.finish());
     (nb.null_count() > 0).then_some(nb)
@@ -480,11 +488,7 @@ fn build_node(
     let is_leaf = depth + 1 == leaves[first].path.kinds.len();
     match (&field.data_type, kind) {
         (DataType::Struct(fields), Some(false)) if !is_leaf => {
-            let NodeData::Item { validity } =
-                std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) })
-            else {
-                unreachable!()
-            };
+            let validity = take_item_validity(&mut nodes[depth]);
             let len = validity.len();
             let nulls = null_buffer(validity);
             let mut children = Vec::with_capacity(field.children.len());
@@ -546,11 +550,7 @@ fn build_node(
             Ok(make_array(data))
         }
         (DataType::FixedSizeList(_, dim), Some(false)) if !is_leaf => {
-            let NodeData::Item { validity } =
-                std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) })
-            else {
-                unreachable!()
-            };
+            let validity = take_item_validity(&mut nodes[depth]);
             let len = validity.len();
             let nulls = null_buffer(validity);
             let child = build_node(&field.children[0], depth + 1, leaves, replayed, next_leaf)?;
@@ -566,11 +566,7 @@ fn build_node(
             Ok(make_array(data))
         }
         (_, Some(false)) if is_leaf => {
-            let NodeData::Item { validity } =
-                std::mem::replace(&mut nodes[depth], NodeData::Item { validity: BooleanBufferBuilder::new(0) })
-            else {
-                unreachable!()
-            };
+            let validity = take_item_validity(&mut nodes[depth]);
             *next_leaf += 1;
             with_nulls(leaves[first].values.clone(), null_buffer(validity))
         }
