@@ -7,7 +7,8 @@
 //! each 64-byte aligned. `finish` writes the schema, the column metadata, the offset tables
 //! and the footer.
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{make_array, Array, ArrayRef, RecordBatch};
+use arrow_data::transform::MutableArrayData;
 use arrow_schema::{DataType, Schema, SchemaRef};
 use prost::Message;
 
@@ -155,6 +156,11 @@ impl FileWriter {
         self.num_rows
     }
 
+    /// Bytes written to the file so far (pages flushed; not what is still buffered).
+    pub fn bytes_written(&self) -> u64 {
+        self.out.as_ref().map_or(0, |o| o.position())
+    }
+
     /// The version being written.
     pub fn version(&self) -> FileVersion {
         self.options.version
@@ -209,7 +215,17 @@ impl FileWriter {
         }
         self.num_rows += batch.num_rows() as u64;
         let full: Vec<usize> = (0..self.fields.len()).filter(|&i| self.fields[i].bytes >= self.options.max_page_bytes).collect();
-        self.flush(&full)
+        self.flush(&full)?;
+        // What stays buffered is copied out of the caller's batch. An imported batch (Arrow C
+        // Data) frees all its columns together, so a narrow column's slice waiting for its page
+        // to fill would otherwise pin every wide column of every batch it came from: a stream
+        // of embeddings then held the whole input in memory. The copy is bounded by a page.
+        for f in &mut self.fields {
+            if let Some(last) = f.arrays.last_mut() {
+                *last = owned_copy(last)?;
+            }
+        }
+        Ok(())
     }
 
     /// Encodes the buffered data of `fields` into pages (fields in parallel) and writes them.
@@ -411,6 +427,14 @@ fn encode_field_pages(
     });
     // Write order: page by page, leaves in column order within a page.
     pages.into_iter().collect()
+}
+
+/// A copy of `array` in buffers of its own (sized to its slice), sharing no memory with it.
+fn owned_copy(array: &ArrayRef) -> Result<ArrayRef> {
+    let data = array.to_data();
+    let mut copy = MutableArrayData::new(vec![&data], false, data.len());
+    copy.try_extend(0, 0, data.len())?;
+    Ok(make_array(copy.freeze()))
 }
 
 fn concat(arrays: &[ArrayRef]) -> Result<ArrayRef> {

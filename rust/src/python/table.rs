@@ -226,7 +226,8 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 /// Writes Arrow data into new data files of a dataset; returns the fragments (JSON list,
 /// ids unassigned). On error every file written is deleted again.
 #[pyfunction]
-#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version))]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX))]
+#[allow(clippy::too_many_arguments)]
 pub fn write_fragments(
     py: Python<'_>,
     uri: &str,
@@ -235,12 +236,13 @@ pub fn write_fragments(
     metadata_json: &str,
     max_rows_per_file: u64,
     version: &str,
+    max_bytes_per_file: u64,
 ) -> PyResult<String> {
     let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
     let version: FileVersion = version.parse().py()?;
     let store = Store::open(uri).py()?;
     let batches = import_stream(data)?;
-    let options = FragmentWriteOptions { max_rows_per_file, version };
+    let options = FragmentWriteOptions { max_rows_per_file, max_bytes_per_file, version };
     run(py, move || {
         let mut created = Vec::new();
         match write::write_fragments(&store, &schema, batches, options, |f| created.push(f.to_string())) {

@@ -18,6 +18,9 @@ use crate::io::Store;
 pub struct FragmentWriteOptions {
     /// Rows per data file (and so per fragment).
     pub max_rows_per_file: u64,
+    /// A data file is closed once about this many bytes are written to it (checked after
+    /// each batch, so a file may pass it by one batch's pages).
+    pub max_bytes_per_file: u64,
     /// Data file version.
     pub version: FileVersion,
 }
@@ -55,6 +58,9 @@ pub fn write_fragments(
     if options.max_rows_per_file == 0 {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
+    if options.max_bytes_per_file == 0 {
+        return Err(Error::invalid_input("max_bytes_per_file must be positive"));
+    }
     let mut out = Vec::new();
     let mut current: Option<OpenFile> = None;
     let finish = |f: OpenFile, out: &mut Vec<tablepb::DataFragment>| -> Result<()> {
@@ -87,7 +93,7 @@ pub fn write_fragments(
             let n = room.min(batch.num_rows() - start);
             file.writer.write_batch(&batch.slice(start, n))?;
             start += n;
-            if file.writer.num_rows() >= options.max_rows_per_file {
+            if file.writer.num_rows() >= options.max_rows_per_file || file.writer.bytes_written() >= options.max_bytes_per_file {
                 finish(current.take().expect("open file"), &mut out)?;
             }
         }
@@ -130,7 +136,7 @@ mod tests {
             .unwrap()
         };
         let mut files = Vec::new();
-        let opts = FragmentWriteOptions { max_rows_per_file: 40, version: FileVersion::V2_1 };
+        let opts = FragmentWriteOptions { max_rows_per_file: 40, max_bytes_per_file: u64::MAX, version: FileVersion::V2_1 };
         let mut frags = write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| {
             files.push(f.to_string())
         })
