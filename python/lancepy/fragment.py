@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Union
 
 import pyarrow as pa
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["FragmentMetadata", "DataFile", "DeletionFile", "LanceFragment", "write_fragments"]
 
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+#: pylance's default: 90 GiB.
+DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 DEFAULT_DATA_STORAGE_VERSION = "2.1"
 _VERSION_ALIASES = {"stable": "2.2", "2.0": "2.0", "2.1": "2.1", "2.2": "2.2"}
 
@@ -189,10 +191,29 @@ def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.
         return pa.RecordBatchReader.from_stream(data)
     if hasattr(data, "__arrow_c_array__"):
         return pa.RecordBatchReader.from_batches(pa.record_batch(data).schema, [pa.record_batch(data)])
+    if hasattr(data, "to_reader") and hasattr(data, "projected_schema"):
+        return data.to_reader()  # a pyarrow dataset Scanner or a lancepy scanner: streamed
+    if hasattr(data, "scanner") and callable(data.scanner) and hasattr(data, "schema"):
+        return data.scanner().to_reader()  # a pyarrow dataset or a LanceDataset: streamed
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
+        # An iterator or generator of record batches, read lazily: a stream of any length.
+        if schema is None:
+            raise InvalidArgumentError("writing an iterable of record batches needs schema=")
+        return pa.RecordBatchReader.from_batches(schema, _checked_batches(data, schema))
     raise InvalidArgumentError(
         f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatch/RecordBatchReader, "
         "a pandas DataFrame, a dict or list of dicts, or an object implementing the Arrow PyCapsule protocol"
     )
+
+
+def _checked_batches(batches: Iterable[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    for b in batches:
+        if isinstance(b, pa.Table):
+            yield from b.to_batches()
+            continue
+        if not isinstance(b, pa.RecordBatch):
+            raise InvalidArgumentError(f"expected record batches from the iterable, got {type(b).__name__}")
+        yield b
 
 
 def _describe(schema: pa.Schema) -> str:
@@ -251,10 +272,33 @@ def _write(
     metadata: Dict[str, Any],
     max_rows_per_file: int,
     version: str,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
 ) -> List[FragmentMetadata]:
+    """Streams `reader` into new data files (memory bounded by a few pages per column)."""
     if max_rows_per_file <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
-    text = _lancepy.write_fragments(uri, reader, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version)
+    if max_bytes_per_file <= 0:
+        raise InvalidArgumentError("max_bytes_per_file must be positive")
+    # An exception raised by the producer (a generator, a scanner) reaches the native writer as
+    # an Arrow stream error; it is re-raised as itself, not as a wrapped message.
+    failures: List[BaseException] = []
+
+    def tapped() -> Iterator[pa.RecordBatch]:
+        try:
+            yield from reader
+        except BaseException as e:
+            failures.append(e)
+            raise
+
+    source = pa.RecordBatchReader.from_batches(reader.schema, tapped())
+    try:
+        text = _lancepy.write_fragments(
+            uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file
+        )
+    except Exception:
+        if failures:
+            raise failures[0] from None
+        raise
     return [FragmentMetadata(f) for f in json.loads(text)]
 
 
@@ -269,19 +313,25 @@ def write_fragments(
     schema: Optional[pa.Schema] = None,
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_storage_version: Optional[str] = None,
 ) -> List[FragmentMetadata]:
     """Writes `data` as new fragments of the dataset at `dataset_uri` without committing.
 
-    If the dataset exists, the data must match its schema and the fragments use its field
-    ids; otherwise field ids are numbered from 0 and the fragments can be committed with
-    ``LanceOperation.Overwrite(schema, fragments)``.
+    `data` is streamed: a reader or generator of any length is written in the memory of a
+    few pages per column. `schema`, when given, is the schema the data is checked against
+    (columns reordered to it). If the dataset exists, the data must match its schema and the
+    fragments use its field ids; otherwise field ids are numbered from 0 and the fragments
+    can be committed with ``LanceOperation.Overwrite(schema, fragments)``. A new file (and
+    fragment) starts after `max_rows_per_file` rows or about `max_bytes_per_file` bytes.
     """
     from lancepy import commit as _commit
 
     uri = os.fspath(dataset_uri)
     store = _lancepy.Store(uri)
     reader = to_record_batch_reader(data, schema)
+    if schema is not None and reader.schema != schema:
+        reader = align_to_schema(reader, schema)
     try:
         loaded = _commit.load_manifest(store)
     except DatasetNotFoundError:
@@ -299,7 +349,7 @@ def write_fragments(
         lance = lance_fields_for(reader.schema)
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
-    return _write(uri, reader, fields, metadata, max_rows_per_file, version)
+    return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file)
 
 
 class LanceFragment:
