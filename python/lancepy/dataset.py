@@ -22,9 +22,10 @@ import copy
 import datetime
 import json
 import os
+import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +33,7 @@ import pyarrow.compute as pc
 from lancepy import _lancepy
 from lancepy import commit as _commit
 from lancepy.exceptions import (
+    CommitConflictError,
     DatasetAlreadyExistsError,
     InvalidArgumentError,
     NotFoundError,
@@ -41,6 +43,7 @@ from lancepy.exceptions import (
 from lancepy.file import _to_indices
 from lancepy.filters import Filter, FilterLike, compile_expression, compile_filter
 from lancepy.fragment import (
+    DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
     LanceFragment,
@@ -64,6 +67,9 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+_T = TypeVar("_T")
+DEFAULT_CONFLICT_RETRIES = 10
+DEFAULT_RETRY_TIMEOUT = datetime.timedelta(seconds=30)
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
 TAGS_DIR = "_refs/tags"
@@ -318,19 +324,53 @@ class LanceDataset:
         flush()
         return pa.chunked_array(parts, pa.uint64()).combine_chunks()
 
-    def delete(self, predicate: Any) -> None:
+    def _retry_on_conflict(
+        self, attempt: Callable[[], _T], conflict_retries: int, retry_timeout: datetime.timedelta
+    ) -> _T:
+        """Runs `attempt` (read this version, write, commit). When its commit loses to a
+        concurrent incompatible commit (say, a delete of the same fragment), the files it wrote
+        are already gone; the latest version is re-read and the operation applied again, up to
+        `conflict_retries` times within `retry_timeout` (pylance's semantics)."""
+        if conflict_retries < 0:
+            raise InvalidArgumentError(f"conflict_retries must be >= 0, got {conflict_retries}")
+        deadline = time.monotonic() + retry_timeout.total_seconds()
+        for retry in range(conflict_retries + 1):
+            try:
+                return attempt()
+            except CommitConflictError:
+                if retry == conflict_retries or time.monotonic() >= deadline:
+                    raise
+            # Jittered back-off so that retrying writers do not collide again in lockstep.
+            time.sleep(random.uniform(0.0, 0.002 * (retry + 1)))
+            self._refresh_latest()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def delete(
+        self,
+        predicate: Any,
+        *,
+        conflict_retries: int = DEFAULT_CONFLICT_RETRIES,
+        retry_timeout: datetime.timedelta = DEFAULT_RETRY_TIMEOUT,
+    ) -> Dict[str, int]:
         """Deletes the rows matching `predicate` (SQL text or a pyarrow expression).
 
         Writes deletion files (Arrow for a few rows, roaring bitmaps for many); fragments whose
-        every row is deleted leave the manifest. Commits a new version.
+        every row is deleted leave the manifest. Commits a new version; if a concurrent commit
+        conflicts, re-applies the delete to the latest version (`conflict_retries` times within
+        `retry_timeout`). Returns ``{"num_deleted_rows": n}`` as pylance does.
         """
-        flt = compile_filter(predicate, self.schema)
-        if flt is None:
-            raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-        addresses = self._matching_addresses(flt)
-        updated, removed, written = self._write_deletions(addresses)
-        body = {"updated_fragments": updated, "deleted_fragment_ids": removed, "predicate": flt.text}
-        self._commit("Delete", body, written)
+
+        def attempt() -> Dict[str, int]:
+            flt = compile_filter(predicate, self.schema)
+            if flt is None:
+                raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
+            addresses = self._matching_addresses(flt)
+            updated, removed, written = self._write_deletions(addresses)
+            body = {"updated_fragments": updated, "deleted_fragment_ids": removed, "predicate": flt.text}
+            self._commit("Delete", body, written)
+            return {"num_deleted_rows": len(addresses)}
+
+        return self._retry_on_conflict(attempt, conflict_retries, retry_timeout)
 
     def _write_deletions(self, addresses: pa.Array) -> Any:
         updated, removed, written = [], [], []
@@ -345,12 +385,28 @@ class LanceDataset:
                 written.append(FragmentMetadata(frag).deletion_file.path(fid))  # type: ignore[union-attr]
         return updated, removed, written
 
-    def update(self, updates: Dict[str, Any], where: Any = None) -> Dict[str, int]:
+    def update(
+        self,
+        updates: Dict[str, Any],
+        where: Any = None,
+        conflict_retries: int = DEFAULT_CONFLICT_RETRIES,
+        retry_timeout: datetime.timedelta = DEFAULT_RETRY_TIMEOUT,
+        data_storage_version: Optional[str] = None,
+    ) -> Dict[str, int]:
         """Sets columns to SQL expressions (or values) for the rows matching `where`.
 
         The rows are rewritten into new fragments and deleted from their old ones (an
-        ``Update`` transaction, like pylance's default). Returns ``{"num_rows_updated": n}``.
+        ``Update`` transaction, like pylance's default). A conflicting concurrent commit makes
+        it re-apply itself to the latest version (`conflict_retries`, `retry_timeout`).
+        Returns ``{"num_rows_updated": n}``.
         """
+        if data_storage_version is not None and normalize_storage_version(data_storage_version) != self.data_storage_version:
+            raise InvalidArgumentError(
+                f"the dataset stores {self.data_storage_version} data files; cannot write {data_storage_version} files"
+            )
+        return self._retry_on_conflict(lambda: self._update_once(updates, where), conflict_retries, retry_timeout)
+
+    def _update_once(self, updates: Dict[str, Any], where: Any) -> Dict[str, int]:
         if not updates:
             raise InvalidArgumentError("update needs at least one column to set")
         schema = self.schema
@@ -1124,6 +1180,21 @@ class MergeInsertBuilder:
         self._insert_all = False
         self._delete_not_matched_by_source = False
         self._delete_condition: Optional[Filter] = None
+        self._conflict_retries = DEFAULT_CONFLICT_RETRIES
+        self._retry_timeout = DEFAULT_RETRY_TIMEOUT
+
+    def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
+        """How often a merge whose commit conflicts with a concurrent one is re-applied to the
+        latest version (default 10; 0 raises :class:`CommitConflictError` at once)."""
+        if max_retries < 0:
+            raise InvalidArgumentError(f"conflict_retries must be >= 0, got {max_retries}")
+        self._conflict_retries = max_retries
+        return self
+
+    def retry_timeout(self, timeout: datetime.timedelta) -> "MergeInsertBuilder":
+        """How long conflicting commits are retried in all (default 30 s)."""
+        self._retry_timeout = timeout
+        return self
 
     def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
         """Matched dataset rows take the source's values (only where `condition` holds; it
@@ -1145,10 +1216,17 @@ class MergeInsertBuilder:
         return self
 
     def execute(self, data: Any, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
-        """Runs the merge as one ``Update`` transaction; returns counts like pylance."""
-        ds = self._ds
+        """Runs the merge as one ``Update`` transaction; returns counts like pylance.
+
+        If a concurrent commit conflicts, the merge is re-applied to the latest version (see
+        :meth:`conflict_retries` and :meth:`retry_timeout`).
+        """
         source = to_record_batch_reader(data, schema).read_all()
-        source = align_to_schema(source.to_reader(), ds.schema).read_all()
+        source = align_to_schema(source.to_reader(), self._ds.schema).read_all()
+        return self._ds._retry_on_conflict(lambda: self._execute_once(source), self._conflict_retries, self._retry_timeout)
+
+    def _execute_once(self, source: pa.Table) -> Dict[str, int]:
+        ds = self._ds
         key_count = source.group_by(self._on).aggregate([([], "count_all")])
         if key_count.num_rows != source.num_rows:
             raise InvalidArgumentError(f"the source has duplicate keys on {self._on}")
@@ -1278,6 +1356,7 @@ def write_dataset(
     mode: str = "create",
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_storage_version: Optional[str] = None,
     enable_v2_manifest_paths: bool = True,
     **_ignored: Any,
@@ -1317,7 +1396,7 @@ def write_dataset(
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
         op = "Overwrite"
-    frags = _write(u, reader, fields, metadata, max_rows_per_file, version)
+    frags = _write(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file)
     written = [f"data/{d.path}" for f in frags for d in f.files]
     frag_json = [f.to_json() for f in frags]
     if op == "Append":
