@@ -89,6 +89,10 @@ impl Error {
     pub fn invalid_input(msg: impl Display) -> Self {
         Error::InvalidInput(msg.to_string())
     }
+    /// A bug: an internal invariant failed (never caused by bad input).
+    pub fn internal(msg: impl Display) -> Self {
+        Error::Internal(msg.to_string())
+    }
     /// An I/O error with context.
     pub fn io(context: impl Display, source: std::io::Error) -> Self {
         if source.kind() == std::io::ErrorKind::NotFound {
