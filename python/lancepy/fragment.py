@@ -251,10 +251,16 @@ def _write(
     metadata: Dict[str, Any],
     max_rows_per_file: int,
     version: str,
+    *,
+    file_tag: Optional[str] = None,
 ) -> List[FragmentMetadata]:
+    # `file_tag` goes into every new data file's name (see lancepy.spark: a job finds the
+    # files of its failed or discarded task attempts by it).
     if max_rows_per_file <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
-    text = _lancepy.write_fragments(uri, reader, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version)
+    text = _lancepy.write_fragments(
+        uri, reader, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, file_tag
+    )
     return [FragmentMetadata(f) for f in json.loads(text)]
 
 
