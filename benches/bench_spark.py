@@ -25,11 +25,12 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Dict, List
 
 import pyarrow as pa
 
@@ -42,7 +43,10 @@ import lancepy.spark as lspark  # noqa: E402
 
 
 class WorkerRss:
-    """Samples the resident memory of Spark's Python workers (max over processes)."""
+    """Peak resident memory of Spark's Python workers (max over processes): the kernel's
+    high-water mark (VmHWM) of every worker seen, sampled every 50 ms. Measured in a
+    separate Spark application per variant with ``spark.python.worker.reuse=false``, so that
+    each task runs in a fresh worker and a peak is that task's own."""
 
     def __init__(self) -> None:
         self.peak = 0
@@ -75,10 +79,21 @@ class WorkerRss:
             pass
         return 0
 
+    @staticmethod
+    def _hwm(pid: int) -> int:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
     def _run(self) -> None:
         while not self._stop.is_set():
             for pid in self._workers():
-                self.peak = max(self.peak, self._rss(pid))
+                self.peak = max(self.peak, self._rss(pid), self._hwm(pid))
             time.sleep(0.05)
 
     def __enter__(self) -> "WorkerRss":
@@ -88,17 +103,42 @@ class WorkerRss:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join()
+        for pid in self._workers():
+            self.peak = max(self.peak, self._hwm(pid))
 
 
-def timed(fn: Callable[[], Any], repeats: int) -> Tuple[float, int]:
-    """Median seconds over `repeats` runs and the workers' peak RSS over all of them."""
-    times = []
-    with WorkerRss() as rss:
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-    return statistics.median(times), rss.peak
+RSS_VARIANTS = ("lancepy.spark.write_dataset", "pylance by hand", "stage: Spark -> Arrow")
+
+
+def rss_of(variant: str, args: argparse.Namespace, partitions: int) -> int:
+    """Peak Python worker RSS of one run of `variant`, in a Spark application of its own."""
+    cmd = [
+        sys.executable, __file__, "--rss-variant", variant, "--rows", str(args.rows), "--dim", str(args.dim),
+        "--partitions", str(partitions), "--master", args.master,
+    ]
+    if args.dir:
+        cmd += ["--dir", args.dir]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return int(json.loads(out.strip().splitlines()[-1])["peak"])
+
+
+def measure_rss(spark: Any, args: argparse.Namespace) -> None:
+    """The --rss-variant child: one run of the variant, prints {"peak": bytes}."""
+    df = make_source(spark, args.rows, args.dim, args.partitions)
+    base = tempfile.mkdtemp(prefix="bench-spark-rss-", dir=args.dir)
+    try:
+        with WorkerRss() as rss:
+            if args.rss_variant == "lancepy.spark.write_dataset":
+                lspark.write_dataset(df, os.path.join(base, "l"), vector_columns={"emb": args.dim})
+            elif args.rss_variant == "pylance by hand":
+                pylance_by_hand(df, os.path.join(base, "p"), args.dim)
+            elif args.rss_variant == "stage: Spark -> Arrow":
+                stage_job(df, "arrow", args.dim)
+            else:
+                raise SystemExit(f"unknown variant {args.rss_variant}")
+        print(json.dumps({"peak": rss.peak}))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def make_source(spark: Any, rows: int, dim: int, partitions: int) -> Any:
@@ -182,6 +222,7 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--dir", default=None, help="where datasets are written (default: a temp dir)")
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--rss-variant", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession, functions as F
@@ -192,9 +233,16 @@ def main() -> None:
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "6g")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "false" if args.rss_variant else "true")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    if args.rss_variant:
+        try:
+            measure_rss(spark, args)
+        finally:
+            spark.stop()
+        return
     base = tempfile.mkdtemp(prefix="bench-spark-", dir=args.dir)
     try:
         t0 = time.perf_counter()
@@ -206,7 +254,7 @@ def main() -> None:
             p = os.path.join(base, f"{name}-{next(counter)}")
             return p
 
-        results: Dict[str, Tuple[float, int]] = {}
+        results: Dict[str, float] = {}
         lance_uri = fresh("lancepy")
         parquet_path = fresh("parquet")
 
@@ -229,7 +277,6 @@ def main() -> None:
 
         # Interleaved rounds so that load changes on the shared machine hit every variant.
         runs: Dict[str, List[float]] = {}
-        peaks: Dict[str, int] = {}
         variants = [
             ("lancepy.spark.write_dataset", lancepy_write),
             ("df.write.parquet", parquet_write),
@@ -242,11 +289,11 @@ def main() -> None:
             fn()
         for _ in range(args.repeats):
             for name, fn in variants:
-                t, peak = timed(fn, 1)
-                runs.setdefault(name, []).append(t)
-                peaks[name] = max(peaks.get(name, 0), peak)
+                t0 = time.perf_counter()
+                fn()
+                runs.setdefault(name, []).append(time.perf_counter() - t0)
         for name, _ in variants:
-            results[name] = (statistics.median(runs[name]), peaks[name])
+            results[name] = statistics.median(runs[name])
 
         n_lance = lancepy.dataset(lance_uri).count_rows()
         assert n_lance == args.rows, n_lance
@@ -261,24 +308,33 @@ def main() -> None:
                 fn()
                 read_runs.setdefault(name, []).append(time.perf_counter() - t0)
         for name, ts in read_runs.items():
-            results[name] = (statistics.median(ts), 0)
-
+            results[name] = statistics.median(ts)
         load = os.getloadavg()
-        w_l, w_p, w_h = (results[k][0] for k in ("lancepy.spark.write_dataset", "df.write.parquet", "pylance by hand"))
-        r_l, r_p = (results[k][0] for k in ("read sum(x): lancepy.spark.read_dataset", "read sum(x): spark.read.parquet"))
-        s_a, s_c, s_e = (results[k][0] for k in ("stage: Spark -> Arrow", "stage: + conversion", "stage: + encoding (memory://)"))
+        # Worker memory: each variant in its own Spark application, fresh workers per task;
+        # the lancepy writer also with the whole input in one partition.
+        rss: Dict[str, int] = {}
+        for name in RSS_VARIANTS:
+            rss[f"{name} ({args.partitions} partitions)"] = rss_of(name, args, args.partitions)
+        rss["lancepy.spark.write_dataset (1 partition)"] = rss_of("lancepy.spark.write_dataset", args, 1)
+
+        w_l, w_p, w_h = (results[k] for k in ("lancepy.spark.write_dataset", "df.write.parquet", "pylance by hand"))
+        r_l, r_p = (results[k] for k in ("read sum(x): lancepy.spark.read_dataset", "read sum(x): spark.read.parquet"))
+        s_a, s_c, s_e = (results[k] for k in ("stage: Spark -> Arrow", "stage: + conversion", "stage: + encoding (memory://)"))
         lines = [
             f"pyspark {__import__('pyspark').__version__}, master {args.master}, {os.cpu_count()} cores (shared), "
-            f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} at the end",
+            f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} after the timed runs",
             "",
             f"{args.rows:,} rows (id bigint, x double, s string, emb array<float>[{args.dim}]) in {args.partitions} partitions, "
             f"cached in Spark first; median of {args.repeats} interleaved runs (reads: {max(args.repeats, 5)}).",
             "",
-            "| variant | seconds | Python worker peak RSS |",
-            "|---|---:|---:|",
+            "| variant | seconds |",
+            "|---|---:|",
         ]
-        for name, (t, peak) in results.items():
-            lines.append(f"| {name} | {fmt_s(t)} | {peak / 2**20:.0f} MB |" if peak else f"| {name} | {fmt_s(t)} | – |")
+        for name, t in results.items():
+            lines.append(f"| {name} | {fmt_s(t)} |")
+        lines += ["", "| Python worker peak RSS (own Spark application, a fresh worker per task) | MB |", "|---|---:|"]
+        for name, peak in rss.items():
+            lines.append(f"| {name} | {peak / 2**20:.0f} |")
         lines += [
             "",
             f"- write: lancepy.spark is **{w_p / w_l:.2f}×** Spark's Parquet writer (goal ≥ 3×) and "

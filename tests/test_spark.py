@@ -186,6 +186,7 @@ def _all_types_df(spark):
             T.StructField("day", T.DateType()),
             T.StructField("ts", T.TimestampType()),
             T.StructField("ts_ntz", T.TimestampNTZType()),
+            T.StructField("dur", T.DayTimeIntervalType()),
             T.StructField("ints", T.ArrayType(T.IntegerType())),
             T.StructField("nested", T.ArrayType(T.ArrayType(T.StringType()))),
             T.StructField("st", T.StructType([T.StructField("a", T.IntegerType()), T.StructField("t", T.StringType())])),
@@ -225,6 +226,7 @@ def _all_types_df(spark):
                 day=None if null else datetime.date(2000, 1, 1) + datetime.timedelta(days=i * 37),
                 ts=None if null else (base + datetime.timedelta(seconds=i * 3607)).replace(tzinfo=datetime.timezone.utc),
                 ts_ntz=None if null else base - datetime.timedelta(minutes=i * 61),
+                dur=None if null else datetime.timedelta(days=i - 100, microseconds=i * 7919),
                 ints=None if null else [i, None, -i][: i % 4],
                 nested=None if null else [[f"a{i}", None], [], None][: i % 4],
                 st=None if null else Row(a=i, t=None if i % 3 == 0 else f"t{i}"),
@@ -255,6 +257,7 @@ def test_every_type_round_trips_spark_lance_spark(spark, tmp_path, pylance):
     t = ds.schema
     assert t.field("dec").type == pa.decimal128(10, 2) and t.field("dec38").type == pa.decimal128(38, 10)
     assert t.field("ts").type == pa.timestamp("us", tz="UTC") and t.field("ts_ntz").type == pa.timestamp("us")
+    assert t.field("dur").type == pa.duration("us")
     assert t.field("emb").type == pa.list_(pa.float32(), 3)  # Lance keeps no item nullability for vectors
     assert not t.field("id").nullable and t.field("s").nullable
     back = lspark.read_dataset(spark, uri)

@@ -56,7 +56,6 @@ from lancepy import commit as _commit
 from lancepy.exceptions import (
     CommitConflictError,
     DatasetAlreadyExistsError,
-    DatasetNotFoundError,
     InvalidArgumentError,
     SchemaMismatchError,
     UnsupportedError,
@@ -642,6 +641,29 @@ class _ReadPlan:
     batch_size: int
 
 
+_BATCH_BYTES = 16 * 1024 * 1024
+_VARIABLE_WIDTH_GUESS = 64
+
+
+def _row_bytes(t: pa.DataType) -> int:
+    """A guess of one value's size: exact for fixed widths, a constant for variable ones."""
+    if pa.types.is_fixed_size_list(t):
+        return t.list_size * _row_bytes(t.value_type)
+    if pa.types.is_struct(t):
+        return sum(_row_bytes(f.type) for f in t)
+    if pa.types.is_dictionary(t):
+        return _row_bytes(t.index_type)
+    try:
+        return max(t.bit_width // 8, 1)
+    except ValueError:  # variable width (strings, lists, maps, ...)
+        return _VARIABLE_WIDTH_GUESS
+
+
+def _rows_per_batch(schema: pa.Schema) -> int:
+    width = sum(_row_bytes(f.type) for f in schema) or 1
+    return int(min(max(_BATCH_BYTES // width, 1024), 1 << 20))
+
+
 def _read_partition(plan: _ReadPlan, task: Tuple[int, int, Optional[int]]) -> Iterator[pa.RecordBatch]:
     from lancepy.filters import compile_filter
 
@@ -694,7 +716,7 @@ def read_dataset(
     version: Optional[Union[int, str]] = None,
     rows_per_partition: Optional[int] = None,
     storage_options: Optional[Dict[str, str]] = None,
-    batch_size: int = 8192,
+    batch_size: Optional[int] = None,
 ) -> "DataFrame":
     """A Spark DataFrame over one version of a Lance dataset.
 
@@ -708,6 +730,10 @@ def read_dataset(
     signed type (``uint64`` → ``decimal(20,0)``), ``float16`` → ``float``, large strings,
     binaries and lists their plain versions; timestamps and durations are truncated to
     microseconds (what Spark stores).
+
+    `batch_size` is the rows per Arrow batch handed to Spark; by default about 16 MiB of
+    data per batch, estimated from the column types (every batch costs Spark and Python a
+    fixed overhead, so narrow projections get long batches).
     """
     from lancepy.filters import compile_filter
 
@@ -715,7 +741,7 @@ def read_dataset(
         not isinstance(rows_per_partition, int) or isinstance(rows_per_partition, bool) or rows_per_partition <= 0
     ):
         raise InvalidArgumentError(f"rows_per_partition must be a positive int, got {rows_per_partition!r}")
-    if not isinstance(batch_size, int) or batch_size <= 0:
+    if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0):
         raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
     so = None if storage_options is None else dict(storage_options)
     _check_storage_options(so)
@@ -748,6 +774,6 @@ def read_dataset(
         return spark.createDataFrame([], struct)
     plan = _ReadPlan(
         uri=ds.uri, version=ds.version, storage_options=so, columns=columns, filter=filter, out=out,
-        tasks=tasks, batch_size=batch_size,
+        tasks=tasks, batch_size=batch_size or _rows_per_batch(projected),
     )
     return spark.range(0, len(tasks), 1, numPartitions=len(tasks)).mapInArrow(_read_task(plan), struct)
