@@ -500,3 +500,27 @@ def test_read_maps_lance_only_types_to_spark(spark, tmp_path):
     assert [r.vec for r in rows] == [[1.0, 2.0], [3.0, 4.0], None]
     assert [None if r.fsb is None else bytes(r.fsb) for r in rows] == [b"ab", b"cd", None]
     assert rows[1].ns == datetime.datetime(1970, 1, 1, 0, 0, 0, 2)
+
+
+def test_files_of_a_driver_that_died_before_committing_are_removed_by_cleanup(tmp_path):
+    """Tasks wrote, the driver never committed: the files are unreferenced, and
+    cleanup_old_versions removes them (they are younger than a week, hence
+    delete_unverified)."""
+    uri = str(tmp_path / "crash.lance")
+    lancepy.write_dataset(pa.table({"id": pa.array(range(5), pa.int64())}), uri)
+    committed = _data_files(uri)
+    target = pa.schema([pa.field("id", pa.int64())])
+    ds = lancepy.dataset(uri)
+    m = ds._loaded.manifest
+    plan = lspark._WritePlan(
+        uri=uri, storage_options=None, target=target, fields_json=json.dumps(m["fields"]),
+        metadata_json=json.dumps(m.get("schema_metadata", {})), version="2.1", max_rows_per_file=10,
+        max_bytes_per_file=lspark.DEFAULT_MAX_BYTES_PER_FILE, job_tag="feedfacefeedface",
+    )
+    lspark._write_partition(plan, iter([pa.record_batch([pa.array(range(30), pa.int64())], schema=target)]), 0, 0, 1)
+    assert len(_data_files(uri) - committed) == 3
+    ds.cleanup_old_versions(older_than=datetime.timedelta(days=7))
+    assert len(_data_files(uri) - committed) == 3  # young and unverified: kept by default
+    ds.cleanup_old_versions(older_than=datetime.timedelta(days=7), delete_unverified=True)
+    assert _data_files(uri) == committed
+    assert ds.to_table().column("id").to_pylist() == list(range(5))
