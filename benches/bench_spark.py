@@ -231,6 +231,7 @@ def main() -> None:
         SparkSession.builder.master(args.master)
         .appName("lancepy-bench")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "6g")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.python.worker.reuse", "false" if args.rss_variant else "true")
