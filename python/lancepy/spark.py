@@ -83,6 +83,8 @@ _WRITE_MODES = ("create", "append", "overwrite")
 # How long the driver waits for killed task attempts of a finished job to stop before it
 # lists the job's files (a killed attempt may still be closing a file).
 _STRAGGLER_WAIT_S = 30.0
+# Batches read ahead of the writer in a task (Spark's batches are 10,000 rows by default).
+_PREFETCH_BATCHES = 4
 _JOB_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 
 
@@ -338,6 +340,61 @@ def _byte_limited(batches: Iterator[pa.RecordBatch], max_bytes: int) -> Iterator
         yield group()
 
 
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _prefetched(batches: Iterator[pa.RecordBatch], depth: int) -> Iterator[pa.RecordBatch]:
+    """`batches`, read ahead by up to `depth` batches on a thread of its own.
+
+    Reading a partition from Spark (socket + Arrow IPC) and encoding it (native, GIL released)
+    then overlap instead of taking turns. The reader thread stops when this generator is
+    closed early (a failed write) after at most the batch it is reading, so that a reused
+    Python worker never has two readers on its input.
+    """
+    import queue
+    import threading
+
+    q: "queue.Queue[Any]" = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def pump() -> None:
+        try:
+            for b in batches:
+                while not stop.is_set():
+                    try:
+                        q.put(b, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(done)
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer
+            q.put(_Failed(e))
+
+    reader = threading.Thread(target=pump, name="lancepy-spark-prefetch", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    finally:
+        stop.set()
+        while reader.is_alive():
+            try:
+                q.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        reader.join()
+
+
 # -- writing ------------------------------------------------------------------------------
 
 
@@ -364,7 +421,7 @@ def _write_partition(
     metadata = json.loads(plan.metadata_json)
     tag = f"{plan.job_tag}-{partition_id}-{task_attempt_id}"
     frags: List[FragmentMetadata] = []
-    stream = _conform(batches, plan.target)
+    stream = _conform(_prefetched(batches, _PREFETCH_BATCHES), plan.target)
     for group in _byte_limited(stream, plan.max_bytes_per_file):
         reader = pa.RecordBatchReader.from_batches(plan.target, group)
         frags.extend(
