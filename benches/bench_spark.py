@@ -222,6 +222,7 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--dir", default=None, help="where datasets are written (default: a temp dir)")
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--writes-only", action="store_true", help="only lancepy.spark vs pylance by hand (A/B)")
     ap.add_argument("--rss-variant", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -286,6 +287,8 @@ def main() -> None:
             ("stage: + conversion", lambda: stage_job(df, "convert", args.dim)),
             ("stage: + encoding (memory://)", lambda: stage_job(df, "encode", args.dim)),
         ]
+        if args.writes_only:
+            variants = [v for v in variants if v[0] in ("lancepy.spark.write_dataset", "pylance by hand")]
         for name, fn in variants:  # warm-up: JIT, Python workers, page cache
             fn()
         for _ in range(args.repeats):
@@ -295,6 +298,12 @@ def main() -> None:
                 runs.setdefault(name, []).append(time.perf_counter() - t0)
         for name, _ in variants:
             results[name] = statistics.median(runs[name])
+        if args.writes_only:
+            for name, ts in runs.items():
+                print(f"{name}: {', '.join(f'{t:.2f}' for t in ts)} s, median {results[name]:.2f} s")
+            w_l, w_h = results["lancepy.spark.write_dataset"], results["pylance by hand"]
+            print(f"lancepy.spark is {w_h / w_l:.2f}x pylance by hand; load average {os.getloadavg()}")
+            return
 
         n_lance = lancepy.dataset(lance_uri).count_rows()
         assert n_lance == args.rows, n_lance
