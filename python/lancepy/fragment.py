@@ -273,8 +273,14 @@ def _write(
     max_rows_per_file: int,
     version: str,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    *,
+    file_tag: Optional[str] = None,
 ) -> List[FragmentMetadata]:
-    """Streams `reader` into new data files (memory bounded by a few pages per column)."""
+    """Streams `reader` into new data files (memory bounded by a few pages per column).
+
+    `file_tag` goes into every new data file's name (see lancepy.spark: a job finds the
+    files of its failed or discarded task attempts by it).
+    """
     if max_rows_per_file <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
     if max_bytes_per_file <= 0:
@@ -293,7 +299,8 @@ def _write(
     source = pa.RecordBatchReader.from_batches(reader.schema, tapped())
     try:
         text = _lancepy.write_fragments(
-            uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file
+            uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
+            file_tag,
         )
     except Exception:
         if failures:

@@ -226,7 +226,7 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 /// Writes Arrow data into new data files of a dataset; returns the fragments (JSON list,
 /// ids unassigned). On error every file written is deleted again.
 #[pyfunction]
-#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX))]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_fragments(
     py: Python<'_>,
@@ -237,6 +237,7 @@ pub fn write_fragments(
     max_rows_per_file: u64,
     version: &str,
     max_bytes_per_file: u64,
+    file_tag: Option<String>,
 ) -> PyResult<String> {
     let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
     let version: FileVersion = version.parse().py()?;
@@ -245,7 +246,12 @@ pub fn write_fragments(
     let options = FragmentWriteOptions { max_rows_per_file, max_bytes_per_file, version };
     run(py, move || {
         let mut created = Vec::new();
-        match write::write_fragments(&store, &schema, batches, options, |f| created.push(f.to_string())) {
+        // Files carry `file_tag` when one is given (a Spark job finds its files by it).
+        let new_name = || match &file_tag {
+            Some(tag) => naming::new_tagged_data_file_name(tag),
+            None => Ok(naming::new_data_file_name()),
+        };
+        match write::write_fragments_named(&store, &schema, batches, options, new_name, |f| created.push(f.to_string())) {
             Ok(frags) => to_json(&frags),
             Err(e) => {
                 for f in &created {

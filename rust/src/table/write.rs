@@ -53,6 +53,19 @@ pub fn write_fragments(
     schema: &LanceSchema,
     batches: impl Iterator<Item = Result<RecordBatch>>,
     options: FragmentWriteOptions,
+    on_file: impl FnMut(&str),
+) -> Result<Vec<tablepb::DataFragment>> {
+    write_fragments_named(store, schema, batches, options, || Ok(new_data_file_name()), on_file)
+}
+
+/// [`write_fragments`] with the names of new data files (relative to `data/`) chosen by
+/// `new_name` (e.g. [`new_tagged_data_file_name`](super::naming::new_tagged_data_file_name)).
+pub fn write_fragments_named(
+    store: &Store,
+    schema: &LanceSchema,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    options: FragmentWriteOptions,
+    mut new_name: impl FnMut() -> Result<String>,
     mut on_file: impl FnMut(&str),
 ) -> Result<Vec<tablepb::DataFragment>> {
     if options.max_rows_per_file == 0 {
@@ -81,7 +94,7 @@ pub fn write_fragments(
             let file = match current.as_mut() {
                 Some(f) => f,
                 None => {
-                    let name = new_data_file_name();
+                    let name = new_name()?;
                     let uri = store.child_uri(&format!("{DATA_DIR}/{name}"));
                     on_file(&format!("{DATA_DIR}/{name}"));
                     let opts = WriterOptions { version: options.version, ..Default::default() };
