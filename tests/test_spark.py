@@ -273,7 +273,7 @@ def test_large_binary_values(spark, tmp_path):
     )
     uri = str(tmp_path / "img.lance")
     ds = lspark.write_dataset(big, uri, max_bytes_per_file=4_000_000)
-    assert len(ds.get_fragments()) >= 4  # two 1.5 MB images per file at most
+    assert len(ds.get_fragments()) >= 4  # a file is closed once it holds 4 MB: three 1.5 MB images at most
     t = ds.to_table().sort_by("id")
     assert [len(v) for v in t.column("image").to_pylist()] == [1_500_000] * 12
     assert t.column("image")[5].as_py() == bytes([5]) * 1_500_000

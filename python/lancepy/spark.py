@@ -300,51 +300,6 @@ def _conform(batches: Iterator[pa.RecordBatch], target: pa.Schema) -> Iterator[p
         yield b
 
 
-def _byte_limited(batches: Iterator[pa.RecordBatch], max_bytes: int) -> Iterator[Iterator[pa.RecordBatch]]:
-    """Splits a stream of batches into consecutive streams of about `max_bytes` at most
-    (Arrow in-memory size, an upper bound of what gets written) each: one group of data
-    files per stream. Batches are sliced, never copied. Each stream must be consumed before
-    the next is taken."""
-    it = iter(batches)
-    carry: List[Optional[pa.RecordBatch]] = [None]
-    exhausted = [False]
-
-    def group() -> Iterator[pa.RecordBatch]:
-        used = 0
-        while True:
-            b = carry[0] if carry[0] is not None else next(it, None)
-            carry[0] = None
-            if b is None:
-                exhausted[0] = True
-                return
-            if b.num_rows == 0:
-                continue
-            size = b.nbytes
-            if used + size <= max_bytes:
-                used += size
-                yield b
-                continue
-            # Only some rows fit: the rest starts the next group. A single row larger than
-            # the limit makes a file of its own.
-            n = int((max_bytes - used) // max(size / b.num_rows, 1e-9))
-            if n == 0 and used > 0:
-                carry[0] = b
-                return
-            n = max(n, 1)
-            if n < b.num_rows:
-                carry[0] = b.slice(n)
-            yield b.slice(0, n)
-            return
-
-    while not exhausted[0]:
-        yield group()
-
-
-class _Failed:
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
 def _prefetched(batches: Iterator[pa.RecordBatch], depth: int) -> Iterator[pa.RecordBatch]:
     """`batches`, read ahead by up to `depth` batches on a thread of its own.
 
@@ -422,14 +377,13 @@ def _write_partition(
     tag = f"{plan.job_tag}-{partition_id}-{task_attempt_id}"
     frags: List[FragmentMetadata] = []
     stream = _conform(_prefetched(batches, _PREFETCH_BATCHES), plan.target)
-    for group in _byte_limited(stream, plan.max_bytes_per_file):
-        reader = pa.RecordBatchReader.from_batches(plan.target, group)
-        frags.extend(
-            _write(
-                plan.uri, reader, fields, metadata, plan.max_rows_per_file, plan.version,
-                file_tag=tag, **_write_kwargs(plan.storage_options),
-            )
+    reader = pa.RecordBatchReader.from_batches(plan.target, stream)
+    frags.extend(
+        _write(
+            plan.uri, reader, fields, metadata, plan.max_rows_per_file, plan.version, plan.max_bytes_per_file,
+            file_tag=tag, **_write_kwargs(plan.storage_options),
         )
+    )
     n = len(frags)
     return pa.RecordBatch.from_arrays(
         [
@@ -532,7 +486,7 @@ def write_dataset(
             needed; the columns must match the dataset's, in any order) or ``"overwrite"``
             (replaces data and schema; older versions stay readable).
         max_rows_per_file: rows per data file (and so per fragment) at most.
-        max_bytes_per_file: about this many bytes (Arrow in-memory size) per data file at
+        max_bytes_per_file: about this many bytes (as written, encoded) per data file at
             most.
         data_storage_version: data file version for a new or overwritten dataset
             (``"2.0"``, ``"2.1"`` (default), ``"2.2"``/``"stable"``); an append keeps the

@@ -156,9 +156,10 @@ impl FileWriter {
         self.num_rows
     }
 
-    /// Bytes written to the file so far (pages flushed; not what is still buffered).
-    pub fn bytes_written(&self) -> u64 {
-        self.out.as_ref().map_or(0, |o| o.position())
+    /// About the size the file would have if finished now: the pages written so far plus the
+    /// in-memory size of what is still buffered (an upper bound of its encoded size).
+    pub fn estimated_size(&self) -> u64 {
+        self.out.as_ref().map_or(0, |o| o.position()) + self.fields.iter().map(|f| f.bytes).sum::<u64>()
     }
 
     /// The version being written.

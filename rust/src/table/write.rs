@@ -18,8 +18,8 @@ use crate::io::Store;
 pub struct FragmentWriteOptions {
     /// Rows per data file (and so per fragment).
     pub max_rows_per_file: u64,
-    /// A data file is closed once about this many bytes are written to it (checked after
-    /// each batch, so a file may pass it by one batch's pages).
+    /// A data file is closed once it holds about this many bytes (pages written plus data
+    /// buffered, checked after each batch: a file may pass it by about one batch).
     pub max_bytes_per_file: u64,
     /// Data file version.
     pub version: FileVersion,
@@ -106,7 +106,7 @@ pub fn write_fragments_named(
             let n = room.min(batch.num_rows() - start);
             file.writer.write_batch(&batch.slice(start, n))?;
             start += n;
-            if file.writer.num_rows() >= options.max_rows_per_file || file.writer.bytes_written() >= options.max_bytes_per_file {
+            if file.writer.num_rows() >= options.max_rows_per_file || file.writer.estimated_size() >= options.max_bytes_per_file {
                 finish(current.take().expect("open file"), &mut out)?;
             }
         }
