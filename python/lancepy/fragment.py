@@ -251,10 +251,14 @@ def _write(
     metadata: Dict[str, Any],
     max_rows_per_file: int,
     version: str,
+    *,
+    storage_options: Optional[Dict[str, str]] = None,
 ) -> List[FragmentMetadata]:
     if max_rows_per_file <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
-    text = _lancepy.write_fragments(uri, reader, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version)
+    text = _lancepy.write_fragments(
+        uri, reader, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, storage_options
+    )
     return [FragmentMetadata(f) for f in json.loads(text)]
 
 
@@ -270,17 +274,21 @@ def write_fragments(
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     data_storage_version: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
 ) -> List[FragmentMetadata]:
     """Writes `data` as new fragments of the dataset at `dataset_uri` without committing.
 
     If the dataset exists, the data must match its schema and the fragments use its field
     ids; otherwise field ids are numbered from 0 and the fragments can be committed with
-    ``LanceOperation.Overwrite(schema, fragments)``.
+    ``LanceOperation.Overwrite(schema, fragments)``. `storage_options` configure an object
+    store (``s3://``, ``gs://``, ``az://``; see :func:`lancepy.dataset`).
     """
     from lancepy import commit as _commit
+    from lancepy._storage import normalize_storage_options
 
     uri = os.fspath(dataset_uri)
-    store = _lancepy.Store(uri)
+    options = normalize_storage_options(storage_options)
+    store = _lancepy.Store(uri, options)
     reader = to_record_batch_reader(data, schema)
     try:
         loaded = _commit.load_manifest(store)
@@ -299,7 +307,7 @@ def write_fragments(
         lance = lance_fields_for(reader.schema)
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
-    return _write(uri, reader, fields, metadata, max_rows_per_file, version)
+    return _write(uri, reader, fields, metadata, max_rows_per_file, version, storage_options=options)
 
 
 class LanceFragment:
