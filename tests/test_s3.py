@@ -400,3 +400,28 @@ def test_bad_storage_options(s3, bucket, monkeypatch):
         lancepy.dataset(uri, storage_options={"aws_endpoint": s3.endpoint, "allow_http": "true"})
     with pytest.raises(UnsupportedError, match="session"):
         lancepy.dataset(uri, storage_options=s3.options(), session=object())
+
+
+def _take_in_child(uri, o, q):
+    ds = lancepy.dataset(uri, storage_options=o)
+    q.put(ds.take([3, 1]).column("id").to_pylist())
+
+
+def test_forked_children_read_s3(s3, bucket):
+    """DataLoader workers fork: a child must not reuse the parent's connections or runtime."""
+    import multiprocessing as mp
+
+    o = s3.options()
+    uri = f"s3://{bucket}/fork.lance"
+    ds = lancepy.write_dataset(rows(10), uri, storage_options=o)
+    assert ds.take([3, 1]).column("id").to_pylist() == [3, 1]  # parent's client and readers are warm
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    children = [ctx.Process(target=_take_in_child, args=(uri, o, q)) for _ in range(2)]
+    for c in children:
+        c.start()
+    got = [q.get(timeout=60) for _ in children]
+    for c in children:
+        c.join(timeout=60)
+        assert c.exitcode == 0
+    assert got == [[3, 1], [3, 1]]

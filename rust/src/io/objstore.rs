@@ -32,9 +32,9 @@ use crate::error::{Error, Result};
 /// storage costs about as much as transferring this many bytes on a fast link (the same
 /// order as the reference implementation's 64 KiB).
 pub const OBJECT_STORE_COALESCE_GAP: u64 = 64 * 1024;
-/// Coalescing stops growing a request beyond this size, so big reads are split into
-/// requests that run in parallel.
-pub const OBJECT_STORE_MAX_REQUEST: u64 = 8 * 1024 * 1024;
+/// Coalescing stops growing a request beyond this size, and a larger single range is
+/// fetched as parts of this size in parallel (one connection rarely fills a link).
+pub const OBJECT_STORE_MAX_REQUEST: u64 = 16 * 1024 * 1024;
 /// Requests of one read in flight at once.
 pub const OBJECT_STORE_MAX_IN_FLIGHT: usize = 32;
 /// Size of the parts of a multipart upload (S3's minimum is 5 MiB).
@@ -144,11 +144,27 @@ impl ObjectStoreReader {
             check_range(r, size, &self.display)?;
         }
         let plan = super::plan_coalesced_capped(ranges, self.coalesce_gap(), OBJECT_STORE_MAX_REQUEST);
+        // Requests larger than the cap are fetched as parts, joined afterwards.
+        let mut parts: Vec<Range<u64>> = Vec::with_capacity(plan.requests.len());
+        let mut parts_of: Vec<Range<usize>> = Vec::with_capacity(plan.requests.len());
+        for r in &plan.requests {
+            let first = parts.len();
+            let mut start = r.start;
+            loop {
+                let end = r.end.min(start.saturating_add(OBJECT_STORE_MAX_REQUEST));
+                parts.push(start..end);
+                start = end;
+                if start >= r.end {
+                    break;
+                }
+            }
+            parts_of.push(first..parts.len());
+        }
         let store = self.store.get()?;
         let location = &self.location;
         let fetched: Vec<Bytes> = runtime()
             .block_on(
-                futures::stream::iter(plan.requests.iter().cloned().map(|r| {
+                futures::stream::iter(parts.iter().cloned().map(|r| {
                     let store = store.clone();
                     async move {
                         if r.start == r.end {
@@ -162,7 +178,7 @@ impl ObjectStoreReader {
                 .try_collect(),
             )
             .map_err(|e| self.err(e))?;
-        for (r, b) in plan.requests.iter().zip(&fetched) {
+        for (r, b) in parts.iter().zip(&fetched) {
             if b.len() as u64 != r.end - r.start {
                 return Err(Error::corrupt(format!(
                     "{}: asked for bytes {}..{}, got {} bytes",
@@ -173,7 +189,22 @@ impl ObjectStoreReader {
                 )));
             }
         }
-        Ok((plan, fetched.into_iter().map(Buffer::from).collect()))
+        let mut fetched: Vec<Option<Bytes>> = fetched.into_iter().map(Some).collect();
+        let joined = parts_of
+            .iter()
+            .zip(&plan.requests)
+            .map(|(p, r)| {
+                if p.len() == 1 {
+                    return Buffer::from(fetched[p.start].take().expect("each part used once"));
+                }
+                let mut buf = arrow_buffer::MutableBuffer::with_capacity((r.end - r.start) as usize);
+                for i in p.clone() {
+                    buf.extend_from_slice(&fetched[i].take().expect("each part used once"));
+                }
+                buf.into()
+            })
+            .collect();
+        Ok((plan, joined))
     }
 
     /// Fetches `ranges` (no prefetched bytes consulted), one buffer per range.
