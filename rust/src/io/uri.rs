@@ -358,6 +358,19 @@ mod tests {
     }
 
     #[test]
+    fn gcs_and_azure_uris_resolve() {
+        let gs = resolve_with("gs://bucket/a/ds.lance", &opts(&[("google_skip_signature", "true")])).unwrap();
+        assert!(matches!(gs, ResolvedUri::Object { ref location, .. } if location.as_ref() == "a/ds.lance"));
+        let o = opts(&[("azure_storage_account_name", "acct"), ("azure_storage_account_key", "a2V5"), ("allow_http", "true")]);
+        for uri in ["az://container/a/ds.lance", "abfss://container@acct.dfs.core.windows.net/a/ds.lance"] {
+            let az = resolve_with(uri, &o).unwrap();
+            assert!(matches!(az, ResolvedUri::Object { ref location, .. } if location.as_ref() == "a/ds.lance"), "{uri}");
+        }
+        let e = resolve_with("gs://bucket/x", &opts(&[("aws_access_key_id", "k")])).unwrap_err();
+        assert!(matches!(e, Error::NotSupported(m) if m.contains("gs://")));
+    }
+
+    #[test]
     fn bad_options_are_errors() {
         let e = resolve_with("s3://bucket/x", &opts(&[("aws_acces_key_id", "k")])).unwrap_err();
         assert!(matches!(e, Error::NotSupported(m) if m.contains("aws_acces_key_id")));
