@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy import commit as _commit
+from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.exceptions import (
     CommitConflictError,
     DatasetAlreadyExistsError,
@@ -89,9 +90,17 @@ def _schema_of(fields: List[Dict[str, Any]], metadata: Dict[str, Any]) -> pa.Sch
 class LanceDataset:
     """One version of a Lance dataset. Use :func:`dataset` or :func:`write_dataset`."""
 
-    def __init__(self, uri: PathLike, version: Union[int, str, None] = None, *, _loaded: Any = None) -> None:
+    def __init__(
+        self,
+        uri: PathLike,
+        version: Union[int, str, None] = None,
+        *,
+        storage_options: StorageOptions = None,
+        _loaded: Any = None,
+    ) -> None:
         self._uri = _uri(uri)
-        self._store = _lancepy.Store(self._uri)
+        self._storage_options = normalize_storage_options(storage_options)
+        self._store = _lancepy.Store(self._uri, self._storage_options)
         if _loaded is None:
             if isinstance(version, str):
                 version = Tags(self).get_version(version)
@@ -103,7 +112,7 @@ class LanceDataset:
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
         _commit.check_feature_flags(loaded.manifest, write=False, uri=self._uri)
         self._loaded = loaded
-        self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json)
+        self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options)
         self._schema: Optional[pa.Schema] = None
         self._rows: Optional[Dict[int, Any]] = None
 
@@ -113,6 +122,11 @@ class LanceDataset:
     def uri(self) -> str:
         """Where the dataset is."""
         return self._uri
+
+    @property
+    def storage_options(self) -> Optional[Dict[str, str]]:
+        """The storage options the dataset was opened with (credentials, endpoint, ...)."""
+        return None if self._storage_options is None else dict(self._storage_options)
 
     @property
     def version(self) -> int:
@@ -278,7 +292,7 @@ class LanceDataset:
 
     def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
         """Another version (number or tag) of the same dataset."""
-        return LanceDataset(self._uri, version)
+        return LanceDataset(self._uri, version, storage_options=self._storage_options)
 
     def restore(self) -> "LanceDataset":
         """Makes this (older) version the latest, as a new version; returns self, now at it."""
@@ -438,7 +452,8 @@ class LanceDataset:
         if new_rows is not None and new_rows.num_rows > 0:
             reader = align_to_schema(new_rows.to_reader(), self.schema)
             frags = _write(self._uri, reader, self._loaded.manifest.get("fields", []),
-                           self._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, self.data_storage_version)
+                           self._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, self.data_storage_version,
+                           storage_options=self._storage_options)
             new_frags = [f.to_json() for f in frags]
             written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
         ids = {f.get("name"): f.get("id") for f in self._loaded.manifest.get("fields", [])}
@@ -456,6 +471,7 @@ class LanceDataset:
 
     def insert(self, data: Any, mode: str = "append", **kwargs: Any) -> None:
         """Appends (or overwrites with) `data`, like :func:`write_dataset`, and moves to it."""
+        kwargs.setdefault("storage_options", self._storage_options)
         ds = write_dataset(data, self._uri, mode=mode, **kwargs)
         self._set_loaded(ds._loaded)
 
@@ -576,7 +592,8 @@ class LanceDataset:
                         f"the new columns have {table.num_rows} rows for fragment {frag.get('id', 0)}, which has {phys}"
                     )
                 table = pa.Table.from_arrays([table.column(n).cast(new_schema.field(n).type) for n in new_schema.names], schema=new_schema)
-                made = _write(self._uri, table.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), self.data_storage_version)
+                made = _write(self._uri, table.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), self.data_storage_version,
+                              storage_options=self._storage_options)
                 if len(made) != 1:
                     raise InvalidArgumentError("internal error: expected one data file per fragment")
                 df = made[0].to_json()["files"][0]
@@ -674,7 +691,8 @@ class LanceDataset:
                     raise InvalidArgumentError(f"cannot cast: {e}") from None
                 names = [f["name"] for f in new_fields]
                 table = pa.Table.from_arrays(cols, names=names)
-                made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version)
+                made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version,
+                              storage_options=self._storage_options)
                 df = made[0].to_json()["files"][0]
                 written.append(f"data/{df['path']}")
                 for old_file in frag.get("files", []):
@@ -745,14 +763,24 @@ class LanceDataset:
         base_uri: PathLike,
         operation: "LanceOperation.BaseOperation",
         read_version: Optional[int] = None,
+        commit_lock: Any = None,
+        storage_options: StorageOptions = None,
+        enable_v2_manifest_paths: Optional[bool] = None,
         *,
         max_retries: int = 20,
-        enable_v2_manifest_paths: bool = True,
     ) -> "LanceDataset":
         """Commits an operation built from fragments written elsewhere (e.g. by
-        :func:`lancepy.fragment.write_fragments` in worker tasks)."""
+        :func:`lancepy.fragment.write_fragments` in worker tasks).
+
+        `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
+        commits there are safe because the manifest is created with a conditional PUT.
+        `commit_lock` is not supported (the commit protocol needs no lock).
+        """
+        if commit_lock is not None:
+            raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
         uri = _uri(base_uri)
-        store = _lancepy.Store(uri)
+        options = normalize_storage_options(storage_options)
+        store = _lancepy.Store(uri, options)
         latest, _ = _commit.latest_version(store)
         if read_version is None:
             read_version = latest
@@ -761,9 +789,9 @@ class LanceDataset:
         name, body = operation._to_body(store, read_version)
         txn = _commit.new_transaction(read_version, name, body)
         result = _commit.commit_transaction(
-            store, txn, naming="v2" if enable_v2_manifest_paths else "v1", max_retries=max_retries
+            store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
         )
-        return LanceDataset(uri, _loaded=result.manifest)
+        return LanceDataset(uri, storage_options=options, _loaded=result.manifest)
 
 
 def _indices(indices: Any) -> Any:
@@ -1139,7 +1167,8 @@ class DatasetOptimizer:
                 if stable:
                     data = data.drop_columns([ROW_ID])
                 made = _write(ds._uri, data.to_reader(), ds._loaded.manifest.get("fields", []),
-                              ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version)
+                              ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version,
+                              storage_options=ds._storage_options)
                 new = [m.to_json() for m in made]
                 if stable and row_ids is not None:
                     start = 0
@@ -1344,9 +1373,47 @@ def _frag_json(f: Any) -> Dict[str, Any]:
     raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
 
 
-def dataset(uri: PathLike, version: Union[int, str, None] = None, **_ignored: Any) -> LanceDataset:
-    """Opens a dataset at `version` (a number or a tag name; default: the latest)."""
-    return LanceDataset(uri, version)
+def _refuse(**options: Any) -> None:
+    """Raises :class:`UnsupportedError` naming the first of `options` that was given."""
+    for name, value in options.items():
+        if value is not None:
+            raise UnsupportedError(f"{name}={value!r} is not supported by lancepy")
+
+
+def dataset(
+    uri: PathLike,
+    version: Union[int, str, None] = None,
+    asof: Any = None,
+    block_size: Optional[int] = None,
+    commit_lock: Any = None,
+    index_cache_size: Optional[int] = None,
+    storage_options: StorageOptions = None,
+    default_scan_options: Optional[Dict[str, Any]] = None,
+    metadata_cache_size_bytes: Optional[int] = None,
+    index_cache_size_bytes: Optional[int] = None,
+    read_params: Optional[Dict[str, Any]] = None,
+    session: Any = None,
+) -> LanceDataset:
+    """Opens a dataset at `version` (a number or a tag name; default: the latest).
+
+    `uri` is a local path, ``file://``, ``memory://``, ``s3://``, ``gs://`` or ``az://`` /
+    ``abfss://`` URI; `storage_options` configure the object store (pylance's keys, e.g.
+    ``aws_access_key_id``, ``aws_endpoint``, ``allow_http``; see :mod:`lancepy._storage`).
+    Opening lists ``_versions/`` once and reads one manifest. The other parameters are
+    pylance's and are not supported: giving one raises :class:`UnsupportedError`.
+    """
+    _refuse(
+        asof=asof,
+        block_size=block_size,
+        commit_lock=commit_lock,
+        index_cache_size=index_cache_size,
+        default_scan_options=default_scan_options,
+        metadata_cache_size_bytes=metadata_cache_size_bytes,
+        index_cache_size_bytes=index_cache_size_bytes,
+        read_params=read_params,
+        session=session,
+    )
+    return LanceDataset(uri, version, storage_options=storage_options)
 
 
 def write_dataset(
@@ -1357,19 +1424,35 @@ def write_dataset(
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    max_rows_per_group: Optional[int] = None,
+    commit_lock: Any = None,
+    progress: Any = None,
+    storage_options: StorageOptions = None,
     data_storage_version: Optional[str] = None,
+    use_legacy_format: Optional[bool] = None,
     enable_v2_manifest_paths: bool = True,
-    **_ignored: Any,
+    commit_message: Optional[str] = None,
 ) -> LanceDataset:
     """Writes `data` as a new version of the dataset at `uri`.
 
     `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
     or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
+    `storage_options` configure an object store (see :func:`dataset`). `max_rows_per_group`,
+    `commit_lock`, `progress`, `use_legacy_format` and `commit_message` are pylance's and
+    not supported: giving one raises :class:`UnsupportedError`.
     """
     if mode not in ("create", "append", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
+    _refuse(
+        max_rows_per_group=max_rows_per_group,
+        commit_lock=commit_lock,
+        progress=progress,
+        use_legacy_format=use_legacy_format,
+        commit_message=commit_message,
+    )
     u = _uri(uri)
-    store = _lancepy.Store(u)
+    options = normalize_storage_options(storage_options)
+    store = _lancepy.Store(u, options)
     latest, naming = _commit.latest_version(store)
     if mode == "create" and latest > 0:
         raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
@@ -1396,7 +1479,7 @@ def write_dataset(
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
         op = "Overwrite"
-    frags = _write(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file)
+    frags = _write(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
     written = [f"data/{d.path}" for f in frags for d in f.files]
     frag_json = [f.to_json() for f in frags]
     if op == "Append":
@@ -1411,4 +1494,4 @@ def write_dataset(
         written_files=written,
         data_storage_version=version if op == "Overwrite" else None,
     )
-    return LanceDataset(u, _loaded=result.manifest)
+    return LanceDataset(u, storage_options=options, _loaded=result.manifest)

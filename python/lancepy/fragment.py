@@ -275,6 +275,7 @@ def _write(
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     *,
     file_tag: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
 ) -> List[FragmentMetadata]:
     """Streams `reader` into new data files (memory bounded by a few pages per column).
 
@@ -300,7 +301,7 @@ def _write(
     try:
         text = _lancepy.write_fragments(
             uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
-            file_tag,
+            file_tag, storage_options,
         )
     except Exception:
         if failures:
@@ -322,6 +323,7 @@ def write_fragments(
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_storage_version: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
 ) -> List[FragmentMetadata]:
     """Writes `data` as new fragments of the dataset at `dataset_uri` without committing.
 
@@ -331,11 +333,15 @@ def write_fragments(
     fragments use its field ids; otherwise field ids are numbered from 0 and the fragments
     can be committed with ``LanceOperation.Overwrite(schema, fragments)``. A new file (and
     fragment) starts after `max_rows_per_file` rows or about `max_bytes_per_file` bytes.
+    `storage_options` configure an object store (``s3://``, ``gs://``, ``az://``; see
+    :func:`lancepy.dataset`).
     """
     from lancepy import commit as _commit
+    from lancepy._storage import normalize_storage_options
 
     uri = os.fspath(dataset_uri)
-    store = _lancepy.Store(uri)
+    options = normalize_storage_options(storage_options)
+    store = _lancepy.Store(uri, options)
     reader = to_record_batch_reader(data, schema)
     if schema is not None and reader.schema != schema:
         reader = align_to_schema(reader, schema)
@@ -356,7 +362,7 @@ def write_fragments(
         lance = lance_fields_for(reader.schema)
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
-    return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file)
+    return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
 
 
 class LanceFragment:

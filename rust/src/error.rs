@@ -60,6 +60,10 @@ pub enum Error {
     #[error("object store error: {0}")]
     ObjectStore(#[from] object_store::Error),
 
+    /// Object storage refused a request (e.g. bad credentials); the message says what to check.
+    #[error("storage error: {0}")]
+    Storage(String),
+
     /// An Arrow operation failed.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),

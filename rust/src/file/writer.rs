@@ -17,7 +17,7 @@ use super::schema::{LanceField, LanceSchema};
 use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
 use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
-use crate::io::{open_writer, Writer};
+use crate::io::{open_writer_with, StorageOptions, Writer};
 use crate::structural::shred::{leaf_paths, shred};
 use crate::structural::v2_0_nested::{self, ColumnPiece};
 
@@ -31,11 +31,13 @@ pub struct WriterOptions {
     pub version: FileVersion,
     /// Bytes buffered per column before a page is cut.
     pub max_page_bytes: u64,
+    /// Options of the object store the file goes to (credentials, endpoint, ...).
+    pub storage_options: StorageOptions,
 }
 
 impl Default for WriterOptions {
     fn default() -> Self {
-        Self { version: FileVersion::DEFAULT, max_page_bytes: DEFAULT_MAX_PAGE_BYTES }
+        Self { version: FileVersion::DEFAULT, max_page_bytes: DEFAULT_MAX_PAGE_BYTES, storage_options: StorageOptions::new() }
     }
 }
 
@@ -137,7 +139,7 @@ impl FileWriter {
                 ..ColumnState::default()
             })
             .collect();
-        let out = open_writer(uri)?;
+        let out = open_writer_with(uri, &options.storage_options)?;
         Ok(Self { out: Some(out), path: uri.to_string(), options, schema, arrow_schema, fields, columns, num_rows: 0 })
     }
 

@@ -20,7 +20,7 @@ fn exception_class(err: &Error) -> &'static str {
         Error::NotFound(_) => "NotFoundError",
         Error::VersionNotFound(_) => "VersionNotFoundError",
         Error::CommitConflict(_) => "CommitConflictError",
-        Error::Io { .. } | Error::ObjectStore(_) => "LanceIOError",
+        Error::Io { .. } | Error::ObjectStore(_) | Error::Storage(_) => "LanceIOError",
         Error::Arrow(_) => "LanceError",
         Error::Interrupted => "",
         Error::Internal(_) => "InternalError",

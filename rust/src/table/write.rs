@@ -97,7 +97,11 @@ pub fn write_fragments_named(
                     let name = new_name()?;
                     let uri = store.child_uri(&format!("{DATA_DIR}/{name}"));
                     on_file(&format!("{DATA_DIR}/{name}"));
-                    let opts = WriterOptions { version: options.version, ..Default::default() };
+                    let opts = WriterOptions {
+                        version: options.version,
+                        storage_options: store.options().clone(),
+                        ..Default::default()
+                    };
                     let writer = FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?;
                     current.insert(OpenFile { writer, name })
                 }
