@@ -17,7 +17,7 @@ fi
 py="$venv/bin/python"
 echo "==> installing Python dependencies"
 "$py" -m pip install -q --upgrade pip
-"$py" -m pip install -q "maturin>=1.5,<2" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2"
+"$py" -m pip install -q "maturin>=1.5,<2" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2" "torch"
 echo "==> building lancepy (profile $profile; cargo target dir $CARGO_TARGET_DIR)"
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --profile "$profile" --quiet 2>&1 | grep -v "^\s*$" | tail -3
 "$py" -c "import lancepy; print('lancepy', lancepy.__version__, 'ready')"
