@@ -24,9 +24,9 @@ use arrow_array::builder::{FixedSizeBinaryBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, FixedSizeListArray, Float16Array, Float32Array, Float64Array,
-    Int16Array, Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, NullArray, PrimitiveArray, RecordBatch,
-    StringArray, TimestampNanosecondArray, UInt32Array, UInt64Array, UInt8Array,
+    Array, ArrayRef, BinaryArray, BooleanArray, Decimal128Array, FixedSizeBinaryArray, FixedSizeListArray, Float16Array,
+    Float32Array, Float64Array, Int16Array, Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, NullArray,
+    PrimitiveArray, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow_buffer::{Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema};
@@ -88,7 +88,24 @@ fn write(
     version: FileVersion,
     page_bytes: Option<u64>,
 ) -> String {
-    let uri = uri(name);
+    write_at(uri(name), name, array, metadata, version, page_bytes)
+}
+
+/// A path for a file on local disk (removed when the test process ends, at the latest).
+fn local_uri(name: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("lancepy-roundtrip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{name}-{}.lance", COUNTER.fetch_add(1, Ordering::Relaxed))).to_string_lossy().into_owned()
+}
+
+fn write_at(
+    uri: String,
+    name: &str,
+    array: &ArrayRef,
+    metadata: &HashMap<String, String>,
+    version: FileVersion,
+    page_bytes: Option<u64>,
+) -> String {
     let field = Field::new("v", array.data_type().clone(), true).with_metadata(metadata.clone());
     let schema = Arc::new(Schema::new(vec![field]));
     let mut options = WriterOptions { version, ..Default::default() };
@@ -175,7 +192,12 @@ fn check_roundtrip(
 ) -> FileReader {
     let what = format!("{name} v{version} pages={page_bytes:?}");
     let uri = write(name, array, metadata, version, page_bytes);
-    let reader = FileReader::open(&uri).unwrap_or_else(|e| panic!("{what}: open: {e}"));
+    check_file(&what, &uri, array, version)
+}
+
+/// Checks every read path of the file at `uri` against `array`.
+fn check_file(what: &str, uri: &str, array: &ArrayRef, version: FileVersion) -> FileReader {
+    let reader = FileReader::open(uri).unwrap_or_else(|e| panic!("{what}: open: {e}"));
     let n = array.len() as u64;
     assert_eq!(reader.num_rows(), n, "{what}: num_rows");
     assert_eq!(reader.version(), version, "{what}: version");
@@ -444,6 +466,45 @@ fn fullzip_zstd_huge_values() {
 fn fullzip_vectors() {
     run(Case::new("fullzip_fsl_f32_128", Arc::new(f32_vectors(2000, 128, 15)), |_| Some("fullzip(fixed_size_list(128")));
     run(Case::new("fullzip_fsl_f32_4096", Arc::new(f32_vectors(64, 4096, 16)), |_| Some("fullzip(fixed_size_list(4096")));
+}
+
+/// Vectors without nulls in local files are taken by copying each row's bytes into place
+/// (`FileReader::fixed_rows`); with nulls (control words), or in object stores, they are
+/// decoded. Every read path is checked on local files too.
+#[test]
+fn fullzip_vectors_are_gathered_by_copying() {
+    let none = HashMap::new();
+    let plain: ArrayRef = Arc::new(f32_vectors(3000, 128, 21));
+    let binary: ArrayRef = Arc::new(FixedSizeBinaryArray::try_from_iter((0..500u32).map(|i| [i as u8; 300])).unwrap());
+    let cases = [
+        ("gather_plain", plain.clone(), Some(512)),
+        ("gather_nulls", with_nulls(&plain, 5), None),
+        ("gather_sliced", plain.slice(7, 2500), Some(512)),
+        ("gather_fsb", binary, Some(300)),
+    ];
+    for (name, array, width) in cases {
+        for version in [FileVersion::V2_1, FileVersion::V2_2] {
+            for pages in [None, Some(SMALL_PAGES)] {
+                let what = format!("{name} v{version} pages={pages:?} (local)");
+                let uri = write_at(local_uri(name), name, &array, &none, version, pages);
+                let reader = check_file(&what, &uri, &array, version);
+                let fixed = reader.fixed_rows(0).unwrap();
+                assert_eq!(fixed.as_ref().map(|f| f.width), width, "{what}: fixed rows");
+                let in_memory = FileReader::open(&write(name, &array, &none, version, pages)).unwrap();
+                assert!(in_memory.fixed_rows(0).unwrap().is_none(), "{what}: object stores decode");
+                let _ = std::fs::remove_file(&uri);
+            }
+        }
+    }
+    // A row past the end is an error, not a read past the data.
+    let uri = write_at(local_uri("gather_errors"), "gather_errors", &plain, &none, FileVersion::V2_1, Some(SMALL_PAGES));
+    let reader = FileReader::open(&uri).unwrap();
+    let fixed = reader.fixed_rows(0).unwrap().expect("vectors are gathered");
+    let mut out = vec![0u8; 512];
+    let err = reader.gather_fixed(&fixed, &[3000], &mut out).unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+    assert!(reader.gather_fixed(&fixed, &[0, 1], &mut out).is_err(), "output of the wrong size");
+    let _ = std::fs::remove_file(&uri);
 }
 
 #[test]

@@ -15,7 +15,8 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
-use arrow_buffer::Buffer;
+use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_data::ArrayData;
 use arrow_schema::{DataType, Schema, SchemaRef};
 use prost::Message;
 
@@ -400,10 +401,128 @@ impl FileReader {
     }
 
     /// Reads the rows at `indices` (any order, repeats allowed; output follows the input).
+    ///
+    /// Fields of fixed-width values stored row by row (vectors: see [`FileReader::fixed_rows`])
+    /// are gathered straight into the output in the order given; the others are read for the
+    /// sorted distinct rows, then put in order.
     pub fn take(&self, indices: &[u64], fields: &[usize]) -> Result<RecordBatch> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= self.num_rows) {
             return Err(Error::IndexOutOfRange(format!("row {bad} is out of range for {} ({} rows)", self.path, self.num_rows)));
         }
+        let fixed = fields.iter().map(|&f| self.fixed_rows(f)).collect::<Result<Vec<_>>>()?;
+        if fixed.iter().all(Option::is_none) {
+            return self.take_decoded(indices, fields);
+        }
+        let others: Vec<usize> = fields.iter().zip(&fixed).filter(|(_, x)| x.is_none()).map(|(&f, _)| f).collect();
+        let mut decoded =
+            if others.is_empty() { Vec::new() } else { self.take_decoded(indices, &others)?.columns().to_vec() }.into_iter();
+        let arrays = fields
+            .iter()
+            .zip(fixed)
+            .map(|(&f, x)| match x {
+                Some(x) => self.gather_fixed_array(&x, indices, self.arrow_schema.field(f).data_type()),
+                None => decoded.next().ok_or_else(|| Error::Internal("a decoded column is missing".into())),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.batch(fields, arrays, indices.len() as u64)
+    }
+
+    /// How a top-level field of fixed-width values without nulls or levels is stored, if it is
+    /// stored row by row at a fixed stride: every page full-zip without control words (what
+    /// vectors — fixed-size lists of numbers — and other wide fixed values become when no
+    /// value is null). `None` for anything else, and when the storage makes many small reads
+    /// expensive (object stores: there the coalescing path wins).
+    ///
+    /// Rows of such a field are copied with one read each (consecutive rows together) straight
+    /// into their place in the output: no read buffer, no decoding, no reordering.
+    pub fn fixed_rows(&self, field: usize) -> Result<Option<FixedRows>> {
+        if !self.version.is_structural() || !self.io.cheap_small_reads() {
+            return Ok(None);
+        }
+        let f = &self.schema.fields[field];
+        let cols = &self.fields[field].columns;
+        if !f.children.is_empty() || f.is_packed_struct() || cols.len() != 1 {
+            return Ok(None);
+        }
+        let data_type = self.arrow_schema.field(field).data_type();
+        // (bytes per value, items per fixed-size list, bytes per item)
+        let (width, dim, item) = match data_type {
+            DataType::FixedSizeList(item, d) => match fixed_byte_width(item.data_type()) {
+                Some(w) if !matches!(item.data_type(), DataType::FixedSizeList(..)) => {
+                    (w * *d as usize, Some(*d as u64), w as u64)
+                }
+                _ => return Ok(None),
+            },
+            other => match fixed_byte_width(other) {
+                Some(w) => (w, None, w as u64),
+                None => return Ok(None),
+            },
+        };
+        if width == 0 {
+            return Ok(None);
+        }
+        let column = self.column_ref(cols[0])?;
+        let mut pages = Vec::with_capacity(column.pages.len());
+        let mut next = 0u64;
+        for p in column.pages.iter().filter(|p| p.num_rows > 0) {
+            let PageKind::FullZip(layout) = &p.kind else { return Ok(None) };
+            let fullzip::ValueKind::Fixed { bits, dim: page_dim, item_bits, validity_bytes } = &layout.kind else {
+                return Ok(None);
+            };
+            let same_shape = *bits == width as u64 * 8 && *page_dim == dim && (dim.is_none() || *item_bits == item * 8);
+            if layout.bits_rep != 0 || layout.bits_def != 0 || *validity_bytes != 0 || !same_shape || p.first_row != next {
+                return Ok(None);
+            }
+            let Some(&(pos, len)) = p.buffers.first() else { return Ok(None) };
+            if p.num_rows.checked_mul(width as u64).is_none_or(|bytes| bytes > len) {
+                return Err(Error::corrupt(format!("{}: full-zip rows lie beyond the page's data buffer", self.path)));
+            }
+            pages.push(FixedPage { first_row: p.first_row, num_rows: p.num_rows, position: pos });
+            next = p.first_row + p.num_rows;
+        }
+        if next != self.num_rows {
+            return Ok(None);
+        }
+        Ok(Some(FixedRows { width, pages }))
+    }
+
+    /// Copies the values of `rows` (any order, repeats allowed) of a field laid out as `fixed`
+    /// into `out` (`rows.len() × width` bytes), one read per run of consecutive rows.
+    pub fn gather_fixed(&self, fixed: &FixedRows, rows: &[u64], out: &mut [u8]) -> Result<()> {
+        let w = fixed.width;
+        if out.len() != rows.len() * w {
+            return Err(Error::Internal(format!("{} rows of {w} bytes into {} bytes", rows.len(), out.len())));
+        }
+        let mut k = 0;
+        while k < rows.len() {
+            let r = rows[k];
+            let page = fixed.pages.partition_point(|p| p.first_row + p.num_rows <= r);
+            let Some(p) = fixed.pages.get(page) else {
+                return Err(Error::IndexOutOfRange(format!(
+                    "row {r} is out of range for {} ({} rows)",
+                    self.path, self.num_rows
+                )));
+            };
+            let end = p.first_row + p.num_rows;
+            let mut run = 1;
+            while k + run < rows.len() && rows[k + run] == r + run as u64 && r + (run as u64) < end {
+                run += 1;
+            }
+            self.io.read_into(p.position + (r - p.first_row) * w as u64, &mut out[k * w..(k + run) * w])?;
+            k += run;
+        }
+        Ok(())
+    }
+
+    /// `rows` of a field laid out as `fixed`, as an array of `data_type` (in the given order).
+    pub fn gather_fixed_array(&self, fixed: &FixedRows, rows: &[u64], data_type: &DataType) -> Result<ArrayRef> {
+        let mut buf = MutableBuffer::from_len_zeroed(rows.len() * fixed.width);
+        crate::parallel::fill_rows(buf.as_slice_mut(), fixed.width, |range, out| self.gather_fixed(fixed, &rows[range], out))?;
+        fixed_width_array(data_type, buf.into(), rows.len())
+    }
+
+    /// [`FileReader::take`] by decoding: the sorted distinct rows, then put in order.
+    fn take_decoded(&self, indices: &[u64], fields: &[usize]) -> Result<RecordBatch> {
         let sorted_unique = indices.windows(2).all(|w| w[0] < w[1]);
         let (rows, permutation) = if sorted_unique {
             (indices.to_vec(), None)
@@ -1620,4 +1739,52 @@ impl v2_0_nested::ColumnSource for FileReader {
         let data = self.read_leaf(col, field, &path, RowSelection::Ranges(ranges), column_rows)?;
         assemble(field, vec![data])
     }
+}
+
+/// Where the rows of a fixed-width field live (see [`FileReader::fixed_rows`]).
+#[derive(Debug, Clone)]
+pub struct FixedRows {
+    /// Bytes of one value.
+    pub width: usize,
+    pages: Vec<FixedPage>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FixedPage {
+    first_row: u64,
+    num_rows: u64,
+    /// Absolute file position of the page's first value.
+    position: u64,
+}
+
+/// Bytes of one value of a fixed-width type that a buffer holds back to back (primitives,
+/// fixed-size binary, fixed-size lists of those); `None` for other types and booleans.
+pub fn fixed_byte_width(data_type: &DataType) -> Option<usize> {
+    match data_type {
+        DataType::FixedSizeList(item, d) => fixed_byte_width(item.data_type())?.checked_mul(usize::try_from(*d).ok()?),
+        DataType::FixedSizeBinary(w) => usize::try_from(*w).ok(),
+        DataType::Boolean => None,
+        d if d.is_primitive() => d.primitive_width(),
+        _ => None,
+    }
+}
+
+/// An array of `data_type` (see [`fixed_byte_width`]) over `len` values stored back to back
+/// in `values`, without nulls.
+pub fn fixed_width_array(data_type: &DataType, values: Buffer, len: usize) -> Result<ArrayRef> {
+    let data = match data_type {
+        DataType::FixedSizeList(item, d) => {
+            let items = len.checked_mul(*d as usize).ok_or_else(|| Error::Internal("fixed-size list too long".into()))?;
+            let child = fixed_width_array(item.data_type(), values, items)?;
+            ArrayData::builder(data_type.clone()).len(len).add_child_data(child.to_data()).build()?
+        }
+        _ => {
+            let w = fixed_byte_width(data_type).ok_or_else(|| Error::Internal(format!("{data_type} is not fixed-width")))?;
+            if values.len() != w * len {
+                return Err(Error::Internal(format!("{} bytes for {len} values of {w} bytes", values.len())));
+            }
+            ArrayData::builder(data_type.clone()).len(len).add_buffer(values).build()?
+        }
+    };
+    Ok(arrow_array::make_array(data))
 }

@@ -75,6 +75,21 @@ pub trait Reader: Send + Sync + Debug {
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
         read_ranges_coalesced(ranges, self.coalesce_gap(), |r| self.read_range(r))
     }
+
+    /// Whether a small read costs little more than copying its bytes (local files): then
+    /// takes of fixed-width values read each row straight into the output with
+    /// [`Reader::read_into`] instead of planning coalesced requests.
+    fn cheap_small_reads(&self) -> bool {
+        false
+    }
+
+    /// Reads exactly `dst.len()` bytes at `pos` into `dst`; an error if the object is shorter.
+    fn read_into(&self, pos: u64, dst: &mut [u8]) -> Result<()> {
+        let end = pos.checked_add(dst.len() as u64).ok_or_else(|| Error::corrupt(format!("{}: read past 2^64", self.path())))?;
+        let bytes = self.read_range(pos..end)?;
+        dst.copy_from_slice(bytes.as_slice());
+        Ok(())
+    }
 }
 
 /// A plan for reading many ranges with few requests.
@@ -171,6 +186,9 @@ impl Reader for BufferReader {
     fn coalesce_gap(&self) -> u64 {
         0
     }
+    fn cheap_small_reads(&self) -> bool {
+        true
+    }
 }
 
 /// Errors unless `range` lies within an object of `size` bytes.
@@ -220,6 +238,34 @@ mod tests {
     fn out_of_bounds_is_corrupt_not_panic() {
         let reader = BufferReader::new("mem", Buffer::from_vec(vec![0u8; 10]));
         assert!(matches!(reader.read_range(5..11), Err(Error::Corrupt(_))));
+        let mut dst = [0u8; 6];
+        assert!(matches!(reader.read_into(5, &mut dst), Err(Error::Corrupt(_))));
+        assert!(reader.read_into(u64::MAX - 2, &mut dst).is_err());
+    }
+
+    #[test]
+    fn read_into_copies_exact_bytes() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let path = std::env::temp_dir().join(format!("lancepy-read-into-{}.bin", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let local = LocalReader::open(&path).unwrap();
+        let mem = BufferReader::new("mem", Buffer::from_vec(bytes.clone()));
+        for reader in [&local as &dyn Reader, &mem] {
+            assert!(reader.cheap_small_reads());
+            for (pos, len) in [(0usize, 1usize), (4095, 2), (9_000, 1_000), (0, 10_000), (17, 0)] {
+                let mut dst = vec![7u8; len];
+                reader.read_into(pos as u64, &mut dst).unwrap();
+                assert_eq!(&dst[..], &bytes[pos..pos + len], "{} at {pos}+{len}", reader.path());
+            }
+            let mut dst = [0u8; 2];
+            assert!(matches!(reader.read_into(9_999, &mut dst), Err(Error::Corrupt(_))), "{}", reader.path());
+        }
+        // An empty file is never mapped; reading nothing from it works.
+        let empty = std::env::temp_dir().join(format!("lancepy-read-into-empty-{}.bin", std::process::id()));
+        std::fs::write(&empty, b"").unwrap();
+        LocalReader::open(&empty).unwrap().read_into(0, &mut []).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&empty);
     }
 }
 

@@ -16,13 +16,15 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
+use arrow_array::{new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow_buffer::MutableBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::deletion::{self, DeletionVector};
 use super::naming::DATA_DIR;
 use super::rowids::decode_row_ids;
 use crate::error::{Error, Result};
+use crate::file::reader::{fixed_byte_width, fixed_width_array, FixedRows};
 use crate::file::{FileReader, LanceField, LanceSchema};
 use crate::format::tablepb;
 use crate::io::Store;
@@ -572,6 +574,64 @@ impl TableSnapshot {
     }
 
     fn take_physical(&self, requests: &[(usize, u64)], projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
+        let schema = self.output_schema(projection, opts);
+        // Vectors (and other fixed-width values stored row by row): each row's bytes are read
+        // straight into its place in the output, across fragments, in request order.
+        let mut fragments: Vec<usize> = requests.iter().map(|r| r.0).collect();
+        fragments.sort_unstable();
+        fragments.dedup();
+        let fixed = projection.iter().map(|&f| self.fixed_column(f, &fragments)).collect::<Result<Vec<_>>>()?;
+        let rest: Vec<usize> = projection.iter().zip(&fixed).filter(|(_, d)| d.is_none()).map(|(&f, _)| f).collect();
+        let mut decoded = if rest.is_empty() && !opts.with_row_id && !opts.with_row_address {
+            Vec::new()
+        } else {
+            self.take_decoded(requests, &rest, opts)?
+        }
+        .into_iter();
+        let mut arrays = Vec::with_capacity(schema.fields().len());
+        for (plan, field) in fixed.iter().zip(schema.fields()) {
+            arrays.push(match plan {
+                Some(plan) => plan.gather(requests, field.data_type())?,
+                None => decoded.next().ok_or_else(|| Error::Internal("a decoded column is missing".into()))?,
+            });
+        }
+        arrays.extend(decoded); // _rowid, _rowaddr
+        let options = RecordBatchOptions::new().with_row_count(Some(requests.len()));
+        Ok(RecordBatch::try_new_with_options(schema, arrays, &options)?)
+    }
+
+    /// How to gather field `fidx` from `fragments` (sorted indices) by copying bytes, if each of
+    /// them stores it as fixed-width rows (see [`FileReader::fixed_rows`]).
+    fn fixed_column(&self, fidx: usize, fragments: &[usize]) -> Result<Option<FixedColumn>> {
+        let lance_field = &self.schema.fields[fidx];
+        let field = lance_field.to_arrow();
+        let Some(width) = fixed_byte_width(field.data_type()) else { return Ok(None) };
+        let mut plans = Vec::with_capacity(fragments.len());
+        for &fi in fragments {
+            let frag = &self.fragments[fi].meta;
+            // Anything unusual (a column missing from a fragment, files shorter than the
+            // fragment) is left to the decoding path, which fills or reports it.
+            let Some((file_idx, col, id)) = self.locate(frag, lance_field) else { return Ok(None) };
+            let reader = open_data_file(&self.data_file_uri(&frag.files[file_idx])?)?;
+            let Some(ff) = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id)) else {
+                return Ok(None);
+            };
+            if reader.num_rows() < self.physical_rows(fi)?
+                || !same_fixed_layout(reader.schema().field(ff).data_type(), field.data_type())
+            {
+                return Ok(None);
+            }
+            match reader.fixed_rows(ff)? {
+                Some(rows) if rows.width == width => plans.push((reader, rows)),
+                _ => return Ok(None),
+            };
+        }
+        Ok(Some(FixedColumn { fragments: fragments.to_vec(), plans, width }))
+    }
+
+    /// Takes `requests` of the fields `projection` (plus `_rowid` / `_rowaddr` if asked) by
+    /// decoding the sorted distinct rows of each fragment, then putting them in request order.
+    fn take_decoded(&self, requests: &[(usize, u64)], projection: &[usize], opts: ScanOptions) -> Result<Vec<ArrayRef>> {
         // Sorted unique offsets per fragment.
         let mut per_frag: HashMap<usize, Vec<u64>> = HashMap::new();
         for &(fi, off) in requests {
@@ -590,27 +650,73 @@ impl TableSnapshot {
         .into_iter()
         .collect::<Result<_>>()?;
         let schema = self.output_schema(projection, opts);
-        let mut base = HashMap::new();
-        let mut acc = 0u32;
-        for (fi, offs) in &groups {
-            base.insert(*fi, acc);
-            acc += offs.len() as u32;
+        if batches.is_empty() {
+            return Ok(schema.fields().iter().map(|f| new_empty_array(f.data_type())).collect());
         }
-        let combined = arrow_select::concat::concat_batches(&schema, &batches)?;
-        let perm: UInt32Array = requests
+        // (batch, row in batch) of each request: one copy into place (no concatenation first).
+        let index: Vec<(usize, usize)> = requests
             .iter()
             .map(|(fi, off)| {
-                let offs = &groups[groups.binary_search_by_key(fi, |(f, _)| *f).expect("grouped")].1;
-                base[fi] + offs.binary_search(off).expect("requested") as u32
+                let g = groups.binary_search_by_key(fi, |(f, _)| *f).expect("grouped");
+                (g, groups[g].1.binary_search(off).expect("requested"))
             })
             .collect();
-        let arrays = combined
-            .columns()
-            .iter()
-            .map(|c| arrow_select::take::take(c.as_ref(), &perm, None).map_err(Error::from))
-            .collect::<Result<Vec<_>>>()?;
-        let options = RecordBatchOptions::new().with_row_count(Some(requests.len()));
-        Ok(RecordBatch::try_new_with_options(schema, arrays, &options)?)
+        if batches.len() == 1 && index.iter().enumerate().all(|(k, &(_, r))| k == r) && index.len() == batches[0].num_rows() {
+            return Ok(batches[0].columns().to_vec()); // already in order
+        }
+        (0..schema.fields().len())
+            .map(|c| {
+                let columns: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
+                arrow_select::interleave::interleave(&columns, &index).map_err(Error::from)
+            })
+            .collect()
+    }
+}
+
+/// A fixed-width column gathered by copying bytes (see [`TableSnapshot::fixed_column`]).
+struct FixedColumn {
+    /// Indices of the fragments involved, sorted.
+    fragments: Vec<usize>,
+    /// The reader and layout of each of them.
+    plans: Vec<(Arc<FileReader>, FixedRows)>,
+    width: usize,
+}
+
+impl FixedColumn {
+    /// The values of `requests`, in order, as an array of `data_type`.
+    fn gather(&self, requests: &[(usize, u64)], data_type: &DataType) -> Result<ArrayRef> {
+        let w = self.width;
+        let offsets: Vec<u64> = requests.iter().map(|r| r.1).collect();
+        let mut buf = MutableBuffer::from_len_zeroed(requests.len() * w);
+        crate::parallel::fill_rows(buf.as_slice_mut(), w, |rows, out| {
+            // Consecutive requests of one fragment go to its reader together.
+            let mut k = rows.start;
+            while k < rows.end {
+                let fi = requests[k].0;
+                let mut e = k + 1;
+                while e < rows.end && requests[e].0 == fi {
+                    e += 1;
+                }
+                let plan =
+                    self.fragments.binary_search(&fi).map_err(|_| Error::Internal(format!("fragment {fi} was not planned")))?;
+                let (reader, rows_of) = &self.plans[plan];
+                reader.gather_fixed(rows_of, &offsets[k..e], &mut out[(k - rows.start) * w..(e - rows.start) * w])?;
+                k = e;
+            }
+            Ok(())
+        })?;
+        fixed_width_array(data_type, buf.into(), requests.len())
+    }
+}
+
+/// Whether two fixed-width types lay their values out alike (they may differ in the names
+/// and nullability of fixed-size list items).
+fn same_fixed_layout(a: &DataType, b: &DataType) -> bool {
+    match (a, b) {
+        (DataType::FixedSizeList(x, m), DataType::FixedSizeList(y, n)) => {
+            m == n && same_fixed_layout(x.data_type(), y.data_type())
+        }
+        _ => a == b,
     }
 }
 

@@ -1,0 +1,490 @@
+"""PyTorch data loading benchmark: lancepy.torch vs pylance's loaders vs an in-memory gather.
+
+    python benches/bench_torch.py                            # both datasets
+    python benches/bench_torch.py --quick                    # small sizes: a smoke run
+    python benches/bench_torch.py --out benches/RESULTS.md   # also write the Markdown section
+
+Datasets (generated deterministically by bench_file.py's generators, cached in benches/data/,
+written once by lancepy into 4 fragments; every loader reads the same files from a warm page
+cache):
+
+* ``embeddings`` 200k rows: 768-d float32 ``vector`` + ~60-char ``caption``; batches of 256
+  rows of ``vector``;
+* ``images``     20k rows: 20-100 KB binary ``image`` + int32 ``label``; batches of 64 rows.
+
+Loaders (each in a real ``torch.utils.data.DataLoader`` unless said otherwise):
+
+* lancepy ``LanceDataset`` + ``ShuffleSampler`` (uniform random rows), ``num_workers`` 0 and 2
+  (fork, persistent workers); ``LanceIterableDataset`` shuffled and as a scan;
+* pylance ``lance.torch.data.LanceDataset`` with its default sampler (contiguous batches: it
+  cannot give random rows);
+* a map-style dataset whose ``__getitems__`` is pylance's ``ds.take`` (random rows, the same
+  sampler and collate as lancepy's);
+* pylance ``SafeLanceDataset`` (per-row Python dicts; default collation);
+* the ceiling: a gather from an in-memory numpy array (embeddings) or Arrow array (images).
+
+Rows/s are counted after the first batch, over ``--budget`` seconds (several epochs), median
+of ``--rounds`` rounds run in turn so that load from other processes hits all loaders alike.
+Time to first batch runs from making the dataset object (opening the dataset) to the first
+batch out of the loader. A per-stage profile of lancepy's batch (native take, Arrow import,
+tensor conversion, DataLoader) follows each table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import shutil
+import statistics
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+import bench_file as bf  # noqa: E402  (data generators, machine description, noise accounting)
+import lancepy  # noqa: E402
+
+RESULTS_MARKER = "## PyTorch loading (benches/bench_torch.py)"
+FRAGMENTS = 4
+
+
+def _require() -> Tuple[Any, Any]:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        sys.exit("PyTorch is needed: pip install torch")
+    try:
+        import lance  # noqa: F401
+    except ImportError:
+        sys.exit("pylance is needed for the comparison: pip install pylance==14.0.2")
+    import lance
+    import torch
+
+    return torch, lance
+
+
+# ----------------------------------------------------------------------------------------
+# Datasets on disk
+
+
+def prepare(name: str, rows: int, data_dir: str) -> Tuple[str, pa.Table]:
+    spec = bf.SPECS[name]
+    table = bf.load_dataset(spec, rows, data_dir)
+    uri = os.path.join(data_dir, "torch", f"{name}-{rows}-v{bf.DATA_FORMAT}.lance")
+    if not os.path.exists(uri):
+        tmp = uri + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        lancepy.write_dataset(table, tmp, max_rows_per_file=-(-rows // FRAGMENTS))
+        os.replace(tmp, uri)
+    assert len(lancepy.dataset(uri).get_fragments()) == FRAGMENTS
+    return uri, table
+
+
+def warm(uri: str) -> None:
+    """Reads every file once so the page cache holds them."""
+    for root, _, files in os.walk(uri):
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
+
+
+# ----------------------------------------------------------------------------------------
+# Loaders: each maker returns (iterable of batches, set_epoch, rows of a batch)
+
+Maker = Callable[[], Tuple[Any, Callable[[int], None], Callable[[Any], int]]]
+
+
+def _rows_of(key: str) -> Callable[[Any], int]:
+    def rows(batch: Any) -> int:
+        v = batch[key] if isinstance(batch, dict) else batch
+        if hasattr(v, "shape"):
+            return int(v.shape[0])
+        if isinstance(v, list) and v and hasattr(v[0], "shape"):  # default collation of per-row lists
+            return int(v[0].shape[0])
+        return len(v)
+
+    return rows
+
+
+def lancepy_map(uri: str, columns: List[str], batch: int, workers: int, binary: str = "bytes") -> Maker:
+    def make():
+        import torch.utils.data as tud
+
+        from lancepy.torch import LanceDataset, ShuffleSampler, collate_fn
+
+        data = LanceDataset(uri, columns=columns, binary=binary)
+        sampler = ShuffleSampler(data, seed=0)
+        loader = tud.DataLoader(
+            data, batch_size=batch, sampler=sampler, collate_fn=collate_fn, num_workers=workers,
+            multiprocessing_context="fork" if workers else None, persistent_workers=workers > 0,
+            prefetch_factor=4 if workers else None,
+        )
+        return loader, sampler.set_epoch, _rows_of(columns[0])
+
+    return make
+
+
+def lancepy_iterable(uri: str, columns: List[str], batch: int, shuffle: bool) -> Maker:
+    def make():
+        import torch.utils.data as tud
+
+        from lancepy.torch import LanceIterableDataset
+
+        data = LanceIterableDataset(uri, batch_size=batch, columns=columns, shuffle=shuffle, seed=0)
+        return tud.DataLoader(data, batch_size=None), data.set_epoch, _rows_of(columns[0])
+
+    return make
+
+
+def _pylance_tensors(rb: pa.RecordBatch) -> Dict[str, Any]:
+    """What a pylance user writes to turn a record batch into tensors / lists (the same
+    conversions lancepy makes: fixed-size lists and numbers to tensors, binary to bytes)."""
+    import torch
+
+    out: Dict[str, Any] = {}
+    for name, col in zip(rb.schema.names, rb.columns):
+        if pa.types.is_fixed_size_list(col.type):
+            d = col.type.list_size
+            out[name] = torch.from_numpy(col.flatten().to_numpy(zero_copy_only=False).reshape(-1, d))
+        elif pa.types.is_integer(col.type) or pa.types.is_floating(col.type):
+            out[name] = torch.from_numpy(col.to_numpy(zero_copy_only=False))
+        else:
+            out[name] = col.to_pylist()
+    return out
+
+
+class PylanceTake:
+    """Map-style: ``__getitems__`` is one pylance ``ds.take`` (random rows)."""
+
+    def __init__(self, uri: str, columns: List[str]) -> None:
+        import lance
+
+        self.uri, self.columns = uri, columns
+        self.ds = lance.dataset(uri)
+        self.n = self.ds.count_rows()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitems__(self, indices: List[int]) -> Dict[str, Any]:
+        t = self.ds.take(indices, columns=self.columns)
+        return _pylance_tensors(t.combine_chunks().to_batches()[0] if t.num_rows else t.to_batches()[0])
+
+    def __getitem__(self, i: int) -> Dict[str, Any]:
+        return self.__getitems__([i])
+
+
+def pylance_take(uri: str, columns: List[str], batch: int) -> Maker:
+    def make():
+        import torch.utils.data as tud
+
+        from lancepy.torch import ShuffleSampler, collate_fn
+
+        data = PylanceTake(uri, columns)
+        sampler = ShuffleSampler(len(data), seed=0)
+        loader = tud.DataLoader(data, batch_size=batch, sampler=sampler, collate_fn=collate_fn)  # type: ignore[arg-type]
+        return loader, sampler.set_epoch, _rows_of(columns[0])
+
+    return make
+
+
+def pylance_contiguous(uri: str, columns: List[str], batch: int) -> Maker:
+    def make():
+        import lance.torch.data as ltd
+        import torch.utils.data as tud
+
+        data = ltd.LanceDataset(
+            uri, batch_size=batch, columns=columns, to_tensor_fn=lambda b, **_: _pylance_tensors(b)
+        )
+        return tud.DataLoader(data, batch_size=None), lambda e: None, _rows_of(columns[0])
+
+    return make
+
+
+def pylance_safe(uri: str, columns: List[str], batch: int) -> Maker:
+    def make():
+        import lance
+        import lance.torch.data as ltd
+        import torch.utils.data as tud
+
+        class SafeColumns(ltd.SafeLanceDataset):
+            """SafeLanceDataset reading only the benchmarked columns (it reads all otherwise)."""
+
+            def __getitems__(self, indices):
+                if self._ds is None:
+                    self._ds = lance.dataset(self.uri)
+                return self._ds.take(indices, columns=columns).to_pylist()
+
+        loader = tud.DataLoader(SafeColumns(uri), batch_size=batch, shuffle=True)
+        return loader, lambda e: None, _rows_of(columns[0])
+
+    return make
+
+
+def numpy_gather(array: np.ndarray, batch: int) -> Maker:
+    def make():
+        import torch
+
+        from lancepy.torch import ShuffleSampler
+
+        sampler = ShuffleSampler(len(array), seed=0)
+
+        class Gather:
+            def __iter__(self):
+                idx = sampler.indices()
+                for s in range(0, len(idx), batch):
+                    yield {"v": torch.from_numpy(array[idx[s : s + batch]])}
+
+        return Gather(), sampler.set_epoch, _rows_of("v")
+
+    return make
+
+
+def arrow_gather(column: pa.Array, batch: int) -> Maker:
+    def make():
+        from lancepy.torch import ShuffleSampler
+
+        sampler = ShuffleSampler(len(column), seed=0)
+
+        class Gather:
+            def __iter__(self):
+                idx = sampler.indices()
+                for s in range(0, len(idx), batch):
+                    yield {"v": column.take(pa.array(idx[s : s + batch])).to_pylist()}
+
+        return Gather(), sampler.set_epoch, _rows_of("v")
+
+    return make
+
+
+# ----------------------------------------------------------------------------------------
+# Measuring
+
+
+def run_loader(make: Maker, budget: float) -> Tuple[float, float, int]:
+    """(time to first batch, rows/s after it, rows read)."""
+    gc.collect()
+    t0 = time.perf_counter()
+    loader, set_epoch, rows_of = make()
+    it = iter(loader)
+    first = next(it)
+    ttfb = time.perf_counter() - t0
+    del first
+    rows, epoch = 0, 0
+    t1 = time.perf_counter()
+    done = False
+    while not done:
+        for b in it:
+            rows += rows_of(b)
+            if time.perf_counter() - t1 >= budget:
+                done = True
+                break
+        else:
+            epoch += 1
+            set_epoch(epoch)
+            it = iter(loader)
+    elapsed = time.perf_counter() - t1
+    del it, loader
+    gc.collect()
+    return ttfb, rows / elapsed, rows
+
+
+def measure(makers: Dict[str, Tuple[Maker, float]], rounds: int) -> Dict[str, Dict[str, float]]:
+    """Median rows/s and time to first batch of each loader; rounds run loaders in turn."""
+    if bf.Noise.quiet_wait > 0:
+        bf.Noise.wait_for_quiet()
+    cpu0 = bf._cpu_sample()
+    got: Dict[str, Dict[str, List[float]]] = {k: {"ttfb": [], "rate": []} for k in makers}
+    for r in range(rounds):
+        for name, (make, budget) in makers.items():
+            ttfb, rate, rows = run_loader(make, budget)
+            got[name]["ttfb"].append(ttfb)
+            got[name]["rate"].append(rate)
+            print(f"  round {r + 1}: {name:<48} {rate / 1e6:7.3f} M rows/s  first batch {ttfb * 1e3:7.1f} ms", flush=True)
+    bf.Noise.record(cpu0, bf._cpu_sample())
+    return {k: {"ttfb": statistics.median(v["ttfb"]), "rate": statistics.median(v["rate"])} for k, v in got.items()}
+
+
+def stage_profile(uri: str, columns: List[str], batch: int, binary: str = "bytes", batches: int = 200) -> Dict[str, float]:
+    """Median µs per batch of each stage of lancepy's ``__getitems__`` (workers=0)."""
+    from lancepy.torch import LanceDataset, ShuffleSampler
+
+    data = LanceDataset(uri, columns=columns, binary=binary)
+    idx = ShuffleSampler(data, seed=1).indices()
+    sets = [idx[s : s + batch].tolist() for s in range(0, min(len(idx), batches * batch), batch)]
+    snap = data._dataset()._snapshot
+    stages: Dict[str, Callable[[List[int]], Any]] = {
+        "native take (Rust, GIL released)": lambda b: snap.take(b, columns, False, False),
+        "+ Arrow import (pa.record_batch)": lambda b: pa.record_batch(snap.take(b, columns, False, False)),
+        "+ conversion = __getitems__": data.__getitems__,
+    }
+    out: Dict[str, float] = {}
+    for name, fn in stages.items():
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for b in sets:
+                fn(b)
+            times.append((time.perf_counter() - t0) / len(sets))
+        out[name] = statistics.median(times) * 1e6
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# Report
+
+
+def fmt_rate(r: float) -> str:
+    return f"{r / 1e6:.2f} M" if r >= 1e6 else f"{r / 1e3:.1f} k"
+
+
+def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tuple[str, str, Optional[bool]]]]:
+    torch, lance = _require()
+    uri, table = prepare(name, rows, args.data_dir)
+    warm(uri)
+    budget, rounds = args.budget, args.rounds
+    if name == "embeddings":
+        cols, batch, ceiling_label = ["vector"], 256, "in-memory numpy gather (ceiling)"
+        arr = table.column("vector").combine_chunks()
+        ceiling: Maker = numpy_gather(arr.flatten().to_numpy().reshape(len(arr), -1), batch)
+    else:
+        cols, batch, ceiling_label = ["image", "label"], 64, "in-memory Arrow take → list[bytes] (ceiling)"
+        ceiling = arrow_gather(table.column("image").combine_chunks(), batch)
+    del table
+    gc.collect()
+    makers: Dict[str, Tuple[Maker, float]] = {
+        "lancepy LanceDataset, random rows, workers=0": (lancepy_map(uri, cols, batch, 0), budget),
+        "lancepy LanceDataset, random rows, workers=2 (fork)": (lancepy_map(uri, cols, batch, 2), budget),
+    }
+    if name == "images":
+        makers["lancepy LanceDataset binary='tensor', random rows, workers=0"] = (
+            lancepy_map(uri, cols, batch, 0, binary="tensor"), budget)
+    makers.update({
+        "lancepy LanceIterableDataset, shuffled, workers=0": (lancepy_iterable(uri, cols, batch, True), budget),
+        "lancepy LanceIterableDataset, scan, workers=0": (lancepy_iterable(uri, cols, batch, False), budget),
+        "pylance LanceDataset (contiguous batches), workers=0": (pylance_contiguous(uri, cols, batch), budget),
+        "map-style over pylance ds.take, random rows, workers=0": (pylance_take(uri, cols, batch), budget),
+        "pylance SafeLanceDataset, random rows, workers=0": (pylance_safe(uri, cols, batch), min(budget, 2.0)),
+        ceiling_label: (ceiling, budget),
+    })
+    bf.Noise.other = bf.Noise.capacity = 0.0
+    load_at = bf.load()
+    print(f"\n== {name}: {rows:,} rows, batches of {batch}; load {load_at}", flush=True)
+    res = measure(makers, rounds)
+    other_pct = 100.0 * bf.Noise.other / max(1e-9, bf.Noise.capacity)
+    prof = stage_profile(uri, cols, batch)
+    if name == "images":
+        prof_t = stage_profile(uri, cols, batch, binary="tensor")
+        prof.update({k.replace("conversion", "conversion (binary='tensor')"): v for k, v in prof_t.items() if "conversion" in k})
+
+    ours = res["lancepy LanceDataset, random rows, workers=0"]
+    take_ref = res["map-style over pylance ds.take, random rows, workers=0"]["rate"]
+    contig = res["pylance LanceDataset (contiguous batches), workers=0"]["rate"]
+    ceil = res[ceiling_label]["rate"]
+    lines = [
+        f"### {name}\n",
+        f"{rows:,} rows ({bf.SPECS[name].describe}), {FRAGMENTS} fragments written by lancepy, columns "
+        f"{', '.join('`' + c + '`' for c in cols)}, batches of {batch}. Load average {load_at} when it started; "
+        f"other processes used {other_pct:.0f}% of the CPUs while it was measured.\n",
+        "| loader | rows/s | time to first batch | lancepy ÷ this |",
+        "|---|---:|---:|---:|",
+    ]
+    for k, v in res.items():
+        rel = ours["rate"] / v["rate"] if v["rate"] else float("nan")
+        lines.append(f"| {k} | {fmt_rate(v['rate'])} | {v['ttfb'] * 1e3:,.1f} ms | {rel:.2f}× |")
+    lines.append("")
+    lines.append("lancepy's batch, stage by stage (µs per batch, workers=0, median):\n")
+    lines.append("| stage | µs per batch |")
+    lines.append("|---|---:|")
+    for k, v in prof.items():
+        lines.append(f"| {k} | {v:,.0f} |")
+    lines.append(f"| whole DataLoader step (from rows/s) | {batch / ours['rate'] * 1e6:,.0f} |")
+    lines.append("")
+    goals: List[Tuple[str, str, Optional[bool]]] = []
+    if name == "embeddings":
+        goals += [
+            ("(a) random rows, workers=0 ≥ 1.5 M rows/s", fmt_rate(ours["rate"]), ours["rate"] >= 1.5e6),
+            ("(a) ≥ 10× pylance's random-take path", f"{ours['rate'] / take_ref:.1f}×", ours["rate"] >= 10 * take_ref),
+            ("(a) ≥ pylance's contiguous loader", f"{ours['rate'] / contig:.2f}×", ours["rate"] >= contig),
+            ("(a) ≥ 45% of the numpy ceiling", f"{100 * ours['rate'] / ceil:.0f}%", ours["rate"] >= 0.45 * ceil),
+            ("(a) time to first batch < 50 ms", f"{ours['ttfb'] * 1e3:.1f} ms", ours["ttfb"] < 0.050),
+        ]
+    else:
+        goals += [
+            ("(b) random rows ≥ 3× pylance (its random-take path)", f"{ours['rate'] / take_ref:.1f}×", ours["rate"] >= 3 * take_ref),
+            ("(b) random rows vs pylance's contiguous loader", f"{ours['rate'] / contig:.2f}×", None),
+        ]
+    return "\n".join(lines), goals
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="small datasets and short timings (smoke run)")
+    p.add_argument("--datasets", default="embeddings,images")
+    p.add_argument("--budget", type=float, help="seconds per measurement (default 3; 0.3 with --quick)")
+    p.add_argument("--rounds", type=int, help="rounds per loader (default 3; 1 with --quick)")
+    p.add_argument("--out", help="write the results as Markdown into this file (its own section; others are kept)")
+    p.add_argument("--data-dir", default=bf.DATA_DIR)
+    p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                   help="before each dataset, wait up to SECONDS for other processes to use < 10%% of the CPUs")
+    args = p.parse_args()
+    args.budget = args.budget if args.budget is not None else (0.3 if args.quick else 3.0)
+    args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
+    bf.Noise.quiet_wait = args.wait_quiet
+    torch, _ = _require()
+    mach = bf.machine()
+    load_before = bf.load()
+    print(f"{mach['nproc']} CPUs ({mach['cpu']}), {mach['versions']}, torch {torch.__version__}, "
+          f"lancepy commit {mach['commit']}; load {load_before}")
+    sections, goals = [], []
+    for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
+        spec = bf.SPECS[name]
+        text, g = bench(name, spec.quick_rows if args.quick else spec.rows, args)
+        print("\n" + text)
+        sections.append(text)
+        goals += g
+    load_after = bf.load()
+    goal_lines = ["| goal | measured | met |", "|---|---:|---|"]
+    for label, value, ok in goals:
+        met = "–" if ok is None else ("yes" if ok else "**no**")
+        goal_lines.append(f"| {label} | {value} | {met} |")
+    print("\n" + "\n".join(goal_lines))
+    if args.out:
+        cmd = "python benches/bench_torch.py " + " ".join(sys.argv[1:])
+        header = (
+            f"{RESULTS_MARKER}\n\n"
+            f"`{cmd.strip()}` (after a release build: `LANCEPY_PROFILE=release bash scripts/setup.sh`)\n\n"
+            f"- machine: {mach['nproc']} CPUs (`nproc`), {mach['cpu']}; Python {mach['python']}\n"
+            f"- {mach['versions']}, torch {torch.__version__}; lancepy commit {mach['commit']}; {mach['date']}\n"
+            f"- load average (1/5/15 min): {load_before} before, {load_after} after the run\n\n"
+            "Uniform random rows through a real `torch.utils.data.DataLoader` (unless marked as the ceiling); "
+            "rows/s after the first batch, median of rounds run in turn; time to first batch from opening the "
+            "dataset. \"lancepy ÷ this\": lancepy's `LanceDataset` with workers=0 over the row's loader.\n\n"
+            "### Goals\n\n" + "\n".join(goal_lines) + "\n"
+        )
+        path = args.out
+        existing = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
+        section = header + "\n" + "\n\n".join(sections) + "\n"
+        if RESULTS_MARKER in existing:
+            before, rest = existing.split(RESULTS_MARKER, 1)
+            nxt = rest.find("\n## ")
+            after = rest[nxt:] if nxt >= 0 else "\n"
+        else:
+            before, after = existing, "\n"
+        text = before.rstrip() + "\n\n" + section.rstrip() + "\n" + ("\n" + after.lstrip("\n") if after.strip() else "")
+        with open(path, "w") as f:
+            f.write(text)
+        print(f"written to {path}")
+
+
+if __name__ == "__main__":
+    main()

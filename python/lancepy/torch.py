@@ -1,0 +1,910 @@
+"""PyTorch training data straight from Lance datasets (``pip install lancepy[torch]``).
+
+::
+
+    from torch.utils.data import DataLoader
+    from lancepy.torch import LanceDataset, ShuffleSampler, collate_fn
+
+    data = LanceDataset("train.lance", columns=["emb", "label"])      # the version is pinned now
+    sampler = ShuffleSampler(data, seed=0)                              # DDP ranks: automatic
+    loader = DataLoader(data, batch_size=256, sampler=sampler, collate_fn=collate_fn, num_workers=2)
+    for epoch in range(10):
+        sampler.set_epoch(epoch)
+        for batch in loader:         # {"emb": float32 tensor [256, 768], "label": int64 tensor [256]}
+            ...
+
+* :class:`LanceDataset` is map-style: index ``i`` is the ``i``-th live row of the pinned version
+  (what ``ds.take([i])`` returns). The DataLoader hands a whole batch of indices to
+  ``__getitems__``, which reads them with ONE native take over all fragments (rows in the
+  given order, repeats allowed) and converts the columns without per-row Python objects.
+* :class:`ShuffleSampler` yields a deterministic permutation per epoch (``set_epoch``), splits
+  it into equal, disjoint shares for distributed ranks and resumes mid-epoch exactly
+  (``state_dict`` / ``load_state_dict``); ``block_size=`` trades randomness for fewer, larger
+  reads.
+* :class:`LanceIterableDataset` yields ready batches, splitting the work across DataLoader
+  workers and ranks with no overlap and no gap: a full scan in order, or shuffled.
+
+Batches are dicts ``column -> values``:
+
+===========================================  =========================================================
+column type                                  value
+===========================================  =========================================================
+int*, uint*, float16/32/64                   1-D tensor, **zero-copy** (shares the Arrow buffer)
+date, time, timestamp, duration              1-D int32/int64 tensor of the stored integers, zero-copy
+bool                                         1-D ``torch.bool`` tensor (one copy: Arrow packs bits)
+fixed_size_list of the above (nested: N-D)   ``[batch, dim, ...]`` tensor, **zero-copy** (bool: 1 copy)
+string, large_string (and dictionaries)      ``list[str]`` (``None`` for nulls)
+binary, large_binary, fixed_size_binary      ``list[bytes]``; with ``binary="tensor"`` a
+                                             :class:`BinaryTensor` ``(values, offsets)``: one uint8
+                                             tensor of all values (zero-copy) + int64 offsets
+anything else (lists, structs, decimals...)  the ``pyarrow.Array`` itself
+===========================================  =========================================================
+
+Numeric columns holding nulls raise :class:`NullValuesError` unless ``fill_null=`` is given
+(one value for every column, or a dict per column); filling makes one copy. Zero-copy tensors
+share memory with the batch just read (nothing else uses it); DataLoader workers move each
+batch to shared memory, which is one copy. Reads go through lancepy's native take: one call
+per batch, the GIL released, fragments read in parallel.
+
+Datasets are opened lazily in each process: the objects here pickle the URI, the pinned
+version and the options, never open handles, so ``multiprocessing_context`` may be
+``"fork"``, ``"spawn"`` or ``"forkserver"`` (``memory://`` datasets exist only in the process
+that made them and its forks).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import operator
+import os
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+import torch.utils.data
+
+import lancepy
+from lancepy.dataset import LanceDataset as _Dataset
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
+
+__all__ = [
+    "LanceDataset",
+    "LanceIterableDataset",
+    "ShuffleSampler",
+    "BinaryTensor",
+    "NullValuesError",
+    "collate_fn",
+]
+
+FillNull = Union[None, int, float, bool, Mapping[str, Any]]
+
+
+class NullValuesError(InvalidArgumentError):
+    """A numeric column holds nulls and no ``fill_null`` value was given for it."""
+
+
+class BinaryTensor(NamedTuple):
+    """A batch of binary values as two tensors: value ``i`` is ``values[offsets[i]:offsets[i + 1]]``."""
+
+    values: torch.Tensor  # uint8, all values back to back
+    offsets: torch.Tensor  # int64, batch + 1 entries, starting at 0
+
+    def __len__(self) -> int:  # type: ignore[override]
+        return max(int(self.offsets.shape[0]) - 1, 0)
+
+    def item_bytes(self, i: int) -> bytes:
+        """Value ``i`` as ``bytes``."""
+        return bytes(self.values[int(self.offsets[i]) : int(self.offsets[i + 1])].numpy())
+
+
+class Batch(dict):
+    """A batch: ``column -> values``. It is already collated: indexing it by position raises a
+    helpful error (that is what PyTorch's ``default_collate`` does first)."""
+
+    def __getitem__(self, key: Any) -> Any:
+        try:
+            return dict.__getitem__(self, key)
+        except KeyError:
+            if isinstance(key, numbers.Integral):
+                raise TypeError(
+                    "a lancepy.torch batch is already collated (one native read per batch): pass "
+                    "collate_fn=lancepy.torch.collate_fn to the DataLoader"
+                ) from None
+            raise
+
+
+def collate_fn(batch: Any) -> Any:
+    """Keeps a batch as it is (``LanceDataset.__getitems__`` already built it). Picklable."""
+    return batch
+
+
+# ----------------------------------------------------------------------------------------
+# Opening a pinned version
+
+
+def _open(uri: str, version: Union[int, str, None], storage_options: Optional[Dict[str, str]]) -> _Dataset:
+    if storage_options is None:
+        return lancepy.dataset(uri, version=version)
+    if "storage_options" not in inspect.signature(lancepy.dataset).parameters:
+        raise UnsupportedError("storage_options= needs a lancepy whose lancepy.dataset() accepts storage_options")
+    return lancepy.dataset(uri, version=version, storage_options=storage_options)  # type: ignore[call-arg]
+
+
+def _open_pinned(
+    dataset_or_uri: Any, version: Union[int, str, None], storage_options: Optional[Dict[str, str]]
+) -> Tuple[str, _Dataset, Optional[Dict[str, str]]]:
+    """(URI, the dataset at a fixed version number, storage options to reopen it with)."""
+    if isinstance(dataset_or_uri, _Dataset):
+        if storage_options is None:
+            storage_options = getattr(dataset_or_uri, "storage_options", None)
+        uri = dataset_or_uri.uri
+        ds = dataset_or_uri if version is None else _open(uri, version, storage_options)
+    elif isinstance(dataset_or_uri, (str, os.PathLike)):
+        uri = os.fspath(dataset_or_uri)
+        if "://" not in uri:
+            uri = os.path.abspath(uri)  # workers may not share the working directory
+        ds = _open(uri, version, storage_options)
+    elif hasattr(dataset_or_uri, "uri") and hasattr(dataset_or_uri, "version"):
+        # Another library's dataset object (e.g. pylance's): the same files, read by lancepy.
+        uri = str(dataset_or_uri.uri)
+        ds = _open(uri, dataset_or_uri.version if version is None else version, storage_options)
+    else:
+        raise InvalidArgumentError(
+            f"expected a dataset URI or a lancepy.LanceDataset, got {type(dataset_or_uri).__name__}"
+        )
+    return uri, ds, storage_options
+
+
+def _matching_addresses(ds: _Dataset, flt: Any) -> np.ndarray:
+    """Row addresses of the live rows matching `flt`, in scan order."""
+    parts = [
+        b.column(b.schema.get_field_index("_rowaddr")).to_numpy()
+        for b in ds.to_batches(columns=[], filter=flt, with_row_address=True, batch_size=1 << 17)
+    ]
+    return np.concatenate(parts).astype(np.uint64, copy=False) if parts else np.empty(0, dtype=np.uint64)
+
+
+# ----------------------------------------------------------------------------------------
+# Arrow -> torch
+
+
+_TORCH_DTYPES = {
+    pa.int8(): torch.int8,
+    pa.int16(): torch.int16,
+    pa.int32(): torch.int32,
+    pa.int64(): torch.int64,
+    pa.uint8(): torch.uint8,
+    pa.uint16(): torch.uint16,
+    pa.uint32(): torch.uint32,
+    pa.uint64(): torch.uint64,
+    pa.float16(): torch.float16,
+    pa.float32(): torch.float32,
+    pa.float64(): torch.float64,
+}
+
+
+def _storage_int(t: pa.DataType) -> Optional[pa.DataType]:
+    """The integer type a temporal type is stored as (``None`` if `t` is not temporal)."""
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return pa.int32()
+    if pa.types.is_date64(t) or pa.types.is_time64(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t):
+        return pa.int64()
+    return None
+
+
+def _leaf_type(t: pa.DataType) -> Optional[pa.DataType]:
+    """The type a tensor can hold for `t` (numeric, bool or temporal-as-int), else ``None``."""
+    if t in _TORCH_DTYPES or pa.types.is_boolean(t):
+        return t
+    return _storage_int(t)
+
+
+def _fill_for(fill_null: FillNull, name: str) -> Any:
+    if isinstance(fill_null, Mapping):
+        return fill_null.get(name)
+    return fill_null
+
+
+def _null_error(name: str, nulls: int) -> NullValuesError:
+    return NullValuesError(
+        f"column {name!r} holds {nulls} null value(s) in this batch; pass fill_null= (one value, or a dict "
+        f"column -> value) to replace them"
+    )
+
+
+def _tensor_of(arr: pa.Array, leaf: pa.DataType) -> torch.Tensor:
+    """A 1-D tensor of a primitive array without nulls: zero-copy except for booleans."""
+    n = len(arr)
+    if pa.types.is_boolean(leaf):
+        return torch.from_numpy(arr.to_numpy(zero_copy_only=False))  # a fresh, writable array
+    if leaf != arr.type:
+        arr = arr.view(leaf)
+    if n == 0:
+        return torch.empty(0, dtype=_TORCH_DTYPES[leaf])
+    try:
+        # DLPack shares the Arrow buffer (and keeps it alive), ~4 µs, without the warning
+        # torch.from_numpy gives for read-only memory.
+        return torch.from_dlpack(arr)
+    except (BufferError, TypeError, RuntimeError, AttributeError, NotImplementedError):
+        return _from_numpy(arr.to_numpy(zero_copy_only=True))
+
+
+_numpy_warned = False
+
+
+def _from_numpy(a: np.ndarray) -> torch.Tensor:
+    """torch.from_numpy of a possibly read-only array. Torch warns once per process about
+    read-only arrays; the first call is made with that warning silenced."""
+    global _numpy_warned
+    if _numpy_warned or a.flags.writeable:
+        return torch.from_numpy(a)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        t = torch.from_numpy(a)
+    _numpy_warned = True
+    return t
+
+
+def _filled(arr: pa.Array, leaf: pa.DataType, fill: Any) -> torch.Tensor:
+    if arr.type != leaf:
+        arr = arr.view(leaf)
+    return _tensor_of(pc.fill_null(arr, pa.scalar(fill, type=leaf)), leaf)
+
+
+class _Primitive:
+    def __init__(self, name: str, leaf: pa.DataType, fill: Any) -> None:
+        self.name, self.leaf, self.fill = name, leaf, fill
+
+    def __call__(self, arr: pa.Array) -> torch.Tensor:
+        if arr.null_count:
+            if self.fill is None:
+                raise _null_error(self.name, arr.null_count)
+            return _filled(arr, self.leaf, self.fill)
+        return _tensor_of(arr, self.leaf)
+
+
+class _FixedSizeList:
+    """``[batch, d1, d2, ...]`` tensors from (nested) fixed-size lists of a primitive type."""
+
+    def __init__(self, name: str, dims: List[int], leaf: pa.DataType, fill: Any) -> None:
+        self.name, self.dims, self.leaf, self.fill = name, dims, leaf, fill
+
+    def __call__(self, arr: pa.Array) -> torch.Tensor:
+        n = len(arr)
+        null_rows = []  # per level: which items of that level are null lists
+        values = arr
+        leaf_nulls = 0
+        for d in self.dims:
+            if values.null_count:
+                null_rows.append((values.is_null().to_numpy(zero_copy_only=False), len(values)))
+            # `.values` ignores the list array's own offset: slice the items it covers. (The
+            # null count of the whole child is known; a slice's would be counted: ~50 µs.)
+            child = values.values
+            leaf_nulls = child.null_count
+            values = child.slice(values.offset * d, len(values) * d)
+        if leaf_nulls:
+            leaf_nulls = values.null_count
+        shape = (n, *self.dims)
+        if not null_rows and not leaf_nulls:
+            return _tensor_of(values, self.leaf).view(shape)
+        if self.fill is None:
+            raise _null_error(self.name, sum(int(m.sum()) for m, _ in null_rows) + leaf_nulls)
+        flat = _filled(values, self.leaf, self.fill).clone()
+        # A null list stands for all the items under it.
+        for mask, count in null_rows:
+            flat.view(count, -1)[torch.from_numpy(mask)] = self.fill
+        return flat.view(shape)
+
+
+def _strings(arr: pa.Array) -> List[Optional[str]]:
+    return arr.to_pylist()
+
+
+class _BinaryTensor:
+    def __call__(self, arr: pa.Array) -> BinaryTensor:
+        n = len(arr)
+        t = arr.type
+        if pa.types.is_fixed_size_binary(t):
+            w = t.byte_width
+            data = arr.buffers()[1]
+            values = _bytes_tensor(data, arr.offset * w, n * w)
+            return BinaryTensor(values, torch.arange(0, (n + 1) * w, w, dtype=torch.int64) if w else torch.zeros(n + 1, dtype=torch.int64))
+        if not (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+            arr = arr.cast(pa.large_binary())
+            t = arr.type
+        width = 8 if pa.types.is_large_binary(t) else 4
+        bufs = arr.buffers()
+        offs = np.frombuffer(bufs[1], dtype=np.int64 if width == 8 else np.int32, count=n + 1, offset=arr.offset * width)
+        base, end = int(offs[0]), int(offs[-1])
+        offsets = torch.from_numpy(offs.astype(np.int64) - base)
+        return BinaryTensor(_bytes_tensor(bufs[2], base, end - base), offsets)
+
+
+def _bytes_tensor(buf: Optional[pa.Buffer], offset: int, count: int) -> torch.Tensor:
+    """Bytes ``offset..offset + count`` of an Arrow buffer as a uint8 tensor, zero-copy."""
+    if count <= 0 or buf is None:
+        return torch.empty(0, dtype=torch.uint8)
+    return _from_numpy(np.frombuffer(buf, dtype=np.uint8, count=count, offset=offset))
+
+
+def _as_is(arr: pa.Array) -> pa.Array:
+    return arr
+
+
+class _Decode:
+    def __init__(self, inner: Callable[[pa.Array], Any]) -> None:
+        self.inner = inner
+
+    def __call__(self, arr: pa.Array) -> Any:
+        return self.inner(arr.dictionary_decode())
+
+
+def _converter(field: pa.Field, fill_null: FillNull, binary: str) -> Callable[[pa.Array], Any]:
+    t = field.type
+    fill = _fill_for(fill_null, field.name)
+    if pa.types.is_dictionary(t):
+        return _Decode(_converter(pa.field(field.name, t.value_type), fill_null, binary))
+    leaf = _leaf_type(t)
+    if leaf is not None:
+        return _Primitive(field.name, leaf, fill)
+    if pa.types.is_fixed_size_list(t):
+        dims = []
+        inner = t
+        while pa.types.is_fixed_size_list(inner):
+            dims.append(inner.list_size)
+            inner = inner.value_type
+        leaf = _leaf_type(inner)
+        if leaf is not None:
+            return _FixedSizeList(field.name, dims, leaf, fill)
+        return _as_is
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return _strings
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or getattr(
+        pa.types, "is_binary_view", lambda _: False
+    )(t):
+        return _BinaryTensor() if binary == "tensor" else _strings
+    return _as_is
+
+
+class _Converter:
+    """Record batch -> :class:`Batch`, one converter per column, chosen once from the schema."""
+
+    def __init__(self, fields: Sequence[pa.Field], fill_null: FillNull, binary: str) -> None:
+        self.columns = [(i, f.name, _converter(f, fill_null, binary)) for i, f in enumerate(fields)]
+
+    def __call__(self, rb: pa.RecordBatch) -> Batch:
+        return Batch((name, convert(rb.column(i))) for i, name, convert in self.columns)
+
+
+def _one_row(batch: Batch) -> Dict[str, Any]:
+    out = {}
+    for k, v in batch.items():
+        if isinstance(v, BinaryTensor):
+            out[k] = v.values[int(v.offsets[0]) : int(v.offsets[1])]
+        else:
+            out[k] = v[0]
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# Map-style dataset
+
+
+class LanceDataset(torch.utils.data.Dataset):
+    """A map-style PyTorch dataset over one pinned version of a Lance dataset.
+
+    Parameters
+    ----------
+    dataset_or_uri:
+        A URI / path, a :class:`lancepy.LanceDataset` (its version is used unless `version`
+        is given), or another library's dataset object with ``uri`` and ``version``.
+    columns:
+        Columns to read (default: all), in this order.
+    filter:
+        Only rows matching this SQL predicate (or ``pyarrow.compute`` expression) are
+        indexed: index ``i`` is then the ``i``-th matching live row. The matching rows are
+        found once, here.
+    version:
+        A version number or tag; default: the latest (or the given dataset's). Resolved to a
+        number now: commits that land later never change what an index means.
+    transform:
+        ``transform(batch) -> anything``, applied once per batch (decode images, tokenize).
+    storage_options:
+        Passed on to :func:`lancepy.dataset` when not ``None``.
+    fill_null:
+        Replaces nulls in numeric columns (one value, or a dict column -> value); without it
+        a batch holding such nulls raises :class:`NullValuesError`.
+    binary:
+        ``"bytes"`` (default): binary columns as ``list[bytes]``; ``"tensor"``: as one
+        :class:`BinaryTensor` per batch (no per-row Python objects).
+
+    ``len(ds)`` is the number of (matching) live rows. ``ds[i]`` is one row (a dict of
+    per-row values; with a transform, ``transform`` of the one-row batch); ``ds[[i, j, ...]]``
+    and ``ds.__getitems__(indices)`` are batches. Use ``collate_fn=lancepy.torch.collate_fn``
+    in the DataLoader (the batch is already built).
+    """
+
+    def __init__(
+        self,
+        dataset_or_uri: Any,
+        columns: Optional[Sequence[str]] = None,
+        filter: Any = None,
+        version: Union[int, str, None] = None,
+        transform: Optional[Callable[[Batch], Any]] = None,
+        storage_options: Optional[Dict[str, str]] = None,
+        *,
+        fill_null: FillNull = None,
+        binary: str = "bytes",
+    ) -> None:
+        if binary not in ("bytes", "tensor"):
+            raise InvalidArgumentError(f"binary must be 'bytes' or 'tensor', got {binary!r}")
+        uri, ds, storage_options = _open_pinned(dataset_or_uri, version, storage_options)
+        schema = ds.schema
+        if columns is None:
+            cols = list(schema.names)
+        else:
+            if isinstance(columns, str):
+                raise InvalidArgumentError("columns must be a list of column names, not a string")
+            cols = list(columns)
+            unknown = [c for c in cols if c not in schema.names]
+            if unknown:
+                raise ColumnNotFoundError(f"columns {unknown} do not exist; the dataset has {schema.names}")
+        self._uri = uri
+        self._version: int = ds.version
+        self._storage_options = storage_options
+        self._columns = cols
+        self._fields = [schema.field(c) for c in cols]
+        self._fill_null = fill_null
+        self._binary = binary
+        self.transform = transform
+        self._filter_text = None if filter is None else str(filter)
+        if filter is None:
+            self._addresses: Optional[np.ndarray] = None
+            self._len = ds.count_rows()
+        else:
+            self._addresses = _matching_addresses(ds, filter)
+            self._len = len(self._addresses)
+        self._ds: Optional[_Dataset] = ds
+        self._pid: Optional[int] = os.getpid()
+        self._convert = _Converter(self._fields, fill_null, binary)
+
+    # -- pickling: the URI, the version and the options, never an open dataset -----------
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_ds"] = None
+        state["_pid"] = None
+        del state["_convert"]
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._convert = _Converter(self._fields, self._fill_null, self._binary)
+
+    def _dataset(self) -> _Dataset:
+        # Opened once per process (a forked worker opens its own).
+        pid = os.getpid()
+        if self._ds is None or self._pid != pid:
+            self._ds = _open(self._uri, self._version, self._storage_options)
+            self._pid = pid
+        return self._ds
+
+    # -- description ----------------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def version(self) -> int:
+        """The pinned version number."""
+        return self._version
+
+    @property
+    def columns(self) -> List[str]:
+        return list(self._columns)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the columns read."""
+        return pa.schema(self._fields)
+
+    @property
+    def filter(self) -> Optional[str]:
+        return self._filter_text
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __repr__(self) -> str:
+        extra = f", filter={self._filter_text!r}" if self._filter_text is not None else ""
+        return f"lancepy.torch.LanceDataset({self._uri!r}, version={self._version}, rows={self._len}{extra})"
+
+    # -- reading --------------------------------------------------------------------------
+
+    def read(self, indices: Any) -> pa.RecordBatch:
+        """The rows at `indices` as an Arrow record batch (one native take, input order)."""
+        ds = self._dataset()
+        if self._addresses is None:
+            if not isinstance(indices, list):
+                indices = _index_list(indices)
+            out = ds._snapshot.take(indices, self._columns, False, False)
+        else:
+            idx = np.asarray(_index_list(indices), dtype=np.int64)
+            if idx.size and (idx.min() < 0 or idx.max() >= self._len):
+                bad = int(idx[(idx < 0) | (idx >= self._len)][0])
+                raise IndexError(f"row index {bad} is out of range for {self._len} rows")
+            out = ds._snapshot.take_addresses(self._addresses[idx].tolist(), self._columns, False, False)
+        return pa.record_batch(out)
+
+    def __getitems__(self, indices: Any) -> Any:
+        """One batch: ONE native take of `indices` (any order, repeats allowed), converted."""
+        batch = self._convert(self.read(indices))
+        return batch if self.transform is None else self.transform(batch)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, numbers.Integral) and not isinstance(index, bool):
+            i = int(index)
+            if i < 0:
+                i += self._len
+            if not 0 <= i < self._len:
+                raise IndexError(f"row index {index} is out of range for {self._len} rows")
+            batch = self._convert(self.read([i]))
+            return _one_row(batch) if self.transform is None else self.transform(batch)
+        if isinstance(index, slice):
+            return self.__getitems__(list(range(*index.indices(self._len))))
+        return self.__getitems__(index)
+
+
+def _index_list(indices: Any) -> List[int]:
+    if isinstance(indices, list):
+        return indices
+    if isinstance(indices, torch.Tensor):
+        return indices.tolist()
+    if isinstance(indices, np.ndarray):
+        if indices.dtype.kind not in "iu":
+            raise InvalidArgumentError(f"row indices must be integers, got {indices.dtype}")
+        return indices.tolist()
+    if isinstance(indices, range):
+        return list(indices)
+    try:
+        return [operator.index(i) for i in indices]
+    except TypeError:
+        raise InvalidArgumentError("row indices must be a sequence of integers") from None
+
+
+# ----------------------------------------------------------------------------------------
+# Orders: permutations, blocks, ranks
+
+
+def _num_rows(dataset_or_len: Any) -> int:
+    if isinstance(dataset_or_len, numbers.Integral) and not isinstance(dataset_or_len, bool):
+        n = int(dataset_or_len)
+    else:
+        n = len(dataset_or_len)
+    if n < 0:
+        raise InvalidArgumentError(f"a dataset cannot have {n} rows")
+    return n
+
+
+def _rank_world(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
+    """Explicit values, else torch.distributed's when it is initialised, else (0, 1)."""
+    if rank is None or world_size is None:
+        dist = torch.distributed
+        initialised = dist.is_available() and dist.is_initialized()
+        if rank is None:
+            rank = dist.get_rank() if initialised else 0
+        if world_size is None:
+            world_size = dist.get_world_size() if initialised else 1
+    rank, world_size = int(rank), int(world_size)
+    if world_size < 1:
+        raise InvalidArgumentError(f"world_size must be at least 1, got {world_size}")
+    if not 0 <= rank < world_size:
+        raise InvalidArgumentError(f"rank must be in [0, {world_size}), got {rank}")
+    return rank, world_size
+
+
+class _Order:
+    """The order of one epoch: a permutation (or the identity), shared out to ranks."""
+
+    def __init__(
+        self,
+        num_rows: int,
+        seed: int,
+        shuffle: bool,
+        block_size: Optional[int],
+        buffer_size: Optional[int],
+        drop_last: bool,
+    ) -> None:
+        if not isinstance(seed, numbers.Integral) or seed < 0:
+            raise InvalidArgumentError(f"seed must be a non-negative integer, got {seed!r}")
+        if block_size is not None and (not isinstance(block_size, numbers.Integral) or block_size < 1):
+            raise InvalidArgumentError(f"block_size must be a positive integer, got {block_size!r}")
+        if buffer_size is not None and (not isinstance(buffer_size, numbers.Integral) or buffer_size < 1):
+            raise InvalidArgumentError(f"buffer_size must be a positive integer, got {buffer_size!r}")
+        if buffer_size is not None and block_size is None:
+            raise InvalidArgumentError("buffer_size only applies with block_size")
+        self.num_rows = num_rows
+        self.seed = int(seed)
+        self.shuffle = bool(shuffle)
+        self.block_size = None if block_size is None or block_size == 1 else int(block_size)
+        self.buffer_size = None if self.block_size is None else int(buffer_size or 16 * self.block_size)
+        self.drop_last = bool(drop_last)
+
+    def share_len(self, world_size: int) -> int:
+        n = self.num_rows
+        return n // world_size if self.drop_last else -(-n // world_size)
+
+    def epoch_order(self, epoch: int) -> np.ndarray:
+        """Every row, in the order of `epoch` (deterministic in seed and epoch)."""
+        n = self.num_rows
+        if not self.shuffle:
+            return np.arange(n, dtype=np.int64)
+        if epoch < 0:
+            raise InvalidArgumentError(f"epoch must be non-negative, got {epoch}")
+        rng = np.random.default_rng([self.seed, int(epoch)])
+        if self.block_size is None:
+            return rng.permutation(n).astype(np.int64, copy=False)
+        k = self.block_size
+        blocks = rng.permutation(-(-n // k)).astype(np.int64)
+        starts = blocks * k
+        lengths = np.minimum(k, n - starts)
+        # Rows of the blocks, block after block: start of each row's block + its position.
+        ends = np.cumsum(lengths)
+        order = np.repeat(starts - (ends - lengths), lengths) + np.arange(n, dtype=np.int64)
+        # Then shuffle rows within consecutive windows of buffer_size (a bounded buffer).
+        window = np.arange(n, dtype=np.int64) // self.buffer_size
+        return order[np.lexsort((rng.random(n), window))]
+
+    def share(self, epoch: int, rank: int, world_size: int) -> np.ndarray:
+        """Rank `rank`'s share of `epoch`: a contiguous slice of the epoch's order, padded
+        (by wrapping around to its start) or cut so that every rank gets the same number."""
+        per = self.share_len(world_size)
+        order = self.epoch_order(epoch)
+        total = per * world_size
+        if total > len(order):
+            order = np.concatenate([order, np.resize(order, total - len(order))])
+        return order[rank * per : (rank + 1) * per]
+
+    def state(self) -> Dict[str, Any]:
+        return {
+            "num_rows": self.num_rows,
+            "seed": self.seed,
+            "shuffle": self.shuffle,
+            "block_size": self.block_size,
+            "buffer_size": self.buffer_size,
+            "drop_last": self.drop_last,
+        }
+
+
+class ShuffleSampler(torch.utils.data.Sampler):
+    """Row indices for a :class:`LanceDataset`: a full permutation of the live rows per epoch.
+
+    Parameters
+    ----------
+    dataset_or_len:
+        The dataset (anything with ``len``) or its number of rows.
+    seed:
+        With the epoch, decides the permutation (the same in every process).
+    rank, world_size:
+        Distributed training: this rank gets a disjoint share of every epoch, of equal length on
+        every rank (padded with rows from the start of the epoch's order, or cut with
+        `drop_last`), so that no rank waits for another. Default: from ``torch.distributed``
+        when it is initialised, else a single process.
+    drop_last:
+        Cut the epoch to a multiple of `world_size` instead of padding it.
+    block_size:
+        Shuffle blocks of `block_size` consecutive rows, then rows within windows of
+        `buffer_size` rows (default ``16 * block_size``) of that order: fewer, larger reads.
+    shuffle:
+        ``False``: rows in order (still shared out to ranks).
+
+    ``set_epoch(e)`` picks epoch ``e``'s order. ``state_dict()`` records the epoch and how many
+    indices this sampler has handed out in it; after ``load_state_dict`` the next iteration
+    yields exactly the rest of that epoch, in the same order. A DataLoader with workers fetches
+    ahead of what the training loop has consumed: pass ``consumed=`` (rows consumed since the
+    current iteration started) to ``state_dict`` for an exact position then.
+    """
+
+    def __init__(
+        self,
+        dataset_or_len: Any,
+        seed: int = 0,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        drop_last: bool = False,
+        *,
+        block_size: Optional[int] = None,
+        buffer_size: Optional[int] = None,
+        shuffle: bool = True,
+    ) -> None:
+        self._order = _Order(_num_rows(dataset_or_len), seed, shuffle, block_size, buffer_size, drop_last)
+        self.rank, self.world_size = _rank_world(rank, world_size)
+        self.epoch = 0
+        self._resume: Optional[int] = None  # position to start the next iteration at
+        self._iter: Optional[Iterator[int]] = None  # the current iteration (a list iterator)
+        self._iter_start = 0
+        self._iter_len = 0
+
+    @property
+    def seed(self) -> int:
+        return self._order.seed
+
+    @property
+    def num_samples(self) -> int:
+        """Indices per epoch for this rank."""
+        return self._order.share_len(self.world_size)
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Uses epoch `epoch`'s order from the next iteration on (a pending resume of the same
+        epoch is kept)."""
+        epoch = operator.index(epoch)
+        if epoch < 0:
+            raise InvalidArgumentError(f"epoch must be non-negative, got {epoch}")
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self._resume = None
+            self._iter = None
+
+    def indices(self, epoch: Optional[int] = None) -> np.ndarray:
+        """This rank's indices of `epoch` (default: the current one), in order."""
+        return self._order.share(self.epoch if epoch is None else epoch, self.rank, self.world_size)
+
+    def __iter__(self) -> Iterator[int]:
+        share = self.indices().tolist()
+        start = self._resume or 0
+        self._resume = None
+        rest = share[start:]
+        # A list iterator: no per-index Python code, and its length hint tells the position.
+        it = iter(rest)
+        self._iter, self._iter_start, self._iter_len = it, start, len(rest)
+        return it
+
+    def _position(self) -> int:
+        if self._resume is not None:
+            return self._resume
+        if self._iter is None:
+            return 0
+        return self._iter_start + self._iter_len - operator.length_hint(self._iter)
+
+    def state_dict(self, consumed: Optional[int] = None) -> Dict[str, Any]:
+        """The epoch and the position in it (indices of this rank's share already handed out,
+        or, with `consumed`, the current iteration's start plus `consumed`)."""
+        if consumed is None:
+            position = self._position()
+        else:
+            start = self._resume if self._resume is not None else (self._iter_start if self._iter is not None else 0)
+            position = min(start + int(consumed), self.num_samples)
+        return {"epoch": self.epoch, "position": position, "world_size": self.world_size, **self._order.state()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resumes: the next iteration yields the rest of the recorded epoch."""
+        mine = {"world_size": self.world_size, **self._order.state()}
+        diff = {k: (state.get(k), v) for k, v in mine.items() if k in state and state[k] != v}
+        if diff:
+            detail = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in diff.items())
+            raise InvalidArgumentError(f"the saved sampler state is for a different order ({detail})")
+        position = int(state["position"])
+        if not 0 <= position <= self.num_samples:
+            raise InvalidArgumentError(f"position {position} is outside an epoch of {self.num_samples} indices")
+        self.epoch = int(state["epoch"])
+        self._iter = None
+        self._resume = position
+
+    def __repr__(self) -> str:
+        o = self._order
+        return (
+            f"ShuffleSampler(rows={o.num_rows}, seed={o.seed}, epoch={self.epoch}, rank={self.rank}, "
+            f"world_size={self.world_size}, block_size={o.block_size})"
+        )
+
+
+# ----------------------------------------------------------------------------------------
+# Iterable dataset
+
+
+class LanceIterableDataset(torch.utils.data.IterableDataset):
+    """Ready batches of a Lance dataset, split across DataLoader workers and ranks.
+
+    Each epoch's order (a full scan in row order, or with ``shuffle=True`` a permutation of
+    seed and epoch, optionally by blocks as in :class:`ShuffleSampler`) is shared out to ranks
+    as :class:`ShuffleSampler` does (equal shares: padded, or cut with ``drop_last``), and each
+    rank's share is cut into batches of `batch_size` that its DataLoader workers take in turn
+    (worker ``w`` of ``W`` reads batches ``w, w + W, ...``), so every row of the share is read
+    once: no overlap, no gap, and the DataLoader yields the batches in order.
+
+    Use it with ``DataLoader(ds, batch_size=None, ...)``. ``set_epoch(e)`` chooses the order of
+    the next pass; without it, each pass uses the next epoch (persistent workers, which never
+    see ``set_epoch`` calls made after they started, count passes the same way).
+    Other arguments are those of :class:`LanceDataset` and :class:`ShuffleSampler`.
+    """
+
+    def __init__(
+        self,
+        dataset_or_uri: Any,
+        batch_size: int,
+        columns: Optional[Sequence[str]] = None,
+        filter: Any = None,
+        shuffle: bool = False,
+        seed: int = 0,
+        *,
+        version: Union[int, str, None] = None,
+        transform: Optional[Callable[[Batch], Any]] = None,
+        storage_options: Optional[Dict[str, str]] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        drop_last: bool = False,
+        block_size: Optional[int] = None,
+        buffer_size: Optional[int] = None,
+        fill_null: FillNull = None,
+        binary: str = "bytes",
+    ) -> None:
+        if not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+            raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.data = LanceDataset(
+            dataset_or_uri, columns, filter, version, None, storage_options, fill_null=fill_null, binary=binary
+        )
+        self.batch_size = int(batch_size)
+        self.transform = transform
+        self._order = _Order(len(self.data), seed, shuffle, block_size, buffer_size, drop_last)
+        self._rank, self._world_size = rank, world_size
+        if rank is not None or world_size is not None:
+            _rank_world(rank, world_size)  # validate now
+        self.epoch = 0
+        self._passes = 0  # passes since the epoch was set
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        # Spawned workers do not share torch.distributed's state: fix rank and world size now.
+        state["_rank"], state["_world_size"] = _rank_world(self._rank, self._world_size)
+        return state
+
+    def set_epoch(self, epoch: int) -> None:
+        epoch = operator.index(epoch)
+        if epoch < 0:
+            raise InvalidArgumentError(f"epoch must be non-negative, got {epoch}")
+        self.epoch = epoch
+        self._passes = 0
+
+    def _batches_per_rank(self, world_size: int) -> int:
+        return -(-self._order.share_len(world_size) // self.batch_size)
+
+    def __len__(self) -> int:
+        """Batches per pass for this rank."""
+        return self._batches_per_rank(_rank_world(self._rank, self._world_size)[1])
+
+    def __iter__(self) -> Iterator[Any]:
+        rank, world_size = _rank_world(self._rank, self._world_size)
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        epoch = self.epoch + self._passes
+        self._passes += 1
+        share = self._order.share(epoch, rank, world_size)
+        bs = self.batch_size
+        data = self.data
+        for b in range(worker, self._batches_per_rank(world_size), workers):
+            rows = share[b * bs : (b + 1) * bs]
+            rb = self._read(rows)
+            batch = data._convert(rb)
+            yield batch if self.transform is None else self.transform(batch)
+
+    def _read(self, rows: np.ndarray) -> pa.RecordBatch:
+        data = self.data
+        first = int(rows[0])
+        if data._addresses is None and int(rows[-1]) - first == len(rows) - 1 and (len(rows) < 2 or bool((np.diff(rows) == 1).all())):
+            # Consecutive rows: a range scan, no take.
+            out = data._dataset()._snapshot.scan(data._columns, None, first, len(rows), 1 << 20, False, False, False)
+            return pa.record_batch(out)
+        return data.read(rows.tolist())
+
+    def __repr__(self) -> str:
+        return f"lancepy.torch.LanceIterableDataset({self.data!r}, batch_size={self.batch_size}, shuffle={self._order.shuffle})"
