@@ -300,6 +300,13 @@ def _conform(batches: Iterator[pa.RecordBatch], target: pa.Schema) -> Iterator[p
         yield b
 
 
+class _Failed:
+    """An exception raised by the read-ahead thread, handed to the consumer to re-raise."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
 def _prefetched(batches: Iterator[pa.RecordBatch], depth: int) -> Iterator[pa.RecordBatch]:
     """`batches`, read ahead by up to `depth` batches on a thread of its own.
 

@@ -55,7 +55,6 @@ that made them and its forks).
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 import operator
 import os
