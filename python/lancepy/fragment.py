@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
 import pyarrow as pa
 
@@ -228,27 +228,36 @@ def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
     return False
 
 
+def schema_differences(
+    got: pa.Schema, target: pa.Schema, compatible: Callable[[pa.DataType, pa.DataType], bool] = _same_type
+) -> List[str]:
+    """How `got` differs from `target` (columns matched by name, in any order), in words:
+    missing and unexpected columns, and columns whose types are not `compatible`."""
+    missing = [n for n in target.names if n not in got.names]
+    extra = [n for n in got.names if n not in target.names]
+    wrong = [
+        f"{f.name}: {got.field(f.name).type} (dataset has {f.type})"
+        for f in target
+        if f.name in got.names and not compatible(got.field(f.name).type, f.type)
+    ]
+    parts = []
+    if missing:
+        parts.append(f"missing columns {missing}")
+    if extra:
+        parts.append(f"unexpected columns {extra}")
+    if wrong:
+        parts.append("different types: " + "; ".join(wrong))
+    return parts
+
+
 def align_to_schema(reader: pa.RecordBatchReader, target: pa.Schema) -> pa.RecordBatchReader:
     """Checks that `reader`'s columns are `target`'s (any order) and reorders them.
 
     Raises :class:`SchemaMismatchError` naming the difference before anything is written.
     """
     got = reader.schema
-    missing = [n for n in target.names if n not in got.names]
-    extra = [n for n in got.names if n not in target.names]
-    wrong = [
-        f"{f.name}: {got.field(f.name).type} (dataset has {f.type})"
-        for f in target
-        if f.name in got.names and not _same_type(got.field(f.name).type, f.type)
-    ]
-    if missing or extra or wrong or len(set(got.names)) != len(got.names):
-        parts = []
-        if missing:
-            parts.append(f"missing columns {missing}")
-        if extra:
-            parts.append(f"unexpected columns {extra}")
-        if wrong:
-            parts.append("different types: " + "; ".join(wrong))
+    parts = schema_differences(got, target)
+    if parts or len(set(got.names)) != len(got.names):
         raise SchemaMismatchError(
             "the data does not match the dataset schema: " + ", ".join(parts or ["duplicate column names"])
             + f". Dataset schema: [{_describe(target)}]; data schema: [{_describe(got)}]"

@@ -66,6 +66,7 @@ from lancepy.fragment import (
     _write,
     lance_fields_for,
     normalize_storage_version,
+    schema_differences,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; pyspark is imported lazily
@@ -623,21 +624,8 @@ def _check_writable(schema: pa.Schema, version: str) -> None:
 
 
 def _check_append_schema(source: pa.Schema, target: pa.Schema) -> None:
-    missing = [n for n in target.names if n not in source.names]
-    extra = [n for n in source.names if n not in target.names]
-    wrong = [
-        f"{f.name}: {source.field(f.name).type} (dataset has {f.type})"
-        for f in target
-        if f.name in source.names and not _castable(source.field(f.name).type, f.type)
-    ]
-    if missing or extra or wrong:
-        parts = []
-        if missing:
-            parts.append(f"missing columns {missing}")
-        if extra:
-            parts.append(f"unexpected columns {extra}")
-        if wrong:
-            parts.append("different types: " + "; ".join(wrong))
+    parts = schema_differences(source, target, _castable)
+    if parts:
         raise SchemaMismatchError("the DataFrame does not match the dataset schema: " + ", ".join(parts))
 
 
