@@ -612,7 +612,7 @@ impl TableSnapshot {
             // Anything unusual (a column missing from a fragment, files shorter than the
             // fragment) is left to the decoding path, which fills or reports it.
             let Some((file_idx, col, id)) = self.locate(frag, lance_field) else { return Ok(None) };
-            let reader = open_data_file(&self.data_file_uri(&frag.files[file_idx])?)?;
+            let reader = open_data_file(&self.store, &self.data_file_uri(&frag.files[file_idx])?)?;
             let Some(ff) = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id)) else {
                 return Ok(None);
             };

@@ -90,6 +90,12 @@ pub fn write_fragments_named(
     for batch in batches {
         let batch = batch?;
         let mut start = 0usize;
+        let row_bytes = if batch.num_rows() == 0 {
+            0
+        } else {
+            batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or(0) as u64).sum::<u64>()
+                / batch.num_rows() as u64
+        };
         while start < batch.num_rows() {
             let file = match current.as_mut() {
                 Some(f) => f,
@@ -107,7 +113,11 @@ pub fn write_fragments_named(
                 }
             };
             let room = (options.max_rows_per_file - file.writer.num_rows()) as usize;
-            let n = room.min(batch.num_rows() - start);
+            // Rows that still fit under max_bytes_per_file at the batch's average row size
+            // (at least one: a single larger row makes a file of its own).
+            let bytes_left = options.max_bytes_per_file.saturating_sub(file.writer.estimated_size());
+            let fit = if row_bytes == 0 { usize::MAX } else { (bytes_left / row_bytes).max(1) as usize };
+            let n = room.min(fit).min(batch.num_rows() - start);
             file.writer.write_batch(&batch.slice(start, n))?;
             start += n;
             if file.writer.num_rows() >= options.max_rows_per_file || file.writer.estimated_size() >= options.max_bytes_per_file {
