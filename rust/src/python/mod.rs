@@ -20,6 +20,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::PyFileWriter>()?;
     m.add_class::<ffi::ArrowBatches>()?;
     m.add_class::<ffi::BatchStream>()?;
+    m.add_class::<ffi::FixedValues>()?;
     table::register(m)?;
     Ok(())
 }
