@@ -18,6 +18,7 @@ import lancepy  # noqa: E402
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError  # noqa: E402
 from lancepy.torch import (  # noqa: E402
     BinaryTensor,
+    _Converter,
     LanceDataset,
     LanceIterableDataset,
     NullValuesError,
@@ -127,7 +128,15 @@ def test_values_equal_pylance(tmp_path):
 
 
 def test_fixed_size_lists_are_zero_copy(uri):
-    ds = LanceDataset(uri, columns=["emb", "id"])
+    ds = LanceDataset(uri, columns=["emb", "id", "caption"])
+    # __getitems__: tensors over the native result's memory (what pyarrow would see too)
+    out = ds._take([5, 1, 9])
+    batch = ds._convert.native(out)
+    rb = pa.record_batch(out)
+    assert batch["emb"].data_ptr() == rb.column(0).values.buffers()[1].address
+    assert batch["id"].data_ptr() == rb.column(1).buffers()[1].address
+    assert out.fixed_values(2) is None  # strings: not fixed-width
+    # from a pyarrow record batch (scans of several fragments): DLPack, also no copy
     rb = ds.read([5, 1, 9])
     batch = ds._convert(rb)
     emb = rb.column(0)
@@ -135,6 +144,9 @@ def test_fixed_size_lists_are_zero_copy(uri):
     assert batch["emb"].data_ptr() == values.buffers()[1].address + (values.offset + emb.offset * DIM) * 4
     ids = rb.column(1)
     assert batch["id"].data_ptr() == ids.buffers()[1].address + ids.offset * 8
+    sliced = _Converter(rb.schema, None, "bytes")(rb.slice(1, 2))
+    assert sliced["emb"].data_ptr() == batch["emb"].data_ptr() + DIM * 4
+    assert sliced["id"].tolist() == batch["id"][1:].tolist()
 
 
 def test_types(tmp_path):
@@ -181,8 +193,6 @@ def test_types(tmp_path):
 
 def test_nested_fixed_size_lists_are_nd_tensors():
     # (lancepy's writer does not store nested fixed-size lists yet: the conversion alone)
-    from lancepy.torch import _Converter
-
     mat = pa.FixedSizeListArray.from_arrays(pa.FixedSizeListArray.from_arrays(pa.array(np.arange(60, dtype=np.int16)), 3), 2)
     rb = pa.record_batch({"mat": mat}).slice(3, 4)
     out = _Converter(rb.schema, None, "bytes")(rb)["mat"]

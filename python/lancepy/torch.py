@@ -376,9 +376,27 @@ class _Converter:
 
     def __init__(self, fields: Sequence[pa.Field], fill_null: FillNull, binary: str) -> None:
         self.columns = [(i, f.name, _converter(f, fill_null, binary)) for i, f in enumerate(fields)]
+        # Columns that may come straight from lancepy's native result as numpy views.
+        self.numeric = [isinstance(c, (_Primitive, _FixedSizeList)) for _, _, c in self.columns]
 
     def __call__(self, rb: pa.RecordBatch) -> Batch:
         return Batch((name, convert(rb.column(i))) for i, name, convert in self.columns)
+
+    def native(self, out: Any) -> Batch:
+        """Converts lancepy's native result: numbers and fixed-size lists of them without nulls
+        become tensors over the result's memory in two steps (``np.asarray`` of a view, then
+        ``torch.from_numpy``); other columns go through a pyarrow record batch."""
+        rb = None
+        items = []
+        for (i, name, convert), numeric in zip(self.columns, self.numeric):
+            values = out.fixed_values(i) if numeric else None
+            if values is not None:
+                items.append((name, _from_numpy(np.asarray(values))))
+                continue
+            if rb is None:
+                rb = pa.record_batch(out)
+            items.append((name, convert(rb.column(i))))
+        return Batch(items)
 
 
 def _one_row(batch: Batch) -> Dict[str, Any]:
@@ -529,6 +547,10 @@ class LanceDataset(torch.utils.data.Dataset):
 
     def read(self, indices: Any) -> pa.RecordBatch:
         """The rows at `indices` as an Arrow record batch (one native take, input order)."""
+        return pa.record_batch(self._take(indices))
+
+    def _take(self, indices: Any) -> Any:
+        """lancepy's native result for the rows at `indices` (not yet a pyarrow object)."""
         ds = self._dataset()
         if self._addresses is None:
             if not isinstance(indices, list):
@@ -540,11 +562,11 @@ class LanceDataset(torch.utils.data.Dataset):
                 bad = int(idx[(idx < 0) | (idx >= self._len)][0])
                 raise IndexError(f"row index {bad} is out of range for {self._len} rows")
             out = ds._snapshot.take_addresses(self._addresses[idx].tolist(), self._columns, False, False)
-        return pa.record_batch(out)
+        return out
 
     def __getitems__(self, indices: Any) -> Any:
         """One batch: ONE native take of `indices` (any order, repeats allowed), converted."""
-        batch = self._convert(self.read(indices))
+        batch = self._convert.native(self._take(indices))
         return batch if self.transform is None else self.transform(batch)
 
     def __getitem__(self, index: Any) -> Any:
@@ -554,7 +576,7 @@ class LanceDataset(torch.utils.data.Dataset):
                 i += self._len
             if not 0 <= i < self._len:
                 raise IndexError(f"row index {index} is out of range for {self._len} rows")
-            batch = self._convert(self.read([i]))
+            batch = self._convert.native(self._take([i]))
             return _one_row(batch) if self.transform is None else self.transform(batch)
         if isinstance(index, slice):
             return self.__getitems__(list(range(*index.indices(self._len))))
@@ -892,18 +914,16 @@ class LanceIterableDataset(torch.utils.data.IterableDataset):
         data = self.data
         for b in range(worker, self._batches_per_rank(world_size), workers):
             rows = share[b * bs : (b + 1) * bs]
-            rb = self._read(rows)
-            batch = data._convert(rb)
+            batch = data._convert.native(self._read(rows))
             yield batch if self.transform is None else self.transform(batch)
 
-    def _read(self, rows: np.ndarray) -> pa.RecordBatch:
+    def _read(self, rows: np.ndarray) -> Any:
         data = self.data
         first = int(rows[0])
         if data._addresses is None and int(rows[-1]) - first == len(rows) - 1 and (len(rows) < 2 or bool((np.diff(rows) == 1).all())):
             # Consecutive rows: a range scan, no take.
-            out = data._dataset()._snapshot.scan(data._columns, None, first, len(rows), 1 << 20, False, False, False)
-            return pa.record_batch(out)
-        return data.read(rows.tolist())
+            return data._dataset()._snapshot.scan(data._columns, None, first, len(rows), 1 << 20, False, False, False)
+        return data._take(rows.tolist())
 
     def __repr__(self) -> str:
         return f"lancepy.torch.LanceIterableDataset({self.data!r}, batch_size={self.batch_size}, shuffle={self._order.shuffle})"

@@ -44,24 +44,3 @@ pub fn map<T: Send, R: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) -> R +
     }
     cpu_pool().install(|| items.into_par_iter().map(f).collect())
 }
-
-/// Fills `out`, rows of `width` bytes, piece by piece: `fill(rows, piece)` writes the rows
-/// `rows` into `piece`. Pieces run in parallel when the output is large enough to be worth it.
-pub fn fill_rows(
-    out: &mut [u8],
-    width: usize,
-    fill: impl Fn(std::ops::Range<usize>, &mut [u8]) -> crate::error::Result<()> + Sync + Send,
-) -> crate::error::Result<()> {
-    /// Below this, splitting costs more than it saves.
-    const MIN_PIECE_BYTES: usize = 128 * 1024;
-    let rows = if width == 0 { 0 } else { out.len() / width };
-    let threads = cpu_pool().current_num_threads();
-    let pieces = (out.len() / MIN_PIECE_BYTES).min(threads * 2);
-    if pieces < 2 || rows < 2 {
-        return fill(0..rows, out);
-    }
-    let per = rows.div_ceil(pieces);
-    cpu_pool().install(|| {
-        out.par_chunks_mut(per * width).enumerate().try_for_each(|(i, piece)| fill(i * per..i * per + piece.len() / width, piece))
-    })
-}

@@ -486,13 +486,13 @@ impl FileReader {
         Ok(Some(FixedRows { width, pages }))
     }
 
-    /// Copies the values of `rows` (any order, repeats allowed) of a field laid out as `fixed`
-    /// into `out` (`rows.len() × width` bytes), one read per run of consecutive rows.
-    pub fn gather_fixed(&self, fixed: &FixedRows, rows: &[u64], out: &mut [u8]) -> Result<()> {
+    /// Appends the values of `rows` (any order, repeats allowed) of a field laid out as `fixed`
+    /// to `out`: one copy out of the mapped file per run of consecutive rows (or one read,
+    /// if the file cannot be mapped).
+    pub fn gather_fixed(&self, fixed: &FixedRows, rows: &[u64], out: &mut MutableBuffer) -> Result<()> {
         let w = fixed.width;
-        if out.len() != rows.len() * w {
-            return Err(Error::Internal(format!("{} rows of {w} bytes into {} bytes", rows.len(), out.len())));
-        }
+        let map = self.io.mapped();
+        out.reserve(rows.len() * w);
         let mut k = 0;
         while k < rows.len() {
             let r = rows[k];
@@ -508,7 +508,22 @@ impl FileReader {
             while k + run < rows.len() && rows[k + run] == r + run as u64 && r + (run as u64) < end {
                 run += 1;
             }
-            self.io.read_into(p.position + (r - p.first_row) * w as u64, &mut out[k * w..(k + run) * w])?;
+            let pos = p.position + (r - p.first_row) * w as u64;
+            let len = run * w;
+            match map {
+                Some(map) => {
+                    let bytes = usize::try_from(pos)
+                        .ok()
+                        .and_then(|s| map.get(s..s.checked_add(len)?))
+                        .ok_or_else(|| Error::corrupt(format!("{}: rows at byte {pos} lie outside the file", self.path)))?;
+                    out.extend_from_slice(bytes);
+                }
+                None => {
+                    let at = out.len();
+                    out.resize(at + len, 0);
+                    self.io.read_into(pos, &mut out.as_slice_mut()[at..])?;
+                }
+            }
             k += run;
         }
         Ok(())
@@ -516,8 +531,8 @@ impl FileReader {
 
     /// `rows` of a field laid out as `fixed`, as an array of `data_type` (in the given order).
     pub fn gather_fixed_array(&self, fixed: &FixedRows, rows: &[u64], data_type: &DataType) -> Result<ArrayRef> {
-        let mut buf = MutableBuffer::from_len_zeroed(rows.len() * fixed.width);
-        crate::parallel::fill_rows(buf.as_slice_mut(), fixed.width, |range, out| self.gather_fixed(fixed, &rows[range], out))?;
+        let mut buf = MutableBuffer::new(rows.len() * fixed.width);
+        self.gather_fixed(fixed, rows, &mut buf)?;
         fixed_width_array(data_type, buf.into(), rows.len())
     }
 

@@ -18,7 +18,7 @@ pub struct LocalReader {
     file: File,
     path: String,
     size: u64,
-    /// The file mapped read-only, on the first [`Reader::read_into`] (`None` if that failed).
+    /// The file mapped read-only, on the first [`Reader::mapped`] (`None` if that failed).
     map: OnceLock<Option<memmap2::Mmap>>,
 }
 
@@ -33,26 +33,6 @@ impl LocalReader {
             return Err(Error::invalid_input(format!("{display} is a directory, not a file")));
         }
         Ok(Self { file, path: display, size: meta.len(), map: OnceLock::new() })
-    }
-}
-
-impl LocalReader {
-    /// The whole file mapped read-only (once; `None` if it cannot be mapped).
-    fn mapped(&self) -> Option<&memmap2::Mmap> {
-        self.map
-            .get_or_init(|| {
-                if self.size == 0 || usize::try_from(self.size).is_err() {
-                    return None;
-                }
-                // SAFETY: a mapping is only sound while nobody changes the file. Lance data
-                // files are immutable: written once under a unique name, then only read or
-                // deleted (deleting keeps a mapped file's pages alive). Bytes are copied out of
-                // the mapping, never lent, and every read is checked against the size the file
-                // had when opened, which the mapping must cover.
-                let map = unsafe { memmap2::Mmap::map(&self.file) }.ok()?;
-                (map.len() as u64 >= self.size).then_some(map)
-            })
-            .as_ref()
     }
 }
 
@@ -107,19 +87,34 @@ impl Reader for LocalReader {
         true
     }
 
-    /// Copies straight from the file mapped into memory: many small reads (rows of vectors
-    /// in random order) cost a `memcpy` each instead of a system call and page-cache lookups
-    /// (which took twice as long as the copy itself). Falls back to `pread`.
+    /// One `pread` straight into `dst` (no intermediate buffer).
     fn read_into(&self, pos: u64, dst: &mut [u8]) -> Result<()> {
         let range = pos..pos.saturating_add(dst.len() as u64);
         check_range(&range, self.size, &self.path)?;
-        if let Some(map) = self.mapped() {
-            dst.copy_from_slice(&map[range.start as usize..range.end as usize]);
-            return Ok(());
-        }
         self.file
             .read_exact_at(dst, pos)
             .map_err(|e| Error::io(format!("reading {} bytes at {pos} of {}", dst.len(), self.path), e))
+    }
+
+    /// The file mapped read-only: many small reads (rows of vectors in random order) then cost
+    /// a `memcpy` each instead of a system call and page-cache lookups (which took twice as
+    /// long as the copy itself).
+    fn mapped(&self) -> Option<&[u8]> {
+        self.map
+            .get_or_init(|| {
+                if self.size == 0 || usize::try_from(self.size).is_err() {
+                    return None;
+                }
+                // SAFETY: a mapping is only sound while nobody changes the file. Lance data
+                // files are immutable: written once under a unique name, then only read or
+                // deleted (deleting keeps a mapped file's pages alive). Readers copy bytes
+                // out of the mapping and check every range against the size the file had
+                // when opened, which the mapping must cover.
+                let map = unsafe { memmap2::Mmap::map(&self.file) }.ok()?;
+                (map.len() as u64 >= self.size).then_some(map)
+            })
+            .as_ref()
+            .map(|m| &m[..self.size as usize])
     }
 
     fn read_range(&self, range: Range<u64>) -> Result<Buffer> {

@@ -83,6 +83,12 @@ pub trait Reader: Send + Sync + Debug {
         false
     }
 
+    /// The whole object as bytes in memory, if the reader has it mapped or loaded (local files
+    /// are mapped on first call). Small reads are then plain copies out of this slice.
+    fn mapped(&self) -> Option<&[u8]> {
+        None
+    }
+
     /// Reads exactly `dst.len()` bytes at `pos` into `dst`; an error if the object is shorter.
     fn read_into(&self, pos: u64, dst: &mut [u8]) -> Result<()> {
         let end = pos.checked_add(dst.len() as u64).ok_or_else(|| Error::corrupt(format!("{}: read past 2^64", self.path())))?;
@@ -189,6 +195,9 @@ impl Reader for BufferReader {
     fn cheap_small_reads(&self) -> bool {
         true
     }
+    fn mapped(&self) -> Option<&[u8]> {
+        Some(self.data.as_slice())
+    }
 }
 
 /// Errors unless `range` lies within an object of `size` bytes.
@@ -252,6 +261,7 @@ mod tests {
         let mem = BufferReader::new("mem", Buffer::from_vec(bytes.clone()));
         for reader in [&local as &dyn Reader, &mem] {
             assert!(reader.cheap_small_reads());
+            assert_eq!(reader.mapped(), Some(&bytes[..]), "{}", reader.path());
             for (pos, len) in [(0usize, 1usize), (4095, 2), (9_000, 1_000), (0, 10_000), (17, 0)] {
                 let mut dst = vec![7u8; len];
                 reader.read_into(pos as u64, &mut dst).unwrap();

@@ -8,13 +8,15 @@
 use std::ffi::CString;
 use std::sync::Mutex;
 
+use arrow_array::cast::AsArray;
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
-use arrow_array::{Array, RecordBatch, RecordBatchIterator, RecordBatchReader, StructArray};
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_array::{make_array, Array, ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchReader, StructArray};
+use arrow_buffer::Buffer;
+use arrow_schema::{ArrowError, DataType, SchemaRef};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
 use super::errors::to_pyerr;
 use crate::error::Error;
@@ -167,6 +169,16 @@ impl ArrowBatches {
         self.batches.iter().map(|b| b.num_rows()).sum()
     }
 
+    /// The values of column `column` as a read-only numpy-compatible view (an object with
+    /// `__array_interface__` that keeps the memory alive), if the result is one batch and the
+    /// column holds fixed-width numbers without nulls: shape `(rows,)` for numbers (temporal
+    /// types as their integers), `(rows, d1, d2, ...)` for (nested) fixed-size lists of them.
+    /// `None` otherwise (booleans, strings, nulls, ...). No copy.
+    fn fixed_values(&self, column: usize) -> Option<FixedValues> {
+        let [batch] = self.batches.as_slice() else { return None };
+        FixedValues::of(batch.columns().get(column)?.as_ref())
+    }
+
     /// Addresses of every column's data buffers as lancepy allocated them (tests use this to
     /// prove that export is zero-copy).
     fn _buffer_addresses(&self) -> Vec<Vec<usize>> {
@@ -178,6 +190,71 @@ impl ArrowBatches {
             }
         }
         out
+    }
+}
+
+/// Fixed-width values of an Arrow array, seen by numpy through `__array_interface__` (the
+/// array holds this object, which holds the buffer: no copy, no unsafe code here).
+#[pyclass(module = "lancepy._lancepy", frozen)]
+pub struct FixedValues {
+    values: Buffer,
+    shape: Vec<usize>,
+    typestr: String,
+}
+
+impl FixedValues {
+    fn of(array: &dyn Array) -> Option<Self> {
+        let mut shape = vec![array.len()];
+        let mut array: ArrayRef = make_array(array.to_data());
+        while let DataType::FixedSizeList(_, d) = array.data_type() {
+            if array.null_count() > 0 {
+                return None;
+            }
+            shape.push(usize::try_from(*d).ok()?);
+            array = array.as_fixed_size_list().values().clone(); // already sliced to the list's rows
+        }
+        let (kind, width) = match array.data_type() {
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => ('i', array.data_type().primitive_width()?),
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+                ('u', array.data_type().primitive_width()?)
+            }
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => ('f', array.data_type().primitive_width()?),
+            DataType::Date32 | DataType::Time32(_) => ('i', 4),
+            DataType::Date64 | DataType::Time64(_) | DataType::Timestamp(..) | DataType::Duration(_) => ('i', 8),
+            _ => return None,
+        };
+        if array.null_count() > 0 {
+            return None;
+        }
+        let data = array.to_data();
+        let values = data.buffers().first()?.slice_with_length(data.offset() * width, data.len() * width);
+        let order = if width == 1 {
+            '|'
+        } else if cfg!(target_endian = "little") {
+            '<'
+        } else {
+            '>'
+        };
+        Some(Self { values, shape, typestr: format!("{order}{kind}{width}") })
+    }
+}
+
+#[pymethods]
+impl FixedValues {
+    /// numpy's array interface (version 3): read-only data, C-contiguous.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("version", 3)?;
+        d.set_item("shape", PyTuple::new(py, &self.shape)?)?;
+        d.set_item("typestr", &self.typestr)?;
+        d.set_item("data", (self.values.as_ptr() as usize, true))?;
+        Ok(d)
+    }
+
+    /// Number of bytes.
+    fn __len__(&self) -> usize {
+        self.values.len()
     }
 }
 

@@ -123,6 +123,9 @@ pub struct TableSnapshot {
     by_id: HashMap<u64, usize>,
     base_paths: HashMap<u32, tablepb::BasePath>,
     stable_row_ids: bool,
+    /// How each (field, fragment) is gathered by copying bytes, or `None` if it is decoded
+    /// (decided on first use: data files never change).
+    fixed_plans: Mutex<HashMap<(usize, usize), Option<Arc<(Arc<FileReader>, FixedRows)>>>>,
 }
 
 impl std::fmt::Debug for TableSnapshot {
@@ -165,6 +168,7 @@ impl TableSnapshot {
             by_id,
             base_paths: manifest.base_paths.iter().map(|b| (b.id, b.clone())).collect(),
             stable_row_ids: manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
+            fixed_plans: Mutex::new(HashMap::new()),
         })
     }
 
@@ -603,30 +607,46 @@ impl TableSnapshot {
     /// How to gather field `fidx` from `fragments` (sorted indices) by copying bytes, if each of
     /// them stores it as fixed-width rows (see [`FileReader::fixed_rows`]).
     fn fixed_column(&self, fidx: usize, fragments: &[usize]) -> Result<Option<FixedColumn>> {
-        let lance_field = &self.schema.fields[fidx];
-        let field = lance_field.to_arrow();
+        let field = self.schema.fields[fidx].to_arrow();
         let Some(width) = fixed_byte_width(field.data_type()) else { return Ok(None) };
         let mut plans = Vec::with_capacity(fragments.len());
         for &fi in fragments {
-            let frag = &self.fragments[fi].meta;
-            // Anything unusual (a column missing from a fragment, files shorter than the
-            // fragment) is left to the decoding path, which fills or reports it.
-            let Some((file_idx, col, id)) = self.locate(frag, lance_field) else { return Ok(None) };
-            let reader = open_data_file(&self.store, &self.data_file_uri(&frag.files[file_idx])?)?;
-            let Some(ff) = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id)) else {
-                return Ok(None);
+            let cached = self.fixed_plans.lock().unwrap_or_else(|p| p.into_inner()).get(&(fidx, fi)).cloned();
+            let plan = match cached {
+                Some(plan) => plan,
+                None => {
+                    let plan = self.fixed_plan(fidx, fi, &field, width)?.map(Arc::new);
+                    self.fixed_plans.lock().unwrap_or_else(|p| p.into_inner()).insert((fidx, fi), plan.clone());
+                    plan
+                }
             };
-            if reader.num_rows() < self.physical_rows(fi)?
-                || !same_fixed_layout(reader.schema().field(ff).data_type(), field.data_type())
-            {
-                return Ok(None);
+            match plan {
+                Some(plan) => plans.push(plan),
+                None => return Ok(None),
             }
-            match reader.fixed_rows(ff)? {
-                Some(rows) if rows.width == width => plans.push((reader, rows)),
-                _ => return Ok(None),
-            };
         }
         Ok(Some(FixedColumn { fragments: fragments.to_vec(), plans, width }))
+    }
+
+    /// Whether fragment `fi` stores field `fidx` as fixed-width rows of `width` bytes, and where.
+    fn fixed_plan(&self, fidx: usize, fi: usize, field: &Field, width: usize) -> Result<Option<(Arc<FileReader>, FixedRows)>> {
+        let frag = &self.fragments[fi].meta;
+        // Anything unusual (a column missing from a fragment, files shorter than the fragment)
+        // is left to the decoding path, which fills or reports it.
+        let Some((file_idx, col, id)) = self.locate(frag, &self.schema.fields[fidx]) else { return Ok(None) };
+        let reader = open_data_file(&self.store, &self.data_file_uri(&frag.files[file_idx])?)?;
+        let Some(ff) = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id)) else {
+            return Ok(None);
+        };
+        if reader.num_rows() < self.physical_rows(fi)?
+            || !same_fixed_layout(reader.schema().field(ff).data_type(), field.data_type())
+        {
+            return Ok(None);
+        }
+        Ok(match reader.fixed_rows(ff)? {
+            Some(rows) if rows.width == width => Some((reader, rows)),
+            _ => None,
+        })
     }
 
     /// Takes `requests` of the fields `projection` (plus `_rowid` / `_rowaddr` if asked) by
@@ -678,33 +698,30 @@ struct FixedColumn {
     /// Indices of the fragments involved, sorted.
     fragments: Vec<usize>,
     /// The reader and layout of each of them.
-    plans: Vec<(Arc<FileReader>, FixedRows)>,
+    plans: Vec<Arc<(Arc<FileReader>, FixedRows)>>,
     width: usize,
 }
 
 impl FixedColumn {
     /// The values of `requests`, in order, as an array of `data_type`.
     fn gather(&self, requests: &[(usize, u64)], data_type: &DataType) -> Result<ArrayRef> {
-        let w = self.width;
         let offsets: Vec<u64> = requests.iter().map(|r| r.1).collect();
-        let mut buf = MutableBuffer::from_len_zeroed(requests.len() * w);
-        crate::parallel::fill_rows(buf.as_slice_mut(), w, |rows, out| {
-            // Consecutive requests of one fragment go to its reader together.
-            let mut k = rows.start;
-            while k < rows.end {
-                let fi = requests[k].0;
-                let mut e = k + 1;
-                while e < rows.end && requests[e].0 == fi {
-                    e += 1;
-                }
-                let plan =
-                    self.fragments.binary_search(&fi).map_err(|_| Error::Internal(format!("fragment {fi} was not planned")))?;
-                let (reader, rows_of) = &self.plans[plan];
-                reader.gather_fixed(rows_of, &offsets[k..e], &mut out[(k - rows.start) * w..(e - rows.start) * w])?;
-                k = e;
+        let mut buf = MutableBuffer::new(requests.len() * self.width);
+        // Consecutive requests of one fragment go to its reader together. (One thread: the
+        // copies are memory-bound, and waking the pool cost more than it saved.)
+        let mut k = 0;
+        while k < requests.len() {
+            let fi = requests[k].0;
+            let mut e = k + 1;
+            while e < requests.len() && requests[e].0 == fi {
+                e += 1;
             }
-            Ok(())
-        })?;
+            let plan =
+                self.fragments.binary_search(&fi).map_err(|_| Error::Internal(format!("fragment {fi} was not planned")))?;
+            let (reader, rows) = self.plans[plan].as_ref();
+            reader.gather_fixed(rows, &offsets[k..e], &mut buf)?;
+            k = e;
+        }
         fixed_width_array(data_type, buf.into(), requests.len())
     }
 }
