@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up everything (scripts/setup.sh), then runs the Rust and the Python test suites.
+# Sets up everything (scripts/setup.sh), then runs the Rust test suite, a smoke test of the
+# wheel in a clean virtualenv (scripts/wheel_smoke.sh) and the Python test suite.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k interop -x`.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -14,5 +15,7 @@ fi
 echo "==> cargo test (core, without Python)"
 if ! out=$(cargo test --profile quick --quiet 2>&1); then echo "$out" | tail -60; exit 1; fi
 echo "$out" | grep -E "^test result" || true
+echo "==> wheel smoke test (clean virtualenv)"
+bash scripts/wheel_smoke.sh
 echo "==> pytest"
 "$venv/bin/python" -m pytest -q "$@"

@@ -548,6 +548,8 @@ def test_damaged_nested_files_never_crash(tmp_path):
             reader = LanceFileReader(path)
             reader.read_all().to_table()
             reader.take_rows([299, 3, 3]).to_table()
+        except exc.InternalError:
+            raise  # a bug, never an answer to bad bytes
         except exc.LanceError:
             pass
 

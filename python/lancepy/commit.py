@@ -588,8 +588,11 @@ def commit_transaction(
                     latest + 1, path, text, json.loads(text), index_section, inline, scheme or naming or "v2", len(data)
                 )
                 return CommitResult(latest + 1, loaded, attempt, rebased)
-            # Another writer took version latest + 1: back off briefly, then rebase.
-            time.sleep(random.uniform(0.0, 0.005 * attempt))
+            # Another writer took version latest + 1: back off, then rebase. Exponential with
+            # full jitter: on a local disk a retry costs microseconds, on object storage each
+            # one costs a few round trips, and racing writers must spread out or they keep
+            # colliding (8 writers on S3 would otherwise exhaust their retries).
+            time.sleep(random.uniform(0.0, min(1.0, 0.005 * 2 ** min(attempt, 8))))
         raise CommitConflictError(f"gave up committing to {store.uri} after {max_retries} attempts")
     except BaseException:
         if published:

@@ -22,16 +22,19 @@ import copy
 import datetime
 import json
 import os
+import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy import commit as _commit
+from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.exceptions import (
+    CommitConflictError,
     DatasetAlreadyExistsError,
     InvalidArgumentError,
     NotFoundError,
@@ -41,6 +44,7 @@ from lancepy.exceptions import (
 from lancepy.file import _to_indices
 from lancepy.filters import Filter, FilterLike, compile_expression, compile_filter
 from lancepy.fragment import (
+    DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
     LanceFragment,
@@ -64,6 +68,9 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+_T = TypeVar("_T")
+DEFAULT_CONFLICT_RETRIES = 10
+DEFAULT_RETRY_TIMEOUT = datetime.timedelta(seconds=30)
 ROW_ID = "_rowid"
 ROW_ADDRESS = "_rowaddr"
 TAGS_DIR = "_refs/tags"
@@ -83,9 +90,17 @@ def _schema_of(fields: List[Dict[str, Any]], metadata: Dict[str, Any]) -> pa.Sch
 class LanceDataset:
     """One version of a Lance dataset. Use :func:`dataset` or :func:`write_dataset`."""
 
-    def __init__(self, uri: PathLike, version: Union[int, str, None] = None, *, _loaded: Any = None) -> None:
+    def __init__(
+        self,
+        uri: PathLike,
+        version: Union[int, str, None] = None,
+        *,
+        storage_options: StorageOptions = None,
+        _loaded: Any = None,
+    ) -> None:
         self._uri = _uri(uri)
-        self._store = _lancepy.Store(self._uri)
+        self._storage_options = normalize_storage_options(storage_options)
+        self._store = _lancepy.Store(self._uri, self._storage_options)
         if _loaded is None:
             if isinstance(version, str):
                 version = Tags(self).get_version(version)
@@ -97,7 +112,7 @@ class LanceDataset:
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
         _commit.check_feature_flags(loaded.manifest, write=False, uri=self._uri)
         self._loaded = loaded
-        self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json)
+        self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options)
         self._schema: Optional[pa.Schema] = None
         self._rows: Optional[Dict[int, Any]] = None
 
@@ -107,6 +122,11 @@ class LanceDataset:
     def uri(self) -> str:
         """Where the dataset is."""
         return self._uri
+
+    @property
+    def storage_options(self) -> Optional[Dict[str, str]]:
+        """The storage options the dataset was opened with (credentials, endpoint, ...)."""
+        return None if self._storage_options is None else dict(self._storage_options)
 
     @property
     def version(self) -> int:
@@ -272,7 +292,7 @@ class LanceDataset:
 
     def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
         """Another version (number or tag) of the same dataset."""
-        return LanceDataset(self._uri, version)
+        return LanceDataset(self._uri, version, storage_options=self._storage_options)
 
     def restore(self) -> "LanceDataset":
         """Makes this (older) version the latest, as a new version; returns self, now at it."""
@@ -318,19 +338,53 @@ class LanceDataset:
         flush()
         return pa.chunked_array(parts, pa.uint64()).combine_chunks()
 
-    def delete(self, predicate: Any) -> None:
+    def _retry_on_conflict(
+        self, attempt: Callable[[], _T], conflict_retries: int, retry_timeout: datetime.timedelta
+    ) -> _T:
+        """Runs `attempt` (read this version, write, commit). When its commit loses to a
+        concurrent incompatible commit (say, a delete of the same fragment), the files it wrote
+        are already gone; the latest version is re-read and the operation applied again, up to
+        `conflict_retries` times within `retry_timeout` (pylance's semantics)."""
+        if conflict_retries < 0:
+            raise InvalidArgumentError(f"conflict_retries must be >= 0, got {conflict_retries}")
+        deadline = time.monotonic() + retry_timeout.total_seconds()
+        for retry in range(conflict_retries + 1):
+            try:
+                return attempt()
+            except CommitConflictError:
+                if retry == conflict_retries or time.monotonic() >= deadline:
+                    raise
+            # Jittered back-off so that retrying writers do not collide again in lockstep.
+            time.sleep(random.uniform(0.0, 0.002 * (retry + 1)))
+            self._refresh_latest()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def delete(
+        self,
+        predicate: Any,
+        *,
+        conflict_retries: int = DEFAULT_CONFLICT_RETRIES,
+        retry_timeout: datetime.timedelta = DEFAULT_RETRY_TIMEOUT,
+    ) -> Dict[str, int]:
         """Deletes the rows matching `predicate` (SQL text or a pyarrow expression).
 
         Writes deletion files (Arrow for a few rows, roaring bitmaps for many); fragments whose
-        every row is deleted leave the manifest. Commits a new version.
+        every row is deleted leave the manifest. Commits a new version; if a concurrent commit
+        conflicts, re-applies the delete to the latest version (`conflict_retries` times within
+        `retry_timeout`). Returns ``{"num_deleted_rows": n}`` as pylance does.
         """
-        flt = compile_filter(predicate, self.schema)
-        if flt is None:
-            raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-        addresses = self._matching_addresses(flt)
-        updated, removed, written = self._write_deletions(addresses)
-        body = {"updated_fragments": updated, "deleted_fragment_ids": removed, "predicate": flt.text}
-        self._commit("Delete", body, written)
+
+        def attempt() -> Dict[str, int]:
+            flt = compile_filter(predicate, self.schema)
+            if flt is None:
+                raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
+            addresses = self._matching_addresses(flt)
+            updated, removed, written = self._write_deletions(addresses)
+            body = {"updated_fragments": updated, "deleted_fragment_ids": removed, "predicate": flt.text}
+            self._commit("Delete", body, written)
+            return {"num_deleted_rows": len(addresses)}
+
+        return self._retry_on_conflict(attempt, conflict_retries, retry_timeout)
 
     def _write_deletions(self, addresses: pa.Array) -> Any:
         updated, removed, written = [], [], []
@@ -345,12 +399,28 @@ class LanceDataset:
                 written.append(FragmentMetadata(frag).deletion_file.path(fid))  # type: ignore[union-attr]
         return updated, removed, written
 
-    def update(self, updates: Dict[str, Any], where: Any = None) -> Dict[str, int]:
+    def update(
+        self,
+        updates: Dict[str, Any],
+        where: Any = None,
+        conflict_retries: int = DEFAULT_CONFLICT_RETRIES,
+        retry_timeout: datetime.timedelta = DEFAULT_RETRY_TIMEOUT,
+        data_storage_version: Optional[str] = None,
+    ) -> Dict[str, int]:
         """Sets columns to SQL expressions (or values) for the rows matching `where`.
 
         The rows are rewritten into new fragments and deleted from their old ones (an
-        ``Update`` transaction, like pylance's default). Returns ``{"num_rows_updated": n}``.
+        ``Update`` transaction, like pylance's default). A conflicting concurrent commit makes
+        it re-apply itself to the latest version (`conflict_retries`, `retry_timeout`).
+        Returns ``{"num_rows_updated": n}``.
         """
+        if data_storage_version is not None and normalize_storage_version(data_storage_version) != self.data_storage_version:
+            raise InvalidArgumentError(
+                f"the dataset stores {self.data_storage_version} data files; cannot write {data_storage_version} files"
+            )
+        return self._retry_on_conflict(lambda: self._update_once(updates, where), conflict_retries, retry_timeout)
+
+    def _update_once(self, updates: Dict[str, Any], where: Any) -> Dict[str, int]:
         if not updates:
             raise InvalidArgumentError("update needs at least one column to set")
         schema = self.schema
@@ -382,7 +452,8 @@ class LanceDataset:
         if new_rows is not None and new_rows.num_rows > 0:
             reader = align_to_schema(new_rows.to_reader(), self.schema)
             frags = _write(self._uri, reader, self._loaded.manifest.get("fields", []),
-                           self._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, self.data_storage_version)
+                           self._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, self.data_storage_version,
+                           storage_options=self._storage_options)
             new_frags = [f.to_json() for f in frags]
             written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
         ids = {f.get("name"): f.get("id") for f in self._loaded.manifest.get("fields", [])}
@@ -400,6 +471,7 @@ class LanceDataset:
 
     def insert(self, data: Any, mode: str = "append", **kwargs: Any) -> None:
         """Appends (or overwrites with) `data`, like :func:`write_dataset`, and moves to it."""
+        kwargs.setdefault("storage_options", self._storage_options)
         ds = write_dataset(data, self._uri, mode=mode, **kwargs)
         self._set_loaded(ds._loaded)
 
@@ -520,7 +592,8 @@ class LanceDataset:
                         f"the new columns have {table.num_rows} rows for fragment {frag.get('id', 0)}, which has {phys}"
                     )
                 table = pa.Table.from_arrays([table.column(n).cast(new_schema.field(n).type) for n in new_schema.names], schema=new_schema)
-                made = _write(self._uri, table.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), self.data_storage_version)
+                made = _write(self._uri, table.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), self.data_storage_version,
+                              storage_options=self._storage_options)
                 if len(made) != 1:
                     raise InvalidArgumentError("internal error: expected one data file per fragment")
                 df = made[0].to_json()["files"][0]
@@ -618,7 +691,8 @@ class LanceDataset:
                     raise InvalidArgumentError(f"cannot cast: {e}") from None
                 names = [f["name"] for f in new_fields]
                 table = pa.Table.from_arrays(cols, names=names)
-                made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version)
+                made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version,
+                              storage_options=self._storage_options)
                 df = made[0].to_json()["files"][0]
                 written.append(f"data/{df['path']}")
                 for old_file in frag.get("files", []):
@@ -689,14 +763,24 @@ class LanceDataset:
         base_uri: PathLike,
         operation: "LanceOperation.BaseOperation",
         read_version: Optional[int] = None,
+        commit_lock: Any = None,
+        storage_options: StorageOptions = None,
+        enable_v2_manifest_paths: Optional[bool] = None,
         *,
         max_retries: int = 20,
-        enable_v2_manifest_paths: bool = True,
     ) -> "LanceDataset":
         """Commits an operation built from fragments written elsewhere (e.g. by
-        :func:`lancepy.fragment.write_fragments` in worker tasks)."""
+        :func:`lancepy.fragment.write_fragments` in worker tasks).
+
+        `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
+        commits there are safe because the manifest is created with a conditional PUT.
+        `commit_lock` is not supported (the commit protocol needs no lock).
+        """
+        if commit_lock is not None:
+            raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
         uri = _uri(base_uri)
-        store = _lancepy.Store(uri)
+        options = normalize_storage_options(storage_options)
+        store = _lancepy.Store(uri, options)
         latest, _ = _commit.latest_version(store)
         if read_version is None:
             read_version = latest
@@ -705,9 +789,9 @@ class LanceDataset:
         name, body = operation._to_body(store, read_version)
         txn = _commit.new_transaction(read_version, name, body)
         result = _commit.commit_transaction(
-            store, txn, naming="v2" if enable_v2_manifest_paths else "v1", max_retries=max_retries
+            store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
         )
-        return LanceDataset(uri, _loaded=result.manifest)
+        return LanceDataset(uri, storage_options=options, _loaded=result.manifest)
 
 
 def _indices(indices: Any) -> Any:
@@ -1083,7 +1167,8 @@ class DatasetOptimizer:
                 if stable:
                     data = data.drop_columns([ROW_ID])
                 made = _write(ds._uri, data.to_reader(), ds._loaded.manifest.get("fields", []),
-                              ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version)
+                              ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version,
+                              storage_options=ds._storage_options)
                 new = [m.to_json() for m in made]
                 if stable and row_ids is not None:
                     start = 0
@@ -1124,6 +1209,21 @@ class MergeInsertBuilder:
         self._insert_all = False
         self._delete_not_matched_by_source = False
         self._delete_condition: Optional[Filter] = None
+        self._conflict_retries = DEFAULT_CONFLICT_RETRIES
+        self._retry_timeout = DEFAULT_RETRY_TIMEOUT
+
+    def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
+        """How often a merge whose commit conflicts with a concurrent one is re-applied to the
+        latest version (default 10; 0 raises :class:`CommitConflictError` at once)."""
+        if max_retries < 0:
+            raise InvalidArgumentError(f"conflict_retries must be >= 0, got {max_retries}")
+        self._conflict_retries = max_retries
+        return self
+
+    def retry_timeout(self, timeout: datetime.timedelta) -> "MergeInsertBuilder":
+        """How long conflicting commits are retried in all (default 30 s)."""
+        self._retry_timeout = timeout
+        return self
 
     def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
         """Matched dataset rows take the source's values (only where `condition` holds; it
@@ -1145,10 +1245,17 @@ class MergeInsertBuilder:
         return self
 
     def execute(self, data: Any, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
-        """Runs the merge as one ``Update`` transaction; returns counts like pylance."""
-        ds = self._ds
+        """Runs the merge as one ``Update`` transaction; returns counts like pylance.
+
+        If a concurrent commit conflicts, the merge is re-applied to the latest version (see
+        :meth:`conflict_retries` and :meth:`retry_timeout`).
+        """
         source = to_record_batch_reader(data, schema).read_all()
-        source = align_to_schema(source.to_reader(), ds.schema).read_all()
+        source = align_to_schema(source.to_reader(), self._ds.schema).read_all()
+        return self._ds._retry_on_conflict(lambda: self._execute_once(source), self._conflict_retries, self._retry_timeout)
+
+    def _execute_once(self, source: pa.Table) -> Dict[str, int]:
+        ds = self._ds
         key_count = source.group_by(self._on).aggregate([([], "count_all")])
         if key_count.num_rows != source.num_rows:
             raise InvalidArgumentError(f"the source has duplicate keys on {self._on}")
@@ -1266,9 +1373,47 @@ def _frag_json(f: Any) -> Dict[str, Any]:
     raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
 
 
-def dataset(uri: PathLike, version: Union[int, str, None] = None, **_ignored: Any) -> LanceDataset:
-    """Opens a dataset at `version` (a number or a tag name; default: the latest)."""
-    return LanceDataset(uri, version)
+def _refuse(**options: Any) -> None:
+    """Raises :class:`UnsupportedError` naming the first of `options` that was given."""
+    for name, value in options.items():
+        if value is not None:
+            raise UnsupportedError(f"{name}={value!r} is not supported by lancepy")
+
+
+def dataset(
+    uri: PathLike,
+    version: Union[int, str, None] = None,
+    asof: Any = None,
+    block_size: Optional[int] = None,
+    commit_lock: Any = None,
+    index_cache_size: Optional[int] = None,
+    storage_options: StorageOptions = None,
+    default_scan_options: Optional[Dict[str, Any]] = None,
+    metadata_cache_size_bytes: Optional[int] = None,
+    index_cache_size_bytes: Optional[int] = None,
+    read_params: Optional[Dict[str, Any]] = None,
+    session: Any = None,
+) -> LanceDataset:
+    """Opens a dataset at `version` (a number or a tag name; default: the latest).
+
+    `uri` is a local path, ``file://``, ``memory://``, ``s3://``, ``gs://`` or ``az://`` /
+    ``abfss://`` URI; `storage_options` configure the object store (pylance's keys, e.g.
+    ``aws_access_key_id``, ``aws_endpoint``, ``allow_http``; see :mod:`lancepy._storage`).
+    Opening lists ``_versions/`` once and reads one manifest. The other parameters are
+    pylance's and are not supported: giving one raises :class:`UnsupportedError`.
+    """
+    _refuse(
+        asof=asof,
+        block_size=block_size,
+        commit_lock=commit_lock,
+        index_cache_size=index_cache_size,
+        default_scan_options=default_scan_options,
+        metadata_cache_size_bytes=metadata_cache_size_bytes,
+        index_cache_size_bytes=index_cache_size_bytes,
+        read_params=read_params,
+        session=session,
+    )
+    return LanceDataset(uri, version, storage_options=storage_options)
 
 
 def write_dataset(
@@ -1278,19 +1423,36 @@ def write_dataset(
     mode: str = "create",
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    max_rows_per_group: Optional[int] = None,
+    commit_lock: Any = None,
+    progress: Any = None,
+    storage_options: StorageOptions = None,
     data_storage_version: Optional[str] = None,
+    use_legacy_format: Optional[bool] = None,
     enable_v2_manifest_paths: bool = True,
-    **_ignored: Any,
+    commit_message: Optional[str] = None,
 ) -> LanceDataset:
     """Writes `data` as a new version of the dataset at `uri`.
 
     `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
     or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
+    `storage_options` configure an object store (see :func:`dataset`). `max_rows_per_group`,
+    `commit_lock`, `progress`, `use_legacy_format` and `commit_message` are pylance's and
+    not supported: giving one raises :class:`UnsupportedError`.
     """
     if mode not in ("create", "append", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
+    _refuse(
+        max_rows_per_group=max_rows_per_group,
+        commit_lock=commit_lock,
+        progress=progress,
+        use_legacy_format=use_legacy_format,
+        commit_message=commit_message,
+    )
     u = _uri(uri)
-    store = _lancepy.Store(u)
+    options = normalize_storage_options(storage_options)
+    store = _lancepy.Store(u, options)
     latest, naming = _commit.latest_version(store)
     if mode == "create" and latest > 0:
         raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
@@ -1317,7 +1479,7 @@ def write_dataset(
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
         op = "Overwrite"
-    frags = _write(u, reader, fields, metadata, max_rows_per_file, version)
+    frags = _write(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
     written = [f"data/{d.path}" for f in frags for d in f.files]
     frag_json = [f.to_json() for f in frags]
     if op == "Append":
@@ -1332,4 +1494,4 @@ def write_dataset(
         written_files=written,
         data_storage_version=version if op == "Overwrite" else None,
     )
-    return LanceDataset(u, _loaded=result.manifest)
+    return LanceDataset(u, storage_options=options, _loaded=result.manifest)

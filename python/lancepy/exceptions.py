@@ -29,6 +29,8 @@ __all__ = [
     "DatasetAlreadyExistsError",
     "VersionNotFoundError",
     "CommitConflictError",
+    "InternalError",
+    "NotSupportedError",
 ]
 
 
@@ -86,3 +88,14 @@ class VersionNotFoundError(LanceError, LookupError):
 class CommitConflictError(LanceError):
     """A concurrent commit conflicts with this one; nothing was written."""
 
+
+class InternalError(LanceError, RuntimeError):
+    """A bug in lancepy: an internal invariant failed or the native core panicked.
+
+    Never caused by bad input (that is :class:`CorruptFileError`, :class:`InvalidArgumentError`
+    and their kin); the message asks for a bug report.
+    """
+
+
+#: pylance's name for an unsupported option or feature; the same class as :class:`UnsupportedError`.
+NotSupportedError = UnsupportedError

@@ -29,6 +29,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError
 
 __all__ = [
@@ -148,13 +149,25 @@ class LanceFileReader:
     Parameters
     ----------
     path:
-        A local path, ``file://`` URI or ``memory://`` URI.
+        A local path or a ``file://``, ``memory://``, ``s3://``, ``gs://`` or ``az://`` URI.
+    storage_options:
+        Object-store options (credentials, endpoint, ...; pylance's keys, see
+        :func:`lancepy.dataset`).
     columns:
         Default projection (top-level column names) for every read; ``None`` reads all.
     """
 
-    def __init__(self, path: Union[str, "os.PathLike[str]"], columns: Optional[List[str]] = None) -> None:
-        self._reader = _lancepy.FileReader(os.fspath(path))
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        storage_options: StorageOptions = None,
+        columns: Optional[List[str]] = None,
+    ) -> None:
+        if isinstance(storage_options, (list, tuple)) and columns is None:
+            raise InvalidArgumentError(
+                "the second argument of LanceFileReader is storage_options (as in pylance); pass columns=[...] by name"
+            )
+        self._reader = _lancepy.FileReader(os.fspath(path), normalize_storage_options(storage_options))
         self._columns = columns
 
     @property
@@ -247,13 +260,18 @@ class LanceFileWriter:
     Parameters
     ----------
     path:
-        A local path, ``file://`` or ``memory://`` URI. An existing file is replaced.
+        A local path or a ``file://``, ``memory://``, ``s3://``, ``gs://`` or ``az://`` URI.
+        An existing file is replaced.
     schema:
         The schema (anything with ``__arrow_c_schema__``); if ``None``, the first batch's.
     version:
         ``"2.0"``, ``"2.1"`` (default), ``"2.2"`` or ``"stable"`` (= 2.2).
     max_page_bytes:
         Bytes buffered per column before a page is written (default 8 MiB).
+    storage_options:
+        Object-store options (credentials, endpoint, ...; see :func:`lancepy.dataset`). On
+        object storage a file larger than 5 MiB is sent as a multipart upload while it is
+        written; nothing is visible before :meth:`close`.
 
     Field metadata steers encodings: ``lance-encoding:compression`` (``zstd``, ``lz4``,
     ``none``), ``lance-encoding:compression-level`` and ``lance-encoding:structural-encoding``
@@ -266,9 +284,12 @@ class LanceFileWriter:
         schema: Optional[pa.Schema] = None,
         *,
         version: Optional[str] = None,
+        storage_options: StorageOptions = None,
         max_page_bytes: Optional[int] = None,
     ) -> None:
-        self._writer = _lancepy.FileWriter(os.fspath(path), schema, version, max_page_bytes)
+        self._writer = _lancepy.FileWriter(
+            os.fspath(path), schema, version, max_page_bytes, normalize_storage_options(storage_options)
+        )
         self._closed = False
         self.num_rows: Optional[int] = None
         self.file_size: Optional[int] = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
 
 import pyarrow as pa
 
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["FragmentMetadata", "DataFile", "DeletionFile", "LanceFragment", "write_fragments"]
 
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+#: pylance's default: 90 GiB.
+DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 DEFAULT_DATA_STORAGE_VERSION = "2.1"
 _VERSION_ALIASES = {"stable": "2.2", "2.0": "2.0", "2.1": "2.1", "2.2": "2.2"}
 
@@ -189,10 +191,29 @@ def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.
         return pa.RecordBatchReader.from_stream(data)
     if hasattr(data, "__arrow_c_array__"):
         return pa.RecordBatchReader.from_batches(pa.record_batch(data).schema, [pa.record_batch(data)])
+    if hasattr(data, "to_reader") and hasattr(data, "projected_schema"):
+        return data.to_reader()  # a pyarrow dataset Scanner or a lancepy scanner: streamed
+    if hasattr(data, "scanner") and callable(data.scanner) and hasattr(data, "schema"):
+        return data.scanner().to_reader()  # a pyarrow dataset or a LanceDataset: streamed
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
+        # An iterator or generator of record batches, read lazily: a stream of any length.
+        if schema is None:
+            raise InvalidArgumentError("writing an iterable of record batches needs schema=")
+        return pa.RecordBatchReader.from_batches(schema, _checked_batches(data, schema))
     raise InvalidArgumentError(
         f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatch/RecordBatchReader, "
         "a pandas DataFrame, a dict or list of dicts, or an object implementing the Arrow PyCapsule protocol"
     )
+
+
+def _checked_batches(batches: Iterable[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    for b in batches:
+        if isinstance(b, pa.Table):
+            yield from b.to_batches()
+            continue
+        if not isinstance(b, pa.RecordBatch):
+            raise InvalidArgumentError(f"expected record batches from the iterable, got {type(b).__name__}")
+        yield b
 
 
 def _describe(schema: pa.Schema) -> str:
@@ -207,27 +228,36 @@ def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
     return False
 
 
+def schema_differences(
+    got: pa.Schema, target: pa.Schema, compatible: Callable[[pa.DataType, pa.DataType], bool] = _same_type
+) -> List[str]:
+    """How `got` differs from `target` (columns matched by name, in any order), in words:
+    missing and unexpected columns, and columns whose types are not `compatible`."""
+    missing = [n for n in target.names if n not in got.names]
+    extra = [n for n in got.names if n not in target.names]
+    wrong = [
+        f"{f.name}: {got.field(f.name).type} (dataset has {f.type})"
+        for f in target
+        if f.name in got.names and not compatible(got.field(f.name).type, f.type)
+    ]
+    parts = []
+    if missing:
+        parts.append(f"missing columns {missing}")
+    if extra:
+        parts.append(f"unexpected columns {extra}")
+    if wrong:
+        parts.append("different types: " + "; ".join(wrong))
+    return parts
+
+
 def align_to_schema(reader: pa.RecordBatchReader, target: pa.Schema) -> pa.RecordBatchReader:
     """Checks that `reader`'s columns are `target`'s (any order) and reorders them.
 
     Raises :class:`SchemaMismatchError` naming the difference before anything is written.
     """
     got = reader.schema
-    missing = [n for n in target.names if n not in got.names]
-    extra = [n for n in got.names if n not in target.names]
-    wrong = [
-        f"{f.name}: {got.field(f.name).type} (dataset has {f.type})"
-        for f in target
-        if f.name in got.names and not _same_type(got.field(f.name).type, f.type)
-    ]
-    if missing or extra or wrong or len(set(got.names)) != len(got.names):
-        parts = []
-        if missing:
-            parts.append(f"missing columns {missing}")
-        if extra:
-            parts.append(f"unexpected columns {extra}")
-        if wrong:
-            parts.append("different types: " + "; ".join(wrong))
+    parts = schema_differences(got, target)
+    if parts or len(set(got.names)) != len(got.names):
         raise SchemaMismatchError(
             "the data does not match the dataset schema: " + ", ".join(parts or ["duplicate column names"])
             + f". Dataset schema: [{_describe(target)}]; data schema: [{_describe(got)}]"
@@ -251,10 +281,41 @@ def _write(
     metadata: Dict[str, Any],
     max_rows_per_file: int,
     version: str,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    *,
+    file_tag: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
 ) -> List[FragmentMetadata]:
+    """Streams `reader` into new data files (memory bounded by a few pages per column).
+
+    `file_tag` goes into every new data file's name (see lancepy.spark: a job finds the
+    files of its failed or discarded task attempts by it).
+    """
     if max_rows_per_file <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
-    text = _lancepy.write_fragments(uri, reader, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version)
+    if max_bytes_per_file <= 0:
+        raise InvalidArgumentError("max_bytes_per_file must be positive")
+    # An exception raised by the producer (a generator, a scanner) reaches the native writer as
+    # an Arrow stream error; it is re-raised as itself, not as a wrapped message.
+    failures: List[BaseException] = []
+
+    def tapped() -> Iterator[pa.RecordBatch]:
+        try:
+            yield from reader
+        except BaseException as e:
+            failures.append(e)
+            raise
+
+    source = pa.RecordBatchReader.from_batches(reader.schema, tapped())
+    try:
+        text = _lancepy.write_fragments(
+            uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
+            file_tag, storage_options,
+        )
+    except Exception:
+        if failures:
+            raise failures[0] from None
+        raise
     return [FragmentMetadata(f) for f in json.loads(text)]
 
 
@@ -269,19 +330,30 @@ def write_fragments(
     schema: Optional[pa.Schema] = None,
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_storage_version: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
 ) -> List[FragmentMetadata]:
     """Writes `data` as new fragments of the dataset at `dataset_uri` without committing.
 
-    If the dataset exists, the data must match its schema and the fragments use its field
-    ids; otherwise field ids are numbered from 0 and the fragments can be committed with
-    ``LanceOperation.Overwrite(schema, fragments)``.
+    `data` is streamed: a reader or generator of any length is written in the memory of a
+    few pages per column. `schema`, when given, is the schema the data is checked against
+    (columns reordered to it). If the dataset exists, the data must match its schema and the
+    fragments use its field ids; otherwise field ids are numbered from 0 and the fragments
+    can be committed with ``LanceOperation.Overwrite(schema, fragments)``. A new file (and
+    fragment) starts after `max_rows_per_file` rows or about `max_bytes_per_file` bytes.
+    `storage_options` configure an object store (``s3://``, ``gs://``, ``az://``; see
+    :func:`lancepy.dataset`).
     """
     from lancepy import commit as _commit
+    from lancepy._storage import normalize_storage_options
 
     uri = os.fspath(dataset_uri)
-    store = _lancepy.Store(uri)
+    options = normalize_storage_options(storage_options)
+    store = _lancepy.Store(uri, options)
     reader = to_record_batch_reader(data, schema)
+    if schema is not None and reader.schema != schema:
+        reader = align_to_schema(reader, schema)
     try:
         loaded = _commit.load_manifest(store)
     except DatasetNotFoundError:
@@ -299,7 +371,7 @@ def write_fragments(
         lance = lance_fields_for(reader.schema)
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
-    return _write(uri, reader, fields, metadata, max_rows_per_file, version)
+    return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
 
 
 class LanceFragment:

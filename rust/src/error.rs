@@ -60,6 +60,10 @@ pub enum Error {
     #[error("object store error: {0}")]
     ObjectStore(#[from] object_store::Error),
 
+    /// Object storage refused a request (e.g. bad credentials); the message says what to check.
+    #[error("storage error: {0}")]
+    Storage(String),
+
     /// An Arrow operation failed.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
@@ -88,6 +92,10 @@ impl Error {
     /// An invalid-argument error with a formatted message.
     pub fn invalid_input(msg: impl Display) -> Self {
         Error::InvalidInput(msg.to_string())
+    }
+    /// A bug: an internal invariant failed (never caused by bad input).
+    pub fn internal(msg: impl Display) -> Self {
+        Error::Internal(msg.to_string())
     }
     /// An I/O error with context.
     pub fn io(context: impl Display, source: std::io::Error) -> Self {

@@ -265,3 +265,20 @@ impl<'a> ByteCursor<'a> {
         Ok(read_uint(b, 0, width))
     }
 }
+
+/// Most bytes (or values) one decode may expand from data that no buffer backs (a constant
+/// value repeated, all-null levels): counts read from a file are untrusted, and a writer cuts
+/// pages by size, so a real page never comes close. 2 GiB.
+pub const MAX_UNBACKED_BYTES: u64 = 1 << 31;
+
+/// Checks that expanding `count` values of `width` bytes each (for `what`) stays within
+/// [`MAX_UNBACKED_BYTES`], before anything is allocated.
+pub fn check_unbacked(count: u64, width: u64, what: &str) -> crate::error::Result<()> {
+    match count.checked_mul(width.max(1)) {
+        Some(bytes) if bytes <= MAX_UNBACKED_BYTES => Ok(()),
+        _ => Err(crate::error::Error::corrupt(format!(
+            "{what}: {count} values of {width} bytes would be expanded from data no buffer backs \
+             (more than {MAX_UNBACKED_BYTES} bytes); the counts are corrupt"
+        ))),
+    }
+}

@@ -518,6 +518,7 @@ fn fixed(buf: Buffer, bits: u64, n: u64, ctx: &str) -> Result<DataBlock> {
 }
 
 fn constant(value: Option<&[u8]>, n: u64) -> Result<DataBlock> {
+    block::check_unbacked(n, value.map_or(0, |v| v.len() as u64), "constant encoding")?;
     let Some(v) = value else { return Ok(DataBlock::Empty { num_values: n }) };
     let mut out = MutableBuffer::new(v.len() * n as usize);
     for _ in 0..n {

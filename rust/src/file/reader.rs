@@ -26,7 +26,7 @@ use crate::encodings::block::read_uint;
 use crate::encodings::{Compression, DataBlock};
 use crate::error::{Error, Result};
 use crate::format::{enc20, enc21, file2, filepb, TYPE_URL_ARRAY_ENCODING, TYPE_URL_PAGE_LAYOUT};
-use crate::io::{open_reader, ReaderRef};
+use crate::io::{open_reader, open_reader_with, ReaderRef, StorageOptions};
 use crate::structural::assemble::{assemble, LeafData};
 use crate::structural::builder::{LeafBuilder, Selection};
 use crate::structural::constant::ConstantLayout;
@@ -146,17 +146,23 @@ impl FileReader {
         Self::open_with(open_reader(uri)?)
     }
 
+    /// Opens the file at `uri` (a path or any supported URI) with storage options.
+    pub fn open_with_options(uri: &str, options: &StorageOptions) -> Result<Self> {
+        Self::open_with(open_reader_with(uri, options)?)
+    }
+
     /// Opens a file through an existing reader.
     pub fn open_with(io: ReaderRef) -> Result<Self> {
         let path = io.path().to_string();
-        let size = io.size()?;
+        // One speculative read of the tail holds the footer and, for most files, all the
+        // metadata (on object storage it also tells the size: one request in all).
+        let (size, tail) = io.read_tail(TAIL_READ)?;
         if size < FOOTER_LEN as u64 {
             return Err(Error::corrupt(format!(
                 "{path}: {size} bytes is too small to be a Lance file (the footer alone is {FOOTER_LEN} bytes)"
             )));
         }
         let tail_start = size.saturating_sub(TAIL_READ);
-        let tail = io.read_range(tail_start..size)?;
         let footer = Footer::parse(&tail.as_slice()[tail.len() - FOOTER_LEN..], size, &path)?;
         let version = FileVersion::from_footer(footer.major, footer.minor)?;
         // Everything from the first metadata byte we need to the end.
@@ -373,6 +379,7 @@ impl FileReader {
                 self.num_rows
             ))
         })?;
+        let _prefetched = self.prefetch(fields, RowSelection::Range(start..end))?;
         let parallel = fields.len() > 1 && len > 4096;
         let arrays = crate::parallel::map(fields.to_vec(), parallel, |f| self.read_field_range(f, start..end));
         self.batch(fields, arrays.into_iter().collect::<Result<Vec<_>>>()?, len)
@@ -606,6 +613,7 @@ impl FileReader {
             let perm: Vec<u32> = indices.iter().map(|i| rows.binary_search(i).unwrap() as u32).collect();
             (rows, Some(UInt32Array::from(perm)))
         };
+        let _prefetched = self.prefetch(fields, RowSelection::Rows(&rows))?;
         let parallel = fields.len() > 1 && rows.len() > 64;
         let arrays = crate::parallel::map(fields.to_vec(), parallel, |f| self.take_field(f, &rows));
         let mut arrays = arrays.into_iter().collect::<Result<Vec<_>>>()?;
@@ -697,37 +705,7 @@ impl FileReader {
             RowSelection::Ranges(r) => r.iter().map(|r| (r.end - r.start) as usize).sum(),
         };
         let mut out = LeafBuilder::with_path(kind.clone(), path.clone(), capacity);
-        // Page-local selections, in page order.
-        let mut groups: Vec<(&Page, PageRows)> = Vec::new();
-        match sel {
-            RowSelection::Range(rows) => {
-                for p in column.pages.iter().filter(|p| p.first_row < rows.end && p.first_row + p.num_rows > rows.start) {
-                    let local = rows.start.max(p.first_row) - p.first_row..rows.end.min(p.first_row + p.num_rows) - p.first_row;
-                    groups.push((p, PageRows::Range(local)));
-                }
-            }
-            RowSelection::Ranges(ranges) => {
-                for p in column.pages.iter().filter(|p| p.num_rows > 0) {
-                    let local = v2_0_nested::page_local(ranges, p.first_row, p.first_row + p.num_rows);
-                    if !local.is_empty() {
-                        groups.push((p, PageRows::Ranges(local)));
-                    }
-                }
-            }
-            RowSelection::Rows(rows) => {
-                let mut pi = 0;
-                for &r in rows {
-                    while column.pages[pi].first_row + column.pages[pi].num_rows <= r {
-                        pi += 1;
-                    }
-                    let page = &column.pages[pi];
-                    match groups.last_mut() {
-                        Some((p, PageRows::Rows(v))) if std::ptr::eq(*p, page) => v.push(r - page.first_row),
-                        _ => groups.push((page, PageRows::Rows(vec![r - page.first_row]))),
-                    }
-                }
-            }
-        }
+        let groups = page_groups(&column, &sel);
         let pages: Vec<&Page> = groups.iter().map(|(p, _)| *p).collect();
         self.load_states(&pages, &kind)?;
         if matches!(kind, LeafKind::Variable { .. }) {
@@ -896,17 +874,7 @@ impl FileReader {
                         _ => runs.push(r..r + 1),
                     }
                 }
-                let byte_ranges: Vec<Range<u64>> = runs
-                    .iter()
-                    .map(|run| match (layout.fixed_stride(), rep_index) {
-                        (Some(stride), _) => Ok(run.start * stride..run.end * stride),
-                        (None, Some(idx)) => Ok(idx.offset(run.start)..idx.offset(run.end)),
-                        (None, None) => Err(Error::corrupt("variable full-zip page without a repetition index")),
-                    })
-                    .collect::<Result<_>>()?;
-                if byte_ranges.iter().any(|r| r.end > page.buffers[0].1) {
-                    return Err(Error::corrupt("full-zip rows lie beyond the page's data buffer"));
-                }
+                let byte_ranges = fullzip_run_bytes(page, layout, rep_index, &runs)?;
                 let abs: Vec<Range<u64>> = byte_ranges.iter().map(|r| data_pos + r.start..data_pos + r.end).collect();
                 let bytes = self.io.read_ranges(&abs)?;
                 for (run, b) in runs.iter().zip(&bytes) {
@@ -1136,6 +1104,86 @@ impl FileReader {
         }
     }
 
+    /// On object storage, fetches every byte range a read of `sel` over `fields` will need in
+    /// two concurrent rounds (page metadata, then data), so that decoding, page by page,
+    /// finds its bytes already there instead of waiting for one round trip per page. Leaves
+    /// of list columns and the rarer layouts are left to fetch on demand. The returned guard
+    /// keeps the bytes until the read is done. Local files return at once.
+    fn prefetch(&self, fields: &[usize], sel: RowSelection<'_>) -> Result<PrefetchGuard<'_>> {
+        let mut guard = PrefetchGuard { io: self.io.as_ref(), tokens: Vec::new() };
+        if !self.io.plans_ahead() {
+            return Ok(guard);
+        }
+        let mut leaves: Vec<(Arc<Column>, LeafKind)> = Vec::new();
+        for &f in fields {
+            if self.nested_v2_0_column(f).is_some() {
+                continue;
+            }
+            for (col, leaf, path) in self.leaves(f)? {
+                if path.row_scale() != 1 || path.has_lists() {
+                    continue;
+                }
+                let column = self.column(col)?;
+                if check_rows(&column, self.num_rows, &self.path, col).is_err() {
+                    continue; // reported by the read itself
+                }
+                leaves.push((column, LeafKind::of_field(leaf)?));
+            }
+        }
+        // Round 1: metadata buffers of pages not loaded yet.
+        let mut meta = Vec::new();
+        for (column, _) in &leaves {
+            for (p, _) in page_groups(column, &sel) {
+                if p.state.get().is_none() {
+                    meta.extend(state_buffers(p).into_iter().map(|b| p.buffers[b].0..p.buffers[b].0 + p.buffers[b].1));
+                }
+            }
+        }
+        if !meta.is_empty() {
+            guard.tokens.push(self.io.prefetch(&meta)?);
+            for (column, kind) in &leaves {
+                let pages: Vec<&Page> = page_groups(column, &sel).into_iter().map(|(p, _)| p).collect();
+                self.load_states(&pages, kind)?;
+            }
+        }
+        // Round 2: the data of the selected rows.
+        let mut data = Vec::new();
+        for (column, _) in &leaves {
+            for (page, rows) in page_groups(column, &sel) {
+                if page_has_rep(&page.kind) {
+                    continue;
+                }
+                let Some(state) = page.state.get() else { continue };
+                match (&page.kind, state.as_ref(), &rows) {
+                    (PageKind::MiniBlock(_), PageState::MiniBlock { chunks, .. }, PageRows::Rows(r)) => {
+                        data.extend(chunk_ranges(page, chunks, &group_by_chunk(chunks, r)?));
+                    }
+                    (PageKind::MiniBlock(_), PageState::MiniBlock { chunks, .. }, PageRows::Range(r)) => {
+                        let first = chunks.partition_point(|c| c.first_value + c.num_values <= r.start);
+                        let last = chunks.partition_point(|c| c.first_value < r.end);
+                        let pos = page.buffers[1].0;
+                        data.extend(chunks[first..last].iter().map(|c| pos + c.offset..pos + c.offset + c.len));
+                    }
+                    (PageKind::FullZip(layout), PageState::FullZip { rep_index }, PageRows::Rows(r)) => {
+                        let pos = page.buffers[0].0;
+                        let bytes = fullzip_run_bytes(page, layout, rep_index, &runs(r))?;
+                        data.extend(bytes.into_iter().map(|b| pos + b.start..pos + b.end));
+                    }
+                    (PageKind::FullZip(layout), PageState::FullZip { rep_index }, PageRows::Range(r)) => {
+                        let pos = page.buffers[0].0;
+                        let bytes = fullzip_run_bytes(page, layout, rep_index, std::slice::from_ref(r))?;
+                        data.extend(bytes.into_iter().map(|b| pos + b.start..pos + b.end));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !data.is_empty() {
+            guard.tokens.push(self.io.prefetch(&data)?);
+        }
+        Ok(guard)
+    }
+
     /// A description of every column's pages and encodings.
     pub fn describe(&self) -> Result<Vec<ColumnDescription>> {
         (0..self.num_columns())
@@ -1353,12 +1401,83 @@ enum PageRows {
     Ranges(Vec<Range<u64>>),
 }
 
+/// Releases a read's prefetched bytes when the read is done (or failed).
+struct PrefetchGuard<'r> {
+    io: &'r dyn crate::io::Reader,
+    tokens: Vec<u64>,
+}
+
+impl Drop for PrefetchGuard<'_> {
+    fn drop(&mut self) {
+        for &t in &self.tokens {
+            self.io.release(t);
+        }
+    }
+}
+
 /// Rows of a column to read.
 enum RowSelection<'a> {
     Range(Range<u64>),
     Rows(&'a [u64]),
     /// Sorted, non-overlapping ranges (the items of some lists).
     Ranges(&'a [Range<u64>]),
+}
+
+/// The pages of `column` that hold rows of `sel` (rows checked against the column's length
+/// by the caller), with page-local selections, in page order.
+fn page_groups<'c>(column: &'c Column, sel: &RowSelection<'_>) -> Vec<(&'c Page, PageRows)> {
+    let mut groups: Vec<(&Page, PageRows)> = Vec::new();
+    match sel {
+        RowSelection::Range(rows) => {
+            for p in column.pages.iter().filter(|p| p.first_row < rows.end && p.first_row + p.num_rows > rows.start) {
+                let local = rows.start.max(p.first_row) - p.first_row..rows.end.min(p.first_row + p.num_rows) - p.first_row;
+                groups.push((p, PageRows::Range(local)));
+            }
+        }
+        RowSelection::Ranges(ranges) => {
+            for p in column.pages.iter().filter(|p| p.num_rows > 0) {
+                let local = v2_0_nested::page_local(ranges, p.first_row, p.first_row + p.num_rows);
+                if !local.is_empty() {
+                    groups.push((p, PageRows::Ranges(local)));
+                }
+            }
+        }
+        RowSelection::Rows(rows) => {
+            let mut pi = 0;
+            for &r in rows.iter() {
+                while column.pages[pi].first_row + column.pages[pi].num_rows <= r {
+                    pi += 1;
+                }
+                let page = &column.pages[pi];
+                match groups.last_mut() {
+                    Some((p, PageRows::Rows(v))) if std::ptr::eq(*p, page) => v.push(r - page.first_row),
+                    _ => groups.push((page, PageRows::Rows(vec![r - page.first_row]))),
+                }
+            }
+        }
+    }
+    groups
+}
+
+/// Byte ranges (relative to the page's data buffer) of runs of rows of a full-zip page.
+fn fullzip_run_bytes(
+    page: &Page,
+    layout: &FullZipLayout,
+    rep_index: &Option<RepIndex>,
+    runs: &[Range<u64>],
+) -> Result<Vec<Range<u64>>> {
+    let ranges = runs
+        .iter()
+        .map(|run| match (layout.fixed_stride(), rep_index) {
+            (Some(stride), _) => Ok(run.start * stride..run.end * stride),
+            (None, Some(idx)) => Ok(idx.offset(run.start)..idx.offset(run.end)),
+            (None, None) => Err(Error::corrupt("variable full-zip page without a repetition index")),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if ranges.iter().any(|r| r.end > page.buffers[0].1) {
+        return Err(Error::corrupt("full-zip rows lie beyond the page's data buffer"));
+    }
+    Ok(ranges)
 }
 
 /// Sorted rows as runs of consecutive rows.

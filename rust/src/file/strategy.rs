@@ -178,7 +178,7 @@ pub fn encode_leaf_page(
             for &l in d {
                 match to_page.get(l as usize) {
                     Some(&p) if p != u16::MAX => page.push(p),
-                    _ => return Err(Error::invalid_input("internal: a level the page's layers cannot express")),
+                    _ => return Err(Error::internal("a level the page's layers cannot express")),
                 }
             }
             Some(page)
@@ -786,7 +786,7 @@ fn choose_miniblock(
         }
         DataBlock::FixedSizeList(l) => fsl_chunks(l)?,
         DataBlock::Empty { .. } | DataBlock::Dictionary { .. } => {
-            return Err(Error::invalid_input(format!("internal: mini-block page of a {} block", values.kind())))
+            return Err(Error::internal(format!("mini-block page of a {} block", values.kind())))
         }
     };
     match general {

@@ -7,7 +7,8 @@
 //! each 64-byte aligned. `finish` writes the schema, the column metadata, the offset tables
 //! and the footer.
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{make_array, Array, ArrayRef, RecordBatch};
+use arrow_data::transform::MutableArrayData;
 use arrow_schema::{DataType, Schema, SchemaRef};
 use prost::Message;
 
@@ -16,7 +17,7 @@ use super::schema::{LanceField, LanceSchema};
 use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
 use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
-use crate::io::{open_writer, Writer};
+use crate::io::{open_writer_with, StorageOptions, Writer};
 use crate::structural::shred::{leaf_paths, shred};
 use crate::structural::v2_0_nested::{self, ColumnPiece};
 
@@ -30,11 +31,13 @@ pub struct WriterOptions {
     pub version: FileVersion,
     /// Bytes buffered per column before a page is cut.
     pub max_page_bytes: u64,
+    /// Options of the object store the file goes to (credentials, endpoint, ...).
+    pub storage_options: StorageOptions,
 }
 
 impl Default for WriterOptions {
     fn default() -> Self {
-        Self { version: FileVersion::DEFAULT, max_page_bytes: DEFAULT_MAX_PAGE_BYTES }
+        Self { version: FileVersion::DEFAULT, max_page_bytes: DEFAULT_MAX_PAGE_BYTES, storage_options: StorageOptions::new() }
     }
 }
 
@@ -136,7 +139,7 @@ impl FileWriter {
                 ..ColumnState::default()
             })
             .collect();
-        let out = open_writer(uri)?;
+        let out = open_writer_with(uri, &options.storage_options)?;
         Ok(Self { out: Some(out), path: uri.to_string(), options, schema, arrow_schema, fields, columns, num_rows: 0 })
     }
 
@@ -153,6 +156,12 @@ impl FileWriter {
     /// Rows written so far.
     pub fn num_rows(&self) -> u64 {
         self.num_rows
+    }
+
+    /// About the size the file would have if finished now: the pages written so far plus the
+    /// in-memory size of what is still buffered (an upper bound of its encoded size).
+    pub fn estimated_size(&self) -> u64 {
+        self.out.as_ref().map_or(0, |o| o.position()) + self.fields.iter().map(|f| f.bytes).sum::<u64>()
     }
 
     /// The version being written.
@@ -209,7 +218,17 @@ impl FileWriter {
         }
         self.num_rows += batch.num_rows() as u64;
         let full: Vec<usize> = (0..self.fields.len()).filter(|&i| self.fields[i].bytes >= self.options.max_page_bytes).collect();
-        self.flush(&full)
+        self.flush(&full)?;
+        // What stays buffered is copied out of the caller's batch. An imported batch (Arrow C
+        // Data) frees all its columns together, so a narrow column's slice waiting for its page
+        // to fill would otherwise pin every wide column of every batch it came from: a stream
+        // of embeddings then held the whole input in memory. The copy is bounded by a page.
+        for f in &mut self.fields {
+            if let Some(last) = f.arrays.last_mut() {
+                *last = owned_copy(last)?;
+            }
+        }
+        Ok(())
     }
 
     /// Encodes the buffered data of `fields` into pages (fields in parallel) and writes them.
@@ -411,6 +430,14 @@ fn encode_field_pages(
     });
     // Write order: page by page, leaves in column order within a page.
     pages.into_iter().collect()
+}
+
+/// A copy of `array` in buffers of its own (sized to its slice), sharing no memory with it.
+fn owned_copy(array: &ArrayRef) -> Result<ArrayRef> {
+    let data = array.to_data();
+    let mut copy = MutableArrayData::new(vec![&data], false, data.len());
+    copy.try_extend(0, 0, data.len())?;
+    Ok(make_array(copy.freeze()))
 }
 
 fn concat(arrays: &[ArrayRef]) -> Result<ArrayRef> {

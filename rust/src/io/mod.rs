@@ -3,7 +3,8 @@
 //! Decoders never open files: the file reader plans byte ranges, asks a [`Reader`] for them
 //! (which coalesces nearby ranges), and hands the bytes to pure decode functions. Local paths
 //! use positional reads (`pread`), so any number of threads can read one file without a
-//! shared cursor; `memory://` and (later) cloud URIs go through `object_store`.
+//! shared cursor; `memory://` and the cloud stores (`s3://`, `gs://`, `az://`) go through
+//! `object_store`, with reads coalesced and issued concurrently for object storage.
 //!
 //! Bytes come back as [`arrow_buffer::Buffer`]: reference counted, cheaply sliceable and
 //! 64-byte aligned when we allocate them, so decoded values can become Arrow arrays without a
@@ -23,7 +24,7 @@ use arrow_buffer::Buffer;
 pub use local::{LocalReader, LocalWriter};
 pub use objstore::{runtime, ObjectStoreReader, ObjectStoreWriter};
 pub use store::{ObjectInfo, Store};
-pub use uri::{open_reader, open_writer, ResolvedUri};
+pub use uri::{open_reader, open_reader_with, open_writer, open_writer_with, ResolvedUri, StorageOptions, StoreHandle};
 
 use crate::error::{Error, Result};
 
@@ -40,6 +41,29 @@ pub trait Reader: Send + Sync + Debug {
 
     /// Reads exactly `range`; an error if the object is shorter.
     fn read_range(&self, range: Range<u64>) -> Result<Buffer>;
+
+    /// The object's size and its last `len` bytes (all of it if shorter), for footers and
+    /// metadata. Stores that can answer with one request (a suffix range) override this.
+    fn read_tail(&self, len: u64) -> Result<(u64, Buffer)> {
+        let size = self.size()?;
+        Ok((size, self.read_range(size.saturating_sub(len)..size)?))
+    }
+
+    /// Whether reads should be planned ahead and fetched in a few concurrent rounds (object
+    /// storage, where each round trip costs far more than the bytes it moves).
+    fn plans_ahead(&self) -> bool {
+        false
+    }
+
+    /// Fetches `ranges` now and keeps them for the `read_ranges` calls that follow, until
+    /// [`Reader::release`] is called with the returned token. Readers that do not plan
+    /// ahead keep nothing.
+    fn prefetch(&self, _ranges: &[Range<u64>]) -> Result<u64> {
+        Ok(0)
+    }
+
+    /// Forgets the bytes of a [`Reader::prefetch`].
+    fn release(&self, _token: u64) {}
 
     /// Largest gap between two ranges that is still read as one request.
     fn coalesce_gap(&self) -> u64 {
@@ -86,13 +110,22 @@ pub struct CoalescedPlan {
 /// Groups `ranges` (any order, overlaps allowed) into requests, merging ranges closer than
 /// `max_gap` bytes.
 pub fn plan_coalesced(ranges: &[Range<u64>], max_gap: u64) -> CoalescedPlan {
+    plan_coalesced_capped(ranges, max_gap, u64::MAX)
+}
+
+/// As [`plan_coalesced`], but a request is not grown past `max_request` bytes by merging
+/// (a single range larger than that stays one request; overlapping ranges always merge).
+pub fn plan_coalesced_capped(ranges: &[Range<u64>], max_gap: u64, max_request: u64) -> CoalescedPlan {
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_unstable_by_key(|&i| (ranges[i].start, ranges[i].end));
     let mut plan = CoalescedPlan { requests: Vec::new(), placement: vec![(0, 0); ranges.len()] };
     for &i in &order {
         let r = &ranges[i];
         match plan.requests.last_mut() {
-            Some(last) if r.start <= last.end.saturating_add(max_gap) => {
+            Some(last)
+                if r.start < last.end
+                    || (r.start <= last.end.saturating_add(max_gap) && r.end.max(last.end) - last.start <= max_request) =>
+            {
                 last.end = last.end.max(r.end);
             }
             _ => plan.requests.push(r.clone()),
@@ -201,6 +234,13 @@ mod tests {
             let want: Vec<u8> = (r.start..r.end).map(|x| x as u8).collect();
             assert_eq!(b.as_slice(), &want[..]);
         }
+    }
+
+    #[test]
+    fn capped_coalescing_keeps_requests_small_but_merges_overlaps() {
+        let plan = plan_coalesced_capped(&[0..10, 12..20, 30..40, 35..100], 5, 15);
+        assert_eq!(plan.requests, vec![0..10, 12..20, 30..100]);
+        assert_eq!(plan.placement, vec![(0, 0), (1, 0), (2, 0), (2, 5)]);
     }
 
     #[test]

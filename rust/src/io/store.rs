@@ -3,14 +3,17 @@
 //! A dataset needs more than positional reads: it lists `_versions/`, reads small objects
 //! whole (manifests, deletion files, transactions), publishes manifests atomically and
 //! deletes old files. [`Store`] offers exactly those operations, rooted at a dataset
-//! directory, for local paths / `file://` (plain `std::fs`) and `memory://` (`object_store`'s
-//! `InMemory`).
+//! directory, for local paths / `file://` (plain `std::fs`), `memory://` (`object_store`'s
+//! `InMemory`) and the cloud stores (`s3://`, `gs://`, `az://`, configured by storage
+//! options; see [`super::uri`]).
 //!
 //! The commit primitive is [`Store::put_if_not_exists`]: on a local file system the bytes go
 //! to a unique staging file that is then hard-linked to the final name (`link(2)` fails if
 //! the name exists, atomically), so a reader never sees a half-written object and exactly one
 //! of several racing writers wins; on object stores it is a conditional PUT
-//! (`PutMode::Create`).
+//! (`PutMode::Create`, i.e. `If-None-Match: *` on S3). A store that cannot write
+//! conditionally makes the commit fail with [`Error::NotSupported`]: there is no unsafe
+//! fallback to a plain PUT, which could silently overwrite a concurrent writer's version.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,8 +23,9 @@ use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
 
-use super::objstore::runtime;
-use super::uri::{resolve, ResolvedUri};
+use super::objstore::{map_store_error, runtime};
+use super::uri::{open_reader_with, open_writer_with, resolve_with, ResolvedUri, StorageOptions, StoreHandle};
+use super::{ReaderRef, Writer};
 use crate::error::{Error, Result};
 
 /// One object found by a listing.
@@ -38,7 +42,7 @@ pub struct ObjectInfo {
 #[derive(Debug, Clone)]
 enum Backend {
     Local(PathBuf),
-    Object { store: Arc<dyn ObjectStore>, root: ObjectPath },
+    Object { store: StoreHandle, root: ObjectPath },
 }
 
 /// A dataset directory on some storage.
@@ -46,6 +50,7 @@ enum Backend {
 pub struct Store {
     uri: String,
     backend: Backend,
+    options: Arc<StorageOptions>,
 }
 
 fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
@@ -66,18 +71,40 @@ fn unique_suffix() -> String {
 impl Store {
     /// The store rooted at `uri` (a path, `file://` or `memory://`). Nothing is created.
     pub fn open(uri: &str) -> Result<Self> {
+        Self::open_with(uri, &StorageOptions::new())
+    }
+
+    /// The store rooted at `uri` (a path or any supported URI), with storage options for
+    /// cloud stores. Nothing is created and nothing is requested.
+    pub fn open_with(uri: &str, options: &StorageOptions) -> Result<Self> {
         let trimmed = uri.trim_end_matches('/');
         let trimmed = if trimmed.is_empty() { uri } else { trimmed };
-        let backend = match resolve(trimmed)? {
+        let backend = match resolve_with(trimmed, options)? {
             ResolvedUri::Local(p) => Backend::Local(p),
             ResolvedUri::Object { store, location } => Backend::Object { store, root: location },
         };
-        Ok(Self { uri: trimmed.to_string(), backend })
+        Ok(Self { uri: trimmed.to_string(), backend, options: Arc::new(options.clone()) })
     }
 
     /// The root URI.
     pub fn uri(&self) -> &str {
         &self.uri
+    }
+
+    /// The storage options the store was opened with (also used for files it names).
+    pub fn options(&self) -> &StorageOptions {
+        &self.options
+    }
+
+    /// Opens any file URI (this store's or another root's, e.g. a base path) for reads,
+    /// with this store's options.
+    pub fn reader_for_uri(&self, uri: &str) -> Result<ReaderRef> {
+        open_reader_with(uri, &self.options)
+    }
+
+    /// Creates a new file at any URI with this store's options.
+    pub fn writer_for_uri(&self, uri: &str) -> Result<Box<dyn Writer>> {
+        open_writer_with(uri, &self.options)
     }
 
     /// The URI of `rel` (for the file reader and writer).
@@ -99,15 +126,8 @@ impl Store {
         Ok(p)
     }
 
-    fn not_found(&self, rel: &str) -> Error {
-        Error::NotFound(self.child_uri(rel))
-    }
-
     fn map_os(&self, rel: &str, e: object_store::Error) -> Error {
-        match e {
-            object_store::Error::NotFound { .. } => self.not_found(rel),
-            other => Error::ObjectStore(other),
-        }
+        map_store_error(&self.child_uri(rel), e)
     }
 
     /// Reads a whole object.
@@ -119,6 +139,7 @@ impl Store {
             }
             Backend::Object { store, root } => {
                 let p = self.object(root, rel)?;
+                let store = store.get()?;
                 runtime().block_on(async { store.get(&p).await?.bytes().await }).map_err(|e| self.map_os(rel, e))
             }
         }
@@ -130,10 +151,10 @@ impl Store {
             Backend::Local(root) => Ok(self.local(root, rel)?.is_file()),
             Backend::Object { store, root } => {
                 let p = self.object(root, rel)?;
-                match runtime().block_on(store.head(&p)) {
+                match runtime().block_on(store.get()?.head(&p)) {
                     Ok(_) => Ok(true),
                     Err(object_store::Error::NotFound { .. }) => Ok(false),
-                    Err(e) => Err(Error::ObjectStore(e)),
+                    Err(e) => Err(self.map_os(rel, e)),
                 }
             }
         }
@@ -153,7 +174,7 @@ impl Store {
             }
             Backend::Object { store, root } => {
                 let p = self.object(root, rel)?;
-                runtime().block_on(store.put(&p, PutPayload::from(data))).map_err(|e| self.map_os(rel, e))?;
+                runtime().block_on(store.get()?.put(&p, PutPayload::from(data))).map_err(|e| self.map_os(rel, e))?;
                 Ok(())
             }
         }
@@ -177,10 +198,18 @@ impl Store {
             Backend::Object { store, root } => {
                 let p = self.object(root, rel)?;
                 let opts = PutOptions { mode: PutMode::Create, ..Default::default() };
-                match runtime().block_on(store.put_opts(&p, PutPayload::from(data), opts)) {
+                match runtime().block_on(store.get()?.put_opts(&p, PutPayload::from(data), opts)) {
                     Ok(_) => Ok(true),
                     Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-                    Err(e) => Err(Error::ObjectStore(e)),
+                    // Some stores answer a lost race with 412 rather than "already exists".
+                    Err(object_store::Error::Precondition { .. }) => Ok(false),
+                    Err(object_store::Error::NotImplemented) => Err(Error::not_supported(format!(
+                        "{}: the object store cannot write conditionally (put-if-not-exists, If-None-Match: *), \
+                         so commits would not be safe against concurrent writers; use a store that supports it \
+                         (S3, MinIO, R2, GCS, Azure) and do not set aws_conditional_put=disabled",
+                        self.child_uri(rel)
+                    ))),
+                    Err(e) => Err(self.map_os(rel, e)),
                 }
             }
         }
@@ -199,9 +228,9 @@ impl Store {
             }
             Backend::Object { store, root } => {
                 let p = self.object(root, rel)?;
-                match runtime().block_on(store.delete(&p)) {
+                match runtime().block_on(store.get()?.delete(&p)) {
                     Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-                    Err(e) => Err(Error::ObjectStore(e)),
+                    Err(e) => Err(self.map_os(rel, e)),
                 }
             }
         }
@@ -221,8 +250,9 @@ impl Store {
             }
             Backend::Object { store, root } => {
                 let p = if prefix.is_empty() { root.clone() } else { self.object(root, prefix)? };
+                let client = store.get()?;
                 let metas: Vec<object_store::ObjectMeta> =
-                    runtime().block_on(store.list(Some(&p)).try_collect()).map_err(Error::ObjectStore)?;
+                    runtime().block_on(client.list(Some(&p)).try_collect()).map_err(|e| self.map_os(prefix, e))?;
                 let root_parts = root.parts().count();
                 let mut out: Vec<ObjectInfo> = metas
                     .into_iter()

@@ -20,10 +20,10 @@ fn exception_class(err: &Error) -> &'static str {
         Error::NotFound(_) => "NotFoundError",
         Error::VersionNotFound(_) => "VersionNotFoundError",
         Error::CommitConflict(_) => "CommitConflictError",
-        Error::Io { .. } | Error::ObjectStore(_) => "LanceIOError",
+        Error::Io { .. } | Error::ObjectStore(_) | Error::Storage(_) => "LanceIOError",
         Error::Arrow(_) => "LanceError",
         Error::Interrupted => "",
-        Error::Internal(_) => "LanceError",
+        Error::Internal(_) => "InternalError",
     }
 }
 
@@ -60,7 +60,7 @@ pub fn catch<T>(f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Re
 }
 
 /// Runs `f` with the GIL released. A panic (a bug: decoders return errors for bad input)
-/// becomes a `LanceError` instead of crashing the interpreter with a `PanicException`.
+/// becomes an `InternalError` instead of crashing the interpreter with a `PanicException`.
 pub fn run<T: Send>(py: Python<'_>, f: impl FnOnce() -> crate::error::Result<T> + Send) -> PyResult<T> {
     py.allow_threads(|| catch(f)).map_err(to_pyerr)
 }

@@ -11,6 +11,7 @@ use super::errors::{catch, run, to_pyerr, IntoPyResult};
 use super::ffi::{import_batches, ArrowBatches, BatchStream};
 use crate::error::Error;
 use crate::file::{FileReader, FileVersion, FileWriter, WriterOptions};
+use crate::io::StorageOptions;
 
 /// Row indices from an Arrow integer array (`__arrow_c_array__`, zero-copy) or any sequence
 /// of ints.
@@ -61,8 +62,10 @@ pub struct PyFileReader {
 #[pymethods]
 impl PyFileReader {
     #[new]
-    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
-        let inner = run(py, || FileReader::open(&path))?;
+    #[pyo3(signature = (path, storage_options=None))]
+    fn new(py: Python<'_>, path: String, storage_options: Option<StorageOptions>) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        let inner = run(py, || FileReader::open_with_options(&path, &options))?;
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -172,19 +175,20 @@ pub struct PyFileWriter {
 #[pymethods]
 impl PyFileWriter {
     #[new]
-    #[pyo3(signature = (path, schema=None, version=None, max_page_bytes=None))]
+    #[pyo3(signature = (path, schema=None, version=None, max_page_bytes=None, storage_options=None))]
     fn new(
         py: Python<'_>,
         path: String,
         schema: Option<&Bound<'_, PyAny>>,
         version: Option<String>,
         max_page_bytes: Option<u64>,
+        storage_options: Option<StorageOptions>,
     ) -> PyResult<Self> {
         let version: FileVersion = match version {
             Some(v) => v.parse().py()?,
             None => FileVersion::DEFAULT,
         };
-        let mut options = WriterOptions { version, ..Default::default() };
+        let mut options = WriterOptions { version, storage_options: storage_options.unwrap_or_default(), ..Default::default() };
         if let Some(m) = max_page_bytes {
             if m == 0 {
                 return Err(to_pyerr(Error::invalid_input("max_page_bytes must be positive")));

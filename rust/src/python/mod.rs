@@ -22,5 +22,13 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ffi::BatchStream>()?;
     m.add_class::<ffi::FixedValues>()?;
     table::register(m)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
+}
+
+/// Panics inside the core, as a bug would: lets the tests check that a panic reaches Python
+/// as `lancepy.exceptions.InternalError` and leaves the interpreter usable.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>) -> PyResult<()> {
+    errors::run(py, || -> crate::error::Result<()> { panic!("deliberate panic for the tests") })
 }

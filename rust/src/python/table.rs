@@ -21,7 +21,7 @@ use super::file::{extract_indices, import_schema};
 use crate::error::{Error, Result};
 use crate::file::{FileVersion, LanceSchema};
 use crate::format::{filepb, tablepb};
-use crate::io::Store;
+use crate::io::{StorageOptions, Store};
 use crate::table::json::{from_json, to_json};
 use crate::table::scan::{ScanOptions, ScanTask};
 use crate::table::write::FragmentWriteOptions;
@@ -36,8 +36,16 @@ pub struct PyStore {
 #[pymethods]
 impl PyStore {
     #[new]
-    fn new(uri: String) -> PyResult<Self> {
-        Ok(Self { inner: Store::open(&uri).py()? })
+    #[pyo3(signature = (uri, storage_options=None))]
+    fn new(py: Python<'_>, uri: String, storage_options: Option<StorageOptions>) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        Ok(Self { inner: run(py, || Store::open_with(&uri, &options))? })
+    }
+
+    /// The storage options the store was opened with.
+    #[getter]
+    fn storage_options(&self) -> StorageOptions {
+        self.inner.options().clone()
     }
 
     /// The root URI.
@@ -226,7 +234,8 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 /// Writes Arrow data into new data files of a dataset; returns the fragments (JSON list,
 /// ids unassigned). On error every file written is deleted again.
 #[pyfunction]
-#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version))]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn write_fragments(
     py: Python<'_>,
     uri: &str,
@@ -235,15 +244,24 @@ pub fn write_fragments(
     metadata_json: &str,
     max_rows_per_file: u64,
     version: &str,
+    max_bytes_per_file: u64,
+    file_tag: Option<String>,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<String> {
     let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
     let version: FileVersion = version.parse().py()?;
-    let store = Store::open(uri).py()?;
+    let options = storage_options.unwrap_or_default();
+    let store = run(py, || Store::open_with(uri, &options))?;
     let batches = import_stream(data)?;
-    let options = FragmentWriteOptions { max_rows_per_file, version };
+    let options = FragmentWriteOptions { max_rows_per_file, max_bytes_per_file, version };
     run(py, move || {
         let mut created = Vec::new();
-        match write::write_fragments(&store, &schema, batches, options, |f| created.push(f.to_string())) {
+        // Files carry `file_tag` when one is given (a Spark job finds its files by it).
+        let new_name = || match &file_tag {
+            Some(tag) => naming::new_tagged_data_file_name(tag),
+            None => Ok(naming::new_data_file_name()),
+        };
+        match write::write_fragments_named(&store, &schema, batches, options, new_name, |f| created.push(f.to_string())) {
             Ok(frags) => to_json(&frags),
             Err(e) => {
                 for f in &created {
@@ -320,9 +338,11 @@ impl Iterator for TaskStream {
 #[pymethods]
 impl PySnapshot {
     #[new]
-    fn new(py: Python<'_>, uri: String, manifest_json: String) -> PyResult<Self> {
+    #[pyo3(signature = (uri, manifest_json, storage_options=None))]
+    fn new(py: Python<'_>, uri: String, manifest_json: String, storage_options: Option<StorageOptions>) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
         run(py, move || -> Result<Self> {
-            let store = Store::open(&uri)?;
+            let store = Store::open_with(&uri, &options)?;
             let manifest: tablepb::Manifest = from_json(&manifest_json, "manifest")?;
             Ok(Self { inner: Arc::new(TableSnapshot::new(store.clone(), &manifest)?), store })
         })

@@ -12,7 +12,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 use super::miniblock::DecodedChunk;
 use super::repdef::{max_def, max_visible_def, Layer};
 use super::LeafKind;
-use crate::encodings::block::ByteCursor;
+use crate::encodings::block::{check_unbacked, ByteCursor};
 use crate::encodings::{Compression, DataBlock, FixedSizeListBlock, FixedWidthBlock, VariableWidthBlock};
 use crate::error::{Error, Result};
 use crate::format::enc21;
@@ -155,6 +155,8 @@ pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: 
         (None, Some(d)) => d.len() as u64,
         (None, None) => num_rows,
     };
+    // Levels and values below are expanded from a count alone: bound it first.
+    check_unbacked(num_levels, 2, "constant page levels")?;
     if rep.is_none() && num_levels != num_rows {
         return Err(Error::corrupt(format!("constant page has {num_levels} levels for {num_rows} rows")));
     }
@@ -179,6 +181,12 @@ pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: 
 
 /// Repeats a one-value block `n` times.
 pub fn repeat(v: &DataBlock, n: u64) -> Result<DataBlock> {
+    let width = match v {
+        DataBlock::Fixed(f) => f.data.len() as u64,
+        DataBlock::Variable(vb) => vb.value(0).len() as u64 + 8,
+        _ => 1,
+    };
+    check_unbacked(n, width, "constant page")?;
     Ok(match v {
         DataBlock::Fixed(f) if f.bits_per_value == 1 => {
             let bit = f.data.as_slice().first().copied().unwrap_or(0) & 1 == 1;
@@ -213,4 +221,25 @@ pub fn repeat(v: &DataBlock, n: u64) -> Result<DataBlock> {
         DataBlock::Empty { .. } => DataBlock::Empty { num_values: n },
         DataBlock::Dictionary { .. } => return Err(Error::corrupt("a constant value cannot be dictionary-encoded")),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_counts_are_refused_before_allocating() {
+        let one = DataBlock::Fixed(FixedWidthBlock { data: Buffer::from_vec(vec![7u64]), bits_per_value: 64, num_values: 1 });
+        // 2^40 rows of 8 bytes would be 8 TiB: refused as corrupt, nothing allocated.
+        let err = repeat(&one, 1 << 40).unwrap_err();
+        assert!(matches!(err, Error::Corrupt(_)), "{err}");
+        let err = repeat(&one, u64::MAX).unwrap_err();
+        assert!(matches!(err, Error::Corrupt(_)), "{err}");
+        match repeat(&one, 3).unwrap() {
+            DataBlock::Fixed(f) => assert_eq!(f.data.typed_data::<u64>(), &[7, 7, 7]),
+            _ => panic!("expected a fixed-width block"),
+        }
+        let c = Compression::Constant { value: Some(vec![1u8, 2, 3, 4].into()) };
+        assert!(matches!(c.decode_block(&Buffer::from_vec(Vec::<u8>::new()), 1 << 40), Err(Error::Corrupt(_))));
+    }
 }

@@ -481,7 +481,7 @@ pub fn encode(
             enc21::full_zip_layout::Details::BitsPerOffset(vb.bits_per_offset as u32),
             per_value.description(vb.bits_per_offset),
         ),
-        other => return Err(Error::invalid_input(format!("internal: full-zip of a {} block", other.kind()))),
+        other => return Err(Error::internal(format!("full-zip of a {} block", other.kind()))),
     };
     let length_bytes = match values {
         DataBlock::Variable(vb) => (vb.bits_per_offset / 8) as usize,
@@ -505,7 +505,7 @@ pub fn encode(
             continue;
         }
         if v >= num_values {
-            return Err(Error::invalid_input("internal: more visible levels than values"));
+            return Err(Error::internal("more visible levels than values"));
         }
         match (fixed, values) {
             (Some((bytes, w)), _) => {
@@ -534,7 +534,7 @@ pub fn encode(
         v += 1;
     }
     if v != num_values {
-        return Err(Error::invalid_input(format!("internal: {v} visible levels for {num_values} values")));
+        return Err(Error::internal(format!("{v} visible levels for {num_values} values")));
     }
     let rep_index = needs_index.then(|| {
         row_offsets.push(data.len() as u64);

@@ -337,7 +337,7 @@ pub fn serialize_chunks(chunks: &[ValueChunk], levels: &ChunkLevels, large_chunk
     let total_values: u64 = chunks.iter().map(|c| c.num_values).sum();
     if let Some(v) = &value_levels {
         if v.len() as u64 != total_values {
-            return Err(Error::invalid_input(format!("internal: {} visible levels for {total_values} values", v.len())));
+            return Err(Error::internal(format!("{} visible levels for {total_values} values", v.len())));
         }
     }
     let mut rep_index: Vec<u8> = Vec::new();
@@ -399,7 +399,7 @@ pub fn serialize_chunks(chunks: &[ValueChunk], levels: &ChunkLevels, large_chunk
             }
         } else {
             if !n.is_power_of_two() || n > 1 << 15 {
-                return Err(Error::invalid_input(format!("internal: non-last chunk of {n} values")));
+                return Err(Error::internal(format!("non-last chunk of {n} values")));
             }
             n.trailing_zeros() as u64
         };

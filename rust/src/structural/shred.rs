@@ -53,7 +53,7 @@ impl ShreddedLeaf {
             }
         };
         if hi > num_levels || lo > hi {
-            return Err(Error::invalid_input("internal: page rows outside the shredded data"));
+            return Err(Error::internal("page rows outside the shredded data"));
         }
         let visible_limit = self.path.max_visible_canonical();
         let visible = |range: std::ops::Range<usize>| match &self.def {
@@ -172,7 +172,7 @@ fn list_bounds(array: &dyn Array) -> Result<(Box<dyn Fn(usize) -> (usize, usize)
             let o = m.value_offsets();
             (Box::new(move |i| (o[i] as usize, o[i + 1] as usize)), Arc::new(m.entries().clone()) as ArrayRef)
         }
-        other => return Err(Error::invalid_input(format!("internal: {other} is not a list"))),
+        other => return Err(Error::internal(format!("{other} is not a list"))),
     })
 }
 

@@ -720,9 +720,7 @@ fn check_row_ranges(rows: &[Range<u64>], num_rows: u64) -> Result<()> {
     let mut prev = 0;
     for r in rows {
         if r.start < prev || r.end < r.start || r.end > num_rows {
-            return Err(Error::invalid_input(format!(
-                "internal: row ranges {rows:?} are not sorted ranges within a page of {num_rows} rows"
-            )));
+            return Err(Error::internal(format!("row ranges {rows:?} are not sorted ranges within a page of {num_rows} rows")));
         }
         prev = r.end;
     }
@@ -1205,7 +1203,7 @@ fn value_ranges(array: &ArrayRef) -> Result<(Buffer, Vec<(usize, usize)>)> {
             let o = &data.buffers()[0].typed_data::<i64>()[off..off + n + 1];
             o.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect()
         }
-        dt => return Err(Error::invalid_input(format!("internal: {dt} is not a string or binary type"))),
+        dt => return Err(Error::internal(format!("{dt} is not a string or binary type"))),
     };
     Ok((data.buffers()[1].clone(), ranges))
 }
@@ -1435,7 +1433,7 @@ impl PageWriter {
         };
         let rows = match crate::file::strategy::block_from_array(array, &kind, None)? {
             DataBlock::Fixed(f) => f.data,
-            other => return Err(Error::invalid_input(format!("internal: packed struct rows became {} values", other.kind()))),
+            other => return Err(Error::internal(format!("packed struct rows became {} values", other.kind()))),
         };
         let buffer_index = self.buffers.len() as u32;
         self.buffers.push(rows);

@@ -584,7 +584,7 @@ mod tests {
     /// Writes `batch` as a 2.0 file (pages of about `page_bytes`) and returns its bytes.
     fn write(batch: &RecordBatch, page_bytes: u64) -> Vec<u8> {
         let uri = format!("memory://v2_0_nested-{}/f.lance", uuid::Uuid::new_v4().simple());
-        let options = WriterOptions { version: FileVersion::V2_0, max_page_bytes: page_bytes };
+        let options = WriterOptions { version: FileVersion::V2_0, max_page_bytes: page_bytes, ..Default::default() };
         let mut w = FileWriter::try_new(&uri, &batch.schema(), options).unwrap();
         w.write_batch(batch).unwrap();
         w.finish().unwrap();
@@ -961,7 +961,7 @@ mod tests {
         ));
         let b = batch(vec![("s", null_struct.clone())]);
         let uri = format!("memory://v2_0_nested-{}/f.lance", uuid::Uuid::new_v4().simple());
-        let options = WriterOptions { version: FileVersion::V2_0, max_page_bytes: 1 << 20 };
+        let options = WriterOptions { version: FileVersion::V2_0, max_page_bytes: 1 << 20, ..Default::default() };
         let mut w = FileWriter::try_new(&uri, &b.schema(), options.clone()).unwrap();
         let e = w.write_batch(&b).unwrap_err();
         assert!(matches!(&e, Error::InvalidInput(m) if m.contains("struct validity")), "{e}");

@@ -69,6 +69,22 @@ pub fn new_data_file_name() -> String {
     s
 }
 
+/// A new data file name that carries `tag` (`{random}_{tag}.lance`): a distributed writer
+/// tags every file of one job so that the files of a failed or discarded task attempt can be
+/// found by listing `data/`, even when the task died before reporting them. The tag may hold
+/// ASCII letters, digits, `-` and `_` (1 to 64 of them).
+pub fn new_tagged_data_file_name(tag: &str) -> Result<String> {
+    if tag.is_empty() || tag.len() > 64 || !tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        return Err(Error::invalid_input(format!("data file tag {tag:?} must be 1 to 64 ASCII letters, digits, '-' or '_'")));
+    }
+    let mut s = new_data_file_name();
+    s.truncate(s.len() - ".lance".len());
+    s.push('_');
+    s.push_str(tag);
+    s.push_str(".lance");
+    Ok(s)
+}
+
 /// Path (relative to the root) of a deletion file.
 pub fn deletion_file_path(fragment_id: u64, read_version: u64, id: u64, bitmap: bool) -> String {
     let ext = if bitmap { "bin" } else { "arrow" };
@@ -160,5 +176,16 @@ mod tests {
         assert!(n[..24].bytes().all(|b| b == b'0' || b == b'1'));
         assert!(n[24..50].bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(n.ends_with(".lance"));
+    }
+
+    #[test]
+    fn tagged_data_file_names_end_with_the_tag() {
+        let n = new_tagged_data_file_name("job-1_p2").unwrap();
+        assert!(n.ends_with("_job-1_p2.lance"));
+        assert!(n[..24].bytes().all(|b| b == b'0' || b == b'1'));
+        assert_ne!(n, new_tagged_data_file_name("job-1_p2").unwrap());
+        for bad in ["", "a/b", "a.b", "ü", &"x".repeat(65)] {
+            assert!(matches!(new_tagged_data_file_name(bad), Err(Error::InvalidInput(_))), "{bad:?}");
+        }
     }
 }

@@ -64,11 +64,11 @@ fn reader_cache() -> &'static Mutex<HashMap<String, Arc<FileReader>>> {
 /// Most data files kept open by [`reader_cache`].
 const READER_CACHE_CAPACITY: usize = 1024;
 
-fn open_data_file(uri: &str) -> Result<Arc<FileReader>> {
+fn open_data_file(store: &Store, uri: &str) -> Result<Arc<FileReader>> {
     if let Some(r) = reader_cache().lock().unwrap_or_else(|p| p.into_inner()).get(uri) {
         return Ok(r.clone());
     }
-    let reader = Arc::new(FileReader::open(uri).map_err(|e| match e {
+    let reader = Arc::new(store.reader_for_uri(uri).and_then(FileReader::open_with).map_err(|e| match e {
         Error::NotFound(m) => Error::NotFound(format!("data file {uri} is missing ({m})")),
         other => other,
     })?);
@@ -250,7 +250,7 @@ impl TableSnapshot {
         }
         // Hand-made datasets may omit physical_rows; the first data file knows.
         let n = match (f.meta.physical_rows, f.meta.files.first()) {
-            (0, Some(file)) => open_data_file(&self.data_file_uri(file)?)?.num_rows(),
+            (0, Some(file)) => open_data_file(&self.store, &self.data_file_uri(file)?)?.num_rows(),
             (n, _) => n,
         };
         Ok(*f.physical_rows.get_or_init(|| n))
@@ -388,7 +388,7 @@ impl TableSnapshot {
         }
         for (file_idx, wanted) in by_file {
             let file = &frag.files[file_idx];
-            let reader = open_data_file(&self.data_file_uri(file)?)?;
+            let reader = open_data_file(&self.store, &self.data_file_uri(file)?)?;
             let mut file_fields = Vec::with_capacity(wanted.len());
             for &(_, col, id) in &wanted {
                 let f = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id));
@@ -636,7 +636,7 @@ impl TableSnapshot {
         // Anything unusual (a column missing from a fragment, files shorter than the fragment)
         // is left to the decoding path, which fills or reports it.
         let Some((file_idx, col, id)) = self.locate(frag, &self.schema.fields[fidx]) else { return Ok(None) };
-        let reader = open_data_file(&self.data_file_uri(&frag.files[file_idx])?)?;
+        let reader = open_data_file(&self.store, &self.data_file_uri(&frag.files[file_idx])?)?;
         let Some(ff) = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id)) else {
             return Ok(None);
         };

@@ -18,6 +18,9 @@ use crate::io::Store;
 pub struct FragmentWriteOptions {
     /// Rows per data file (and so per fragment).
     pub max_rows_per_file: u64,
+    /// A data file is closed once it holds about this many bytes (pages written plus data
+    /// buffered, checked after each batch: a file may pass it by about one batch).
+    pub max_bytes_per_file: u64,
     /// Data file version.
     pub version: FileVersion,
 }
@@ -50,10 +53,26 @@ pub fn write_fragments(
     schema: &LanceSchema,
     batches: impl Iterator<Item = Result<RecordBatch>>,
     options: FragmentWriteOptions,
+    on_file: impl FnMut(&str),
+) -> Result<Vec<tablepb::DataFragment>> {
+    write_fragments_named(store, schema, batches, options, || Ok(new_data_file_name()), on_file)
+}
+
+/// [`write_fragments`] with the names of new data files (relative to `data/`) chosen by
+/// `new_name` (e.g. [`new_tagged_data_file_name`](super::naming::new_tagged_data_file_name)).
+pub fn write_fragments_named(
+    store: &Store,
+    schema: &LanceSchema,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+    options: FragmentWriteOptions,
+    mut new_name: impl FnMut() -> Result<String>,
     mut on_file: impl FnMut(&str),
 ) -> Result<Vec<tablepb::DataFragment>> {
     if options.max_rows_per_file == 0 {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
+    }
+    if options.max_bytes_per_file == 0 {
+        return Err(Error::invalid_input("max_bytes_per_file must be positive"));
     }
     let mut out = Vec::new();
     let mut current: Option<OpenFile> = None;
@@ -71,23 +90,37 @@ pub fn write_fragments(
     for batch in batches {
         let batch = batch?;
         let mut start = 0usize;
+        let row_bytes = if batch.num_rows() == 0 {
+            0
+        } else {
+            batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or(0) as u64).sum::<u64>()
+                / batch.num_rows() as u64
+        };
         while start < batch.num_rows() {
             let file = match current.as_mut() {
                 Some(f) => f,
                 None => {
-                    let name = new_data_file_name();
+                    let name = new_name()?;
                     let uri = store.child_uri(&format!("{DATA_DIR}/{name}"));
                     on_file(&format!("{DATA_DIR}/{name}"));
-                    let opts = WriterOptions { version: options.version, ..Default::default() };
+                    let opts = WriterOptions {
+                        version: options.version,
+                        storage_options: store.options().clone(),
+                        ..Default::default()
+                    };
                     let writer = FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?;
                     current.insert(OpenFile { writer, name })
                 }
             };
             let room = (options.max_rows_per_file - file.writer.num_rows()) as usize;
-            let n = room.min(batch.num_rows() - start);
+            // Rows that still fit under max_bytes_per_file at the batch's average row size
+            // (at least one: a single larger row makes a file of its own).
+            let bytes_left = options.max_bytes_per_file.saturating_sub(file.writer.estimated_size());
+            let fit = if row_bytes == 0 { usize::MAX } else { (bytes_left / row_bytes).max(1) as usize };
+            let n = room.min(fit).min(batch.num_rows() - start);
             file.writer.write_batch(&batch.slice(start, n))?;
             start += n;
-            if file.writer.num_rows() >= options.max_rows_per_file {
+            if file.writer.num_rows() >= options.max_rows_per_file || file.writer.estimated_size() >= options.max_bytes_per_file {
                 finish(current.take().expect("open file"), &mut out)?;
             }
         }
@@ -130,7 +163,7 @@ mod tests {
             .unwrap()
         };
         let mut files = Vec::new();
-        let opts = FragmentWriteOptions { max_rows_per_file: 40, version: FileVersion::V2_1 };
+        let opts = FragmentWriteOptions { max_rows_per_file: 40, max_bytes_per_file: u64::MAX, version: FileVersion::V2_1 };
         let mut frags = write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| {
             files.push(f.to_string())
         })

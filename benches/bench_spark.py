@@ -1,0 +1,369 @@
+"""Spark benchmark: lancepy.spark vs Spark's own Parquet vs pylance by hand, in one run.
+
+Data: `--rows` rows (id bigint, x double, s string, emb array<float> of `--dim`) in
+`--partitions` partitions, generated and cached in Spark memory first (generation is not
+timed). Side by side, median of `--repeats` runs each:
+
+* write: ``lancepy.spark.write_dataset(df, uri, vector_columns={"emb": dim})`` vs
+  ``df.write.parquet`` vs pylance by hand (``mapInArrow`` + ``lance.fragment.write_fragments``
+  on each task's stream + one ``LanceDataset.commit`` on the driver);
+* read back ``sum(x)``: ``lancepy.spark.read_dataset`` vs ``spark.read.parquet``;
+* where a lancepy write's time goes, each stage measured as a Spark job of its own:
+  Spark → Arrow (``mapInArrow`` that drops the batches), + conversion (batches conformed to the
+  Lance schema: columns in order, ``array<float>`` → ``fixed_size_list``), + encoding (lancepy
+  writes the data files to ``memory://``), + I/O and commit (the real write);
+* peak RSS of the Python workers (sampled from /proc every 50 ms while each variant runs).
+
+Run ``python benches/bench_spark.py --rows 1000000`` (the default); ``--rows 5000000`` is
+the issue's size. ``--write-results`` appends the table to benches/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List
+
+import pyarrow as pa
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+import lancepy  # noqa: E402
+import lancepy.spark as lspark  # noqa: E402
+
+
+class WorkerRss:
+    """Peak resident memory of Spark's Python workers (max over processes): the kernel's
+    high-water mark (VmHWM) of every worker seen, sampled every 50 ms. Measured in a
+    separate Spark application per variant with ``spark.python.worker.reuse=false``, so that
+    each task runs in a fresh worker and a peak is that task's own."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _workers() -> List[int]:
+        out = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd:
+                out.append(int(pid))
+        return out
+
+    @staticmethod
+    def _rss(pid: int) -> int:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    @staticmethod
+    def _hwm(pid: int) -> int:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for pid in self._workers():
+                self.peak = max(self.peak, self._rss(pid), self._hwm(pid))
+            time.sleep(0.05)
+
+    def __enter__(self) -> "WorkerRss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        for pid in self._workers():
+            self.peak = max(self.peak, self._hwm(pid))
+
+
+RSS_VARIANTS = ("lancepy.spark.write_dataset", "pylance by hand", "stage: Spark -> Arrow")
+
+
+def rss_of(variant: str, args: argparse.Namespace, partitions: int) -> int:
+    """Peak Python worker RSS of one run of `variant`, in a Spark application of its own."""
+    cmd = [
+        sys.executable, __file__, "--rss-variant", variant, "--rows", str(args.rows), "--dim", str(args.dim),
+        "--partitions", str(partitions), "--master", args.master,
+    ]
+    if args.dir:
+        cmd += ["--dir", args.dir]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return int(json.loads(out.strip().splitlines()[-1])["peak"])
+
+
+def measure_rss(spark: Any, args: argparse.Namespace) -> None:
+    """The --rss-variant child: one run of the variant, prints {"peak": bytes}."""
+    df = make_source(spark, args.rows, args.dim, args.partitions)
+    base = tempfile.mkdtemp(prefix="bench-spark-rss-", dir=args.dir)
+    try:
+        with WorkerRss() as rss:
+            if args.rss_variant == "lancepy.spark.write_dataset":
+                lspark.write_dataset(df, os.path.join(base, "l"), vector_columns={"emb": args.dim})
+            elif args.rss_variant == "pylance by hand":
+                pylance_by_hand(df, os.path.join(base, "p"), args.dim)
+            elif args.rss_variant == "stage: Spark -> Arrow":
+                stage_job(df, "arrow", args.dim)
+            else:
+                raise SystemExit(f"unknown variant {args.rss_variant}")
+        print(json.dumps({"peak": rss.peak}))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def make_source(spark: Any, rows: int, dim: int, partitions: int) -> Any:
+    from pyspark.sql import functions as F
+
+    df = spark.range(0, rows, 1, numPartitions=partitions).select(
+        F.col("id"),
+        F.rand(7).alias("x"),
+        F.concat(F.lit("row number "), F.col("id").cast("string")).alias("s"),
+        F.expr(f"transform(sequence(0, {dim - 1}), i -> cast(id % 1000 + i * 0.25 as float))").alias("emb"),
+    )
+    df = df.cache()
+    df.count()
+    return df
+
+
+def pylance_by_hand(df: Any, uri: str, dim: int) -> None:
+    """What a user would write with pylance: mapInArrow + write_fragments + one commit."""
+    import lance
+
+    target = pa.schema(
+        [("id", pa.int64()), ("x", pa.float64()), ("s", pa.string()), ("emb", pa.list_(pa.float32(), dim))]
+    )
+
+    def task(batches):
+        import lance.fragment
+
+        def conform():
+            for b in batches:
+                yield pa.RecordBatch.from_arrays(
+                    [b.column("id"), b.column("x"), b.column("s"), b.column("emb").cast(target.field("emb").type)],
+                    schema=target,
+                )
+
+        reader = pa.RecordBatchReader.from_batches(target, conform())
+        frags = lance.fragment.write_fragments(reader, uri, schema=target, max_rows_per_file=1024 * 1024)
+        yield pa.RecordBatch.from_arrays([pa.array([json.dumps(f.to_json()) for f in frags])], names=["fragment"])
+
+    rows = df.mapInArrow(task, "fragment string").collect()
+    frags = [lance.fragment.FragmentMetadata.from_json(r.fragment) for r in rows]
+    lance.LanceDataset.commit(uri, lance.LanceOperation.Overwrite(target, frags))
+
+
+def stage_job(df: Any, stage: str, dim: int) -> None:
+    """Runs one stage of a lancepy write as its own Spark job (nothing committed)."""
+    target = lspark._vector_schema(lspark._spark_to_arrow(df.schema), {"emb": dim})
+    lance = lancepy.fragment.lance_fields_for(target)
+
+    def task(batches):
+        rows = 0
+        if stage == "arrow":
+            for b in batches:
+                rows += b.num_rows
+        elif stage == "convert":
+            for b in lspark._conform(batches, target):
+                rows += b.num_rows
+        else:  # encode into memory://: no disk I/O, no commit
+            import uuid
+
+            reader = pa.RecordBatchReader.from_batches(target, lspark._conform(batches, target))
+            frags = lancepy.fragment._write(
+                f"memory://bench-{uuid.uuid4().hex}", reader, lance["fields"], lance["metadata"], 1024 * 1024, "2.1"
+            )
+            rows = sum(f.physical_rows for f in frags)
+        yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["rows"])
+
+    total = sum(r.rows for r in df.mapInArrow(task, "rows long").collect())
+    assert total == df.count()
+
+
+def fmt_s(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--dir", default=None, help="where datasets are written (default: a temp dir)")
+    ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--writes-only", action="store_true", help="only lancepy.spark vs pylance by hand (A/B)")
+    ap.add_argument("--rss-variant", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    from pyspark.sql import SparkSession, functions as F
+
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("lancepy-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "6g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "false" if args.rss_variant else "true")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    if args.rss_variant:
+        try:
+            measure_rss(spark, args)
+        finally:
+            spark.stop()
+        return
+    base = tempfile.mkdtemp(prefix="bench-spark-", dir=args.dir)
+    try:
+        t0 = time.perf_counter()
+        df = make_source(spark, args.rows, args.dim, args.partitions)
+        print(f"source: {args.rows:,} rows x (id, x, s, emb[{args.dim}]) in {args.partitions} partitions, cached in {time.perf_counter() - t0:.1f} s")
+        counter = iter(range(10**6))
+
+        def fresh(name: str) -> str:
+            p = os.path.join(base, f"{name}-{next(counter)}")
+            return p
+
+        results: Dict[str, float] = {}
+        lance_uri = fresh("lancepy")
+        parquet_path = fresh("parquet")
+
+        def lancepy_write() -> None:
+            nonlocal lance_uri
+            shutil.rmtree(lance_uri, ignore_errors=True)
+            lance_uri = fresh("lancepy")
+            lspark.write_dataset(df, lance_uri, vector_columns={"emb": args.dim})
+
+        def parquet_write() -> None:
+            nonlocal parquet_path
+            shutil.rmtree(parquet_path, ignore_errors=True)
+            parquet_path = fresh("parquet")
+            df.write.parquet(parquet_path)
+
+        def pylance_write() -> None:
+            uri = fresh("pylance")
+            pylance_by_hand(df, uri, args.dim)
+            shutil.rmtree(uri, ignore_errors=True)
+
+        # Interleaved rounds so that load changes on the shared machine hit every variant.
+        runs: Dict[str, List[float]] = {}
+        variants = [
+            ("lancepy.spark.write_dataset", lancepy_write),
+            ("df.write.parquet", parquet_write),
+            ("pylance by hand", pylance_write),
+            ("stage: Spark -> Arrow", lambda: stage_job(df, "arrow", args.dim)),
+            ("stage: + conversion", lambda: stage_job(df, "convert", args.dim)),
+            ("stage: + encoding (memory://)", lambda: stage_job(df, "encode", args.dim)),
+        ]
+        if args.writes_only:
+            variants = [v for v in variants if v[0] in ("lancepy.spark.write_dataset", "pylance by hand")]
+        for name, fn in variants:  # warm-up: JIT, Python workers, page cache
+            fn()
+        for _ in range(args.repeats):
+            for name, fn in variants:
+                t0 = time.perf_counter()
+                fn()
+                runs.setdefault(name, []).append(time.perf_counter() - t0)
+        for name, _ in variants:
+            results[name] = statistics.median(runs[name])
+        if args.writes_only:
+            for name, ts in runs.items():
+                print(f"{name}: {', '.join(f'{t:.2f}' for t in ts)} s, median {results[name]:.2f} s")
+            w_l, w_h = results["lancepy.spark.write_dataset"], results["pylance by hand"]
+            print(f"lancepy.spark is {w_h / w_l:.2f}x pylance by hand; load average {os.getloadavg()}")
+            return
+
+        n_lance = lancepy.dataset(lance_uri).count_rows()
+        assert n_lance == args.rows, n_lance
+        lance_sum = lambda: lspark.read_dataset(spark, lance_uri, columns=["x"]).agg(F.sum("x")).collect()[0][0]  # noqa: E731
+        parquet_sum = lambda: spark.read.parquet(parquet_path).agg(F.sum("x")).collect()[0][0]  # noqa: E731
+        a, b = lance_sum(), parquet_sum()
+        assert abs(a - b) < 1e-6 * abs(b), (a, b)
+        read_runs: Dict[str, List[float]] = {}
+        for _ in range(max(args.repeats, 5)):
+            for name, fn in [("read sum(x): lancepy.spark.read_dataset", lance_sum), ("read sum(x): spark.read.parquet", parquet_sum)]:
+                t0 = time.perf_counter()
+                fn()
+                read_runs.setdefault(name, []).append(time.perf_counter() - t0)
+        for name, ts in read_runs.items():
+            results[name] = statistics.median(ts)
+        load = os.getloadavg()
+        # Worker memory: each variant in its own Spark application, fresh workers per task;
+        # the lancepy writer also with the whole input in one partition.
+        rss: Dict[str, int] = {}
+        for name in RSS_VARIANTS:
+            rss[f"{name} ({args.partitions} partitions)"] = rss_of(name, args, args.partitions)
+        rss["lancepy.spark.write_dataset (1 partition)"] = rss_of("lancepy.spark.write_dataset", args, 1)
+
+        w_l, w_p, w_h = (results[k] for k in ("lancepy.spark.write_dataset", "df.write.parquet", "pylance by hand"))
+        r_l, r_p = (results[k] for k in ("read sum(x): lancepy.spark.read_dataset", "read sum(x): spark.read.parquet"))
+        s_a, s_c, s_e = (results[k] for k in ("stage: Spark -> Arrow", "stage: + conversion", "stage: + encoding (memory://)"))
+        lines = [
+            f"pyspark {__import__('pyspark').__version__}, master {args.master}, {os.cpu_count()} cores (shared), "
+            f"load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} after the timed runs",
+            "",
+            f"{args.rows:,} rows (id bigint, x double, s string, emb array<float>[{args.dim}]) in {args.partitions} partitions, "
+            f"cached in Spark first; median of {args.repeats} interleaved runs (reads: {max(args.repeats, 5)}).",
+            "",
+            "| variant | seconds |",
+            "|---|---:|",
+        ]
+        for name, t in results.items():
+            lines.append(f"| {name} | {fmt_s(t)} |")
+        lines += ["", "| Python worker peak RSS (own Spark application, a fresh worker per task) | MB |", "|---|---:|"]
+        for name, peak in rss.items():
+            lines.append(f"| {name} | {peak / 2**20:.0f} |")
+        lines += [
+            "",
+            f"- write: lancepy.spark is **{w_p / w_l:.2f}×** Spark's Parquet writer (goal ≥ 3×) and "
+            f"**{w_h / w_l:.2f}×** pylance by hand (goal ≥ 1×)",
+            f"- read sum(x): lancepy.spark is **{r_p / r_l:.2f}×** spark.read.parquet (goal ≥ 1×)",
+            f"- where a lancepy write's time goes: Spark → Arrow {s_a:.2f} s ({s_a / w_l:.0%}), conversion "
+            f"{max(s_c - s_a, 0):.2f} s ({max(s_c - s_a, 0) / w_l:.0%}), encoding {max(s_e - s_c, 0):.2f} s "
+            f"({max(s_e - s_c, 0) / w_l:.0%}), I/O + commit + driver {max(w_l - s_e, 0):.2f} s ({max(w_l - s_e, 0) / w_l:.0%})",
+        ]
+        text = "\n".join(lines)
+        print(text)
+        if args.write_results:
+            cmd = "python benches/bench_spark.py " + " ".join(sys.argv[1:]).replace("--write-results", "").strip()
+            with open(os.path.join(os.path.dirname(__file__), "RESULTS.md"), "a") as f:
+                f.write(f"\n## Spark (benches/bench_spark.py)\n\n`{cmd.strip()}`\n\n{text}\n")
+    finally:
+        spark.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

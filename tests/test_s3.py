@@ -1,0 +1,427 @@
+"""Datasets and files on object storage, against a real S3 server on 127.0.0.1 (moto).
+
+* the local dataset tests that take a ``uri`` run again here on ``s3://`` (the ``uri``
+  fixture below hands lancepy's entry points this server's storage options);
+* every dataset operation runs on a local dataset and on an S3 one side by side, and the
+  two must agree version by version; pylance reads the S3 dataset at the end;
+* pylance and lancepy write and read the same S3 dataset, both ways;
+* 8 processes append concurrently: no commit lost or duplicated, and the server's request
+  log shows every manifest PUT is conditional (``If-None-Match: *``);
+* bad credentials, a missing bucket, a server that stops in the middle of a write and a store
+  that cannot write conditionally all give clear errors, and the dataset stays at its last
+  complete version.
+
+Credentials are always passed explicitly and ``AWS_EC2_METADATA_DISABLED`` is set, so no
+client ever falls back to the cloud instance-metadata address; only 127.0.0.1 is contacted.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancepy
+import lancepy.fragment
+import test_dataset as local_suite
+from lancepy.exceptions import (
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    LanceIOError,
+    UnsupportedError,
+)
+from s3_server import S3Server, require_no_metadata_service
+
+pytestmark = pytest.mark.s3
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """One moto server for the session."""
+    pytest.importorskip("moto.server", reason="moto[server] is a test dependency (scripts/setup.sh)")
+    require_no_metadata_service()
+    os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def bucket(s3) -> str:
+    return s3.create_bucket()
+
+
+@pytest.fixture
+def opts(s3):
+    return s3.options()
+
+
+# --------------------------------------------------------------------------------------------
+# The local suite on s3://
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def uri(s3, bucket, monkeypatch):
+    """An ``s3://`` dataset URI; lancepy's entry points get the server's options."""
+    options = s3.options()
+    for owner, name in ((lancepy, "dataset"), (lancepy, "write_dataset"), (lancepy.fragment, "write_fragments")):
+        monkeypatch.setattr(owner, name, functools.partial(getattr(owner, name), storage_options=options))
+    real_commit = lancepy.LanceDataset.commit
+    monkeypatch.setattr(
+        lancepy.LanceDataset, "commit", staticmethod(functools.partial(real_commit, storage_options=options))
+    )
+    return f"s3://{bucket}/ds.lance"
+
+
+test_create_append_read = local_suite.test_create_append_read
+test_take_follows_input_order = local_suite.test_take_follows_input_order
+test_filters = local_suite.test_filters
+test_versions_checkout_restore_tags = local_suite.test_versions_checkout_restore_tags
+test_write_fragments_and_commit = local_suite.test_write_fragments_and_commit
+test_nested_columns = local_suite.test_nested_columns
+
+
+# --------------------------------------------------------------------------------------------
+# Every operation, local and S3 side by side
+# --------------------------------------------------------------------------------------------
+
+
+def rows(n: int, start: int = 0) -> pa.Table:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table(
+        {
+            "id": ids,
+            "x": (ids % 13).astype(np.float64),
+            "s": [f"s{i}" for i in ids],
+            "vec": pa.FixedSizeListArray.from_arrays(pa.array(np.repeat(ids, 8).astype(np.float32)), 8),
+        }
+    )
+
+
+def _steps():
+    """(name, action(ds, uri, options) -> dataset) applied in order to both datasets."""
+
+    def append(ds, uri, o):
+        return lancepy.write_dataset(rows(30, 100), uri, mode="append", storage_options=o)
+
+    def delete(ds, uri, o):
+        ds.delete("id % 7 = 0")
+        return ds
+
+    def update(ds, uri, o):
+        ds.update({"x": "x * 2"}, where="id < 20")
+        return ds
+
+    def merge_insert(ds, uri, o):
+        new = rows(20, 120)
+        new = new.set_column(1, "x", pa.array(np.full(20, -1.0)))
+        ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(new)
+        return ds
+
+    def add_columns(ds, uri, o):
+        ds.add_columns({"double": "id * 2"})
+        ds.add_columns(pa.field("empty", pa.string()))
+        return ds
+
+    def drop_columns(ds, uri, o):
+        ds.drop_columns(["empty"])
+        return ds
+
+    def alter_columns(ds, uri, o):
+        ds.alter_columns({"path": "s", "name": "text"})
+        ds.alter_columns({"path": "double", "data_type": pa.int32()})
+        return ds
+
+    def fragments_commit(ds, uri, o):
+        frags = lancepy.fragment.write_fragments(
+            rows(10, 500).rename_columns(["id", "x", "text", "vec"]).append_column("double", pa.array(range(10), pa.int32())),
+            uri,
+            max_rows_per_file=4,
+            storage_options=o,
+        )
+        return lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=ds.version, storage_options=o)
+
+    def compact(ds, uri, o):
+        ds.optimize.compact_files(target_rows_per_fragment=50)
+        return ds
+
+    def tag_and_time_travel(ds, uri, o):
+        ds.tags.create("before-cleanup", ds.version - 1)
+        old = lancepy.dataset(uri, version="before-cleanup", storage_options=o)
+        assert old.version == ds.version - 1
+        return ds
+
+    def cleanup(ds, uri, o):
+        ds.cleanup_old_versions(older_than=datetime.timedelta(0), error_if_tagged_old_versions=False)
+        return ds
+
+    def restore(ds, uri, o):
+        return lancepy.dataset(uri, version="before-cleanup", storage_options=o).restore()
+
+    def overwrite(ds, uri, o):
+        return lancepy.write_dataset(rows(7, 1000), uri, mode="overwrite", storage_options=o)
+
+    return [(f.__name__, f) for f in (append, delete, update, merge_insert, add_columns, drop_columns, alter_columns,
+                                      fragments_commit, compact, tag_and_time_travel, cleanup, restore, overwrite)]
+
+
+def _state(ds) -> tuple:
+    t = ds.to_table().combine_chunks()
+    return ds.version, ds.schema, t, sorted(v["version"] for v in ds.versions()), ds.tags.list().keys()
+
+
+@pytest.mark.parametrize("storage_version", ["2.0", "2.1", "2.2"])
+def test_every_operation_matches_local(s3, bucket, tmp_path, storage_version, pylance):
+    o = s3.options()
+    remote_uri = f"s3://{bucket}/ops.lance"
+    local_uri = str(tmp_path / "ops.lance")
+    remote = lancepy.write_dataset(rows(100), remote_uri, max_rows_per_file=40, data_storage_version=storage_version,
+                                   storage_options=o)
+    local = lancepy.write_dataset(rows(100), local_uri, max_rows_per_file=40, data_storage_version=storage_version)
+    assert remote.storage_options == o
+    for name, step in _steps():
+        remote = step(remote, remote_uri, o)
+        local = step(local, local_uri, None)
+        r, l = _state(remote), _state(local)
+        assert r[0] == l[0], f"after {name}: version {r[0]} != {l[0]}"
+        assert r[1] == l[1], f"after {name}: schema differs"
+        assert r[2].equals(l[2]), f"after {name}: data differs"
+        assert r[3] == l[3] and r[4] == l[4], f"after {name}: versions or tags differ"
+        # A fresh open of the S3 dataset sees the same thing.
+        again = lancepy.dataset(remote_uri, storage_options=o)
+        assert again.version == remote.version and again.to_table().combine_chunks().equals(r[2])
+    theirs = pylance.dataset(remote_uri, storage_options=o).to_table()
+    assert theirs.replace_schema_metadata(None).combine_chunks().equals(
+        remote.to_table().replace_schema_metadata(None).combine_chunks()
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# pylance <-> lancepy on one S3 dataset
+# --------------------------------------------------------------------------------------------
+
+
+def test_pylance_and_lancepy_share_an_s3_dataset(s3, bucket, pylance):
+    o = s3.options()
+    uri = f"s3://{bucket}/shared.lance"
+    pylance.write_dataset(rows(50), uri, max_rows_per_file=20, storage_options=o)
+    ours = lancepy.dataset(uri, storage_options=o)
+    assert ours.to_table().equals(pylance.dataset(uri, storage_options=o).to_table())
+    assert ours.take([49, 0, 7]).column("id").to_pylist() == [49, 0, 7]
+    # lancepy appends and deletes on top of pylance's versions ...
+    lancepy.write_dataset(rows(30, 50), uri, mode="append", storage_options=o)
+    ours = lancepy.dataset(uri, storage_options=o)
+    ours.delete("id % 10 = 3")
+    theirs = pylance.dataset(uri, storage_options=o)
+    assert theirs.version == ours.version == 3
+    assert theirs.to_table().equals(ours.to_table())
+    # ... and pylance goes on from lancepy's version.
+    pylance.write_dataset(rows(5, 900), uri, mode="append", storage_options=o)
+    theirs = pylance.dataset(uri, storage_options=o)
+    ours = lancepy.dataset(uri, storage_options=o)
+    assert ours.version == theirs.version == 4
+    assert ours.to_table().equals(theirs.to_table())
+    assert ours.count_rows() == 50 + 30 - 8 + 5
+    assert lancepy.dataset(uri, version=1, storage_options=o).count_rows() == 50
+
+
+def test_files_on_s3_both_ways(s3, bucket, pylance_file):
+    from lancepy.file import LanceFileReader, LanceFileWriter
+
+    o = s3.options()
+    # Over 5 MiB: a multipart upload.
+    big = pa.table({"id": np.arange(200_000, dtype=np.int64), "v": np.random.default_rng(0).random(200_000)})
+    small = rows(100)
+    for name, t in (("small", small), ("big", big)):
+        path = f"s3://{bucket}/{name}.lance"
+        with LanceFileWriter(path, t.schema, storage_options=o) as w:
+            w.write_batch(t)
+        assert LanceFileReader(path, o).read_all().to_table().equals(t)
+        assert pylance_file.LanceFileReader(path, storage_options=o).read_all().to_table().equals(t)
+        got = LanceFileReader(path, storage_options=o).take_rows([t.num_rows - 1, 0, 3]).to_table()
+        assert got.column("id").to_pylist() == [t.num_rows - 1, 0, 3]
+    w = pylance_file.LanceFileWriter(f"s3://{bucket}/theirs.lance", small.schema, storage_options=o)
+    w.write_batch(small)
+    w.close()
+    assert LanceFileReader(f"s3://{bucket}/theirs.lance", storage_options=o).read_all().to_table().equals(small)
+
+
+# --------------------------------------------------------------------------------------------
+# Concurrent writers
+# --------------------------------------------------------------------------------------------
+
+_APPENDER = """
+import sys, json, lancepy, pyarrow as pa
+uri, opts, worker, n = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for i in range(n):
+    ident = worker * 1000 + i
+    lancepy.write_dataset(pa.table({"id": [ident], "w": [worker]}), uri, mode="append", storage_options=opts)
+"""
+
+
+def test_concurrent_appends_from_processes(s3, bucket):
+    o = s3.options()
+    uri = f"s3://{bucket}/race.lance"
+    lancepy.write_dataset(pa.table({"id": pa.array([-1], pa.int64()), "w": pa.array([-1], pa.int64())}), uri,
+                          storage_options=o)
+    s3.log.clear()
+    workers, each = 8, 3
+    env = dict(os.environ, AWS_EC2_METADATA_DISABLED="true")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _APPENDER, uri, json.dumps(o), str(w), str(each)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for w in range(workers)
+    ]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+    ds = lancepy.dataset(uri, storage_options=o)
+    assert ds.version == 1 + workers * each
+    ids = sorted(ds.to_table().column("id").to_pylist())
+    assert ids == sorted([-1] + [w * 1000 + i for w in range(workers) for i in range(each)])  # none lost, none twice
+    manifest_puts = [r for r in s3.log.snapshot() if r.method == "PUT" and "/_versions/" in r.path
+                     and r.path.endswith(".manifest")]
+    assert len([r for r in manifest_puts if r.status == 200]) == workers * each
+    assert all(r.headers.get("if-none-match") == "*" for r in manifest_puts), "every manifest PUT is conditional"
+    # Writers that lost a race were told so by the server (412) and retried.
+    lost = [r for r in manifest_puts if r.status == 412]
+    assert len(manifest_puts) == workers * each + len(lost)
+
+
+def test_conditional_put_is_refused_by_the_server(s3, bucket):
+    o = s3.options()
+    store = lancepy._lancepy.Store(f"s3://{bucket}/cp", o)
+    s3.log.clear()
+    assert store.put_if_not_exists("_versions/1.manifest", b"first")
+    assert not store.put_if_not_exists("_versions/1.manifest", b"second")
+    assert store.read("_versions/1.manifest") == b"first"
+    puts = [r for r in s3.log.snapshot() if r.method == "PUT"]
+    assert [r.status for r in puts] == [200, 412]
+    assert all(r.headers.get("if-none-match") == "*" for r in puts)
+
+
+# --------------------------------------------------------------------------------------------
+# Failures: clear errors, dataset unchanged
+# --------------------------------------------------------------------------------------------
+
+
+def _expect_unchanged(uri: str, o, version: int, table: pa.Table) -> None:
+    ds = lancepy.dataset(uri, storage_options=o)
+    assert ds.version == version
+    assert ds.to_table().equals(table)
+
+
+def test_bad_credentials(s3, bucket):
+    from moto.core.authorization import enable_iam_authentication
+
+    o = s3.options()
+    uri = f"s3://{bucket}/auth.lance"
+    before = lancepy.write_dataset(rows(10), uri, storage_options=o).to_table()
+    bad = s3.options(aws_access_key_id="AKIANOTAREALKEY00000", aws_secret_access_key="wrong", client_max_retries="0")
+    with enable_iam_authentication():
+        with pytest.raises(LanceIOError, match="(?i)denied|forbidden|403|invalid|security token"):
+            lancepy.dataset(uri, storage_options=bad)
+        with pytest.raises(LanceIOError, match="(?i)denied|forbidden|403|invalid|security token"):
+            lancepy.write_dataset(rows(5, 10), uri, mode="append", storage_options=bad)
+    _expect_unchanged(uri, o, 1, before)
+
+
+def test_missing_bucket(s3):
+    o = s3.options(client_max_retries="0")
+    uri = f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/ds.lance"
+    with pytest.raises((DatasetNotFoundError, LanceIOError), match="(?i)no.such.bucket|not found|no lance dataset"):
+        lancepy.dataset(uri, storage_options=o)
+    with pytest.raises(LanceIOError, match="(?i)no.?such.?bucket|not found|404"):
+        lancepy.write_dataset(rows(3), uri, storage_options=o)
+
+
+def test_server_stops_mid_write(tmp_path):
+    """A second server on its own port is stopped after a few data-file PUTs."""
+    server = S3Server()
+    try:
+        name = server.create_bucket()
+        o = server.options(client_max_retries="1", client_retry_timeout="2", connect_timeout="2s")
+        uri = f"s3://{name}/stop.lance"
+        before = lancepy.write_dataset(rows(20), uri, storage_options=o).to_table()
+        puts = []
+
+        def stop_after_three_data_puts(req):
+            if req.method == "PUT" and "/data/" in req.path:
+                puts.append(req)
+                if len(puts) == 3:
+                    threading.Thread(target=server.stop).start()
+
+        server.log.hook = stop_after_three_data_puts
+        with pytest.raises(LanceIOError):
+            lancepy.write_dataset(rows(200, 20), uri, mode="append", max_rows_per_file=10, storage_options=o)
+        assert len(puts) >= 3
+    finally:
+        server.stop()
+    # The same data, served again: the dataset is at its last complete version.
+    again = S3Server(port=server.port)
+    try:
+        _expect_unchanged(uri, o, 1, before)
+    finally:
+        again.stop()
+
+
+def test_store_without_conditional_put_refuses_to_commit(s3, bucket):
+    o = s3.options()
+    uri = f"s3://{bucket}/nocas.lance"
+    before = lancepy.write_dataset(rows(10), uri, storage_options=o).to_table()
+    unsafe = s3.options(aws_conditional_put="disabled")
+    with pytest.raises(UnsupportedError, match="conditional"):
+        lancepy.write_dataset(rows(5, 10), uri, mode="append", storage_options=unsafe)
+    _expect_unchanged(uri, o, 1, before)
+
+
+def test_bad_storage_options(s3, bucket, monkeypatch):
+    uri = f"s3://{bucket}/opts.lance"
+    with pytest.raises(UnsupportedError, match="aws_acess_key_id"):
+        lancepy.dataset(uri, storage_options={"aws_acess_key_id": "x"})
+    with pytest.raises(InvalidArgumentError, match="storage_options"):
+        lancepy.dataset(uri, storage_options={"allow_http": object()})
+    with pytest.raises(UnsupportedError, match="storage option"):
+        lancepy.write_dataset(rows(3), "/tmp/never-written.lance", storage_options={"region": "x"})
+    # No credentials at all: refused up front instead of asking the instance-metadata service.
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    with pytest.raises(InvalidArgumentError, match="AWS_EC2_METADATA_DISABLED"):
+        lancepy.dataset(uri, storage_options={"aws_endpoint": s3.endpoint, "allow_http": "true"})
+    with pytest.raises(UnsupportedError, match="session"):
+        lancepy.dataset(uri, storage_options=s3.options(), session=object())
+
+
+def _take_in_child(uri, o, q):
+    ds = lancepy.dataset(uri, storage_options=o)
+    q.put(ds.take([3, 1]).column("id").to_pylist())
+
+
+def test_forked_children_read_s3(s3, bucket):
+    """DataLoader workers fork: a child must not reuse the parent's connections or runtime."""
+    import multiprocessing as mp
+
+    o = s3.options()
+    uri = f"s3://{bucket}/fork.lance"
+    ds = lancepy.write_dataset(rows(10), uri, storage_options=o)
+    assert ds.take([3, 1]).column("id").to_pylist() == [3, 1]  # parent's client and readers are warm
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    children = [ctx.Process(target=_take_in_child, args=(uri, o, q)) for _ in range(2)]
+    for c in children:
+        c.start()
+    got = [q.get(timeout=60) for _ in children]
+    for c in children:
+        c.join(timeout=60)
+        assert c.exitcode == 0
+    assert got == [[3, 1], [3, 1]]
