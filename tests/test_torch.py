@@ -523,6 +523,17 @@ def test_iterable_covers_every_row_once(uri, live_ids, shuffle, workers):
         assert sorted(again) == sorted(ids) and again != ids
 
 
+def test_iterable_scan_of_vectors_only(uri):
+    # (batches of only vectors / binary are read by a take, the others by a range scan)
+    expected = lancepy.dataset(uri).to_table(columns=["emb", "image"])
+    ds = LanceIterableDataset(uri, batch_size=100, columns=["emb", "image"])
+    assert ds._rows_stored_whole
+    batches = list(ds)
+    emb = torch.cat([b["emb"] for b in batches])
+    np.testing.assert_array_equal(emb.numpy(), np.stack(expected.column("emb").to_numpy(zero_copy_only=False)))
+    assert [v for b in batches for v in b["image"]] == expected.column("image").to_pylist()
+
+
 def test_iterable_ranks_and_filter(uri, live_ids):
     shares = []
     for rank in range(2):
