@@ -58,16 +58,13 @@ FRAGMENTS = 4
 
 def _require() -> Tuple[Any, Any]:
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:
         sys.exit("PyTorch is needed: pip install torch")
     try:
-        import lance  # noqa: F401
+        import lance
     except ImportError:
         sys.exit("pylance is needed for the comparison: pip install pylance==14.0.2")
-    import lance
-    import torch
-
     return torch, lance
 
 
@@ -106,6 +103,8 @@ Maker = Callable[[], Tuple[Any, Callable[[int], None], Callable[[Any], int]]]
 def _rows_of(key: str) -> Callable[[Any], int]:
     def rows(batch: Any) -> int:
         v = batch[key] if isinstance(batch, dict) else batch
+        if hasattr(v, "num_values"):  # lancepy's BinaryTensor
+            return int(v.num_values)
         if hasattr(v, "shape"):
             return int(v.shape[0])
         if isinstance(v, list) and v and hasattr(v[0], "shape"):  # default collation of per-row lists

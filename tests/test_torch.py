@@ -182,6 +182,7 @@ def test_types(tmp_path):
     assert b["bits"].dtype == torch.bool and b["bits"].tolist() == [[False, True], [True, False], [False, False]]
     big = b["big"]
     assert isinstance(big, BinaryTensor) and big.values.dtype == torch.uint8 and big.offsets.tolist() == [0, 4, 4, 9]
+    assert big.num_values == 3
     assert [big.item_bytes(i) for i in range(3)] == [b"xxxx", b"", b"xxxxx"]
     assert b["fixed"].offsets.tolist() == [0, 2, 4, 6] and b["fixed"].item_bytes(2) == bytes([5, 5])
     assert b["cat"] == ["b", "a", "a"]
@@ -256,6 +257,11 @@ def test_version_is_pinned_and_tags_resolve(tmp_path):
     assert tagged.version == 1 and len(tagged) == 100
     at = LanceDataset(lancepy.dataset(path, version=2), columns=["id"])
     assert at.version == 2 and at[[149]]["id"].tolist() == [149]
+    # a dataset object that moves on (here: a delete) does not move the torch dataset
+    obj = lancepy.dataset(path)
+    data = LanceDataset(obj, columns=["id"])
+    obj.delete("id >= 100")
+    assert obj.version == 4 and data.version == 3 and len(data) == 140 and data[[139]]["id"].tolist() == [149]
 
 
 def test_filter_indexes_matching_rows(uri, live_ids):
@@ -515,6 +521,17 @@ def test_iterable_covers_every_row_once(uri, live_ids, shuffle, workers):
         ds.set_epoch(1)
         again = _ids_of(loader)
         assert sorted(again) == sorted(ids) and again != ids
+
+
+def test_iterable_scan_of_vectors_only(uri):
+    # (batches of only vectors / binary are read by a take, the others by a range scan)
+    expected = lancepy.dataset(uri).to_table(columns=["emb", "image"])
+    ds = LanceIterableDataset(uri, batch_size=100, columns=["emb", "image"])
+    assert ds._rows_stored_whole
+    batches = list(ds)
+    emb = torch.cat([b["emb"] for b in batches])
+    np.testing.assert_array_equal(emb.numpy(), np.stack(expected.column("emb").to_numpy(zero_copy_only=False)))
+    assert [v for b in batches for v in b["image"]] == expected.column("image").to_pylist()
 
 
 def test_iterable_ranks_and_filter(uri, live_ids):

@@ -44,7 +44,8 @@ Numeric columns holding nulls raise :class:`NullValuesError` unless ``fill_null=
 (one value for every column, or a dict per column); filling makes one copy. Zero-copy tensors
 share memory with the batch just read (nothing else uses it); DataLoader workers move each
 batch to shared memory, which is one copy. Reads go through lancepy's native take: one call
-per batch, the GIL released, fragments read in parallel.
+per batch, with the GIL released; vectors and large binary values stored row by row (full-zip
+pages without nulls) are copied from the mapped files straight into the batch, in order.
 
 Datasets are opened lazily in each process: the objects here pickle the URI, the pinned
 version and the options, never open handles, so ``multiprocessing_context`` may be
@@ -92,7 +93,9 @@ class BinaryTensor(NamedTuple):
     values: torch.Tensor  # uint8, all values back to back
     offsets: torch.Tensor  # int64, batch + 1 entries, starting at 0
 
-    def __len__(self) -> int:  # type: ignore[override]
+    @property
+    def num_values(self) -> int:
+        """Number of values (rows)."""
         return max(int(self.offsets.shape[0]) - 1, 0)
 
     def item_bytes(self, i: int) -> bytes:
@@ -137,25 +140,24 @@ def _open_pinned(
     dataset_or_uri: Any, version: Union[int, str, None], storage_options: Optional[Dict[str, str]]
 ) -> Tuple[str, _Dataset, Optional[Dict[str, str]]]:
     """(URI, the dataset at a fixed version number, storage options to reopen it with)."""
-    if isinstance(dataset_or_uri, _Dataset):
-        if storage_options is None:
-            storage_options = getattr(dataset_or_uri, "storage_options", None)
-        uri = dataset_or_uri.uri
-        ds = dataset_or_uri if version is None else _open(uri, version, storage_options)
-    elif isinstance(dataset_or_uri, (str, os.PathLike)):
+    if isinstance(dataset_or_uri, (str, os.PathLike)):
         uri = os.fspath(dataset_or_uri)
-        if "://" not in uri:
-            uri = os.path.abspath(uri)  # workers may not share the working directory
-        ds = _open(uri, version, storage_options)
     elif hasattr(dataset_or_uri, "uri") and hasattr(dataset_or_uri, "version"):
-        # Another library's dataset object (e.g. pylance's): the same files, read by lancepy.
+        # A lancepy dataset, or another library's (e.g. pylance's: the same files, read by
+        # lancepy). Reopened at its version: the object itself may move to a newer version
+        # (a delete, an append) while we read.
+        if storage_options is None and isinstance(dataset_or_uri, _Dataset):
+            storage_options = getattr(dataset_or_uri, "storage_options", None)
         uri = str(dataset_or_uri.uri)
-        ds = _open(uri, dataset_or_uri.version if version is None else version, storage_options)
+        if version is None:
+            version = dataset_or_uri.version
     else:
         raise InvalidArgumentError(
             f"expected a dataset URI or a lancepy.LanceDataset, got {type(dataset_or_uri).__name__}"
         )
-    return uri, ds, storage_options
+    if "://" not in uri:
+        uri = os.path.abspath(uri)  # workers may not share the working directory
+    return uri, _open(uri, version, storage_options), storage_options
 
 
 def _matching_addresses(ds: _Dataset, flt: Any) -> np.ndarray:
@@ -920,10 +922,20 @@ class LanceIterableDataset(torch.utils.data.IterableDataset):
     def _read(self, rows: np.ndarray) -> Any:
         data = self.data
         first = int(rows[0])
-        if data._addresses is None and int(rows[-1]) - first == len(rows) - 1 and (len(rows) < 2 or bool((np.diff(rows) == 1).all())):
-            # Consecutive rows: a range scan, no take.
+        consecutive = int(rows[-1]) - first == len(rows) - 1 and (len(rows) < 2 or bool((np.diff(rows) == 1).all()))
+        if consecutive and data._addresses is None and not self._rows_stored_whole:
+            # Consecutive rows: a range scan. (Vectors and binary values are copied faster
+            # by a take: one copy per page out of the mapped file, no decoding.)
             return data._dataset()._snapshot.scan(data._columns, None, first, len(rows), 1 << 20, False, False, False)
         return data._take(rows.tolist())
+
+    @property
+    def _rows_stored_whole(self) -> bool:
+        """Whether every column read is of a kind stored row by row (vectors, binary)."""
+        return all(
+            pa.types.is_fixed_size_list(f.type) or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)
+            for f in self.data._fields
+        )
 
     def __repr__(self) -> str:
         return f"lancepy.torch.LanceIterableDataset({self.data!r}, batch_size={self.batch_size}, shuffle={self._order.shuffle})"

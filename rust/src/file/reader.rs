@@ -22,6 +22,7 @@ use prost::Message;
 
 use super::container::{parse_offset_table, FileVersion, Footer, FOOTER_LEN};
 use super::schema::{LanceField, LanceSchema};
+use crate::encodings::block::read_uint;
 use crate::encodings::{Compression, DataBlock};
 use crate::error::{Error, Result};
 use crate::format::{enc20, enc21, file2, filepb, TYPE_URL_ARRAY_ENCODING, TYPE_URL_PAGE_LAYOUT};
@@ -402,40 +403,45 @@ impl FileReader {
 
     /// Reads the rows at `indices` (any order, repeats allowed; output follows the input).
     ///
-    /// Fields of fixed-width values stored row by row (vectors: see [`FileReader::fixed_rows`])
-    /// are gathered straight into the output in the order given; the others are read for the
-    /// sorted distinct rows, then put in order.
+    /// Fields stored row by row (vectors, images: see [`FileReader::direct_rows`]) are copied
+    /// straight into the output in the order given; the others are read for the sorted
+    /// distinct rows, then put in order.
     pub fn take(&self, indices: &[u64], fields: &[usize]) -> Result<RecordBatch> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= self.num_rows) {
             return Err(Error::IndexOutOfRange(format!("row {bad} is out of range for {} ({} rows)", self.path, self.num_rows)));
         }
-        let fixed = fields.iter().map(|&f| self.fixed_rows(f)).collect::<Result<Vec<_>>>()?;
-        if fixed.iter().all(Option::is_none) {
+        let direct = fields.iter().map(|&f| self.direct_rows(f)).collect::<Result<Vec<_>>>()?;
+        if direct.iter().all(Option::is_none) {
             return self.take_decoded(indices, fields);
         }
-        let others: Vec<usize> = fields.iter().zip(&fixed).filter(|(_, x)| x.is_none()).map(|(&f, _)| f).collect();
+        let others: Vec<usize> = fields.iter().zip(&direct).filter(|(_, x)| x.is_none()).map(|(&f, _)| f).collect();
         let mut decoded =
             if others.is_empty() { Vec::new() } else { self.take_decoded(indices, &others)?.columns().to_vec() }.into_iter();
         let arrays = fields
             .iter()
-            .zip(fixed)
+            .zip(direct)
             .map(|(&f, x)| match x {
-                Some(x) => self.gather_fixed_array(&x, indices, self.arrow_schema.field(f).data_type()),
+                Some(x) => {
+                    let mut out = Gathered::new(&x, indices.len());
+                    self.gather_rows(&x, indices, &mut out)?;
+                    out.into_array(self.arrow_schema.field(f).data_type())
+                }
                 None => decoded.next().ok_or_else(|| Error::Internal("a decoded column is missing".into())),
             })
             .collect::<Result<Vec<_>>>()?;
         self.batch(fields, arrays, indices.len() as u64)
     }
 
-    /// How a top-level field of fixed-width values without nulls or levels is stored, if it is
-    /// stored row by row at a fixed stride: every page full-zip without control words (what
-    /// vectors — fixed-size lists of numbers — and other wide fixed values become when no
-    /// value is null). `None` for anything else, and when the storage makes many small reads
-    /// expensive (object stores: there the coalescing path wins).
+    /// How a top-level field is stored if its rows can be copied straight into an output:
+    /// every page full-zip, without control words (no nulls, no lists) and without per-value
+    /// compression — what vectors (fixed-size lists of numbers), other wide fixed values and
+    /// large binary values (images) become when no value is null. `None` for anything else,
+    /// and when the storage makes many small reads expensive (object stores: there the
+    /// coalescing path wins).
     ///
-    /// Rows of such a field are copied with one read each (consecutive rows together) straight
-    /// into their place in the output: no read buffer, no decoding, no reordering.
-    pub fn fixed_rows(&self, field: usize) -> Result<Option<FixedRows>> {
+    /// Such rows are copied out of the mapped file, in the order asked, into the output: no
+    /// read buffer, no decoding, no reordering afterwards (see [`FileReader::gather_rows`]).
+    pub fn direct_rows(&self, field: usize) -> Result<Option<DirectRows>> {
         if !self.version.is_structural() || !self.io.cheap_small_reads() {
             return Ok(None);
         }
@@ -445,95 +451,154 @@ impl FileReader {
             return Ok(None);
         }
         let data_type = self.arrow_schema.field(field).data_type();
-        // (bytes per value, items per fixed-size list, bytes per item)
-        let (width, dim, item) = match data_type {
+        // Fixed: (bytes per value, items per fixed-size list, bytes per item).
+        let fixed = match data_type {
+            DataType::Binary | DataType::LargeBinary => None,
             DataType::FixedSizeList(item, d) => match fixed_byte_width(item.data_type()) {
                 Some(w) if !matches!(item.data_type(), DataType::FixedSizeList(..)) => {
-                    (w * *d as usize, Some(*d as u64), w as u64)
+                    Some((w * *d as usize, Some(*d as u64), w as u64))
                 }
                 _ => return Ok(None),
             },
             other => match fixed_byte_width(other) {
-                Some(w) => (w, None, w as u64),
+                Some(w) => Some((w, None, w as u64)),
                 None => return Ok(None),
             },
         };
-        if width == 0 {
+        if fixed.is_some_and(|(w, _, _)| w == 0) {
             return Ok(None);
         }
         let column = self.column_ref(cols[0])?;
-        let mut pages = Vec::with_capacity(column.pages.len());
+        let live: Vec<&Page> = column.pages.iter().filter(|p| p.num_rows > 0).collect();
         let mut next = 0u64;
-        for p in column.pages.iter().filter(|p| p.num_rows > 0) {
+        for p in &live {
             let PageKind::FullZip(layout) = &p.kind else { return Ok(None) };
-            let fullzip::ValueKind::Fixed { bits, dim: page_dim, item_bits, validity_bytes } = &layout.kind else {
-                return Ok(None);
+            let plain = match (&layout.kind, fixed) {
+                (fullzip::ValueKind::Fixed { bits, dim: page_dim, item_bits, validity_bytes }, Some((width, dim, item))) => {
+                    *bits == width as u64 * 8
+                        && *page_dim == dim
+                        && (dim.is_none() || *item_bits == item * 8)
+                        && *validity_bytes == 0
+                }
+                (fullzip::ValueKind::Variable { offset_bits, per_value: fullzip::PerValue::None, packed: None }, None) => {
+                    matches!(offset_bits, 8 | 16 | 32 | 64)
+                }
+                _ => false,
             };
-            let same_shape = *bits == width as u64 * 8 && *page_dim == dim && (dim.is_none() || *item_bits == item * 8);
-            if layout.bits_rep != 0 || layout.bits_def != 0 || *validity_bytes != 0 || !same_shape || p.first_row != next {
+            if !plain || layout.bits_rep != 0 || layout.bits_def != 0 || p.first_row != next || p.buffers.is_empty() {
                 return Ok(None);
             }
-            let Some(&(pos, len)) = p.buffers.first() else { return Ok(None) };
-            if p.num_rows.checked_mul(width as u64).is_none_or(|bytes| bytes > len) {
-                return Err(Error::corrupt(format!("{}: full-zip rows lie beyond the page's data buffer", self.path)));
-            }
-            pages.push(FixedPage { first_row: p.first_row, num_rows: p.num_rows, position: pos });
             next = p.first_row + p.num_rows;
         }
         if next != self.num_rows {
             return Ok(None);
         }
-        Ok(Some(FixedRows { width, pages }))
+        if fixed.is_none() {
+            // Variable rows are found through each page's repetition index.
+            self.load_states(&live, &LeafKind::of_field(f)?)?;
+        }
+        let mut pages = Vec::with_capacity(live.len());
+        for p in live {
+            let (position, len) = p.buffers[0];
+            let rows = match fixed {
+                Some((width, _, _)) => {
+                    if p.num_rows.checked_mul(width as u64).is_none_or(|bytes| bytes > len) {
+                        return Err(Error::corrupt(format!("{}: full-zip rows lie beyond the page's data buffer", self.path)));
+                    }
+                    None
+                }
+                None => match (&p.kind, p.state.get().map(|s| s.as_ref())) {
+                    (PageKind::FullZip(l), Some(PageState::FullZip { rep_index: Some(idx) })) if idx.rows() == p.num_rows => {
+                        let fullzip::ValueKind::Variable { offset_bits, .. } = l.kind else { return Ok(None) };
+                        Some((idx.clone(), offset_bits as usize / 8))
+                    }
+                    _ => return Err(Error::corrupt(format!("{}: variable full-zip page without a repetition index", self.path))),
+                },
+            };
+            pages.push(DirectPage { first_row: p.first_row, num_rows: p.num_rows, position, rows });
+        }
+        Ok(Some(DirectRows { width: fixed.map(|(w, _, _)| w), pages }))
     }
 
-    /// Appends the values of `rows` (any order, repeats allowed) of a field laid out as `fixed`
-    /// to `out`: one copy out of the mapped file per run of consecutive rows (or one read,
-    /// if the file cannot be mapped).
-    pub fn gather_fixed(&self, fixed: &FixedRows, rows: &[u64], out: &mut MutableBuffer) -> Result<()> {
-        let w = fixed.width;
+    /// Appends the values of `rows` (any order, repeats allowed) of a field laid out as
+    /// `plan` to `out`: one copy out of the mapped file per value, or per run of consecutive
+    /// fixed-width values (one read each if the file cannot be mapped).
+    pub fn gather_rows(&self, plan: &DirectRows, rows: &[u64], out: &mut Gathered) -> Result<()> {
         let map = self.io.mapped();
-        out.reserve(rows.len() * w);
-        let mut k = 0;
-        while k < rows.len() {
-            let r = rows[k];
-            let page = fixed.pages.partition_point(|p| p.first_row + p.num_rows <= r);
-            let Some(p) = fixed.pages.get(page) else {
-                return Err(Error::IndexOutOfRange(format!(
-                    "row {r} is out of range for {} ({} rows)",
-                    self.path, self.num_rows
-                )));
-            };
-            let end = p.first_row + p.num_rows;
-            let mut run = 1;
-            while k + run < rows.len() && rows[k + run] == r + run as u64 && r + (run as u64) < end {
-                run += 1;
-            }
-            let pos = p.position + (r - p.first_row) * w as u64;
-            let len = run * w;
-            match map {
-                Some(map) => {
-                    let bytes = usize::try_from(pos)
-                        .ok()
-                        .and_then(|s| map.get(s..s.checked_add(len)?))
-                        .ok_or_else(|| Error::corrupt(format!("{}: rows at byte {pos} lie outside the file", self.path)))?;
-                    out.extend_from_slice(bytes);
-                }
-                None => {
-                    let at = out.len();
-                    out.resize(at + len, 0);
-                    self.io.read_into(pos, &mut out.as_slice_mut()[at..])?;
+        let page_of = |r: u64| -> Result<&DirectPage> {
+            let page = plan.pages.partition_point(|p| p.first_row + p.num_rows <= r);
+            plan.pages.get(page).ok_or_else(|| {
+                Error::IndexOutOfRange(format!("row {r} is out of range for {} ({} rows)", self.path, self.num_rows))
+            })
+        };
+        let mut scratch = Vec::new();
+        match (plan.width, &mut out.offsets) {
+            (Some(w), None) => {
+                out.data.reserve(rows.len() * w);
+                let mut k = 0;
+                while k < rows.len() {
+                    let r = rows[k];
+                    let p = page_of(r)?;
+                    let end = p.first_row + p.num_rows;
+                    let mut run = 1;
+                    while k + run < rows.len() && rows[k + run] == r + run as u64 && r + (run as u64) < end {
+                        run += 1;
+                    }
+                    out.data.extend_from_slice(self.bytes_at(
+                        map,
+                        &mut scratch,
+                        p.position + (r - p.first_row) * w as u64,
+                        run * w,
+                    )?);
+                    k += run;
                 }
             }
-            k += run;
+            (None, Some(offsets)) => {
+                // Where each value is, then room for all of them at once.
+                let mut spans = Vec::with_capacity(rows.len());
+                let mut total = 0u64;
+                for &r in rows {
+                    let p = page_of(r)?;
+                    let (idx, len_bytes) =
+                        p.rows.as_ref().ok_or_else(|| Error::Internal("variable rows without an index".into()))?;
+                    let (s, e) = (idx.offset(r - p.first_row), idx.offset(r - p.first_row + 1));
+                    let span = (e - s) as usize;
+                    if span < *len_bytes {
+                        return Err(Error::corrupt(format!("{}: a full-zip value is shorter than its length", self.path)));
+                    }
+                    total += (span - len_bytes) as u64;
+                    spans.push((p.position + s, span, *len_bytes));
+                }
+                out.data.reserve(total as usize);
+                offsets.reserve(rows.len());
+                for (pos, span, len_bytes) in spans {
+                    let bytes = self.bytes_at(map, &mut scratch, pos, span)?;
+                    if read_uint(bytes, 0, len_bytes) != (span - len_bytes) as u64 {
+                        return Err(Error::corrupt(format!("{}: a full-zip value's length does not match its row", self.path)));
+                    }
+                    out.data.extend_from_slice(&bytes[len_bytes..]);
+                    offsets.push(out.data.len() as i64);
+                }
+            }
+            _ => return Err(Error::Internal("gathering into an output of another layout".into())),
         }
+        out.rows += rows.len();
         Ok(())
     }
 
-    /// `rows` of a field laid out as `fixed`, as an array of `data_type` (in the given order).
-    pub fn gather_fixed_array(&self, fixed: &FixedRows, rows: &[u64], data_type: &DataType) -> Result<ArrayRef> {
-        let mut buf = MutableBuffer::new(rows.len() * fixed.width);
-        self.gather_fixed(fixed, rows, &mut buf)?;
-        fixed_width_array(data_type, buf.into(), rows.len())
+    /// `len` bytes at `pos`: a slice of the mapped file, or read into `scratch`.
+    fn bytes_at<'a>(&self, map: Option<&'a [u8]>, scratch: &'a mut Vec<u8>, pos: u64, len: usize) -> Result<&'a [u8]> {
+        match map {
+            Some(map) => usize::try_from(pos)
+                .ok()
+                .and_then(|s| map.get(s..s.checked_add(len)?))
+                .ok_or_else(|| Error::corrupt(format!("{}: rows at byte {pos} lie outside the file", self.path))),
+            None => {
+                scratch.resize(len, 0);
+                self.io.read_into(pos, scratch)?;
+                Ok(&scratch[..])
+            }
+        }
     }
 
     /// [`FileReader::take`] by decoding: the sorted distinct rows, then put in order.
@@ -1756,20 +1821,63 @@ impl v2_0_nested::ColumnSource for FileReader {
     }
 }
 
-/// Where the rows of a fixed-width field live (see [`FileReader::fixed_rows`]).
+/// Where the rows of a field stored row by row live (see [`FileReader::direct_rows`]).
 #[derive(Debug, Clone)]
-pub struct FixedRows {
-    /// Bytes of one value.
-    pub width: usize,
-    pages: Vec<FixedPage>,
+pub struct DirectRows {
+    /// Bytes of one value (fixed width), or `None` for variable-width values.
+    pub width: Option<usize>,
+    pages: Vec<DirectPage>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct FixedPage {
+#[derive(Debug, Clone)]
+struct DirectPage {
     first_row: u64,
     num_rows: u64,
-    /// Absolute file position of the page's first value.
+    /// Absolute file position of the page's values.
     position: u64,
+    /// Variable width: the page's repetition index and the bytes of each value's length prefix.
+    rows: Option<(RepIndex, usize)>,
+}
+
+/// Values gathered by [`FileReader::gather_rows`], possibly from several files.
+#[derive(Debug)]
+pub struct Gathered {
+    data: MutableBuffer,
+    /// End offsets of variable-width values (after a leading 0).
+    offsets: Option<Vec<i64>>,
+    rows: usize,
+}
+
+impl Gathered {
+    /// An empty output for about `rows` rows laid out as `plan`.
+    pub fn new(plan: &DirectRows, rows: usize) -> Self {
+        match plan.width {
+            Some(w) => Self { data: MutableBuffer::new(rows * w), offsets: None, rows: 0 },
+            None => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Self { data: MutableBuffer::new(0), offsets: Some(offsets), rows: 0 }
+            }
+        }
+    }
+
+    /// The gathered values as an array of `data_type` (fixed-width, or binary / large binary).
+    pub fn into_array(self, data_type: &DataType) -> Result<ArrayRef> {
+        let Some(offsets) = self.offsets else { return fixed_width_array(data_type, self.data.into(), self.rows) };
+        let offsets = match data_type {
+            DataType::LargeBinary => Buffer::from_vec(offsets),
+            DataType::Binary => {
+                let small: Option<Vec<i32>> = offsets.iter().map(|&o| i32::try_from(o).ok()).collect();
+                Buffer::from_vec(
+                    small.ok_or_else(|| Error::invalid_input("the values are too large for a binary column (2 GiB)"))?,
+                )
+            }
+            other => return Err(Error::Internal(format!("variable-width values gathered as {other}"))),
+        };
+        let data =
+            ArrayData::builder(data_type.clone()).len(self.rows).add_buffer(offsets).add_buffer(self.data.into()).build()?;
+        Ok(arrow_array::make_array(data))
+    }
 }
 
 /// Bytes of one value of a fixed-width type that a buffer holds back to back (primitives,

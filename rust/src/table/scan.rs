@@ -17,14 +17,13 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::{new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
-use arrow_buffer::MutableBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::deletion::{self, DeletionVector};
 use super::naming::DATA_DIR;
 use super::rowids::decode_row_ids;
 use crate::error::{Error, Result};
-use crate::file::reader::{fixed_byte_width, fixed_width_array, FixedRows};
+use crate::file::reader::{fixed_byte_width, DirectRows, Gathered};
 use crate::file::{FileReader, LanceField, LanceSchema};
 use crate::format::tablepb;
 use crate::io::Store;
@@ -125,7 +124,7 @@ pub struct TableSnapshot {
     stable_row_ids: bool,
     /// How each (field, fragment) is gathered by copying bytes, or `None` if it is decoded
     /// (decided on first use: data files never change).
-    fixed_plans: Mutex<HashMap<(usize, usize), Option<Arc<(Arc<FileReader>, FixedRows)>>>>,
+    direct_plans: Mutex<HashMap<(usize, usize), Option<Arc<(Arc<FileReader>, DirectRows)>>>>,
 }
 
 impl std::fmt::Debug for TableSnapshot {
@@ -168,7 +167,7 @@ impl TableSnapshot {
             by_id,
             base_paths: manifest.base_paths.iter().map(|b| (b.id, b.clone())).collect(),
             stable_row_ids: manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
-            fixed_plans: Mutex::new(HashMap::new()),
+            direct_plans: Mutex::new(HashMap::new()),
         })
     }
 
@@ -579,13 +578,13 @@ impl TableSnapshot {
 
     fn take_physical(&self, requests: &[(usize, u64)], projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
         let schema = self.output_schema(projection, opts);
-        // Vectors (and other fixed-width values stored row by row): each row's bytes are read
+        // Vectors, images and other values stored row by row: each row's bytes are copied
         // straight into its place in the output, across fragments, in request order.
         let mut fragments: Vec<usize> = requests.iter().map(|r| r.0).collect();
         fragments.sort_unstable();
         fragments.dedup();
-        let fixed = projection.iter().map(|&f| self.fixed_column(f, &fragments)).collect::<Result<Vec<_>>>()?;
-        let rest: Vec<usize> = projection.iter().zip(&fixed).filter(|(_, d)| d.is_none()).map(|(&f, _)| f).collect();
+        let direct = projection.iter().map(|&f| self.direct_column(f, &fragments)).collect::<Result<Vec<_>>>()?;
+        let rest: Vec<usize> = projection.iter().zip(&direct).filter(|(_, d)| d.is_none()).map(|(&f, _)| f).collect();
         let mut decoded = if rest.is_empty() && !opts.with_row_id && !opts.with_row_address {
             Vec::new()
         } else {
@@ -593,7 +592,7 @@ impl TableSnapshot {
         }
         .into_iter();
         let mut arrays = Vec::with_capacity(schema.fields().len());
-        for (plan, field) in fixed.iter().zip(schema.fields()) {
+        for (plan, field) in direct.iter().zip(schema.fields()) {
             arrays.push(match plan {
                 Some(plan) => plan.gather(requests, field.data_type())?,
                 None => decoded.next().ok_or_else(|| Error::Internal("a decoded column is missing".into()))?,
@@ -605,18 +604,21 @@ impl TableSnapshot {
     }
 
     /// How to gather field `fidx` from `fragments` (sorted indices) by copying bytes, if each of
-    /// them stores it as fixed-width rows (see [`FileReader::fixed_rows`]).
-    fn fixed_column(&self, fidx: usize, fragments: &[usize]) -> Result<Option<FixedColumn>> {
+    /// them stores it row by row, alike (see [`FileReader::direct_rows`]).
+    fn direct_column(&self, fidx: usize, fragments: &[usize]) -> Result<Option<DirectColumn>> {
         let field = self.schema.fields[fidx].to_arrow();
-        let Some(width) = fixed_byte_width(field.data_type()) else { return Ok(None) };
+        let width = fixed_byte_width(field.data_type());
+        if width.is_none() && !matches!(field.data_type(), DataType::Binary | DataType::LargeBinary) {
+            return Ok(None);
+        }
         let mut plans = Vec::with_capacity(fragments.len());
         for &fi in fragments {
-            let cached = self.fixed_plans.lock().unwrap_or_else(|p| p.into_inner()).get(&(fidx, fi)).cloned();
+            let cached = self.direct_plans.lock().unwrap_or_else(|p| p.into_inner()).get(&(fidx, fi)).cloned();
             let plan = match cached {
                 Some(plan) => plan,
                 None => {
-                    let plan = self.fixed_plan(fidx, fi, &field, width)?.map(Arc::new);
-                    self.fixed_plans.lock().unwrap_or_else(|p| p.into_inner()).insert((fidx, fi), plan.clone());
+                    let plan = self.direct_plan(fidx, fi, &field)?.filter(|(_, rows)| rows.width == width).map(Arc::new);
+                    self.direct_plans.lock().unwrap_or_else(|p| p.into_inner()).insert((fidx, fi), plan.clone());
                     plan
                 }
             };
@@ -625,11 +627,11 @@ impl TableSnapshot {
                 None => return Ok(None),
             }
         }
-        Ok(Some(FixedColumn { fragments: fragments.to_vec(), plans, width }))
+        Ok(Some(DirectColumn { fragments: fragments.to_vec(), plans }))
     }
 
-    /// Whether fragment `fi` stores field `fidx` as fixed-width rows of `width` bytes, and where.
-    fn fixed_plan(&self, fidx: usize, fi: usize, field: &Field, width: usize) -> Result<Option<(Arc<FileReader>, FixedRows)>> {
+    /// Whether fragment `fi` stores field `fidx` row by row, and where.
+    fn direct_plan(&self, fidx: usize, fi: usize, field: &Field) -> Result<Option<(Arc<FileReader>, DirectRows)>> {
         let frag = &self.fragments[fi].meta;
         // Anything unusual (a column missing from a fragment, files shorter than the fragment)
         // is left to the decoding path, which fills or reports it.
@@ -638,15 +640,15 @@ impl TableSnapshot {
         let Some(ff) = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id)) else {
             return Ok(None);
         };
-        if reader.num_rows() < self.physical_rows(fi)?
-            || !same_fixed_layout(reader.schema().field(ff).data_type(), field.data_type())
-        {
+        let file_type = reader.schema().field(ff).data_type().clone();
+        let alike = match field.data_type() {
+            DataType::Binary | DataType::LargeBinary => matches!(file_type, DataType::Binary | DataType::LargeBinary),
+            ours => same_fixed_layout(&file_type, ours),
+        };
+        if reader.num_rows() < self.physical_rows(fi)? || !alike {
             return Ok(None);
         }
-        Ok(match reader.fixed_rows(ff)? {
-            Some(rows) if rows.width == width => Some((reader, rows)),
-            _ => None,
-        })
+        Ok(reader.direct_rows(ff)?.map(|rows| (reader, rows)))
     }
 
     /// Takes `requests` of the fields `projection` (plus `_rowid` / `_rowaddr` if asked) by
@@ -693,20 +695,22 @@ impl TableSnapshot {
     }
 }
 
-/// A fixed-width column gathered by copying bytes (see [`TableSnapshot::fixed_column`]).
-struct FixedColumn {
+/// A column gathered by copying bytes (see [`TableSnapshot::direct_column`]).
+struct DirectColumn {
     /// Indices of the fragments involved, sorted.
     fragments: Vec<usize>,
-    /// The reader and layout of each of them.
-    plans: Vec<Arc<(Arc<FileReader>, FixedRows)>>,
-    width: usize,
+    /// The reader and layout of each of them (all fixed-width of one width, or all variable).
+    plans: Vec<Arc<(Arc<FileReader>, DirectRows)>>,
 }
 
-impl FixedColumn {
+impl DirectColumn {
     /// The values of `requests`, in order, as an array of `data_type`.
     fn gather(&self, requests: &[(usize, u64)], data_type: &DataType) -> Result<ArrayRef> {
         let offsets: Vec<u64> = requests.iter().map(|r| r.1).collect();
-        let mut buf = MutableBuffer::new(requests.len() * self.width);
+        let Some(first) = self.plans.first() else {
+            return Ok(new_empty_array(data_type));
+        };
+        let mut out = Gathered::new(&first.1, requests.len());
         // Consecutive requests of one fragment go to its reader together. (One thread: the
         // copies are memory-bound, and waking the pool cost more than it saved.)
         let mut k = 0;
@@ -719,10 +723,10 @@ impl FixedColumn {
             let plan =
                 self.fragments.binary_search(&fi).map_err(|_| Error::Internal(format!("fragment {fi} was not planned")))?;
             let (reader, rows) = self.plans[plan].as_ref();
-            reader.gather_fixed(rows, &offsets[k..e], &mut buf)?;
+            reader.gather_rows(rows, &offsets[k..e], &mut out)?;
             k = e;
         }
-        fixed_width_array(data_type, buf.into(), requests.len())
+        out.into_array(data_type)
     }
 }
 
