@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything (scripts/setup.sh), then runs the Rust test suite, a smoke test of the
-# wheel in a clean virtualenv (scripts/wheel_smoke.sh) and the Python test suite.
-# Extra arguments go to pytest, e.g. `bash scripts/test.sh -k interop -x`.
+# wheel in a clean virtualenv (scripts/wheel_smoke.sh), the Python test suite, and the Spark
+# tests again on pyspark 3.5 (scripts/test_pyspark35.sh).
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh -k interop -x` (and then the
+# pyspark 3.5 run is left out).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -19,3 +21,7 @@ echo "==> wheel smoke test (clean virtualenv)"
 bash scripts/wheel_smoke.sh
 echo "==> pytest"
 "$venv/bin/python" -m pytest -q "$@"
+if [ "$#" -eq 0 ]; then
+  echo "==> tests/test_spark.py on pyspark 3.5 (scripts/test_pyspark35.sh)"
+  bash scripts/test_pyspark35.sh
+fi

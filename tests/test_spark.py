@@ -18,6 +18,7 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -481,7 +482,7 @@ def test_read_maps_lance_only_types_to_spark(spark, tmp_path):
             "u8": pa.array([1, 255, None], pa.uint8()),
             "u32": pa.array([0, 2**32 - 1, 5], pa.uint32()),
             "u64": pa.array([0, 2**64 - 1, None], pa.uint64()),
-            "h": pa.array([1.5, None, -2.0], pa.float16()),
+            "h": pa.array([np.float16(1.5), None, np.float16(-2.0)], pa.float16()),  # (older pyarrow takes no Python floats here)
             "ls": pa.array(["a", "bb", None], pa.large_string()),
             "fsb": pa.array([b"ab", b"cd", None], pa.binary(2)),
             "ns": pa.array([1, 2_000, None], pa.timestamp("ns")),
