@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy import commit as _commit
+from lancepy import vector as _vector
 from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.exceptions import (
     CommitConflictError,
@@ -241,10 +242,18 @@ class LanceDataset:
         with_row_address: bool = False,
         batch_size: Optional[int] = None,
         fragments: Optional[Sequence[Any]] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        prefilter: Optional[bool] = None,
         **_ignored: Any,
     ) -> "LanceScanner":
-        """A scan of this version (see :class:`LanceScanner`)."""
-        return LanceScanner(self, columns, filter, limit, offset, with_row_id, with_row_address, batch_size, fragments)
+        """A scan of this version (see :class:`LanceScanner`); with ``nearest=``, a
+        nearest-neighbour search (see :mod:`lancepy.vector`)."""
+        scanner = LanceScanner(self, columns, filter, limit, offset, with_row_id, with_row_address, batch_size, fragments)
+        if nearest is not None:
+            scanner._set_nearest(nearest, bool(prefilter))
+        elif prefilter:
+            raise InvalidArgumentError("prefilter=True only applies to a nearest= search")
+        return scanner
 
     def to_table(self, columns: Any = None, filter: Any = None, limit: Optional[int] = None, offset: Optional[int] = None,
                  with_row_id: bool = False, with_row_address: bool = False, **kwargs: Any) -> pa.Table:
@@ -910,6 +919,21 @@ class LanceScanner:
         self._with_row_address = with_row_address
         self._batch_size = batch_size or 8192
         self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
+        self._nearest: Optional[_vector.NearestQuery] = None
+        self._prefilter = False
+
+    def _set_nearest(self, nearest: Dict[str, Any], prefilter: bool) -> None:
+        if self._computed is not None:
+            raise UnsupportedError("nearest= with computed columns (a dict of expressions) is not supported")
+        self._nearest = _vector.parse_nearest(nearest, self._ds.schema)
+        self._prefilter = prefilter
+
+    def _search(self) -> pa.Table:
+        return _vector.search(
+            self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
+            limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
+            with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
+        )
 
     def _read_columns(self) -> Optional[List[str]]:
         if self._filter is None:
@@ -936,6 +960,8 @@ class LanceScanner:
 
     def to_table(self) -> pa.Table:
         """Every row of the scan as a ``pyarrow.Table``."""
+        if self._nearest is not None:
+            return self._search()
         s = self._ds._snapshot
         if self._filter is None:
             t = pa.table(s.scan(self._read_columns(), self._fragment_ids, self._offset, self._limit, 131072,
@@ -957,6 +983,9 @@ class LanceScanner:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The rows as record batches, decoded as the iterator advances."""
+        if self._nearest is not None:
+            yield from self._search().to_batches(max_chunksize=self._batch_size)
+            return
         s = self._ds._snapshot
         if self._filter is None:
             stream = s.scan_stream(self._read_columns(), self._fragment_ids, self._offset, self._limit, self._batch_size,
@@ -994,10 +1023,14 @@ class LanceScanner:
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of what the scan returns."""
+        if self._nearest is not None:
+            return self._search().schema
         return self._finish(self._empty()).schema
 
     def count_rows(self) -> int:
         """Rows the scan returns."""
+        if self._nearest is not None:
+            return self._search().num_rows
         s = self._ds._snapshot
         if self._filter is None:
             n = s.count_rows(self._fragment_ids)

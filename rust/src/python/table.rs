@@ -440,6 +440,42 @@ impl PySnapshot {
         Ok(ArrowBatches::new(batch.schema(), vec![batch]))
     }
 
+    /// Exact k-nearest-neighbour search over a vector column: `(row addresses, distances)`,
+    /// nearest first. `allowed` (row addresses, any order) restricts the candidates.
+    #[pyo3(signature = (column, query, k, metric="l2", fragment_ids=None, allowed=None, distance_range=(None, None)))]
+    #[allow(clippy::too_many_arguments)]
+    fn knn(
+        &self,
+        py: Python<'_>,
+        column: String,
+        query: Vec<f32>,
+        k: usize,
+        metric: &str,
+        fragment_ids: Option<Vec<u64>>,
+        allowed: Option<&Bound<'_, PyAny>>,
+        distance_range: (Option<f32>, Option<f32>),
+    ) -> PyResult<(Vec<u64>, Vec<f32>)> {
+        let range = crate::table::knn::DistanceRange { lower: distance_range.0, upper: distance_range.1 };
+        let metric = crate::table::knn::Metric::parse(metric).py()?;
+        let mut allowed = match allowed {
+            Some(a) => Some(extract_indices(a, || "row addresses are 64-bit".to_string())?),
+            None => None,
+        };
+        let s = &self.inner;
+        let frags = self.fragment_indices(fragment_ids).py()?;
+        let found = run(py, || {
+            let allowed = match allowed.as_mut() {
+                Some(a) => {
+                    a.sort_unstable();
+                    Some(crate::table::knn::Allowed::new(a)?)
+                }
+                None => None,
+            };
+            s.knn(&column, &query, k, metric, frags.as_deref(), allowed, range)
+        })?;
+        Ok(found.iter().map(|n| (n.address, n.distance)).unzip())
+    }
+
     /// Rows at row addresses; deleted rows are skipped.
     #[pyo3(signature = (addresses, columns=None, with_row_id=false, with_row_address=false))]
     fn take_addresses(

@@ -11,10 +11,12 @@
 //! * [`deletion`] — deletion vectors (`.arrow` IPC and portable-roaring `.bin`);
 //! * [`rowids`] — row-id sequences of datasets with stable row ids;
 //! * [`scan`] — the data path: scans and takes over many fragments in one call;
+//! * [`knn`] — exact nearest-neighbour search over a vector column;
 //! * [`write`] — writing new fragments (data files) from Arrow batches.
 
 pub mod deletion;
 pub mod json;
+pub mod knn;
 pub mod manifest;
 pub mod naming;
 pub mod rowids;
