@@ -362,12 +362,30 @@ impl TableSnapshot {
             _ => query.to_vec(),
         };
         let scorer = Scorer::new(&query, metric);
+        let data_type = schema.field(0).data_type().clone();
         let partial: Vec<Result<Vec<Neighbor>>> = crate::parallel::map(tasks, true, |task| {
-            let batch = self.run_task(&task, &projection, opts)?;
-            let vectors = batch.column(0).as_fixed_size_list();
-            let addresses = batch.column(batch.num_columns() - 1).as_primitive::<arrow_array::types::UInt64Type>();
             let mut top = TopK::new(k);
-            score_batch(vectors, addresses, &scorer, allowed, range, &mut top)?;
+            // Vectors stored row by row (full-zip pages without nulls, on local files) are
+            // copied straight out of the mapped file, skipping the decoder; anything else is
+            // decoded by an ordinary scan task.
+            if let Some(direct) = self.direct_column(projection[0], &[task.fragment])? {
+                let dv = self.deletions(task.fragment)?;
+                let requests: Vec<(usize, u64)> = task
+                    .rows
+                    .clone()
+                    .filter(|&r| dv.as_ref().is_none_or(|d| !d.contains(r as u32)))
+                    .map(|r| (task.fragment, r))
+                    .collect();
+                let id = self.fragment_id(task.fragment);
+                let vectors = direct.gather(&requests, &data_type)?;
+                let addresses: UInt64Array = requests.iter().map(|&(_, r)| (id << 32) | r).collect();
+                score_batch(vectors.as_fixed_size_list(), &addresses, &scorer, allowed, range, &mut top)?;
+            } else {
+                let batch = self.run_task(&task, &projection, opts)?;
+                let vectors = batch.column(0).as_fixed_size_list();
+                let addresses = batch.column(batch.num_columns() - 1).as_primitive::<arrow_array::types::UInt64Type>();
+                score_batch(vectors, addresses, &scorer, allowed, range, &mut top)?;
+            }
             Ok(top.into_sorted())
         });
         let mut top = TopK::new(k);

@@ -605,7 +605,7 @@ impl TableSnapshot {
 
     /// How to gather field `fidx` from `fragments` (sorted indices) by copying bytes, if each of
     /// them stores it row by row, alike (see [`FileReader::direct_rows`]).
-    fn direct_column(&self, fidx: usize, fragments: &[usize]) -> Result<Option<DirectColumn>> {
+    pub(super) fn direct_column(&self, fidx: usize, fragments: &[usize]) -> Result<Option<DirectColumn>> {
         let field = self.schema.fields[fidx].to_arrow();
         let width = fixed_byte_width(field.data_type());
         if width.is_none() && !matches!(field.data_type(), DataType::Binary | DataType::LargeBinary) {
@@ -696,7 +696,7 @@ impl TableSnapshot {
 }
 
 /// A column gathered by copying bytes (see [`TableSnapshot::direct_column`]).
-struct DirectColumn {
+pub(super) struct DirectColumn {
     /// Indices of the fragments involved, sorted.
     fragments: Vec<usize>,
     /// The reader and layout of each of them (all fixed-width of one width, or all variable).
@@ -705,7 +705,7 @@ struct DirectColumn {
 
 impl DirectColumn {
     /// The values of `requests`, in order, as an array of `data_type`.
-    fn gather(&self, requests: &[(usize, u64)], data_type: &DataType) -> Result<ArrayRef> {
+    pub(super) fn gather(&self, requests: &[(usize, u64)], data_type: &DataType) -> Result<ArrayRef> {
         let offsets: Vec<u64> = requests.iter().map(|r| r.1).collect();
         let Some(first) = self.plans.first() else {
             return Ok(new_empty_array(data_type));
