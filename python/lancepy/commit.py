@@ -28,7 +28,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
 from lancepy.exceptions import (
@@ -267,6 +267,9 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
     assert theirs is not None
     if mine == "Restore":
         return None if other != "UpdateMemWalState" else f"{other} happened concurrently"
+    if other == "UpdateBases":
+        # Registering base paths changes no fragment; only two registrations can clash.
+        return "a concurrent UpdateBases registered base paths" if mine == "UpdateBases" else None
     if other in ("Overwrite", "Restore", "UpdateMemWalState", "Clone"):
         if mine == "Overwrite" and other == "Restore":
             return None
@@ -386,6 +389,8 @@ def build_manifest(
         config = dict(m.get("config", {}))
         config.update(body.get("config_upsert_values", {}))
         m["config"] = config
+        if body.get("initial_bases"):
+            m["base_paths"] = list(body["initial_bases"])
         index_section = None
         m["next_row_id"] = 0
     elif name == "Append":
@@ -453,6 +458,16 @@ def build_manifest(
         for k in body.get("delete_keys", []):
             config.pop(k, None)
         m["config"] = config
+    elif name == "UpdateBases":
+        bases = list(m.get("base_paths") or [])
+        next_base = max((b.get("id", 0) for b in bases), default=0) + 1
+        for b in body.get("new_bases", []):
+            b = dict(b)
+            if b.get("id") is None or any(b["id"] == o.get("id", 0) for o in bases):
+                b["id"] = next_base
+            next_base = max(next_base, b["id"]) + 1
+            bases.append(b)
+        m["base_paths"] = bases
     elif name == "ReserveFragments":
         next_id += body.get("num_fragments", 0)
     else:
@@ -529,17 +544,19 @@ def commit_transaction(
     txn: Dict[str, Any],
     *,
     naming: Optional[str] = None,
-    written_files: Iterable[str] = (),
+    written_files: Iterable[Union[str, Tuple[Any, str]]] = (),
     max_retries: int = 20,
     data_storage_version: Optional[str] = None,
 ) -> CommitResult:
     """Commits `txn` (read version ``txn["read_version"]``) with the protocol above.
 
-    `written_files` (paths relative to the root) are deleted again if the commit fails, so a
-    failed commit leaves no trace. `naming` is used for a new dataset; an existing one keeps
-    its scheme.
+    `written_files` (paths relative to the root, or ``(store, path)`` for files written
+    under another base path) are deleted again if the commit fails, so a failed commit
+    leaves no trace. `naming` is used for a new dataset; an existing one keeps its scheme.
     """
-    written = list(written_files)
+    files = list(written_files)
+    elsewhere = [w for w in files if not isinstance(w, str)]
+    written = [w for w in files if isinstance(w, str)]
     read_version = txn.get("read_version", 0)
     txn_bytes = _lancepy.encode_transaction(json.dumps(txn))
     txn_name = f"{read_version}-{txn['uuid']}.txn"
@@ -599,6 +616,8 @@ def commit_transaction(
             raise
         try:
             store.delete(written)
+            for other_store, rel in elsewhere:
+                other_store.delete([rel])
         except Exception:  # noqa: BLE001 - best effort, the error that matters is the original
             pass
         raise
