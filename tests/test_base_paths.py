@@ -457,3 +457,34 @@ def test_multi_base_write_errors(tmp_path):
         initial_bases=[DatasetBasePath(str(tmp_path / "x"), id=1), DatasetBasePath(str(tmp_path / "y"))],
     )
     assert sorted(ds.base_paths()) == [1, 2]
+
+
+@pytest.mark.parametrize("writer", ["lancepy", "pylance"])
+def test_add_bases(tmp_path, pylance, writer):
+    """``add_bases`` (an ``UpdateBases`` transaction): ids assigned like pylance, clashes
+    refused, the new bases usable as ``target_bases`` by both libraries."""
+    root = str(tmp_path / "ds")
+    mod = lancepy if writer == "lancepy" else pylance
+    cls = DatasetBasePath if writer == "lancepy" else pylance.DatasetBasePath
+    mod.write_dataset(rows(0, 10), root)
+    mod.dataset(root).add_bases([cls(str(tmp_path / "b1"), name="x"), cls(str(tmp_path / "b2"), is_dataset_root=True)])
+    mod.dataset(root).add_bases([cls(str(tmp_path / "b3"), name="z", id=7)])
+    ours = lancepy.dataset(root)
+    assert ours.version == 3
+    assert ours.base_paths() == {
+        1: DatasetBasePath(str(tmp_path / "b1"), "x", False, 1),
+        2: DatasetBasePath(str(tmp_path / "b2"), None, True, 2),
+        7: DatasetBasePath(str(tmp_path / "b3"), "z", False, 7),
+    }
+    assert manifest_of(root, 2)["_txn"]["operation"]["UpdateBases"]["new_bases"][0]["id"] == 0
+    with pytest.raises(InvalidArgumentError, match="clashes"):
+        lancepy.dataset(root).add_bases([DatasetBasePath(str(tmp_path / "b9"), name="x")])
+    with pytest.raises(InvalidArgumentError, match="clashes"):
+        lancepy.dataset(root).add_bases([DatasetBasePath(str(tmp_path / "b1"), name="q")])
+    assert lancepy.dataset(root).version == 3
+    lancepy.write_dataset(rows(10, 15), root, mode="append", target_bases=["x"])
+    pylance.write_dataset(rows(15, 20), root, mode="append", target_bases=["z"])
+    assert len(glob.glob(str(tmp_path / "b1" / "*.lance"))) == 1
+    assert len(glob.glob(str(tmp_path / "b3" / "*.lance"))) == 1
+    assert lancepy.dataset(root).to_table().equals(pylance.dataset(root).to_table())
+    assert lancepy.dataset(root).count_rows() == 20

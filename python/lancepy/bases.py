@@ -71,6 +71,14 @@ def absolute_uri(uri: str) -> str:
     return os.path.abspath(uri)
 
 
+def _canonical(uri: str) -> str:
+    """`uri` spelled one way per place, for comparisons (``file://`` URIs and relative paths
+    become absolute paths)."""
+    if uri.startswith("file://"):
+        uri = uri[len("file://"):]
+    return absolute_uri(uri).rstrip("/")
+
+
 def base_paths_of(manifest: Dict[str, Any]) -> Dict[int, DatasetBasePath]:
     """The base paths a manifest registers, by id."""
     out: Dict[int, DatasetBasePath] = {}
@@ -164,13 +172,13 @@ def own_files(loaded: "_commit.LoadedManifest", root: str) -> Set[str]:
     if m.get("transaction_file"):
         out.add(f"{_commit.TRANSACTIONS_DIR}/{m['transaction_file']}")
     bases = {int(b.get("id", 0)): b for b in m.get("base_paths") or []}
-    own = absolute_uri(root).rstrip("/")
+    own = _canonical(root)
     prefix = own + "/"
 
     def add(uri: Optional[str]) -> None:
         if uri is None:
             return
-        uri = absolute_uri(uri) if "://" not in uri else uri
+        uri = _canonical(uri)
         if uri.startswith(prefix):
             out.add(uri[len(prefix):])
 

@@ -35,6 +35,7 @@ from lancepy.exceptions import (
     CommitConflictError,
     CorruptFileError,
     DatasetNotFoundError,
+    InvalidArgumentError,
     NotFoundError,
     UnsupportedError,
     VersionNotFoundError,
@@ -459,13 +460,18 @@ def build_manifest(
             config.pop(k, None)
         m["config"] = config
     elif name == "UpdateBases":
+        # Id 0 in the transaction means "assign one" (pylance): the largest id so far + 1.
         bases = list(m.get("base_paths") or [])
-        next_base = max((b.get("id", 0) for b in bases), default=0) + 1
         for b in body.get("new_bases", []):
+            clash = [o for o in bases if (b.get("name") is not None and o.get("name") == b.get("name")) or o.get("path") == b.get("path")]
+            if clash:
+                raise InvalidArgumentError(
+                    f"base path {b.get('name')!r} at {b.get('path')!r} clashes with the registered base "
+                    f"{clash[0].get('id', 0)} ({clash[0].get('name')!r} at {clash[0].get('path')!r})"
+                )
             b = dict(b)
-            if b.get("id") is None or any(b["id"] == o.get("id", 0) for o in bases):
-                b["id"] = next_base
-            next_base = max(next_base, b["id"]) + 1
+            if not b.get("id") or any(b["id"] == o.get("id", 0) for o in bases):
+                b["id"] = max((o.get("id", 0) for o in bases), default=0) + 1
             bases.append(b)
         m["base_paths"] = bases
     elif name == "ReserveFragments":

@@ -222,6 +222,26 @@ class LanceDataset:
         options = None if storage_options is None else normalize_storage_options(storage_options)
         return _bases.shallow_clone(self, _uri(target_path), reference, options)
 
+    def add_bases(
+        self, new_bases: List[DatasetBasePath], transaction_properties: Optional[Dict[str, str]] = None
+    ) -> "LanceDataset":
+        """Registers more base paths (an ``UpdateBases`` transaction), which later writes can
+        name in ``target_bases``. Ids not given are assigned (largest so far + 1); a name or
+        path that is already registered is an :class:`InvalidArgumentError`. Returns self,
+        now at the new version."""
+        if not new_bases:
+            raise InvalidArgumentError("add_bases needs at least one base path")
+        entries = _bases.register_initial_bases(new_bases)
+        given = {id(b): getattr(b, "id", None) for b in new_bases}
+        for entry, b in zip(entries, new_bases):
+            entry["id"] = given[id(b)] or 0  # 0: assigned at commit, as pylance writes it
+        _commit.check_feature_flags(self._loaded.manifest, write=True, uri=self._uri)
+        txn = _commit.new_transaction(self.version, "UpdateBases", {"new_bases": entries})
+        txn["transaction_properties"] = dict(transaction_properties or {})
+        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
+        self._set_loaded(result.manifest)
+        return self
+
     def versions(self) -> List[Dict[str, Any]]:
         """Every committed version: ``{"version", "timestamp", "metadata"}``, oldest first."""
         out = []
