@@ -488,3 +488,18 @@ def test_add_bases(tmp_path, pylance, writer):
     assert len(glob.glob(str(tmp_path / "b3" / "*.lance"))) == 1
     assert lancepy.dataset(root).to_table().equals(pylance.dataset(root).to_table())
     assert lancepy.dataset(root).count_rows() == 20
+
+
+def test_update_bases_rebases_over_concurrent_writes(tmp_path):
+    root = str(tmp_path / "ds")
+    lancepy.write_dataset(rows(0, 10), root)
+    stale = lancepy.dataset(root)
+    lancepy.write_dataset(rows(10, 20), root, mode="append")
+    lancepy.dataset(root).delete("id = 3")
+    stale.add_bases([DatasetBasePath(str(tmp_path / "b"), name="b")])  # read version 1, commits 4
+    ds = lancepy.dataset(root)
+    assert ds.version == 4 and ds.count_rows() == 19 and sorted(ds.base_paths()) == [1]
+    appender = lancepy.dataset(root)
+    lancepy.dataset(root).add_bases([DatasetBasePath(str(tmp_path / "c"), name="c")])
+    appender.insert(rows(20, 25), target_bases=["c"])
+    assert lancepy.dataset(root).count_rows() == 24

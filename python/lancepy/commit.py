@@ -268,9 +268,12 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
     assert theirs is not None
     if mine == "Restore":
         return None if other != "UpdateMemWalState" else f"{other} happened concurrently"
-    if other == "UpdateBases":
-        # Registering base paths changes no fragment; only two registrations can clash.
-        return "a concurrent UpdateBases registered base paths" if mine == "UpdateBases" else None
+    if other == "UpdateBases" or mine == "UpdateBases":
+        # Registering base paths changes no fragment and no schema, and the bases are added
+        # to whatever manifest is latest; only two registrations can clash.
+        if mine == other:
+            return "a concurrent UpdateBases registered base paths"
+        return None
     if other in ("Overwrite", "Restore", "UpdateMemWalState", "Clone"):
         if mine == "Overwrite" and other == "Restore":
             return None
