@@ -97,26 +97,25 @@ pub fn path_of(fragment_id: u64, file: &tablepb::DeletionFile) -> String {
     deletion_file_path(fragment_id, file.read_version, file.id, bitmap)
 }
 
-/// Reads a fragment's deletion vector, wherever its base path puts it.
+/// Reads a fragment's deletion vector, wherever its base path puts it (one GET).
 pub fn read(store: &Store, bases: &BasePaths, fragment_id: u64, file: &tablepb::DeletionFile) -> Result<DeletionVector> {
     let uri = bases.deletion_file_uri(fragment_id, file)?;
-    let data =
-        read_whole(store, &uri).map_err(|e| bases.explain_missing(file.base_id, store.options(), e)).map_err(|e| match e {
-            Error::NotFound(m) => Error::NotFound(format!("deletion file {uri} of fragment {fragment_id} is missing ({m})")),
-            other => other,
-        })?;
+    let data = match file.base_id {
+        None => store.read(&path_of(fragment_id, file)),
+        Some(_) => {
+            let (dir, name) = uri.rsplit_once('/').expect("a deletion file URI has a directory");
+            Store::open_with(dir, store.options()).and_then(|s| s.read(name))
+        }
+    };
+    let data = data.map_err(|e| bases.explain_missing(file.base_id, store.options(), e)).map_err(|e| match e {
+        Error::NotFound(m) => Error::NotFound(format!("deletion file {uri} of fragment {fragment_id} is missing ({m})")),
+        other => other,
+    })?;
     if file.file_type == tablepb::deletion_file::DeletionFileType::Bitmap as i32 {
         decode_bitmap(&data, &uri)
     } else {
         decode_arrow(data, &uri)
     }
-}
-
-/// Reads a whole (small) object at any URI with the store's options.
-fn read_whole(store: &Store, uri: &str) -> Result<Bytes> {
-    let reader = store.reader_for_uri(uri)?;
-    let size = reader.size()?;
-    Ok(Bytes::from(reader.read_range(0..size)?.as_slice().to_vec()))
 }
 
 /// Writes a deletion file holding `dv` for a fragment and returns its description. The
@@ -168,5 +167,22 @@ mod tests {
         assert_eq!(f.file_type, 1);
         assert_eq!(f.num_deleted_rows, BITMAP_THRESHOLD);
         assert_eq!(read(&store, &bases, 3, &f).unwrap(), big);
+    }
+
+    #[test]
+    fn reads_deletion_files_under_other_bases() {
+        let own = Store::open(&format!("memory://dv-own-{}", uuid::Uuid::new_v4().simple())).unwrap();
+        let source = Store::open(&format!("memory://dv-src-{}", uuid::Uuid::new_v4().simple())).unwrap();
+        let dv: DeletionVector = [1u32, 5, 9].into_iter().collect();
+        let mut f = write(&source, 2, 4, &dv, false).unwrap();
+        let base = |id, path: &str, is_dataset_root| tablepb::BasePath { id, name: None, is_dataset_root, path: path.into() };
+        let bases = BasePaths::new(own.uri(), &[base(3, source.uri(), true)]).unwrap();
+        assert!(matches!(read(&own, &bases, 2, &f), Err(Error::NotFound(_))));
+        f.base_id = Some(3);
+        assert_eq!(read(&own, &bases, 2, &f).unwrap(), dv);
+        // A plain base holds the file directly.
+        let plain = format!("{}/_deletions", source.uri());
+        let bases = BasePaths::new(own.uri(), &[base(3, &plain, false)]).unwrap();
+        assert_eq!(read(&own, &bases, 2, &f).unwrap(), dv);
     }
 }
