@@ -17,7 +17,7 @@ fi
 py="$venv/bin/python"
 echo "==> installing Python dependencies"
 "$py" -m pip install -q --upgrade pip
-"$py" -m pip install -q "maturin>=1.5,<2" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2" "pyspark[sql]>=3.5" "moto[server]>=5,<6" "torch"
+"$py" -m pip install -q "maturin>=1.5,<2" "auditwheel>=6" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2" "pyspark[sql]>=3.5" "moto[server]>=5,<6" "torch"
 # The Spark tests (tests/test_spark.py) need a Java runtime; install one from the OS packages
 # only when there is none.
 if ! command -v java >/dev/null 2>&1; then

@@ -12,6 +12,7 @@ from lancepy import exceptions
 from lancepy._lancepy import __version__
 from lancepy.file import LanceFileReader, LanceFileWriter
 from lancepy import fragment
+from lancepy.bases import DatasetBasePath
 from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, dataset, write_dataset
 from lancepy.fragment import FragmentMetadata, LanceFragment
 
@@ -21,6 +22,7 @@ __all__ = [
     "LanceFileReader",
     "LanceFileWriter",
     "LanceDataset",
+    "DatasetBasePath",
     "LanceOperation",
     "LanceScanner",
     "LanceFragment",

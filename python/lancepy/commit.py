@@ -28,13 +28,14 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
 from lancepy.exceptions import (
     CommitConflictError,
     CorruptFileError,
     DatasetNotFoundError,
+    InvalidArgumentError,
     NotFoundError,
     UnsupportedError,
     VersionNotFoundError,
@@ -267,6 +268,12 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
     assert theirs is not None
     if mine == "Restore":
         return None if other != "UpdateMemWalState" else f"{other} happened concurrently"
+    if other == "UpdateBases" or mine == "UpdateBases":
+        # Registering base paths changes no fragment and no schema, and the bases are added
+        # to whatever manifest is latest; only two registrations can clash.
+        if mine == other:
+            return "a concurrent UpdateBases registered base paths"
+        return None
     if other in ("Overwrite", "Restore", "UpdateMemWalState", "Clone"):
         if mine == "Overwrite" and other == "Restore":
             return None
@@ -386,6 +393,8 @@ def build_manifest(
         config = dict(m.get("config", {}))
         config.update(body.get("config_upsert_values", {}))
         m["config"] = config
+        if body.get("initial_bases"):
+            m["base_paths"] = list(body["initial_bases"])
         index_section = None
         m["next_row_id"] = 0
     elif name == "Append":
@@ -453,6 +462,21 @@ def build_manifest(
         for k in body.get("delete_keys", []):
             config.pop(k, None)
         m["config"] = config
+    elif name == "UpdateBases":
+        # Id 0 in the transaction means "assign one" (pylance): the largest id so far + 1.
+        bases = list(m.get("base_paths") or [])
+        for b in body.get("new_bases", []):
+            clash = [o for o in bases if (b.get("name") is not None and o.get("name") == b.get("name")) or o.get("path") == b.get("path")]
+            if clash:
+                raise InvalidArgumentError(
+                    f"base path {b.get('name')!r} at {b.get('path')!r} clashes with the registered base "
+                    f"{clash[0].get('id', 0)} ({clash[0].get('name')!r} at {clash[0].get('path')!r})"
+                )
+            b = dict(b)
+            if not b.get("id") or any(b["id"] == o.get("id", 0) for o in bases):
+                b["id"] = max((o.get("id", 0) for o in bases), default=0) + 1
+            bases.append(b)
+        m["base_paths"] = bases
     elif name == "ReserveFragments":
         next_id += body.get("num_fragments", 0)
     else:
@@ -529,17 +553,19 @@ def commit_transaction(
     txn: Dict[str, Any],
     *,
     naming: Optional[str] = None,
-    written_files: Iterable[str] = (),
+    written_files: Iterable[Union[str, Tuple[Any, str]]] = (),
     max_retries: int = 20,
     data_storage_version: Optional[str] = None,
 ) -> CommitResult:
     """Commits `txn` (read version ``txn["read_version"]``) with the protocol above.
 
-    `written_files` (paths relative to the root) are deleted again if the commit fails, so a
-    failed commit leaves no trace. `naming` is used for a new dataset; an existing one keeps
-    its scheme.
+    `written_files` (paths relative to the root, or ``(store, path)`` for files written
+    under another base path) are deleted again if the commit fails, so a failed commit
+    leaves no trace. `naming` is used for a new dataset; an existing one keeps its scheme.
     """
-    written = list(written_files)
+    files = list(written_files)
+    elsewhere = [w for w in files if not isinstance(w, str)]
+    written = [w for w in files if isinstance(w, str)]
     read_version = txn.get("read_version", 0)
     txn_bytes = _lancepy.encode_transaction(json.dumps(txn))
     txn_name = f"{read_version}-{txn['uuid']}.txn"
@@ -599,6 +625,8 @@ def commit_transaction(
             raise
         try:
             store.delete(written)
+            for other_store, rel in elsewhere:
+                other_store.delete([rel])
         except Exception:  # noqa: BLE001 - best effort, the error that matters is the original
             pass
         raise

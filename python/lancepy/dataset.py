@@ -31,9 +31,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy import _lancepy
+from lancepy import bases as _bases
 from lancepy import commit as _commit
 from lancepy import vector as _vector
 from lancepy._storage import StorageOptions, normalize_storage_options
+from lancepy.bases import DatasetBasePath
 from lancepy.exceptions import (
     CommitConflictError,
     DatasetAlreadyExistsError,
@@ -64,6 +66,7 @@ __all__ = [
     "CompactionMetrics",
     "CleanupStats",
     "MergeInsertBuilder",
+    "DatasetBasePath",
     "dataset",
     "write_dataset",
 ]
@@ -192,6 +195,53 @@ class LanceDataset:
         if self._loaded.index_section is None:
             return []
         return [{"name": n, "fields": f} for n, f in _lancepy.describe_index_section(self._loaded.index_section)]
+
+    def base_paths(self) -> Dict[int, DatasetBasePath]:
+        """The base paths this version registers, by id: other roots holding some of its
+        files (the source of a shallow clone, other buckets). The dataset's own root is not
+        included unless registered."""
+        return _bases.base_paths_of(self._loaded.manifest)
+
+    def shallow_clone(
+        self,
+        target_path: PathLike,
+        reference: _bases.Reference,
+        storage_options: StorageOptions = None,
+    ) -> "LanceDataset":
+        """Creates a new dataset at `target_path` from version `reference` of this one
+        without copying data: its manifest refers to this dataset's files through a base path.
+
+        `reference` is a version number, a tag name, or ``(branch, version)`` (only the
+        default branch, ``None`` or ``"main"``; version ``None`` = latest). The clone has
+        that version's number, schema, rows and indices, and no tags. Writes to the clone
+        (appends, deletes, compaction, new columns) go under `target_path` only; cleaning up
+        the clone never deletes this dataset's files. Deleting or cleaning up *this* dataset
+        may remove files the clone still reads. `storage_options` default to this
+        dataset's. Raises :class:`DatasetAlreadyExistsError` if a dataset exists at
+        `target_path`; a failed clone leaves no version behind.
+        """
+        options = None if storage_options is None else normalize_storage_options(storage_options)
+        return _bases.shallow_clone(self, _uri(target_path), reference, options)
+
+    def add_bases(
+        self, new_bases: List[DatasetBasePath], transaction_properties: Optional[Dict[str, str]] = None
+    ) -> "LanceDataset":
+        """Registers more base paths (an ``UpdateBases`` transaction), which later writes can
+        name in ``target_bases``. Ids not given are assigned (largest so far + 1); a name or
+        path that is already registered is an :class:`InvalidArgumentError`. Returns self,
+        now at the new version."""
+        if not new_bases:
+            raise InvalidArgumentError("add_bases needs at least one base path")
+        entries = _bases.register_initial_bases(new_bases)
+        given = {id(b): getattr(b, "id", None) for b in new_bases}
+        for entry, b in zip(entries, new_bases):
+            entry["id"] = given[id(b)] or 0  # 0: assigned at commit, as pylance writes it
+        _commit.check_feature_flags(self._loaded.manifest, write=True, uri=self._uri)
+        txn = _commit.new_transaction(self.version, "UpdateBases", {"new_bases": entries})
+        txn["transaction_properties"] = dict(transaction_properties or {})
+        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
+        self._set_loaded(result.manifest)
+        return self
 
     def versions(self) -> List[Dict[str, Any]]:
         """Every committed version: ``{"version", "timestamp", "metadata"}``, oldest first."""
@@ -746,8 +796,10 @@ class LanceDataset:
                 keep.append(loaded)
             else:
                 remove.append(loaded)
-        referenced = set().union(*(_files_of(m, own_only=True) for m in keep))
-        removed_in_old = set().union(*(_files_of(m, own_only=False) for m in remove))
+        # Only files under this dataset's own root count: files under base paths (a clone's
+        # source) belong to another dataset and are never deleted.
+        referenced = set().union(*(_bases.own_files(m, self._uri) for m in keep))
+        removed_in_old = set().union(*(_bases.own_files(m, self._uri) for m in remove))
         unverified_cutoff = time.time() - 7 * 24 * 3600
         to_delete, bytes_removed = [], 0
         for prefix in ("data", "_deletions", _commit.TRANSACTIONS_DIR, _commit.VERSIONS_DIR):
@@ -807,23 +859,6 @@ def _indices(indices: Any) -> Any:
     if isinstance(indices, pa.ChunkedArray):
         return indices.combine_chunks()
     return _to_indices(indices)
-
-
-def _files_of(loaded: _commit.LoadedManifest, *, own_only: bool) -> set:
-    """Paths (relative to the root) of the files a version uses: its manifest, transaction,
-    data and deletion files. `own_only` leaves out data files under other base paths."""
-    m = loaded.manifest
-    out = {loaded.path}
-    if m.get("transaction_file"):
-        out.add(f"{_commit.TRANSACTIONS_DIR}/{m['transaction_file']}")
-    for frag in m.get("fragments", []):
-        for df in frag.get("files", []):
-            if not own_only or df.get("base_id") is None:
-                out.add(f"data/{df['path']}")
-        deletion = FragmentMetadata(frag).deletion_file
-        if deletion is not None:
-            out.add(deletion.path(frag.get("id", 0)))
-    return out
 
 
 def _as_table(out: Any) -> pa.Table:
@@ -1449,6 +1484,17 @@ def dataset(
     return LanceDataset(uri, version, storage_options=storage_options)
 
 
+def _target_base(target_bases: Optional[List[str]], registered: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The base new data files go to (``None``: the dataset root)."""
+    if target_bases is None:
+        return None
+    if isinstance(target_bases, str):
+        target_bases = [target_bases]
+    if len(target_bases) != 1:
+        raise UnsupportedError(f"target_bases={target_bases!r}: lancepy writes into one base per write")
+    return _bases.resolve_target_base(registered, target_bases[0])
+
+
 def write_dataset(
     data: Any,
     uri: PathLike,
@@ -1465,8 +1511,18 @@ def write_dataset(
     use_legacy_format: Optional[bool] = None,
     enable_v2_manifest_paths: bool = True,
     commit_message: Optional[str] = None,
+    initial_bases: Optional[List[DatasetBasePath]] = None,
+    target_bases: Optional[List[str]] = None,
+    target_all_bases: Optional[bool] = None,
+    base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
 ) -> LanceDataset:
     """Writes `data` as a new version of the dataset at `uri`.
+
+    Multi-base datasets: `initial_bases` (mode ``"create"`` only) registers other roots
+    (:class:`DatasetBasePath`; ids 1, 2, ... unless given); `target_bases` (one name or path
+    of a registered base) puts the new data files there instead of under `uri` (their
+    deletion files still go under `uri`). `target_all_bases` and `base_store_params` are not
+    supported (:class:`UnsupportedError`).
 
     `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
     or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
@@ -1482,7 +1538,11 @@ def write_dataset(
         progress=progress,
         use_legacy_format=use_legacy_format,
         commit_message=commit_message,
+        target_all_bases=target_all_bases,
+        base_store_params=base_store_params,
     )
+    if initial_bases is not None and mode != "create":
+        raise InvalidArgumentError(f"initial_bases registers bases of a new dataset: mode must be 'create', not {mode!r}")
     u = _uri(uri)
     options = normalize_storage_options(storage_options)
     store = _lancepy.Store(u, options)
@@ -1512,13 +1572,29 @@ def write_dataset(
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
         op = "Overwrite"
-    frags = _write(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
-    written = [f"data/{d.path}" for f in frags for d in f.files]
+    registered = _bases.register_initial_bases(initial_bases) if initial_bases else []
+    target = _target_base(target_bases, registered or (base.manifest.get("base_paths") or [] if base is not None else []))
+    written: List[Any] = []
+    if target is None:
+        frags = _write(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
+        written = [f"data/{d.path}" for f in frags for d in f.files]
+    else:
+        root, data_dir = _bases.base_dir(target)
+        base_store = _lancepy.Store(root, options)
+        frags = _write(root, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
+                       storage_options=options, data_dir=data_dir)
+        written = [(base_store, f"{data_dir}/{d.path}" if data_dir else d.path) for f in frags for d in f.files]
     frag_json = [f.to_json() for f in frags]
+    if target is not None:
+        for f in frag_json:
+            for d in f["files"]:
+                d["base_id"] = target["id"]
     if op == "Append":
         body: Dict[str, Any] = {"fragments": frag_json}
     else:
         body = {"fragments": frag_json, "schema": fields, "schema_metadata": metadata}
+        if registered:
+            body["initial_bases"] = registered
     txn = _commit.new_transaction(latest, op, body)
     result = _commit.commit_transaction(
         store,

@@ -26,6 +26,7 @@ __all__ = [
     "LanceIOError",
     "NotFoundError",
     "DatasetNotFoundError",
+    "BasePathNotFoundError",
     "DatasetAlreadyExistsError",
     "VersionNotFoundError",
     "CommitConflictError",
@@ -75,6 +76,11 @@ class NotFoundError(LanceIOError, FileNotFoundError):
 
 class DatasetNotFoundError(NotFoundError):
     """There is no Lance dataset at the given URI."""
+
+
+class BasePathNotFoundError(NotFoundError):
+    """A file of the dataset lives under one of its base paths (e.g. the source dataset of a
+    shallow clone) and that base path no longer exists: it was moved or deleted."""
 
 
 class DatasetAlreadyExistsError(LanceIOError, FileExistsError):

@@ -58,6 +58,8 @@ class DataFile:
     file_major_version: int
     file_minor_version: int
     file_size_bytes: int
+    base_id: Optional[int] = None
+    """The base path the file lives under (``None``: the dataset root)."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,11 @@ class DeletionFile:
     read_version: int
     id: int
     num_deleted_rows: int
+    base_id: Optional[int] = None
+    """The base path the file lives under (``None``: the dataset root)."""
 
     def path(self, fragment_id: int) -> str:
-        """Path relative to the dataset root."""
+        """Path relative to the root of its base (the dataset root if `base_id` is ``None``)."""
         ext = "bin" if self.file_type == "bitmap" else "arrow"
         return f"_deletions/{fragment_id}-{self.read_version}-{self.id}.{ext}"
 
@@ -120,6 +124,7 @@ class FragmentMetadata:
                 file_major_version=f.get("file_major_version", 0),
                 file_minor_version=f.get("file_minor_version", 0),
                 file_size_bytes=f.get("file_size_bytes", 0),
+                base_id=f.get("base_id"),
             )
             for f in self._data.get("files", [])
         ]
@@ -139,6 +144,7 @@ class FragmentMetadata:
             read_version=d.get("read_version", 0),
             id=d.get("id", 0),
             num_deleted_rows=d.get("num_deleted_rows", 0),
+            base_id=d.get("base_id"),
         )
 
     def to_json(self) -> Dict[str, Any]:
@@ -285,8 +291,10 @@ def _write(
     *,
     file_tag: Optional[str] = None,
     storage_options: Optional[Dict[str, str]] = None,
+    data_dir: str = "data",
 ) -> List[FragmentMetadata]:
-    """Streams `reader` into new data files (memory bounded by a few pages per column).
+    """Streams `reader` into new data files (memory bounded by a few pages per column) under
+    ``{uri}/{data_dir}/`` (``data_dir=""``: straight under `uri`, a plain base path).
 
     `file_tag` goes into every new data file's name (see lancepy.spark: a job finds the
     files of its failed or discarded task attempts by it).
@@ -310,7 +318,7 @@ def _write(
     try:
         text = _lancepy.write_fragments(
             uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
-            file_tag, storage_options,
+            file_tag, storage_options, data_dir,
         )
     except Exception:
         if failures:

@@ -38,6 +38,11 @@ pub enum Error {
     #[error("not found: {0}")]
     NotFound(String),
 
+    /// A file lives under one of the manifest's base paths (another dataset's root, e.g. the
+    /// source of a shallow clone) and that base path no longer exists.
+    #[error("base path not found: {0}")]
+    BasePathNotFound(String),
+
     /// A requested dataset version or tag does not exist.
     #[error("version not found: {0}")]
     VersionNotFound(String),

@@ -18,6 +18,7 @@ fn exception_class(err: &Error) -> &'static str {
         Error::ColumnNotFound(_) => "ColumnNotFoundError",
         Error::IndexOutOfRange(_) => "IndexOutOfRangeError",
         Error::NotFound(_) => "NotFoundError",
+        Error::BasePathNotFound(_) => "BasePathNotFoundError",
         Error::VersionNotFound(_) => "VersionNotFoundError",
         Error::CommitConflict(_) => "CommitConflictError",
         Error::Io { .. } | Error::ObjectStore(_) | Error::Storage(_) => "LanceIOError",

@@ -177,6 +177,12 @@ pub fn filter_index_section<'py>(py: Python<'py>, section: Vec<u8>, field_ids: V
     Ok(PyBytes::new(py, &out))
 }
 
+/// Points the indices of a raw `IndexSection` that have no base path at base `base_id`.
+#[pyfunction]
+pub fn rebase_index_section<'py>(py: Python<'py>, section: Vec<u8>, base_id: u32) -> PyResult<Bound<'py, PyBytes>> {
+    Ok(PyBytes::new(py, &manifest::rebase_index_section(&section, base_id).py()?))
+}
+
 /// `(name, field ids)` of each index in a raw `IndexSection`.
 #[pyfunction]
 pub fn describe_index_section(section: Vec<u8>) -> PyResult<Vec<(String, Vec<i32>)>> {
@@ -232,9 +238,11 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 }
 
 /// Writes Arrow data into new data files of a dataset; returns the fragments (JSON list,
-/// ids unassigned). On error every file written is deleted again.
+/// ids unassigned). Files go to `{uri}/{data_dir}/` (`data_dir` empty: straight under `uri`,
+/// as in a base path that is not a dataset root). On error every file written is deleted
+/// again.
 #[pyfunction]
-#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None))]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data"))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_fragments(
     py: Python<'_>,
@@ -247,6 +255,7 @@ pub fn write_fragments(
     max_bytes_per_file: u64,
     file_tag: Option<String>,
     storage_options: Option<StorageOptions>,
+    data_dir: &str,
 ) -> PyResult<String> {
     let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
     let version: FileVersion = version.parse().py()?;
@@ -261,7 +270,8 @@ pub fn write_fragments(
             Some(tag) => naming::new_tagged_data_file_name(tag),
             None => Ok(naming::new_data_file_name()),
         };
-        match write::write_fragments_named(&store, &schema, batches, options, new_name, |f| created.push(f.to_string())) {
+        match write::write_fragments_named(&store, data_dir, &schema, batches, options, new_name, |f| created.push(f.to_string()))
+        {
             Ok(frags) => to_json(&frags),
             Err(e) => {
                 for f in &created {
@@ -580,6 +590,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prune_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(filter_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(describe_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(rebase_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(schema_to_lance, m)?)?;
     m.add_function(wrap_pyfunction!(lance_to_schema, m)?)?;
     m.add_function(wrap_pyfunction!(write_fragments, m)?)?;

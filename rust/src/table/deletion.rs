@@ -19,7 +19,9 @@ use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use roaring::RoaringBitmap;
 
+use super::bases::BasePaths;
 use super::naming::deletion_file_path;
+pub use super::naming::DELETIONS_DIR;
 use crate::error::{Error, Result};
 use crate::format::tablepb;
 use crate::io::Store;
@@ -95,14 +97,20 @@ pub fn path_of(fragment_id: u64, file: &tablepb::DeletionFile) -> String {
     deletion_file_path(fragment_id, file.read_version, file.id, bitmap)
 }
 
-/// Reads a fragment's deletion vector.
-pub fn read(store: &Store, fragment_id: u64, file: &tablepb::DeletionFile) -> Result<DeletionVector> {
-    if file.base_id.is_some() {
-        return Err(Error::not_supported("deletion files under another base path (base_id)"));
-    }
-    let rel = path_of(fragment_id, file);
-    let data = store.read(&rel)?;
-    let uri = store.child_uri(&rel);
+/// Reads a fragment's deletion vector, wherever its base path puts it (one GET).
+pub fn read(store: &Store, bases: &BasePaths, fragment_id: u64, file: &tablepb::DeletionFile) -> Result<DeletionVector> {
+    let uri = bases.deletion_file_uri(fragment_id, file)?;
+    let data = match file.base_id {
+        None => store.read(&path_of(fragment_id, file)),
+        Some(_) => {
+            let (dir, name) = uri.rsplit_once('/').expect("a deletion file URI has a directory");
+            Store::open_with(dir, store.options()).and_then(|s| s.read(name))
+        }
+    };
+    let data = data.map_err(|e| bases.explain_missing(file.base_id, store.options(), e)).map_err(|e| match e {
+        Error::NotFound(m) => Error::NotFound(format!("deletion file {uri} of fragment {fragment_id} is missing ({m})")),
+        other => other,
+    })?;
     if file.file_type == tablepb::deletion_file::DeletionFileType::Bitmap as i32 {
         decode_bitmap(&data, &uri)
     } else {
@@ -150,13 +158,31 @@ mod tests {
     fn threshold_picks_the_format() {
         let store = Store::open(&format!("memory://dv-{}", uuid::Uuid::new_v4().simple())).unwrap();
         let small: DeletionVector = (0..10u32).collect();
+        let bases = BasePaths::new(store.uri(), &[]).unwrap();
         let f = write(&store, 3, 1, &small, false).unwrap();
         assert_eq!(f.file_type, 0);
-        assert_eq!(read(&store, 3, &f).unwrap(), small);
+        assert_eq!(read(&store, &bases, 3, &f).unwrap(), small);
         let big: DeletionVector = (0..BITMAP_THRESHOLD as u32).collect();
         let f = write(&store, 3, 1, &big, false).unwrap();
         assert_eq!(f.file_type, 1);
         assert_eq!(f.num_deleted_rows, BITMAP_THRESHOLD);
-        assert_eq!(read(&store, 3, &f).unwrap(), big);
+        assert_eq!(read(&store, &bases, 3, &f).unwrap(), big);
+    }
+
+    #[test]
+    fn reads_deletion_files_under_other_bases() {
+        let own = Store::open(&format!("memory://dv-own-{}", uuid::Uuid::new_v4().simple())).unwrap();
+        let source = Store::open(&format!("memory://dv-src-{}", uuid::Uuid::new_v4().simple())).unwrap();
+        let dv: DeletionVector = [1u32, 5, 9].into_iter().collect();
+        let mut f = write(&source, 2, 4, &dv, false).unwrap();
+        let base = |id, path: &str, is_dataset_root| tablepb::BasePath { id, name: None, is_dataset_root, path: path.into() };
+        let bases = BasePaths::new(own.uri(), &[base(3, source.uri(), true)]).unwrap();
+        assert!(matches!(read(&own, &bases, 2, &f), Err(Error::NotFound(_))));
+        f.base_id = Some(3);
+        assert_eq!(read(&own, &bases, 2, &f).unwrap(), dv);
+        // A plain base holds the file directly.
+        let plain = format!("{}/_deletions", source.uri());
+        let bases = BasePaths::new(own.uri(), &[base(3, &plain, false)]).unwrap();
+        assert_eq!(read(&own, &bases, 2, &f).unwrap(), dv);
     }
 }

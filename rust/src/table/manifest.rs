@@ -139,6 +139,16 @@ pub fn prune_index_section(section: &[u8], fragment_ids: &[u64]) -> Result<Vec<u
     Ok(s.encode_to_vec())
 }
 
+/// Points every index of an `IndexSection` that lives under the dataset root (no `base_id`)
+/// at base path `base_id` instead: a shallow clone's indices stay in the source dataset.
+pub fn rebase_index_section(section: &[u8], base_id: u32) -> Result<Vec<u8>> {
+    let mut s = tablepb::IndexSection::decode(section)?;
+    for idx in &mut s.indices {
+        idx.base_id.get_or_insert(base_id);
+    }
+    Ok(s.encode_to_vec())
+}
+
 /// Names and covered field ids of the indices in an `IndexSection`.
 pub fn describe_index_section(section: &[u8]) -> Result<Vec<(String, Vec<i32>)>> {
     let s = tablepb::IndexSection::decode(section)?;
@@ -173,5 +183,13 @@ mod tests {
         bad[n - 16] = 0xff;
         assert!(matches!(read_manifest(Bytes::from(bad), "x"), Err(Error::Corrupt(_))));
         assert!(read_manifest(Bytes::from_static(b"garbage garbage garbage"), "x").is_err());
+    }
+
+    #[test]
+    fn rebasing_indices_keeps_existing_bases() {
+        let idx = |name: &str, base_id| tablepb::IndexMetadata { name: name.into(), base_id, ..Default::default() };
+        let section = tablepb::IndexSection { indices: vec![idx("own", None), idx("elsewhere", Some(4))] }.encode_to_vec();
+        let out = tablepb::IndexSection::decode(&rebase_index_section(&section, 2).unwrap()[..]).unwrap();
+        assert_eq!(out.indices.iter().map(|i| i.base_id).collect::<Vec<_>>(), vec![Some(2), Some(4)]);
     }
 }

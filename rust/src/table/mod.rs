@@ -4,6 +4,8 @@
 //! to build and commit a transaction, how to resolve conflicts. This module only encodes and
 //! decodes bytes and reads/writes data:
 //!
+//! * [`bases`] — where files under other roots (base paths: shallow clones, multi-base
+//!   datasets) are;
 //! * [`naming`] — manifest (V1/V2), data, deletion and transaction file names;
 //! * [`manifest`] — the manifest envelope (index section, inline transaction, `LANC` tail)
 //!   and transaction files;
@@ -14,6 +16,7 @@
 //! * [`knn`] — exact nearest-neighbour search over a vector column;
 //! * [`write`] — writing new fragments (data files) from Arrow batches.
 
+pub mod bases;
 pub mod deletion;
 pub mod json;
 pub mod knn;

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use arrow_array::{new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use super::bases::BasePaths;
 use super::deletion::{self, DeletionVector};
-use super::naming::DATA_DIR;
 use super::rowids::decode_row_ids;
 use crate::error::{Error, Result};
 use crate::file::reader::{fixed_byte_width, DirectRows, Gathered};
@@ -120,7 +120,7 @@ pub struct TableSnapshot {
     schema: LanceSchema,
     fragments: Vec<Fragment>,
     by_id: HashMap<u64, usize>,
-    base_paths: HashMap<u32, tablepb::BasePath>,
+    bases: BasePaths,
     stable_row_ids: bool,
     /// How each (field, fragment) is gathered by copying bytes, or `None` if it is decoded
     /// (decided on first use: data files never change).
@@ -156,6 +156,8 @@ impl TableSnapshot {
                 return Err(Error::corrupt(format!("{}: two fragments have id {}", store.uri(), f.id)));
             }
         }
+        let bases = BasePaths::new(store.uri(), &manifest.base_paths)?;
+        bases.validate(&fragments)?;
         let fragments = fragments
             .into_iter()
             .map(|meta| Fragment { meta, physical_rows: OnceLock::new(), deletions: OnceLock::new(), row_ids: OnceLock::new() })
@@ -165,7 +167,7 @@ impl TableSnapshot {
             schema,
             fragments,
             by_id,
-            base_paths: manifest.base_paths.iter().map(|b| (b.id, b.clone())).collect(),
+            bases,
             stable_row_ids: manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
             direct_plans: Mutex::new(HashMap::new()),
         })
@@ -224,22 +226,10 @@ impl TableSnapshot {
         Arc::new(Schema::new_with_metadata(fields, self.schema.metadata.clone()))
     }
 
-    fn data_file_uri(&self, file: &tablepb::DataFile) -> Result<String> {
-        match file.base_id {
-            None => Ok(self.store.child_uri(&format!("{DATA_DIR}/{}", file.path))),
-            Some(id) => {
-                let base = self
-                    .base_paths
-                    .get(&id)
-                    .ok_or_else(|| Error::corrupt(format!("data file {} refers to unknown base path {id}", file.path)))?;
-                let root = base.path.trim_end_matches('/');
-                Ok(if base.is_dataset_root {
-                    format!("{root}/{DATA_DIR}/{}", file.path)
-                } else {
-                    format!("{root}/{}", file.path)
-                })
-            }
-        }
+    /// Opens a data file (under the dataset root or one of the manifest's base paths).
+    fn open_file(&self, file: &tablepb::DataFile) -> Result<Arc<FileReader>> {
+        open_data_file(&self.store, &self.bases.data_file_uri(file)?)
+            .map_err(|e| self.bases.explain_missing(file.base_id, self.store.options(), e))
     }
 
     /// Physical rows of fragment `i` (deleted rows included).
@@ -250,7 +240,7 @@ impl TableSnapshot {
         }
         // Hand-made datasets may omit physical_rows; the first data file knows.
         let n = match (f.meta.physical_rows, f.meta.files.first()) {
-            (0, Some(file)) => open_data_file(&self.store, &self.data_file_uri(file)?)?.num_rows(),
+            (0, Some(file)) => self.open_file(file)?.num_rows(),
             (n, _) => n,
         };
         Ok(*f.physical_rows.get_or_init(|| n))
@@ -264,7 +254,7 @@ impl TableSnapshot {
         }
         let dv = match &f.meta.deletion_file {
             Some(d) if !(d.id == 0 && d.read_version == 0 && d.num_deleted_rows == 0) => {
-                Some(Arc::new(deletion::read(&self.store, f.meta.id, d)?))
+                Some(Arc::new(deletion::read(&self.store, &self.bases, f.meta.id, d)?))
             }
             _ => None,
         };
@@ -388,7 +378,7 @@ impl TableSnapshot {
         }
         for (file_idx, wanted) in by_file {
             let file = &frag.files[file_idx];
-            let reader = open_data_file(&self.store, &self.data_file_uri(file)?)?;
+            let reader = self.open_file(file)?;
             let mut file_fields = Vec::with_capacity(wanted.len());
             for &(_, col, id) in &wanted {
                 let f = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id));
@@ -636,7 +626,7 @@ impl TableSnapshot {
         // Anything unusual (a column missing from a fragment, files shorter than the fragment)
         // is left to the decoding path, which fills or reports it.
         let Some((file_idx, col, id)) = self.locate(frag, &self.schema.fields[fidx]) else { return Ok(None) };
-        let reader = open_data_file(&self.store, &self.data_file_uri(&frag.files[file_idx])?)?;
+        let reader = self.open_file(&frag.files[file_idx])?;
         let Some(ff) = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id)) else {
             return Ok(None);
         };

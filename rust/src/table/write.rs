@@ -55,13 +55,16 @@ pub fn write_fragments(
     options: FragmentWriteOptions,
     on_file: impl FnMut(&str),
 ) -> Result<Vec<tablepb::DataFragment>> {
-    write_fragments_named(store, schema, batches, options, || Ok(new_data_file_name()), on_file)
+    write_fragments_named(store, DATA_DIR, schema, batches, options, || Ok(new_data_file_name()), on_file)
 }
 
-/// [`write_fragments`] with the names of new data files (relative to `data/`) chosen by
-/// `new_name` (e.g. [`new_tagged_data_file_name`](super::naming::new_tagged_data_file_name)).
+/// [`write_fragments`] into directory `dir` of `store` (`data` for a dataset root, `""` for
+/// a plain base path directory), with the names of new data files chosen by `new_name`
+/// (e.g. [`new_tagged_data_file_name`](super::naming::new_tagged_data_file_name)).
+/// `on_file` is told each file's path relative to the store.
 pub fn write_fragments_named(
     store: &Store,
+    dir: &str,
     schema: &LanceSchema,
     batches: impl Iterator<Item = Result<RecordBatch>>,
     options: FragmentWriteOptions,
@@ -101,8 +104,9 @@ pub fn write_fragments_named(
                 Some(f) => f,
                 None => {
                     let name = new_name()?;
-                    let uri = store.child_uri(&format!("{DATA_DIR}/{name}"));
-                    on_file(&format!("{DATA_DIR}/{name}"));
+                    let rel = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+                    let uri = store.child_uri(&rel);
+                    on_file(&rel);
                     let opts = WriterOptions {
                         version: options.version,
                         storage_options: store.options().clone(),
@@ -131,7 +135,7 @@ pub fn write_fragments_named(
         } else {
             let mut w = f.writer;
             let _ = w.finish();
-            store.delete(&format!("{DATA_DIR}/{}", f.name))?;
+            store.delete(&if dir.is_empty() { f.name.clone() } else { format!("{dir}/{}", f.name) })?;
         }
     }
     Ok(out)
