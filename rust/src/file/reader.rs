@@ -21,12 +21,12 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use prost::Message;
 
 use super::container::{parse_offset_table, FileVersion, Footer, FOOTER_LEN};
-use super::schema::{LanceField, LanceSchema};
 use crate::encodings::block::read_uint;
 use crate::encodings::{Compression, DataBlock};
 use crate::error::{Error, Result};
 use crate::format::{enc20, enc21, file2, filepb, TYPE_URL_ARRAY_ENCODING, TYPE_URL_PAGE_LAYOUT};
 use crate::io::{open_reader, open_reader_with, ReaderRef, StorageOptions};
+use crate::schema::{LanceField, LanceSchema};
 use crate::structural::assemble::{assemble, LeafData};
 use crate::structural::builder::{LeafBuilder, Selection};
 use crate::structural::constant::ConstantLayout;

@@ -13,12 +13,13 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use prost::Message;
 
 use super::container::{pad_len, FileVersion, Footer, BUFFER_ALIGNMENT, PAD_BYTE};
-use super::schema::{LanceField, LanceSchema};
-use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
 use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
 use crate::io::{open_writer_with, StorageOptions, Writer};
+use crate::schema::{LanceField, LanceSchema};
+use crate::structural::page::EncodedPage;
 use crate::structural::shred::{leaf_paths, shred};
+use crate::structural::strategy::{encode_leaf_page, encode_page};
 use crate::structural::v2_0_nested::{self, ColumnPiece};
 
 /// Default bytes buffered per column before a page is written.

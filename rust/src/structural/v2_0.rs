@@ -56,19 +56,20 @@ use arrow_schema::DataType;
 use prost::Message;
 
 use super::miniblock::DecodedChunk;
+use super::page::EncodedPage;
 use super::LeafKind;
 use crate::encodings::bitpacking::{with_word_type, Word};
 use crate::encodings::block::read_uint;
 use crate::encodings::{fsst, DataBlock, FixedSizeListBlock, FixedWidthBlock, GeneralScheme, VariableWidthBlock};
 use crate::error::{Error, Result};
-use crate::file::strategy::{EncodedPage, FieldHints};
-use crate::file::LanceField;
 use crate::format::enc20;
 use crate::format::enc20::array_encoding::ArrayEncoding as Pb;
 use crate::format::enc20::nullable::Nullability;
 use crate::format::TYPE_URL_ARRAY_ENCODING;
 use crate::kernels::bitpack::{self, BLOCK_LEN};
 use crate::kernels::fsst::SymbolTable;
+use crate::schema::FieldHints;
+use crate::schema::LanceField;
 
 /// Most values (or constant bytes) one decode may produce without a buffer that bounds
 /// them (all-null and constant nodes); guards against hostile row counts. Pages read by
@@ -1431,7 +1432,7 @@ impl PageWriter {
                 field.name
             )));
         };
-        let rows = match crate::file::strategy::block_from_array(array, &kind, None)? {
+        let rows = match super::page::block_from_array(array, &kind, None)? {
             DataBlock::Fixed(f) => f.data,
             other => return Err(Error::internal(format!("packed struct rows became {} values", other.kind()))),
         };
@@ -1562,7 +1563,7 @@ mod tests {
     use arrow_schema::{Field, Schema, TimeUnit};
 
     use super::*;
-    use crate::file::LanceSchema;
+    use crate::schema::LanceSchema;
     use crate::structural::assemble::assemble;
     use crate::structural::builder::{LeafBuilder, Selection};
 
