@@ -12,6 +12,7 @@ pub mod encodings;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod interrupt;
 pub mod io;
 pub mod kernels;
 pub mod parallel;

@@ -387,6 +387,7 @@ impl TableSnapshot {
             }
         }
         for (file_idx, wanted) in by_file {
+            crate::interrupt::check()?;
             let file = &frag.files[file_idx];
             let reader = open_data_file(&self.store, &self.data_file_uri(file)?)?;
             let mut file_fields = Vec::with_capacity(wanted.len());
