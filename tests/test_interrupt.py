@@ -96,6 +96,6 @@ def test_ctrl_c_stops_a_long_call(tmp_path, op):
     assert interrupted < 10, f"KeyboardInterrupt {interrupted:.1f} s into the call (full call: {full:.1f} s)"
     assert exited_after < 60, f"the child exited {exited_after:.1f} s after SIGINT"
     if full >= 2.0:
-        # Uninterrupted, the call takes `full` seconds: stopping in less than half of that
+        # Uninterrupted, the call takes `full` seconds: stopping well before that
         # shows it stopped inside the native call rather than after it returned.
-        assert interrupted < full / 2, f"interrupted after {interrupted:.2f} s of a {full:.2f} s call\n{out}"
+        assert interrupted < 0.8 * full, f"interrupted after {interrupted:.2f} s of a {full:.2f} s call\n{out}"
