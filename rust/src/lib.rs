@@ -1,7 +1,7 @@
 //! lancepy's core: an independent implementation of the Lance columnar format.
 //!
 //! Layers, bottom to top: [`kernels`] (bit-packing, FSST) → [`encodings`] (compressive
-//! encodings, bytes ⇄ data blocks) → [`structural`] (page layouts, levels, Arrow assembly) →
+//! encodings, bytes ⇄ data blocks) → [`schema`] (fields and their leaf shapes) → [`structural`] (page layouts, levels, Arrow assembly) →
 //! [`file`] (the file container, reader and writer) → [`table`] (datasets). I/O sits behind
 //! [`io::Reader`] / [`io::Writer`]; Python bindings live in `python/` behind the `python`
 //! feature, so `cargo test` runs without Python.
@@ -12,9 +12,11 @@ pub mod encodings;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod interrupt;
 pub mod io;
 pub mod kernels;
 pub mod parallel;
+pub mod schema;
 pub mod structural;
 pub mod table;
 

@@ -38,9 +38,39 @@ pub fn cpu_pool() -> Arc<rayon::ThreadPool> {
 }
 
 /// Maps `f` over `items`, in parallel when `parallel` is true (results keep input order).
+///
+/// Under an interruptible operation ([`crate::interrupt`]) the pool threads inherit its token,
+/// and the calling thread keeps polling for Ctrl-C while it waits for them.
 pub fn map<T: Send, R: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
     if !parallel || items.len() < 2 {
         return items.into_iter().map(f).collect();
     }
-    cpu_pool().install(|| items.into_par_iter().map(f).collect())
+    let pool = cpu_pool();
+    let Some(token) = crate::interrupt::current() else {
+        return pool.install(|| items.into_par_iter().map(f).collect());
+    };
+    if pool.current_thread_index().is_some() {
+        // Already on a pool thread (nested parallelism): its caller does the polling.
+        return pool.install(|| items.into_par_iter().map(|x| token.run(|| f(x))).collect());
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut results = None;
+    pool.in_place_scope(|s| {
+        let worker_token = token.clone();
+        let f = &f;
+        s.spawn(move |_| {
+            let r: Vec<R> = items.into_par_iter().map(|x| worker_token.run(|| f(x))).collect();
+            let _ = tx.send(r);
+        });
+        token.wait(|timeout| match rx.recv_timeout(timeout) {
+            Ok(r) => {
+                results = Some(r);
+                true
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => false,
+            // The job panicked; the scope re-raises the panic.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => true,
+        });
+    });
+    results.expect("the parallel job sent its results")
 }

@@ -2,11 +2,9 @@
 
 pub mod container;
 pub mod reader;
-pub mod schema;
-pub mod strategy;
 pub mod writer;
 
+pub use crate::schema::{LanceField, LanceSchema};
 pub use container::FileVersion;
 pub use reader::FileReader;
-pub use schema::{LanceField, LanceSchema};
 pub use writer::{FileWriter, WriterOptions};

@@ -21,12 +21,12 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use prost::Message;
 
 use super::container::{parse_offset_table, FileVersion, Footer, FOOTER_LEN};
-use super::schema::{LanceField, LanceSchema};
 use crate::encodings::block::read_uint;
 use crate::encodings::{Compression, DataBlock};
 use crate::error::{Error, Result};
 use crate::format::{enc20, enc21, file2, filepb, TYPE_URL_ARRAY_ENCODING, TYPE_URL_PAGE_LAYOUT};
 use crate::io::{open_reader, open_reader_with, ReaderRef, StorageOptions};
+use crate::schema::{LanceField, LanceSchema};
 use crate::structural::assemble::{assemble, LeafData};
 use crate::structural::builder::{LeafBuilder, Selection};
 use crate::structural::constant::ConstantLayout;
@@ -537,6 +537,9 @@ impl FileReader {
                 out.data.reserve(rows.len() * w);
                 let mut k = 0;
                 while k < rows.len() {
+                    if k % 4096 == 0 {
+                        crate::interrupt::check()?;
+                    }
                     let r = rows[k];
                     let p = page_of(r)?;
                     let end = p.first_row + p.num_rows;
@@ -571,7 +574,10 @@ impl FileReader {
                 }
                 out.data.reserve(total as usize);
                 offsets.reserve(rows.len());
-                for (pos, span, len_bytes) in spans {
+                for (i, (pos, span, len_bytes)) in spans.into_iter().enumerate() {
+                    if i % 1024 == 0 {
+                        crate::interrupt::check()?;
+                    }
                     let bytes = self.bytes_at(map, &mut scratch, pos, span)?;
                     if read_uint(bytes, 0, len_bytes) != (span - len_bytes) as u64 {
                         return Err(Error::corrupt(format!("{}: a full-zip value's length does not match its row", self.path)));
@@ -737,6 +743,7 @@ impl FileReader {
             out.reserve(estimate as usize);
         }
         for (page, rows) in groups {
+            crate::interrupt::check()?;
             let layers = page_layers(&page.kind);
             let table = match layers {
                 Some(l) => page_to_canonical(path, l)?,
@@ -804,6 +811,7 @@ impl FileReader {
                 let ranges: Vec<Range<u64>> = selected.iter().map(|c| data_pos + c.offset..data_pos + c.offset + c.len).collect();
                 let bytes = self.io.read_ranges(&ranges)?;
                 for (c, b) in selected.iter().zip(&bytes) {
+                    crate::interrupt::check()?;
                     let decoded = miniblock::decode_chunk(layout, c, b, dictionary.as_ref(), None)?;
                     let s = rows.start.max(c.first_value) - c.first_value;
                     let e = rows.end.min(c.first_value + c.num_values) - c.first_value;
@@ -856,6 +864,7 @@ impl FileReader {
                 let groups = group_by_chunk(chunks, rows)?;
                 let bytes = self.io.read_ranges(&chunk_ranges(page, chunks, &groups))?;
                 for ((c, sel), b) in groups.iter().zip(&bytes) {
+                    crate::interrupt::check()?;
                     // Few rows of a chunk: decode just those values when the encoding allows.
                     let rows = (sel.len() * 8 < chunks[*c].num_values as usize).then_some(&sel[..]);
                     let decoded = miniblock::decode_chunk(layout, &chunks[*c], b, dictionary.as_ref(), rows)?;
@@ -878,6 +887,7 @@ impl FileReader {
                 let abs: Vec<Range<u64>> = byte_ranges.iter().map(|r| data_pos + r.start..data_pos + r.end).collect();
                 let bytes = self.io.read_ranges(&abs)?;
                 for (run, b) in runs.iter().zip(&bytes) {
+                    crate::interrupt::check()?;
                     let one = if run.end - run.start == 1 { fullzip::decode_one_raw(layout, b)? } else { None };
                     let decoded = match one {
                         Some(d) => d,
@@ -957,6 +967,7 @@ impl FileReader {
         let groups = group_by_chunk(chunks, rows)?;
         let bytes = self.io.read_ranges(&chunk_ranges(page, chunks, &groups))?;
         for ((c, sel), b) in groups.iter().zip(&bytes) {
+            crate::interrupt::check()?;
             let decoded = miniblock::decode_chunk(inner, &chunks[*c], b, None, None)?;
             descriptors.append(&decoded.values, None, Selection::Indices(sel))?;
         }
@@ -1044,6 +1055,7 @@ impl FileReader {
                 let bytes = self.io.read_ranges(&ranges)?;
                 let mut decoded: Vec<Option<PieceCursor>> = (0..needed.len()).map(|_| None).collect();
                 for (rows, &(j0, j1, completed_before)) in runs.iter().zip(&spans) {
+                    crate::interrupt::check()?;
                     let mut next_start_row = completed_before;
                     for j in j0..=j1 {
                         let slot = needed.binary_search(&j).expect("chunk fetched");
@@ -1078,6 +1090,7 @@ impl FileReader {
                     runs.iter().map(|rows| data_pos + idx.offset(rows.start)..data_pos + idx.offset(rows.end)).collect();
                 let bytes = self.io.read_ranges(&ranges)?;
                 for (rows, b) in runs.iter().zip(&bytes) {
+                    crate::interrupt::check()?;
                     let mut piece =
                         PieceCursor::new(fullzip::decode_levels(layout, b.as_slice(), None)?, max_rep, visible_limit)?;
                     append_rows_of_piece(out, &mut piece, rows.start, rows, table, false)?;

@@ -13,12 +13,13 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use prost::Message;
 
 use super::container::{pad_len, FileVersion, Footer, BUFFER_ALIGNMENT, PAD_BYTE};
-use super::schema::{LanceField, LanceSchema};
-use super::strategy::{encode_leaf_page, encode_page, EncodedPage};
 use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
 use crate::io::{open_writer_with, StorageOptions, Writer};
+use crate::schema::{LanceField, LanceSchema};
+use crate::structural::page::EncodedPage;
 use crate::structural::shred::{leaf_paths, shred};
+use crate::structural::strategy::{encode_leaf_page, encode_page};
 use crate::structural::v2_0_nested::{self, ColumnPiece};
 
 /// Default bytes buffered per column before a page is written.
@@ -73,6 +74,9 @@ pub struct WrittenFile {
 /// Writes one Lance file.
 pub struct FileWriter {
     out: Option<Box<dyn Writer>>,
+    /// Set when flushing failed (or was interrupted) part-way: buffered data is gone and
+    /// pages may be missing, so the file can only be abandoned.
+    broken: bool,
     path: String,
     options: WriterOptions,
     schema: LanceSchema,
@@ -140,7 +144,17 @@ impl FileWriter {
             })
             .collect();
         let out = open_writer_with(uri, &options.storage_options)?;
-        Ok(Self { out: Some(out), path: uri.to_string(), options, schema, arrow_schema, fields, columns, num_rows: 0 })
+        Ok(Self {
+            out: Some(out),
+            broken: false,
+            path: uri.to_string(),
+            options,
+            schema,
+            arrow_schema,
+            fields,
+            columns,
+            num_rows: 0,
+        })
     }
 
     /// The Arrow schema of the file.
@@ -206,10 +220,13 @@ impl FileWriter {
         if self.out.is_none() {
             return Err(Error::invalid_input("the writer is already closed"));
         }
+        self.check_not_broken()?;
         self.check_batch(batch)?;
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        // Before anything is buffered: an interrupt here leaves the writer as it was.
+        crate::interrupt::check()?;
         for (fi, f) in self.fields.iter_mut().enumerate() {
             let a = batch.column(fi).clone();
             f.bytes += a.to_data().get_slice_memory_size().unwrap_or(a.get_array_memory_size()) as u64;
@@ -218,7 +235,7 @@ impl FileWriter {
         }
         self.num_rows += batch.num_rows() as u64;
         let full: Vec<usize> = (0..self.fields.len()).filter(|&i| self.fields[i].bytes >= self.options.max_page_bytes).collect();
-        self.flush(&full)?;
+        self.flush_or_break(&full)?;
         // What stays buffered is copied out of the caller's batch. An imported batch (Arrow C
         // Data) frees all its columns together, so a narrow column's slice waiting for its page
         // to fill would otherwise pin every wide column of every batch it came from: a stream
@@ -229,6 +246,23 @@ impl FileWriter {
             }
         }
         Ok(())
+    }
+
+    fn check_not_broken(&self) -> Result<()> {
+        if self.broken {
+            return Err(Error::invalid_input(format!(
+                "an earlier write to {} failed or was interrupted; the file is incomplete and cannot be finished",
+                self.path
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`Self::flush`], marking the writer broken if it fails.
+    fn flush_or_break(&mut self, fields: &[usize]) -> Result<()> {
+        let r = self.flush(fields);
+        self.broken |= r.is_err();
+        r
     }
 
     /// Encodes the buffered data of `fields` into pages (fields in parallel) and writes them.
@@ -295,8 +329,9 @@ impl FileWriter {
         if self.out.is_none() {
             return Err(Error::invalid_input("the writer is already closed"));
         }
+        self.check_not_broken()?;
         let all: Vec<usize> = (0..self.fields.len()).collect();
-        self.flush(&all)?;
+        self.flush_or_break(&all)?;
         // 2.0 struct columns: one page with all their rows (as pylance writes them).
         for col in 0..self.columns.len() {
             if let Some(rows) = self.columns[col].struct_rows.take() {
@@ -415,7 +450,10 @@ fn encode_field_pages(
     // Pages are encoded in parallel; their order in the file is kept.
     let parallel = bounds.len() > 1;
     if flat {
-        let pages = crate::parallel::map(bounds, parallel, |(s, len)| encode_page(&array.slice(s, len), field, version));
+        let pages = crate::parallel::map(bounds, parallel, |(s, len)| {
+            crate::interrupt::check()?;
+            encode_page(&array.slice(s, len), field, version)
+        });
         return pages.into_iter().map(|p| Ok(ColumnPiece::Page(0, p?))).collect();
     }
     // Nested columns are shredded once; every page of a leaf uses the same rep/def layers
@@ -425,6 +463,7 @@ fn encode_field_pages(
     let jobs: Vec<(usize, usize, usize)> =
         bounds.iter().flat_map(|&(s, len)| (0..shredded.len()).map(move |leaf| (leaf, s, len))).collect();
     let pages = crate::parallel::map(jobs, parallel || shredded.len() > 1, |(leaf, s, len)| {
+        crate::interrupt::check()?;
         let page = shredded[leaf].slice_rows(s, len)?;
         encode_leaf_page(&page, &leaves[leaf], version, Some(&layers[leaf])).map(|p| ColumnPiece::Page(leaf, p))
     });

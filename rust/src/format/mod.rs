@@ -24,6 +24,10 @@ pub mod pb {
     }
 }
 
+mod version;
+
+pub use version::FileVersion;
+
 pub use pb::lance::encodings as enc20;
 pub use pb::lance::encodings21 as enc21;
 pub use pb::lance::file as filepb;

@@ -7,7 +7,11 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::ThreadId;
+
 use crate::error::Error;
+use crate::interrupt::{Interrupt, PollFn};
 
 fn exception_class(err: &Error) -> &'static str {
     match err {
@@ -60,10 +64,49 @@ pub fn catch<T>(f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Re
     })
 }
 
-/// Runs `f` with the GIL released. A panic (a bug: decoders return errors for bad input)
-/// becomes an `InternalError` instead of crashing the interpreter with a `PanicException`.
+/// The interpreter's main thread (the one that imported the module), the only thread on
+/// which Python runs signal handlers.
+static MAIN_THREAD: OnceLock<ThreadId> = OnceLock::new();
+
+/// Records the calling thread as the main thread (called when the module is imported).
+pub fn note_main_thread() {
+    let _ = MAIN_THREAD.set(std::thread::current().id());
+}
+
+/// Runs `f` with the GIL released as an interruptible operation ([`crate::interrupt`]).
+///
+/// On the main thread, the core's checks between pages and batches re-acquire the GIL every
+/// 50 ms or so and run Python's signal handlers; an exception they raise (`KeyboardInterrupt`
+/// from Ctrl-C) cancels the operation, which then stops at its next check and unwinds through
+/// its error path, and the exception is raised here. It is raised even if the operation got to
+/// finish first, as Python itself would after a call returns.
+pub fn interruptible<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
+    let pending: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
+    let poll: Option<Box<PollFn>> = (MAIN_THREAD.get() == Some(&std::thread::current().id())).then(|| {
+        let pending = pending.clone();
+        Box::new(move || {
+            Python::with_gil(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    *pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    true
+                }
+            })
+        }) as Box<PollFn>
+    });
+    let token = Interrupt::new(poll);
+    let out = py.allow_threads(|| token.run(f));
+    if let Some(e) = pending.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
+    Ok(out)
+}
+
+/// Runs `f` with the GIL released, interruptibly (see [`interruptible`]). A panic (a bug:
+/// decoders return errors for bad input) becomes an `InternalError` instead of crashing the
+/// interpreter with a `PanicException`.
 pub fn run<T: Send>(py: Python<'_>, f: impl FnOnce() -> crate::error::Result<T> + Send) -> PyResult<T> {
-    py.allow_threads(|| catch(f)).map_err(to_pyerr)
+    interruptible(py, || catch(f))?.map_err(to_pyerr)
 }
 
 /// `?`-friendly conversion for binding code.

@@ -303,7 +303,7 @@ impl BatchStream {
         let schema = self.schema.clone();
         let slot = self.reader.get_mut().unwrap_or_else(|p| p.into_inner());
         let Some(reader) = slot.as_mut() else { return Ok(None) };
-        let next = py.allow_threads(|| reader.next());
+        let next = super::errors::interruptible(py, || reader.next())?;
         match next {
             None => {
                 *slot = None;

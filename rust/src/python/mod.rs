@@ -15,6 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The native module.
 #[pymodule]
 fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::note_main_thread();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<file::PyFileReader>()?;
     m.add_class::<file::PyFileWriter>()?;

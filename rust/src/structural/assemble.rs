@@ -18,7 +18,7 @@ use arrow_schema::DataType;
 
 use super::repdef::{LeafPath, NodeKind};
 use crate::error::{Error, Result};
-use crate::file::LanceField;
+use crate::schema::LanceField;
 
 /// The decoded levels and values of one leaf column over some rows.
 #[derive(Debug, Clone)]

@@ -4,15 +4,21 @@
 //!   the file reader), each decoding to levels + values;
 //! * [`repdef`]: repetition/definition levels and layers;
 //! * [`builder`]: turns decoded values and levels into Arrow arrays;
-//! * [`v2_0`]: the 2.0 `ArrayEncoding` trees; [`v2_0_nested`]: 2.0 struct and list columns.
+//! * [`v2_0`]: the 2.0 `ArrayEncoding` trees; [`v2_0_nested`]: 2.0 struct and list columns;
+//! * [`strategy`]: choosing a 2.1+ page's layout and encodings (the 2.0 encoder is in
+//!   [`v2_0`]); [`page`]: what both encoders share.
+//!
+//! This layer sits below [`crate::file`] and never uses it (a test checks the sources).
 
 pub mod assemble;
 pub mod builder;
 pub mod constant;
 pub mod fullzip;
 pub mod miniblock;
+pub mod page;
 pub mod repdef;
 pub mod shred;
+pub mod strategy;
 pub mod v2_0;
 pub mod v2_0_nested;
 
@@ -26,106 +32,7 @@ use arrow_schema::DataType;
 
 use crate::error::{Error, Result};
 
-/// The physical shape of a leaf column's values.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeafKind {
-    /// The null type (no values).
-    Null,
-    /// Booleans (1 bit each).
-    Bool,
-    /// Fixed-width values of `bytes` bytes.
-    Fixed {
-        /// Bytes per value.
-        bytes: usize,
-    },
-    /// Variable-width values.
-    Variable {
-        /// Whether Arrow uses 64-bit offsets.
-        large: bool,
-    },
-    /// A packed struct: fixed-width children stored row-major, `widths` bytes each.
-    Packed {
-        /// Bytes of each child.
-        widths: Vec<usize>,
-    },
-    /// A packed struct with variable-width children (2.2): one variable-width row per value
-    /// (see [`crate::encodings::PackedField`]).
-    VarPacked {
-        /// How each child is stored in a row.
-        fields: Vec<crate::encodings::PackedField>,
-    },
-    /// Fixed-size lists of `dim` items.
-    Fsl {
-        /// Items per value.
-        dim: usize,
-        /// The item's shape.
-        item: Box<LeafKind>,
-    },
-}
-
-impl LeafKind {
-    /// The shape of a leaf of Arrow type `dt`.
-    pub fn of(dt: &DataType) -> Result<LeafKind> {
-        use DataType::*;
-        Ok(match dt {
-            Null => LeafKind::Null,
-            Boolean => LeafKind::Bool,
-            Utf8 | Binary => LeafKind::Variable { large: false },
-            LargeUtf8 | LargeBinary => LeafKind::Variable { large: true },
-            FixedSizeBinary(n) => LeafKind::Fixed { bytes: *n as usize },
-            Decimal128(_, _) => LeafKind::Fixed { bytes: 16 },
-            Decimal256(_, _) => LeafKind::Fixed { bytes: 32 },
-            Dictionary(_, v) => LeafKind::of(v)?,
-            FixedSizeList(item, n) => {
-                let item_kind = LeafKind::of(item.data_type())?;
-                if matches!(item_kind, LeafKind::Variable { .. } | LeafKind::Fsl { .. } | LeafKind::Null) {
-                    return Err(Error::not_supported(format!("fixed-size lists of {}", item.data_type())));
-                }
-                LeafKind::Fsl { dim: *n as usize, item: Box::new(item_kind) }
-            }
-            dt if dt.is_primitive() => LeafKind::Fixed { bytes: dt.primitive_width().unwrap_or(0) },
-            other => return Err(Error::not_supported(format!("{other} as a leaf column"))),
-        })
-    }
-
-    /// The shape of a leaf field (packed structs are one fixed-width value per row).
-    pub fn of_field(field: &crate::file::LanceField) -> Result<LeafKind> {
-        if field.is_packed_struct() {
-            use crate::encodings::PackedField;
-            let mut fields = Vec::with_capacity(field.children.len());
-            for c in &field.children {
-                fields.push(match LeafKind::of(&c.data_type)? {
-                    LeafKind::Fixed { bytes } => PackedField::Fixed { bits: bytes as u64 * 8 },
-                    LeafKind::Variable { large } => PackedField::Variable { length_bits: if large { 64 } else { 32 } },
-                    _ => {
-                        return Err(Error::not_supported(format!(
-                            "packed struct {:?}: child {:?} of type {} (packed children must be fixed-width, strings or binary)",
-                            field.name, c.name, c.data_type
-                        )))
-                    }
-                });
-            }
-            if fields.iter().all(|f| matches!(f, PackedField::Fixed { .. })) {
-                let widths =
-                    fields.iter().map(|f| if let PackedField::Fixed { bits } = f { *bits as usize / 8 } else { 0 }).collect();
-                return Ok(LeafKind::Packed { widths });
-            }
-            return Ok(LeafKind::VarPacked { fields });
-        }
-        LeafKind::of(&field.data_type)
-    }
-
-    /// Bits of one value (fixed shapes only).
-    pub fn bits(&self) -> Option<u64> {
-        match self {
-            LeafKind::Packed { widths } => Some(widths.iter().sum::<usize>() as u64 * 8),
-            LeafKind::Bool => Some(1),
-            LeafKind::Fixed { bytes } => Some(*bytes as u64 * 8),
-            LeafKind::Fsl { dim, item } => item.bits().map(|b| b * *dim as u64),
-            _ => None,
-        }
-    }
-}
+pub use crate::schema::LeafKind;
 
 /// Dictionary-encodes `plain` with keys of type `key` (values keep first-seen order).
 pub fn dictionary_encode(plain: &ArrayRef, key: &DataType) -> Result<ArrayRef> {
@@ -196,3 +103,57 @@ pub fn dictionary_encode(plain: &ArrayRef, key: &DataType) -> Result<ArrayRef> {
 
 /// Shared, immutable page buffers.
 pub type PageBuffers = Arc<Vec<Buffer>>;
+
+#[cfg(test)]
+mod layering_tests {
+    use std::path::{Path, PathBuf};
+
+    /// The non-test code of `dir`'s `.rs` files (everything before a file's first
+    /// `#[cfg(test)]`), without comment lines, as `(path, line number, line)`.
+    fn code_lines(dir: &Path) -> Vec<(PathBuf, usize, String)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).expect("read source dir") {
+                let path = entry.expect("dir entry").path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).expect("read source");
+                    for (i, line) in text.lines().enumerate() {
+                        if line.trim_start().starts_with("#[cfg(test)]") {
+                            break;
+                        }
+                        if !line.trim_start().starts_with("//") {
+                            out.push((path.clone(), i + 1, line.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(!out.is_empty(), "no sources found under {}", dir.display());
+        out
+    }
+
+    /// Page layouts and encoders sit below the file container: nothing under `structural/`
+    /// (nor the schema module it builds on) may reach up into `crate::file` or `crate::table`.
+    #[test]
+    fn structural_never_uses_the_file_layer() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("rust/src");
+        let mut lines = code_lines(&src.join("structural"));
+        let schema = src.join("schema.rs");
+        let text = std::fs::read_to_string(&schema).expect("read schema.rs");
+        lines.extend(
+            text.lines()
+                .enumerate()
+                .take_while(|(_, l)| !l.trim_start().starts_with("#[cfg(test)]"))
+                .map(|(i, l)| (schema.clone(), i + 1, l.to_string())),
+        );
+        let bad: Vec<String> = lines
+            .iter()
+            .filter(|(_, _, l)| ["crate::file", "crate::table", "super::super::file"].iter().any(|p| l.contains(p)))
+            .map(|(p, i, l)| format!("{}:{i}: {}", p.display(), l.trim()))
+            .collect();
+        assert!(bad.is_empty(), "structural code uses upper layers:\n{}", bad.join("\n"));
+    }
+}

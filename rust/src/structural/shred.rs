@@ -17,7 +17,7 @@ use arrow_schema::DataType;
 
 use super::repdef::{LeafPath, NodeKind};
 use crate::error::{Error, Result};
-use crate::file::LanceField;
+use crate::schema::LanceField;
 
 /// One leaf column of a page, shredded.
 #[derive(Debug, Clone)]
@@ -269,7 +269,7 @@ pub fn shred(array: &ArrayRef, field: &LanceField) -> Result<Vec<ShreddedLeaf>> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::file::LanceSchema;
+    use crate::schema::LanceSchema;
     use arrow_array::builder::{Int32Builder, ListBuilder};
     use arrow_schema::{Field, Schema};
 

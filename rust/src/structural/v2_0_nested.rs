@@ -38,15 +38,15 @@ use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, Scala
 use arrow_schema::{DataType, FieldRef};
 use prost::Message;
 
+use super::page::EncodedPage;
 use super::v2_0::{self, PageSource};
 use super::LeafKind;
 use crate::encodings::DataBlock;
 use crate::error::{Error, Result};
-use crate::file::strategy::EncodedPage;
-use crate::file::LanceField;
 use crate::format::enc20;
 use crate::format::enc20::array_encoding::ArrayEncoding as Pb;
 use crate::format::TYPE_URL_ARRAY_ENCODING;
+use crate::schema::LanceField;
 
 const CTX: &str = "2.0 nested column";
 
@@ -555,8 +555,9 @@ mod tests {
     use super::*;
     use crate::file::reader::FileReader;
     use crate::file::writer::{FileWriter, WriterOptions};
-    use crate::file::{FileVersion, LanceSchema};
+    use crate::format::FileVersion;
     use crate::io::{BufferReader, Reader};
+    use crate::schema::LanceSchema;
 
     /// A reader over file bytes that counts the bytes read.
     #[derive(Debug)]

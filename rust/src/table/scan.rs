@@ -377,6 +377,7 @@ impl TableSnapshot {
             }
         }
         for (file_idx, wanted) in by_file {
+            crate::interrupt::check()?;
             let file = &frag.files[file_idx];
             let reader = self.open_file(file)?;
             let mut file_fields = Vec::with_capacity(wanted.len());

@@ -91,6 +91,7 @@ pub fn write_fragments_named(
         Ok(())
     };
     for batch in batches {
+        crate::interrupt::check()?;
         let batch = batch?;
         let mut start = 0usize;
         let row_bytes = if batch.num_rows() == 0 {
