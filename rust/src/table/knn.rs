@@ -364,6 +364,7 @@ impl TableSnapshot {
         let scorer = Scorer::new(&query, metric);
         let data_type = schema.field(0).data_type().clone();
         let partial: Vec<Result<Vec<Neighbor>>> = crate::parallel::map(tasks, true, |task| {
+            crate::interrupt::check()?; // Ctrl-C between tasks
             let mut top = TopK::new(k);
             // Vectors stored row by row (full-zip pages without nulls, on local files) are
             // copied straight out of the mapped file, skipping the decoder; anything else is
