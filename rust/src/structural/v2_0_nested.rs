@@ -408,8 +408,12 @@ pub fn page_local(ranges: &[Range<u64>], start: u64, end: u64) -> Vec<Range<u64>
     ranges[first..]
         .iter()
         .take_while(|r| r.start < end)
-        .filter(|r| r.end > r.start)
-        .map(|r| r.start.max(start) - start..r.end.min(end) - start)
+        .filter_map(|r| {
+            // Clamped, so that ranges from a corrupt page table (out of order, empty,
+            // outside the page) give nothing rather than an underflow.
+            let (s, e) = (r.start.max(start), r.end.min(end));
+            (e > s).then(|| s - start..e - start)
+        })
         .collect()
 }
 
