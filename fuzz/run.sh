@@ -74,15 +74,17 @@ for tw in $TARGETS; do
     rm -f "$log"
     [ "$rc" -eq 0 ] && break
   done
+  used=$(($(date +%s) - start))
+  [ "$used" -ge 1 ] || used=1
   corp=$(ls "corpus/$t" | wc -l)
   new=$(comm -13 <(echo "$before") <(ls "artifacts/$t" | sort) | grep -v '^$' || true)
   nf=$(grep -c . <<< "$new" || true)
   grand_execs=$((grand_execs + execs))
   grand_findings=$((grand_findings + nf))
   findings=$( [ "$nf" -eq 0 ] && echo none || echo "$new" | sed "s|^|artifacts/$t/|" | paste -sd' ' )
-  rate=$((execs / (secs > 0 ? secs : 1)))
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" "$secs" "$execs" "$rate" "$cov" "$ft" "$corp" "$findings" >> "$REPORT"
-  echo "$t: $execs executions in $secs s, cov $cov, ft $ft, corpus $corp, findings: $findings"
+  rate=$((execs / used))
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" "$used" "$execs" "$rate" "$cov" "$ft" "$corp" "$findings" >> "$REPORT"
+  echo "$t: $execs executions in $used s, cov $cov, ft $ft, corpus $corp, findings: $findings"
 done
 printf '\nTotal: %s executions, %s findings.\n' "$grand_execs" "$grand_findings" >> "$REPORT"
 echo "Total: $grand_execs executions, $grand_findings findings (see $REPORT)"
