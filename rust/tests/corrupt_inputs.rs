@@ -215,7 +215,12 @@ fn row_id_range_larger_than_the_fragment_is_refused() {
 #[test]
 fn fuzz_arrow_deletion_file_with_buffers_outside_the_body_is_corrupt() {
     use _lancepy::table::deletion::decode_arrow;
-    for name in ["deletion_arrow-buffer-past-body.arrow", "deletion_arrow-buffer-length-huge.arrow"] {
+    for name in [
+        "deletion_arrow-buffer-past-body.arrow",
+        "deletion_arrow-buffer-length-huge.arrow",
+        // A zstd buffer claiming 8.6e17 uncompressed bytes (allocated by arrow-ipc up front).
+        "deletion_arrow-zstd-claims-huge.arrow",
+    ] {
         let err = decode_arrow(bytes::Bytes::from(finding(name)), name).unwrap_err();
         assert!(matches!(err, Error::Corrupt(_)), "{name}: {err}");
         drive::drive_deletion_arrow(&finding(name));
@@ -236,4 +241,13 @@ fn fuzz_row_id_array_of_partial_values_is_refused_when_counted() {
     let data = finding("row_ids-u32-array-partial.bin");
     assert!(matches!(_lancepy::table::rowids::row_id_count(&data), Err(Error::Corrupt(_))));
     drive::drive_row_ids(&data);
+}
+
+/// `file_ops` (second run): a layout naming page buffers the page does not have (an index
+/// past the page's buffer list), and 2.0 list offsets asked outside the ones read.
+#[test]
+fn fuzz_missing_page_buffers_and_stray_list_offsets_are_corrupt() {
+    drive::drive_file_ops(&finding("file_ops-missing-page-buffer.bin"));
+    drive::drive_file_ops(&finding("file_ops-v2_0-list-offset-outside.bin"));
+    drive::drive_file(&finding("file_reader-v2_0-list-offset-outside.lance"));
 }

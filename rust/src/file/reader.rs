@@ -771,7 +771,9 @@ impl FileReader {
             }
             let idx = state_buffers(p);
             for &b in &idx {
-                let (pos, len) = p.buffers[b];
+                // The layout names buffers the page may not have (found by fuzzing).
+                let &(pos, len) =
+                    p.buffers.get(b).ok_or_else(|| Error::corrupt(format!("{}: a page lacks its buffer {b}", self.path)))?;
                 ranges.push(pos..pos + len);
             }
             wanted.push((i, idx));

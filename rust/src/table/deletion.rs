@@ -30,6 +30,10 @@ pub const BITMAP_THRESHOLD: u64 = 5000;
 /// The deleted row offsets of one fragment.
 pub type DeletionVector = RoaringBitmap;
 
+/// Largest uncompressed buffer accepted in an Arrow IPC deletion file: 256 Mi row offsets,
+/// far more than the `.arrow` form ever holds (it is for sparse deletions).
+const MAX_IPC_BUFFER: i64 = 1 << 30;
+
 /// Checks the positions arrow-ipc's file reader takes on trust: with a block or a buffer
 /// outside the file it panics (slicing, or unwrapping a negative length) or allocates the
 /// claimed size. Found by the `deletion_arrow` fuzz target.
@@ -53,10 +57,21 @@ fn check_ipc_layout(data: &[u8], path: &str) -> Result<()> {
         let flatbuffer = if m[..4] == [0xFF; 4] { &m[8..] } else { &m[4..] };
         let message = arrow_ipc::root_as_message(flatbuffer).map_err(|e| bad(format!("message: {e}")))?;
         let batch = message.header_as_record_batch().or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
+        let compressed = batch.is_some_and(|b| b.compression().is_some());
+        let body_start = (offset + meta) as usize;
         for buffer in batch.and_then(|b| b.buffers()).into_iter().flatten() {
             let (o, l) = (buffer.offset(), buffer.length());
             if o < 0 || l < 0 || o.checked_add(l).is_none_or(|e| e > body) {
                 return Err(bad(format!("buffer {o}..+{l} lies outside its block ({body} bytes)")));
+            }
+            // A compressed buffer starts with its uncompressed length, which arrow-ipc
+            // allocates before decompressing (-1: stored uncompressed).
+            if compressed && l >= 8 {
+                let at = body_start + o as usize;
+                let claimed = i64::from_le_bytes(data[at..at + 8].try_into().expect("8 bytes"));
+                if claimed < -1 || claimed > MAX_IPC_BUFFER {
+                    return Err(bad(format!("a compressed buffer claims {claimed} bytes")));
+                }
             }
         }
     }
