@@ -10,8 +10,13 @@
 use crate::error::{Error, Result};
 use crate::format::enc21;
 
-/// Largest uncompressed size we agree to allocate for one buffer (guards hostile files).
-const MAX_UNCOMPRESSED: u64 = 1 << 32;
+/// Largest uncompressed size we agree to allocate for one buffer (guards hostile files; a
+/// writer cuts pages at a few MiB, so no real buffer comes close). 1 GiB.
+const MAX_UNCOMPRESSED: u64 = 1 << 30;
+
+/// LZ4 cannot expand data by more than this factor: every literal costs a byte and a match
+/// needs a length byte per 255 bytes it copies, so a claimed size above it is a lie.
+const LZ4_MAX_RATIO: u64 = 255;
 
 /// A general compression scheme and level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +89,17 @@ impl GeneralScheme {
                 if data.len() < 4 {
                     return Err(Error::corrupt("lz4 buffer shorter than its 4-byte length prefix"));
                 }
-                let len = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
-                lz4_flex::block::decompress(&data[4..], len).map_err(|e| Error::corrupt(format!("invalid lz4 data: {e}")))
+                let len = u32::from_le_bytes(data[..4].try_into().unwrap()) as u64;
+                // The output is allocated at the claimed size before decoding: check it first.
+                let most = ((data.len() - 4) as u64 * LZ4_MAX_RATIO + 16).min(MAX_UNCOMPRESSED);
+                if len > most {
+                    return Err(Error::corrupt(format!(
+                        "lz4 buffer of {} bytes claims {len} uncompressed bytes",
+                        data.len() - 4
+                    )));
+                }
+                lz4_flex::block::decompress(&data[4..], len as usize)
+                    .map_err(|e| Error::corrupt(format!("invalid lz4 data: {e}")))
             }
             GeneralScheme::Zstd(_) => {
                 let is_bare_frame = data.len() >= 5 && data[..4] == [0x28, 0xB5, 0x2F, 0xFD] && data[4] & 0x08 == 0;
@@ -130,6 +144,22 @@ mod tests {
             // Hostile: truncated input must error, not panic.
             assert!(s.decompress(&out[..out.len() / 2]).is_err());
         }
+    }
+
+    /// Found by the `file_ops` fuzz target: an LZ4 buffer whose 4-byte prefix claims
+    /// 4 GiB made the decoder allocate 4 GiB before reading a byte.
+    #[test]
+    fn hostile_lz4_length_is_refused_before_allocating() {
+        let mut framed = u32::MAX.to_le_bytes().to_vec();
+        framed.extend_from_slice(&[0x10, b'a', 0, 0]);
+        assert!(matches!(GeneralScheme::Lz4.decompress(&framed), Err(Error::Corrupt(_))));
+        // 2.85 GB claimed by 60 bytes (the fuzzer's case).
+        let mut framed = 2_852_148_736u32.to_le_bytes().to_vec();
+        framed.extend_from_slice(&[0xFF; 60]);
+        assert!(matches!(GeneralScheme::Lz4.decompress(&framed), Err(Error::Corrupt(_))));
+        let mut framed = Vec::new();
+        GeneralScheme::Lz4.compress_into(&[7u8; 255 * 100], &mut framed).unwrap();
+        assert_eq!(GeneralScheme::Lz4.decompress(&framed).unwrap(), vec![7u8; 255 * 100]);
     }
 
     #[test]

@@ -623,6 +623,10 @@ impl FileReader {
         let parallel = fields.len() > 1 && rows.len() > 64;
         let arrays = crate::parallel::map(fields.to_vec(), parallel, |f| self.take_field(f, &rows));
         let mut arrays = arrays.into_iter().collect::<Result<Vec<_>>>()?;
+        if let Some(a) = arrays.iter().find(|a| a.len() != rows.len()) {
+            // Corrupt pages can decode to fewer rows than asked; permuting would index past them.
+            return Err(Error::corrupt(format!("{}: {} rows decoded for {} asked", self.path, a.len(), rows.len())));
+        }
         if let Some(p) = permutation {
             arrays = arrays
                 .iter()
@@ -774,7 +778,9 @@ impl FileReader {
             }
             let idx = state_buffers(p);
             for &b in &idx {
-                let (pos, len) = p.buffers[b];
+                // The layout names buffers the page may not have (found by fuzzing).
+                let &(pos, len) =
+                    p.buffers.get(b).ok_or_else(|| Error::corrupt(format!("{}: a page lacks its buffer {b}", self.path)))?;
                 ranges.push(pos..pos + len);
             }
             wanted.push((i, idx));
@@ -834,8 +840,9 @@ impl FileReader {
                 append_decoded(out, &decoded, table, Selection::All)
             }
             (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
-                let decoded = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
-                append_decoded(out, &decoded, table, Selection::Range(rows.start as usize, (rows.end - rows.start) as usize))
+                let n = rows.end - rows.start;
+                let decoded = crate::structural::constant::decode_rows(layout, bufs, page.num_rows, kind, rows, n)?;
+                append_decoded(out, &decoded, table, Selection::All)
             }
             (PageKind::Blob { inner, layers }, PageState::MiniBlock { chunks, .. }) => {
                 let rows_vec: Vec<u64> = (rows.start..rows.end).collect();
@@ -898,9 +905,10 @@ impl FileReader {
                 Ok(())
             }
             (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
-                let decoded = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
-                let sel: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-                append_decoded(out, &decoded, table, Selection::Indices(&sel))
+                let n = rows.len() as u64;
+                let decoded =
+                    crate::structural::constant::decode_rows(layout, bufs, page.num_rows, kind, rows.iter().copied(), n)?;
+                append_decoded(out, &decoded, table, Selection::All)
             }
             (PageKind::Blob { inner, layers }, PageState::MiniBlock { chunks, .. }) => {
                 self.decode_blobs(page, inner, layers, chunks, rows, table, out)
@@ -1098,15 +1106,16 @@ impl FileReader {
                 Ok(())
             }
             (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
-                let piece = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
-                if piece.rep.is_none() {
-                    // No lists in this page: one level per row.
+                if !crate::structural::constant::has_repetition(layout, bufs)? {
+                    // No lists in this page: one level per row, decoded for the rows asked.
                     for rows in runs {
-                        let sel = Selection::Range(rows.start as usize, (rows.end - rows.start) as usize);
-                        append_decoded(out, &piece, table, sel)?;
+                        let n = rows.end - rows.start;
+                        let piece = crate::structural::constant::decode_rows(layout, bufs, page.num_rows, kind, rows.clone(), n)?;
+                        append_decoded(out, &piece, table, Selection::All)?;
                     }
                     return Ok(());
                 }
+                let piece = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
                 let mut cursor = PieceCursor::new(piece, max_rep, max_visible_def(&layout.layers))?;
                 for rows in runs {
                     append_rows_of_piece(out, &mut cursor, 0, rows, table, false)?;

@@ -283,10 +283,16 @@ pub fn write_fragments(
     })
 }
 
-/// Expands a serialized row-id sequence.
+/// Expands a serialized row-id sequence of a fragment with `num_rows` rows (by default, as
+/// many as the sequence holds: the caller then trusts the bytes with the memory they claim).
 #[pyfunction]
-pub fn decode_row_ids(data: Vec<u8>) -> PyResult<Vec<u64>> {
-    rowids::decode_row_ids(&data).py()
+#[pyo3(signature = (data, num_rows=None))]
+pub fn decode_row_ids(data: Vec<u8>, num_rows: Option<u64>) -> PyResult<Vec<u64>> {
+    let n = match num_rows {
+        Some(n) => n,
+        None => rowids::row_id_count(&data).py()?,
+    };
+    rowids::decode_row_ids(&data, n).py()
 }
 
 /// Serializes row ids as a row-id sequence.

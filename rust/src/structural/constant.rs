@@ -130,8 +130,15 @@ pub fn decode_value(layout: &ConstantLayout, value_buf: Option<&Buffer>, leaf_is
     }
 }
 
-/// Decodes a constant page of `num_rows` rows.
-pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: &LeafKind) -> Result<DecodedChunk> {
+/// The decoded parts of a constant page: its value (`None` when all null) and its levels.
+struct Parts {
+    value: Option<DataBlock>,
+    rep: Option<Vec<u16>>,
+    def: Option<Vec<u16>>,
+}
+
+/// Decodes the value and the levels (both backed by the page's bytes; nothing is expanded).
+fn parts(layout: &ConstantLayout, buffers: &[Buffer], leaf: &LeafKind) -> Result<Parts> {
     let (vi, ri, di) = buffer_roles(layout, buffers.len())?;
     let mut value = decode_value(layout, vi.map(|i| &buffers[i]), matches!(leaf, LeafKind::Variable { .. }))?;
     if let (LeafKind::Bool, Some(DataBlock::Fixed(f))) = (leaf, &mut value) {
@@ -146,11 +153,33 @@ pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: 
         Some(i) => levels(&buffers[i], layout.def.as_ref(), layout.num_def_values, "constant page definition levels")?,
         None => None,
     };
+    if let (Some(r), Some(d)) = (&rep, &def) {
+        if r.len() != d.len() {
+            return Err(Error::corrupt(format!("constant page has {} repetition and {} definition levels", r.len(), d.len())));
+        }
+    }
+    if let Some(d) = &def {
+        if d.iter().fold(0, |m, &l| m.max(l)) > max_def(&layout.layers) {
+            return Err(Error::corrupt("constant page definition level above the maximum"));
+        }
+    }
+    Ok(Parts { value, rep, def })
+}
+
+/// Whether the page stores repetition levels (its rows are lists): such a page is decoded
+/// whole with [`decode`]; the others row by row with [`decode_rows`].
+pub fn has_repetition(layout: &ConstantLayout, buffers: &[Buffer]) -> Result<bool> {
+    let (_, ri, _) = buffer_roles(layout, buffers.len())?;
+    Ok(ri.is_some_and(|i| !buffers[i].is_empty()))
+}
+
+/// Decodes a constant page of `num_rows` rows. Only for pages with repetition levels (see
+/// [`has_repetition`]), whose levels are backed by the page's bytes; a page without them
+/// is decoded for the rows asked with [`decode_rows`].
+pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: &LeafKind) -> Result<DecodedChunk> {
+    let Parts { value, rep, def } = parts(layout, buffers, leaf)?;
     let max_d = max_def(&layout.layers);
     let num_levels = match (&rep, &def) {
-        (Some(r), Some(d)) if r.len() != d.len() => {
-            return Err(Error::corrupt(format!("constant page has {} repetition and {} definition levels", r.len(), d.len())))
-        }
         (Some(r), _) => r.len() as u64,
         (None, Some(d)) => d.len() as u64,
         (None, None) => num_rows,
@@ -159,11 +188,6 @@ pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: 
     check_unbacked(num_levels, 2, "constant page levels")?;
     if rep.is_none() && num_levels != num_rows {
         return Err(Error::corrupt(format!("constant page has {num_levels} levels for {num_rows} rows")));
-    }
-    if let Some(d) = &def {
-        if d.iter().fold(0, |m, &l| m.max(l)) > max_d {
-            return Err(Error::corrupt("constant page definition level above the maximum"));
-        }
     }
     // With no def buffer, an all-null page is null at the outermost nullable layer.
     let def = match (def, &value) {
@@ -177,6 +201,55 @@ pub fn decode(layout: &ConstantLayout, buffers: &[Buffer], num_rows: u64, leaf: 
         Some(v) => repeat(&v, visible)?,
     };
     Ok(DecodedChunk::full(rep, def, values))
+}
+
+/// Decodes the rows `rows` (page-local, any order, repeats allowed; `count` of them) of a
+/// constant page without repetition levels, in the order given.
+///
+/// The value is repeated once per row asked, never for the whole page: a constant page needs
+/// no bytes per row (FORMAT.md §2.2.5: an all-null or inline-value page without structure
+/// has no buffers at all), so its row count alone is no reason to reject it nor to spend
+/// memory on rows nobody asked for. A one-row take decodes one row.
+pub fn decode_rows(
+    layout: &ConstantLayout,
+    buffers: &[Buffer],
+    num_rows: u64,
+    leaf: &LeafKind,
+    rows: impl Iterator<Item = u64>,
+    count: u64,
+) -> Result<DecodedChunk> {
+    let Parts { value, rep, def } = parts(layout, buffers, leaf)?;
+    if rep.is_some() {
+        return Err(Error::corrupt("repetition levels in a constant page of a column without lists"));
+    }
+    if let Some(d) = &def {
+        if d.len() as u64 != num_rows {
+            return Err(Error::corrupt(format!("constant page has {} levels for {num_rows} rows", d.len())));
+        }
+    }
+    // What is expanded below is one entry per row asked: bounded by the caller's request.
+    check_unbacked(count, 2, "constant page rows")?;
+    let max_d = max_def(&layout.layers);
+    let mut picked = Vec::with_capacity(count as usize);
+    for r in rows {
+        let level = match &def {
+            Some(d) => d.get(r as usize).copied(),
+            None => (r < num_rows).then_some(if value.is_none() { max_d } else { 0 }),
+        };
+        picked.push(level.ok_or_else(|| Error::corrupt(format!("row {r} is outside a constant page of {num_rows} rows")))?);
+    }
+    if picked.len() as u64 != count {
+        return Err(Error::internal(format!("constant page: {} rows asked, {count} announced", picked.len())));
+    }
+    let visible_limit = max_visible_def(&layout.layers);
+    let visible = picked.iter().filter(|&&l| l <= visible_limit).count() as u64;
+    // Levels are only needed where some row is not valid (an all-valid page has none).
+    let def = (def.is_some() || max_d > 0 && value.is_none()).then_some(picked);
+    let values = match value {
+        None => DataBlock::Empty { num_values: visible },
+        Some(v) => repeat(&v, visible)?,
+    };
+    Ok(DecodedChunk { rep: None, def, values, selected: true })
 }
 
 /// Repeats a one-value block `n` times.

@@ -408,8 +408,12 @@ pub fn page_local(ranges: &[Range<u64>], start: u64, end: u64) -> Vec<Range<u64>
     ranges[first..]
         .iter()
         .take_while(|r| r.start < end)
-        .filter(|r| r.end > r.start)
-        .map(|r| r.start.max(start) - start..r.end.min(end) - start)
+        .filter_map(|r| {
+            // Clamped, so that ranges from a corrupt page table (out of order, empty,
+            // outside the page) give nothing rather than an underflow.
+            let (s, e) = (r.start.max(start), r.end.min(end));
+            (e > s).then(|| s - start..e - start)
+        })
         .collect()
 }
 
@@ -490,15 +494,22 @@ fn read_list<O: OffsetSizeTrait>(
             })
             .collect();
         // The stored offset of page-local index `i` (always one of the wanted ones).
-        let at = |i: u64| -> u64 {
+        let at = |i: u64| -> Result<u64> {
             let k = wanted.partition_point(|w| w.end <= i);
-            stored[(starts[k] + i - wanted[k].start) as usize]
+            // Corrupt page tables can ask for an offset outside what was read (found by fuzzing).
+            match (wanted.get(k), starts.get(k)) {
+                (Some(w), Some(&s)) if i >= w.start => stored
+                    .get((s + i - w.start) as usize)
+                    .copied()
+                    .ok_or_else(|| Error::corrupt("2.0 list offsets: an offset lies outside the ones read")),
+                _ => Err(Error::corrupt("2.0 list offsets: an offset lies outside the ones read")),
+            }
         };
         let adjustment = p.null_offset_adjustment;
         for r in &local {
-            let mut prev = if r.start == 0 { 0 } else { split_offset(at(r.start - 1), adjustment).1 };
+            let mut prev = if r.start == 0 { 0 } else { split_offset(at(r.start - 1)?, adjustment).1 };
             for i in r.clone() {
-                let (valid, end) = split_offset(at(i), adjustment);
+                let (valid, end) = split_offset(at(i)?, adjustment);
                 if end < prev || end > p.num_items {
                     return Err(Error::corrupt(format!(
                         "{CTX}: list {:?}, row {}: items end at {end} (previous end {prev}, {} items in the page)",

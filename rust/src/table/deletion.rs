@@ -32,8 +32,57 @@ pub const BITMAP_THRESHOLD: u64 = 5000;
 /// The deleted row offsets of one fragment.
 pub type DeletionVector = RoaringBitmap;
 
+/// Largest uncompressed buffer accepted in an Arrow IPC deletion file: 256 Mi row offsets,
+/// far more than the `.arrow` form ever holds (it is for sparse deletions).
+const MAX_IPC_BUFFER: i64 = 1 << 30;
+
+/// Checks the positions arrow-ipc's file reader takes on trust: with a block or a buffer
+/// outside the file it panics (slicing, or unwrapping a negative length) or allocates the
+/// claimed size. Found by the `deletion_arrow` fuzz target.
+fn check_ipc_layout(data: &[u8], path: &str) -> Result<()> {
+    let bad = |what: String| Error::corrupt(format!("{path}: not a valid Arrow IPC file: {what}"));
+    let n = data.len();
+    if n < 16 || &data[n - 6..] != b"ARROW1" {
+        return Err(bad("no trailing ARROW1 magic".into()));
+    }
+    let footer_len = i32::from_le_bytes(data[n - 10..n - 6].try_into().expect("4 bytes"));
+    let footer_len = usize::try_from(footer_len).ok().filter(|&l| l <= n - 10).ok_or_else(|| bad("footer length".into()))?;
+    let footer = arrow_ipc::root_as_footer(&data[n - 10 - footer_len..n - 10]).map_err(|e| bad(format!("footer: {e}")))?;
+    let blocks = footer.recordBatches().into_iter().flatten().chain(footer.dictionaries().into_iter().flatten());
+    for block in blocks {
+        let (offset, meta, body) = (block.offset(), block.metaDataLength() as i64, block.bodyLength());
+        let end = offset.checked_add(meta).and_then(|e| e.checked_add(body));
+        if offset < 0 || meta < 8 || body < 0 || end.is_none_or(|e| e as u64 > n as u64) {
+            return Err(bad(format!("block {offset}..+{meta}+{body} lies outside the file ({n} bytes)")));
+        }
+        let m = &data[offset as usize..(offset + meta) as usize];
+        let flatbuffer = if m[..4] == [0xFF; 4] { &m[8..] } else { &m[4..] };
+        let message = arrow_ipc::root_as_message(flatbuffer).map_err(|e| bad(format!("message: {e}")))?;
+        let batch = message.header_as_record_batch().or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
+        let compressed = batch.is_some_and(|b| b.compression().is_some());
+        let body_start = (offset + meta) as usize;
+        for buffer in batch.and_then(|b| b.buffers()).into_iter().flatten() {
+            let (o, l) = (buffer.offset(), buffer.length());
+            if o < 0 || l < 0 || o.checked_add(l).is_none_or(|e| e > body) {
+                return Err(bad(format!("buffer {o}..+{l} lies outside its block ({body} bytes)")));
+            }
+            // A compressed buffer starts with its uncompressed length, which arrow-ipc
+            // allocates before decompressing (-1: stored uncompressed).
+            if compressed && l >= 8 {
+                let at = body_start + o as usize;
+                let claimed = i64::from_le_bytes(data[at..at + 8].try_into().expect("8 bytes"));
+                if claimed < -1 || claimed > MAX_IPC_BUFFER {
+                    return Err(bad(format!("a compressed buffer claims {claimed} bytes")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Decodes an `.arrow` deletion file.
 pub fn decode_arrow(data: Bytes, path: &str) -> Result<DeletionVector> {
+    check_ipc_layout(&data, path)?;
     let reader = arrow_ipc::reader::FileReader::try_new(Cursor::new(data), None)
         .map_err(|e| Error::corrupt(format!("{path}: not an Arrow IPC file: {e}")))?;
     let mut out = RoaringBitmap::new();
@@ -81,7 +130,16 @@ pub fn encode_arrow(dv: &DeletionVector) -> Result<Vec<u8>> {
 
 /// Decodes a `.bin` deletion file.
 pub fn decode_bitmap(data: &[u8], path: &str) -> Result<DeletionVector> {
-    RoaringBitmap::deserialize_from(data).map_err(|e| Error::corrupt(format!("{path}: not a roaring bitmap: {e}")))
+    let bm = RoaringBitmap::deserialize_from(data).map_err(|e| Error::corrupt(format!("{path}: not a roaring bitmap: {e}")))?;
+    Ok(normalize_bitmap(bm))
+}
+
+/// Rebuilds a deserialized bitmap from its values. The roaring crate accepts a bitmap
+/// container with no bit set, which it then cannot serialize (its cardinality − 1
+/// underflows: a panic, or a wrong file in release builds); rebuilt, empty containers are
+/// gone. Found by the `manifest` fuzz target.
+pub fn normalize_bitmap(bm: RoaringBitmap) -> RoaringBitmap {
+    bm.iter().collect()
 }
 
 /// Encodes a `.bin` deletion file.

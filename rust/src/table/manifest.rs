@@ -125,8 +125,9 @@ pub fn prune_index_section(section: &[u8], fragment_ids: &[u64]) -> Result<Vec<u
         if idx.fragment_bitmap.is_empty() {
             continue;
         }
-        let mut bm = roaring::RoaringBitmap::deserialize_from(&idx.fragment_bitmap[..])
+        let bm = roaring::RoaringBitmap::deserialize_from(&idx.fragment_bitmap[..])
             .map_err(|e| Error::corrupt(format!("index {:?}: invalid fragment bitmap: {e}", idx.name)))?;
+        let mut bm = super::deletion::normalize_bitmap(bm);
         for &f in fragment_ids {
             if let Ok(f) = u32::try_from(f) {
                 bm.remove(f);

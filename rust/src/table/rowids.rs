@@ -42,18 +42,91 @@ fn check_range(start: u64, end: u64) -> Result<()> {
     Ok(())
 }
 
-/// Expands a serialized `RowIdSequence` into one id per row.
-pub fn decode_row_ids(data: &[u8]) -> Result<Vec<u64>> {
+/// Bytes of bitmap needed for the range `start..end` (checked by [`check_range`]).
+fn bitmap_bytes(start: u64, end: u64) -> usize {
+    ((end - start) as usize).div_ceil(8)
+}
+
+/// How many ids a segment holds, computed from its bytes without expanding it.
+fn segment_len(seg: &U64Segment) -> Result<u64> {
+    Ok(match &seg.segment {
+        Some(u64_segment::Segment::Range(r)) => {
+            check_range(r.start, r.end)?;
+            r.end - r.start
+        }
+        Some(u64_segment::Segment::RangeWithHoles(r)) => {
+            check_range(r.start, r.end)?;
+            let mut holes = Vec::new();
+            if let Some(h) = &r.holes {
+                decode_array(h, &mut holes)?;
+            }
+            holes.sort_unstable();
+            holes.dedup();
+            let inside = holes.iter().filter(|&&v| (r.start..r.end).contains(&v)).count() as u64;
+            r.end - r.start - inside
+        }
+        Some(u64_segment::Segment::RangeWithBitmap(r)) => {
+            check_range(r.start, r.end)?;
+            let need = bitmap_bytes(r.start, r.end);
+            if r.bitmap.len() < need {
+                return Err(Error::corrupt(format!(
+                    "row-id bitmap of {} bytes is too short for the range {}..{}",
+                    r.bitmap.len(),
+                    r.start,
+                    r.end
+                )));
+            }
+            let len = r.end - r.start;
+            let full = (len / 8) as usize;
+            let mut n: u64 = r.bitmap[..full].iter().map(|b| b.count_ones() as u64).sum();
+            if len % 8 != 0 {
+                // Bits are most significant first: keep the first `len % 8` of the last byte.
+                n += (r.bitmap[full] & (0xFFu8 << (8 - len % 8))).count_ones() as u64;
+            }
+            n
+        }
+        Some(u64_segment::Segment::SortedArray(a)) | Some(u64_segment::Segment::Array(a)) => {
+            let (bytes, width) = match &a.array {
+                Some(encoded_u64_array::Array::U16Array(x)) => (x.offsets.len(), 2),
+                Some(encoded_u64_array::Array::U32Array(x)) => (x.offsets.len(), 4),
+                Some(encoded_u64_array::Array::U64Array(x)) => (x.values.len(), 8),
+                None => return Err(Error::corrupt("empty row-id array")),
+            };
+            if bytes % width != 0 {
+                return Err(Error::corrupt(format!("row-id array of {bytes} bytes is not a multiple of {width}")));
+            }
+            (bytes / width) as u64
+        }
+        None => return Err(Error::corrupt("empty row-id segment")),
+    })
+}
+
+/// Number of ids in a serialized `RowIdSequence`, without expanding it (ranges need no bytes
+/// per id, so a few bytes can describe billions of ids).
+pub fn row_id_count(data: &[u8]) -> Result<u64> {
     let seq = tablepb::RowIdSequence::decode(data)?;
-    let mut out = Vec::new();
+    seq.segments.iter().try_fold(0u64, |n, seg| {
+        n.checked_add(segment_len(seg)?).ok_or_else(|| Error::corrupt("row-id sequence longer than 2^64 ids"))
+    })
+}
+
+/// Expands a serialized `RowIdSequence` of a fragment with `num_rows` physical rows into one
+/// id per row. The sequence must hold exactly `num_rows` ids: that is checked before any id
+/// is expanded, so a corrupt count costs no memory.
+pub fn decode_row_ids(data: &[u8], num_rows: u64) -> Result<Vec<u64>> {
+    let seq = tablepb::RowIdSequence::decode(data)?;
+    let mut total = 0u64;
+    for seg in &seq.segments {
+        total = total.checked_add(segment_len(seg)?).ok_or_else(|| Error::corrupt("row-id sequence longer than 2^64 ids"))?;
+    }
+    if total != num_rows {
+        return Err(Error::corrupt(format!("row-id sequence has {total} ids for a fragment of {num_rows} rows")));
+    }
+    let mut out = Vec::with_capacity(num_rows as usize);
     for seg in &seq.segments {
         match &seg.segment {
-            Some(u64_segment::Segment::Range(r)) => {
-                check_range(r.start, r.end)?;
-                out.extend(r.start..r.end);
-            }
+            Some(u64_segment::Segment::Range(r)) => out.extend(r.start..r.end),
             Some(u64_segment::Segment::RangeWithHoles(r)) => {
-                check_range(r.start, r.end)?;
                 let mut holes = Vec::new();
                 if let Some(h) = &r.holes {
                     decode_array(h, &mut holes)?;
@@ -62,10 +135,8 @@ pub fn decode_row_ids(data: &[u8]) -> Result<Vec<u64>> {
                 out.extend((r.start..r.end).filter(|v| holes.binary_search(v).is_err()));
             }
             Some(u64_segment::Segment::RangeWithBitmap(r)) => {
-                check_range(r.start, r.end)?;
                 for (i, v) in (r.start..r.end).enumerate() {
-                    let byte = r.bitmap.get(i / 8).ok_or_else(|| Error::corrupt("row-id bitmap is too short"))?;
-                    if byte & (0x80 >> (i % 8)) != 0 {
+                    if r.bitmap[i / 8] & (0x80 >> (i % 8)) != 0 {
                         out.push(v);
                     }
                 }
@@ -121,7 +192,7 @@ mod tests {
 
     #[test]
     fn pylance_inline_range() {
-        assert_eq!(decode_row_ids(&[0x0a, 0x04, 0x0a, 0x02, 0x10, 0x64]).unwrap(), (0..100).collect::<Vec<u64>>());
+        assert_eq!(decode_row_ids(&[0x0a, 0x04, 0x0a, 0x02, 0x10, 0x64], 100).unwrap(), (0..100).collect::<Vec<u64>>());
     }
 
     #[test]
@@ -133,7 +204,7 @@ mod tests {
             vec![1, 5, 9, 2],
             (0..20).chain([40, 41, 77]).chain(100..130).collect::<Vec<u64>>(),
         ] {
-            assert_eq!(decode_row_ids(&encode_row_ids(&ids)).unwrap(), ids);
+            assert_eq!(decode_row_ids(&encode_row_ids(&ids), ids.len() as u64).unwrap(), ids);
         }
     }
 }

@@ -285,14 +285,15 @@ impl TableSnapshot {
         if let Some(r) = f.row_ids.get() {
             return Ok(r.clone());
         }
+        let rows = self.physical_rows(i)?;
         let ids = match &f.meta.row_id_sequence {
-            Some(tablepb::data_fragment::RowIdSequence::InlineRowIds(b)) => decode_row_ids(b)?,
+            Some(tablepb::data_fragment::RowIdSequence::InlineRowIds(b)) => decode_row_ids(b, rows)?,
             Some(tablepb::data_fragment::RowIdSequence::ExternalRowIds(ext)) => {
                 let data = self.store.read(&ext.path)?;
                 let end = ext.offset.checked_add(ext.size).filter(|&e| e <= data.len() as u64).ok_or_else(|| {
                     Error::corrupt(format!("row-id sequence {}..+{} lies outside {}", ext.offset, ext.size, ext.path))
                 })?;
-                decode_row_ids(&data[ext.offset as usize..end as usize])?
+                decode_row_ids(&data[ext.offset as usize..end as usize], rows)?
             }
             None => {
                 return Err(Error::corrupt(format!(
