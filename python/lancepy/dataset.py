@@ -24,7 +24,7 @@ import json
 import os
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
 
 import pyarrow as pa
@@ -45,6 +45,7 @@ from lancepy.file import _to_indices
 from lancepy.filters import Filter, FilterLike, compile_expression, compile_filter
 from lancepy.fragment import (
     DEFAULT_MAX_BYTES_PER_FILE,
+    DataFile,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
     LanceFragment,
@@ -63,6 +64,7 @@ __all__ = [
     "CompactionMetrics",
     "CleanupStats",
     "MergeInsertBuilder",
+    "LanceSchema",
     "dataset",
     "write_dataset",
 ]
@@ -166,10 +168,81 @@ class LanceDataset:
         """``"v1"`` or ``"v2"``."""
         return self._loaded.naming
 
-    @property
     def config(self) -> Dict[str, str]:
-        """The table config."""
+        """The table config (a method, as in pylance)."""
         return dict(self._loaded.manifest.get("config", {}))
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """The table metadata (``Manifest.table_metadata``)."""
+        return dict(self._loaded.manifest.get("table_metadata") or {})
+
+    @property
+    def schema_metadata(self) -> Dict[str, str]:
+        """The schema metadata, decoded as text."""
+        md = self._loaded.manifest.get("schema_metadata") or {}
+        return {k: bytes(v).decode("utf-8", "replace") for k, v in md.items()}
+
+    @property
+    def lance_schema(self) -> "LanceSchema":
+        """The schema with its Lance field ids (for :class:`LanceOperation.Project` /
+        :class:`LanceOperation.Merge`)."""
+        m = self._loaded.manifest
+        return LanceSchema(m.get("fields", []), m.get("schema_metadata", {}))
+
+    def update_config(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+        """Sets config keys (a ``None`` value deletes the key; `replace` drops every key not
+        given) as a new version; returns the new config."""
+        self._commit("UpdateConfig", {"config_updates": _update_map(values, replace)})
+        return self.config()
+
+    def delete_config_keys(self, keys: List[str]) -> None:
+        """Deletes config keys (missing ones are ignored) as a new version."""
+        if isinstance(keys, str):
+            keys = [keys]
+        self._commit("UpdateConfig", {"config_updates": _update_map({k: None for k in keys}, False)})
+
+    def update_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+        """Updates the table metadata like :meth:`update_config`; returns the new metadata."""
+        self._commit("UpdateConfig", {"table_metadata_updates": _update_map(values, replace)})
+        return self.metadata
+
+    def update_schema_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+        """Updates the schema metadata like :meth:`update_config`; returns the new schema
+        metadata."""
+        self._commit("UpdateConfig", {"schema_metadata_updates": _update_map(values, replace)})
+        return self.schema_metadata
+
+    def replace_schema_metadata(self, new_metadata: Dict[str, str]) -> None:
+        """Replaces the whole schema metadata."""
+        self.update_schema_metadata(new_metadata, replace=True)
+
+    def update_field_metadata(self, field_updates: Dict[str, Dict[str, Optional[str]]], *, replace: bool = False) -> None:
+        """Updates the metadata of fields, named by path (``"a"``, ``"s.x"`` for a struct
+        child), like :meth:`update_config`."""
+        ids = self._field_ids_by_path()
+        body = {}
+        for name, values in field_updates.items():
+            if name not in ids:
+                from lancepy.exceptions import ColumnNotFoundError
+
+                raise ColumnNotFoundError(f"field {name!r} does not exist; fields are {sorted(ids)}")
+            body[str(ids[name])] = _update_map(values, replace)
+        self._commit("UpdateConfig", {"field_metadata_updates": body})
+
+    def replace_field_metadata(self, field_name: str, new_metadata: Dict[str, str]) -> None:
+        """Replaces the whole metadata of one field (named by path)."""
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
+
+    def _field_ids_by_path(self) -> Dict[str, int]:
+        fields = self._loaded.manifest.get("fields", [])
+        by_id = {f.get("id", 0): f for f in fields}
+
+        def path(f: Dict[str, Any]) -> str:
+            parent = by_id.get(f.get("parent_id", -1))
+            return f.get("name", "") if parent is None else f"{path(parent)}.{f.get('name', '')}"
+
+        return {path(f): f.get("id", 0) for f in fields}
 
     @property
     def tags(self) -> "Tags":
@@ -212,9 +285,14 @@ class LanceDataset:
             self._rows = {fid: (phys, live) for fid, phys, live in self._snapshot.fragment_rows()}
         return self._rows
 
-    def get_fragments(self) -> List[LanceFragment]:
-        """The fragments of this version."""
-        return [LanceFragment(self, FragmentMetadata(f)) for f in self._loaded.manifest.get("fragments", [])]
+    def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
+        """The fragments of this version. `filter` (pylance's partition pruning) is not
+        supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`."""
+        _refuse(filter=filter)
+        return [
+            LanceFragment(self, f.get("id", 0), fragment=FragmentMetadata._from_dict(f))
+            for f in self._loaded.manifest.get("fragments", [])
+        ]
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         """The fragment with id `fragment_id`, or ``None``."""
@@ -237,35 +315,222 @@ class LanceDataset:
         filter: Any = None,
         limit: Optional[int] = None,
         offset: Optional[int] = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
+        nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        batch_size_bytes: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
+        fragments: Optional[Sequence[Any]] = None,
+        index_segments: Optional[Sequence[Any]] = None,
+        full_text_query: Any = None,
+        *,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        fast_search: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_handling: Optional[str] = None,
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+        scan_stats_callback: Optional[Callable[[Any], None]] = None,
+        strict_batch_size: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+        disable_scoring_autoprojection: Optional[bool] = None,
+        row_addr_allowlist: Optional[bytes] = None,
+        row_addr_blocklist: Optional[bytes] = None,
+    ) -> "LanceScanner":
+        """A scan of this version (see :class:`LanceScanner`).
+
+        `columns` (names, or ``{name: sql expression}``), `filter` (SQL text or a pyarrow
+        expression), `limit`, `offset`, `batch_size`, `fragments`, `with_row_id` and
+        `with_row_address` work as in pylance. Hints that cannot change the result
+        (`batch_readahead`, `fragment_readahead`, `scan_in_order`, `prefilter`, `use_stats`,
+        `fast_search`, `io_buffer_size`, `late_materialization`, `use_scalar_index`) are
+        accepted and ignored: lancepy always scans in order, without indices. Vector, full
+        text and index-segment search, ordering, blob handling, deleted-row scans, byte-sized
+        or strict batches, row-address allow/block lists and scan statistics are not built:
+        giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
+        """
+        _refuse(
+            nearest=nearest,
+            batch_size_bytes=batch_size_bytes,
+            index_segments=index_segments,
+            full_text_query=full_text_query,
+            blob_handling=blob_handling,
+            include_deleted_rows=include_deleted_rows or None,
+            scan_stats_callback=scan_stats_callback,
+            strict_batch_size=strict_batch_size or None,
+            order_by=order_by,
+            disable_scoring_autoprojection=disable_scoring_autoprojection or None,
+            row_addr_allowlist=row_addr_allowlist,
+            row_addr_blocklist=row_addr_blocklist,
+        )
+        return LanceScanner(
+            self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
+        )
+
+    def to_table(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        batch_size_bytes: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
+        *,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        fast_search: Optional[bool] = None,
+        full_text_query: Any = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_handling: Optional[str] = None,
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+        disable_scoring_autoprojection: Optional[bool] = None,
+    ) -> pa.Table:
+        """Reads rows (all of them by default) into a ``pyarrow.Table``; the parameters are
+        :meth:`scanner`'s."""
+        return self.scanner(**_args(locals())).to_table()
+
+    def to_batches(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        batch_size_bytes: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
+        *,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        full_text_query: Any = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_handling: Optional[str] = None,
+        use_scalar_index: Optional[bool] = None,
+        strict_batch_size: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+        disable_scoring_autoprojection: Optional[bool] = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Streams rows as record batches, decoded as the iterator advances; the parameters
+        are :meth:`scanner`'s."""
+        return self.scanner(**_args(locals())).to_batches()
+
+    def to_pandas(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
+        *,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        fast_search: Optional[bool] = None,
+        full_text_query: Any = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_mode: str = "lazy",
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+        disable_scoring_autoprojection: Optional[bool] = None,
+    ) -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas); the parameters are
+        :meth:`scanner`'s. `blob_mode` only matters for blob columns, which lancepy reads
+        as plain binary."""
+        args = _args(locals())
+        args.pop("blob_mode")
+        return self.scanner(**args).to_pandas()
+
+    def count_rows(
+        self,
+        filter: Any = None,
+        *,
+        fragments: Optional[Sequence[Any]] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        full_text_query: Any = None,
+        prefilter: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        fast_search: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+    ) -> int:
+        """Live rows (matching `filter`); the keyword parameters are :meth:`scanner`'s."""
+        return self.scanner(**_args(locals())).count_rows()
+
+    def head(
+        self,
+        num_rows: int,
+        *,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
         batch_size: Optional[int] = None,
         fragments: Optional[Sequence[Any]] = None,
-        **_ignored: Any,
-    ) -> "LanceScanner":
-        """A scan of this version (see :class:`LanceScanner`)."""
-        return LanceScanner(self, columns, filter, limit, offset, with_row_id, with_row_address, batch_size, fragments)
+        full_text_query: Any = None,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_handling: Optional[str] = None,
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+    ) -> pa.Table:
+        """The first `num_rows` rows; the keyword parameters are :meth:`scanner`'s."""
+        args = _args(locals())
+        args["limit"] = args.pop("num_rows")
+        return self.scanner(**args).to_table()
 
-    def to_table(self, columns: Any = None, filter: Any = None, limit: Optional[int] = None, offset: Optional[int] = None,
-                 with_row_id: bool = False, with_row_address: bool = False, **kwargs: Any) -> pa.Table:
-        """Reads rows (all of them by default) into a ``pyarrow.Table``."""
-        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, **kwargs).to_table()
+    def sample(
+        self,
+        num_rows: int,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        randomize_order: bool = True,
+    ) -> pa.Table:
+        """`num_rows` live rows picked uniformly at random without replacement (in random
+        order, or in scan order when `randomize_order` is false)."""
+        total = self.count_rows()
+        if not isinstance(num_rows, int) or isinstance(num_rows, bool) or num_rows < 0:
+            raise InvalidArgumentError(f"num_rows must be a non-negative int, got {num_rows!r}")
+        if num_rows > total:
+            raise InvalidArgumentError(f"cannot sample {num_rows} rows from a dataset of {total} rows")
+        indices = random.sample(range(total), num_rows)
+        if not randomize_order:
+            indices.sort()
+        return self.take(indices, columns)
 
-    def to_batches(self, columns: Any = None, filter: Any = None, limit: Optional[int] = None, offset: Optional[int] = None,
-                   with_row_id: bool = False, with_row_address: bool = False, batch_size: Optional[int] = None,
-                   **kwargs: Any) -> Iterator[pa.RecordBatch]:
-        """Streams rows as record batches, decoded as the iterator advances."""
-        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, batch_size, **kwargs).to_batches()
-
-    def count_rows(self, filter: Any = None, **kwargs: Any) -> int:
-        """Live rows (matching `filter`)."""
-        return self.scanner(filter=filter, **kwargs).count_rows()
-
-    def head(self, num_rows: int, columns: Any = None, **kwargs: Any) -> pa.Table:
-        """The first `num_rows` rows."""
-        return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()
-
-    def take(self, indices: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+    def take(
+        self, indices: Any, columns: Any = None, *, with_row_id: bool = False, with_row_address: bool = False
+    ) -> pa.Table:
         """Rows at `indices` (positions in scan order, deleted rows not counted).
 
         The output follows the order of `indices`; repeats are allowed. One native call reads
@@ -293,6 +558,10 @@ class LanceDataset:
     def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
         """Another version (number or tag) of the same dataset."""
         return LanceDataset(self._uri, version, storage_options=self._storage_options)
+
+    def checkout_latest(self) -> None:
+        """Moves this object to the latest version (in place, as pylance does)."""
+        self._refresh_latest()
 
     def restore(self) -> "LanceDataset":
         """Makes this (older) version the latest, as a new version; returns self, now at it."""
@@ -396,7 +665,7 @@ class LanceDataset:
             else:
                 frag = json.loads(frag_json)
                 updated.append(frag)
-                written.append(FragmentMetadata(frag).deletion_file.path(fid))  # type: ignore[union-attr]
+                written.append(FragmentMetadata._from_dict(frag).deletion_file.path(fid))  # type: ignore[union-attr]
         return updated, removed, written
 
     def update(
@@ -465,14 +734,45 @@ class LanceDataset:
         }
         self._commit("Update", body, written)
 
-    def merge_insert(self, on: Union[str, List[str]]) -> "MergeInsertBuilder":
-        """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods."""
+    def merge_insert(self, on: Union[str, List[str], None] = None) -> "MergeInsertBuilder":
+        """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods.
+
+        pylance falls back to the schema's primary key when `on` is omitted; lancepy datasets
+        have no primary key, so `on` is required."""
+        if on is None:
+            raise InvalidArgumentError("merge_insert needs the key column(s): merge_insert(on=...)")
         return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
 
-    def insert(self, data: Any, mode: str = "append", **kwargs: Any) -> None:
-        """Appends (or overwrites with) `data`, like :func:`write_dataset`, and moves to it."""
-        kwargs.setdefault("storage_options", self._storage_options)
-        ds = write_dataset(data, self._uri, mode=mode, **kwargs)
+    def insert(
+        self,
+        data: Any,
+        *,
+        mode: str = "append",
+        schema: Optional[pa.Schema] = None,
+        max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+        max_rows_per_group: int = 1024,
+        max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+        data_cache_bytes: Optional[int] = None,
+        max_page_bytes: Optional[int] = None,
+        commit_lock: Any = None,
+        progress: Any = None,
+        storage_options: StorageOptions = None,
+        data_storage_version: Optional[str] = None,
+        use_legacy_format: Optional[bool] = None,
+        enable_stable_row_ids: bool = False,
+        auto_cleanup_options: Any = None,
+        commit_message: Optional[str] = None,
+        transaction_properties: Optional[Dict[str, str]] = None,
+    ) -> None:
+        """Appends (or overwrites with) `data` and moves this object to the new version.
+
+        The keyword parameters are :func:`write_dataset`'s (pylance forwards them there too);
+        `storage_options` default to the ones this dataset was opened with.
+        """
+        args = _args(locals())
+        args.pop("data")
+        args["storage_options"] = self._storage_options if storage_options is None else storage_options
+        ds = write_dataset(data, self._uri, **args)
         self._set_loaded(ds._loaded)
 
     # -- schema evolution ------------------------------------------------------------------
@@ -481,6 +781,7 @@ class LanceDataset:
         self,
         transforms: Any,
         read_columns: Optional[List[str]] = None,
+        reader_schema: Optional[pa.Schema] = None,
         batch_size: Optional[int] = None,
     ) -> None:
         """Adds columns without rewriting existing data files.
@@ -497,7 +798,14 @@ class LanceDataset:
 
         Each fragment gets one new data file holding the new columns for all its physical rows
         (deleted rows hold NULLs); a ``Merge`` transaction commits the result.
+        `reader_schema` is the schema of a reader given as `transforms` (checked, then
+        used); `batch_size` is accepted for pylance's signature (a function is called once
+        per fragment).
         """
+        if reader_schema is not None:
+            transforms = to_record_batch_reader(transforms, reader_schema)
+            if transforms.schema != reader_schema:
+                transforms = align_to_schema(transforms, reader_schema)
         schema = self.schema
         first_id = self.max_field_id + 1
         if isinstance(transforms, (pa.Field, pa.Schema)) or (
@@ -709,25 +1017,38 @@ class LanceDataset:
     def cleanup_old_versions(
         self,
         older_than: Optional[datetime.timedelta] = None,
+        retain_versions: Optional[int] = None,
         *,
         delete_unverified: bool = False,
         error_if_tagged_old_versions: bool = True,
+        delete_rate_limit: Optional[int] = None,
+        versions: Optional[List[int]] = None,
+        delete_concurrency: Optional[int] = None,
     ) -> "CleanupStats":
-        """Deletes manifests older than `older_than` (default two weeks) and every file only
-        they reference. The latest version and tagged versions are always kept; files that no
-        manifest references and that are younger than a week are kept unless
-        `delete_unverified` (they may belong to a commit in progress)."""
-        if older_than is None:
+        """Deletes old manifests and every file only they reference.
+
+        A version is old when it is older than `older_than` and, if `retain_versions` is
+        given, not among the `retain_versions` newest; with neither, the cutoff is two weeks
+        (pylance's default). The latest version and tagged versions are always kept; files
+        that no manifest references and that are younger than a week are kept unless
+        `delete_unverified` (they may belong to a commit in progress). Deleting only chosen
+        `versions`, rate limits and concurrency settings are not supported.
+        """
+        _refuse(delete_rate_limit=delete_rate_limit, versions=versions, delete_concurrency=delete_concurrency)
+        if retain_versions is not None and retain_versions < 1:
+            raise InvalidArgumentError(f"retain_versions must be at least 1, got {retain_versions}")
+        if older_than is None and retain_versions is None:
             older_than = datetime.timedelta(days=14)
-        cutoff = time.time() - older_than.total_seconds()
-        versions, _ = _commit.list_versions(self._store)
-        latest = max(versions)
+        cutoff = time.time() - older_than.total_seconds() if older_than is not None else float("inf")
+        listed, _ = _commit.list_versions(self._store)
+        latest = max(listed)
+        retained = set(sorted(listed)[-retain_versions:]) if retain_versions is not None else set()
         tagged = {t["version"] for t in self.tags.list().values()}
         keep, remove = [], []
-        for v in sorted(versions):
+        for v in sorted(listed):
             loaded = _commit.load_manifest(self._store, v)
             ts = (loaded.manifest.get("timestamp") or {}).get("seconds", 0)
-            if v == latest or ts >= cutoff:
+            if v == latest or ts >= cutoff or v in retained:
                 keep.append(loaded)
             elif v in tagged:
                 if error_if_tagged_old_versions:
@@ -740,12 +1061,13 @@ class LanceDataset:
         referenced = set().union(*(_files_of(m, own_only=True) for m in keep))
         removed_in_old = set().union(*(_files_of(m, own_only=False) for m in remove))
         unverified_cutoff = time.time() - 7 * 24 * 3600
+        file_cutoff = min(unverified_cutoff, cutoff)
         to_delete, bytes_removed = [], 0
         for prefix in ("data", "_deletions", _commit.TRANSACTIONS_DIR, _commit.VERSIONS_DIR):
             for path, size, mtime in self._store.list(prefix):
                 if path in referenced or path == _commit.HINT_FILE:
                     continue
-                if path in removed_in_old or delete_unverified or mtime < min(unverified_cutoff, cutoff):
+                if path in removed_in_old or delete_unverified or mtime < file_cutoff:
                     if prefix == _commit.VERSIONS_DIR and path not in removed_in_old and not path.rsplit("/", 1)[-1].startswith("."):
                         continue  # never delete a manifest we did not decide to remove
                     to_delete.append(path)
@@ -760,24 +1082,47 @@ class LanceDataset:
 
     @staticmethod
     def commit(
-        base_uri: PathLike,
+        base_uri: Union[PathLike, "LanceDataset"],
         operation: "LanceOperation.BaseOperation",
         read_version: Optional[int] = None,
         commit_lock: Any = None,
         storage_options: StorageOptions = None,
         enable_v2_manifest_paths: Optional[bool] = None,
-        *,
+        detached: Optional[bool] = False,
         max_retries: int = 20,
+        *,
+        commit_message: Optional[str] = None,
+        enable_stable_row_ids: Optional[bool] = None,
+        namespace_client: Any = None,
+        table_id: Optional[List[str]] = None,
+        namespace_client_managed_versioning: bool = False,
+        base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
+        commit_timeout: Optional[datetime.timedelta] = datetime.timedelta(seconds=1800),
     ) -> "LanceDataset":
         """Commits an operation built from fragments written elsewhere (e.g. by
         :func:`lancepy.fragment.write_fragments` in worker tasks).
 
         `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
         commits there are safe because the manifest is created with a conditional PUT.
-        `commit_lock` is not supported (the commit protocol needs no lock).
+        Commit locks (the protocol needs none), detached commits, commit messages, stable
+        row ids at commit, namespaces and per-base store parameters are not supported:
+        giving one raises :class:`~lancepy.exceptions.NotSupportedError`. `commit_timeout`
+        is accepted; commits are bounded by `max_retries`.
         """
         if commit_lock is not None:
             raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
+        _refuse(
+            detached=detached or None,
+            commit_message=commit_message,
+            enable_stable_row_ids=enable_stable_row_ids,
+            namespace_client=namespace_client,
+            table_id=table_id,
+            namespace_client_managed_versioning=namespace_client_managed_versioning or None,
+            base_store_params=base_store_params,
+        )
+        if isinstance(base_uri, LanceDataset):
+            storage_options = base_uri._storage_options if storage_options is None else storage_options
+            base_uri = base_uri.uri
         uri = _uri(base_uri)
         options = normalize_storage_options(storage_options)
         store = _lancepy.Store(uri, options)
@@ -792,6 +1137,11 @@ class LanceDataset:
             store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
         )
         return LanceDataset(uri, storage_options=options, _loaded=result.manifest)
+
+
+def _args(scope: Dict[str, Any]) -> Dict[str, Any]:
+    """A method's arguments (its ``locals()`` on entry) without ``self``, to forward."""
+    return {k: v for k, v in scope.items() if k != "self"}
 
 
 def _indices(indices: Any) -> Any:
@@ -811,7 +1161,7 @@ def _files_of(loaded: _commit.LoadedManifest, *, own_only: bool) -> set:
         for df in frag.get("files", []):
             if not own_only or df.get("base_id") is None:
                 out.add(f"data/{df['path']}")
-        deletion = FragmentMetadata(frag).deletion_file
+        deletion = FragmentMetadata._from_dict(frag).deletion_file
         if deletion is not None:
             out.add(deletion.path(frag.get("id", 0)))
     return out
@@ -986,6 +1336,29 @@ class LanceScanner:
             if t.num_rows:
                 yield from self._finish(t).to_batches()
 
+    def to_pandas(self, *, blob_mode: str = "lazy") -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas). `blob_mode` only matters for
+        blob columns, which lancepy reads as plain binary."""
+        return self.to_table().to_pandas()
+
+    def head(self, num_rows: int) -> pa.Table:
+        """The first `num_rows` rows of the scan."""
+        if num_rows < 0:
+            raise InvalidArgumentError(f"num_rows must be non-negative, got {num_rows}")
+        out: List[pa.RecordBatch] = []
+        remaining = num_rows
+        for b in self.to_batches():
+            if remaining <= 0:
+                break
+            out.append(b.slice(0, remaining))
+            remaining -= min(b.num_rows, remaining)
+        return pa.Table.from_batches(out, schema=self.projected_schema)
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        """The schema of the dataset being scanned."""
+        return self._ds.schema
+
     def to_reader(self) -> pa.RecordBatchReader:
         """A ``pyarrow.RecordBatchReader`` over the scan."""
         schema = self.projected_schema
@@ -1032,8 +1405,31 @@ class Tags:
         self._check_name(tag)
         return f"{TAGS_DIR}/{tag}.json"
 
+    def _resolve(self, reference: Any) -> int:
+        """A version number from pylance's tag references: ``None`` (this version), a
+        version number, a tag name or ``(branch, version)`` with no branch."""
+        if reference is None:
+            return self._ds.version
+        if isinstance(reference, tuple):
+            if len(reference) != 2:
+                raise InvalidArgumentError(f"a reference tuple is (branch, version), got {reference!r}")
+            branch, version = reference
+            if branch is not None:
+                raise UnsupportedError(f"branch {branch!r}: lancepy does not support branches")
+            return self._ds.latest_version if version is None else self._check_version(version)
+        if isinstance(reference, str):
+            return self.get_version(reference)
+        return self._check_version(reference)
+
+    def _check_version(self, version: Any) -> int:
+        if not isinstance(version, int) or isinstance(version, bool) or version <= 0:
+            raise InvalidArgumentError(f"a version is a positive int, got {version!r}")
+        _commit.load_manifest(self._store, version)  # raises VersionNotFoundError
+        return version
+
     def list(self) -> Dict[str, Dict[str, Any]]:
-        """``{tag: {"version": N, "manifest_size": M}}``."""
+        """``{tag: {"branch", "version", "created_at", "updated_at", "manifest_size",
+        "metadata"}}`` (pylance's keys; times are aware UTC datetimes)."""
         out = {}
         for path, _size, _mtime in self._store.list(TAGS_DIR):
             if not path.endswith(".json"):
@@ -1043,7 +1439,14 @@ class Tags:
                 doc = json.loads(self._store.read(path))
             except (ValueError, NotFoundError):
                 continue
-            out[name] = {"version": doc.get("version"), "manifest_size": doc.get("manifestSize", doc.get("manifest_size"))}
+            out[name] = {
+                "branch": doc.get("branch"),
+                "version": doc.get("version"),
+                "created_at": _parse_time(doc.get("createdAt")),
+                "updated_at": _parse_time(doc.get("updatedAt")),
+                "manifest_size": doc.get("manifestSize", doc.get("manifest_size")),
+                "metadata": doc.get("metadata") or {},
+            }
         return out
 
     def get_version(self, tag: str) -> int:
@@ -1068,14 +1471,17 @@ class Tags:
         }
         return json.dumps(doc, indent=2).encode()
 
-    def create(self, tag: str, version: int) -> None:
-        """Tags `version` (which must exist); the tag must not exist yet."""
+    def create(self, tag: str, reference: Union[int, str, tuple, None] = None) -> None:
+        """Tags the version `reference` names (default: this dataset's version); the tag
+        must not exist yet."""
+        version = self._resolve(reference)
         if not self._store.put_if_not_exists(self._path(tag), self._contents(version)):
             raise InvalidArgumentError(f"tag {tag!r} already exists; use tags.update to move it")
 
-    def update(self, tag: str, version: int) -> None:
-        """Moves an existing tag to `version`."""
+    def update(self, tag: str, reference: Union[int, str, tuple, None] = None) -> None:
+        """Moves an existing tag to the version `reference` names (default: this one)."""
         self.get_version(tag)
+        version = self._resolve(reference)
         created = json.loads(self._store.read(self._path(tag))).get("createdAt")
         self._store.put(self._path(tag), self._contents(version, created))
 
@@ -1083,6 +1489,15 @@ class Tags:
         """Removes a tag."""
         self.get_version(tag)
         self._store.delete([self._path(tag)])
+
+
+def _parse_time(text: Any) -> Optional[datetime.datetime]:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -1112,16 +1527,50 @@ class DatasetOptimizer:
     def compact_files(
         self,
         *,
-        target_rows_per_fragment: int = 1024 * 1024,
-        max_rows_per_group: int = 1024,
-        materialize_deletions: bool = True,
-        materialize_deletions_threshold: float = 0.1,
+        target_rows_per_fragment: Optional[int] = None,
+        max_rows_per_group: Optional[int] = None,
+        max_bytes_per_file: Optional[int] = None,
+        materialize_deletions: Optional[bool] = None,
+        materialize_deletions_threshold: Optional[float] = None,
+        defer_index_remap: Optional[bool] = None,
         num_threads: Optional[int] = None,
-        **_ignored: Any,
+        batch_size: Optional[int] = None,
+        compaction_mode: Optional[str] = None,
+        binary_copy_read_batch_bytes: Optional[int] = None,
+        max_source_fragments: Optional[int] = None,
+        max_source_rows: Optional[int] = None,
+        max_source_bytes: Optional[int] = None,
+        excluded_fragment_ids: Optional[List[int]] = None,
+        data_storage_version: Optional[str] = None,
     ) -> CompactionMetrics:
         """Rewrites runs of small fragments (and fragments with many deletions) into
-        fragments of up to `target_rows_per_fragment` live rows, dropping deleted rows.
-        Commits a ``Rewrite``; row addresses change, data does not."""
+        fragments of up to `target_rows_per_fragment` live rows (default 1 Mi), dropping
+        deleted rows when more than `materialize_deletions_threshold` (default 0.1) of a
+        fragment is deleted. Commits a ``Rewrite``; row addresses change, data does not.
+
+        `max_rows_per_group`, `num_threads`, `batch_size` and `binary_copy_read_batch_bytes`
+        are tuning knobs and ignored; `compaction_mode` ``"reencode"`` is what lancepy does.
+        Byte-sized files, deferred index remapping, binary copies, source limits, excluded
+        fragments and changing the data storage version are not supported.
+        """
+        _refuse(
+            max_bytes_per_file=max_bytes_per_file,
+            defer_index_remap=defer_index_remap or None,
+            compaction_mode=None if compaction_mode in (None, "reencode") else compaction_mode,
+            max_source_fragments=max_source_fragments,
+            max_source_rows=max_source_rows,
+            max_source_bytes=max_source_bytes,
+            excluded_fragment_ids=excluded_fragment_ids or None,
+            data_storage_version=data_storage_version,
+        )
+        if target_rows_per_fragment is None:
+            target_rows_per_fragment = 1024 * 1024
+        if target_rows_per_fragment <= 0:
+            raise InvalidArgumentError(f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}")
+        if materialize_deletions is None:
+            materialize_deletions = True
+        if materialize_deletions_threshold is None:
+            materialize_deletions_threshold = 0.1
         ds = self._ds
         rows = ds._snapshot_rows()
         frags = ds._loaded.manifest.get("fragments", [])
@@ -1244,13 +1693,13 @@ class MergeInsertBuilder:
         self._delete_condition = compile_filter(expr, self._ds.schema)
         return self
 
-    def execute(self, data: Any, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
+    def execute(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
         """Runs the merge as one ``Update`` transaction; returns counts like pylance.
 
         If a concurrent commit conflicts, the merge is re-applied to the latest version (see
         :meth:`conflict_retries` and :meth:`retry_timeout`).
         """
-        source = to_record_batch_reader(data, schema).read_all()
+        source = to_record_batch_reader(data_obj, schema).read_all()
         source = align_to_schema(source.to_reader(), self._ds.schema).read_all()
         return self._ds._retry_on_conflict(lambda: self._execute_once(source), self._conflict_retries, self._retry_timeout)
 
@@ -1332,11 +1781,16 @@ class LanceOperation:
     class Overwrite(BaseOperation):
         """Replaces all data (and the schema)."""
 
-        new_schema: pa.Schema
+        new_schema: Union[pa.Schema, "LanceSchema"]
         fragments: List[FragmentMetadata]
+        initial_bases: Optional[List[Any]] = None
 
         def _to_body(self, store: Any, read_version: int) -> Any:
-            lance = lance_fields_for(self.new_schema)
+            _refuse(initial_bases=self.initial_bases)
+            if isinstance(self.new_schema, LanceSchema):
+                lance = {"fields": self.new_schema._fields, "metadata": self.new_schema._metadata}
+            else:
+                lance = lance_fields_for(self.new_schema)
             frags = [_frag_json(f) for f in self.fragments]
             return "Overwrite", {"fragments": frags, "schema": lance["fields"], "schema_metadata": lance["metadata"]}
 
@@ -1346,7 +1800,7 @@ class LanceOperation:
 
         updated_fragments: List[FragmentMetadata]
         deleted_fragment_ids: List[int]
-        predicate: str = ""
+        predicate: str
 
         def _to_body(self, store: Any, read_version: int) -> Any:
             return "Delete", {
@@ -1365,6 +1819,215 @@ class LanceOperation:
             return "Restore", {"version": self.version}
 
 
+    @dataclass
+    class Merge(BaseOperation):
+        """Replaces the fragment list and the schema (new columns in new data files).
+
+        `schema` is a :class:`LanceSchema` (field ids as given) or a ``pyarrow.Schema``:
+        columns named as in the dataset keep their field ids, new ones get new ids."""
+
+        fragments: List[FragmentMetadata]
+        schema: Union["LanceSchema", pa.Schema]
+        preserves_nullability: bool = False
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            fields, metadata = _schema_fields(self.schema, store, read_version)
+            return "Merge", {
+                "fragments": [_frag_json(f) for f in self.fragments],
+                "schema": fields,
+                "schema_metadata": metadata,
+            }
+
+    @dataclass
+    class Project(BaseOperation):
+        """Changes the schema only (drops, renames, reorders columns); data files are not
+        touched. `schema` as for :class:`Merge`."""
+
+        schema: Union["LanceSchema", pa.Schema]
+        preserves_nullability: bool = False
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            fields, _metadata = _schema_fields(self.schema, store, read_version)
+            return "Project", {"schema": fields}
+
+    @dataclass
+    class UpdateMap:
+        """Key updates of a string map: a ``None`` value deletes its key; `replace` drops
+        every key not given."""
+
+        updates: Dict[str, Optional[str]]
+        replace: bool = False
+
+        def _to_json(self) -> Dict[str, Any]:
+            return _update_map(self.updates, self.replace)
+
+    @dataclass
+    class UpdateConfig(BaseOperation):
+        """Updates the table config, table metadata, schema metadata and field metadata
+        (field ids → :class:`UpdateMap`)."""
+
+        config_updates: Optional["LanceOperation.UpdateMap"] = None
+        table_metadata_updates: Optional["LanceOperation.UpdateMap"] = None
+        schema_metadata_updates: Optional["LanceOperation.UpdateMap"] = None
+        field_metadata_updates: Optional[Dict[int, "LanceOperation.UpdateMap"]] = None
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            body: Dict[str, Any] = {}
+            for name in ("config_updates", "table_metadata_updates", "schema_metadata_updates"):
+                value = getattr(self, name)
+                if value is not None:
+                    body[name] = value._to_json()
+            if self.field_metadata_updates:
+                body["field_metadata_updates"] = {str(int(k)): v._to_json() for k, v in self.field_metadata_updates.items()}
+            return "UpdateConfig", body
+
+    @dataclass
+    class Update(BaseOperation):
+        """Removes and updates fragments and adds new ones (rows rewritten elsewhere)."""
+
+        removed_fragment_ids: List[int] = field(default_factory=list)
+        updated_fragments: List[FragmentMetadata] = field(default_factory=list)
+        new_fragments: List[FragmentMetadata] = field(default_factory=list)
+        fields_modified: List[int] = field(default_factory=list)
+        fields_for_preserving_frag_bitmap: List[int] = field(default_factory=list)
+        update_mode: str = ""
+        updated_fragment_offsets: Optional[Dict[int, bytes]] = None
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            _refuse(updated_fragment_offsets=self.updated_fragment_offsets)
+            modes = {"": 0, "rewrite_rows": 0, "rewrite_columns": 1}
+            if self.update_mode not in modes:
+                raise InvalidArgumentError(f"update_mode must be 'rewrite_rows' or 'rewrite_columns', got {self.update_mode!r}")
+            return "Update", {
+                "removed_fragment_ids": [int(i) for i in self.removed_fragment_ids],
+                "updated_fragments": [_frag_json(f) for f in self.updated_fragments],
+                "new_fragments": [_frag_json(f) for f in self.new_fragments],
+                "fields_modified": [int(i) for i in self.fields_modified],
+                "fields_for_preserving_frag_bitmap": [int(i) for i in self.fields_for_preserving_frag_bitmap],
+                "update_mode": modes[self.update_mode],
+            }
+
+    @dataclass
+    class RewriteGroup:
+        """Old fragments and the new fragments holding the same rows."""
+
+        old_fragments: List[FragmentMetadata]
+        new_fragments: List[FragmentMetadata]
+
+    @dataclass
+    class Rewrite(BaseOperation):
+        """Replaces groups of fragments by new ones with the same rows (compaction).
+        Remapping indices (`rewritten_indices`) is not supported."""
+
+        groups: List["LanceOperation.RewriteGroup"]
+        rewritten_indices: List[Any]
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            _refuse(rewritten_indices=list(self.rewritten_indices) or None)
+            groups = [
+                {"old_fragments": [_frag_json(f) for f in g.old_fragments], "new_fragments": [_frag_json(f) for f in g.new_fragments]}
+                for g in self.groups
+            ]
+            return "Rewrite", {
+                "old_fragments": [f for g in groups for f in g["old_fragments"]],
+                "new_fragments": [f for g in groups for f in g["new_fragments"]],
+                "groups": groups,
+            }
+
+    @dataclass
+    class DataReplacementGroup:
+        """A new data file for fragment `fragment_id`, replacing the file with the same
+        field ids."""
+
+        fragment_id: int
+        new_file: DataFile
+
+    @dataclass
+    class DataReplacement(BaseOperation):
+        """Swaps data files of fragments (same fields, same rows)."""
+
+        replacements: List["LanceOperation.DataReplacementGroup"]
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            return "DataReplacement", {
+                "replacements": [
+                    {"fragment_id": int(r.fragment_id), "new_file": r.new_file._to_dict()} for r in self.replacements
+                ]
+            }
+
+
+class LanceSchema:
+    """A dataset schema with its Lance field ids (``ds.lance_schema``), for
+    :class:`LanceOperation.Project` and :class:`LanceOperation.Merge`."""
+
+    def __init__(self, fields: List[Dict[str, Any]], metadata: Optional[Dict[str, Any]] = None) -> None:
+        self._fields = copy.deepcopy(fields)
+        self._metadata = dict(metadata or {})
+
+    def to_pyarrow(self) -> pa.Schema:
+        """The Arrow schema."""
+        return _schema_of(self._fields, self._metadata)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LanceSchema) and (self._fields, self._metadata) == (other._fields, other._metadata)
+
+    def __repr__(self) -> str:
+        return f"LanceSchema({self.to_pyarrow()})"
+
+
+def _update_map(values: Dict[str, Optional[str]], replace: bool) -> Dict[str, Any]:
+    """The JSON form of a transaction ``UpdateMap``."""
+    if not isinstance(values, dict):
+        raise InvalidArgumentError(f"expected a dict of str to str or None, got {type(values).__name__}")
+    entries = []
+    for k, v in values.items():
+        if not isinstance(k, str) or not (v is None or isinstance(v, str)):
+            raise InvalidArgumentError(f"keys and values must be strings (or None to delete), got {k!r}: {v!r}")
+        entries.append({"key": k, "value": v})
+    return {"update_entries": entries, "replace": bool(replace)}
+
+
+def _schema_fields(schema: Any, store: Any, read_version: int) -> Any:
+    """Lance fields and schema metadata for `schema` (a :class:`LanceSchema` as is; a
+    ``pyarrow.Schema`` keeps the field ids of same-named, same-typed top-level columns of
+    version `read_version` and numbers new ones after its largest id)."""
+    if isinstance(schema, LanceSchema):
+        return copy.deepcopy(schema._fields), dict(schema._metadata)
+    if not isinstance(schema, pa.Schema):
+        raise InvalidArgumentError(f"expected a LanceSchema or pyarrow.Schema, got {type(schema).__name__}")
+    base = _commit.load_manifest(store, read_version).manifest if read_version else {}
+    base_fields = base.get("fields", [])
+    base_md = base.get("schema_metadata", {})
+    base_schema = _schema_of(base_fields, base_md) if base_fields else pa.schema([])
+    next_id = max([f.get("id", 0) for f in base_fields] + [-1]) + 1
+    for frag in base.get("fragments", []):
+        for df in frag.get("files", []):
+            next_id = max([next_id] + [i + 1 for i in df.get("fields", [])])
+    children: Dict[int, List[Dict[str, Any]]] = {}
+    for f in base_fields:
+        children.setdefault(f.get("parent_id", -1), []).append(f)
+
+    def subtree(f: Dict[str, Any]) -> List[Dict[str, Any]]:
+        out = [copy.deepcopy(f)]
+        for c in children.get(f.get("id", 0), []):
+            out.extend(subtree(c))
+        return out
+
+    top = {f.get("name"): f for f in children.get(-1, [])}
+    fields: List[Dict[str, Any]] = []
+    for af in schema:
+        old = top.get(af.name)
+        if old is not None and base_schema.field(af.name).type == af.type:
+            entries = subtree(old)
+            entries[0]["nullable"] = af.nullable
+        else:
+            entries = lance_fields_for(pa.schema([af]), next_id)["fields"]
+            next_id = max([next_id] + [e.get("id", 0) + 1 for e in entries])
+        fields.extend(entries)
+    metadata = lance_fields_for(pa.schema([], metadata=schema.metadata))["metadata"] if schema.metadata else base_md
+    return fields, metadata
+
+
 def _frag_json(f: Any) -> Dict[str, Any]:
     if isinstance(f, FragmentMetadata):
         return f.to_json()
@@ -1381,7 +2044,7 @@ def _refuse(**options: Any) -> None:
 
 
 def dataset(
-    uri: PathLike,
+    uri: Optional[PathLike] = None,
     version: Union[int, str, None] = None,
     asof: Any = None,
     block_size: Optional[int] = None,
@@ -1393,17 +2056,22 @@ def dataset(
     index_cache_size_bytes: Optional[int] = None,
     read_params: Optional[Dict[str, Any]] = None,
     session: Any = None,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
+    base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
 ) -> LanceDataset:
     """Opens a dataset at `version` (a number or a tag name; default: the latest).
 
     `uri` is a local path, ``file://``, ``memory://``, ``s3://``, ``gs://`` or ``az://`` /
     ``abfss://`` URI; `storage_options` configure the object store (pylance's keys, e.g.
     ``aws_access_key_id``, ``aws_endpoint``, ``allow_http``; see :mod:`lancepy._storage`).
-    Opening lists ``_versions/`` once and reads one manifest. The other parameters are
-    pylance's and are not supported: giving one raises :class:`UnsupportedError`.
+    `asof` (a ``datetime``, naive = local time, or an ISO-8601 string) opens the newest
+    version committed at or before that time. Opening lists ``_versions/`` once and reads
+    one manifest. Caches, commit locks, sessions, namespaces and per-base store parameters
+    are pylance's and not supported: giving one raises
+    :class:`~lancepy.exceptions.NotSupportedError`.
     """
     _refuse(
-        asof=asof,
         block_size=block_size,
         commit_lock=commit_lock,
         index_cache_size=index_cache_size,
@@ -1412,44 +2080,120 @@ def dataset(
         index_cache_size_bytes=index_cache_size_bytes,
         read_params=read_params,
         session=session,
+        namespace_client=namespace_client,
+        table_id=table_id,
+        base_store_params=base_store_params,
     )
+    if uri is None:
+        raise InvalidArgumentError("dataset() needs a uri (lancepy has no namespace support)")
+    if asof is not None:
+        if version is not None:
+            raise InvalidArgumentError("give either version or asof, not both")
+        version = _version_asof(_uri(uri), asof, normalize_storage_options(storage_options))
     return LanceDataset(uri, version, storage_options=storage_options)
 
 
+def _version_asof(uri: str, asof: Any, options: Optional[Dict[str, str]]) -> int:
+    """The newest version committed at or before `asof`."""
+    if isinstance(asof, str):
+        try:
+            asof = datetime.datetime.fromisoformat(asof)
+        except ValueError:
+            raise InvalidArgumentError(f"asof {asof!r} is not an ISO-8601 timestamp") from None
+    if isinstance(asof, datetime.datetime):
+        cutoff = asof.timestamp()  # naive: local time, as pylance reads it
+    elif hasattr(asof, "to_pydatetime"):  # pandas / numpy timestamps
+        cutoff = asof.to_pydatetime().timestamp()
+    else:
+        raise InvalidArgumentError(f"asof must be a datetime or an ISO-8601 string, got {type(asof).__name__}")
+    store = _lancepy.Store(uri, options)
+    versions, _ = _commit.list_versions(store)
+    if not versions:
+        _commit.load_manifest(store)  # raises DatasetNotFoundError with the right message
+    best = None
+    for v in sorted(versions):
+        ts = _commit.load_manifest(store, v).manifest.get("timestamp") or {}
+        if ts.get("seconds", 0) + ts.get("nanos", 0) / 1e9 <= cutoff:
+            best = v
+    if best is None:
+        raise VersionNotFoundError(f"{uri} has no version committed at or before {asof}")
+    return best
+
+
 def write_dataset(
-    data: Any,
-    uri: PathLike,
+    data_obj: Any,
+    uri: Optional[PathLike] = None,
     schema: Optional[pa.Schema] = None,
     mode: str = "create",
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_rows_per_group: int = 1024,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-    max_rows_per_group: Optional[int] = None,
+    data_cache_bytes: Optional[int] = None,
+    max_page_bytes: Optional[int] = None,
     commit_lock: Any = None,
     progress: Any = None,
     storage_options: StorageOptions = None,
     data_storage_version: Optional[str] = None,
     use_legacy_format: Optional[bool] = None,
     enable_v2_manifest_paths: bool = True,
+    enable_stable_row_ids: bool = False,
+    auto_cleanup_options: Any = None,
     commit_message: Optional[str] = None,
+    transaction_properties: Optional[Dict[str, str]] = None,
+    initial_bases: Optional[List[Any]] = None,
+    target_bases: Optional[List[str]] = None,
+    target_all_bases: Optional[bool] = None,
+    base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
+    external_blob_mode: str = "reference",
+    allow_external_blob_outside_bases: bool = False,
+    blob_pack_file_size_threshold: Optional[int] = None,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
+    session: Any = None,
 ) -> LanceDataset:
-    """Writes `data` as a new version of the dataset at `uri`.
+    """Writes `data_obj` as a new version of the dataset at `uri`.
 
     `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
     or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
-    `storage_options` configure an object store (see :func:`dataset`). `max_rows_per_group`,
-    `commit_lock`, `progress`, `use_legacy_format` and `commit_message` are pylance's and
-    not supported: giving one raises :class:`UnsupportedError`.
+    `storage_options` configure an object store (see :func:`dataset`). New datasets are
+    written with ``data_storage_version`` 2.2 (pylance 14's default) unless told otherwise.
+    `max_rows_per_group` only applies to pylance's legacy format and is ignored, as pylance
+    does for 2.x files. Options lancepy does not build (page and cache sizes, commit locks,
+    progress callbacks, auto-cleanup, commit messages, transaction properties, base paths,
+    external blobs, namespaces, sessions, the legacy format) raise
+    :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
-    if mode not in ("create", "append", "overwrite"):
-        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
+    data = data_obj
+    if uri is None:
+        raise InvalidArgumentError("write_dataset needs a uri (lancepy has no namespace support)")
+    if isinstance(uri, LanceDataset):
+        uri = uri.uri
+    if max_rows_per_group <= 0:
+        raise InvalidArgumentError("max_rows_per_group must be positive")
     _refuse(
-        max_rows_per_group=max_rows_per_group,
+        data_cache_bytes=data_cache_bytes,
+        max_page_bytes=max_page_bytes,
         commit_lock=commit_lock,
         progress=progress,
         use_legacy_format=use_legacy_format,
+        enable_stable_row_ids=enable_stable_row_ids or None,
+        auto_cleanup_options=auto_cleanup_options,
         commit_message=commit_message,
+        transaction_properties=transaction_properties,
+        initial_bases=initial_bases,
+        target_bases=target_bases,
+        target_all_bases=target_all_bases,
+        base_store_params=base_store_params,
+        external_blob_mode=None if external_blob_mode == "reference" else external_blob_mode,
+        allow_external_blob_outside_bases=allow_external_blob_outside_bases or None,
+        blob_pack_file_size_threshold=blob_pack_file_size_threshold,
+        namespace_client=namespace_client,
+        table_id=table_id,
+        session=session,
     )
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
     u = _uri(uri)
     options = normalize_storage_options(storage_options)
     store = _lancepy.Store(u, options)
