@@ -1,0 +1,269 @@
+"""The everyday pylance API on lancepy, checked against pylance on the same dataset.
+
+Each test writes with one library and reads with the other (or runs both on one dataset)
+and compares values: pandas conversion, sampling, time travel by timestamp, moving to the
+latest version, table config, table/schema/field metadata, version cleanup, and commits
+of ``LanceOperation`` Merge / Project / UpdateConfig / Update / Rewrite / DataReplacement.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import pyarrow as pa
+import pytest
+
+import lancepy
+from lancepy import LanceOperation
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, NotSupportedError, VersionNotFoundError
+
+lance = pytest.importorskip("lance", reason="pylance (the reference implementation) is not installed")
+pytestmark = pytest.mark.interop
+
+
+def _table(n: int = 100, start: int = 0) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table({"id": ids, "name": [f"n{i}" for i in ids], "score": [i / 4 for i in ids]})
+
+
+@pytest.fixture
+def uri(tmp_path):
+    u = str(tmp_path / "d.lance")
+    lancepy.write_dataset(_table(100), u, max_rows_per_file=40)
+    ds = lancepy.dataset(u)
+    ds.delete("id % 7 = 3")
+    return u
+
+
+def test_to_pandas_matches_pylance(uri) -> None:
+    pd = pytest.importorskip("pandas")
+    ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+    pd.testing.assert_frame_equal(ours.to_pandas(), theirs.to_pandas())
+    pd.testing.assert_frame_equal(
+        ours.to_pandas(columns=["name"], filter="id > 50", limit=5),
+        theirs.to_pandas(columns=["name"], filter="id > 50", limit=5),
+    )
+    pd.testing.assert_frame_equal(ours.scanner(filter="score < 3").to_pandas(), theirs.scanner(filter="score < 3").to_pandas())
+    for f_ours, f_theirs in zip(ours.get_fragments(), theirs.get_fragments()):
+        pd.testing.assert_frame_equal(f_ours.to_pandas(), f_theirs.to_pandas())
+        pd.testing.assert_frame_equal(f_ours.to_pandas(columns=["id"], limit=3), f_theirs.to_pandas(columns=["id"], limit=3))
+
+
+def test_fragment_reads_match_pylance(uri) -> None:
+    ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+    for f_ours, f_theirs in zip(ours.get_fragments(), theirs.get_fragments()):
+        assert f_ours.fragment_id == f_theirs.fragment_id
+        assert f_ours.deletion_file() == f_theirs.deletion_file()
+        assert f_ours.head(4).equals(f_theirs.head(4))
+        assert f_ours.to_table(["id"], "id > 10", 5).equals(f_theirs.to_table(["id"], "id > 10", 5))
+        assert f_ours.count_rows("id > 10") == f_theirs.count_rows("id > 10")
+        assert lancepy.LanceFragment(ours, f_ours.fragment_id).to_table().equals(f_theirs.to_table())
+    assert ours.head(7, columns=["id"]).equals(theirs.head(7, columns=["id"]))
+    assert ours.scanner(filter="id > 5").head(3).equals(theirs.scanner(filter="id > 5").head(3))
+
+
+def test_sample(uri) -> None:
+    ds = lancepy.dataset(uri)
+    all_ids = set(ds.to_table().column("id").to_pylist())
+    s = ds.sample(20)
+    assert s.num_rows == 20 and s.schema == ds.schema
+    ids = s.column("id").to_pylist()
+    assert len(set(ids)) == 20 and set(ids) <= all_ids
+    ordered = ds.sample(30, columns=["id"], randomize_order=False).column("id").to_pylist()
+    assert ordered == sorted(ordered) and len(set(ordered)) == 30
+    assert ds.sample(0).num_rows == 0
+    with pytest.raises(InvalidArgumentError):
+        ds.sample(len(all_ids) + 1)
+    # Uniform: over many draws every row turns up.
+    seen = set()
+    for _ in range(60):
+        seen |= set(ds.sample(10, columns=["id"]).column("id").to_pylist())
+    assert seen == all_ids
+
+
+def test_checkout_latest_and_asof(tmp_path) -> None:
+    u = str(tmp_path / "t.lance")
+    lancepy.write_dataset(_table(10), u)
+    stale = lancepy.dataset(u)
+    times = []
+    for i in range(3):
+        time.sleep(0.05)
+        times.append(datetime.datetime.now())
+        time.sleep(0.05)
+        lancepy.write_dataset(_table(10, 100 * (i + 1)), u, mode="append")
+    assert stale.version == 1
+    assert stale.checkout_latest() is None
+    assert stale.version == 4 and stale.count_rows() == 40
+    for t in times:
+        ours = lancepy.dataset(u, asof=t)
+        theirs = lance.dataset(u, asof=t)
+        assert ours.version == theirs.version
+        assert ours.to_table().equals(theirs.to_table())
+    assert lancepy.dataset(u, asof=times[1].isoformat()).version == 2
+    with pytest.raises(VersionNotFoundError):
+        lancepy.dataset(u, asof=datetime.datetime(2000, 1, 1))
+    with pytest.raises(InvalidArgumentError):
+        lancepy.dataset(u, version=1, asof=times[0])
+
+
+def test_config_both_ways(uri) -> None:
+    ds = lancepy.dataset(uri)
+    assert ds.update_config({"a": "1", "b": "2"}) == {"a": "1", "b": "2"}
+    assert lance.dataset(uri).config() == {"a": "1", "b": "2"}
+    ds.delete_config_keys(["a", "missing"])
+    assert lance.dataset(uri).config() == {"b": "2"}
+    theirs = lance.dataset(uri)
+    theirs.update_config({"c": "3"})
+    ds.checkout_latest()
+    assert ds.config() == {"b": "2", "c": "3"}
+    assert ds.update_config({"z": "9"}, replace=True) == {"z": "9"}
+    assert lance.dataset(uri).config() == {"z": "9"}
+    with pytest.raises(InvalidArgumentError):
+        ds.update_config({"k": 1})
+    # Still a readable dataset for both.
+    assert lance.dataset(uri).to_table().equals(lancepy.dataset(uri).to_table())
+
+
+def test_metadata_both_ways(uri) -> None:
+    ds = lancepy.dataset(uri)
+    assert ds.update_schema_metadata({"owner": "me"}) == {"owner": "me"}
+    ds.update_field_metadata({"name": {"unit": "none"}, "id": {"pk": "yes"}})
+    assert ds.update_metadata({"team": "x"}) == {"team": "x"}
+    theirs = lance.dataset(uri)
+    assert theirs.schema.metadata == {b"owner": b"me"}
+    assert theirs.schema.field("name").metadata == {b"unit": b"none"}
+    assert theirs.schema.field("id").metadata == {b"pk": b"yes"}
+    assert theirs.metadata == {"team": "x"}
+    assert theirs.schema == lancepy.dataset(uri).schema
+    theirs.update_schema_metadata({"owner": None, "k": "v"})
+    theirs.update_field_metadata({"id": {"pk": None, "q": "1"}})
+    ds.checkout_latest()
+    assert ds.schema_metadata == {"k": "v"}
+    assert ds.schema.field("id").metadata == {b"q": b"1"}
+    ds.replace_schema_metadata({"only": "this"})
+    ds.replace_field_metadata("name", {"x": "y"})
+    theirs = lance.dataset(uri)
+    assert theirs.schema.metadata == {b"only": b"this"}
+    assert theirs.schema.field("name").metadata == {b"x": b"y"}
+    with pytest.raises(ColumnNotFoundError):
+        ds.update_field_metadata({"nope": {"a": "b"}})
+
+
+def test_nested_field_metadata(tmp_path) -> None:
+    u = str(tmp_path / "n.lance")
+    t = pa.table({"s": pa.array([{"x": 1, "y": "a"}], pa.struct([("x", pa.int32()), ("y", pa.string())]))})
+    ds = lancepy.write_dataset(t, u)
+    ds.update_field_metadata({"s.x": {"deep": "1"}})
+    assert lance.dataset(u).schema.field("s").type.field("x").metadata == {b"deep": b"1"}
+
+
+def test_cleanup_retain_versions_matches_pylance(tmp_path) -> None:
+    def make(u: str) -> None:
+        lancepy.write_dataset(_table(5), u)
+        for i in range(4):
+            lancepy.write_dataset(_table(5, 10 * (i + 1)), u, mode="append")
+
+    a, b = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    make(a)
+    make(b)
+    stats = lancepy.dataset(a).cleanup_old_versions(retain_versions=2)
+    lance.dataset(b).cleanup_old_versions(retain_versions=2)
+    ours = [v["version"] for v in lancepy.dataset(a).versions()]
+    theirs = [v["version"] for v in lance.dataset(b).versions()]
+    assert ours == theirs == [4, 5]
+    assert stats.old_versions == 3
+    assert lance.dataset(a).to_table().equals(lancepy.dataset(b).to_table())
+    with pytest.raises(InvalidArgumentError):
+        lancepy.dataset(a).cleanup_old_versions(retain_versions=0)
+    with pytest.raises(NotSupportedError, match="delete_rate_limit"):
+        lancepy.dataset(a).cleanup_old_versions(retain_versions=1, delete_rate_limit=5)
+
+
+def test_merge_and_project_operations_read_by_pylance(tmp_path) -> None:
+    u = str(tmp_path / "m.lance")
+    ds = lancepy.write_dataset(_table(10), u)
+    # New column in new data files, committed with Merge and a pyarrow schema.
+    extra = pa.table({"double": [float(i * 2) for i in range(10)]})
+    frags = lancepy.fragment.write_fragments(extra, str(tmp_path / "scratch.lance"))
+    assert len(frags) == 1
+    # Attach the new file to the existing fragment; fields get ids after the dataset's.
+    import shutil
+
+    src = tmp_path / "scratch.lance" / "data" / frags[0].files[0].path
+    shutil.copy(src, tmp_path / "m.lance" / "data" / frags[0].files[0].path)
+    old = ds.get_fragments()[0].metadata
+    new_file = lancepy.fragment.DataFile(
+        frags[0].files[0].path, [3], [0], frags[0].files[0].file_major_version, frags[0].files[0].file_minor_version,
+        frags[0].files[0].file_size_bytes,
+    )
+    merged = lancepy.FragmentMetadata(old.id, old.files + [new_file], old.physical_rows)
+    schema = ds.schema.append(pa.field("double", pa.float64()))
+    ds2 = lancepy.LanceDataset.commit(u, LanceOperation.Merge([merged], schema), read_version=ds.version)
+    assert [f["id"] for f in ds2.lance_schema._fields] == [0, 1, 2, 3]
+    expected = _table(10).append_column("double", extra.column("double"))
+    assert lance.dataset(u).to_table().equals(expected)
+    assert ds2.to_table().equals(expected)
+    # Project: drop "name" and reorder, keeping ids.
+    ds3 = lancepy.LanceDataset.commit(
+        u, LanceOperation.Project(pa.schema([schema.field("double"), schema.field("id")])), read_version=ds2.version
+    )
+    assert lance.dataset(u).to_table().equals(expected.select(["double", "id"]))
+    assert ds3.to_table().equals(expected.select(["double", "id"]))
+
+
+def test_update_config_operation_both_ways(uri) -> None:
+    v = lancepy.dataset(uri).version
+    op = LanceOperation.UpdateConfig(
+        config_updates=LanceOperation.UpdateMap({"a": "1"}),
+        schema_metadata_updates=LanceOperation.UpdateMap({"s": "2"}),
+        field_metadata_updates={0: LanceOperation.UpdateMap({"f": "3"})},
+        table_metadata_updates=LanceOperation.UpdateMap({"t": "4"}),
+    )
+    lancepy.LanceDataset.commit(uri, op, read_version=v)
+    theirs = lance.dataset(uri)
+    assert theirs.config() == {"a": "1"}
+    assert theirs.schema.metadata == {b"s": b"2"}
+    assert theirs.schema.field("id").metadata == {b"f": b"3"}
+    assert theirs.metadata == {"t": "4"}
+    pl_op = lance.LanceOperation.UpdateConfig(config_updates=lance.LanceOperation.UpdateMap({"a": None, "b": "5"}))
+    lance.LanceDataset.commit(uri, pl_op, read_version=theirs.version)
+    assert lancepy.dataset(uri).config() == {"b": "5"}
+
+
+def test_update_and_rewrite_operations_read_by_pylance(tmp_path) -> None:
+    u = str(tmp_path / "u.lance")
+    ds = lancepy.write_dataset(_table(20), u, max_rows_per_file=10)
+    new = lancepy.fragment.write_fragments(_table(3, 1000), u)
+    ds = lancepy.LanceDataset.commit(
+        u, LanceOperation.Update(removed_fragment_ids=[0], new_fragments=new), read_version=ds.version
+    )
+    expected = pa.concat_tables([_table(10, 10), _table(3, 1000)])
+    assert lance.dataset(u).to_table().equals(expected)
+    # Rewrite the two fragments into one.
+    frags = ds.get_fragments()
+    rewritten = lancepy.fragment.write_fragments(ds.to_table(), u)
+    group = LanceOperation.RewriteGroup([f.metadata for f in frags], rewritten)
+    ds = lancepy.LanceDataset.commit(u, LanceOperation.Rewrite([group], []), read_version=ds.version)
+    assert len(ds.get_fragments()) == 1 and len(lance.dataset(u).get_fragments()) == 1
+    assert lance.dataset(u).to_table().equals(expected)
+    with pytest.raises(NotSupportedError, match="rewritten_indices"):
+        lancepy.LanceDataset.commit(u, LanceOperation.Rewrite([group], ["idx"]), read_version=ds.version)
+
+
+def test_data_replacement_read_by_pylance(tmp_path) -> None:
+    u = str(tmp_path / "r.lance")
+    ds = lancepy.write_dataset(pa.table({"id": [1, 2, 3]}), u)
+    replacement = lancepy.fragment.write_fragments(pa.table({"id": [7, 8, 9]}), u)[0].files[0]
+    ds = lancepy.LanceDataset.commit(
+        u, LanceOperation.DataReplacement([LanceOperation.DataReplacementGroup(0, replacement)]), read_version=ds.version
+    )
+    assert lance.dataset(u).to_table().column("id").to_pylist() == [7, 8, 9]
+    assert ds.to_table().column("id").to_pylist() == [7, 8, 9]
+
+
+def test_default_storage_version_is_pylance_14s(tmp_path) -> None:
+    ours = lancepy.write_dataset(_table(3), tmp_path / "a.lance")
+    theirs = lance.write_dataset(_table(3), str(tmp_path / "b.lance"))
+    assert ours.data_storage_version == theirs.data_storage_version == "2.2"
+    assert lance.dataset(str(tmp_path / "a.lance")).data_storage_version == "2.2"
