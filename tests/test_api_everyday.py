@@ -267,3 +267,40 @@ def test_default_storage_version_is_pylance_14s(tmp_path) -> None:
     theirs = lance.write_dataset(_table(3), str(tmp_path / "b.lance"))
     assert ours.data_storage_version == theirs.data_storage_version == "2.2"
     assert lance.dataset(str(tmp_path / "a.lance")).data_storage_version == "2.2"
+
+
+def test_merge_matches_pylance(tmp_path) -> None:
+    t = pa.table({"x": [1, 2, 3, 4, 5], "y": ["a", "b", "c", "d", "e"]})
+    right = pa.table({"k": [3, 1, 9, 2, 1], "z": [30.0, 10.0, 90.0, 20.0, 11.0], "w": ["3", "1", "9", "2", "1b"]})
+    theirs = lance.write_dataset(t, str(tmp_path / "a.lance"), max_rows_per_file=2)
+    ours = lancepy.write_dataset(t, tmp_path / "b.lance", max_rows_per_file=2)
+    for ds in (theirs, ours):
+        ds.delete("x = 4")
+        ds.merge(right, "x", "k")
+    assert ours.to_table().equals(theirs.to_table())
+    assert lance.dataset(str(tmp_path / "b.lance")).to_table().equals(theirs.to_table())
+    assert ours.to_table().column("z").to_pylist() == [11.0, 20.0, 30.0, None]
+    with pytest.raises(ColumnNotFoundError):
+        ours.merge(right, "nope", "k")
+    with pytest.raises(InvalidArgumentError):
+        ours.merge(pa.table({"x": [1], "y": ["dup"]}), "x")  # y exists
+
+
+def test_stats_match_pylance(uri) -> None:
+    assert lancepy.dataset(uri).stats.dataset_stats() == lance.dataset(uri).stats.dataset_stats()
+    assert lancepy.dataset(uri).stats.dataset_stats(50) == lance.dataset(uri).stats.dataset_stats(50)
+
+
+def test_stable_row_ids_at_create(tmp_path) -> None:
+    u = str(tmp_path / "s.lance")
+    ds = lancepy.write_dataset(_table(30), u, max_rows_per_file=10, enable_stable_row_ids=True)
+    assert ds.has_stable_row_ids and lance.dataset(u).has_stable_row_ids
+    ds.delete("id % 3 = 0")
+    before = ds.to_table(columns=["id"], with_row_id=True)
+    ds.optimize.compact_files()
+    after = ds.to_table(columns=["id"], with_row_id=True)
+    assert after.equals(before) and len(ds.get_fragments()) == 1
+    assert lance.dataset(u).to_table(columns=["id"], with_row_id=True).equals(before)
+    lancepy.write_dataset(_table(5, 100), u, mode="append")
+    assert lance.dataset(u).to_table(columns=["id"], with_row_id=True).equals(lancepy.dataset(u).to_table(columns=["id"], with_row_id=True))
+    assert not lancepy.write_dataset(_table(3), tmp_path / "plain.lance").has_stable_row_ids

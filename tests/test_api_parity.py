@@ -128,6 +128,7 @@ CLASSES: List[Tuple[str, type, type]] = [
     ("MergeInsertBuilder", lp_dataset.MergeInsertBuilder, pl_dataset.MergeInsertBuilder),
     ("DatasetOptimizer", lp_dataset.DatasetOptimizer, pl_dataset.DatasetOptimizer),
     ("Tags", lp_dataset.Tags, pl_dataset.Tags),
+    ("LanceStats", lp_dataset.LanceStats, pl_dataset.LanceStats),
     ("LanceFragment", lancepy.LanceFragment, pl_fragment.LanceFragment),
     ("FragmentMetadata", lancepy.FragmentMetadata, pl_fragment.FragmentMetadata),
     ("DataFile", lp_fragment.DataFile, pl_fragment.DataFile),
@@ -137,7 +138,7 @@ CLASSES: List[Tuple[str, type, type]] = [
     ("ReaderResults", lp_file.ReaderResults, pl_file.ReaderResults),
 ]
 # Constructors users do not call (pylance's take internal handles).
-SKIP_INIT = {"LanceDataset", "LanceScanner", "MergeInsertBuilder", "DatasetOptimizer", "Tags", "ReaderResults"}
+SKIP_INIT = {"LanceDataset", "LanceScanner", "MergeInsertBuilder", "DatasetOptimizer", "Tags", "LanceStats", "ReaderResults"}
 
 FUNCTIONS: List[Tuple[str, Callable[..., Any], Callable[..., Any]]] = [
     ("dataset", lancepy.dataset, lance.dataset),

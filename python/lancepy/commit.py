@@ -387,8 +387,12 @@ def build_manifest(
     *,
     store: Any = None,
     data_storage_version: Optional[str] = None,
+    new_dataset_flags: int = 0,
 ) -> BuiltManifest:
-    """Applies `txn` to `base` (the latest committed manifest) as version `version`."""
+    """Applies `txn` to `base` (the latest committed manifest) as version `version`.
+
+    `new_dataset_flags` (e.g. :data:`FLAG_STABLE_ROW_IDS`) are set on a dataset's first
+    manifest (when there is no `base`)."""
     from lancepy import __version__
 
     name = operation_name(txn)
@@ -509,6 +513,9 @@ def build_manifest(
     else:
         raise UnsupportedError(f"lancepy cannot commit a {name} transaction")
 
+    if base is None and new_dataset_flags:
+        m["reader_feature_flags"] = m.get("reader_feature_flags", 0) | new_dataset_flags
+        m["writer_feature_flags"] = m.get("writer_feature_flags", 0) | new_dataset_flags
     if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
         _assign_row_ids(m, fragments)
     m["fragments"] = fragments
@@ -599,6 +606,7 @@ def commit_transaction(
     written_files: Iterable[str] = (),
     max_retries: int = 20,
     data_storage_version: Optional[str] = None,
+    new_dataset_flags: int = 0,
 ) -> CommitResult:
     """Commits `txn` (read version ``txn["read_version"]``) with the protocol above.
 
@@ -637,7 +645,8 @@ def commit_transaction(
             if base is not None:
                 check_feature_flags(base.manifest, write=True, uri=store.uri)
             built = build_manifest(
-                base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version
+                base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version,
+                new_dataset_flags=new_dataset_flags,
             )
             data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section)
             path = manifest_name(latest + 1, scheme or naming or "v2")

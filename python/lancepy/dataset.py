@@ -173,6 +173,16 @@ class LanceDataset:
         return dict(self._loaded.manifest.get("config", {}))
 
     @property
+    def has_stable_row_ids(self) -> bool:
+        """Whether row ids survive compaction and updates (``enable_stable_row_ids``)."""
+        return bool(self._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+
+    @property
+    def stats(self) -> "LanceStats":
+        """Statistics about this version (``ds.stats.dataset_stats()``)."""
+        return LanceStats(self)
+
+    @property
     def metadata(self) -> Dict[str, str]:
         """The table metadata (``Manifest.table_metadata``)."""
         return dict(self._loaded.manifest.get("table_metadata") or {})
@@ -733,6 +743,37 @@ class LanceDataset:
             "fields_modified": [ids[n] for n in fields_modified if n in ids],
         }
         self._commit("Update", body, written)
+
+    def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
+        """Adds the columns of `data_obj` by a left join of this dataset's column `left_on`
+        with its column `right_on` (default: the same name). Rows without a match get
+        nulls; where `data_obj` repeats a key, its last row is used (as in pylance). Existing
+        data files are not rewritten (a ``Merge`` transaction)."""
+        right_on = left_on if right_on is None else right_on
+        if left_on not in self.schema.names:
+            from lancepy.exceptions import ColumnNotFoundError
+
+            raise ColumnNotFoundError(f"merge key {left_on!r} is not a column of the dataset")
+        right = to_record_batch_reader(data_obj, schema).read_all()
+        if right_on not in right.column_names:
+            from lancepy.exceptions import ColumnNotFoundError
+
+            raise ColumnNotFoundError(f"merge key {right_on!r} is not a column of the data")
+        new_names = [n for n in right.column_names if n != right_on]
+        if not new_names:
+            raise InvalidArgumentError("the data to merge has no columns besides the key")
+        self._check_new_names(right.select(new_names).schema)
+        # The last row of a repeated key wins (as in pylance): look keys up back to front.
+        right = right.take(pa.array(range(right.num_rows - 1, -1, -1), pa.int64()))
+        right_keys = right.column(right_on)
+        left_keys = self.to_table(columns=[left_on]).column(left_on)
+        try:
+            right_keys = right_keys.cast(left_keys.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InvalidArgumentError(f"cannot join {left_on!r} ({left_keys.type}) with {right_on!r}: {e}") from None
+        positions = pc.index_in(left_keys, value_set=right_keys.combine_chunks())
+        values = right.select(new_names).take(positions)
+        self._add_precomputed_columns(values, self.max_field_id + 1)
 
     def merge_insert(self, on: Union[str, List[str], None] = None) -> "MergeInsertBuilder":
         """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods.
@@ -1500,6 +1541,24 @@ def _parse_time(text: Any) -> Optional[datetime.datetime]:
         return None
 
 
+class LanceStats:
+    """``ds.stats``: statistics about one dataset version."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+
+    def dataset_stats(self, max_rows_per_group: int = 1024) -> Dict[str, int]:
+        """``{"num_deleted_rows", "num_fragments", "num_small_files"}`` (fragments with
+        fewer than `max_rows_per_group` physical rows are small), as pylance reports."""
+        frags = self._ds._loaded.manifest.get("fragments", [])
+        rows = self._ds._snapshot_rows()
+        return {
+            "num_deleted_rows": sum(phys - live for phys, live in rows.values()),
+            "num_fragments": len(frags),
+            "num_small_files": sum(1 for phys, _ in rows.values() if phys < max_rows_per_group),
+        }
+
+
 @dataclass
 class CompactionMetrics:
     """What :meth:`DatasetOptimizer.compact_files` did."""
@@ -2159,7 +2218,8 @@ def write_dataset(
     `storage_options` configure an object store (see :func:`dataset`). New datasets are
     written with ``data_storage_version`` 2.2 (pylance 14's default) unless told otherwise.
     `max_rows_per_group` only applies to pylance's legacy format and is ignored, as pylance
-    does for 2.x files. Options lancepy does not build (page and cache sizes, commit locks,
+    does for 2.x files. `enable_stable_row_ids` makes a new dataset keep each row's id
+    through compaction and updates (it has no effect on an existing dataset, as in pylance). Options lancepy does not build (page and cache sizes, commit locks,
     progress callbacks, auto-cleanup, commit messages, transaction properties, base paths,
     external blobs, namespaces, sessions, the legacy format) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
@@ -2177,7 +2237,6 @@ def write_dataset(
         commit_lock=commit_lock,
         progress=progress,
         use_legacy_format=use_legacy_format,
-        enable_stable_row_ids=enable_stable_row_ids or None,
         auto_cleanup_options=auto_cleanup_options,
         commit_message=commit_message,
         transaction_properties=transaction_properties,
@@ -2237,5 +2296,6 @@ def write_dataset(
         naming=naming or ("v2" if enable_v2_manifest_paths else "v1"),
         written_files=written,
         data_storage_version=version if op == "Overwrite" else None,
+        new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
     )
     return LanceDataset(u, storage_options=options, _loaded=result.manifest)
