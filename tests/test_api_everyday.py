@@ -161,14 +161,19 @@ def test_nested_field_metadata(tmp_path) -> None:
 def test_cleanup_retain_versions_matches_pylance(tmp_path) -> None:
     def make(u: str) -> None:
         lancepy.write_dataset(_table(5), u)
-        for i in range(4):
-            lancepy.write_dataset(_table(5, 10 * (i + 1)), u, mode="append")
+        lancepy.dataset(u).delete("id = 1")
+        lancepy.write_dataset(_table(5, 10), u, mode="overwrite")
+        lancepy.write_dataset(_table(5, 20), u, mode="append")
+        lancepy.dataset(u).delete("id = 21")
 
     a, b = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
     make(a)
     make(b)
     stats = lancepy.dataset(a).cleanup_old_versions(retain_versions=2)
-    lance.dataset(b).cleanup_old_versions(retain_versions=2)
+    their_stats = lance.dataset(b).cleanup_old_versions(retain_versions=2)
+    for name in ("old_versions", "data_files_removed", "transaction_files_removed", "deletion_files_removed"):
+        assert getattr(stats, name) == getattr(their_stats, name), name
+    assert stats.data_files_removed == 1 and stats.deletion_files_removed == 1
     ours = [v["version"] for v in lancepy.dataset(a).versions()]
     theirs = [v["version"] for v in lance.dataset(b).versions()]
     assert ours == theirs == [4, 5]
@@ -304,3 +309,30 @@ def test_stable_row_ids_at_create(tmp_path) -> None:
     lancepy.write_dataset(_table(5, 100), u, mode="append")
     assert lance.dataset(u).to_table(columns=["id"], with_row_id=True).equals(lancepy.dataset(u).to_table(columns=["id"], with_row_id=True))
     assert not lancepy.write_dataset(_table(3), tmp_path / "plain.lance").has_stable_row_ids
+
+
+def test_pylance_fragment_json_commits_with_lancepy(tmp_path) -> None:
+    import json
+
+    u = str(tmp_path / "f.lance")
+    ds = lancepy.write_dataset(_table(5), u)
+    theirs = lance.fragment.write_fragments(_table(3, 50), u)
+    payload = [json.dumps(f.to_json()) for f in theirs]  # what a pylance worker would send
+    frags = [lancepy.FragmentMetadata.from_json(p) for p in payload]
+    ds = lancepy.LanceDataset.commit(u, LanceOperation.Append(frags), read_version=ds.version)
+    expected = pa.concat_tables([_table(5), _table(3, 50)])
+    assert ds.to_table().equals(expected) and lance.dataset(u).to_table().equals(expected)
+    # And lancepy's deletion files come back from pylance's spelling of the type.
+    ds.delete("id = 1")
+    spelled = lance.dataset(u).get_fragments()[0].metadata.to_json()
+    ours = lancepy.FragmentMetadata.from_json(json.dumps(spelled))
+    assert ours.deletion_file == ds.get_fragments()[0].metadata.deletion_file
+
+
+def test_restore_returns_none_like_pylance(tmp_path) -> None:
+    u = str(tmp_path / "r.lance")
+    lancepy.write_dataset(_table(5), u)
+    lancepy.write_dataset(_table(5, 10), u, mode="append")
+    old = lancepy.dataset(u, version=1)
+    assert old.restore() is None and old.version == 3 and old.count_rows() == 5
+    assert lance.dataset(u).count_rows() == 5

@@ -171,7 +171,8 @@ def test_versions_checkout_restore_tags(uri):
     ds.tags.delete("two")
     with pytest.raises(VersionNotFoundError):
         lancepy.dataset(uri, version="two")
-    restored = lancepy.dataset(uri, version=2).restore()
+    restored = lancepy.dataset(uri, version=2)
+    assert restored.restore() is None
     assert restored.version == 4 and restored.count_rows() == 20
     assert lancepy.dataset(uri).count_rows() == 20
 

@@ -166,7 +166,9 @@ def _steps():
         return ds
 
     def restore(ds, uri, o):
-        return lancepy.dataset(uri, version="before-cleanup", storage_options=o).restore()
+        old = lancepy.dataset(uri, version="before-cleanup", storage_options=o)
+        assert old.restore() is None  # as pylance; the object moves to the new version
+        return old
 
     def overwrite(ds, uri, o):
         return lancepy.write_dataset(rows(7, 1000), uri, mode="overwrite", storage_options=o)

@@ -573,13 +573,13 @@ class LanceDataset:
         """Moves this object to the latest version (in place, as pylance does)."""
         self._refresh_latest()
 
-    def restore(self) -> "LanceDataset":
-        """Makes this (older) version the latest, as a new version; returns self, now at it."""
+    def restore(self) -> None:
+        """Makes this (older) version the latest, as a new version; this object moves to it
+        (and, as in pylance, nothing is returned)."""
         latest = self.latest_version
         txn = _commit.new_transaction(latest, "Restore", {"version": self.version})
         result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
         self._set_loaded(result.manifest)
-        return self
 
     def _refresh_latest(self) -> None:
         self._set_loaded(_commit.load_manifest(self._store))
@@ -1117,7 +1117,16 @@ class LanceDataset:
         # cleanup), never a version whose files are gone.
         to_delete.sort(key=lambda p: not p.startswith(_commit.VERSIONS_DIR))
         self._store.delete(to_delete)
-        return CleanupStats(bytes_removed=bytes_removed, old_versions=len(remove))
+        def count(prefix: str) -> int:
+            return sum(1 for p in to_delete if p.startswith(prefix + "/"))
+
+        return CleanupStats(
+            bytes_removed=bytes_removed,
+            old_versions=len(remove),
+            data_files_removed=count("data"),
+            transaction_files_removed=count(_commit.TRANSACTIONS_DIR),
+            deletion_files_removed=count("_deletions"),
+        )
 
     # -- commit API ------------------------------------------------------------------------
 
@@ -1575,6 +1584,11 @@ class CleanupStats:
 
     bytes_removed: int = 0
     old_versions: int = 0
+    data_files_removed: int = 0
+    transaction_files_removed: int = 0
+    index_files_removed: int = 0
+    deletion_files_removed: int = 0
+    failed_deletes: int = 0
 
 
 class DatasetOptimizer:

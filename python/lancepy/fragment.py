@@ -216,7 +216,20 @@ class FragmentMetadata:
         data = json.loads(json_data) if isinstance(json_data, str) else json_data
         if not isinstance(data, dict) or "files" not in data:
             raise InvalidArgumentError("fragment metadata must be a dict with a 'files' entry")
-        return FragmentMetadata._from_dict(dict(data))
+        data = dict(data)
+        # pylance's JSON (FragmentMetadata.to_json there): the same fields, plus its own
+        # row-id / version metadata and overlays, and deletion file types as text.
+        for key in ("overlays", "row_id_meta", "created_at_version_meta", "last_updated_at_version_meta"):
+            if data.get(key):
+                raise UnsupportedError(f"fragment metadata with {key} is not supported by lancepy")
+            data.pop(key, None)
+        deletion = data.get("deletion_file")
+        if isinstance(deletion, dict) and isinstance(deletion.get("file_type"), str):
+            kind = deletion["file_type"].lower()
+            if kind not in ("array", "bitmap"):
+                raise InvalidArgumentError(f"unknown deletion file type {deletion['file_type']!r}")
+            data["deletion_file"] = dict(deletion, file_type=1 if kind == "bitmap" else 0)
+        return FragmentMetadata._from_dict(data)
 
     def __getstate__(self) -> str:
         return json.dumps(self._data)
