@@ -421,7 +421,7 @@ def test_writer_rejects_unknown_versions(tmp_path, version):
     assert_informative(ei.value, repr(version).strip("'") or '""', "stable")
 
 
-@pytest.mark.parametrize("alias,expected", [("stable", "2.2"), ("STABLE", "2.2"), ("2.1", "2.1"), ("2.2", "2.2"), (None, "2.1")])
+@pytest.mark.parametrize("alias,expected", [("stable", "2.2"), ("STABLE", "2.2"), ("2.1", "2.1"), ("2.2", "2.2"), (None, "2.2")])  # None: pylance 14's default
 def test_writer_version_aliases(tmp_path, alias, expected, pylance_file):
     path = tmp_path / "a.lance"
     with LanceFileWriter(str(path), version=alias) as w:

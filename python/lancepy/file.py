@@ -43,6 +43,9 @@ __all__ = [
 
 Indices = Union[Sequence[int], "pa.Array", Any]
 
+#: The file version written when none is asked for: pylance 14's default.
+DEFAULT_FILE_VERSION = "2.2"
+
 
 class ReaderResults:
     """Decoded rows, held in lancepy's memory until a consumer imports them.
@@ -292,7 +295,7 @@ class LanceFileWriter:
     schema:
         The schema (anything with ``__arrow_c_schema__``); if ``None``, the first batch's.
     version:
-        ``"2.0"``, ``"2.1"`` (default), ``"2.2"`` or ``"stable"`` (= 2.2).
+        ``"2.0"``, ``"2.1"``, ``"2.2"`` (default, as pylance 14 writes) or ``"stable"`` (= 2.2).
     data_cache_bytes:
         Bytes buffered for column data in all, divided evenly over the top-level columns
         (needs `schema`); default 8 MiB per column.
@@ -332,6 +335,8 @@ class LanceFileWriter:
             ncols = len(pa.schema(schema).names) or 1
             per_column = max(1, data_cache_bytes // ncols)
             max_page_bytes = per_column if max_page_bytes is None else min(max_page_bytes, per_column)
+        if version is None:
+            version = DEFAULT_FILE_VERSION
         self._writer = _lancepy.FileWriter(
             os.fspath(path), schema, version, max_page_bytes, normalize_storage_options(storage_options)
         )
