@@ -336,3 +336,41 @@ def test_restore_returns_none_like_pylance(tmp_path) -> None:
     old = lancepy.dataset(u, version=1)
     assert old.restore() is None and old.version == 3 and old.count_rows() == 5
     assert lance.dataset(u).count_rows() == 5
+
+
+class _Progress:
+    """pylance's FragmentWriteProgress shape."""
+
+    def __init__(self) -> None:
+        self.events = []
+
+    def begin(self, fragment) -> None:
+        self.events.append(("begin", fragment.physical_rows, len(fragment.files)))
+
+    def complete(self, fragment) -> None:
+        self.events.append(("complete", fragment.physical_rows, len(fragment.files)))
+
+
+def test_write_progress(tmp_path) -> None:
+    p = _Progress()
+    batches = [_table(7, 7 * i).to_batches()[0] for i in range(4)]  # 28 rows in batches of 7
+    ds = lancepy.write_dataset(pa.RecordBatchReader.from_batches(batches[0].schema, batches), tmp_path / "p.lance",
+                               max_rows_per_file=10, progress=p)
+    assert p.events == [("begin", 0, 0), ("complete", 10, 1)] * 2 + [("begin", 0, 0), ("complete", 8, 1)]
+    assert [f.metadata.physical_rows for f in ds.get_fragments()] == [10, 10, 8]
+    assert ds.to_table().equals(pa.Table.from_batches(batches))
+    # pylance sees the same begin/complete pairs (it may miss the last complete).
+    from lance.progress import FragmentWriteProgress
+
+    class Theirs(_Progress, FragmentWriteProgress):
+        pass
+
+    theirs = Theirs()
+    lance.write_dataset(_table(28), str(tmp_path / "q.lance"), max_rows_per_file=10, progress=theirs)
+    assert theirs.events[: len(p.events) - 1] == [(e, n if e == "complete" else None, k) for e, n, k in p.events][:-1]
+    p2 = _Progress()
+    frags = lancepy.fragment.write_fragments(_table(25), tmp_path / "p.lance", max_rows_per_file=10, progress=p2)
+    assert [e for e in p2.events if e[0] == "complete"] == [("complete", 10, 1), ("complete", 10, 1), ("complete", 5, 1)]
+    assert sum(f.physical_rows for f in frags) == 25
+    with pytest.raises(InvalidArgumentError, match="begin"):
+        lancepy.write_dataset(_table(3), tmp_path / "r.lance", progress=object())

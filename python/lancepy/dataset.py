@@ -50,6 +50,7 @@ from lancepy.fragment import (
     FragmentMetadata,
     LanceFragment,
     _write,
+    _write_reporting,
     align_to_schema,
     lance_fields_for,
     normalize_storage_version,
@@ -2233,9 +2234,12 @@ def write_dataset(
     written with ``data_storage_version`` 2.2 (pylance 14's default) unless told otherwise.
     `max_rows_per_group` only applies to pylance's legacy format and is ignored, as pylance
     does for 2.x files. `enable_stable_row_ids` makes a new dataset keep each row's id
-    through compaction and updates (it has no effect on an existing dataset, as in pylance). Options lancepy does not build (page and cache sizes, commit locks,
-    progress callbacks, auto-cleanup, commit messages, transaction properties, base paths,
-    external blobs, namespaces, sessions, the legacy format) raise
+    through compaction and updates (it has no effect on an existing dataset, as in pylance).
+    `progress` (pylance's ``FragmentWriteProgress``: ``begin(fragment)`` before a fragment's
+    rows are written, ``complete(fragment)`` after) hears about every fragment. Options
+    lancepy does not build (page and cache sizes, commit locks, auto-cleanup, commit
+    messages, transaction properties, base paths, external blobs, namespaces, sessions, the
+    legacy format) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
     data = data_obj
@@ -2249,7 +2253,6 @@ def write_dataset(
         data_cache_bytes=data_cache_bytes,
         max_page_bytes=max_page_bytes,
         commit_lock=commit_lock,
-        progress=progress,
         use_legacy_format=use_legacy_format,
         auto_cleanup_options=auto_cleanup_options,
         commit_message=commit_message,
@@ -2296,7 +2299,7 @@ def write_dataset(
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
         op = "Overwrite"
-    frags = _write(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
+    frags = _write_reporting(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
     written = [f"data/{d.path}" for f in frags for d in f.files]
     frag_json = [f.to_json() for f in frags]
     if op == "Append":

@@ -396,6 +396,69 @@ def _write(
     return [FragmentMetadata._from_dict(f) for f in json.loads(text)]
 
 
+def _write_reporting(
+    uri: str,
+    reader: pa.RecordBatchReader,
+    fields: List[Dict[str, Any]],
+    metadata: Dict[str, Any],
+    max_rows_per_file: int,
+    version: str,
+    max_bytes_per_file: int,
+    progress: Any,
+    storage_options: Optional[Dict[str, str]] = None,
+) -> List[FragmentMetadata]:
+    """:func:`_write`, telling `progress` (pylance's ``FragmentWriteProgress`` shape: an
+    object with ``begin(fragment)`` and ``complete(fragment)``) about each fragment: ``begin``
+    before its rows are written (with no files and no rows yet), ``complete`` once its file
+    is written. The stream is cut into runs of `max_rows_per_file` rows, one native write
+    each; without `progress` this is :func:`_write`."""
+    if progress is None:
+        return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
+                      storage_options=storage_options)
+    for name in ("begin", "complete"):
+        if not callable(getattr(progress, name, None)):
+            raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
+    if max_rows_per_file <= 0:
+        raise InvalidArgumentError("max_rows_per_file must be positive")
+    batches = iter(reader)
+    carry: List[pa.RecordBatch] = []
+    out: List[FragmentMetadata] = []
+
+    def run() -> Iterator[pa.RecordBatch]:
+        # Up to max_rows_per_file rows; what is left of a batch waits in `carry`.
+        left = max_rows_per_file
+        while left > 0:
+            if carry:
+                b = carry.pop()
+            else:
+                b = next(batches, None)
+                if b is None:
+                    return
+            if b.num_rows > left:
+                carry.append(b.slice(left))
+                b = b.slice(0, left)
+            left -= b.num_rows
+            yield b
+
+    while True:
+        if not carry:
+            first = next(batches, None)
+            if first is None:
+                break
+            carry.append(first)
+        if carry[0].num_rows == 0:
+            carry.pop()
+            continue
+        progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
+        part = pa.RecordBatchReader.from_batches(reader.schema, run())
+        made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
+                      storage_options=storage_options)
+        for f in made:
+            progress.complete(f)
+        out.extend(made)
+    return out
+
+
 def lance_fields_for(schema: pa.Schema, first_id: int = 0) -> Dict[str, Any]:
     """Lance fields (with ids from `first_id`) and schema metadata for an Arrow schema."""
     return json.loads(_lancepy.schema_to_lance(schema, first_id))
@@ -439,15 +502,15 @@ def write_fragments(
     A new file (and fragment) starts after `max_rows_per_file` rows or about
     `max_bytes_per_file` bytes. `storage_options` configure an object store (``s3://``,
     ``gs://``, ``az://``; see :func:`lancepy.dataset`). `max_rows_per_group` only applies
-    to the legacy format and is ignored. Returning a transaction, page and cache sizes,
-    progress callbacks, stable row ids, base paths, external blobs, namespaces and sessions
+    to the legacy format and is ignored. `progress` (pylance's ``FragmentWriteProgress``:
+    ``begin(fragment)`` / ``complete(fragment)``) hears about every fragment written.
+    Returning a transaction, page and cache sizes, stable row ids, base paths, external blobs, namespaces and sessions
     are not supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
     """
     for name, value in (
         ("return_transaction", return_transaction or None),
         ("data_cache_bytes", data_cache_bytes),
         ("max_page_bytes", max_page_bytes),
-        ("progress", progress),
         ("use_legacy_format", use_legacy_format),
         ("enable_stable_row_ids", enable_stable_row_ids or None),
         ("target_bases", target_bases),
@@ -494,7 +557,7 @@ def write_fragments(
         lance = lance_fields_for(reader.schema)
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
-    return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
+    return _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
 
 
 class LanceFragment:
