@@ -374,3 +374,23 @@ def test_write_progress(tmp_path) -> None:
     assert sum(f.physical_rows for f in frags) == 25
     with pytest.raises(InvalidArgumentError, match="begin"):
         lancepy.write_dataset(_table(3), tmp_path / "r.lance", progress=object())
+
+
+def test_merge_insert_when_matched_delete_and_fail(tmp_path) -> None:
+    base = pa.table({"k": [1, 2, 3], "v": [1, 1, 1]})
+    theirs = lance.write_dataset(base, str(tmp_path / "a.lance"))
+    ours = lancepy.write_dataset(base, tmp_path / "b.lance")
+    for src, insert in ((pa.table({"k": [3, 4], "v": [2, 2]}), False), (pa.table({"k": [2, 5], "v": [2, 2]}), True)):
+        results = []
+        for ds in (theirs, ours):
+            b = ds.merge_insert("k").when_matched_delete()
+            if insert:
+                b = b.when_not_matched_insert_all()
+            results.append(b.execute(src))
+        assert results[0] == results[1]
+        assert ours.to_table().sort_by("k").equals(theirs.to_table().sort_by("k"))
+    with pytest.raises(InvalidArgumentError, match="k = 1"):
+        ours.merge_insert("k").when_matched_fail().when_not_matched_insert_all().execute(pa.table({"k": [1, 6], "v": [2, 2]}))
+    assert ours.to_table().column("k").to_pylist() == [1, 5]
+    got = ours.merge_insert("k").when_matched_fail().when_not_matched_insert_all().execute(pa.table({"k": [7], "v": [2]}))
+    assert got == {"num_updated_rows": 0, "num_inserted_rows": 1, "num_deleted_rows": 0}

@@ -1728,6 +1728,8 @@ class MergeInsertBuilder:
         self._ds = ds
         self._on = on
         self._update_all = False
+        self._matched_delete = False
+        self._matched_fail = False
         self._update_condition: Optional[str] = None
         self._insert_all = False
         self._delete_not_matched_by_source = False
@@ -1751,8 +1753,19 @@ class MergeInsertBuilder:
     def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
         """Matched dataset rows take the source's values (only where `condition` holds; it
         may refer to ``target.col`` and ``source.col``)."""
-        self._update_all = True
+        self._update_all, self._matched_delete, self._matched_fail = True, False, False
         self._update_condition = condition
+        return self
+
+    def when_matched_delete(self) -> "MergeInsertBuilder":
+        """Dataset rows with a match in the source are deleted."""
+        self._matched_delete, self._update_all, self._matched_fail = True, False, False
+        return self
+
+    def when_matched_fail(self) -> "MergeInsertBuilder":
+        """The merge fails (:class:`~lancepy.exceptions.InvalidArgumentError`, nothing
+        written) if any source row matches a dataset row: insert-if-absent."""
+        self._matched_fail, self._update_all, self._matched_delete = True, False, False
         return self
 
     def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
@@ -1791,6 +1804,15 @@ class MergeInsertBuilder:
         delete_addr: List[Any] = []
         new_rows: List[pa.Table] = []
         updated = inserted = deleted = 0
+        if self._matched_fail and matched.num_rows:
+            keys = matched.select(self._on).slice(0, 1).to_pylist()[0]
+            raise InvalidArgumentError(
+                "merge_insert failed: a source row matches a dataset row ("
+                + ", ".join(f"{k} = {v!r}" for k, v in keys.items()) + ")"
+            )
+        if self._matched_delete and matched.num_rows:
+            delete_addr.append(matched.column(ROW_ADDRESS))
+            deleted += matched.num_rows
         if self._update_all and matched.num_rows and self._update_condition is not None:
             matched = self._filter_matched(matched, source)
         if self._update_all and matched.num_rows:
@@ -1805,7 +1827,7 @@ class MergeInsertBuilder:
             only_tgt = only_tgt.filter(_evaluate(rows, self._delete_condition))
         if self._delete_not_matched_by_source and only_tgt.num_rows:
             delete_addr.append(only_tgt.column(ROW_ADDRESS))
-            deleted = only_tgt.num_rows
+            deleted += only_tgt.num_rows
         if not delete_addr and not new_rows:
             return {"num_updated_rows": 0, "num_inserted_rows": 0, "num_deleted_rows": 0}
         addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())
