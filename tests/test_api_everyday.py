@@ -394,3 +394,28 @@ def test_merge_insert_when_matched_delete_and_fail(tmp_path) -> None:
     assert ours.to_table().column("k").to_pylist() == [1, 5]
     got = ours.merge_insert("k").when_matched_fail().when_not_matched_insert_all().execute(pa.table({"k": [7], "v": [2]}))
     assert got == {"num_updated_rows": 0, "num_inserted_rows": 1, "num_deleted_rows": 0}
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_file_metadata_and_statistics_match_pylance(tmp_path, version) -> None:
+    import numpy as np
+
+    t = pa.table({"a": np.arange(20000), "s": [str(i) for i in range(20000)], "f": pa.array(np.random.default_rng(1).random(20000))})
+    path = str(tmp_path / "f.lance")
+    w = lance.file.LanceFileWriter(path, version=version)
+    w.write_batch(t)
+    w.close()
+    ours, theirs = lancepy.LanceFileReader(path), lance.file.LanceFileReader(path)
+    m, pm = ours.metadata(), theirs.metadata()
+    for name in ("num_rows", "major_version", "minor_version", "num_column_metadata_bytes", "num_global_buffer_bytes"):
+        assert getattr(m, name) == getattr(pm, name), name
+    assert m.schema == pm.schema
+    assert [(b.position, b.size) for b in m.global_buffers] == [(b.position, b.size) for b in pm.global_buffers]
+    assert [[[(b.position, b.size) for b in p.buffers] for p in c.pages] for c in m.columns] == [
+        [[(b.position, b.size) for b in p.buffers] for p in c.pages] for c in pm.columns
+    ]
+    assert [(c.num_pages, c.size_bytes) for c in ours.file_statistics().columns] == [
+        (c.num_pages, c.size_bytes) for c in theirs.file_statistics().columns
+    ]
+    assert ours.num_rows() == theirs.num_rows() == 20000
+    assert ours.read_all().to_batches().read_all().equals(theirs.read_all().to_batches().read_all())

@@ -24,7 +24,7 @@ from __future__ import annotations
 import operator
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -39,6 +39,9 @@ __all__ = [
     "FileMetadata",
     "ColumnMetadata",
     "PageMetadata",
+    "BufferDescriptor",
+    "FileStatistics",
+    "ColumnStatistics",
 ]
 
 Indices = Union[Sequence[int], "pa.Array", Any]
@@ -85,12 +88,20 @@ class ReaderResults:
         return f"ReaderResults(num_rows={self.num_rows})"
 
 
+class BufferDescriptor(NamedTuple):
+    """Where a buffer is in the file: a ``(position, size)`` tuple with pylance's attribute
+    names."""
+
+    position: int
+    size: int
+
+
 @dataclass(frozen=True)
 class PageMetadata:
     """One page of a column."""
 
     num_rows: int
-    buffers: List[Tuple[int, int]]
+    buffers: List[BufferDescriptor]
     """(file position, size) of each page buffer."""
     encoding: str
     """The page's layout and encodings, e.g. ``miniblock(values=inline_bitpacking(64))``."""
@@ -105,7 +116,8 @@ class ColumnMetadata:
 
 @dataclass(frozen=True)
 class FileMetadata:
-    """Layout of a Lance file: version, global buffers, columns, pages and encodings."""
+    """Layout of a Lance file: version, global buffers, columns, pages and encodings (the
+    attributes of pylance's ``LanceFileMetadata``, and more)."""
 
     major_version: int
     minor_version: int
@@ -113,13 +125,35 @@ class FileMetadata:
     num_rows: int
     file_size: int
     num_global_buffers: int
-    global_buffers: List[Tuple[int, int]]
+    global_buffers: List[BufferDescriptor]
     num_column_metadata_bytes: int
+    """Bytes of the column metadata and its offset table (as pylance counts them)."""
     columns: List[ColumnMetadata]
+    schema: Optional[pa.Schema] = None
+
+    @property
+    def num_global_buffer_bytes(self) -> int:
+        """Bytes of all global buffers."""
+        return sum(b.size for b in self.global_buffers)
 
     def encodings(self) -> List[List[str]]:
         """The encoding of every page, column by column."""
         return [[p.encoding for p in c.pages] for c in self.columns]
+
+
+@dataclass(frozen=True)
+class ColumnStatistics:
+    """Pages and bytes of one column."""
+
+    num_pages: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class FileStatistics:
+    """Per-column statistics of a file (:meth:`LanceFileReader.file_statistics`)."""
+
+    columns: List[ColumnStatistics]
 
 
 def _positive_batch_size(batch_size: int) -> int:
@@ -273,12 +307,30 @@ class LanceFileReader:
         return self._reader.read_global_buffer(index)
 
     def metadata(self) -> FileMetadata:
-        """The file's layout: columns, pages, buffer positions and encodings."""
+        """The file's layout: schema, columns, pages, buffer positions and encodings."""
         m = self._reader.metadata()
         columns = [
-            ColumnMetadata(pages=[PageMetadata(**p) for p in c["pages"]]) for c in m.pop("columns")
+            ColumnMetadata(
+                pages=[
+                    PageMetadata(p["num_rows"], [BufferDescriptor(*b) for b in p["buffers"]], p["encoding"])
+                    for p in c["pages"]
+                ]
+            )
+            for c in m.pop("columns")
         ]
-        return FileMetadata(columns=columns, **m)
+        m["global_buffers"] = [BufferDescriptor(*b) for b in m["global_buffers"]]
+        # Counted as pylance does: with the column-metadata offset table (16 bytes a column).
+        m["num_column_metadata_bytes"] += 16 * len(columns)
+        return FileMetadata(columns=columns, schema=self.schema, **m)
+
+    def file_statistics(self) -> FileStatistics:
+        """Pages and bytes (of page buffers) of every column, as pylance reports them."""
+        return FileStatistics(
+            [
+                ColumnStatistics(len(c.pages), sum(b.size for p in c.pages for b in p.buffers))
+                for c in self.metadata().columns
+            ]
+        )
 
     def __repr__(self) -> str:
         return f"LanceFileReader({self.path!r}, version={self.version}, num_rows={self.num_rows()})"
