@@ -32,11 +32,11 @@ EXIT_DAMAGED = 1
 EXIT_UNREADABLE = 2
 
 
-def _is_file(path: str) -> bool:
+def _is_file(path: str, storage_options: Optional[Dict[str, str]] = None) -> bool:
     """Whether `path` names a single Lance file rather than a dataset (a local file; on
     object storage, a path with no ``_versions/`` under it)."""
     if "://" in path and not path.startswith("file://"):
-        return not _lancepy.Store(path, None).list(_commit.VERSIONS_DIR)
+        return not _lancepy.Store(path, storage_options).list(_commit.VERSIONS_DIR)
     local = path[len("file://") :] if path.startswith("file://") else path
     return os.path.isfile(local)
 
@@ -133,13 +133,15 @@ def inspect_dataset(uri: str, version: Optional[int] = None, storage_options: Op
     }
 
 
-def inspect_path(path: str, version: Optional[int] = None) -> Dict[str, Any]:
+def inspect_path(
+    path: str, version: Optional[int] = None, storage_options: Optional[Dict[str, str]] = None
+) -> Dict[str, Any]:
     """A file's or a dataset's description (see :func:`inspect_file`, :func:`inspect_dataset`)."""
-    if _is_file(path):
+    if _is_file(path, storage_options):
         if version is not None:
             raise LanceError("--version applies to datasets, not to single files")
-        return inspect_file(path)
-    return inspect_dataset(path, version)
+        return inspect_file(path, storage_options)
+    return inspect_dataset(path, version, storage_options)
 
 
 def _print_file(info: Dict[str, Any]) -> None:
@@ -178,17 +180,17 @@ def _print_dataset(info: Dict[str, Any]) -> None:
 # -- versions -----------------------------------------------------------------------------
 
 
-def list_versions(uri: str) -> List[Dict[str, Any]]:
+def list_versions(uri: str, storage_options: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
     """Every version of a dataset, oldest first: number, time (UTC, ISO 8601), the
     operation that made it, rows, fragments and the tags on it."""
-    store = _lancepy.Store(uri, None)
+    store = _lancepy.Store(uri, storage_options)
     versions, _ = _commit.list_versions(store)
     if not versions:
         _commit.load_manifest(store)  # the right DatasetNotFoundError
     tags: Dict[int, List[str]] = {}
     from lancepy.dataset import LanceDataset, Tags
 
-    latest = LanceDataset(uri)
+    latest = LanceDataset(uri, storage_options=storage_options)
     for name, t in Tags(latest).list().items():
         tags.setdefault(t["version"], []).append(name)
     out = []
@@ -224,7 +226,7 @@ def _print_versions(rows: List[Dict[str, Any]]) -> None:
 # -- validate -----------------------------------------------------------------------------
 
 
-def validate_path(path: str) -> Dict[str, Any]:
+def validate_path(path: str, storage_options: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """Checks a dataset (or one file); ``{"ok": bool, "checked": {...}, "problems": [...]}``.
 
     For a dataset: every manifest in ``_versions/`` decodes and names its own version; for
@@ -235,9 +237,9 @@ def validate_path(path: str) -> Dict[str, Any]:
     """
     problems: List[str] = []
     checked = {"manifests": 0, "data_files": 0, "deletion_files": 0}
-    if _is_file(path):
+    if _is_file(path, storage_options):
         try:
-            info = inspect_file(path)
+            info = inspect_file(path, storage_options)
             checked["data_files"] = 1
             if any(c["rows"] != info["num_rows"] for c in info["columns"] if c["pages"]):
                 problems.append(f"{path}: columns disagree about the number of rows ({info['num_rows']})")
@@ -245,7 +247,7 @@ def validate_path(path: str) -> Dict[str, Any]:
             problems.append(f"{path}: {e}")
         return {"ok": not problems, "path": path, "checked": checked, "problems": problems}
 
-    store = _lancepy.Store(path, None)
+    store = _lancepy.Store(path, storage_options)
     versions, _ = _commit.list_versions(store)
     if not versions:
         _commit.load_manifest(store)  # raises DatasetNotFoundError
@@ -259,13 +261,15 @@ def validate_path(path: str) -> Dict[str, Any]:
         except LanceError as e:
             problems.append(f"manifest of version {v} ({versions[v]}): {e}")
     if latest is not None:
-        _validate_version(store, latest, problems, checked)
+        _validate_version(store, latest, problems, checked, storage_options)
     elif versions:
         problems.append(f"the latest version {max(versions)} cannot be read, so its files were not checked")
     return {"ok": not problems, "path": path, "version": max(versions), "checked": checked, "problems": problems}
 
 
-def _validate_version(store: Any, loaded: Any, problems: List[str], checked: Dict[str, int]) -> None:
+def _validate_version(
+    store: Any, loaded: Any, problems: List[str], checked: Dict[str, int], storage_options: Optional[Dict[str, str]] = None
+) -> None:
     from lancepy.file import LanceFileReader
     from lancepy.fragment import FragmentMetadata
 
@@ -273,7 +277,7 @@ def _validate_version(store: Any, loaded: Any, problems: List[str], checked: Dic
     sizes = {p: size for p, size, _ in store.list("data")}
     snapshot = None
     try:
-        snapshot = _lancepy.TableSnapshot(store.uri, loaded.json, None)
+        snapshot = _lancepy.TableSnapshot(store.uri, loaded.json, storage_options)
     except LanceError as e:
         problems.append(f"version {loaded.version}: cannot open its data: {e}")
     for frag in m.get("fragments", []):
@@ -292,7 +296,7 @@ def _validate_version(store: Any, loaded: Any, problems: List[str], checked: Dic
             if recorded and sizes[rel] != recorded:
                 problems.append(f"{where}: {sizes[rel]} bytes, the manifest records {recorded}")
             try:
-                reader = LanceFileReader(store.child_uri(rel))
+                reader = LanceFileReader(store.child_uri(rel), storage_options)
                 meta = reader.metadata()
             except LanceError as e:
                 problems.append(f"{where}: {e}")
@@ -339,15 +343,20 @@ def _print_validation(report: Dict[str, Any]) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lancepy", description="Inspect and check Lance files and datasets.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--storage-option", "-o", action="append", default=[], metavar="KEY=VALUE",
+        help="an object-store option (pylance's keys, e.g. aws_endpoint=http://127.0.0.1:9000); repeatable",
+    )
     sub = p.add_subparsers(dest="command", required=True)
-    i = sub.add_parser("inspect", help="describe a Lance file or dataset")
+    i = sub.add_parser("inspect", help="describe a Lance file or dataset", parents=[common])
     i.add_argument("path", help="a dataset directory / URI or one .lance file")
     i.add_argument("--version", type=int, default=None, help="dataset version (default: the latest)")
     i.add_argument("--json", action="store_true", help="print JSON")
-    v = sub.add_parser("versions", help="list a dataset's versions")
+    v = sub.add_parser("versions", help="list a dataset's versions", parents=[common])
     v.add_argument("path")
     v.add_argument("--json", action="store_true", help="print JSON")
-    c = sub.add_parser("validate", help="check manifests, data files and deletion files")
+    c = sub.add_parser("validate", help="check manifests, data files and deletion files", parents=[common])
     c.add_argument("path")
     c.add_argument("--json", action="store_true", help="print JSON")
     return p
@@ -355,10 +364,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    options: Dict[str, str] = {}
+    for item in args.storage_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"--storage-option takes KEY=VALUE, got {item!r}")
+        options[key] = value
+    opts = options or None
     try:
         if args.command == "inspect":
-            info = inspect_path(args.path, args.version)
+            info = inspect_path(args.path, args.version, opts)
             if args.json:
                 print(json.dumps(info, indent=2, default=str))
             elif info["kind"] == "file":
@@ -367,13 +384,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 _print_dataset(info)
             return EXIT_OK
         if args.command == "versions":
-            rows = list_versions(args.path)
+            rows = list_versions(args.path, opts)
             if args.json:
                 print(json.dumps(rows, indent=2))
             else:
                 _print_versions(rows)
             return EXIT_OK
-        report = validate_path(args.path)
+        report = validate_path(args.path, opts)
         if args.json:
             print(json.dumps(report, indent=2))
         else:
