@@ -419,3 +419,20 @@ def test_file_metadata_and_statistics_match_pylance(tmp_path, version) -> None:
     ]
     assert ours.num_rows() == theirs.num_rows() == 20000
     assert ours.read_all().to_batches().read_all().equals(theirs.read_all().to_batches().read_all())
+
+
+def test_data_stats_match_pylance(tmp_path) -> None:
+    import numpy as np
+
+    t = pa.table({"a": np.arange(5000), "s": pa.array([{"x": i, "y": str(i)} for i in range(5000)]),
+                  "l": [[i, i + 1] for i in range(5000)]})
+    for writer in ("lancepy", "pylance"):
+        u = str(tmp_path / f"{writer}.lance")
+        if writer == "lancepy":
+            lancepy.write_dataset(t, u, max_rows_per_file=2000).add_columns({"b": "a * 2"})
+        else:
+            lance.write_dataset(t, u, max_rows_per_file=2000).add_columns({"b": "a * 2"})
+        ours = lancepy.dataset(u).stats.data_stats()
+        theirs = lance.dataset(u).stats.data_stats()
+        assert [(f.id, f.bytes_on_disk) for f in ours.fields] == [(f.id, f.bytes_on_disk) for f in theirs.fields]
+        assert sum(f.bytes_on_disk for f in ours.fields) > 0
