@@ -436,3 +436,22 @@ def test_data_stats_match_pylance(tmp_path) -> None:
         theirs = lance.dataset(u).stats.data_stats()
         assert [(f.id, f.bytes_on_disk) for f in ours.fields] == [(f.id, f.bytes_on_disk) for f in theirs.fields]
         assert sum(f.bytes_on_disk for f in ours.fields) > 0
+
+
+def test_lancepy_fragment_json_commits_with_pylance(tmp_path) -> None:
+    import json
+
+    u = str(tmp_path / "g.lance")
+    ds = lancepy.write_dataset(_table(5), u)
+    ds.delete("id = 2")
+    ours = lancepy.fragment.write_fragments(_table(4, 70), u, max_rows_per_file=3)
+    payload = [json.dumps(f.to_json()) for f in ours]
+    theirs = [lance.fragment.FragmentMetadata.from_json(p) for p in payload]
+    assert [f.physical_rows for f in theirs] == [3, 1]
+    lance.LanceDataset.commit(u, lance.LanceOperation.Append(theirs), read_version=ds.version)
+    expected = pa.concat_tables([_table(5).filter(pa.compute.field("id") != 2), _table(4, 70)])
+    assert lance.dataset(u).to_table().equals(expected) and lancepy.dataset(u).to_table().equals(expected)
+    # The same layout as pylance's, deletion files included.
+    mine = lancepy.dataset(u).get_fragments()[0].metadata.to_json()
+    pl = lance.dataset(u).get_fragments()[0].metadata.to_json()
+    assert mine == pl

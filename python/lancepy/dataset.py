@@ -734,7 +734,7 @@ class LanceDataset:
             frags = _write(self._uri, reader, self._loaded.manifest.get("fields", []),
                            self._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, self.data_storage_version,
                            storage_options=self._storage_options)
-            new_frags = [f.to_json() for f in frags]
+            new_frags = [f._manifest_json() for f in frags]
             written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
         ids = {f.get("name"): f.get("id") for f in self._loaded.manifest.get("fields", [])}
         body = {
@@ -946,7 +946,7 @@ class LanceDataset:
                               storage_options=self._storage_options)
                 if len(made) != 1:
                     raise InvalidArgumentError("internal error: expected one data file per fragment")
-                df = made[0].to_json()["files"][0]
+                df = made[0]._manifest_json()["files"][0]
                 written.append(f"data/{df['path']}")
                 frag["files"] = frag.get("files", []) + [df]
         except BaseException:
@@ -1043,7 +1043,7 @@ class LanceDataset:
                 table = pa.Table.from_arrays(cols, names=names)
                 made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version,
                               storage_options=self._storage_options)
-                df = made[0].to_json()["files"][0]
+                df = made[0]._manifest_json()["files"][0]
                 written.append(f"data/{df['path']}")
                 for old_file in frag.get("files", []):
                     old_file["fields"] = [-2 if i in ids else i for i in old_file.get("fields", [])]
@@ -1726,7 +1726,7 @@ class DatasetOptimizer:
                 made = _write(ds._uri, data.to_reader(), ds._loaded.manifest.get("fields", []),
                               ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version,
                               storage_options=ds._storage_options)
-                new = [m.to_json() for m in made]
+                new = [m._manifest_json() for m in made]
                 if stable and row_ids is not None:
                     start = 0
                     for nf in new:
@@ -2160,9 +2160,9 @@ def _schema_fields(schema: Any, store: Any, read_version: int) -> Any:
 
 def _frag_json(f: Any) -> Dict[str, Any]:
     if isinstance(f, FragmentMetadata):
-        return f.to_json()
-    if isinstance(f, dict):
-        return copy.deepcopy(f)
+        return f._manifest_json()
+    if isinstance(f, dict):  # either library's to_json() / a manifest entry
+        return FragmentMetadata.from_json(copy.deepcopy(f))._manifest_json()
     raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
 
 
@@ -2357,7 +2357,7 @@ def write_dataset(
         op = "Overwrite"
     frags = _write_reporting(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
     written = [f"data/{d.path}" for f in frags for d in f.files]
-    frag_json = [f.to_json() for f in frags]
+    frag_json = [f._manifest_json() for f in frags]
     if op == "Append":
         body: Dict[str, Any] = {"fragments": frag_json}
     else:

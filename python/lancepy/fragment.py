@@ -106,6 +106,10 @@ class DeletionFile:
         return out
 
 
+_DATA_FILE_KEYS = ("path", "fields", "column_indices", "file_major_version", "file_minor_version", "file_size_bytes", "base_id")
+_SEQUENCE_KEYS = ("row_id_sequence", "last_updated_at_version_sequence", "created_at_version_sequence")
+
+
 class FragmentMetadata:
     """The manifest entry of one fragment (``lance.table.DataFragment``).
 
@@ -207,7 +211,36 @@ class FragmentMetadata:
         )
 
     def to_json(self) -> Dict[str, Any]:
-        """A JSON-able dict (the protobuf field names of ``DataFragment``)."""
+        """A JSON-able dict in pylance's layout (``FragmentMetadata.from_json`` of either
+        library reads it). lancepy's stable-row-id sequences ride along under their
+        protobuf names (pylance ignores them)."""
+        d = self._data
+        deletion = self.deletion_file
+        out: Dict[str, Any] = {
+            "id": self.id,
+            "files": [{k: f.get(k) for k in _DATA_FILE_KEYS} for f in d.get("files", [])],
+            "overlays": [],
+            "physical_rows": self.physical_rows,
+            "deletion_file": None
+            if deletion is None
+            else {
+                "read_version": deletion.read_version,
+                "id": deletion.id,
+                "file_type": deletion.file_type,
+                "num_deleted_rows": deletion.num_deleted_rows,
+                "base_id": deletion.base_id,
+            },
+            "row_id_meta": None,
+            "created_at_version_meta": None,
+            "last_updated_at_version_meta": None,
+        }
+        for key in _SEQUENCE_KEYS:
+            if d.get(key) is not None:
+                out[key] = d[key]
+        return json.loads(json.dumps(out))
+
+    def _manifest_json(self) -> Dict[str, Any]:
+        """A copy of the manifest entry (the JSON form of ``DataFragment``)."""
         return json.loads(json.dumps(self._data))
 
     @staticmethod
@@ -238,7 +271,7 @@ class FragmentMetadata:
         self._data = json.loads(state)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, FragmentMetadata) and self._data == other._data
+        return isinstance(other, FragmentMetadata) and self.to_json() == other.to_json()
 
     def __repr__(self) -> str:
         return f"FragmentMetadata(id={self.id}, physical_rows={self.physical_rows}, files={[f.path for f in self.files]})"

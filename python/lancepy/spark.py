@@ -590,7 +590,7 @@ def write_dataset(
     kept = [f"{DATA_DIR}/{d.path}" for f in frags for d in f.files]
     try:
         _delete_job_files(store, job_tag, keep=kept)
-        frag_json = [f.to_json() for f in frags]
+        frag_json = [f._manifest_json() for f in frags]
         if operation == "Append":
             body: Dict[str, Any] = {"fragments": frag_json}
         else:
