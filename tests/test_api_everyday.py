@@ -455,3 +455,40 @@ def test_lancepy_fragment_json_commits_with_pylance(tmp_path) -> None:
     mine = lancepy.dataset(u).get_fragments()[0].metadata.to_json()
     pl = lance.dataset(u).get_fragments()[0].metadata.to_json()
     assert mine == pl
+
+
+def test_lancepy_reads_what_pylance_commits(tmp_path) -> None:
+    """Merge, Project, Update, Rewrite, DataReplacement and UpdateConfig committed by
+    pylance (through its API and its LanceOperation classes) read the same in lancepy."""
+    u = str(tmp_path / "p.lance")
+    theirs = lance.write_dataset(_table(30), u, max_rows_per_file=10)
+
+    def same() -> None:
+        ours = lancepy.dataset(u)
+        ref = lance.dataset(u)
+        assert ours.version == ref.version
+        assert ours.schema == ref.schema
+        assert ours.to_table().equals(ref.to_table())
+
+    theirs.add_columns({"twice": "id * 2"})  # Merge
+    same()
+    theirs.drop_columns(["score"])  # Project
+    same()
+    theirs.update({"name": "'x'"}, where="id < 5")  # Update
+    same()
+    theirs.optimize.compact_files(target_rows_per_fragment=1000)  # Rewrite
+    same()
+    theirs.update_field_metadata({"id": {"k": "v"}})  # UpdateConfig
+    same()
+    # DataReplacement: a new file for the "twice" column of the only fragment.
+    frag = lance.dataset(u).get_fragments()[0]
+    twice_id = [f for f in lance.dataset(u).lance_schema.fields() if f.name() == "twice"][0].id()
+    path = f"{u}/data/replacement.lance"
+    w = lance.file.LanceFileWriter(path, pa.schema([pa.field("twice", pa.int64())]))
+    w.write_batch(pa.table({"twice": pa.array([-i for i in range(frag.count_rows())], pa.int64())}))
+    w.close()
+    new_file = lance.fragment.DataFile("replacement.lance", [twice_id], [0], 2, 2)
+    op = lance.LanceOperation.DataReplacement([lance.LanceOperation.DataReplacementGroup(frag.fragment_id, new_file)])
+    lance.LanceDataset.commit(u, op, read_version=lance.dataset(u).version)
+    same()
+    assert lancepy.dataset(u).to_table().column("twice").to_pylist() == [-i for i in range(30)]
