@@ -192,3 +192,17 @@ def test_python_dash_m_and_console_script(uri) -> None:
     assert done.returncode == 0 and done.stdout.startswith("OK"), done.stderr
     text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert 'lancepy = "lancepy.cli:main"' in text
+
+
+def test_dataset_validate_method(uri) -> None:
+    from lancepy.exceptions import CorruptFileError
+
+    lance = pytest.importorskip("lance")
+    assert lancepy.dataset(uri).validate() is None
+    assert lance.dataset(uri).validate() is None
+    path = _data_file(uri, 1)
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(CorruptFileError, match=f"fragment 1: data file data/{path.name}"):
+        lancepy.dataset(uri).validate()
+    with pytest.raises(CorruptFileError):  # version 1 uses the same file
+        lancepy.dataset(uri, version=1).validate()

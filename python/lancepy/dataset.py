@@ -570,6 +570,21 @@ class LanceDataset:
         """Another version (number or tag) of the same dataset."""
         return LanceDataset(self._uri, version, storage_options=self._storage_options)
 
+    def validate(self) -> None:
+        """Checks this version's files: every data file's footer and metadata can be read,
+        with the fragment's row count, the recorded size and the mapped columns; every
+        deletion file can be read and matches its record. Raises
+        :class:`~lancepy.exceptions.CorruptFileError` listing every problem found (the
+        ``lancepy validate`` command also checks every manifest)."""
+        from lancepy.cli import _validate_version
+        from lancepy.exceptions import CorruptFileError
+
+        problems: List[str] = []
+        checked = {"manifests": 0, "data_files": 0, "deletion_files": 0}
+        _validate_version(self._store, self._loaded, problems, checked, self._storage_options)
+        if problems:
+            raise CorruptFileError(f"{self._uri} version {self.version} is damaged: " + "; ".join(problems))
+
     def checkout_latest(self) -> None:
         """Moves this object to the latest version (in place, as pylance does)."""
         self._refresh_latest()
