@@ -492,3 +492,38 @@ def test_lancepy_reads_what_pylance_commits(tmp_path) -> None:
     lance.LanceDataset.commit(u, op, read_version=lance.dataset(u).version)
     same()
     assert lancepy.dataset(u).to_table().column("twice").to_pylist() == [-i for i in range(30)]
+
+
+def test_order_by_matches_pylance(tmp_path) -> None:
+    from lancepy.dataset import ColumnOrdering
+
+    t = pa.table({"a": [3, None, 1, 2, 5, 2, None], "b": ["x", "y", "z", "w", "v", "u", "t"]})
+    u = str(tmp_path / "o.lance")
+    lancepy.write_dataset(t, u, max_rows_per_file=3)
+    ours, theirs = lancepy.dataset(u), lance.dataset(u)
+    import importlib
+
+    PL = importlib.import_module("lance.dataset").ColumnOrdering  # lance.dataset is also a function
+    cases = [
+        (["a", "b"], [ColumnOrdering("a"), ColumnOrdering("b")]),
+        ([PL("a", ascending=False), PL("b")], [ColumnOrdering("a", False), ColumnOrdering("b")]),
+        ([PL("a", nulls_first=True), PL("b", nulls_first=True)], [ColumnOrdering("a", True, True), ColumnOrdering("b", True, True)]),
+    ]
+    for pl_order, our_order in cases:
+        expected = theirs.to_table(order_by=pl_order)
+        assert ours.to_table(order_by=our_order).equals(expected)
+        assert ours.to_table(order_by=pl_order).equals(expected)  # pylance's objects work too
+        assert ours.to_table(order_by=our_order, limit=3, offset=2).equals(expected.slice(2, 3))
+        assert ours.to_table(order_by=our_order, columns=["b"]).equals(expected.select(["b"]))
+        assert pa.Table.from_batches(list(ours.to_batches(order_by=our_order, batch_size=2))).equals(expected)
+    filtered = theirs.to_table(order_by=["b"], filter="a > 1")
+    assert ours.to_table(order_by=["b"], filter="a > 1").equals(filtered)
+    assert ours.head(2, order_by=["b"]).equals(theirs.to_table(order_by=["b"]).slice(0, 2))
+    with pytest.raises(ColumnNotFoundError):
+        ours.to_table(order_by=["nope"])
+    mixed = [ColumnOrdering("a", nulls_first=True), ColumnOrdering("b", False)]
+    if int(pa.__version__.split(".")[0]) >= 25:
+        assert ours.to_table(order_by=mixed).column("b").to_pylist() == ["y", "t", "z", "w", "u", "x", "v"]
+    else:
+        with pytest.raises(NotSupportedError):
+            ours.to_table(order_by=mixed)

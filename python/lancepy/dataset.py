@@ -66,6 +66,7 @@ __all__ = [
     "CleanupStats",
     "MergeInsertBuilder",
     "LanceSchema",
+    "ColumnOrdering",
     "dataset",
     "write_dataset",
 ]
@@ -75,6 +76,8 @@ _T = TypeVar("_T")
 DEFAULT_CONFLICT_RETRIES = 10
 DEFAULT_RETRY_TIMEOUT = datetime.timedelta(seconds=30)
 ROW_ID = "_rowid"
+#: pyarrow 25 sorts with a null placement per key (and deprecates the global one).
+_PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
 ROW_ADDRESS = "_rowaddr"
 TAGS_DIR = "_refs/tags"
 
@@ -356,12 +359,13 @@ class LanceDataset:
         """A scan of this version (see :class:`LanceScanner`).
 
         `columns` (names, or ``{name: sql expression}``), `filter` (SQL text or a pyarrow
-        expression), `limit`, `offset`, `batch_size`, `fragments`, `with_row_id` and
-        `with_row_address` work as in pylance. Hints that cannot change the result
+        expression), `limit`, `offset`, `batch_size`, `fragments`, `with_row_id`,
+        `with_row_address` and `order_by` (column names or :class:`ColumnOrdering`; an
+        ordered scan is read whole, then sorted) work as in pylance. Hints that cannot change the result
         (`batch_readahead`, `fragment_readahead`, `scan_in_order`, `prefilter`, `use_stats`,
         `fast_search`, `io_buffer_size`, `late_materialization`, `use_scalar_index`) are
         accepted and ignored: lancepy always scans in order, without indices. Vector, full
-        text and index-segment search, ordering, blob handling, deleted-row scans, byte-sized
+        text and index-segment search, blob handling, deleted-row scans, byte-sized
         or strict batches, row-address allow/block lists and scan statistics are not built:
         giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
         """
@@ -374,14 +378,15 @@ class LanceDataset:
             include_deleted_rows=include_deleted_rows or None,
             scan_stats_callback=scan_stats_callback,
             strict_batch_size=strict_batch_size or None,
-            order_by=order_by,
             disable_scoring_autoprojection=disable_scoring_autoprojection or None,
             row_addr_allowlist=row_addr_allowlist,
             row_addr_blocklist=row_addr_blocklist,
         )
-        return LanceScanner(
+        scanner = LanceScanner(
             self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
         )
+        scanner._set_order(order_by)
+        return scanner
 
     def to_table(
         self,
@@ -1325,14 +1330,59 @@ class LanceScanner:
         self._with_row_id = with_row_id
         self._with_row_address = with_row_address
         self._batch_size = batch_size or 8192
+        self._order: List[ColumnOrdering] = []
         self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
 
+    def _set_order(self, order_by: Optional[Sequence[Any]]) -> None:
+        """`order_by`: column names (ascending, nulls last) or :class:`ColumnOrdering`-like
+        objects (``column_name``, ``ascending``, ``nulls_first``)."""
+        self._order = []
+        if not order_by:
+            return
+        if isinstance(order_by, (str, ColumnOrdering)):
+            order_by = [order_by]
+        names = self._ds.schema.names
+        for o in order_by:
+            key = ColumnOrdering(o) if isinstance(o, str) else ColumnOrdering(
+                getattr(o, "column_name"), bool(getattr(o, "ascending", True)), bool(getattr(o, "nulls_first", False))
+            )
+            if key.column_name not in names:
+                from lancepy.exceptions import ColumnNotFoundError
+
+                raise ColumnNotFoundError(f"cannot order by {key.column_name!r}: the dataset has {names}")
+            self._order.append(key)
+        if len({k.nulls_first for k in self._order}) > 1 and not _PER_KEY_NULL_PLACEMENT:
+            raise UnsupportedError(
+                "order_by with nulls first for some columns and last for others needs pyarrow >= 25"
+            )
+
     def _read_columns(self) -> Optional[List[str]]:
-        if self._filter is None:
-            return self._columns
-        if self._columns is None or self._filter.columns is None:
+        extra = (self._filter.columns if self._filter is not None else []) or []
+        if self._filter is not None and self._filter.columns is None:
             return None
-        return list(dict.fromkeys(self._columns + self._filter.columns))
+        extra = extra + [k.column_name for k in getattr(self, "_order", [])]
+        if self._columns is None:
+            return None
+        return list(dict.fromkeys(self._columns + extra))
+
+    def _ordered_table(self) -> pa.Table:
+        s = self._ds._snapshot
+        t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
+                            self._with_row_id, self._with_row_address, False))
+        if self._filter is not None:
+            t = t.filter(_evaluate(t, self._filter))
+        def placement(k: ColumnOrdering) -> str:
+            return "at_start" if k.nulls_first else "at_end"
+
+        if _PER_KEY_NULL_PLACEMENT:
+            keys = [(k.column_name, "ascending" if k.ascending else "descending", placement(k)) for k in self._order]
+            indices = pc.sort_indices(t, sort_keys=keys)
+        else:
+            keys2 = [(k.column_name, "ascending" if k.ascending else "descending") for k in self._order]
+            indices = pc.sort_indices(t, sort_keys=keys2, null_placement=placement(self._order[0]))
+        t = t.take(indices)
+        t = t.slice(self._offset, self._limit) if self._limit is not None else t.slice(self._offset)
+        return self._finish(t)
 
     def _output_names(self, table_names: List[str]) -> List[str]:
         names = self._columns if self._columns is not None else [n for n in self._ds.schema.names]
@@ -1352,6 +1402,8 @@ class LanceScanner:
 
     def to_table(self) -> pa.Table:
         """Every row of the scan as a ``pyarrow.Table``."""
+        if self._order:
+            return self._ordered_table()
         s = self._ds._snapshot
         if self._filter is None:
             t = pa.table(s.scan(self._read_columns(), self._fragment_ids, self._offset, self._limit, 131072,
@@ -1372,7 +1424,11 @@ class LanceScanner:
         return pa.table(s.scan(self._read_columns(), [], 0, 0, 1, self._with_row_id, self._with_row_address, False))
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """The rows as record batches, decoded as the iterator advances."""
+        """The rows as record batches, decoded as the iterator advances (an ordered scan is
+        read and sorted first)."""
+        if self._order:
+            yield from self._ordered_table().to_batches(max_chunksize=self._batch_size)
+            return
         s = self._ds._snapshot
         if self._filter is None:
             stream = s.scan_stream(self._read_columns(), self._fragment_ids, self._offset, self._limit, self._batch_size,
@@ -2099,6 +2155,15 @@ class LanceOperation:
                     {"fragment_id": int(r.fragment_id), "new_file": r.new_file._to_dict()} for r in self.replacements
                 ]
             }
+
+
+@dataclass
+class ColumnOrdering:
+    """One key of a scan's `order_by`: a column, ascending or not, nulls first or last."""
+
+    column_name: str
+    ascending: bool = True
+    nulls_first: bool = False
 
 
 class LanceSchema:
