@@ -527,3 +527,27 @@ def test_order_by_matches_pylance(tmp_path) -> None:
     else:
         with pytest.raises(NotSupportedError):
             ours.to_table(order_by=mixed)
+
+
+def test_get_version_truncate_and_ordered_tags(tmp_path) -> None:
+    a, b = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    ours = lancepy.write_dataset(_table(12), a, max_rows_per_file=5)
+    theirs = lance.write_dataset(_table(12), b, max_rows_per_file=5)
+    for ds in (ours, theirs):
+        ds.update_config({"k": "v"})
+        ds.truncate_table()
+    for ds in (ours, lance.dataset(a)):
+        assert ds.version == 3 and ds.count_rows() == 0 and ds.schema == theirs.schema
+        assert ds.config() == {"k": "v"} and ds.get_fragments() == []
+    assert lancepy.dataset(a, version=2).count_rows() == 12
+    g_ours, g_theirs = ours.get_version(), theirs.get_version()
+    assert g_ours["version"] == g_theirs["version"] and g_ours["metadata"] == g_theirs["metadata"]
+    assert lancepy.dataset(a, version=1).get_version()["metadata"]["total_rows"] == "12"
+    for ds in (ours, theirs):
+        ds.tags.create("b", 1)
+        ds.tags.create("a", 2)
+        ds.tags.create("c", 3)
+    for order in (None, "asc", "desc"):
+        assert [n for n, _ in ours.tags.list_ordered(order)] == [n for n, _ in theirs.tags.list_ordered(order)]
+    with pytest.raises(InvalidArgumentError):
+        ours.tags.list_ordered("sideways")

@@ -284,15 +284,12 @@ class LanceDataset:
         out = []
         versions, _ = _commit.list_versions(self._store)
         for v in sorted(versions):
-            m = _commit.load_manifest(self._store, v).manifest
-            ts = m.get("timestamp") or {}
-            # Local time, truncated to microseconds (pylance's may differ by 1 µs: it goes
-            # through a float).
-            when = datetime.datetime.fromtimestamp(ts.get("seconds", 0)) + datetime.timedelta(
-                microseconds=ts.get("nanos", 0) // 1000
-            )
-            out.append({"version": v, "timestamp": when, "metadata": _version_summary(m)})
+            out.append(_version_entry(v, _commit.load_manifest(self._store, v).manifest))
         return out
+
+    def get_version(self) -> Dict[str, Any]:
+        """This version: ``{"version", "timestamp", "metadata"}`` as in :meth:`versions`."""
+        return _version_entry(self.version, self._loaded.manifest)
 
     def _snapshot_rows(self) -> Dict[int, Any]:
         if self._rows is None:
@@ -685,6 +682,12 @@ class LanceDataset:
             return {"num_deleted_rows": len(addresses)}
 
         return self._retry_on_conflict(attempt, conflict_retries, retry_timeout)
+
+    def truncate_table(self) -> None:
+        """Removes every row (a ``Delete`` of every fragment, as pylance commits it); the
+        schema, config and older versions stay."""
+        ids = [f.get("id", 0) for f in self._loaded.manifest.get("fragments", [])]
+        self._commit("Delete", {"updated_fragments": [], "deleted_fragment_ids": ids, "predicate": "true"})
 
     def _write_deletions(self, addresses: pa.Array) -> Any:
         updated, removed, written = [], [], []
@@ -1250,6 +1253,17 @@ def _as_table(out: Any) -> pa.Table:
     raise InvalidArgumentError(f"an add_columns function must return a table, batch or dict, got {type(out).__name__}")
 
 
+def _version_entry(version: int, manifest: Dict[str, Any]) -> Dict[str, Any]:
+    """One entry of :meth:`LanceDataset.versions`."""
+    ts = manifest.get("timestamp") or {}
+    # Local time, truncated to microseconds (pylance's may differ by 1 µs: it goes through a
+    # float).
+    when = datetime.datetime.fromtimestamp(ts.get("seconds", 0)) + datetime.timedelta(
+        microseconds=ts.get("nanos", 0) // 1000
+    )
+    return {"version": version, "timestamp": when, "metadata": _version_summary(manifest)}
+
+
 def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
     """The statistics pylance reports as a version's metadata (as strings, like pylance)."""
     frags = manifest.get("fragments") or []
@@ -1570,6 +1584,14 @@ class Tags:
                 "metadata": doc.get("metadata") or {},
             }
         return out
+
+    def list_ordered(self, order: Optional[str] = None) -> List[Any]:
+        """``[(tag, info)]`` ordered by version, newest first (`order` ``"desc"``, the
+        default) or oldest first (``"asc"``); `info` as in :meth:`list`."""
+        if order not in (None, "asc", "desc"):
+            raise InvalidArgumentError(f"order must be 'asc' or 'desc', got {order!r}")
+        items = sorted(self.list().items(), key=lambda kv: (kv[1]["version"], kv[0]))
+        return items if order == "asc" else items[::-1]
 
     def get_version(self, tag: str) -> int:
         """The version a tag points to."""
