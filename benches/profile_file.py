@@ -45,7 +45,7 @@ def main() -> None:
         op = lambda i: lib.write(table, args.path)  # noqa: E731
     else:
         r = LanceFileReader(args.path)
-        n = r.num_rows
+        n = r.num_rows()
         if kind == "scan":
             cols = [arg] if arg else None
             op = lambda i: r.read_all(columns=cols).to_table()  # noqa: E731

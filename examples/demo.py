@@ -90,7 +90,7 @@ def file_demo(root: str) -> None:
     with LanceFileWriter(path, version="2.1") as w:
         w.write_batch(table)
     reader = LanceFileReader(path)
-    print(f"\n== single file {os.path.basename(path)}: {reader.num_rows:,} rows, "
+    print(f"\n== single file {os.path.basename(path)}: {reader.num_rows():,} rows, "
           f"{os.path.getsize(path) / 1e3:.0f} kB, encodings {reader.metadata().encodings()[1][:1]}")
     assert reader.read_all().to_table().equals(table)
     print(f"  take_rows([5, 99999]) -> {reader.take_rows([5, 99_999]).to_table().column('word').to_pylist()}")

@@ -90,7 +90,7 @@ def build_table(spec) -> pa.Table:
 def _check_reads(path, table: pa.Table, rng: np.random.Generator) -> None:
     r = LanceFileReader(str(path))
     n = table.num_rows
-    assert r.num_rows == n
+    assert r.num_rows() == n
     assert_tables_equal(table, r.read_all().to_table(), "read_all")
     if n:
         start = int(rng.integers(0, n))

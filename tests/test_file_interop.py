@@ -53,7 +53,7 @@ def check_lancepy_reads(path, table: pa.Table, version: str, rng: np.random.Gene
     """Every read path of lancepy returns exactly ``table``."""
     n = table.num_rows
     r = LanceFileReader(str(path))
-    assert r.num_rows == n
+    assert r.num_rows() == n
     assert r.version == version
     assert r.schema.field("v").type == table.schema.field("v").type
 

@@ -199,7 +199,7 @@ def take_with_pylance(path, rows: List[int]) -> pa.Table:
 def _check_lancepy_reads(path, table: pa.Table) -> None:
     reader = LanceFileReader(path)
     assert reader.version == "2.0"
-    assert reader.num_rows == table.num_rows
+    assert reader.num_rows() == table.num_rows
     assert_tables_equal(reader.read_all().to_table(), table)
     n = table.num_rows
     rows = _sample_rows(n)
@@ -313,7 +313,7 @@ def test_several_batches_and_zero_rows(tmp_path, direction):
     with writer_cls(str(path) if writer_cls is lance_file.LanceFileWriter else path,
                     schema=empty.schema, version="2.0") as w:
         w.write_batch(empty)
-    assert LanceFileReader(path).num_rows == 0
+    assert LanceFileReader(path).num_rows() == 0
     assert_tables_equal(LanceFileReader(path).read_all().to_table(), empty)
     assert_tables_equal(read_with_pylance(path), empty)
 

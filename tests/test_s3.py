@@ -166,7 +166,9 @@ def _steps():
         return ds
 
     def restore(ds, uri, o):
-        return lancepy.dataset(uri, version="before-cleanup", storage_options=o).restore()
+        old = lancepy.dataset(uri, version="before-cleanup", storage_options=o)
+        assert old.restore() is None  # as pylance; the object moves to the new version
+        return old
 
     def overwrite(ds, uri, o):
         return lancepy.write_dataset(rows(7, 1000), uri, mode="overwrite", storage_options=o)
@@ -472,3 +474,26 @@ def test_forked_children_read_s3(s3, bucket):
         c.join(timeout=60)
         assert c.exitcode == 0
     assert got == [[3, 1], [3, 1]]
+
+
+def test_cli_on_s3(s3, bucket, opts, capsys):
+    """The ``lancepy`` command reaches object storage with ``--storage-option KEY=VALUE``."""
+    import json
+
+    from lancepy import cli
+
+    uri = f"s3://{bucket}/cli.lance"
+    ds = lancepy.write_dataset(pa.table({"id": list(range(50))}), uri, max_rows_per_file=20, storage_options=opts)
+    ds.delete("id < 5")
+    flags = [a for k, v in opts.items() for a in ("-o", f"{k}={v}")]
+    assert cli.main(["validate", uri, "--json", *flags]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["checked"] == {"manifests": 2, "data_files": 3, "deletion_files": 1}
+    assert cli.main(["inspect", uri, "--json", *flags]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["kind"] == "dataset" and info["rows"] == 45
+    path = f"{uri}/data/{ds.get_fragments()[0].data_files()[0].path}"
+    assert cli.main(["inspect", path, "--json", *flags]) == 0
+    assert json.loads(capsys.readouterr().out)["num_rows"] == 20
+    assert cli.main(["versions", uri, "--json", *flags]) == 0
+    assert [v["operation"] for v in json.loads(capsys.readouterr().out)] == ["Overwrite", "Delete"]

@@ -251,9 +251,9 @@ def test_every_type_round_trips_spark_lance_spark(spark, tmp_path, pylance):
     df = _all_types_df(spark)
     uri = str(tmp_path / "types.lance")
     with pytest.raises(lancepy.exceptions.UnsupportedError, match="needs file version 2.2"):
-        lspark.write_dataset(df, uri, vector_columns={"emb": 3})  # maps: 2.2 files (as pylance)
+        lspark.write_dataset(df, uri, vector_columns={"emb": 3}, data_storage_version="2.1")  # maps: 2.2 files (as pylance)
     assert not Path(uri).exists()
-    ds = lspark.write_dataset(df, uri, vector_columns={"emb": 3}, max_rows_per_file=64, data_storage_version="2.2")
+    ds = lspark.write_dataset(df, uri, vector_columns={"emb": 3}, max_rows_per_file=64)  # 2.2: the default
     assert ds.data_storage_version == "2.2"
     t = ds.schema
     assert t.field("dec").type == pa.decimal128(10, 2) and t.field("dec38").type == pa.decimal128(38, 10)

@@ -155,8 +155,7 @@ def test_bad_queries_raise_clear_errors(uri):
         ds.to_table(nearest={"column": "vec", "q": np.stack([q, q])})
     with pytest.raises(InvalidArgumentError, match="NaN"):
         ds.to_table(nearest={"column": "vec", "q": np.full(DIM, np.nan, np.float32)})
-    with pytest.raises(InvalidArgumentError, match="prefilter"):
-        ds.to_table(filter="id > 3", prefilter=True)
+    assert ds.to_table(filter="id > 3", prefilter=True).num_rows == ds.count_rows("id > 3")  # (as pylance: no effect)
 
 
 @pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])

@@ -244,15 +244,37 @@ def _touched_fragments(txn: Dict[str, Any]) -> set:
 
 
 def _config_keys(txn: Dict[str, Any]) -> set:
+    """``(map, key)`` pairs a transaction sets or deletes: map is ``"config"``,
+    ``"table"``, ``"schema"`` or ``"field:<id>"``; key ``None`` stands for every key (a
+    replacing update)."""
     name, body = operation_name(txn), _body(txn)
-    if name == "UpdateConfig":
-        keys = set(body.get("upsert_values", {})) | set(body.get("delete_keys", []))
-        upd = body.get("config_updates") or {}
-        keys |= {e.get("key") for e in upd.get("update_entries", [])}
-        return keys
     if name == "Overwrite":
-        return set(body.get("config_upsert_values", {}))
-    return set()
+        return {("config", k) for k in body.get("config_upsert_values") or {}}
+    if name != "UpdateConfig":
+        return set()
+    keys = {("config", k) for k in body.get("upsert_values") or {}} | {("config", k) for k in body.get("delete_keys") or []}
+    keys |= {("schema", k) for k in body.get("schema_metadata") or {}}
+    for fid, upd in (body.get("field_metadata") or {}).items():
+        keys |= {(f"field:{fid}", k) for k in (upd or {}).get("metadata") or {}}
+    maps = [("config", body.get("config_updates")), ("table", body.get("table_metadata_updates")),
+            ("schema", body.get("schema_metadata_updates"))]
+    maps += [(f"field:{fid}", upd) for fid, upd in (body.get("field_metadata_updates") or {}).items()]
+    for where, upd in maps:
+        if not upd:
+            continue
+        if upd.get("replace"):
+            keys.add((where, None))
+        keys |= {(where, e.get("key")) for e in upd.get("update_entries") or []}
+    return keys
+
+
+def _config_overlap(a: set, b: set) -> bool:
+    """Whether two sets of :func:`_config_keys` touch a common key."""
+    if a & b:
+        return True
+    wild_a = {m for m, k in a if k is None}
+    wild_b = {m for m, k in b if k is None}
+    return any(m in wild_a for m, _ in b) or any(m in wild_b for m, _ in a)
 
 
 def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optional[str]:
@@ -284,7 +306,7 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
     if mine == "Append":
         return None
     if mine == "Overwrite":
-        if other == "UpdateConfig" and _config_keys(ours) & _config_keys(theirs):
+        if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
             return "a concurrent UpdateConfig changed the same config keys"
         return None
     if mine in ("Delete", "Update"):
@@ -310,7 +332,7 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
             return f"a concurrent {other} changed the schema"
         return None
     if mine == "UpdateConfig":
-        if other == "UpdateConfig" and _config_keys(ours) & _config_keys(theirs):
+        if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
             return "a concurrent UpdateConfig changed the same keys"
         return None
     if mine in ("CreateIndex", "ReserveFragments"):
@@ -372,8 +394,12 @@ def build_manifest(
     *,
     store: Any = None,
     data_storage_version: Optional[str] = None,
+    new_dataset_flags: int = 0,
 ) -> BuiltManifest:
-    """Applies `txn` to `base` (the latest committed manifest) as version `version`."""
+    """Applies `txn` to `base` (the latest committed manifest) as version `version`.
+
+    `new_dataset_flags` (e.g. :data:`FLAG_STABLE_ROW_IDS`) are set on a dataset's first
+    manifest (when there is no `base`)."""
     from lancepy import __version__
 
     name = operation_name(txn)
@@ -458,10 +484,39 @@ def build_manifest(
         next_id = max(next_id, _max_fragment_id(m) + 1)
     elif name == "UpdateConfig":
         config = dict(m.get("config", {}))
-        config.update(body.get("upsert_values", {}))
-        for k in body.get("delete_keys", []):
+        config.update(body.get("upsert_values") or {})
+        for k in body.get("delete_keys") or []:
             config.pop(k, None)
-        m["config"] = config
+        m["config"] = _apply_update_map(config, body.get("config_updates"))
+        m["table_metadata"] = _apply_update_map(dict(m.get("table_metadata") or {}), body.get("table_metadata_updates"))
+        schema_md = dict(m.get("schema_metadata") or {})
+        schema_md.update({k: list(v.encode()) for k, v in (body.get("schema_metadata") or {}).items()})
+        m["schema_metadata"] = _apply_update_map(schema_md, body.get("schema_metadata_updates"), as_bytes=True)
+        field_updates = {int(k): v for k, v in (body.get("field_metadata_updates") or {}).items()}
+        legacy = {int(k): v.get("metadata") or {} for k, v in (body.get("field_metadata") or {}).items()}
+        for f in m.get("fields", []):
+            fid = f.get("id", 0)
+            md = dict(f.get("metadata") or {})
+            if fid in legacy:
+                md.update({k: list(v.encode()) for k, v in legacy[fid].items()})
+            if fid in field_updates:
+                md = _apply_update_map(md, field_updates[fid], as_bytes=True)
+            f["metadata"] = md
+    elif name == "DataReplacement":
+        by_id = {f.get("id", 0): f for f in fragments}
+        for r in body.get("replacements", []):
+            frag = by_id.get(r.get("fragment_id", 0))
+            new_file = r.get("new_file") or {}
+            if frag is None:
+                raise CommitConflictError(f"DataReplacement: fragment {r.get('fragment_id', 0)} does not exist")
+            files = _fragment_files(frag)
+            same = [i for i, f in enumerate(files) if sorted(f.get("fields", [])) == sorted(new_file.get("fields", []))]
+            if len(same) != 1:
+                raise UnsupportedError(
+                    f"DataReplacement: fragment {frag.get('id', 0)} has no single data file with fields "
+                    f"{new_file.get('fields', [])} to replace"
+                )
+            files[same[0]] = new_file
     elif name == "UpdateBases":
         # Id 0 in the transaction means "assign one" (pylance): the largest id so far + 1.
         bases = list(m.get("base_paths") or [])
@@ -482,6 +537,9 @@ def build_manifest(
     else:
         raise UnsupportedError(f"lancepy cannot commit a {name} transaction")
 
+    if base is None and new_dataset_flags:
+        m["reader_feature_flags"] = m.get("reader_feature_flags", 0) | new_dataset_flags
+        m["writer_feature_flags"] = m.get("writer_feature_flags", 0) | new_dataset_flags
     if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
         _assign_row_ids(m, fragments)
     m["fragments"] = fragments
@@ -516,6 +574,22 @@ def build_manifest(
     m.pop("inline_transaction_position", None)
     m.pop("transaction_section", None)
     return BuiltManifest(m, index_section)
+
+
+def _apply_update_map(values: Dict[str, Any], update: Optional[Dict[str, Any]], *, as_bytes: bool = False) -> Dict[str, Any]:
+    """Applies a transaction's ``UpdateMap`` (entries with a ``None`` value delete their
+    key; ``replace`` starts from nothing). Values of byte maps are lists of byte values in
+    the manifest's JSON form."""
+    if not update:
+        return values
+    out: Dict[str, Any] = {} if update.get("replace") else dict(values)
+    for entry in update.get("update_entries") or []:
+        key, value = entry.get("key", ""), entry.get("value")
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = list(value.encode()) if as_bytes else value
+    return out
 
 
 def _assign_row_ids(m: Dict[str, Any], fragments: List[Dict[str, Any]]) -> None:
@@ -556,6 +630,7 @@ def commit_transaction(
     written_files: Iterable[Union[str, Tuple[Any, str]]] = (),
     max_retries: int = 20,
     data_storage_version: Optional[str] = None,
+    new_dataset_flags: int = 0,
 ) -> CommitResult:
     """Commits `txn` (read version ``txn["read_version"]``) with the protocol above.
 
@@ -596,7 +671,8 @@ def commit_transaction(
             if base is not None:
                 check_feature_flags(base.manifest, write=True, uri=store.uri)
             built = build_manifest(
-                base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version
+                base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version,
+                new_dataset_flags=new_dataset_flags,
             )
             data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section)
             path = manifest_name(latest + 1, scheme or naming or "v2")

@@ -24,7 +24,7 @@ import json
 import os
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
 
 import pyarrow as pa
@@ -48,10 +48,12 @@ from lancepy.file import _to_indices
 from lancepy.filters import Filter, FilterLike, compile_expression, compile_filter
 from lancepy.fragment import (
     DEFAULT_MAX_BYTES_PER_FILE,
+    DataFile,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
     LanceFragment,
     _write,
+    _write_reporting,
     align_to_schema,
     lance_fields_for,
     normalize_storage_version,
@@ -67,6 +69,8 @@ __all__ = [
     "CleanupStats",
     "MergeInsertBuilder",
     "DatasetBasePath",
+    "LanceSchema",
+    "ColumnOrdering",
     "dataset",
     "write_dataset",
 ]
@@ -76,6 +80,8 @@ _T = TypeVar("_T")
 DEFAULT_CONFLICT_RETRIES = 10
 DEFAULT_RETRY_TIMEOUT = datetime.timedelta(seconds=30)
 ROW_ID = "_rowid"
+#: pyarrow 25 sorts with a null placement per key (and deprecates the global one).
+_PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
 ROW_ADDRESS = "_rowaddr"
 TAGS_DIR = "_refs/tags"
 
@@ -170,10 +176,91 @@ class LanceDataset:
         """``"v1"`` or ``"v2"``."""
         return self._loaded.naming
 
-    @property
     def config(self) -> Dict[str, str]:
-        """The table config."""
+        """The table config (a method, as in pylance)."""
         return dict(self._loaded.manifest.get("config", {}))
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        """Whether row ids survive compaction and updates (``enable_stable_row_ids``)."""
+        return bool(self._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+
+    @property
+    def stats(self) -> "LanceStats":
+        """Statistics about this version (``ds.stats.dataset_stats()``)."""
+        return LanceStats(self)
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """The table metadata (``Manifest.table_metadata``)."""
+        return dict(self._loaded.manifest.get("table_metadata") or {})
+
+    @property
+    def schema_metadata(self) -> Dict[str, str]:
+        """The schema metadata, decoded as text."""
+        md = self._loaded.manifest.get("schema_metadata") or {}
+        return {k: bytes(v).decode("utf-8", "replace") for k, v in md.items()}
+
+    @property
+    def lance_schema(self) -> "LanceSchema":
+        """The schema with its Lance field ids (for :class:`LanceOperation.Project` /
+        :class:`LanceOperation.Merge`)."""
+        m = self._loaded.manifest
+        return LanceSchema(m.get("fields", []), m.get("schema_metadata", {}))
+
+    def update_config(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+        """Sets config keys (a ``None`` value deletes the key; `replace` drops every key not
+        given) as a new version; returns the new config."""
+        self._commit("UpdateConfig", {"config_updates": _update_map(values, replace)})
+        return self.config()
+
+    def delete_config_keys(self, keys: List[str]) -> None:
+        """Deletes config keys (missing ones are ignored) as a new version."""
+        if isinstance(keys, str):
+            keys = [keys]
+        self._commit("UpdateConfig", {"config_updates": _update_map({k: None for k in keys}, False)})
+
+    def update_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+        """Updates the table metadata like :meth:`update_config`; returns the new metadata."""
+        self._commit("UpdateConfig", {"table_metadata_updates": _update_map(values, replace)})
+        return self.metadata
+
+    def update_schema_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+        """Updates the schema metadata like :meth:`update_config`; returns the new schema
+        metadata."""
+        self._commit("UpdateConfig", {"schema_metadata_updates": _update_map(values, replace)})
+        return self.schema_metadata
+
+    def replace_schema_metadata(self, new_metadata: Dict[str, str]) -> None:
+        """Replaces the whole schema metadata."""
+        self.update_schema_metadata(new_metadata, replace=True)
+
+    def update_field_metadata(self, field_updates: Dict[str, Dict[str, Optional[str]]], *, replace: bool = False) -> None:
+        """Updates the metadata of fields, named by path (``"a"``, ``"s.x"`` for a struct
+        child), like :meth:`update_config`."""
+        ids = self._field_ids_by_path()
+        body = {}
+        for name, values in field_updates.items():
+            if name not in ids:
+                from lancepy.exceptions import ColumnNotFoundError
+
+                raise ColumnNotFoundError(f"field {name!r} does not exist; fields are {sorted(ids)}")
+            body[str(ids[name])] = _update_map(values, replace)
+        self._commit("UpdateConfig", {"field_metadata_updates": body})
+
+    def replace_field_metadata(self, field_name: str, new_metadata: Dict[str, str]) -> None:
+        """Replaces the whole metadata of one field (named by path)."""
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
+
+    def _field_ids_by_path(self) -> Dict[str, int]:
+        fields = self._loaded.manifest.get("fields", [])
+        by_id = {f.get("id", 0): f for f in fields}
+
+        def path(f: Dict[str, Any]) -> str:
+            parent = by_id.get(f.get("parent_id", -1))
+            return f.get("name", "") if parent is None else f"{path(parent)}.{f.get('name', '')}"
+
+        return {path(f): f.get("id", 0) for f in fields}
 
     @property
     def tags(self) -> "Tags":
@@ -248,24 +335,26 @@ class LanceDataset:
         out = []
         versions, _ = _commit.list_versions(self._store)
         for v in sorted(versions):
-            m = _commit.load_manifest(self._store, v).manifest
-            ts = m.get("timestamp") or {}
-            # Local time, truncated to microseconds (pylance's may differ by 1 µs: it goes
-            # through a float).
-            when = datetime.datetime.fromtimestamp(ts.get("seconds", 0)) + datetime.timedelta(
-                microseconds=ts.get("nanos", 0) // 1000
-            )
-            out.append({"version": v, "timestamp": when, "metadata": _version_summary(m)})
+            out.append(_version_entry(v, _commit.load_manifest(self._store, v).manifest))
         return out
+
+    def get_version(self) -> Dict[str, Any]:
+        """This version: ``{"version", "timestamp", "metadata"}`` as in :meth:`versions`."""
+        return _version_entry(self.version, self._loaded.manifest)
 
     def _snapshot_rows(self) -> Dict[int, Any]:
         if self._rows is None:
             self._rows = {fid: (phys, live) for fid, phys, live in self._snapshot.fragment_rows()}
         return self._rows
 
-    def get_fragments(self) -> List[LanceFragment]:
-        """The fragments of this version."""
-        return [LanceFragment(self, FragmentMetadata(f)) for f in self._loaded.manifest.get("fragments", [])]
+    def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
+        """The fragments of this version. `filter` (pylance's partition pruning) is not
+        supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`."""
+        _refuse(filter=filter)
+        return [
+            LanceFragment(self, f.get("id", 0), fragment=FragmentMetadata._from_dict(f))
+            for f in self._loaded.manifest.get("fragments", [])
+        ]
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         """The fragment with id `fragment_id`, or ``None``."""
@@ -288,43 +377,229 @@ class LanceDataset:
         filter: Any = None,
         limit: Optional[int] = None,
         offset: Optional[int] = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        batch_size: Optional[int] = None,
-        fragments: Optional[Sequence[Any]] = None,
         nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        batch_size_bytes: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
+        fragments: Optional[Sequence[Any]] = None,
+        index_segments: Optional[Sequence[Any]] = None,
+        full_text_query: Any = None,
+        *,
         prefilter: Optional[bool] = None,
-        **_ignored: Any,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        fast_search: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_handling: Optional[str] = None,
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+        scan_stats_callback: Optional[Callable[[Any], None]] = None,
+        strict_batch_size: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+        disable_scoring_autoprojection: Optional[bool] = None,
+        row_addr_allowlist: Optional[bytes] = None,
+        row_addr_blocklist: Optional[bytes] = None,
     ) -> "LanceScanner":
-        """A scan of this version (see :class:`LanceScanner`); with ``nearest=``, a
-        nearest-neighbour search (see :mod:`lancepy.vector`)."""
-        scanner = LanceScanner(self, columns, filter, limit, offset, with_row_id, with_row_address, batch_size, fragments)
+        """A scan of this version (see :class:`LanceScanner`).
+
+        `columns` (names, or ``{name: sql expression}``), `filter` (SQL text or a pyarrow
+        expression), `limit`, `offset`, `batch_size`, `fragments`, `with_row_id`,
+        `with_row_address` and `order_by` (column names or :class:`ColumnOrdering`; an
+        ordered scan is read whole, then sorted) work as in pylance. Hints that cannot change the result
+        (`batch_readahead`, `fragment_readahead`, `scan_in_order`, `use_stats`,
+        `fast_search`, `io_buffer_size`, `late_materialization`, `use_scalar_index`) are
+        accepted and ignored: lancepy always scans in order, without indices. `nearest` runs an
+        exact nearest-neighbour search (see :mod:`lancepy.vector`), with the filter applied
+        before it when `prefilter` is true and after it otherwise. Full text and
+        index-segment search, blob handling, deleted-row scans, byte-sized
+        or strict batches, row-address allow/block lists and scan statistics are not built:
+        giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
+        """
+        _refuse(
+            batch_size_bytes=batch_size_bytes,
+            index_segments=index_segments,
+            full_text_query=full_text_query,
+            blob_handling=blob_handling,
+            include_deleted_rows=include_deleted_rows or None,
+            scan_stats_callback=scan_stats_callback,
+            strict_batch_size=strict_batch_size or None,
+            disable_scoring_autoprojection=disable_scoring_autoprojection or None,
+            row_addr_allowlist=row_addr_allowlist,
+            row_addr_blocklist=row_addr_blocklist,
+        )
+        scanner = LanceScanner(
+            self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
+        )
+        scanner._set_order(order_by)
         if nearest is not None:
+            if order_by:
+                raise UnsupportedError("order_by together with nearest= (results come nearest first)")
             scanner._set_nearest(nearest, bool(prefilter))
-        elif prefilter:
-            raise InvalidArgumentError("prefilter=True only applies to a nearest= search")
         return scanner
 
-    def to_table(self, columns: Any = None, filter: Any = None, limit: Optional[int] = None, offset: Optional[int] = None,
-                 with_row_id: bool = False, with_row_address: bool = False, **kwargs: Any) -> pa.Table:
-        """Reads rows (all of them by default) into a ``pyarrow.Table``."""
-        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, **kwargs).to_table()
+    def to_table(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        batch_size_bytes: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
+        *,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        fast_search: Optional[bool] = None,
+        full_text_query: Any = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_handling: Optional[str] = None,
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+        disable_scoring_autoprojection: Optional[bool] = None,
+    ) -> pa.Table:
+        """Reads rows (all of them by default) into a ``pyarrow.Table``; the parameters are
+        :meth:`scanner`'s."""
+        return self.scanner(**_args(locals())).to_table()
 
-    def to_batches(self, columns: Any = None, filter: Any = None, limit: Optional[int] = None, offset: Optional[int] = None,
-                   with_row_id: bool = False, with_row_address: bool = False, batch_size: Optional[int] = None,
-                   **kwargs: Any) -> Iterator[pa.RecordBatch]:
-        """Streams rows as record batches, decoded as the iterator advances."""
-        return self.scanner(columns, filter, limit, offset, with_row_id, with_row_address, batch_size, **kwargs).to_batches()
+    def to_batches(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        batch_size_bytes: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
+        *,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        full_text_query: Any = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_handling: Optional[str] = None,
+        use_scalar_index: Optional[bool] = None,
+        strict_batch_size: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+        disable_scoring_autoprojection: Optional[bool] = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Streams rows as record batches, decoded as the iterator advances; the parameters
+        are :meth:`scanner`'s."""
+        return self.scanner(**_args(locals())).to_batches()
 
-    def count_rows(self, filter: Any = None, **kwargs: Any) -> int:
-        """Live rows (matching `filter`)."""
-        return self.scanner(filter=filter, **kwargs).count_rows()
+    def to_pandas(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
+        *,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        fast_search: Optional[bool] = None,
+        full_text_query: Any = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_mode: str = "lazy",
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+        disable_scoring_autoprojection: Optional[bool] = None,
+    ) -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas); the parameters are
+        :meth:`scanner`'s. `blob_mode` only matters for blob columns, which lancepy reads
+        as plain binary."""
+        args = _args(locals())
+        args.pop("blob_mode")
+        return self.scanner(**args).to_pandas()
 
-    def head(self, num_rows: int, columns: Any = None, **kwargs: Any) -> pa.Table:
-        """The first `num_rows` rows."""
-        return self.scanner(columns=columns, limit=num_rows, **kwargs).to_table()
+    def count_rows(
+        self,
+        filter: Any = None,
+        *,
+        fragments: Optional[Sequence[Any]] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        full_text_query: Any = None,
+        prefilter: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        fast_search: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+    ) -> int:
+        """Live rows (matching `filter`); the keyword parameters are :meth:`scanner`'s."""
+        return self.scanner(**_args(locals())).count_rows()
 
-    def take(self, indices: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+    def head(
+        self,
+        num_rows: int,
+        *,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
+        batch_size: Optional[int] = None,
+        fragments: Optional[Sequence[Any]] = None,
+        full_text_query: Any = None,
+        prefilter: Optional[bool] = None,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
+        use_stats: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        blob_handling: Optional[str] = None,
+        use_scalar_index: Optional[bool] = None,
+        include_deleted_rows: Optional[bool] = None,
+        order_by: Optional[List[Any]] = None,
+    ) -> pa.Table:
+        """The first `num_rows` rows; the keyword parameters are :meth:`scanner`'s."""
+        args = _args(locals())
+        args["limit"] = args.pop("num_rows")
+        return self.scanner(**args).to_table()
+
+    def sample(
+        self,
+        num_rows: int,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        randomize_order: bool = True,
+    ) -> pa.Table:
+        """`num_rows` live rows picked uniformly at random without replacement (in random
+        order, or in scan order when `randomize_order` is false)."""
+        total = self.count_rows()
+        if not isinstance(num_rows, int) or isinstance(num_rows, bool) or num_rows < 0:
+            raise InvalidArgumentError(f"num_rows must be a non-negative int, got {num_rows!r}")
+        if num_rows > total:
+            raise InvalidArgumentError(f"cannot sample {num_rows} rows from a dataset of {total} rows")
+        indices = random.sample(range(total), num_rows)
+        if not randomize_order:
+            indices.sort()
+        return self.take(indices, columns)
+
+    def take(
+        self, indices: Any, columns: Any = None, *, with_row_id: bool = False, with_row_address: bool = False
+    ) -> pa.Table:
         """Rows at `indices` (positions in scan order, deleted rows not counted).
 
         The output follows the order of `indices`; repeats are allowed. One native call reads
@@ -353,13 +628,32 @@ class LanceDataset:
         """Another version (number or tag) of the same dataset."""
         return LanceDataset(self._uri, version, storage_options=self._storage_options)
 
-    def restore(self) -> "LanceDataset":
-        """Makes this (older) version the latest, as a new version; returns self, now at it."""
+    def validate(self) -> None:
+        """Checks this version's files: every data file's footer and metadata can be read,
+        with the fragment's row count, the recorded size and the mapped columns; every
+        deletion file can be read and matches its record. Raises
+        :class:`~lancepy.exceptions.CorruptFileError` listing every problem found (the
+        ``lancepy validate`` command also checks every manifest)."""
+        from lancepy.cli import _validate_version
+        from lancepy.exceptions import CorruptFileError
+
+        problems: List[str] = []
+        checked = {"manifests": 0, "data_files": 0, "deletion_files": 0}
+        _validate_version(self._store, self._loaded, problems, checked, self._storage_options)
+        if problems:
+            raise CorruptFileError(f"{self._uri} version {self.version} is damaged: " + "; ".join(problems))
+
+    def checkout_latest(self) -> None:
+        """Moves this object to the latest version (in place, as pylance does)."""
+        self._refresh_latest()
+
+    def restore(self) -> None:
+        """Makes this (older) version the latest, as a new version; this object moves to it
+        (and, as in pylance, nothing is returned)."""
         latest = self.latest_version
         txn = _commit.new_transaction(latest, "Restore", {"version": self.version})
         result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
         self._set_loaded(result.manifest)
-        return self
 
     def _refresh_latest(self) -> None:
         self._set_loaded(_commit.load_manifest(self._store))
@@ -445,6 +739,12 @@ class LanceDataset:
 
         return self._retry_on_conflict(attempt, conflict_retries, retry_timeout)
 
+    def truncate_table(self) -> None:
+        """Removes every row (a ``Delete`` of every fragment, as pylance commits it); the
+        schema, config and older versions stay."""
+        ids = [f.get("id", 0) for f in self._loaded.manifest.get("fragments", [])]
+        self._commit("Delete", {"updated_fragments": [], "deleted_fragment_ids": ids, "predicate": "true"})
+
     def _write_deletions(self, addresses: pa.Array) -> Any:
         updated, removed, written = [], [], []
         if len(addresses) == 0:
@@ -455,7 +755,7 @@ class LanceDataset:
             else:
                 frag = json.loads(frag_json)
                 updated.append(frag)
-                written.append(FragmentMetadata(frag).deletion_file.path(fid))  # type: ignore[union-attr]
+                written.append(FragmentMetadata._from_dict(frag).deletion_file.path(fid))  # type: ignore[union-attr]
         return updated, removed, written
 
     def update(
@@ -513,7 +813,7 @@ class LanceDataset:
             frags = _write(self._uri, reader, self._loaded.manifest.get("fields", []),
                            self._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, self.data_storage_version,
                            storage_options=self._storage_options)
-            new_frags = [f.to_json() for f in frags]
+            new_frags = [f._manifest_json() for f in frags]
             written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
         ids = {f.get("name"): f.get("id") for f in self._loaded.manifest.get("fields", [])}
         body = {
@@ -524,14 +824,77 @@ class LanceDataset:
         }
         self._commit("Update", body, written)
 
-    def merge_insert(self, on: Union[str, List[str]]) -> "MergeInsertBuilder":
-        """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods."""
+    def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
+        """Adds the columns of `data_obj` by a left join of this dataset's column `left_on`
+        with its column `right_on` (default: the same name). Rows without a match get
+        nulls; where `data_obj` repeats a key, its last row is used (as in pylance). Existing
+        data files are not rewritten (a ``Merge`` transaction)."""
+        right_on = left_on if right_on is None else right_on
+        if left_on not in self.schema.names:
+            from lancepy.exceptions import ColumnNotFoundError
+
+            raise ColumnNotFoundError(f"merge key {left_on!r} is not a column of the dataset")
+        right = to_record_batch_reader(data_obj, schema).read_all()
+        if right_on not in right.column_names:
+            from lancepy.exceptions import ColumnNotFoundError
+
+            raise ColumnNotFoundError(f"merge key {right_on!r} is not a column of the data")
+        new_names = [n for n in right.column_names if n != right_on]
+        if not new_names:
+            raise InvalidArgumentError("the data to merge has no columns besides the key")
+        self._check_new_names(right.select(new_names).schema)
+        # The last row of a repeated key wins (as in pylance): look keys up back to front.
+        right = right.take(pa.array(range(right.num_rows - 1, -1, -1), pa.int64()))
+        right_keys = right.column(right_on)
+        left_keys = self.to_table(columns=[left_on]).column(left_on)
+        try:
+            right_keys = right_keys.cast(left_keys.type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InvalidArgumentError(f"cannot join {left_on!r} ({left_keys.type}) with {right_on!r}: {e}") from None
+        positions = pc.index_in(left_keys, value_set=right_keys.combine_chunks())
+        values = right.select(new_names).take(positions)
+        self._add_precomputed_columns(values, self.max_field_id + 1)
+
+    def merge_insert(self, on: Union[str, List[str], None] = None) -> "MergeInsertBuilder":
+        """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods.
+
+        pylance falls back to the schema's primary key when `on` is omitted; lancepy datasets
+        have no primary key, so `on` is required."""
+        if on is None:
+            raise InvalidArgumentError("merge_insert needs the key column(s): merge_insert(on=...)")
         return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
 
-    def insert(self, data: Any, mode: str = "append", **kwargs: Any) -> None:
-        """Appends (or overwrites with) `data`, like :func:`write_dataset`, and moves to it."""
-        kwargs.setdefault("storage_options", self._storage_options)
-        ds = write_dataset(data, self._uri, mode=mode, **kwargs)
+    def insert(
+        self,
+        data: Any,
+        *,
+        mode: str = "append",
+        schema: Optional[pa.Schema] = None,
+        max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+        max_rows_per_group: int = 1024,
+        max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+        data_cache_bytes: Optional[int] = None,
+        max_page_bytes: Optional[int] = None,
+        commit_lock: Any = None,
+        progress: Any = None,
+        storage_options: StorageOptions = None,
+        data_storage_version: Optional[str] = None,
+        use_legacy_format: Optional[bool] = None,
+        enable_stable_row_ids: bool = False,
+        auto_cleanup_options: Any = None,
+        commit_message: Optional[str] = None,
+        transaction_properties: Optional[Dict[str, str]] = None,
+        target_bases: Optional[List[str]] = None,
+    ) -> None:
+        """Appends (or overwrites with) `data` and moves this object to the new version.
+
+        The keyword parameters are :func:`write_dataset`'s (pylance forwards them there too);
+        `storage_options` default to the ones this dataset was opened with.
+        """
+        args = _args(locals())
+        args.pop("data")
+        args["storage_options"] = self._storage_options if storage_options is None else storage_options
+        ds = write_dataset(data, self._uri, **args)
         self._set_loaded(ds._loaded)
 
     # -- schema evolution ------------------------------------------------------------------
@@ -540,6 +903,7 @@ class LanceDataset:
         self,
         transforms: Any,
         read_columns: Optional[List[str]] = None,
+        reader_schema: Optional[pa.Schema] = None,
         batch_size: Optional[int] = None,
     ) -> None:
         """Adds columns without rewriting existing data files.
@@ -556,7 +920,14 @@ class LanceDataset:
 
         Each fragment gets one new data file holding the new columns for all its physical rows
         (deleted rows hold NULLs); a ``Merge`` transaction commits the result.
+        `reader_schema` is the schema of a reader given as `transforms` (checked, then
+        used); `batch_size` is accepted for pylance's signature (a function is called once
+        per fragment).
         """
+        if reader_schema is not None:
+            transforms = to_record_batch_reader(transforms, reader_schema)
+            if transforms.schema != reader_schema:
+                transforms = align_to_schema(transforms, reader_schema)
         schema = self.schema
         first_id = self.max_field_id + 1
         if isinstance(transforms, (pa.Field, pa.Schema)) or (
@@ -655,7 +1026,7 @@ class LanceDataset:
                               storage_options=self._storage_options)
                 if len(made) != 1:
                     raise InvalidArgumentError("internal error: expected one data file per fragment")
-                df = made[0].to_json()["files"][0]
+                df = made[0]._manifest_json()["files"][0]
                 written.append(f"data/{df['path']}")
                 frag["files"] = frag.get("files", []) + [df]
         except BaseException:
@@ -752,7 +1123,7 @@ class LanceDataset:
                 table = pa.Table.from_arrays(cols, names=names)
                 made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version,
                               storage_options=self._storage_options)
-                df = made[0].to_json()["files"][0]
+                df = made[0]._manifest_json()["files"][0]
                 written.append(f"data/{df['path']}")
                 for old_file in frag.get("files", []):
                     old_file["fields"] = [-2 if i in ids else i for i in old_file.get("fields", [])]
@@ -768,25 +1139,38 @@ class LanceDataset:
     def cleanup_old_versions(
         self,
         older_than: Optional[datetime.timedelta] = None,
+        retain_versions: Optional[int] = None,
         *,
         delete_unverified: bool = False,
         error_if_tagged_old_versions: bool = True,
+        delete_rate_limit: Optional[int] = None,
+        versions: Optional[List[int]] = None,
+        delete_concurrency: Optional[int] = None,
     ) -> "CleanupStats":
-        """Deletes manifests older than `older_than` (default two weeks) and every file only
-        they reference. The latest version and tagged versions are always kept; files that no
-        manifest references and that are younger than a week are kept unless
-        `delete_unverified` (they may belong to a commit in progress)."""
-        if older_than is None:
+        """Deletes old manifests and every file only they reference.
+
+        A version is old when it is older than `older_than` and, if `retain_versions` is
+        given, not among the `retain_versions` newest; with neither, the cutoff is two weeks
+        (pylance's default). The latest version and tagged versions are always kept; files
+        that no manifest references and that are younger than a week are kept unless
+        `delete_unverified` (they may belong to a commit in progress). Deleting only chosen
+        `versions`, rate limits and concurrency settings are not supported.
+        """
+        _refuse(delete_rate_limit=delete_rate_limit, versions=versions, delete_concurrency=delete_concurrency)
+        if retain_versions is not None and retain_versions < 1:
+            raise InvalidArgumentError(f"retain_versions must be at least 1, got {retain_versions}")
+        if older_than is None and retain_versions is None:
             older_than = datetime.timedelta(days=14)
-        cutoff = time.time() - older_than.total_seconds()
-        versions, _ = _commit.list_versions(self._store)
-        latest = max(versions)
+        cutoff = time.time() - older_than.total_seconds() if older_than is not None else float("inf")
+        listed, _ = _commit.list_versions(self._store)
+        latest = max(listed)
+        retained = set(sorted(listed)[-retain_versions:]) if retain_versions is not None else set()
         tagged = {t["version"] for t in self.tags.list().values()}
         keep, remove = [], []
-        for v in sorted(versions):
+        for v in sorted(listed):
             loaded = _commit.load_manifest(self._store, v)
             ts = (loaded.manifest.get("timestamp") or {}).get("seconds", 0)
-            if v == latest or ts >= cutoff:
+            if v == latest or ts >= cutoff or v in retained:
                 keep.append(loaded)
             elif v in tagged:
                 if error_if_tagged_old_versions:
@@ -801,12 +1185,13 @@ class LanceDataset:
         referenced = set().union(*(_bases.own_files(m, self._uri) for m in keep))
         removed_in_old = set().union(*(_bases.own_files(m, self._uri) for m in remove))
         unverified_cutoff = time.time() - 7 * 24 * 3600
+        file_cutoff = min(unverified_cutoff, cutoff)
         to_delete, bytes_removed = [], 0
         for prefix in ("data", "_deletions", _commit.TRANSACTIONS_DIR, _commit.VERSIONS_DIR):
             for path, size, mtime in self._store.list(prefix):
                 if path in referenced or path == _commit.HINT_FILE:
                     continue
-                if path in removed_in_old or delete_unverified or mtime < min(unverified_cutoff, cutoff):
+                if path in removed_in_old or delete_unverified or mtime < file_cutoff:
                     if prefix == _commit.VERSIONS_DIR and path not in removed_in_old and not path.rsplit("/", 1)[-1].startswith("."):
                         continue  # never delete a manifest we did not decide to remove
                     to_delete.append(path)
@@ -815,30 +1200,62 @@ class LanceDataset:
         # cleanup), never a version whose files are gone.
         to_delete.sort(key=lambda p: not p.startswith(_commit.VERSIONS_DIR))
         self._store.delete(to_delete)
-        return CleanupStats(bytes_removed=bytes_removed, old_versions=len(remove))
+        def count(prefix: str) -> int:
+            return sum(1 for p in to_delete if p.startswith(prefix + "/"))
+
+        return CleanupStats(
+            bytes_removed=bytes_removed,
+            old_versions=len(remove),
+            data_files_removed=count("data"),
+            transaction_files_removed=count(_commit.TRANSACTIONS_DIR),
+            deletion_files_removed=count("_deletions"),
+        )
 
     # -- commit API ------------------------------------------------------------------------
 
     @staticmethod
     def commit(
-        base_uri: PathLike,
+        base_uri: Union[PathLike, "LanceDataset"],
         operation: "LanceOperation.BaseOperation",
         read_version: Optional[int] = None,
         commit_lock: Any = None,
         storage_options: StorageOptions = None,
         enable_v2_manifest_paths: Optional[bool] = None,
-        *,
+        detached: Optional[bool] = False,
         max_retries: int = 20,
+        *,
+        commit_message: Optional[str] = None,
+        enable_stable_row_ids: Optional[bool] = None,
+        namespace_client: Any = None,
+        table_id: Optional[List[str]] = None,
+        namespace_client_managed_versioning: bool = False,
+        base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
+        commit_timeout: Optional[datetime.timedelta] = datetime.timedelta(seconds=1800),
     ) -> "LanceDataset":
         """Commits an operation built from fragments written elsewhere (e.g. by
         :func:`lancepy.fragment.write_fragments` in worker tasks).
 
         `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
         commits there are safe because the manifest is created with a conditional PUT.
-        `commit_lock` is not supported (the commit protocol needs no lock).
+        Commit locks (the protocol needs none), detached commits, commit messages, stable
+        row ids at commit, namespaces and per-base store parameters are not supported:
+        giving one raises :class:`~lancepy.exceptions.NotSupportedError`. `commit_timeout`
+        is accepted; commits are bounded by `max_retries`.
         """
         if commit_lock is not None:
             raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
+        _refuse(
+            detached=detached or None,
+            commit_message=commit_message,
+            enable_stable_row_ids=enable_stable_row_ids,
+            namespace_client=namespace_client,
+            table_id=table_id,
+            namespace_client_managed_versioning=namespace_client_managed_versioning or None,
+            base_store_params=base_store_params,
+        )
+        if isinstance(base_uri, LanceDataset):
+            storage_options = base_uri._storage_options if storage_options is None else storage_options
+            base_uri = base_uri.uri
         uri = _uri(base_uri)
         options = normalize_storage_options(storage_options)
         store = _lancepy.Store(uri, options)
@@ -853,6 +1270,11 @@ class LanceDataset:
             store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
         )
         return LanceDataset(uri, storage_options=options, _loaded=result.manifest)
+
+
+def _args(scope: Dict[str, Any]) -> Dict[str, Any]:
+    """A method's arguments (its ``locals()`` on entry) without ``self``, to forward."""
+    return {k: v for k, v in scope.items() if k != "self"}
 
 
 def _indices(indices: Any) -> Any:
@@ -871,6 +1293,17 @@ def _as_table(out: Any) -> pa.Table:
     if type(out).__module__.startswith("pandas"):
         return pa.Table.from_pandas(out, preserve_index=False)
     raise InvalidArgumentError(f"an add_columns function must return a table, batch or dict, got {type(out).__name__}")
+
+
+def _version_entry(version: int, manifest: Dict[str, Any]) -> Dict[str, Any]:
+    """One entry of :meth:`LanceDataset.versions`."""
+    ts = manifest.get("timestamp") or {}
+    # Local time, truncated to microseconds (pylance's may differ by 1 µs: it goes through a
+    # float).
+    when = datetime.datetime.fromtimestamp(ts.get("seconds", 0)) + datetime.timedelta(
+        microseconds=ts.get("nanos", 0) // 1000
+    )
+    return {"version": version, "timestamp": when, "metadata": _version_summary(manifest)}
 
 
 def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
@@ -953,6 +1386,7 @@ class LanceScanner:
         self._with_row_id = with_row_id
         self._with_row_address = with_row_address
         self._batch_size = batch_size or 8192
+        self._order: List[ColumnOrdering] = []
         self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
         self._nearest: Optional[_vector.NearestQuery] = None
         self._prefilter = False
@@ -970,12 +1404,56 @@ class LanceScanner:
             with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
         )
 
+    def _set_order(self, order_by: Optional[Sequence[Any]]) -> None:
+        """`order_by`: column names (ascending, nulls last) or :class:`ColumnOrdering`-like
+        objects (``column_name``, ``ascending``, ``nulls_first``)."""
+        self._order = []
+        if not order_by:
+            return
+        if isinstance(order_by, (str, ColumnOrdering)):
+            order_by = [order_by]
+        names = self._ds.schema.names
+        for o in order_by:
+            key = ColumnOrdering(o) if isinstance(o, str) else ColumnOrdering(
+                getattr(o, "column_name"), bool(getattr(o, "ascending", True)), bool(getattr(o, "nulls_first", False))
+            )
+            if key.column_name not in names:
+                from lancepy.exceptions import ColumnNotFoundError
+
+                raise ColumnNotFoundError(f"cannot order by {key.column_name!r}: the dataset has {names}")
+            self._order.append(key)
+        if len({k.nulls_first for k in self._order}) > 1 and not _PER_KEY_NULL_PLACEMENT:
+            raise UnsupportedError(
+                "order_by with nulls first for some columns and last for others needs pyarrow >= 25"
+            )
+
     def _read_columns(self) -> Optional[List[str]]:
-        if self._filter is None:
-            return self._columns
-        if self._columns is None or self._filter.columns is None:
+        extra = (self._filter.columns if self._filter is not None else []) or []
+        if self._filter is not None and self._filter.columns is None:
             return None
-        return list(dict.fromkeys(self._columns + self._filter.columns))
+        extra = extra + [k.column_name for k in getattr(self, "_order", [])]
+        if self._columns is None:
+            return None
+        return list(dict.fromkeys(self._columns + extra))
+
+    def _ordered_table(self) -> pa.Table:
+        s = self._ds._snapshot
+        t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
+                            self._with_row_id, self._with_row_address, False))
+        if self._filter is not None:
+            t = t.filter(_evaluate(t, self._filter))
+        def placement(k: ColumnOrdering) -> str:
+            return "at_start" if k.nulls_first else "at_end"
+
+        if _PER_KEY_NULL_PLACEMENT:
+            keys = [(k.column_name, "ascending" if k.ascending else "descending", placement(k)) for k in self._order]
+            indices = pc.sort_indices(t, sort_keys=keys)
+        else:
+            keys2 = [(k.column_name, "ascending" if k.ascending else "descending") for k in self._order]
+            indices = pc.sort_indices(t, sort_keys=keys2, null_placement=placement(self._order[0]))
+        t = t.take(indices)
+        t = t.slice(self._offset, self._limit) if self._limit is not None else t.slice(self._offset)
+        return self._finish(t)
 
     def _output_names(self, table_names: List[str]) -> List[str]:
         names = self._columns if self._columns is not None else [n for n in self._ds.schema.names]
@@ -997,6 +1475,8 @@ class LanceScanner:
         """Every row of the scan as a ``pyarrow.Table``."""
         if self._nearest is not None:
             return self._search()
+        if self._order:
+            return self._ordered_table()
         s = self._ds._snapshot
         if self._filter is None:
             t = pa.table(s.scan(self._read_columns(), self._fragment_ids, self._offset, self._limit, 131072,
@@ -1017,9 +1497,13 @@ class LanceScanner:
         return pa.table(s.scan(self._read_columns(), [], 0, 0, 1, self._with_row_id, self._with_row_address, False))
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """The rows as record batches, decoded as the iterator advances."""
+        """The rows as record batches, decoded as the iterator advances (an ordered scan is
+        read and sorted first; a nearest-neighbour search runs first)."""
         if self._nearest is not None:
             yield from self._search().to_batches(max_chunksize=self._batch_size)
+            return
+        if self._order:
+            yield from self._ordered_table().to_batches(max_chunksize=self._batch_size)
             return
         s = self._ds._snapshot
         if self._filter is None:
@@ -1049,6 +1533,29 @@ class LanceScanner:
                 remaining -= t.num_rows
             if t.num_rows:
                 yield from self._finish(t).to_batches()
+
+    def to_pandas(self, *, blob_mode: str = "lazy") -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas). `blob_mode` only matters for
+        blob columns, which lancepy reads as plain binary."""
+        return self.to_table().to_pandas()
+
+    def head(self, num_rows: int) -> pa.Table:
+        """The first `num_rows` rows of the scan."""
+        if num_rows < 0:
+            raise InvalidArgumentError(f"num_rows must be non-negative, got {num_rows}")
+        out: List[pa.RecordBatch] = []
+        remaining = num_rows
+        for b in self.to_batches():
+            if remaining <= 0:
+                break
+            out.append(b.slice(0, remaining))
+            remaining -= min(b.num_rows, remaining)
+        return pa.Table.from_batches(out, schema=self.projected_schema)
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        """The schema of the dataset being scanned."""
+        return self._ds.schema
 
     def to_reader(self) -> pa.RecordBatchReader:
         """A ``pyarrow.RecordBatchReader`` over the scan."""
@@ -1100,8 +1607,31 @@ class Tags:
         self._check_name(tag)
         return f"{TAGS_DIR}/{tag}.json"
 
+    def _resolve(self, reference: Any) -> int:
+        """A version number from pylance's tag references: ``None`` (this version), a
+        version number, a tag name or ``(branch, version)`` with no branch."""
+        if reference is None:
+            return self._ds.version
+        if isinstance(reference, tuple):
+            if len(reference) != 2:
+                raise InvalidArgumentError(f"a reference tuple is (branch, version), got {reference!r}")
+            branch, version = reference
+            if branch is not None:
+                raise UnsupportedError(f"branch {branch!r}: lancepy does not support branches")
+            return self._ds.latest_version if version is None else self._check_version(version)
+        if isinstance(reference, str):
+            return self.get_version(reference)
+        return self._check_version(reference)
+
+    def _check_version(self, version: Any) -> int:
+        if not isinstance(version, int) or isinstance(version, bool) or version <= 0:
+            raise InvalidArgumentError(f"a version is a positive int, got {version!r}")
+        _commit.load_manifest(self._store, version)  # raises VersionNotFoundError
+        return version
+
     def list(self) -> Dict[str, Dict[str, Any]]:
-        """``{tag: {"version": N, "manifest_size": M}}``."""
+        """``{tag: {"branch", "version", "created_at", "updated_at", "manifest_size",
+        "metadata"}}`` (pylance's keys; times are aware UTC datetimes)."""
         out = {}
         for path, _size, _mtime in self._store.list(TAGS_DIR):
             if not path.endswith(".json"):
@@ -1111,8 +1641,23 @@ class Tags:
                 doc = json.loads(self._store.read(path))
             except (ValueError, NotFoundError):
                 continue
-            out[name] = {"version": doc.get("version"), "manifest_size": doc.get("manifestSize", doc.get("manifest_size"))}
+            out[name] = {
+                "branch": doc.get("branch"),
+                "version": doc.get("version"),
+                "created_at": _parse_time(doc.get("createdAt")),
+                "updated_at": _parse_time(doc.get("updatedAt")),
+                "manifest_size": doc.get("manifestSize", doc.get("manifest_size")),
+                "metadata": doc.get("metadata") or {},
+            }
         return out
+
+    def list_ordered(self, order: Optional[str] = None) -> List[Any]:
+        """``[(tag, info)]`` ordered by version, newest first (`order` ``"desc"``, the
+        default) or oldest first (``"asc"``); `info` as in :meth:`list`."""
+        if order not in (None, "asc", "desc"):
+            raise InvalidArgumentError(f"order must be 'asc' or 'desc', got {order!r}")
+        items = sorted(self.list().items(), key=lambda kv: (kv[1]["version"], kv[0]))
+        return items if order == "asc" else items[::-1]
 
     def get_version(self, tag: str) -> int:
         """The version a tag points to."""
@@ -1136,14 +1681,17 @@ class Tags:
         }
         return json.dumps(doc, indent=2).encode()
 
-    def create(self, tag: str, version: int) -> None:
-        """Tags `version` (which must exist); the tag must not exist yet."""
+    def create(self, tag: str, reference: Union[int, str, tuple, None] = None) -> None:
+        """Tags the version `reference` names (default: this dataset's version); the tag
+        must not exist yet."""
+        version = self._resolve(reference)
         if not self._store.put_if_not_exists(self._path(tag), self._contents(version)):
             raise InvalidArgumentError(f"tag {tag!r} already exists; use tags.update to move it")
 
-    def update(self, tag: str, version: int) -> None:
-        """Moves an existing tag to `version`."""
+    def update(self, tag: str, reference: Union[int, str, tuple, None] = None) -> None:
+        """Moves an existing tag to the version `reference` names (default: this one)."""
         self.get_version(tag)
+        version = self._resolve(reference)
         created = json.loads(self._store.read(self._path(tag))).get("createdAt")
         self._store.put(self._path(tag), self._contents(version, created))
 
@@ -1151,6 +1699,67 @@ class Tags:
         """Removes a tag."""
         self.get_version(tag)
         self._store.delete([self._path(tag)])
+
+
+def _parse_time(text: Any) -> Optional[datetime.datetime]:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+class LanceStats:
+    """``ds.stats``: statistics about one dataset version."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+
+    def dataset_stats(self, max_rows_per_group: int = 1024) -> Dict[str, int]:
+        """``{"num_deleted_rows", "num_fragments", "num_small_files"}`` (fragments with
+        fewer than `max_rows_per_group` physical rows are small), as pylance reports."""
+        frags = self._ds._loaded.manifest.get("fragments", [])
+        rows = self._ds._snapshot_rows()
+        return {
+            "num_deleted_rows": sum(phys - live for phys, live in rows.values()),
+            "num_fragments": len(frags),
+            "num_small_files": sum(1 for phys, _ in rows.values() if phys < max_rows_per_group),
+        }
+
+    def data_stats(self) -> DataStatistics:
+        """Bytes on disk of every field (struct and list parents hold none themselves),
+        summed over the data files of this version; reads each data file's metadata."""
+        from lancepy.file import LanceFileReader
+
+        ds = self._ds
+        m = ds._loaded.manifest
+        totals: Dict[int, int] = {}
+        for frag in m.get("fragments", []):
+            for df in frag.get("files", []):
+                if df.get("base_id") is not None:
+                    raise UnsupportedError("data_stats of data files under other base paths is not supported")
+                reader = LanceFileReader(ds._store.child_uri(f"data/{df['path']}"), ds._storage_options)
+                columns = reader.file_statistics().columns
+                for fid, col in zip(df.get("fields", []), df.get("column_indices", [])):
+                    if fid >= 0 and 0 <= col < len(columns):
+                        totals[fid] = totals.get(fid, 0) + columns[col].size_bytes
+        return DataStatistics([FieldStatistics(f.get("id", 0), totals.get(f.get("id", 0), 0)) for f in m.get("fields", [])])
+
+
+@dataclass
+class FieldStatistics:
+    """Bytes one field takes in the data files (its pages' buffers)."""
+
+    id: int
+    bytes_on_disk: int
+
+
+@dataclass
+class DataStatistics:
+    """:meth:`LanceStats.data_stats`: every field of the schema, in schema order."""
+
+    fields: List[FieldStatistics]
 
 
 @dataclass
@@ -1169,6 +1778,11 @@ class CleanupStats:
 
     bytes_removed: int = 0
     old_versions: int = 0
+    data_files_removed: int = 0
+    transaction_files_removed: int = 0
+    index_files_removed: int = 0
+    deletion_files_removed: int = 0
+    failed_deletes: int = 0
 
 
 class DatasetOptimizer:
@@ -1180,16 +1794,50 @@ class DatasetOptimizer:
     def compact_files(
         self,
         *,
-        target_rows_per_fragment: int = 1024 * 1024,
-        max_rows_per_group: int = 1024,
-        materialize_deletions: bool = True,
-        materialize_deletions_threshold: float = 0.1,
+        target_rows_per_fragment: Optional[int] = None,
+        max_rows_per_group: Optional[int] = None,
+        max_bytes_per_file: Optional[int] = None,
+        materialize_deletions: Optional[bool] = None,
+        materialize_deletions_threshold: Optional[float] = None,
+        defer_index_remap: Optional[bool] = None,
         num_threads: Optional[int] = None,
-        **_ignored: Any,
+        batch_size: Optional[int] = None,
+        compaction_mode: Optional[str] = None,
+        binary_copy_read_batch_bytes: Optional[int] = None,
+        max_source_fragments: Optional[int] = None,
+        max_source_rows: Optional[int] = None,
+        max_source_bytes: Optional[int] = None,
+        excluded_fragment_ids: Optional[List[int]] = None,
+        data_storage_version: Optional[str] = None,
     ) -> CompactionMetrics:
         """Rewrites runs of small fragments (and fragments with many deletions) into
-        fragments of up to `target_rows_per_fragment` live rows, dropping deleted rows.
-        Commits a ``Rewrite``; row addresses change, data does not."""
+        fragments of up to `target_rows_per_fragment` live rows (default 1 Mi), dropping
+        deleted rows when more than `materialize_deletions_threshold` (default 0.1) of a
+        fragment is deleted. Commits a ``Rewrite``; row addresses change, data does not.
+
+        `max_rows_per_group`, `num_threads`, `batch_size` and `binary_copy_read_batch_bytes`
+        are tuning knobs and ignored; `compaction_mode` ``"reencode"`` is what lancepy does.
+        Byte-sized files, deferred index remapping, binary copies, source limits, excluded
+        fragments and changing the data storage version are not supported.
+        """
+        _refuse(
+            max_bytes_per_file=max_bytes_per_file,
+            defer_index_remap=defer_index_remap or None,
+            compaction_mode=None if compaction_mode in (None, "reencode") else compaction_mode,
+            max_source_fragments=max_source_fragments,
+            max_source_rows=max_source_rows,
+            max_source_bytes=max_source_bytes,
+            excluded_fragment_ids=excluded_fragment_ids or None,
+            data_storage_version=data_storage_version,
+        )
+        if target_rows_per_fragment is None:
+            target_rows_per_fragment = 1024 * 1024
+        if target_rows_per_fragment <= 0:
+            raise InvalidArgumentError(f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}")
+        if materialize_deletions is None:
+            materialize_deletions = True
+        if materialize_deletions_threshold is None:
+            materialize_deletions_threshold = 0.1
         ds = self._ds
         rows = ds._snapshot_rows()
         frags = ds._loaded.manifest.get("fragments", [])
@@ -1237,7 +1885,7 @@ class DatasetOptimizer:
                 made = _write(ds._uri, data.to_reader(), ds._loaded.manifest.get("fields", []),
                               ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version,
                               storage_options=ds._storage_options)
-                new = [m.to_json() for m in made]
+                new = [m._manifest_json() for m in made]
                 if stable and row_ids is not None:
                     start = 0
                     for nf in new:
@@ -1273,6 +1921,8 @@ class MergeInsertBuilder:
         self._ds = ds
         self._on = on
         self._update_all = False
+        self._matched_delete = False
+        self._matched_fail = False
         self._update_condition: Optional[str] = None
         self._insert_all = False
         self._delete_not_matched_by_source = False
@@ -1296,8 +1946,19 @@ class MergeInsertBuilder:
     def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
         """Matched dataset rows take the source's values (only where `condition` holds; it
         may refer to ``target.col`` and ``source.col``)."""
-        self._update_all = True
+        self._update_all, self._matched_delete, self._matched_fail = True, False, False
         self._update_condition = condition
+        return self
+
+    def when_matched_delete(self) -> "MergeInsertBuilder":
+        """Dataset rows with a match in the source are deleted."""
+        self._matched_delete, self._update_all, self._matched_fail = True, False, False
+        return self
+
+    def when_matched_fail(self) -> "MergeInsertBuilder":
+        """The merge fails (:class:`~lancepy.exceptions.InvalidArgumentError`, nothing
+        written) if any source row matches a dataset row: insert-if-absent."""
+        self._matched_fail, self._update_all, self._matched_delete = True, False, False
         return self
 
     def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
@@ -1312,13 +1973,13 @@ class MergeInsertBuilder:
         self._delete_condition = compile_filter(expr, self._ds.schema)
         return self
 
-    def execute(self, data: Any, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
+    def execute(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
         """Runs the merge as one ``Update`` transaction; returns counts like pylance.
 
         If a concurrent commit conflicts, the merge is re-applied to the latest version (see
         :meth:`conflict_retries` and :meth:`retry_timeout`).
         """
-        source = to_record_batch_reader(data, schema).read_all()
+        source = to_record_batch_reader(data_obj, schema).read_all()
         source = align_to_schema(source.to_reader(), self._ds.schema).read_all()
         return self._ds._retry_on_conflict(lambda: self._execute_once(source), self._conflict_retries, self._retry_timeout)
 
@@ -1336,6 +1997,15 @@ class MergeInsertBuilder:
         delete_addr: List[Any] = []
         new_rows: List[pa.Table] = []
         updated = inserted = deleted = 0
+        if self._matched_fail and matched.num_rows:
+            keys = matched.select(self._on).slice(0, 1).to_pylist()[0]
+            raise InvalidArgumentError(
+                "merge_insert failed: a source row matches a dataset row ("
+                + ", ".join(f"{k} = {v!r}" for k, v in keys.items()) + ")"
+            )
+        if self._matched_delete and matched.num_rows:
+            delete_addr.append(matched.column(ROW_ADDRESS))
+            deleted += matched.num_rows
         if self._update_all and matched.num_rows and self._update_condition is not None:
             matched = self._filter_matched(matched, source)
         if self._update_all and matched.num_rows:
@@ -1350,7 +2020,7 @@ class MergeInsertBuilder:
             only_tgt = only_tgt.filter(_evaluate(rows, self._delete_condition))
         if self._delete_not_matched_by_source and only_tgt.num_rows:
             delete_addr.append(only_tgt.column(ROW_ADDRESS))
-            deleted = only_tgt.num_rows
+            deleted += only_tgt.num_rows
         if not delete_addr and not new_rows:
             return {"num_updated_rows": 0, "num_inserted_rows": 0, "num_deleted_rows": 0}
         addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())
@@ -1400,11 +2070,16 @@ class LanceOperation:
     class Overwrite(BaseOperation):
         """Replaces all data (and the schema)."""
 
-        new_schema: pa.Schema
+        new_schema: Union[pa.Schema, "LanceSchema"]
         fragments: List[FragmentMetadata]
+        initial_bases: Optional[List[Any]] = None
 
         def _to_body(self, store: Any, read_version: int) -> Any:
-            lance = lance_fields_for(self.new_schema)
+            _refuse(initial_bases=self.initial_bases)
+            if isinstance(self.new_schema, LanceSchema):
+                lance = {"fields": self.new_schema._fields, "metadata": self.new_schema._metadata}
+            else:
+                lance = lance_fields_for(self.new_schema)
             frags = [_frag_json(f) for f in self.fragments]
             return "Overwrite", {"fragments": frags, "schema": lance["fields"], "schema_metadata": lance["metadata"]}
 
@@ -1414,7 +2089,7 @@ class LanceOperation:
 
         updated_fragments: List[FragmentMetadata]
         deleted_fragment_ids: List[int]
-        predicate: str = ""
+        predicate: str
 
         def _to_body(self, store: Any, read_version: int) -> Any:
             return "Delete", {
@@ -1433,11 +2108,229 @@ class LanceOperation:
             return "Restore", {"version": self.version}
 
 
+    @dataclass
+    class Merge(BaseOperation):
+        """Replaces the fragment list and the schema (new columns in new data files).
+
+        `schema` is a :class:`LanceSchema` (field ids as given) or a ``pyarrow.Schema``:
+        columns named as in the dataset keep their field ids, new ones get new ids."""
+
+        fragments: List[FragmentMetadata]
+        schema: Union["LanceSchema", pa.Schema]
+        preserves_nullability: bool = False
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            fields, metadata = _schema_fields(self.schema, store, read_version)
+            return "Merge", {
+                "fragments": [_frag_json(f) for f in self.fragments],
+                "schema": fields,
+                "schema_metadata": metadata,
+            }
+
+    @dataclass
+    class Project(BaseOperation):
+        """Changes the schema only (drops, renames, reorders columns); data files are not
+        touched. `schema` as for :class:`Merge`."""
+
+        schema: Union["LanceSchema", pa.Schema]
+        preserves_nullability: bool = False
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            fields, _metadata = _schema_fields(self.schema, store, read_version)
+            return "Project", {"schema": fields}
+
+    @dataclass
+    class UpdateMap:
+        """Key updates of a string map: a ``None`` value deletes its key; `replace` drops
+        every key not given."""
+
+        updates: Dict[str, Optional[str]]
+        replace: bool = False
+
+        def _to_json(self) -> Dict[str, Any]:
+            return _update_map(self.updates, self.replace)
+
+    @dataclass
+    class UpdateConfig(BaseOperation):
+        """Updates the table config, table metadata, schema metadata and field metadata
+        (field ids → :class:`UpdateMap`)."""
+
+        config_updates: Optional["LanceOperation.UpdateMap"] = None
+        table_metadata_updates: Optional["LanceOperation.UpdateMap"] = None
+        schema_metadata_updates: Optional["LanceOperation.UpdateMap"] = None
+        field_metadata_updates: Optional[Dict[int, "LanceOperation.UpdateMap"]] = None
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            body: Dict[str, Any] = {}
+            for name in ("config_updates", "table_metadata_updates", "schema_metadata_updates"):
+                value = getattr(self, name)
+                if value is not None:
+                    body[name] = value._to_json()
+            if self.field_metadata_updates:
+                body["field_metadata_updates"] = {str(int(k)): v._to_json() for k, v in self.field_metadata_updates.items()}
+            return "UpdateConfig", body
+
+    @dataclass
+    class Update(BaseOperation):
+        """Removes and updates fragments and adds new ones (rows rewritten elsewhere)."""
+
+        removed_fragment_ids: List[int] = field(default_factory=list)
+        updated_fragments: List[FragmentMetadata] = field(default_factory=list)
+        new_fragments: List[FragmentMetadata] = field(default_factory=list)
+        fields_modified: List[int] = field(default_factory=list)
+        fields_for_preserving_frag_bitmap: List[int] = field(default_factory=list)
+        update_mode: str = ""
+        updated_fragment_offsets: Optional[Dict[int, bytes]] = None
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            _refuse(updated_fragment_offsets=self.updated_fragment_offsets)
+            modes = {"": 0, "rewrite_rows": 0, "rewrite_columns": 1}
+            if self.update_mode not in modes:
+                raise InvalidArgumentError(f"update_mode must be 'rewrite_rows' or 'rewrite_columns', got {self.update_mode!r}")
+            return "Update", {
+                "removed_fragment_ids": [int(i) for i in self.removed_fragment_ids],
+                "updated_fragments": [_frag_json(f) for f in self.updated_fragments],
+                "new_fragments": [_frag_json(f) for f in self.new_fragments],
+                "fields_modified": [int(i) for i in self.fields_modified],
+                "fields_for_preserving_frag_bitmap": [int(i) for i in self.fields_for_preserving_frag_bitmap],
+                "update_mode": modes[self.update_mode],
+            }
+
+    @dataclass
+    class RewriteGroup:
+        """Old fragments and the new fragments holding the same rows."""
+
+        old_fragments: List[FragmentMetadata]
+        new_fragments: List[FragmentMetadata]
+
+    @dataclass
+    class Rewrite(BaseOperation):
+        """Replaces groups of fragments by new ones with the same rows (compaction).
+        Remapping indices (`rewritten_indices`) is not supported."""
+
+        groups: List["LanceOperation.RewriteGroup"]
+        rewritten_indices: List[Any]
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            _refuse(rewritten_indices=list(self.rewritten_indices) or None)
+            groups = [
+                {"old_fragments": [_frag_json(f) for f in g.old_fragments], "new_fragments": [_frag_json(f) for f in g.new_fragments]}
+                for g in self.groups
+            ]
+            return "Rewrite", {
+                "old_fragments": [f for g in groups for f in g["old_fragments"]],
+                "new_fragments": [f for g in groups for f in g["new_fragments"]],
+                "groups": groups,
+            }
+
+    @dataclass
+    class DataReplacementGroup:
+        """A new data file for fragment `fragment_id`, replacing the file with the same
+        field ids."""
+
+        fragment_id: int
+        new_file: DataFile
+
+    @dataclass
+    class DataReplacement(BaseOperation):
+        """Swaps data files of fragments (same fields, same rows)."""
+
+        replacements: List["LanceOperation.DataReplacementGroup"]
+
+        def _to_body(self, store: Any, read_version: int) -> Any:
+            return "DataReplacement", {
+                "replacements": [
+                    {"fragment_id": int(r.fragment_id), "new_file": r.new_file._to_dict()} for r in self.replacements
+                ]
+            }
+
+
+@dataclass
+class ColumnOrdering:
+    """One key of a scan's `order_by`: a column, ascending or not, nulls first or last."""
+
+    column_name: str
+    ascending: bool = True
+    nulls_first: bool = False
+
+
+class LanceSchema:
+    """A dataset schema with its Lance field ids (``ds.lance_schema``), for
+    :class:`LanceOperation.Project` and :class:`LanceOperation.Merge`."""
+
+    def __init__(self, fields: List[Dict[str, Any]], metadata: Optional[Dict[str, Any]] = None) -> None:
+        self._fields = copy.deepcopy(fields)
+        self._metadata = dict(metadata or {})
+
+    def to_pyarrow(self) -> pa.Schema:
+        """The Arrow schema."""
+        return _schema_of(self._fields, self._metadata)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LanceSchema) and (self._fields, self._metadata) == (other._fields, other._metadata)
+
+    def __repr__(self) -> str:
+        return f"LanceSchema({self.to_pyarrow()})"
+
+
+def _update_map(values: Dict[str, Optional[str]], replace: bool) -> Dict[str, Any]:
+    """The JSON form of a transaction ``UpdateMap``."""
+    if not isinstance(values, dict):
+        raise InvalidArgumentError(f"expected a dict of str to str or None, got {type(values).__name__}")
+    entries = []
+    for k, v in values.items():
+        if not isinstance(k, str) or not (v is None or isinstance(v, str)):
+            raise InvalidArgumentError(f"keys and values must be strings (or None to delete), got {k!r}: {v!r}")
+        entries.append({"key": k, "value": v})
+    return {"update_entries": entries, "replace": bool(replace)}
+
+
+def _schema_fields(schema: Any, store: Any, read_version: int) -> Any:
+    """Lance fields and schema metadata for `schema` (a :class:`LanceSchema` as is; a
+    ``pyarrow.Schema`` keeps the field ids of same-named, same-typed top-level columns of
+    version `read_version` and numbers new ones after its largest id)."""
+    if isinstance(schema, LanceSchema):
+        return copy.deepcopy(schema._fields), dict(schema._metadata)
+    if not isinstance(schema, pa.Schema):
+        raise InvalidArgumentError(f"expected a LanceSchema or pyarrow.Schema, got {type(schema).__name__}")
+    base = _commit.load_manifest(store, read_version).manifest if read_version else {}
+    base_fields = base.get("fields", [])
+    base_md = base.get("schema_metadata", {})
+    base_schema = _schema_of(base_fields, base_md) if base_fields else pa.schema([])
+    next_id = max([f.get("id", 0) for f in base_fields] + [-1]) + 1
+    for frag in base.get("fragments", []):
+        for df in frag.get("files", []):
+            next_id = max([next_id] + [i + 1 for i in df.get("fields", [])])
+    children: Dict[int, List[Dict[str, Any]]] = {}
+    for f in base_fields:
+        children.setdefault(f.get("parent_id", -1), []).append(f)
+
+    def subtree(f: Dict[str, Any]) -> List[Dict[str, Any]]:
+        out = [copy.deepcopy(f)]
+        for c in children.get(f.get("id", 0), []):
+            out.extend(subtree(c))
+        return out
+
+    top = {f.get("name"): f for f in children.get(-1, [])}
+    fields: List[Dict[str, Any]] = []
+    for af in schema:
+        old = top.get(af.name)
+        if old is not None and base_schema.field(af.name).type == af.type:
+            entries = subtree(old)
+            entries[0]["nullable"] = af.nullable
+        else:
+            entries = lance_fields_for(pa.schema([af]), next_id)["fields"]
+            next_id = max([next_id] + [e.get("id", 0) + 1 for e in entries])
+        fields.extend(entries)
+    metadata = lance_fields_for(pa.schema([], metadata=schema.metadata))["metadata"] if schema.metadata else base_md
+    return fields, metadata
+
+
 def _frag_json(f: Any) -> Dict[str, Any]:
     if isinstance(f, FragmentMetadata):
-        return f.to_json()
-    if isinstance(f, dict):
-        return copy.deepcopy(f)
+        return f._manifest_json()
+    if isinstance(f, dict):  # either library's to_json() / a manifest entry
+        return FragmentMetadata.from_json(copy.deepcopy(f))._manifest_json()
     raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
 
 
@@ -1449,7 +2342,7 @@ def _refuse(**options: Any) -> None:
 
 
 def dataset(
-    uri: PathLike,
+    uri: Optional[PathLike] = None,
     version: Union[int, str, None] = None,
     asof: Any = None,
     block_size: Optional[int] = None,
@@ -1461,17 +2354,22 @@ def dataset(
     index_cache_size_bytes: Optional[int] = None,
     read_params: Optional[Dict[str, Any]] = None,
     session: Any = None,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
+    base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
 ) -> LanceDataset:
     """Opens a dataset at `version` (a number or a tag name; default: the latest).
 
     `uri` is a local path, ``file://``, ``memory://``, ``s3://``, ``gs://`` or ``az://`` /
     ``abfss://`` URI; `storage_options` configure the object store (pylance's keys, e.g.
     ``aws_access_key_id``, ``aws_endpoint``, ``allow_http``; see :mod:`lancepy._storage`).
-    Opening lists ``_versions/`` once and reads one manifest. The other parameters are
-    pylance's and are not supported: giving one raises :class:`UnsupportedError`.
+    `asof` (a ``datetime``, naive = local time, or an ISO-8601 string) opens the newest
+    version committed at or before that time. Opening lists ``_versions/`` once and reads
+    one manifest. Caches, commit locks, sessions, namespaces and per-base store parameters
+    are pylance's and not supported: giving one raises
+    :class:`~lancepy.exceptions.NotSupportedError`.
     """
     _refuse(
-        asof=asof,
         block_size=block_size,
         commit_lock=commit_lock,
         index_cache_size=index_cache_size,
@@ -1480,7 +2378,16 @@ def dataset(
         index_cache_size_bytes=index_cache_size_bytes,
         read_params=read_params,
         session=session,
+        namespace_client=namespace_client,
+        table_id=table_id,
+        base_store_params=base_store_params,
     )
+    if uri is None:
+        raise InvalidArgumentError("dataset() needs a uri (lancepy has no namespace support)")
+    if asof is not None:
+        if version is not None:
+            raise InvalidArgumentError("give either version or asof, not both")
+        version = _version_asof(_uri(uri), asof, normalize_storage_options(storage_options))
     return LanceDataset(uri, version, storage_options=storage_options)
 
 
@@ -1495,28 +2402,66 @@ def _target_base(target_bases: Optional[List[str]], registered: List[Dict[str, A
     return _bases.resolve_target_base(registered, target_bases[0])
 
 
+def _version_asof(uri: str, asof: Any, options: Optional[Dict[str, str]]) -> int:
+    """The newest version committed at or before `asof`."""
+    if isinstance(asof, str):
+        try:
+            asof = datetime.datetime.fromisoformat(asof)
+        except ValueError:
+            raise InvalidArgumentError(f"asof {asof!r} is not an ISO-8601 timestamp") from None
+    if isinstance(asof, datetime.datetime):
+        cutoff = asof.timestamp()  # naive: local time, as pylance reads it
+    elif hasattr(asof, "to_pydatetime"):  # pandas / numpy timestamps
+        cutoff = asof.to_pydatetime().timestamp()
+    else:
+        raise InvalidArgumentError(f"asof must be a datetime or an ISO-8601 string, got {type(asof).__name__}")
+    store = _lancepy.Store(uri, options)
+    versions, _ = _commit.list_versions(store)
+    if not versions:
+        _commit.load_manifest(store)  # raises DatasetNotFoundError with the right message
+    best = None
+    for v in sorted(versions):
+        ts = _commit.load_manifest(store, v).manifest.get("timestamp") or {}
+        if ts.get("seconds", 0) + ts.get("nanos", 0) / 1e9 <= cutoff:
+            best = v
+    if best is None:
+        raise VersionNotFoundError(f"{uri} has no version committed at or before {asof}")
+    return best
+
+
 def write_dataset(
-    data: Any,
-    uri: PathLike,
+    data_obj: Any,
+    uri: Optional[PathLike] = None,
     schema: Optional[pa.Schema] = None,
     mode: str = "create",
     *,
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_rows_per_group: int = 1024,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-    max_rows_per_group: Optional[int] = None,
+    data_cache_bytes: Optional[int] = None,
+    max_page_bytes: Optional[int] = None,
     commit_lock: Any = None,
     progress: Any = None,
     storage_options: StorageOptions = None,
     data_storage_version: Optional[str] = None,
     use_legacy_format: Optional[bool] = None,
     enable_v2_manifest_paths: bool = True,
+    enable_stable_row_ids: bool = False,
+    auto_cleanup_options: Any = None,
     commit_message: Optional[str] = None,
-    initial_bases: Optional[List[DatasetBasePath]] = None,
+    transaction_properties: Optional[Dict[str, str]] = None,
+    initial_bases: Optional[List[Any]] = None,
     target_bases: Optional[List[str]] = None,
     target_all_bases: Optional[bool] = None,
     base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
+    external_blob_mode: str = "reference",
+    allow_external_blob_outside_bases: bool = False,
+    blob_pack_file_size_threshold: Optional[int] = None,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
+    session: Any = None,
 ) -> LanceDataset:
-    """Writes `data` as a new version of the dataset at `uri`.
+    """Writes `data_obj` as a new version of the dataset at `uri`.
 
     Multi-base datasets: `initial_bases` (mode ``"create"`` only) registers other roots
     (:class:`DatasetBasePath`; ids 1, 2, ... unless given); `target_bases` (one name or path
@@ -1526,21 +2471,44 @@ def write_dataset(
 
     `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
     or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
-    `storage_options` configure an object store (see :func:`dataset`). `max_rows_per_group`,
-    `commit_lock`, `progress`, `use_legacy_format` and `commit_message` are pylance's and
-    not supported: giving one raises :class:`UnsupportedError`.
+    `storage_options` configure an object store (see :func:`dataset`). New datasets are
+    written with ``data_storage_version`` 2.2 (pylance 14's default) unless told otherwise.
+    `max_rows_per_group` only applies to pylance's legacy format and is ignored, as pylance
+    does for 2.x files. `enable_stable_row_ids` makes a new dataset keep each row's id
+    through compaction and updates (it has no effect on an existing dataset, as in pylance).
+    `progress` (pylance's ``FragmentWriteProgress``: ``begin(fragment)`` before a fragment's
+    rows are written, ``complete(fragment)`` after) hears about every fragment. Options
+    lancepy does not build (page and cache sizes, commit locks, auto-cleanup, commit
+    messages, transaction properties, `target_all_bases`, `base_store_params`, external blobs,
+    namespaces, sessions, the legacy format) raise
+    :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
-    if mode not in ("create", "append", "overwrite"):
-        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
+    data = data_obj
+    if uri is None:
+        raise InvalidArgumentError("write_dataset needs a uri (lancepy has no namespace support)")
+    if isinstance(uri, LanceDataset):
+        uri = uri.uri
+    if max_rows_per_group <= 0:
+        raise InvalidArgumentError("max_rows_per_group must be positive")
     _refuse(
-        max_rows_per_group=max_rows_per_group,
+        data_cache_bytes=data_cache_bytes,
+        max_page_bytes=max_page_bytes,
         commit_lock=commit_lock,
-        progress=progress,
         use_legacy_format=use_legacy_format,
+        auto_cleanup_options=auto_cleanup_options,
         commit_message=commit_message,
+        transaction_properties=transaction_properties,
         target_all_bases=target_all_bases,
         base_store_params=base_store_params,
+        external_blob_mode=None if external_blob_mode == "reference" else external_blob_mode,
+        allow_external_blob_outside_bases=allow_external_blob_outside_bases or None,
+        blob_pack_file_size_threshold=blob_pack_file_size_threshold,
+        namespace_client=namespace_client,
+        table_id=table_id,
+        session=session,
     )
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
     if initial_bases is not None and mode != "create":
         raise InvalidArgumentError(f"initial_bases registers bases of a new dataset: mode must be 'create', not {mode!r}")
     u = _uri(uri)
@@ -1576,15 +2544,15 @@ def write_dataset(
     target = _target_base(target_bases, registered or (base.manifest.get("base_paths") or [] if base is not None else []))
     written: List[Any] = []
     if target is None:
-        frags = _write(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
+        frags = _write_reporting(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
         written = [f"data/{d.path}" for f in frags for d in f.files]
     else:
         root, data_dir = _bases.base_dir(target)
         base_store = _lancepy.Store(root, options)
-        frags = _write(root, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
-                       storage_options=options, data_dir=data_dir)
+        frags = _write_reporting(root, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
+                                 options, data_dir=data_dir)
         written = [(base_store, f"{data_dir}/{d.path}" if data_dir else d.path) for f in frags for d in f.files]
-    frag_json = [f.to_json() for f in frags]
+    frag_json = [f._manifest_json() for f in frags]
     if target is not None:
         for f in frag_json:
             for d in f["files"]:
@@ -1602,5 +2570,6 @@ def write_dataset(
         naming=naming or ("v2" if enable_v2_manifest_paths else "v1"),
         written_files=written,
         data_storage_version=version if op == "Overwrite" else None,
+        new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
     )
     return LanceDataset(u, storage_options=options, _loaded=result.manifest)

@@ -8,7 +8,7 @@ The API mirrors ``lance.file`` (pylance) so its users feel at home::
         w.write_batch(table)              # anything implementing the Arrow PyCapsule protocol
 
     r = LanceFileReader("data.lance")
-    r.schema, r.num_rows, r.version, r.metadata()
+    r.schema, r.num_rows(), r.version, r.metadata()
     r.read_all().to_table()
     r.read_range(10, 5).to_table()
     r.take_rows([7, 3, 3]).to_table()     # output follows input order; repeats allowed
@@ -24,13 +24,13 @@ from __future__ import annotations
 import operator
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy._storage import StorageOptions, normalize_storage_options
-from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError
+from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError, NotSupportedError
 
 __all__ = [
     "LanceFileReader",
@@ -39,9 +39,15 @@ __all__ = [
     "FileMetadata",
     "ColumnMetadata",
     "PageMetadata",
+    "BufferDescriptor",
+    "FileStatistics",
+    "ColumnStatistics",
 ]
 
 Indices = Union[Sequence[int], "pa.Array", Any]
+
+#: The file version written when none is asked for: pylance 14's default.
+DEFAULT_FILE_VERSION = "2.2"
 
 
 class ReaderResults:
@@ -71,9 +77,9 @@ class ReaderResults:
         """The rows as a ``pyarrow.Table`` (zero-copy)."""
         return pa.table(self._inner)
 
-    def to_batches(self) -> List[pa.RecordBatch]:
-        """The rows as ``pyarrow.RecordBatch`` objects (zero-copy)."""
-        return self.to_table().to_batches()
+    def to_batches(self) -> pa.RecordBatchReader:
+        """The rows as a ``pyarrow.RecordBatchReader`` (as pylance returns; zero-copy)."""
+        return pa.RecordBatchReader.from_stream(self._inner)
 
     def __len__(self) -> int:
         return self.num_rows
@@ -82,12 +88,20 @@ class ReaderResults:
         return f"ReaderResults(num_rows={self.num_rows})"
 
 
+class BufferDescriptor(NamedTuple):
+    """Where a buffer is in the file: a ``(position, size)`` tuple with pylance's attribute
+    names."""
+
+    position: int
+    size: int
+
+
 @dataclass(frozen=True)
 class PageMetadata:
     """One page of a column."""
 
     num_rows: int
-    buffers: List[Tuple[int, int]]
+    buffers: List[BufferDescriptor]
     """(file position, size) of each page buffer."""
     encoding: str
     """The page's layout and encodings, e.g. ``miniblock(values=inline_bitpacking(64))``."""
@@ -102,7 +116,8 @@ class ColumnMetadata:
 
 @dataclass(frozen=True)
 class FileMetadata:
-    """Layout of a Lance file: version, global buffers, columns, pages and encodings."""
+    """Layout of a Lance file: version, global buffers, columns, pages and encodings (the
+    attributes of pylance's ``LanceFileMetadata``, and more)."""
 
     major_version: int
     minor_version: int
@@ -110,13 +125,35 @@ class FileMetadata:
     num_rows: int
     file_size: int
     num_global_buffers: int
-    global_buffers: List[Tuple[int, int]]
+    global_buffers: List[BufferDescriptor]
     num_column_metadata_bytes: int
+    """Bytes of the column metadata and its offset table (as pylance counts them)."""
     columns: List[ColumnMetadata]
+    schema: Optional[pa.Schema] = None
+
+    @property
+    def num_global_buffer_bytes(self) -> int:
+        """Bytes of all global buffers."""
+        return sum(b.size for b in self.global_buffers)
 
     def encodings(self) -> List[List[str]]:
         """The encoding of every page, column by column."""
         return [[p.encoding for p in c.pages] for c in self.columns]
+
+
+@dataclass(frozen=True)
+class ColumnStatistics:
+    """Pages and bytes of one column."""
+
+    num_pages: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class FileStatistics:
+    """Per-column statistics of a file (:meth:`LanceFileReader.file_statistics`)."""
+
+    columns: List[ColumnStatistics]
 
 
 def _positive_batch_size(batch_size: int) -> int:
@@ -162,7 +199,12 @@ class LanceFileReader:
         path: Union[str, "os.PathLike[str]"],
         storage_options: StorageOptions = None,
         columns: Optional[List[str]] = None,
+        *,
+        namespace_client: Any = None,
+        table_id: Optional[List[str]] = None,
     ) -> None:
+        if namespace_client is not None or table_id is not None:
+            raise NotSupportedError("namespace_client / table_id: lancepy has no namespace support")
         if isinstance(storage_options, (list, tuple)) and columns is None:
             raise InvalidArgumentError(
                 "the second argument of LanceFileReader is storage_options (as in pylance); pass columns=[...] by name"
@@ -180,9 +222,8 @@ class LanceFileReader:
         """The Arrow schema of the file (field and schema metadata included)."""
         return pa.schema(self._reader.schema())
 
-    @property
     def num_rows(self) -> int:
-        """Number of rows in the file."""
+        """Number of rows in the file (a method, as in pylance)."""
         return self._reader.num_rows
 
     @property
@@ -193,27 +234,50 @@ class LanceFileReader:
     def _cols(self, columns: Optional[List[str]]) -> Optional[List[str]]:
         return self._columns if columns is None else list(columns)
 
-    def read_all(self, columns: Optional[List[str]] = None) -> ReaderResults:
-        """Reads every row."""
-        return ReaderResults(self._reader.read_range(0, self.num_rows, self._cols(columns)))
+    def read_all(
+        self, *, batch_size: int = 1024, batch_readahead: int = 16, columns: Optional[List[str]] = None
+    ) -> ReaderResults:
+        """Reads every row. `batch_size` and `batch_readahead` are accepted for pylance's
+        signature: the rows are decoded into lancepy's memory at once either way."""
+        _positive_batch_size(batch_size)
+        n = self._reader.num_rows
+        return ReaderResults(self._reader.read_range(0, n, self._cols(columns)))
 
-    def read_range(self, start: int, num_rows: int, columns: Optional[List[str]] = None) -> ReaderResults:
+    def read_range(
+        self,
+        start: int,
+        num_rows: int,
+        *,
+        batch_size: int = 1024,
+        batch_readahead: int = 16,
+        columns: Optional[List[str]] = None,
+    ) -> ReaderResults:
         """Reads ``num_rows`` rows starting at row ``start``."""
+        _positive_batch_size(batch_size)
         start, num_rows = operator.index(start), operator.index(num_rows)
         if start < 0 or num_rows < 0:
             raise InvalidArgumentError("start and num_rows must be non-negative")
-        if start + num_rows > self.num_rows:
+        total = self._reader.num_rows
+        if start + num_rows > total:
             raise IndexOutOfRangeError(
-                f"rows {start}..{start + num_rows} are outside {self.path} (which has {self.num_rows} rows)"
+                f"rows {start}..{start + num_rows} are outside {self.path} (which has {total} rows)"
             )
         return ReaderResults(self._reader.read_range(start, num_rows, self._cols(columns)))
 
-    def take_rows(self, indices: Indices, columns: Optional[List[str]] = None) -> ReaderResults:
+    def take_rows(
+        self,
+        indices: Indices,
+        *,
+        batch_size: int = 1024,
+        batch_readahead: int = 16,
+        columns: Optional[List[str]] = None,
+    ) -> ReaderResults:
         """Reads the rows at ``indices``.
 
         The output follows the order of ``indices`` and repeats are allowed. Only the pieces
         of the file that hold the requested rows are read and decoded.
         """
+        _positive_batch_size(batch_size)
         return ReaderResults(self._reader.take(_to_indices(indices), self._cols(columns)))
 
     def to_batches(
@@ -243,15 +307,33 @@ class LanceFileReader:
         return self._reader.read_global_buffer(index)
 
     def metadata(self) -> FileMetadata:
-        """The file's layout: columns, pages, buffer positions and encodings."""
+        """The file's layout: schema, columns, pages, buffer positions and encodings."""
         m = self._reader.metadata()
         columns = [
-            ColumnMetadata(pages=[PageMetadata(**p) for p in c["pages"]]) for c in m.pop("columns")
+            ColumnMetadata(
+                pages=[
+                    PageMetadata(p["num_rows"], [BufferDescriptor(*b) for b in p["buffers"]], p["encoding"])
+                    for p in c["pages"]
+                ]
+            )
+            for c in m.pop("columns")
         ]
-        return FileMetadata(columns=columns, **m)
+        m["global_buffers"] = [BufferDescriptor(*b) for b in m["global_buffers"]]
+        # Counted as pylance does: with the column-metadata offset table (16 bytes a column).
+        m["num_column_metadata_bytes"] += 16 * len(columns)
+        return FileMetadata(columns=columns, schema=self.schema, **m)
+
+    def file_statistics(self) -> FileStatistics:
+        """Pages and bytes (of page buffers) of every column, as pylance reports them."""
+        return FileStatistics(
+            [
+                ColumnStatistics(len(c.pages), sum(b.size for p in c.pages for b in p.buffers))
+                for c in self.metadata().columns
+            ]
+        )
 
     def __repr__(self) -> str:
-        return f"LanceFileReader({self.path!r}, version={self.version}, num_rows={self.num_rows})"
+        return f"LanceFileReader({self.path!r}, version={self.version}, num_rows={self.num_rows()})"
 
 
 class LanceFileWriter:
@@ -265,9 +347,13 @@ class LanceFileWriter:
     schema:
         The schema (anything with ``__arrow_c_schema__``); if ``None``, the first batch's.
     version:
-        ``"2.0"``, ``"2.1"`` (default), ``"2.2"`` or ``"stable"`` (= 2.2).
+        ``"2.0"``, ``"2.1"``, ``"2.2"`` (default, as pylance 14 writes) or ``"stable"`` (= 2.2).
+    data_cache_bytes:
+        Bytes buffered for column data in all, divided evenly over the top-level columns
+        (needs `schema`); default 8 MiB per column.
     max_page_bytes:
-        Bytes buffered per column before a page is written (default 8 MiB).
+        The largest page: a column's buffer is written as a page once it holds this much
+        (default 8 MiB).
     storage_options:
         Object-store options (credentials, endpoint, ...; see :func:`lancepy.dataset`). On
         object storage a file larger than 5 MiB is sent as a multipart upload while it is
@@ -283,10 +369,26 @@ class LanceFileWriter:
         path: Union[str, "os.PathLike[str]"],
         schema: Optional[pa.Schema] = None,
         *,
+        data_cache_bytes: Optional[int] = None,
         version: Optional[str] = None,
         storage_options: StorageOptions = None,
+        namespace_client: Any = None,
+        table_id: Optional[List[str]] = None,
         max_page_bytes: Optional[int] = None,
     ) -> None:
+        if namespace_client is not None or table_id is not None:
+            raise NotSupportedError("namespace_client / table_id: lancepy has no namespace support")
+        if data_cache_bytes is not None:
+            # pylance divides the budget evenly over the top-level columns.
+            if data_cache_bytes <= 0:
+                raise InvalidArgumentError(f"data_cache_bytes must be positive, got {data_cache_bytes}")
+            if schema is None:
+                raise InvalidArgumentError("data_cache_bytes needs the schema up front (schema=...)")
+            ncols = len(pa.schema(schema).names) or 1
+            per_column = max(1, data_cache_bytes // ncols)
+            max_page_bytes = per_column if max_page_bytes is None else min(max_page_bytes, per_column)
+        if version is None:
+            version = DEFAULT_FILE_VERSION
         self._writer = _lancepy.FileWriter(
             os.fspath(path), schema, version, max_page_bytes, normalize_storage_options(storage_options)
         )
@@ -300,8 +402,9 @@ class LanceFileWriter:
         s = self._writer.schema()
         return None if s is None else pa.schema(s)
 
-    def write_batch(self, data: Any) -> None:
+    def write_batch(self, batch: Any) -> None:
         """Appends a record batch, table or stream (Arrow PyCapsule protocol)."""
+        data = batch
         if isinstance(data, (list, dict)) or not (
             hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")
         ):

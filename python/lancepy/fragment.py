@@ -32,7 +32,7 @@ __all__ = ["FragmentMetadata", "DataFile", "DeletionFile", "LanceFragment", "wri
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 #: pylance's default: 90 GiB.
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
-DEFAULT_DATA_STORAGE_VERSION = "2.1"
+DEFAULT_DATA_STORAGE_VERSION = "2.2"
 _VERSION_ALIASES = {"stable": "2.2", "2.0": "2.0", "2.1": "2.1", "2.2": "2.2"}
 
 
@@ -50,47 +50,113 @@ def normalize_storage_version(version: Optional[str]) -> str:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One data file of a fragment (a view of the manifest entry)."""
+    """One data file of a fragment (a view of the manifest entry; pylance's fields)."""
 
     path: str
     fields: List[int]
-    column_indices: List[int]
-    file_major_version: int
-    file_minor_version: int
-    file_size_bytes: int
+    column_indices: Optional[List[int]] = None
+    file_major_version: int = 0
+    file_minor_version: int = 0
+    file_size_bytes: Optional[int] = None
     base_id: Optional[int] = None
     """The base path the file lives under (``None``: the dataset root)."""
+
+    def _to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            "path": self.path,
+            "fields": list(self.fields),
+            "column_indices": list(self.column_indices if self.column_indices is not None else range(len(self.fields))),
+            "file_major_version": self.file_major_version,
+            "file_minor_version": self.file_minor_version,
+        }
+        if self.file_size_bytes is not None:
+            out["file_size_bytes"] = self.file_size_bytes
+        if self.base_id is not None:
+            out["base_id"] = self.base_id
+        return out
 
 
 @dataclass(frozen=True)
 class DeletionFile:
-    """The deletion file of a fragment."""
+    """The deletion file of a fragment (pylance's fields, in pylance's order)."""
 
-    file_type: str
-    """``"array"`` (Arrow IPC, ``.arrow``) or ``"bitmap"`` (roaring, ``.bin``)."""
     read_version: int
     id: int
+    file_type: str
+    """``"array"`` (Arrow IPC, ``.arrow``) or ``"bitmap"`` (roaring, ``.bin``)."""
     num_deleted_rows: int
-    base_id: Optional[int] = None
+    base_id: Optional[int]
     """The base path the file lives under (``None``: the dataset root)."""
 
-    def path(self, fragment_id: int) -> str:
-        """Path relative to the root of its base (the dataset root if `base_id` is ``None``)."""
+    def path(self, fragment_id: int, base_uri: Optional[str] = None) -> str:
+        """Path relative to the root of its base (the dataset root if `base_id` is ``None``),
+        or under `base_uri` when given."""
         ext = "bin" if self.file_type == "bitmap" else "arrow"
-        return f"_deletions/{fragment_id}-{self.read_version}-{self.id}.{ext}"
+        rel = f"_deletions/{fragment_id}-{self.read_version}-{self.id}.{ext}"
+        return rel if base_uri is None else f"{base_uri.rstrip('/')}/{rel}"
+
+    def _to_dict(self) -> Dict[str, Any]:
+        if self.file_type not in ("array", "bitmap"):
+            raise InvalidArgumentError(f"deletion file_type must be 'array' or 'bitmap', got {self.file_type!r}")
+        out: Dict[str, Any] = {
+            "file_type": 1 if self.file_type == "bitmap" else 0,
+            "read_version": self.read_version,
+            "id": self.id,
+            "num_deleted_rows": self.num_deleted_rows,
+        }
+        if self.base_id is not None:
+            out["base_id"] = self.base_id
+        return out
+
+
+_DATA_FILE_KEYS = ("path", "fields", "column_indices", "file_major_version", "file_minor_version", "file_size_bytes", "base_id")
+_SEQUENCE_KEYS = ("row_id_sequence", "last_updated_at_version_sequence", "created_at_version_sequence")
 
 
 class FragmentMetadata:
     """The manifest entry of one fragment (``lance.table.DataFragment``).
 
     Plain data: picklable and convertible to/from JSON, so it can travel from the task that
-    wrote a fragment to the process that commits it.
+    wrote a fragment to the process that commits it. Constructed like pylance's
+    (``FragmentMetadata(id, files, physical_rows, deletion_file)``); row-id and
+    row-version metadata and overlays cannot be given (they raise
+    :class:`~lancepy.exceptions.NotSupportedError`).
     """
 
     __slots__ = ("_data",)
 
-    def __init__(self, data: Dict[str, Any]) -> None:
+    def __init__(
+        self,
+        id: int,
+        files: List[DataFile],
+        physical_rows: int,
+        deletion_file: Optional[DeletionFile] = None,
+        row_id_meta: Any = None,
+        created_at_version_meta: Any = None,
+        last_updated_at_version_meta: Any = None,
+        overlays: Optional[List[Any]] = None,
+    ) -> None:
+        for name, value in (
+            ("row_id_meta", row_id_meta),
+            ("created_at_version_meta", created_at_version_meta),
+            ("last_updated_at_version_meta", last_updated_at_version_meta),
+            ("overlays", overlays or None),
+        ):
+            if value is not None:
+                raise UnsupportedError(f"FragmentMetadata({name}=...) is not supported by lancepy")
+        if not all(isinstance(f, DataFile) for f in files):
+            raise InvalidArgumentError("FragmentMetadata files must be DataFile objects")
+        data: Dict[str, Any] = {"id": int(id), "files": [f._to_dict() for f in files], "physical_rows": int(physical_rows)}
+        if deletion_file is not None:
+            data["deletion_file"] = deletion_file._to_dict()
         self._data = data
+
+    @classmethod
+    def _from_dict(cls, data: Dict[str, Any]) -> "FragmentMetadata":
+        """Wraps a manifest entry (its JSON form) without copying."""
+        out = cls.__new__(cls)
+        out._data = data
+        return out
 
     @property
     def id(self) -> int:
@@ -130,7 +196,7 @@ class FragmentMetadata:
         ]
 
     def data_files(self) -> List[DataFile]:
-        """The data files (pylance spelling)."""
+        """The data files (pylance's older spelling of :attr:`files`)."""
         return self.files
 
     @property
@@ -140,25 +206,66 @@ class FragmentMetadata:
         if not d:
             return None
         return DeletionFile(
-            file_type="bitmap" if d.get("file_type", 0) == 1 else "array",
             read_version=d.get("read_version", 0),
             id=d.get("id", 0),
+            file_type="bitmap" if d.get("file_type", 0) in (1, "BITMAP_ARROW_ARRAY", "bitmap") else "array",
             num_deleted_rows=d.get("num_deleted_rows", 0),
             base_id=d.get("base_id"),
         )
 
     def to_json(self) -> Dict[str, Any]:
-        """A JSON-able dict (the protobuf field names)."""
+        """A JSON-able dict in pylance's layout (``FragmentMetadata.from_json`` of either
+        library reads it). lancepy's stable-row-id sequences ride along under their
+        protobuf names (pylance ignores them)."""
+        d = self._data
+        deletion = self.deletion_file
+        out: Dict[str, Any] = {
+            "id": self.id,
+            "files": [{k: f.get(k) for k in _DATA_FILE_KEYS} for f in d.get("files", [])],
+            "overlays": [],
+            "physical_rows": self.physical_rows,
+            "deletion_file": None
+            if deletion is None
+            else {
+                "read_version": deletion.read_version,
+                "id": deletion.id,
+                "file_type": deletion.file_type,
+                "num_deleted_rows": deletion.num_deleted_rows,
+                "base_id": deletion.base_id,
+            },
+            "row_id_meta": None,
+            "created_at_version_meta": None,
+            "last_updated_at_version_meta": None,
+        }
+        for key in _SEQUENCE_KEYS:
+            if d.get(key) is not None:
+                out[key] = d[key]
+        return json.loads(json.dumps(out))
+
+    def _manifest_json(self) -> Dict[str, Any]:
+        """A copy of the manifest entry (the JSON form of ``DataFragment``)."""
         return json.loads(json.dumps(self._data))
 
-    @classmethod
-    def from_json(cls, data: Union[str, Dict[str, Any]]) -> "FragmentMetadata":
+    @staticmethod
+    def from_json(json_data: Union[str, Dict[str, Any]]) -> "FragmentMetadata":
         """Inverse of :meth:`to_json` (accepts the dict or its JSON text)."""
-        if isinstance(data, str):
-            data = json.loads(data)
+        data = json.loads(json_data) if isinstance(json_data, str) else json_data
         if not isinstance(data, dict) or "files" not in data:
             raise InvalidArgumentError("fragment metadata must be a dict with a 'files' entry")
-        return cls(dict(data))
+        data = dict(data)
+        # pylance's JSON (FragmentMetadata.to_json there): the same fields, plus its own
+        # row-id / version metadata and overlays, and deletion file types as text.
+        for key in ("overlays", "row_id_meta", "created_at_version_meta", "last_updated_at_version_meta"):
+            if data.get(key):
+                raise UnsupportedError(f"fragment metadata with {key} is not supported by lancepy")
+            data.pop(key, None)
+        deletion = data.get("deletion_file")
+        if isinstance(deletion, dict) and isinstance(deletion.get("file_type"), str):
+            kind = deletion["file_type"].lower()
+            if kind not in ("array", "bitmap"):
+                raise InvalidArgumentError(f"unknown deletion file type {deletion['file_type']!r}")
+            data["deletion_file"] = dict(deletion, file_type=1 if kind == "bitmap" else 0)
+        return FragmentMetadata._from_dict(data)
 
     def __getstate__(self) -> str:
         return json.dumps(self._data)
@@ -167,7 +274,7 @@ class FragmentMetadata:
         self._data = json.loads(state)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, FragmentMetadata) and self._data == other._data
+        return isinstance(other, FragmentMetadata) and self.to_json() == other.to_json()
 
     def __repr__(self) -> str:
         return f"FragmentMetadata(id={self.id}, physical_rows={self.physical_rows}, files={[f.path for f in self.files]})"
@@ -324,7 +431,72 @@ def _write(
         if failures:
             raise failures[0] from None
         raise
-    return [FragmentMetadata(f) for f in json.loads(text)]
+    return [FragmentMetadata._from_dict(f) for f in json.loads(text)]
+
+
+def _write_reporting(
+    uri: str,
+    reader: pa.RecordBatchReader,
+    fields: List[Dict[str, Any]],
+    metadata: Dict[str, Any],
+    max_rows_per_file: int,
+    version: str,
+    max_bytes_per_file: int,
+    progress: Any,
+    storage_options: Optional[Dict[str, str]] = None,
+    *,
+    data_dir: str = "data",
+) -> List[FragmentMetadata]:
+    """:func:`_write`, telling `progress` (pylance's ``FragmentWriteProgress`` shape: an
+    object with ``begin(fragment)`` and ``complete(fragment)``) about each fragment: ``begin``
+    before its rows are written (with no files and no rows yet), ``complete`` once its file
+    is written. The stream is cut into runs of `max_rows_per_file` rows, one native write
+    each; without `progress` this is :func:`_write`."""
+    if progress is None:
+        return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
+                      storage_options=storage_options, data_dir=data_dir)
+    for name in ("begin", "complete"):
+        if not callable(getattr(progress, name, None)):
+            raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
+    if max_rows_per_file <= 0:
+        raise InvalidArgumentError("max_rows_per_file must be positive")
+    batches = iter(reader)
+    carry: List[pa.RecordBatch] = []
+    out: List[FragmentMetadata] = []
+
+    def run() -> Iterator[pa.RecordBatch]:
+        # Up to max_rows_per_file rows; what is left of a batch waits in `carry`.
+        left = max_rows_per_file
+        while left > 0:
+            if carry:
+                b = carry.pop()
+            else:
+                b = next(batches, None)
+                if b is None:
+                    return
+            if b.num_rows > left:
+                carry.append(b.slice(left))
+                b = b.slice(0, left)
+            left -= b.num_rows
+            yield b
+
+    while True:
+        if not carry:
+            first = next(batches, None)
+            if first is None:
+                break
+            carry.append(first)
+        if carry[0].num_rows == 0:
+            carry.pop()
+            continue
+        progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
+        part = pa.RecordBatchReader.from_batches(reader.schema, run())
+        made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
+                      storage_options=storage_options, data_dir=data_dir)
+        for f in made:
+            progress.complete(f)
+        out.extend(made)
+    return out
 
 
 def lance_fields_for(schema: pa.Schema, first_id: int = 0) -> Dict[str, Any]:
@@ -334,25 +506,71 @@ def lance_fields_for(schema: pa.Schema, first_id: int = 0) -> Dict[str, Any]:
 
 def write_fragments(
     data: Any,
-    dataset_uri: Union[str, "os.PathLike[str]"],
+    dataset_uri: Union[str, "os.PathLike[str]", "LanceDataset"],
     schema: Optional[pa.Schema] = None,
     *,
+    return_transaction: bool = False,
+    mode: str = "append",
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_rows_per_group: Optional[int] = 1024,
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    data_cache_bytes: Optional[int] = None,
+    max_page_bytes: Optional[int] = None,
+    progress: Any = None,
     data_storage_version: Optional[str] = None,
+    use_legacy_format: Optional[bool] = None,
     storage_options: Optional[Dict[str, str]] = None,
+    enable_stable_row_ids: bool = False,
+    target_bases: Optional[List[str]] = None,
+    target_all_bases: Optional[bool] = None,
+    initial_bases: Optional[List[Any]] = None,
+    base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
+    external_blob_mode: str = "reference",
+    allow_external_blob_outside_bases: bool = False,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
+    session: Any = None,
 ) -> List[FragmentMetadata]:
     """Writes `data` as new fragments of the dataset at `dataset_uri` without committing.
 
     `data` is streamed: a reader or generator of any length is written in the memory of a
     few pages per column. `schema`, when given, is the schema the data is checked against
-    (columns reordered to it). If the dataset exists, the data must match its schema and the
-    fragments use its field ids; otherwise field ids are numbered from 0 and the fragments
-    can be committed with ``LanceOperation.Overwrite(schema, fragments)``. A new file (and
-    fragment) starts after `max_rows_per_file` rows or about `max_bytes_per_file` bytes.
-    `storage_options` configure an object store (``s3://``, ``gs://``, ``az://``; see
-    :func:`lancepy.dataset`).
+    (columns reordered to it). With `mode` ``"append"`` (the default) and an existing
+    dataset, the data must match its schema and the fragments use its field ids; otherwise
+    (a new dataset, or `mode` ``"overwrite"``/``"create"``) field ids are numbered from 0
+    and the fragments can be committed with ``LanceOperation.Overwrite(schema, fragments)``.
+    A new file (and fragment) starts after `max_rows_per_file` rows or about
+    `max_bytes_per_file` bytes. `storage_options` configure an object store (``s3://``,
+    ``gs://``, ``az://``; see :func:`lancepy.dataset`). `max_rows_per_group` only applies
+    to the legacy format and is ignored. `progress` (pylance's ``FragmentWriteProgress``:
+    ``begin(fragment)`` / ``complete(fragment)``) hears about every fragment written.
+    Returning a transaction, page and cache sizes, stable row ids, base paths, external blobs, namespaces and sessions
+    are not supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
     """
+    for name, value in (
+        ("return_transaction", return_transaction or None),
+        ("data_cache_bytes", data_cache_bytes),
+        ("max_page_bytes", max_page_bytes),
+        ("use_legacy_format", use_legacy_format),
+        ("enable_stable_row_ids", enable_stable_row_ids or None),
+        ("target_bases", target_bases),
+        ("target_all_bases", target_all_bases),
+        ("initial_bases", initial_bases),
+        ("base_store_params", base_store_params),
+        ("external_blob_mode", None if external_blob_mode == "reference" else external_blob_mode),
+        ("allow_external_blob_outside_bases", allow_external_blob_outside_bases or None),
+        ("namespace_client", namespace_client),
+        ("table_id", table_id),
+        ("session", session),
+    ):
+        if value is not None:
+            raise UnsupportedError(f"{name}={value!r} is not supported by lancepy")
+    if mode not in ("append", "overwrite", "create"):
+        raise InvalidArgumentError(f"mode must be 'append', 'overwrite' or 'create', got {mode!r}")
+    if hasattr(dataset_uri, "uri") and hasattr(dataset_uri, "_storage_options"):
+        if storage_options is None:
+            storage_options = dataset_uri._storage_options  # type: ignore[union-attr]
+        dataset_uri = dataset_uri.uri  # type: ignore[union-attr]
     from lancepy import commit as _commit
     from lancepy._storage import normalize_storage_options
 
@@ -363,7 +581,7 @@ def write_fragments(
     if schema is not None and reader.schema != schema:
         reader = align_to_schema(reader, schema)
     try:
-        loaded = _commit.load_manifest(store)
+        loaded = _commit.load_manifest(store) if mode == "append" else None
     except DatasetNotFoundError:
         loaded = None
     if loaded is not None:
@@ -379,15 +597,26 @@ def write_fragments(
         lance = lance_fields_for(reader.schema)
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
-    return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, storage_options=options)
+    return _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
 
 
 class LanceFragment:
     """One fragment of an open dataset version."""
 
-    def __init__(self, dataset: "LanceDataset", metadata: FragmentMetadata) -> None:
+    def __init__(
+        self, dataset: "LanceDataset", fragment_id: Optional[int], *, fragment: Optional[FragmentMetadata] = None
+    ) -> None:
+        if fragment is None:
+            if fragment_id is None:
+                raise InvalidArgumentError("LanceFragment needs a fragment_id or fragment=")
+            found = next(
+                (f for f in dataset._loaded.manifest.get("fragments", []) if f.get("id", 0) == fragment_id), None
+            )
+            if found is None:
+                raise InvalidArgumentError(f"fragment {fragment_id} does not exist in version {dataset.version}")
+            fragment = FragmentMetadata._from_dict(found)
         self._ds = dataset
-        self._meta = metadata
+        self._meta = fragment
 
     @property
     def fragment_id(self) -> int:
@@ -398,6 +627,11 @@ class LanceFragment:
     def metadata(self) -> FragmentMetadata:
         """The manifest entry."""
         return self._meta
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The dataset's schema (every fragment of a version has it)."""
+        return self._ds.schema
 
     @property
     def physical_rows(self) -> int:
@@ -418,23 +652,104 @@ class LanceFragment:
         """The data files."""
         return self._meta.files
 
-    def deletion_file(self) -> Optional[DeletionFile]:
-        """The deletion file, if any."""
-        return self._meta.deletion_file
+    def deletion_file(self) -> Optional[str]:
+        """The path of the deletion file relative to the dataset root (as pylance
+        returns it), or ``None``."""
+        d = self._meta.deletion_file
+        return None if d is None else d.path(self.fragment_id)
 
-    def to_table(self, columns: Optional[List[str]] = None, filter: Any = None, **kwargs: Any) -> pa.Table:
-        """The fragment's live rows."""
-        return self._ds.scanner(columns=columns, filter=filter, fragments=[self], **kwargs).to_table()
+    def scanner(
+        self,
+        *,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        batch_size: Optional[int] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        batch_readahead: int = 16,
+        blob_handling: Optional[str] = None,
+        order_by: Optional[List[Any]] = None,
+        use_scalar_index: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        include_deleted_rows: Optional[bool] = None,
+        batch_size_bytes: Optional[int] = None,
+        strict_batch_size: Optional[bool] = None,
+    ) -> Any:
+        """A scanner over this fragment only; the parameters are
+        :meth:`lancepy.LanceDataset.scanner`'s (`batch_readahead` is a hint and ignored)."""
+        args = {k: v for k, v in locals().items() if k not in ("self", "batch_readahead")}
+        return self._ds.scanner(fragments=[self], **args)
 
-    def to_batches(self, columns: Optional[List[str]] = None, filter: Any = None, **kwargs: Any) -> Iterator[pa.RecordBatch]:
-        """The fragment's live rows as batches."""
-        return self._ds.scanner(columns=columns, filter=filter, fragments=[self], **kwargs).to_batches()
+    def to_batches(
+        self,
+        *,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        batch_size: Optional[int] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        batch_readahead: int = 16,
+        blob_handling: Optional[str] = None,
+        order_by: Optional[List[Any]] = None,
+        use_scalar_index: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        include_deleted_rows: Optional[bool] = None,
+        batch_size_bytes: Optional[int] = None,
+        strict_batch_size: Optional[bool] = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The fragment's live rows as batches; the parameters are :meth:`scanner`'s."""
+        args = {k: v for k, v in locals().items() if k != "self"}
+        return self.scanner(**args).to_batches()
 
-    def scanner(self, **kwargs: Any) -> Any:
-        """A scanner over this fragment only."""
-        return self._ds.scanner(fragments=[self], **kwargs)
+    def to_table(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        blob_handling: Optional[str] = None,
+        order_by: Optional[List[Any]] = None,
+        use_scalar_index: Optional[bool] = None,
+        io_buffer_size: Optional[int] = None,
+        late_materialization: Union[bool, List[str], None] = None,
+        include_deleted_rows: Optional[bool] = None,
+        batch_size_bytes: Optional[int] = None,
+        strict_batch_size: Optional[bool] = None,
+    ) -> pa.Table:
+        """The fragment's live rows; the parameters are :meth:`scanner`'s."""
+        args = {k: v for k, v in locals().items() if k != "self"}
+        return self.scanner(**args).to_table()
 
-    def take(self, indices: Any, columns: Optional[List[str]] = None) -> pa.Table:
+    def to_pandas(
+        self,
+        columns: Union[List[str], Dict[str, str], None] = None,
+        filter: Any = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        blob_mode: str = "lazy",
+        order_by: Optional[List[Any]] = None,
+    ) -> Any:
+        """The fragment's live rows as a ``pandas.DataFrame`` (needs pandas); `blob_mode`
+        only matters for blob columns, which lancepy reads as plain binary."""
+        args = {k: v for k, v in locals().items() if k not in ("self", "blob_mode")}
+        return self.scanner(**args).to_pandas()
+
+    def head(self, num_rows: int) -> pa.Table:
+        """The first `num_rows` live rows of the fragment."""
+        return self.scanner(limit=num_rows).to_table()
+
+    def take(self, indices: Any, columns: Union[List[str], Dict[str, str], None] = None) -> pa.Table:
         """Rows at positions (among live rows) of this fragment."""
         addresses = self._ds.scanner(columns=[], fragments=[self], with_row_address=True).to_table().column("_rowaddr")
         picked = addresses.take(pa.array(indices, pa.int64()))

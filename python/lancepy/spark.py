@@ -497,7 +497,7 @@ def write_dataset(
         max_bytes_per_file: about this many bytes (as written, encoded) per data file at
             most.
         data_storage_version: data file version for a new or overwritten dataset
-            (``"2.0"``, ``"2.1"`` (default), ``"2.2"``/``"stable"``); an append keeps the
+            (``"2.0"``, ``"2.1"``, ``"2.2"``/``"stable"`` (default, as pylance 14)); an append keeps the
             dataset's.
         storage_options: options of the object store (passed on as given).
         vector_columns: ``{column: dimension}``: these ``array<float>`` (or other numeric
@@ -590,7 +590,7 @@ def write_dataset(
     kept = [f"{DATA_DIR}/{d.path}" for f in frags for d in f.files]
     try:
         _delete_job_files(store, job_tag, keep=kept)
-        frag_json = [f.to_json() for f in frags]
+        frag_json = [f._manifest_json() for f in frags]
         if operation == "Append":
             body: Dict[str, Any] = {"fragments": frag_json}
         else:

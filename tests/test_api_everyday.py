@@ -1,0 +1,553 @@
+"""The everyday pylance API on lancepy, checked against pylance on the same dataset.
+
+Each test writes with one library and reads with the other (or runs both on one dataset)
+and compares values: pandas conversion, sampling, time travel by timestamp, moving to the
+latest version, table config, table/schema/field metadata, version cleanup, and commits
+of ``LanceOperation`` Merge / Project / UpdateConfig / Update / Rewrite / DataReplacement.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import pyarrow as pa
+import pytest
+
+import lancepy
+from lancepy import LanceOperation
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, NotSupportedError, VersionNotFoundError
+
+lance = pytest.importorskip("lance", reason="pylance (the reference implementation) is not installed")
+pytestmark = pytest.mark.interop
+
+
+def _table(n: int = 100, start: int = 0) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table({"id": ids, "name": [f"n{i}" for i in ids], "score": [i / 4 for i in ids]})
+
+
+@pytest.fixture
+def uri(tmp_path):
+    u = str(tmp_path / "d.lance")
+    lancepy.write_dataset(_table(100), u, max_rows_per_file=40)
+    ds = lancepy.dataset(u)
+    ds.delete("id % 7 = 3")
+    return u
+
+
+def test_to_pandas_matches_pylance(uri) -> None:
+    pd = pytest.importorskip("pandas")
+    ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+    pd.testing.assert_frame_equal(ours.to_pandas(), theirs.to_pandas())
+    pd.testing.assert_frame_equal(
+        ours.to_pandas(columns=["name"], filter="id > 50", limit=5),
+        theirs.to_pandas(columns=["name"], filter="id > 50", limit=5),
+    )
+    pd.testing.assert_frame_equal(ours.scanner(filter="score < 3").to_pandas(), theirs.scanner(filter="score < 3").to_pandas())
+    for f_ours, f_theirs in zip(ours.get_fragments(), theirs.get_fragments()):
+        pd.testing.assert_frame_equal(f_ours.to_pandas(), f_theirs.to_pandas())
+        pd.testing.assert_frame_equal(f_ours.to_pandas(columns=["id"], limit=3), f_theirs.to_pandas(columns=["id"], limit=3))
+
+
+def test_fragment_reads_match_pylance(uri) -> None:
+    ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+    for f_ours, f_theirs in zip(ours.get_fragments(), theirs.get_fragments()):
+        assert f_ours.fragment_id == f_theirs.fragment_id
+        assert f_ours.deletion_file() == f_theirs.deletion_file()
+        assert f_ours.head(4).equals(f_theirs.head(4))
+        assert f_ours.to_table(["id"], "id > 10", 5).equals(f_theirs.to_table(["id"], "id > 10", 5))
+        assert f_ours.count_rows("id > 10") == f_theirs.count_rows("id > 10")
+        assert lancepy.LanceFragment(ours, f_ours.fragment_id).to_table().equals(f_theirs.to_table())
+    assert ours.head(7, columns=["id"]).equals(theirs.head(7, columns=["id"]))
+    assert ours.scanner(filter="id > 5").head(3).equals(theirs.scanner(filter="id > 5").head(3))
+
+
+def test_sample(uri) -> None:
+    ds = lancepy.dataset(uri)
+    all_ids = set(ds.to_table().column("id").to_pylist())
+    s = ds.sample(20)
+    assert s.num_rows == 20 and s.schema == ds.schema
+    ids = s.column("id").to_pylist()
+    assert len(set(ids)) == 20 and set(ids) <= all_ids
+    ordered = ds.sample(30, columns=["id"], randomize_order=False).column("id").to_pylist()
+    assert ordered == sorted(ordered) and len(set(ordered)) == 30
+    assert ds.sample(0).num_rows == 0
+    with pytest.raises(InvalidArgumentError):
+        ds.sample(len(all_ids) + 1)
+    # Uniform: over many draws every row turns up.
+    seen = set()
+    for _ in range(60):
+        seen |= set(ds.sample(10, columns=["id"]).column("id").to_pylist())
+    assert seen == all_ids
+
+
+def test_checkout_latest_and_asof(tmp_path) -> None:
+    u = str(tmp_path / "t.lance")
+    lancepy.write_dataset(_table(10), u)
+    stale = lancepy.dataset(u)
+    times = []
+    for i in range(3):
+        time.sleep(0.05)
+        times.append(datetime.datetime.now())
+        time.sleep(0.05)
+        lancepy.write_dataset(_table(10, 100 * (i + 1)), u, mode="append")
+    assert stale.version == 1
+    assert stale.checkout_latest() is None
+    assert stale.version == 4 and stale.count_rows() == 40
+    for t in times:
+        ours = lancepy.dataset(u, asof=t)
+        theirs = lance.dataset(u, asof=t)
+        assert ours.version == theirs.version
+        assert ours.to_table().equals(theirs.to_table())
+    assert lancepy.dataset(u, asof=times[1].isoformat()).version == 2
+    with pytest.raises(VersionNotFoundError):
+        lancepy.dataset(u, asof=datetime.datetime(2000, 1, 1))
+    with pytest.raises(InvalidArgumentError):
+        lancepy.dataset(u, version=1, asof=times[0])
+
+
+def test_config_both_ways(uri) -> None:
+    ds = lancepy.dataset(uri)
+    assert ds.update_config({"a": "1", "b": "2"}) == {"a": "1", "b": "2"}
+    assert lance.dataset(uri).config() == {"a": "1", "b": "2"}
+    ds.delete_config_keys(["a", "missing"])
+    assert lance.dataset(uri).config() == {"b": "2"}
+    theirs = lance.dataset(uri)
+    theirs.update_config({"c": "3"})
+    ds.checkout_latest()
+    assert ds.config() == {"b": "2", "c": "3"}
+    assert ds.update_config({"z": "9"}, replace=True) == {"z": "9"}
+    assert lance.dataset(uri).config() == {"z": "9"}
+    with pytest.raises(InvalidArgumentError):
+        ds.update_config({"k": 1})
+    # Still a readable dataset for both.
+    assert lance.dataset(uri).to_table().equals(lancepy.dataset(uri).to_table())
+
+
+def test_metadata_both_ways(uri) -> None:
+    ds = lancepy.dataset(uri)
+    assert ds.update_schema_metadata({"owner": "me"}) == {"owner": "me"}
+    ds.update_field_metadata({"name": {"unit": "none"}, "id": {"pk": "yes"}})
+    assert ds.update_metadata({"team": "x"}) == {"team": "x"}
+    theirs = lance.dataset(uri)
+    assert theirs.schema.metadata == {b"owner": b"me"}
+    assert theirs.schema.field("name").metadata == {b"unit": b"none"}
+    assert theirs.schema.field("id").metadata == {b"pk": b"yes"}
+    assert theirs.metadata == {"team": "x"}
+    assert theirs.schema == lancepy.dataset(uri).schema
+    theirs.update_schema_metadata({"owner": None, "k": "v"})
+    theirs.update_field_metadata({"id": {"pk": None, "q": "1"}})
+    ds.checkout_latest()
+    assert ds.schema_metadata == {"k": "v"}
+    assert ds.schema.field("id").metadata == {b"q": b"1"}
+    ds.replace_schema_metadata({"only": "this"})
+    ds.replace_field_metadata("name", {"x": "y"})
+    theirs = lance.dataset(uri)
+    assert theirs.schema.metadata == {b"only": b"this"}
+    assert theirs.schema.field("name").metadata == {b"x": b"y"}
+    with pytest.raises(ColumnNotFoundError):
+        ds.update_field_metadata({"nope": {"a": "b"}})
+
+
+def test_nested_field_metadata(tmp_path) -> None:
+    u = str(tmp_path / "n.lance")
+    t = pa.table({"s": pa.array([{"x": 1, "y": "a"}], pa.struct([("x", pa.int32()), ("y", pa.string())]))})
+    ds = lancepy.write_dataset(t, u)
+    ds.update_field_metadata({"s.x": {"deep": "1"}})
+    assert lance.dataset(u).schema.field("s").type.field("x").metadata == {b"deep": b"1"}
+
+
+def test_cleanup_retain_versions_matches_pylance(tmp_path) -> None:
+    def make(u: str) -> None:
+        lancepy.write_dataset(_table(5), u)
+        lancepy.dataset(u).delete("id = 1")
+        lancepy.write_dataset(_table(5, 10), u, mode="overwrite")
+        lancepy.write_dataset(_table(5, 20), u, mode="append")
+        lancepy.dataset(u).delete("id = 21")
+
+    a, b = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    make(a)
+    make(b)
+    stats = lancepy.dataset(a).cleanup_old_versions(retain_versions=2)
+    their_stats = lance.dataset(b).cleanup_old_versions(retain_versions=2)
+    for name in ("old_versions", "data_files_removed", "transaction_files_removed", "deletion_files_removed"):
+        assert getattr(stats, name) == getattr(their_stats, name), name
+    assert stats.data_files_removed == 1 and stats.deletion_files_removed == 1
+    ours = [v["version"] for v in lancepy.dataset(a).versions()]
+    theirs = [v["version"] for v in lance.dataset(b).versions()]
+    assert ours == theirs == [4, 5]
+    assert stats.old_versions == 3
+    assert lance.dataset(a).to_table().equals(lancepy.dataset(b).to_table())
+    with pytest.raises(InvalidArgumentError):
+        lancepy.dataset(a).cleanup_old_versions(retain_versions=0)
+    with pytest.raises(NotSupportedError, match="delete_rate_limit"):
+        lancepy.dataset(a).cleanup_old_versions(retain_versions=1, delete_rate_limit=5)
+
+
+def test_merge_and_project_operations_read_by_pylance(tmp_path) -> None:
+    u = str(tmp_path / "m.lance")
+    ds = lancepy.write_dataset(_table(10), u)
+    # New column in new data files, committed with Merge and a pyarrow schema.
+    extra = pa.table({"double": [float(i * 2) for i in range(10)]})
+    frags = lancepy.fragment.write_fragments(extra, str(tmp_path / "scratch.lance"))
+    assert len(frags) == 1
+    # Attach the new file to the existing fragment; fields get ids after the dataset's.
+    import shutil
+
+    src = tmp_path / "scratch.lance" / "data" / frags[0].files[0].path
+    shutil.copy(src, tmp_path / "m.lance" / "data" / frags[0].files[0].path)
+    old = ds.get_fragments()[0].metadata
+    new_file = lancepy.fragment.DataFile(
+        frags[0].files[0].path, [3], [0], frags[0].files[0].file_major_version, frags[0].files[0].file_minor_version,
+        frags[0].files[0].file_size_bytes,
+    )
+    merged = lancepy.FragmentMetadata(old.id, old.files + [new_file], old.physical_rows)
+    schema = ds.schema.append(pa.field("double", pa.float64()))
+    ds2 = lancepy.LanceDataset.commit(u, LanceOperation.Merge([merged], schema), read_version=ds.version)
+    assert [f["id"] for f in ds2.lance_schema._fields] == [0, 1, 2, 3]
+    expected = _table(10).append_column("double", extra.column("double"))
+    assert lance.dataset(u).to_table().equals(expected)
+    assert ds2.to_table().equals(expected)
+    # Project: drop "name" and reorder, keeping ids.
+    ds3 = lancepy.LanceDataset.commit(
+        u, LanceOperation.Project(pa.schema([schema.field("double"), schema.field("id")])), read_version=ds2.version
+    )
+    assert lance.dataset(u).to_table().equals(expected.select(["double", "id"]))
+    assert ds3.to_table().equals(expected.select(["double", "id"]))
+
+
+def test_update_config_operation_both_ways(uri) -> None:
+    v = lancepy.dataset(uri).version
+    op = LanceOperation.UpdateConfig(
+        config_updates=LanceOperation.UpdateMap({"a": "1"}),
+        schema_metadata_updates=LanceOperation.UpdateMap({"s": "2"}),
+        field_metadata_updates={0: LanceOperation.UpdateMap({"f": "3"})},
+        table_metadata_updates=LanceOperation.UpdateMap({"t": "4"}),
+    )
+    lancepy.LanceDataset.commit(uri, op, read_version=v)
+    theirs = lance.dataset(uri)
+    assert theirs.config() == {"a": "1"}
+    assert theirs.schema.metadata == {b"s": b"2"}
+    assert theirs.schema.field("id").metadata == {b"f": b"3"}
+    assert theirs.metadata == {"t": "4"}
+    pl_op = lance.LanceOperation.UpdateConfig(config_updates=lance.LanceOperation.UpdateMap({"a": None, "b": "5"}))
+    lance.LanceDataset.commit(uri, pl_op, read_version=theirs.version)
+    assert lancepy.dataset(uri).config() == {"b": "5"}
+
+
+def test_update_and_rewrite_operations_read_by_pylance(tmp_path) -> None:
+    u = str(tmp_path / "u.lance")
+    ds = lancepy.write_dataset(_table(20), u, max_rows_per_file=10)
+    new = lancepy.fragment.write_fragments(_table(3, 1000), u)
+    ds = lancepy.LanceDataset.commit(
+        u, LanceOperation.Update(removed_fragment_ids=[0], new_fragments=new), read_version=ds.version
+    )
+    expected = pa.concat_tables([_table(10, 10), _table(3, 1000)])
+    assert lance.dataset(u).to_table().equals(expected)
+    # Rewrite the two fragments into one.
+    frags = ds.get_fragments()
+    rewritten = lancepy.fragment.write_fragments(ds.to_table(), u)
+    group = LanceOperation.RewriteGroup([f.metadata for f in frags], rewritten)
+    ds = lancepy.LanceDataset.commit(u, LanceOperation.Rewrite([group], []), read_version=ds.version)
+    assert len(ds.get_fragments()) == 1 and len(lance.dataset(u).get_fragments()) == 1
+    assert lance.dataset(u).to_table().equals(expected)
+    with pytest.raises(NotSupportedError, match="rewritten_indices"):
+        lancepy.LanceDataset.commit(u, LanceOperation.Rewrite([group], ["idx"]), read_version=ds.version)
+
+
+def test_data_replacement_read_by_pylance(tmp_path) -> None:
+    u = str(tmp_path / "r.lance")
+    ds = lancepy.write_dataset(pa.table({"id": [1, 2, 3]}), u)
+    replacement = lancepy.fragment.write_fragments(pa.table({"id": [7, 8, 9]}), u)[0].files[0]
+    ds = lancepy.LanceDataset.commit(
+        u, LanceOperation.DataReplacement([LanceOperation.DataReplacementGroup(0, replacement)]), read_version=ds.version
+    )
+    assert lance.dataset(u).to_table().column("id").to_pylist() == [7, 8, 9]
+    assert ds.to_table().column("id").to_pylist() == [7, 8, 9]
+
+
+def test_default_storage_version_is_pylance_14s(tmp_path) -> None:
+    ours = lancepy.write_dataset(_table(3), tmp_path / "a.lance")
+    theirs = lance.write_dataset(_table(3), str(tmp_path / "b.lance"))
+    assert ours.data_storage_version == theirs.data_storage_version == "2.2"
+    assert lance.dataset(str(tmp_path / "a.lance")).data_storage_version == "2.2"
+
+
+def test_merge_matches_pylance(tmp_path) -> None:
+    t = pa.table({"x": [1, 2, 3, 4, 5], "y": ["a", "b", "c", "d", "e"]})
+    right = pa.table({"k": [3, 1, 9, 2, 1], "z": [30.0, 10.0, 90.0, 20.0, 11.0], "w": ["3", "1", "9", "2", "1b"]})
+    theirs = lance.write_dataset(t, str(tmp_path / "a.lance"), max_rows_per_file=2)
+    ours = lancepy.write_dataset(t, tmp_path / "b.lance", max_rows_per_file=2)
+    for ds in (theirs, ours):
+        ds.delete("x = 4")
+        ds.merge(right, "x", "k")
+    assert ours.to_table().equals(theirs.to_table())
+    assert lance.dataset(str(tmp_path / "b.lance")).to_table().equals(theirs.to_table())
+    assert ours.to_table().column("z").to_pylist() == [11.0, 20.0, 30.0, None]
+    with pytest.raises(ColumnNotFoundError):
+        ours.merge(right, "nope", "k")
+    with pytest.raises(InvalidArgumentError):
+        ours.merge(pa.table({"x": [1], "y": ["dup"]}), "x")  # y exists
+
+
+def test_stats_match_pylance(uri) -> None:
+    assert lancepy.dataset(uri).stats.dataset_stats() == lance.dataset(uri).stats.dataset_stats()
+    assert lancepy.dataset(uri).stats.dataset_stats(50) == lance.dataset(uri).stats.dataset_stats(50)
+
+
+def test_stable_row_ids_at_create(tmp_path) -> None:
+    u = str(tmp_path / "s.lance")
+    ds = lancepy.write_dataset(_table(30), u, max_rows_per_file=10, enable_stable_row_ids=True)
+    assert ds.has_stable_row_ids and lance.dataset(u).has_stable_row_ids
+    ds.delete("id % 3 = 0")
+    before = ds.to_table(columns=["id"], with_row_id=True)
+    ds.optimize.compact_files()
+    after = ds.to_table(columns=["id"], with_row_id=True)
+    assert after.equals(before) and len(ds.get_fragments()) == 1
+    assert lance.dataset(u).to_table(columns=["id"], with_row_id=True).equals(before)
+    lancepy.write_dataset(_table(5, 100), u, mode="append")
+    assert lance.dataset(u).to_table(columns=["id"], with_row_id=True).equals(lancepy.dataset(u).to_table(columns=["id"], with_row_id=True))
+    assert not lancepy.write_dataset(_table(3), tmp_path / "plain.lance").has_stable_row_ids
+
+
+def test_pylance_fragment_json_commits_with_lancepy(tmp_path) -> None:
+    import json
+
+    u = str(tmp_path / "f.lance")
+    ds = lancepy.write_dataset(_table(5), u)
+    theirs = lance.fragment.write_fragments(_table(3, 50), u)
+    payload = [json.dumps(f.to_json()) for f in theirs]  # what a pylance worker would send
+    frags = [lancepy.FragmentMetadata.from_json(p) for p in payload]
+    ds = lancepy.LanceDataset.commit(u, LanceOperation.Append(frags), read_version=ds.version)
+    expected = pa.concat_tables([_table(5), _table(3, 50)])
+    assert ds.to_table().equals(expected) and lance.dataset(u).to_table().equals(expected)
+    # And lancepy's deletion files come back from pylance's spelling of the type.
+    ds.delete("id = 1")
+    spelled = lance.dataset(u).get_fragments()[0].metadata.to_json()
+    ours = lancepy.FragmentMetadata.from_json(json.dumps(spelled))
+    assert ours.deletion_file == ds.get_fragments()[0].metadata.deletion_file
+
+
+def test_restore_returns_none_like_pylance(tmp_path) -> None:
+    u = str(tmp_path / "r.lance")
+    lancepy.write_dataset(_table(5), u)
+    lancepy.write_dataset(_table(5, 10), u, mode="append")
+    old = lancepy.dataset(u, version=1)
+    assert old.restore() is None and old.version == 3 and old.count_rows() == 5
+    assert lance.dataset(u).count_rows() == 5
+
+
+class _Progress:
+    """pylance's FragmentWriteProgress shape."""
+
+    def __init__(self) -> None:
+        self.events = []
+
+    def begin(self, fragment) -> None:
+        self.events.append(("begin", fragment.physical_rows, len(fragment.files)))
+
+    def complete(self, fragment) -> None:
+        self.events.append(("complete", fragment.physical_rows, len(fragment.files)))
+
+
+def test_write_progress(tmp_path) -> None:
+    p = _Progress()
+    batches = [_table(7, 7 * i).to_batches()[0] for i in range(4)]  # 28 rows in batches of 7
+    ds = lancepy.write_dataset(pa.RecordBatchReader.from_batches(batches[0].schema, batches), tmp_path / "p.lance",
+                               max_rows_per_file=10, progress=p)
+    assert p.events == [("begin", 0, 0), ("complete", 10, 1)] * 2 + [("begin", 0, 0), ("complete", 8, 1)]
+    assert [f.metadata.physical_rows for f in ds.get_fragments()] == [10, 10, 8]
+    assert ds.to_table().equals(pa.Table.from_batches(batches))
+    # pylance sees the same begin/complete pairs (it may miss the last complete).
+    from lance.progress import FragmentWriteProgress
+
+    class Theirs(_Progress, FragmentWriteProgress):
+        pass
+
+    theirs = Theirs()
+    lance.write_dataset(_table(28), str(tmp_path / "q.lance"), max_rows_per_file=10, progress=theirs)
+    assert theirs.events[: len(p.events) - 1] == [(e, n if e == "complete" else None, k) for e, n, k in p.events][:-1]
+    p2 = _Progress()
+    frags = lancepy.fragment.write_fragments(_table(25), tmp_path / "p.lance", max_rows_per_file=10, progress=p2)
+    assert [e for e in p2.events if e[0] == "complete"] == [("complete", 10, 1), ("complete", 10, 1), ("complete", 5, 1)]
+    assert sum(f.physical_rows for f in frags) == 25
+    with pytest.raises(InvalidArgumentError, match="begin"):
+        lancepy.write_dataset(_table(3), tmp_path / "r.lance", progress=object())
+
+
+def test_merge_insert_when_matched_delete_and_fail(tmp_path) -> None:
+    base = pa.table({"k": [1, 2, 3], "v": [1, 1, 1]})
+    theirs = lance.write_dataset(base, str(tmp_path / "a.lance"))
+    ours = lancepy.write_dataset(base, tmp_path / "b.lance")
+    for src, insert in ((pa.table({"k": [3, 4], "v": [2, 2]}), False), (pa.table({"k": [2, 5], "v": [2, 2]}), True)):
+        results = []
+        for ds in (theirs, ours):
+            b = ds.merge_insert("k").when_matched_delete()
+            if insert:
+                b = b.when_not_matched_insert_all()
+            results.append(b.execute(src))
+        assert results[0] == results[1]
+        assert ours.to_table().sort_by("k").equals(theirs.to_table().sort_by("k"))
+    with pytest.raises(InvalidArgumentError, match="k = 1"):
+        ours.merge_insert("k").when_matched_fail().when_not_matched_insert_all().execute(pa.table({"k": [1, 6], "v": [2, 2]}))
+    assert ours.to_table().column("k").to_pylist() == [1, 5]
+    got = ours.merge_insert("k").when_matched_fail().when_not_matched_insert_all().execute(pa.table({"k": [7], "v": [2]}))
+    assert got == {"num_updated_rows": 0, "num_inserted_rows": 1, "num_deleted_rows": 0}
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_file_metadata_and_statistics_match_pylance(tmp_path, version) -> None:
+    import numpy as np
+
+    t = pa.table({"a": np.arange(20000), "s": [str(i) for i in range(20000)], "f": pa.array(np.random.default_rng(1).random(20000))})
+    path = str(tmp_path / "f.lance")
+    w = lance.file.LanceFileWriter(path, version=version)
+    w.write_batch(t)
+    w.close()
+    ours, theirs = lancepy.LanceFileReader(path), lance.file.LanceFileReader(path)
+    m, pm = ours.metadata(), theirs.metadata()
+    for name in ("num_rows", "major_version", "minor_version", "num_column_metadata_bytes", "num_global_buffer_bytes"):
+        assert getattr(m, name) == getattr(pm, name), name
+    assert m.schema == pm.schema
+    assert [(b.position, b.size) for b in m.global_buffers] == [(b.position, b.size) for b in pm.global_buffers]
+    assert [[[(b.position, b.size) for b in p.buffers] for p in c.pages] for c in m.columns] == [
+        [[(b.position, b.size) for b in p.buffers] for p in c.pages] for c in pm.columns
+    ]
+    assert [(c.num_pages, c.size_bytes) for c in ours.file_statistics().columns] == [
+        (c.num_pages, c.size_bytes) for c in theirs.file_statistics().columns
+    ]
+    assert ours.num_rows() == theirs.num_rows() == 20000
+    assert ours.read_all().to_batches().read_all().equals(theirs.read_all().to_batches().read_all())
+
+
+def test_data_stats_match_pylance(tmp_path) -> None:
+    import numpy as np
+
+    t = pa.table({"a": np.arange(5000), "s": pa.array([{"x": i, "y": str(i)} for i in range(5000)]),
+                  "l": [[i, i + 1] for i in range(5000)]})
+    for writer in ("lancepy", "pylance"):
+        u = str(tmp_path / f"{writer}.lance")
+        if writer == "lancepy":
+            lancepy.write_dataset(t, u, max_rows_per_file=2000).add_columns({"b": "a * 2"})
+        else:
+            lance.write_dataset(t, u, max_rows_per_file=2000).add_columns({"b": "a * 2"})
+        ours = lancepy.dataset(u).stats.data_stats()
+        theirs = lance.dataset(u).stats.data_stats()
+        assert [(f.id, f.bytes_on_disk) for f in ours.fields] == [(f.id, f.bytes_on_disk) for f in theirs.fields]
+        assert sum(f.bytes_on_disk for f in ours.fields) > 0
+
+
+def test_lancepy_fragment_json_commits_with_pylance(tmp_path) -> None:
+    import json
+
+    u = str(tmp_path / "g.lance")
+    ds = lancepy.write_dataset(_table(5), u)
+    ds.delete("id = 2")
+    ours = lancepy.fragment.write_fragments(_table(4, 70), u, max_rows_per_file=3)
+    payload = [json.dumps(f.to_json()) for f in ours]
+    theirs = [lance.fragment.FragmentMetadata.from_json(p) for p in payload]
+    assert [f.physical_rows for f in theirs] == [3, 1]
+    lance.LanceDataset.commit(u, lance.LanceOperation.Append(theirs), read_version=ds.version)
+    expected = pa.concat_tables([_table(5).filter(pa.compute.field("id") != 2), _table(4, 70)])
+    assert lance.dataset(u).to_table().equals(expected) and lancepy.dataset(u).to_table().equals(expected)
+    # The same layout as pylance's, deletion files included.
+    mine = lancepy.dataset(u).get_fragments()[0].metadata.to_json()
+    pl = lance.dataset(u).get_fragments()[0].metadata.to_json()
+    assert mine == pl
+
+
+def test_lancepy_reads_what_pylance_commits(tmp_path) -> None:
+    """Merge, Project, Update, Rewrite, DataReplacement and UpdateConfig committed by
+    pylance (through its API and its LanceOperation classes) read the same in lancepy."""
+    u = str(tmp_path / "p.lance")
+    theirs = lance.write_dataset(_table(30), u, max_rows_per_file=10)
+
+    def same() -> None:
+        ours = lancepy.dataset(u)
+        ref = lance.dataset(u)
+        assert ours.version == ref.version
+        assert ours.schema == ref.schema
+        assert ours.to_table().equals(ref.to_table())
+
+    theirs.add_columns({"twice": "id * 2"})  # Merge
+    same()
+    theirs.drop_columns(["score"])  # Project
+    same()
+    theirs.update({"name": "'x'"}, where="id < 5")  # Update
+    same()
+    theirs.optimize.compact_files(target_rows_per_fragment=1000)  # Rewrite
+    same()
+    theirs.update_field_metadata({"id": {"k": "v"}})  # UpdateConfig
+    same()
+    # DataReplacement: a new file for the "twice" column of the only fragment.
+    frag = lance.dataset(u).get_fragments()[0]
+    twice_id = [f for f in lance.dataset(u).lance_schema.fields() if f.name() == "twice"][0].id()
+    path = f"{u}/data/replacement.lance"
+    w = lance.file.LanceFileWriter(path, pa.schema([pa.field("twice", pa.int64())]))
+    w.write_batch(pa.table({"twice": pa.array([-i for i in range(frag.count_rows())], pa.int64())}))
+    w.close()
+    new_file = lance.fragment.DataFile("replacement.lance", [twice_id], [0], 2, 2)
+    op = lance.LanceOperation.DataReplacement([lance.LanceOperation.DataReplacementGroup(frag.fragment_id, new_file)])
+    lance.LanceDataset.commit(u, op, read_version=lance.dataset(u).version)
+    same()
+    assert lancepy.dataset(u).to_table().column("twice").to_pylist() == [-i for i in range(30)]
+
+
+def test_order_by_matches_pylance(tmp_path) -> None:
+    from lancepy.dataset import ColumnOrdering
+
+    t = pa.table({"a": [3, None, 1, 2, 5, 2, None], "b": ["x", "y", "z", "w", "v", "u", "t"]})
+    u = str(tmp_path / "o.lance")
+    lancepy.write_dataset(t, u, max_rows_per_file=3)
+    ours, theirs = lancepy.dataset(u), lance.dataset(u)
+    import importlib
+
+    PL = importlib.import_module("lance.dataset").ColumnOrdering  # lance.dataset is also a function
+    cases = [
+        (["a", "b"], [ColumnOrdering("a"), ColumnOrdering("b")]),
+        ([PL("a", ascending=False), PL("b")], [ColumnOrdering("a", False), ColumnOrdering("b")]),
+        ([PL("a", nulls_first=True), PL("b", nulls_first=True)], [ColumnOrdering("a", True, True), ColumnOrdering("b", True, True)]),
+    ]
+    for pl_order, our_order in cases:
+        expected = theirs.to_table(order_by=pl_order)
+        assert ours.to_table(order_by=our_order).equals(expected)
+        assert ours.to_table(order_by=pl_order).equals(expected)  # pylance's objects work too
+        assert ours.to_table(order_by=our_order, limit=3, offset=2).equals(expected.slice(2, 3))
+        assert ours.to_table(order_by=our_order, columns=["b"]).equals(expected.select(["b"]))
+        assert pa.Table.from_batches(list(ours.to_batches(order_by=our_order, batch_size=2))).equals(expected)
+    filtered = theirs.to_table(order_by=["b"], filter="a > 1")
+    assert ours.to_table(order_by=["b"], filter="a > 1").equals(filtered)
+    assert ours.head(2, order_by=["b"]).equals(theirs.to_table(order_by=["b"]).slice(0, 2))
+    with pytest.raises(ColumnNotFoundError):
+        ours.to_table(order_by=["nope"])
+    mixed = [ColumnOrdering("a", nulls_first=True), ColumnOrdering("b", False)]
+    if int(pa.__version__.split(".")[0]) >= 25:
+        assert ours.to_table(order_by=mixed).column("b").to_pylist() == ["y", "t", "z", "w", "u", "x", "v"]
+    else:
+        with pytest.raises(NotSupportedError):
+            ours.to_table(order_by=mixed)
+
+
+def test_get_version_truncate_and_ordered_tags(tmp_path) -> None:
+    a, b = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    ours = lancepy.write_dataset(_table(12), a, max_rows_per_file=5)
+    theirs = lance.write_dataset(_table(12), b, max_rows_per_file=5)
+    for ds in (ours, theirs):
+        ds.update_config({"k": "v"})
+        ds.truncate_table()
+    for ds in (ours, lance.dataset(a)):
+        assert ds.version == 3 and ds.count_rows() == 0 and ds.schema == theirs.schema
+        assert ds.config() == {"k": "v"} and ds.get_fragments() == []
+    assert lancepy.dataset(a, version=2).count_rows() == 12
+    g_ours, g_theirs = ours.get_version(), theirs.get_version()
+    assert g_ours["version"] == g_theirs["version"] and g_ours["metadata"] == g_theirs["metadata"]
+    assert lancepy.dataset(a, version=1).get_version()["metadata"]["total_rows"] == "12"
+    for ds in (ours, theirs):
+        ds.tags.create("b", 1)
+        ds.tags.create("a", 2)
+        ds.tags.create("c", 3)
+    for order in (None, "asc", "desc"):
+        assert [n for n, _ in ours.tags.list_ordered(order)] == [n for n, _ in theirs.tags.list_ordered(order)]
+    with pytest.raises(InvalidArgumentError):
+        ours.tags.list_ordered("sideways")
