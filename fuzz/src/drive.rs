@@ -159,7 +159,7 @@ pub fn drive_file_ops(data: &[u8]) {
 /// A manifest file and what a dataset does with it: the schema, the index section, the
 /// inline transaction, the fragments' row-id sequences, and the JSON the Python API sees.
 pub fn drive_manifest(data: &[u8]) {
-    use _lancepy::file::schema::LanceSchema;
+    use _lancepy::schema::LanceSchema;
     use _lancepy::format::tablepb::data_fragment::RowIdSequence;
     use _lancepy::table::{manifest, rowids};
 
