@@ -159,8 +159,8 @@ pub fn drive_file_ops(data: &[u8]) {
 /// A manifest file and what a dataset does with it: the schema, the index section, the
 /// inline transaction, the fragments' row-id sequences, and the JSON the Python API sees.
 pub fn drive_manifest(data: &[u8]) {
-    use _lancepy::schema::LanceSchema;
     use _lancepy::format::tablepb::data_fragment::RowIdSequence;
+    use _lancepy::schema::LanceSchema;
     use _lancepy::table::{manifest, rowids};
 
     let Ok(m) = manifest::read_manifest(bytes::Bytes::from(data.to_vec()), "fuzz.manifest") else { return };
