@@ -20,12 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
 
-import numpy as np
 import pyarrow as pa
 
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
     from lancepy.dataset import LanceDataset
     from lancepy.filters import Filter
 
@@ -53,6 +54,8 @@ class NearestQuery:
 
 def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery:
     """Checks a ``nearest=`` dictionary against the dataset's schema."""
+    import numpy as np  # (only searches need numpy; `import lancepy` does not)
+
     if not isinstance(nearest, Mapping):
         raise InvalidArgumentError(f"nearest= takes a dict such as {{'column': 'emb', 'q': [...], 'k': 10}}, got {type(nearest).__name__}")
     unknown = sorted(set(nearest) - _KEYS)
