@@ -170,12 +170,14 @@ pub fn encode_row_ids(ids: &[u64]) -> Vec<u8> {
     let mut i = 0;
     while i < ids.len() {
         let mut j = i + 1;
-        while j < ids.len() && ids[j] == ids[j - 1].wrapping_add(1) {
+        while j < ids.len() && ids[j - 1].checked_add(1) == Some(ids[j]) {
             j += 1;
         }
-        if j - i >= 8 || (i == 0 && j == ids.len()) {
+        // A range's end is exclusive, so a run ending at u64::MAX is stored as values.
+        let end = ids[j - 1].checked_add(1);
+        if let (Some(end), true) = (end, j - i >= 8 || (i == 0 && j == ids.len())) {
             flush(&mut pending, &mut segments);
-            let range = u64_segment::Range { start: ids[i], end: ids[j - 1] + 1 };
+            let range = u64_segment::Range { start: ids[i], end };
             segments.push(U64Segment { segment: Some(u64_segment::Segment::Range(range)) });
         } else {
             pending.extend_from_slice(&ids[i..j]);
@@ -203,6 +205,9 @@ mod tests {
             (0..100).collect(),
             vec![1, 5, 9, 2],
             (0..20).chain([40, 41, 77]).chain(100..130).collect::<Vec<u64>>(),
+            // (found by fuzzing: runs ending at, or wrapping past, u64::MAX)
+            (u64::MAX - 9..=u64::MAX).collect(),
+            vec![u64::MAX - 1, u64::MAX, 0, 1, 2, 3, 4, 5, 6, 7, 8],
         ] {
             assert_eq!(decode_row_ids(&encode_row_ids(&ids), ids.len() as u64).unwrap(), ids);
         }
