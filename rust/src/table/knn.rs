@@ -134,42 +134,33 @@ impl TopK {
 /// SIMD registers (floating-point addition is not reassociated on its own).
 const LANES: usize = 8;
 
-/// `Σ (xᵢ − qᵢ)²`.
-pub fn l2_squared(x: &[f32], q: &[f32]) -> f32 {
+/// `Σ term(xᵢ, qᵢ)` over [`LANES`] independent accumulators, then the tail.
+#[inline(always)]
+fn lane_sum(x: &[f32], q: &[f32], term: impl Fn(f32, f32) -> f32) -> f32 {
     debug_assert_eq!(x.len(), q.len());
     let mut acc = [0f32; LANES];
     let (xc, xr) = x.split_at(x.len() - x.len() % LANES);
     let (qc, qr) = q.split_at(xc.len());
     for (a, b) in xc.chunks_exact(LANES).zip(qc.chunks_exact(LANES)) {
         for l in 0..LANES {
-            let d = a[l] - b[l];
-            acc[l] += d * d;
+            acc[l] += term(a[l], b[l]);
         }
     }
     let mut sum: f32 = acc.iter().sum();
     for (a, b) in xr.iter().zip(qr) {
-        let d = a - b;
-        sum += d * d;
+        sum += term(*a, *b);
     }
     sum
 }
 
+/// `Σ (xᵢ − qᵢ)²`.
+pub fn l2_squared(x: &[f32], q: &[f32]) -> f32 {
+    lane_sum(x, q, |a, b| (a - b) * (a - b))
+}
+
 /// `Σ xᵢ qᵢ`.
 pub fn dot(x: &[f32], q: &[f32]) -> f32 {
-    debug_assert_eq!(x.len(), q.len());
-    let mut acc = [0f32; LANES];
-    let (xc, xr) = x.split_at(x.len() - x.len() % LANES);
-    let (qc, qr) = q.split_at(xc.len());
-    for (a, b) in xc.chunks_exact(LANES).zip(qc.chunks_exact(LANES)) {
-        for l in 0..LANES {
-            acc[l] += a[l] * b[l];
-        }
-    }
-    let mut sum: f32 = acc.iter().sum();
-    for (a, b) in xr.iter().zip(qr) {
-        sum += a * b;
-    }
-    sum
+    lane_sum(x, q, |a, b| a * b)
 }
 
 /// Scores vectors against one query under one metric.
