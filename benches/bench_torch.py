@@ -248,6 +248,43 @@ def numpy_gather(array: np.ndarray, batch: int) -> Maker:
     return make
 
 
+class _InMemory:
+    """A map-style dataset over an in-memory array (numpy rows or an Arrow binary column): the
+    control for what a DataLoader's worker processes cost whatever the dataset."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitems__(self, indices: List[int]) -> Dict[str, Any]:
+        import torch
+
+        if isinstance(self.data, np.ndarray):
+            return {"v": torch.from_numpy(self.data[np.asarray(indices)])}
+        return {"v": self.data.take(pa.array(indices)).to_pylist()}
+
+
+def in_memory_loader(data: Any, batch: int, workers: int) -> Maker:
+    """The in-memory gather through the same DataLoader settings as lancepy_map."""
+
+    def make():
+        import torch.utils.data as tud
+
+        from lancepy.torch import ShuffleSampler, collate_fn
+
+        sampler = ShuffleSampler(len(data), seed=0)
+        loader = tud.DataLoader(
+            _InMemory(data), batch_size=batch, sampler=sampler, collate_fn=collate_fn, num_workers=workers,
+            multiprocessing_context="fork" if workers else None, persistent_workers=workers > 0,
+            prefetch_factor=4 if workers else None,
+        )
+        return loader, sampler.set_epoch, _rows_of("v")
+
+    return make
+
+
 def arrow_gather(column: pa.Array, batch: int) -> Maker:
     def make():
         from lancepy.torch import ShuffleSampler
@@ -354,10 +391,12 @@ def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tup
     if name == "embeddings":
         cols, batch, ceiling_label = ["vector"], 256, "in-memory numpy gather (ceiling)"
         arr = table.column("vector").combine_chunks()
-        ceiling: Maker = numpy_gather(arr.flatten().to_numpy().reshape(len(arr), -1), batch)
+        in_memory: Any = arr.flatten().to_numpy().reshape(len(arr), -1)
+        ceiling: Maker = numpy_gather(in_memory, batch)
     else:
         cols, batch, ceiling_label = ["image", "label"], 64, "in-memory Arrow take → list[bytes] (ceiling)"
-        ceiling = arrow_gather(table.column("image").combine_chunks(), batch)
+        in_memory = table.column("image").combine_chunks()
+        ceiling = arrow_gather(in_memory, batch)
     del table
     gc.collect()
     makers: Dict[str, Tuple[Maker, float]] = {
@@ -374,6 +413,7 @@ def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tup
         "map-style over pylance ds.take, random rows, workers=0": (pylance_take(uri, cols, batch), budget),
         "pylance SafeLanceDataset, random rows, workers=0": (pylance_safe(uri, cols, batch), min(budget, 2.0)),
         ceiling_label: (ceiling, budget),
+        "control: in-memory gather in a DataLoader, workers=2 (fork)": (in_memory_loader(in_memory, batch, 2), budget),
     })
     bf.Noise.other = bf.Noise.capacity = 0.0
     load_at = bf.load()

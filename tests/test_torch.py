@@ -360,6 +360,24 @@ def test_sampler_ranks_are_disjoint_equal_and_cover(n, world, drop_last):
         assert len(flat) - len(set(flat)) == per * world - n
 
 
+@pytest.mark.parametrize("taken", [0, 1, 1023, 1024, 1025, 5119, 5120, 70000, 99999, 100000])
+def test_sampler_position_is_exact_across_chunks(taken):
+    # The epoch is handed out in growing chunks (1,024, then 4,096, ...): the position and a
+    # resume must be exact on both sides of every chunk boundary.
+    n = 100_000
+    full = list(ShuffleSampler(n, seed=11))
+    s = ShuffleSampler(n, seed=11)
+    it = iter(s)
+    got = [next(it) for _ in range(taken)]
+    assert got == full[:taken]
+    state = s.state_dict()
+    assert state["position"] == taken
+    resumed = ShuffleSampler(n, seed=11)
+    resumed.load_state_dict(state)
+    assert list(resumed) == full[taken:]
+    assert list(it) == full[taken:]  # the first iteration goes on unaffected
+
+
 def test_sampler_resume_mid_epoch_exactly(uri):
     ds = LanceDataset(uri, columns=["id"])
     sampler = ShuffleSampler(ds, seed=7)

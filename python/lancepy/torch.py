@@ -56,12 +56,14 @@ that made them and its forks).
 from __future__ import annotations
 
 import inspect
+import itertools
 import numbers
 import operator
 import os
 from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.random  # noqa: F401  (numpy loads it lazily: ~50 ms on first use, paid here, not by the first batch)
 import pyarrow as pa
 import pyarrow.compute as pc
 import torch
@@ -706,6 +708,10 @@ class _Order:
         }
 
 
+_FIRST_CHUNK = 1024  # indices turned into Python ints before the first is handed out
+_MAX_CHUNK = 65536
+
+
 class ShuffleSampler(torch.utils.data.Sampler):
     """Row indices for a :class:`LanceDataset`: a full permutation of the live rows per epoch.
 
@@ -751,9 +757,10 @@ class ShuffleSampler(torch.utils.data.Sampler):
         self.rank, self.world_size = _rank_world(rank, world_size)
         self.epoch = 0
         self._resume: Optional[int] = None  # position to start the next iteration at
-        self._iter: Optional[Iterator[int]] = None  # the current iteration (a list iterator)
-        self._iter_start = 0
-        self._iter_len = 0
+        self._iter: Optional[Iterator[int]] = None  # the current iteration
+        self._iter_start = 0  # where in the share it started
+        self._chunk: Iterator[int] = iter(())  # the list iterator of the chunk being handed out
+        self._chunk_end = 0  # the position in the share just after that chunk
 
     @property
     def seed(self) -> int:
@@ -783,21 +790,32 @@ class ShuffleSampler(torch.utils.data.Sampler):
         return self._order.share(self.epoch if epoch is None else epoch, self.rank, self.world_size)
 
     def __iter__(self) -> Iterator[int]:
-        share = self.indices().tolist()
+        share = self.indices()
         start = self._resume or 0
         self._resume = None
-        rest = share[start:]
-        # A list iterator: no per-index Python code, and its length hint tells the position.
-        it = iter(rest)
-        self._iter, self._iter_start, self._iter_len = it, start, len(rest)
+        self._chunk, self._chunk_end = iter(()), start
+        it = itertools.chain.from_iterable(self._chunks(share, start))
+        self._iter, self._iter_start = it, start
         return it
+
+    def _chunks(self, share: np.ndarray, start: int) -> Iterator[Iterator[int]]:
+        """The share from `start` as list iterators of growing chunks: the first batch does not
+        wait for a whole epoch to become Python ints, and handing out an index stays C code
+        (chain over list iterators). Each chunk's iterator is kept so that its length hint
+        gives the exact position."""
+        pos, size = start, _FIRST_CHUNK
+        while pos < len(share):
+            end = min(pos + size, len(share))
+            self._chunk, self._chunk_end = iter(share[pos:end].tolist()), end
+            yield self._chunk
+            pos, size = end, min(size * 4, _MAX_CHUNK)
 
     def _position(self) -> int:
         if self._resume is not None:
             return self._resume
         if self._iter is None:
             return 0
-        return self._iter_start + self._iter_len - operator.length_hint(self._iter)
+        return self._chunk_end - operator.length_hint(self._chunk)
 
     def state_dict(self, consumed: Optional[int] = None) -> Dict[str, Any]:
         """The epoch and the position in it (indices of this rank's share already handed out,
