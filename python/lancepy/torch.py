@@ -386,21 +386,34 @@ class _Converter:
     def __call__(self, rb: pa.RecordBatch) -> Batch:
         return Batch((name, convert(rb.column(i))) for i, name, convert in self.columns)
 
-    def native(self, out: Any) -> Batch:
+    def native(self, out: Any, ready: Optional[Dict[str, Any]] = None) -> Batch:
         """Converts lancepy's native result: numbers and fixed-size lists of them without nulls
         become tensors over the result's memory in two steps (``np.asarray`` of a view, then
-        ``torch.from_numpy``); other columns go through a pyarrow record batch."""
+        ``torch.from_numpy``); other columns go through a pyarrow record batch. Columns in
+        `ready` (already converted) are not in `out`, which holds the others in order."""
         rb = None
         items = []
-        for (i, name, convert), numeric in zip(self.columns, self.numeric):
+        i = 0
+        for (_, name, convert), numeric in zip(self.columns, self.numeric):
+            if ready is not None and name in ready:
+                items.append((name, ready[name]))
+                continue
             values = out.fixed_values(i) if numeric else None
             if values is not None:
                 items.append((name, _from_numpy(np.asarray(values))))
-                continue
-            if rb is None:
-                rb = pa.record_batch(out)
-            items.append((name, convert(rb.column(i))))
+            else:
+                if rb is None:
+                    rb = pa.record_batch(out)
+                items.append((name, convert(rb.column(i))))
+            i += 1
         return Batch(items)
+
+
+def _bytes_columns(fields: Sequence[pa.Field], binary: str) -> List[str]:
+    """The columns read as ``list[bytes]`` that may be copied straight out of the files."""
+    if binary != "bytes":
+        return []
+    return [f.name for f in fields if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
 
 
 def _one_row(batch: Batch) -> Dict[str, Any]:
@@ -494,6 +507,7 @@ class LanceDataset(torch.utils.data.Dataset):
         self._ds: Optional[_Dataset] = ds
         self._pid: Optional[int] = os.getpid()
         self._convert = _Converter(self._fields, fill_null, binary)
+        self._bytes_columns = _bytes_columns(self._fields, binary)
 
     # -- pickling: the URI, the version and the options, never an open dataset -----------
 
@@ -555,22 +569,39 @@ class LanceDataset(torch.utils.data.Dataset):
 
     def _take(self, indices: Any) -> Any:
         """lancepy's native result for the rows at `indices` (not yet a pyarrow object)."""
-        ds = self._dataset()
+        return _native_take(self._dataset()._snapshot, *self._where(indices), self._columns)
+
+    def _where(self, indices: Any) -> Tuple[List[int], bool]:
+        """(logical row indices, False), or (row addresses, True) when a filter is set."""
         if self._addresses is None:
-            if not isinstance(indices, list):
-                indices = _index_list(indices)
-            out = ds._snapshot.take(indices, self._columns, False, False)
-        else:
-            idx = np.asarray(_index_list(indices), dtype=np.int64)
-            if idx.size and (idx.min() < 0 or idx.max() >= self._len):
-                bad = int(idx[(idx < 0) | (idx >= self._len)][0])
-                raise IndexError(f"row index {bad} is out of range for {self._len} rows")
-            out = ds._snapshot.take_addresses(self._addresses[idx].tolist(), self._columns, False, False)
-        return out
+            return (indices if isinstance(indices, list) else _index_list(indices)), False
+        idx = np.asarray(_index_list(indices), dtype=np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= self._len):
+            bad = int(idx[(idx < 0) | (idx >= self._len)][0])
+            raise IndexError(f"row index {bad} is out of range for {self._len} rows")
+        return self._addresses[idx].tolist(), True
+
+    def _batch(self, indices: Any) -> Batch:
+        """One native read of `indices`, converted. Binary columns read as ``list[bytes]``
+        are copied once, from the file straight into each ``bytes`` object, when every
+        fragment stores them row by row (full-zip pages); the rest is one native take."""
+        if not self._bytes_columns:
+            return self._convert.native(self._take(indices))
+        snapshot = self._dataset()._snapshot
+        where, by_address = self._where(indices)
+        ready: Dict[str, Any] = {}
+        for name in self._bytes_columns:
+            values = snapshot.take_bytes(where, name, by_address)
+            if values is not None:  # else not stored row by row: through the native take
+                ready[name] = values
+        rest = [c for c in self._columns if c not in ready]
+        if not rest:
+            return Batch((c, ready[c]) for c in self._columns)
+        return self._convert.native(_native_take(snapshot, where, by_address, rest), ready)
 
     def __getitems__(self, indices: Any) -> Any:
         """One batch: ONE native take of `indices` (any order, repeats allowed), converted."""
-        batch = self._convert.native(self._take(indices))
+        batch = self._batch(indices)
         return batch if self.transform is None else self.transform(batch)
 
     def __getitem__(self, index: Any) -> Any:
@@ -580,11 +611,18 @@ class LanceDataset(torch.utils.data.Dataset):
                 i += self._len
             if not 0 <= i < self._len:
                 raise IndexError(f"row index {index} is out of range for {self._len} rows")
-            batch = self._convert.native(self._take([i]))
+            batch = self._batch([i])
             return _one_row(batch) if self.transform is None else self.transform(batch)
         if isinstance(index, slice):
             return self.__getitems__(list(range(*index.indices(self._len))))
         return self.__getitems__(index)
+
+
+def _native_take(snapshot: Any, where: List[int], by_address: bool, columns: List[str]) -> Any:
+    """The native take of `columns` at logical indices or row addresses."""
+    if by_address:
+        return snapshot.take_addresses(where, columns, False, False)
+    return snapshot.take(where, columns, False, False)
 
 
 def _index_list(indices: Any) -> List[int]:

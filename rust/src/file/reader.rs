@@ -525,12 +525,7 @@ impl FileReader {
     /// fixed-width values (one read each if the file cannot be mapped).
     pub fn gather_rows(&self, plan: &DirectRows, rows: &[u64], out: &mut Gathered) -> Result<()> {
         let map = self.io.mapped();
-        let page_of = |r: u64| -> Result<&DirectPage> {
-            let page = plan.pages.partition_point(|p| p.first_row + p.num_rows <= r);
-            plan.pages.get(page).ok_or_else(|| {
-                Error::IndexOutOfRange(format!("row {r} is out of range for {} ({} rows)", self.path, self.num_rows))
-            })
-        };
+        let page_of = |r: u64| self.direct_page(plan, r);
         let mut scratch = Vec::new();
         match (plan.width, &mut out.offsets) {
             (Some(w), None) => {
@@ -558,31 +553,14 @@ impl FileReader {
             }
             (None, Some(offsets)) => {
                 // Where each value is, then room for all of them at once.
-                let mut spans = Vec::with_capacity(rows.len());
-                let mut total = 0u64;
-                for &r in rows {
-                    let p = page_of(r)?;
-                    let (idx, len_bytes) =
-                        p.rows.as_ref().ok_or_else(|| Error::Internal("variable rows without an index".into()))?;
-                    let (s, e) = (idx.offset(r - p.first_row), idx.offset(r - p.first_row + 1));
-                    let span = (e - s) as usize;
-                    if span < *len_bytes {
-                        return Err(Error::corrupt(format!("{}: a full-zip value is shorter than its length", self.path)));
-                    }
-                    total += (span - len_bytes) as u64;
-                    spans.push((p.position + s, span, *len_bytes));
-                }
-                out.data.reserve(total as usize);
+                let spans = self.value_spans(plan, rows)?;
+                out.data.reserve(spans.iter().map(|s| s.1 - s.2).sum());
                 offsets.reserve(rows.len());
-                for (i, (pos, span, len_bytes)) in spans.into_iter().enumerate() {
+                for (i, span) in spans.into_iter().enumerate() {
                     if i % 1024 == 0 {
                         crate::interrupt::check()?;
                     }
-                    let bytes = self.bytes_at(map, &mut scratch, pos, span)?;
-                    if read_uint(bytes, 0, len_bytes) != (span - len_bytes) as u64 {
-                        return Err(Error::corrupt(format!("{}: a full-zip value's length does not match its row", self.path)));
-                    }
-                    out.data.extend_from_slice(&bytes[len_bytes..]);
+                    out.data.extend_from_slice(self.span_value(map, &mut scratch, span)?);
                     offsets.push(out.data.len() as i64);
                 }
             }
@@ -590,6 +568,64 @@ impl FileReader {
         }
         out.rows += rows.len();
         Ok(())
+    }
+
+    /// Hands each variable-width value of `rows` (any order, repeats allowed) of a field laid
+    /// out as `plan` to `f`, in order, as a slice of the mapped file (or of a read buffer):
+    /// for callers that copy each value once into its own object.
+    pub fn visit_values(&self, plan: &DirectRows, rows: &[u64], mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        if plan.width.is_some() {
+            return Err(Error::Internal("visiting the values of a fixed-width column".into()));
+        }
+        let map = self.io.mapped();
+        let mut scratch = Vec::new();
+        for (i, span) in self.value_spans(plan, rows)?.into_iter().enumerate() {
+            if i % 1024 == 0 {
+                crate::interrupt::check()?;
+            }
+            f(self.span_value(map, &mut scratch, span)?)?;
+        }
+        Ok(())
+    }
+
+    /// The page of `plan` holding row `r`.
+    fn direct_page<'p>(&self, plan: &'p DirectRows, r: u64) -> Result<&'p DirectPage> {
+        let page = plan.pages.partition_point(|p| p.first_row + p.num_rows <= r);
+        plan.pages
+            .get(page)
+            .ok_or_else(|| Error::IndexOutOfRange(format!("row {r} is out of range for {} ({} rows)", self.path, self.num_rows)))
+    }
+
+    /// Where each variable-width value of `rows` lies: (file position, bytes including the
+    /// length prefix, bytes of the prefix).
+    fn value_spans(&self, plan: &DirectRows, rows: &[u64]) -> Result<Vec<(u64, usize, usize)>> {
+        let mut spans = Vec::with_capacity(rows.len());
+        for &r in rows {
+            let p = self.direct_page(plan, r)?;
+            let (idx, len_bytes) = p.rows.as_ref().ok_or_else(|| Error::Internal("variable rows without an index".into()))?;
+            let (s, e) = (idx.offset(r - p.first_row), idx.offset(r - p.first_row + 1));
+            let span = usize::try_from(e.saturating_sub(s))
+                .map_err(|_| Error::corrupt(format!("{}: a full-zip value is too large", self.path)))?;
+            if e < s || span < *len_bytes {
+                return Err(Error::corrupt(format!("{}: a full-zip value is shorter than its length", self.path)));
+            }
+            spans.push((p.position + s, span, *len_bytes));
+        }
+        Ok(spans)
+    }
+
+    /// The value of one span (see [`FileReader::value_spans`]), its length prefix checked.
+    fn span_value<'a>(
+        &self,
+        map: Option<&'a [u8]>,
+        scratch: &'a mut Vec<u8>,
+        (pos, span, len_bytes): (u64, usize, usize),
+    ) -> Result<&'a [u8]> {
+        let bytes = self.bytes_at(map, scratch, pos, span)?;
+        if read_uint(bytes, 0, len_bytes) != (span - len_bytes) as u64 {
+            return Err(Error::corrupt(format!("{}: a full-zip value's length does not match its row", self.path)));
+        }
+        Ok(&bytes[len_bytes..])
     }
 
     /// `len` bytes at `pos`: a slice of the mapped file, or read into `scratch`.

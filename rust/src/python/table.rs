@@ -456,6 +456,33 @@ impl PySnapshot {
         Ok(ArrowBatches::new(batch.schema(), vec![batch]))
     }
 
+    /// The values of binary column `column` at logical `indices` (or, with `addresses`, at
+    /// row addresses, deleted rows skipped) as a list of `bytes`, each copied once straight out
+    /// of the file; `None` when some fragment does not store the column row by row (then use
+    /// `take`).
+    #[pyo3(signature = (indices, column, addresses=false))]
+    fn take_bytes(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+        column: String,
+        addresses: bool,
+    ) -> PyResult<Option<Vec<Py<PyBytes>>>> {
+        let s = &self.inner;
+        let idx = extract_indices(indices, || "row indices are 64-bit".to_string())?;
+        let fidx = s.projection(Some(std::slice::from_ref(&column))).py()?[0];
+        let requests = if addresses { s.address_requests(&idx, false) } else { s.index_requests(&idx) }.py()?;
+        // The GIL is held: each value becomes a Python object as it is visited.
+        let mut out = Vec::with_capacity(requests.len());
+        let direct = s
+            .visit_binary(&requests, fidx, |bytes| {
+                out.push(PyBytes::new(py, bytes).unbind());
+                Ok(())
+            })
+            .py()?;
+        Ok(direct.then_some(out))
+    }
+
     /// Exact k-nearest-neighbour search over a vector column: `(row addresses, distances)`,
     /// nearest first. `allowed` (row addresses, any order) restricts the candidates.
     #[pyo3(signature = (column, query, k, metric="l2", fragment_ids=None, allowed=None, distance_range=(None, None)))]

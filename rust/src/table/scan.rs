@@ -532,6 +532,11 @@ impl TableSnapshot {
     /// Reads the rows at logical `indices` (scan order, deleted rows excluded). The output
     /// follows the input order; repeats are allowed.
     pub fn take(&self, indices: &[u64], projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
+        self.take_physical(&self.index_requests(indices)?, projection, opts)
+    }
+
+    /// (fragment, physical offset) of each logical row index, in order.
+    pub fn index_requests(&self, indices: &[u64]) -> Result<Vec<(usize, u64)>> {
         let mut starts = Vec::with_capacity(self.fragments.len() + 1);
         let mut total = 0u64;
         for i in 0..self.fragments.len() {
@@ -547,12 +552,18 @@ impl TableSnapshot {
             let dv = self.deletions(fi)?;
             requests.push((fi, self.nth_live(fi, idx - starts[fi], dv.as_deref())?));
         }
-        self.take_physical(&requests, projection, opts)
+        Ok(requests)
     }
 
     /// Reads the rows at row `addresses` (`fragment_id << 32 | offset`). Deleted rows are
     /// skipped; the output otherwise follows the input order.
     pub fn take_addresses(&self, addresses: &[u64], projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
+        self.take_physical(&self.address_requests(addresses, opts.include_deleted)?, projection, opts)
+    }
+
+    /// (fragment, physical offset) of each row address, in order; deleted rows are skipped
+    /// unless `include_deleted`.
+    pub fn address_requests(&self, addresses: &[u64], include_deleted: bool) -> Result<Vec<(usize, u64)>> {
         let mut requests = Vec::with_capacity(addresses.len());
         for &a in addresses {
             let fi = self.fragment_index(a >> 32)?;
@@ -560,21 +571,33 @@ impl TableSnapshot {
             if off >= self.physical_rows(fi)? {
                 return Err(Error::IndexOutOfRange(format!("row address {a}: fragment {} has no row {off}", a >> 32)));
             }
-            if !opts.include_deleted && self.deletions(fi)?.is_some_and(|d| d.contains(off as u32)) {
+            if !include_deleted && self.deletions(fi)?.is_some_and(|d| d.contains(off as u32)) {
                 continue;
             }
             requests.push((fi, off));
         }
-        self.take_physical(&requests, projection, opts)
+        Ok(requests)
+    }
+
+    /// Hands each value of binary column `fidx` at `requests` (in order) to `f` as a slice of
+    /// the file, if every fragment involved stores it row by row (see
+    /// [`TableSnapshot::direct_column`]); `Ok(false)`, and nothing visited, otherwise.
+    pub fn visit_binary(&self, requests: &[(usize, u64)], fidx: usize, f: impl FnMut(&[u8]) -> Result<()>) -> Result<bool> {
+        if !matches!(self.schema.fields[fidx].to_arrow().data_type(), DataType::Binary | DataType::LargeBinary) {
+            return Ok(false);
+        }
+        let fragments = fragments_of(requests);
+        match self.direct_column(fidx, &fragments)? {
+            Some(direct) => direct.visit(requests, f).map(|()| true),
+            None => Ok(false),
+        }
     }
 
     fn take_physical(&self, requests: &[(usize, u64)], projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
         let schema = self.output_schema(projection, opts);
         // Vectors, images and other values stored row by row: each row's bytes are copied
         // straight into its place in the output, across fragments, in request order.
-        let mut fragments: Vec<usize> = requests.iter().map(|r| r.0).collect();
-        fragments.sort_unstable();
-        fragments.dedup();
+        let fragments = fragments_of(requests);
         let direct = projection.iter().map(|&f| self.direct_column(f, &fragments)).collect::<Result<Vec<_>>>()?;
         let rest: Vec<usize> = projection.iter().zip(&direct).filter(|(_, d)| d.is_none()).map(|(&f, _)| f).collect();
         let mut decoded = if rest.is_empty() && !opts.with_row_id && !opts.with_row_address {
@@ -698,13 +721,29 @@ pub(super) struct DirectColumn {
 impl DirectColumn {
     /// The values of `requests`, in order, as an array of `data_type`.
     pub(super) fn gather(&self, requests: &[(usize, u64)], data_type: &DataType) -> Result<ArrayRef> {
-        let offsets: Vec<u64> = requests.iter().map(|r| r.1).collect();
         let Some(first) = self.plans.first() else {
             return Ok(new_empty_array(data_type));
         };
         let mut out = Gathered::new(&first.1, requests.len());
-        // Consecutive requests of one fragment go to its reader together. (One thread: the
-        // copies are memory-bound, and waking the pool cost more than it saved.)
+        self.for_each_run(requests, |reader, layout, offsets| reader.gather_rows(layout, offsets, &mut out))?;
+        out.into_array(data_type)
+    }
+
+    /// Hands each (variable-width) value of `requests` to `f`, in order (see
+    /// [`FileReader::visit_values`]).
+    fn visit(&self, requests: &[(usize, u64)], mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        self.for_each_run(requests, |reader, layout, offsets| reader.visit_values(layout, offsets, &mut f))
+    }
+
+    /// Calls `f(reader, layout, offsets)` for each run of consecutive requests of one fragment,
+    /// in order. (One thread: the copies are memory-bound, and waking the pool cost more than
+    /// it saved.)
+    fn for_each_run(
+        &self,
+        requests: &[(usize, u64)],
+        mut f: impl FnMut(&FileReader, &DirectRows, &[u64]) -> Result<()>,
+    ) -> Result<()> {
+        let offsets: Vec<u64> = requests.iter().map(|r| r.1).collect();
         let mut k = 0;
         while k < requests.len() {
             let fi = requests[k].0;
@@ -715,11 +754,19 @@ impl DirectColumn {
             let plan =
                 self.fragments.binary_search(&fi).map_err(|_| Error::Internal(format!("fragment {fi} was not planned")))?;
             let (reader, rows) = self.plans[plan].as_ref();
-            reader.gather_rows(rows, &offsets[k..e], &mut out)?;
+            f(reader, rows, &offsets[k..e])?;
             k = e;
         }
-        out.into_array(data_type)
+        Ok(())
     }
+}
+
+/// The distinct fragments of `requests`, sorted.
+fn fragments_of(requests: &[(usize, u64)]) -> Vec<usize> {
+    let mut fragments: Vec<usize> = requests.iter().map(|r| r.0).collect();
+    fragments.sort_unstable();
+    fragments.dedup();
+    fragments
 }
 
 /// Whether two fixed-width types lay their values out alike (they may differ in the names
