@@ -497,3 +497,41 @@ def test_cli_on_s3(s3, bucket, opts, capsys):
     assert json.loads(capsys.readouterr().out)["num_rows"] == 20
     assert cli.main(["versions", uri, "--json", *flags]) == 0
     assert [v["operation"] for v in json.loads(capsys.readouterr().out)] == ["Overwrite", "Delete"]
+
+
+def test_torch_loader_on_s3_with_forkserver_workers(s3, bucket, opts):
+    """lancepy.torch over object storage: the dataset pickles its URI, version and storage
+    options, and each forkserver worker reopens it from the server; every live row once."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from lancepy.torch import LanceDataset, LanceIterableDataset, ShuffleSampler, collate_fn
+
+    uri = f"s3://{bucket}/torch.lance"
+    n, dim = 400, 4
+    blobs = [bytes([i % 256]) * (300 + i) for i in range(n)]  # a few hundred bytes: stored row by row
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n)),
+            "emb": pa.FixedSizeListArray.from_arrays(pa.array(np.arange(n * dim, dtype=np.float32)), dim),
+            "image": pa.array(blobs, type=pa.large_binary()),
+        }
+    )
+    lancepy.write_dataset(table, uri, max_rows_per_file=150, storage_options=opts).delete("id % 9 = 2")
+    live = [i for i in range(n) if i % 9 != 2]
+    ds = LanceDataset(uri, storage_options=opts)
+    assert len(ds) == len(live)
+    loader = DataLoader(
+        ds, batch_size=32, sampler=ShuffleSampler(ds, seed=3), collate_fn=collate_fn, num_workers=2,
+        multiprocessing_context="forkserver",
+    )
+    seen = []
+    for batch in loader:
+        ids = batch["id"].tolist()
+        seen.extend(ids)
+        assert torch.equal(batch["emb"], torch.tensor([[float(i * dim + j) for j in range(dim)] for i in ids]))
+        assert batch["image"] == [blobs[i] for i in ids]
+    assert sorted(seen) == live
+    it = LanceIterableDataset(uri, batch_size=50, columns=["id"], storage_options=opts)
+    got = [i for b in DataLoader(it, batch_size=None, num_workers=2, multiprocessing_context="forkserver") for i in b["id"].tolist()]
+    assert sorted(got) == live
