@@ -29,8 +29,14 @@ CHILD = textwrap.dedent(
     rng = np.random.default_rng(0)
     text = pa.array([f"value-{i:012d}-" + "x" * (i % 97) for i in range(rows)])
     table = pa.table({"id": np.arange(rows, dtype=np.int64), "f": rng.random(rows), "text": text})
+    if op == "scan-2.0-nested":
+        lengths = np.arange(rows) % 5
+        items = pa.array(np.arange(int(lengths.sum()), dtype=np.int64))
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        table = pa.table({"id": table.column("id"), "tags": pa.ListArray.from_arrays(offsets, items),
+                          "pair": pa.StructArray.from_arrays([table.column("f").combine_chunks(), text], ["f", "text"])})
     if op != "write":
-        with LanceFileWriter(path) as w:
+        with LanceFileWriter(path, version="2.0" if op == "scan-2.0-nested" else None) as w:
             w.write_batch(table)
         reader = LanceFileReader(path)
     order = rng.permutation(rows).tolist()
@@ -39,7 +45,7 @@ CHILD = textwrap.dedent(
     def call(i):
         if op == "take":
             reader.take_rows(order).to_table()
-        elif op == "scan":
+        elif op in ("scan", "scan-2.0-nested"):
             reader.read_all().to_table()
         else:
             w = LanceFileWriter(f"{path}.{i}.lance")
@@ -61,9 +67,9 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("op", ["take", "scan", "write"])
+@pytest.mark.parametrize("op", ["take", "scan", "scan-2.0-nested", "write"])
 def test_ctrl_c_stops_a_long_call(tmp_path, op):
-    rows = {"take": 2_000_000, "scan": 4_000_000, "write": 4_000_000}[op]
+    rows = {"take": 2_000_000, "scan": 4_000_000, "scan-2.0-nested": 4_000_000, "write": 4_000_000}[op]
     env = dict(os.environ, LANCEPY_THREADS="1")
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, op, str(tmp_path / "data.lance"), str(rows)],

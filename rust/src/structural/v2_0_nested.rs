@@ -303,6 +303,7 @@ pub fn read_field(
     num_rows: u64,
     ranges: &[Range<u64>],
 ) -> Result<ArrayRef> {
+    crate::interrupt::check()?; // Ctrl-C between the columns of a nested field
     if let DataType::FixedSizeList(_, _) | DataType::Map(_, _) = field.data_type {
         check_writable(field)?;
     }
@@ -481,7 +482,8 @@ fn read_list<O: OffsetSizeTrait>(
         if local.is_empty() {
             continue;
         }
-        // Each range also needs the offset before it (where its first row starts).
+        crate::interrupt::check()?; // and between list pages
+                                    // Each range also needs the offset before it (where its first row starts).
         let wanted = merge(local.iter().map(|r| r.start.saturating_sub(1)..r.end));
         let stored = read_offsets(src, p, &wanted)?;
         // Where each wanted range starts in `stored`.
