@@ -407,8 +407,11 @@ def test_file_metadata_and_statistics_match_pylance(tmp_path, version) -> None:
     w.close()
     ours, theirs = lancepy.LanceFileReader(path), lance.file.LanceFileReader(path)
     m, pm = ours.metadata(), theirs.metadata()
-    for name in ("num_rows", "major_version", "minor_version", "num_column_metadata_bytes", "num_global_buffer_bytes"):
+    for name in ("num_rows", "major_version", "minor_version", "num_column_metadata_bytes", "num_global_buffer_bytes", "num_data_bytes"):
         assert getattr(m, name) == getattr(pm, name), name
+    assert [[(b.position, b.size) for b in c.column_buffers] for c in m.columns] == [
+        [(b.position, b.size) for b in c.column_buffers] for c in pm.columns
+    ]
     assert m.schema == pm.schema
     assert [(b.position, b.size) for b in m.global_buffers] == [(b.position, b.size) for b in pm.global_buffers]
     assert [[[(b.position, b.size) for b in p.buffers] for p in c.pages] for c in m.columns] == [

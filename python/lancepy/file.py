@@ -112,6 +112,8 @@ class ColumnMetadata:
     """One column of a file."""
 
     pages: List[PageMetadata]
+    column_buffers: List[BufferDescriptor]
+    """(file position, size) of each column-level buffer (pages usually hold their own)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,8 @@ class FileMetadata:
     global_buffers: List[BufferDescriptor]
     num_column_metadata_bytes: int
     """Bytes of the column metadata and its offset table (as pylance counts them)."""
+    num_data_bytes: int
+    """Bytes of data pages (everything before the global buffers and column metadata)."""
     columns: List[ColumnMetadata]
     schema: Optional[pa.Schema] = None
 
@@ -314,7 +318,8 @@ class LanceFileReader:
                 pages=[
                     PageMetadata(p["num_rows"], [BufferDescriptor(*b) for b in p["buffers"]], p["encoding"])
                     for p in c["pages"]
-                ]
+                ],
+                column_buffers=[BufferDescriptor(*b) for b in c["column_buffers"]],
             )
             for c in m.pop("columns")
         ]

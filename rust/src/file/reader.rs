@@ -1247,7 +1247,11 @@ impl FileReader {
         (0..self.num_columns())
             .map(|i| {
                 let col = self.column(i)?;
+                // Column-level buffers (rare: pages usually hold their own).
+                let meta = file2::ColumnMetadata::decode(self.column_meta[i].as_slice())
+                    .map_err(|e| Error::corrupt(format!("{}: column {i}: invalid ColumnMetadata: {e}", self.path)))?;
                 Ok(ColumnDescription {
+                    buffers: meta.buffer_offsets.iter().copied().zip(meta.buffer_sizes.iter().copied()).collect(),
                     pages: col
                         .pages
                         .iter()
@@ -1275,6 +1279,8 @@ impl FileReader {
 /// One column's pages, for `metadata()`.
 #[derive(Debug, Clone)]
 pub struct ColumnDescription {
+    /// (position, size) of each column-level buffer.
+    pub buffers: Vec<(u64, u64)>,
     /// Its pages.
     pub pages: Vec<PageDescription>,
 }

@@ -144,6 +144,9 @@ impl PyFileReader {
         d.set_item("num_global_buffers", f.num_global_buffers)?;
         d.set_item("global_buffers", r.global_buffers().to_vec())?;
         d.set_item("num_column_metadata_bytes", f.cmo_table_pos - f.column_meta_start)?;
+        // Data pages come first, then the global buffers, then the column metadata.
+        let global_bytes: u64 = r.global_buffers().iter().map(|b| b.1).sum();
+        d.set_item("num_data_bytes", f.column_meta_start.saturating_sub(global_bytes))?;
         let cols = PyList::empty(py);
         for c in columns {
             let pages = PyList::empty(py);
@@ -156,6 +159,7 @@ impl PyFileReader {
             }
             let cd = PyDict::new(py);
             cd.set_item("pages", pages)?;
+            cd.set_item("column_buffers", c.buffers)?;
             cols.append(cd)?;
         }
         d.set_item("columns", cols)?;
