@@ -554,3 +554,52 @@ def test_get_version_truncate_and_ordered_tags(tmp_path) -> None:
         assert [n for n, _ in ours.tags.list_ordered(order)] == [n for n, _ in theirs.tags.list_ordered(order)]
     with pytest.raises(InvalidArgumentError):
         ours.tags.list_ordered("sideways")
+
+
+@pytest.mark.parametrize("writer", ["lancepy", "pylance"])
+def test_merge_insert_without_on_uses_the_schema_primary_key(tmp_path, writer) -> None:
+    key = pa.field("a", pa.int64(), nullable=False, metadata={"lance-schema:unenforced-primary-key": "true"})
+    schema = pa.schema([key, pa.field("b", pa.string())])
+    t = pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]}, schema=schema)
+    ours_path, theirs_path = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    (lancepy if writer == "lancepy" else lance).write_dataset(t, ours_path)
+    (lancepy if writer == "lancepy" else lance).write_dataset(t, theirs_path)
+    new = pa.table({"a": [2, 9], "b": ["Y", "Q"]}, schema=schema)
+    got = lancepy.dataset(ours_path).merge_insert().when_matched_update_all().when_not_matched_insert_all().execute(new)
+    want = lance.dataset(theirs_path).merge_insert().when_matched_update_all().when_not_matched_insert_all().execute(new)
+    assert got == want == {"num_inserted_rows": 1, "num_updated_rows": 1, "num_deleted_rows": 0}
+    for path in (ours_path, theirs_path):
+        assert lance.dataset(path).to_table().sort_by("a").to_pydict() == {"a": [1, 2, 3, 9], "b": ["x", "Y", "z", "Q"]}
+        assert lancepy.dataset(path).schema.field("a").metadata == key.metadata  # the mark survives
+    plain = lancepy.write_dataset(pa.table({"a": [1]}), str(tmp_path / "plain.lance"))
+    with pytest.raises(ValueError, match="primary"):
+        plain.merge_insert()
+
+
+def test_primary_key_rules_match_pylance(tmp_path) -> None:
+    # Position alone marks a key field; positions order a composite key; the flag takes
+    # true/1/yes in any case; key fields must be non-nullable leaves outside lists.
+    def f(name, typ, nullable=False, **meta):
+        return pa.field(name, typ, nullable, metadata={f"lance-schema:unenforced-primary-key{k}": v for k, v in meta.items()} or None)
+
+    schema = pa.schema([f("a", pa.int64(), **{"": "YES", ":position": "2"}), f("b", pa.string(), **{":position": "1"}), f("c", pa.int64(), True)])
+    rows = pa.table({"a": [1, 1, 2], "b": ["x", "y", "x"], "c": [0, 0, 0]}, schema=schema)
+    new = pa.table({"a": [1, 3], "b": ["x", "x"], "c": [5, 6]}, schema=schema)
+    results = []
+    for reader in (lancepy, lance):
+        for name in ("ours", "theirs"):
+            path = str(tmp_path / f"{name}-{reader.__name__}")
+            (lancepy if name == "ours" else lance).write_dataset(rows, path)
+            ds = reader.dataset(path)
+            results.append(ds.merge_insert().when_matched_update_all().when_not_matched_insert_all().execute(new))
+            assert sorted(reader.dataset(path).to_table().to_pylist(), key=lambda r: (r["a"], r["b"])) == [
+                {"a": 1, "b": "x", "c": 5}, {"a": 1, "b": "y", "c": 0}, {"a": 2, "b": "x", "c": 0}, {"a": 3, "b": "x", "c": 6}]
+    assert results == [{"num_inserted_rows": 1, "num_updated_rows": 1, "num_deleted_rows": 0}] * 4
+    for bad in (pa.schema([f("a", pa.int64(), True, **{"": "true"})]), pa.schema([f("a", pa.list_(pa.int64()), **{"": "1"})])):
+        data = pa.table({"a": [1] if pa.types.is_integer(bad.field("a").type) else [[1]]}, schema=bad)
+        with pytest.raises(ValueError, match="primary key"):
+            lancepy.write_dataset(data, str(tmp_path / "bad.lance"))
+        with pytest.raises(Exception):
+            lance.write_dataset(data, str(tmp_path / "bad-pylance.lance"))
+    with pytest.raises(ValueError, match="positive integer"):
+        lancepy.write_dataset(pa.table({"a": [1]}, schema=pa.schema([f("a", pa.int64(), **{":position": "first"})])), str(tmp_path / "p.lance"))

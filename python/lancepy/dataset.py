@@ -858,10 +858,17 @@ class LanceDataset:
     def merge_insert(self, on: Union[str, List[str], None] = None) -> "MergeInsertBuilder":
         """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods.
 
-        pylance falls back to the schema's primary key when `on` is omitted; lancepy datasets
-        have no primary key, so `on` is required."""
+        Without `on`, the keys are the schema's unenforced primary key: the fields whose
+        metadata has ``lance-schema:unenforced-primary-key`` = ``"true"`` (as pylance); with
+        neither, :class:`InvalidArgumentError` (a ``ValueError``)."""
         if on is None:
-            raise InvalidArgumentError("merge_insert needs the key column(s): merge_insert(on=...)")
+            keys = _primary_key(self.schema)
+            if not keys:
+                raise InvalidArgumentError(
+                    "merge_insert needs join keys: pass on=... or mark primary-key fields in the schema "
+                    f"(field metadata {PRIMARY_KEY_METADATA!r} = 'true')"
+                )
+            return MergeInsertBuilder(self, keys)
         return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
 
     def insert(
@@ -1908,6 +1915,35 @@ class DatasetOptimizer:
         }
         ds._commit("Rewrite", body, written)
         return metrics
+
+
+PRIMARY_KEY_METADATA = "lance-schema:unenforced-primary-key"
+PRIMARY_KEY_POSITION_METADATA = "lance-schema:unenforced-primary-key:position"
+
+
+def _primary_key(schema: pa.Schema) -> List[str]:
+    """The top-level fields of the schema's unenforced primary key, in key order: fields
+    marked ``true``/``1``/``yes`` or given a position; those with a position first, by
+    position, then the rest in schema order (pylance's rules). Key fields inside structs
+    cannot be merge keys here."""
+    keys = []
+    for i, f in enumerate(schema):
+        position = _primary_key_position(f)
+        if position is not None:
+            keys.append((position == 0, position, i, f.name))
+        elif pa.types.is_struct(f.type) and any(_primary_key_position(c) is not None for c in f.type):
+            raise UnsupportedError(f"a primary key inside struct {f.name!r} cannot be a merge_insert key")
+    return [name for *_, name in sorted(keys)]
+
+
+def _primary_key_position(f: pa.Field) -> Optional[int]:
+    """None: not a key field; 0: a key field without a position; else its position."""
+    meta = f.metadata or {}
+    position = meta.get(PRIMARY_KEY_POSITION_METADATA.encode())
+    if position is not None:
+        return int(position)
+    flag = meta.get(PRIMARY_KEY_METADATA.encode(), b"").decode(errors="replace").lower()
+    return 0 if flag in ("true", "1", "yes") else None
 
 
 class MergeInsertBuilder:

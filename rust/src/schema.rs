@@ -267,6 +267,7 @@ impl LanceField {
         };
         // Validate now so that unsupported types fail before any byte is written.
         logical_type_of(field.data_type())?;
+        let (unenforced_primary_key, unenforced_primary_key_position) = primary_key_mark(field)?;
         Ok(LanceField {
             id,
             name: field.name().clone(),
@@ -274,8 +275,8 @@ impl LanceField {
             nullable: field.is_nullable(),
             metadata: field.metadata().clone().into(),
             children,
-            unenforced_primary_key: false,
-            unenforced_primary_key_position: 0,
+            unenforced_primary_key,
+            unenforced_primary_key_position,
         })
     }
 
@@ -318,6 +319,51 @@ fn metadata_from_pb(m: &HashMap<String, bytes::Bytes>) -> HashMap<String, String
     m.iter().map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned())).collect()
 }
 
+/// Field metadata marking a field as part of the unenforced primary key: `true`, `1` or
+/// `yes` (any case).
+pub const PRIMARY_KEY_KEY: &str = "lance-schema:unenforced-primary-key";
+/// Field metadata giving a primary-key field's 1-based position in a composite key (it
+/// marks the field as a key field by itself).
+pub const PRIMARY_KEY_POSITION_KEY: &str = "lance-schema:unenforced-primary-key:position";
+
+/// (is a primary-key field, its position or 0) from an Arrow field's metadata.
+fn primary_key_mark(field: &Field) -> Result<(bool, u32)> {
+    let meta = field.metadata();
+    let flagged = meta.get(PRIMARY_KEY_KEY).is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"));
+    let position = match meta.get(PRIMARY_KEY_POSITION_KEY) {
+        None => 0,
+        Some(v) => match v.trim().parse::<u32>() {
+            Ok(p) if p >= 1 => p,
+            _ => {
+                return Err(Error::invalid_input(format!(
+                    "field {:?}: {PRIMARY_KEY_POSITION_KEY} must be a positive integer, got {v:?}",
+                    field.name()
+                )))
+            }
+        },
+    };
+    Ok((flagged || position > 0, position))
+}
+
+/// A primary-key field must be a non-nullable leaf whose ancestors are non-nullable structs
+/// (not lists or maps), as pylance requires; `plain_path` says whether that holds above `f`.
+fn check_primary_key(f: &LanceField, plain_path: bool) -> Result<()> {
+    if f.unenforced_primary_key {
+        let why = if !plain_path || f.nullable {
+            Some("it and all its ancestors must be non-nullable and not inside a list or map")
+        } else if !f.children.is_empty() || matches!(f.data_type, DataType::Struct(_)) {
+            Some("it must be a leaf field")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(Error::invalid_input(format!("field {:?} cannot be part of the primary key: {why}", f.name)));
+        }
+    }
+    let plain = plain_path && !f.nullable && matches!(f.data_type, DataType::Struct(_));
+    f.children.iter().try_for_each(|c| check_primary_key(c, plain))
+}
+
 impl LanceSchema {
     /// Converts an Arrow schema, numbering fields in pre-order from 0.
     pub fn from_arrow(schema: &Schema) -> Result<Self> {
@@ -328,6 +374,9 @@ impl LanceSchema {
     pub fn from_arrow_with_first_id(schema: &Schema, first_id: i32) -> Result<Self> {
         let mut next = first_id;
         let fields = schema.fields().iter().map(|f| LanceField::from_arrow(f, &mut next)).collect::<Result<Vec<_>>>()?;
+        for f in &fields {
+            check_primary_key(f, true)?;
+        }
         Ok(Self { fields, metadata: schema.metadata().clone().into() })
     }
 
