@@ -210,8 +210,9 @@ fn row_id_range_larger_than_the_fragment_is_refused() {
     assert!(matches!(row_id_count(&short_bitmap), Err(Error::Corrupt(_))));
 }
 
-/// `deletion_arrow`: Arrow IPC deletion files whose buffers lie past their block made
-/// arrow-ipc slice out of bounds (a panic); they are now checked first.
+/// `deletion_arrow`: Arrow IPC deletion files whose buffers lie past their block, or whose
+/// counts exceed their buffers, made arrow-ipc slice out of bounds (a panic); they are now
+/// checked first.
 #[test]
 fn fuzz_arrow_deletion_file_with_buffers_outside_the_body_is_corrupt() {
     use _lancepy::table::deletion::decode_arrow;
@@ -220,6 +221,9 @@ fn fuzz_arrow_deletion_file_with_buffers_outside_the_body_is_corrupt() {
         "deletion_arrow-buffer-length-huge.arrow",
         // A zstd buffer claiming 8.6e17 uncompressed bytes (allocated by arrow-ipc up front).
         "deletion_arrow-zstd-claims-huge.arrow",
+        // A record batch claiming ~3.8e17 rows over a zero-length body: arrow-ipc sliced a
+        // buffer to that length (a panic in `Buffer::slice_with_length`).
+        "deletion_arrow-node-length-huge.arrow",
     ] {
         let err = decode_arrow(bytes::Bytes::from(finding(name)), name).unwrap_err();
         assert!(matches!(err, Error::Corrupt(_)), "{name}: {err}");
