@@ -637,8 +637,7 @@ impl FileReader {
     }
 
     fn batch(&self, fields: &[usize], arrays: Vec<ArrayRef>, rows: u64) -> Result<RecordBatch> {
-        let opts = RecordBatchOptions::new().with_row_count(Some(rows as usize));
-        Ok(RecordBatch::try_new_with_options(self.projected_schema(fields), arrays, &opts)?)
+        decoded_batch(self.projected_schema(fields), arrays, rows as usize, &self.path)
     }
 
     /// The leaf columns of top-level field `field`: (file column, leaf field, structure).
@@ -1900,6 +1899,15 @@ impl Gathered {
             ArrayData::builder(data_type.clone()).len(self.rows).add_buffer(offsets).add_buffer(self.data.into()).build()?;
         Ok(arrow_array::make_array(data))
     }
+}
+
+/// A batch of arrays decoded from `what` (a file, a fragment): the schema came from the same
+/// bytes, so arrays that do not fit it (a wrong length, nulls in a non-nullable column) are
+/// a corrupt file, not a failed Arrow operation. Found by the `file_reader` fuzz target.
+pub fn decoded_batch(schema: SchemaRef, arrays: Vec<ArrayRef>, rows: usize, what: &str) -> Result<RecordBatch> {
+    let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema, arrays, &opts)
+        .map_err(|e| Error::corrupt(format!("{what}: the decoded columns do not fit the schema: {e}")))
 }
 
 /// Bytes of one value of a fixed-width type that a buffer holds back to back (primitives,
