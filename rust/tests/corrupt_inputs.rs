@@ -205,6 +205,24 @@ fn fuzz_decoded_columns_that_do_not_fit_the_schema_are_corrupt() {
     drive::drive_file_ops(&finding("file_ops-large-list-rows-short.bin"));
 }
 
+/// `file_reader` / `file_ops` replayed with errors checked (run 4): 2.0 list offsets that go
+/// backwards asked the item decoder for unsorted row ranges, refused as an *internal* error;
+/// a struct whose non-nullable child decoded nulls failed Arrow's validation (a plain Arrow
+/// error). Both are corrupt files now.
+#[test]
+fn fuzz_unsorted_item_ranges_and_invalid_struct_children_are_corrupt() {
+    for name in ["file_reader-v2_0-unsorted-item-ranges-1.lance", "file_reader-v2_0-unsorted-item-ranges-2.lance"] {
+        let reader = open_bytes(finding(name)).unwrap();
+        let n = reader.num_rows();
+        let err = (0..n).filter_map(|s| reader.read_range(s, n - s, &[0]).err()).next();
+        let err = err.unwrap_or_else(|| panic!("{name}: every range read succeeded"));
+        assert!(matches!(err, Error::Corrupt(_)), "{name}: {err}");
+        drive::drive_file(&finding(name));
+    }
+    drive::drive_file_ops(&finding("file_ops-struct-child-nulls.bin"));
+    drive::drive_file_ops(&finding("file_ops-v2_0-unsorted-item-ranges.bin"));
+}
+
 /// `file_ops`: a 2.0 file whose page table puts requested row ranges outside a page made
 /// `page_local` subtract past zero.
 #[test]
