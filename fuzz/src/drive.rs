@@ -25,10 +25,23 @@ fn check_batch(batch: &RecordBatch, expected_rows: usize) {
     }
 }
 
+/// An error from corrupt bytes must say so: `Error::Internal` claims a bug in lancepy, and a
+/// bare Arrow error (e.g. a batch of the wrong length) means a decoder handed on data it
+/// did not check. Either is a finding.
+pub fn check_error(e: &_lancepy::Error) {
+    use _lancepy::Error;
+    assert!(!matches!(e, Error::Internal(_) | Error::Arrow(_)), "corrupt input gave an untyped error: {e:?}");
+}
+
+/// `r`'s value, or `None` after checking its error with [`check_error`].
+pub fn checked<T>(r: _lancepy::Result<T>) -> Option<T> {
+    r.map_err(|e| check_error(&e)).ok()
+}
+
 /// Opens `data` as a Lance file in memory.
 pub fn open(data: &[u8]) -> Option<FileReader> {
     let io = Arc::new(BufferReader::new("fuzz.lance", Buffer::from(data.to_vec())));
-    FileReader::open_with(io).ok()
+    checked(FileReader::open_with(io))
 }
 
 /// Rows at the edges of every page of every column, plus the first and last rows.
@@ -54,7 +67,7 @@ fn interesting_rows(reader: &FileReader) -> Vec<u64> {
 /// One range read, checked.
 pub fn range(reader: &FileReader, start: u64, len: u64, fields: &[usize]) {
     let len = len.min(MAX_ROWS);
-    if let Ok(b) = reader.read_range(start, len, fields) {
+    if let Some(b) = checked(reader.read_range(start, len, fields)) {
         check_batch(&b, len as usize);
     }
 }
@@ -62,7 +75,7 @@ pub fn range(reader: &FileReader, start: u64, len: u64, fields: &[usize]) {
 /// One take, checked.
 pub fn take(reader: &FileReader, rows: &[u64], fields: &[usize]) {
     let rows = &rows[..rows.len().min(MAX_ROWS as usize)];
-    if let Ok(b) = reader.take(rows, fields) {
+    if let Some(b) = checked(reader.take(rows, fields)) {
         check_batch(&b, rows.len());
     }
 }
@@ -75,9 +88,9 @@ pub fn drive_file(data: &[u8]) {
     let n = reader.num_rows();
     std::hint::black_box((reader.schema(), reader.version(), reader.footer(), reader.global_buffers().len()));
     for i in 0..reader.global_buffers().len().min(4) {
-        let _ = reader.read_global_buffer(i);
+        checked(reader.read_global_buffer(i));
     }
-    let _ = reader.describe();
+    checked(reader.describe());
     let nfields = reader.lance_schema().fields.len();
     let edges = interesting_rows(&reader);
     for f in 0..nfields.min(16) {
@@ -93,10 +106,10 @@ pub fn drive_file(data: &[u8]) {
         if let Some(&last) = edges.last() {
             take(&reader, &[last], &fields);
         }
-        if let Ok(Some(plan)) = reader.direct_rows(f) {
+        if let Some(Some(plan)) = checked(reader.direct_rows(f)) {
             let mut out = _lancepy::file::reader::Gathered::new(&plan, edges.len());
-            if reader.gather_rows(&plan, &edges, &mut out).is_ok() {
-                let _ = out.into_array(reader.schema().field(f).data_type());
+            if checked(reader.gather_rows(&plan, &edges, &mut out)).is_some() {
+                checked(out.into_array(reader.schema().field(f).data_type()));
             }
         }
     }
@@ -163,25 +176,25 @@ pub fn drive_manifest(data: &[u8]) {
     use _lancepy::schema::LanceSchema;
     use _lancepy::table::{manifest, rowids};
 
-    let Ok(m) = manifest::read_manifest(bytes::Bytes::from(data.to_vec()), "fuzz.manifest") else { return };
-    let _ = _lancepy::table::json::to_json(&m.manifest);
-    if let Ok(schema) = LanceSchema::from_pb(&m.manifest.fields, &m.manifest.schema_metadata) {
+    let Some(m) = checked(manifest::read_manifest(bytes::Bytes::from(data.to_vec()), "fuzz.manifest")) else { return };
+    checked(_lancepy::table::json::to_json(&m.manifest));
+    if let Some(schema) = checked(LanceSchema::from_pb(&m.manifest.fields, &m.manifest.schema_metadata)) {
         std::hint::black_box(schema.to_arrow());
     }
     if let Some(section) = &m.index_section {
-        let _ = manifest::describe_index_section(section);
-        let _ = manifest::prune_index_section(section, &[0, 1]);
-        let _ = manifest::filter_index_section(section, |f| f % 2 == 0);
+        checked(manifest::describe_index_section(section));
+        checked(manifest::prune_index_section(section, &[0, 1]));
+        checked(manifest::filter_index_section(section, |f| f % 2 == 0));
     }
     if let Some(t) = &m.transaction {
-        if let Ok(t) = manifest::read_transaction(t, "fuzz.manifest") {
-            let _ = _lancepy::table::json::to_json(&t);
+        if let Some(t) = checked(manifest::read_transaction(t, "fuzz.manifest")) {
+            checked(_lancepy::table::json::to_json(&t));
         }
     }
     for f in m.manifest.fragments.iter().take(64) {
         if let Some(RowIdSequence::InlineRowIds(b)) = &f.row_id_sequence {
             if f.physical_rows <= MAX_ROW_ID_ROWS {
-                let _ = rowids::decode_row_ids(b, f.physical_rows);
+                checked(rowids::decode_row_ids(b, f.physical_rows));
             }
         }
     }
@@ -189,15 +202,15 @@ pub fn drive_manifest(data: &[u8]) {
 
 /// A transaction file and its JSON form.
 pub fn drive_transaction(data: &[u8]) {
-    if let Ok(t) = _lancepy::table::manifest::read_transaction(data, "fuzz.txn") {
-        let _ = _lancepy::table::json::to_json(&t);
+    if let Some(t) = checked(_lancepy::table::manifest::read_transaction(data, "fuzz.txn")) {
+        checked(_lancepy::table::json::to_json(&t));
     }
 }
 
 /// An Arrow IPC deletion file; a decoded vector re-encodes to itself.
 pub fn drive_deletion_arrow(data: &[u8]) {
     use _lancepy::table::deletion::{decode_arrow, encode_arrow};
-    if let Ok(dv) = decode_arrow(bytes::Bytes::from(data.to_vec()), "fuzz.arrow") {
+    if let Some(dv) = checked(decode_arrow(bytes::Bytes::from(data.to_vec()), "fuzz.arrow")) {
         let again = encode_arrow(&dv).expect("a decoded deletion vector encodes");
         assert_eq!(decode_arrow(bytes::Bytes::from(again), "again").expect("re-encoded file decodes"), dv);
     }
@@ -206,7 +219,7 @@ pub fn drive_deletion_arrow(data: &[u8]) {
 /// A roaring-bitmap deletion file; a decoded vector re-encodes to itself.
 pub fn drive_deletion_bitmap(data: &[u8]) {
     use _lancepy::table::deletion::{decode_bitmap, encode_bitmap};
-    if let Ok(dv) = decode_bitmap(data, "fuzz.bin") {
+    if let Some(dv) = checked(decode_bitmap(data, "fuzz.bin")) {
         let again = encode_bitmap(&dv).expect("a decoded deletion vector encodes");
         assert_eq!(decode_bitmap(&again, "again").expect("re-encoded bitmap decodes"), dv);
     }
@@ -216,7 +229,7 @@ pub fn drive_deletion_bitmap(data: &[u8]) {
 /// that is a sane request) and refused for a wrong size.
 pub fn drive_row_ids(data: &[u8]) {
     use _lancepy::table::rowids::{decode_row_ids, encode_row_ids, row_id_count};
-    let Ok(n) = row_id_count(data) else { return };
+    let Some(n) = checked(row_id_count(data)) else { return };
     if n <= MAX_ROW_ID_ROWS {
         let ids = decode_row_ids(data, n).expect("a counted sequence decodes");
         assert_eq!(ids.len() as u64, n);

@@ -1,9 +1,10 @@
 //! Shared drivers of the fuzz targets in `fuzz_targets/`.
 //!
 //! Each driver feeds untrusted bytes to one of lancepy's public decoding entry points and
-//! exercises everything a caller could do next with the result. Errors are the expected
-//! outcome for most inputs and are ignored; a panic, an abort, a hang or an allocation over
-//! the fuzzer's `-malloc_limit_mb` is a finding.
+//! exercises everything a caller could do next with the result. Typed errors (corrupt file,
+//! not supported, ...) are the expected outcome for most inputs; a panic, an abort, a hang,
+//! an allocation over the fuzzer's `-malloc_limit_mb`, or an `Error::Internal` / bare
+//! `Error::Arrow` (untyped: see [`drive::check_error`]) is a finding.
 //!
 //! Requests are bounded by the harness, never by the file: a file may legitimately claim
 //! billions of rows (constant pages need no bytes per row), so asking for all of them could

@@ -540,6 +540,9 @@ def build_manifest(
     if base is None and new_dataset_flags:
         m["reader_feature_flags"] = m.get("reader_feature_flags", 0) | new_dataset_flags
         m["writer_feature_flags"] = m.get("writer_feature_flags", 0) | new_dataset_flags
+    # Fragments stay in id order, as pylance keeps them (its validate() requires it): a
+    # Rewrite's new fragments have new, larger ids than the ones they replace.
+    fragments.sort(key=lambda f: f.get("id", 0))
     if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
         _assign_row_ids(m, fragments)
     m["fragments"] = fragments

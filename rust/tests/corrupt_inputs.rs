@@ -174,6 +174,55 @@ fn fuzz_take_of_a_column_decoded_short_is_corrupt() {
     drive::drive_file_ops(&finding("file_ops-short-take.bin"));
 }
 
+/// `file_reader` / `file_ops` replayed with errors checked (run 4): corrupt pages decoded to
+/// columns that did not fit the schema, and assembling the batch failed in Arrow, which
+/// surfaced as a plain `LanceError` ("arrow error: ..."), not a corrupt file:
+/// * range reads of list columns in mini-block pages whose repetition levels start fewer
+///   rows than the page claims returned fewer rows than asked ("all columns in a record
+///   batch must have the specified row count"; takes were checked since run 1, ranges not);
+/// * def levels, 2.0 validity, constant pages or dictionaries giving nulls to a field the
+///   schema says is non-nullable.
+/// Every batch built from decoded columns is now checked as a whole (`decoded_batch`).
+#[test]
+fn fuzz_decoded_columns_that_do_not_fit_the_schema_are_corrupt() {
+    for name in [
+        "file_reader-list-rows-short-2.2.lance",
+        "file_reader-nested-list-rows-short-2.1.lance",
+        "file_reader-constant-nulls-in-non-nullable.lance",
+        "file_reader-miniblock-nulls-in-non-nullable.lance",
+        "file_reader-v2_0-dictionary-nulls-in-non-nullable.lance",
+    ] {
+        let reader = open_bytes(finding(name)).unwrap();
+        let n = reader.num_rows();
+        let errors: Vec<Error> = (0..n).step_by(3).filter_map(|s| reader.read_range(s, (n - s).min(3), &[0]).err()).collect();
+        assert!(!errors.is_empty(), "{name}: every range read succeeded");
+        for e in &errors {
+            assert!(matches!(e, Error::Corrupt(_)), "{name}: {e}");
+        }
+        drive::drive_file(&finding(name));
+    }
+    drive::drive_file_ops(&finding("file_ops-v2_0-nulls-in-non-nullable.bin"));
+    drive::drive_file_ops(&finding("file_ops-large-list-rows-short.bin"));
+}
+
+/// `file_reader` / `file_ops` replayed with errors checked (run 4): 2.0 list offsets that go
+/// backwards asked the item decoder for unsorted row ranges, refused as an *internal* error;
+/// a struct whose non-nullable child decoded nulls failed Arrow's validation (a plain Arrow
+/// error). Both are corrupt files now.
+#[test]
+fn fuzz_unsorted_item_ranges_and_invalid_struct_children_are_corrupt() {
+    for name in ["file_reader-v2_0-unsorted-item-ranges-1.lance", "file_reader-v2_0-unsorted-item-ranges-2.lance"] {
+        let reader = open_bytes(finding(name)).unwrap();
+        let n = reader.num_rows();
+        let err = (0..n).filter_map(|s| reader.read_range(s, n - s, &[0]).err()).next();
+        let err = err.unwrap_or_else(|| panic!("{name}: every range read succeeded"));
+        assert!(matches!(err, Error::Corrupt(_)), "{name}: {err}");
+        drive::drive_file(&finding(name));
+    }
+    drive::drive_file_ops(&finding("file_ops-struct-child-nulls.bin"));
+    drive::drive_file_ops(&finding("file_ops-v2_0-unsorted-item-ranges.bin"));
+}
+
 /// `file_ops`: a 2.0 file whose page table puts requested row ranges outside a page made
 /// `page_local` subtract past zero.
 #[test]
@@ -210,8 +259,9 @@ fn row_id_range_larger_than_the_fragment_is_refused() {
     assert!(matches!(row_id_count(&short_bitmap), Err(Error::Corrupt(_))));
 }
 
-/// `deletion_arrow`: Arrow IPC deletion files whose buffers lie past their block made
-/// arrow-ipc slice out of bounds (a panic); they are now checked first.
+/// `deletion_arrow`: Arrow IPC deletion files whose buffers lie past their block, or whose
+/// counts exceed their buffers, made arrow-ipc slice out of bounds (a panic); they are now
+/// checked first.
 #[test]
 fn fuzz_arrow_deletion_file_with_buffers_outside_the_body_is_corrupt() {
     use _lancepy::table::deletion::decode_arrow;
@@ -220,6 +270,9 @@ fn fuzz_arrow_deletion_file_with_buffers_outside_the_body_is_corrupt() {
         "deletion_arrow-buffer-length-huge.arrow",
         // A zstd buffer claiming 8.6e17 uncompressed bytes (allocated by arrow-ipc up front).
         "deletion_arrow-zstd-claims-huge.arrow",
+        // A record batch claiming ~3.8e17 rows over a zero-length body: arrow-ipc sliced a
+        // buffer to that length (a panic in `Buffer::slice_with_length`).
+        "deletion_arrow-node-length-huge.arrow",
     ] {
         let err = decode_arrow(bytes::Bytes::from(finding(name)), name).unwrap_err();
         assert!(matches!(err, Error::Corrupt(_)), "{name}: {err}");

@@ -382,7 +382,17 @@ impl FileReader {
         let _prefetched = self.prefetch(fields, RowSelection::Range(start..end))?;
         let parallel = fields.len() > 1 && len > 4096;
         let arrays = crate::parallel::map(fields.to_vec(), parallel, |f| self.read_field_range(f, start..end));
-        self.batch(fields, arrays.into_iter().collect::<Result<Vec<_>>>()?, len)
+        self.batch(fields, arrays.into_iter().collect::<Result<Vec<_>>>().map_err(|e| self.as_corrupt(e))?, len)
+    }
+
+    /// An Arrow error while building arrays from this file's bytes (a validation failing: a
+    /// struct child with nulls its non-nullable field may not have, offsets out of order)
+    /// means the file is corrupt. Found by the `file_ops` fuzz target.
+    fn as_corrupt(&self, e: Error) -> Error {
+        match e {
+            Error::Arrow(a) => Error::corrupt(format!("{}: decoded data is not valid Arrow: {a}", self.path)),
+            e => e,
+        }
     }
 
     /// Reads rows `start..start + len` as several batches decoded in parallel (each also
@@ -412,11 +422,15 @@ impl FileReader {
         }
         let direct = fields.iter().map(|&f| self.direct_rows(f)).collect::<Result<Vec<_>>>()?;
         if direct.iter().all(Option::is_none) {
-            return self.take_decoded(indices, fields);
+            return self.take_decoded(indices, fields).map_err(|e| self.as_corrupt(e));
         }
         let others: Vec<usize> = fields.iter().zip(&direct).filter(|(_, x)| x.is_none()).map(|(&f, _)| f).collect();
-        let mut decoded =
-            if others.is_empty() { Vec::new() } else { self.take_decoded(indices, &others)?.columns().to_vec() }.into_iter();
+        let mut decoded = if others.is_empty() {
+            Vec::new()
+        } else {
+            self.take_decoded(indices, &others).map_err(|e| self.as_corrupt(e))?.columns().to_vec()
+        }
+        .into_iter();
         let arrays = fields
             .iter()
             .zip(direct)
@@ -428,7 +442,8 @@ impl FileReader {
                 }
                 None => decoded.next().ok_or_else(|| Error::Internal("a decoded column is missing".into())),
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()
+            .map_err(|e| self.as_corrupt(e))?;
         self.batch(fields, arrays, indices.len() as u64)
     }
 
@@ -673,8 +688,7 @@ impl FileReader {
     }
 
     fn batch(&self, fields: &[usize], arrays: Vec<ArrayRef>, rows: u64) -> Result<RecordBatch> {
-        let opts = RecordBatchOptions::new().with_row_count(Some(rows as usize));
-        Ok(RecordBatch::try_new_with_options(self.projected_schema(fields), arrays, &opts)?)
+        decoded_batch(self.projected_schema(fields), arrays, rows as usize, &self.path)
     }
 
     /// The leaf columns of top-level field `field`: (file column, leaf field, structure).
@@ -1938,10 +1952,29 @@ impl Gathered {
             }
             other => return Err(Error::Internal(format!("variable-width values gathered as {other}"))),
         };
-        let data =
-            ArrayData::builder(data_type.clone()).len(self.rows).add_buffer(offsets).add_buffer(self.data.into()).build()?;
+        let data = ArrayData::builder(data_type.clone())
+            .len(self.rows)
+            .add_buffer(offsets)
+            .add_buffer(self.data.into())
+            .build()
+            .map_err(gathered_corrupt)?;
         Ok(arrow_array::make_array(data))
     }
+}
+
+/// Gathered rows that do not make a valid array (offsets out of order, a wrong length) came
+/// from a corrupt file.
+fn gathered_corrupt(e: arrow_schema::ArrowError) -> Error {
+    Error::corrupt(format!("gathered rows are not valid Arrow data: {e}"))
+}
+
+/// A batch of arrays decoded from `what` (a file, a fragment): the schema came from the same
+/// bytes, so arrays that do not fit it (a wrong length, nulls in a non-nullable column) are
+/// a corrupt file, not a failed Arrow operation. Found by the `file_reader` fuzz target.
+pub fn decoded_batch(schema: SchemaRef, arrays: Vec<ArrayRef>, rows: usize, what: &str) -> Result<RecordBatch> {
+    let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema, arrays, &opts)
+        .map_err(|e| Error::corrupt(format!("{what}: the decoded columns do not fit the schema: {e}")))
 }
 
 /// Bytes of one value of a fixed-width type that a buffer holds back to back (primitives,
@@ -1963,14 +1996,14 @@ pub fn fixed_width_array(data_type: &DataType, values: Buffer, len: usize) -> Re
         DataType::FixedSizeList(item, d) => {
             let items = len.checked_mul(*d as usize).ok_or_else(|| Error::Internal("fixed-size list too long".into()))?;
             let child = fixed_width_array(item.data_type(), values, items)?;
-            ArrayData::builder(data_type.clone()).len(len).add_child_data(child.to_data()).build()?
+            ArrayData::builder(data_type.clone()).len(len).add_child_data(child.to_data()).build().map_err(gathered_corrupt)?
         }
         _ => {
             let w = fixed_byte_width(data_type).ok_or_else(|| Error::Internal(format!("{data_type} is not fixed-width")))?;
             if values.len() != w * len {
                 return Err(Error::Internal(format!("{} bytes for {len} values of {w} bytes", values.len())));
             }
-            ArrayData::builder(data_type.clone()).len(len).add_buffer(values).build()?
+            ArrayData::builder(data_type.clone()).len(len).add_buffer(values).build().map_err(gathered_corrupt)?
         }
     };
     Ok(arrow_array::make_array(data))

@@ -36,11 +36,20 @@ pub type DeletionVector = RoaringBitmap;
 /// far more than the `.arrow` form ever holds (it is for sparse deletions).
 const MAX_IPC_BUFFER: i64 = 1 << 30;
 
-/// Checks the positions arrow-ipc's file reader takes on trust: with a block or a buffer
-/// outside the file it panics (slicing, or unwrapping a negative length) or allocates the
-/// claimed size. Found by the `deletion_arrow` fuzz target.
+/// Largest row count accepted in an Arrow IPC deletion file (its values fill
+/// [`MAX_IPC_BUFFER`]).
+const MAX_IPC_ROWS: i64 = MAX_IPC_BUFFER / 4;
+
+/// Checks everything arrow-ipc's file reader takes on trust before it is handed the bytes:
+/// with a block or a buffer outside the file it panics (slicing, or unwrapping a negative
+/// length) or allocates the claimed size, and a row count or field node larger than its
+/// buffers reaches `Buffer::slice_with_length` (a panic) in the decoders of non-primitive
+/// types. So the file must be what a deletion file is: one field, a 32-bit integer without
+/// children or dictionary, no dictionary batches, and every record batch one field node
+/// and two buffers (validity, values) inside its block, with counts bounded by
+/// [`MAX_IPC_ROWS`]. Found by the `deletion_arrow` fuzz target.
 fn check_ipc_layout(data: &[u8], path: &str) -> Result<()> {
-    let bad = |what: String| Error::corrupt(format!("{path}: not a valid Arrow IPC file: {what}"));
+    let bad = |what: String| Error::corrupt(format!("{path}: not a valid Arrow IPC deletion file: {what}"));
     let n = data.len();
     if n < 16 || &data[n - 6..] != b"ARROW1" {
         return Err(bad("no trailing ARROW1 magic".into()));
@@ -48,8 +57,19 @@ fn check_ipc_layout(data: &[u8], path: &str) -> Result<()> {
     let footer_len = i32::from_le_bytes(data[n - 10..n - 6].try_into().expect("4 bytes"));
     let footer_len = usize::try_from(footer_len).ok().filter(|&l| l <= n - 10).ok_or_else(|| bad("footer length".into()))?;
     let footer = arrow_ipc::root_as_footer(&data[n - 10 - footer_len..n - 10]).map_err(|e| bad(format!("footer: {e}")))?;
-    let blocks = footer.recordBatches().into_iter().flatten().chain(footer.dictionaries().into_iter().flatten());
-    for block in blocks {
+    let fields = footer.schema().and_then(|s| s.fields()).ok_or_else(|| bad("the footer has no schema".into()))?;
+    if fields.len() != 1 {
+        return Err(bad(format!("{} fields, expected one", fields.len())));
+    }
+    let field = fields.get(0);
+    let int32 = field.type_as_int().is_some_and(|t| t.bitWidth() == 32);
+    if !int32 || field.dictionary().is_some() || field.children().is_some_and(|c| !c.is_empty()) {
+        return Err(bad(format!("the field is a {:?}, expected a 32-bit integer", field.type_type())));
+    }
+    if footer.dictionaries().is_some_and(|d| !d.is_empty()) {
+        return Err(bad("dictionary batches in a deletion file".into()));
+    }
+    for block in footer.recordBatches().into_iter().flatten() {
         let (offset, meta, body) = (block.offset(), block.metaDataLength() as i64, block.bodyLength());
         let end = offset.checked_add(meta).and_then(|e| e.checked_add(body));
         if offset < 0 || meta < 8 || body < 0 || end.is_none_or(|e| e as u64 > n as u64) {
@@ -58,10 +78,26 @@ fn check_ipc_layout(data: &[u8], path: &str) -> Result<()> {
         let m = &data[offset as usize..(offset + meta) as usize];
         let flatbuffer = if m[..4] == [0xFF; 4] { &m[8..] } else { &m[4..] };
         let message = arrow_ipc::root_as_message(flatbuffer).map_err(|e| bad(format!("message: {e}")))?;
-        let batch = message.header_as_record_batch().or_else(|| message.header_as_dictionary_batch().and_then(|d| d.data()));
-        let compressed = batch.is_some_and(|b| b.compression().is_some());
+        let batch = message.header_as_record_batch().ok_or_else(|| bad("a block is not a record batch".into()))?;
+        let rows = batch.length();
+        if !(0..=MAX_IPC_ROWS).contains(&rows) {
+            return Err(bad(format!("a record batch claims {rows} rows")));
+        }
+        let nodes = batch.nodes().ok_or_else(|| bad("a record batch has no field nodes".into()))?;
+        if nodes.len() != 1 {
+            return Err(bad(format!("a record batch has {} field nodes, expected one", nodes.len())));
+        }
+        let node = nodes.get(0);
+        if node.length() != rows || !(0..=rows).contains(&node.null_count()) {
+            return Err(bad(format!("a field node claims {} rows ({} null) of {rows}", node.length(), node.null_count())));
+        }
+        let buffers = batch.buffers().ok_or_else(|| bad("a record batch has no buffers".into()))?;
+        if buffers.len() != 2 {
+            return Err(bad(format!("a record batch has {} buffers, expected two", buffers.len())));
+        }
+        let compressed = batch.compression().is_some();
         let body_start = (offset + meta) as usize;
-        for buffer in batch.and_then(|b| b.buffers()).into_iter().flatten() {
+        for buffer in buffers {
             let (o, l) = (buffer.offset(), buffer.length());
             if o < 0 || l < 0 || o.checked_add(l).is_none_or(|e| e > body) {
                 return Err(bad(format!("buffer {o}..+{l} lies outside its block ({body} bytes)")));

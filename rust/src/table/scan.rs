@@ -16,14 +16,14 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use arrow_array::{new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow_array::{new_empty_array, new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::bases::BasePaths;
 use super::deletion::{self, DeletionVector};
 use super::rowids::decode_row_ids;
 use crate::error::{Error, Result};
-use crate::file::reader::{fixed_byte_width, DirectRows, Gathered};
+use crate::file::reader::{decoded_batch, fixed_byte_width, DirectRows, Gathered};
 use crate::file::{FileReader, LanceField, LanceSchema};
 use crate::format::tablepb;
 use crate::io::Store;
@@ -455,8 +455,7 @@ impl TableSnapshot {
                 arrays.push(Arc::new(offs.iter().map(|&o| (frag.id << 32) | o).collect::<UInt64Array>()));
             }
         }
-        let options = RecordBatchOptions::new().with_row_count(Some(num_out));
-        Ok(RecordBatch::try_new_with_options(self.output_schema(projection, opts), arrays, &options)?)
+        decoded_batch(self.output_schema(projection, opts), arrays, num_out, &format!("fragment {}", frag.id))
     }
 
     /// Plans a scan of `fragments` (indices; `None` = all) skipping `offset` live rows and
@@ -614,8 +613,7 @@ impl TableSnapshot {
             });
         }
         arrays.extend(decoded); // _rowid, _rowaddr
-        let options = RecordBatchOptions::new().with_row_count(Some(requests.len()));
-        Ok(RecordBatch::try_new_with_options(schema, arrays, &options)?)
+        decoded_batch(schema, arrays, requests.len(), "a take across fragments")
     }
 
     /// How to gather field `fidx` from `fragments` (sorted indices) by copying bytes, if each of
