@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy import bases as _bases
+from lancepy import blob as _blob
 from lancepy import commit as _commit
 from lancepy import vector as _vector
 from lancepy._storage import StorageOptions, normalize_storage_options
@@ -39,6 +40,7 @@ from lancepy.bases import DatasetBasePath
 from lancepy.exceptions import (
     CommitConflictError,
     DatasetAlreadyExistsError,
+    IndexOutOfRangeError,
     InvalidArgumentError,
     NotFoundError,
     UnsupportedError,
@@ -423,7 +425,7 @@ class LanceDataset:
             batch_size_bytes=batch_size_bytes,
             index_segments=index_segments,
             full_text_query=full_text_query,
-            blob_handling=blob_handling,
+            blob_handling=None if blob_handling == "blobs_descriptions" else blob_handling,
             include_deleted_rows=include_deleted_rows or None,
             scan_stats_callback=scan_stats_callback,
             strict_batch_size=strict_batch_size or None,
@@ -614,6 +616,56 @@ class LanceDataset:
         return pa.table(self._snapshot.take_addresses(_indices(row_ids), cols, with_row_id, with_row_address))
 
     take_rows = _take_rows
+
+    def take_blobs(
+        self,
+        blob_column: str,
+        ids: Optional[Union[List[int], pa.Array]] = None,
+        addresses: Optional[Union[List[int], pa.Array]] = None,
+        indices: Optional[Union[List[int], pa.Array]] = None,
+        *,
+        buffer_size: int = _blob.DEFAULT_BLOB_BUFFER_SIZE,
+    ) -> List[Optional[_blob.BlobFile]]:
+        """The values of blob column `blob_column` at the selected rows as lazily read
+        :class:`~lancepy.blob.BlobFile` objects (``None`` for a null value; a valid empty
+        blob is a ``BlobFile`` of size 0). Select with exactly one of `ids` (row ids),
+        `addresses` (row addresses) or `indices` (positions in scan order). `buffer_size` is
+        the sequential read-ahead in bytes (0 disables it).
+
+        Blob-v2 columns (file version 2.2) are supported; the blob pages of 2.0 / 2.1 files
+        and external blobs raise :class:`~lancepy.exceptions.NotSupportedError`; a column
+        that is not a blob column raises :class:`~lancepy.exceptions.InvalidArgumentError`.
+        """
+        buffer_size = _blob._validate_buffer_size(buffer_size)
+        given = [n for n, v in (("ids", ids), ("addresses", addresses), ("indices", indices)) if v is not None]
+        if len(given) != 1:
+            raise InvalidArgumentError("take_blobs: give exactly one of ids, addresses or indices")
+        manifest = self._loaded.manifest
+        kind = _blob.blob_field_kind(manifest, blob_column)
+        if kind is None:
+            raise InvalidArgumentError(f"column {blob_column!r} is not a blob column")
+        if kind == "legacy":
+            raise UnsupportedError(
+                f"take_blobs on {blob_column!r}: blob pages of file version 2.0 / 2.1 are not supported (2.2 blob columns are)"
+            )
+        if indices is not None:
+            rows = self.take(indices, [blob_column], with_row_address=True)
+        else:
+            wanted = _indices(addresses if addresses is not None else ids)
+            if ids is not None and self.has_stable_row_ids:
+                raise UnsupportedError("take_blobs by ids on a dataset with stable row ids (use indices or addresses)")
+            rows = self._take_rows(wanted, [blob_column], with_row_address=True)
+            if rows.num_rows != len(wanted):
+                raise IndexOutOfRangeError(f"take_blobs: some of the {given[0]} name deleted or missing rows")
+        return _blob.open_blob_files(
+            self._store.uri,
+            manifest,
+            self._storage_options,
+            blob_column,
+            rows.column("_rowaddr").to_pylist(),
+            rows.column(blob_column).to_pylist(),
+            buffer_size,
+        )
 
     def _plain_columns(self, columns: Any) -> Optional[List[str]]:
         if columns is None:
