@@ -24,6 +24,7 @@ import json
 import os
 import random
 import time
+import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
 
@@ -1268,7 +1269,7 @@ class LanceDataset:
     @staticmethod
     def commit(
         base_uri: Union[PathLike, "LanceDataset"],
-        operation: "LanceOperation.BaseOperation",
+        operation: Union["LanceOperation.BaseOperation", "Transaction"],
         read_version: Optional[int] = None,
         commit_lock: Any = None,
         storage_options: StorageOptions = None,
@@ -1285,7 +1286,8 @@ class LanceDataset:
         commit_timeout: Optional[datetime.timedelta] = datetime.timedelta(seconds=1800),
     ) -> "LanceDataset":
         """Commits an operation built from fragments written elsewhere (e.g. by
-        :func:`lancepy.fragment.write_fragments` in worker tasks).
+        :func:`lancepy.fragment.write_fragments` in worker tasks), or a :class:`Transaction`
+        (its own `read_version`, uuid and properties are used).
 
         `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
         commits there are safe because the manifest is created with a conditional PUT.
@@ -1305,6 +1307,12 @@ class LanceDataset:
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
             base_store_params=base_store_params,
         )
+        planned: Optional[Transaction] = None
+        if isinstance(operation, Transaction):
+            planned, operation = operation, operation.operation
+            read_version = planned.read_version
+        if not isinstance(operation, LanceOperation.BaseOperation):
+            raise InvalidArgumentError(f"commit needs a LanceOperation or a Transaction, got {type(operation).__name__}")
         if isinstance(base_uri, LanceDataset):
             storage_options = base_uri._storage_options if storage_options is None else storage_options
             base_uri = base_uri.uri
@@ -1318,6 +1326,9 @@ class LanceDataset:
             _commit.check_feature_flags(_commit.load_manifest(store, latest).manifest, write=True, uri=uri)
         name, body = operation._to_body(store, read_version)
         txn = _commit.new_transaction(read_version, name, body)
+        if planned is not None:
+            txn["uuid"] = str(planned.uuid)
+            txn["transaction_properties"] = {str(k): str(v) for k, v in (planned.transaction_properties or {}).items()}
         result = _commit.commit_transaction(
             store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
         )
@@ -2304,6 +2315,18 @@ class ColumnOrdering:
     column_name: str
     ascending: bool = True
     nulls_first: bool = False
+
+
+@dataclass
+class Transaction:
+    """An operation and the version it was planned against, to commit later with
+    :meth:`LanceDataset.commit` (what ``write_fragments(..., return_transaction=True)``
+    returns). `uuid` names the transaction file; `transaction_properties` are stored in it."""
+
+    read_version: int
+    operation: "LanceOperation.BaseOperation"
+    uuid: str = field(default_factory=lambda: str(_uuid.uuid4()))
+    transaction_properties: Optional[Dict[str, str]] = field(default_factory=dict)
 
 
 class LanceSchema:

@@ -544,11 +544,13 @@ def write_fragments(
     ``gs://``, ``az://``; see :func:`lancepy.dataset`). `max_rows_per_group` only applies
     to the legacy format and is ignored. `progress` (pylance's ``FragmentWriteProgress``:
     ``begin(fragment)`` / ``complete(fragment)``) hears about every fragment written.
-    Returning a transaction, page and cache sizes, stable row ids, base paths, external blobs, namespaces and sessions
+    With `return_transaction` a :class:`lancepy.dataset.Transaction` is returned instead of
+    the fragments: ``LanceOperation.Append`` against the latest version when appending to an
+    existing dataset, ``LanceOperation.Overwrite`` otherwise; pass it to
+    :meth:`lancepy.LanceDataset.commit`. Page and cache sizes, stable row ids, base paths, external blobs, namespaces and sessions
     are not supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
     """
     for name, value in (
-        ("return_transaction", return_transaction or None),
         ("data_cache_bytes", data_cache_bytes),
         ("max_page_bytes", max_page_bytes),
         ("use_legacy_format", use_legacy_format),
@@ -597,7 +599,15 @@ def write_fragments(
         lance = lance_fields_for(reader.schema)
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
-    return _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
+    frags = _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
+    if not return_transaction:
+        return frags
+    from lancepy.dataset import LanceOperation, LanceSchema, Transaction
+
+    if loaded is not None:
+        return Transaction(int(loaded.manifest.get("version", 0)), LanceOperation.Append(frags))  # type: ignore[return-value]
+    latest, _ = _commit.latest_version(store)
+    return Transaction(latest, LanceOperation.Overwrite(LanceSchema(fields, metadata), frags))  # type: ignore[return-value]
 
 
 class LanceFragment:
