@@ -666,6 +666,46 @@ impl FieldHints {
 mod tests {
     use super::*;
 
+    /// pylance 14's data-file schema of a blob-v2 column: the descriptor fields carry id −1
+    /// and parent −1 right after the blob struct.
+    #[test]
+    fn blob_v2_descriptor_fields_are_adopted() {
+        let pb = |name: &str, id: i32, lt: &str, meta: &[(&str, &str)]| filepb::Field {
+            name: name.into(),
+            id,
+            parent_id: -1,
+            logical_type: lt.into(),
+            metadata: meta.iter().map(|(k, v)| (k.to_string(), bytes::Bytes::from(v.to_string()))).collect(),
+            ..Default::default()
+        };
+        let blob = [("lance-encoding:blob", "true"), ("lance-encoding:packed", "true")];
+        let fields = vec![
+            pb("id", 0, "int64", &[]),
+            pb("b", 1, "struct", &blob),
+            pb("kind", -1, "uint8", &[]),
+            pb("position", -1, "uint64", &[]),
+            pb("size", -1, "uint64", &[]),
+            pb("blob_id", -1, "uint32", &[]),
+            pb("blob_uri", -1, "string", &[]),
+        ];
+        let schema = LanceSchema::from_pb(&fields, &HashMap::new()).unwrap();
+        assert_eq!(schema.fields.len(), 2);
+        let b = &schema.fields[1];
+        assert_eq!(
+            b.children.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["kind", "position", "size", "blob_id", "blob_uri"]
+        );
+        assert!(b.is_packed_struct() && b.is_leaf());
+        // Without the blob marker, two fields with id −1 stay an error.
+        let mut plain = fields.clone();
+        plain[1].metadata.clear();
+        assert!(LanceSchema::from_pb(&plain, &HashMap::new()).is_err());
+        // A blob struct that also has real children is corrupt.
+        let mut both = fields.clone();
+        both.push(filepb::Field { parent_id: 1, ..pb("data", 2, "large_binary", &[]) });
+        assert!(LanceSchema::from_pb(&both, &HashMap::new()).is_err());
+    }
+
     fn all_types() -> Schema {
         use DataType::*;
         let fields = vec![

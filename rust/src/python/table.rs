@@ -126,7 +126,13 @@ impl PyRangeReader {
 
     /// `length` bytes at `position` (an error if the object is shorter).
     fn read_range<'py>(&self, py: Python<'py>, position: u64, length: usize) -> PyResult<Bound<'py, PyBytes>> {
-        let buf = run(py, || self.inner.read_range(position..position.saturating_add(length as u64)))?;
+        let reader = &self.inner;
+        if reader.cheap_small_reads() {
+            // A local file: one `pread` straight into the new bytes object (one copy).
+            return PyBytes::new_with(py, length, |dst| reader.read_into(position, dst).map_err(to_pyerr));
+        }
+        // Object storage: the request runs without the GIL.
+        let buf = run(py, || reader.read_range(position..position.saturating_add(length as u64)))?;
         Ok(PyBytes::new(py, buf.as_slice()))
     }
 }
