@@ -13,7 +13,7 @@ from lancepy._lancepy import __version__
 from lancepy.file import LanceFileReader, LanceFileWriter
 from lancepy import fragment
 from lancepy.bases import DatasetBasePath
-from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, dataset, write_dataset
+from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, Transaction, dataset, write_dataset
 from lancepy.fragment import FragmentMetadata, LanceFragment
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "LanceDataset",
     "DatasetBasePath",
     "LanceOperation",
+    "Transaction",
     "LanceScanner",
     "LanceFragment",
     "FragmentMetadata",

@@ -62,6 +62,11 @@ class FileWriter:
 
 # -- datasets (table.rs) --------------------------------------------------------------------
 
+class RangeReader:
+    def __init__(self, uri: str, storage_options: Optional[Dict[str, str]] = None) -> None: ...
+    def size(self) -> int: ...
+    def read_range(self, position: int, length: int) -> bytes: ...
+
 class Store:
     """A dataset directory (local path, file://, memory://, s3://, gs://, az://)."""
 

@@ -24,6 +24,7 @@ import json
 import os
 import random
 import time
+import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
 
@@ -32,6 +33,7 @@ import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy import bases as _bases
+from lancepy import blob as _blob
 from lancepy import commit as _commit
 from lancepy import vector as _vector
 from lancepy._storage import StorageOptions, normalize_storage_options
@@ -39,6 +41,7 @@ from lancepy.bases import DatasetBasePath
 from lancepy.exceptions import (
     CommitConflictError,
     DatasetAlreadyExistsError,
+    IndexOutOfRangeError,
     InvalidArgumentError,
     NotFoundError,
     UnsupportedError,
@@ -423,7 +426,7 @@ class LanceDataset:
             batch_size_bytes=batch_size_bytes,
             index_segments=index_segments,
             full_text_query=full_text_query,
-            blob_handling=blob_handling,
+            blob_handling=None if blob_handling == "blobs_descriptions" else blob_handling,
             include_deleted_rows=include_deleted_rows or None,
             scan_stats_callback=scan_stats_callback,
             strict_batch_size=strict_batch_size or None,
@@ -614,6 +617,56 @@ class LanceDataset:
         return pa.table(self._snapshot.take_addresses(_indices(row_ids), cols, with_row_id, with_row_address))
 
     take_rows = _take_rows
+
+    def take_blobs(
+        self,
+        blob_column: str,
+        ids: Optional[Union[List[int], pa.Array]] = None,
+        addresses: Optional[Union[List[int], pa.Array]] = None,
+        indices: Optional[Union[List[int], pa.Array]] = None,
+        *,
+        buffer_size: int = _blob.DEFAULT_BLOB_BUFFER_SIZE,
+    ) -> List[Optional[_blob.BlobFile]]:
+        """The values of blob column `blob_column` at the selected rows as lazily read
+        :class:`~lancepy.blob.BlobFile` objects (``None`` for a null value; a valid empty
+        blob is a ``BlobFile`` of size 0). Select with exactly one of `ids` (row ids),
+        `addresses` (row addresses) or `indices` (positions in scan order). `buffer_size` is
+        the sequential read-ahead in bytes (0 disables it).
+
+        Blob-v2 columns (file version 2.2) are supported; the blob pages of 2.0 / 2.1 files
+        and external blobs raise :class:`~lancepy.exceptions.NotSupportedError`; a column
+        that is not a blob column raises :class:`~lancepy.exceptions.InvalidArgumentError`.
+        """
+        buffer_size = _blob._validate_buffer_size(buffer_size)
+        given = [n for n, v in (("ids", ids), ("addresses", addresses), ("indices", indices)) if v is not None]
+        if len(given) != 1:
+            raise InvalidArgumentError("take_blobs: give exactly one of ids, addresses or indices")
+        manifest = self._loaded.manifest
+        kind = _blob.blob_field_kind(manifest, blob_column)
+        if kind is None:
+            raise InvalidArgumentError(f"column {blob_column!r} is not a blob column")
+        if kind == "legacy":
+            raise UnsupportedError(
+                f"take_blobs on {blob_column!r}: blob pages of file version 2.0 / 2.1 are not supported (2.2 blob columns are)"
+            )
+        if indices is not None:
+            rows = self.take(indices, [blob_column], with_row_address=True)
+        else:
+            wanted = _indices(addresses if addresses is not None else ids)
+            if ids is not None and self.has_stable_row_ids:
+                raise UnsupportedError("take_blobs by ids on a dataset with stable row ids (use indices or addresses)")
+            rows = self._take_rows(wanted, [blob_column], with_row_address=True)
+            if rows.num_rows != len(wanted):
+                raise IndexOutOfRangeError(f"take_blobs: some of the {given[0]} name deleted or missing rows")
+        return _blob.open_blob_files(
+            self._store.uri,
+            manifest,
+            self._storage_options,
+            blob_column,
+            rows.column("_rowaddr").to_pylist(),
+            rows.column(blob_column).to_pylist(),
+            buffer_size,
+        )
 
     def _plain_columns(self, columns: Any) -> Optional[List[str]]:
         if columns is None:
@@ -1223,7 +1276,7 @@ class LanceDataset:
     @staticmethod
     def commit(
         base_uri: Union[PathLike, "LanceDataset"],
-        operation: "LanceOperation.BaseOperation",
+        operation: Union["LanceOperation.BaseOperation", "Transaction"],
         read_version: Optional[int] = None,
         commit_lock: Any = None,
         storage_options: StorageOptions = None,
@@ -1240,7 +1293,8 @@ class LanceDataset:
         commit_timeout: Optional[datetime.timedelta] = datetime.timedelta(seconds=1800),
     ) -> "LanceDataset":
         """Commits an operation built from fragments written elsewhere (e.g. by
-        :func:`lancepy.fragment.write_fragments` in worker tasks).
+        :func:`lancepy.fragment.write_fragments` in worker tasks), or a :class:`Transaction`
+        (its own `read_version`, uuid and properties are used).
 
         `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
         commits there are safe because the manifest is created with a conditional PUT.
@@ -1260,6 +1314,12 @@ class LanceDataset:
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
             base_store_params=base_store_params,
         )
+        planned: Optional[Transaction] = None
+        if isinstance(operation, Transaction):
+            planned, operation = operation, operation.operation
+            read_version = planned.read_version
+        if not isinstance(operation, LanceOperation.BaseOperation):
+            raise InvalidArgumentError(f"commit needs a LanceOperation or a Transaction, got {type(operation).__name__}")
         if isinstance(base_uri, LanceDataset):
             storage_options = base_uri._storage_options if storage_options is None else storage_options
             base_uri = base_uri.uri
@@ -1273,6 +1333,9 @@ class LanceDataset:
             _commit.check_feature_flags(_commit.load_manifest(store, latest).manifest, write=True, uri=uri)
         name, body = operation._to_body(store, read_version)
         txn = _commit.new_transaction(read_version, name, body)
+        if planned is not None:
+            txn["uuid"] = str(planned.uuid)
+            txn["transaction_properties"] = {str(k): str(v) for k, v in (planned.transaction_properties or {}).items()}
         result = _commit.commit_transaction(
             store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
         )
@@ -2288,6 +2351,18 @@ class ColumnOrdering:
     column_name: str
     ascending: bool = True
     nulls_first: bool = False
+
+
+@dataclass
+class Transaction:
+    """An operation and the version it was planned against, to commit later with
+    :meth:`LanceDataset.commit` (what ``write_fragments(..., return_transaction=True)``
+    returns). `uuid` names the transaction file; `transaction_properties` are stored in it."""
+
+    read_version: int
+    operation: "LanceOperation.BaseOperation"
+    uuid: str = field(default_factory=lambda: str(_uuid.uuid4()))
+    transaction_properties: Optional[Dict[str, str]] = field(default_factory=dict)
 
 
 class LanceSchema:

@@ -17,15 +17,21 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy.exceptions import DatasetNotFoundError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
+from lancepy.exceptions import (
+    ColumnNotFoundError,
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    UnsupportedError,
+)
 
 if TYPE_CHECKING:
-    from lancepy.dataset import LanceDataset
+    from lancepy.dataset import LanceDataset, LanceSchema
 
 __all__ = ["FragmentMetadata", "DataFile", "DeletionFile", "LanceFragment", "write_fragments"]
 
@@ -544,11 +550,13 @@ def write_fragments(
     ``gs://``, ``az://``; see :func:`lancepy.dataset`). `max_rows_per_group` only applies
     to the legacy format and is ignored. `progress` (pylance's ``FragmentWriteProgress``:
     ``begin(fragment)`` / ``complete(fragment)``) hears about every fragment written.
-    Returning a transaction, page and cache sizes, stable row ids, base paths, external blobs, namespaces and sessions
+    With `return_transaction` a :class:`lancepy.dataset.Transaction` is returned instead of
+    the fragments: ``LanceOperation.Append`` against the latest version when appending to an
+    existing dataset, ``LanceOperation.Overwrite`` otherwise; pass it to
+    :meth:`lancepy.LanceDataset.commit`. Page and cache sizes, stable row ids, base paths, external blobs, namespaces and sessions
     are not supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
     """
     for name, value in (
-        ("return_transaction", return_transaction or None),
         ("data_cache_bytes", data_cache_bytes),
         ("max_page_bytes", max_page_bytes),
         ("use_legacy_format", use_legacy_format),
@@ -597,7 +605,15 @@ def write_fragments(
         lance = lance_fields_for(reader.schema)
         fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
-    return _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
+    frags = _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
+    if not return_transaction:
+        return frags
+    from lancepy.dataset import LanceOperation, LanceSchema, Transaction
+
+    if loaded is not None:
+        return Transaction(int(loaded.manifest.get("version", 0)), LanceOperation.Append(frags))  # type: ignore[return-value]
+    latest, _ = _commit.latest_version(store)
+    return Transaction(latest, LanceOperation.Overwrite(LanceSchema(fields, metadata), frags))  # type: ignore[return-value]
 
 
 class LanceFragment:
@@ -754,6 +770,62 @@ class LanceFragment:
         addresses = self._ds.scanner(columns=[], fragments=[self], with_row_address=True).to_table().column("_rowaddr")
         picked = addresses.take(pa.array(indices, pa.int64()))
         return self._ds._take_rows(picked, columns=columns)
+
+    def merge_columns(
+        self,
+        value_func: Any,
+        columns: Optional[List[str]] = None,
+        batch_size: Optional[int] = None,
+        reader_schema: Optional[pa.Schema] = None,
+    ) -> Tuple[FragmentMetadata, "LanceSchema"]:
+        """Computes new columns for this fragment without committing them (a worker's step
+        of a distributed backfill): `value_func` maps each batch of the `columns` (all by
+        default) over every physical row (deleted rows included, so the new data file lines
+        up with the fragment's others) to a batch, table or dict of new columns. Batches hold
+        at most `batch_size` rows (default: the whole fragment in one batch). Returns this
+        fragment with one new data file and the dataset's schema extended by the new columns
+        (field ids from ``max_field_id + 1``); commit them with
+        ``LanceOperation.Merge(fragments, schema)``. SQL expressions (a dict) and readers of
+        precomputed values as `value_func`, and `reader_schema`, are not supported: they
+        raise :class:`~lancepy.exceptions.NotSupportedError`."""
+        from lancepy.dataset import LanceSchema, _as_table
+
+        if reader_schema is not None:
+            raise UnsupportedError("merge_columns(reader_schema=...): readers of precomputed values are not supported")
+        if isinstance(value_func, dict) or not callable(value_func):
+            raise UnsupportedError(
+                f"merge_columns with a {type(value_func).__name__}: only a function batch -> new columns is supported"
+            )
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0):
+            raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+        ds = self._ds
+        cols = list(columns) if columns is not None else ds.schema.names
+        missing = [c for c in cols if c not in ds.schema.names]
+        if missing:
+            raise ColumnNotFoundError(f"merge_columns: no columns {missing} in the dataset")
+        phys = self.physical_rows
+        src = pa.table(ds._snapshot.scan(cols, [self.fragment_id], 0, None, batch_size or max(phys, 1), False, False, True))
+        outs = [_as_table(value_func(b)) for b in src.to_batches()] if phys else []
+        if not outs:
+            raise InvalidArgumentError(f"fragment {self.fragment_id} has no rows to compute columns for")
+        new = pa.concat_tables([t.combine_chunks() for t in outs])
+        if new.num_rows != phys:
+            raise InvalidArgumentError(f"value_func returned {new.num_rows} rows for fragment {self.fragment_id}, which has {phys}")
+        new_schema = pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in new.schema])
+        clash = [n for n in new_schema.names if n in ds.schema.names]
+        if clash:
+            raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
+        new = pa.Table.from_arrays(list(new.columns), schema=new_schema)
+        lance = lance_fields_for(new_schema, ds.max_field_id + 1)
+        made = _write(ds.uri, new.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), ds.data_storage_version,
+                      storage_options=ds._storage_options)
+        if len(made) != 1:
+            raise InvalidArgumentError("internal error: expected one data file for the fragment")
+        own = self._meta._manifest_json()
+        meta = FragmentMetadata._from_dict({**own, "files": own["files"] + made[0]._manifest_json()["files"]})
+        m = ds._loaded.manifest
+        schema = LanceSchema(m.get("fields", []) + lance["fields"], m.get("schema_metadata", {}))
+        return meta, schema
 
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self._meta.physical_rows})"

@@ -207,6 +207,25 @@ impl LanceField {
         Field::new(&self.name, self.data_type.clone(), self.nullable).with_metadata(self.metadata.clone())
     }
 
+    /// Whether this is a blob-v2 column of a dataset (Arrow extension `lance.blob.v2`, a
+    /// struct of `data` / `uri` in the manifest, stored as descriptions in data files).
+    pub fn is_blob_v2(&self) -> bool {
+        matches!(self.data_type, DataType::Struct(_))
+            && self.metadata.get("ARROW:extension:name").is_some_and(|v| v == "lance.blob.v2")
+    }
+
+    /// The Arrow field a dataset read returns for this field: [`Self::to_arrow`], except for
+    /// a blob-v2 column, whose descriptions are returned (as pylance does by default).
+    pub fn output_arrow(&self) -> Field {
+        if self.is_blob_v2() {
+            let meta: HashMap<String, String> = [("lance-encoding:blob", "true"), ("lance-encoding:packed", "true")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into();
+            return Field::new(&self.name, blob_v2_description_type(), self.nullable).with_metadata(meta);
+        }
+        self.to_arrow()
+    }
+
     /// Whether this is a struct stored row-major as one column (field metadata
     /// `lance-encoding:packed = true`).
     pub fn is_packed_struct(&self) -> bool {
@@ -315,6 +334,27 @@ impl LanceField {
     }
 }
 
+/// Whether field metadata marks a blob column (`lance-encoding:blob` = true).
+pub fn is_blob_metadata(m: &HashMap<String, String>) -> bool {
+    m.get("lance-encoding:blob").is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
+}
+
+/// The Arrow type of a blob-v2 column's descriptions (what a scan returns for it by default):
+/// `struct<kind: uint8, position: uint64, size: uint64, blob_id: uint32, blob_uri: utf8>`,
+/// children not nullable.
+pub fn blob_v2_description_type() -> DataType {
+    DataType::Struct(
+        vec![
+            Field::new("kind", DataType::UInt8, false),
+            Field::new("position", DataType::UInt64, false),
+            Field::new("size", DataType::UInt64, false),
+            Field::new("blob_id", DataType::UInt32, false),
+            Field::new("blob_uri", DataType::Utf8, false),
+        ]
+        .into(),
+    )
+}
+
 fn metadata_from_pb(m: &HashMap<String, bytes::Bytes>) -> HashMap<String, String> {
     m.iter().map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned())).collect()
 }
@@ -415,27 +455,55 @@ impl LanceSchema {
 
     /// Builds the tree from a flat protobuf field list.
     pub fn from_pb(fields: &[filepb::Field], metadata: &HashMap<String, bytes::Bytes>) -> Result<Self> {
-        // Index children by parent id, keeping the stored order.
+        // pylance 14 writes the descriptor fields of a blob-v2 column (kind, position, size,
+        // blob_id, blob_uri) in data files with id −1 and parent −1, right after the blob
+        // struct they belong to: adopt them as that struct's children.
+        let mut adopted_by: Vec<Option<usize>> = vec![None; fields.len()];
+        let mut open_blob: Option<usize> = None;
+        for (i, f) in fields.iter().enumerate() {
+            if f.id == -1 && f.parent_id == -1 {
+                if let Some(b) = open_blob {
+                    adopted_by[i] = Some(b);
+                    continue;
+                }
+            }
+            open_blob = (f.logical_type == "struct" && is_blob_metadata(&metadata_from_pb(&f.metadata))).then_some(i);
+        }
+        // Index children by parent, keeping the stored order.
         let mut children_of: HashMap<i32, Vec<usize>> = HashMap::new();
+        let mut adopted: HashMap<usize, Vec<usize>> = HashMap::new();
         let mut seen = std::collections::HashSet::new();
         for (i, f) in fields.iter().enumerate() {
+            if let Some(b) = adopted_by[i] {
+                adopted.entry(b).or_default().push(i);
+                continue;
+            }
             if !seen.insert(f.id) {
                 return Err(Error::corrupt(format!("schema has two fields with id {}", f.id)));
             }
             children_of.entry(f.parent_id).or_default().push(i);
         }
+        if adopted.keys().any(|b| children_of.contains_key(&fields[*b].id)) {
+            return Err(Error::corrupt("blob column has both descriptor fields and children"));
+        }
+        let children_of = (children_of, adopted);
         fn build(
             idx: usize,
             fields: &[filepb::Field],
-            children_of: &HashMap<i32, Vec<usize>>,
+            children_of: &(HashMap<i32, Vec<usize>>, HashMap<usize, Vec<usize>>),
             depth: usize,
         ) -> Result<LanceField> {
             if depth > 64 {
                 return Err(Error::corrupt("schema nesting deeper than 64 levels (cycle?)"));
             }
             let f = &fields[idx];
-            let children = children_of
-                .get(&f.id)
+            // Adopted descriptor fields (id −1) have no children of their own.
+            let kids = match children_of.1.get(&idx) {
+                Some(k) => Some(k),
+                None if f.id == -1 => None,
+                None => children_of.0.get(&f.id),
+            };
+            let children = kids
                 .map(|c| c.iter().map(|&i| build(i, fields, children_of, depth + 1)).collect::<Result<Vec<_>>>())
                 .transpose()?
                 .unwrap_or_default();
@@ -454,7 +522,7 @@ impl LanceSchema {
                 unenforced_primary_key_position: f.unenforced_primary_key_position,
             })
         }
-        let top = children_of.get(&-1).cloned().unwrap_or_default();
+        let top = children_of.0.get(&-1).cloned().unwrap_or_default();
         let fields = top.iter().map(|&i| build(i, fields, &children_of, 0)).collect::<Result<Vec<_>>>()?;
         Ok(Self { fields, metadata: metadata_from_pb(metadata) })
     }
@@ -646,6 +714,46 @@ impl FieldHints {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// pylance 14's data-file schema of a blob-v2 column: the descriptor fields carry id −1
+    /// and parent −1 right after the blob struct.
+    #[test]
+    fn blob_v2_descriptor_fields_are_adopted() {
+        let pb = |name: &str, id: i32, lt: &str, meta: &[(&str, &str)]| filepb::Field {
+            name: name.into(),
+            id,
+            parent_id: -1,
+            logical_type: lt.into(),
+            metadata: meta.iter().map(|(k, v)| (k.to_string(), bytes::Bytes::from(v.to_string()))).collect(),
+            ..Default::default()
+        };
+        let blob = [("lance-encoding:blob", "true"), ("lance-encoding:packed", "true")];
+        let fields = vec![
+            pb("id", 0, "int64", &[]),
+            pb("b", 1, "struct", &blob),
+            pb("kind", -1, "uint8", &[]),
+            pb("position", -1, "uint64", &[]),
+            pb("size", -1, "uint64", &[]),
+            pb("blob_id", -1, "uint32", &[]),
+            pb("blob_uri", -1, "string", &[]),
+        ];
+        let schema = LanceSchema::from_pb(&fields, &HashMap::new()).unwrap();
+        assert_eq!(schema.fields.len(), 2);
+        let b = &schema.fields[1];
+        assert_eq!(
+            b.children.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["kind", "position", "size", "blob_id", "blob_uri"]
+        );
+        assert!(b.is_packed_struct() && b.is_leaf());
+        // Without the blob marker, two fields with id −1 stay an error.
+        let mut plain = fields.clone();
+        plain[1].metadata.clear();
+        assert!(LanceSchema::from_pb(&plain, &HashMap::new()).is_err());
+        // A blob struct that also has real children is corrupt.
+        let mut both = fields.clone();
+        both.push(filepb::Field { parent_id: 1, ..pb("data", 2, "large_binary", &[]) });
+        assert!(LanceSchema::from_pb(&both, &HashMap::new()).is_err());
+    }
 
     fn all_types() -> Schema {
         use DataType::*;

@@ -103,6 +103,40 @@ impl PyStore {
     }
 }
 
+/// Ranged reads of one object (a blob's bytes): each read fetches only the bytes asked for
+/// (a `pread` for local files, a ranged GET on object storage).
+#[pyclass(name = "RangeReader", module = "lancepy._lancepy", frozen)]
+pub struct PyRangeReader {
+    inner: crate::io::ReaderRef,
+}
+
+#[pymethods]
+impl PyRangeReader {
+    #[new]
+    #[pyo3(signature = (uri, storage_options=None))]
+    fn new(py: Python<'_>, uri: String, storage_options: Option<StorageOptions>) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        Ok(Self { inner: run(py, || crate::io::open_reader_with(&uri, &options))? })
+    }
+
+    /// Size of the object in bytes.
+    fn size(&self, py: Python<'_>) -> PyResult<u64> {
+        run(py, || self.inner.size())
+    }
+
+    /// `length` bytes at `position` (an error if the object is shorter).
+    fn read_range<'py>(&self, py: Python<'py>, position: u64, length: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let reader = &self.inner;
+        if reader.cheap_small_reads() {
+            // A local file: one `pread` straight into the new bytes object (one copy).
+            return PyBytes::new_with(py, length, |dst| reader.read_into(position, dst).map_err(to_pyerr));
+        }
+        // Object storage: the request runs without the GIL.
+        let buf = run(py, || reader.read_range(position..position.saturating_add(length as u64)))?;
+        Ok(PyBytes::new(py, buf.as_slice()))
+    }
+}
+
 /// `([(version, manifest path)], naming)` of every committed version, by listing `_versions/`.
 #[pyfunction]
 pub fn list_versions(py: Python<'_>, store: &PyStore) -> PyResult<(Vec<(u64, String)>, Option<&'static str>)> {
@@ -613,6 +647,7 @@ impl PySnapshot {
 /// Registers the table bindings.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStore>()?;
+    m.add_class::<PyRangeReader>()?;
     m.add_class::<PySnapshot>()?;
     m.add_function(wrap_pyfunction!(list_versions, m)?)?;
     m.add_function(wrap_pyfunction!(manifest_path, m)?)?;

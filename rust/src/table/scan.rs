@@ -216,7 +216,7 @@ impl TableSnapshot {
 
     /// The schema of what a read with `projection` and `opts` returns.
     pub fn output_schema(&self, projection: &[usize], opts: ScanOptions) -> SchemaRef {
-        let mut fields: Vec<Field> = projection.iter().map(|&i| self.schema.fields[i].to_arrow()).collect();
+        let mut fields: Vec<Field> = projection.iter().map(|&i| self.schema.fields[i].output_arrow()).collect();
         if opts.with_row_id {
             fields.push(Field::new(ROW_ID, DataType::UInt64, true));
         }
@@ -406,7 +406,7 @@ impl TableSnapshot {
         }
         let mut arrays = Vec::with_capacity(projection.len() + 2);
         for (pos, &fidx) in projection.iter().enumerate() {
-            let field = self.schema.fields[fidx].to_arrow();
+            let field = self.schema.fields[fidx].output_arrow();
             let array = match columns[pos].take() {
                 Some(a) => conform(a, &field)?,
                 None => {
@@ -619,7 +619,7 @@ impl TableSnapshot {
     /// How to gather field `fidx` from `fragments` (sorted indices) by copying bytes, if each of
     /// them stores it row by row, alike (see [`FileReader::direct_rows`]).
     pub(super) fn direct_column(&self, fidx: usize, fragments: &[usize]) -> Result<Option<DirectColumn>> {
-        let field = self.schema.fields[fidx].to_arrow();
+        let field = self.schema.fields[fidx].output_arrow();
         let width = fixed_byte_width(field.data_type());
         if width.is_none() && !matches!(field.data_type(), DataType::Binary | DataType::LargeBinary) {
             return Ok(None);

@@ -71,6 +71,13 @@ pub fn write_fragments_named(
     mut new_name: impl FnMut() -> Result<String>,
     mut on_file: impl FnMut(&str),
 ) -> Result<Vec<tablepb::DataFragment>> {
+    if let Some(f) = schema.all_fields().into_iter().find(|f| f.is_blob_v2() || crate::schema::is_blob_metadata(&f.metadata)) {
+        return Err(Error::not_supported(format!(
+            "writing blob column {:?} (field metadata lance-encoding:blob / blob v2): lancepy reads blob columns \
+             but does not write them yet",
+            f.name
+        )));
+    }
     if options.max_rows_per_file == 0 {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
