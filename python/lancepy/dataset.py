@@ -278,7 +278,7 @@ class LanceDataset:
         return self._loaded.index_section is not None and bool(_lancepy.describe_index_section(self._loaded.index_section))
 
     def list_indices(self) -> List[Dict[str, Any]]:
-        """Name and field ids of each index (lancepy keeps indices but does not use them)."""
+        """Name and field ids of each index (lancepy searches with IVF_FLAT / IVF_PQ vector indices)."""
         if self._loaded.index_section is None:
             return []
         return [{"name": n, "fields": f} for n, f in _lancepy.describe_index_section(self._loaded.index_section)]
@@ -412,8 +412,8 @@ class LanceDataset:
         ordered scan is read whole, then sorted) work as in pylance. Hints that cannot change the result
         (`batch_readahead`, `fragment_readahead`, `scan_in_order`, `use_stats`,
         `fast_search`, `io_buffer_size`, `late_materialization`, `use_scalar_index`) are
-        accepted and ignored: lancepy always scans in order, without indices. `nearest` runs an
-        exact nearest-neighbour search (see :mod:`lancepy.vector`), with the filter applied
+        accepted and ignored: lancepy always scans in order, without scalar indices. `nearest` runs a
+        nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
         before it when `prefilter` is true and after it otherwise. Full text and
         index-segment search, blob handling, deleted-row scans, byte-sized
         or strict batches, row-address allow/block lists and scan statistics are not built:
