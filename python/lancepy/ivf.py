@@ -316,7 +316,10 @@ def _partition_distances(idx: IvfIndex, p: int, q: "np.ndarray") -> "np.ndarray"
     else:  # codes of residuals (vector minus centroid); per sub-vector squared L2
         diff = (q - idx.centroids[p]).reshape(m, 1, -1) - cb
         table = (diff * diff).sum(-1)  # (m, 256)
-    return table[np.arange(m)[:, None], codes].sum(0, dtype=np.float32)
+    out = table[0].take(codes[0])
+    for j in range(1, m):  # (sub-vector by sub-vector: no m x n temporary)
+        out += table[j].take(codes[j])
+    return out
 
 
 @dataclass

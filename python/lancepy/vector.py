@@ -250,16 +250,24 @@ def _index_search(
     metric = idx.metric
     frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
     covered, uncovered = _ivf.covered_fragments(entry, frags)
-    covered_arr = np.asarray(sorted(covered), dtype=np.uint64)
     deleted = _deleted_addresses(ds)
     allowed_arr = None if allowed is None else np.sort(allowed.to_numpy(zero_copy_only=False).astype(np.uint64))
+    # Rows of fragments searched: a lookup by fragment id (the index may name fragments
+    # since removed, and `fragments=` may restrict the search).
+    every = set(entry["fragment_ids"])
+    check_fragments = every != set(covered)
+    frag_ok = np.zeros(max(every, default=0) + 2, dtype=bool)  # (the last slot: any other fragment)
+    frag_ok[[f for f in covered if f < len(frag_ok) - 1]] = True
+    last = np.uint64(len(frag_ok) - 1)
 
-    def keep(rid: "np.ndarray") -> "np.ndarray":
-        mask = np.isin(rid >> np.uint64(32), covered_arr)
+    def keep(rid: "np.ndarray") -> Optional["np.ndarray"]:
+        mask = frag_ok[np.minimum(rid >> np.uint64(32), last).astype(np.intp)] if check_fragments else None
         if len(deleted):
-            mask &= ~np.isin(rid, deleted)
+            live = ~np.isin(rid, deleted)
+            mask = live if mask is None else mask & live
         if allowed_arr is not None:
-            mask &= np.isin(rid, allowed_arr)
+            ok = np.isin(rid, allowed_arr)
+            mask = ok if mask is None else mask & ok
         return mask
 
     q = query.q
