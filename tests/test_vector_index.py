@@ -203,3 +203,12 @@ def test_corrupt_index_file_raises(copy_of):
         f.truncate(40)
     with pytest.raises(LanceError):
         lancepy.dataset(path).to_table(nearest={"column": "emb", "q": v[0], "k": 3})
+
+
+@pytest.mark.parametrize("index_type", ["IVF_PQ", "IVF_FLAT", "BTREE"])
+def test_create_index_is_not_built(indexed, index_type):
+    _, path, _ = indexed
+    ds = lancepy.dataset(path)
+    with pytest.raises(lancepy.exceptions.NotSupportedError, match=index_type):
+        ds.create_index("emb", index_type=index_type, num_partitions=4)
+    assert lancepy.dataset(path).version == ds.version
