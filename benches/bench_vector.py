@@ -80,7 +80,7 @@ def _index_bench(args: argparse.Namespace, path: str, vectors: np.ndarray, queri
     print("| nprobes | refine_factor | recall@k lancepy / pylance | same result as pylance | lancepy q/s | pylance q/s "
           "| lancepy / pylance |\n|---:|---:|---:|---:|---:|---:|---:|")
     for nprobes in args.nprobes:
-        for refine in ([None, 4] if args.index == "IVF_PQ" else [None]):
+        for refine in ([None, 10] if args.index == "IVF_PQ" else [None]):
             nearest = {"column": "emb", "k": args.k, "nprobes": nprobes, "refine_factor": refine}
 
             def ours(q: np.ndarray) -> pa.Table:

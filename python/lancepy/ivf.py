@@ -157,7 +157,7 @@ class IvfIndex:
     lengths: "np.ndarray"  # (partitions,) int64
     row_ids: "np.ndarray"  # (rows,) uint64, partition by partition
     vectors: Optional["np.ndarray"] = None  # IVF_FLAT: (rows, dim) float32
-    codes: Optional["np.ndarray"] = None  # IVF_PQ: flat uint8, transposed per partition
+    codes: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, rows) uint8
     codebook: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, 256, sub_dim) float32
     num_sub_vectors: int = 0
 
@@ -271,12 +271,12 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
         codes = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint8, copy=False)
         if col.type.list_size != m or len(codes) != num_rows * m:
             raise CorruptFileError(f"{apath}: PQ codes are not {m} bytes per row")
-        if not transposed:  # store them transposed per partition, as the search reads them
-            out = np.empty_like(codes)
-            for o, n in zip(offs.tolist(), lens.tolist()):
-                out[o * m : (o + n) * m] = codes[o * m : (o + n) * m].reshape(n, m).T.ravel()
-            codes = out
-        idx.codes = codes
+        # Kept as (sub-vectors, rows): a partition's codes are then the columns o..o+n.
+        out = np.empty((m, num_rows), dtype=np.uint8)
+        for o, n in zip(offs.tolist(), lens.tolist()):
+            block = codes[o * m : (o + n) * m]
+            out[:, o : o + n] = block.reshape(m, n) if transposed else block.reshape(n, m).T
+        idx.codes = out
     if len(row_ids) != num_rows:
         raise CorruptFileError(f"{apath}: {len(row_ids)} row ids for {num_rows} rows")
     return idx
@@ -297,29 +297,40 @@ def _centroid_distances(idx: IvfIndex, q: "np.ndarray") -> "np.ndarray":
     return np.einsum("ij,ij->i", d, d)
 
 
-def _partition_distances(idx: IvfIndex, p: int, q: "np.ndarray") -> "np.ndarray":
+def _distances(idx: IvfIndex, parts: List[int], q: "np.ndarray") -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(row ids, index distances)`` of every row of partitions ``parts``, in one pass."""
     import numpy as np
 
-    o, n = int(idx.offsets[p]), int(idx.lengths[p])
+    spans = [(int(idx.offsets[p]), int(idx.lengths[p])) for p in parts]
+    rid = np.concatenate([idx.row_ids[o : o + n] for o, n in spans])
     if idx.vectors is not None:
-        x = idx.vectors[o : o + n]
+        x = np.concatenate([idx.vectors[o : o + n] for o, n in spans])
         if idx.metric != "l2":  # (cosine: the stored vectors and the query are normalized)
-            return 1.0 - x @ q
+            return rid, (1.0 - x @ q).astype(np.float32, copy=False)
         d = x - q
-        return np.einsum("ij,ij->i", d, d)
+        return rid, np.einsum("ij,ij->i", d, d)
     m = idx.num_sub_vectors
-    codes = idx.codes[o * m : (o + n) * m].reshape(m, n)  # type: ignore[index]
+    codes = np.concatenate([idx.codes[:, o : o + n] for o, n in spans], axis=1)  # type: ignore[index]
     cb = idx.codebook
     if idx.metric == "dot":  # codes of the vectors themselves; 1 - (sum of per-sub-vector dots)
         table = -np.einsum("mkd,md->mk", cb, q.reshape(m, -1))
         table[0] += 1.0
-    else:  # codes of residuals (vector minus centroid); per sub-vector squared L2
-        diff = (q - idx.centroids[p]).reshape(m, 1, -1) - cb
-        table = (diff * diff).sum(-1)  # (m, 256)
-    out = table[0].take(codes[0])
-    for j in range(1, m):  # (sub-vector by sub-vector: no m x n temporary)
-        out += table[j].take(codes[j])
-    return out
+        out = table[0].take(codes[0])
+        for j in range(1, m):
+            out += table[j].take(codes[j])
+        return rid, out
+    # Codes of residuals (vector minus its centroid): per partition and sub-vector, a table of
+    # squared L2 distances from the query's residual to the 256 codewords.
+    res = (q - idx.centroids[parts]).reshape(len(parts), m, 1, -1)  # (parts, m, 1, sub_dim)
+    diff = res - cb[None]
+    tables = (diff * diff).sum(-1).reshape(len(parts), m * 256)  # (parts, m * 256)
+    which = np.repeat(np.arange(len(parts), dtype=np.intp), [n for _, n in spans])
+    flat = tables.ravel()
+    base = which * (m * 256)
+    out = flat.take(base + codes[0])
+    for j in range(1, m):
+        out += flat.take(base + (j * 256) + codes[j])
+    return rid, out
 
 
 @dataclass
@@ -361,21 +372,19 @@ def search_partitions(
     ids: List[Any] = []
     dists: List[Any] = []
     found = 0
-    for i, p in enumerate(order[:hi].tolist()):
-        if i >= lo and found >= opts.k:
-            break
-        n = int(idx.lengths[p])
-        if n == 0:
-            continue
-        o = int(idx.offsets[p])
-        rid = idx.row_ids[o : o + n]
-        d = _partition_distances(idx, p, q)
+    probe = order[:lo].tolist()
+    rest = order[lo:hi].tolist()
+    while probe:
+        rid, d = _distances(idx, probe, q)
         mask = keep(rid)
         if mask is not None:
             rid, d = rid[mask], d[mask]
         ids.append(rid)
         dists.append(d)
         found += len(rid)
+        # (no nprobes given: keep probing, one partition at a time, until k rows are found)
+        probe = rest[:1] if found < opts.k else []
+        rest = rest[1:]
     if not ids:
         return np.empty(0, np.uint64), np.empty(0, np.float32)
     rid = np.concatenate(ids)
