@@ -303,12 +303,18 @@ def _distances(idx: IvfIndex, parts: List[int], q: "np.ndarray") -> Tuple["np.nd
 
     spans = [(int(idx.offsets[p]), int(idx.lengths[p])) for p in parts]
     rid = np.concatenate([idx.row_ids[o : o + n] for o, n in spans])
-    if idx.vectors is not None:
-        x = np.concatenate([idx.vectors[o : o + n] for o, n in spans])
-        if idx.metric != "l2":  # (cosine: the stored vectors and the query are normalized)
-            return rid, (1.0 - x @ q).astype(np.float32, copy=False)
-        d = x - q
-        return rid, np.einsum("ij,ij->i", d, d)
+    if idx.vectors is not None:  # span by span: no copy of the probed vectors
+        out = np.empty(len(rid), dtype=np.float32)
+        at = 0
+        for o, n in spans:
+            x = idx.vectors[o : o + n]
+            if idx.metric != "l2":  # (cosine: the stored vectors and the query are normalized)
+                out[at : at + n] = 1.0 - x @ q
+            else:
+                d = x - q
+                np.einsum("ij,ij->i", d, d, out=out[at : at + n])
+            at += n
+        return rid, out
     m = idx.num_sub_vectors
     codes = np.concatenate([idx.codes[:, o : o + n] for o, n in spans], axis=1)  # type: ignore[index]
     cb = idx.codebook
