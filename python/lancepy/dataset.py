@@ -281,10 +281,51 @@ class LanceDataset:
         return self._loaded.index_section is not None and bool(_lancepy.describe_index_section(self._loaded.index_section))
 
     def list_indices(self) -> List[Dict[str, Any]]:
-        """Name and field ids of each index (lancepy keeps indices but does not use them)."""
+        """Name and field ids of each index (lancepy searches with IVF_FLAT / IVF_PQ vector indices)."""
         if self._loaded.index_section is None:
             return []
         return [{"name": n, "fields": f} for n, f in _lancepy.describe_index_section(self._loaded.index_section)]
+
+    def create_index(
+        self,
+        column: Union[str, List[str]],
+        index_type: str,
+        name: Optional[str] = None,
+        metric: str = "L2",
+        replace: bool = False,
+        num_partitions: Optional[int] = None,
+        ivf_centroids: Any = None,
+        pq_codebook: Any = None,
+        num_sub_vectors: Optional[int] = None,
+        accelerator: Any = None,
+        index_cache_size: Optional[int] = None,
+        shuffle_partition_batches: Optional[int] = None,
+        shuffle_partition_concurrency: Optional[int] = None,
+        ivf_centroids_file: Optional[str] = None,
+        precomputed_partition_dataset: Optional[str] = None,
+        storage_options: Optional[Dict[str, str]] = None,
+        filter_nan: bool = True,
+        train: bool = True,
+        fragment_ids: Optional[List[int]] = None,
+        index_uuid: Optional[str] = None,
+        *,
+        target_partition_size: Optional[int] = None,
+        streaming_sample_rate: Optional[int] = None,
+        streaming_coreset_rate: Optional[int] = None,
+        streaming_refine_passes: Optional[int] = None,
+        skip_transpose: bool = False,
+        progress_callback: Optional[Callable[[Any], None]] = None,
+    ) -> "LanceDataset":
+        """Builds an index (pylance's signature). Not built in lancepy yet: it always raises
+        :class:`~lancepy.exceptions.NotSupportedError`. Indices pylance builds (IVF_FLAT,
+        IVF_PQ) are used by lancepy's ``nearest=`` searches."""
+        kind = str(index_type).upper()
+        if kind in ("IVF_FLAT", "IVF_PQ"):
+            raise UnsupportedError(
+                f"create_index(index_type={index_type!r}): lancepy cannot build vector indices yet; build it with "
+                "pylance (lancepy then searches with it)"
+            )
+        raise UnsupportedError(f"create_index(index_type={index_type!r}): lancepy builds no indices of this type")
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
         """The base paths this version registers, by id: other roots holding some of its
@@ -415,8 +456,8 @@ class LanceDataset:
         ordered scan is read whole, then sorted) work as in pylance. Hints that cannot change the result
         (`batch_readahead`, `fragment_readahead`, `scan_in_order`, `use_stats`,
         `fast_search`, `io_buffer_size`, `late_materialization`, `use_scalar_index`) are
-        accepted and ignored: lancepy always scans in order, without indices. `nearest` runs an
-        exact nearest-neighbour search (see :mod:`lancepy.vector`), with the filter applied
+        accepted and ignored: lancepy always scans in order, without scalar indices. `nearest` runs a
+        nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
         before it when `prefilter` is true and after it otherwise. Full text and
         index-segment search, blob handling, deleted-row scans, byte-sized
         or strict batches, row-address allow/block lists and scan statistics are not built:

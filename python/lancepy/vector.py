@@ -1,27 +1,37 @@
 """Nearest-neighbour queries: ``nearest=`` on ``to_table`` / ``to_batches`` / ``scanner``.
 
-Every search is exact (brute force) for now: lancepy reads only the vector column, scores it in
-Rust on all cores (one pass, memory bounded by one batch per thread), then takes the other
-columns for the ``k`` winners alone. Results are pylance's: the same rows, ``_distance`` as
-pylance defines it (squared L2, ``1 - cosine``, ``1 - dot``), nearest first, ties by row id.
+With an IVF_FLAT or IVF_PQ index on the column (built by pylance; see :mod:`lancepy.ivf`),
+the search uses it as pylance does: ``nprobes`` partitions nearest the query are scanned
+(lancepy's default when none is given: 20, more until ``k`` rows are found; pylance's own
+default is adaptive), ``refine_factor`` re-ranks the best ``k * refine_factor`` by exact
+distance, deleted rows never come back, and fragments appended after the index was built
+are searched exactly and merged (the index's candidates are then re-ranked exactly, as
+pylance does). ``use_index=False``, a ``metric`` other than the index's, or a dataset with
+stable row ids give an exact search.
+
+The exact search reads only the vector column, scores it in Rust on all cores (one pass,
+memory bounded by one batch per thread), then takes the other columns for the ``k``
+winners alone. Results are pylance's: the same rows, ``_distance`` as pylance defines it
+(squared L2, ``1 - cosine``, ``1 - dot``), nearest first, ties by row id.
 
 The ``nearest`` dictionary takes pylance's keys. ``column``, ``q``, ``k`` (default 10),
-``metric`` (``"l2"`` default, ``"cosine"``, ``"dot"``) and ``distance_range`` shape the
-result. ``nprobes``, ``minimum_nprobes``, ``maximum_nprobes``, ``refine_factor``, ``ef``,
-``use_index``, ``approx_mode``, ``search_effort`` and ``query_parallelism`` tune approximate
-(index) searches; they are checked and, since an exact search is what they approximate,
-they cannot change its answer. A filter is applied after the search by default (pylance's
-``prefilter=False``: fewer than ``k`` rows may come back); ``prefilter=True`` searches only the
-rows that match.
+``metric`` (``"l2"`` default, or the index's; ``"cosine"``, ``"dot"``) and
+``distance_range`` shape the result; ``nprobes``, ``minimum_nprobes``, ``maximum_nprobes``,
+``refine_factor`` and ``use_index`` steer an index search. ``ef``, ``approx_mode``,
+``search_effort`` and ``query_parallelism`` tune index kinds lancepy does not read (HNSW)
+and are checked only. A filter is applied after the search by default (pylance's
+``prefilter=False``: fewer than ``k`` rows may come back); ``prefilter=True`` searches only
+the rows that match.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from lancepy import ivf as _ivf
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,6 +60,12 @@ class NearestQuery:
     k: int
     metric: str
     distance_range: Tuple[Optional[float], Optional[float]]
+    metric_given: bool = True
+    use_index: bool = True
+    nprobes: Optional[int] = None
+    minimum_nprobes: Optional[int] = None
+    maximum_nprobes: Optional[int] = None
+    refine_factor: Optional[int] = None
 
 
 def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery:
@@ -110,7 +126,17 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
             lo, hi = (None if b is None else float(b) for b in dr)
         except (TypeError, ValueError):
             raise InvalidArgumentError(f"nearest= 'distance_range' must be (lower, upper), got {dr!r}") from None
-    return NearestQuery(column, qv, int(k), _METRICS[metric.lower()], (lo, hi))
+    def count(key: str) -> Optional[int]:
+        v = nearest.get(key)
+        return None if v is None else int(v)
+
+    use_index = nearest.get("use_index")
+    return NearestQuery(
+        column, qv, int(k), _METRICS[metric.lower()], (lo, hi), metric_given=nearest.get("metric") is not None,
+        use_index=True if use_index is None else bool(use_index), nprobes=count("nprobes"),
+        minimum_nprobes=count("minimum_nprobes"), maximum_nprobes=count("maximum_nprobes"),
+        refine_factor=count("refine_factor"),
+    )
 
 
 def search(
@@ -134,8 +160,12 @@ def search(
         t = pa.table(snap.scan(flt.columns, fragment_ids, 0, None, 131072, False, True, False))
         mask = evaluate(t, flt)
         allowed = t.column("_rowaddr").filter(mask).combine_chunks()
-    addresses, distances = snap.knn(query.column, query.q.tolist(), query.k, query.metric, fragment_ids, allowed,
-                                    query.distance_range)
+    found = _index_search(ds, query, fragment_ids, allowed)
+    if found is None:
+        addresses, distances = snap.knn(query.column, query.q.tolist(), query.k, query.metric, fragment_ids, allowed,
+                                        query.distance_range)
+    else:
+        addresses, distances = found
     names = list(columns) if columns is not None else list(ds.schema.names)
     read = names
     if flt is not None and not prefilter:
@@ -154,3 +184,115 @@ def search(
     if offset or limit is not None:
         result = result.slice(offset, limit)
     return result
+
+
+def _index_for(ds: "LanceDataset", query: NearestQuery) -> Optional[Dict[str, Any]]:
+    """The manifest entry of the vector index a search can use, or None (exact search)."""
+    if not query.use_index or ds._loaded.index_section is None or ds.has_stable_row_ids:
+        return None  # (indices of stable-row-id datasets hold row ids, not addresses: searched exactly)
+    field_id = ds._field_ids_by_path().get(query.column)
+    if field_id is None:
+        return None
+    entries = _ivf.vector_indices(ds._loaded.index_section, field_id)
+    return entries[0] if entries else None
+
+
+def _exact_distances(vectors: "np.ndarray", q: "np.ndarray", metric: str) -> "np.ndarray":
+    import numpy as np
+
+    if metric == "l2":
+        d = vectors - q
+        return np.einsum("ij,ij->i", d, d)
+    dots = vectors @ q
+    if metric == "dot":
+        return 1.0 - dots
+    norms = np.linalg.norm(vectors, axis=1) * float(np.linalg.norm(q))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (1.0 - dots / norms).astype(np.float32)
+
+
+def _deleted_addresses(ds: "LanceDataset") -> "np.ndarray":
+    """Sorted addresses of this version's deleted rows (cached on the dataset)."""
+    import numpy as np
+
+    cached = getattr(ds, "_ivf_deleted", None)
+    if cached is not None:
+        return cached
+    parts = []
+    for fid, (phys, live) in ds._snapshot_rows().items():
+        if live < phys:
+            offs = pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()
+            parts.append((np.uint64(fid) << np.uint64(32)) | offs.astype(np.uint64))
+    out = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
+    ds._ivf_deleted = out
+    return out
+
+
+def _index_search(
+    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array]
+) -> Optional[Tuple[List[int], List[float]]]:
+    """Searches with the column's IVF index (merging an exact search of the fragments it
+    does not cover); None when there is no usable index."""
+    import numpy as np
+
+    entry = _index_for(ds, query)
+    if entry is None:
+        return None
+    root = ds.uri
+    if entry["base_id"] is not None:
+        base = ds.base_paths().get(entry["base_id"])
+        if base is None:
+            return None
+        root = base.path
+    idx = _ivf.load_index(root, entry["uuid"], ds._storage_options)
+    if query.metric_given and query.metric != idx.metric:
+        return None  # (a search by another distance than the index's is exact, as in pylance)
+    metric = idx.metric
+    frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
+    covered, uncovered = _ivf.covered_fragments(entry, frags)
+    deleted = _deleted_addresses(ds)
+    allowed_arr = None if allowed is None else np.sort(allowed.to_numpy(zero_copy_only=False).astype(np.uint64))
+    # Rows of fragments searched: a lookup by fragment id (the index may name fragments
+    # since removed, and `fragments=` may restrict the search).
+    every = set(entry["fragment_ids"])
+    check_fragments = every != set(covered)
+    frag_ok = np.zeros(max(every, default=0) + 2, dtype=bool)  # (the last slot: any other fragment)
+    frag_ok[[f for f in covered if f < len(frag_ok) - 1]] = True
+    last = np.uint64(len(frag_ok) - 1)
+
+    def keep(rid: "np.ndarray") -> Optional["np.ndarray"]:
+        mask = frag_ok[np.minimum(rid >> np.uint64(32), last).astype(np.intp)] if check_fragments else None
+        if len(deleted):
+            live = ~np.isin(rid, deleted)
+            mask = live if mask is None else mask & live
+        if allowed_arr is not None:
+            ok = np.isin(rid, allowed_arr)
+            mask = ok if mask is None else mask & ok
+        return mask
+
+    q = query.q
+    # Index distances (PQ-approximate) and exact ones cannot be merged: with fragments the
+    # index does not cover, the index's candidates are re-ranked exactly (as pylance does).
+    refine = query.refine_factor or (1 if uncovered else None)
+    opts = _ivf.IndexQuery(query.k, query.nprobes, query.minimum_nprobes, query.maximum_nprobes, refine)
+    addr, dist = (np.empty(0, np.uint64), np.empty(0, np.float32)) if not covered else _ivf.search_partitions(idx, q, opts, keep)
+    if refine and len(addr):
+        t = pa.table(ds._snapshot.take_addresses(pa.array(addr, pa.uint64()), [query.column], False, True))
+        got = t.column("_rowaddr").to_numpy()
+        col = t.column(query.column).combine_chunks()
+        vecs = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(got), -1)
+        addr, dist = got.astype(np.uint64), _exact_distances(vecs, q, metric).astype(np.float32)
+    if uncovered:
+        a2, d2 = ds._snapshot.knn(query.column, q.tolist(), query.k, metric, uncovered, allowed, (None, None))
+        addr = np.concatenate([addr, np.asarray(a2, dtype=np.uint64)])
+        dist = np.concatenate([dist, np.asarray(d2, dtype=np.float32)])
+    lo, hi = query.distance_range
+    if lo is not None or hi is not None:
+        keep_r = np.ones(len(dist), bool)
+        if lo is not None:
+            keep_r &= dist >= lo
+        if hi is not None:
+            keep_r &= dist < hi
+        addr, dist = addr[keep_r], dist[keep_r]
+    top = np.lexsort((addr, dist))[: query.k]
+    return addr[top].tolist(), dist[top].tolist()

@@ -223,6 +223,29 @@ pub fn describe_index_section(section: Vec<u8>) -> PyResult<Vec<(String, Vec<i32
     manifest::describe_index_section(&section).py()
 }
 
+/// Each index of a raw `IndexSection` as a dict: `name`, `fields`, `uuid`,
+/// `dataset_version`, `fragment_ids`, `details_type`, `index_version`, `base_id`.
+#[pyfunction]
+pub fn index_section_entries<'py>(py: Python<'py>, section: Vec<u8>) -> PyResult<Vec<Bound<'py, pyo3::types::PyDict>>> {
+    use pyo3::types::PyDictMethods;
+    manifest::index_entries(&section)
+        .py()?
+        .into_iter()
+        .map(|e| {
+            let d = pyo3::types::PyDict::new(py);
+            d.set_item("name", e.name)?;
+            d.set_item("fields", e.fields)?;
+            d.set_item("uuid", e.uuid)?;
+            d.set_item("dataset_version", e.dataset_version)?;
+            d.set_item("fragment_ids", e.fragment_ids)?;
+            d.set_item("details_type", e.details_type)?;
+            d.set_item("index_version", e.index_version)?;
+            d.set_item("base_id", e.base_id)?;
+            Ok(d)
+        })
+        .collect()
+}
+
 #[derive(serde::Serialize, serde::Deserialize)]
 struct SchemaJson {
     fields: Vec<filepb::Field>,
@@ -658,6 +681,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prune_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(filter_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(describe_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(index_section_entries, m)?)?;
     m.add_function(wrap_pyfunction!(rebase_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(schema_to_lance, m)?)?;
     m.add_function(wrap_pyfunction!(lance_to_schema, m)?)?;

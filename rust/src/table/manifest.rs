@@ -156,6 +156,52 @@ pub fn describe_index_section(section: &[u8]) -> Result<Vec<(String, Vec<i32>)>>
     Ok(s.indices.into_iter().map(|i| (i.name, i.fields)).collect())
 }
 
+/// One index of an `IndexSection`, as needed to open and use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexEntry {
+    pub name: String,
+    pub fields: Vec<i32>,
+    /// Hyphenated lowercase uuid: the index files live under `_indices/<uuid>/`.
+    pub uuid: String,
+    pub dataset_version: u64,
+    /// Fragments whose rows the index covers (empty if the manifest records none).
+    pub fragment_ids: Vec<u32>,
+    /// `index_details` type url (e.g. `/lance.index.pb.VectorIndexDetails`), empty if absent.
+    pub details_type: String,
+    pub index_version: Option<i32>,
+    pub base_id: Option<u32>,
+}
+
+/// Every index of an `IndexSection`, with its uuid and fragment bitmap decoded.
+pub fn index_entries(section: &[u8]) -> Result<Vec<IndexEntry>> {
+    let s = tablepb::IndexSection::decode(section)?;
+    s.indices
+        .into_iter()
+        .map(|i| {
+            let raw = i.uuid.as_ref().map(|u| &u.uuid[..]).unwrap_or(&[]);
+            let uuid = uuid::Uuid::from_slice(raw)
+                .map_err(|_| Error::corrupt(format!("index {:?}: its uuid has {} bytes, not 16", i.name, raw.len())))?;
+            let fragment_ids = if i.fragment_bitmap.is_empty() {
+                Vec::new()
+            } else {
+                let bm = roaring::RoaringBitmap::deserialize_from(&i.fragment_bitmap[..])
+                    .map_err(|e| Error::corrupt(format!("index {:?}: invalid fragment bitmap: {e}", i.name)))?;
+                bm.iter().collect()
+            };
+            Ok(IndexEntry {
+                name: i.name,
+                fields: i.fields,
+                uuid: uuid.hyphenated().to_string(),
+                dataset_version: i.dataset_version,
+                fragment_ids,
+                details_type: i.index_details.map(|d| d.type_url).unwrap_or_default(),
+                index_version: i.index_version,
+                base_id: i.base_id,
+            })
+        })
+        .collect()
+}
+
 /// Keeps only the indices whose fields all satisfy `keep_field`.
 pub fn filter_index_section(section: &[u8], keep_field: impl Fn(i32) -> bool) -> Result<Vec<u8>> {
     let mut s = tablepb::IndexSection::decode(section)?;
@@ -192,5 +238,32 @@ mod tests {
         let section = tablepb::IndexSection { indices: vec![idx("own", None), idx("elsewhere", Some(4))] }.encode_to_vec();
         let out = tablepb::IndexSection::decode(&rebase_index_section(&section, 2).unwrap()[..]).unwrap();
         assert_eq!(out.indices.iter().map(|i| i.base_id).collect::<Vec<_>>(), vec![Some(2), Some(4)]);
+    }
+
+    #[test]
+    fn index_entries_decode_uuid_and_fragments() {
+        let mut bm = roaring::RoaringBitmap::new();
+        bm.insert(0);
+        bm.insert(7);
+        let mut bitmap = Vec::new();
+        bm.serialize_into(&mut bitmap).unwrap();
+        let id = uuid::Uuid::from_u128(0x0011_2233_4455_6677_8899_aabb_ccdd_eeff);
+        let good = tablepb::IndexMetadata {
+            name: "emb_idx".into(),
+            fields: vec![1],
+            uuid: Some(tablepb::Uuid { uuid: id.as_bytes().to_vec().into() }),
+            fragment_bitmap: bitmap.into(),
+            ..Default::default()
+        };
+        let section = tablepb::IndexSection { indices: vec![good.clone()] }.encode_to_vec();
+        let e = &index_entries(&section).unwrap()[0];
+        assert_eq!(e.uuid, "00112233-4455-6677-8899-aabbccddeeff");
+        assert_eq!(e.fragment_ids, vec![0, 7]);
+        assert_eq!((e.name.as_str(), &e.fields[..]), ("emb_idx", &[1][..]));
+        // A short uuid or a damaged bitmap is an error, not a panic.
+        let short = tablepb::IndexMetadata { uuid: Some(tablepb::Uuid { uuid: vec![1, 2].into() }), ..good.clone() };
+        assert!(index_entries(&tablepb::IndexSection { indices: vec![short] }.encode_to_vec()).is_err());
+        let damaged = tablepb::IndexMetadata { fragment_bitmap: vec![1, 2, 3].into(), ..good };
+        assert!(index_entries(&tablepb::IndexSection { indices: vec![damaged] }.encode_to_vec()).is_err());
     }
 }

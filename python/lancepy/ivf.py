@@ -1,0 +1,421 @@
+"""IVF vector indices in pylance's on-disk format (``IVF_FLAT`` and ``IVF_PQ``): reading and searching.
+
+An index lives in ``_indices/<uuid>/`` as two Lance files:
+
+* ``index.idx``: schema metadata ``lance:index`` (JSON: type, distance type) and ``lance:ivf``
+  (the number of the global buffer holding an ``IVF`` protobuf message whose
+  ``centroids_tensor`` are the partition centroids, ``num_partitions x dim`` float32).
+* ``auxiliary.idx``: the rows, grouped by partition. Global buffer ``lance:ivf`` holds another
+  ``IVF`` message whose ``offsets`` / ``lengths`` locate each partition's rows. Columns:
+  ``_rowid`` (row addresses) and either ``flat`` (the vectors, IVF_FLAT) or ``__pq_code``
+  (IVF_PQ: one byte per sub-vector; within a partition the codes are stored transposed,
+  sub-vector by sub-vector). For PQ, ``storage_metadata`` (JSON) names the global buffer of
+  the codebook, a ``Tensor`` message of ``num_sub_vectors x 256 x (dim / num_sub_vectors)``
+  float32, trained on residuals (vector minus its partition's centroid) for L2.
+
+Search follows pylance: partitions are ranked by the distance from the query to their
+centroid, the ``nprobes`` nearest are scanned (PQ: distances from per-sub-vector lookup
+tables, as pylance computes them), deleted rows and rows outside the prefilter are skipped,
+the best ``k * refine_factor`` are re-ranked by exact distance when ``refine_factor`` is
+given, and fragments the index does not cover are searched exactly and merged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+from lancepy import _lancepy
+from lancepy.exceptions import CorruptFileError, UnsupportedError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+#: Partitions probed when the query gives no ``nprobes`` (more are probed until ``k`` rows
+#: are found). pylance's own default is adaptive; lancepy's is this fixed starting width.
+DEFAULT_NPROBES = 20
+
+_PQ_CODE = "__pq_code"
+_FLAT = "flat"
+_ROWID = "_rowid"
+_VECTOR_DETAILS = "VectorIndexDetails"
+
+
+# --------------------------------------------------------------------------------------
+# protobuf: the few messages of lance's index.proto needed here, decoded by hand
+# --------------------------------------------------------------------------------------
+
+
+def _varint(b: bytes, i: int) -> Tuple[int, int]:
+    r = s = 0
+    while True:
+        if i >= len(b):
+            raise CorruptFileError("index protobuf: truncated varint")
+        c = b[i]
+        i += 1
+        r |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return r, i
+        if s >= 70:
+            raise CorruptFileError("index protobuf: varint longer than 10 bytes")
+
+
+def _fields(b: bytes) -> List[Tuple[int, int, Any]]:
+    out = []
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        num, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = _varint(b, i)
+        elif wire in (1, 5):
+            n = 8 if wire == 1 else 4
+            if i + n > len(b):
+                raise CorruptFileError("index protobuf: truncated fixed-width field")
+            v, i = b[i : i + n], i + n
+        elif wire == 2:
+            n, i = _varint(b, i)
+            if i + n > len(b):
+                raise CorruptFileError(f"index protobuf: field {num} claims {n} bytes, {len(b) - i} remain")
+            v, i = b[i : i + n], i + n
+        else:
+            raise CorruptFileError(f"index protobuf: unsupported wire type {wire}")
+        out.append((num, wire, v))
+    return out
+
+
+def _repeated_ints(wire: int, v: Any) -> List[int]:
+    if wire == 0:
+        return [v]
+    if wire != 2:
+        raise CorruptFileError("index protobuf: a repeated integer field has the wrong wire type")
+    out = []
+    i = 0
+    while i < len(v):
+        x, i = _varint(v, i)
+        out.append(x)
+    return out
+
+
+_TENSOR_FLOAT32 = 2
+
+
+def _tensor_f32(b: bytes) -> "np.ndarray":
+    import numpy as np
+
+    dtype, shape, data = 0, [], b""
+    for num, wire, v in _fields(b):
+        if num == 1 and wire == 0:
+            dtype = v
+        elif num == 2:
+            shape += _repeated_ints(wire, v)
+        elif num == 3 and wire == 2:
+            data = v
+    if dtype != _TENSOR_FLOAT32:
+        raise UnsupportedError(f"index tensors of data type {dtype} (only float32) are not supported by lancepy")
+    count = 1
+    for s in shape:
+        count *= s
+    if not shape or count * 4 != len(data):
+        raise CorruptFileError(f"index tensor of shape {shape} holds {len(data)} bytes")
+    return np.frombuffer(data, dtype=np.float32).reshape(shape)
+
+
+def _ivf_message(b: bytes) -> Tuple[List[int], List[int], Optional["np.ndarray"]]:
+    """``(offsets, lengths, centroids)`` of an ``IVF`` message."""
+    offsets: List[int] = []
+    lengths: List[int] = []
+    centroids = None
+    for num, wire, v in _fields(b):
+        if num == 2:
+            offsets += _repeated_ints(wire, v)
+        elif num == 3:
+            lengths += _repeated_ints(wire, v)
+        elif num == 4 and wire == 2:
+            centroids = _tensor_f32(v)
+    return offsets, lengths, centroids
+
+
+# --------------------------------------------------------------------------------------
+# loading
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class IvfIndex:
+    """An IVF index loaded in memory (index files are immutable, so it is cached by uuid)."""
+
+    uuid: str
+    kind: str  # "IVF_FLAT" | "IVF_PQ"
+    metric: str  # "l2" | "cosine" | "dot"
+    centroids: "np.ndarray"  # (partitions, dim) float32
+    offsets: "np.ndarray"  # (partitions,) int64: first row of each partition
+    lengths: "np.ndarray"  # (partitions,) int64
+    row_ids: "np.ndarray"  # (rows,) uint64, partition by partition
+    vectors: Optional["np.ndarray"] = None  # IVF_FLAT: (rows, dim) float32
+    codes: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, rows) uint8
+    codebook: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, 256, sub_dim) float32
+    num_sub_vectors: int = 0
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.lengths)
+
+
+_CACHE: "OrderedDict[Tuple[str, str], IvfIndex]" = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 8
+
+
+def _metadata(reader: Any, path: str) -> Dict[str, str]:
+    md = reader.schema.metadata or {}
+    return {k.decode(): v.decode() for k, v in md.items()}
+
+
+def _buffer_number(md: Dict[str, str], key: str, reader: Any, path: str) -> int:
+    try:
+        n = int(md[key])
+    except (KeyError, ValueError):
+        raise CorruptFileError(f"{path}: schema metadata {key!r} is missing or not a number") from None
+    if not 0 <= n < reader.metadata().num_global_buffers:
+        raise CorruptFileError(f"{path}: {key} names global buffer {n}, the file has {reader.metadata().num_global_buffers}")
+    return n
+
+
+def load_index(ds_uri: str, uuid: str, storage_options: Any = None) -> IvfIndex:
+    """Opens ``_indices/<uuid>/`` of the dataset at ``ds_uri`` (cached)."""
+    key = (ds_uri, uuid)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    idx = _load(ds_uri, uuid, storage_options)
+    with _CACHE_LOCK:
+        _CACHE[key] = idx
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return idx
+
+
+def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    base = ds_uri.rstrip("/") + f"/_indices/{uuid}/"
+    ipath, apath = base + "index.idx", base + "auxiliary.idx"
+    ireader = LanceFileReader(ipath, storage_options)
+    imd = _metadata(ireader, ipath)
+    try:
+        info = json.loads(imd["lance:index"])
+        kind, metric = str(info["type"]).upper(), str(info["distance_type"]).lower()
+    except (KeyError, ValueError, TypeError):
+        raise CorruptFileError(f"{ipath}: schema metadata 'lance:index' is missing or malformed") from None
+    if kind not in ("IVF_FLAT", "IVF_PQ"):
+        raise UnsupportedError(f"vector index type {kind} is not supported by lancepy (IVF_FLAT and IVF_PQ are)")
+    if metric not in ("l2", "cosine", "dot"):
+        raise UnsupportedError(f"vector indices with the {metric!r} distance are not supported by lancepy")
+    _, _, centroids = _ivf_message(ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath)))
+    if centroids is None or centroids.ndim != 2:
+        raise CorruptFileError(f"{ipath}: the IVF message has no 2-D centroids tensor")
+
+    areader = LanceFileReader(apath, storage_options)
+    amd = _metadata(areader, apath)
+    offsets, lengths, _ = _ivf_message(areader.read_global_buffer(_buffer_number(amd, "lance:ivf", areader, apath)))
+    nparts, dim = centroids.shape
+    num_rows = areader.num_rows()
+    offs = np.asarray(offsets, dtype=np.int64)
+    lens = np.asarray(lengths, dtype=np.int64)
+    if len(offs) != nparts or len(lens) != nparts or (lens < 0).any() or (offs < 0).any() or (offs + lens > num_rows).any():
+        raise CorruptFileError(f"{apath}: partition offsets/lengths do not fit {nparts} partitions of {num_rows} rows")
+    table = areader.read_all().to_table()
+    if _ROWID not in table.column_names:
+        raise CorruptFileError(f"{apath}: no {_ROWID} column")
+    row_ids = table.column(_ROWID).combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+    idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, row_ids)
+    if kind == "IVF_FLAT":
+        if _FLAT not in table.column_names:
+            raise CorruptFileError(f"{apath}: no {_FLAT!r} column")
+        col = table.column(_FLAT).combine_chunks()
+        values = col.flatten().to_numpy(zero_copy_only=False)
+        if col.type.list_size != dim or len(values) != num_rows * dim:
+            raise CorruptFileError(f"{apath}: {_FLAT!r} vectors do not have the centroids' {dim} dimensions")
+        idx.vectors = np.ascontiguousarray(values, dtype=np.float32).reshape(num_rows, dim)
+    else:
+        try:
+            (pq,) = json.loads(amd["storage_metadata"])
+            pq = json.loads(pq) if isinstance(pq, str) else pq
+            nbits, m, pos = int(pq["nbits"]), int(pq["num_sub_vectors"]), int(pq["codebook_position"])
+            transposed = bool(pq.get("transposed", False))
+        except (KeyError, ValueError, TypeError):
+            raise CorruptFileError(f"{apath}: 'storage_metadata' is missing or malformed") from None
+        if nbits != 8:
+            raise UnsupportedError(f"IVF_PQ with {nbits}-bit codes is not supported by lancepy (8-bit codes are)")
+        if m <= 0 or dim % m:
+            raise CorruptFileError(f"{apath}: {m} sub-vectors do not divide dimension {dim}")
+        if not 0 < pos < areader.metadata().num_global_buffers:
+            raise CorruptFileError(f"{apath}: the codebook buffer {pos} does not exist")
+        cb = _tensor_f32(areader.read_global_buffer(pos))
+        if cb.size != m * 256 * (dim // m):
+            raise CorruptFileError(f"{apath}: the codebook has {cb.size} values, not {m} x 256 x {dim // m}")
+        idx.codebook = np.ascontiguousarray(cb.reshape(m, 256, dim // m))
+        idx.num_sub_vectors = m
+        if _PQ_CODE not in table.column_names:
+            raise CorruptFileError(f"{apath}: no {_PQ_CODE} column")
+        col = table.column(_PQ_CODE).combine_chunks()
+        codes = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint8, copy=False)
+        if col.type.list_size != m or len(codes) != num_rows * m:
+            raise CorruptFileError(f"{apath}: PQ codes are not {m} bytes per row")
+        # Kept as (sub-vectors, rows): a partition's codes are then the columns o..o+n.
+        out = np.empty((m, num_rows), dtype=np.uint8)
+        for o, n in zip(offs.tolist(), lens.tolist()):
+            block = codes[o * m : (o + n) * m]
+            out[:, o : o + n] = block.reshape(m, n) if transposed else block.reshape(n, m).T
+        idx.codes = out
+    if len(row_ids) != num_rows:
+        raise CorruptFileError(f"{apath}: {len(row_ids)} row ids for {num_rows} rows")
+    return idx
+
+
+# --------------------------------------------------------------------------------------
+# searching
+# --------------------------------------------------------------------------------------
+
+
+def _centroid_distances(idx: IvfIndex, q: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    c = idx.centroids
+    if idx.metric == "dot":
+        return 1.0 - c @ q
+    d = c - q
+    return np.einsum("ij,ij->i", d, d)
+
+
+def _distances(idx: IvfIndex, parts: List[int], q: "np.ndarray") -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(row ids, index distances)`` of every row of partitions ``parts``, in one pass."""
+    import numpy as np
+
+    spans = [(int(idx.offsets[p]), int(idx.lengths[p])) for p in parts]
+    rid = np.concatenate([idx.row_ids[o : o + n] for o, n in spans])
+    if idx.vectors is not None:  # span by span: no copy of the probed vectors
+        out = np.empty(len(rid), dtype=np.float32)
+        at = 0
+        for o, n in spans:
+            x = idx.vectors[o : o + n]
+            if idx.metric != "l2":  # (cosine: the stored vectors and the query are normalized)
+                out[at : at + n] = 1.0 - x @ q
+            else:
+                d = x - q
+                np.einsum("ij,ij->i", d, d, out=out[at : at + n])
+            at += n
+        return rid, out
+    m = idx.num_sub_vectors
+    codes = np.concatenate([idx.codes[:, o : o + n] for o, n in spans], axis=1)  # type: ignore[index]
+    cb = idx.codebook
+    if idx.metric == "dot":  # codes of the vectors themselves; 1 - (sum of per-sub-vector dots)
+        table = -np.einsum("mkd,md->mk", cb, q.reshape(m, -1))
+        table[0] += 1.0
+        out = table[0].take(codes[0])
+        for j in range(1, m):
+            out += table[j].take(codes[j])
+        return rid, out
+    # Codes of residuals (vector minus its centroid): per partition and sub-vector, a table of
+    # squared L2 distances from the query's residual to the 256 codewords.
+    res = (q - idx.centroids[parts]).reshape(len(parts), m, 1, -1)  # (parts, m, 1, sub_dim)
+    diff = res - cb[None]
+    tables = (diff * diff).sum(-1).reshape(len(parts), m * 256)  # (parts, m * 256)
+    which = np.repeat(np.arange(len(parts), dtype=np.intp), [n for _, n in spans])
+    flat = tables.ravel()
+    base = which * (m * 256)
+    out = flat.take(base + codes[0])
+    for j in range(1, m):
+        out += flat.take(base + (j * 256) + codes[j])
+    return rid, out
+
+
+@dataclass
+class IndexQuery:
+    """What an index search needs beyond the query vector."""
+
+    k: int
+    nprobes: Optional[int]
+    minimum_nprobes: Optional[int]
+    maximum_nprobes: Optional[int]
+    refine_factor: Optional[int]
+
+
+def search_partitions(
+    idx: IvfIndex,
+    q: "np.ndarray",
+    opts: IndexQuery,
+    keep: Any,
+) -> Tuple["np.ndarray", "np.ndarray"]:
+    """Candidates ``(row addresses, index distances)`` from the probed partitions, the
+    best ``k * refine_factor`` (or ``k``) of them by ``(distance, row id)``.
+
+    ``keep(row_ids) -> bool mask`` drops deleted and filtered-out rows before ranking.
+    """
+    import numpy as np
+
+    q = np.asarray(q, dtype=np.float32)
+    if idx.metric == "cosine":
+        norm = float(np.linalg.norm(q))
+        q = q / norm if norm > 0 else q
+    order = np.argsort(_centroid_distances(idx, q), kind="stable")
+    nparts = idx.num_partitions
+    if opts.nprobes is not None:
+        lo = hi = max(1, min(int(opts.nprobes), nparts))
+    else:
+        lo = max(1, min(int(opts.minimum_nprobes or DEFAULT_NPROBES), nparts))
+        hi = nparts if opts.maximum_nprobes is None else max(lo, min(int(opts.maximum_nprobes), nparts))
+    want = opts.k * (opts.refine_factor or 1)
+    ids: List[Any] = []
+    dists: List[Any] = []
+    found = 0
+    probe = order[:lo].tolist()
+    rest = order[lo:hi].tolist()
+    while probe:
+        rid, d = _distances(idx, probe, q)
+        mask = keep(rid)
+        if mask is not None:
+            rid, d = rid[mask], d[mask]
+        ids.append(rid)
+        dists.append(d)
+        found += len(rid)
+        # (no nprobes given: keep probing, one partition at a time, until k rows are found)
+        probe = rest[:1] if found < opts.k else []
+        rest = rest[1:]
+    if not ids:
+        return np.empty(0, np.uint64), np.empty(0, np.float32)
+    rid = np.concatenate(ids)
+    d = np.concatenate(dists).astype(np.float32, copy=False)
+    if len(rid) > want:
+        part = np.argpartition(d, want - 1)[:want]
+        cut = d[part].max()
+        sel = np.nonzero(d <= cut)[0]  # every tie at the cut, so ties break by row id below
+        rid, d = rid[sel], d[sel]
+    top = np.lexsort((rid, d))[:want]
+    return rid[top], d[top]
+
+
+def vector_indices(section: Optional[bytes], field_id: int) -> List[Dict[str, Any]]:
+    """The manifest's vector-index entries on field ``field_id``."""
+    if section is None:
+        return []
+    return [
+        e
+        for e in _lancepy.index_section_entries(section)
+        if e["fields"] == [field_id] and e["details_type"].endswith(_VECTOR_DETAILS)
+    ]
+
+
+def covered_fragments(entry: Dict[str, Any], fragment_ids: Sequence[int]) -> Tuple[List[int], List[int]]:
+    """Splits the dataset's fragments into those the index covers and the others."""
+    bm = set(entry["fragment_ids"])
+    return [f for f in fragment_ids if f in bm], [f for f in fragment_ids if f not in bm]

@@ -1,0 +1,214 @@
+"""Searching with IVF_FLAT / IVF_PQ indices that pylance built (lancepy reads pylance's index files).
+
+pylance is the reference: at the same ``nprobes`` / ``refine_factor`` both must return the
+same rows, with the same distances (PQ-approximate ones included) within float tolerance.
+"""
+
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancepy
+from lancepy.exceptions import LanceError
+
+lance = pytest.importorskip("lance")
+
+DIM = 32
+
+
+def clustered(n, dim, centers, seed):
+    rng = np.random.default_rng(seed)
+    c = rng.normal(size=(centers, dim)).astype(np.float32) * 3
+    return (c[rng.integers(0, centers, n)] + rng.normal(size=(n, dim))).astype(np.float32)
+
+
+def table_of(v, start=0):
+    return pa.table({
+        "id": pa.array(np.arange(start, start + len(v), dtype=np.int64)),
+        "emb": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), v.shape[1]),
+    })
+
+
+def queries(v, count, seed):
+    rng = np.random.default_rng(seed)
+    near = v[rng.integers(0, len(v), count // 2)] + rng.normal(size=(count // 2, v.shape[1])).astype(np.float32)
+    far = rng.normal(size=(count - count // 2, v.shape[1])).astype(np.float32) * 3
+    return np.concatenate([near, far]).astype(np.float32)
+
+
+def build(tmp_path_factory, index_type, metric="L2", n=6000, parts=16, name="ds"):
+    path = str(tmp_path_factory.mktemp(f"{index_type}-{metric}") / f"{name}.lance")
+    v = clustered(n, DIM, 40, seed=7)
+    lance.write_dataset(table_of(v), path, max_rows_per_file=2500)
+    ds = lance.dataset(path)
+    kw = {"num_sub_vectors": 8} if index_type == "IVF_PQ" else {}
+    ds.create_index("emb", index_type=index_type, metric=metric, num_partitions=parts, **kw)
+    return path, v
+
+
+@pytest.fixture(scope="module", params=["IVF_FLAT", "IVF_PQ"])
+def indexed(request, tmp_path_factory):
+    return (request.param,) + build(tmp_path_factory, request.param)
+
+
+def search_both(path, nearest, **kw):
+    ours = lancepy.dataset(path).to_table(columns=["id"], nearest=nearest, with_row_id=True, **kw)
+    theirs = lance.dataset(path).to_table(columns=["id"], nearest=nearest, with_row_id=True, **kw)
+    return ours, theirs
+
+
+def assert_same(ours, theirs):
+    """Same distances; same rows, except that rows tied on a PQ distance (identical codes)
+    may come in another order or be cut at k differently (pylance keeps any of them)."""
+    a, b = ours.column("_distance").to_numpy(), theirs.column("_distance").to_numpy()
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    ra, rb = ours.column("_rowid").to_pylist(), theirs.column("_rowid").to_pylist()
+    ia, ib = ours.column("id").to_pylist(), theirs.column("id").to_pylist()
+    for i in range(len(a)):
+        tied = np.isclose(a, a[i], rtol=1e-6, atol=0).sum() > 1
+        if not tied:
+            assert (ra[i], ia[i]) == (rb[i], ib[i]), f"row {i}: {ra} vs {rb}"
+
+
+@pytest.mark.parametrize("nprobes", [1, 3, 16])
+@pytest.mark.parametrize("refine", [None, 1, 4])
+def test_same_rows_as_pylance(indexed, nprobes, refine):
+    _, path, v = indexed
+    for q in queries(v, 6, seed=nprobes):
+        nearest = {"column": "emb", "q": q, "k": 10, "nprobes": nprobes}
+        if refine is not None:
+            nearest["refine_factor"] = refine
+        assert_same(*search_both(path, nearest))
+
+
+def test_index_is_used_not_exact(indexed):
+    """At nprobes=1 an index search misses rows an exact search finds (for some query)."""
+    kind, path, v = indexed
+    ds = lancepy.dataset(path)
+    differs = 0
+    for q in queries(v, 10, seed=3):
+        approx = ds.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "nprobes": 1})
+        exact = ds.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "use_index": False})
+        differs += approx.column("_distance").to_pylist() != exact.column("_distance").to_pylist()
+    assert differs > 0
+
+
+def test_refined_distances_are_exact(indexed):
+    _, path, v = indexed
+    q = queries(v, 1, seed=11)[0]
+    t = lancepy.dataset(path).to_table(nearest={"column": "emb", "q": q, "k": 5, "nprobes": 4, "refine_factor": 3},
+                                        with_row_id=True)
+    vecs = np.stack(t.column("emb").to_pylist()).astype(np.float32)
+    np.testing.assert_allclose(t.column("_distance").to_numpy(), ((vecs - q) ** 2).sum(1), rtol=1e-4)
+
+
+@pytest.mark.parametrize("prefilter", [True, False])
+def test_filters_as_pylance(indexed, prefilter):
+    _, path, v = indexed
+    for q in queries(v, 4, seed=5):
+        nearest = {"column": "emb", "q": q, "k": 10, "nprobes": 2}
+        ours, theirs = search_both(path, nearest, filter="id % 3 = 0", prefilter=prefilter)
+        assert_same(ours, theirs)
+        assert all(i % 3 == 0 for i in ours.column("id").to_pylist())
+        if prefilter:
+            assert ours.num_rows == 10
+
+
+def test_recall_at_default_nprobes(tmp_path_factory):
+    """recall@10 against the exact answer, at lancepy's default nprobes (20 partitions and
+    more until k rows are found), on 20k x 32 clustered vectors, 64 partitions."""
+    path = str(tmp_path_factory.mktemp("recall") / "r.lance")
+    v = clustered(20000, DIM, 100, seed=1)
+    lance.write_dataset(table_of(v), path)
+    lance.dataset(path).create_index("emb", index_type="IVF_PQ", num_partitions=64, num_sub_vectors=16)
+    ds = lancepy.dataset(path)
+    hits = 0
+    qs = queries(v, 20, seed=9)
+    for q in qs:
+        got = set(ds.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "refine_factor": 5})["id"].to_pylist())
+        exact = set(ds.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "use_index": False})["id"].to_pylist())
+        hits += len(got & exact)
+    assert hits / (10 * len(qs)) >= 0.95
+
+
+@pytest.fixture
+def copy_of(indexed, tmp_path):
+    kind, path, v = indexed
+    dst = str(tmp_path / "copy.lance")
+    shutil.copytree(path, dst)
+    return kind, dst, v
+
+
+def test_deleted_rows_never_returned(copy_of):
+    _, path, v = copy_of
+    q = queries(v, 1, seed=2)[0]
+    first = lancepy.dataset(path).to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "nprobes": 4})
+    gone = first.column("id").to_pylist()[:5]
+    lancepy.dataset(path).delete(f"id IN ({', '.join(map(str, gone))})")
+    ours, theirs = search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 4})
+    assert not set(gone) & set(ours.column("id").to_pylist())
+    assert_same(ours, theirs)
+
+
+def test_fragments_appended_after_the_index_are_searched(copy_of):
+    _, path, v = copy_of
+    extra = clustered(800, DIM, 40, seed=7) + 0.01
+    lancepy.write_dataset(table_of(extra, start=len(v)), path, mode="append")
+    ds = lancepy.dataset(path)
+    assert len(ds.get_fragments()) > len(lance.dataset(path).list_indices()[0]["fragment_ids"])
+    found_new = False
+    for q in list(queries(v, 4, seed=4)) + [extra[0], extra[1]]:
+        ours, theirs = search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 2})
+        assert_same(ours, theirs)
+        found_new |= any(i >= len(v) for i in ours.column("id").to_pylist())
+    assert found_new
+
+
+def test_use_index_false_and_other_metric_are_exact(indexed):
+    _, path, v = indexed
+    ds = lancepy.dataset(path)
+    q = queries(v, 1, seed=8)[0]
+    for nearest in ({"use_index": False}, {"metric": "dot"}):
+        got = ds.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "nprobes": 1, **nearest})
+        d = (v @ q) if nearest.get("metric") == "dot" else None
+        if d is None:
+            expect = np.lexsort((np.arange(len(v)), ((v - q) ** 2).sum(1)))[:10]
+        else:
+            expect = np.lexsort((np.arange(len(v)), 1 - d))[:10]
+        assert got.column("id").to_pylist() == expect.tolist()
+
+
+@pytest.mark.parametrize("metric", ["cosine", "dot"])
+@pytest.mark.parametrize("index_type", ["IVF_FLAT", "IVF_PQ"])
+def test_other_metrics_as_pylance(tmp_path_factory, index_type, metric):
+    path, v = build(tmp_path_factory, index_type, metric=metric, n=3000, parts=8)
+    for q in queries(v, 4, seed=6):
+        for refine in (None, 2):
+            nearest = {"column": "emb", "q": q, "k": 10, "nprobes": 3, "refine_factor": refine}
+            try:
+                ours, theirs = search_both(path, nearest)
+            except lancepy.exceptions.UnsupportedError:
+                pytest.xfail(f"{index_type} with {metric}: not supported by lancepy")
+            assert_same(ours, theirs)
+
+
+def test_corrupt_index_file_raises(copy_of):
+    _, path, v = copy_of
+    import glob
+
+    aux = glob.glob(f"{path}/_indices/*/auxiliary.idx")[0]
+    with open(aux, "r+b") as f:
+        f.truncate(40)
+    with pytest.raises(LanceError):
+        lancepy.dataset(path).to_table(nearest={"column": "emb", "q": v[0], "k": 3})
+
+
+@pytest.mark.parametrize("index_type", ["IVF_PQ", "IVF_FLAT", "BTREE"])
+def test_create_index_is_not_built(indexed, index_type):
+    _, path, _ = indexed
+    ds = lancepy.dataset(path)
+    with pytest.raises(lancepy.exceptions.NotSupportedError, match=index_type):
+        ds.create_index("emb", index_type=index_type, num_partitions=4)
+    assert lancepy.dataset(path).version == ds.version
