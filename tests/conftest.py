@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import os
 import string
+import subprocess
 import sys
 import decimal
 from decimal import Decimal
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 try:
@@ -558,6 +558,4 @@ def read_pylance(lance_file, path) -> pa.Table:
 def run_isolated(code: str, timeout: float = 600) -> "subprocess.CompletedProcess":
     """Runs Python ``code`` in a fresh interpreter (crash-safety checks: a segfault or abort
     there fails the calling test instead of killing pytest)."""
-    import subprocess
-
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)

@@ -10,7 +10,7 @@ is only accepted if it is also *correct* and *interoperable*.
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, List, Optional
+from typing import List
 
 import numpy as np
 import pyarrow as pa

@@ -16,7 +16,6 @@ import collections
 import json
 import os
 import struct
-import sys
 import shutil
 import tempfile
 import textwrap

@@ -23,14 +23,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from conftest import (
     TYPES,
     VERSIONS,
     assert_tables_equal,
-    batches_of,
     make_array,
     read_pylance,
     shapes_for,
