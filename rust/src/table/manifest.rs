@@ -159,16 +159,21 @@ pub fn describe_index_section(section: &[u8]) -> Result<Vec<(String, Vec<i32>)>>
 /// One index of an `IndexSection`, as needed to open and use it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexEntry {
+    /// The index's name (e.g. `emb_idx`).
     pub name: String,
+    /// Ids of the fields it indexes.
     pub fields: Vec<i32>,
     /// Hyphenated lowercase uuid: the index files live under `_indices/<uuid>/`.
     pub uuid: String,
+    /// The dataset version the index was built at.
     pub dataset_version: u64,
     /// Fragments whose rows the index covers (empty if the manifest records none).
     pub fragment_ids: Vec<u32>,
     /// `index_details` type url (e.g. `/lance.index.pb.VectorIndexDetails`), empty if absent.
     pub details_type: String,
+    /// The index format version, if recorded.
     pub index_version: Option<i32>,
+    /// The base path (see `base_paths`) holding the index files, if not the dataset's own.
     pub base_id: Option<u32>,
 }
 
