@@ -50,7 +50,6 @@ import datetime
 import gc
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
