@@ -63,8 +63,14 @@ def _require() -> Tuple[Any, Any]:
         sys.exit("PyTorch is needed: pip install torch")
     try:
         import lance
+        import lance.torch.data  # noqa: F401
     except ImportError:
         sys.exit("pylance is needed for the comparison: pip install pylance==14.0.2")
+    # Both libraries' torch modules are imported before any timing, like torch itself: an
+    # import belongs to the program's start, not to the first batch of whichever loader
+    # happens to be measured first.
+    import lancepy.torch  # noqa: F401
+
     return torch, lance
 
 
