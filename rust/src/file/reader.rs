@@ -685,14 +685,26 @@ impl FileReader {
             }
             counts.push(Some(leaves.len() - before));
         }
-        self.fetch_leaves(&mut leaves)?;
+        // Object storage: one coalesced fetch per round for every field (fewer requests).
+        // Local files: each field fetches its own bytes inside its parallel job, so that the
+        // copies out of the page cache run on every core (one thread reading a whole round
+        // made 1,000-row takes 2x slower).
+        let per_field_fetch = parallel && self.io.cheap_small_reads();
+        if !per_field_fetch {
+            self.fetch_leaves(&mut leaves)?;
+        }
         let mut leaves = leaves.into_iter();
         let jobs: Vec<(usize, Option<Vec<LeafRead>>)> =
             fields.iter().zip(counts).map(|(&f, n)| (f, n.map(|n| leaves.by_ref().take(n).collect()))).collect();
         let arrays = crate::parallel::map(jobs, parallel, |(f, job)| {
             let field = &self.schema.fields[f];
             match job {
-                Some(job) => assemble(field, job.into_iter().map(|l| self.decode_leaf(l)).collect::<Result<Vec<_>>>()?),
+                Some(mut job) => {
+                    if per_field_fetch {
+                        self.fetch_leaves(&mut job)?;
+                    }
+                    assemble(field, job.into_iter().map(|l| self.decode_leaf(l)).collect::<Result<Vec<_>>>()?)
+                }
                 None => {
                     // 2.0 struct and list fields: read level by level (see `v2_0_nested`).
                     let col = self.nested_v2_0_column(f).ok_or_else(|| Error::Internal("not a nested 2.0 field".into()))?;
