@@ -5,10 +5,15 @@
 //! (mini-block chunk tables, dictionaries, full-zip repetition indexes) are fetched and cached
 //! on first use, so repeated calls on one reader only read the data they need.
 //!
-//! A request (a row range or a set of rows, over a projection) is planned per column into
-//! byte ranges, fetched with one coalescing call per column, and decoded on the CPU pool,
-//! columns in parallel. Only the mini-block chunks or full-zip rows that hold requested rows
-//! are read and decoded.
+//! A request (a row range or a set of rows, over a projection) goes: rows per page → every
+//! page's plan (byte ranges, from its layout's [`PageLayout`]) → one coalescing read for
+//! all of them (per round: blob pages need their descriptors before they know where their
+//! blobs are) → decode on the CPU pool, fields in parallel, with no I/O. Only the
+//! mini-block chunks or full-zip rows that hold requested rows are read and decoded. 2.0
+//! pages are the exception: their decoder still reads its byte ranges itself.
+//!
+//! Fields stored row by row (vectors, images) skip all that on local files: their rows are
+//! copied straight out of the mapped file ([`FileReader::direct_rows`]).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -22,17 +27,19 @@ use prost::Message;
 
 use super::container::{parse_offset_table, FileVersion, Footer, FOOTER_LEN};
 use crate::encodings::block::read_uint;
-use crate::encodings::{Compression, DataBlock};
+use crate::encodings::Compression;
 use crate::error::{Error, Result};
 use crate::format::{enc20, enc21, file2, filepb, TYPE_URL_ARRAY_ENCODING, TYPE_URL_PAGE_LAYOUT};
 use crate::io::{open_reader, open_reader_with, ReaderRef, StorageOptions};
 use crate::schema::{LanceField, LanceSchema};
 use crate::structural::assemble::{assemble, LeafData};
+use crate::structural::blob::BlobLayout;
 use crate::structural::builder::{LeafBuilder, Selection};
-use crate::structural::constant::ConstantLayout;
-use crate::structural::fullzip::{self, FullZipLayout, RepIndex};
-use crate::structural::miniblock::{self, ChunkInfo, DecodedChunk, MiniBlockLayout};
-use crate::structural::repdef::{max_visible_def, page_to_canonical, Layer, LeafPath};
+use crate::structural::constant::{ConstantLayout, ConstantState};
+use crate::structural::fullzip::{self, FullZipLayout, FullZipState, RepIndex};
+use crate::structural::layout::{append_decoded, runs, PageInfo, PageLayout, PageRequest, PageRows};
+use crate::structural::miniblock::{MiniBlockLayout, MiniBlockState};
+use crate::structural::repdef::{page_to_canonical, Layer, LeafPath};
 use crate::structural::shred::leaf_paths;
 use crate::structural::{v2_0, v2_0_nested, LeafKind};
 
@@ -49,12 +56,7 @@ pub enum PageKind {
     /// 2.1+ constant / all-null.
     Constant(ConstantLayout),
     /// 2.1+ blob: (position, size) descriptors in an inner mini-block page.
-    Blob {
-        /// The descriptors' page layout.
-        inner: MiniBlockLayout,
-        /// The real validity layers of the column.
-        layers: Vec<crate::structural::repdef::Layer>,
-    },
+    Blob(BlobLayout),
     /// 2.0 `ArrayEncoding` tree.
     V2_0(enc20::ArrayEncoding),
 }
@@ -62,17 +64,27 @@ pub enum PageKind {
 /// Page metadata loaded on first use.
 #[derive(Debug)]
 enum PageState {
-    MiniBlock {
-        chunks: Vec<ChunkInfo>,
-        dictionary: Option<Arc<DataBlock>>,
-        /// Rows completed before each chunk (prefix sums of the repetition index), and the
-        /// levels each chunk leaves for the next one.
-        rep_index: Option<(Vec<u64>, Vec<u64>)>,
-    },
-    FullZip {
-        rep_index: Option<RepIndex>,
-    },
-    Buffers(Vec<Buffer>),
+    MiniBlock(MiniBlockState),
+    FullZip(FullZipState),
+    Constant(ConstantState),
+    /// A 2.0 page's buffers (none for pages read by byte ranges).
+    V2_0(Vec<Buffer>),
+}
+
+/// Runs `$body` with the page's layout (`$l`, a [`PageLayout`]) and loaded state (`$s`), or
+/// `$v20` with a 2.0 page's encoding and loaded buffers.
+macro_rules! with_layout {
+    ($page:expr, |$l:ident, $s:ident| $body:expr, |$enc:ident, $bufs:ident| $v20:expr) => {{
+        let state = $page.state.get().ok_or_else(|| Error::Internal("page state not loaded".into()))?;
+        match (&$page.kind, state.as_ref()) {
+            (PageKind::MiniBlock($l), PageState::MiniBlock($s)) => $body,
+            (PageKind::FullZip($l), PageState::FullZip($s)) => $body,
+            (PageKind::Constant($l), PageState::Constant($s)) => $body,
+            (PageKind::Blob($l), PageState::MiniBlock($s)) => $body,
+            (PageKind::V2_0($enc), PageState::V2_0($bufs)) => $v20,
+            _ => Err(Error::corrupt("page state does not match its layout")),
+        }
+    }};
 }
 
 /// One page of a column.
@@ -379,10 +391,9 @@ impl FileReader {
                 self.num_rows
             ))
         })?;
-        let _prefetched = self.prefetch(fields, RowSelection::Range(start..end))?;
         let parallel = fields.len() > 1 && len > 4096;
-        let arrays = crate::parallel::map(fields.to_vec(), parallel, |f| self.read_field_range(f, start..end));
-        self.batch(fields, arrays.into_iter().collect::<Result<Vec<_>>>().map_err(|e| self.as_corrupt(e))?, len)
+        let arrays = self.read_fields(fields, RowSelection::Range(start..end), parallel).map_err(|e| self.as_corrupt(e))?;
+        self.batch(fields, arrays, len)
     }
 
     /// An Arrow error while building arrays from this file's bytes (a validation failing: a
@@ -510,7 +521,8 @@ impl FileReader {
         }
         if fixed.is_none() {
             // Variable rows are found through each page's repetition index.
-            self.load_states(&live, &LeafKind::of_field(f)?)?;
+            let kind = LeafKind::of_field(f)?;
+            self.load_states(&live.iter().map(|&p| (p, &kind)).collect::<Vec<_>>())?;
         }
         let mut pages = Vec::with_capacity(live.len());
         for p in live {
@@ -523,7 +535,9 @@ impl FileReader {
                     None
                 }
                 None => match (&p.kind, p.state.get().map(|s| s.as_ref())) {
-                    (PageKind::FullZip(l), Some(PageState::FullZip { rep_index: Some(idx) })) if idx.rows() == p.num_rows => {
+                    (PageKind::FullZip(l), Some(PageState::FullZip(FullZipState { rep_index: Some(idx) })))
+                        if idx.rows() == p.num_rows =>
+                    {
                         let fullzip::ValueKind::Variable { offset_bits, .. } = l.kind else { return Ok(None) };
                         Some((idx.clone(), offset_bits as usize / 8))
                     }
@@ -670,10 +684,8 @@ impl FileReader {
             let perm: Vec<u32> = indices.iter().map(|i| rows.binary_search(i).unwrap() as u32).collect();
             (rows, Some(UInt32Array::from(perm)))
         };
-        let _prefetched = self.prefetch(fields, RowSelection::Rows(&rows))?;
         let parallel = fields.len() > 1 && rows.len() > 64;
-        let arrays = crate::parallel::map(fields.to_vec(), parallel, |f| self.take_field(f, &rows));
-        let mut arrays = arrays.into_iter().collect::<Result<Vec<_>>>()?;
+        let mut arrays = self.read_fields(fields, RowSelection::Rows(&rows), parallel)?;
         if let Some(a) = arrays.iter().find(|a| a.len() != rows.len()) {
             // Corrupt pages can decode to fewer rows than asked; permuting would index past them.
             return Err(Error::corrupt(format!("{}: {} rows decoded for {} asked", self.path, a.len(), rows.len())));
@@ -706,28 +718,56 @@ impl FileReader {
         Ok(cols.iter().zip(leaf_fields).zip(paths).map(|((&c, lf), (_, p))| (c, lf, p)).collect())
     }
 
-    fn read_field_range(&self, field: usize, rows: Range<u64>) -> Result<ArrayRef> {
-        if let Some(col) = self.nested_v2_0_column(field) {
-            return v2_0_nested::read_field(self, &self.schema.fields[field], col, self.num_rows, &[rows]);
+    /// Reads `sel` of the projected fields: every leaf's pages planned, their bytes fetched
+    /// with one coalescing read per round (see [`FileReader::fetch_leaves`]), then decoded on
+    /// the CPU, fields in parallel when `parallel`.
+    fn read_fields(&self, fields: &[usize], sel: RowSelection, parallel: bool) -> Result<Vec<ArrayRef>> {
+        let mut leaves = Vec::new();
+        let mut counts = Vec::with_capacity(fields.len());
+        for &f in fields {
+            if self.nested_v2_0_column(f).is_some() {
+                counts.push(None);
+                continue;
+            }
+            let before = leaves.len();
+            for (col, leaf, path) in self.leaves(f)? {
+                leaves.push(self.plan_leaf(col, leaf, path, sel.clone(), self.num_rows)?);
+            }
+            counts.push(Some(leaves.len() - before));
         }
-        let leaves = self.leaves(field)?;
-        let datas = leaves
-            .iter()
-            .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Range(rows.clone()), self.num_rows))
-            .collect::<Result<Vec<_>>>()?;
-        assemble(&self.schema.fields[field], datas)
-    }
-
-    fn take_field(&self, field: usize, rows: &[u64]) -> Result<ArrayRef> {
-        if let Some(col) = self.nested_v2_0_column(field) {
-            return v2_0_nested::read_field(self, &self.schema.fields[field], col, self.num_rows, &runs(rows));
+        // Object storage: one coalesced fetch per round for every field (fewer requests).
+        // Local files: each field fetches its own bytes inside its parallel job, so that the
+        // copies out of the page cache run on every core (one thread reading a whole round
+        // made 1,000-row takes 2x slower).
+        let per_field_fetch = parallel && self.io.cheap_small_reads();
+        if !per_field_fetch {
+            self.fetch_leaves(&mut leaves)?;
         }
-        let leaves = self.leaves(field)?;
-        let datas = leaves
-            .iter()
-            .map(|(col, leaf, path)| self.read_leaf(*col, leaf, path, RowSelection::Rows(rows), self.num_rows))
-            .collect::<Result<Vec<_>>>()?;
-        assemble(&self.schema.fields[field], datas)
+        let mut leaves = leaves.into_iter();
+        let jobs: Vec<(usize, Option<Vec<LeafRead>>)> =
+            fields.iter().zip(counts).map(|(&f, n)| (f, n.map(|n| leaves.by_ref().take(n).collect()))).collect();
+        let arrays = crate::parallel::map(jobs, parallel, |(f, job)| {
+            let field = &self.schema.fields[f];
+            match job {
+                Some(mut job) => {
+                    if per_field_fetch {
+                        self.fetch_leaves(&mut job)?;
+                    }
+                    assemble(field, job.into_iter().map(|l| self.decode_leaf(l)).collect::<Result<Vec<_>>>()?)
+                }
+                None => {
+                    // 2.0 struct and list fields: read level by level (see `v2_0_nested`).
+                    let col = self.nested_v2_0_column(f).ok_or_else(|| Error::Internal("not a nested 2.0 field".into()))?;
+                    let ranges = match &sel {
+                        RowSelection::Range(r) => vec![r.clone()],
+                        RowSelection::Rows(r) => runs(r),
+                        RowSelection::Ranges(r) => r.to_vec(),
+                    };
+                    v2_0_nested::read_field(self, field, col, self.num_rows, &ranges)
+                }
+            }
+        });
+        arrays.into_iter().collect()
     }
 
     /// The first column of top-level field `field` if it is a nested field of a 2.0 file
@@ -739,13 +779,28 @@ impl FileReader {
 
     /// Reads the selected rows of one leaf column, which holds `column_rows` rows.
     fn read_leaf(&self, col: usize, leaf: &LanceField, path: &LeafPath, sel: RowSelection, column_rows: u64) -> Result<LeafData> {
+        let mut read = [self.plan_leaf(col, leaf, path.clone(), sel, column_rows)?];
+        self.fetch_leaves(&mut read)?;
+        let [read] = read;
+        self.decode_leaf(read)
+    }
+
+    /// Chooses the rows of each page of one leaf column (which holds `column_rows` rows).
+    fn plan_leaf<'r>(
+        &'r self,
+        col: usize,
+        leaf: &'r LanceField,
+        path: LeafPath,
+        sel: RowSelection,
+        column_rows: u64,
+    ) -> Result<LeafRead<'r>> {
         let kind = LeafKind::of_field(leaf)?;
-        let column = self.column(col)?;
+        let column = self.column_ref(col)?;
         // Pages of columns below a fixed-size list of structs count its items, not rows.
         let scale = path.row_scale();
         let total =
             column_rows.checked_mul(scale).ok_or_else(|| Error::corrupt(format!("{}: column {col} is too long", self.path)))?;
-        check_rows(&column, total, &self.path, col)?;
+        check_rows(column, total, &self.path, col)?;
         let (scaled_rows, scaled_ranges): (Vec<u64>, Vec<Range<u64>>);
         let sel = match sel {
             RowSelection::Range(r) if scale > 1 => RowSelection::Range(r.start * scale..r.end * scale),
@@ -764,69 +819,93 @@ impl FileReader {
             RowSelection::Rows(r) => r.len(),
             RowSelection::Ranges(r) => r.iter().map(|r| (r.end - r.start) as usize).sum(),
         };
-        let mut out = LeafBuilder::with_path(kind.clone(), path.clone(), capacity);
-        let groups = page_groups(&column, &sel);
-        let pages: Vec<&Page> = groups.iter().map(|(p, _)| *p).collect();
-        self.load_states(&pages, &kind)?;
-        if matches!(kind, LeafKind::Variable { .. }) {
+        let pages = page_groups(column, &sel)
+            .into_iter()
+            .map(|(page, rows)| {
+                let (table, nested) = match page.layers() {
+                    Some(layers) => (page_to_canonical(&path, layers)?, path.has_lists() || layers.iter().any(|l| l.is_list())),
+                    None => (vec![0, path.null_def(path.kinds.len() - 1)], path.has_lists()),
+                };
+                Ok(PageRead { page, rows, table, nested, fetched: Vec::new(), planned: false })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LeafRead { leaf, path, kind, scale, capacity, pages })
+    }
+
+    /// Loads the state of every page of `leaves` that has none yet (one read), then fetches
+    /// the bytes their plans ask for: one coalescing read per round of plans, for all pages
+    /// together.
+    fn fetch_leaves(&self, leaves: &mut [LeafRead]) -> Result<()> {
+        let pages: Vec<(&Page, &LeafKind)> = leaves.iter().flat_map(|l| l.pages.iter().map(move |p| (p.page, &l.kind))).collect();
+        self.load_states(&pages)?;
+        drop(pages);
+        // A layout plans at most a few rounds (blob pages: two).
+        for round in 0..4 {
+            let mut ranges = Vec::new();
+            let mut owners = Vec::new();
+            let mut done = Vec::new();
+            for (li, l) in leaves.iter().enumerate() {
+                for (pi, p) in l.pages.iter().enumerate().filter(|(_, p)| !p.planned) {
+                    let req = l.request(p, self.file_size);
+                    match plan_page(p.page, &req, round, &p.fetched)? {
+                        Some(r) => {
+                            owners.push((li, pi, r.len()));
+                            ranges.extend(r);
+                        }
+                        None => done.push((li, pi)),
+                    }
+                }
+            }
+            for (li, pi) in done {
+                leaves[li].pages[pi].planned = true;
+            }
+            if owners.is_empty() {
+                return Ok(());
+            }
+            let mut fetched = if ranges.is_empty() { Vec::new() } else { self.io.read_ranges(&ranges)? }.into_iter();
+            for (li, pi, n) in owners {
+                leaves[li].pages[pi].fetched.extend(fetched.by_ref().take(n));
+            }
+        }
+        Err(Error::Internal("a page layout planned too many rounds of reads".into()))
+    }
+
+    /// Decodes a fetched leaf column.
+    fn decode_leaf(&self, read: LeafRead) -> Result<LeafData> {
+        let mut out = LeafBuilder::with_path(read.kind.clone(), read.path.clone(), read.capacity);
+        if matches!(read.kind, LeafKind::Variable { .. }) {
             // Variable-width values of full-zip pages take at most the bytes of their rows:
             // room for all of them up front, so large values (images, documents) are not
             // copied again and again as the output grows.
-            let bytes: u64 = groups.iter().map(|(p, rows)| full_zip_row_bytes(p, rows)).sum();
+            let bytes: u64 = read.pages.iter().map(|p| p.page.value_bytes(&p.rows)).sum();
             out.reserve_bytes(bytes as usize);
         }
-        if path.max_rep > 0 {
+        if read.path.max_rep > 0 {
             // Room for the levels and values of the selected rows (lists make them more
             // numerous than rows), estimated from the pages' item counts.
-            let estimate: u64 = groups
-                .iter()
-                .map(|(p, rows)| {
-                    let items = match &p.kind {
-                        PageKind::MiniBlock(l) => l.num_items,
-                        PageKind::FullZip(l) => l.num_items,
-                        _ => p.num_rows,
-                    };
-                    let selected = match rows {
-                        PageRows::Range(r) => r.end - r.start,
-                        PageRows::Rows(r) => r.len() as u64,
-                        PageRows::Ranges(r) => r.iter().map(|r| r.end - r.start).sum(),
-                    };
-                    items.min(1 << 32) * selected / p.num_rows.max(1)
-                })
-                .sum();
+            let estimate: u64 =
+                read.pages.iter().map(|p| p.page.num_levels().min(1 << 32) * p.rows.count() / p.page.num_rows.max(1)).sum();
             out.reserve(estimate as usize);
         }
-        for (page, rows) in groups {
+        for p in &read.pages {
             crate::interrupt::check()?;
-            let layers = page_layers(&page.kind);
-            let table = match layers {
-                Some(l) => page_to_canonical(path, l)?,
-                None => vec![0, path.null_def(path.kinds.len() - 1)],
-            };
-            let nested = path.has_lists() || page_has_rep(&page.kind);
-            match (rows, nested) {
-                (PageRows::Range(r), false) => self.decode_page_range(page, &kind, &leaf.data_type, r, &table, &mut out)?,
-                (PageRows::Rows(r), false) => self.decode_page_rows(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
-                (PageRows::Range(r), true) => self.decode_page_runs_nested(page, &kind, path, &[r], &table, &mut out)?,
-                (PageRows::Rows(r), true) => self.decode_page_runs_nested(page, &kind, path, &runs(&r), &table, &mut out)?,
-                (PageRows::Ranges(r), false) => self.decode_page_ranges(page, &kind, &leaf.data_type, &r, &table, &mut out)?,
-                (PageRows::Ranges(r), true) => self.decode_page_runs_nested(page, &kind, path, &r, &table, &mut out)?,
-            }
+            let req = read.request(p, self.file_size);
+            self.decode_page(p.page, &req, &p.fetched, &mut out)?;
         }
-        let mut data = out.finish(&leaf.data_type)?;
-        data.num_rows /= scale as usize;
+        let mut data = out.finish(&read.leaf.data_type)?;
+        data.num_rows /= read.scale as usize;
         Ok(data)
     }
 
     /// Fetches and caches the metadata buffers of pages that have none yet.
-    fn load_states(&self, pages: &[&Page], kind: &LeafKind) -> Result<()> {
+    fn load_states(&self, pages: &[(&Page, &LeafKind)]) -> Result<()> {
         let mut wanted: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut ranges = Vec::new();
-        for (i, p) in pages.iter().enumerate() {
+        for (i, (p, _)) in pages.iter().enumerate() {
             if p.state.get().is_some() {
                 continue;
             }
-            let idx = state_buffers(p);
+            let idx = p.state_buffers();
             for &b in &idx {
                 // The layout names buffers the page may not have (found by fuzzing).
                 let &(pos, len) =
@@ -835,425 +914,32 @@ impl FileReader {
             }
             wanted.push((i, idx));
         }
-        if ranges.is_empty() && wanted.is_empty() {
+        if wanted.is_empty() {
             return Ok(());
         }
         let mut fetched = self.io.read_ranges(&ranges)?.into_iter();
         for (i, idx) in wanted {
-            let bufs: Vec<Buffer> = idx.iter().map(|_| fetched.next().unwrap()).collect();
-            let page = pages[i];
-            let state = build_state(page, bufs, kind)?;
+            let bufs: Vec<Buffer> = fetched.by_ref().take(idx.len()).collect();
+            let (page, kind) = pages[i];
+            let state = page.build_state(bufs, kind)?;
             let _ = page.state.set(Arc::new(state));
         }
         Ok(())
     }
 
-    fn decode_page_range(
-        &self,
-        page: &Page,
-        kind: &LeafKind,
-        data_type: &DataType,
-        rows: Range<u64>,
-        table: &[u16],
-        out: &mut LeafBuilder,
-    ) -> Result<()> {
-        let state = page.state.get().expect("page state loaded");
-        match (&page.kind, state.as_ref()) {
-            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, .. }) => {
-                let first = chunks.partition_point(|c| c.first_value + c.num_values <= rows.start);
-                let last = chunks.partition_point(|c| c.first_value < rows.end);
-                let selected = &chunks[first..last];
-                let data_pos = page.buffers[1].0;
-                let ranges: Vec<Range<u64>> = selected.iter().map(|c| data_pos + c.offset..data_pos + c.offset + c.len).collect();
-                let bytes = self.io.read_ranges(&ranges)?;
-                for (c, b) in selected.iter().zip(&bytes) {
-                    crate::interrupt::check()?;
-                    let decoded = miniblock::decode_chunk(layout, c, b, dictionary.as_ref(), None)?;
-                    let s = rows.start.max(c.first_value) - c.first_value;
-                    let e = rows.end.min(c.first_value + c.num_values) - c.first_value;
-                    append_decoded(out, &decoded, table, Selection::Range(s as usize, (e - s) as usize))?;
-                }
-                Ok(())
+    /// Decodes the rows of `req` of a page from the bytes its plan fetched.
+    fn decode_page(&self, page: &Page, req: &PageRequest, fetched: &[Buffer], out: &mut LeafBuilder) -> Result<()> {
+        let info = page.info();
+        with_layout!(page, |l, s| l.decode(&info, s, req, fetched, out), |enc, bufs| {
+            if req.nested {
+                return Err(Error::not_supported("this page layout for a column with lists"));
             }
-            (PageKind::FullZip(layout), PageState::FullZip { rep_index }) => {
-                let data_pos = page.buffers[0].0;
-                let byte_range = match (layout.fixed_stride(), rep_index) {
-                    (Some(stride), _) => rows.start * stride..rows.end * stride,
-                    (None, Some(idx)) => idx.offset(rows.start)..idx.offset(rows.end),
-                    (None, None) => return Err(Error::corrupt("variable full-zip page without a repetition index")),
-                };
-                if byte_range.end > page.buffers[0].1 {
-                    return Err(Error::corrupt("full-zip rows lie beyond the page's data buffer"));
-                }
-                let bytes = self.io.read_range(data_pos + byte_range.start..data_pos + byte_range.end)?;
-                let decoded = fullzip::decode_levels(layout, bytes.as_slice(), Some(rows.end - rows.start))?;
-                append_decoded(out, &decoded, table, Selection::All)
-            }
-            (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
-                let n = rows.end - rows.start;
-                let decoded = crate::structural::constant::decode_rows(layout, bufs, page.num_rows, kind, rows, n)?;
-                append_decoded(out, &decoded, table, Selection::All)
-            }
-            (PageKind::Blob { inner, layers }, PageState::MiniBlock { chunks, .. }) => {
-                let rows_vec: Vec<u64> = (rows.start..rows.end).collect();
-                self.decode_blobs(page, inner, layers, chunks, &rows_vec, table, out)
-            }
-            (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, &[rows])?;
-                append_decoded(out, &decoded, table, Selection::All)
-            }
-            _ => Err(Error::corrupt("page state does not match its layout")),
-        }
-    }
-
-    fn decode_page_rows(
-        &self,
-        page: &Page,
-        kind: &LeafKind,
-        data_type: &DataType,
-        rows: &[u64],
-        table: &[u16],
-        out: &mut LeafBuilder,
-    ) -> Result<()> {
-        let state = page.state.get().expect("page state loaded");
-        match (&page.kind, state.as_ref()) {
-            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, .. }) => {
-                let groups = group_by_chunk(chunks, rows)?;
-                let bytes = self.io.read_ranges(&chunk_ranges(page, chunks, &groups))?;
-                for ((c, sel), b) in groups.iter().zip(&bytes) {
-                    crate::interrupt::check()?;
-                    // Few rows of a chunk: decode just those values when the encoding allows.
-                    let rows = (sel.len() * 8 < chunks[*c].num_values as usize).then_some(&sel[..]);
-                    let decoded = miniblock::decode_chunk(layout, &chunks[*c], b, dictionary.as_ref(), rows)?;
-                    let s = if decoded.selected { Selection::All } else { Selection::Indices(sel) };
-                    append_decoded(out, &decoded, table, s)?;
-                }
-                Ok(())
-            }
-            (PageKind::FullZip(layout), PageState::FullZip { rep_index }) => {
-                let data_pos = page.buffers[0].0;
-                // Runs of consecutive rows are read and decoded together.
-                let mut runs: Vec<Range<u64>> = Vec::new();
-                for &r in rows {
-                    match runs.last_mut() {
-                        Some(run) if run.end == r => run.end += 1,
-                        _ => runs.push(r..r + 1),
-                    }
-                }
-                let byte_ranges = fullzip_run_bytes(page, layout, rep_index, &runs)?;
-                let abs: Vec<Range<u64>> = byte_ranges.iter().map(|r| data_pos + r.start..data_pos + r.end).collect();
-                let bytes = self.io.read_ranges(&abs)?;
-                for (run, b) in runs.iter().zip(&bytes) {
-                    crate::interrupt::check()?;
-                    let one = if run.end - run.start == 1 { fullzip::decode_one_raw(layout, b)? } else { None };
-                    let decoded = match one {
-                        Some(d) => d,
-                        None => fullzip::decode_levels(layout, b.as_slice(), Some(run.end - run.start))?,
-                    };
-                    append_decoded(out, &decoded, table, Selection::All)?;
-                }
-                Ok(())
-            }
-            (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
-                let n = rows.len() as u64;
-                let decoded =
-                    crate::structural::constant::decode_rows(layout, bufs, page.num_rows, kind, rows.iter().copied(), n)?;
-                append_decoded(out, &decoded, table, Selection::All)
-            }
-            (PageKind::Blob { inner, layers }, PageState::MiniBlock { chunks, .. }) => {
-                self.decode_blobs(page, inner, layers, chunks, rows, table, out)
-            }
-            (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, &runs(rows))?;
-                append_decoded(out, &decoded, table, Selection::All)
-            }
-            _ => Err(Error::corrupt("page state does not match its layout")),
-        }
-    }
-
-    /// Decodes the page-local row ranges `ranges` (sorted, non-overlapping) of a page of a
-    /// column without lists: 2.0 pages read them directly, other layouts row by row.
-    fn decode_page_ranges(
-        &self,
-        page: &Page,
-        kind: &LeafKind,
-        data_type: &DataType,
-        ranges: &[Range<u64>],
-        table: &[u16],
-        out: &mut LeafBuilder,
-    ) -> Result<()> {
-        let state = page.state.get().expect("page state loaded");
-        match (&page.kind, state.as_ref()) {
-            (PageKind::V2_0(enc), PageState::Buffers(bufs)) => {
-                let decoded = self.read_v2_0_rows(page, enc, bufs, kind, data_type, ranges)?;
-                append_decoded(out, &decoded, table, Selection::All)
-            }
-            _ => {
-                let rows: Vec<u64> = ranges.iter().flat_map(|r| r.clone()).collect();
-                self.decode_page_rows(page, kind, data_type, &rows, table, out)
-            }
-        }
-    }
-
-    /// Reads row ranges of a 2.0 page from its cached buffers, or by byte ranges on demand.
-    fn read_v2_0_rows(
-        &self,
-        page: &Page,
-        enc: &enc20::ArrayEncoding,
-        loaded: &[Buffer],
-        kind: &LeafKind,
-        data_type: &DataType,
-        rows: &[Range<u64>],
-    ) -> Result<DecodedChunk> {
-        let fetch = |r: &[Range<u64>]| self.io.read_ranges(r);
-        let src = v2_0::PageSource { locations: &page.buffers, loaded, fetch: &fetch };
-        v2_0::read_rows(enc, &src, page.num_rows, kind, data_type, rows)
-    }
-
-    /// Reads blob descriptors for `rows` (sorted, page-local), then the blobs themselves.
-    fn decode_blobs(
-        &self,
-        page: &Page,
-        inner: &MiniBlockLayout,
-        layers: &[crate::structural::repdef::Layer],
-        chunks: &[ChunkInfo],
-        rows: &[u64],
-        table: &[u16],
-        out: &mut LeafBuilder,
-    ) -> Result<()> {
-        let mut descriptors = LeafBuilder::new(LeafKind::Fixed { bytes: 16 }, rows.len());
-        let groups = group_by_chunk(chunks, rows)?;
-        let bytes = self.io.read_ranges(&chunk_ranges(page, chunks, &groups))?;
-        for ((c, sel), b) in groups.iter().zip(&bytes) {
-            crate::interrupt::check()?;
-            let decoded = miniblock::decode_chunk(inner, &chunks[*c], b, None, None)?;
-            descriptors.append(&decoded.values, None, Selection::Indices(sel))?;
-        }
-        let desc = descriptors.finish(&DataType::FixedSizeBinary(16))?.values.to_data();
-        let raw = desc.buffers()[0].as_slice();
-        let mut blob_ranges = Vec::new();
-        let mut def = Vec::with_capacity(rows.len());
-        for d in raw.chunks_exact(16) {
-            let pos = u64::from_le_bytes(d[..8].try_into().unwrap());
-            let size = u64::from_le_bytes(d[8..].try_into().unwrap());
-            if size == 0 && pos != 0 {
-                def.push(((pos >> 16) & 0xFFFF) as u16);
-                continue;
-            }
-            if pos.checked_add(size).is_none_or(|e| e > self.file_size) {
-                return Err(Error::corrupt(format!("blob at {pos}..+{size} lies outside the file")));
-            }
-            def.push(0);
-            if size > 0 {
-                blob_ranges.push(pos..pos + size);
-            }
-        }
-        let blobs = self.io.read_ranges(&blob_ranges)?;
-        let mut offsets = vec![0u64];
-        let mut data = Vec::new();
-        let mut next = blobs.iter();
-        for (d, desc) in def.iter().zip(raw.chunks_exact(16)) {
-            let size = u64::from_le_bytes(desc[8..].try_into().unwrap());
-            if *d == 0 && size > 0 {
-                data.extend_from_slice(next.next().unwrap().as_slice());
-            }
-            offsets.push(data.len() as u64);
-        }
-        let block = DataBlock::Variable(crate::encodings::VariableWidthBlock::from_u64(offsets, data));
-        let _ = layers;
-        let has_nulls = def.iter().any(|&d| d != 0);
-        let canonical = if has_nulls { Some(to_canonical(&def, table)?) } else { None };
-        out.append(&block, canonical.as_deref(), Selection::All)
-    }
-
-    /// Decodes runs of rows (page-local, sorted, disjoint) of a page of a column with lists.
-    /// Every chunk or row range is fetched once, with one coalescing read for all runs, and
-    /// decoded once.
-    fn decode_page_runs_nested(
-        &self,
-        page: &Page,
-        kind: &LeafKind,
-        path: &LeafPath,
-        runs: &[Range<u64>],
-        table: &[u16],
-        out: &mut LeafBuilder,
-    ) -> Result<()> {
-        let state = page.state.get().expect("page state loaded");
-        let max_rep = path.max_rep;
-        let runs: Vec<&Range<u64>> = runs.iter().filter(|r| !r.is_empty()).collect();
-        match (&page.kind, state.as_ref()) {
-            (PageKind::MiniBlock(layout), PageState::MiniBlock { chunks, dictionary, rep_index }) => {
-                if chunks.is_empty() || runs.is_empty() {
-                    return Ok(());
-                }
-                let visible_limit = max_visible_def(&layout.layers);
-                // For each run, the chunks holding it: from the one where its first row begins
-                // to the one where its last row ends, and the rows completed before the first.
-                let spans: Vec<(usize, usize, u64)> = runs
-                    .iter()
-                    .map(|rows| match rep_index {
-                        Some((before, leftover)) => {
-                            let completes_in =
-                                |row: u64| before.partition_point(|&c| c <= row).saturating_sub(1).min(chunks.len() - 1);
-                            let mut j0 = completes_in(rows.start);
-                            while j0 > 0 && leftover[j0 - 1] > 0 && before[j0] == rows.start {
-                                j0 -= 1;
-                            }
-                            (j0, completes_in(rows.end - 1), before[j0])
-                        }
-                        None => (0, chunks.len() - 1, 0),
-                    })
-                    .collect();
-                let mut needed: Vec<usize> = spans.iter().flat_map(|&(a, b, _)| a..=b).collect();
-                needed.sort_unstable();
-                needed.dedup();
-                let data_pos = page.buffers[1].0;
-                let ranges: Vec<Range<u64>> =
-                    needed.iter().map(|&c| data_pos + chunks[c].offset..data_pos + chunks[c].offset + chunks[c].len).collect();
-                let bytes = self.io.read_ranges(&ranges)?;
-                let mut decoded: Vec<Option<PieceCursor>> = (0..needed.len()).map(|_| None).collect();
-                for (rows, &(j0, j1, completed_before)) in runs.iter().zip(&spans) {
-                    crate::interrupt::check()?;
-                    let mut next_start_row = completed_before;
-                    for j in j0..=j1 {
-                        let slot = needed.binary_search(&j).expect("chunk fetched");
-                        if decoded[slot].is_none() && spans.len() == 1 {
-                            // One run (a scan): a chunk whose rows all belong to it is
-                            // appended whole, without indexing its row starts.
-                            let piece = miniblock::decode_chunk(layout, &chunks[j], &bytes[slot], dictionary.as_ref(), None)?;
-                            if let Some(starts) =
-                                append_whole_piece(out, &piece, max_rep, visible_limit, next_start_row, rows, table)?
-                            {
-                                next_start_row += starts;
-                                continue;
-                            }
-                            decoded[slot] = Some(PieceCursor::new(piece, max_rep, visible_limit)?);
-                        } else if decoded[slot].is_none() {
-                            let piece = miniblock::decode_chunk(layout, &chunks[j], &bytes[slot], dictionary.as_ref(), None)?;
-                            decoded[slot] = Some(PieceCursor::new(piece, max_rep, visible_limit)?);
-                        }
-                        let cursor = decoded[slot].as_mut().unwrap();
-                        if j == j0 && cursor.starts_inside_row() {
-                            next_start_row += 1; // the chunk starts inside a row begun earlier
-                        }
-                        next_start_row += append_rows_of_piece(out, cursor, next_start_row, rows, table, j < j1)?;
-                    }
-                }
-                Ok(())
-            }
-            (PageKind::FullZip(layout), PageState::FullZip { rep_index: Some(idx) }) => {
-                let visible_limit = max_visible_def(&layout.layers);
-                let data_pos = page.buffers[0].0;
-                let ranges: Vec<Range<u64>> =
-                    runs.iter().map(|rows| data_pos + idx.offset(rows.start)..data_pos + idx.offset(rows.end)).collect();
-                let bytes = self.io.read_ranges(&ranges)?;
-                for (rows, b) in runs.iter().zip(&bytes) {
-                    crate::interrupt::check()?;
-                    let mut piece =
-                        PieceCursor::new(fullzip::decode_levels(layout, b.as_slice(), None)?, max_rep, visible_limit)?;
-                    append_rows_of_piece(out, &mut piece, rows.start, rows, table, false)?;
-                }
-                Ok(())
-            }
-            (PageKind::Constant(layout), PageState::Buffers(bufs)) => {
-                if !crate::structural::constant::has_repetition(layout, bufs)? {
-                    // No lists in this page: one level per row, decoded for the rows asked.
-                    for rows in runs {
-                        let n = rows.end - rows.start;
-                        let piece = crate::structural::constant::decode_rows(layout, bufs, page.num_rows, kind, rows.clone(), n)?;
-                        append_decoded(out, &piece, table, Selection::All)?;
-                    }
-                    return Ok(());
-                }
-                let piece = crate::structural::constant::decode(layout, bufs, page.num_rows, kind)?;
-                let mut cursor = PieceCursor::new(piece, max_rep, max_visible_def(&layout.layers))?;
-                for rows in runs {
-                    append_rows_of_piece(out, &mut cursor, 0, rows, table, false)?;
-                }
-                Ok(())
-            }
-            _ => Err(Error::not_supported("this page layout for a column with lists")),
-        }
-    }
-
-    /// On object storage, fetches every byte range a read of `sel` over `fields` will need in
-    /// two concurrent rounds (page metadata, then data), so that decoding, page by page,
-    /// finds its bytes already there instead of waiting for one round trip per page. Leaves
-    /// of list columns and the rarer layouts are left to fetch on demand. The returned guard
-    /// keeps the bytes until the read is done. Local files return at once.
-    fn prefetch(&self, fields: &[usize], sel: RowSelection<'_>) -> Result<PrefetchGuard<'_>> {
-        let mut guard = PrefetchGuard { io: self.io.as_ref(), tokens: Vec::new() };
-        if !self.io.plans_ahead() {
-            return Ok(guard);
-        }
-        let mut leaves: Vec<(Arc<Column>, LeafKind)> = Vec::new();
-        for &f in fields {
-            if self.nested_v2_0_column(f).is_some() {
-                continue;
-            }
-            for (col, leaf, path) in self.leaves(f)? {
-                if path.row_scale() != 1 || path.has_lists() {
-                    continue;
-                }
-                let column = self.column(col)?;
-                if check_rows(&column, self.num_rows, &self.path, col).is_err() {
-                    continue; // reported by the read itself
-                }
-                leaves.push((column, LeafKind::of_field(leaf)?));
-            }
-        }
-        // Round 1: metadata buffers of pages not loaded yet.
-        let mut meta = Vec::new();
-        for (column, _) in &leaves {
-            for (p, _) in page_groups(column, &sel) {
-                if p.state.get().is_none() {
-                    meta.extend(state_buffers(p).into_iter().map(|b| p.buffers[b].0..p.buffers[b].0 + p.buffers[b].1));
-                }
-            }
-        }
-        if !meta.is_empty() {
-            guard.tokens.push(self.io.prefetch(&meta)?);
-            for (column, kind) in &leaves {
-                let pages: Vec<&Page> = page_groups(column, &sel).into_iter().map(|(p, _)| p).collect();
-                self.load_states(&pages, kind)?;
-            }
-        }
-        // Round 2: the data of the selected rows.
-        let mut data = Vec::new();
-        for (column, _) in &leaves {
-            for (page, rows) in page_groups(column, &sel) {
-                if page_has_rep(&page.kind) {
-                    continue;
-                }
-                let Some(state) = page.state.get() else { continue };
-                match (&page.kind, state.as_ref(), &rows) {
-                    (PageKind::MiniBlock(_), PageState::MiniBlock { chunks, .. }, PageRows::Rows(r)) => {
-                        data.extend(chunk_ranges(page, chunks, &group_by_chunk(chunks, r)?));
-                    }
-                    (PageKind::MiniBlock(_), PageState::MiniBlock { chunks, .. }, PageRows::Range(r)) => {
-                        let first = chunks.partition_point(|c| c.first_value + c.num_values <= r.start);
-                        let last = chunks.partition_point(|c| c.first_value < r.end);
-                        let pos = page.buffers[1].0;
-                        data.extend(chunks[first..last].iter().map(|c| pos + c.offset..pos + c.offset + c.len));
-                    }
-                    (PageKind::FullZip(layout), PageState::FullZip { rep_index }, PageRows::Rows(r)) => {
-                        let pos = page.buffers[0].0;
-                        let bytes = fullzip_run_bytes(page, layout, rep_index, &runs(r))?;
-                        data.extend(bytes.into_iter().map(|b| pos + b.start..pos + b.end));
-                    }
-                    (PageKind::FullZip(layout), PageState::FullZip { rep_index }, PageRows::Range(r)) => {
-                        let pos = page.buffers[0].0;
-                        let bytes = fullzip_run_bytes(page, layout, rep_index, std::slice::from_ref(r))?;
-                        data.extend(bytes.into_iter().map(|b| pos + b.start..pos + b.end));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        if !data.is_empty() {
-            guard.tokens.push(self.io.prefetch(&data)?);
-        }
-        Ok(guard)
+            // 2.0 pages still read their byte ranges while decoding.
+            let fetch = |r: &[Range<u64>]| self.io.read_ranges(r);
+            let src = v2_0::PageSource { locations: &page.buffers, loaded: bufs, fetch: &fetch };
+            let decoded = v2_0::read_rows(enc, &src, page.num_rows, req.kind, req.data_type, &req.rows.to_runs())?;
+            append_decoded(out, &decoded, req.table, Selection::All)
+        })
     }
 
     /// A description of every column's pages and encodings.
@@ -1356,7 +1042,7 @@ fn describe_page(kind: &PageKind) -> String {
             Some(v) => format!("constant(inline {} bytes)", v.len()),
             None => "constant".to_string(),
         },
-        PageKind::Blob { .. } => "blob".to_string(),
+        PageKind::Blob(_) => "blob".to_string(),
         PageKind::V2_0(e) => format!("v2.0 {}", v2_0::describe(e)),
     }
 }
@@ -1369,131 +1055,8 @@ fn check_rows(column: &Column, num_rows: u64, path: &str, col: usize) -> Result<
     Ok(())
 }
 
-/// Groups sorted page-local rows (= values, for columns without lists) by mini-block chunk:
-/// `(chunk index, chunk-local positions)`.
-fn group_by_chunk(chunks: &[ChunkInfo], rows: &[u64]) -> Result<Vec<(usize, Vec<u32>)>> {
-    let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
-    let mut ci = 0;
-    for &r in rows {
-        if ci < chunks.len() && chunks[ci].first_value + chunks[ci].num_values <= r {
-            // Rows are sorted: search forward from the current chunk.
-            ci += chunks[ci..].partition_point(|c| c.first_value + c.num_values <= r);
-        }
-        let chunk = chunks.get(ci).ok_or_else(|| Error::corrupt(format!("row {r} lies beyond the page's mini-block chunks")))?;
-        let local = (r - chunk.first_value) as u32;
-        match groups.last_mut() {
-            Some((c, v)) if *c == ci => v.push(local),
-            _ => groups.push((ci, vec![local])),
-        }
-    }
-    Ok(groups)
-}
-
-/// Absolute byte ranges of the chunks named in `groups`.
-fn chunk_ranges(page: &Page, chunks: &[ChunkInfo], groups: &[(usize, Vec<u32>)]) -> Vec<Range<u64>> {
-    let data_pos = page.buffers[1].0;
-    groups.iter().map(|(c, _)| data_pos + chunks[*c].offset..data_pos + chunks[*c].offset + chunks[*c].len).collect()
-}
-
-/// Bytes of the selected rows of a variable-width full-zip page (0 for other pages).
-fn full_zip_row_bytes(page: &Page, rows: &PageRows) -> u64 {
-    let (PageKind::FullZip(_), Some(state)) = (&page.kind, page.state.get()) else { return 0 };
-    let PageState::FullZip { rep_index: Some(idx) } = state.as_ref() else { return 0 };
-    let span = |r: Range<u64>| {
-        if r.start <= r.end && r.end <= idx.rows() {
-            idx.offset(r.end).saturating_sub(idx.offset(r.start))
-        } else {
-            0
-        }
-    };
-    match rows {
-        PageRows::Range(r) => span(r.clone()),
-        PageRows::Rows(v) => v.iter().map(|&r| span(r..r + 1)).sum(),
-        PageRows::Ranges(v) => v.iter().map(|r| span(r.clone())).sum(),
-    }
-    .min(page.buffers.first().map(|b| b.1).unwrap_or(0) * 2)
-}
-
-/// Translates page definition levels to canonical ones.
-fn to_canonical(def: &[u16], table: &[u16]) -> Result<Vec<u16>> {
-    let max = def.iter().copied().max().unwrap_or(0);
-    if max as usize >= table.len() {
-        return Err(Error::corrupt(format!("definition level {max} is not valid for the page's layers")));
-    }
-    if table.iter().enumerate().all(|(i, &t)| t as usize == i) {
-        return Ok(def.to_vec());
-    }
-    Ok(def.iter().map(|&d| table[d as usize]).collect())
-}
-
-/// Appends a whole decoded piece of a list column when every row it touches is in `rows`
-/// (`first_row` = the first row starting in the piece; a piece that begins inside a row
-/// continues `first_row - 1`). Returns the number of rows starting in the piece, or `None`
-/// (nothing appended) when some of its rows are outside `rows`.
-#[allow(clippy::too_many_arguments)]
-fn append_whole_piece(
-    out: &mut LeafBuilder,
-    piece: &DecodedChunk,
-    max_rep: u16,
-    visible_limit: u16,
-    first_row: u64,
-    rows: &Range<u64>,
-    table: &[u16],
-) -> Result<Option<u64>> {
-    let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's page has no repetition levels"))?;
-    let Some(&r0) = rep.first() else {
-        return Ok(Some(0));
-    };
-    let starts = rep.iter().filter(|&&r| r == max_rep).count() as u64;
-    let first_touched = if r0 == max_rep { first_row } else { first_row.wrapping_sub(1) };
-    if first_row == 0 && r0 != max_rep || first_touched < rows.start || first_row + starts > rows.end {
-        return Ok(None);
-    }
-    let visible = match piece.def.as_deref() {
-        Some(d) => d.iter().filter(|&&x| x <= visible_limit).count(),
-        None => rep.len(),
-    };
-    if visible as u64 != piece.values.num_values() {
-        return Ok(None);
-    }
-    let def = piece.def.as_deref().map(|d| to_canonical(d, table)).transpose()?;
-    out.append_levels(Some(rep), def.as_deref(), rep.len(), starts as usize)?;
-    out.append_values(&piece.values, Selection::All)?;
-    Ok(Some(starts))
-}
-
-/// Appends a decoded piece of a column without repetition.
-fn append_decoded(out: &mut LeafBuilder, d: &DecodedChunk, table: &[u16], sel: Selection) -> Result<()> {
-    if d.rep.is_some() {
-        return Err(Error::corrupt("repetition levels in a column without lists"));
-    }
-    let def = d.def.as_deref().map(|x| to_canonical(x, table)).transpose()?;
-    out.append(&d.values, def.as_deref(), sel)
-}
-
-/// Rows of one page to read.
-enum PageRows {
-    Range(Range<u64>),
-    Rows(Vec<u64>),
-    /// Sorted, non-overlapping ranges.
-    Ranges(Vec<Range<u64>>),
-}
-
-/// Releases a read's prefetched bytes when the read is done (or failed).
-struct PrefetchGuard<'r> {
-    io: &'r dyn crate::io::Reader,
-    tokens: Vec<u64>,
-}
-
-impl Drop for PrefetchGuard<'_> {
-    fn drop(&mut self) {
-        for &t in &self.tokens {
-            self.io.release(t);
-        }
-    }
-}
-
 /// Rows of a column to read.
+#[derive(Clone)]
 enum RowSelection<'a> {
     Range(Range<u64>),
     Rows(&'a [u64]),
@@ -1537,167 +1100,124 @@ fn page_groups<'c>(column: &'c Column, sel: &RowSelection<'_>) -> Vec<(&'c Page,
     groups
 }
 
-/// Byte ranges (relative to the page's data buffer) of runs of rows of a full-zip page.
-fn fullzip_run_bytes(
-    page: &Page,
-    layout: &FullZipLayout,
-    rep_index: &Option<RepIndex>,
-    runs: &[Range<u64>],
-) -> Result<Vec<Range<u64>>> {
-    let ranges = runs
-        .iter()
-        .map(|run| match (layout.fixed_stride(), rep_index) {
-            (Some(stride), _) => Ok(run.start * stride..run.end * stride),
-            (None, Some(idx)) => Ok(idx.offset(run.start)..idx.offset(run.end)),
-            (None, None) => Err(Error::corrupt("variable full-zip page without a repetition index")),
+/// One leaf column of a read: its pages' rows, plans and fetched bytes.
+struct LeafRead<'r> {
+    leaf: &'r LanceField,
+    path: LeafPath,
+    kind: LeafKind,
+    /// Page rows per row of the column (fixed-size lists of structs).
+    scale: u64,
+    capacity: usize,
+    pages: Vec<PageRead<'r>>,
+}
+
+/// One page of a [`LeafRead`].
+struct PageRead<'r> {
+    page: &'r Page,
+    rows: PageRows,
+    table: Vec<u16>,
+    nested: bool,
+    /// The bytes of the plan's rounds so far, in the order planned.
+    fetched: Vec<Buffer>,
+    /// Whether the plan is complete.
+    planned: bool,
+}
+
+impl LeafRead<'_> {
+    fn request<'a>(&'a self, p: &'a PageRead, file_size: u64) -> PageRequest<'a> {
+        PageRequest {
+            rows: &p.rows,
+            kind: &self.kind,
+            data_type: &self.leaf.data_type,
+            path: &self.path,
+            table: &p.table,
+            nested: p.nested,
+            file_size,
+        }
+    }
+}
+
+/// Round `round` of the plan of a page (see [`PageLayout::plan`]).
+fn plan_page(page: &Page, req: &PageRequest, round: usize, fetched: &[Buffer]) -> Result<Option<Vec<Range<u64>>>> {
+    let info = page.info();
+    // 2.0 pages read what they need while decoding.
+    with_layout!(page, |l, s| l.plan(&info, s, req, round, fetched), |_enc, _bufs| Ok(None))
+}
+
+impl Page {
+    fn info(&self) -> PageInfo<'_> {
+        PageInfo { num_rows: self.num_rows, buffers: &self.buffers }
+    }
+
+    /// The structural layers of a 2.1+ page.
+    fn layers(&self) -> Option<&[Layer]> {
+        match &self.kind {
+            PageKind::MiniBlock(l) => Some(l.layers()),
+            PageKind::FullZip(l) => Some(l.layers()),
+            PageKind::Constant(l) => Some(l.layers()),
+            PageKind::Blob(l) => Some(l.layers()),
+            PageKind::V2_0(_) => None,
+        }
+    }
+
+    /// Page buffers that make up the page's cached state.
+    fn state_buffers(&self) -> Vec<usize> {
+        let info = self.info();
+        match &self.kind {
+            PageKind::MiniBlock(l) => l.state_buffers(&info),
+            PageKind::FullZip(l) => l.state_buffers(&info),
+            PageKind::Constant(l) => l.state_buffers(&info),
+            PageKind::Blob(l) => l.state_buffers(&info),
+            // Read by byte ranges on demand, nothing to cache.
+            PageKind::V2_0(enc) if v2_0::supports_ranged_reads(enc, self.buffers.len()) => vec![],
+            PageKind::V2_0(_) => (0..self.buffers.len()).collect(),
+        }
+    }
+
+    fn build_state(&self, bufs: Vec<Buffer>, kind: &LeafKind) -> Result<PageState> {
+        // Rows of a variable packed struct must be laid out as the schema's children say, and
+        // only such a column may have them.
+        let page_packed = match &self.kind {
+            PageKind::FullZip(l) => match &l.kind {
+                fullzip::ValueKind::Variable { packed, .. } => packed.as_ref(),
+                _ => None,
+            },
+            _ => None,
+        };
+        match (kind, page_packed) {
+            (LeafKind::VarPacked { fields }, Some(page)) if fields == page => {}
+            (LeafKind::VarPacked { .. }, _) | (_, Some(_)) => {
+                return Err(Error::corrupt("the page's packed struct layout does not match the column's type"));
+            }
+            _ => {}
+        }
+        let info = self.info();
+        Ok(match &self.kind {
+            PageKind::MiniBlock(l) => PageState::MiniBlock(l.load_state(&info, bufs, kind)?),
+            PageKind::FullZip(l) => PageState::FullZip(l.load_state(&info, bufs, kind)?),
+            PageKind::Constant(l) => PageState::Constant(l.load_state(&info, bufs, kind)?),
+            PageKind::Blob(l) => PageState::MiniBlock(l.load_state(&info, bufs, kind)?),
+            PageKind::V2_0(_) => PageState::V2_0(bufs),
         })
-        .collect::<Result<Vec<_>>>()?;
-    if ranges.iter().any(|r| r.end > page.buffers[0].1) {
-        return Err(Error::corrupt("full-zip rows lie beyond the page's data buffer"));
     }
-    Ok(ranges)
-}
 
-/// Sorted rows as runs of consecutive rows.
-fn runs(rows: &[u64]) -> Vec<Range<u64>> {
-    let mut out: Vec<Range<u64>> = Vec::new();
-    for &r in rows {
-        match out.last_mut() {
-            Some(run) if run.end == r => run.end += 1,
-            _ => out.push(r..r + 1),
+    /// Levels the page holds.
+    fn num_levels(&self) -> u64 {
+        let info = self.info();
+        match &self.kind {
+            PageKind::MiniBlock(l) => l.num_levels(&info),
+            PageKind::FullZip(l) => l.num_levels(&info),
+            _ => self.num_rows,
         }
     }
-    out
-}
 
-fn page_layers(kind: &PageKind) -> Option<&[Layer]> {
-    match kind {
-        PageKind::MiniBlock(l) => Some(&l.layers),
-        PageKind::FullZip(l) => Some(&l.layers),
-        PageKind::Constant(l) => Some(&l.layers),
-        PageKind::Blob { layers, .. } => Some(layers),
-        PageKind::V2_0(_) => None,
-    }
-}
-
-fn page_has_rep(kind: &PageKind) -> bool {
-    page_layers(kind).is_some_and(|l| l.iter().any(|x| x.is_list()))
-}
-
-/// A decoded piece of a list column and a cursor over its levels: the counts of row starts
-/// and visible levels before the cursor's position. Runs of rows come in ascending order, so
-/// the cursor only moves forward over each piece, which is walked at most about once (no
-/// index of every row start is built for the few rows a take needs).
-struct PieceCursor {
-    piece: DecodedChunk,
-    max_rep: u16,
-    visible_limit: u16,
-    pos: usize,
-    starts: u64,
-    visible: usize,
-    total_starts: Option<u64>,
-}
-
-impl PieceCursor {
-    fn new(piece: DecodedChunk, max_rep: u16, visible_limit: u16) -> Result<Self> {
-        let rep = piece.rep.as_deref().ok_or_else(|| Error::corrupt("a list column's page has no repetition levels"))?;
-        if let Some(d) = &piece.def {
-            if d.len() != rep.len() {
-                return Err(Error::corrupt(format!("{} repetition levels but {} definition levels", rep.len(), d.len())));
-            }
+    /// Bytes of the values of `rows`, if the page's state tells (see [`PageLayout::value_bytes`]).
+    fn value_bytes(&self, rows: &PageRows) -> u64 {
+        match (&self.kind, self.state.get().map(|s| s.as_ref())) {
+            (PageKind::FullZip(l), Some(PageState::FullZip(s))) => l.value_bytes(&self.info(), s, rows),
+            _ => 0,
         }
-        Ok(Self { piece, max_rep, visible_limit, pos: 0, starts: 0, visible: 0, total_starts: None })
     }
-
-    fn rep(&self) -> &[u16] {
-        self.piece.rep.as_deref().expect("checked in new")
-    }
-
-    /// Whether the piece begins with levels of a row started in an earlier piece.
-    fn starts_inside_row(&self) -> bool {
-        self.rep().first().is_some_and(|&r| r != self.max_rep)
-    }
-
-    /// Number of row starts in the piece.
-    fn total_starts(&mut self) -> u64 {
-        let max_rep = self.max_rep;
-        *self.total_starts.get_or_insert_with(|| {
-            self.piece.rep.as_deref().expect("checked in new").iter().fold(0u64, |n, &r| n + (r == max_rep) as u64)
-        })
-    }
-
-    /// Moves to the level of row start number `k` of the piece (or to the end if it has
-    /// fewer); returns (position, row starts before it, visible levels before it).
-    fn seek(&mut self, k: u64) -> (usize, u64, usize) {
-        if k < self.starts {
-            (self.pos, self.starts, self.visible) = (0, 0, 0);
-        }
-        let (max_rep, limit) = (self.max_rep, self.visible_limit);
-        let rep = self.piece.rep.as_deref().expect("checked in new");
-        let def = self.piece.def.as_deref();
-        let (mut pos, mut starts, mut visible) = (self.pos, self.starts, self.visible);
-        // Skip whole blocks of levels that do not hold the row start (vectorised counts).
-        const BLOCK: usize = 64;
-        while pos + BLOCK <= rep.len() {
-            let in_block = rep[pos..pos + BLOCK].iter().fold(0u64, |n, &r| n + (r == max_rep) as u64);
-            if starts + in_block > k {
-                break;
-            }
-            starts += in_block;
-            visible += match def {
-                Some(d) => d[pos..pos + BLOCK].iter().fold(0usize, |n, &d| n + (d <= limit) as usize),
-                None => BLOCK,
-            };
-            pos += BLOCK;
-        }
-        while pos < rep.len() {
-            let start = rep[pos] == max_rep;
-            if start && starts == k {
-                break;
-            }
-            starts += start as u64;
-            visible += def.is_none_or(|d| d[pos] <= limit) as usize;
-            pos += 1;
-        }
-        (self.pos, self.starts, self.visible) = (pos, starts, visible);
-        (pos, starts, visible)
-    }
-
-    /// The cursor moved back to the first level.
-    fn rewind(&mut self) -> (usize, u64, usize) {
-        (self.pos, self.starts, self.visible) = (0, 0, 0);
-        (0, 0, 0)
-    }
-}
-
-/// Appends the part of a piece (levels and values of consecutive levels whose first row
-/// start begins row `first_row`; earlier levels continue row `first_row - 1`) that belongs to
-/// `rows`. Returns the number of row starts in the piece when `want_total`, else 0.
-fn append_rows_of_piece(
-    out: &mut LeafBuilder,
-    cursor: &mut PieceCursor,
-    first_row: u64,
-    rows: &Range<u64>,
-    table: &[u16],
-    want_total: bool,
-) -> Result<u64> {
-    let preamble_row = first_row.checked_sub(1);
-    let (lo, starts_lo, v_lo) = if preamble_row.is_some_and(|r| rows.contains(&r)) {
-        cursor.rewind()
-    } else {
-        cursor.seek(rows.start.saturating_sub(first_row))
-    };
-    let (hi, starts_hi, v_hi) = match rows.end.checked_sub(first_row) {
-        Some(k) => cursor.seek(k),
-        None => (lo, starts_lo, v_lo),
-    };
-    let (hi, starts_hi, v_hi) = if hi < lo { (lo, starts_lo, v_lo) } else { (hi, starts_hi, v_hi) };
-    let piece = &cursor.piece;
-    let rep = piece.rep.as_deref().expect("checked in new");
-    out.append_values(&piece.values, Selection::Range(v_lo, v_hi - v_lo))?;
-    let def = piece.def.as_ref().map(|d| to_canonical(&d[lo..hi], table)).transpose()?;
-    out.append_levels(Some(&rep[lo..hi]), def.as_deref(), hi - lo, (starts_hi - starts_lo) as usize)?;
-    Ok(if want_total { cursor.total_starts() } else { 0 })
 }
 
 fn parse_page_layout(layout: enc21::PageLayout, ctx: &str) -> Result<PageKind> {
@@ -1717,121 +1237,13 @@ fn parse_page_layout(layout: enc21::PageLayout, ctx: &str) -> Result<PageKind> {
                             return Err(Error::not_supported(format!("{ctx}: blob descriptors encoded as {}", other.describe())))
                         }
                     }
-                    PageKind::Blob { inner, layers }
+                    PageKind::Blob(BlobLayout { inner, layers })
                 }
                 _ => return Err(Error::not_supported(format!("{ctx}: blob page whose descriptors are not mini-block"))),
             }
         }
         None => return Err(Error::corrupt(format!("{ctx}: page layout is empty"))),
     })
-}
-
-/// Page buffers that make up a page's cached state.
-fn state_buffers(p: &Page) -> Vec<usize> {
-    match &p.kind {
-        PageKind::MiniBlock(l) | PageKind::Blob { inner: l, .. } => {
-            let mut v = vec![0];
-            v.extend(l.dictionary_buffer());
-            v.extend(l.rep_index_buffer());
-            v
-        }
-        PageKind::FullZip(l) if l.has_rep_index() => vec![1],
-        PageKind::FullZip(_) => vec![],
-        // Read by byte ranges on demand, nothing to cache.
-        PageKind::V2_0(enc) if v2_0::supports_ranged_reads(enc, p.buffers.len()) => vec![],
-        PageKind::Constant(_) | PageKind::V2_0(_) => (0..p.buffers.len()).collect(),
-    }
-}
-
-fn build_state(p: &Page, bufs: Vec<Buffer>, kind: &LeafKind) -> Result<PageState> {
-    // Rows of a variable packed struct must be laid out as the schema's children say, and
-    // only such a column may have them.
-    let page_packed = match &p.kind {
-        PageKind::FullZip(l) => match &l.kind {
-            fullzip::ValueKind::Variable { packed, .. } => packed.as_ref(),
-            _ => None,
-        },
-        _ => None,
-    };
-    match (kind, page_packed) {
-        (LeafKind::VarPacked { fields }, Some(page)) if fields == page => {}
-        (LeafKind::VarPacked { .. }, _) | (_, Some(_)) => {
-            return Err(Error::corrupt("the page's packed struct layout does not match the column's type"));
-        }
-        _ => {}
-    }
-    Ok(match &p.kind {
-        PageKind::MiniBlock(l) | PageKind::Blob { inner: l, .. } => {
-            if p.buffers.len() < 2 {
-                return Err(Error::corrupt("mini-block page with fewer than 2 buffers"));
-            }
-            let chunks = miniblock::parse_chunk_metadata(bufs[0].as_slice(), l, p.buffers[1].1)?;
-            if l.repetition_index_depth == 0
-                && l.num_items != p.num_rows
-                && matches!(p.kind, PageKind::MiniBlock(_))
-                && l.layers.len() == 1
-            {
-                return Err(Error::corrupt(format!("mini-block page holds {} values for {} rows", l.num_items, p.num_rows)));
-            }
-            let dictionary = match (&l.dictionary, l.dictionary_buffer()) {
-                (Some(c), Some(_)) => Some(Arc::new(c.decode_block(&bufs[1], l.num_dictionary_items)?)),
-                _ => None,
-            };
-            let rep_index = match l.rep_index_buffer() {
-                Some(_) => Some(parse_miniblock_rep_index(bufs.last().unwrap(), l.repetition_index_depth, &chunks, p.num_rows)?),
-                None => None,
-            };
-            PageState::MiniBlock { chunks, dictionary, rep_index }
-        }
-        PageKind::FullZip(l) => {
-            if p.buffers.is_empty() || (l.has_rep_index() && p.buffers.len() < 2) {
-                return Err(Error::corrupt("full-zip page is missing buffers"));
-            }
-            if l.bits_rep == 0 && l.num_items != p.num_rows {
-                return Err(Error::corrupt(format!("full-zip page has {} levels for {} rows", l.num_items, p.num_rows)));
-            }
-            let rep_index = if l.has_rep_index() {
-                Some(RepIndex::parse(bufs.into_iter().next().unwrap(), p.num_rows, p.buffers[0].1)?)
-            } else {
-                let stride = l.fixed_stride().unwrap();
-                if stride.checked_mul(p.num_rows).is_none_or(|n| n > p.buffers[0].1) {
-                    return Err(Error::corrupt("full-zip page data is shorter than its rows"));
-                }
-                None
-            };
-            PageState::FullZip { rep_index }
-        }
-        PageKind::Constant(_) | PageKind::V2_0(_) => PageState::Buffers(bufs),
-    })
-}
-
-/// Parses a mini-block repetition index (`depth + 1` u64 values per chunk: rows completed in
-/// the chunk, ..., levels left over for the next chunk) into rows completed before each chunk
-/// (with a final total) and leftovers.
-fn parse_miniblock_rep_index(buf: &Buffer, depth: u32, chunks: &[ChunkInfo], num_rows: u64) -> Result<(Vec<u64>, Vec<u64>)> {
-    let per = depth as usize + 1;
-    let b = buf.as_slice();
-    if b.len() != chunks.len() * per * 8 {
-        return Err(Error::corrupt(format!(
-            "repetition index of {} bytes for {} chunks of depth {depth}",
-            b.len(),
-            chunks.len()
-        )));
-    }
-    let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
-    let mut before = Vec::with_capacity(chunks.len() + 1);
-    let mut leftover = Vec::with_capacity(chunks.len());
-    let mut total = 0u64;
-    for c in 0..chunks.len() {
-        before.push(total);
-        total = total.checked_add(word(c * per)).ok_or_else(|| Error::corrupt("repetition index overflows"))?;
-        leftover.push(word(c * per + depth as usize));
-    }
-    before.push(total);
-    if total != num_rows {
-        return Err(Error::corrupt(format!("repetition index counts {total} rows, the page has {num_rows}")));
-    }
-    Ok((before, leftover))
 }
 
 /// Assigns file columns to top-level fields.

@@ -7,8 +7,12 @@
 //! `[i32 0, i32 len][bytes]`). Levels, when the column has structure, follow in `[rep, def]`
 //! buffers: raw u16, or compressed as the message says.
 
+use std::ops::Range;
+
 use arrow_buffer::{Buffer, MutableBuffer};
 
+use super::builder::{LeafBuilder, Selection};
+use super::layout::{append_decoded, PageInfo, PageLayout, PageRequest, PageRows, PieceCursor};
 use super::miniblock::DecodedChunk;
 use super::repdef::{max_def, max_visible_def, Layer};
 use super::LeafKind;
@@ -294,6 +298,60 @@ pub fn repeat(v: &DataBlock, n: u64) -> Result<DataBlock> {
         DataBlock::Empty { .. } => DataBlock::Empty { num_values: n },
         DataBlock::Dictionary { .. } => return Err(Error::corrupt("a constant value cannot be dictionary-encoded")),
     })
+}
+
+/// A constant page's state: all its buffers (levels and the out-of-line value), which are
+/// small — a page holding a value per row is not constant.
+#[derive(Debug)]
+pub struct ConstantState {
+    /// The page buffers, in order.
+    pub buffers: Vec<Buffer>,
+}
+
+impl PageLayout for ConstantLayout {
+    type State = ConstantState;
+
+    fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    fn state_buffers(&self, page: &PageInfo) -> Vec<usize> {
+        (0..page.buffers.len()).collect()
+    }
+
+    fn load_state(&self, _page: &PageInfo, buffers: Vec<Buffer>, _kind: &LeafKind) -> Result<ConstantState> {
+        Ok(ConstantState { buffers })
+    }
+
+    fn plan(&self, _: &PageInfo, _: &ConstantState, _: &PageRequest, _: usize, _: &[Buffer]) -> Result<Option<Vec<Range<u64>>>> {
+        Ok(None)
+    }
+
+    fn decode(
+        &self,
+        page: &PageInfo,
+        state: &ConstantState,
+        req: &PageRequest,
+        _fetched: &[Buffer],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
+        let (bufs, n, table) = (&state.buffers, page.num_rows, &req.table[..]);
+        if req.nested && has_repetition(self, bufs)? {
+            let piece = decode(self, bufs, n, req.kind)?;
+            let mut cursor = PieceCursor::new(piece, req.path.max_rep, max_visible_def(&self.layers))?;
+            for rows in req.rows.to_runs() {
+                cursor.append_rows(out, 0, &rows, table, false)?;
+            }
+            return Ok(());
+        }
+        // No lists in this page: one level per row, decoded for the rows asked.
+        let decoded = match &req.rows {
+            PageRows::Range(r) => decode_rows(self, bufs, n, req.kind, r.clone(), r.end - r.start)?,
+            PageRows::Rows(r) => decode_rows(self, bufs, n, req.kind, r.iter().copied(), r.len() as u64)?,
+            PageRows::Ranges(r) => decode_rows(self, bufs, n, req.kind, r.iter().flat_map(|r| r.clone()), req.rows.count())?,
+        };
+        append_decoded(out, &decoded, table, Selection::All)
+    }
 }
 
 #[cfg(test)]

@@ -12,17 +12,21 @@
 //! repetition index gives its byte range. Values compressed per value (FSST with the page's
 //! symbol table, LZ4/zstd) are decompressed one by one.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_buffer::{Buffer, MutableBuffer};
 
-use super::miniblock::DecodedChunk;
+use super::builder::{LeafBuilder, Selection};
+use super::layout::{append_decoded, PageInfo, PageLayout, PageRequest, PageRows, PieceCursor};
+use super::miniblock::{check_fetched, DecodedChunk};
 use super::repdef::{bits_for, max_def, max_rep, max_visible_def, Layer};
 use crate::encodings::block::read_uint;
 use crate::encodings::{Compression, DataBlock, FixedSizeListBlock, FixedWidthBlock, GeneralScheme, VariableWidthBlock};
 use crate::error::{Error, Result};
 use crate::format::enc21;
 use crate::kernels::fsst::SymbolTable;
+use crate::schema::LeafKind;
 
 /// How each value is stored.
 #[derive(Debug, Clone)]
@@ -609,5 +613,146 @@ impl PerValueEncoder {
                 codecs: fields.iter().map(|f| f.raw_codec()).collect(),
             },
         }
+    }
+}
+
+/// A full-zip page's metadata: its repetition index, if it has one.
+#[derive(Debug)]
+pub struct FullZipState {
+    /// Byte offsets of the rows (variable-width values or lists).
+    pub rep_index: Option<RepIndex>,
+}
+
+impl FullZipLayout {
+    /// Byte ranges (relative to the page's data buffer) of runs of rows.
+    fn run_bytes(&self, page: &PageInfo, state: &FullZipState, runs: &[Range<u64>]) -> Result<Vec<Range<u64>>> {
+        let ranges = runs
+            .iter()
+            .map(|run| match (self.fixed_stride(), &state.rep_index) {
+                (Some(stride), _) => Ok(run.start * stride..run.end * stride),
+                (None, Some(idx)) => Ok(idx.offset(run.start)..idx.offset(run.end)),
+                (None, None) => Err(Error::corrupt("variable full-zip page without a repetition index")),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if ranges.iter().any(|r| r.end > page.buffers[0].1) {
+            return Err(Error::corrupt("full-zip rows lie beyond the page's data buffer"));
+        }
+        Ok(ranges)
+    }
+
+    /// The rows of a page with lists, found through its repetition index.
+    fn nested_index<'s>(&self, state: &'s FullZipState) -> Result<&'s RepIndex> {
+        state.rep_index.as_ref().ok_or_else(|| Error::not_supported("a full-zip page of lists without a repetition index"))
+    }
+}
+
+impl PageLayout for FullZipLayout {
+    type State = FullZipState;
+
+    fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    fn state_buffers(&self, _page: &PageInfo) -> Vec<usize> {
+        if self.has_rep_index() {
+            vec![1]
+        } else {
+            vec![]
+        }
+    }
+
+    fn load_state(&self, page: &PageInfo, buffers: Vec<Buffer>, _kind: &LeafKind) -> Result<FullZipState> {
+        if page.buffers.is_empty() || (self.has_rep_index() && page.buffers.len() < 2) {
+            return Err(Error::corrupt("full-zip page is missing buffers"));
+        }
+        if self.bits_rep == 0 && self.num_items != page.num_rows {
+            return Err(Error::corrupt(format!("full-zip page has {} levels for {} rows", self.num_items, page.num_rows)));
+        }
+        let rep_index = if self.has_rep_index() {
+            let buf = buffers.into_iter().next().ok_or_else(|| Error::Internal("full-zip index not fetched".into()))?;
+            Some(RepIndex::parse(buf, page.num_rows, page.buffers[0].1)?)
+        } else {
+            let stride = self.fixed_stride().ok_or_else(|| Error::corrupt("variable full-zip page without an index"))?;
+            if stride.checked_mul(page.num_rows).is_none_or(|n| n > page.buffers[0].1) {
+                return Err(Error::corrupt("full-zip page data is shorter than its rows"));
+            }
+            None
+        };
+        Ok(FullZipState { rep_index })
+    }
+
+    fn plan(
+        &self,
+        page: &PageInfo,
+        state: &FullZipState,
+        req: &PageRequest,
+        round: usize,
+        _fetched: &[Buffer],
+    ) -> Result<Option<Vec<Range<u64>>>> {
+        if round > 0 {
+            return Ok(None);
+        }
+        let data_pos = page.buffers[0].0;
+        let runs = req.rows.to_runs();
+        let bytes = if req.nested {
+            let idx = self.nested_index(state)?;
+            runs.iter().map(|r| idx.offset(r.start)..idx.offset(r.end)).collect()
+        } else {
+            self.run_bytes(page, state, &runs)?
+        };
+        Ok(Some(bytes.into_iter().map(|b| data_pos + b.start..data_pos + b.end).collect()))
+    }
+
+    fn decode(
+        &self,
+        _page: &PageInfo,
+        state: &FullZipState,
+        req: &PageRequest,
+        fetched: &[Buffer],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
+        let runs = req.rows.to_runs();
+        check_fetched(fetched.len(), runs.len())?;
+        if req.nested {
+            self.nested_index(state)?;
+            let visible_limit = max_visible_def(&self.layers);
+            for (rows, b) in runs.iter().zip(fetched) {
+                crate::interrupt::check()?;
+                let mut piece = PieceCursor::new(decode_levels(self, b.as_slice(), None)?, req.path.max_rep, visible_limit)?;
+                piece.append_rows(out, rows.start, rows, &req.table, false)?;
+            }
+            return Ok(());
+        }
+        for (run, b) in runs.iter().zip(fetched) {
+            crate::interrupt::check()?;
+            let one = if run.end - run.start == 1 { decode_one_raw(self, b)? } else { None };
+            let decoded = match one {
+                Some(d) => d,
+                None => decode_levels(self, b.as_slice(), Some(run.end - run.start))?,
+            };
+            append_decoded(out, &decoded, &req.table, Selection::All)?;
+        }
+        Ok(())
+    }
+
+    fn num_levels(&self, _page: &PageInfo) -> u64 {
+        self.num_items
+    }
+
+    fn value_bytes(&self, page: &PageInfo, state: &FullZipState, rows: &PageRows) -> u64 {
+        let Some(idx) = &state.rep_index else { return 0 };
+        let span = |r: Range<u64>| {
+            if r.start <= r.end && r.end <= idx.rows() {
+                idx.offset(r.end).saturating_sub(idx.offset(r.start))
+            } else {
+                0
+            }
+        };
+        match rows {
+            PageRows::Range(r) => span(r.clone()),
+            PageRows::Rows(v) => v.iter().map(|&r| span(r..r + 1)).sum(),
+            PageRows::Ranges(v) => v.iter().map(|r| span(r.clone())).sum(),
+        }
+        .min(page.buffers.first().map(|b| b.1).unwrap_or(0) * 2)
     }
 }

@@ -12,14 +12,18 @@
 //! Random access: the metadata gives every chunk's byte range and first value, so a take
 //! reads and decodes only the chunks that hold the requested values.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 
-use super::repdef::{max_def, max_rep, Layer};
+use super::builder::{LeafBuilder, Selection};
+use super::layout::{append_decoded, append_whole_piece, PageInfo, PageLayout, PageRequest, PageRows, PieceCursor};
+use super::repdef::{max_def, max_rep, max_visible_def, Layer};
 use crate::encodings::{Compression, DataBlock};
 use crate::error::{Error, Result};
 use crate::format::enc21;
+use crate::schema::LeafKind;
 
 /// Filler inside chunks.
 const CHUNK_PAD: u8 = 0xFE;
@@ -482,4 +486,274 @@ pub fn layout_pb(p: &LayoutParts) -> enc21::PageLayout {
             has_large_chunk: p.large_chunk,
         })),
     }
+}
+
+/// A mini-block page's metadata: where its chunks are, its dictionary and repetition index.
+#[derive(Debug)]
+pub struct MiniBlockState {
+    /// The chunks, in order.
+    pub chunks: Vec<ChunkInfo>,
+    /// The decoded dictionary, if the page has one.
+    pub dictionary: Option<Arc<DataBlock>>,
+    /// Rows completed before each chunk (prefix sums of the repetition index, with a final
+    /// total), and the levels each chunk leaves for the next one.
+    pub rep_index: Option<(Vec<u64>, Vec<u64>)>,
+}
+
+impl MiniBlockLayout {
+    /// The buffers [`MiniBlockState`] is parsed from: chunk metadata, dictionary, repetition index.
+    pub(crate) fn metadata_buffers(&self) -> Vec<usize> {
+        let mut v = vec![0];
+        v.extend(self.dictionary_buffer());
+        v.extend(self.rep_index_buffer());
+        v
+    }
+
+    /// Parses a page's [`MiniBlockState`]; `rows_are_values` when each row is one value
+    /// (a page without lists: its value count must equal its row count).
+    pub(crate) fn parse_state(&self, page: &PageInfo, bufs: Vec<Buffer>, rows_are_values: bool) -> Result<MiniBlockState> {
+        if page.buffers.len() < 2 || bufs.len() != self.metadata_buffers().len() {
+            return Err(Error::corrupt("mini-block page with fewer than 2 buffers"));
+        }
+        let chunks = parse_chunk_metadata(bufs[0].as_slice(), self, page.buffers[1].1)?;
+        if rows_are_values && self.repetition_index_depth == 0 && self.num_items != page.num_rows && self.layers.len() == 1 {
+            return Err(Error::corrupt(format!("mini-block page holds {} values for {} rows", self.num_items, page.num_rows)));
+        }
+        let dictionary = match (&self.dictionary, self.dictionary_buffer()) {
+            (Some(c), Some(_)) => Some(Arc::new(c.decode_block(&bufs[1], self.num_dictionary_items)?)),
+            _ => None,
+        };
+        let rep_index = match self.rep_index_buffer() {
+            Some(_) => Some(parse_rep_index(bufs.last().unwrap(), self.repetition_index_depth, &chunks, page.num_rows)?),
+            None => None,
+        };
+        Ok(MiniBlockState { chunks, dictionary, rep_index })
+    }
+}
+
+/// Parses a mini-block repetition index (`depth + 1` u64 values per chunk: rows completed in
+/// the chunk, ..., levels left over for the next chunk) into rows completed before each chunk
+/// (with a final total) and leftovers.
+fn parse_rep_index(buf: &Buffer, depth: u32, chunks: &[ChunkInfo], num_rows: u64) -> Result<(Vec<u64>, Vec<u64>)> {
+    let per = depth as usize + 1;
+    let b = buf.as_slice();
+    if b.len() != chunks.len() * per * 8 {
+        return Err(Error::corrupt(format!(
+            "repetition index of {} bytes for {} chunks of depth {depth}",
+            b.len(),
+            chunks.len()
+        )));
+    }
+    let word = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    let mut before = Vec::with_capacity(chunks.len() + 1);
+    let mut leftover = Vec::with_capacity(chunks.len());
+    let mut total = 0u64;
+    for c in 0..chunks.len() {
+        before.push(total);
+        total = total.checked_add(word(c * per)).ok_or_else(|| Error::corrupt("repetition index overflows"))?;
+        leftover.push(word(c * per + depth as usize));
+    }
+    before.push(total);
+    if total != num_rows {
+        return Err(Error::corrupt(format!("repetition index counts {total} rows, the page has {num_rows}")));
+    }
+    Ok((before, leftover))
+}
+
+/// Groups sorted page-local rows (= values, for columns without lists) by chunk:
+/// `(chunk index, chunk-local positions)`.
+pub(crate) fn group_by_chunk(chunks: &[ChunkInfo], rows: &[u64]) -> Result<Vec<(usize, Vec<u32>)>> {
+    let mut groups: Vec<(usize, Vec<u32>)> = Vec::new();
+    let mut ci = 0;
+    for &r in rows {
+        if ci < chunks.len() && chunks[ci].first_value + chunks[ci].num_values <= r {
+            // Rows are sorted: search forward from the current chunk.
+            ci += chunks[ci..].partition_point(|c| c.first_value + c.num_values <= r);
+        }
+        let chunk = chunks.get(ci).ok_or_else(|| Error::corrupt(format!("row {r} lies beyond the page's mini-block chunks")))?;
+        let local = (r - chunk.first_value) as u32;
+        match groups.last_mut() {
+            Some((c, v)) if *c == ci => v.push(local),
+            _ => groups.push((ci, vec![local])),
+        }
+    }
+    Ok(groups)
+}
+
+/// Absolute byte ranges of chunks `which` of a page.
+pub(crate) fn chunk_ranges(page: &PageInfo, chunks: &[ChunkInfo], which: impl Iterator<Item = usize>) -> Vec<Range<u64>> {
+    let data_pos = page.buffers[1].0;
+    which.map(|c| data_pos + chunks[c].offset..data_pos + chunks[c].offset + chunks[c].len).collect()
+}
+
+/// The chunks holding a range of values.
+fn chunks_of_range(chunks: &[ChunkInfo], rows: &Range<u64>) -> Range<usize> {
+    let first = chunks.partition_point(|c| c.first_value + c.num_values <= rows.start);
+    let last = chunks.partition_point(|c| c.first_value < rows.end);
+    first..last.max(first)
+}
+
+/// For each run of rows of a page with lists, the chunks holding it (from the one where its
+/// first row begins to the one where its last row ends) and the rows completed before the
+/// first; then every chunk needed, sorted.
+fn chunks_of_runs(state: &MiniBlockState, runs: &[Range<u64>]) -> (Vec<(usize, usize, u64)>, Vec<usize>) {
+    let chunks = &state.chunks;
+    let spans: Vec<(usize, usize, u64)> = runs
+        .iter()
+        .map(|rows| match &state.rep_index {
+            Some((before, leftover)) => {
+                let completes_in = |row: u64| before.partition_point(|&c| c <= row).saturating_sub(1).min(chunks.len() - 1);
+                let mut j0 = completes_in(rows.start);
+                while j0 > 0 && leftover[j0 - 1] > 0 && before[j0] == rows.start {
+                    j0 -= 1;
+                }
+                (j0, completes_in(rows.end - 1), before[j0])
+            }
+            None => (0, chunks.len() - 1, 0),
+        })
+        .collect();
+    let mut needed: Vec<usize> = spans.iter().flat_map(|&(a, b, _)| a..=b).collect();
+    needed.sort_unstable();
+    needed.dedup();
+    (spans, needed)
+}
+
+impl PageLayout for MiniBlockLayout {
+    type State = MiniBlockState;
+
+    fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    fn state_buffers(&self, _page: &PageInfo) -> Vec<usize> {
+        self.metadata_buffers()
+    }
+
+    fn load_state(&self, page: &PageInfo, buffers: Vec<Buffer>, _kind: &LeafKind) -> Result<MiniBlockState> {
+        self.parse_state(page, buffers, true)
+    }
+
+    fn plan(
+        &self,
+        page: &PageInfo,
+        state: &MiniBlockState,
+        req: &PageRequest,
+        round: usize,
+        _fetched: &[Buffer],
+    ) -> Result<Option<Vec<Range<u64>>>> {
+        if round > 0 {
+            return Ok(None);
+        }
+        let chunks = &state.chunks;
+        Ok(Some(match (&req.rows, req.nested) {
+            (_, true) => {
+                let runs = req.rows.to_runs();
+                if chunks.is_empty() || runs.is_empty() {
+                    return Ok(None);
+                }
+                chunk_ranges(page, chunks, chunks_of_runs(state, &runs).1.into_iter())
+            }
+            (PageRows::Range(r), false) => chunk_ranges(page, chunks, chunks_of_range(chunks, r)),
+            (PageRows::Rows(r), false) => chunk_ranges(page, chunks, group_by_chunk(chunks, r)?.into_iter().map(|g| g.0)),
+            (rows @ PageRows::Ranges(_), false) => {
+                chunk_ranges(page, chunks, group_by_chunk(chunks, &rows.to_rows())?.into_iter().map(|g| g.0))
+            }
+        }))
+    }
+
+    fn decode(
+        &self,
+        _page: &PageInfo,
+        state: &MiniBlockState,
+        req: &PageRequest,
+        fetched: &[Buffer],
+        out: &mut LeafBuilder,
+    ) -> Result<()> {
+        let (chunks, dictionary, table) = (&state.chunks, state.dictionary.as_ref(), &req.table[..]);
+        let decode_groups = |groups: Vec<(usize, Vec<u32>)>, out: &mut LeafBuilder| -> Result<()> {
+            check_fetched(fetched.len(), groups.len())?;
+            for ((c, sel), b) in groups.iter().zip(fetched) {
+                crate::interrupt::check()?;
+                // Few rows of a chunk: decode just those values when the encoding allows.
+                let rows = (sel.len() * 8 < chunks[*c].num_values as usize).then_some(&sel[..]);
+                let decoded = decode_chunk(self, &chunks[*c], b, dictionary, rows)?;
+                let s = if decoded.selected { Selection::All } else { Selection::Indices(sel) };
+                append_decoded(out, &decoded, table, s)?;
+            }
+            Ok(())
+        };
+        match (&req.rows, req.nested) {
+            (_, true) => self.decode_nested(state, req, fetched, out),
+            (PageRows::Range(rows), false) => {
+                let selected = &chunks[chunks_of_range(chunks, rows)];
+                check_fetched(fetched.len(), selected.len())?;
+                for (c, b) in selected.iter().zip(fetched) {
+                    crate::interrupt::check()?;
+                    let decoded = decode_chunk(self, c, b, dictionary, None)?;
+                    let s = rows.start.max(c.first_value) - c.first_value;
+                    let e = rows.end.min(c.first_value + c.num_values) - c.first_value;
+                    append_decoded(out, &decoded, table, Selection::Range(s as usize, (e - s) as usize))?;
+                }
+                Ok(())
+            }
+            (PageRows::Rows(r), false) => decode_groups(group_by_chunk(chunks, r)?, out),
+            (rows @ PageRows::Ranges(_), false) => decode_groups(group_by_chunk(chunks, &rows.to_rows())?, out),
+        }
+    }
+
+    fn num_levels(&self, _page: &PageInfo) -> u64 {
+        self.num_items
+    }
+}
+
+impl MiniBlockLayout {
+    /// Decodes runs of rows of a page of a column with lists: every chunk once.
+    fn decode_nested(&self, state: &MiniBlockState, req: &PageRequest, fetched: &[Buffer], out: &mut LeafBuilder) -> Result<()> {
+        let runs = req.rows.to_runs();
+        let chunks = &state.chunks;
+        if chunks.is_empty() || runs.is_empty() {
+            return Ok(());
+        }
+        let (max_rep, table) = (req.path.max_rep, &req.table[..]);
+        let visible_limit = max_visible_def(&self.layers);
+        let (spans, needed) = chunks_of_runs(state, &runs);
+        check_fetched(fetched.len(), needed.len())?;
+        let dictionary = state.dictionary.as_ref();
+        let mut decoded: Vec<Option<PieceCursor>> = (0..needed.len()).map(|_| None).collect();
+        for (rows, &(j0, j1, completed_before)) in runs.iter().zip(&spans) {
+            crate::interrupt::check()?;
+            let mut next_start_row = completed_before;
+            for j in j0..=j1 {
+                let slot = needed.binary_search(&j).expect("chunk planned");
+                if decoded[slot].is_none() && spans.len() == 1 {
+                    // One run (a scan): a chunk whose rows all belong to it is appended
+                    // whole, without indexing its row starts.
+                    let piece = decode_chunk(self, &chunks[j], &fetched[slot], dictionary, None)?;
+                    if let Some(starts) = append_whole_piece(out, &piece, (max_rep, visible_limit), next_start_row, rows, table)?
+                    {
+                        next_start_row += starts;
+                        continue;
+                    }
+                    decoded[slot] = Some(PieceCursor::new(piece, max_rep, visible_limit)?);
+                } else if decoded[slot].is_none() {
+                    let piece = decode_chunk(self, &chunks[j], &fetched[slot], dictionary, None)?;
+                    decoded[slot] = Some(PieceCursor::new(piece, max_rep, visible_limit)?);
+                }
+                let cursor = decoded[slot].as_mut().unwrap();
+                if j == j0 && cursor.starts_inside_row() {
+                    next_start_row += 1; // the chunk starts inside a row begun earlier
+                }
+                next_start_row += cursor.append_rows(out, next_start_row, rows, table, j < j1)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An error unless a decode got the buffers its plan asked for.
+pub(crate) fn check_fetched(got: usize, planned: usize) -> Result<()> {
+    if got != planned {
+        return Err(Error::Internal(format!("{got} buffers fetched for a plan of {planned}")));
+    }
+    Ok(())
 }

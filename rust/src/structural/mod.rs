@@ -1,7 +1,8 @@
 //! Page layouts and the structure of columns.
 //!
-//! * 2.1 / 2.2 layouts: [`miniblock`], [`fullzip`], [`constant`] (and blob pages, read by
-//!   the file reader), each decoding to levels + values;
+//! * 2.1 / 2.2 layouts: [`miniblock`], [`fullzip`], [`constant`], [`blob`], each read
+//!   through the [`layout::PageLayout`] trait (metadata buffers → state → plan byte ranges
+//!   → decode, no I/O) into levels + values;
 //! * [`repdef`]: repetition/definition levels and layers;
 //! * [`builder`]: turns decoded values and levels into Arrow arrays;
 //! * [`v2_0`]: the 2.0 `ArrayEncoding` trees; [`v2_0_nested`]: 2.0 struct and list columns;
@@ -11,9 +12,11 @@
 //! This layer sits below [`crate::file`] and never uses it (a test checks the sources).
 
 pub mod assemble;
+pub mod blob;
 pub mod builder;
 pub mod constant;
 pub mod fullzip;
+pub mod layout;
 pub mod miniblock;
 pub mod page;
 pub mod repdef;
