@@ -603,3 +603,80 @@ def test_primary_key_rules_match_pylance(tmp_path) -> None:
             lance.write_dataset(data, str(tmp_path / "bad-pylance.lance"))
     with pytest.raises(ValueError, match="positive integer"):
         lancepy.write_dataset(pa.table({"a": [1]}, schema=pa.schema([f("a", pa.int64(), **{":position": "first"})])), str(tmp_path / "p.lance"))
+
+
+@pytest.mark.parametrize("start,end", [(0, 0), (3, 17), (35, 45), (80, 200), (200, 300)])
+def test_slice_matches_pylance(uri, start, end) -> None:
+    """Positions count live rows only (the fixture deleted some), across fragment edges."""
+    ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+    assert ours.slice(start, end).equals(theirs.slice(start, end))
+    assert ours.slice(start, end, columns=["name"]).equals(theirs.slice(start, end, columns=["name"]))
+    assert ours.slice(start, end, columns={"twice": "id * 2"}).equals(theirs.slice(start, end, columns={"twice": "id * 2"}))
+
+
+@pytest.mark.parametrize("start,end", [(-1, 3), (5, 3)])
+def test_slice_refuses_bad_bounds_as_pylance_does(uri, start, end) -> None:
+    with pytest.raises(ValueError):
+        lance.dataset(uri).slice(start, end)
+    with pytest.raises(InvalidArgumentError):  # a ValueError too
+        lancepy.dataset(uri).slice(start, end)
+
+
+@pytest.mark.parametrize("start,end", [(1.5, 3), (True, 3), (0, "3")])
+def test_slice_refuses_bounds_that_are_not_ints(uri, start, end) -> None:
+    with pytest.raises(InvalidArgumentError, match="must be an int"):
+        lancepy.dataset(uri).slice(start, end)
+
+
+@pytest.mark.parametrize("writer", ["lancepy", "pylance"])
+def test_drop_deletes_a_dataset_root_and_everything_under_it(tmp_path, writer) -> None:
+    u = str(tmp_path / "d.lance")
+    (lancepy if writer == "lancepy" else lance).write_dataset(_table(50), u, max_rows_per_file=20)
+    (tmp_path / "d.lance" / "notes.txt").write_text("kept next to the dataset")
+    lancepy.LanceDataset.drop(u)
+    assert not (tmp_path / "d.lance").exists()
+    with pytest.raises(ValueError):  # pylance: gone for it too
+        lance.dataset(u)
+
+
+def test_drop_refuses_what_is_not_a_dataset_root(tmp_path) -> None:
+    from lancepy.exceptions import DatasetNotFoundError
+
+    missing = str(tmp_path / "missing")
+    with pytest.raises(DatasetNotFoundError):
+        lancepy.LanceDataset.drop(missing)
+    with pytest.raises(OSError):  # pylance's error kind for the same call
+        lance.LanceDataset.drop(missing)
+    assert lancepy.LanceDataset.drop(missing, ignore_not_found=True) is None
+    # A parent directory, or a directory of data files only: refused, nothing deleted.
+    parent = tmp_path / "parent"
+    lancepy.write_dataset(_table(10), str(parent / "inner.lance"))
+    (tmp_path / "only_data" / "data").mkdir(parents=True)
+    (tmp_path / "only_data" / "data" / "x.lance").write_bytes(b"x")
+    for p in (parent, tmp_path / "only_data"):
+        with pytest.raises(InvalidArgumentError, match="not a dataset root"):
+            lancepy.LanceDataset.drop(str(p))
+        with pytest.raises(ValueError):
+            lance.LanceDataset.drop(str(p))
+    assert lancepy.dataset(str(parent / "inner.lance")).count_rows() == 10
+    assert (tmp_path / "only_data" / "data" / "x.lance").exists()
+    # Unreadable manifests only: refused as well.
+    bad = tmp_path / "bad.lance"
+    lancepy.write_dataset(_table(10), str(bad))
+    for m in (bad / "_versions").iterdir():
+        m.write_bytes(b"not a manifest")
+    with pytest.raises(InvalidArgumentError, match="not a dataset root"):
+        lancepy.LanceDataset.drop(str(bad))
+    assert (bad / "data").exists()
+
+
+def test_join_and_replace_schema_are_refused_as_in_pylance(uri) -> None:
+    ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+    with pytest.raises(NotImplementedError):
+        theirs.join(theirs, "id")
+    with pytest.raises(NotSupportedError):
+        ours.join(ours, "id")
+    with pytest.raises(NotImplementedError):
+        theirs.replace_schema(theirs.schema)
+    with pytest.raises(NotSupportedError):
+        ours.replace_schema(ours.schema)

@@ -42,7 +42,9 @@ from lancepy.exceptions import (
     CommitConflictError,
     DatasetAlreadyExistsError,
     IndexOutOfRangeError,
+    DatasetNotFoundError,
     InvalidArgumentError,
+    LanceError,
     NotFoundError,
     UnsupportedError,
     VersionNotFoundError,
@@ -94,6 +96,13 @@ def _uri(uri: PathLike) -> str:
     if not u:
         raise InvalidArgumentError("the dataset URI is empty")
     return u.rstrip("/") if len(u) > 1 else u
+
+
+def _local_path(uri: str) -> Optional[str]:
+    """The filesystem path of a local `uri` (a plain path or ``file://``), else ``None``."""
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    return None if "://" in uri else uri
 
 
 def _schema_of(fields: List[Dict[str, Any]], metadata: Dict[str, Any]) -> pa.Schema:
@@ -640,6 +649,81 @@ class LanceDataset:
         if not randomize_order:
             indices.sort()
         return self.take(indices, columns)
+
+    def slice(self, start: int, end: int, columns: Union[List[str], Dict[str, str], None] = None) -> pa.Table:
+        """Rows ``start`` (inclusive) to ``end`` (exclusive) by position in scan order (deleted
+        rows not counted), as one offset/limit scan; `end` past the last row stops there.
+        `columns` is a list of names or a dict of output names to SQL expressions."""
+        for name, value in (("start", start), ("end", end)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
+        if start < 0:
+            raise InvalidArgumentError(f"start must be non-negative, got {start}")
+        if end < start:
+            raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
+        return self.scanner(columns=columns, offset=start, limit=end - start).to_table()
+
+    @staticmethod
+    def drop(
+        base_uri: PathLike, storage_options: Optional[Dict[str, str]] = None, ignore_not_found: Optional[bool] = None
+    ) -> None:
+        """Deletes the dataset at `base_uri` and everything under it (files next to the dataset
+        too). To guard against a mistyped path, `base_uri` must be a dataset root: it must hold
+        a manifest that can be read, else :class:`~lancepy.exceptions.InvalidArgumentError`
+        (a ``ValueError``). A path that does not exist raises
+        :class:`~lancepy.exceptions.DatasetNotFoundError` unless `ignore_not_found` is true.
+        The manifests go first, so an interrupted drop leaves no dataset behind, only files."""
+        uri = _uri(base_uri)
+        store = _lancepy.Store(uri, normalize_storage_options(storage_options))
+        versions, _ = _commit.list_versions(store)
+        if not versions and not store.root_exists():
+            if ignore_not_found:
+                return
+            raise DatasetNotFoundError(f"cannot drop {uri}: it does not exist")
+        readable = False
+        for v in sorted(versions, reverse=True):
+            try:
+                _commit.load_manifest(store, v)
+            except LanceError:  # corrupt, or unreadable for another reason: not proof of a dataset
+                continue
+            readable = True
+            break
+        if not readable:
+            raise InvalidArgumentError(
+                f"refusing to drop {uri}: no readable Lance manifest in _versions/, so it is not a dataset root "
+                "(a path holding only data files or unreadable manifests needs a storage-level delete)"
+            )
+        objects = [path for path, _, _ in store.list("")]
+        manifests = {p for p in objects if p.startswith(_commit.VERSIONS_DIR + "/")}
+        store.delete(sorted(manifests))
+        local = _local_path(uri)
+        if local is not None and os.path.isdir(local):
+            import shutil
+
+            shutil.rmtree(local)
+        else:
+            store.delete([p for p in objects if p not in manifests])
+
+    def join(
+        self,
+        right_dataset: Any,
+        keys: Any,
+        right_keys: Any = None,
+        join_type: str = "left outer",
+        left_suffix: Optional[str] = None,
+        right_suffix: Optional[str] = None,
+        coalesce_keys: bool = True,
+        use_threads: bool = True,
+    ) -> Any:
+        """Not built, as in pylance: join the tables (``to_table()``) with pyarrow instead."""
+        raise UnsupportedError("LanceDataset.join is not supported (nor in pylance): join ds.to_table() with pyarrow")
+
+    def replace_schema(self, schema: Any) -> None:
+        """Not built, as in pylance: use :meth:`replace_schema_metadata` or
+        :meth:`replace_field_metadata`, or ``alter_columns`` for types and names."""
+        raise UnsupportedError(
+            "cannot replace the schema of a dataset: use replace_schema_metadata, replace_field_metadata or alter_columns"
+        )
 
     def take(
         self, indices: Any, columns: Any = None, *, with_row_id: bool = False, with_row_address: bool = False
