@@ -42,6 +42,7 @@ from lancepy.exceptions import (
     CommitConflictError,
     DatasetAlreadyExistsError,
     IndexOutOfRangeError,
+    CorruptFileError,
     DatasetNotFoundError,
     InvalidArgumentError,
     LanceError,
@@ -704,6 +705,34 @@ class LanceDataset:
         else:
             store.delete([p for p in objects if p not in manifests])
 
+    def read_transaction(self, version: int) -> Optional["Transaction"]:
+        """The transaction that created version `version`: a :class:`Transaction` whose
+        `operation` is the :class:`LanceOperation` committed, or ``None`` when the version
+        carries no readable transaction. A version that does not exist raises
+        :class:`~lancepy.exceptions.VersionNotFoundError`. An operation lancepy has no class
+        for (``ReserveFragments``, ``CreateIndex``, ...) is a bare
+        :class:`LanceOperation.BaseOperation`, as in pylance."""
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise InvalidArgumentError(f"version must be an int, got {version!r}")
+        versions, _ = _commit.list_versions(self._store)
+        if version not in versions:
+            raise VersionNotFoundError(f"{self._uri} has no version {version}")
+        txn = _commit.load_transaction(self._store, version)
+        return None if txn is None else _transaction_from_json(txn)
+
+    def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
+        """The transactions of the `recent_transactions` versions up to this one, newest
+        first (``None`` for a version without a readable transaction)."""
+        if not isinstance(recent_transactions, int) or isinstance(recent_transactions, bool) or recent_transactions < 0:
+            raise InvalidArgumentError(f"recent_transactions must be a non-negative int, got {recent_transactions!r}")
+        versions, _ = _commit.list_versions(self._store)
+        wanted = [v for v in sorted(versions, reverse=True) if v <= self.version][:recent_transactions]
+        out = []
+        for v in wanted:
+            txn = _commit.load_transaction(self._store, v)
+            out.append(None if txn is None else _transaction_from_json(txn))
+        return out
+
     def join(
         self,
         right_dataset: Any,
@@ -813,7 +842,6 @@ class LanceDataset:
         :class:`~lancepy.exceptions.CorruptFileError` listing every problem found (the
         ``lancepy validate`` command also checks every manifest)."""
         from lancepy.cli import _validate_version
-        from lancepy.exceptions import CorruptFileError
 
         problems: List[str] = []
         checked = {"manifests": 0, "data_files": 0, "deletion_files": 0}
@@ -2568,6 +2596,80 @@ def _frag_json(f: Any) -> Dict[str, Any]:
     if isinstance(f, dict):  # either library's to_json() / a manifest entry
         return FragmentMetadata.from_json(copy.deepcopy(f))._manifest_json()
     raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
+
+
+def _transaction_from_json(txn: Dict[str, Any]) -> "Transaction":
+    """A :class:`Transaction` from the JSON form of a ``lance.table.Transaction``."""
+    name = _commit.operation_name(txn)
+    if name is None:
+        raise CorruptFileError("a transaction without a known operation")
+    body = next(iter(txn["operation"].values())) or {}
+    frags = lambda key: [FragmentMetadata.from_json(copy.deepcopy(f)) for f in body.get(key) or []]  # noqa: E731
+    ids = lambda key: [int(i) for i in body.get(key) or []]  # noqa: E731
+
+    def schema() -> "LanceSchema":
+        return LanceSchema(body.get("schema") or [], body.get("schema_metadata") or {})
+
+    def update_map(value: Optional[Dict[str, Any]]) -> Optional["LanceOperation.UpdateMap"]:
+        if value is None:
+            return None
+        entries = {e["key"]: e.get("value") for e in value.get("update_entries") or []}
+        return LanceOperation.UpdateMap(entries, bool(value.get("replace", False)))
+
+    op: LanceOperation.BaseOperation
+    if name == "Append":
+        op = LanceOperation.Append(frags("fragments"))
+    elif name == "Overwrite":
+        op = LanceOperation.Overwrite(schema(), frags("fragments"))
+    elif name == "Delete":
+        op = LanceOperation.Delete(frags("updated_fragments"), ids("deleted_fragment_ids"), body.get("predicate") or "")
+    elif name == "Restore":
+        op = LanceOperation.Restore(int(body.get("version", 0)))
+    elif name == "Merge":
+        op = LanceOperation.Merge(frags("fragments"), schema())
+    elif name == "Project":
+        op = LanceOperation.Project(schema())
+    elif name == "Update":
+        mode = body.get("update_mode") or 0
+        op = LanceOperation.Update(
+            removed_fragment_ids=ids("removed_fragment_ids"),
+            updated_fragments=frags("updated_fragments"),
+            new_fragments=frags("new_fragments"),
+            fields_modified=ids("fields_modified"),
+            fields_for_preserving_frag_bitmap=ids("fields_for_preserving_frag_bitmap"),
+            update_mode="rewrite_columns" if mode in (1, "REWRITE_COLUMNS") else "rewrite_rows",
+        )
+    elif name == "Rewrite":
+        groups = [
+            LanceOperation.RewriteGroup(
+                [FragmentMetadata.from_json(copy.deepcopy(f)) for f in g.get("old_fragments") or []],
+                [FragmentMetadata.from_json(copy.deepcopy(f)) for f in g.get("new_fragments") or []],
+            )
+            for g in body.get("groups") or []
+        ]
+        if not groups and (body.get("old_fragments") or body.get("new_fragments")):  # written before groups existed
+            groups = [LanceOperation.RewriteGroup(frags("old_fragments"), frags("new_fragments"))]
+        op = LanceOperation.Rewrite(groups, list(body.get("rewritten_indices") or []))
+    elif name == "UpdateConfig":
+        fields = body.get("field_metadata_updates") or {}
+        op = LanceOperation.UpdateConfig(
+            config_updates=update_map(body.get("config_updates")),
+            table_metadata_updates=update_map(body.get("table_metadata_updates")),
+            schema_metadata_updates=update_map(body.get("schema_metadata_updates")),
+            field_metadata_updates={int(k): update_map(v) for k, v in fields.items()} or None,
+        )
+    elif name == "DataReplacement":
+        op = LanceOperation.DataReplacement(
+            [
+                LanceOperation.DataReplacementGroup(int(r.get("fragment_id", 0)), DataFile._from_dict(r["new_file"]))
+                for r in body.get("replacements") or []
+            ]
+        )
+    else:  # e.g. ReserveFragments, CreateIndex: pylance also hands these over as a bare BaseOperation
+        op = LanceOperation.BaseOperation()
+    return Transaction(
+        int(txn.get("read_version", 0)), op, str(txn.get("uuid", "")), dict(txn.get("transaction_properties") or {})
+    )
 
 
 def _refuse(**options: Any) -> None:

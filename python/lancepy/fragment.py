@@ -67,6 +67,19 @@ class DataFile:
     base_id: Optional[int] = None
     """The base path the file lives under (``None``: the dataset root)."""
 
+    @classmethod
+    def _from_dict(cls, f: Dict[str, Any]) -> "DataFile":
+        """From a manifest entry's JSON form."""
+        return cls(
+            path=f.get("path", ""),
+            fields=list(f.get("fields", [])),
+            column_indices=list(f.get("column_indices", [])),
+            file_major_version=f.get("file_major_version", 0),
+            file_minor_version=f.get("file_minor_version", 0),
+            file_size_bytes=f.get("file_size_bytes", 0),
+            base_id=f.get("base_id"),
+        )
+
     def _to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {
             "path": self.path,
@@ -188,18 +201,7 @@ class FragmentMetadata:
     @property
     def files(self) -> List[DataFile]:
         """The data files."""
-        return [
-            DataFile(
-                path=f.get("path", ""),
-                fields=list(f.get("fields", [])),
-                column_indices=list(f.get("column_indices", [])),
-                file_major_version=f.get("file_major_version", 0),
-                file_minor_version=f.get("file_minor_version", 0),
-                file_size_bytes=f.get("file_size_bytes", 0),
-                base_id=f.get("base_id"),
-            )
-            for f in self._data.get("files", [])
-        ]
+        return [DataFile._from_dict(f) for f in self._data.get("files", [])]
 
     def data_files(self) -> List[DataFile]:
         """The data files (pylance's older spelling of :attr:`files`)."""
