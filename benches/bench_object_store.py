@@ -48,7 +48,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from s3_server import S3Server, patch_fast_ranges
 patch_fast_ranges()
-s = S3Server(control=True)
+s = S3Server(control=True, latency=float(sys.argv[2]))
 print(s.port, flush=True)
 while True:
     time.sleep(3600)
@@ -58,8 +58,8 @@ _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class Server:
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, os.path.join(HERE, "..", "tests")],
+    def __init__(self, latency: float = 0.0) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, os.path.join(HERE, "..", "tests"), str(latency)],
                                      stdout=subprocess.PIPE, text=True)
         self.port = int(self.proc.stdout.readline())
         self.endpoint = f"http://127.0.0.1:{self.port}"
@@ -112,10 +112,12 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=768)
     ap.add_argument("--fragments", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--latency-ms", type=float, default=0.0,
+                    help="delay before the server answers each request, as a remote object store's time to first byte")
     args = ap.parse_args()
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
-    server = Server()
+    server = Server(args.latency_ms / 1000)
     try:
         bucket = f"bench-{uuid.uuid4().hex[:8]}"
         server.create_bucket(bucket)
@@ -124,7 +126,7 @@ def main() -> None:
         table = make_table(args.rows, args.dim)
         per_file = -(-args.rows // args.fragments)
         print(f"# {args.rows} rows x {args.dim}-d float32 + caption, {args.fragments} files; "
-              f"load average {os.getloadavg()[0]:.2f}", flush=True)
+              f"{args.latency_ms:g} ms latency per request; load average {os.getloadavg()[0]:.2f}", flush=True)
 
         results = []  # (operation, pylance (t, req, bytes), lancepy (t, req, bytes))
 

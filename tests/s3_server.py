@@ -48,6 +48,10 @@ class RequestLog:
     control: bool = False
     """Answer ``GET /__requests__`` with the log as JSON (and clear it): for a server that
     runs in another process (benchmarks)."""
+    latency: float = 0.0
+    """Seconds every request waits before it is served (each on its own server thread, so
+    concurrent requests wait together): a loopback server that answers like a remote object
+    store, where the time to first byte, not the server's CPU, bounds a client."""
 
     def __call__(self, environ, start_response):
         if self.control and environ.get("PATH_INFO") == "/__requests__":
@@ -58,6 +62,10 @@ class RequestLog:
                 self.requests.clear()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
+        if self.latency:
+            import time
+
+            time.sleep(self.latency)
         status_box: List[int] = [0]
 
         def _start(status, headers, exc_info=None):
@@ -140,7 +148,7 @@ def patch_fast_ranges() -> None:
 class S3Server:
     """A moto S3 server on 127.0.0.1 (random free port) with a request log."""
 
-    def __init__(self, port: int = 0, *, control: bool = False) -> None:
+    def __init__(self, port: int = 0, *, control: bool = False, latency: float = 0.0) -> None:
         import logging
 
         from moto.server import ThreadedMotoServer
@@ -152,7 +160,7 @@ class S3Server:
         host, self.port = self._server.get_host_and_port()
         assert host == "127.0.0.1"
         # The server object's WSGI app is looked up per request: wrap it to log requests.
-        self.log = RequestLog(self._server._server.app, control=control)
+        self.log = RequestLog(self._server._server.app, control=control, latency=latency)
         self._server._server.app = self.log
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.running = True

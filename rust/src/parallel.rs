@@ -1,7 +1,7 @@
-//! The CPU thread pool, rebuilt after `fork()`.
+//! The CPU thread pool and the I/O pool, rebuilt after `fork()`.
 //!
-//! PyTorch DataLoader workers fork the process. A forked child inherits the pool's handle but
-//! none of its threads, so the pool is keyed by process id and rebuilt on first use in a
+//! PyTorch DataLoader workers fork the process. A forked child inherits a pool's handle but
+//! none of its threads, so each pool is keyed by process id and rebuilt on first use in a
 //! child; the stale one is leaked on purpose (dropping it would wait for threads that do not
 //! exist).
 
@@ -9,11 +9,38 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-/// The process's decode pool.
+/// The process's decode pool: one thread per core (`LANCEPY_THREADS` overrides).
 pub fn cpu_pool() -> Arc<rayon::ThreadPool> {
     static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    pool_for_this_process(&POOL, "lancepy-cpu", || {
+        std::env::var("LANCEPY_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+    })
+}
+
+/// Threads of the I/O pool by default (`LANCEPY_IO_THREADS` overrides).
+pub const DEFAULT_IO_THREADS: usize = 16;
+
+/// The pool for work that mostly waits on object storage (each fragment of a take fetching
+/// its byte ranges): more threads than cores, so that the requests of many files are in
+/// flight together instead of a core's worth of files at a time. Decoding inside a job still
+/// runs on [`cpu_pool`].
+pub fn io_pool() -> Arc<rayon::ThreadPool> {
+    static POOL: Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> = Mutex::new(None);
+    pool_for_this_process(&POOL, "lancepy-io", || {
+        std::env::var("LANCEPY_IO_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_IO_THREADS)
+    })
+}
+
+fn pool_for_this_process(
+    slot: &Mutex<Option<(u32, Arc<rayon::ThreadPool>)>>,
+    name: &'static str,
+    threads: impl FnOnce() -> usize,
+) -> Arc<rayon::ThreadPool> {
     let pid = std::process::id();
-    let mut guard = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = slot.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((owner, pool)) = guard.as_ref() {
         if *owner == pid {
             return pool.clone();
@@ -22,16 +49,12 @@ pub fn cpu_pool() -> Arc<rayon::ThreadPool> {
     if let Some((_, stale)) = guard.take() {
         std::mem::forget(stale);
     }
-    let threads = std::env::var("LANCEPY_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let pool = Arc::new(
         rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("lancepy-cpu-{i}"))
+            .num_threads(threads().max(1))
+            .thread_name(move |i| format!("{name}-{i}"))
             .build()
-            .expect("building the CPU pool"),
+            .expect("building a thread pool"),
     );
     *guard = Some((pid, pool.clone()));
     pool
@@ -45,7 +68,18 @@ pub fn map<T: Send, R: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) -> R +
     if !parallel || items.len() < 2 {
         return items.into_iter().map(f).collect();
     }
-    let pool = cpu_pool();
+    map_on(cpu_pool(), items, f)
+}
+
+/// [`map`] on the [`io_pool`]: for jobs that wait on object storage.
+pub fn map_io<T: Send, R: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
+    if !parallel || items.len() < 2 {
+        return items.into_iter().map(f).collect();
+    }
+    map_on(io_pool(), items, f)
+}
+
+fn map_on<T: Send, R: Send>(pool: Arc<rayon::ThreadPool>, items: Vec<T>, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
     let Some(token) = crate::interrupt::current() else {
         return pool.install(|| items.into_par_iter().map(f).collect());
     };

@@ -35,8 +35,12 @@ pub const OBJECT_STORE_COALESCE_GAP: u64 = 64 * 1024;
 /// Coalescing stops growing a request beyond this size, and a larger single range is
 /// fetched as parts of this size in parallel (one connection rarely fills a link).
 pub const OBJECT_STORE_MAX_REQUEST: u64 = 16 * 1024 * 1024;
-/// Requests of one read in flight at once.
-pub const OBJECT_STORE_MAX_IN_FLIGHT: usize = 32;
+/// Requests of one read (one file) in flight at once. The fragments of a take read in
+/// parallel on the I/O pool (`crate::parallel::io_pool`), so a take has up to this many
+/// requests in flight per fragment it touches. With 20 ms per request (a loopback server
+/// behind a delaying proxy), 32 left a 1,000-row take 0.7x pylance's speed; 64 with the I/O
+/// pool brought it level (benches/RESULTS.md, "Object storage with latency").
+pub const OBJECT_STORE_MAX_IN_FLIGHT: usize = 64;
 /// Size of the parts of a multipart upload (S3's minimum is 5 MiB).
 pub const MULTIPART_PART_SIZE: usize = 5 * 1024 * 1024;
 /// Parts of one upload in flight at once.

@@ -86,6 +86,12 @@ impl Store {
         Ok(Self { uri: trimmed.to_string(), backend, options: Arc::new(options.clone()) })
     }
 
+    /// Whether the dataset is on object storage reached over the network (reads then wait
+    /// on round trips rather than on the disk).
+    pub fn is_remote(&self) -> bool {
+        matches!(&self.backend, Backend::Object { store, .. } if store.is_remote())
+    }
+
     /// The root URI.
     pub fn uri(&self) -> &str {
         &self.uri

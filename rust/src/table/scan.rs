@@ -679,9 +679,14 @@ impl TableSnapshot {
             offs.dedup();
         }
         let read_opts = ScanOptions { include_deleted: true, ..opts };
-        let batches: Vec<RecordBatch> = crate::parallel::map(groups.iter().collect(), groups.len() > 1, |(fi, offs)| {
-            self.read_fragment(*fi, projection, Rows::Offsets(offs), read_opts)
-        })
+        let job = |(fi, offs): &(usize, Vec<u64>)| self.read_fragment(*fi, projection, Rows::Offsets(offs), read_opts);
+        let (items, parallel) = (groups.iter().collect(), groups.len() > 1);
+        // On object storage each fragment mostly waits for its requests: run them all at once.
+        let batches: Vec<RecordBatch> = if self.store.is_remote() {
+            crate::parallel::map_io(items, parallel, job)
+        } else {
+            crate::parallel::map(items, parallel, job)
+        }
         .into_iter()
         .collect::<Result<_>>()?;
         let schema = self.output_schema(projection, opts);
