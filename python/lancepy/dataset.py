@@ -463,10 +463,13 @@ class LanceDataset:
         `columns` (names, or ``{name: sql expression}``), `filter` (SQL text or a pyarrow
         expression), `limit`, `offset`, `batch_size`, `fragments`, `with_row_id`,
         `with_row_address` and `order_by` (column names or :class:`ColumnOrdering`; an
-        ordered scan is read whole, then sorted) work as in pylance. Hints that cannot change the result
-        (`batch_readahead`, `fragment_readahead`, `scan_in_order`, `use_stats`,
-        `fast_search`, `io_buffer_size`, `late_materialization`, `use_scalar_index`) are
-        accepted and ignored: lancepy always scans in order, without scalar indices. `nearest` runs a
+        ordered scan is read whole, then sorted) work as in pylance. `late_materialization`
+        names the projected columns a filtered scan reads only for the rows that pass the
+        filter (``None`` or ``True``: every column the filter does not use; ``False``: none; a
+        list: those). Hints that cannot change the result (`batch_readahead`,
+        `fragment_readahead`, `scan_in_order`, `use_stats`, `fast_search`, `io_buffer_size`,
+        `use_scalar_index`) are accepted and ignored: lancepy always scans in order, without
+        scalar indices. `nearest` runs a
         nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
         before it when `prefilter` is true and after it otherwise. Full text and
         index-segment search, blob handling, deleted-row scans, byte-sized
@@ -489,6 +492,7 @@ class LanceDataset:
             self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
         )
         scanner._set_order(order_by)
+        scanner._set_late_materialization(late_materialization)
         if nearest is not None:
             if order_by:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
@@ -1548,6 +1552,14 @@ def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
     return {k: str(v) for k, v in stats.items()}
 
 
+def _run_starts(values: pa.Array) -> List[int]:
+    """Positions where a new run of equal values starts in `values` (non-empty)."""
+    if len(values) < 2:
+        return [0]
+    changed = pc.not_equal(values.slice(1), values.slice(0, len(values) - 1))
+    return [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+
+
 def _evaluate(table: pa.Table, flt: Filter) -> pa.ChunkedArray:
     """A boolean mask (nulls count as false) of `flt` over `table`."""
     try:
@@ -1613,6 +1625,108 @@ class LanceScanner:
         self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
         self._nearest: Optional[_vector.NearestQuery] = None
         self._prefilter = False
+        self._late: Union[bool, List[str], None] = None
+
+    def _set_late_materialization(self, late: Union[bool, List[str], None]) -> None:
+        if late is None or isinstance(late, bool):
+            self._late = late
+            return
+        if isinstance(late, str) or not all(isinstance(c, str) for c in late):
+            raise InvalidArgumentError(f"late_materialization must be a bool or a list of column names, got {late!r}")
+        unknown = [c for c in late if c not in self._ds.schema.names]
+        if unknown:
+            from lancepy.exceptions import ColumnNotFoundError
+
+            raise ColumnNotFoundError(f"late_materialization names columns {unknown} that do not exist")
+        self._late = list(late)
+
+    def _late_columns(self) -> List[str]:
+        """Projected columns a filtered scan reads only for the rows that pass the filter."""
+        if self._filter is None or self._filter.columns is None or self._late is False:
+            return []
+        projected = self._columns if self._columns is not None else list(self._ds.schema.names)
+        used = set(self._filter.columns)
+        late = [c for c in projected if c not in used]
+        if isinstance(self._late, list):
+            late = [c for c in late if c in self._late]
+        return late
+
+    #: A batch whose share of passing rows is at most this takes its late columns row by row
+    #: (random access); above it, the late columns of the batch's rows are scanned, then
+    #: picked: a take of 5% of a fragment's rows costs about what a scan of all of them does
+    #: (benches/RESULTS.md, "Filtered scans").
+    _TAKE_FRACTION = 0.05
+
+    def _late_filtered(self, late: List[str]) -> Iterator[pa.Table]:
+        """A filtered scan that reads the filter's columns (and the projected columns not in
+        `late`) first, evaluates the filter per batch, and reads the `late` columns for the
+        passing rows only: by row address when few pass, else by scanning the batch's rows.
+        Offset and limit are applied before the late columns are read."""
+        s = self._ds._snapshot
+        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        stream = s.scan_stream(early, self._fragment_ids, 0, None, max(self._batch_size, 65536),
+                               self._with_row_id, True, False)
+        skip, remaining = self._offset, self._limit
+        while remaining is None or remaining > 0:
+            b = stream.next_batch()
+            if b is None:
+                return
+            t = pa.table(b)
+            scanned = t.num_rows
+            t = t.filter(_evaluate(t, self._filter))
+            if skip:
+                cut = min(skip, t.num_rows)
+                t, skip = t.slice(cut), skip - cut
+            if remaining is not None:
+                t = t.slice(0, remaining)
+                remaining -= t.num_rows
+            if not t.num_rows:
+                continue
+            values = self._late_values(t.column(ROW_ADDRESS).combine_chunks(), late, scanned)
+            for name in late:
+                t = t.append_column(values.schema.field(name), values.column(name))
+            if not self._with_row_address:
+                t = t.drop_columns([ROW_ADDRESS])
+            yield self._finish(t)
+
+    def _late_table(self, late: List[str]) -> pa.Table:
+        """A whole filtered scan with late columns: the early columns of every row are read and
+        filtered; then the late columns are taken for the passing rows if few pass, else
+        scanned for all rows (the same order) and filtered the same way. Both reads run in
+        parallel over fragments."""
+        s = self._ds._snapshot
+        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        t = pa.table(s.scan(early, self._fragment_ids, 0, None, 131072, self._with_row_id, True, False))
+        mask = _evaluate(t, self._filter)
+        scanned = t.num_rows
+        t = t.filter(mask).slice(self._offset)
+        if t.num_rows <= scanned * self._TAKE_FRACTION:
+            values = pa.table(s.take_addresses(t.column(ROW_ADDRESS).combine_chunks(), late, False, False))
+        else:
+            values = pa.table(s.scan(late, self._fragment_ids, 0, None, 131072, False, False, False))
+            values = values.filter(mask).slice(self._offset)
+        for name in late:
+            t = t.append_column(values.schema.field(name), values.column(name))
+        if not self._with_row_address:
+            t = t.drop_columns([ROW_ADDRESS])
+        return self._finish(t)
+
+    def _late_values(self, addr: pa.Array, late: List[str], scanned: int) -> pa.Table:
+        """Columns `late` at row addresses `addr` (ascending within each fragment), in that order."""
+        s = self._ds._snapshot
+        if len(addr) <= scanned * self._TAKE_FRACTION:
+            return pa.table(s.take_addresses(addr, late, False, False))
+        frag = pc.shift_right(addr, 32)
+        offsets = pc.bit_wise_and(addr, 0xFFFFFFFF)
+        starts = _run_starts(frag)
+        parts = []
+        for start, end in zip(starts, starts[1:] + [len(addr)]):
+            offs = offsets.slice(start, end - start)
+            lo, hi = offs[0].as_py(), offs[len(offs) - 1].as_py()
+            # The fragment's physical rows lo..hi (deleted ones too, so offsets index them).
+            block = pa.table(s.scan(late, [frag[start].as_py()], lo, hi - lo + 1, 131072, False, False, True))
+            parts.append(block.take(pc.subtract(offs, lo)))
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def _set_nearest(self, nearest: Dict[str, Any], prefilter: bool) -> None:
         if self._computed is not None:
@@ -1705,6 +1819,12 @@ class LanceScanner:
             t = pa.table(s.scan(self._read_columns(), self._fragment_ids, self._offset, self._limit, 131072,
                                 self._with_row_id, self._with_row_address, False))
             return self._finish(t)
+        late = self._late_columns()
+        if late and self._limit is None:
+            return self._late_table(late)
+        if late and self._late is not None:  # asked for: also when a limit makes the scan stream
+            parts = list(self._late_filtered(late))
+            return pa.concat_tables(parts) if parts else self._finish(self._empty())
         if self._limit is None:
             t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
                                 self._with_row_id, self._with_row_address, False))
@@ -1738,6 +1858,11 @@ class LanceScanner:
                     return
                 for batch in self._finish(pa.table(b)).to_batches():
                     yield batch
+            return
+        late = self._late_columns() if self._late is not None else []
+        if late:  # asked for (a stream's batches cannot choose scan or take as a whole table does)
+            for t in self._late_filtered(late):
+                yield from t.to_batches(max_chunksize=self._batch_size)
             return
         stream = s.scan_stream(self._read_columns(), self._fragment_ids, 0, None, max(self._batch_size, 65536),
                                self._with_row_id, self._with_row_address, False)
