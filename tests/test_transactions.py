@@ -178,3 +178,32 @@ def test_transaction_read_back_commits_again(tmp_path) -> None:
     out = lancepy.LanceDataset.commit(copy, txn.operation, read_version=3)
     assert sorted(out.to_table().column("x").to_pylist()) == [1, 2, 3]
     assert sorted(lance.dataset(copy).to_table().column("x").to_pylist()) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("writer", ["lancepy", "pylance"])
+def test_fragment_delete_and_delete_rows_then_commit(tmp_path, writer) -> None:
+    """LanceFragment.delete / delete_rows write deletion files and return the fragment for a
+    Delete the caller commits, as pylance's: both libraries, same rows left."""
+    import shutil
+
+    lib = lancepy if writer == "lancepy" else lance
+    u = str(tmp_path / "d.lance")
+    lib.write_dataset(pa.table({"id": list(range(30))}), u, max_rows_per_file=10)
+    copy = str(tmp_path / "copy.lance")
+    shutil.copytree(u, copy)
+    results = {}
+    for name, mod, path in (("ours", lancepy, u), ("theirs", lance, copy)):
+        ds = mod.dataset(path)
+        f1 = ds.get_fragment(1).delete("id % 3 = 0")
+        f2 = ds.get_fragment(2).delete_rows([0, 1, 9])
+        assert ds.get_fragment(0).delete("id > 100").deletion_file is None  # nothing matched: unchanged
+        assert ds.get_fragment(0).delete("id >= 0") is None  # every row: fragment gone
+        op = mod.LanceOperation.Delete([f1, f2], [0], "by hand")
+        mod.LanceDataset.commit(path, op, read_version=ds.version)
+        results[name] = sorted(mod.dataset(path).to_table().column("id").to_pylist())
+    assert results["ours"] == results["theirs"] == [10, 11, 13, 14, 16, 17, 19, 22, 23, 24, 25, 26, 27, 28]
+    assert sorted(lance.dataset(u).to_table().column("id").to_pylist()) == results["ours"]
+    from lancepy.exceptions import IndexOutOfRangeError
+
+    with pytest.raises(IndexOutOfRangeError):
+        lancepy.dataset(u).get_fragment(1).delete_rows([10])

@@ -877,9 +877,10 @@ class LanceDataset:
 
     # -- modifications ---------------------------------------------------------------------
 
-    def _matching_addresses(self, flt: Filter) -> pa.Array:
-        """Row addresses of the live rows matching a filter, in one pass."""
-        stream = self._snapshot.scan_stream(flt.columns, None, 0, None, 131072, False, True, False)
+    def _matching_addresses(self, flt: Filter, fragment_ids: Optional[List[int]] = None) -> pa.Array:
+        """Row addresses of the live rows matching a filter (in `fragment_ids` only, if
+        given), in one pass."""
+        stream = self._snapshot.scan_stream(flt.columns, fragment_ids, 0, None, 131072, False, True, False)
         parts: List[pa.Array] = []
         pending: List[pa.Table] = []
         pending_rows = 0

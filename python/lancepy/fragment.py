@@ -641,6 +641,41 @@ class LanceFragment:
         """The fragment's id."""
         return self._meta.id
 
+    def delete(self, predicate: str) -> Optional[FragmentMetadata]:
+        """Marks this fragment's rows matching `predicate` (SQL text or a pyarrow expression)
+        deleted: writes a new deletion file and returns the updated fragment (``None`` if no
+        row is left), for a :class:`~lancepy.LanceOperation.Delete` the caller commits. Nothing
+        is committed here. A predicate that matches no row returns the fragment unchanged."""
+        from lancepy.filters import compile_filter
+
+        flt = compile_filter(predicate, self._ds.schema)
+        if flt is None:
+            raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
+        return self._delete_addresses(self._ds._matching_addresses(flt, [self.fragment_id]))
+
+    def delete_rows(self, offsets: Iterable[int]) -> Optional[FragmentMetadata]:
+        """Marks the rows at `offsets` (physical row offsets inside this fragment, 0-based)
+        deleted, as :meth:`delete` does for a predicate. Offsets of rows already deleted are
+        accepted; an offset past the fragment's rows raises
+        :class:`~lancepy.exceptions.IndexOutOfRangeError`."""
+        from lancepy.exceptions import IndexOutOfRangeError
+
+        offs = [int(o) for o in offsets]
+        bad = [o for o in offs if not 0 <= o < self._meta.physical_rows]
+        if bad:
+            raise IndexOutOfRangeError(
+                f"row offset {bad[0]} is outside fragment {self.fragment_id} ({self._meta.physical_rows} rows)"
+            )
+        return self._delete_addresses(pa.array([(self.fragment_id << 32) | o for o in offs], pa.uint64()))
+
+    def _delete_addresses(self, addresses: Any) -> Optional[FragmentMetadata]:
+        if len(addresses) == 0:
+            return self._meta
+        for fid, frag_json in self._ds._snapshot.delete_rows(addresses, self._ds.version):
+            if fid == self.fragment_id:
+                return None if frag_json is None else FragmentMetadata._from_dict(json.loads(frag_json))
+        return self._meta
+
     @property
     def metadata(self) -> FragmentMetadata:
         """The manifest entry."""

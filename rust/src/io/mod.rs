@@ -49,22 +49,6 @@ pub trait Reader: Send + Sync + Debug {
         Ok((size, self.read_range(size.saturating_sub(len)..size)?))
     }
 
-    /// Whether reads should be planned ahead and fetched in a few concurrent rounds (object
-    /// storage, where each round trip costs far more than the bytes it moves).
-    fn plans_ahead(&self) -> bool {
-        false
-    }
-
-    /// Fetches `ranges` now and keeps them for the `read_ranges` calls that follow, until
-    /// [`Reader::release`] is called with the returned token. Readers that do not plan
-    /// ahead keep nothing.
-    fn prefetch(&self, _ranges: &[Range<u64>]) -> Result<u64> {
-        Ok(0)
-    }
-
-    /// Forgets the bytes of a [`Reader::prefetch`].
-    fn release(&self, _token: u64) {}
-
     /// Largest gap between two ranges that is still read as one request.
     fn coalesce_gap(&self) -> u64 {
         DEFAULT_COALESCE_GAP

@@ -15,7 +15,6 @@
 //! `finish`; a writer dropped unfinished aborts its upload.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_buffer::Buffer;
@@ -97,10 +96,10 @@ pub(crate) fn map_store_error(display: &str, e: object_store::Error) -> Error {
     }
 }
 
-/// Bytes fetched ahead by one [`Reader::prefetch`]: coalesced blocks, sorted by start.
+/// Bytes a reader keeps for its life (the file's tail, read once for the footer and
+/// metadata): blocks sorted by start.
 #[derive(Debug)]
 struct Prefetched {
-    token: u64,
     blocks: Vec<(u64, Buffer)>,
 }
 
@@ -121,20 +120,12 @@ pub struct ObjectStoreReader {
     display: String,
     size: OnceLock<u64>,
     prefetched: Mutex<Vec<Prefetched>>,
-    next_token: AtomicU64,
 }
 
 impl ObjectStoreReader {
     /// A reader of `location` in `store`; `display` is used in messages.
     pub fn new(store: StoreHandle, location: ObjectPath, display: String) -> Self {
-        Self {
-            store,
-            location,
-            display,
-            size: OnceLock::new(),
-            prefetched: Mutex::new(Vec::new()),
-            next_token: AtomicU64::new(1),
-        }
+        Self { store, location, display, size: OnceLock::new(), prefetched: Mutex::new(Vec::new()) }
     }
 
     fn err(&self, e: object_store::Error) -> Error {
@@ -264,9 +255,9 @@ impl Reader for ObjectStoreReader {
             )));
         }
         let tail = Buffer::from(bytes);
-        // Kept for the reader's life (token 0 is never released): later reads of the tail,
-        // and every read of a file smaller than the tail, need no request.
-        let block = Prefetched { token: 0, blocks: vec![(size - tail.len() as u64, tail.clone())] };
+        // Kept for the reader's life: later reads of the tail, and every read of a file
+        // smaller than the tail, need no request.
+        let block = Prefetched { blocks: vec![(size - tail.len() as u64, tail.clone())] };
         self.prefetched.lock().unwrap_or_else(|p| p.into_inner()).push(block);
         Ok((size, tail))
     }
@@ -299,27 +290,6 @@ impl Reader for ObjectStoreReader {
         }
         let mut fetched = self.read_uncached(&missing)?.into_iter();
         Ok(out.into_iter().map(|b| b.unwrap_or_else(|| fetched.next().expect("one buffer per missing range"))).collect())
-    }
-
-    fn plans_ahead(&self) -> bool {
-        self.store.is_remote()
-    }
-
-    fn prefetch(&self, ranges: &[Range<u64>]) -> Result<u64> {
-        if ranges.is_empty() {
-            return Ok(0);
-        }
-        let (plan, fetched) = self.fetch(ranges)?;
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let blocks = plan.requests.iter().map(|r| r.start).zip(fetched).collect();
-        self.prefetched.lock().unwrap_or_else(|p| p.into_inner()).push(Prefetched { token, blocks });
-        Ok(token)
-    }
-
-    fn release(&self, token: u64) {
-        if token != 0 {
-            self.prefetched.lock().unwrap_or_else(|p| p.into_inner()).retain(|p| p.token != token);
-        }
     }
 }
 
