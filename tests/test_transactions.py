@@ -207,3 +207,26 @@ def test_fragment_delete_and_delete_rows_then_commit(tmp_path, writer) -> None:
 
     with pytest.raises(IndexOutOfRangeError):
         lancepy.dataset(u).get_fragment(1).delete_rows([10])
+
+
+def test_fragment_validate_checks_that_fragment_only(tmp_path) -> None:
+    from lancepy.exceptions import CorruptFileError
+
+    u = str(tmp_path / "d.lance")
+    lancepy.write_dataset(pa.table({"id": list(range(30))}), u, max_rows_per_file=10)
+    ds = lancepy.dataset(u)
+    ds.delete("id = 3")
+    ds = lancepy.dataset(u)
+    for f in ds.get_fragments():
+        assert f.validate() is None
+        lance.dataset(u).get_fragment(f.fragment_id).validate()
+    # Damage fragment 1's data file: fragment 1 fails (with pylance too), 0 and 2 still pass.
+    path = tmp_path / "d.lance" / "data" / ds.get_fragment(1).metadata.files[0].path
+    path.write_bytes(path.read_bytes()[:-40])
+    ds = lancepy.dataset(u)
+    with pytest.raises(CorruptFileError, match="fragment 1"):
+        ds.get_fragment(1).validate()
+    ds.get_fragment(0).validate()
+    ds.get_fragment(2).validate()
+    with pytest.raises(Exception):
+        lance.dataset(u).get_fragment(1).validate()

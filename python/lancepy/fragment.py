@@ -668,6 +668,22 @@ class LanceFragment:
             )
         return self._delete_addresses(pa.array([(self.fragment_id << 32) | o for o in offs], pa.uint64()))
 
+    def validate(self) -> None:
+        """Checks this fragment only (unlike :meth:`LanceDataset.validate`): its data files
+        exist with the recorded sizes, their footers and metadata read, they hold the
+        fragment's rows and mapped columns, and its deletion file reads and matches the
+        manifest. Raises :class:`~lancepy.exceptions.CorruptFileError` listing every problem."""
+        from lancepy.cli import _validate_fragment
+        from lancepy.exceptions import CorruptFileError
+
+        store = self._ds._store
+        sizes = {p: size for p, size, _ in store.list("data")}
+        problems: List[str] = []
+        checked = {"data_files": 0, "deletion_files": 0}
+        _validate_fragment(store, self._ds._snapshot, self._meta._data, sizes, problems, checked, self._ds._storage_options)
+        if problems:
+            raise CorruptFileError(f"{self._ds.uri} fragment {self.fragment_id} is damaged: " + "; ".join(problems))
+
     def _delete_addresses(self, addresses: Any) -> Optional[FragmentMetadata]:
         if len(addresses) == 0:
             return self._meta
