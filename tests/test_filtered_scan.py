@@ -91,3 +91,23 @@ def test_bad_late_materialization_arguments(uri) -> None:
         ds.to_table(filter="x > 0", late_materialization=["nope"])
     with pytest.raises(InvalidArgumentError):
         ds.to_table(filter="x > 0", late_materialization="s")
+
+
+def test_explain_and_analyze_plan_describe_what_runs(uri) -> None:
+    ds = lancepy.dataset(uri)
+    plan = ds.scanner(columns=["s", "v"], filter="x > 45").explain_plan()
+    assert isinstance(plan, str)
+    lines = plan.splitlines()
+    assert lines[0].startswith("Project: ['s', 'v']")
+    assert any("LateMaterialize: ['s', 'v']" in line for line in lines)
+    assert lines[-1].strip().startswith("Scan:") and "columns=['x']" in lines[-1]
+    assert "LateMaterialize" not in ds.scanner(columns=["s"], filter="x > 45", late_materialization=False).explain_plan()
+    assert "(pushed down)" in ds.scanner(columns=["s"], limit=3).explain_plan()
+    verbose = ds.scanner(filter="x > 45").explain_plan(verbose=True)
+    assert str([f.fragment_id for f in ds.get_fragments()]) in verbose
+    analyzed = ds.scanner(columns=["s"], filter="x > 45").analyze_plan()
+    assert analyzed.startswith("Analyze: elapsed=") and f"output_rows={ds.count_rows('x > 45')}" in analyzed
+    counted = ds.scanner(filter="x > 45").analyze_plan(count_rows=True)
+    assert "Count" in counted and "columns=['x']" in counted
+    # pylance's returns a plan string too (its own operators).
+    assert isinstance(lance.dataset(uri).scanner(filter="x > 45").explain_plan(), str)

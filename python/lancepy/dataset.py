@@ -1918,6 +1918,65 @@ class LanceScanner:
             return self._search().schema
         return self._finish(self._empty()).schema
 
+    def explain_plan(self, verbose: bool = False) -> str:
+        """How lancepy will run this scan, as an indented tree of steps (lancepy's own steps,
+        not pylance's DataFusion operators). `verbose` adds the fragment ids read."""
+        return "\n".join(self._plan_lines(verbose))
+
+    def analyze_plan(self, count_rows: bool = False) -> str:
+        """Runs the scan (:meth:`to_table`, or :meth:`count_rows` when `count_rows` is true)
+        and returns :meth:`explain_plan`'s tree with the time taken and the rows returned."""
+        t0 = time.perf_counter()
+        rows = self.count_rows() if count_rows else self.to_table().num_rows
+        elapsed = time.perf_counter() - t0
+        lines = self._plan_lines(True, counting=count_rows)
+        return "\n".join([f"Analyze: elapsed={elapsed * 1e3:.3f} ms, output_rows={rows}"] + ["  " + line for line in lines])
+
+    def _plan_lines(self, verbose: bool, counting: bool = False) -> List[str]:
+        """The steps :meth:`to_table` (or :meth:`count_rows`) takes, outermost first."""
+        steps: List[str] = []
+        if counting:
+            steps.append("Count")
+        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        if counting:
+            pass
+        elif self._computed is not None:
+            steps.append("Project: " + ", ".join(f"{k} := {v}" for k, v in self._computed.items()))
+        else:
+            steps.append(f"Project: {names}")
+        frags = self._fragment_ids if self._fragment_ids is not None else [f.get("id", 0) for f in self._ds._loaded.manifest.get("fragments", [])]
+        where = f"uri={self._ds.uri}, version={self._ds.version}, fragments={len(frags)}"
+        if verbose:
+            where += f" {list(frags)}"
+        extra = "".join(f", {n}=true" for n, on in (("row_id", self._with_row_id), ("row_addr", self._with_row_address)) if on)
+        if self._nearest is not None:
+            q = self._nearest
+            steps.append(f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}, use_index={q.use_index}, "
+                         f"nprobes={q.nprobes}, refine_factor={q.refine_factor}" + (f", {'pre' if self._prefilter else 'post'}filter" if self._filter else ""))
+            if self._filter is not None:
+                steps.append(f"Filter: {self._filter.text}")
+            steps.append(f"Scan: {where}, columns=[{q.column}]{extra}")
+        else:
+            if self._order:
+                steps.append("Sort: " + ", ".join(f"{k.column_name} {'asc' if k.ascending else 'desc'}" for k in self._order) + " (whole scan read first)")
+            if self._limit is not None or self._offset:
+                steps.append(f"Slice: offset={self._offset}, limit={self._limit}")
+            late = self._late_columns() if not (self._order or counting) else []
+            if self._limit is not None and self._late is None:
+                late = []  # a limited scan streams: late columns only when asked for (see to_table)
+            if late:
+                steps.append(f"LateMaterialize: {late} for the rows that pass (taken by row address when at most "
+                             f"{self._TAKE_FRACTION:.0%} pass, else scanned and masked)")
+            if self._filter is not None:
+                steps.append(f"Filter: {self._filter.text} (Arrow compute, per batch)")
+            read = self._read_columns() or list(self._ds.schema.names)
+            if counting:
+                read = list(self._filter.columns or read) if self._filter is not None else []
+            early = [c for c in read if c not in late]
+            pushed = "" if self._filter is not None or self._order else f", offset={self._offset}, limit={self._limit} (pushed down)"
+            steps.append(f"Scan: {where}, columns={early}{extra}{', row_addr=true (for the late columns)' if late else ''}{pushed}")
+        return [("  " * i) + line for i, line in enumerate(steps)]
+
     def count_rows(self) -> int:
         """Rows the scan returns."""
         if self._nearest is not None:
