@@ -680,3 +680,30 @@ def test_join_and_replace_schema_are_refused_as_in_pylance(uri) -> None:
         theirs.replace_schema(theirs.schema)
     with pytest.raises(NotSupportedError):
         ours.replace_schema(ours.schema)
+
+
+@pytest.mark.parametrize("writer", ["lancepy", "pylance"])
+def test_auto_cleanup_runs_every_interval_as_in_pylance(tmp_path, writer) -> None:
+    """Automatic cleanup enabled by either library: commits of either keep the same versions."""
+    import os
+
+    kept = {}
+    for lib_name, lib in (("lancepy", lancepy), ("pylance", lance)):
+        u = str(tmp_path / f"{lib_name}.lance")
+        ds = lib.write_dataset(_table(5), u)
+        (lancepy if writer == "lancepy" else lance).dataset(u).optimize.enable_auto_cleanup(
+            {"interval": 3, "older_than_seconds": 0}
+        )
+        seen = []
+        for i in range(7):
+            time.sleep(0.02)
+            ds = lib.write_dataset(_table(5, start=i * 10), u, mode="overwrite")
+            seen.append(sorted(v["version"] for v in ds.versions()))
+        kept[lib_name] = seen
+        assert len(os.listdir(os.path.join(u, "data"))) == len(seen[-1])  # old data files went too
+    assert kept["lancepy"] == kept["pylance"], kept
+    ds = lancepy.dataset(str(tmp_path / "lancepy.lance"))
+    ds.optimize.disable_auto_cleanup()
+    assert "lance.auto_cleanup.interval" not in lancepy.dataset(ds.uri).config()
+    with pytest.raises(InvalidArgumentError):
+        ds.optimize.enable_auto_cleanup({"interval": 0, "older_than_seconds": 1})

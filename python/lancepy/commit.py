@@ -23,6 +23,7 @@ refuse the dataset with :class:`~lancepy.exceptions.UnsupportedError`.
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 import time
@@ -625,6 +626,60 @@ class CommitResult:
     rebased_over: List[int] = field(default_factory=list)
 
 
+#: Table config keys of automatic cleanup (pylance's): every `interval`-th version a commit
+#: removes versions older than `older_than` (a duration such as ``"3600s"``).
+AUTO_CLEANUP_INTERVAL = "lance.auto_cleanup.interval"
+AUTO_CLEANUP_OLDER_THAN = "lance.auto_cleanup.older_than"
+
+_DURATION_UNITS = {
+    "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0,
+    "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0,
+    "w": 604800.0, "week": 604800.0, "weeks": 604800.0,
+}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration like ``"3600s"``, ``"2h 30m"`` or ``"14days"`` (a bare number is
+    seconds). Raises :class:`InvalidArgumentError` for anything else."""
+    import re
+
+    if not re.fullmatch(r"\s*(\d+(\.\d+)?\s*[a-z]*\s*)+", text.lower()):
+        raise InvalidArgumentError(f"{text!r} is not a duration (e.g. '3600s', '2h 30m', '14days')")
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([a-z]*)", text.lower())
+    total = 0.0
+    for number, unit in parts:
+        if unit and unit not in _DURATION_UNITS:
+            raise InvalidArgumentError(f"{text!r}: unknown duration unit {unit!r}")
+        total += float(number) * _DURATION_UNITS.get(unit, 1.0)
+    return total
+
+
+def _auto_cleanup(store: Any, loaded: LoadedManifest) -> None:
+    """After a commit: the table's automatic cleanup, when its config asks for it at this
+    version (as pylance: every `interval`-th version, versions older than `older_than`, the
+    two newest and tagged ones kept). A failure is a warning: the commit itself has landed."""
+    config = loaded.manifest.get("config") or {}
+    interval_text = config.get(AUTO_CLEANUP_INTERVAL)
+    if not interval_text:
+        return
+    import warnings
+
+    try:
+        interval = int(interval_text)
+        if interval <= 0 or loaded.version % interval:
+            return
+        older_than = parse_duration(config.get(AUTO_CLEANUP_OLDER_THAN) or "14days")
+        from lancepy.dataset import LanceDataset
+
+        ds = LanceDataset(store.uri, storage_options=store.storage_options, _loaded=loaded)
+        ds.cleanup_old_versions(
+            datetime.timedelta(seconds=older_than), retain_versions=2, error_if_tagged_old_versions=False
+        )
+    except Exception as e:  # noqa: BLE001 - the commit stands; the cleanup can run again later
+        warnings.warn(f"automatic cleanup of {store.uri} after version {loaded.version} failed: {e}", stacklevel=2)
+
+
 def commit_transaction(
     store: Any,
     txn: Dict[str, Any],
@@ -692,6 +747,7 @@ def commit_transaction(
                 loaded = LoadedManifest(
                     latest + 1, path, text, json.loads(text), index_section, inline, scheme or naming or "v2", len(data)
                 )
+                _auto_cleanup(store, loaded)
                 return CommitResult(latest + 1, loaded, attempt, rebased)
             # Another writer took version latest + 1: back off, then rebase. Exponential with
             # full jitter: on a local disk a retry costs microseconds, on object storage each

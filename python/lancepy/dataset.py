@@ -2199,6 +2199,26 @@ class DatasetOptimizer:
     def __init__(self, ds: LanceDataset) -> None:
         self._ds = ds
 
+    def enable_auto_cleanup(self, auto_cleanup_config: Dict[str, Any]) -> None:
+        """Turns on automatic cleanup (pylance's table config): from now on every
+        ``auto_cleanup_config["interval"]``-th version's commit removes versions older than
+        ``auto_cleanup_config["older_than_seconds"]`` (the two newest and tagged versions
+        stay), whichever library commits."""
+        if not isinstance(auto_cleanup_config, dict) or {"interval", "older_than_seconds"} - set(auto_cleanup_config):
+            raise InvalidArgumentError("auto_cleanup_config needs 'interval' and 'older_than_seconds'")
+        interval, older = auto_cleanup_config["interval"], auto_cleanup_config["older_than_seconds"]
+        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+            raise InvalidArgumentError(f"interval must be a positive int, got {interval!r}")
+        if not isinstance(older, (int, float)) or isinstance(older, bool) or older < 0:
+            raise InvalidArgumentError(f"older_than_seconds must be a non-negative number, got {older!r}")
+        self._ds.update_config(
+            {_commit.AUTO_CLEANUP_INTERVAL: str(interval), _commit.AUTO_CLEANUP_OLDER_THAN: f"{older}s"}
+        )
+
+    def disable_auto_cleanup(self) -> None:
+        """Turns automatic cleanup off (removes its config keys)."""
+        self._ds.delete_config_keys([_commit.AUTO_CLEANUP_INTERVAL, _commit.AUTO_CLEANUP_OLDER_THAN])
+
     def compact_files(
         self,
         *,
