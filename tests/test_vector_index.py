@@ -212,3 +212,56 @@ def test_create_index_is_not_built(indexed, index_type):
     with pytest.raises(lancepy.exceptions.NotSupportedError, match=index_type):
         ds.create_index("emb", index_type=index_type, num_partitions=4)
     assert lancepy.dataset(path).version == ds.version
+
+
+def test_list_indices_has_pylances_shape(indexed):
+    index_type, path, _ = indexed
+    ours, theirs = lancepy.dataset(path).list_indices(), lance.dataset(path).list_indices()
+    assert len(ours) == len(theirs) == 1
+    for a, b in zip(ours, theirs):
+        assert set(a) == set(b)
+        assert a["type"] == b["type"] == index_type
+        assert (a["name"], a["uuid"], a["fields"], a["version"], a["base_id"]) == (
+            b["name"], b["uuid"], b["fields"], b["version"], b["base_id"]
+        )
+        assert a["fragment_ids"] == set(b["fragment_ids"])
+
+
+def test_drop_index_both_ways(copy_of, tmp_path):
+    """lancepy drops pylance's index (pylance sees it gone), and lancepy reads pylance's
+    drop; a name that does not exist raises."""
+    from lancepy.exceptions import IndexNotFoundError
+
+    _, path, _ = copy_of
+    other = str(tmp_path / "other.lance")
+    shutil.copytree(path, other)
+    name = lancepy.dataset(path).list_indices()[0]["name"]
+    ours = lancepy.dataset(path)
+    v = ours.version
+    ours.drop_index(name)
+    after = lancepy.dataset(path)
+    assert after.version == v + 1 and after.list_indices() == [] and not after.has_index
+    assert lance.dataset(path).list_indices() == []
+    txn = lance.dataset(path).read_transaction(v + 1)
+    assert type(txn.operation).__name__ in ("CreateIndex", "BaseOperation")
+    lance.dataset(path).validate()
+    with pytest.raises(IndexNotFoundError):
+        after.drop_index(name)
+    with pytest.raises(RuntimeError):  # pylance's kind of error for the same call
+        lance.dataset(path).drop_index(name)
+    # pylance drops, lancepy reads the result.
+    lance.dataset(other).drop_index(name)
+    assert lancepy.dataset(other).list_indices() == []
+    assert lancepy.dataset(other).read_transaction(lancepy.dataset(other).version) is not None
+
+
+def test_cli_inspect_lists_indices(indexed):
+    import json as _json
+    import subprocess
+    import sys
+
+    kind, path, _ = indexed
+    out = subprocess.run([sys.executable, "-m", "lancepy", "inspect", path, "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    (info,) = _json.loads(out.stdout)["indices"]
+    assert info["type"] == kind and info["fields"] == ["emb"] and info["fragment_ids"] == sorted(info["fragment_ids"])

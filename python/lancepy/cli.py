@@ -125,7 +125,7 @@ def inspect_dataset(uri: str, version: Optional[int] = None, storage_options: Op
         "stable_row_ids": ds.has_stable_row_ids,
         "schema": _schema_json(ds.schema),
         "fragments": fragments,
-        "indices": ds.list_indices(),
+        "indices": [dict(i, fragment_ids=sorted(i["fragment_ids"])) for i in ds.list_indices()],
         "tags": {name: t["version"] for name, t in sorted(ds.tags.list().items())},
         "config": ds.config(),
         "storage_bytes": sum(size for _path, size, _mtime in listing),

@@ -535,6 +535,16 @@ def build_manifest(
         m["base_paths"] = bases
     elif name == "ReserveFragments":
         next_id += body.get("num_fragments", 0)
+    elif name == "CreateIndex":
+        # Index entries added and removed (pylance commits drop_index this way, with no new
+        # ones). The index files themselves are written before the commit by whoever built them.
+        if old is None:
+            raise DatasetNotFoundError("cannot change indices: the dataset does not exist")
+        removed = {json.dumps(i.get("uuid"), sort_keys=True) for i in body.get("removed_indices", [])}
+        entries = json.loads(_lancepy.index_section_to_json(index_section))["indices"] if index_section else []
+        entries = [e for e in entries if json.dumps(e.get("uuid"), sort_keys=True) not in removed]
+        entries += body.get("new_indices", [])
+        index_section = _lancepy.index_section_from_json(json.dumps({"indices": entries})) if entries else None
     else:
         raise UnsupportedError(f"lancepy cannot commit a {name} transaction")
 

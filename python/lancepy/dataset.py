@@ -99,6 +99,20 @@ def _uri(uri: PathLike) -> str:
     return u.rstrip("/") if len(u) > 1 else u
 
 
+def _field_paths(fields: List[Dict[str, Any]]) -> Dict[int, str]:
+    """Field id → dotted path (``"a.b"``) for a manifest's flat field list."""
+    by_id = {f.get("id", 0): f for f in fields}
+    out: Dict[int, str] = {}
+    for fid, f in by_id.items():
+        parts, cur, seen = [f.get("name", "")], f, {fid}
+        while cur.get("parent_id", -1) in by_id and cur.get("parent_id", -1) not in seen:
+            seen.add(cur["parent_id"])
+            cur = by_id[cur["parent_id"]]
+            parts.append(cur.get("name", ""))
+        out[fid] = ".".join(reversed(parts))
+    return out
+
+
 def _local_path(uri: str) -> Optional[str]:
     """The filesystem path of a local `uri` (a plain path or ``file://``), else ``None``."""
     if uri.startswith("file://"):
@@ -291,10 +305,58 @@ class LanceDataset:
         return self._loaded.index_section is not None and bool(_lancepy.describe_index_section(self._loaded.index_section))
 
     def list_indices(self) -> List[Dict[str, Any]]:
-        """Name and field ids of each index (lancepy searches with IVF_FLAT / IVF_PQ vector indices)."""
+        """The indices of this version, one dict per index segment as pylance lists them:
+        ``name``, ``type`` (``"IVF_PQ"``, ``"IVF_FLAT"``, ``"BTree"``, ...), ``uuid``,
+        ``fields`` (column names), ``version`` (the dataset version it was built on),
+        ``fragment_ids`` (the fragments it covers, a set) and ``base_id``."""
         if self._loaded.index_section is None:
             return []
-        return [{"name": n, "fields": f} for n, f in _lancepy.describe_index_section(self._loaded.index_section)]
+        names = _field_paths(self._loaded.manifest.get("fields", []))
+        out = []
+        for e in _lancepy.index_section_entries(self._loaded.index_section):
+            out.append({
+                "name": e["name"],
+                "type": self._index_type(e),
+                "uuid": e["uuid"],
+                "fields": [names.get(f, str(f)) for f in e["fields"]],
+                "version": e["dataset_version"],
+                "fragment_ids": set(e["fragment_ids"]),
+                "base_id": e["base_id"],
+            })
+        return out
+
+    def _index_type(self, entry: Dict[str, Any]) -> str:
+        """An index's type name as pylance reports it: vector indices name theirs in their
+        file (schema metadata ``lance:index``); the others by their details message."""
+        details = str(entry.get("details_type") or "").rsplit(".", 1)[-1]
+        if details == "VectorIndexDetails":
+            from lancepy.file import LanceFileReader
+
+            path = f"{self._uri}/_indices/{entry['uuid']}/index.idx"
+            try:
+                md = LanceFileReader(path, self._storage_options).metadata().schema.metadata or {}
+                return str(json.loads(md[b"lance:index"])["type"]).upper()
+            except (LanceError, KeyError, ValueError, TypeError):
+                return "Vector"
+        known = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList",
+                 "InvertedIndexDetails": "Inverted", "NGramIndexDetails": "NGram", "ZoneMapIndexDetails": "ZoneMap",
+                 "BloomFilterIndexDetails": "BloomFilter", "JsonIndexDetails": "Json"}
+        return known.get(details, details.removesuffix("IndexDetails") or "Unknown")
+
+    def drop_index(self, name: str) -> None:
+        """Removes the index `name` (every segment of it) from the dataset: a new version
+        whose manifest no longer lists it, committed as pylance does (a ``CreateIndex``
+        transaction with the index among its removed ones). The index files stay until
+        :meth:`cleanup_old_versions` removes them with the versions that use them. An unknown
+        name raises :class:`~lancepy.exceptions.IndexNotFoundError`."""
+        from lancepy.exceptions import IndexNotFoundError
+
+        section = self._loaded.index_section
+        entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
+        removed = [e for e in entries if e.get("name") == name]
+        if not removed:
+            raise IndexNotFoundError(f"index {name!r} does not exist in version {self.version} of {self._uri}")
+        self._commit("CreateIndex", {"new_indices": [], "removed_indices": removed})
 
     def create_index(
         self,

@@ -29,6 +29,7 @@ __all__ = [
     "BasePathNotFoundError",
     "DatasetAlreadyExistsError",
     "VersionNotFoundError",
+    "IndexNotFoundError",
     "CommitConflictError",
     "InternalError",
     "NotSupportedError",
@@ -89,6 +90,10 @@ class DatasetAlreadyExistsError(LanceIOError, FileExistsError):
 
 class VersionNotFoundError(LanceError, LookupError):
     """The requested dataset version or tag does not exist."""
+
+
+class IndexNotFoundError(LanceError, RuntimeError):
+    """An index that does not exist (a ``RuntimeError`` too, as pylance raises)."""
 
 
 class CommitConflictError(LanceError):

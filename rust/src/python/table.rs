@@ -197,6 +197,25 @@ pub fn encode_transaction<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'p
     Ok(PyBytes::new(py, &t.encode_to_vec()))
 }
 
+/// Decodes a raw `IndexSection` to JSON (`{"indices": [IndexMetadata...]}`, the form
+/// transactions carry index entries in).
+#[pyfunction]
+pub fn index_section_to_json(section: Vec<u8>) -> PyResult<String> {
+    use prost::Message;
+    let s = tablepb::IndexSection::decode(&section[..])
+        .map_err(|e| crate::error::Error::corrupt(format!("index section: {e}")))
+        .py()?;
+    to_json(&s).py()
+}
+
+/// Encodes a raw `IndexSection` from its JSON form.
+#[pyfunction]
+pub fn index_section_from_json<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyBytes>> {
+    use prost::Message;
+    let s: tablepb::IndexSection = from_json(json, "index section").py()?;
+    Ok(PyBytes::new(py, &s.encode_to_vec()))
+}
+
 /// Removes fragment ids from every index's fragment bitmap in a raw `IndexSection`.
 #[pyfunction]
 pub fn prune_index_section<'py>(py: Python<'py>, section: Vec<u8>, fragment_ids: Vec<u64>) -> PyResult<Bound<'py, PyBytes>> {
@@ -682,6 +701,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(filter_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(describe_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(index_section_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(index_section_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(index_section_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(rebase_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(schema_to_lance, m)?)?;
     m.add_function(wrap_pyfunction!(lance_to_schema, m)?)?;
