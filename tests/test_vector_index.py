@@ -265,3 +265,26 @@ def test_cli_inspect_lists_indices(indexed):
     assert out.returncode == 0, out.stderr
     (info,) = _json.loads(out.stdout)["indices"]
     assert info["type"] == kind and info["fields"] == ["emb"] and info["fragment_ids"] == sorted(info["fragment_ids"])
+
+
+def test_describe_indices_and_statistics_as_pylance(copy_of):
+    _, path, _ = copy_of
+    lancepy.dataset(path).delete("id < 100")
+    lance.write_dataset(lancepy.dataset(path).to_table(limit=300), path, mode="append")  # unindexed rows
+    ours, theirs = lancepy.dataset(path), lance.dataset(path)
+    (a,), (b,) = ours.describe_indices(), theirs.describe_indices()
+    for key in ("name", "type_url", "num_rows_indexed", "fields", "field_names", "total_size_bytes", "index_type"):
+        assert getattr(a, key) == getattr(b, key), key
+    assert a.num_segments == len(b.segments) == 1
+    sa, sb = ours.index_statistics(a.name), theirs.index_statistics(b.name)
+    for key in ("index_type", "name", "num_indices", "num_segments", "num_indexed_fragments", "num_indexed_rows",
+                "num_unindexed_fragments", "num_unindexed_rows"):
+        assert sa[key] == sb[key], key
+    for x, y in zip(sa["indices"], sb["indices"]):
+        for key in ("index_type", "uuid", "metric_type", "num_partitions", "partitions"):
+            assert x[key] == y[key], key
+        assert {k: v for k, v in x["sub_index"].items()} == {k: v for k, v in y["sub_index"].items() if k in x["sub_index"]}
+    from lancepy.exceptions import IndexNotFoundError
+
+    with pytest.raises(IndexNotFoundError):
+        ours.index_statistics("nope")

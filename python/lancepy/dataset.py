@@ -343,6 +343,86 @@ class LanceDataset:
                  "BloomFilterIndexDetails": "BloomFilter", "JsonIndexDetails": "Json"}
         return known.get(details, details.removesuffix("IndexDetails") or "Unknown")
 
+    def describe_indices(self) -> List["IndexDescription"]:
+        """One :class:`IndexDescription` per index name (its segments together), as pylance:
+        type URL, rows indexed (live rows of the fragments it covers), field ids and names,
+        segments, and the bytes of its files."""
+        if self._loaded.index_section is None:
+            return []
+        names = _field_paths(self._loaded.manifest.get("fields", []))
+        rows = self._snapshot_rows()
+        by_name: Dict[str, List[Dict[str, Any]]] = {}
+        for e in _lancepy.index_section_entries(self._loaded.index_section):
+            by_name.setdefault(e["name"], []).append(e)
+        out = []
+        for name, entries in by_name.items():
+            segments = []
+            for e in entries:
+                files = self._store.list(f"_indices/{e['uuid']}")
+                segments.append({"uuid": e["uuid"], "dataset_version": e["dataset_version"],
+                                 "fragment_ids": set(e["fragment_ids"]), "size_bytes": sum(size for _, size, _ in files)})
+            covered = set().union(*(seg["fragment_ids"] for seg in segments))
+            first = entries[0]
+            out.append(IndexDescription(
+                name=name,
+                type_url="/" + str(first["details_type"]).lstrip("/"),
+                num_rows_indexed=sum(rows[f][1] for f in covered if f in rows),
+                fields=list(first["fields"]),
+                field_names=[names.get(f, str(f)) for f in first["fields"]],
+                total_size_bytes=sum(seg["size_bytes"] for seg in segments),
+                index_type=self._index_type(first),
+                segments=segments,
+            ))
+        return out
+
+    def index_statistics(self, index_name: str) -> Dict[str, Any]:
+        """Statistics of the index `index_name` (pylance's keys): type, segments, indexed and
+        unindexed fragments and rows; for IVF indices also each segment's metric, partitions
+        (sizes) and sub-index. Scalar indices' own statistics (B-tree pages, bitmap keys) are
+        not read: their ``indices`` entries hold the uuid and type only."""
+        from lancepy.exceptions import IndexNotFoundError
+
+        found = [d for d in self.describe_indices() if d.name == index_name]
+        if not found:
+            raise IndexNotFoundError(f"index {index_name!r} does not exist in version {self.version} of {self._uri}")
+        desc = found[0]
+        rows = self._snapshot_rows()
+        covered = set().union(*(seg["fragment_ids"] for seg in desc.segments))
+        live = [f for f in rows if rows[f][1] > 0 or f in covered]
+        segments = []
+        for seg in desc.segments:
+            info: Dict[str, Any] = {"index_type": desc.index_type, "uuid": seg["uuid"]}
+            if desc.index_type in ("IVF_FLAT", "IVF_PQ"):
+                from lancepy import ivf as _ivf
+
+                idx = _ivf.load_index(self._uri, seg["uuid"], self._storage_options)
+                info.update({
+                    "uri": f"{self._uri}/_indices/{seg['uuid']}/index.idx",
+                    "metric_type": idx.metric,
+                    "num_partitions": idx.num_partitions,
+                    "partitions": [{"size": int(n)} for n in idx.lengths],
+                })
+                dim = int(idx.centroids.shape[1])
+                info["sub_index"] = (
+                    {"index_type": "FLAT", "dim": dim, "metric_type": idx.metric}
+                    if idx.kind == "IVF_FLAT"
+                    else {"index_type": "PQ", "dimension": dim, "metric_type": idx.metric, "nbits": 8,
+                          "num_sub_vectors": idx.num_sub_vectors, "transposed": True}
+                )
+            segments.append(info)
+        return {
+            "index_type": desc.index_type,
+            "name": index_name,
+            "num_indices": desc.num_segments,
+            "num_segments": desc.num_segments,
+            "indices": segments,
+            "segments": segments,
+            "num_indexed_fragments": len([f for f in covered if f in rows]),
+            "num_indexed_rows": desc.num_rows_indexed,
+            "num_unindexed_fragments": len([f for f in live if f not in covered]),
+            "num_unindexed_rows": sum(rows[f][1] for f in live if f not in covered),
+        }
+
     def drop_index(self, name: str) -> None:
         """Removes the index `name` (every segment of it) from the dataset: a new version
         whose manifest no longer lists it, committed as pylance does (a ``CreateIndex``
@@ -2783,6 +2863,25 @@ class Transaction:
     operation: "LanceOperation.BaseOperation"
     uuid: str = field(default_factory=lambda: str(_uuid.uuid4()))
     transaction_properties: Optional[Dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class IndexDescription:
+    """One index of a dataset version (:meth:`LanceDataset.describe_indices`), pylance's fields."""
+
+    name: str
+    type_url: str
+    num_rows_indexed: int
+    fields: List[int]
+    field_names: List[str]
+    total_size_bytes: int
+    index_type: str
+    segments: List[Dict[str, Any]]
+    """One dict per segment: uuid, dataset_version, fragment_ids, size_bytes."""
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
 
 
 class LanceSchema:
