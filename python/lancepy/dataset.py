@@ -1832,6 +1832,17 @@ class LanceScanner:
                 t = t.drop_columns([ROW_ADDRESS])
             yield self._finish(t)
 
+    def _few_pass(self, late: List[str]) -> bool:
+        """Whether at most `_TAKE_FRACTION` of the first 65,536 rows pass the filter (a
+        stream's guess at the whole scan, from a read of the filter's columns only)."""
+        s = self._ds._snapshot
+        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        probe = pa.table(s.scan(early, self._fragment_ids, 0, 65536, 65536, False, False, False))
+        if probe.num_rows == 0:
+            return True
+        passed = pc.sum(_evaluate(probe, self._filter).cast(pa.int64())).as_py() or 0
+        return passed <= probe.num_rows * self._TAKE_FRACTION
+
     def _late_table(self, late: List[str]) -> pa.Table:
         """A whole filtered scan with late columns: the early columns of every row are read and
         filtered; then the late columns are taken for the passing rows if few pass, else
@@ -1965,7 +1976,7 @@ class LanceScanner:
         late = self._late_columns()
         if late and self._limit is None:
             return self._late_table(late)
-        if late and self._late is not None:  # asked for: also when a limit makes the scan stream
+        if late and (self._late is not None or self._few_pass(late)):  # a limited scan streams
             parts = list(self._late_filtered(late))
             return pa.concat_tables(parts) if parts else self._finish(self._empty())
         if self._limit is None:
@@ -2002,8 +2013,10 @@ class LanceScanner:
                 for batch in self._finish(pa.table(b)).to_batches():
                     yield batch
             return
-        late = self._late_columns() if self._late is not None else []
-        if late:  # asked for (a stream's batches cannot choose scan or take as a whole table does)
+        late = self._late_columns()
+        if late and self._late is None and not self._few_pass(late):
+            late = []  # most rows pass (judged on the first batch): one read of every column is cheaper
+        if late:
             for t in self._late_filtered(late):
                 yield from t.to_batches(max_chunksize=self._batch_size)
             return
@@ -2104,8 +2117,8 @@ class LanceScanner:
             if self._limit is not None or self._offset:
                 steps.append(f"Slice: offset={self._offset}, limit={self._limit}")
             late = self._late_columns() if not (self._order or counting) else []
-            if self._limit is not None and self._late is None:
-                late = []  # a limited scan streams: late columns only when asked for (see to_table)
+            if late and self._limit is not None and self._late is None and not self._few_pass(late):
+                late = []  # a limited scan streams: late columns when the first rows say few pass
             if late:
                 steps.append(f"LateMaterialize: {late} for the rows that pass (taken by row address when at most "
                              f"{self._TAKE_FRACTION:.0%} pass, else scanned and masked)")
