@@ -1809,22 +1809,7 @@ class LanceScanner:
         early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
         stream = s.scan_stream(early, self._fragment_ids, 0, None, max(self._batch_size, 65536),
                                self._with_row_id, True, False)
-        skip, remaining = self._offset, self._limit
-        while remaining is None or remaining > 0:
-            b = stream.next_batch()
-            if b is None:
-                return
-            t = pa.table(b)
-            scanned = t.num_rows
-            t = t.filter(_evaluate(t, self._filter))
-            if skip:
-                cut = min(skip, t.num_rows)
-                t, skip = t.slice(cut), skip - cut
-            if remaining is not None:
-                t = t.slice(0, remaining)
-                remaining -= t.num_rows
-            if not t.num_rows:
-                continue
+        for t, scanned in self._filtered_stream(stream):
             values = self._late_values(t.column(ROW_ADDRESS).combine_chunks(), late, scanned)
             for name in late:
                 t = t.append_column(values.schema.field(name), values.column(name))
@@ -2022,12 +2007,19 @@ class LanceScanner:
             return
         stream = s.scan_stream(self._read_columns(), self._fragment_ids, 0, None, max(self._batch_size, 65536),
                                self._with_row_id, self._with_row_address, False)
+        for t, _ in self._filtered_stream(stream):
+            yield from self._finish(t).to_batches()
+
+    def _filtered_stream(self, stream: Any) -> Iterator[Any]:
+        """The rows of `stream`'s batches that pass the filter, after the scan's offset and
+        limit, as ``(table, rows the batch had before filtering)``; empty results skipped."""
         skip, remaining = self._offset, self._limit
         while remaining is None or remaining > 0:
             b = stream.next_batch()
             if b is None:
                 return
             t = pa.table(b)
+            scanned = t.num_rows
             t = t.filter(_evaluate(t, self._filter))
             if skip:
                 cut = min(skip, t.num_rows)
@@ -2036,7 +2028,7 @@ class LanceScanner:
                 t = t.slice(0, remaining)
                 remaining -= t.num_rows
             if t.num_rows:
-                yield from self._finish(t).to_batches()
+                yield t, scanned
 
     def to_pandas(self, *, blob_mode: str = "lazy") -> Any:
         """The rows as a ``pandas.DataFrame`` (needs pandas). `blob_mode` only matters for
