@@ -28,6 +28,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+import pyarrow as pa
+
 from lancepy import _lancepy
 from lancepy.exceptions import CorruptFileError, UnsupportedError
 
@@ -303,40 +305,36 @@ def _distances(idx: IvfIndex, parts: List[int], q: "np.ndarray") -> Tuple["np.nd
 
     spans = [(int(idx.offsets[p]), int(idx.lengths[p])) for p in parts]
     rid = np.concatenate([idx.row_ids[o : o + n] for o, n in spans])
-    if idx.vectors is not None:  # span by span: no copy of the probed vectors
-        out = np.empty(len(rid), dtype=np.float32)
-        at = 0
-        for o, n in spans:
-            x = idx.vectors[o : o + n]
-            if idx.metric != "l2":  # (cosine: the stored vectors and the query are normalized)
-                out[at : at + n] = 1.0 - x @ q
-            else:
-                d = x - q
-                np.einsum("ij,ij->i", d, d, out=out[at : at + n])
-            at += n
+    if idx.vectors is not None:
+        # Scored natively, span by span in parallel, straight from the index's vectors (the
+        # Arrow array wraps the numpy buffer: no copy). Cosine: the stored vectors and the
+        # query are normalized, so it is scored as one minus the inner product, as dot is.
+        flat = pa.array(idx.vectors.reshape(-1))
+        got = _lancepy.span_distances(flat, idx.vectors.shape[1], spans, q.astype(np.float32).tolist(), idx.metric)
+        out = pa.record_batch(got).column(0).to_numpy(zero_copy_only=True)
         return rid, out
     m = idx.num_sub_vectors
-    codes = np.concatenate([idx.codes[:, o : o + n] for o, n in spans], axis=1)  # type: ignore[index]
     cb = idx.codebook
+    codes = idx.codes
+    if not codes.flags.c_contiguous:  # (once: the native scan reads them sub-vector by sub-vector)
+        codes = idx.codes = np.ascontiguousarray(codes)
+    flat_codes = pa.array(codes.reshape(-1))
     if idx.metric == "dot":  # codes of the vectors themselves; 1 - (sum of per-sub-vector dots)
         table = -np.einsum("mkd,md->mk", cb, q.reshape(m, -1))
         table[0] += 1.0
-        out = table[0].take(codes[0])
-        for j in range(1, m):
-            out += table[j].take(codes[j])
-        return rid, out
-    # Codes of residuals (vector minus its centroid): per partition and sub-vector, a table of
-    # squared L2 distances from the query's residual to the 256 codewords.
-    res = (q - idx.centroids[parts]).reshape(len(parts), m, 1, -1)  # (parts, m, 1, sub_dim)
-    diff = res - cb[None]
-    tables = (diff * diff).sum(-1).reshape(len(parts), m * 256)  # (parts, m * 256)
-    which = np.repeat(np.arange(len(parts), dtype=np.intp), [n for _, n in spans])
-    flat = tables.ravel()
-    base = which * (m * 256)
-    out = flat.take(base + codes[0])
-    for j in range(1, m):
-        out += flat.take(base + (j * 256) + codes[j])
-    return rid, out
+        got = _lancepy.pq_span_distances(
+            flat_codes, codes.shape[1], m, spans, pa.array(table.astype(np.float32).reshape(-1)), [0] * len(spans)
+        )
+    else:
+        # Codes of residuals (vector minus its centroid): per probed partition and sub-vector,
+        # a table of squared L2 distances from the query's residual to the 256 codewords,
+        # built and applied natively.
+        got = _lancepy.pq_l2_span_distances(
+            flat_codes, codes.shape[1], m, spans, q.astype(np.float32).tolist(),
+            pa.array(np.ascontiguousarray(idx.centroids[parts], dtype=np.float32).reshape(-1)),
+            pa.array(np.ascontiguousarray(cb, dtype=np.float32).reshape(-1)),
+        )
+    return rid, pa.record_batch(got).column(0).to_numpy(zero_copy_only=True)
 
 
 @dataclass

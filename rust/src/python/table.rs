@@ -197,6 +197,103 @@ pub fn encode_transaction<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'p
     Ok(PyBytes::new(py, &t.encode_to_vec()))
 }
 
+/// Distances from `query` to the rows of `spans` (first row, rows) of `vectors` (a flat
+/// float32 Arrow array of rows of `dim` values): the partition scan of an IVF_FLAT search.
+/// Returns a float32 Arrow array (one batch, column `distance`).
+#[pyfunction]
+pub fn span_distances(
+    py: Python<'_>,
+    vectors: &Bound<'_, PyAny>,
+    dim: usize,
+    spans: Vec<(usize, usize)>,
+    query: Vec<f32>,
+    metric: &str,
+) -> PyResult<crate::python::ffi::ArrowBatches> {
+    use arrow_array::{Array, Float32Array};
+    let metric = crate::table::knn::Metric::parse(metric).py()?;
+    let array = crate::python::ffi::import_array(vectors)?;
+    let Some(values) = array.as_any().downcast_ref::<Float32Array>() else {
+        return Err(crate::error::Error::InvalidInput(format!("vectors must be float32 values, got {}", array.data_type()))).py();
+    };
+    if values.null_count() > 0 {
+        return Err(crate::error::Error::InvalidInput("vectors must not contain nulls".into())).py();
+    }
+    let out = run(py, || crate::table::knn::span_distances(values.values(), dim, &spans, &query, metric))?;
+    distance_batch(out)
+}
+
+/// Product-quantization distances for an IVF_PQ partition scan: `codes` (a uint8 Arrow
+/// array, `m` sub-vectors × `rows`, sub-vector major), `tables` (a float32 Arrow array of
+/// `m × 256` lookup tables), `table_of` (the table of each span). Returns a float32 Arrow
+/// array (one batch, column `distance`).
+#[pyfunction]
+pub fn pq_span_distances(
+    py: Python<'_>,
+    codes: &Bound<'_, PyAny>,
+    rows: usize,
+    m: usize,
+    spans: Vec<(usize, usize)>,
+    tables: &Bound<'_, PyAny>,
+    table_of: Vec<usize>,
+) -> PyResult<crate::python::ffi::ArrowBatches> {
+    use arrow_array::{Array, Float32Array, UInt8Array};
+    let codes = crate::python::ffi::import_array(codes)?;
+    let tables = crate::python::ffi::import_array(tables)?;
+    let (Some(c), Some(t)) = (codes.as_any().downcast_ref::<UInt8Array>(), tables.as_any().downcast_ref::<Float32Array>()) else {
+        return Err(crate::error::Error::InvalidInput("codes must be uint8 and tables float32 arrays".into())).py();
+    };
+    if c.null_count() > 0 || t.null_count() > 0 {
+        return Err(crate::error::Error::InvalidInput("codes and tables must not contain nulls".into())).py();
+    }
+    let out = run(py, || crate::table::knn::pq_span_distances(c.values(), rows, m, &spans, t.values(), &table_of))?;
+    distance_batch(out)
+}
+
+/// IVF_PQ partition scan under L2 on residual codes: the lookup tables of the `centroids`
+/// (a float32 Arrow array, one row of `query`'s width per span) built from `codebook` (float32,
+/// `m × 256 × dim / m`), then the codes of each span scored with its centroid's table.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn pq_l2_span_distances(
+    py: Python<'_>,
+    codes: &Bound<'_, PyAny>,
+    rows: usize,
+    m: usize,
+    spans: Vec<(usize, usize)>,
+    query: Vec<f32>,
+    centroids: &Bound<'_, PyAny>,
+    codebook: &Bound<'_, PyAny>,
+) -> PyResult<crate::python::ffi::ArrowBatches> {
+    use arrow_array::{Array, Float32Array, UInt8Array};
+    let codes = crate::python::ffi::import_array(codes)?;
+    let centroids = crate::python::ffi::import_array(centroids)?;
+    let codebook = crate::python::ffi::import_array(codebook)?;
+    let (Some(c), Some(ce), Some(cb)) = (
+        codes.as_any().downcast_ref::<UInt8Array>(),
+        centroids.as_any().downcast_ref::<Float32Array>(),
+        codebook.as_any().downcast_ref::<Float32Array>(),
+    ) else {
+        return Err(crate::error::Error::InvalidInput("codes must be uint8, centroids and codebook float32".into())).py();
+    };
+    if c.null_count() + ce.null_count() + cb.null_count() > 0 {
+        return Err(crate::error::Error::InvalidInput("codes, centroids and codebook must not contain nulls".into())).py();
+    }
+    let table_of: Vec<usize> = (0..spans.len()).collect();
+    let out = run(py, || {
+        let tables = crate::table::knn::pq_l2_tables(&query, ce.values(), cb.values(), m)?;
+        crate::table::knn::pq_span_distances(c.values(), rows, m, &spans, &tables, &table_of)
+    })?;
+    distance_batch(out)
+}
+
+fn distance_batch(out: Vec<f32>) -> PyResult<crate::python::ffi::ArrowBatches> {
+    let column: arrow_array::ArrayRef = std::sync::Arc::new(arrow_array::Float32Array::from(out));
+    let batch = arrow_array::RecordBatch::try_from_iter([("distance", column)])
+        .map_err(|e| crate::error::Error::Internal(e.to_string()))
+        .py()?;
+    Ok(crate::python::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
+}
+
 /// Decodes a raw `IndexSection` to JSON (`{"indices": [IndexMetadata...]}`, the form
 /// transactions carry index entries in).
 #[pyfunction]
@@ -702,6 +799,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(index_section_entries, m)?)?;
     m.add_function(wrap_pyfunction!(index_section_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(span_distances, m)?)?;
+    m.add_function(wrap_pyfunction!(pq_span_distances, m)?)?;
+    m.add_function(wrap_pyfunction!(pq_l2_span_distances, m)?)?;
     m.add_function(wrap_pyfunction!(index_section_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(rebase_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(schema_to_lance, m)?)?;

@@ -163,6 +163,122 @@ pub fn dot(x: &[f32], q: &[f32]) -> f32 {
     lane_sum(x, q, |a, b| a * b)
 }
 
+/// Distances from `q` to every row of the `spans` (`(first row, rows)`) of a row-major
+/// matrix of `dim`-wide vectors, span after span: an IVF partition scan. `L2` is the squared
+/// Euclidean distance; `Cosine` and `Dot` are one minus the inner product (an IVF index
+/// stores cosine vectors normalized, and the caller normalizes the query). Spans are scored
+/// in parallel when there are many rows.
+pub fn span_distances(vectors: &[f32], dim: usize, spans: &[(usize, usize)], q: &[f32], metric: Metric) -> Result<Vec<f32>> {
+    if dim == 0 || q.len() != dim || vectors.len() % dim != 0 {
+        return Err(Error::InvalidInput(format!(
+            "span distances: {} values are not rows of {dim}, or the query has {} values",
+            vectors.len(),
+            q.len()
+        )));
+    }
+    let rows = vectors.len() / dim;
+    let mut total = 0usize;
+    for &(first, n) in spans {
+        if first.checked_add(n).is_none_or(|end| end > rows) {
+            return Err(Error::InvalidInput(format!("span {first}+{n} is outside {rows} rows")));
+        }
+        total += n;
+    }
+    let score = |row: &[f32]| match metric {
+        Metric::L2 => l2_squared(row, q),
+        Metric::Cosine | Metric::Dot => 1.0 - dot(row, q),
+    };
+    let parallel = total * dim >= 1 << 20;
+    let parts = crate::parallel::map(spans.to_vec(), parallel, |(first, n)| {
+        vectors[first * dim..(first + n) * dim].chunks_exact(dim).map(score).collect::<Vec<f32>>()
+    });
+    let mut out = Vec::with_capacity(total);
+    for p in parts {
+        out.extend_from_slice(&p);
+    }
+    Ok(out)
+}
+
+/// Product-quantization distances of the rows of `spans` (`(first row, rows)`): `codes` are
+/// the `m` sub-vector codes of `rows` rows stored sub-vector by sub-vector (`codes[j * rows +
+/// r]`), and span `i` is scored with lookup table `tables[table_of[i]]` (`m × 256` partial
+/// distances, sub-vector major): the distance of a row is `Σⱼ table[j][code_j]`.
+pub fn pq_span_distances(
+    codes: &[u8],
+    rows: usize,
+    m: usize,
+    spans: &[(usize, usize)],
+    tables: &[f32],
+    table_of: &[usize],
+) -> Result<Vec<f32>> {
+    let table_len = m * 256;
+    if m == 0 || codes.len() != rows * m || table_len == 0 || tables.len() % table_len != 0 || table_of.len() != spans.len() {
+        return Err(Error::InvalidInput(format!(
+            "pq distances: {} codes for {rows} rows of {m} sub-vectors, {} table values, {} tables for {} spans",
+            codes.len(),
+            tables.len(),
+            table_of.len(),
+            spans.len()
+        )));
+    }
+    let num_tables = tables.len() / table_len;
+    let mut total = 0usize;
+    for (&(first, n), &t) in spans.iter().zip(table_of) {
+        if first.checked_add(n).is_none_or(|end| end > rows) || t >= num_tables {
+            return Err(Error::InvalidInput(format!(
+                "span {first}+{n} (table {t}) is outside {rows} rows / {num_tables} tables"
+            )));
+        }
+        total += n;
+    }
+    let work: Vec<((usize, usize), usize)> = spans.iter().copied().zip(table_of.iter().copied()).collect();
+    let parts = crate::parallel::map(work, total * m >= 1 << 20, |((first, n), t)| {
+        let table = &tables[t * table_len..(t + 1) * table_len];
+        let mut out = vec![0f32; n];
+        for j in 0..m {
+            let sub = &table[j * 256..(j + 1) * 256];
+            let col = &codes[j * rows + first..j * rows + first + n];
+            for (o, &c) in out.iter_mut().zip(col) {
+                *o += sub[c as usize];
+            }
+        }
+        out
+    });
+    let mut out = Vec::with_capacity(total);
+    for p in parts {
+        out.extend_from_slice(&p);
+    }
+    Ok(out)
+}
+
+/// Lookup tables for IVF_PQ search under L2 on residual codes: for each of the `centroids`
+/// (rows of `dim`), sub-vector `j` and codeword `c`, the squared distance from the query's
+/// residual (`q − centroid`) to codeword `codebook[j][c]` (`m × 256 × dim / m` values).
+/// Returns `centroids × m × 256` values, one table per centroid.
+pub fn pq_l2_tables(q: &[f32], centroids: &[f32], codebook: &[f32], m: usize) -> Result<Vec<f32>> {
+    let dim = q.len();
+    if m == 0 || dim == 0 || dim % m != 0 || centroids.len() % dim != 0 || codebook.len() != 256 * dim {
+        return Err(Error::InvalidInput(format!(
+            "pq tables: query of {dim}, {} centroid values, {} codebook values, {m} sub-vectors",
+            centroids.len(),
+            codebook.len()
+        )));
+    }
+    let sub = dim / m;
+    let parts: Vec<&[f32]> = centroids.chunks_exact(dim).collect();
+    let tables = crate::parallel::map(parts, centroids.len() / dim > 4, |c| {
+        let residual: Vec<f32> = q.iter().zip(c).map(|(a, b)| a - b).collect();
+        let mut t = Vec::with_capacity(m * 256);
+        for j in 0..m {
+            let r = &residual[j * sub..(j + 1) * sub];
+            let words = &codebook[j * 256 * sub..(j + 1) * 256 * sub];
+            t.extend(words.chunks_exact(sub).map(|w| l2_squared(w, r)));
+        }
+        t
+    });
+    Ok(tables.concat())
+}
+
 /// Scores vectors against one query under one metric.
 ///
 /// As pylance does, the query is first converted to the column's element type: rounded to
@@ -423,6 +539,56 @@ mod tests {
         assert_eq!(Metric::parse("Cosine").unwrap(), Metric::Cosine);
         assert!(matches!(Metric::parse("hamming"), Err(Error::NotSupported(_))));
         assert!(matches!(Metric::parse("foo"), Err(Error::InvalidInput(_))));
+    }
+
+    #[test]
+    fn span_distances_score_spans_in_order_and_check_bounds() {
+        // Rows: [0,0], [1,0], [0,2], [3,4]; query [1,0].
+        let v = [0.0, 0.0, 1.0, 0.0, 0.0, 2.0, 3.0, 4.0];
+        let q = [1.0, 0.0];
+        let got = span_distances(&v, 2, &[(2, 2), (0, 1)], &q, Metric::L2).unwrap();
+        assert_eq!(got, vec![5.0, 20.0, 1.0]);
+        let got = span_distances(&v, 2, &[(1, 1), (3, 1)], &q, Metric::Dot).unwrap();
+        assert_eq!(got, vec![0.0, -2.0]);
+        assert!(span_distances(&v, 2, &[], &q, Metric::L2).unwrap().is_empty());
+        assert!(matches!(span_distances(&v, 2, &[(3, 2)], &q, Metric::L2), Err(Error::InvalidInput(_))));
+        assert!(matches!(span_distances(&v, 2, &[(usize::MAX, 2)], &q, Metric::L2), Err(Error::InvalidInput(_))));
+        assert!(matches!(span_distances(&v, 3, &[(0, 1)], &q, Metric::L2), Err(Error::InvalidInput(_))));
+        assert!(matches!(span_distances(&v, 2, &[(0, 1)], &[1.0], Metric::L2), Err(Error::InvalidInput(_))));
+    }
+
+    #[test]
+    fn pq_span_distances_sum_the_tables() {
+        // 3 rows, 2 sub-vectors; codes sub-vector major: sub 0 = [1, 0, 2], sub 1 = [0, 0, 255].
+        let codes = [1u8, 0, 2, 0, 0, 255];
+        let mut t0 = vec![0f32; 512];
+        t0[0] = 1.0;
+        t0[1] = 2.0;
+        t0[2] = 3.0;
+        t0[256] = 10.0;
+        t0[256 + 255] = 20.0;
+        let mut tables = t0.clone();
+        tables.extend(t0.iter().map(|x| x * 100.0));
+        let got = pq_span_distances(&codes, 3, 2, &[(1, 2), (0, 1)], &tables, &[0, 1]).unwrap();
+        assert_eq!(got, vec![1.0 + 10.0, 3.0 + 20.0, 200.0 + 1000.0]);
+        assert!(pq_span_distances(&codes, 3, 2, &[(2, 2)], &tables, &[0]).is_err());
+        assert!(pq_span_distances(&codes, 3, 2, &[(0, 1)], &tables, &[2]).is_err());
+        assert!(pq_span_distances(&codes, 4, 2, &[(0, 1)], &tables, &[0]).is_err());
+        assert!(pq_span_distances(&codes, 3, 2, &[(0, 1)], &tables[..100], &[0]).is_err());
+    }
+
+    #[test]
+    fn pq_l2_tables_are_residual_distances() {
+        // dim 2, m 2 (sub-vectors of 1 value); codeword c of sub-vector j is (j * 1000 + c).
+        let codebook: Vec<f32> = (0..2).flat_map(|j| (0..256).map(move |c| (j * 1000 + c) as f32)).collect();
+        let t = pq_l2_tables(&[5.0, 1003.0], &[1.0, 1.0, 0.0, 0.0], &codebook, 2).unwrap();
+        assert_eq!(t.len(), 2 * 2 * 256);
+        assert_eq!(t[4], 0.0); // centroid 0, sub 0: residual 4, codeword 4
+        assert_eq!(t[256 + 2], 0.0); // centroid 0, sub 1: residual 1002, codeword 1002
+        assert_eq!(t[512 + 5], 0.0); // centroid 1, sub 0: residual 5
+        assert_eq!(t[512], 25.0);
+        assert!(pq_l2_tables(&[1.0, 2.0], &[0.0], &codebook, 2).is_err());
+        assert!(pq_l2_tables(&[1.0, 2.0, 3.0], &[0.0; 3], &codebook, 2).is_err());
     }
 
     #[test]
