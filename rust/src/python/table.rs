@@ -209,16 +209,9 @@ pub fn span_distances(
     query: Vec<f32>,
     metric: &str,
 ) -> PyResult<crate::python::ffi::ArrowBatches> {
-    use arrow_array::{Array, Float32Array};
     let metric = crate::table::knn::Metric::parse(metric).py()?;
-    let array = crate::python::ffi::import_array(vectors)?;
-    let Some(values) = array.as_any().downcast_ref::<Float32Array>() else {
-        return Err(crate::error::Error::InvalidInput(format!("vectors must be float32 values, got {}", array.data_type()))).py();
-    };
-    if values.null_count() > 0 {
-        return Err(crate::error::Error::InvalidInput("vectors must not contain nulls".into())).py();
-    }
-    let out = run(py, || crate::table::knn::span_distances(values.values(), dim, &spans, &query, metric))?;
+    let values = typed_values::<arrow_array::types::Float32Type>(vectors, "vectors")?;
+    let out = run(py, || crate::table::knn::span_distances(&values, dim, &spans, &query, metric))?;
     distance_batch(out)
 }
 
@@ -236,16 +229,9 @@ pub fn pq_span_distances(
     tables: &Bound<'_, PyAny>,
     table_of: Vec<usize>,
 ) -> PyResult<crate::python::ffi::ArrowBatches> {
-    use arrow_array::{Array, Float32Array, UInt8Array};
-    let codes = crate::python::ffi::import_array(codes)?;
-    let tables = crate::python::ffi::import_array(tables)?;
-    let (Some(c), Some(t)) = (codes.as_any().downcast_ref::<UInt8Array>(), tables.as_any().downcast_ref::<Float32Array>()) else {
-        return Err(crate::error::Error::InvalidInput("codes must be uint8 and tables float32 arrays".into())).py();
-    };
-    if c.null_count() > 0 || t.null_count() > 0 {
-        return Err(crate::error::Error::InvalidInput("codes and tables must not contain nulls".into())).py();
-    }
-    let out = run(py, || crate::table::knn::pq_span_distances(c.values(), rows, m, &spans, t.values(), &table_of))?;
+    let c = typed_values::<arrow_array::types::UInt8Type>(codes, "codes")?;
+    let t = typed_values::<arrow_array::types::Float32Type>(tables, "tables")?;
+    let out = run(py, || crate::table::knn::pq_span_distances(&c, rows, m, &spans, &t, &table_of))?;
     distance_batch(out)
 }
 
@@ -264,26 +250,37 @@ pub fn pq_l2_span_distances(
     centroids: &Bound<'_, PyAny>,
     codebook: &Bound<'_, PyAny>,
 ) -> PyResult<crate::python::ffi::ArrowBatches> {
-    use arrow_array::{Array, Float32Array, UInt8Array};
-    let codes = crate::python::ffi::import_array(codes)?;
-    let centroids = crate::python::ffi::import_array(centroids)?;
-    let codebook = crate::python::ffi::import_array(codebook)?;
-    let (Some(c), Some(ce), Some(cb)) = (
-        codes.as_any().downcast_ref::<UInt8Array>(),
-        centroids.as_any().downcast_ref::<Float32Array>(),
-        codebook.as_any().downcast_ref::<Float32Array>(),
-    ) else {
-        return Err(crate::error::Error::InvalidInput("codes must be uint8, centroids and codebook float32".into())).py();
-    };
-    if c.null_count() + ce.null_count() + cb.null_count() > 0 {
-        return Err(crate::error::Error::InvalidInput("codes, centroids and codebook must not contain nulls".into())).py();
-    }
+    let c = typed_values::<arrow_array::types::UInt8Type>(codes, "codes")?;
+    let ce = typed_values::<arrow_array::types::Float32Type>(centroids, "centroids")?;
+    let cb = typed_values::<arrow_array::types::Float32Type>(codebook, "codebook")?;
     let table_of: Vec<usize> = (0..spans.len()).collect();
     let out = run(py, || {
-        let tables = crate::table::knn::pq_l2_tables(&query, ce.values(), cb.values(), m)?;
-        crate::table::knn::pq_span_distances(c.values(), rows, m, &spans, &tables, &table_of)
+        let tables = crate::table::knn::pq_l2_tables(&query, &ce, &cb, m)?;
+        crate::table::knn::pq_span_distances(&c, rows, m, &spans, &tables, &table_of)
     })?;
     distance_batch(out)
+}
+
+/// The values of a primitive Arrow array of type `T` without nulls (imported zero-copy;
+/// `what` names the argument in errors).
+fn typed_values<T: arrow_array::ArrowPrimitiveType>(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<arrow_buffer::ScalarBuffer<T::Native>> {
+    use arrow_array::Array;
+    let array = crate::python::ffi::import_array(obj)?;
+    let Some(values) = array.as_any().downcast_ref::<arrow_array::PrimitiveArray<T>>() else {
+        return Err(crate::error::Error::InvalidInput(format!(
+            "{what}: expected {} values, got {}",
+            T::DATA_TYPE,
+            array.data_type()
+        )))
+        .py();
+    };
+    if values.null_count() > 0 {
+        return Err(crate::error::Error::InvalidInput(format!("{what} must not contain nulls"))).py();
+    }
+    Ok(values.values().clone())
 }
 
 fn distance_batch(out: Vec<f32>) -> PyResult<crate::python::ffi::ArrowBatches> {
