@@ -11,10 +11,11 @@ queries per second and ratios.
 
     python benches/bench_vector.py --index IVF_PQ [--rows 200000] [--partitions 256] [--sub-vectors 16]
 
-Index search instead: pylance builds the index (timed; lancepy cannot build one yet), then
-for each ``nprobes`` (and ``refine_factor``) both libraries search with that same index;
-recall@k is measured against the exact answer (numpy), rows are checked equal between the
-two, and queries per second, index size and ratios are printed.
+Index build and search instead: pylance builds the index of one copy of the dataset and
+lancepy the other's (both timed, sizes printed); then, for each index and each ``nprobes``
+(and ``refine_factor``), both libraries search with that same index; recall@k is measured
+against the exact answer (numpy), rows are checked equal between the two libraries, and
+queries per second and ratios are printed.
 """
 
 from __future__ import annotations
@@ -58,49 +59,63 @@ def _recall(got: List[List[int]], truth: List[np.ndarray]) -> float:
     return sum(len(set(g) & set(t.tolist())) for g, t in zip(got, truth)) / sum(len(t) for t in truth)
 
 
+def _index_size(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(os.path.join(path, "_indices")) for f in fs)
+
+
 def _index_bench(args: argparse.Namespace, path: str, vectors: np.ndarray, queries: List[np.ndarray]) -> None:
+    import shutil
+
     import lance
 
     import lancepy
 
     kw = {"num_sub_vectors": args.sub_vectors} if args.index == "IVF_PQ" else {}
-    t = time.perf_counter()
-    lance.dataset(path).create_index("emb", index_type=args.index, num_partitions=args.partitions, **kw)
-    build = time.perf_counter() - t
-    size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(os.path.join(path, "_indices")) for f in fs)
-    print(f"{args.index}, {args.partitions} partitions{', %d sub-vectors' % args.sub_vectors if kw else ''}: "
-          f"pylance build {build:.1f} s (lancepy: cannot build indices yet), index size {size / 1e6:.1f} MB")
+    # The same dataset twice: pylance builds the index of one copy, lancepy the other's.
+    paths = {"pylance": path, "lancepy": path + ".lancepy-index"}
+    shutil.copytree(path, paths["lancepy"])
+    build = {}
+    for who, lib in (("pylance", lance), ("lancepy", lancepy)):
+        t = time.perf_counter()
+        lib.dataset(paths[who]).create_index("emb", index_type=args.index, num_partitions=args.partitions, **kw)
+        build[who] = time.perf_counter() - t
+    print(f"{args.index}, {args.partitions} partitions{', %d sub-vectors' % args.sub_vectors if kw else ''}:")
+    print(f"build: lancepy {build['lancepy']:.1f} s, pylance {build['pylance']:.1f} s "
+          f"({build['pylance'] / build['lancepy']:.2f}x); index size lancepy {_index_size(paths['lancepy']) / 1e6:.1f} MB, "
+          f"pylance {_index_size(paths['pylance']) / 1e6:.1f} MB")
     truth = []
     for q in queries:
         d = ((vectors - q) ** 2).sum(axis=1)
         top = np.argpartition(d, args.k)[: args.k]
         truth.append(top[np.argsort(d[top])])
-    ours_ds, theirs_ds = lancepy.dataset(path), lance.dataset(path)
     print(f"\nk={args.k}, {args.queries} queries x {args.rounds} rounds (median), load average {os.getloadavg()[0]:.2f}\n")
-    print("| nprobes | refine_factor | recall@k lancepy / pylance | same result as pylance | lancepy q/s | pylance q/s "
-          "| lancepy / pylance |\n|---:|---:|---:|---:|---:|---:|---:|")
-    for nprobes in args.nprobes:
-        for refine in ([None, 10] if args.index == "IVF_PQ" else [None]):
-            nearest = {"column": "emb", "k": args.k, "nprobes": nprobes, "refine_factor": refine}
+    print("| index built by | nprobes | refine_factor | recall@k lancepy / pylance | same result as pylance | lancepy q/s "
+          "| pylance q/s | lancepy / pylance |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+    for builder in ("lancepy", "pylance"):
+        ours_ds, theirs_ds = lancepy.dataset(paths[builder]), lance.dataset(paths[builder])
+        for nprobes in args.nprobes:
+            for refine in ([None, 10] if args.index == "IVF_PQ" else [None]):
+                nearest = {"column": "emb", "k": args.k, "nprobes": nprobes, "refine_factor": refine}
 
-            def ours(q: np.ndarray) -> pa.Table:
-                return ours_ds.to_table(nearest={**nearest, "q": q}, columns=["id"])
+                def ours(q: np.ndarray) -> pa.Table:
+                    return ours_ds.to_table(nearest={**nearest, "q": q}, columns=["id"])
 
-            def theirs(q: np.ndarray) -> pa.Table:
-                return theirs_ds.to_table(nearest={**nearest, "q": q}, columns=["id"])
+                def theirs(q: np.ndarray) -> pa.Table:
+                    return theirs_ds.to_table(nearest={**nearest, "q": q}, columns=["id"])
 
-            got = [ours(q)["id"].to_pylist() for q in queries]
-            equal = 0
-            for q, g in zip(queries, got):
-                ref, mine = theirs(q), ours(q)
-                da, db = mine["_distance"].to_numpy(), ref["_distance"].to_numpy()
-                untied = [i for i in range(len(da)) if np.isclose(da, da[i], rtol=1e-6, atol=0).sum() == 1]
-                # (rows tied on a PQ distance may be ordered or cut at k, or k * refine_factor, differently)
-                equal += bool(np.allclose(da, db, rtol=1e-4, atol=1e-4) and all(g[i] == ref["id"][i].as_py() for i in untied))
-            truth_ref = _recall([theirs(q)["id"].to_pylist() for q in queries], truth)
-            a, b = _qps(ours, queries, args.rounds), _qps(theirs, queries, args.rounds)
-            print(f"| {nprobes} | {refine or '-'} | {_recall(got, truth):.3f} / {truth_ref:.3f} | {equal}/{len(queries)} "
-                  f"| {a:.1f} | {b:.1f} | {a / b:.2f}x |")
+                got = [ours(q)["id"].to_pylist() for q in queries]
+                equal = 0
+                for q, g in zip(queries, got):
+                    ref, mine = theirs(q), ours(q)
+                    da, db = mine["_distance"].to_numpy(), ref["_distance"].to_numpy()
+                    untied = [i for i in range(len(da)) if np.isclose(da, da[i], rtol=1e-6, atol=0).sum() == 1]
+                    # (rows tied on a PQ distance may be ordered or cut at k, or k * refine_factor, differently)
+                    equal += bool(np.allclose(da, db, rtol=1e-4, atol=1e-4) and all(g[i] == ref["id"][i].as_py() for i in untied))
+                truth_ref = _recall([theirs(q)["id"].to_pylist() for q in queries], truth)
+                a, b = _qps(ours, queries, args.rounds), _qps(theirs, queries, args.rounds)
+                print(f"| {builder} | {nprobes} | {refine or '-'} | {_recall(got, truth):.3f} / {truth_ref:.3f} | "
+                      f"{equal}/{len(queries)} | {a:.1f} | {b:.1f} | {a / b:.2f}x |")
+    shutil.rmtree(paths["lancepy"], ignore_errors=True)
 
 
 def main() -> None:

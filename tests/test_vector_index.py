@@ -38,19 +38,27 @@ def queries(v, count, seed):
     return np.concatenate([near, far]).astype(np.float32)
 
 
-def build(tmp_path_factory, index_type, metric="L2", n=6000, parts=16, name="ds"):
-    path = str(tmp_path_factory.mktemp(f"{index_type}-{metric}") / f"{name}.lance")
+BUILDERS = ["pylance", "lancepy"]
+
+
+def build(tmp_path_factory, index_type, metric="L2", n=6000, parts=16, name="ds", builder="pylance"):
+    """A dataset written by pylance with an index built by `builder` (the other library
+    then searches it in the tests below, and the two results are compared)."""
+    path = str(tmp_path_factory.mktemp(f"{index_type}-{metric}-{builder}") / f"{name}.lance")
     v = clustered(n, DIM, 40, seed=7)
     lance.write_dataset(table_of(v), path, max_rows_per_file=2500)
-    ds = lance.dataset(path)
+    ds = lance.dataset(path) if builder == "pylance" else lancepy.dataset(path)
     kw = {"num_sub_vectors": 8} if index_type == "IVF_PQ" else {}
+    if builder == "lancepy":
+        kw["seed"] = 5
     ds.create_index("emb", index_type=index_type, metric=metric, num_partitions=parts, **kw)
     return path, v
 
 
-@pytest.fixture(scope="module", params=["IVF_FLAT", "IVF_PQ"])
+@pytest.fixture(scope="module", params=[(k, b) for k in ["IVF_FLAT", "IVF_PQ"] for b in BUILDERS], ids=lambda p: "-".join(p))
 def indexed(request, tmp_path_factory):
-    return (request.param,) + build(tmp_path_factory, request.param)
+    kind, builder = request.param
+    return (kind,) + build(tmp_path_factory, kind, builder=builder)
 
 
 def search_both(path, nearest, **kw):
@@ -180,10 +188,11 @@ def test_use_index_false_and_other_metric_are_exact(indexed):
         assert got.column("id").to_pylist() == expect.tolist()
 
 
+@pytest.mark.parametrize("builder", BUILDERS)
 @pytest.mark.parametrize("metric", ["cosine", "dot"])
 @pytest.mark.parametrize("index_type", ["IVF_FLAT", "IVF_PQ"])
-def test_other_metrics_as_pylance(tmp_path_factory, index_type, metric):
-    path, v = build(tmp_path_factory, index_type, metric=metric, n=3000, parts=8)
+def test_other_metrics_as_pylance(tmp_path_factory, index_type, metric, builder):
+    path, v = build(tmp_path_factory, index_type, metric=metric, n=3000, parts=8, builder=builder)
     for q in queries(v, 4, seed=6):
         for refine in (None, 2):
             nearest = {"column": "emb", "q": q, "k": 10, "nprobes": 3, "refine_factor": refine}
@@ -205,8 +214,8 @@ def test_corrupt_index_file_raises(copy_of):
         lancepy.dataset(path).to_table(nearest={"column": "emb", "q": v[0], "k": 3})
 
 
-@pytest.mark.parametrize("index_type", ["IVF_PQ", "IVF_FLAT", "BTREE"])
-def test_create_index_is_not_built(indexed, index_type):
+@pytest.mark.parametrize("index_type", ["BTREE", "IVF_HNSW_SQ", "BITMAP"])
+def test_create_index_other_types_not_built(indexed, index_type):
     _, path, _ = indexed
     ds = lancepy.dataset(path)
     with pytest.raises(lancepy.exceptions.NotSupportedError, match=index_type):

@@ -47,6 +47,7 @@ from lancepy.exceptions import (
     InvalidArgumentError,
     LanceError,
     NotFoundError,
+    NotSupportedError,
     UnsupportedError,
     VersionNotFoundError,
 )
@@ -467,17 +468,124 @@ class LanceDataset:
         streaming_refine_passes: Optional[int] = None,
         skip_transpose: bool = False,
         progress_callback: Optional[Callable[[Any], None]] = None,
+        sample_rate: int = 256,
+        max_iters: int = 50,
+        num_bits: int = 8,
+        seed: Optional[int] = None,
     ) -> "LanceDataset":
-        """Builds an index (pylance's signature). Not built in lancepy yet: it always raises
-        :class:`~lancepy.exceptions.NotSupportedError`. Indices pylance builds (IVF_FLAT,
-        IVF_PQ) are used by lancepy's ``nearest=`` searches."""
+        """Builds a vector index on `column` and commits it as a new version (pylance's
+        signature; returns this dataset, now at that version).
+
+        ``index_type`` is ``"IVF_FLAT"`` or ``"IVF_PQ"``, written in pylance 14's on-disk
+        format (pylance uses it, and lancepy uses pylance's). IVF centroids are trained by
+        k-means on ``num_partitions × sample_rate`` random rows (default partitions: one per
+        4,096 rows for IVF_FLAT, 8,192 for IVF_PQ, at most 4,096), PQ codebooks (8-bit
+        codes, ``num_sub_vectors`` required) on ``256 × sample_rate`` rows, ``max_iters``
+        Lloyd iterations at most. ``metric``: ``"l2"``, ``"cosine"`` or ``"dot"``. Rows
+        whose vector is null (or, with ``filter_nan``, holds NaN/inf) are left out of the
+        index. ``ivf_centroids`` / ``ivf_centroids_file`` (a ``.npy``) and ``pq_codebook``
+        skip the training. ``fragment_ids`` indexes only those fragments (the others are
+        searched exactly). An index of the same name is an error unless ``replace=True``.
+        ``progress_callback`` receives :class:`~lancepy.ivf_build.IndexBuildProgress`
+        updates; ``seed`` (lancepy's) makes the training reproducible.
+
+        Not supported (:class:`~lancepy.exceptions.NotSupportedError`): other index types,
+        ``accelerator``, pylance's shuffle tuning (``shuffle_partition_*``,
+        ``precomputed_partition_dataset``), streaming k-means (``streaming_*``),
+        ``train=False``, ``num_bits`` other than 8, multi-column indices.
+        """
+        import warnings
+
+        from lancepy import ivf_build as _ivf_build
+        from lancepy.exceptions import IndexAlreadyExistsError
+
         kind = str(index_type).upper()
-        if kind in ("IVF_FLAT", "IVF_PQ"):
-            raise UnsupportedError(
-                f"create_index(index_type={index_type!r}): lancepy cannot build vector indices yet; build it with "
-                "pylance (lancepy then searches with it)"
+        if kind not in ("IVF_FLAT", "IVF_PQ"):
+            raise NotSupportedError(
+                f"create_index(index_type={index_type!r}): lancepy builds IVF_FLAT and IVF_PQ vector indices only"
             )
-        raise UnsupportedError(f"create_index(index_type={index_type!r}): lancepy builds no indices of this type")
+        for arg, value in (
+            ("accelerator", accelerator),
+            ("shuffle_partition_batches", shuffle_partition_batches),
+            ("shuffle_partition_concurrency", shuffle_partition_concurrency),
+            ("precomputed_partition_dataset", precomputed_partition_dataset),
+            ("streaming_sample_rate", streaming_sample_rate),
+            ("streaming_coreset_rate", streaming_coreset_rate),
+            ("streaming_refine_passes", streaming_refine_passes),
+        ):
+            if value is not None:
+                raise NotSupportedError(f"create_index({arg}=...): lancepy trains on the CPU, in memory, in one pass")
+        if not train:
+            raise NotSupportedError("create_index(train=False): lancepy always trains the index it builds")
+        if num_bits != 8:
+            raise NotSupportedError(f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ codes only")
+        if index_cache_size is not None:
+            warnings.warn("create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=2)
+        if isinstance(column, (list, tuple)):
+            if len(column) != 1:
+                raise NotSupportedError(f"create_index: a vector index covers one column, got {list(column)}")
+            column = column[0]
+        metric_name = str(metric).lower()
+        if metric_name == "euclidean":
+            metric_name = "l2"
+        if metric_name not in ("l2", "cosine", "dot"):
+            if metric_name == "hamming":
+                raise NotSupportedError("create_index(metric='hamming'): lancepy indexes float vectors only")
+            raise InvalidArgumentError(f"Metric {metric} not supported.")
+        for arg, value in (("sample_rate", sample_rate), ("max_iters", max_iters), ("num_partitions", num_partitions),
+                           ("target_partition_size", target_partition_size)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise InvalidArgumentError(f"create_index: {arg} must be a positive integer, got {value!r}")
+        ids = self._field_ids_by_path()
+        try:
+            field = self.schema.field(column)
+        except KeyError:
+            raise KeyError(f"{column} not found in schema") from None
+        if not pa.types.is_fixed_size_list(field.type):
+            raise TypeError(f"Vector column {column} must be FixedSizeListArray, got {field.type}")
+        if not pa.types.is_floating(field.type.value_type):
+            raise TypeError(f"Vector column {column} must have floating value type, got {field.type.value_type}")
+        if kind == "IVF_FLAT" and not pa.types.is_float32(field.type.value_type):
+            raise NotSupportedError(f"create_index(IVF_FLAT) on {field.type.value_type} vectors: lancepy stores float32 only")
+        dim = field.type.list_size
+        if kind == "IVF_PQ":
+            if num_sub_vectors is None:
+                raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
+            if num_sub_vectors < 1 or dim % num_sub_vectors:
+                raise InvalidArgumentError(f"dimension ({dim}) must be divisible by num_sub_vectors ({num_sub_vectors})")
+        elif pq_codebook is not None:
+            raise InvalidArgumentError("pq_codebook is for IVF_PQ indices")
+        if ivf_centroids is not None and ivf_centroids_file is not None:
+            raise InvalidArgumentError("ivf_centroids and ivf_centroids_file cannot be provided at the same time")
+        if ivf_centroids_file is not None:
+            import numpy as np
+
+            with open(ivf_centroids_file, "rb") as f:
+                ivf_centroids = np.load(f)
+        name = name if name is not None else f"{column}_idx"
+        section = self._loaded.index_section
+        entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
+        existing = [e for e in entries if e.get("name") == name]
+        if existing and not replace:
+            raise IndexAlreadyExistsError(f"Index name '{name}' already exists, use replace=True to overwrite it")
+        if num_partitions is None and target_partition_size is not None and ivf_centroids is None:
+            rows = self.count_rows() if fragment_ids is None else sum(
+                f.count_rows() for f in self.get_fragments() if f.fragment_id in set(fragment_ids)
+            )
+            num_partitions = min(max(1, rows // target_partition_size), _ivf_build.MAX_PARTITIONS)
+        files_options = self._storage_options if storage_options is None else normalize_storage_options(storage_options)
+        params = _ivf_build.IvfParams(
+            kind=kind, metric=metric_name, num_partitions=num_partitions, num_sub_vectors=num_sub_vectors,
+            sample_rate=sample_rate, max_iters=max_iters, ivf_centroids=ivf_centroids, pq_codebook=pq_codebook,
+            filter_nan=filter_nan, seed=seed, transposed=not skip_transpose,
+        )
+        entry = _ivf_build.build(
+            self, column, ids[column], dim, params, fragment_ids, index_uuid, name, progress_callback, files_options
+        )
+        self._commit("CreateIndex", {"new_indices": [entry], "removed_indices": existing})
+        if progress_callback is not None:
+            progress_callback(_ivf_build.IndexBuildProgress("commit", 1, 1))
+        return self
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
         """The base paths this version registers, by id: other roots holding some of its

@@ -29,6 +29,7 @@ __all__ = [
     "BasePathNotFoundError",
     "DatasetAlreadyExistsError",
     "VersionNotFoundError",
+    "IndexAlreadyExistsError",
     "IndexNotFoundError",
     "CommitConflictError",
     "InternalError",
@@ -110,3 +111,8 @@ class InternalError(LanceError, RuntimeError):
 
 #: pylance's name for an unsupported option or feature; the same class as :class:`UnsupportedError`.
 NotSupportedError = UnsupportedError
+
+
+class IndexAlreadyExistsError(LanceError, RuntimeError):
+    """An index of that name exists already (a ``RuntimeError`` too, as pylance raises);
+    ``create_index(..., replace=True)`` replaces it."""

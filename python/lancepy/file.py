@@ -419,6 +419,15 @@ class LanceFileWriter:
             )
         self._writer.write_batch(data)
 
+    def add_schema_metadata(self, key: str, value: str) -> None:
+        """Sets a schema-level metadata entry of the file (stored when it is closed)."""
+        self._writer.add_schema_metadata(key, value)
+
+    def add_global_buffer(self, data: bytes) -> int:
+        """Stores `data` as a global buffer of the file; returns its number, for
+        :meth:`LanceFileReader.read_global_buffer` (1 for the first: buffer 0 holds the schema)."""
+        return self._writer.add_global_buffer(bytes(data))
+
     def close(self) -> int:
         """Finishes the file; returns the number of rows written."""
         if self._closed:

@@ -84,6 +84,8 @@ pub struct FileWriter {
     fields: Vec<FieldBuffer>,
     columns: Vec<ColumnState>,
     num_rows: u64,
+    /// Global buffers after the schema's (buffer 0), written by `finish` in this order.
+    extra_buffers: Vec<Vec<u8>>,
 }
 
 fn any_bytes(type_url: &str, value: Vec<u8>) -> file2::Encoding {
@@ -154,6 +156,7 @@ impl FileWriter {
             fields,
             columns,
             num_rows: 0,
+            extra_buffers: Vec::new(),
         })
     }
 
@@ -324,6 +327,25 @@ impl FileWriter {
         Ok(())
     }
 
+    /// Adds a global buffer (written with the footer) and returns its number: 1 for the first
+    /// (buffer 0 is the schema), then 2, 3, ...
+    pub fn add_global_buffer(&mut self, bytes: Vec<u8>) -> Result<u32> {
+        if self.out.is_none() {
+            return Err(Error::invalid_input("the writer is already closed"));
+        }
+        self.extra_buffers.push(bytes);
+        Ok(self.extra_buffers.len() as u32)
+    }
+
+    /// Sets a schema-level metadata entry (stored with the schema when the file is finished).
+    pub fn add_schema_metadata(&mut self, key: &str, value: &str) -> Result<()> {
+        if self.out.is_none() {
+            return Err(Error::invalid_input("the writer is already closed"));
+        }
+        self.schema.metadata.insert(key.to_string(), value.to_string());
+        Ok(())
+    }
+
     /// Flushes everything and writes the footer. Returns what was written.
     pub fn finish(&mut self) -> Result<WrittenFile> {
         if self.out.is_none() {
@@ -346,6 +368,14 @@ impl FileWriter {
         let gb0_pos = out.position();
         let gb0 = descriptor.encode_to_vec();
         out.write_all(&gb0)?;
+        let mut buffers = vec![(gb0_pos, gb0.len() as u64)];
+        for b in std::mem::take(&mut self.extra_buffers) {
+            // Global buffers start 64-byte aligned (pylance's reader insists on it).
+            let pad = pad_len(out.position(), BUFFER_ALIGNMENT) as usize;
+            out.write_all(&[PAD_BYTE; 64][..pad])?;
+            buffers.push((out.position(), b.len() as u64));
+            out.write_all(&b)?;
+        }
         let column_meta_start = out.position();
         let column_encoding = any_bytes(
             TYPE_URL_COLUMN_ENCODING,
@@ -369,14 +399,16 @@ impl FileWriter {
             out.write_all(&len.to_le_bytes())?;
         }
         let gbo_table_pos = out.position();
-        out.write_all(&gb0_pos.to_le_bytes())?;
-        out.write_all(&(gb0.len() as u64).to_le_bytes())?;
+        for (pos, len) in &buffers {
+            out.write_all(&pos.to_le_bytes())?;
+            out.write_all(&len.to_le_bytes())?;
+        }
         let (major, minor) = self.options.version.footer_version();
         let footer = Footer {
             column_meta_start,
             cmo_table_pos,
             gbo_table_pos,
-            num_global_buffers: 1,
+            num_global_buffers: buffers.len() as u32,
             num_columns: cmo.len() as u32,
             major,
             minor,

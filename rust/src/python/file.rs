@@ -176,6 +176,18 @@ pub struct PyFileWriter {
     closed: bool,
 }
 
+impl PyFileWriter {
+    /// The open writer (its schema must be known).
+    fn open_writer(&mut self, what: &str) -> PyResult<&mut FileWriter> {
+        if self.closed {
+            return Err(to_pyerr(Error::invalid_input("the writer is closed")));
+        }
+        self.inner.get_mut().unwrap_or_else(|p| p.into_inner()).as_mut().ok_or_else(|| {
+            to_pyerr(Error::invalid_input(format!("{what}: the schema is not known yet (pass `schema=` or write a batch first)")))
+        })
+    }
+}
+
 #[pymethods]
 impl PyFileWriter {
     #[new]
@@ -246,6 +258,16 @@ impl PyFileWriter {
         };
         let written = run(py, || w.finish())?;
         Ok((written.num_rows, written.size))
+    }
+
+    /// Adds a global buffer; returns its number (1 for the first: buffer 0 is the schema).
+    fn add_global_buffer(&mut self, data: Vec<u8>) -> PyResult<u32> {
+        self.open_writer("add_global_buffer")?.add_global_buffer(data).py()
+    }
+
+    /// Sets a schema-level metadata entry, stored when the file is finished.
+    fn add_schema_metadata(&mut self, key: &str, value: &str) -> PyResult<()> {
+        self.open_writer("add_schema_metadata")?.add_schema_metadata(key, value).py()
     }
 
     /// The schema being written, if known.

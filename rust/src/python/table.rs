@@ -261,6 +261,118 @@ pub fn pq_l2_span_distances(
     distance_batch(out)
 }
 
+/// Trains `k` IVF centroids by k-means on `data` (a float32 Arrow array of rows of `dim`;
+/// cosine data must already be normalized). Returns `(centroids, loss, iterations)`, the
+/// centroids as one batch with a float32 column `values` (`k × dim`).
+#[pyfunction]
+#[pyo3(signature = (data, dim, k, max_iters, metric, seed))]
+pub fn kmeans_train(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dim: usize,
+    k: usize,
+    max_iters: usize,
+    metric: &str,
+    seed: u64,
+) -> PyResult<(crate::python::ffi::ArrowBatches, f64, usize)> {
+    let metric = crate::table::knn::Metric::parse(metric).py()?;
+    let values = typed_values::<arrow_array::types::Float32Type>(data, "data")?;
+    let km = run(py, || crate::table::ivf_train::train_kmeans(&values, dim, k, max_iters, metric, seed))?;
+    Ok((values_batch(arrow_array::Float32Array::from(km.centroids))?, km.loss, km.iterations))
+}
+
+/// The nearest of `centroids` to each row of `data` (float32 Arrow arrays of rows of `dim`).
+/// Returns one batch: `partition` (uint32) and `distance` (float32).
+#[pyfunction]
+pub fn ivf_assign(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dim: usize,
+    centroids: &Bound<'_, PyAny>,
+    metric: &str,
+) -> PyResult<crate::python::ffi::ArrowBatches> {
+    let metric = crate::table::knn::Metric::parse(metric).py()?;
+    let values = typed_values::<arrow_array::types::Float32Type>(data, "data")?;
+    let c = typed_values::<arrow_array::types::Float32Type>(centroids, "centroids")?;
+    let (ids, dists) = run(py, || crate::table::ivf_train::assign(&values, dim, &c, metric))?;
+    let ids: arrow_array::ArrayRef = std::sync::Arc::new(arrow_array::UInt32Array::from(ids));
+    let dists: arrow_array::ArrayRef = std::sync::Arc::new(arrow_array::Float32Array::from(dists));
+    let batch = arrow_array::RecordBatch::try_from_iter([("partition", ids), ("distance", dists)])
+        .map_err(|e| crate::error::Error::Internal(e.to_string()))
+        .py()?;
+    Ok(crate::python::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
+}
+
+/// Trains a PQ codebook (`m` sub-vectors, 256 codewords each) on `data` (float32, rows of
+/// `dim`). Returns one batch with a float32 column `values` (`m × 256 × dim / m`).
+#[pyfunction]
+pub fn pq_train(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dim: usize,
+    m: usize,
+    max_iters: usize,
+    seed: u64,
+) -> PyResult<crate::python::ffi::ArrowBatches> {
+    let values = typed_values::<arrow_array::types::Float32Type>(data, "data")?;
+    let cb = run(py, || crate::table::ivf_train::train_pq(&values, dim, m, max_iters, seed))?;
+    values_batch(arrow_array::Float32Array::from(cb))
+}
+
+/// PQ codes (`rows × m` bytes, a uint8 column `values`) of the rows of `data`, or of their
+/// residuals `data − centroids[partitions]` when `centroids` and `partitions` (uint32) are given.
+#[pyfunction]
+#[pyo3(signature = (data, dim, codebook, m, centroids=None, partitions=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn pq_encode(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    dim: usize,
+    codebook: &Bound<'_, PyAny>,
+    m: usize,
+    centroids: Option<&Bound<'_, PyAny>>,
+    partitions: Option<&Bound<'_, PyAny>>,
+) -> PyResult<crate::python::ffi::ArrowBatches> {
+    let values = typed_values::<arrow_array::types::Float32Type>(data, "data")?;
+    let cb = typed_values::<arrow_array::types::Float32Type>(codebook, "codebook")?;
+    let residual_of = match (centroids, partitions) {
+        (Some(c), Some(p)) => Some((
+            typed_values::<arrow_array::types::Float32Type>(c, "centroids")?,
+            typed_values::<arrow_array::types::UInt32Type>(p, "partitions")?,
+        )),
+        (None, None) => None,
+        _ => {
+            return Err(crate::error::Error::InvalidInput("pq_encode: give both centroids and partitions, or neither".into()))
+                .py()
+        }
+    };
+    let codes = run(py, || match &residual_of {
+        Some((c, p)) => {
+            let r = crate::table::ivf_train::residuals(&values, dim, c, p)?;
+            crate::table::ivf_train::pq_encode(&r, dim, &cb, m)
+        }
+        None => crate::table::ivf_train::pq_encode(&values, dim, &cb, m),
+    })?;
+    values_batch(arrow_array::UInt8Array::from(codes))
+}
+
+fn values_batch(array: impl arrow_array::Array + 'static) -> PyResult<crate::python::ffi::ArrowBatches> {
+    let column: arrow_array::ArrayRef = std::sync::Arc::new(array);
+    let batch = arrow_array::RecordBatch::try_from_iter([("values", column)])
+        .map_err(|e| crate::error::Error::Internal(e.to_string()))
+        .py()?;
+    Ok(crate::python::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
+}
+
+/// A roaring bitmap of `ids` in its portable serialization (an index's `fragment_bitmap`).
+#[pyfunction]
+pub fn fragment_bitmap<'py>(py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
+    let bm: roaring::RoaringBitmap = ids.into_iter().collect();
+    let mut out = Vec::with_capacity(bm.serialized_size());
+    bm.serialize_into(&mut out).map_err(|e| crate::error::Error::Internal(format!("serializing a bitmap: {e}"))).py()?;
+    Ok(PyBytes::new(py, &out))
+}
+
 /// The values of a primitive Arrow array of type `T` without nulls (imported zero-copy;
 /// `what` names the argument in errors).
 fn typed_values<T: arrow_array::ArrowPrimitiveType>(
@@ -799,6 +911,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(span_distances, m)?)?;
     m.add_function(wrap_pyfunction!(pq_span_distances, m)?)?;
     m.add_function(wrap_pyfunction!(pq_l2_span_distances, m)?)?;
+    m.add_function(wrap_pyfunction!(kmeans_train, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment_bitmap, m)?)?;
+    m.add_function(wrap_pyfunction!(ivf_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(pq_train, m)?)?;
+    m.add_function(wrap_pyfunction!(pq_encode, m)?)?;
     m.add_function(wrap_pyfunction!(index_section_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(rebase_index_section, m)?)?;
     m.add_function(wrap_pyfunction!(schema_to_lance, m)?)?;

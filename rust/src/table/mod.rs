@@ -18,6 +18,7 @@
 
 pub mod bases;
 pub mod deletion;
+pub mod ivf_train;
 pub mod json;
 pub mod knn;
 pub mod manifest;

@@ -1,0 +1,484 @@
+"""Building IVF vector indices (``IVF_FLAT``, ``IVF_PQ``) in pylance 14's on-disk format.
+
+The files written are the ones :mod:`lancepy.ivf` reads (and pylance reads and writes), in file
+version 2.2:
+
+* ``index.idx``: no rows (the flat sub-index keeps nothing per partition), one column
+  ``__flat_marker``; schema metadata ``lance:index`` (type, distance type), ``lance:flat``
+  (one empty string per partition) and ``lance:ivf`` = the global buffer holding an ``IVF``
+  message with the centroids (a float32 ``Tensor``) and the k-means loss.
+* ``auxiliary.idx``: the rows, partition after partition and by row id within one:
+  ``_rowid`` and either ``flat`` (the vectors; normalized for cosine) or ``__pq_code`` (one
+  byte per sub-vector; within a partition the codes are transposed, sub-vector by
+  sub-vector). Global buffer ``lance:ivf`` holds the partitions' offsets and lengths; for PQ
+  ``storage_metadata`` (JSON) names the buffer of the codebook.
+
+Training follows pylance's recipe: IVF centroids by k-means on ``num_partitions ×
+sample_rate`` random rows (cosine on normalized rows; dot by inner product), PQ codebooks
+(256 codewords per sub-vector) by k-means on ``256 × sample_rate`` rows' residuals (vector
+minus its centroid; dot quantizes the vectors themselves). The kernels run in Rust
+(:mod:`lancepy._lancepy`); this module orchestrates, writes the files and builds the
+manifest's ``IndexMetadata``.
+
+Memory: the row ids and PQ codes of every indexed row are held until the file is written
+(``8 + num_sub_vectors`` bytes a row); IVF_FLAT also holds the vectors (the indexed column's
+size), as the file must be written partition by partition.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+import uuid as _uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy.exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from lancepy.dataset import LanceDataset
+
+#: Rows per partition aimed at when ``num_partitions`` is not given (pylance 14's defaults).
+TARGET_PARTITION_SIZE = {"IVF_FLAT": 4096, "IVF_PQ": 8192}
+MAX_PARTITIONS = 4096
+DEFAULT_SAMPLE_RATE = 256
+DEFAULT_MAX_ITERS = 50
+_PQ_CODEWORDS = 256
+_METRIC_ENUM = {"l2": 0, "cosine": 1, "dot": 2}
+_ENCODE_BATCH_ROWS = 65536
+
+
+@dataclass
+class IndexBuildProgress:
+    """What a ``progress_callback`` of :meth:`LanceDataset.create_index` receives."""
+
+    stage: str  # "sample" | "train_ivf" | "train_pq" | "encode" | "write" | "commit"
+    completed: int
+    total: int
+
+
+@dataclass
+class IvfParams:
+    kind: str  # "IVF_FLAT" | "IVF_PQ"
+    metric: str  # "l2" | "cosine" | "dot"
+    num_partitions: Optional[int]
+    num_sub_vectors: Optional[int]
+    sample_rate: int
+    max_iters: int
+    ivf_centroids: Any
+    pq_codebook: Any
+    filter_nan: bool
+    seed: Optional[int]
+    transposed: bool = True
+
+
+# --------------------------------------------------------------------------------------
+# protobuf, by hand: the few messages written here
+# --------------------------------------------------------------------------------------
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _key(num: int, wire: int) -> bytes:
+    return _varint(num << 3 | wire)
+
+
+def _bytes_field(num: int, payload: bytes) -> bytes:
+    return _key(num, 2) + _varint(len(payload)) + payload
+
+
+def _packed(num: int, values: Sequence[int]) -> bytes:
+    if not len(values):
+        return b""
+    return _bytes_field(num, b"".join(_varint(int(v)) for v in values))
+
+
+def _tensor_f32(array: "np.ndarray", shape: Sequence[int]) -> bytes:
+    import numpy as np
+
+    data = np.ascontiguousarray(array, dtype="<f4").tobytes()
+    return _key(1, 0) + _varint(2) + _packed(2, shape) + _bytes_field(3, data)
+
+
+def ivf_message(
+    offsets: Sequence[int], lengths: Sequence[int], centroids: Optional["np.ndarray"] = None, loss: Optional[float] = None
+) -> bytes:
+    """An ``IVF`` message: partition offsets (2) and lengths (3), centroids tensor (4), loss (5)."""
+    out = _packed(2, offsets) + _packed(3, lengths)
+    if centroids is not None:
+        out += _bytes_field(4, _tensor_f32(centroids, centroids.shape))
+    if loss is not None:
+        out += _key(5, 1) + struct.pack("<d", float(loss))
+    return out
+
+
+def vector_index_details(p: IvfParams) -> bytes:
+    """``VectorIndexDetails``: metric (1), PQ parameters (4) or flat (8), build parameters (9)."""
+    out = b""
+    if _METRIC_ENUM[p.metric]:
+        out += _key(1, 0) + _varint(_METRIC_ENUM[p.metric])
+    params = {"lance.ivf.sample_rate": str(p.sample_rate), "lance.ivf.max_iters": str(p.max_iters)}
+    if p.kind == "IVF_PQ":
+        out += _bytes_field(4, _key(1, 0) + _varint(8) + _key(2, 0) + _varint(int(p.num_sub_vectors or 0)))
+        params.update({"lance.pq.sample_rate": str(p.sample_rate), "lance.pq.max_iters": str(p.max_iters), "lance.pq.kmeans_redos": "1"})
+    else:
+        out += _bytes_field(8, b"")
+    for k, v in params.items():
+        out += _bytes_field(9, _bytes_field(1, k.encode()) + _bytes_field(2, v.encode()))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# data access
+# --------------------------------------------------------------------------------------
+
+
+def _values(batch_values: Any) -> "np.ndarray":
+    import numpy as np
+
+    return np.ascontiguousarray(batch_values.to_numpy(zero_copy_only=False), dtype=np.float32)
+
+
+def _vectors_of(column: Any, dim: int, filter_nan: bool) -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(rows × dim float32 matrix, mask of the rows kept)`` of a fixed-size-list column:
+    null vectors always dropped, vectors with a NaN or infinite value dropped with
+    ``filter_nan``."""
+    import numpy as np
+
+    arr = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    n = len(arr)
+    keep = np.ones(n, dtype=bool)
+    if arr.null_count:
+        keep &= arr.is_valid().to_numpy(zero_copy_only=False)
+    flat = arr.values.slice(arr.offset * dim, n * dim)
+    if flat.null_count:
+        bad = flat.is_null().to_numpy(zero_copy_only=False).reshape(n, dim).any(axis=1)
+        keep &= ~bad
+        flat = flat.fill_null(0)
+    mat = _values(flat).reshape(n, dim)
+    if filter_nan:
+        keep &= np.isfinite(mat).all(axis=1)
+    return mat, keep
+
+
+def _normalized(mat: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(mat / norms, dtype=np.float32)
+
+
+def _sample(ds: "LanceDataset", column: str, dim: int, fragments: List[Any], want: int, p: IvfParams) -> "np.ndarray":
+    """Up to `want` random live rows of `column` in `fragments` (as a float32 matrix)."""
+    import numpy as np
+
+    counts = [f.count_rows() for f in fragments]
+    total = sum(counts)
+    rng = np.random.default_rng(p.seed)
+    picks = np.arange(total) if want >= total else np.sort(rng.choice(total, size=want, replace=False))
+    parts = []
+    start = 0
+    for frag, n in zip(fragments, counts):
+        local = picks[(picks >= start) & (picks < start + n)] - start
+        start += n
+        if len(local):
+            t = frag.take(local, columns=[column])
+            mat, keep = _vectors_of(t.column(column), dim, p.filter_nan)
+            parts.append(mat[keep])
+    return np.concatenate(parts) if parts else np.empty((0, dim), np.float32)
+
+
+# --------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------
+
+
+def _matrix_arg(value: Any, what: str, shape: Tuple[int, ...]) -> "np.ndarray":
+    """A user-given centroids / codebook array (numpy, pyarrow fixed-size lists), checked."""
+    import numpy as np
+
+    if isinstance(value, (pa.Array, pa.ChunkedArray)):
+        arr = value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
+        if pa.types.is_fixed_size_list(arr.type):
+            value = _values(arr.flatten()).reshape(len(arr), arr.type.list_size)
+        else:
+            value = _values(arr)
+    try:
+        mat = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"{what}: not a numeric array ({e})") from None
+    fixed = int(np.prod([d for d in shape if d >= 0]))
+    if mat.size == 0 or mat.size % fixed or (-1 not in shape and mat.size != fixed):
+        want = " x ".join("N" if d < 0 else str(d) for d in shape)
+        raise InvalidArgumentError(f"{what}: expected {want} values, got shape {mat.shape}")
+    return np.ascontiguousarray(mat.reshape(shape))
+
+
+def _batch_column(got: Any, name: str = "values") -> "np.ndarray":
+    return pa.record_batch(got).column(name).to_numpy(zero_copy_only=False)
+
+
+def train_ivf(sample: "np.ndarray", k: int, p: IvfParams) -> Tuple["np.ndarray", float]:
+    """k-means centroids (``k × dim``) and loss on `sample` (already normalized for cosine)."""
+    import numpy as np
+
+    dim = sample.shape[1]
+    seed = int(p.seed if p.seed is not None else np.random.default_rng().integers(1 << 62))
+    got, loss, _ = _lancepy.kmeans_train(pa.array(sample.reshape(-1)), dim, k, p.max_iters, p.metric, seed)
+    return _batch_column(got).reshape(k, dim), float(loss)
+
+
+def assign(mat: "np.ndarray", centroids: "np.ndarray", metric: str) -> Tuple["np.ndarray", "np.ndarray"]:
+    """Nearest centroid of each row and the distance to it."""
+    b = pa.record_batch(_lancepy.ivf_assign(pa.array(mat.reshape(-1)), mat.shape[1], pa.array(centroids.reshape(-1)), metric))
+    return b.column("partition").to_numpy(), b.column("distance").to_numpy()
+
+
+def pq_codes(mat: "np.ndarray", codebook: "np.ndarray", m: int, centroids: Optional["np.ndarray"], parts: Optional["np.ndarray"]) -> "np.ndarray":
+    """``rows × m`` PQ codes of `mat` (of its residuals when `centroids` / `parts` are given)."""
+    dim = mat.shape[1]
+    extra = {}
+    if centroids is not None:
+        extra = {"centroids": pa.array(centroids.reshape(-1)), "partitions": pa.array(parts)}
+    got = _lancepy.pq_encode(pa.array(mat.reshape(-1)), dim, pa.array(codebook.reshape(-1)), m, **extra)
+    return _batch_column(got).reshape(-1, m)
+
+
+# --------------------------------------------------------------------------------------
+# the build
+# --------------------------------------------------------------------------------------
+
+
+def build(
+    ds: "LanceDataset",
+    column: str,
+    field_id: int,
+    dim: int,
+    p: IvfParams,
+    fragment_ids: Optional[List[int]],
+    index_uuid: Optional[str],
+    name: str,
+    progress: Optional[Callable[[IndexBuildProgress], None]],
+    storage_options: Any = None,
+) -> Dict[str, Any]:
+    """Trains, encodes and writes the index files; returns the ``IndexMetadata`` (JSON form)
+    to commit."""
+    import numpy as np
+
+    def report(stage: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress(IndexBuildProgress(stage, done, total))
+
+    fragments = ds.get_fragments()
+    if fragment_ids is not None:
+        wanted = set(int(f) for f in fragment_ids)
+        missing = wanted - {f.fragment_id for f in fragments}
+        if missing:
+            raise InvalidArgumentError(f"fragment_ids: fragments {sorted(missing)} are not in version {ds.version}")
+        fragments = [f for f in fragments if f.fragment_id in wanted]
+    num_rows = sum(f.count_rows() for f in fragments)
+    k = p.num_partitions
+    given_centroids = None
+    if p.ivf_centroids is not None:
+        given_centroids = _matrix_arg(p.ivf_centroids, "ivf_centroids", (-1, dim))
+        if k is not None and k != len(given_centroids):
+            raise InvalidArgumentError(f"ivf_centroids has {len(given_centroids)} centroids, but num_partitions={k}")
+        k = len(given_centroids)
+    if k is None:
+        k = min(max(1, num_rows // TARGET_PARTITION_SIZE[p.kind]), MAX_PARTITIONS)
+    if k < 1:
+        raise InvalidArgumentError(f"num_partitions must be at least 1, got {k}")
+    m = int(p.num_sub_vectors or 0)
+
+    # 1. sample
+    want = k * p.sample_rate
+    if p.kind == "IVF_PQ" and p.pq_codebook is None:
+        want = max(want, _PQ_CODEWORDS * p.sample_rate)
+    need_sample = p.ivf_centroids is None or (p.kind == "IVF_PQ" and p.pq_codebook is None)
+    sample = np.empty((0, dim), np.float32)
+    if need_sample:
+        report("sample", 0, want)
+        sample = _sample(ds, column, dim, fragments, want, p)
+        report("sample", len(sample), want)
+        if p.metric == "cosine":
+            sample = _normalized(sample)
+
+    # 2. IVF centroids
+    loss: Optional[float] = None
+    if given_centroids is not None:
+        centroids = given_centroids
+    else:
+        if len(sample) < k:
+            raise InvalidArgumentError(
+                f"cannot train {k} IVF partitions from {len(sample)} rows: use fewer partitions (num_partitions=)"
+            )
+        report("train_ivf", 0, 1)
+        ivf_sample = sample[: k * p.sample_rate]
+        centroids, loss = train_ivf(ivf_sample, k, p)
+        report("train_ivf", 1, 1)
+
+    # 3. PQ codebook (trained on residuals, except for dot)
+    codebook = None
+    if p.kind == "IVF_PQ":
+        if p.pq_codebook is not None:
+            codebook = _matrix_arg(p.pq_codebook, "pq_codebook", (m, _PQ_CODEWORDS, dim // m))
+        else:
+            if len(sample) < _PQ_CODEWORDS:
+                raise InvalidArgumentError(
+                    f"training a PQ codebook needs at least {_PQ_CODEWORDS} rows, {len(sample)} are indexable"
+                )
+            report("train_pq", 0, 1)
+            train = sample
+            if p.metric != "dot":
+                parts, _ = assign(sample, centroids, p.metric)
+                train = np.asarray(sample - centroids[parts], dtype=np.float32)
+            seed = int(p.seed if p.seed is not None else np.random.default_rng().integers(1 << 62))
+            got = _lancepy.pq_train(pa.array(np.ascontiguousarray(train).reshape(-1)), dim, m, p.max_iters, seed)
+            codebook = _batch_column(got).reshape(m, _PQ_CODEWORDS, dim // m)
+            report("train_pq", 1, 1)
+
+    # 4. encode every row
+    ids_parts: List[Any] = []
+    part_parts: List[Any] = []
+    data_parts: List[Any] = []
+    done = 0
+    frag_ids = [f.fragment_id for f in fragments]
+    stream = ds._snapshot.scan_stream([column], frag_ids, 0, None, _ENCODE_BATCH_ROWS, True, False, False)
+    report("encode", 0, num_rows)
+    while (raw := stream.next_batch()) is not None:
+        batch = pa.record_batch(raw)
+        mat, keep = _vectors_of(batch.column(column), dim, p.filter_nan)
+        rid = batch.column("_rowid").to_numpy(zero_copy_only=False)
+        if not keep.all():
+            mat, rid = np.ascontiguousarray(mat[keep]), rid[keep]
+        if p.metric == "cosine":
+            mat = _normalized(mat)
+        parts, _ = assign(mat, centroids, p.metric)
+        if p.kind == "IVF_PQ":
+            if p.metric == "dot":
+                data_parts.append(pq_codes(mat, codebook, m, None, None))
+            else:
+                data_parts.append(pq_codes(mat, codebook, m, centroids, parts))
+        else:
+            data_parts.append(mat)
+        ids_parts.append(rid)
+        part_parts.append(parts)
+        done += batch.num_rows
+        report("encode", done, num_rows)
+    row_ids = np.concatenate(ids_parts) if ids_parts else np.empty(0, np.uint64)
+    parts = np.concatenate(part_parts) if part_parts else np.empty(0, np.uint32)
+    width = m if p.kind == "IVF_PQ" else dim
+    dtype = np.uint8 if p.kind == "IVF_PQ" else np.float32
+    data = np.concatenate(data_parts) if data_parts else np.empty((0, width), dtype)
+
+    # 5. group by partition (row ids ascending within one: the scan order is kept)
+    order = np.argsort(parts, kind="stable")
+    row_ids, parts, data = row_ids[order], parts[order], data[order]
+    lengths = np.bincount(parts, minlength=k).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+    # 6. write the files
+    report("write", 0, 2)
+    uid = str(_uuid.UUID(index_uuid)) if index_uuid is not None else str(_uuid.uuid4())
+    base = ds._uri.rstrip("/") + f"/_indices/{uid}/"
+    files = _write_files(base, p, k, dim, m, centroids, loss, codebook, row_ids, data, offsets, lengths, storage_options)
+    report("write", 2, 2)
+    bitmap = _lancepy.fragment_bitmap([int(f) for f in frag_ids])
+    return {
+        "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
+        "fields": [field_id],
+        "name": name,
+        "dataset_version": ds.version,
+        "fragment_bitmap": list(bitmap),
+        "index_details": {"type_url": "/lance.index.pb.VectorIndexDetails", "value": list(vector_index_details(p))},
+        "index_version": 1,
+        "created_at": int(time.time() * 1000),
+        "base_id": None,
+        "files": files,
+        "covering_fields": [],
+    }
+
+
+def _write_files(
+    base: str,
+    p: IvfParams,
+    k: int,
+    dim: int,
+    m: int,
+    centroids: "np.ndarray",
+    loss: Optional[float],
+    codebook: Optional["np.ndarray"],
+    row_ids: "np.ndarray",
+    data: "np.ndarray",
+    offsets: "np.ndarray",
+    lengths: "np.ndarray",
+    storage_options: Any,
+) -> List[Dict[str, Any]]:
+    import numpy as np
+
+    from lancepy.file import LanceFileWriter
+
+    n = len(row_ids)
+    rid = pa.array(row_ids.astype(np.uint64, copy=False), pa.uint64())
+    if p.kind == "IVF_PQ":
+        # Transposed within each partition: sub-vector 0 of every row, then sub-vector 1, ...
+        out = np.empty(n * m, dtype=np.uint8)
+        if p.transposed:
+            for o, ln in zip(offsets.tolist(), lengths.tolist()):
+                out[o * m : (o + ln) * m] = data[o : o + ln].T.reshape(-1)
+        else:
+            out[:] = data.reshape(-1)
+        values = pa.FixedSizeListArray.from_arrays(pa.array(out, pa.uint8()), m)
+        schema = pa.schema([pa.field("_rowid", pa.uint64()), pa.field("__pq_code", pa.list_(pa.uint8(), m))])
+    else:
+        values = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(data).reshape(-1), pa.float32()), dim)
+        schema = pa.schema(
+            [pa.field("_rowid", pa.uint64()), pa.field("flat", pa.list_(pa.field("item", pa.float32()), dim), nullable=False)]
+        )
+    aux = LanceFileWriter(base + "auxiliary.idx", schema, version="2.2", storage_options=storage_options)
+    if n:
+        aux.write_batch(pa.record_batch([rid, values], schema=schema))
+    aux.add_schema_metadata("distance_type", p.metric)
+    aux.add_schema_metadata("lance:ivf", str(aux.add_global_buffer(ivf_message(offsets.tolist(), lengths.tolist()))))
+    if p.kind == "IVF_PQ":
+        pos = aux.add_global_buffer(_tensor_f32(codebook, (_PQ_CODEWORDS, dim)))
+        meta = {
+            "codebook_position": pos,
+            "nbits": 8,
+            "num_sub_vectors": m,
+            "dimension": dim,
+            "codebook_tensor": [],
+            "transposed": p.transposed,
+        }
+    else:
+        meta = {"dim": dim}
+    aux.add_schema_metadata("storage_metadata", json.dumps([json.dumps(meta, separators=(",", ":"))]))
+    aux.close()
+
+    marker = pa.schema([pa.field("__flat_marker", pa.uint64(), nullable=False)])
+    idx = LanceFileWriter(base + "index.idx", marker, version="2.2", storage_options=storage_options)
+    idx.add_schema_metadata("lance:index", json.dumps({"type": p.kind, "distance_type": p.metric}, separators=(",", ":")))
+    idx.add_schema_metadata("lance:flat", json.dumps([""] * k, separators=(",", ":")))
+    idx.add_schema_metadata("lance:ivf", str(idx.add_global_buffer(ivf_message([0] * k, [0] * k, centroids, loss))))
+    idx.close()
+    return [
+        {"path": "auxiliary.idx", "size_bytes": int(aux.file_size or 0)},
+        {"path": "index.idx", "size_bytes": int(idx.file_size or 0)},
+    ]
