@@ -297,3 +297,48 @@ def test_describe_indices_and_statistics_as_pylance(copy_of):
 
     with pytest.raises(IndexNotFoundError):
         ours.index_statistics("nope")
+
+
+def test_our_compaction_remaps_the_index(copy_of):
+    """lancepy's compaction rewrites the index for the new row addresses (a ReserveFragments
+    commit, then a Rewrite with rewritten_indices, as pylance does): the index still covers
+    the compacted rows, pylance validates the dataset and both libraries return the same rows."""
+    kind, path, v = copy_of
+    lancepy.dataset(path).delete("id % 5 = 0")
+    extra = clustered(300, DIM, 40, seed=9)
+    lancepy.write_dataset(table_of(extra, start=len(v)), path, mode="append")  # not indexed
+    before = lancepy.dataset(path)
+    old_uuid = before.list_indices()[0]["uuid"]
+    metrics = before.optimize.compact_files(target_rows_per_fragment=3000)
+    assert metrics.fragments_removed > 0
+    ours, theirs = lancepy.dataset(path), lance.dataset(path)
+    theirs.validate()
+    (entry,) = theirs.list_indices()
+    assert entry["uuid"] != old_uuid and entry["fragment_ids"]
+    assert set(entry["fragment_ids"]) <= {f.fragment_id for f in ours.get_fragments()}
+    stats = theirs.stats.index_stats(entry["name"])
+    live = len(v) - len(range(0, len(v), 5))
+    # every live indexed row is still indexed, except those compacted together with the new
+    # (unindexed) rows, which are searched exactly from now on
+    assert 0 < stats["num_indexed_rows"] <= live
+    assert stats["num_indexed_rows"] + stats["num_unindexed_rows"] == live + 300
+    for q in list(queries(v, 6, seed=12)) + [extra[0]]:
+        a, b = search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 4})
+        assert_same(a, b)
+        assert not any(i % 5 == 0 and i < len(v) for i in a.column("id").to_pylist())
+        if kind == "IVF_FLAT":  # probing every partition is exact: no row lost or duplicated
+            every = ours.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "nprobes": 16})
+            exact = ours.to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "use_index": False})
+            assert every.column("id").to_pylist() == exact.column("id").to_pylist()
+
+
+def test_pylance_compaction_over_the_index(copy_of):
+    kind, path, v = copy_of
+    lance.dataset(path).delete("id % 4 = 0")
+    lance.dataset(path).optimize.compact_files(target_rows_per_fragment=10_000)
+    ours = lancepy.dataset(path)
+    assert ours.list_indices()[0]["fragment_ids"] == {f.fragment_id for f in ours.get_fragments()}
+    for q in queries(v, 6, seed=13):
+        a, b = search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 3})
+        assert_same(a, b)
+        assert not any(i % 4 == 0 for i in a.column("id").to_pylist())

@@ -352,6 +352,49 @@ def _has_deletions(frag: Dict[str, Any]) -> bool:
     return bool(d) and (d.get("num_deleted_rows", 0) > 0 or d.get("id", 0) != 0)
 
 
+def _uuid_str(u: Dict[str, Any]) -> str:
+    import uuid as _uuid
+
+    return str(_uuid.UUID(bytes=bytes(u.get("uuid", b""))))
+
+
+def _rewrite_indices(
+    section: bytes, groups: List[Dict[str, Any]], removed: set, rewritten: List[Dict[str, Any]], store: Any
+) -> Optional[bytes]:
+    """The index section after a Rewrite (compaction): indices named in `rewritten` (old
+    uuid → new uuid, whose files were remapped before the commit) now cover the new fragments
+    of every group whose old fragments they all covered; every other index just stops
+    claiming the rewritten fragments."""
+    before = {e["uuid"]: set(e["fragment_ids"]) for e in _lancepy.index_section_entries(section)}
+    section = _lancepy.prune_index_section(section, sorted(removed))
+    if not rewritten:
+        return section
+    by_old = {_uuid_str(r.get("old_id") or {}): r for r in rewritten}
+    after = {e["uuid"]: set(e["fragment_ids"]) for e in _lancepy.index_section_entries(section)}
+    entries = json.loads(_lancepy.index_section_to_json(section))["indices"]
+    for e in entries:
+        u = _uuid_str(e.get("uuid") or {})
+        r = by_old.get(u)
+        if r is None:
+            continue
+        ids = set(after.get(u, set()))
+        for g in groups:
+            olds = {f.get("id", 0) for f in g.get("old_fragments", [])}
+            if olds and olds <= before.get(u, set()):
+                ids |= {f.get("id", 0) for f in g.get("new_fragments", [])}
+        e["fragment_bitmap"] = list(_lancepy.fragment_bitmap(sorted(ids)))
+        e["uuid"] = r["new_id"]
+        if r.get("new_index_details"):
+            e["index_details"] = r["new_index_details"]
+        if r.get("new_index_version") is not None:
+            e["index_version"] = r["new_index_version"]
+        new_dir = f"_indices/{_uuid_str(r['new_id'])}"
+        if store is not None and e.get("files"):
+            listed = store.list(new_dir)
+            e["files"] = [{"path": name.rsplit("/", 1)[-1], "size_bytes": size} for name, size, _ in sorted(listed)]
+    return _lancepy.index_section_from_json(json.dumps({"indices": entries}))
+
+
 def _assign_ids(fragments: List[Dict[str, Any]], next_id: int) -> int:
     for f in fragments:
         f["id"] = next_id
@@ -461,7 +504,12 @@ def build_manifest(
         for g in groups:
             olds = [f.get("id", 0) for f in g.get("old_fragments", [])]
             new = g.get("new_fragments", [])
-            next_id = _assign_ids(new, next_id)
+            if new and all(f.get("id") for f in new):
+                # ids reserved beforehand (ReserveFragments), so that remapped indices could
+                # name them: kept as they are.
+                next_id = max(next_id, max(f["id"] for f in new) + 1)
+            else:
+                next_id = _assign_ids(new, next_id)
             if olds:
                 by_first[olds[0]] = new
             removed |= set(olds)
@@ -474,7 +522,7 @@ def build_manifest(
                 out.append(f)
         fragments = out
         if index_section is not None and removed:
-            index_section = _lancepy.prune_index_section(index_section, sorted(removed))
+            index_section = _rewrite_indices(index_section, groups, removed, body.get("rewritten_indices") or [], store)
     elif name == "Restore":
         if store is None:
             raise ValueError("restore needs the store")

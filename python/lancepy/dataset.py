@@ -43,6 +43,7 @@ from lancepy.exceptions import (
     DatasetAlreadyExistsError,
     IndexOutOfRangeError,
     CorruptFileError,
+    InternalError,
     DatasetNotFoundError,
     InvalidArgumentError,
     LanceError,
@@ -325,6 +326,11 @@ class LanceDataset:
                 "base_id": e["base_id"],
             })
         return out
+
+    def _index_entries(self) -> List[Dict[str, Any]]:
+        """The index section's entries (uuid, fields, fragment ids, ...), decoded."""
+        section = self._loaded.index_section
+        return [] if section is None else list(_lancepy.index_section_entries(section))
 
     def _index_type(self, entry: Dict[str, Any]) -> str:
         """An index's type name as pylance reports it: vector indices name theirs in their
@@ -2556,15 +2562,27 @@ class DatasetOptimizer:
         metrics = CompactionMetrics()
         if not groups:
             return metrics
+        stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+        # IVF indices covering compacted fragments are remapped to the new row addresses
+        # (with stable row ids nothing moves: their bitmaps are just updated).
+        compacted = {f.get("id", 0) for g in groups for f in g}
+        remap = [] if stable else [
+            e for e in ds._index_entries()
+            if set(e["fragment_ids"]) & compacted and ds._index_type(e) in ("IVF_FLAT", "IVF_PQ")
+        ]
+        old_addresses: List[Any] = []
         out_groups, written = [], []
+        read_version = ds.version
         try:
             for g in groups:
                 ids = [f.get("id", 0) for f in g]
-                stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
-                data = pa.table(ds._snapshot.scan(None, ids, 0, None, 1 << 40, stable, False, False))
+                data = pa.table(ds._snapshot.scan(None, ids, 0, None, 1 << 40, stable, bool(remap), False))
                 row_ids = data.column(ROW_ID).to_pylist() if stable else None
                 if stable:
                     data = data.drop_columns([ROW_ID])
+                if remap:
+                    old_addresses.append(data.column(ROW_ADDRESS).to_numpy())
+                    data = data.drop_columns([ROW_ADDRESS])
                 made = _write(ds._uri, data.to_reader(), ds._loaded.manifest.get("fields", []),
                               ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version,
                               storage_options=ds._storage_options)
@@ -2581,16 +2599,66 @@ class DatasetOptimizer:
                 metrics.fragments_added += len(new)
                 metrics.files_removed += sum(len(f.get("files", [])) for f in g)
                 metrics.files_added += sum(len(nf["files"]) for nf in new)
+            body = {
+                "old_fragments": [f for g in out_groups for f in g["old_fragments"]],
+                "new_fragments": [f for g in out_groups for f in g["new_fragments"]],
+                "groups": out_groups,
+            }
+            if remap:
+                body["rewritten_indices"] = self._remap_indices(remap, out_groups, old_addresses, written)
         except BaseException:
             ds._store.delete(written)
             raise
-        body = {
-            "old_fragments": [f for g in out_groups for f in g["old_fragments"]],
-            "new_fragments": [f for g in out_groups for f in g["new_fragments"]],
-            "groups": out_groups,
-        }
-        ds._commit("Rewrite", body, written)
+        ds._commit("Rewrite", body, written, read_version=read_version)
         return metrics
+
+    def _remap_indices(
+        self, entries: List[Dict[str, Any]], groups: List[Dict[str, Any]], old_addresses: List[Any], written: List[str]
+    ) -> List[Dict[str, Any]]:
+        """Reserves fragment ids for the new fragments (a ``ReserveFragments`` commit, as
+        pylance does), assigns them, and writes a remapped copy of each index in `entries`;
+        returns the Rewrite's ``rewritten_indices``. Index files written are added to
+        `written` (deleted if the compaction fails)."""
+        import numpy as np
+
+        from lancepy import ivf_build as _ivf_build
+
+        ds = self._ds
+        n_new = sum(len(g["new_fragments"]) for g in groups)
+        details = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]}
+        ds._commit("ReserveFragments", {"num_fragments": n_new})
+        next_id = int(ds._loaded.manifest["max_fragment_id"]) - n_new + 1
+        new_addresses = []
+        for g in groups:
+            for nf in g["new_fragments"]:
+                nf["id"] = next_id
+                new_addresses.append((np.uint64(next_id) << np.uint64(32)) + np.arange(nf["physical_rows"], dtype=np.uint64))
+                next_id += 1
+        old = np.concatenate(old_addresses).astype(np.uint64)
+        new = np.concatenate(new_addresses) if new_addresses else np.empty(0, np.uint64)
+        if len(old) != len(new):
+            raise InternalError(f"compaction moved {len(old)} rows into fragments of {len(new)} rows")
+        order = np.argsort(old, kind="stable")
+        old, new = old[order], new[order]
+        out = []
+        for e in entries:
+            covered = set(e["fragment_ids"])
+            # Groups mixing covered and uncovered fragments: their rows leave the index (the new
+            # fragment is not covered, so it is searched exactly).
+            dropped = [
+                f.get("id", 0) for g in groups for f in g["old_fragments"]
+                if f.get("id", 0) in covered and not {o.get("id", 0) for o in g["old_fragments"]} <= covered
+            ]
+            uid, files = _ivf_build.remap(ds._uri, ds._storage_options, e, old, new, dropped)
+            written += [f"_indices/{uid}/{f['path']}" for f in files]
+            raw = details[e["uuid"]]
+            out.append({
+                "old_id": raw["uuid"],
+                "new_id": {"uuid": list(_uuid.UUID(uid).bytes)},
+                "new_index_details": raw.get("index_details"),
+                "new_index_version": raw.get("index_version") or 0,
+            })
+        return out
 
 
 PRIMARY_KEY_METADATA = "lance-schema:unenforced-primary-key"

@@ -23,6 +23,7 @@ given, and fragments the index does not cover are searched exactly and merged.
 from __future__ import annotations
 
 import json
+import struct
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -162,6 +163,7 @@ class IvfIndex:
     codes: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, rows) uint8
     codebook: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, 256, sub_dim) float32
     num_sub_vectors: int = 0
+    loss: Optional[float] = None  # the k-means loss recorded in index.idx, if any
 
     @property
     def num_partitions(self) -> int:
@@ -222,7 +224,9 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
         raise UnsupportedError(f"vector index type {kind} is not supported by lancepy (IVF_FLAT and IVF_PQ are)")
     if metric not in ("l2", "cosine", "dot"):
         raise UnsupportedError(f"vector indices with the {metric!r} distance are not supported by lancepy")
-    _, _, centroids = _ivf_message(ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath)))
+    ivf_pb = ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath))
+    _, _, centroids = _ivf_message(ivf_pb)
+    loss = next((struct.unpack("<d", v)[0] for num, wire, v in _fields(ivf_pb) if num == 5 and wire == 1), None)
     if centroids is None or centroids.ndim != 2:
         raise CorruptFileError(f"{ipath}: the IVF message has no 2-D centroids tensor")
 
@@ -239,7 +243,7 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     if _ROWID not in table.column_names:
         raise CorruptFileError(f"{apath}: no {_ROWID} column")
     row_ids = table.column(_ROWID).combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
-    idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, row_ids)
+    idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, row_ids, loss=loss)
     if kind == "IVF_FLAT":
         if _FLAT not in table.column_names:
             raise CorruptFileError(f"{apath}: no {_FLAT!r} column")

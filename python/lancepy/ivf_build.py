@@ -482,3 +482,61 @@ def _write_files(
         {"path": "auxiliary.idx", "size_bytes": int(aux.file_size or 0)},
         {"path": "index.idx", "size_bytes": int(idx.file_size or 0)},
     ]
+
+
+# --------------------------------------------------------------------------------------
+# remapping after compaction
+# --------------------------------------------------------------------------------------
+
+
+def remap(
+    ds_uri: str,
+    storage_options: Any,
+    entry: Dict[str, Any],
+    old_addresses: "np.ndarray",
+    new_addresses: "np.ndarray",
+    dropped_fragments: Sequence[int],
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """Writes a copy of the IVF index `entry` (from ``index_section_entries``) whose row
+    addresses are moved by a compaction: a row at ``old_addresses[i]`` (sorted) is now at
+    ``new_addresses[i]``; rows of the compacted fragments that are not in `old_addresses`
+    (deleted rows) and rows of `dropped_fragments` (compacted together with fragments the
+    index does not cover: they are searched exactly from now on) are left out. Other rows are
+    kept as they are. Returns the new index's uuid and its files (for the manifest)."""
+    import numpy as np
+
+    from lancepy import ivf as _ivf
+
+    idx = _ivf.load_index(ds_uri, entry["uuid"], storage_options)
+    rid = idx.row_ids
+    frag = (rid >> np.uint64(32)).astype(np.int64)
+    moved = np.isin(frag, np.unique((old_addresses >> np.uint64(32)).astype(np.int64)))
+    keep = ~np.isin(frag, np.asarray(list(dropped_fragments), dtype=np.int64))
+    new_rid = rid.copy()
+    if moved.any():
+        pos = np.searchsorted(old_addresses, rid[moved])
+        pos_c = np.minimum(pos, len(old_addresses) - 1)
+        found = (pos < len(old_addresses)) & (old_addresses[pos_c] == rid[moved])
+        new_rid[moved] = np.where(found, new_addresses[pos_c], 0)
+        k = keep[moved]
+        keep[moved] = k & found
+    parts = np.repeat(np.arange(idx.num_partitions), idx.lengths)
+    sel = np.nonzero(keep)[0]
+    # partition by partition, row ids ascending within one
+    order = sel[np.lexsort((new_rid[sel], parts[sel]))]
+    lengths = np.bincount(parts[order], minlength=idx.num_partitions).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    if idx.kind == "IVF_PQ":
+        m = idx.num_sub_vectors
+        data = np.ascontiguousarray(idx.codes[:, order].T)
+    else:
+        m = 0
+        data = idx.vectors[order]
+    dim = idx.centroids.shape[1]
+    p = IvfParams(idx.kind, idx.metric, idx.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
+                  None, None, True, None)
+    uid = str(_uuid.uuid4())
+    base = ds_uri.rstrip("/") + f"/_indices/{uid}/"
+    files = _write_files(base, p, idx.num_partitions, dim, m, idx.centroids, idx.loss, idx.codebook,
+                         new_rid[order], data, offsets, lengths, storage_options)
+    return uid, files
