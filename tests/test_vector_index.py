@@ -342,3 +342,56 @@ def test_pylance_compaction_over_the_index(copy_of):
         a, b = search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 3})
         assert_same(a, b)
         assert not any(i % 4 == 0 for i in a.column("id").to_pylist())
+
+
+@pytest.mark.parametrize("merge", [None, 0])
+def test_optimize_indices_adds_new_rows(copy_of, merge):
+    kind, path, v = copy_of
+    extra = clustered(1200, DIM, 40, seed=21)
+    lancepy.write_dataset(table_of(extra, start=len(v)), path, mode="append", max_rows_per_file=500)
+    ds = lancepy.dataset(path)
+    ds.optimize.optimize_indices(num_indices_to_merge=merge)
+    theirs = lance.dataset(path)
+    theirs.validate()
+    stats = theirs.stats.index_stats("emb_idx")
+    assert (stats["num_indexed_rows"], stats["num_unindexed_rows"]) == (len(v) + 1200, 0)
+    assert stats["num_segments"] == (2 if merge == 0 else 1)
+    allv = np.concatenate([v, extra])
+    for q in list(queries(allv, 6, seed=22)) + [extra[3]]:
+        a, b = search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 4})
+        assert_same(a, b)
+        if kind == "IVF_FLAT":  # every partition probed: exact, whichever segment holds a row
+            every = lancepy.dataset(path).to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "nprobes": 16})
+            exact = lancepy.dataset(path).to_table(columns=["id"], nearest={"column": "emb", "q": q, "k": 10, "use_index": False})
+            assert every.column("id").to_pylist() == exact.column("id").to_pylist()
+    v_before = lancepy.dataset(path).version
+    lancepy.dataset(path).optimize.optimize_indices()  # up to date: no new version
+    assert lancepy.dataset(path).version == v_before
+
+
+def test_optimize_indices_retrain_and_errors(copy_of):
+    from lancepy.exceptions import IndexNotFoundError
+
+    kind, path, v = copy_of
+    lancepy.write_dataset(table_of(clustered(500, DIM, 40, seed=23), start=len(v)), path, mode="append")
+    old = lance.dataset(path).list_indices()[0]["uuid"]
+    with pytest.raises(IndexNotFoundError):
+        lancepy.dataset(path).optimize.optimize_indices(index_names=["nope"])
+    with pytest.raises(lancepy.exceptions.InvalidArgumentError):
+        lancepy.dataset(path).optimize.optimize_indices(num_indices_to_merge=-1)
+    lancepy.dataset(path).optimize.optimize_indices(retrain=True)
+    theirs = lance.dataset(path)
+    (entry,) = theirs.list_indices()
+    assert entry["uuid"] != old and entry["type"] == kind
+    stats = theirs.stats.index_stats("emb_idx")
+    assert (stats["num_indexed_rows"], stats["num_unindexed_rows"], stats["indices"][0]["num_partitions"]) == (len(v) + 500, 0, 16)
+
+
+def test_pylance_optimize_indices_over_ours(copy_of):
+    kind, path, v = copy_of
+    lancepy.write_dataset(table_of(clustered(700, DIM, 40, seed=24), start=len(v)), path, mode="append")
+    lance.dataset(path).optimize.optimize_indices()
+    ours = lancepy.dataset(path)
+    assert set().union(*(e["fragment_ids"] for e in ours.list_indices())) == {f.fragment_id for f in ours.get_fragments()}
+    for q in queries(v, 4, seed=25):
+        assert_same(*search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 4}))

@@ -2460,6 +2460,92 @@ class DatasetOptimizer:
     def __init__(self, ds: LanceDataset) -> None:
         self._ds = ds
 
+    def optimize_indices(
+        self,
+        *,
+        num_indices_to_merge: Optional[int] = None,
+        index_names: Optional[List[str]] = None,
+        retrain: bool = False,
+    ) -> None:
+        """Adds the rows of fragments an index does not cover yet (appended since it was
+        built) to the index, without retraining: each row joins its nearest partition
+        (and is PQ-encoded with the index's codebook). Commits one ``CreateIndex`` for all
+        indices changed; nothing if every index is up to date.
+
+        ``num_indices_to_merge``: ``0`` writes the new rows as a delta segment beside the
+        index; otherwise (the default, as pylance's) the index's segments and the new rows are
+        merged into one segment. ``index_names`` limits the work to those indices (default:
+        all). ``retrain=True`` rebuilds each index from the current data with its type,
+        metric, partition and sub-vector counts. IVF_FLAT and IVF_PQ indices only: others
+        raise :class:`~lancepy.exceptions.NotSupportedError`.
+        """
+        from lancepy import ivf_build as _ivf_build
+        from lancepy.exceptions import IndexNotFoundError
+
+        ds = self._ds
+        if num_indices_to_merge is not None and (not isinstance(num_indices_to_merge, int) or num_indices_to_merge < 0):
+            raise InvalidArgumentError(f"num_indices_to_merge must be a non-negative integer, got {num_indices_to_merge!r}")
+        entries = ds._index_entries()
+        by_name: Dict[str, List[Dict[str, Any]]] = {}
+        for e in entries:
+            by_name.setdefault(e["name"], []).append(e)
+        names = list(by_name) if index_names is None else list(index_names)
+        for n in names:
+            if n not in by_name:
+                raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._uri}")
+            kind = ds._index_type(by_name[n][0])
+            if kind not in ("IVF_FLAT", "IVF_PQ"):
+                raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
+        paths = {v: k for k, v in ds._field_ids_by_path().items()}
+        raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]} if entries else {}
+        live = ds.get_fragments()
+        new_entries: List[Dict[str, Any]] = []
+        removed: List[Dict[str, Any]] = []
+        written: List[str] = []
+        try:
+            for n in names:
+                segs = by_name[n]
+                column = paths[segs[0]["fields"][0]]
+                covered = set().union(*(set(e["fragment_ids"]) for e in segs))
+                fresh = [f for f in live if f.fragment_id not in covered]
+                if retrain:
+                    from lancepy import ivf as _ivf
+
+                    idx = _ivf.load_index(ds._uri, segs[0]["uuid"], ds._storage_options)
+                    dim = idx.centroids.shape[1]
+                    params = _ivf_build.IvfParams(
+                        kind=idx.kind, metric=idx.metric, num_partitions=idx.num_partitions,
+                        num_sub_vectors=idx.num_sub_vectors or None, sample_rate=_ivf_build.DEFAULT_SAMPLE_RATE,
+                        max_iters=_ivf_build.DEFAULT_MAX_ITERS, ivf_centroids=None, pq_codebook=None, filter_nan=True, seed=None,
+                    )
+                    entry = _ivf_build.build(ds, column, segs[0]["fields"][0], dim, params, None, None, n, None, ds._storage_options)
+                    written += [f"_indices/{_commit._uuid_str(entry['uuid'])}/{f['path']}" for f in entry["files"]]
+                    new_entries.append(entry)
+                    removed += [raw[e["uuid"]] for e in segs]
+                    continue
+                if not fresh:
+                    continue
+                merge = num_indices_to_merge != 0
+                uid, files = _ivf_build.extend(ds, column, segs, fresh, merge)
+                written += [f"_indices/{uid}/{f['path']}" for f in files]
+                base = dict(raw[segs[0]["uuid"]])
+                ids = sorted(({f.fragment_id for f in live} & covered if merge else set()) | {f.fragment_id for f in fresh})
+                base.update({
+                    "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
+                    "fragment_bitmap": list(_lancepy.fragment_bitmap(ids)),
+                    "dataset_version": ds.version,
+                    "files": files,
+                    "created_at": int(time.time() * 1000),
+                })
+                new_entries.append(base)
+                if merge:
+                    removed += [raw[e["uuid"]] for e in segs]
+        except BaseException:
+            ds._store.delete(written)
+            raise
+        if new_entries:
+            ds._commit("CreateIndex", {"new_indices": new_entries, "removed_indices": removed}, written)
+
     def enable_auto_cleanup(self, auto_cleanup_config: Dict[str, Any]) -> None:
         """Turns on automatic cleanup (pylance's table config): from now on every
         ``auto_cleanup_config["interval"]``-th version's commit removes versions older than
@@ -2649,7 +2735,8 @@ class DatasetOptimizer:
                 f.get("id", 0) for g in groups for f in g["old_fragments"]
                 if f.get("id", 0) in covered and not {o.get("id", 0) for o in g["old_fragments"]} <= covered
             ]
-            uid, files = _ivf_build.remap(ds._uri, ds._storage_options, e, old, new, dropped)
+            compacted = [f.get("id", 0) for g in groups for f in g["old_fragments"]]
+            uid, files = _ivf_build.remap(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
             written += [f"_indices/{uid}/{f['path']}" for f in files]
             raw = details[e["uuid"]]
             out.append({

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy.exceptions import InvalidArgumentError
+from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -266,6 +266,57 @@ def pq_codes(mat: "np.ndarray", codebook: "np.ndarray", m: int, centroids: Optio
 # --------------------------------------------------------------------------------------
 
 
+def _encode_rows(
+    ds: "LanceDataset",
+    column: str,
+    dim: int,
+    fragments: List[Any],
+    centroids: "np.ndarray",
+    codebook: Optional["np.ndarray"],
+    m: int,
+    p: IvfParams,
+    report: Callable[[str, int, int], None],
+) -> Tuple["np.ndarray", "np.ndarray", "np.ndarray"]:
+    """Assigns (and PQ-encodes) every indexable live row of `fragments`: ``(row ids,
+    partitions, codes or vectors)``, in scan order."""
+    import numpy as np
+
+    num_rows = sum(f.count_rows() for f in fragments)
+    ids_parts: List[Any] = []
+    part_parts: List[Any] = []
+    data_parts: List[Any] = []
+    done = 0
+    frag_ids = [f.fragment_id for f in fragments]
+    stream = ds._snapshot.scan_stream([column], frag_ids, 0, None, _ENCODE_BATCH_ROWS, True, False, False)
+    report("encode", 0, num_rows)
+    while (raw := stream.next_batch()) is not None:
+        batch = pa.record_batch(raw)
+        mat, keep = _vectors_of(batch.column(column), dim, p.filter_nan)
+        rid = batch.column("_rowid").to_numpy(zero_copy_only=False)
+        if not keep.all():
+            mat, rid = np.ascontiguousarray(mat[keep]), rid[keep]
+        if p.metric == "cosine":
+            mat = _normalized(mat)
+        parts, _ = assign(mat, centroids, p.metric)
+        if p.kind == "IVF_PQ":
+            if p.metric == "dot":
+                data_parts.append(pq_codes(mat, codebook, m, None, None))
+            else:
+                data_parts.append(pq_codes(mat, codebook, m, centroids, parts))
+        else:
+            data_parts.append(mat)
+        ids_parts.append(rid)
+        part_parts.append(parts)
+        done += batch.num_rows
+        report("encode", done, num_rows)
+    width = m if p.kind == "IVF_PQ" else dim
+    dtype = np.uint8 if p.kind == "IVF_PQ" else np.float32
+    row_ids = np.concatenate(ids_parts).astype(np.uint64, copy=False) if ids_parts else np.empty(0, np.uint64)
+    parts = np.concatenate(part_parts) if part_parts else np.empty(0, np.uint32)
+    data = np.concatenate(data_parts) if data_parts else np.empty((0, width), dtype)
+    return row_ids, parts, data
+
+
 def build(
     ds: "LanceDataset",
     column: str,
@@ -355,44 +406,10 @@ def build(
             report("train_pq", 1, 1)
 
     # 4. encode every row
-    ids_parts: List[Any] = []
-    part_parts: List[Any] = []
-    data_parts: List[Any] = []
-    done = 0
-    frag_ids = [f.fragment_id for f in fragments]
-    stream = ds._snapshot.scan_stream([column], frag_ids, 0, None, _ENCODE_BATCH_ROWS, True, False, False)
-    report("encode", 0, num_rows)
-    while (raw := stream.next_batch()) is not None:
-        batch = pa.record_batch(raw)
-        mat, keep = _vectors_of(batch.column(column), dim, p.filter_nan)
-        rid = batch.column("_rowid").to_numpy(zero_copy_only=False)
-        if not keep.all():
-            mat, rid = np.ascontiguousarray(mat[keep]), rid[keep]
-        if p.metric == "cosine":
-            mat = _normalized(mat)
-        parts, _ = assign(mat, centroids, p.metric)
-        if p.kind == "IVF_PQ":
-            if p.metric == "dot":
-                data_parts.append(pq_codes(mat, codebook, m, None, None))
-            else:
-                data_parts.append(pq_codes(mat, codebook, m, centroids, parts))
-        else:
-            data_parts.append(mat)
-        ids_parts.append(rid)
-        part_parts.append(parts)
-        done += batch.num_rows
-        report("encode", done, num_rows)
-    row_ids = np.concatenate(ids_parts) if ids_parts else np.empty(0, np.uint64)
-    parts = np.concatenate(part_parts) if part_parts else np.empty(0, np.uint32)
-    width = m if p.kind == "IVF_PQ" else dim
-    dtype = np.uint8 if p.kind == "IVF_PQ" else np.float32
-    data = np.concatenate(data_parts) if data_parts else np.empty((0, width), dtype)
+    row_ids, parts, data = _encode_rows(ds, column, dim, fragments, centroids, codebook, m, p, report)
 
-    # 5. group by partition (row ids ascending within one: the scan order is kept)
-    order = np.argsort(parts, kind="stable")
-    row_ids, parts, data = row_ids[order], parts[order], data[order]
-    lengths = np.bincount(parts, minlength=k).astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    # 5. group by partition
+    row_ids, data, offsets, lengths = _grouped(row_ids, parts, data, k)
 
     # 6. write the files
     report("write", 0, 2)
@@ -400,7 +417,7 @@ def build(
     base = ds._uri.rstrip("/") + f"/_indices/{uid}/"
     files = _write_files(base, p, k, dim, m, centroids, loss, codebook, row_ids, data, offsets, lengths, storage_options)
     report("write", 2, 2)
-    bitmap = _lancepy.fragment_bitmap([int(f) for f in frag_ids])
+    bitmap = _lancepy.fragment_bitmap([int(f.fragment_id) for f in fragments])
     return {
         "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
         "fields": [field_id],
@@ -414,6 +431,19 @@ def build(
         "files": files,
         "covering_fields": [],
     }
+
+
+def _grouped(
+    row_ids: "np.ndarray", parts: "np.ndarray", data: "np.ndarray", k: int
+) -> Tuple["np.ndarray", "np.ndarray", "np.ndarray", "np.ndarray"]:
+    """Rows ordered partition by partition, by row id within one: ``(row ids, data,
+    offsets, lengths)``."""
+    import numpy as np
+
+    order = np.lexsort((row_ids, parts))
+    lengths = np.bincount(parts[order], minlength=k).astype(np.int64) if len(order) else np.zeros(k, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return row_ids[order], data[order], offsets, lengths
 
 
 def _write_files(
@@ -495,11 +525,12 @@ def remap(
     entry: Dict[str, Any],
     old_addresses: "np.ndarray",
     new_addresses: "np.ndarray",
+    compacted_fragments: Sequence[int],
     dropped_fragments: Sequence[int],
 ) -> Tuple[str, List[Dict[str, Any]]]:
     """Writes a copy of the IVF index `entry` (from ``index_section_entries``) whose row
     addresses are moved by a compaction: a row at ``old_addresses[i]`` (sorted) is now at
-    ``new_addresses[i]``; rows of the compacted fragments that are not in `old_addresses`
+    ``new_addresses[i]``; rows of `compacted_fragments` that are not in `old_addresses`
     (deleted rows) and rows of `dropped_fragments` (compacted together with fragments the
     index does not cover: they are searched exactly from now on) are left out. Other rows are
     kept as they are. Returns the new index's uuid and its files (for the manifest)."""
@@ -510,7 +541,7 @@ def remap(
     idx = _ivf.load_index(ds_uri, entry["uuid"], storage_options)
     rid = idx.row_ids
     frag = (rid >> np.uint64(32)).astype(np.int64)
-    moved = np.isin(frag, np.unique((old_addresses >> np.uint64(32)).astype(np.int64)))
+    moved = np.isin(frag, np.asarray(list(compacted_fragments), dtype=np.int64))
     keep = ~np.isin(frag, np.asarray(list(dropped_fragments), dtype=np.int64))
     new_rid = rid.copy()
     if moved.any():
@@ -521,22 +552,59 @@ def remap(
         k = keep[moved]
         keep[moved] = k & found
     parts = np.repeat(np.arange(idx.num_partitions), idx.lengths)
-    sel = np.nonzero(keep)[0]
-    # partition by partition, row ids ascending within one
-    order = sel[np.lexsort((new_rid[sel], parts[sel]))]
-    lengths = np.bincount(parts[order], minlength=idx.num_partitions).astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    if idx.kind == "IVF_PQ":
-        m = idx.num_sub_vectors
-        data = np.ascontiguousarray(idx.codes[:, order].T)
-    else:
-        m = 0
-        data = idx.vectors[order]
-    dim = idx.centroids.shape[1]
+    data = _index_rows(idx)
+    new_rid, data, offsets, lengths = _grouped(new_rid[keep], parts[keep], data[keep], idx.num_partitions)
+    return _rewrite(ds_uri, storage_options, idx, new_rid, data, offsets, lengths)
+
+
+def _index_rows(idx: Any) -> "np.ndarray":
+    """An index's per-row data, rows in file order: PQ codes (rows × m) or vectors."""
+    import numpy as np
+
+    return np.ascontiguousarray(idx.codes.T) if idx.kind == "IVF_PQ" else idx.vectors
+
+
+def _rewrite(
+    ds_uri: str, storage_options: Any, idx: Any, row_ids: "np.ndarray", data: "np.ndarray", offsets: "np.ndarray", lengths: "np.ndarray"
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """Writes a new index with `idx`'s model (centroids, codebook, metric) and these rows."""
+    m = idx.num_sub_vectors if idx.kind == "IVF_PQ" else 0
     p = IvfParams(idx.kind, idx.metric, idx.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
                   None, None, True, None)
     uid = str(_uuid.uuid4())
     base = ds_uri.rstrip("/") + f"/_indices/{uid}/"
-    files = _write_files(base, p, idx.num_partitions, dim, m, idx.centroids, idx.loss, idx.codebook,
-                         new_rid[order], data, offsets, lengths, storage_options)
+    files = _write_files(base, p, idx.num_partitions, idx.centroids.shape[1], m, idx.centroids, idx.loss, idx.codebook,
+                         row_ids, data, offsets, lengths, storage_options)
     return uid, files
+
+
+def extend(
+    ds: "LanceDataset", column: str, entries: List[Dict[str, Any]], fragments: List[Any], merge: bool
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """Adds the rows of `fragments` to an index with the model of the first of `entries`
+    (segments of one index, from ``index_section_entries``): with `merge`, one new segment
+    holding the rows of every entry plus the new ones; else a delta segment of the new rows
+    only. Returns the new segment's uuid and files."""
+    import numpy as np
+
+    from lancepy import ivf as _ivf
+
+    first = _ivf.load_index(ds._uri, entries[0]["uuid"], ds._storage_options)
+    m = first.num_sub_vectors if first.kind == "IVF_PQ" else 0
+    p = IvfParams(first.kind, first.metric, first.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
+                  None, None, True, None)
+    dim = first.centroids.shape[1]
+    row_ids, parts, data = _encode_rows(ds, column, dim, fragments, first.centroids, first.codebook, m, p, lambda *a: None)
+    if merge:
+        live = {f.fragment_id for f in ds.get_fragments()}
+        olds = [first] + [_ivf.load_index(ds._uri, e["uuid"], ds._storage_options) for e in entries[1:]]
+        for idx in olds:
+            if idx.centroids.shape != first.centroids.shape or not np.array_equal(idx.centroids, first.centroids):
+                raise NotSupportedError("optimize_indices: merging index segments trained separately (retrain=True rebuilds)")
+            # rows of fragments that no longer exist are dropped
+            keep = np.isin((idx.row_ids >> np.uint64(32)).astype(np.int64), np.asarray(sorted(live), dtype=np.int64))
+            row_ids = np.concatenate([idx.row_ids[keep], row_ids])
+            parts = np.concatenate([np.repeat(np.arange(idx.num_partitions), idx.lengths)[keep].astype(np.uint32), parts])
+            data = np.concatenate([_index_rows(idx)[keep], data])
+    row_ids, data, offsets, lengths = _grouped(row_ids, parts, data, first.num_partitions)
+    return _rewrite(ds._uri, ds._storage_options, first, row_ids, data, offsets, lengths)

@@ -27,7 +27,7 @@ the rows that match.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -186,15 +186,17 @@ def search(
     return result
 
 
-def _index_for(ds: "LanceDataset", query: NearestQuery) -> Optional[Dict[str, Any]]:
-    """The manifest entry of the vector index a search can use, or None (exact search)."""
+def _index_for(ds: "LanceDataset", query: NearestQuery) -> List[Dict[str, Any]]:
+    """The manifest entries (segments) of the vector index a search can use, or [] (exact
+    search). An index appended to by ``optimize_indices(num_indices_to_merge=0)`` has several
+    segments of one name, each covering its own fragments."""
     if not query.use_index or ds._loaded.index_section is None or ds.has_stable_row_ids:
-        return None  # (indices of stable-row-id datasets hold row ids, not addresses: searched exactly)
+        return []  # (indices of stable-row-id datasets hold row ids, not addresses: searched exactly)
     field_id = ds._field_ids_by_path().get(query.column)
     if field_id is None:
-        return None
+        return []
     entries = _ivf.vector_indices(ds._loaded.index_section, field_id)
-    return entries[0] if entries else None
+    return [e for e in entries if e["name"] == entries[0]["name"]] if entries else []
 
 
 def _exact_distances(vectors: "np.ndarray", q: "np.ndarray", metric: str) -> "np.ndarray":
@@ -228,32 +230,14 @@ def _deleted_addresses(ds: "LanceDataset") -> "np.ndarray":
     return out
 
 
-def _index_search(
-    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array]
-) -> Optional[Tuple[List[int], List[float]]]:
-    """Searches with the column's IVF index (merging an exact search of the fragments it
-    does not cover); None when there is no usable index."""
+def _segment_filter(
+    entry: Dict[str, Any], covered: List[int], deleted: "np.ndarray", allowed: Optional["np.ndarray"]
+) -> Callable[["np.ndarray"], Optional["np.ndarray"]]:
+    """``keep(row ids) -> mask`` for one index segment: rows of the fragments searched
+    (`covered`; the index may name fragments since removed, and ``fragments=`` may restrict
+    the search), not deleted, and in `allowed` (a prefilter) when given."""
     import numpy as np
 
-    entry = _index_for(ds, query)
-    if entry is None:
-        return None
-    root = ds.uri
-    if entry["base_id"] is not None:
-        base = ds.base_paths().get(entry["base_id"])
-        if base is None:
-            return None
-        root = base.path
-    idx = _ivf.load_index(root, entry["uuid"], ds._storage_options)
-    if query.metric_given and query.metric != idx.metric:
-        return None  # (a search by another distance than the index's is exact, as in pylance)
-    metric = idx.metric
-    frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
-    covered, uncovered = _ivf.covered_fragments(entry, frags)
-    deleted = _deleted_addresses(ds)
-    allowed_arr = None if allowed is None else np.sort(allowed.to_numpy(zero_copy_only=False).astype(np.uint64))
-    # Rows of fragments searched: a lookup by fragment id (the index may name fragments
-    # since removed, and `fragments=` may restrict the search).
     every = set(entry["fragment_ids"])
     check_fragments = every != set(covered)
     frag_ok = np.zeros(max(every, default=0) + 2, dtype=bool)  # (the last slot: any other fragment)
@@ -265,17 +249,61 @@ def _index_search(
         if len(deleted):
             live = ~np.isin(rid, deleted)
             mask = live if mask is None else mask & live
-        if allowed_arr is not None:
-            ok = np.isin(rid, allowed_arr)
+        if allowed is not None:
+            ok = np.isin(rid, allowed)
             mask = ok if mask is None else mask & ok
         return mask
 
+    return keep
+
+
+def _index_search(
+    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array]
+) -> Optional[Tuple[List[int], List[float]]]:
+    """Searches with the column's IVF index (merging an exact search of the fragments it
+    does not cover); None when there is no usable index."""
+    import numpy as np
+
+    segments = _index_for(ds, query)
+    if not segments:
+        return None
+    loaded = []
+    for entry in segments:
+        root = ds.uri
+        if entry["base_id"] is not None:
+            base = ds.base_paths().get(entry["base_id"])
+            if base is None:
+                return None
+            root = base.path
+        loaded.append((entry, _ivf.load_index(root, entry["uuid"], ds._storage_options)))
+    metric = loaded[0][1].metric
+    if query.metric_given and query.metric != metric:
+        return None  # (a search by another distance than the index's is exact, as in pylance)
+    if any(idx.metric != metric for _, idx in loaded):
+        return None
+    frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
+    deleted = _deleted_addresses(ds)
+    allowed_arr = None if allowed is None else np.sort(allowed.to_numpy(zero_copy_only=False).astype(np.uint64))
+    uncovered = set(frags)
     q = query.q
+    parts = []
+    for entry, idx in loaded:
+        covered, _ = _ivf.covered_fragments(entry, frags)
+        uncovered -= set(covered)
+        if covered:
+            parts.append((idx, _segment_filter(entry, covered, deleted, allowed_arr)))
+    uncovered_list = sorted(uncovered)
     # Index distances (PQ-approximate) and exact ones cannot be merged: with fragments the
     # index does not cover, the index's candidates are re-ranked exactly (as pylance does).
-    refine = query.refine_factor or (1 if uncovered else None)
+    refine = query.refine_factor or (1 if uncovered_list else None)
     opts = _ivf.IndexQuery(query.k, query.nprobes, query.minimum_nprobes, query.maximum_nprobes, refine)
-    addr, dist = (np.empty(0, np.uint64), np.empty(0, np.float32)) if not covered else _ivf.search_partitions(idx, q, opts, keep)
+    found = [_ivf.search_partitions(idx, q, opts, keep) for idx, keep in parts]
+    addr = np.concatenate([a for a, _ in found]) if found else np.empty(0, np.uint64)
+    dist = np.concatenate([d for _, d in found]) if found else np.empty(0, np.float32)
+    if len(found) > 1:  # the segments' best, together
+        top = np.lexsort((addr, dist))[: query.k * (refine or 1)]
+        addr, dist = addr[top], dist[top]
+    uncovered = uncovered_list
     if refine and len(addr):
         t = pa.table(ds._snapshot.take_addresses(pa.array(addr, pa.uint64()), [query.column], False, True))
         got = t.column("_rowaddr").to_numpy()
