@@ -1,9 +1,10 @@
-"""Blob columns (`lance-encoding:blob`): datasets written by pylance 14, read by lancepy.
+"""Blob columns (`lance-encoding:blob`): written by pylance 14 and by lancepy, read by both.
 
 File version 2.2 stores a blob column as blob v2: one description per row
 (kind, position, size, blob_id, blob_uri) with the bytes inline in the data file (< 64 KiB),
 packed in a sidecar ``.blob`` file (< 4 MiB) or in a dedicated sidecar. lancepy's scans
 return the descriptions exactly as pylance's do, and ``take_blobs`` gives lazily read files.
+Every read test runs on a dataset written by each library (``blobs`` fixture).
 """
 
 from __future__ import annotations
@@ -44,12 +45,13 @@ def _value(i: int, size):
     )
 
 
-@pytest.fixture(scope="module")
-def pylance_blobs(tmp_path_factory):
+@pytest.fixture(scope="module", params=["pylance", "lancepy"])
+def pylance_blobs(request, tmp_path_factory):
+    """(path, values): the blobs of SIZES written by `request.param` (two data files)."""
     path = str(tmp_path_factory.mktemp("blobs") / "ds.lance")
     values = [_value(i, s) for i, s in enumerate(SIZES)]
     table = pa.table({"id": list(range(len(SIZES))), "b": values}, schema=SCHEMA)
-    lance.write_dataset(table, path, max_rows_per_file=5)
+    (lance if request.param == "pylance" else lancepy).write_dataset(table, path, max_rows_per_file=5)
     return path, values
 
 
@@ -164,19 +166,77 @@ def test_legacy_blob_pages_are_refused_clearly(tmp_path, version):
         lancepy.dataset(path).take_blobs("b", indices=[0])
 
 
-def test_writing_blob_columns_is_refused_clearly(tmp_path):
+def test_lancepy_writes_what_pylance_writes(tmp_path):
+    """Same rows, same writer settings: the same descriptions (kinds, positions, sidecar
+    ids) and the same sidecar files, byte for byte."""
+    import os
+
+    values = [_value(i, s) for i, s in enumerate(SIZES)]
+    table = pa.table({"id": list(range(len(SIZES))), "b": values}, schema=SCHEMA)
+    layout = {}
+    for who, lib in (("pylance", lance), ("lancepy", lancepy)):
+        path = str(tmp_path / who)
+        lib.write_dataset(table, path, max_rows_per_file=5)
+        ds = lance.dataset(path)
+        ds.validate()
+        sidecars = []
+        for frag in ds.get_fragments():
+            stem = frag.data_files()[0].path.removesuffix(".lance")
+            d = os.path.join(path, "data", stem)
+            sidecars.append(sorted((n, open(os.path.join(d, n), "rb").read()) for n in os.listdir(d)) if os.path.isdir(d) else [])
+        layout[who] = (ds.to_table().to_pylist(), sidecars, ds.schema)
+    assert layout["lancepy"][0] == layout["pylance"][0]
+    assert layout["lancepy"][1] == layout["pylance"][1]
+    assert layout["lancepy"][2] == layout["pylance"][2]
+
+
+def test_append_fragments_and_cleanup_keep_sidecars(tmp_path):
+    path = str(tmp_path / "a.lance")
+    values = [_value(i, s) for i, s in enumerate(SIZES)]
+    table = pa.table({"id": list(range(len(SIZES))), "b": values}, schema=SCHEMA)
+    lance.write_dataset(table, path)
+    lancepy.write_dataset(table, path, mode="append")  # lancepy appends to pylance's blob dataset
+    frags = lancepy.fragment.write_fragments(pa.table({"id": [100], "b": [values[5]]}, schema=SCHEMA), path)
+    lancepy.LanceDataset.commit(path, lancepy.LanceOperation.Append(frags), read_version=2)
+    ds = lancepy.dataset(path)
+    assert ds.count_rows() == 2 * len(SIZES) + 1
+    lancepy.dataset(path).cleanup_old_versions(older_than=__import__("datetime").timedelta(0), delete_unverified=True)
+    for lib in (lancepy, lance):
+        files = lib.dataset(path).take_blobs("b", indices=list(range(2 * len(SIZES) + 1)))
+        got = [f.read() if f is not None else None for f in files]
+        assert got == values + values + [values[5]]
+    lance.dataset(path).validate()
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_blob_writes_before_2_2_are_refused_clearly(tmp_path, version):
     table = pa.table({"id": [0], "b": [b"x"]}, schema=SCHEMA)
     with pytest.raises(NotSupportedError, match="blob"):
-        lancepy.write_dataset(table, str(tmp_path / "w.lance"))
+        lancepy.write_dataset(table, str(tmp_path / "w.lance"), data_storage_version=version)
     assert not (tmp_path / "w.lance" / "_versions").exists()
 
 
-def test_large_blob_read_in_slices_keeps_memory_flat(tmp_path):
+def test_rewriting_blob_columns_is_refused_and_changes_nothing(tmp_path):
+    path = str(tmp_path / "c.lance")
+    table = pa.table({"id": [0, 1, 2], "b": [b"x", b"y" * 70_000, None]}, schema=SCHEMA)
+    lancepy.write_dataset(table, path, max_rows_per_file=1)
+    v = lancepy.dataset(path).version
+    with pytest.raises(NotSupportedError, match="blob"):
+        lancepy.dataset(path).optimize.compact_files()
+    assert lancepy.dataset(path).version == v
+    assert [f.read() for f in lancepy.dataset(path).take_blobs("b", indices=[0, 1])] == [b"x", b"y" * 70_000]
+    # (the last file's only value is null: an all-null page, read by both libraries)
+    assert lancepy.dataset(path).to_table().to_pylist() == lance.dataset(path).to_table().to_pylist()
+    assert lancepy.dataset(path).take_blobs("b", indices=[2]) == [None]
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lancepy"])
+def test_large_blob_read_in_slices_keeps_memory_flat(tmp_path, writer):
     """A 200 MB dedicated blob read in 1 MB slices: peak RSS grows by far less than the blob."""
     path = str(tmp_path / "big.lance")
     mib = 1 << 20
     pattern = bytes(range(256)) * 4096  # 1 MiB
-    lance.write_dataset(pa.table({"id": [0], "b": [pattern * 200]}, schema=SCHEMA), path)
+    (lance if writer == "pylance" else lancepy).write_dataset(pa.table({"id": [0], "b": [pattern * 200]}, schema=SCHEMA), path)
     script = textwrap.dedent(
         f"""
         import resource, lancepy

@@ -45,6 +45,74 @@ def blob_sidecar_name(blob_id: int) -> str:
     return "".join("1" if blob_id >> i & 1 else "0" for i in range(32)) + ".blob"
 
 
+BLOB_V2_EXTENSION = "lance.blob.v2"
+
+
+def _is_blob_marked(field: Any) -> bool:
+    md = field.metadata or {}
+    return (md.get(b"lance-encoding:blob") or b"").decode().strip().lower() in ("true", "1", "yes")
+
+
+def _is_arrow_blob_v2(field: Any) -> bool:
+    """A blob-v2 field: extension metadata, or a registered extension type of that name
+    (pylance registers one for ``lance.blob.v2`` when it is imported)."""
+    md = field.metadata or {}
+    return md.get(b"ARROW:extension:name") == BLOB_V2_EXTENSION.encode() or (
+        getattr(field.type, "extension_name", None) == BLOB_V2_EXTENSION
+    )
+
+
+def blob_v2_schema(schema: Any, version: str) -> Any:
+    """The schema a new dataset of file version `version` records for `schema`: from 2.2 on,
+    a top-level ``binary`` / ``large_binary`` field marked ``lance-encoding:blob`` becomes a
+    blob-v2 column (``struct<data: large_binary, uri: utf8>``, extension ``lance.blob.v2``),
+    as pylance 14 records it. Other schemas are returned as they are."""
+    import pyarrow as pa
+
+    def major_minor(v: str) -> Tuple[int, ...]:
+        try:
+            return tuple(int(x) for x in str(v).split(".")[:2])
+        except ValueError:
+            return (0, 0)
+
+    if major_minor(version) < (2, 2):
+        return schema
+    fields = []
+    changed = False
+    for f in schema:
+        if _is_blob_marked(f) and (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)):
+            blob = pa.struct([pa.field("data", pa.large_binary()), pa.field("uri", pa.utf8())])
+            fields.append(pa.field(f.name, blob, f.nullable, metadata={b"ARROW:extension:name": BLOB_V2_EXTENSION.encode()}))
+            changed = True
+        else:
+            fields.append(f)
+    return pa.schema(fields, metadata=schema.metadata) if changed else schema
+
+
+def writable_schema(target: Any, data: Any) -> Any:
+    """`target` (a dataset's schema) with each blob-v2 column typed as `data` has it when
+    that is ``binary`` / ``large_binary``: blob-v2 columns are written from their bytes."""
+    import pyarrow as pa
+
+    fields = []
+    for f in target:
+        if _is_arrow_blob_v2(f) and f.name in data.names:
+            t = data.field(f.name).type
+            if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+                f = pa.field(f.name, t, f.nullable, metadata=f.metadata)
+        fields.append(f)
+    return pa.schema(fields, metadata=target.metadata)
+
+
+def sidecar_owner(path: str) -> Optional[str]:
+    """The data file a blob sidecar belongs to (``data/<stem>/<id>.blob`` → ``data/<stem>.lance``),
+    or None if `path` is not a sidecar."""
+    if not path.endswith(".blob"):
+        return None
+    head, sep, _ = path.rpartition("/")
+    return head + ".lance" if sep and head else None
+
+
 def _validate_buffer_size(buffer_size: int) -> int:
     if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
         raise InvalidArgumentError(f"buffer_size must be an int, got {type(buffer_size).__name__}")

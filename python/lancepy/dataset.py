@@ -1663,9 +1663,11 @@ class LanceDataset:
         to_delete, bytes_removed = [], 0
         for prefix in ("data", "_deletions", _commit.TRANSACTIONS_DIR, _commit.VERSIONS_DIR):
             for path, size, mtime in self._store.list(prefix):
-                if path in referenced or path == _commit.HINT_FILE:
+                # A blob sidecar (data/<stem>/<id>.blob) lives and dies with data/<stem>.lance.
+                owner = _blob.sidecar_owner(path) or path
+                if owner in referenced or path == _commit.HINT_FILE:
                     continue
-                if path in removed_in_old or delete_unverified or mtime < file_cutoff:
+                if owner in removed_in_old or delete_unverified or mtime < file_cutoff:
                     if prefix == _commit.VERSIONS_DIR and path not in removed_in_old and not path.rsplit("/", 1)[-1].startswith("."):
                         continue  # never delete a manifest we did not decide to remove
                     to_delete.append(path)
@@ -3508,9 +3510,9 @@ def write_dataset(
             )
         op = "Append"
     else:
-        lance = lance_fields_for(reader.schema)
-        fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
+        lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
+        fields, metadata = lance["fields"], lance["metadata"]
         op = "Overwrite"
     registered = _bases.register_initial_bases(initial_bases) if initial_bases else []
     target = _target_base(target_bases, registered or (base.manifest.get("base_paths") or [] if base is not None else []))

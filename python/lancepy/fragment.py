@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List,
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy import blob as _blob
 from lancepy.exceptions import (
     ColumnNotFoundError,
     DatasetNotFoundError,
@@ -377,6 +378,8 @@ def align_to_schema(reader: pa.RecordBatchReader, target: pa.Schema) -> pa.Recor
     Raises :class:`SchemaMismatchError` naming the difference before anything is written.
     """
     got = reader.schema
+    # Blob-v2 columns are written from binary values (stored as descriptions + sidecars).
+    target = _blob.writable_schema(target, got)
     parts = schema_differences(got, target)
     if parts or len(set(got.names)) != len(got.names):
         raise SchemaMismatchError(
@@ -604,9 +607,9 @@ def write_fragments(
         if data_storage_version is not None:
             version = normalize_storage_version(data_storage_version)
     else:
-        lance = lance_fields_for(reader.schema)
-        fields, metadata = lance["fields"], lance["metadata"]
         version = normalize_storage_version(data_storage_version)
+        lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
+        fields, metadata = lance["fields"], lance["metadata"]
     frags = _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
     if not return_transaction:
         return frags

@@ -322,15 +322,48 @@ impl LanceField {
             nullable: self.nullable,
             encoding: encoding as i32,
             dictionary: None,
-            extension_name: String::new(),
+            extension_name: if self.is_blob_v2() { "lance.blob.v2".to_string() } else { String::new() },
             metadata: self.metadata.iter().map(|(k, v)| (k.clone(), bytes::Bytes::from(v.clone().into_bytes()))).collect(),
             unenforced_primary_key: self.unenforced_primary_key,
             unenforced_primary_key_position: self.unenforced_primary_key_position,
         });
         for c in &self.children {
-            c.to_pb(self.id, out)?;
+            // (a blob-v2 column's descriptor fields in a data file: id −1, parent −1, as pylance writes them)
+            c.to_pb(if c.id == -1 { -1 } else { self.id }, out)?;
         }
         Ok(())
+    }
+
+    /// How a blob-v2 column is stored in a data file: one packed struct of descriptions
+    /// (see [`blob_v2_description_type`]) whose member fields have id −1.
+    pub fn blob_v2_file_field(&self) -> LanceField {
+        let DataType::Struct(members) = blob_v2_description_type() else { unreachable!("a struct") };
+        let children = members
+            .iter()
+            .map(|m| LanceField {
+                id: -1,
+                name: m.name().clone(),
+                data_type: m.data_type().clone(),
+                nullable: m.is_nullable(),
+                metadata: HashMap::new(),
+                children: vec![],
+                unenforced_primary_key: false,
+                unenforced_primary_key_position: 0,
+            })
+            .collect();
+        let metadata = [("lance-encoding:blob", "true"), ("lance-encoding:packed", "true")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into();
+        LanceField {
+            id: self.id,
+            name: self.name.clone(),
+            data_type: blob_v2_description_type(),
+            nullable: self.nullable,
+            metadata,
+            children,
+            unenforced_primary_key: self.unenforced_primary_key,
+            unenforced_primary_key_position: self.unenforced_primary_key_position,
+        }
     }
 }
 

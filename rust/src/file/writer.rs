@@ -337,6 +337,20 @@ impl FileWriter {
         Ok(self.extra_buffers.len() as u32)
     }
 
+    /// Writes `bytes` into the file now, 64-byte aligned, outside any page (a blob-v2
+    /// column's inline values); returns their absolute position.
+    pub fn write_inline_bytes(&mut self, bytes: &[u8]) -> Result<u64> {
+        self.check_not_broken()?;
+        let out = self.out.as_mut().ok_or_else(|| Error::invalid_input("the writer is already closed"))?;
+        let pad = pad_len(out.position(), BUFFER_ALIGNMENT) as usize;
+        out.write_all(&[PAD_BYTE; 64][..pad])?;
+        let pos = out.position();
+        out.write_all(bytes)?;
+        let pad = pad_len(out.position(), BUFFER_ALIGNMENT) as usize;
+        out.write_all(&[PAD_BYTE; 64][..pad])?;
+        Ok(pos)
+    }
+
     /// Sets a schema-level metadata entry (stored with the schema when the file is finished).
     pub fn add_schema_metadata(&mut self, key: &str, value: &str) -> Result<()> {
         if self.out.is_none() {

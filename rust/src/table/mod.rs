@@ -17,6 +17,7 @@
 //! * [`write`] — writing new fragments (data files) from Arrow batches.
 
 pub mod bases;
+pub mod blob_write;
 pub mod deletion;
 pub mod ivf_train;
 pub mod json;

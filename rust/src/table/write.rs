@@ -6,6 +6,7 @@
 
 use arrow_array::RecordBatch;
 
+use super::blob_write::BlobSink;
 use super::naming::{new_data_file_name, DATA_DIR};
 use crate::error::{Error, Result};
 use crate::file::reader::field_ids_and_columns;
@@ -43,6 +44,8 @@ pub fn data_file_entry(path: String, schema: &LanceSchema, version: FileVersion,
 struct OpenFile {
     writer: FileWriter,
     name: String,
+    /// The sidecars of the file's blob columns (when it has any).
+    blobs: Option<BlobSink>,
 }
 
 /// Writes `batches` (whose columns are `schema`'s top-level fields, in order) into new data
@@ -71,13 +74,35 @@ pub fn write_fragments_named(
     mut new_name: impl FnMut() -> Result<String>,
     mut on_file: impl FnMut(&str),
 ) -> Result<Vec<tablepb::DataFragment>> {
-    if let Some(f) = schema.all_fields().into_iter().find(|f| f.is_blob_v2() || crate::schema::is_blob_metadata(&f.metadata)) {
+    // Blob-v2 columns (top level, file version 2.2+) are stored as descriptions, their bytes
+    // inline or in sidecars (see `blob_write`); other blob columns are not written.
+    let blob_columns: Vec<usize> = schema.fields.iter().enumerate().filter(|(_, f)| f.is_blob_v2()).map(|(i, _)| i).collect();
+    let mut below_top = Vec::new();
+    for f in &schema.fields {
+        for c in &f.children {
+            c.walk(&mut below_top);
+        }
+    }
+    let nested_blob = below_top.into_iter().find(|f| f.is_blob_v2() || crate::schema::is_blob_metadata(&f.metadata));
+    if let Some(f) =
+        schema.fields.iter().find(|f| !f.is_blob_v2() && crate::schema::is_blob_metadata(&f.metadata)).or(nested_blob)
+    {
         return Err(Error::not_supported(format!(
-            "writing blob column {:?} (field metadata lance-encoding:blob / blob v2): lancepy reads blob columns \
-             but does not write them yet",
+            "writing blob column {:?}: lancepy writes top-level blob columns of file version 2.2 (blob v2) only",
             f.name
         )));
     }
+    if !blob_columns.is_empty() && options.version < FileVersion::V2_2 {
+        return Err(Error::not_supported(format!(
+            "blob columns need file version 2.2 (\"stable\"); this dataset stores {} files",
+            options.version
+        )));
+    }
+    let mut file_schema = schema.clone();
+    for &i in &blob_columns {
+        file_schema.fields[i] = schema.fields[i].blob_v2_file_field();
+    }
+    let schema = &file_schema;
     if options.max_rows_per_file == 0 {
         return Err(Error::invalid_input("max_rows_per_file must be positive"));
     }
@@ -86,7 +111,10 @@ pub fn write_fragments_named(
     }
     let mut out = Vec::new();
     let mut current: Option<OpenFile> = None;
-    let finish = |f: OpenFile, out: &mut Vec<tablepb::DataFragment>| -> Result<()> {
+    let finish = |mut f: OpenFile, out: &mut Vec<tablepb::DataFragment>| -> Result<()> {
+        if let Some(b) = f.blobs.as_mut() {
+            b.finish()?;
+        }
         let mut w = f.writer;
         let written = w.finish()?;
         out.push(tablepb::DataFragment {
@@ -121,7 +149,8 @@ pub fn write_fragments_named(
                         ..Default::default()
                     };
                     let writer = FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?;
-                    current.insert(OpenFile { writer, name })
+                    let blobs = (!blob_columns.is_empty()).then(|| BlobSink::new(store, &rel));
+                    current.insert(OpenFile { writer, name, blobs })
                 }
             };
             let room = (options.max_rows_per_file - file.writer.num_rows()) as usize;
@@ -130,7 +159,19 @@ pub fn write_fragments_named(
             let bytes_left = options.max_bytes_per_file.saturating_sub(file.writer.estimated_size());
             let fit = if row_bytes == 0 { usize::MAX } else { (bytes_left / row_bytes).max(1) as usize };
             let n = room.min(fit).min(batch.num_rows() - start);
-            file.writer.write_batch(&batch.slice(start, n))?;
+            let slice = batch.slice(start, n);
+            match file.blobs.as_mut() {
+                None => file.writer.write_batch(&slice)?,
+                Some(sink) => {
+                    let mut columns = slice.columns().to_vec();
+                    for &i in &blob_columns {
+                        columns[i] = sink.write_column(columns[i].as_ref(), &mut file.writer, &mut on_file)?;
+                    }
+                    let described = RecordBatch::try_new(file.writer.schema(), columns)
+                        .map_err(|e| Error::invalid_input(format!("blob column descriptions: {e}")))?;
+                    file.writer.write_batch(&described)?;
+                }
+            }
             start += n;
             if file.writer.num_rows() >= options.max_rows_per_file || file.writer.estimated_size() >= options.max_bytes_per_file {
                 finish(current.take().expect("open file"), &mut out)?;
@@ -143,6 +184,9 @@ pub fn write_fragments_named(
         } else {
             let mut w = f.writer;
             let _ = w.finish();
+            if let Some(mut b) = f.blobs {
+                b.finish()?;
+            }
             store.delete(&if dir.is_empty() { f.name.clone() } else { format!("{dir}/{}", f.name) })?;
         }
     }
