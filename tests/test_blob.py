@@ -261,3 +261,21 @@ def test_large_blob_read_in_slices_keeps_memory_flat(tmp_path, writer):
     slices, grown_mib = map(int, out.stdout.split())
     assert slices == 200
     assert grown_mib < 100, f"peak RSS grew by {grown_mib} MiB"
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lancepy"])
+def test_take_blobs_and_take_rows_by_stable_row_ids(tmp_path, writer):
+    """With stable row ids, ``ids`` are row ids (they survive deletes and compaction), as in
+    pylance: take_blobs(ids=) and take_rows agree with pylance's."""
+    path = str(tmp_path / "stable.lance")
+    values = [bytes([i]) * (i * 9000) for i in range(10)]
+    table = pa.table({"id": list(range(10)), "b": values}, schema=SCHEMA)
+    (lance if writer == "pylance" else lancepy).write_dataset(table, path, max_rows_per_file=4, enable_stable_row_ids=True)
+    lancepy.dataset(path).delete("id < 3")
+    ids = [9, 4, 3]
+    for ds in (lancepy.dataset(path),):
+        assert [f.read() for f in ds.take_blobs("b", ids=ids)] == [values[i] for i in ids]
+        assert ds.take_rows(ids + [1]).column("id").to_pylist() == lance.dataset(path)._take_rows(ids + [1]).column("id").to_pylist()
+    assert [f.read() for f in lance.dataset(path).take_blobs("b", ids=ids)] == [values[i] for i in ids]
+    with pytest.raises(IndexOutOfRangeError):
+        lancepy.dataset(path).take_blobs("b", ids=[1])  # deleted

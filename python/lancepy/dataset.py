@@ -1026,9 +1026,35 @@ class LanceDataset:
         return pa.table(self._snapshot.take(_indices(indices), cols, with_row_id, with_row_address))
 
     def _take_rows(self, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
-        """Rows at row addresses (``fragment_id << 32 | offset``); deleted rows are skipped."""
+        """Rows by row id: row addresses (``fragment_id << 32 | offset``), or, on a dataset
+        with stable row ids, those ids (as pylance's ``take_rows``). Deleted and unknown rows
+        are skipped."""
         cols = self._plain_columns(columns)
-        return pa.table(self._snapshot.take_addresses(_indices(row_ids), cols, with_row_id, with_row_address))
+        wanted = _indices(row_ids)
+        if self.has_stable_row_ids:
+            wanted = self._addresses_of_row_ids(wanted)
+        return pa.table(self._snapshot.take_addresses(wanted, cols, with_row_id, with_row_address))
+
+    def _addresses_of_row_ids(self, ids: Any) -> pa.Array:
+        """The addresses of stable row ids (unknown and deleted ids left out), in order. The
+        id → address map of this version is built once (one scan of row ids, no columns)."""
+        import numpy as np
+
+        cache = getattr(self, "_row_id_map", None)
+        if cache is None or cache[0] != self.version:
+            t = pa.table(self._snapshot.scan([], None, 0, None, 1 << 20, True, True, False))
+            rid = t.column(ROW_ID).to_numpy().astype(np.uint64)
+            addr = t.column(ROW_ADDRESS).to_numpy().astype(np.uint64)
+            order = np.argsort(rid, kind="stable")
+            cache = (self.version, rid[order], addr[order])
+            self._row_id_map = cache
+        _, sorted_ids, addrs = cache
+        want = np.asarray(ids.to_numpy(zero_copy_only=False) if isinstance(ids, pa.Array) else ids, dtype=np.uint64)
+        if not len(sorted_ids):
+            return pa.array([], pa.uint64())
+        pos = np.minimum(np.searchsorted(sorted_ids, want), len(sorted_ids) - 1)
+        found = sorted_ids[pos] == want
+        return pa.array(addrs[pos[found]], pa.uint64())
 
     take_rows = _take_rows
 
@@ -1067,9 +1093,10 @@ class LanceDataset:
             rows = self.take(indices, [blob_column], with_row_address=True)
         else:
             wanted = _indices(addresses if addresses is not None else ids)
-            if ids is not None and self.has_stable_row_ids:
-                raise UnsupportedError("take_blobs by ids on a dataset with stable row ids (use indices or addresses)")
-            rows = self._take_rows(wanted, [blob_column], with_row_address=True)
+            if ids is not None:
+                rows = self._take_rows(wanted, [blob_column], with_row_address=True)
+            else:
+                rows = pa.table(self._snapshot.take_addresses(wanted, [blob_column], False, True))
             if rows.num_rows != len(wanted):
                 raise IndexOutOfRangeError(f"take_blobs: some of the {given[0]} name deleted or missing rows")
         return _blob.open_blob_files(
