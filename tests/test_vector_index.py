@@ -395,3 +395,20 @@ def test_pylance_optimize_indices_over_ours(copy_of):
     assert set().union(*(e["fragment_ids"] for e in ours.list_indices())) == {f.fragment_id for f in ours.get_fragments()}
     for q in queries(v, 4, seed=25):
         assert_same(*search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 4}))
+
+
+def test_cleanup_removes_index_files_no_version_uses(copy_of):
+    import datetime
+    import os
+
+    kind, path, v = copy_of
+    old = lancepy.dataset(path).list_indices()[0]["uuid"]
+    kw = {"num_sub_vectors": 8} if kind == "IVF_PQ" else {}
+    lancepy.dataset(path).create_index("emb", kind, num_partitions=4, replace=True, seed=1, **kw)
+    new = lancepy.dataset(path).list_indices()[0]["uuid"]
+    stats = lancepy.dataset(path).cleanup_old_versions(older_than=datetime.timedelta(0))
+    assert stats.index_files_removed == 2
+    assert os.listdir(os.path.join(path, "_indices")) == [new] and new != old
+    q = queries(v, 1, seed=30)[0]
+    assert_same(*search_both(path, {"column": "emb", "q": q, "k": 10, "nprobes": 2}))
+    lance.dataset(path).validate()

@@ -91,6 +91,7 @@ ROW_ID = "_rowid"
 #: pyarrow 25 sorts with a null placement per key (and deprecates the global one).
 _PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
 ROW_ADDRESS = "_rowaddr"
+_INDICES_DIR = "_indices"
 TAGS_DIR = "_refs/tags"
 
 
@@ -1699,10 +1700,34 @@ class LanceDataset:
                         continue  # never delete a manifest we did not decide to remove
                     to_delete.append(path)
                     bytes_removed += size
+        # Index files: `_indices/<uuid>/...`, kept while a kept version lists the index.
+        def index_uuids(versions: List[Any]) -> set:
+            out = set()
+            for m in versions:
+                if m.index_section is not None:
+                    out |= {e["uuid"] for e in _lancepy.index_section_entries(m.index_section) if e["base_id"] is None}
+            return out
+
+        live_indices, old_indices = index_uuids(keep), index_uuids(remove)
+        for path, size, mtime in self._store.list(_INDICES_DIR):
+            parts = path.split("/")
+            uid = parts[1] if len(parts) > 2 else None
+            if uid in live_indices:
+                continue
+            if uid in old_indices or delete_unverified or mtime < file_cutoff:
+                to_delete.append(path)
+                bytes_removed += size
         # Manifests first: a crash midway leaves unreferenced files (removed by a later
         # cleanup), never a version whose files are gone.
         to_delete.sort(key=lambda p: not p.startswith(_commit.VERSIONS_DIR))
         self._store.delete(to_delete)
+        local = _local_path(self._uri)
+        if local is not None:  # (object stores have no directories; a local one left empty goes too)
+            for d in sorted({p.rsplit("/", 1)[0] for p in to_delete if p.count("/") >= 2}, reverse=True):
+                try:
+                    os.rmdir(os.path.join(local, d))
+                except OSError:
+                    pass
         def count(prefix: str) -> int:
             return sum(1 for p in to_delete if p.startswith(prefix + "/"))
 
@@ -1712,6 +1737,7 @@ class LanceDataset:
             data_files_removed=count("data"),
             transaction_files_removed=count(_commit.TRANSACTIONS_DIR),
             deletion_files_removed=count("_deletions"),
+            index_files_removed=count(_INDICES_DIR),
         )
 
     # -- commit API ------------------------------------------------------------------------
