@@ -26,7 +26,7 @@ import random
 import time
 import uuid as _uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -53,6 +53,9 @@ from lancepy.exceptions import (
     VersionNotFoundError,
 )
 from lancepy.file import _to_indices
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancepy.sql import SqlQueryBuilder
 from lancepy.filters import Filter, FilterLike, compile_expression, compile_filter
 from lancepy.fragment import (
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -1058,6 +1061,14 @@ class LanceDataset:
         return pa.array(addrs[pos[found]], pa.uint64())
 
     take_rows = _take_rows
+
+    def sql(self, sql: str) -> "SqlQueryBuilder":
+        """A SQL ``SELECT`` over this dataset (pylance's API): ``ds.sql("SELECT a, count(*)
+        FROM dataset GROUP BY a").build().to_batch_records()``. See :mod:`lancepy.sql` for
+        what is supported."""
+        from lancepy.sql import SqlQueryBuilder
+
+        return SqlQueryBuilder(self, sql)
 
     def take_blobs(
         self,
