@@ -396,10 +396,10 @@ def build(
                     f"training a PQ codebook needs at least {_PQ_CODEWORDS} rows, {len(sample)} are indexable"
                 )
             report("train_pq", 0, 1)
-            train = sample
+            train = sample[: _PQ_CODEWORDS * p.sample_rate]  # (pylance's PQ sample: 256 x sample_rate rows)
             if p.metric != "dot":
-                parts, _ = assign(sample, centroids, p.metric)
-                train = np.asarray(sample - centroids[parts], dtype=np.float32)
+                parts, _ = assign(train, centroids, p.metric)
+                train = np.asarray(train - centroids[parts], dtype=np.float32)
             seed = int(p.seed if p.seed is not None else np.random.default_rng().integers(1 << 62))
             got = _lancepy.pq_train(pa.array(np.ascontiguousarray(train).reshape(-1)), dim, m, p.max_iters, seed)
             codebook = _batch_column(got).reshape(m, _PQ_CODEWORDS, dim // m)

@@ -295,12 +295,10 @@ pub fn ivf_assign(
     let values = typed_values::<arrow_array::types::Float32Type>(data, "data")?;
     let c = typed_values::<arrow_array::types::Float32Type>(centroids, "centroids")?;
     let (ids, dists) = run(py, || crate::table::ivf_train::assign(&values, dim, &c, metric))?;
-    let ids: arrow_array::ArrayRef = std::sync::Arc::new(arrow_array::UInt32Array::from(ids));
-    let dists: arrow_array::ArrayRef = std::sync::Arc::new(arrow_array::Float32Array::from(dists));
-    let batch = arrow_array::RecordBatch::try_from_iter([("partition", ids), ("distance", dists)])
-        .map_err(|e| crate::error::Error::Internal(e.to_string()))
-        .py()?;
-    Ok(crate::python::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
+    batch_of(vec![
+        ("partition", std::sync::Arc::new(arrow_array::UInt32Array::from(ids))),
+        ("distance", std::sync::Arc::new(arrow_array::Float32Array::from(dists))),
+    ])
 }
 
 /// Trains a PQ codebook (`m` sub-vectors, 256 codewords each) on `data` (float32, rows of
@@ -357,10 +355,13 @@ pub fn pq_encode(
 }
 
 fn values_batch(array: impl arrow_array::Array + 'static) -> PyResult<crate::python::ffi::ArrowBatches> {
-    let column: arrow_array::ArrayRef = std::sync::Arc::new(array);
-    let batch = arrow_array::RecordBatch::try_from_iter([("values", column)])
-        .map_err(|e| crate::error::Error::Internal(e.to_string()))
-        .py()?;
+    batch_of(vec![("values", std::sync::Arc::new(array))])
+}
+
+/// One record batch of named columns, as Arrow batches for Python.
+fn batch_of(columns: Vec<(&str, arrow_array::ArrayRef)>) -> PyResult<crate::python::ffi::ArrowBatches> {
+    let batch =
+        arrow_array::RecordBatch::try_from_iter(columns).map_err(|e| crate::error::Error::Internal(e.to_string())).py()?;
     Ok(crate::python::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
 }
 
@@ -396,11 +397,7 @@ fn typed_values<T: arrow_array::ArrowPrimitiveType>(
 }
 
 fn distance_batch(out: Vec<f32>) -> PyResult<crate::python::ffi::ArrowBatches> {
-    let column: arrow_array::ArrayRef = std::sync::Arc::new(arrow_array::Float32Array::from(out));
-    let batch = arrow_array::RecordBatch::try_from_iter([("distance", column)])
-        .map_err(|e| crate::error::Error::Internal(e.to_string()))
-        .py()?;
-    Ok(crate::python::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
+    batch_of(vec![("distance", std::sync::Arc::new(arrow_array::Float32Array::from(out)))])
 }
 
 /// Decodes a raw `IndexSection` to JSON (`{"indices": [IndexMetadata...]}`, the form

@@ -24,6 +24,9 @@ pub const TOLERANCE: f64 = 1e-4;
 /// Codewords per PQ sub-space (8-bit codes).
 pub const PQ_CODEWORDS: usize = 256;
 
+/// k-means++ seeds come from at most this many rows per centroid.
+const SEED_ROWS_PER_CENTROID: usize = 64;
+
 /// Rows per parallel task of an assignment or k-means pass.
 const CHUNK_ROWS: usize = 2048;
 
@@ -108,7 +111,10 @@ fn nearest_block_impl<const DOT: bool>(rows: &[f32], tiles: &Tiles, xs: &mut [[f
             xs[d][i] = rows[i * dim + d];
         }
     }
-    *out = [(0, f32::INFINITY); ROWS];
+    // Each lane keeps its best distance and tile so far (branch-free, so it vectorizes);
+    // the lanes are reduced once at the end.
+    let mut best_d = [[f32::INFINITY; TILE]; ROWS];
+    let mut best_t = [[0u32; TILE]; ROWS];
     for (t, tile) in tiles.values.chunks_exact(dim * TILE).enumerate() {
         let mut acc = [[0f32; TILE]; ROWS];
         for (col, x) in tile.chunks_exact(TILE).zip(xs.iter()) {
@@ -123,13 +129,23 @@ fn nearest_block_impl<const DOT: bool>(rows: &[f32], tiles: &Tiles, xs: &mut [[f
                 }
             }
         }
+        // (the last tile's padding lanes are no centroids: left out)
         let lanes = TILE.min(tiles.k - t * TILE);
-        for i in 0..n {
-            for (l, &a) in acc[i][..lanes].iter().enumerate() {
-                let d = if DOT { 1.0 - a } else { a };
-                if d < out[i].1 {
-                    out[i] = ((t * TILE + l) as u32, d);
-                }
+        for i in 0..ROWS {
+            for l in 0..lanes {
+                let d = if DOT { 1.0 - acc[i][l] } else { acc[i][l] };
+                let better = d < best_d[i][l];
+                best_d[i][l] = if better { d } else { best_d[i][l] };
+                best_t[i][l] = if better { t as u32 } else { best_t[i][l] };
+            }
+        }
+    }
+    *out = [(0, f32::INFINITY); ROWS];
+    for i in 0..n {
+        for l in 0..TILE {
+            let (d, c) = (best_d[i][l], best_t[i][l] * TILE as u32 + l as u32);
+            if d < out[i].1 || (d == out[i].1 && c < out[i].0) {
+                out[i] = (c, d);
             }
         }
     }
@@ -305,7 +321,22 @@ pub fn train_kmeans(data: &[f32], dim: usize, k: usize, max_iters: usize, metric
     }
     let metric = if metric == Metric::Cosine { Metric::L2 } else { metric };
     let mut rng = SplitMix(seed ^ 0x6C61_6E63_6570_79);
-    let mut centroids = plus_plus(data, dim, k, metric, &mut rng);
+    // Seeds are drawn from at most SEED_ROWS_PER_CENTROID × k rows (a random subset): the
+    // seeding's k passes would otherwise cost as much as several Lloyd iterations.
+    let seed_rows = rows.min(SEED_ROWS_PER_CENTROID * k);
+    let mut centroids = if seed_rows < rows {
+        let mut picked: Vec<usize> = (0..rows).collect();
+        for i in 0..seed_rows {
+            let j = i + rng.below(rows - i);
+            picked.swap(i, j);
+        }
+        picked.truncate(seed_rows);
+        picked.sort_unstable();
+        let subset: Vec<f32> = picked.iter().flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied()).collect();
+        plus_plus(&subset, dim, k, metric, &mut rng)
+    } else {
+        plus_plus(data, dim, k, metric, &mut rng)
+    };
     let mut prev = f64::INFINITY;
     let mut loss = f64::INFINITY;
     let mut iterations = 0;
