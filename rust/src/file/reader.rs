@@ -34,10 +34,10 @@ use crate::io::{open_reader, open_reader_with, ReaderRef, StorageOptions};
 use crate::schema::{LanceField, LanceSchema};
 use crate::structural::assemble::{assemble, LeafData};
 use crate::structural::blob::BlobLayout;
-use crate::structural::builder::{LeafBuilder, Selection};
+use crate::structural::builder::LeafBuilder;
 use crate::structural::constant::{ConstantLayout, ConstantState};
 use crate::structural::fullzip::{self, FullZipLayout, FullZipState, RepIndex};
-use crate::structural::layout::{append_decoded, runs, PageInfo, PageLayout, PageRequest, PageRows};
+use crate::structural::layout::{runs, PageInfo, PageLayout, PageRequest, PageRows};
 use crate::structural::miniblock::{MiniBlockLayout, MiniBlockState};
 use crate::structural::repdef::{page_to_canonical, Layer, LeafPath};
 use crate::structural::shred::leaf_paths;
@@ -58,7 +58,7 @@ pub enum PageKind {
     /// 2.1+ blob: (position, size) descriptors in an inner mini-block page.
     Blob(BlobLayout),
     /// 2.0 `ArrayEncoding` tree.
-    V2_0(enc20::ArrayEncoding),
+    V2_0(v2_0::V20Layout),
 }
 
 /// Page metadata loaded on first use.
@@ -68,20 +68,19 @@ enum PageState {
     FullZip(FullZipState),
     Constant(ConstantState),
     /// A 2.0 page's buffers (none for pages read by byte ranges).
-    V2_0(Vec<Buffer>),
+    V2_0(v2_0::V20State),
 }
 
-/// Runs `$body` with the page's layout (`$l`, a [`PageLayout`]) and loaded state (`$s`), or
-/// `$v20` with a 2.0 page's encoding and loaded buffers.
+/// Runs `$body` with the page's layout (`$l`, a [`PageLayout`]) and loaded state (`$s`).
 macro_rules! with_layout {
-    ($page:expr, |$l:ident, $s:ident| $body:expr, |$enc:ident, $bufs:ident| $v20:expr) => {{
+    ($page:expr, |$l:ident, $s:ident| $body:expr) => {{
         let state = $page.state.get().ok_or_else(|| Error::Internal("page state not loaded".into()))?;
         match (&$page.kind, state.as_ref()) {
             (PageKind::MiniBlock($l), PageState::MiniBlock($s)) => $body,
             (PageKind::FullZip($l), PageState::FullZip($s)) => $body,
             (PageKind::Constant($l), PageState::Constant($s)) => $body,
             (PageKind::Blob($l), PageState::MiniBlock($s)) => $body,
-            (PageKind::V2_0($enc), PageState::V2_0($bufs)) => $v20,
+            (PageKind::V2_0($l), PageState::V2_0($s)) => $body,
             _ => Err(Error::corrupt("page state does not match its layout")),
         }
     }};
@@ -330,10 +329,10 @@ impl FileReader {
                         .map_err(|e| Error::corrupt(format!("{pctx}: invalid PageLayout: {e}")))?;
                     parse_page_layout(layout, &pctx)?
                 }
-                (false, TYPE_URL_ARRAY_ENCODING) => PageKind::V2_0(
-                    enc20::ArrayEncoding::decode(value)
+                (false, TYPE_URL_ARRAY_ENCODING) => PageKind::V2_0(v2_0::V20Layout {
+                    encoding: enc20::ArrayEncoding::decode(value)
                         .map_err(|e| Error::corrupt(format!("{pctx}: invalid ArrayEncoding: {e}")))?,
-                ),
+                }),
                 (_, other) => {
                     return Err(Error::not_supported(format!(
                         "{pctx}: page encoding {other:?} in a version {} file",
@@ -407,12 +406,18 @@ impl FileReader {
     }
 
     /// Reads rows `start..start + len` as several batches decoded in parallel (each also
-    /// decoding its columns in parallel), so that even a one-column scan uses every core.
-    /// Batches are in row order; nothing is copied to join them.
+    /// decoding its columns in parallel), so that even a one-column scan uses every core,
+    /// and none fetches more than about 32 MiB before decoding. Batches are in row order;
+    /// nothing is copied to join them.
     pub fn read_range_parallel(&self, start: u64, len: u64, fields: &[usize]) -> Result<Vec<RecordBatch>> {
         const MIN_PIECE_ROWS: u64 = 64 * 1024;
+        // A piece's bytes are fetched before it is decoded: pieces of at most about this
+        // many bytes (estimated from the file's bytes per row) keep memory bounded and the
+        // fetched bytes still in cache when they are decoded.
+        const MAX_PIECE_BYTES: u64 = 32 << 20;
         let threads = crate::parallel::cpu_pool().current_num_threads() as u64;
-        let pieces = (len / MIN_PIECE_ROWS).min(threads * 2);
+        let est_bytes = (self.file_size as u128 * len as u128 / self.num_rows.max(1) as u128) as u64;
+        let pieces = (len / MIN_PIECE_ROWS).min(threads * 2).max(est_bytes / MAX_PIECE_BYTES).min(len);
         if pieces < 2 {
             return Ok(vec![self.read_range(start, len, fields)?]);
         }
@@ -930,16 +935,7 @@ impl FileReader {
     /// Decodes the rows of `req` of a page from the bytes its plan fetched.
     fn decode_page(&self, page: &Page, req: &PageRequest, fetched: &[Buffer], out: &mut LeafBuilder) -> Result<()> {
         let info = page.info();
-        with_layout!(page, |l, s| l.decode(&info, s, req, fetched, out), |enc, bufs| {
-            if req.nested {
-                return Err(Error::not_supported("this page layout for a column with lists"));
-            }
-            // 2.0 pages still read their byte ranges while decoding.
-            let fetch = |r: &[Range<u64>]| self.io.read_ranges(r);
-            let src = v2_0::PageSource { locations: &page.buffers, loaded: bufs, fetch: &fetch };
-            let decoded = v2_0::read_rows(enc, &src, page.num_rows, req.kind, req.data_type, &req.rows.to_runs())?;
-            append_decoded(out, &decoded, req.table, Selection::All)
-        })
+        with_layout!(page, |l, s| l.decode(&info, s, req, fetched, out))
     }
 
     /// A description of every column's pages and encodings.
@@ -1043,7 +1039,7 @@ fn describe_page(kind: &PageKind) -> String {
             None => "constant".to_string(),
         },
         PageKind::Blob(_) => "blob".to_string(),
-        PageKind::V2_0(e) => format!("v2.0 {}", v2_0::describe(e)),
+        PageKind::V2_0(l) => format!("v2.0 {}", v2_0::describe(&l.encoding)),
     }
 }
 
@@ -1140,8 +1136,7 @@ impl LeafRead<'_> {
 /// Round `round` of the plan of a page (see [`PageLayout::plan`]).
 fn plan_page(page: &Page, req: &PageRequest, round: usize, fetched: &[Buffer]) -> Result<Option<Vec<Range<u64>>>> {
     let info = page.info();
-    // 2.0 pages read what they need while decoding.
-    with_layout!(page, |l, s| l.plan(&info, s, req, round, fetched), |_enc, _bufs| Ok(None))
+    with_layout!(page, |l, s| l.plan(&info, s, req, round, fetched))
 }
 
 impl Page {
@@ -1168,9 +1163,7 @@ impl Page {
             PageKind::FullZip(l) => l.state_buffers(&info),
             PageKind::Constant(l) => l.state_buffers(&info),
             PageKind::Blob(l) => l.state_buffers(&info),
-            // Read by byte ranges on demand, nothing to cache.
-            PageKind::V2_0(enc) if v2_0::supports_ranged_reads(enc, self.buffers.len()) => vec![],
-            PageKind::V2_0(_) => (0..self.buffers.len()).collect(),
+            PageKind::V2_0(l) => l.state_buffers(&info),
         }
     }
 
@@ -1199,7 +1192,7 @@ impl Page {
             PageKind::FullZip(l) => PageState::FullZip(l.load_state(&info, bufs, kind)?),
             PageKind::Constant(l) => PageState::Constant(l.load_state(&info, bufs, kind)?),
             PageKind::Blob(l) => PageState::MiniBlock(l.load_state(&info, bufs, kind)?),
-            PageKind::V2_0(_) => PageState::V2_0(bufs),
+            PageKind::V2_0(l) => PageState::V2_0(l.load_state(&info, bufs, kind)?),
         })
     }
 
@@ -1292,7 +1285,9 @@ impl v2_0_nested::ColumnSource for FileReader {
             .pages
             .iter()
             .map(|p| match &p.kind {
-                PageKind::V2_0(encoding) => Ok(v2_0_nested::PageRef { num_rows: p.num_rows, encoding, buffers: &p.buffers }),
+                PageKind::V2_0(l) => {
+                    Ok(v2_0_nested::PageRef { num_rows: p.num_rows, encoding: &l.encoding, buffers: &p.buffers })
+                }
                 _ => Err(Error::corrupt(format!("{}: column {col} has a page that is not a 2.0 page", self.path))),
             })
             .collect()

@@ -51,6 +51,7 @@ use arrow_schema::DataType;
 mod decode;
 mod describe;
 mod encode;
+mod layout;
 mod parse;
 mod ranged;
 #[cfg(test)]
@@ -60,6 +61,7 @@ pub use decode::{decode_page, decode_page_rows, decode_page_with};
 pub use describe::describe;
 pub(crate) use encode::no_nulls;
 pub use encode::{encode_page, struct_validity_error};
+pub use layout::{V20Layout, V20State};
 pub use ranged::{read_rows, supports_ranged_reads, FetchRanges, PageSource};
 // The parts share their crate-private items through this module.
 use decode::*;

@@ -275,10 +275,30 @@ fn read_binary_rows(
         index_ranges.push(ipos + first * 8..ipos + end);
     }
     let fetched = fetch_checked(src.fetch, &index_ranges)?;
+    // Each run's bytes: from the end of the value before it to the end of its last value
+    // (only those two indices are needed to plan the second read; every index is checked
+    // when the offsets are built below).
+    let words_of = |buf: &Buffer| -> usize { buf.len() / 8 };
+    let word = |buf: &Buffer, i: usize| -> u64 { u64::from_le_bytes(buf.as_slice()[i * 8..i * 8 + 8].try_into().unwrap()) };
+    let mut byte_ranges = Vec::with_capacity(rows.len());
+    for (r, buf) in rows.iter().zip(&fetched) {
+        let n = words_of(buf);
+        let start = if r.start == 0 { 0 } else { split_binary_index(word(buf, 0), null_adjustment).1 };
+        let own = if r.start == 0 { n } else { n - 1 };
+        let end = if own == 0 { start } else { split_binary_index(word(buf, n - 1), null_adjustment).1 };
+        if end < start || end > bsize {
+            return Err(Error::corrupt(format!(
+                "{CTX}: binary values {}..{} span bytes {start}..{end} of {bsize}",
+                r.start, r.end
+            )));
+        }
+        byte_ranges.push(bpos + start..bpos + end);
+    }
+    let wanted: Vec<Range<u64>> = byte_ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+    let data_parts = fetch_checked(src.fetch, &wanted)?;
     let mut offsets: Vec<u64> = Vec::with_capacity(count as usize + 1);
     offsets.push(0);
     let mut validity = BooleanBufferBuilder::new(count as usize);
-    let mut byte_ranges = Vec::with_capacity(rows.len());
     for (r, buf) in rows.iter().zip(&fetched) {
         let words: Vec<u64> = buf.as_slice().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
         let (start, own) =
@@ -297,10 +317,7 @@ fn read_binary_rows(
             offsets.push(base + end - start);
             prev = end;
         }
-        byte_ranges.push(bpos + start..bpos + prev);
     }
-    let wanted: Vec<Range<u64>> = byte_ranges.iter().filter(|r| r.end > r.start).cloned().collect();
-    let data_parts = fetch_checked(src.fetch, &wanted)?;
     let data = if data_parts.len() == 1 {
         data_parts[0].clone()
     } else {
