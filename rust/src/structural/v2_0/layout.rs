@@ -1,22 +1,21 @@
 //! 2.0 pages on the [`PageLayout`] trait: the reader plans, fetches and decodes them like
 //! every other layout, so a 2.0 page's byte ranges join the one coalesced fetch of a request.
 //!
-//! The 2.0 decoders ([`read_rows`]) read by byte ranges in a fixed sequence (a binary page:
-//! its indices, then the bytes they point at). The layout replays that sequence against the
-//! bytes fetched so far: [`PageLayout::plan`] runs the decoder with a source that serves the
-//! earlier rounds' bytes and, at the first request beyond them, stops and returns that
-//! request as the next round; when nothing more is asked for, the plan is complete. Decoding
-//! is then pure: the decoder runs once more over the fetched bytes (or the result of the
-//! plan's last replay, kept for it, is taken). Pages that cannot be read by ranges are
+//! The 2.0 decoders ([`read_rows`]) read by byte ranges in a fixed sequence whose length
+//! depends only on the page's shape ([`read_rounds`]: fixed-width values and fixed-size lists
+//! one read, a binary page two — its indices, then the bytes they point at). Round `r` of
+//! [`PageLayout::plan`] replays the decoder with a source that serves the earlier rounds'
+//! bytes; the decoder's read number `r` is the round's ranges (the work before it is only
+//! range arithmetic). Past the shape's last read the plan is complete, and decoding runs the
+//! decoder once over the fetched bytes, with no I/O. Pages that cannot be read by ranges are
 //! loaded whole as the page state and decoded from it, with no round at all.
 
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
-use std::sync::Mutex;
 
 use arrow_buffer::Buffer;
 
-use super::ranged::{read_rows, supports_ranged_reads, PageSource};
+use super::ranged::{read_rounds, read_rows, PageSource};
 use crate::error::{Error, Result};
 use crate::format::enc20;
 use crate::schema::LeafKind;
@@ -32,20 +31,12 @@ pub struct V20Layout {
     pub encoding: enc20::ArrayEncoding,
 }
 
-/// A 2.0 page's state: its buffers when it is decoded whole (none when read by ranges),
-/// and the last decode a plan ran, kept for the decode that follows it.
+/// A 2.0 page's state: its buffers when it is decoded whole (none when read by ranges), and
+/// the number of reads the decoder makes.
 #[derive(Debug, Default)]
 pub struct V20State {
     buffers: Vec<Buffer>,
-    planned: Mutex<Option<Planned>>,
-}
-
-/// A decode run by [`PageLayout::plan`]: the rows and fetched bytes it used, and its result.
-#[derive(Debug)]
-struct Planned {
-    rows: Vec<Range<u64>>,
-    fetched: usize,
-    decoded: DecodedChunk,
+    rounds: usize,
 }
 
 impl V20Layout {
@@ -93,15 +84,15 @@ impl PageLayout for V20Layout {
     }
 
     fn state_buffers(&self, page: &PageInfo) -> Vec<usize> {
-        if supports_ranged_reads(&self.encoding, page.buffers.len()) {
+        if read_rounds(&self.encoding, page.buffers.len()).is_some() {
             vec![] // read by byte ranges on demand: nothing to cache
         } else {
             (0..page.buffers.len()).collect()
         }
     }
 
-    fn load_state(&self, _page: &PageInfo, buffers: Vec<Buffer>, _kind: &LeafKind) -> Result<V20State> {
-        Ok(V20State { buffers, planned: Mutex::new(None) })
+    fn load_state(&self, page: &PageInfo, buffers: Vec<Buffer>, _kind: &LeafKind) -> Result<V20State> {
+        Ok(V20State { buffers, rounds: read_rounds(&self.encoding, page.buffers.len()).unwrap_or(0) })
     }
 
     fn plan(
@@ -109,20 +100,19 @@ impl PageLayout for V20Layout {
         page: &PageInfo,
         state: &V20State,
         req: &PageRequest,
-        _round: usize,
+        round: usize,
         fetched: &[Buffer],
     ) -> Result<Option<Vec<Range<u64>>>> {
         if req.nested {
             return Err(Error::not_supported("this page layout for a column with lists"));
         }
+        if round >= state.rounds {
+            return Ok(None);
+        }
         let rows = req.rows.to_runs();
         match self.replay(page, state, req, &rows, fetched)? {
             Err(next) => Ok(Some(next)),
-            Ok(decoded) => {
-                *state.planned.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(Planned { rows, fetched: fetched.len(), decoded });
-                Ok(None)
-            }
+            Ok(_) => Ok(None), // (no rows: the decoder needed nothing)
         }
     }
 
@@ -135,22 +125,9 @@ impl PageLayout for V20Layout {
         out: &mut LeafBuilder,
     ) -> Result<()> {
         let rows = req.rows.to_runs();
-        let kept = {
-            let mut planned = state.planned.lock().unwrap_or_else(|p| p.into_inner());
-            match planned.take() {
-                Some(p) if p.rows == rows && p.fetched == fetched.len() => Some(p.decoded),
-                other => {
-                    *planned = other; // another request's: leave it
-                    None
-                }
-            }
-        };
-        let decoded = match kept {
-            Some(d) => d,
-            None => match self.replay(page, state, req, &rows, fetched)? {
-                Ok(d) => d,
-                Err(_) => return Err(Error::Internal("2.0 page: decoding asked for bytes its plan did not".into())),
-            },
+        let decoded = match self.replay(page, state, req, &rows, fetched)? {
+            Ok(d) => d,
+            Err(_) => return Err(Error::Internal("2.0 page: decoding asked for bytes its plan did not".into())),
         };
         append_decoded(out, &decoded, req.table, Selection::All)
     }

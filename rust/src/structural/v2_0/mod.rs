@@ -62,7 +62,7 @@ pub use describe::describe;
 pub(crate) use encode::no_nulls;
 pub use encode::{encode_page, struct_validity_error};
 pub use layout::{V20Layout, V20State};
-pub use ranged::{read_rows, supports_ranged_reads, FetchRanges, PageSource};
+pub use ranged::{read_rounds, read_rows, supports_ranged_reads, FetchRanges, PageSource};
 // The parts share their crate-private items through this module.
 use decode::*;
 use describe::*;

@@ -82,7 +82,17 @@ impl RangedPage {
 /// Whether [`read_rows`] reads the page by byte ranges (then the caller need not fetch or
 /// cache its buffers beforehand).
 pub fn supports_ranged_reads(enc: &enc20::ArrayEncoding, num_buffers: usize) -> bool {
-    Node::parse(enc, num_buffers).ok().as_ref().and_then(RangedPage::of).is_some()
+    read_rounds(enc, num_buffers).is_some()
+}
+
+/// How many reads (calls of the source's fetch) [`read_rows`] makes for a page that it
+/// reads by byte ranges (`None`: the page is decoded from its loaded buffers, no reads).
+pub fn read_rounds(enc: &enc20::ArrayEncoding, num_buffers: usize) -> Option<usize> {
+    Node::parse(enc, num_buffers).ok().as_ref().and_then(RangedPage::of).map(|shape| match shape {
+        RangedPage::AllNull => 0,
+        RangedPage::Fixed { .. } | RangedPage::FixedSizeList { .. } => 1,
+        RangedPage::Binary { .. } => 2,
+    })
 }
 
 /// Fetches absolute byte ranges of the file, one buffer per range.
