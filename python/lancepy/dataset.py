@@ -2819,28 +2819,14 @@ PRIMARY_KEY_POSITION_METADATA = "lance-schema:unenforced-primary-key:position"
 
 
 def _primary_key(schema: pa.Schema) -> List[str]:
-    """The top-level fields of the schema's unenforced primary key, in key order: fields
-    marked ``true``/``1``/``yes`` or given a position; those with a position first, by
-    position, then the rest in schema order (pylance's rules). Key fields inside structs
-    cannot be merge keys here."""
-    keys = []
-    for i, f in enumerate(schema):
-        position = _primary_key_position(f)
-        if position is not None:
-            keys.append((position == 0, position, i, f.name))
-        elif pa.types.is_struct(f.type) and any(_primary_key_position(c) is not None for c in f.type):
-            raise UnsupportedError(f"a primary key inside struct {f.name!r} cannot be a merge_insert key")
-    return [name for *_, name in sorted(keys)]
-
-
-def _primary_key_position(f: pa.Field) -> Optional[int]:
-    """None: not a key field; 0: a key field without a position; else its position."""
-    meta = f.metadata or {}
-    position = meta.get(PRIMARY_KEY_POSITION_METADATA.encode())
-    if position is not None:
-        return int(position)
-    flag = meta.get(PRIMARY_KEY_METADATA.encode(), b"").decode(errors="replace").lower()
-    return 0 if flag in ("true", "1", "yes") else None
+    """The top-level fields of the schema's unenforced primary key, in key order (the rule
+    lives in the native schema code: fields with a position first, by position, then the rest
+    in schema order, as pylance). Key fields inside structs cannot be merge keys here."""
+    keys = _lancepy.primary_key(schema)
+    nested = [name for name, top in keys if not top]
+    if nested:
+        raise UnsupportedError(f"primary key field(s) {nested} inside a struct cannot be merge_insert keys")
+    return [name for name, _ in keys]
 
 
 class MergeInsertBuilder:

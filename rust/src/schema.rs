@@ -458,6 +458,15 @@ impl LanceSchema {
         Arc::new(Schema::new(self.fields.iter().map(|f| f.to_arrow()).collect::<Vec<_>>()).with_metadata(self.metadata.clone()))
     }
 
+    /// The unenforced primary key's fields in key order (pylance's rule): fields with a
+    /// position first, by position, then the other key fields in schema (pre-)order.
+    pub fn primary_key(&self) -> Vec<&LanceField> {
+        let mut keys: Vec<(usize, &LanceField)> =
+            self.all_fields().into_iter().enumerate().filter(|(_, f)| f.unenforced_primary_key).collect();
+        keys.sort_by_key(|(i, f)| (f.unenforced_primary_key_position == 0, f.unenforced_primary_key_position, *i));
+        keys.into_iter().map(|(_, f)| f).collect()
+    }
+
     /// All fields in pre-order.
     pub fn all_fields(&self) -> Vec<&LanceField> {
         let mut out = Vec::new();

@@ -365,6 +365,18 @@ fn batch_of(columns: Vec<(&str, arrow_array::ArrayRef)>) -> PyResult<crate::pyth
     Ok(crate::python::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
 }
 
+/// The unenforced primary key of an Arrow schema (field metadata
+/// `lance-schema:unenforced-primary-key[:position]`), in key order: `(name, top level)` per
+/// key field. Invalid markings (a position that is not a positive integer, a nullable or
+/// non-leaf key field) raise.
+#[pyfunction]
+pub fn primary_key(schema: &Bound<'_, PyAny>) -> PyResult<Vec<(String, bool)>> {
+    let schema = import_schema(schema)?;
+    let lance = LanceSchema::from_arrow(&schema).py()?;
+    let top: std::collections::HashSet<i32> = lance.fields.iter().map(|f| f.id).collect();
+    Ok(lance.primary_key().into_iter().map(|f| (f.name.clone(), top.contains(&f.id))).collect())
+}
+
 /// A roaring bitmap of `ids` in its portable serialization (an index's `fragment_bitmap`).
 #[pyfunction]
 pub fn fragment_bitmap<'py>(py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
@@ -910,6 +922,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pq_l2_span_distances, m)?)?;
     m.add_function(wrap_pyfunction!(kmeans_train, m)?)?;
     m.add_function(wrap_pyfunction!(fragment_bitmap, m)?)?;
+    m.add_function(wrap_pyfunction!(primary_key, m)?)?;
     m.add_function(wrap_pyfunction!(ivf_assign, m)?)?;
     m.add_function(wrap_pyfunction!(pq_train, m)?)?;
     m.add_function(wrap_pyfunction!(pq_encode, m)?)?;
