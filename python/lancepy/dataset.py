@@ -502,7 +502,8 @@ class LanceDataset:
         Not supported (:class:`~lancepy.exceptions.NotSupportedError`): other index types,
         ``accelerator``, pylance's shuffle tuning (``shuffle_partition_*``,
         ``precomputed_partition_dataset``), streaming k-means (``streaming_*``),
-        ``train=False``, ``num_bits`` other than 8, multi-column indices.
+        ``train=False``, ``num_bits`` other than 8, multi-column indices, vectors that are not
+        float32.
         """
         import warnings
 
@@ -555,8 +556,10 @@ class LanceDataset:
             raise TypeError(f"Vector column {column} must be FixedSizeListArray, got {field.type}")
         if not pa.types.is_floating(field.type.value_type):
             raise TypeError(f"Vector column {column} must have floating value type, got {field.type.value_type}")
-        if kind == "IVF_FLAT" and not pa.types.is_float32(field.type.value_type):
-            raise NotSupportedError(f"create_index(IVF_FLAT) on {field.type.value_type} vectors: lancepy stores float32 only")
+        if not pa.types.is_float32(field.type.value_type):
+            # (pylance types an index's centroids and codebook like the vectors; lancepy writes
+            # and reads float32 ones only)
+            raise NotSupportedError(f"create_index on {field.type.value_type} vectors: lancepy builds indices of float32 vectors only")
         dim = field.type.list_size
         if kind == "IVF_PQ":
             if num_sub_vectors is None:
