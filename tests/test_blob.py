@@ -158,14 +158,6 @@ def test_sidecar_names():
         blob_sidecar_name(1 << 32)
 
 
-@pytest.mark.parametrize("version", ["2.0", "2.1"])
-def test_legacy_blob_pages_are_refused_clearly(tmp_path, version):
-    path = str(tmp_path / "legacy.lance")
-    lance.write_dataset(pa.table({"id": [0], "b": [b"x"]}, schema=SCHEMA), path, data_storage_version=version)
-    with pytest.raises(NotSupportedError):
-        lancepy.dataset(path).take_blobs("b", indices=[0])
-
-
 def test_lancepy_writes_what_pylance_writes(tmp_path):
     """Same rows, same writer settings: the same descriptions (kinds, positions, sidecar
     ids) and the same sidecar files, byte for byte."""

@@ -318,7 +318,16 @@ def open_blob_files(
                 break
         if data_file is None:
             raise InvalidArgumentError(f"row address {addr}: its fragment holds no data for column {column!r}")
-        kind, pos, size = int(desc["kind"]), int(desc["position"]), int(desc["size"])
+        pos, size = int(desc["position"]), int(desc["size"])
+        if "kind" not in desc:
+            # A 2.0 / 2.1 blob column: the bytes are in the data file; 2.0 marks a null value
+            # with size 0 at a nonzero position.
+            if size == 0 and pos != 0:
+                out.append(None)
+                continue
+            kind = KIND_INLINE
+        else:
+            kind = int(desc["kind"])
         if kind == KIND_INLINE:
             name = data_file["path"]
         elif kind in (KIND_PACKED, KIND_DEDICATED):

@@ -743,7 +743,6 @@ class LanceDataset:
             batch_size_bytes=batch_size_bytes,
             index_segments=index_segments,
             full_text_query=full_text_query,
-            blob_handling=None if blob_handling == "blobs_descriptions" else blob_handling,
             include_deleted_rows=include_deleted_rows or None,
             scan_stats_callback=scan_stats_callback,
             strict_batch_size=strict_batch_size or None,
@@ -756,6 +755,7 @@ class LanceDataset:
         )
         scanner._set_order(order_by)
         scanner._set_late_materialization(late_materialization)
+        scanner._set_blob_handling(blob_handling)
         if nearest is not None:
             if order_by:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
@@ -1088,9 +1088,9 @@ class LanceDataset:
         `addresses` (row addresses) or `indices` (positions in scan order). `buffer_size` is
         the sequential read-ahead in bytes (0 disables it).
 
-        Blob-v2 columns (file version 2.2) are supported; the blob pages of 2.0 / 2.1 files
-        and external blobs raise :class:`~lancepy.exceptions.NotSupportedError`; a column
-        that is not a blob column raises :class:`~lancepy.exceptions.InvalidArgumentError`.
+        Blob-v2 columns (file version 2.2) and the blob columns of 2.0 / 2.1 files are
+        supported; external blobs raise :class:`~lancepy.exceptions.NotSupportedError`; a
+        column that is not a blob column raises :class:`~lancepy.exceptions.InvalidArgumentError`.
         """
         buffer_size = _blob._validate_buffer_size(buffer_size)
         given = [n for n, v in (("ids", ids), ("addresses", addresses), ("indices", indices)) if v is not None]
@@ -1100,10 +1100,6 @@ class LanceDataset:
         kind = _blob.blob_field_kind(manifest, blob_column)
         if kind is None:
             raise InvalidArgumentError(f"column {blob_column!r} is not a blob column")
-        if kind == "legacy":
-            raise UnsupportedError(
-                f"take_blobs on {blob_column!r}: blob pages of file version 2.0 / 2.1 are not supported (2.2 blob columns are)"
-            )
         if indices is not None:
             rows = self.take(indices, [blob_column], with_row_address=True)
         else:
@@ -1952,6 +1948,26 @@ class LanceScanner:
         self._nearest: Optional[_vector.NearestQuery] = None
         self._prefilter = False
         self._late: Union[bool, List[str], None] = None
+        # Blob columns returned as their values (blob_handling="all_binary"), and whether the
+        # row addresses that finds them were added by the scan, not asked for.
+        self._blob_values: List[str] = []
+        self._hidden_address = False
+
+    def _set_blob_handling(self, blob_handling: Optional[str]) -> None:
+        if blob_handling not in (None, "blobs_descriptions", "all_descriptions", "all_binary"):
+            raise InvalidArgumentError(
+                f"blob_handling must be 'all_binary', 'blobs_descriptions' or 'all_descriptions', got {blob_handling!r}"
+            )
+        if blob_handling != "all_binary":
+            return
+        if self._computed is not None or self._nearest is not None:
+            raise UnsupportedError("blob_handling='all_binary' with computed columns or nearest= is not supported")
+        manifest = self._ds._loaded.manifest
+        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        self._blob_values = [c for c in names if _blob.blob_field_kind(manifest, c) is not None]
+        if self._blob_values and not self._with_row_address:
+            self._with_row_address = True
+            self._hidden_address = True
 
     def _set_late_materialization(self, late: Union[bool, List[str], None]) -> None:
         if late is None or isinstance(late, bool):
@@ -2116,10 +2132,18 @@ class LanceScanner:
 
     def _output_names(self, table_names: List[str]) -> List[str]:
         names = self._columns if self._columns is not None else [n for n in self._ds.schema.names]
-        extra = [n for n in (ROW_ID, ROW_ADDRESS) if n in table_names]
+        extra = [n for n in (ROW_ID, ROW_ADDRESS) if n in table_names and not (n == ROW_ADDRESS and self._hidden_address)]
         return list(names) + extra
 
     def _finish(self, table: pa.Table) -> pa.Table:
+        if self._blob_values:
+            s = self._ds._snapshot
+            addresses = table.column(ROW_ADDRESS).combine_chunks()
+            for name in self._blob_values:
+                i = table.schema.get_field_index(name)
+                values = pa.table(s.blob_values(name, addresses, table.column(i).combine_chunks())).column(0)
+                field = pa.field(name, pa.large_binary(), table.schema.field(i).nullable, self._ds.schema.field(name).metadata)
+                table = table.set_column(i, field, values)
         if self._computed is not None:
             import pyarrow.dataset as pads
 

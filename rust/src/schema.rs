@@ -214,8 +214,15 @@ impl LanceField {
             && self.metadata.get("ARROW:extension:name").is_some_and(|v| v == "lance.blob.v2")
     }
 
+    /// Whether this is a blob column of a 2.0 / 2.1 file (large binary marked
+    /// `lance-encoding:blob`): its values are stored out of line in the data file and its
+    /// pages hold one `(position, size)` description per row.
+    pub fn is_legacy_blob(&self) -> bool {
+        matches!(self.data_type, DataType::LargeBinary) && is_blob_metadata(&self.metadata)
+    }
+
     /// The Arrow field a dataset read returns for this field: [`Self::to_arrow`], except for
-    /// a blob-v2 column, whose descriptions are returned (as pylance does by default).
+    /// blob columns, whose descriptions are returned (as pylance does by default).
     pub fn output_arrow(&self) -> Field {
         if self.is_blob_v2() {
             let meta: HashMap<String, String> = [("lance-encoding:blob", "true"), ("lance-encoding:packed", "true")]
@@ -223,7 +230,17 @@ impl LanceField {
                 .into();
             return Field::new(&self.name, blob_v2_description_type(), self.nullable).with_metadata(meta);
         }
+        if self.is_legacy_blob() {
+            let meta: HashMap<String, String> = [("lance-encoding:blob".to_string(), "true".to_string())].into();
+            return Field::new(&self.name, legacy_blob_description_type(), self.nullable).with_metadata(meta);
+        }
         self.to_arrow()
+    }
+
+    /// How the reader decodes a legacy blob column's pages (see [`Self::is_legacy_blob`]):
+    /// a packed struct of `(position, size)` descriptions, member field ids −1.
+    pub fn legacy_blob_file_field(&self) -> LanceField {
+        self.descriptions_field(legacy_blob_description_type())
     }
 
     /// Whether this is a struct stored row-major as one column (field metadata
@@ -337,7 +354,12 @@ impl LanceField {
     /// How a blob-v2 column is stored in a data file: one packed struct of descriptions
     /// (see [`blob_v2_description_type`]) whose member fields have id −1.
     pub fn blob_v2_file_field(&self) -> LanceField {
-        let DataType::Struct(members) = blob_v2_description_type() else { unreachable!("a struct") };
+        self.descriptions_field(blob_v2_description_type())
+    }
+
+    /// This field as a packed struct of type `description` (member field ids −1).
+    fn descriptions_field(&self, description: DataType) -> LanceField {
+        let DataType::Struct(members) = description.clone() else { unreachable!("a struct") };
         let children = members
             .iter()
             .map(|m| LanceField {
@@ -357,7 +379,7 @@ impl LanceField {
         LanceField {
             id: self.id,
             name: self.name.clone(),
-            data_type: blob_v2_description_type(),
+            data_type: description,
             nullable: self.nullable,
             metadata,
             children,
@@ -386,6 +408,12 @@ pub fn blob_v2_description_type() -> DataType {
         ]
         .into(),
     )
+}
+
+/// The Arrow type of a legacy (2.0 / 2.1) blob column's descriptions:
+/// `struct<position: uint64, size: uint64>` (`position` an absolute offset in the data file).
+pub fn legacy_blob_description_type() -> DataType {
+    DataType::Struct(vec![Field::new("position", DataType::UInt64, true), Field::new("size", DataType::UInt64, true)].into())
 }
 
 fn metadata_from_pb(m: &HashMap<String, bytes::Bytes>) -> HashMap<String, String> {

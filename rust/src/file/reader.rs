@@ -19,10 +19,12 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
-use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{Array, ArrayRef, LargeBinaryArray, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_buffer::{Buffer, MutableBuffer, NullBuffer, OffsetBuffer};
 use arrow_data::ArrayData;
-use arrow_schema::{DataType, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use prost::Message;
 
 use super::container::{parse_offset_table, FileVersion, Footer, FOOTER_LEN};
@@ -129,6 +131,9 @@ pub struct FileReader {
     column_meta: Vec<Buffer>,
     columns: Vec<OnceLock<Arc<Column>>>,
     fields: Vec<FieldColumns>,
+    /// Per top-level field, how its pages are decoded when that differs from the schema: a
+    /// legacy blob column's descriptions (see [`LanceField::legacy_blob_file_field`]).
+    stored: Vec<Option<LanceField>>,
     file_size: u64,
 }
 
@@ -217,6 +222,7 @@ impl FileReader {
         }
         let fields = map_fields_to_columns(&schema, version, column_meta.len(), &path)?;
         let arrow_schema = schema.to_arrow();
+        let stored = schema.fields.iter().map(|f| f.is_legacy_blob().then(|| f.legacy_blob_file_field())).collect();
         Ok(Self {
             io,
             path,
@@ -229,6 +235,7 @@ impl FileReader {
             global_buffers,
             column_meta,
             fields,
+            stored,
             file_size: size,
         })
     }
@@ -373,11 +380,95 @@ impl FileReader {
         }
     }
 
+    /// The schema of what reading `fields` returns: the file's, with the descriptions of
+    /// legacy blob columns in place of their values (see [`FileReader::blob_values`]).
     fn projected_schema(&self, fields: &[usize]) -> SchemaRef {
         Arc::new(Schema::new_with_metadata(
-            fields.iter().map(|&i| self.arrow_schema.field(i).clone()).collect::<Vec<_>>(),
+            fields
+                .iter()
+                .map(|&i| match &self.stored[i] {
+                    Some(_) => self.schema.fields[i].output_arrow(),
+                    None => self.arrow_schema.field(i).clone(),
+                })
+                .collect::<Vec<_>>(),
             self.arrow_schema.metadata().clone(),
         ))
+    }
+
+    /// The field as its pages store it (a legacy blob column: its descriptions).
+    fn stored_field(&self, field: usize) -> &LanceField {
+        self.stored[field].as_ref().unwrap_or(&self.schema.fields[field])
+    }
+
+    /// Whether top-level field `field` is a legacy (2.0 / 2.1) blob column, which reads
+    /// return as `(position, size)` descriptions.
+    pub fn is_legacy_blob(&self, field: usize) -> bool {
+        self.stored.get(field).is_some_and(Option::is_some)
+    }
+
+    /// `batch` (a read of `fields`) with each legacy blob column's descriptions replaced by
+    /// the values they describe, fetched with one coalescing read.
+    pub fn blob_values(&self, batch: RecordBatch, fields: &[usize]) -> Result<RecordBatch> {
+        if !fields.iter().any(|&f| self.is_legacy_blob(f)) {
+            return Ok(batch);
+        }
+        let mut columns = batch.columns().to_vec();
+        let mut schema_fields: Vec<Field> = batch.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+        for (pos, &f) in fields.iter().enumerate() {
+            if self.is_legacy_blob(f) {
+                columns[pos] = self.blob_bytes(columns[pos].as_ref())?;
+                schema_fields[pos] = self.arrow_schema.field(f).clone();
+            }
+        }
+        let schema = Arc::new(Schema::new_with_metadata(schema_fields, batch.schema().metadata().clone()));
+        decoded_batch(schema, columns, batch.num_rows(), &self.path)
+    }
+
+    /// The values of legacy blob descriptions (`struct<position: uint64, size: uint64>`) of
+    /// this file, as large binary: null descriptions, and 2.0's null marker (size 0 at a
+    /// nonzero position), are null; size 0 is an empty value.
+    pub fn blob_bytes(&self, descriptions: &dyn Array) -> Result<ArrayRef> {
+        let corrupt =
+            || Error::corrupt(format!("{}: blob descriptions are not struct<position: uint64, size: uint64>", self.path));
+        let s = descriptions.as_struct_opt().ok_or_else(corrupt)?;
+        let (Some(pos), Some(size)) = (s.column_by_name("position"), s.column_by_name("size")) else { return Err(corrupt()) };
+        let (pos, size) = (
+            pos.as_primitive_opt::<UInt64Type>().ok_or_else(corrupt)?,
+            size.as_primitive_opt::<UInt64Type>().ok_or_else(corrupt)?,
+        );
+        let n = s.len();
+        let mut valid = Vec::with_capacity(n);
+        let mut ranges = Vec::new();
+        for i in 0..n {
+            let (p, len) = (pos.value(i), size.value(i));
+            let ok = s.is_valid(i) && pos.is_valid(i) && size.is_valid(i) && !(len == 0 && p != 0);
+            valid.push(ok);
+            if ok && len > 0 {
+                if p.checked_add(len).is_none_or(|e| e > self.file_size) {
+                    return Err(Error::corrupt(format!("{}: blob at {p}..+{len} lies outside the file", self.path)));
+                }
+                ranges.push(p..p + len);
+            }
+        }
+        let fetched = if ranges.is_empty() { Vec::new() } else { self.io.read_ranges(&ranges)? };
+        let total: usize = fetched.iter().map(|b| b.len()).sum();
+        let mut data = Vec::with_capacity(total);
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0i64);
+        let mut next = fetched.iter();
+        for i in 0..n {
+            if valid[i] && size.value(i) > 0 {
+                data.extend_from_slice(next.next().ok_or_else(|| Error::Internal("a blob was not fetched".into()))?.as_slice());
+            }
+            offsets.push(data.len() as i64);
+        }
+        let nulls = NullBuffer::from(valid);
+        let out = LargeBinaryArray::try_new(
+            OffsetBuffer::new(offsets.into()),
+            Buffer::from_vec(data),
+            (nulls.null_count() > 0).then_some(nulls),
+        )?;
+        Ok(Arc::new(out))
     }
 
     /// Reads rows `start..start + len` of the projected fields.
@@ -710,7 +801,7 @@ impl FileReader {
 
     /// The leaf columns of top-level field `field`: (file column, leaf field, structure).
     fn leaves(&self, field: usize) -> Result<Vec<(usize, &LanceField, LeafPath)>> {
-        let f = &self.schema.fields[field];
+        let f = self.stored_field(field);
         let cols = &self.fields[field].columns;
         let paths = leaf_paths(f)?;
         if !self.version.is_structural() && (paths.len() != 1 || paths[0].1.kinds.len() != 1) {
@@ -752,7 +843,7 @@ impl FileReader {
         let jobs: Vec<(usize, Option<Vec<LeafRead>>)> =
             fields.iter().zip(counts).map(|(&f, n)| (f, n.map(|n| leaves.by_ref().take(n).collect()))).collect();
         let arrays = crate::parallel::map(jobs, parallel, |(f, job)| {
-            let field = &self.schema.fields[f];
+            let field = self.stored_field(f);
             match job {
                 Some(mut job) => {
                     if per_field_fetch {

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
 use crate::io::{open_writer_with, StorageOptions, Writer};
 use crate::schema::{LanceField, LanceSchema};
+use crate::structural::blob::{blob_page, legacy_descriptions};
 use crate::structural::page::EncodedPage;
 use crate::structural::shred::{leaf_paths, shred};
 use crate::structural::strategy::{encode_leaf_page, encode_page};
@@ -51,6 +52,9 @@ struct FieldBuffer {
     arrays: Vec<ArrayRef>,
     bytes: u64,
     rows: u64,
+    /// A legacy blob column (2.0 / 2.1): the packed struct of descriptions its pages hold
+    /// (its values are written out of line as they arrive; `arrays` buffers descriptions).
+    blob: Option<LanceField>,
 }
 
 /// Pages written so far for one file column.
@@ -60,6 +64,8 @@ struct ColumnState {
     written_rows: u64,
     /// Rows of a 2.0 struct column, whose one page is written by `finish`.
     struct_rows: Option<u64>,
+    /// A 2.0 blob column (its column encoding says so).
+    blob: bool,
 }
 
 /// Statistics of a finished file.
@@ -127,7 +133,12 @@ impl FileWriter {
         let mut num_columns = 0;
         for f in &schema.fields {
             let leaves = column_fields(f, options.version)?;
+            let blob = f.is_legacy_blob().then(|| LanceField {
+                nullable: false, // null values are described, not null descriptions
+                ..f.legacy_blob_file_field()
+            });
             fields.push(FieldBuffer {
+                blob,
                 field: f.clone(),
                 first_column: num_columns,
                 leaves: leaves.clone(),
@@ -139,9 +150,10 @@ impl FileWriter {
         }
         let columns = fields
             .iter()
-            .flat_map(|f| f.leaves.iter())
-            .map(|c| ColumnState {
+            .flat_map(|f| f.leaves.iter().map(move |c| (f, c)))
+            .map(|(f, c)| ColumnState {
                 struct_rows: (!options.version.is_structural() && v2_0_nested::is_struct_column(c)).then_some(0),
+                blob: !options.version.is_structural() && f.blob.is_some(),
                 ..ColumnState::default()
             })
             .collect();
@@ -230,8 +242,17 @@ impl FileWriter {
         }
         // Before anything is buffered: an interrupt here leaves the writer as it was.
         crate::interrupt::check()?;
-        for (fi, f) in self.fields.iter_mut().enumerate() {
-            let a = batch.column(fi).clone();
+        let mut columns = batch.columns().to_vec();
+        for fi in 0..self.fields.len() {
+            if self.fields[fi].blob.is_some() {
+                // Legacy blob values go into the file now; their descriptions are buffered.
+                let structural = self.options.version.is_structural();
+                let r = legacy_descriptions(columns[fi].as_ref(), structural, |b| self.write_inline_bytes(b));
+                self.broken |= r.is_err();
+                columns[fi] = r?;
+            }
+        }
+        for (f, a) in self.fields.iter_mut().zip(columns) {
             f.bytes += a.to_data().get_slice_memory_size().unwrap_or(a.get_array_memory_size()) as u64;
             f.rows += a.len() as u64;
             f.arrays.push(a);
@@ -273,18 +294,32 @@ impl FileWriter {
         let version = self.options.version;
         let max_page_bytes = self.options.max_page_bytes;
         let nonempty: Vec<usize> = fields.iter().copied().filter(|&i| self.fields[i].rows > 0).collect();
-        let jobs: Vec<(usize, LanceField, Vec<LanceField>, Vec<ArrayRef>)> = nonempty
+        let jobs: Vec<(usize, LanceField, Vec<LanceField>, Vec<ArrayRef>, Option<bool>)> = nonempty
             .iter()
             .map(|&i| {
                 let f = &mut self.fields[i];
                 f.bytes = 0;
                 f.rows = 0;
-                (f.first_column, f.field.clone(), f.leaves.clone(), std::mem::take(&mut f.arrays))
+                let arrays = std::mem::take(&mut f.arrays);
+                match &f.blob {
+                    Some(d) => (f.first_column, d.clone(), vec![d.clone()], arrays, Some(f.field.nullable)),
+                    None => (f.first_column, f.field.clone(), f.leaves.clone(), arrays, None),
+                }
             })
             .collect();
         let parallel = jobs.len() > 1;
-        let encoded = crate::parallel::map(jobs, parallel, |(first_column, field, leaves, arrays)| {
-            encode_field_pages(&field, &leaves, &arrays, version, max_page_bytes).map(|pages| (first_column, pages))
+        let encoded = crate::parallel::map(jobs, parallel, |(first_column, field, leaves, arrays, blob)| {
+            let pages = encode_field_pages(&field, &leaves, &arrays, version, max_page_bytes)?;
+            let pages = pages
+                .into_iter()
+                .map(|p| match (p, blob) {
+                    (ColumnPiece::Page(c, page), Some(nullable)) if version.is_structural() => {
+                        Ok(ColumnPiece::Page(c, blob_page(page, nullable)?))
+                    }
+                    (p, _) => Ok(p),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok::<_, Error>((first_column, pages))
         });
         for r in encoded {
             let (first_column, pieces) = r?;
@@ -391,14 +426,19 @@ impl FileWriter {
             out.write_all(&b)?;
         }
         let column_meta_start = out.position();
-        let column_encoding = any_bytes(
+        use enc20::column_encoding::ColumnEncoding as Ce;
+        let values = enc20::ColumnEncoding { column_encoding: Some(Ce::Values(())) };
+        let column_encoding = any_bytes(TYPE_URL_COLUMN_ENCODING, values.encode_to_vec());
+        // A 2.0 blob column: `blob{inner: values}`.
+        let blob_encoding = any_bytes(
             TYPE_URL_COLUMN_ENCODING,
-            enc20::ColumnEncoding { column_encoding: Some(enc20::column_encoding::ColumnEncoding::Values(())) }.encode_to_vec(),
+            enc20::ColumnEncoding { column_encoding: Some(Ce::Blob(Box::new(enc20::Blob { inner: Some(Box::new(values)) }))) }
+                .encode_to_vec(),
         );
         let mut cmo = Vec::with_capacity(self.columns.len());
         for c in &mut self.columns {
             let meta = file2::ColumnMetadata {
-                encoding: Some(column_encoding.clone()),
+                encoding: Some(if c.blob { blob_encoding.clone() } else { column_encoding.clone() }),
                 pages: std::mem::take(&mut c.pages),
                 buffer_offsets: vec![],
                 buffer_sizes: vec![],

@@ -94,7 +94,12 @@ impl PyFileReader {
     fn read_range(&self, py: Python<'_>, start: u64, num_rows: u64, columns: Option<Vec<String>>) -> PyResult<ArrowBatches> {
         let r = &self.inner;
         let fields = r.projection(columns.as_deref()).py()?;
-        let batches = run(py, || r.read_range_parallel(start, num_rows, &fields))?;
+        let batches = run(py, || {
+            r.read_range_parallel(start, num_rows, &fields)?
+                .into_iter()
+                .map(|b| r.blob_values(b, &fields))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
         Ok(ArrowBatches::new(batches[0].schema(), batches))
     }
 
@@ -105,7 +110,7 @@ impl PyFileReader {
         let idx = extract_indices(indices, || format!("{} has {} rows", r.path(), r.num_rows()))?;
         let r = &self.inner;
         let fields = r.projection(columns.as_deref()).py()?;
-        let batch = run(py, || r.take(&idx, &fields))?;
+        let batch = run(py, || r.blob_values(r.take(&idx, &fields)?, &fields))?;
         Ok(ArrowBatches::new(batch.schema(), vec![batch]))
     }
 
@@ -118,9 +123,9 @@ impl PyFileReader {
         let r = self.inner.clone();
         let fields = r.projection(columns.as_deref()).py()?;
         let end = end.unwrap_or(r.num_rows()).min(r.num_rows());
-        let schema = r.read_range(0, 0, &fields).py()?.schema();
+        let schema = r.blob_values(r.read_range(0, 0, &fields).py()?, &fields).py()?.schema();
         let starts = (start..end).step_by(batch_size as usize);
-        let iter = starts.map(move |s| catch(|| r.read_range(s, batch_size.min(end - s), &fields)));
+        let iter = starts.map(move |s| catch(|| r.blob_values(r.read_range(s, batch_size.min(end - s), &fields)?, &fields)));
         Ok(BatchStream::new(schema, iter))
     }
 

@@ -810,6 +810,25 @@ impl PySnapshot {
         Ok(found.iter().map(|n| (n.address, n.distance)).unzip())
     }
 
+    /// The values of blob column `column` described by `descriptions` (an Arrow array of
+    /// what a read returned for it) at row `addresses`, as a one-column batch of large binary.
+    fn blob_values(
+        &self,
+        py: Python<'_>,
+        column: String,
+        addresses: &Bound<'_, PyAny>,
+        descriptions: &Bound<'_, PyAny>,
+    ) -> PyResult<ArrowBatches> {
+        let addr = extract_indices(addresses, || "row addresses are 64-bit".to_string())?;
+        let desc = crate::python::ffi::import_array(descriptions)?;
+        let s = &self.inner;
+        let values = run(py, || s.blob_values(&column, &addr, desc.as_ref()))?;
+        let schema =
+            Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(&column, values.data_type().clone(), true)]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![values]).map_err(|e| to_pyerr(e.into()))?;
+        Ok(ArrowBatches::new(schema, vec![batch]))
+    }
+
     /// Rows at row addresses; deleted rows are skipped.
     #[pyo3(signature = (addresses, columns=None, with_row_id=false, with_row_address=false))]
     fn take_addresses(

@@ -1,9 +1,10 @@
 //! The blob page layout (2.1 / 2.2): large binary values stored out of line, found through
-//! `(position, size)` descriptors kept in an inner mini-block page.
+//! `(position, size)` descriptions kept in an inner mini-block page.
 //!
-//! Reading rows takes two rounds of fetches: the descriptor chunks holding the rows, then
-//! the blobs they point to. A null row's descriptor has size 0 and its definition level in
-//! bits 16..32 of the position.
+//! The layout decodes the descriptions (a packed struct of two `u64`s per row, one round of
+//! fetches); the reader turns them into bytes with a second fetch when a caller wants the
+//! values themselves (see `FileReader::blob_bytes`). A null row's description has size 0
+//! and its definition level in bits 16..32 of the position.
 
 use std::ops::Range;
 
@@ -14,25 +15,17 @@ use super::builder::{LeafBuilder, Selection};
 use super::layout::{to_canonical, PageInfo, PageLayout, PageRequest};
 use super::miniblock::{check_fetched, chunk_ranges, decode_chunk, group_by_chunk, MiniBlockLayout, MiniBlockState};
 use super::repdef::Layer;
-use crate::encodings::{DataBlock, VariableWidthBlock};
+use crate::encodings::{DataBlock, FixedWidthBlock};
 use crate::error::{Error, Result};
 use crate::schema::LeafKind;
 
 /// A blob page's layout.
 #[derive(Debug)]
 pub struct BlobLayout {
-    /// The descriptors' mini-block layout.
+    /// The descriptions' mini-block layout.
     pub inner: MiniBlockLayout,
     /// The real validity layers of the column.
     pub layers: Vec<Layer>,
-}
-
-/// The descriptors of some rows: the raw 16-byte descriptors, each row's definition level,
-/// and the byte ranges of the non-empty blobs of valid rows, in row order.
-struct Descriptors {
-    raw: Buffer,
-    def: Vec<u16>,
-    blobs: Vec<Range<u64>>,
 }
 
 impl BlobLayout {
@@ -43,35 +36,32 @@ impl BlobLayout {
         group_by_chunk(&state.chunks, &req.rows.to_rows())
     }
 
-    /// Decodes the descriptors of the rows from their fetched chunks.
-    fn descriptors(&self, state: &MiniBlockState, req: &PageRequest, chunks: &[Buffer]) -> Result<Descriptors> {
+    /// Decodes the raw 16-byte descriptions of the rows from their fetched chunks, and each
+    /// row's definition level.
+    fn descriptions(&self, state: &MiniBlockState, req: &PageRequest, chunks: &[Buffer]) -> Result<(Buffer, Vec<u16>)> {
         let groups = self.groups(state, req)?;
         check_fetched(chunks.len(), groups.len())?;
-        let mut descriptors = LeafBuilder::new(LeafKind::Fixed { bytes: 16 }, req.rows.count() as usize);
+        let mut descriptions = LeafBuilder::new(LeafKind::Fixed { bytes: 16 }, req.rows.count() as usize);
         for ((c, sel), b) in groups.iter().zip(chunks) {
             crate::interrupt::check()?;
             let decoded = decode_chunk(&self.inner, &state.chunks[*c], b, None, None)?;
-            descriptors.append(&decoded.values, None, Selection::Indices(sel))?;
+            descriptions.append(&decoded.values, None, Selection::Indices(sel))?;
         }
-        let raw = descriptors.finish(&DataType::FixedSizeBinary(16))?.values.to_data().buffers()[0].clone();
-        let mut def = Vec::with_capacity(raw.len() / 16);
-        let mut blobs = Vec::new();
-        for d in raw.as_slice().chunks_exact(16) {
-            let pos = u64::from_le_bytes(d[..8].try_into().unwrap());
-            let size = u64::from_le_bytes(d[8..].try_into().unwrap());
-            if size == 0 && pos != 0 {
-                def.push(((pos >> 16) & 0xFFFF) as u16);
-                continue;
-            }
-            if pos.checked_add(size).is_none_or(|e| e > req.file_size) {
-                return Err(Error::corrupt(format!("blob at {pos}..+{size} lies outside the file")));
-            }
-            def.push(0);
-            if size > 0 {
-                blobs.push(pos..pos + size);
-            }
-        }
-        Ok(Descriptors { raw, def, blobs })
+        let raw = descriptions.finish(&DataType::FixedSizeBinary(16))?.values.to_data().buffers()[0].clone();
+        let def = raw
+            .as_slice()
+            .chunks_exact(16)
+            .map(|d| {
+                let pos = u64::from_le_bytes(d[..8].try_into().unwrap());
+                let size = u64::from_le_bytes(d[8..].try_into().unwrap());
+                if size == 0 && pos != 0 {
+                    ((pos >> 16) & 0xFFFF) as u16
+                } else {
+                    0
+                }
+            })
+            .collect();
+        Ok((raw, def))
     }
 }
 
@@ -96,11 +86,10 @@ impl PageLayout for BlobLayout {
         state: &MiniBlockState,
         req: &PageRequest,
         round: usize,
-        fetched: &[Buffer],
+        _fetched: &[Buffer],
     ) -> Result<Option<Vec<Range<u64>>>> {
         Ok(match round {
             0 => Some(chunk_ranges(page, &state.chunks, self.groups(state, req)?.into_iter().map(|g| g.0))),
-            1 => Some(self.descriptors(state, req, fetched)?.blobs),
             _ => None,
         })
     }
@@ -113,23 +102,72 @@ impl PageLayout for BlobLayout {
         fetched: &[Buffer],
         out: &mut LeafBuilder,
     ) -> Result<()> {
-        let chunks = self.groups(state, req)?.len().min(fetched.len());
-        let Descriptors { raw, def, blobs } = self.descriptors(state, req, &fetched[..chunks])?;
-        let fetched_blobs = &fetched[chunks..];
-        check_fetched(fetched_blobs.len(), blobs.len())?;
-        let mut offsets = Vec::with_capacity(def.len() + 1);
-        offsets.push(0u64);
-        let mut data = Vec::with_capacity(blobs.iter().map(|b| (b.end - b.start) as usize).sum());
-        let mut next = fetched_blobs.iter();
-        for (d, desc) in def.iter().zip(raw.as_slice().chunks_exact(16)) {
-            let size = u64::from_le_bytes(desc[8..].try_into().unwrap());
-            if *d == 0 && size > 0 {
-                data.extend_from_slice(next.next().expect("checked above").as_slice());
-            }
-            offsets.push(data.len() as u64);
+        if !matches!(req.kind, LeafKind::Packed { widths } if widths == &[8, 8]) {
+            return Err(Error::Internal(format!("blob pages decode to descriptions, not to {:?}", req.kind)));
         }
-        let block = DataBlock::Variable(VariableWidthBlock::from_u64(offsets, data));
+        let (raw, def) = self.descriptions(state, req, fetched)?;
+        let block = DataBlock::Fixed(FixedWidthBlock { num_values: def.len() as u64, data: raw, bits_per_value: 128 });
         let canonical = if def.iter().any(|&d| d != 0) { Some(to_canonical(&def, &req.table)?) } else { None };
         out.append(&block, canonical.as_deref(), Selection::All)
     }
+}
+
+/// The values of a legacy blob column (binary or large binary) as the descriptions its
+/// pages store, each value's bytes written out of line by `write` (which returns their
+/// absolute position in the file). No description is null: a null value is size 0 at a
+/// nonzero position — 1 in 2.0 files, its definition level (1) in bits 16..32 in 2.1 ones.
+pub fn legacy_descriptions(
+    values: &dyn arrow_array::Array,
+    structural: bool,
+    mut write: impl FnMut(&[u8]) -> Result<u64>,
+) -> Result<arrow_array::ArrayRef> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::{StructArray, UInt64Array};
+    let n = values.len();
+    let value = |i: usize| -> &[u8] {
+        match values.data_type() {
+            DataType::Binary => values.as_binary::<i32>().value(i),
+            _ => values.as_binary::<i64>().value(i),
+        }
+    };
+    if !matches!(values.data_type(), DataType::Binary | DataType::LargeBinary) {
+        return Err(Error::invalid_input(format!("a blob column holds binary values, not {}", values.data_type())));
+    }
+    let null_position = if structural { 1u64 << 16 } else { 1 };
+    let (mut position, mut size) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        crate::interrupt::check()?;
+        if values.is_null(i) {
+            position.push(null_position);
+            size.push(0);
+            continue;
+        }
+        let bytes = value(i);
+        position.push(if bytes.is_empty() { 0 } else { write(bytes)? });
+        size.push(bytes.len() as u64);
+    }
+    let DataType::Struct(fields) = crate::schema::legacy_blob_description_type() else { unreachable!("a struct") };
+    let columns: Vec<arrow_array::ArrayRef> =
+        vec![std::sync::Arc::new(UInt64Array::from(position)), std::sync::Arc::new(UInt64Array::from(size))];
+    Ok(std::sync::Arc::new(StructArray::try_new(fields, columns, None)?))
+}
+
+/// A 2.1+ page of descriptions (a mini-block page of the packed struct) wrapped as a blob
+/// page whose outer layer says whether the column is nullable.
+pub fn blob_page(page: super::page::EncodedPage, nullable: bool) -> Result<super::page::EncodedPage> {
+    use crate::format::enc21;
+    use prost::Message;
+    let inner = enc21::PageLayout::decode(page.encoding.as_slice())
+        .map_err(|e| Error::Internal(format!("a descriptions page's layout does not decode: {e}")))?;
+    if !matches!(inner.layout, Some(enc21::page_layout::Layout::MiniBlockLayout(_))) {
+        return Err(Error::Internal("blob descriptions were not written as a mini-block page".into()));
+    }
+    let layer = if nullable { enc21::RepDefLayer::RepdefNullableItem } else { enc21::RepDefLayer::RepdefAllValidItem };
+    let outer = enc21::PageLayout {
+        layout: Some(enc21::page_layout::Layout::BlobLayout(Box::new(enc21::BlobLayout {
+            inner_layout: Some(Box::new(inner)),
+            layers: vec![layer as i32],
+        }))),
+    };
+    Ok(super::page::EncodedPage { encoding: outer.encode_to_vec(), ..page })
 }

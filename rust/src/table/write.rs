@@ -10,7 +10,7 @@ use super::blob_write::BlobSink;
 use super::naming::{new_data_file_name, DATA_DIR};
 use crate::error::{Error, Result};
 use crate::file::reader::field_ids_and_columns;
-use crate::file::{FileVersion, FileWriter, LanceSchema, WriterOptions};
+use crate::file::{FileVersion, FileWriter, LanceField, LanceSchema, WriterOptions};
 use crate::format::tablepb;
 use crate::io::Store;
 
@@ -75,7 +75,8 @@ pub fn write_fragments_named(
     mut on_file: impl FnMut(&str),
 ) -> Result<Vec<tablepb::DataFragment>> {
     // Blob-v2 columns (top level, file version 2.2+) are stored as descriptions, their bytes
-    // inline or in sidecars (see `blob_write`); other blob columns are not written.
+    // inline or in sidecars (see `blob_write`); top-level legacy blob columns of 2.0 / 2.1
+    // files are written by the file writer (values out of line in the data file).
     let blob_columns: Vec<usize> = schema.fields.iter().enumerate().filter(|(_, f)| f.is_blob_v2()).map(|(i, _)| i).collect();
     let mut below_top = Vec::new();
     for f in &schema.fields {
@@ -84,12 +85,17 @@ pub fn write_fragments_named(
         }
     }
     let nested_blob = below_top.into_iter().find(|f| f.is_blob_v2() || crate::schema::is_blob_metadata(&f.metadata));
-    if let Some(f) =
-        schema.fields.iter().find(|f| !f.is_blob_v2() && crate::schema::is_blob_metadata(&f.metadata)).or(nested_blob)
+    let legacy_ok = |f: &LanceField| f.is_legacy_blob() && options.version < FileVersion::V2_2;
+    if let Some(f) = schema
+        .fields
+        .iter()
+        .find(|f| !f.is_blob_v2() && !legacy_ok(f) && crate::schema::is_blob_metadata(&f.metadata))
+        .or(nested_blob)
     {
         return Err(Error::not_supported(format!(
-            "writing blob column {:?}: lancepy writes top-level blob columns of file version 2.2 (blob v2) only",
-            f.name
+            "writing blob column {:?} ({}): lancepy writes top-level blob columns only: large_binary ones in file \
+             versions 2.0 / 2.1, blob v2 ones in 2.2",
+            f.name, f.data_type
         )));
     }
     if !blob_columns.is_empty() && options.version < FileVersion::V2_2 {

@@ -1,0 +1,135 @@
+"""Blob columns of file versions 2.0 and 2.1 ("legacy" blobs: a large binary column marked
+``lance-encoding:blob``, values stored out of line in the data file, pages of
+``(position, size)`` descriptions), read and written by both libraries."""
+
+import glob
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lancepy
+from lancepy.exceptions import InvalidArgumentError
+from lancepy.file import LanceFileReader
+
+BLOB = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+SCHEMA = pa.schema([pa.field("id", pa.int64()), BLOB])
+VERSIONS = ["2.0", "2.1"]
+
+
+def _values(n):
+    """Nulls, empty values, small and large values (the large ones cross page and
+    coalescing boundaries)."""
+    out = []
+    for i in range(n):
+        if i % 7 == 3:
+            out.append(None)
+        elif i % 11 == 5:
+            out.append(b"")
+        elif i % 13 == 0:
+            out.append(bytes([i % 251]) * (300_000 + i))
+        else:
+            out.append(f"value-{i}-".encode() * (i % 5 + 1))
+    return out
+
+
+def _table(n=60, start=0):
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "b": pa.array(_values(n), pa.large_binary())}, schema=SCHEMA)
+
+
+def _write(lib, table, path, version, **kw):
+    if lib == "pylance":
+        return lance.write_dataset(table, path, data_storage_version=version, **kw)
+    return lancepy.write_dataset(table, path, data_storage_version=version, **kw)
+
+
+def _blobs(files):
+    return [None if f is None else f.read() for f in files]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_reads_pylance_legacy_blobs_as_pylance_does(tmp_path, version):
+    path = str(tmp_path / "ds")
+    table = _table()
+    lance.write_dataset(table, path, data_storage_version=version)
+    ours, theirs = lancepy.dataset(path), lance.dataset(path)
+    # Default: the descriptions, with pylance's type, metadata and values.
+    a, b = ours.to_table(), theirs.to_table()
+    assert a.schema.field("b") == b.schema.field("b")
+    assert a.schema.field("b").metadata == b.schema.field("b").metadata
+    assert a.column("b").to_pylist() == b.column("b").to_pylist()
+    assert ours.to_table(blob_handling="blobs_descriptions") == a
+    assert ours.to_table(blob_handling="all_descriptions") == a
+    # all_binary: the values.
+    got = ours.to_table(blob_handling="all_binary")
+    assert got.column("b").to_pylist() == table.column("b").to_pylist()
+    assert got.schema.field("b").type == pa.large_binary()
+    assert got.column_names == ["id", "b"]
+    assert got == theirs.to_table(blob_handling="all_binary")
+    # With a filter, a limit and an offset, as batches.
+    f = ours.to_table(filter="id >= 20", blob_handling="all_binary", limit=15, offset=3)
+    assert f.column("b").to_pylist() == table.column("b").to_pylist()[23:38]
+    batches = list(ours.to_batches(columns=["b"], blob_handling="all_binary", batch_size=7))
+    assert pa.Table.from_batches(batches).column("b").to_pylist() == table.column("b").to_pylist()
+    with_addr = ours.to_table(blob_handling="all_binary", with_row_address=True)
+    assert with_addr.column_names == ["id", "b", "_rowaddr"]
+    # take_blobs: lazily read files, None for nulls.
+    idx = [0, 3, 5, 13, 26, 59, 13]
+    assert _blobs(ours.take_blobs("b", indices=idx)) == [table.column("b")[i].as_py() for i in idx]
+    assert _blobs(ours.take_blobs("b", indices=idx)) == _blobs(theirs.take_blobs("b", indices=idx))
+    big = ours.take_blobs("b", indices=[13])[0]
+    assert big.size() == 300_013
+    big.seek(1000)
+    assert big.read(10) == bytes([13]) * 10
+    # The file-level reader returns the values, as pylance's does.
+    data_file = glob.glob(f"{path}/data/*.lance")[0]
+    assert LanceFileReader(data_file).read_all().to_table().column("b").to_pylist() == table.column("b").to_pylist()
+    assert LanceFileReader(data_file).take_rows([13, 3]).to_table().column("b").to_pylist() == [
+        table.column("b")[13].as_py(),
+        None,
+    ]
+
+
+def test_bad_blob_handling_is_refused(tmp_path):
+    path = str(tmp_path / "ds")
+    lance.write_dataset(_table(5), path, data_storage_version="2.1")
+    with pytest.raises(InvalidArgumentError):
+        lancepy.dataset(path).to_table(blob_handling="bytes")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("writer", ["lancepy", "pylance"])
+def test_both_libraries_read_what_either_writes(tmp_path, version, writer):
+    path = str(tmp_path / "ds")
+    table = _table(80)
+    _write(writer, table, path, version, max_rows_per_file=50)
+    _write("lancepy" if writer == "pylance" else "pylance", _table(30, start=80), path, version, mode="append")
+    expected = table.column("b").to_pylist() + _table(30, start=80).column("b").to_pylist()
+    for ds in (lancepy.dataset(path), lance.dataset(path)):
+        got = ds.to_table(blob_handling="all_binary")
+        assert got.column("b").to_pylist() == expected
+        assert got.column("id").to_pylist() == list(range(110))
+        idx = [0, 3, 5, 13, 52, 91, 104, 109]
+        assert _blobs(ds.take_blobs("b", indices=idx)) == [expected[i] for i in idx]
+    # The same descriptions shape and file layout as pylance's.
+    assert lancepy.dataset(path).schema == lance.dataset(path).schema
+    assert lancepy.dataset(path).to_table().schema == lance.dataset(path).to_table().schema
+
+
+@pytest.mark.parametrize("version", VERSIONS + ["2.2"])
+def test_file_writer_writes_blob_pages_pylance_reads(tmp_path, version):
+    """The file-level writer stores a blob-marked large binary column as blob pages (in
+    every version, as pylance's file writer does)."""
+    from lance.file import LanceFileReader as PylanceFileReader
+
+    from lancepy.file import LanceFileWriter
+
+    path = str(tmp_path / "f.lance")
+    table = _table(40)
+    with LanceFileWriter(path, version=version) as w:
+        w.write_batch(table)
+    theirs = PylanceFileReader(path).read_all().to_table()
+    assert theirs.column("b").to_pylist() == table.column("b").to_pylist()
+    ours = LanceFileReader(path)
+    assert ours.read_all().to_table() == table
+    assert ours.metadata().encodings()[1][0] == "blob" if version != "2.0" else True
