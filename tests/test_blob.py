@@ -200,28 +200,6 @@ def test_append_fragments_and_cleanup_keep_sidecars(tmp_path):
     lance.dataset(path).validate()
 
 
-@pytest.mark.parametrize("version", ["2.0", "2.1"])
-def test_blob_writes_before_2_2_are_refused_clearly(tmp_path, version):
-    table = pa.table({"id": [0], "b": [b"x"]}, schema=SCHEMA)
-    with pytest.raises(NotSupportedError, match="blob"):
-        lancepy.write_dataset(table, str(tmp_path / "w.lance"), data_storage_version=version)
-    assert not (tmp_path / "w.lance" / "_versions").exists()
-
-
-def test_rewriting_blob_columns_is_refused_and_changes_nothing(tmp_path):
-    path = str(tmp_path / "c.lance")
-    table = pa.table({"id": [0, 1, 2], "b": [b"x", b"y" * 70_000, None]}, schema=SCHEMA)
-    lancepy.write_dataset(table, path, max_rows_per_file=1)
-    v = lancepy.dataset(path).version
-    with pytest.raises(NotSupportedError, match="blob"):
-        lancepy.dataset(path).optimize.compact_files()
-    assert lancepy.dataset(path).version == v
-    assert [f.read() for f in lancepy.dataset(path).take_blobs("b", indices=[0, 1])] == [b"x", b"y" * 70_000]
-    # (the last file's only value is null: an all-null page, read by both libraries)
-    assert lancepy.dataset(path).to_table().to_pylist() == lance.dataset(path).to_table().to_pylist()
-    assert lancepy.dataset(path).take_blobs("b", indices=[2]) == [None]
-
-
 @pytest.mark.parametrize("writer", ["pylance", "lancepy"])
 def test_large_blob_read_in_slices_keeps_memory_flat(tmp_path, writer):
     """A 200 MB dedicated blob read in 1 MB slices: peak RSS grows by far less than the blob."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import itertools
 import json
 import os
 import random
@@ -848,13 +849,14 @@ class LanceDataset:
         include_deleted_rows: Optional[bool] = None,
         order_by: Optional[List[Any]] = None,
         disable_scoring_autoprojection: Optional[bool] = None,
+        **kwargs: Any,
     ) -> Any:
         """The rows as a ``pandas.DataFrame`` (needs pandas); the parameters are
-        :meth:`scanner`'s. `blob_mode` only matters for blob columns, which lancepy reads
-        as plain binary."""
+        :meth:`scanner`'s, `blob_mode` and `kwargs` :meth:`LanceScanner.to_pandas`'s."""
         args = _args(locals())
         args.pop("blob_mode")
-        return self.scanner(**args).to_pandas()
+        pandas_args = args.pop("kwargs", None) or {}
+        return self.scanner(**args).to_pandas(blob_mode=blob_mode, **pandas_args)
 
     def count_rows(
         self,
@@ -1291,7 +1293,8 @@ class LanceDataset:
         for name in updates:
             if name not in schema.names:
                 raise InvalidArgumentError(f"cannot update column {name!r}: the dataset has no such column")
-        table = self.to_table(filter=where, with_row_address=True)
+        # Blob columns are rewritten from their values.
+        table = self.to_table(filter=where, with_row_address=True, blob_handling="all_binary")
         if table.num_rows == 0:
             return {"num_rows_updated": 0}
         new_columns = {}
@@ -2237,10 +2240,36 @@ class LanceScanner:
             if t.num_rows:
                 yield t, scanned
 
-    def to_pandas(self, *, blob_mode: str = "lazy") -> Any:
-        """The rows as a ``pandas.DataFrame`` (needs pandas). `blob_mode` only matters for
-        blob columns, which lancepy reads as plain binary."""
-        return self.to_table().to_pandas()
+    def to_pandas(self, *, blob_mode: str = "lazy", **kwargs: Any) -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas). `blob_mode` says what blob
+        columns hold: ``"lazy"`` (default) a :class:`~lancepy.blob.BlobFile` per value
+        (``None`` for a null), ``"bytes"`` the values, ``"descriptions"`` what
+        :meth:`to_table` returns. `kwargs` go to ``pyarrow.Table.to_pandas``."""
+        if blob_mode not in ("lazy", "bytes", "descriptions"):
+            raise InvalidArgumentError(f"blob_mode must be 'lazy', 'bytes' or 'descriptions', got {blob_mode!r}")
+        manifest = self._ds._loaded.manifest
+        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        blobs = [c for c in names if self._computed is None and _blob.blob_field_kind(manifest, c) is not None]
+        if not blobs or blob_mode == "descriptions":
+            return self.to_table().to_pandas(**kwargs)
+        scan = copy.copy(self)
+        if blob_mode == "bytes":
+            scan._set_blob_handling("all_binary")
+            return scan.to_table().to_pandas(**kwargs)
+        scan._with_row_address = True
+        table = scan.to_table()
+        addresses = table.column(ROW_ADDRESS).to_pylist()
+        files = {
+            c: _blob.open_blob_files(self._ds._store.uri, manifest, self._ds._storage_options, c, addresses,
+                                     table.column(c).to_pylist(), _blob.DEFAULT_BLOB_BUFFER_SIZE)
+            for c in blobs
+        }
+        order = table.column_names if self._with_row_address else [c for c in table.column_names if c != ROW_ADDRESS]
+        rest = table.drop_columns(blobs + ([] if self._with_row_address else [ROW_ADDRESS]))
+        df = rest.to_pandas(**kwargs)
+        for c in blobs:
+            df.insert(order.index(c), c, files[c])
+        return df
 
     def head(self, num_rows: int) -> pa.Table:
         """The first `num_rows` rows of the scan."""
@@ -2547,6 +2576,75 @@ class CleanupStats:
     failed_deletes: int = 0
 
 
+class _RewriteSource:
+    """The live rows of some fragments, streamed for rewriting (compaction): batches of at
+    most `batch_rows` rows and, for blob columns, about `blob_bytes` bytes of values (read
+    from their descriptions batch by batch), so memory stays bounded by a batch. Row ids
+    (`stable`) and row addresses (`addresses`) are collected on the side, not written."""
+
+    def __init__(self, ds: "LanceDataset", fragment_ids: List[int], stable: bool, with_addresses: bool,
+                 row_ids: List[int], addresses: List[Any], batch_rows: int = 65536, blob_bytes: int = 64 << 20) -> None:
+        manifest = ds._loaded.manifest
+        self._ds, self._ids, self._stable = ds, fragment_ids, stable
+        self._blobs = [n for n in ds.schema.names if _blob.blob_field_kind(manifest, n) is not None]
+        self._with_addresses = with_addresses or bool(self._blobs)
+        self._keep_addresses = with_addresses
+        self._row_ids, self._addresses = row_ids, addresses
+        self._batch_rows, self._blob_bytes = batch_rows, blob_bytes
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        s = self._ds._snapshot
+        stream = s.scan_stream(None, self._ids, 0, None, self._batch_rows, self._stable, self._with_addresses, False)
+        while True:
+            b = stream.next_batch()
+            if b is None:
+                return
+            t = pa.table(b)
+            if self._stable:
+                self._row_ids.extend(t.column(ROW_ID).to_pylist())
+                t = t.drop_columns([ROW_ID])
+            if not self._with_addresses:
+                yield from t.to_batches()
+                continue
+            if self._keep_addresses:
+                self._addresses.append(t.column(ROW_ADDRESS).combine_chunks())
+            yield from self._with_blob_values(t)
+
+    def _with_blob_values(self, t: pa.Table) -> Iterator[pa.RecordBatch]:
+        """`t`'s rows with blob descriptions replaced by values, in slices of about
+        `blob_bytes` bytes of values; the row address column dropped."""
+        sizes = [0] * t.num_rows
+        for name in self._blobs:
+            for i, n in enumerate(pc.struct_field(t.column(name), "size").to_pylist()):
+                sizes[i] += n or 0
+        start = 0
+        s = self._ds._snapshot
+        while start < t.num_rows:
+            stop, total = start + 1, sizes[start]
+            while stop < t.num_rows and total + sizes[stop] <= self._blob_bytes:
+                total += sizes[stop]
+                stop += 1
+            piece = t.slice(start, stop - start)
+            addresses = piece.column(ROW_ADDRESS).combine_chunks()
+            for name in self._blobs:
+                i = piece.schema.get_field_index(name)
+                values = pa.table(s.blob_values(name, addresses, piece.column(i).combine_chunks())).column(0)
+                piece = piece.set_column(i, pa.field(name, pa.large_binary(), piece.schema.field(i).nullable), values)
+            yield from piece.drop_columns([ROW_ADDRESS]).to_batches()
+            start = stop
+
+    def reader(self) -> pa.RecordBatchReader:
+        batches = self._batches()
+        first = next(batches, None)
+        if first is None:
+            empty = pa.table(self._ds._snapshot.scan(None, self._ids, 0, 0, 1, False, False, False))
+            for name in self._blobs:
+                i = empty.schema.get_field_index(name)
+                empty = empty.set_column(i, pa.field(name, pa.large_binary()), pa.array([], pa.large_binary()))
+            return empty.to_reader()
+        return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
+
+
 class DatasetOptimizer:
     """``ds.optimize``: compaction."""
 
@@ -2755,18 +2853,17 @@ class DatasetOptimizer:
         try:
             for g in groups:
                 ids = [f.get("id", 0) for f in g]
-                data = pa.table(ds._snapshot.scan(None, ids, 0, None, 1 << 40, stable, bool(remap), False))
-                row_ids = data.column(ROW_ID).to_pylist() if stable else None
-                if stable:
-                    data = data.drop_columns([ROW_ID])
-                if remap:
-                    old_addresses.append(data.column(ROW_ADDRESS).to_numpy())
-                    data = data.drop_columns([ROW_ADDRESS])
-                made = _write(ds._uri, data.to_reader(), ds._loaded.manifest.get("fields", []),
+                row_ids: List[int] = []
+                addresses: List[Any] = []
+                data = _RewriteSource(ds, ids, stable, bool(remap), row_ids, addresses).reader()
+                made = _write(ds._uri, data, ds._loaded.manifest.get("fields", []),
                               ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version,
                               storage_options=ds._storage_options)
+                if remap:
+                    old_addresses.append(pa.concat_arrays(addresses).to_numpy() if addresses else
+                                         pa.array([], pa.uint64()).to_numpy())
                 new = [m._manifest_json() for m in made]
-                if stable and row_ids is not None:
+                if stable:
                     start = 0
                     for nf in new:
                         n = nf["physical_rows"]

@@ -812,10 +812,10 @@ class LanceFragment:
         blob_mode: str = "lazy",
         order_by: Optional[List[Any]] = None,
     ) -> Any:
-        """The fragment's live rows as a ``pandas.DataFrame`` (needs pandas); `blob_mode`
-        only matters for blob columns, which lancepy reads as plain binary."""
+        """The fragment's live rows as a ``pandas.DataFrame`` (needs pandas); `blob_mode` as
+        in :meth:`lancepy.LanceScanner.to_pandas`."""
         args = {k: v for k, v in locals().items() if k not in ("self", "blob_mode")}
-        return self.scanner(**args).to_pandas()
+        return self.scanner(**args).to_pandas(blob_mode=blob_mode)
 
     def head(self, num_rows: int) -> pa.Table:
         """The first `num_rows` live rows of the fragment."""
