@@ -208,3 +208,12 @@ def test_to_pandas_blob_modes_match_pylance(tmp_path, version):
     assert ours.get_fragments()[0].to_pandas(blob_mode="bytes").equals(theirs.get_fragments()[0].to_pandas(blob_mode="bytes"))
     with pytest.raises(InvalidArgumentError):
         ours.to_pandas(blob_mode="eager")
+
+
+def test_to_pandas_forwards_keywords_to_pyarrow_and_refuses_unknown_ones(tmp_path):
+    pytest.importorskip("pandas")
+    path = str(tmp_path / "ds")
+    lancepy.write_dataset(pa.table({"a": [1, 2]}), path)
+    assert lancepy.dataset(path).to_pandas(use_threads=False)["a"].tolist() == [1, 2]
+    with pytest.raises(TypeError):
+        lancepy.dataset(path).to_pandas(no_such_option=True)
