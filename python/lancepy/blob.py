@@ -13,7 +13,8 @@ Where the bytes are, by ``kind``:
 * 0, inline: in the row's data file, at absolute offset ``position``;
 * 1, packed: in the sidecar ``data/<data file stem>/<blob_id>.blob`` at ``position``;
 * 2, dedicated: the whole sidecar ``data/<data file stem>/<blob_id>.blob``;
-* 3, external: at ``blob_uri`` (not supported by lancepy: raises
+* 3, external: at ``blob_uri`` (an absolute URI), ``size`` bytes from ``position``, or
+  the whole object when both are 0 (base-relative URIs raise
   :class:`~lancepy.exceptions.NotSupportedError`).
 
 ``<blob_id>`` is the id's 32 bits written least significant first as ``0``/``1`` characters.
@@ -102,6 +103,21 @@ def writable_schema(target: Any, data: Any) -> Any:
                 f = pa.field(f.name, t, f.nullable, metadata=f.metadata)
         fields.append(f)
     return pa.schema(fields, metadata=target.metadata)
+
+
+def external_blob_handling(external_blob_mode: str, allow_external_blob_outside_bases: bool) -> str:
+    """What the writer does with blob values given as URIs (pylance's `blob_array` of
+    URIs): ``"ingest"`` copies their bytes into the dataset; ``"reference"`` with
+    `allow_external_blob_outside_bases` stores the absolute URI; plain ``"reference"``
+    refuses them (pylance stores URIs inside registered bases relative to the base, which
+    lancepy does not write)."""
+    if external_blob_mode not in ("reference", "ingest"):
+        raise InvalidArgumentError(f"external_blob_mode must be 'reference' or 'ingest', got {external_blob_mode!r}")
+    if external_blob_mode == "ingest":
+        if allow_external_blob_outside_bases:
+            raise InvalidArgumentError("allow_external_blob_outside_bases only applies when external_blob_mode='reference'")
+        return "ingest"
+    return "reference" if allow_external_blob_outside_bases else "refuse"
 
 
 def sidecar_owner(path: str) -> Optional[str]:
@@ -334,7 +350,16 @@ def open_blob_files(
             stem = data_file["path"][: -len(".lance")] if data_file["path"].endswith(".lance") else data_file["path"]
             name = f"{stem}/{blob_sidecar_name(int(desc['blob_id']))}"
         elif kind == KIND_EXTERNAL:
-            raise NotSupportedError(f"external blobs (row address {addr}: {desc.get('blob_uri')!r}) are not supported")
+            # An absolute URI, and a slice of it (none: all of it).
+            ext = desc.get("blob_uri") or ""
+            if "://" not in ext and not ext.startswith("/"):
+                raise NotSupportedError(f"row address {addr}: external blob {ext!r} is not an absolute URI "
+                                        "(base-relative external blobs are not supported)")
+            r = reader(ext)
+            if pos == 0 and size == 0:
+                size = r.size()
+            out.append(BlobFile(r, pos, size, buffer_size))
+            continue
         else:
             raise InvalidArgumentError(f"row address {addr}: unknown blob kind {kind}")
         uri = _bases._file_uri(root, bases, data_file.get("base_id"), "data", name)

@@ -1090,9 +1090,9 @@ class LanceDataset:
         `addresses` (row addresses) or `indices` (positions in scan order). `buffer_size` is
         the sequential read-ahead in bytes (0 disables it).
 
-        Blob-v2 columns (file version 2.2) and the blob columns of 2.0 / 2.1 files are
-        supported; external blobs raise :class:`~lancepy.exceptions.NotSupportedError`; a
-        column that is not a blob column raises :class:`~lancepy.exceptions.InvalidArgumentError`.
+        Blob-v2 columns (file version 2.2, external blobs at absolute URIs included) and the
+        blob columns of 2.0 / 2.1 files are supported; a column that is not a blob column
+        raises :class:`~lancepy.exceptions.InvalidArgumentError`.
         """
         buffer_size = _blob._validate_buffer_size(buffer_size)
         given = [n for n, v in (("ids", ids), ("addresses", addresses), ("indices", indices)) if v is not None]
@@ -3625,9 +3625,13 @@ def write_dataset(
     does for 2.x files. `enable_stable_row_ids` makes a new dataset keep each row's id
     through compaction and updates (it has no effect on an existing dataset, as in pylance).
     `progress` (pylance's ``FragmentWriteProgress``: ``begin(fragment)`` before a fragment's
-    rows are written, ``complete(fragment)`` after) hears about every fragment. Options
-    lancepy does not build (page and cache sizes, commit locks, auto-cleanup, commit
-    messages, transaction properties, `target_all_bases`, `base_store_params`, external blobs,
+    rows are written, ``complete(fragment)`` after) hears about every fragment. Blob
+    columns (``lance-encoding:blob`` binary, or pylance's ``blob_field`` / ``blob_array``)
+    are written as pylance writes them; values given as URIs are copied in with
+    `external_blob_mode` ``"ingest"``, stored as absolute URIs with
+    `allow_external_blob_outside_bases`, and refused otherwise. Options lancepy does not
+    build (page and cache sizes, commit locks, auto-cleanup, commit messages, transaction
+    properties, `target_all_bases`, `base_store_params`, the pack-file threshold,
     namespaces, sessions, the legacy format) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
@@ -3648,8 +3652,6 @@ def write_dataset(
         transaction_properties=transaction_properties,
         target_all_bases=target_all_bases,
         base_store_params=base_store_params,
-        external_blob_mode=None if external_blob_mode == "reference" else external_blob_mode,
-        allow_external_blob_outside_bases=allow_external_blob_outside_bases or None,
         blob_pack_file_size_threshold=blob_pack_file_size_threshold,
         namespace_client=namespace_client,
         table_id=table_id,
@@ -3657,6 +3659,7 @@ def write_dataset(
     )
     if mode not in ("create", "append", "overwrite"):
         raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
+    external = _blob.external_blob_handling(external_blob_mode, allow_external_blob_outside_bases)
     if initial_bases is not None and mode != "create":
         raise InvalidArgumentError(f"initial_bases registers bases of a new dataset: mode must be 'create', not {mode!r}")
     u = _uri(uri)
@@ -3692,13 +3695,14 @@ def write_dataset(
     target = _target_base(target_bases, registered or (base.manifest.get("base_paths") or [] if base is not None else []))
     written: List[Any] = []
     if target is None:
-        frags = _write_reporting(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
+        frags = _write_reporting(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options,
+                                 external_blobs=external)
         written = [f"data/{d.path}" for f in frags for d in f.files]
     else:
         root, data_dir = _bases.base_dir(target)
         base_store = _lancepy.Store(root, options)
         frags = _write_reporting(root, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
-                                 options, data_dir=data_dir)
+                                 options, data_dir=data_dir, external_blobs=external)
         written = [(base_store, f"{data_dir}/{d.path}" if data_dir else d.path) for f in frags for d in f.files]
     frag_json = [f._manifest_json() for f in frags]
     if target is not None:

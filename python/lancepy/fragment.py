@@ -410,6 +410,7 @@ def _write(
     file_tag: Optional[str] = None,
     storage_options: Optional[Dict[str, str]] = None,
     data_dir: str = "data",
+    external_blobs: str = "refuse",
 ) -> List[FragmentMetadata]:
     """Streams `reader` into new data files (memory bounded by a few pages per column) under
     ``{uri}/{data_dir}/`` (``data_dir=""``: straight under `uri`, a plain base path).
@@ -436,7 +437,7 @@ def _write(
     try:
         text = _lancepy.write_fragments(
             uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
-            file_tag, storage_options, data_dir,
+            file_tag, storage_options, data_dir, external_blobs,
         )
     except Exception:
         if failures:
@@ -457,6 +458,7 @@ def _write_reporting(
     storage_options: Optional[Dict[str, str]] = None,
     *,
     data_dir: str = "data",
+    external_blobs: str = "refuse",
 ) -> List[FragmentMetadata]:
     """:func:`_write`, telling `progress` (pylance's ``FragmentWriteProgress`` shape: an
     object with ``begin(fragment)`` and ``complete(fragment)``) about each fragment: ``begin``
@@ -465,7 +467,7 @@ def _write_reporting(
     each; without `progress` this is :func:`_write`."""
     if progress is None:
         return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
-                      storage_options=storage_options, data_dir=data_dir)
+                      storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs)
     for name in ("begin", "complete"):
         if not callable(getattr(progress, name, None)):
             raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
@@ -503,7 +505,7 @@ def _write_reporting(
         progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
         part = pa.RecordBatchReader.from_batches(reader.schema, run())
         made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
-                      storage_options=storage_options, data_dir=data_dir)
+                      storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs)
         for f in made:
             progress.complete(f)
         out.extend(made)
@@ -558,7 +560,8 @@ def write_fragments(
     With `return_transaction` a :class:`lancepy.dataset.Transaction` is returned instead of
     the fragments: ``LanceOperation.Append`` against the latest version when appending to an
     existing dataset, ``LanceOperation.Overwrite`` otherwise; pass it to
-    :meth:`lancepy.LanceDataset.commit`. Page and cache sizes, stable row ids, base paths, external blobs, namespaces and sessions
+    :meth:`lancepy.LanceDataset.commit`. `external_blob_mode` and `allow_external_blob_outside_bases` as in
+    :func:`lancepy.write_dataset`. Page and cache sizes, stable row ids, base paths, namespaces and sessions
     are not supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
     """
     for name, value in (
@@ -570,8 +573,6 @@ def write_fragments(
         ("target_all_bases", target_all_bases),
         ("initial_bases", initial_bases),
         ("base_store_params", base_store_params),
-        ("external_blob_mode", None if external_blob_mode == "reference" else external_blob_mode),
-        ("allow_external_blob_outside_bases", allow_external_blob_outside_bases or None),
         ("namespace_client", namespace_client),
         ("table_id", table_id),
         ("session", session),
@@ -580,6 +581,7 @@ def write_fragments(
             raise UnsupportedError(f"{name}={value!r} is not supported by lancepy")
     if mode not in ("append", "overwrite", "create"):
         raise InvalidArgumentError(f"mode must be 'append', 'overwrite' or 'create', got {mode!r}")
+    external = _blob.external_blob_handling(external_blob_mode, allow_external_blob_outside_bases)
     if hasattr(dataset_uri, "uri") and hasattr(dataset_uri, "_storage_options"):
         if storage_options is None:
             storage_options = dataset_uri._storage_options  # type: ignore[union-attr]
@@ -610,7 +612,8 @@ def write_fragments(
         version = normalize_storage_version(data_storage_version)
         lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
         fields, metadata = lance["fields"], lance["metadata"]
-    frags = _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options)
+    frags = _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options,
+                             external_blobs=external)
     if not return_transaction:
         return frags
     from lancepy.dataset import LanceOperation, LanceSchema, Transaction

@@ -533,7 +533,7 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 /// as in a base path that is not a dataset root). On error every file written is deleted
 /// again.
 #[pyfunction]
-#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data"))]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data", external_blobs="refuse"))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_fragments(
     py: Python<'_>,
@@ -547,13 +547,21 @@ pub fn write_fragments(
     file_tag: Option<String>,
     storage_options: Option<StorageOptions>,
     data_dir: &str,
+    external_blobs: &str,
 ) -> PyResult<String> {
+    use crate::table::blob_write::ExternalBlobs;
+    let external_blobs = match external_blobs {
+        "refuse" => ExternalBlobs::Refuse,
+        "reference" => ExternalBlobs::Reference,
+        "ingest" => ExternalBlobs::Ingest,
+        other => return Err(to_pyerr(Error::invalid_input(format!("unknown external blob handling {other:?}")))),
+    };
     let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
     let version: FileVersion = version.parse().py()?;
     let options = storage_options.unwrap_or_default();
     let store = run(py, || Store::open_with(uri, &options))?;
     let batches = import_stream(data)?;
-    let options = FragmentWriteOptions { max_rows_per_file, max_bytes_per_file, version };
+    let options = FragmentWriteOptions { max_rows_per_file, max_bytes_per_file, version, external_blobs };
     run(py, move || {
         let mut created = Vec::new();
         // Files carry `file_tag` when one is given (a Spark job finds its files by it).

@@ -382,13 +382,17 @@ impl TableSnapshot {
             None
         };
         // Where each row's bytes are: (object, range), or None for a null value.
+        let blob_uris = s.column_by_name("blob_uri").and_then(|c| c.as_string_opt::<i32>().cloned());
         let mut uris: Vec<String> = Vec::new();
         let mut uri_index: HashMap<String, usize> = HashMap::new();
+        // (an external blob without a slice is all of its object: its end is known once it
+        // is opened, and marked `u64::MAX` until then)
         let mut wanted: Vec<Option<(usize, Range<u64>)>> = Vec::with_capacity(s.len());
         for (i, &addr) in addresses.iter().enumerate() {
             let (p, n) = (pos.value(i), size.value(i));
             let null = s.is_null(i) || pos.is_null(i) || size.is_null(i) || (legacy && n == 0 && p != 0);
-            if null || n == 0 {
+            let external = kinds.as_ref().is_some_and(|k| k.value(i) == 3);
+            if null || (n == 0 && !external) {
                 wanted.push(if null { None } else { Some((usize::MAX, 0..0)) });
                 continue;
             }
@@ -404,12 +408,22 @@ impl TableSnapshot {
                     format!("{stem}/{}", super::blob_write::sidecar_name(ids.as_ref().expect("v2").value(i)))
                 }
                 Some(3) => {
-                    return Err(Error::not_supported(format!("row address {addr}: external blobs are not supported")));
+                    let uri = blob_uris.as_ref().filter(|u| u.is_valid(i)).map(|u| u.value(i)).unwrap_or("");
+                    if !(uri.contains("://") || uri.starts_with('/')) {
+                        return Err(Error::not_supported(format!(
+                            "row address {addr}: external blob {uri:?} is not an absolute URI (base-relative external \
+                             blobs are not supported)"
+                        )));
+                    }
+                    uri.to_string()
                 }
                 Some(k) => return Err(Error::corrupt(format!("row address {addr}: unknown blob kind {k}"))),
             };
-            let end =
-                p.checked_add(n).ok_or_else(|| Error::corrupt(format!("row address {addr}: blob at {p}..+{n} overflows")))?;
+            let end = if external && p == 0 && n == 0 {
+                u64::MAX
+            } else {
+                p.checked_add(n).ok_or_else(|| Error::corrupt(format!("row address {addr}: blob at {p}..+{n} overflows")))?
+            };
             let next = uris.len();
             let u = *uri_index.entry(uri.clone()).or_insert(next);
             if u == next {
@@ -418,22 +432,27 @@ impl TableSnapshot {
             wanted.push(Some((u, p..end)));
         }
         let mut fetched: Vec<std::vec::IntoIter<arrow_buffer::Buffer>> = Vec::with_capacity(uris.len());
+        let mut total = 0usize;
         for (u, uri) in uris.iter().enumerate() {
-            let ranges: Vec<Range<u64>> = wanted.iter().flatten().filter(|(w, _)| *w == u).map(|(_, r)| r.clone()).collect();
             let reader = self.store.reader_for_uri(uri)?;
             let size = reader.size()?;
+            let ranges: Vec<Range<u64>> = wanted
+                .iter()
+                .flatten()
+                .filter(|(w, _)| *w == u)
+                .map(|(_, r)| if r.end == u64::MAX { 0..size } else { r.clone() })
+                .collect();
             if let Some(r) = ranges.iter().find(|r| r.end > size) {
                 return Err(Error::corrupt(format!(
-                    "{uri}: blob at {}..{} lies outside the file ({size} bytes)",
+                    "{uri}: blob at {}..{} lies outside the object ({size} bytes)",
                     r.start, r.end
                 )));
             }
-            fetched.push(reader.read_ranges(&ranges)?.into_iter());
+            let bufs = reader.read_ranges(&ranges)?;
+            total += bufs.iter().map(|b| b.len()).sum::<usize>();
+            fetched.push(bufs.into_iter());
         }
-        let mut builder = arrow_array::builder::LargeBinaryBuilder::with_capacity(
-            s.len(),
-            wanted.iter().flatten().map(|(_, r)| (r.end - r.start) as usize).sum(),
-        );
+        let mut builder = arrow_array::builder::LargeBinaryBuilder::with_capacity(s.len(), total);
         for w in &wanted {
             match w {
                 None => builder.append_null(),

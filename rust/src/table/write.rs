@@ -6,7 +6,7 @@
 
 use arrow_array::RecordBatch;
 
-use super::blob_write::BlobSink;
+use super::blob_write::{BlobSink, ExternalBlobs};
 use super::naming::{new_data_file_name, DATA_DIR};
 use crate::error::{Error, Result};
 use crate::file::reader::field_ids_and_columns;
@@ -24,6 +24,8 @@ pub struct FragmentWriteOptions {
     pub max_bytes_per_file: u64,
     /// Data file version.
     pub version: FileVersion,
+    /// What to do with blob values given as external URIs.
+    pub external_blobs: ExternalBlobs,
 }
 
 /// The `DataFile` entry for a file of `schema` written at `path` (relative to `data/`).
@@ -155,7 +157,7 @@ pub fn write_fragments_named(
                         ..Default::default()
                     };
                     let writer = FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?;
-                    let blobs = (!blob_columns.is_empty()).then(|| BlobSink::new(store, &rel));
+                    let blobs = (!blob_columns.is_empty()).then(|| BlobSink::new(store, &rel, options.external_blobs));
                     current.insert(OpenFile { writer, name, blobs })
                 }
             };
@@ -225,7 +227,12 @@ mod tests {
             .unwrap()
         };
         let mut files = Vec::new();
-        let opts = FragmentWriteOptions { max_rows_per_file: 40, max_bytes_per_file: u64::MAX, version: FileVersion::V2_1 };
+        let opts = FragmentWriteOptions {
+            max_rows_per_file: 40,
+            max_bytes_per_file: u64::MAX,
+            version: FileVersion::V2_1,
+            external_blobs: Default::default(),
+        };
         let mut frags = write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| {
             files.push(f.to_string())
         })
