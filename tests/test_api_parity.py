@@ -304,11 +304,9 @@ def ds(tmp_path):
         (lambda ds: ds.to_table(full_text_query="hello"), "full_text_query"),
         (lambda ds: ds.head(3, full_text_query="hello"), "full_text_query"),
         (lambda ds: ds.to_batches(batch_size_bytes=1 << 20), "batch_size_bytes"),
-        (lambda ds: ds.get_fragments()[0].to_table(include_deleted_rows=True), "include_deleted_rows"),
         (lambda ds: ds.insert(pa.table({"a": [1], "b": ["x"]}), commit_lock=object()), "commit_lock"),
         (lambda ds: lancepy.dataset(ds.uri, session=object()), "session"),
-        (lambda ds: lancepy.write_dataset(ds.to_table(), ds.uri, mode="append", transaction_properties={"a": "b"}),
-         "transaction_properties"),
+        (lambda ds: lancepy.write_dataset(ds.to_table(), ds.uri, mode="append", target_all_bases=True), "target_all_bases"),
     ],
 )
 def test_unbuilt_pylance_options_raise_not_supported(ds, call, option) -> None:

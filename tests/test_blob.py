@@ -24,7 +24,6 @@ from lancepy.exceptions import (
     IndexOutOfRangeError,
     InvalidArgumentError,
     LanceError,
-    NotSupportedError,
 )
 
 lance = pytest.importorskip("lance", reason="pylance (the reference implementation) is not installed")

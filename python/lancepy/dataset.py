@@ -53,7 +53,7 @@ from lancepy.exceptions import (
     UnsupportedError,
     VersionNotFoundError,
 )
-from lancepy.file import _to_indices
+from lancepy.file import _to_indices, page_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.sql import SqlQueryBuilder
@@ -735,18 +735,19 @@ class LanceDataset:
         `use_scalar_index`) are accepted and ignored: lancepy always scans in order, without
         scalar indices. `nearest` runs a
         nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
-        before it when `prefilter` is true and after it otherwise. Full text and
-        index-segment search, blob handling, deleted-row scans, byte-sized
-        or strict batches, row-address allow/block lists and scan statistics are not built:
-        giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
+        before it when `prefilter` is true and after it otherwise. `blob_handling`
+        ``"all_binary"`` returns blob columns' values instead of their descriptions;
+        `include_deleted_rows` (with `with_row_id`) returns deleted rows too, with a null row
+        id; `strict_batch_size` makes every batch but the last exactly `batch_size` rows.
+        Full text and index-segment search, byte-sized batches, row-address allow/block
+        lists and scan statistics are not built: giving one raises
+        :class:`~lancepy.exceptions.NotSupportedError`.
         """
         _refuse(
             batch_size_bytes=batch_size_bytes,
             index_segments=index_segments,
             full_text_query=full_text_query,
-            include_deleted_rows=include_deleted_rows or None,
             scan_stats_callback=scan_stats_callback,
-            strict_batch_size=strict_batch_size or None,
             disable_scoring_autoprojection=disable_scoring_autoprojection or None,
             row_addr_allowlist=row_addr_allowlist,
             row_addr_blocklist=row_addr_blocklist,
@@ -761,6 +762,8 @@ class LanceDataset:
             if order_by:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
             scanner._set_nearest(nearest, bool(prefilter))
+        scanner._set_include_deleted(include_deleted_rows)
+        scanner._strict_batches = bool(strict_batch_size)
         return scanner
 
     def to_table(
@@ -1780,8 +1783,8 @@ class LanceDataset:
 
         `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
         commits there are safe because the manifest is created with a conditional PUT.
-        Commit locks (the protocol needs none), detached commits, commit messages, stable
-        row ids at commit, namespaces and per-base store parameters are not supported:
+        `commit_message` is stored with the transaction (as pylance). Commit locks (the
+        protocol needs none), detached commits, stable row ids at commit, namespaces and per-base store parameters are not supported:
         giving one raises :class:`~lancepy.exceptions.NotSupportedError`. `commit_timeout`
         is accepted; commits are bounded by `max_retries`.
         """
@@ -1789,7 +1792,6 @@ class LanceDataset:
             raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
         _refuse(
             detached=detached or None,
-            commit_message=commit_message,
             enable_stable_row_ids=enable_stable_row_ids,
             namespace_client=namespace_client,
             table_id=table_id,
@@ -1817,7 +1819,9 @@ class LanceDataset:
         txn = _commit.new_transaction(read_version, name, body)
         if planned is not None:
             txn["uuid"] = str(planned.uuid)
-            txn["transaction_properties"] = {str(k): str(v) for k, v in (planned.transaction_properties or {}).items()}
+        txn["transaction_properties"] = _transaction_properties(
+            planned.transaction_properties if planned is not None else None, commit_message
+        )
         result = _commit.commit_transaction(
             store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
         )
@@ -1955,6 +1959,19 @@ class LanceScanner:
         # row addresses that finds them were added by the scan, not asked for.
         self._blob_values: List[str] = []
         self._hidden_address = False
+        self._include_deleted = False
+        self._strict_batches = False
+
+    def _set_include_deleted(self, include_deleted_rows: Optional[bool]) -> None:
+        """Deleted rows are read too, with a null row id (pylance's rule: only with row ids)."""
+        if not include_deleted_rows:
+            return
+        if not self._with_row_id:
+            raise InvalidArgumentError("include_deleted_rows is set but with_row_id is false")
+        if self._nearest is not None:
+            raise UnsupportedError("include_deleted_rows with nearest= is not supported")
+        self._include_deleted = True
+        self._late = False  # (late columns are taken by address, which skips deleted rows)
 
     def _set_blob_handling(self, blob_handling: Optional[str]) -> None:
         if blob_handling not in (None, "blobs_descriptions", "all_descriptions", "all_binary"):
@@ -2117,7 +2134,7 @@ class LanceScanner:
     def _ordered_table(self) -> pa.Table:
         s = self._ds._snapshot
         t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
-                            self._with_row_id, self._with_row_address, False))
+                            self._with_row_id, self._with_row_address, self._include_deleted))
         if self._filter is not None:
             t = t.filter(_evaluate(t, self._filter))
         def placement(k: ColumnOrdering) -> str:
@@ -2166,7 +2183,7 @@ class LanceScanner:
         s = self._ds._snapshot
         if self._filter is None:
             t = pa.table(s.scan(self._read_columns(), self._fragment_ids, self._offset, self._limit, 131072,
-                                self._with_row_id, self._with_row_address, False))
+                                self._with_row_id, self._with_row_address, self._include_deleted))
             return self._finish(t)
         late = self._late_columns()
         if late and self._limit is None:
@@ -2176,7 +2193,7 @@ class LanceScanner:
             return pa.concat_tables(parts) if parts else self._finish(self._empty())
         if self._limit is None:
             t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
-                                self._with_row_id, self._with_row_address, False))
+                                self._with_row_id, self._with_row_address, self._include_deleted))
             t = t.filter(_evaluate(t, self._filter))
             return self._finish(t.slice(self._offset))
         batches = list(self.to_batches())
@@ -2186,11 +2203,29 @@ class LanceScanner:
 
     def _empty(self) -> pa.Table:
         s = self._ds._snapshot
-        return pa.table(s.scan(self._read_columns(), [], 0, 0, 1, self._with_row_id, self._with_row_address, False))
+        return pa.table(s.scan(self._read_columns(), [], 0, 0, 1, self._with_row_id, self._with_row_address, self._include_deleted))
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The rows as record batches, decoded as the iterator advances (an ordered scan is
-        read and sorted first; a nearest-neighbour search runs first)."""
+        read and sorted first; a nearest-neighbour search runs first). With
+        ``strict_batch_size`` every batch but the last has exactly ``batch_size`` rows."""
+        if not self._strict_batches:
+            yield from self._batches()
+            return
+        pending: List[pa.RecordBatch] = []
+        held = 0
+        for b in self._batches():
+            pending.append(b)
+            held += b.num_rows
+            if held >= self._batch_size:
+                t = pa.Table.from_batches(pending).combine_chunks()
+                cut = held - held % self._batch_size
+                yield from t.slice(0, cut).to_batches(max_chunksize=self._batch_size)
+                pending, held = t.slice(cut).to_batches(), held - cut
+        if held:
+            yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         if self._nearest is not None:
             yield from self._search().to_batches(max_chunksize=self._batch_size)
             return
@@ -2200,7 +2235,7 @@ class LanceScanner:
         s = self._ds._snapshot
         if self._filter is None:
             stream = s.scan_stream(self._read_columns(), self._fragment_ids, self._offset, self._limit, self._batch_size,
-                                   self._with_row_id, self._with_row_address, False)
+                                   self._with_row_id, self._with_row_address, self._include_deleted)
             while True:
                 b = stream.next_batch()
                 if b is None:
@@ -2216,7 +2251,7 @@ class LanceScanner:
                 yield from t.to_batches(max_chunksize=self._batch_size)
             return
         stream = s.scan_stream(self._read_columns(), self._fragment_ids, 0, None, max(self._batch_size, 65536),
-                               self._with_row_id, self._with_row_address, False)
+                               self._with_row_id, self._with_row_address, self._include_deleted)
         for t, _ in self._filtered_stream(stream):
             yield from self._finish(t).to_batches()
 
@@ -2742,16 +2777,7 @@ class DatasetOptimizer:
         ``auto_cleanup_config["interval"]``-th version's commit removes versions older than
         ``auto_cleanup_config["older_than_seconds"]`` (the two newest and tagged versions
         stay), whichever library commits."""
-        if not isinstance(auto_cleanup_config, dict) or {"interval", "older_than_seconds"} - set(auto_cleanup_config):
-            raise InvalidArgumentError("auto_cleanup_config needs 'interval' and 'older_than_seconds'")
-        interval, older = auto_cleanup_config["interval"], auto_cleanup_config["older_than_seconds"]
-        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
-            raise InvalidArgumentError(f"interval must be a positive int, got {interval!r}")
-        if not isinstance(older, (int, float)) or isinstance(older, bool) or older < 0:
-            raise InvalidArgumentError(f"older_than_seconds must be a non-negative number, got {older!r}")
-        self._ds.update_config(
-            {_commit.AUTO_CLEANUP_INTERVAL: str(interval), _commit.AUTO_CLEANUP_OLDER_THAN: f"{older}s"}
-        )
+        self._ds.update_config(_auto_cleanup_config(auto_cleanup_config))
 
     def disable_auto_cleanup(self) -> None:
         """Turns automatic cleanup off (removes its config keys)."""
@@ -3539,6 +3565,35 @@ def dataset(
     return LanceDataset(uri, version, storage_options=storage_options)
 
 
+def _transaction_properties(properties: Optional[Dict[str, str]], commit_message: Optional[str]) -> Dict[str, str]:
+    """A transaction's properties: `properties`, and `commit_message` under pylance's key."""
+    if properties is not None and not isinstance(properties, dict):
+        raise InvalidArgumentError(f"transaction_properties must be a dict of str to str, got {type(properties).__name__}")
+    out = {str(k): str(v) for k, v in (properties or {}).items()}
+    if commit_message is not None:
+        if not isinstance(commit_message, str):
+            raise InvalidArgumentError(f"commit_message must be a str, got {type(commit_message).__name__}")
+        out[COMMIT_MESSAGE_KEY] = commit_message
+    return out
+
+
+def _auto_cleanup_config(options: Dict[str, Any]) -> Dict[str, str]:
+    """The table config entries of pylance's ``AutoCleanupConfig`` (``interval``: every
+    n-th version cleans up; ``older_than_seconds``: what it removes)."""
+    if not isinstance(options, dict) or {"interval", "older_than_seconds"} - set(options):
+        raise InvalidArgumentError("auto_cleanup_options needs 'interval' and 'older_than_seconds'")
+    interval, older = options["interval"], options["older_than_seconds"]
+    if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+        raise InvalidArgumentError(f"interval must be a positive int, got {interval!r}")
+    if not isinstance(older, (int, float)) or isinstance(older, bool) or older < 0:
+        raise InvalidArgumentError(f"older_than_seconds must be a non-negative number, got {older!r}")
+    return {_commit.AUTO_CLEANUP_INTERVAL: str(interval), _commit.AUTO_CLEANUP_OLDER_THAN: f"{older}s"}
+
+
+#: Where pylance keeps a commit message: a transaction property of this name.
+COMMIT_MESSAGE_KEY = "__lance_commit_message"
+
+
 def _target_base(target_bases: Optional[List[str]], registered: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The base new data files go to (``None``: the dataset root)."""
     if target_bases is None:
@@ -3630,9 +3685,8 @@ def write_dataset(
     are written as pylance writes them; values given as URIs are copied in with
     `external_blob_mode` ``"ingest"``, stored as absolute URIs with
     `allow_external_blob_outside_bases`, and refused otherwise. Options lancepy does not
-    build (page and cache sizes, commit locks, auto-cleanup, commit messages, transaction
-    properties, `target_all_bases`, `base_store_params`, the pack-file threshold,
-    namespaces, sessions, the legacy format) raise
+    build (commit locks, `target_all_bases`, `base_store_params`,
+    the pack-file threshold, namespaces, sessions, the legacy format) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
     data = data_obj
@@ -3643,13 +3697,8 @@ def write_dataset(
     if max_rows_per_group <= 0:
         raise InvalidArgumentError("max_rows_per_group must be positive")
     _refuse(
-        data_cache_bytes=data_cache_bytes,
-        max_page_bytes=max_page_bytes,
         commit_lock=commit_lock,
         use_legacy_format=use_legacy_format,
-        auto_cleanup_options=auto_cleanup_options,
-        commit_message=commit_message,
-        transaction_properties=transaction_properties,
         target_all_bases=target_all_bases,
         base_store_params=base_store_params,
         blob_pack_file_size_threshold=blob_pack_file_size_threshold,
@@ -3694,15 +3743,16 @@ def write_dataset(
     registered = _bases.register_initial_bases(initial_bases) if initial_bases else []
     target = _target_base(target_bases, registered or (base.manifest.get("base_paths") or [] if base is not None else []))
     written: List[Any] = []
+    pages = page_bytes(reader.schema, data_cache_bytes, max_page_bytes)
     if target is None:
         frags = _write_reporting(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options,
-                                 external_blobs=external)
+                                 external_blobs=external, max_page_bytes=pages)
         written = [f"data/{d.path}" for f in frags for d in f.files]
     else:
         root, data_dir = _bases.base_dir(target)
         base_store = _lancepy.Store(root, options)
         frags = _write_reporting(root, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
-                                 options, data_dir=data_dir, external_blobs=external)
+                                 options, data_dir=data_dir, external_blobs=external, max_page_bytes=pages)
         written = [(base_store, f"{data_dir}/{d.path}" if data_dir else d.path) for f in frags for d in f.files]
     frag_json = [f._manifest_json() for f in frags]
     if target is not None:
@@ -3715,7 +3765,11 @@ def write_dataset(
         body = {"fragments": frag_json, "schema": fields, "schema_metadata": metadata}
         if registered:
             body["initial_bases"] = registered
+    if auto_cleanup_options is not None and latest == 0:
+        # (as in pylance, only a new dataset takes them; an existing one keeps its config)
+        body["config_upsert_values"] = _auto_cleanup_config(auto_cleanup_options)
     txn = _commit.new_transaction(latest, op, body)
+    txn["transaction_properties"] = _transaction_properties(transaction_properties, commit_message)
     result = _commit.commit_transaction(
         store,
         txn,

@@ -341,6 +341,19 @@ class LanceFileReader:
         return f"LanceFileReader({self.path!r}, version={self.version}, num_rows={self.num_rows()})"
 
 
+def page_bytes(schema: Optional[pa.Schema], data_cache_bytes: Optional[int], max_page_bytes: Optional[int]) -> Optional[int]:
+    """The page size a writer uses for pylance's `data_cache_bytes` (a buffer budget divided
+    evenly over the top-level columns of `schema`) and `max_page_bytes` (the largest page):
+    the smaller of the two; ``None`` for the default."""
+    for name, value in (("data_cache_bytes", data_cache_bytes), ("max_page_bytes", max_page_bytes)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+            raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
+    if data_cache_bytes is None or schema is None:
+        return max_page_bytes
+    per_column = max(1, data_cache_bytes // (len(schema.names) or 1))
+    return per_column if max_page_bytes is None else min(max_page_bytes, per_column)
+
+
 class LanceFileWriter:
     """Writes one Lance file.
 
@@ -383,15 +396,9 @@ class LanceFileWriter:
     ) -> None:
         if namespace_client is not None or table_id is not None:
             raise NotSupportedError("namespace_client / table_id: lancepy has no namespace support")
-        if data_cache_bytes is not None:
-            # pylance divides the budget evenly over the top-level columns.
-            if data_cache_bytes <= 0:
-                raise InvalidArgumentError(f"data_cache_bytes must be positive, got {data_cache_bytes}")
-            if schema is None:
-                raise InvalidArgumentError("data_cache_bytes needs the schema up front (schema=...)")
-            ncols = len(pa.schema(schema).names) or 1
-            per_column = max(1, data_cache_bytes // ncols)
-            max_page_bytes = per_column if max_page_bytes is None else min(max_page_bytes, per_column)
+        if data_cache_bytes is not None and schema is None:
+            raise InvalidArgumentError("data_cache_bytes needs the schema up front (schema=...)")
+        max_page_bytes = page_bytes(pa.schema(schema) if schema is not None else None, data_cache_bytes, max_page_bytes)
         if version is None:
             version = DEFAULT_FILE_VERSION
         self._writer = _lancepy.FileWriter(

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy import blob as _blob
+from lancepy.file import page_bytes
 from lancepy.exceptions import (
     ColumnNotFoundError,
     DatasetNotFoundError,
@@ -411,6 +412,7 @@ def _write(
     storage_options: Optional[Dict[str, str]] = None,
     data_dir: str = "data",
     external_blobs: str = "refuse",
+    max_page_bytes: Optional[int] = None,
 ) -> List[FragmentMetadata]:
     """Streams `reader` into new data files (memory bounded by a few pages per column) under
     ``{uri}/{data_dir}/`` (``data_dir=""``: straight under `uri`, a plain base path).
@@ -437,7 +439,7 @@ def _write(
     try:
         text = _lancepy.write_fragments(
             uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
-            file_tag, storage_options, data_dir, external_blobs,
+            file_tag, storage_options, data_dir, external_blobs, max_page_bytes,
         )
     except Exception:
         if failures:
@@ -459,6 +461,7 @@ def _write_reporting(
     *,
     data_dir: str = "data",
     external_blobs: str = "refuse",
+    max_page_bytes: Optional[int] = None,
 ) -> List[FragmentMetadata]:
     """:func:`_write`, telling `progress` (pylance's ``FragmentWriteProgress`` shape: an
     object with ``begin(fragment)`` and ``complete(fragment)``) about each fragment: ``begin``
@@ -467,7 +470,8 @@ def _write_reporting(
     each; without `progress` this is :func:`_write`."""
     if progress is None:
         return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
-                      storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs)
+                      storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
+                      max_page_bytes=max_page_bytes)
     for name in ("begin", "complete"):
         if not callable(getattr(progress, name, None)):
             raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
@@ -505,7 +509,8 @@ def _write_reporting(
         progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
         part = pa.RecordBatchReader.from_batches(reader.schema, run())
         made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
-                      storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs)
+                      storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
+                      max_page_bytes=max_page_bytes)
         for f in made:
             progress.complete(f)
         out.extend(made)
@@ -561,12 +566,10 @@ def write_fragments(
     the fragments: ``LanceOperation.Append`` against the latest version when appending to an
     existing dataset, ``LanceOperation.Overwrite`` otherwise; pass it to
     :meth:`lancepy.LanceDataset.commit`. `external_blob_mode` and `allow_external_blob_outside_bases` as in
-    :func:`lancepy.write_dataset`. Page and cache sizes, stable row ids, base paths, namespaces and sessions
+    :func:`lancepy.write_dataset`. Stable row ids, base paths, namespaces and sessions
     are not supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
     """
     for name, value in (
-        ("data_cache_bytes", data_cache_bytes),
-        ("max_page_bytes", max_page_bytes),
         ("use_legacy_format", use_legacy_format),
         ("enable_stable_row_ids", enable_stable_row_ids or None),
         ("target_bases", target_bases),
@@ -613,7 +616,7 @@ def write_fragments(
         lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
         fields, metadata = lance["fields"], lance["metadata"]
     frags = _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options,
-                             external_blobs=external)
+                             external_blobs=external, max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes))
     if not return_transaction:
         return frags
     from lancepy.dataset import LanceOperation, LanceSchema, Transaction

@@ -533,7 +533,7 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 /// as in a base path that is not a dataset root). On error every file written is deleted
 /// again.
 #[pyfunction]
-#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data", external_blobs="refuse"))]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data", external_blobs="refuse", max_page_bytes=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_fragments(
     py: Python<'_>,
@@ -548,6 +548,7 @@ pub fn write_fragments(
     storage_options: Option<StorageOptions>,
     data_dir: &str,
     external_blobs: &str,
+    max_page_bytes: Option<u64>,
 ) -> PyResult<String> {
     use crate::table::blob_write::ExternalBlobs;
     let external_blobs = match external_blobs {
@@ -561,7 +562,11 @@ pub fn write_fragments(
     let options = storage_options.unwrap_or_default();
     let store = run(py, || Store::open_with(uri, &options))?;
     let batches = import_stream(data)?;
-    let options = FragmentWriteOptions { max_rows_per_file, max_bytes_per_file, version, external_blobs };
+    let max_page_bytes = max_page_bytes.unwrap_or(crate::file::writer::DEFAULT_MAX_PAGE_BYTES);
+    if max_page_bytes == 0 {
+        return Err(to_pyerr(Error::invalid_input("max_page_bytes must be positive")));
+    }
+    let options = FragmentWriteOptions { max_rows_per_file, max_bytes_per_file, version, external_blobs, max_page_bytes };
     run(py, move || {
         let mut created = Vec::new();
         // Files carry `file_tag` when one is given (a Spark job finds its files by it).

@@ -558,6 +558,15 @@ impl TableSnapshot {
         let num_out = offsets.as_ref().map(|o| o.len()).unwrap_or(n);
         if opts.with_row_id || opts.with_row_address {
             let offs = offsets.unwrap_or_else(|| rows.offsets());
+            // Deleted rows read anyway have neither a row id nor an address (null, as in pylance).
+            let deleted = if opts.include_deleted { self.deletions(i)? } else { None };
+            let deleted = deleted.filter(|dv| offs.iter().any(|&o| dv.contains(o as u32)));
+            let unless_deleted = |a: UInt64Array| -> UInt64Array {
+                match &deleted {
+                    Some(dv) => a.iter().zip(&offs).map(|(v, &o)| v.filter(|_| !dv.contains(o as u32))).collect(),
+                    None => a,
+                }
+            };
             if opts.with_row_id {
                 let ids: UInt64Array = if self.stable_row_ids {
                     let seq = self.row_ids(i)?;
@@ -565,10 +574,10 @@ impl TableSnapshot {
                 } else {
                     offs.iter().map(|&o| (frag.id << 32) | o).collect()
                 };
-                arrays.push(Arc::new(ids));
+                arrays.push(Arc::new(unless_deleted(ids)));
             }
             if opts.with_row_address {
-                arrays.push(Arc::new(offs.iter().map(|&o| (frag.id << 32) | o).collect::<UInt64Array>()));
+                arrays.push(Arc::new(unless_deleted(offs.iter().map(|&o| (frag.id << 32) | o).collect())));
             }
         }
         decoded_batch(self.output_schema(projection, opts), arrays, num_out, &format!("fragment {}", frag.id))

@@ -26,6 +26,8 @@ pub struct FragmentWriteOptions {
     pub version: FileVersion,
     /// What to do with blob values given as external URIs.
     pub external_blobs: ExternalBlobs,
+    /// Bytes a column buffers before they become a page.
+    pub max_page_bytes: u64,
 }
 
 /// The `DataFile` entry for a file of `schema` written at `path` (relative to `data/`).
@@ -154,7 +156,7 @@ pub fn write_fragments_named(
                     let opts = WriterOptions {
                         version: options.version,
                         storage_options: store.options().clone(),
-                        ..Default::default()
+                        max_page_bytes: options.max_page_bytes,
                     };
                     let writer = FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?;
                     let blobs = (!blob_columns.is_empty()).then(|| BlobSink::new(store, &rel, options.external_blobs));
@@ -232,6 +234,7 @@ mod tests {
             max_bytes_per_file: u64::MAX,
             version: FileVersion::V2_1,
             external_blobs: Default::default(),
+            max_page_bytes: crate::file::writer::DEFAULT_MAX_PAGE_BYTES,
         };
         let mut frags = write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| {
             files.push(f.to_string())
