@@ -75,3 +75,28 @@ def test_page_size_options_cut_smaller_pages(tmp_path, option):
     assert LanceFileReader(glob.glob(f"{small}/data/*.lance")[0]).read_all().to_table() == table
     with pytest.raises(InvalidArgumentError):
         lancepy.write_dataset(table, str(tmp_path / "bad"), **{option: 0})
+
+
+def test_blob_pack_file_size_threshold_as_pylance(tmp_path):
+    """Packed blobs (64 KiB .. 4 MiB) roll over to a new pack file at the threshold: the same
+    descriptions and sidecar files as pylance's."""
+    blob = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    values = [bytes([i]) * (100_000 + 37_000 * i) for i in range(12)]
+    table = pa.table({"id": list(range(12)), "b": pa.array(values, pa.large_binary())},
+                     schema=pa.schema([pa.field("id", pa.int64()), blob]))
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lancepy.write_dataset(table, ours, blob_pack_file_size_threshold=400_000)
+    lance.write_dataset(table, theirs, blob_pack_file_size_threshold=400_000)
+    a, b = lancepy.dataset(ours).to_table(), lance.dataset(theirs).to_table()
+    assert a.column("b") == b.column("b")
+    assert len(set(d["blob_id"] for d in a.column("b").to_pylist())) > 3
+
+    def sidecars(path):
+        return sorted(p.name for p in (tmp_path / path / "data").rglob("*.blob"))
+
+    assert sidecars("ours") == sidecars("theirs")
+    for path in (ours, theirs):
+        got = [f.read() for f in lance.dataset(path).take_blobs("b", indices=list(range(12)))]
+        assert got == values
+    with pytest.raises(InvalidArgumentError):
+        lancepy.write_dataset(table, str(tmp_path / "bad"), blob_pack_file_size_threshold=0)

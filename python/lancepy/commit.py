@@ -70,6 +70,7 @@ FLAG_USE_V2_FORMAT_DEPRECATED = 4
 FLAG_TABLE_CONFIG = 8
 FLAG_BASE_PATHS = 16
 FLAG_DISABLE_TRANSACTION_FILE = 32
+FLAG_MIXED_DATA_FILE_VERSIONS = 256
 _FLAG_NAMES = {
     1: "DELETION_FILES",
     2: "STABLE_ROW_IDS",
@@ -84,11 +85,26 @@ _FLAG_NAMES = {
     1024: "FRAGMENT_REUSE_INDEX",
 }
 #: Flags lancepy implements, for reading and for writing.
-KNOWN_READER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32
-KNOWN_WRITER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32
+KNOWN_READER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32 | 256
+KNOWN_WRITER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32 | 256
 
 #: The library name written in ``Manifest.writer_version``.
 WRITER_LIBRARY = "lancepy"
+
+
+def _mixed_file_versions(fragments: List[Dict[str, Any]], version: Optional[str]) -> bool:
+    """Whether a data file of `fragments` has another 2.x version than the dataset's."""
+    try:
+        want = tuple(int(x) for x in str(version).split(".")[:2])
+    except ValueError:
+        return False
+    if want[0] != 2:
+        return False
+    return any(
+        (int(d.get("file_major_version", 0) or 0), int(d.get("file_minor_version", 0) or 0)) != want
+        for f in fragments
+        for d in f.get("files", [])
+    )
 
 
 def manifest_name(version: int, naming: str) -> str:
@@ -630,6 +646,11 @@ def build_manifest(
     if m.get("base_paths"):
         reader |= FLAG_BASE_PATHS
         writer |= FLAG_BASE_PATHS
+    if _mixed_file_versions(fragments, fmt.get("version")):
+        # Data files of another version than the dataset's (e.g. compacted into 2.1): pylance
+        # reads them only with this flag (once set it stays, as pylance keeps it).
+        reader |= FLAG_MIXED_DATA_FILE_VERSIONS
+        writer |= FLAG_MIXED_DATA_FILE_VERSIONS
     m["reader_feature_flags"] = reader
     m["writer_feature_flags"] = writer
     m.pop("index_section", None)

@@ -2611,6 +2611,26 @@ class CleanupStats:
     failed_deletes: int = 0
 
 
+def _capped_groups(groups: List[List[Dict[str, Any]]], rows: Dict[int, Any], max_fragments: Optional[int],
+                   max_rows: Optional[int], max_bytes: Optional[int]) -> List[List[Dict[str, Any]]]:
+    """The first groups (in fragment order) that stay within the caps on source fragments,
+    live rows and data file bytes of one compaction run (pylance's rule: a group is taken
+    until the next would pass a cap)."""
+    out: List[List[Dict[str, Any]]] = []
+    used = [0, 0, 0]
+    for g in groups:
+        cost = [
+            len(g),
+            sum(rows[f.get("id", 0)][1] for f in g),
+            sum(int(d.get("file_size_bytes", 0) or 0) for f in g for d in f.get("files", [])),
+        ]
+        if any(cap is not None and u + c > cap for cap, u, c in zip((max_fragments, max_rows, max_bytes), used, cost)):
+            break
+        out.append(g)
+        used = [u + c for u, c in zip(used, cost)]
+    return out
+
+
 class _RewriteSource:
     """The live rows of some fragments, streamed for rewriting (compaction): batches of at
     most `batch_rows` rows and, for blob columns, about `blob_bytes` bytes of values (read
@@ -2807,21 +2827,36 @@ class DatasetOptimizer:
         deleted rows when more than `materialize_deletions_threshold` (default 0.1) of a
         fragment is deleted. Commits a ``Rewrite``; row addresses change, data does not.
 
-        `max_rows_per_group`, `num_threads`, `batch_size` and `binary_copy_read_batch_bytes`
-        are tuning knobs and ignored; `compaction_mode` ``"reencode"`` is what lancepy does.
-        Byte-sized files, deferred index remapping, binary copies, source limits, excluded
-        fragments and changing the data storage version are not supported.
+        As in pylance: `max_bytes_per_file` caps the new files' size; `excluded_fragment_ids`
+        stay as they are and split runs; `max_source_fragments` / `max_source_rows` (live) /
+        `max_source_bytes` (data files) cap one run: groups are taken in fragment order
+        until the next would pass a cap; `data_storage_version` sets the new files' version
+        (of the same family: 2.x). `max_rows_per_group`, `num_threads`, `batch_size` and
+        `binary_copy_read_batch_bytes` are tuning knobs and ignored; `compaction_mode`
+        ``"reencode"`` is what lancepy does. Deferred index remapping and binary copies are
+        not supported.
         """
         _refuse(
-            max_bytes_per_file=max_bytes_per_file,
             defer_index_remap=defer_index_remap or None,
             compaction_mode=None if compaction_mode in (None, "reencode") else compaction_mode,
-            max_source_fragments=max_source_fragments,
-            max_source_rows=max_source_rows,
-            max_source_bytes=max_source_bytes,
-            excluded_fragment_ids=excluded_fragment_ids or None,
-            data_storage_version=data_storage_version,
         )
+        for name, cap in (("max_bytes_per_file", max_bytes_per_file), ("max_source_fragments", max_source_fragments),
+                          ("max_source_rows", max_source_rows), ("max_source_bytes", max_source_bytes)):
+            if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0):
+                raise InvalidArgumentError(f"{name} must be a positive int, got {cap!r}")
+        excluded = {int(i) for i in excluded_fragment_ids or []}
+        out_version = self._ds.data_storage_version
+        if data_storage_version is not None:
+            out_version = normalize_storage_version(data_storage_version)
+            blobs = [n for n in self._ds.schema.names if _blob.blob_field_kind(self._ds._loaded.manifest, n)]
+            def v2_2(v: str) -> bool:
+                return tuple(int(x) for x in v.split(".")[:2]) >= (2, 2)
+
+            if blobs and v2_2(out_version) != v2_2(self._ds.data_storage_version):
+                raise UnsupportedError(
+                    f"compacting blob column(s) {blobs} of {self._ds.data_storage_version} files into {out_version} files "
+                    "(blob columns are stored differently before and from 2.2)"
+                )
         if target_rows_per_fragment is None:
             target_rows_per_fragment = 1024 * 1024
         if target_rows_per_fragment <= 0:
@@ -2843,7 +2878,7 @@ class DatasetOptimizer:
         groups: List[List[Dict[str, Any]]] = []
         run: List[Dict[str, Any]] = []
         for f in frags + [None]:  # type: ignore[list-item]
-            if f is not None and candidate(f):
+            if f is not None and f.get("id", 0) not in excluded and candidate(f):
                 run.append(f)
                 continue
             # A run is worth rewriting if it merges fragments or drops deleted rows.
@@ -2862,6 +2897,7 @@ class DatasetOptimizer:
                     groups.append(group)
             run = []
         groups = [g for g in groups if len(g) > 1 or rows[g[0].get("id", 0)][0] != rows[g[0].get("id", 0)][1]]
+        groups = _capped_groups(groups, rows, max_source_fragments, max_source_rows, max_source_bytes)
         metrics = CompactionMetrics()
         if not groups:
             return metrics
@@ -2883,8 +2919,8 @@ class DatasetOptimizer:
                 addresses: List[Any] = []
                 data = _RewriteSource(ds, ids, stable, bool(remap), row_ids, addresses).reader()
                 made = _write(ds._uri, data, ds._loaded.manifest.get("fields", []),
-                              ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, ds.data_storage_version,
-                              storage_options=ds._storage_options)
+                              ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, out_version,
+                              max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE, storage_options=ds._storage_options)
                 if remap:
                     old_addresses.append(pa.concat_arrays(addresses).to_numpy() if addresses else
                                          pa.array([], pa.uint64()).to_numpy())
@@ -3684,9 +3720,13 @@ def write_dataset(
     columns (``lance-encoding:blob`` binary, or pylance's ``blob_field`` / ``blob_array``)
     are written as pylance writes them; values given as URIs are copied in with
     `external_blob_mode` ``"ingest"``, stored as absolute URIs with
-    `allow_external_blob_outside_bases`, and refused otherwise. Options lancepy does not
-    build (commit locks, `target_all_bases`, `base_store_params`,
-    the pack-file threshold, namespaces, sessions, the legacy format) raise
+    `allow_external_blob_outside_bases`, and refused otherwise;
+    `blob_pack_file_size_threshold` caps the shared blob pack files (default 1 GiB).
+    `commit_message` and `transaction_properties` are stored in the transaction;
+    `auto_cleanup_options` configures automatic cleanup of a new dataset; `max_page_bytes`
+    and `data_cache_bytes` set the page size. Options lancepy does not
+    build (commit locks, `target_all_bases`, `base_store_params`, namespaces, sessions,
+    the legacy format) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
     data = data_obj
@@ -3701,7 +3741,6 @@ def write_dataset(
         use_legacy_format=use_legacy_format,
         target_all_bases=target_all_bases,
         base_store_params=base_store_params,
-        blob_pack_file_size_threshold=blob_pack_file_size_threshold,
         namespace_client=namespace_client,
         table_id=table_id,
         session=session,
@@ -3746,13 +3785,15 @@ def write_dataset(
     pages = page_bytes(reader.schema, data_cache_bytes, max_page_bytes)
     if target is None:
         frags = _write_reporting(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options,
-                                 external_blobs=external, max_page_bytes=pages)
+                                 external_blobs=external, max_page_bytes=pages,
+                                 blob_pack_file_size_threshold=blob_pack_file_size_threshold)
         written = [f"data/{d.path}" for f in frags for d in f.files]
     else:
         root, data_dir = _bases.base_dir(target)
         base_store = _lancepy.Store(root, options)
         frags = _write_reporting(root, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
-                                 options, data_dir=data_dir, external_blobs=external, max_page_bytes=pages)
+                                 options, data_dir=data_dir, external_blobs=external, max_page_bytes=pages,
+                                 blob_pack_file_size_threshold=blob_pack_file_size_threshold)
         written = [(base_store, f"{data_dir}/{d.path}" if data_dir else d.path) for f in frags for d in f.files]
     frag_json = [f._manifest_json() for f in frags]
     if target is not None:

@@ -413,6 +413,7 @@ def _write(
     data_dir: str = "data",
     external_blobs: str = "refuse",
     max_page_bytes: Optional[int] = None,
+    blob_pack_file_size_threshold: Optional[int] = None,
 ) -> List[FragmentMetadata]:
     """Streams `reader` into new data files (memory bounded by a few pages per column) under
     ``{uri}/{data_dir}/`` (``data_dir=""``: straight under `uri`, a plain base path).
@@ -439,7 +440,7 @@ def _write(
     try:
         text = _lancepy.write_fragments(
             uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
-            file_tag, storage_options, data_dir, external_blobs, max_page_bytes,
+            file_tag, storage_options, data_dir, external_blobs, max_page_bytes, blob_pack_file_size_threshold,
         )
     except Exception:
         if failures:
@@ -462,6 +463,7 @@ def _write_reporting(
     data_dir: str = "data",
     external_blobs: str = "refuse",
     max_page_bytes: Optional[int] = None,
+    blob_pack_file_size_threshold: Optional[int] = None,
 ) -> List[FragmentMetadata]:
     """:func:`_write`, telling `progress` (pylance's ``FragmentWriteProgress`` shape: an
     object with ``begin(fragment)`` and ``complete(fragment)``) about each fragment: ``begin``
@@ -471,7 +473,7 @@ def _write_reporting(
     if progress is None:
         return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
                       storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
-                      max_page_bytes=max_page_bytes)
+                      max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
     for name in ("begin", "complete"):
         if not callable(getattr(progress, name, None)):
             raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
@@ -510,7 +512,7 @@ def _write_reporting(
         part = pa.RecordBatchReader.from_batches(reader.schema, run())
         made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
                       storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
-                      max_page_bytes=max_page_bytes)
+                      max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
         for f in made:
             progress.complete(f)
         out.extend(made)

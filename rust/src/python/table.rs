@@ -533,7 +533,7 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 /// as in a base path that is not a dataset root). On error every file written is deleted
 /// again.
 #[pyfunction]
-#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data", external_blobs="refuse", max_page_bytes=None))]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data", external_blobs="refuse", max_page_bytes=None, blob_pack_file_max=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_fragments(
     py: Python<'_>,
@@ -549,6 +549,7 @@ pub fn write_fragments(
     data_dir: &str,
     external_blobs: &str,
     max_page_bytes: Option<u64>,
+    blob_pack_file_max: Option<u64>,
 ) -> PyResult<String> {
     use crate::table::blob_write::ExternalBlobs;
     let external_blobs = match external_blobs {
@@ -566,7 +567,18 @@ pub fn write_fragments(
     if max_page_bytes == 0 {
         return Err(to_pyerr(Error::invalid_input("max_page_bytes must be positive")));
     }
-    let options = FragmentWriteOptions { max_rows_per_file, max_bytes_per_file, version, external_blobs, max_page_bytes };
+    let blob_pack_file_max = blob_pack_file_max.unwrap_or(crate::table::blob_write::PACK_FILE_MAX);
+    if blob_pack_file_max == 0 {
+        return Err(to_pyerr(Error::invalid_input("blob_pack_file_size_threshold must be positive")));
+    }
+    let options = FragmentWriteOptions {
+        max_rows_per_file,
+        max_bytes_per_file,
+        version,
+        external_blobs,
+        max_page_bytes,
+        blob_pack_file_max,
+    };
     run(py, move || {
         let mut created = Vec::new();
         // Files carry `file_tag` when one is given (a Spark job finds its files by it).

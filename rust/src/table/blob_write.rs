@@ -164,13 +164,16 @@ pub struct BlobSink {
     next_id: u32,
     pack: Option<(u32, Box<dyn Writer>)>,
     external: ExternalBlobs,
+    /// A pack file is closed once the next packed blob would take it past this size.
+    pack_file_max: u64,
 }
 
 impl BlobSink {
     /// Sidecars of the data file at `data_file` (relative to `store`, ending in `.lance`).
-    pub fn new(store: &Store, data_file: &str, external: ExternalBlobs) -> BlobSink {
+    /// `pack_file_max`: see [`PACK_FILE_MAX`] (pylance's `blob_pack_file_size_threshold`).
+    pub fn new(store: &Store, data_file: &str, external: ExternalBlobs, pack_file_max: u64) -> BlobSink {
         let dir = data_file.strip_suffix(".lance").unwrap_or(data_file).to_string();
-        BlobSink { store: store.clone(), dir, next_id: 1, pack: None, external }
+        BlobSink { store: store.clone(), dir, next_id: 1, pack: None, external, pack_file_max }
     }
 
     fn create(&mut self, on_file: &mut dyn FnMut(&str)) -> Result<(u32, Box<dyn Writer>)> {
@@ -204,7 +207,7 @@ impl BlobSink {
             return Ok((KIND_INLINE, file.write_inline_bytes(bytes)?, 0));
         }
         if bytes.len() <= PACKED_MAX {
-            if self.pack.as_ref().is_some_and(|(_, w)| w.position() + bytes.len() as u64 > PACK_FILE_MAX) {
+            if self.pack.as_ref().is_some_and(|(_, w)| w.position() + bytes.len() as u64 > self.pack_file_max) {
                 let (_, w) = self.pack.take().expect("pack open");
                 w.finish()?;
             }

@@ -28,6 +28,8 @@ pub struct FragmentWriteOptions {
     pub external_blobs: ExternalBlobs,
     /// Bytes a column buffers before they become a page.
     pub max_page_bytes: u64,
+    /// Largest blob pack file (see [`super::blob_write::PACK_FILE_MAX`]).
+    pub blob_pack_file_max: u64,
 }
 
 /// The `DataFile` entry for a file of `schema` written at `path` (relative to `data/`).
@@ -159,7 +161,8 @@ pub fn write_fragments_named(
                         max_page_bytes: options.max_page_bytes,
                     };
                     let writer = FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?;
-                    let blobs = (!blob_columns.is_empty()).then(|| BlobSink::new(store, &rel, options.external_blobs));
+                    let blobs = (!blob_columns.is_empty())
+                        .then(|| BlobSink::new(store, &rel, options.external_blobs, options.blob_pack_file_max));
                     current.insert(OpenFile { writer, name, blobs })
                 }
             };
@@ -235,6 +238,7 @@ mod tests {
             version: FileVersion::V2_1,
             external_blobs: Default::default(),
             max_page_bytes: crate::file::writer::DEFAULT_MAX_PAGE_BYTES,
+            blob_pack_file_max: super::blob_write::PACK_FILE_MAX,
         };
         let mut frags = write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| {
             files.push(f.to_string())
