@@ -306,7 +306,7 @@ def ds(tmp_path):
         (lambda ds: ds.to_batches(batch_size_bytes=1 << 20), "batch_size_bytes"),
         (lambda ds: ds.insert(pa.table({"a": [1], "b": ["x"]}), commit_lock=object()), "commit_lock"),
         (lambda ds: lancepy.dataset(ds.uri, session=object()), "session"),
-        (lambda ds: lancepy.write_dataset(ds.to_table(), ds.uri, mode="append", target_all_bases=True), "target_all_bases"),
+        (lambda ds: lancepy.write_dataset(ds.to_table(), ds.uri, mode="append", namespace_client=object()), "namespace_client"),
     ],
 )
 def test_unbuilt_pylance_options_raise_not_supported(ds, call, option) -> None:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -445,8 +446,7 @@ def test_multi_base_write_errors(tmp_path):
     lancepy.write_dataset(rows(0, 5), root, initial_bases=[base])
     with pytest.raises(InvalidArgumentError, match="mode must be 'create'"):
         lancepy.write_dataset(rows(0, 5), root, mode="append", initial_bases=[base])
-    with pytest.raises(UnsupportedError, match="target_all_bases"):
-        lancepy.write_dataset(rows(0, 5), root, mode="append", target_all_bases=True)
+    lancepy.write_dataset(rows(0, 0), root, mode="append", target_all_bases=True)  # (nothing to place)
     with pytest.raises(InvalidArgumentError, match="not registered"):
         lancepy.write_dataset(rows(0, 5), root, mode="append", target_bases=["other"])
     lancepy.write_dataset(rows(5, 9), root, mode="append", target_bases=["plain"])
@@ -503,3 +503,44 @@ def test_update_bases_rebases_over_concurrent_writes(tmp_path):
     lancepy.dataset(root).add_bases([DatasetBasePath(str(tmp_path / "c"), name="c")])
     appender.insert(rows(20, 25), target_bases=["c"])
     assert lancepy.dataset(root).count_rows() == 24
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"target_all_bases": True}, {"target_all_bases": False}, {"target_bases": ["rooted", "plain"]},
+     {"target_bases": ["plain", str(Path("{tmp}") / "rooted")]}],
+    ids=["all-with-root", "all-bases", "named", "named-and-path"],
+)
+def test_round_robin_over_bases_as_pylance(tmp_path, pylance, options):
+    """Several targets: each new data file goes to the next one in turn, as pylance does."""
+    placed = {}
+    for name, mod, cls in (("ours", lancepy, DatasetBasePath), ("theirs", pylance, pylance.DatasetBasePath)):
+        (tmp_path / name).mkdir()
+        root = str(tmp_path / name / "ds")
+        opts = {k: [t.replace("{tmp}", str(tmp_path / name)) for t in v] if k == "target_bases" else v
+                for k, v in options.items()}
+        mod.write_dataset(rows(0, 4), root, initial_bases=_bases(tmp_path / name, cls))
+        mod.write_dataset(rows(4, 15), root, mode="append", max_rows_per_file=2, **opts)
+        placed[name] = [d.base_id for f in pylance.dataset(root).get_fragments() for d in f.data_files()]
+        for m in (lancepy, pylance):
+            assert m.dataset(root).to_table().sort_by("id").equals(rows(0, 15)), (name, m)
+    assert placed["ours"] == placed["theirs"]
+    assert len(set(placed["ours"][1:])) > 1
+
+
+def test_round_robin_write_that_fails_leaves_no_files(tmp_path):
+    root = str(tmp_path / "ds")
+    lancepy.write_dataset(rows(0, 4), root, initial_bases=_bases(tmp_path, DatasetBasePath))
+    before = sorted(str(p) for p in tmp_path.rglob("*.lance"))
+
+    def batches():
+        yield from rows(4, 10).to_batches()
+        raise RuntimeError("source failed")
+
+    with pytest.raises(RuntimeError, match="source failed"):
+        lancepy.write_dataset(pa.RecordBatchReader.from_batches(rows(0, 1).schema, batches()), root, mode="append",
+                              max_rows_per_file=2, target_all_bases=True)
+    assert sorted(str(p) for p in tmp_path.rglob("*.lance")) == before
+    assert lancepy.dataset(root).version == 1
+    with pytest.raises(InvalidArgumentError):
+        lancepy.write_dataset(rows(0, 1), root, mode="append", target_all_bases=True, target_bases=["plain"])

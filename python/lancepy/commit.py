@@ -776,13 +776,10 @@ def commit_transaction(
     leaves no trace. `naming` is used for a new dataset; an existing one keeps its scheme.
     """
     files = list(written_files)
-    elsewhere = [w for w in files if not isinstance(w, str)]
-    written = [w for w in files if isinstance(w, str)]
     read_version = txn.get("read_version", 0)
     txn_bytes = _lancepy.encode_transaction(json.dumps(txn))
     txn_name = f"{read_version}-{txn['uuid']}.txn"
     txn_path = f"{TRANSACTIONS_DIR}/{txn_name}"
-    written.append(txn_path)
     published = False
     try:
         # A unique name: no one else writes it, and no reader looks at it before a manifest
@@ -837,10 +834,18 @@ def commit_transaction(
     except BaseException:
         if published:
             raise
-        try:
-            store.delete(written)
-            for other_store, rel in elsewhere:
-                other_store.delete([rel])
-        except Exception:  # noqa: BLE001 - best effort, the error that matters is the original
-            pass
+        delete_written(store, files + [txn_path])
         raise
+
+
+def delete_written(store: Any, files: Iterable[Union[str, Tuple[Any, str]]]) -> None:
+    """Deletes files a failed write or commit left: paths relative to `store`'s root, or
+    ``(store, path)`` under another base. Best effort: the error that matters is the
+    caller's."""
+    files = list(files)
+    try:
+        store.delete([w for w in files if isinstance(w, str)])
+        for other_store, rel in (w for w in files if not isinstance(w, str)):
+            other_store.delete([rel])
+    except Exception:  # noqa: BLE001 - best effort
+        pass

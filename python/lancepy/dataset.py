@@ -36,6 +36,7 @@ from lancepy import _lancepy
 from lancepy import bases as _bases
 from lancepy import blob as _blob
 from lancepy import commit as _commit
+from lancepy import fragment as _fragment
 from lancepy import vector as _vector
 from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.bases import DatasetBasePath
@@ -3630,15 +3631,25 @@ def _auto_cleanup_config(options: Dict[str, Any]) -> Dict[str, str]:
 COMMIT_MESSAGE_KEY = "__lance_commit_message"
 
 
-def _target_base(target_bases: Optional[List[str]], registered: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The base new data files go to (``None``: the dataset root)."""
+def _target_bases(target_bases: Optional[List[str]], target_all_bases: Optional[bool],
+                  registered: List[Dict[str, Any]]) -> List[Optional[Dict[str, Any]]]:
+    """Where new data files go, in turn (``None``: the dataset root), as pylance chooses:
+    the bases `target_bases` names, in that order; with `target_all_bases` every registered
+    base by id, after the dataset root when it is true; else the dataset root alone."""
+    if target_all_bases is not None:
+        if target_bases is not None:
+            raise InvalidArgumentError("target_all_bases cannot be combined with target_bases")
+        ordered: List[Optional[Dict[str, Any]]] = sorted(registered, key=lambda b: int(b.get("id", 0)))
+        if not ordered and not target_all_bases:
+            raise InvalidArgumentError("target_all_bases=False: the dataset has no registered bases to write to")
+        return ([None] if target_all_bases else []) + ordered
     if target_bases is None:
-        return None
+        return [None]
     if isinstance(target_bases, str):
         target_bases = [target_bases]
-    if len(target_bases) != 1:
-        raise UnsupportedError(f"target_bases={target_bases!r}: lancepy writes into one base per write")
-    return _bases.resolve_target_base(registered, target_bases[0])
+    if not target_bases:
+        raise InvalidArgumentError("target_bases is empty")
+    return [_bases.resolve_target_base(registered, t) for t in target_bases]
 
 
 def _version_asof(uri: str, asof: Any, options: Optional[Dict[str, str]]) -> int:
@@ -3739,7 +3750,6 @@ def write_dataset(
     _refuse(
         commit_lock=commit_lock,
         use_legacy_format=use_legacy_format,
-        target_all_bases=target_all_bases,
         base_store_params=base_store_params,
         namespace_client=namespace_client,
         table_id=table_id,
@@ -3780,26 +3790,33 @@ def write_dataset(
         fields, metadata = lance["fields"], lance["metadata"]
         op = "Overwrite"
     registered = _bases.register_initial_bases(initial_bases) if initial_bases else []
-    target = _target_base(target_bases, registered or (base.manifest.get("base_paths") or [] if base is not None else []))
+    targets = _target_bases(target_bases, target_all_bases,
+                            registered or (base.manifest.get("base_paths") or [] if base is not None else []))
     written: List[Any] = []
     pages = page_bytes(reader.schema, data_cache_bytes, max_page_bytes)
-    if target is None:
-        frags = _write_reporting(u, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options,
-                                 external_blobs=external, max_page_bytes=pages,
-                                 blob_pack_file_size_threshold=blob_pack_file_size_threshold)
-        written = [f"data/{d.path}" for f in frags for d in f.files]
-    else:
-        root, data_dir = _bases.base_dir(target)
-        base_store = _lancepy.Store(root, options)
-        frags = _write_reporting(root, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
-                                 options, data_dir=data_dir, external_blobs=external, max_page_bytes=pages,
-                                 blob_pack_file_size_threshold=blob_pack_file_size_threshold)
-        written = [(base_store, f"{data_dir}/{d.path}" if data_dir else d.path) for f in frags for d in f.files]
-    frag_json = [f._manifest_json() for f in frags]
-    if target is not None:
-        for f in frag_json:
-            for d in f["files"]:
-                d["base_id"] = target["id"]
+    # One run of max_rows_per_file rows per target in turn (one target: the whole stream).
+    runs = [reader] if len(targets) == 1 else _fragment.row_runs(reader, max_rows_per_file)
+    frag_json: List[Dict[str, Any]] = []
+    try:
+        for i, part in enumerate(runs):
+            target = targets[i % len(targets)]
+            root, data_dir = (u, "data") if target is None else _bases.base_dir(target)
+            frags = _write_reporting(root, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
+                                     options, data_dir=data_dir, external_blobs=external, max_page_bytes=pages,
+                                     blob_pack_file_size_threshold=blob_pack_file_size_threshold)
+            made = [f._manifest_json() for f in frags]
+            if target is None:
+                written += [f"data/{d['path']}" for f in made for d in f["files"]]
+            else:
+                base_store = _lancepy.Store(root, options)
+                written += [(base_store, f"{data_dir}/{d['path']}" if data_dir else d["path"]) for f in made for d in f["files"]]
+                for f in made:
+                    for d in f["files"]:
+                        d["base_id"] = target["id"]
+            frag_json += made
+    except BaseException:
+        _commit.delete_written(store, written)
+        raise
     if op == "Append":
         body: Dict[str, Any] = {"fragments": frag_json}
     else:

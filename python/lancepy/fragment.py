@@ -449,6 +449,42 @@ def _write(
     return [FragmentMetadata._from_dict(f) for f in json.loads(text)]
 
 
+def row_runs(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.RecordBatchReader]:
+    """`reader` cut into consecutive readers of `rows` rows each (the last may be shorter),
+    streamed: each run must be read before the next is asked for."""
+    if rows <= 0:
+        raise InvalidArgumentError("max_rows_per_file must be positive")
+    batches = iter(reader)
+    carry: List[pa.RecordBatch] = []
+
+    def run() -> Iterator[pa.RecordBatch]:
+        # Up to `rows` rows; what is left of a batch waits in `carry`.
+        left = rows
+        while left > 0:
+            if carry:
+                b = carry.pop()
+            else:
+                b = next(batches, None)
+                if b is None:
+                    return
+            if b.num_rows > left:
+                carry.append(b.slice(left))
+                b = b.slice(0, left)
+            left -= b.num_rows
+            yield b
+
+    while True:
+        if not carry:
+            first = next(batches, None)
+            if first is None:
+                return
+            carry.append(first)
+        if carry[0].num_rows == 0:
+            carry.pop()
+            continue
+        yield pa.RecordBatchReader.from_batches(reader.schema, run())
+
+
 def _write_reporting(
     uri: str,
     reader: pa.RecordBatchReader,
@@ -477,39 +513,9 @@ def _write_reporting(
     for name in ("begin", "complete"):
         if not callable(getattr(progress, name, None)):
             raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
-    if max_rows_per_file <= 0:
-        raise InvalidArgumentError("max_rows_per_file must be positive")
-    batches = iter(reader)
-    carry: List[pa.RecordBatch] = []
     out: List[FragmentMetadata] = []
-
-    def run() -> Iterator[pa.RecordBatch]:
-        # Up to max_rows_per_file rows; what is left of a batch waits in `carry`.
-        left = max_rows_per_file
-        while left > 0:
-            if carry:
-                b = carry.pop()
-            else:
-                b = next(batches, None)
-                if b is None:
-                    return
-            if b.num_rows > left:
-                carry.append(b.slice(left))
-                b = b.slice(0, left)
-            left -= b.num_rows
-            yield b
-
-    while True:
-        if not carry:
-            first = next(batches, None)
-            if first is None:
-                break
-            carry.append(first)
-        if carry[0].num_rows == 0:
-            carry.pop()
-            continue
+    for part in row_runs(reader, max_rows_per_file):
         progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
-        part = pa.RecordBatchReader.from_batches(reader.schema, run())
         made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
                       storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
                       max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
