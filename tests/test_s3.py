@@ -569,3 +569,38 @@ def test_torch_loader_on_s3_with_forkserver_workers(s3, bucket, opts):
     it = LanceIterableDataset(uri, batch_size=50, columns=["id"], storage_options=opts)
     got = [i for b in DataLoader(it, batch_size=None, num_workers=2, multiprocessing_context="forkserver") for i in b["id"].tolist()]
     assert sorted(got) == live
+
+
+def test_base_store_params_are_used_for_files_under_their_base(s3, bucket):
+    """`base_store_params` (options per base path URI, instead of the dataset's): every
+    request for a file under the base is signed with the base's key, every other one with
+    the dataset's — seen in the server's request log; pylance reads the result."""
+    from lancepy import DatasetBasePath
+
+    root, base = f"s3://{bucket}/ds", f"s3://{bucket}/files"
+    params = {base: s3.options(aws_access_key_id="base-key")}
+    table = pa.table({"id": list(range(20)), "s": [f"v{i}" for i in range(20)]})
+    opts = s3.options()
+
+    def keys_by_place():
+        seen = {}
+        for r in s3.log.snapshot():
+            if f"/{bucket}/" not in r.path:
+                continue
+            key = r.headers.get("authorization", "").split("Credential=")[-1].split("/")[0]
+            seen.setdefault("base" if r.path.startswith(f"/{bucket}/files/") else "root", set()).add(key)
+        return seen
+
+    s3.log.clear()
+    ds = lancepy.write_dataset(table, root, storage_options=opts, initial_bases=[DatasetBasePath(base, name="s3")],
+                               target_bases=["s3"], base_store_params=params, max_rows_per_file=8)
+    assert ds.to_table() == table  # (the returned dataset keeps the parameters)
+    ds = lancepy.dataset(root, storage_options=opts, base_store_params=params)
+    assert ds.take([3, 17]).column("id").to_pylist() == [3, 17]
+    assert keys_by_place() == {"root": {"lancepy-test-key"}, "base": {"base-key"}}
+    # Without them, the dataset's own options reach the base too.
+    assert lancepy.dataset(root, storage_options=opts).to_table() == table
+    pylance = pytest.importorskip("lance")
+    assert pylance.dataset(root, storage_options=opts, base_store_params=params).to_table().sort_by("id") == table
+    with pytest.raises(InvalidArgumentError):
+        lancepy.dataset(root, storage_options=opts, base_store_params={base: "not a dict"})

@@ -71,6 +71,36 @@ def absolute_uri(uri: str) -> str:
     return os.path.abspath(uri)
 
 
+def normalize_base_store_params(params: Any) -> Optional[Dict[str, Dict[str, str]]]:
+    """pylance's `base_store_params` (storage options per base path URI, used for it instead
+    of the dataset's), checked, with the base URIs spelled as base paths record them."""
+    if params is None:
+        return None
+    from lancepy._storage import normalize_storage_options
+
+    if not isinstance(params, dict):
+        raise InvalidArgumentError(f"base_store_params must be a dict of base path URI to storage options, got {params!r}")
+    out: Dict[str, Dict[str, str]] = {}
+    for uri, options in params.items():
+        if not isinstance(uri, str) or not isinstance(options, dict):
+            raise InvalidArgumentError(f"base_store_params: {uri!r} must map a base path URI to a dict of options")
+        out[absolute_uri(uri)] = normalize_storage_options(options) or {}
+    return out
+
+
+def options_for(uri: str, options: Optional[Dict[str, str]], params: Optional[Dict[str, Dict[str, str]]]) -> Optional[Dict[str, str]]:
+    """The storage options for a file or root at `uri`: those of the longest base in
+    `params` that `uri` lies under, else the dataset's `options` (pylance's rule)."""
+    best = None
+    for root in params or {}:
+        r = root.rstrip("/")
+        if (uri == r or uri.startswith(r + "/")) and (best is None or len(r) > len(best)):
+            best = root
+    if best is None:
+        return options
+    return params[best]  # type: ignore[index]
+
+
 def _canonical(uri: str) -> str:
     """`uri` spelled one way per place, for comparisons (``file://`` URIs and relative paths
     become absolute paths)."""

@@ -306,6 +306,7 @@ def open_blob_files(
     addresses: List[int],
     descriptions: List[Optional[Dict[str, Any]]],
     buffer_size: int,
+    base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
 ) -> List[Optional[BlobFile]]:
     """One :class:`BlobFile` (``None`` for a null value) per row address and description."""
     from lancepy import bases as _bases
@@ -318,7 +319,7 @@ def open_blob_files(
 
     def reader(uri: str) -> Any:
         if uri not in readers:
-            readers[uri] = _lancepy.RangeReader(uri, storage_options)
+            readers[uri] = _lancepy.RangeReader(uri, _bases.options_for(uri, storage_options, base_store_params))
         return readers[uri]
 
     out: List[Optional[BlobFile]] = []

@@ -141,10 +141,13 @@ class LanceDataset:
         version: Union[int, str, None] = None,
         *,
         storage_options: StorageOptions = None,
+        base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
         _loaded: Any = None,
     ) -> None:
         self._uri = _uri(uri)
         self._storage_options = normalize_storage_options(storage_options)
+        # Storage options per base path URI (instead of the dataset's), for files under it.
+        self._base_store_params = _bases.normalize_base_store_params(base_store_params)
         self._store = _lancepy.Store(self._uri, self._storage_options)
         if _loaded is None:
             if isinstance(version, str):
@@ -157,7 +160,7 @@ class LanceDataset:
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
         _commit.check_feature_flags(loaded.manifest, write=False, uri=self._uri)
         self._loaded = loaded
-        self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options)
+        self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options, self._base_store_params)
         self._schema: Optional[pa.Schema] = None
         self._rows: Optional[Dict[int, Any]] = None
 
@@ -1124,6 +1127,7 @@ class LanceDataset:
             rows.column("_rowaddr").to_pylist(),
             rows.column(blob_column).to_pylist(),
             buffer_size,
+            self._base_store_params,
         )
 
     def _plain_columns(self, columns: Any) -> Optional[List[str]]:
@@ -1137,7 +1141,7 @@ class LanceDataset:
 
     def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
         """Another version (number or tag) of the same dataset."""
-        return LanceDataset(self._uri, version, storage_options=self._storage_options)
+        return LanceDataset(self._uri, version, storage_options=self._storage_options, base_store_params=self._base_store_params)
 
     def validate(self) -> None:
         """Checks this version's files: every data file's footer and metadata can be read,
@@ -1784,8 +1788,9 @@ class LanceDataset:
 
         `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
         commits there are safe because the manifest is created with a conditional PUT.
-        `commit_message` is stored with the transaction (as pylance). Commit locks (the
-        protocol needs none), detached commits, stable row ids at commit, namespaces and per-base store parameters are not supported:
+        `commit_message` is stored with the transaction (as pylance); `base_store_params`
+        go to the returned dataset (see :func:`dataset`). Commit locks (the
+        protocol needs none), detached commits, stable row ids at commit and namespaces are not supported:
         giving one raises :class:`~lancepy.exceptions.NotSupportedError`. `commit_timeout`
         is accepted; commits are bounded by `max_retries`.
         """
@@ -1797,7 +1802,6 @@ class LanceDataset:
             namespace_client=namespace_client,
             table_id=table_id,
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
-            base_store_params=base_store_params,
         )
         planned: Optional[Transaction] = None
         if isinstance(operation, Transaction):
@@ -1807,6 +1811,8 @@ class LanceDataset:
             raise InvalidArgumentError(f"commit needs a LanceOperation or a Transaction, got {type(operation).__name__}")
         if isinstance(base_uri, LanceDataset):
             storage_options = base_uri._storage_options if storage_options is None else storage_options
+            if base_store_params is None:
+                base_store_params = base_uri._base_store_params
             base_uri = base_uri.uri
         uri = _uri(base_uri)
         options = normalize_storage_options(storage_options)
@@ -1826,7 +1832,7 @@ class LanceDataset:
         result = _commit.commit_transaction(
             store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
         )
-        return LanceDataset(uri, storage_options=options, _loaded=result.manifest)
+        return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=result.manifest)
 
 
 def _args(scope: Dict[str, Any]) -> Dict[str, Any]:
@@ -2297,7 +2303,8 @@ class LanceScanner:
         addresses = table.column(ROW_ADDRESS).to_pylist()
         files = {
             c: _blob.open_blob_files(self._ds._store.uri, manifest, self._ds._storage_options, c, addresses,
-                                     table.column(c).to_pylist(), _blob.DEFAULT_BLOB_BUFFER_SIZE)
+                                     table.column(c).to_pylist(), _blob.DEFAULT_BLOB_BUFFER_SIZE,
+                                     self._ds._base_store_params)
             for c in blobs
         }
         order = table.column_names if self._with_row_address else [c for c in table.column_names if c != ROW_ADDRESS]
@@ -3576,8 +3583,9 @@ def dataset(
     ``aws_access_key_id``, ``aws_endpoint``, ``allow_http``; see :mod:`lancepy._storage`).
     `asof` (a ``datetime``, naive = local time, or an ISO-8601 string) opens the newest
     version committed at or before that time. Opening lists ``_versions/`` once and reads
-    one manifest. Caches, commit locks, sessions, namespaces and per-base store parameters
-    are pylance's and not supported: giving one raises
+    one manifest. `base_store_params` (storage options per base path URI, used instead of
+    `storage_options` for files under that base) reach a multi-base dataset's other roots. Caches, commit
+    locks, sessions and namespaces are pylance's and not supported: giving one raises
     :class:`~lancepy.exceptions.NotSupportedError`.
     """
     _refuse(
@@ -3591,7 +3599,6 @@ def dataset(
         session=session,
         namespace_client=namespace_client,
         table_id=table_id,
-        base_store_params=base_store_params,
     )
     if uri is None:
         raise InvalidArgumentError("dataset() needs a uri (lancepy has no namespace support)")
@@ -3599,7 +3606,7 @@ def dataset(
         if version is not None:
             raise InvalidArgumentError("give either version or asof, not both")
         version = _version_asof(_uri(uri), asof, normalize_storage_options(storage_options))
-    return LanceDataset(uri, version, storage_options=storage_options)
+    return LanceDataset(uri, version, storage_options=storage_options, base_store_params=base_store_params)
 
 
 def _transaction_properties(properties: Optional[Dict[str, str]], commit_message: Optional[str]) -> Dict[str, str]:
@@ -3714,10 +3721,12 @@ def write_dataset(
     """Writes `data_obj` as a new version of the dataset at `uri`.
 
     Multi-base datasets: `initial_bases` (mode ``"create"`` only) registers other roots
-    (:class:`DatasetBasePath`; ids 1, 2, ... unless given); `target_bases` (one name or path
-    of a registered base) puts the new data files there instead of under `uri` (their
-    deletion files still go under `uri`). `target_all_bases` and `base_store_params` are not
-    supported (:class:`UnsupportedError`).
+    (:class:`DatasetBasePath`; ids 1, 2, ... unless given); `target_bases` (names or paths
+    of registered bases) puts the new data files there instead of under `uri`, in turn, one
+    file each (their deletion files still go under `uri`); `target_all_bases` rotates over
+    every registered base, after the dataset root when true. `base_store_params` (storage
+    options per base path URI) are used instead of `storage_options` for files under those
+    bases, and kept by the returned dataset.
 
     `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
     or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
@@ -3736,7 +3745,7 @@ def write_dataset(
     `commit_message` and `transaction_properties` are stored in the transaction;
     `auto_cleanup_options` configures automatic cleanup of a new dataset; `max_page_bytes`
     and `data_cache_bytes` set the page size. Options lancepy does not
-    build (commit locks, `target_all_bases`, `base_store_params`, namespaces, sessions,
+    build (commit locks, namespaces, sessions,
     the legacy format) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
@@ -3750,7 +3759,6 @@ def write_dataset(
     _refuse(
         commit_lock=commit_lock,
         use_legacy_format=use_legacy_format,
-        base_store_params=base_store_params,
         namespace_client=namespace_client,
         table_id=table_id,
         session=session,
@@ -3790,6 +3798,7 @@ def write_dataset(
         fields, metadata = lance["fields"], lance["metadata"]
         op = "Overwrite"
     registered = _bases.register_initial_bases(initial_bases) if initial_bases else []
+    store_params = _bases.normalize_base_store_params(base_store_params)
     targets = _target_bases(target_bases, target_all_bases,
                             registered or (base.manifest.get("base_paths") or [] if base is not None else []))
     written: List[Any] = []
@@ -3801,14 +3810,15 @@ def write_dataset(
         for i, part in enumerate(runs):
             target = targets[i % len(targets)]
             root, data_dir = (u, "data") if target is None else _bases.base_dir(target)
+            root_options = _bases.options_for(root, options, store_params)
             frags = _write_reporting(root, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
-                                     options, data_dir=data_dir, external_blobs=external, max_page_bytes=pages,
+                                     root_options, data_dir=data_dir, external_blobs=external, max_page_bytes=pages,
                                      blob_pack_file_size_threshold=blob_pack_file_size_threshold)
             made = [f._manifest_json() for f in frags]
             if target is None:
                 written += [f"data/{d['path']}" for f in made for d in f["files"]]
             else:
-                base_store = _lancepy.Store(root, options)
+                base_store = _lancepy.Store(root, root_options)
                 written += [(base_store, f"{data_dir}/{d['path']}" if data_dir else d["path"]) for f in made for d in f["files"]]
                 for f in made:
                     for d in f["files"]:
@@ -3836,4 +3846,4 @@ def write_dataset(
         data_storage_version=version if op == "Overwrite" else None,
         new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
     )
-    return LanceDataset(u, storage_options=options, _loaded=result.manifest)
+    return LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=result.manifest)

@@ -51,6 +51,9 @@ pub struct Store {
     uri: String,
     backend: Backend,
     options: Arc<StorageOptions>,
+    /// Options for files under other roots (pylance's `base_store_params`: per base path,
+    /// in place of `options`), longest root first.
+    root_options: Arc<Vec<(String, StorageOptions)>>,
 }
 
 fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
@@ -83,7 +86,26 @@ impl Store {
             ResolvedUri::Local(p) => Backend::Local(p),
             ResolvedUri::Object { store, location } => Backend::Object { store, root: location },
         };
-        Ok(Self { uri: trimmed.to_string(), backend, options: Arc::new(options.clone()) })
+        Ok(Self { uri: trimmed.to_string(), backend, options: Arc::new(options.clone()), root_options: Arc::default() })
+    }
+
+    /// This store, opening files under each of `roots` (URIs) with that root's options
+    /// instead of its own (pylance's `base_store_params`).
+    pub fn with_root_options(mut self, roots: impl IntoIterator<Item = (String, StorageOptions)>) -> Self {
+        let mut roots: Vec<(String, StorageOptions)> =
+            roots.into_iter().map(|(root, options)| (root.trim_end_matches('/').to_string(), options)).collect();
+        roots.sort_by_key(|(root, _)| std::cmp::Reverse(root.len()));
+        self.root_options = Arc::new(roots);
+        self
+    }
+
+    /// The options for a file at `uri`: those of the longest root (see
+    /// [`Store::with_root_options`]) it lies under, else the store's.
+    pub fn options_for(&self, uri: &str) -> &StorageOptions {
+        self.root_options
+            .iter()
+            .find(|(root, _)| uri.strip_prefix(root.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+            .map_or(&self.options, |(_, o)| o)
     }
 
     /// Whether the dataset is on object storage reached over the network (reads then wait
@@ -105,12 +127,12 @@ impl Store {
     /// Opens any file URI (this store's or another root's, e.g. a base path) for reads,
     /// with this store's options.
     pub fn reader_for_uri(&self, uri: &str) -> Result<ReaderRef> {
-        open_reader_with(uri, &self.options)
+        open_reader_with(uri, self.options_for(uri))
     }
 
     /// Creates a new file at any URI with this store's options.
     pub fn writer_for_uri(&self, uri: &str) -> Result<Box<dyn Writer>> {
-        open_writer_with(uri, &self.options)
+        open_writer_with(uri, self.options_for(uri))
     }
 
     /// The URI of `rel` (for the file reader and writer).

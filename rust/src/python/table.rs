@@ -670,11 +670,19 @@ impl Iterator for TaskStream {
 #[pymethods]
 impl PySnapshot {
     #[new]
-    #[pyo3(signature = (uri, manifest_json, storage_options=None))]
-    fn new(py: Python<'_>, uri: String, manifest_json: String, storage_options: Option<StorageOptions>) -> PyResult<Self> {
+    #[pyo3(signature = (uri, manifest_json, storage_options=None, base_store_params=None))]
+    fn new(
+        py: Python<'_>,
+        uri: String,
+        manifest_json: String,
+        storage_options: Option<StorageOptions>,
+        base_store_params: Option<std::collections::BTreeMap<String, StorageOptions>>,
+    ) -> PyResult<Self> {
         let options = storage_options.unwrap_or_default();
         run(py, move || -> Result<Self> {
-            let store = Store::open_with(&uri, &options)?;
+            // Files under a base path are opened with that base's options (pylance's
+            // `base_store_params`, keyed by base path URI) instead of the dataset's.
+            let store = Store::open_with(&uri, &options)?.with_root_options(base_store_params.unwrap_or_default());
             let manifest: tablepb::Manifest = from_json(&manifest_json, "manifest")?;
             Ok(Self { inner: Arc::new(TableSnapshot::new(store.clone(), &manifest)?), store })
         })

@@ -198,7 +198,7 @@ pub fn read(store: &Store, bases: &BasePaths, fragment_id: u64, file: &tablepb::
         None => store.read(&path_of(fragment_id, file)),
         Some(_) => {
             let (dir, name) = uri.rsplit_once('/').expect("a deletion file URI has a directory");
-            Store::open_with(dir, store.options()).and_then(|s| s.read(name))
+            Store::open_with(dir, store.options_for(&uri)).and_then(|s| s.read(name))
         }
     };
     let data = data.map_err(|e| bases.explain_missing(file.base_id, store.options(), e)).map_err(|e| match e {
