@@ -495,30 +495,27 @@ def _write_reporting(
     max_bytes_per_file: int,
     progress: Any,
     storage_options: Optional[Dict[str, str]] = None,
-    *,
-    data_dir: str = "data",
-    external_blobs: str = "refuse",
-    max_page_bytes: Optional[int] = None,
-    blob_pack_file_size_threshold: Optional[int] = None,
+    **write_options: Any,
 ) -> List[FragmentMetadata]:
-    """:func:`_write`, telling `progress` (pylance's ``FragmentWriteProgress`` shape: an
-    object with ``begin(fragment)`` and ``complete(fragment)``) about each fragment: ``begin``
-    before its rows are written (with no files and no rows yet), ``complete`` once its file
-    is written. The stream is cut into runs of `max_rows_per_file` rows, one native write
-    each; without `progress` this is :func:`_write`."""
+    """:func:`_write` (`write_options` are its keyword options), telling `progress`
+    (pylance's ``FragmentWriteProgress`` shape: an object with ``begin(fragment)`` and
+    ``complete(fragment)``) about each fragment: ``begin`` before its rows are written (with
+    no files and no rows yet), ``complete`` once its file is written. The stream is cut into
+    runs of `max_rows_per_file` rows, one native write each; without `progress` this is
+    :func:`_write`."""
+    def write(part: pa.RecordBatchReader) -> List[FragmentMetadata]:
+        return _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
+                      storage_options=storage_options, **write_options)
+
     if progress is None:
-        return _write(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
-                      storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
-                      max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
+        return write(reader)
     for name in ("begin", "complete"):
         if not callable(getattr(progress, name, None)):
             raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
     out: List[FragmentMetadata] = []
     for part in row_runs(reader, max_rows_per_file):
         progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
-        made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
-                      storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
-                      max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
+        made = write(part)
         for f in made:
             progress.complete(f)
         out.extend(made)
