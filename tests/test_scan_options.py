@@ -38,3 +38,40 @@ def test_strict_batch_size(ds_path):
     assert sum(sizes) == ours.count_rows()
     strict = pa.Table.from_batches(list(ours.to_batches(batch_size=9, strict_batch_size=True, filter="a > 10")))
     assert strict == ours.to_table(filter="a > 10")
+
+
+def test_batch_size_bytes(ds_path):
+    ours = lancepy.dataset(ds_path)
+    one_row = ours.to_table(limit=1).nbytes
+    batches = list(ours.to_batches(batch_size_bytes=one_row * 10))
+    assert pa.Table.from_batches(batches) == ours.to_table()
+    assert max(b.num_rows for b in batches) <= 12 and len(batches) >= ours.count_rows() // 12
+    with pytest.raises(InvalidArgumentError):
+        ours.scanner(batch_size_bytes=100, strict_batch_size=True)
+    with pytest.raises(InvalidArgumentError):
+        ours.to_table(batch_size_bytes=0)
+
+
+def test_index_segments_restrict_a_vector_search_as_pylance(tmp_path):
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(0)
+
+    def table(lo, n):
+        v = rng.random((n, 16), dtype=np.float32)
+        return pa.table({"id": np.arange(lo, lo + n), "v": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), 16)})
+
+    path = str(tmp_path / "seg")
+    lance.write_dataset(table(0, 2000), path).create_index("v", "IVF_FLAT", num_partitions=4)
+    lance.write_dataset(table(2000, 2000), path, mode="append").optimize.optimize_indices(num_indices_to_merge=0)
+    theirs, ours = lance.dataset(path), lancepy.dataset(path)
+    segments = [s.uuid for s in theirs.describe_indices()[0].segments]
+    assert len(segments) == 2
+    q = rng.random(16, dtype=np.float32)
+    for sel in ([segments[0]], [segments[1]], segments):
+        a = ours.scanner(nearest={"column": "v", "q": q, "k": 10}, index_segments=sel, columns=["id"]).to_table()
+        b = theirs.scanner(nearest={"column": "v", "q": q, "k": 10}, index_segments=sel, columns=["id"]).to_table()
+        assert a.column("id").to_pylist() == b.column("id").to_pylist(), sel
+    with pytest.raises(InvalidArgumentError):
+        ours.scanner(nearest={"column": "v", "q": q, "k": 10}, index_segments=["not-a-uuid"]).to_table()
+    with pytest.raises(InvalidArgumentError):
+        ours.scanner(index_segments=segments)

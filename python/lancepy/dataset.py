@@ -742,14 +742,13 @@ class LanceDataset:
         before it when `prefilter` is true and after it otherwise. `blob_handling`
         ``"all_binary"`` returns blob columns' values instead of their descriptions;
         `include_deleted_rows` (with `with_row_id`) returns deleted rows too, with a null row
-        id; `strict_batch_size` makes every batch but the last exactly `batch_size` rows.
-        Full text and index-segment search, byte-sized batches, row-address allow/block
-        lists and scan statistics are not built: giving one raises
+        id; `strict_batch_size` makes every batch but the last exactly `batch_size` rows;
+        `batch_size_bytes` cuts batches of about that many bytes; `index_segments` (segment
+        uuids) restricts a vector search to those segments of the index. Full text search,
+        row-address allow/block lists and scan statistics are not built: giving one raises
         :class:`~lancepy.exceptions.NotSupportedError`.
         """
         _refuse(
-            batch_size_bytes=batch_size_bytes,
-            index_segments=index_segments,
             full_text_query=full_text_query,
             scan_stats_callback=scan_stats_callback,
             disable_scoring_autoprojection=disable_scoring_autoprojection or None,
@@ -767,7 +766,13 @@ class LanceDataset:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
             scanner._set_nearest(nearest, bool(prefilter))
         scanner._set_include_deleted(include_deleted_rows)
-        scanner._strict_batches = bool(strict_batch_size)
+        scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
+        if index_segments is not None:
+            if nearest is None:
+                raise InvalidArgumentError("index_segments= restricts a vector search: give nearest= too")
+            if isinstance(index_segments, (str, bytes)):
+                raise InvalidArgumentError("index_segments takes a list of segment uuids")
+            scanner._index_segments = list(index_segments)
         return scanner
 
     def to_table(
@@ -1968,6 +1973,17 @@ class LanceScanner:
         self._hidden_address = False
         self._include_deleted = False
         self._strict_batches = False
+        self._batch_bytes: Optional[int] = None
+        self._index_segments: Optional[List[Any]] = None
+
+    def _set_batching(self, strict: bool, batch_size_bytes: Optional[int]) -> None:
+        if batch_size_bytes is not None:
+            if not isinstance(batch_size_bytes, int) or isinstance(batch_size_bytes, bool) or batch_size_bytes <= 0:
+                raise InvalidArgumentError(f"batch_size_bytes must be a positive int, got {batch_size_bytes!r}")
+            if strict:
+                raise InvalidArgumentError("batch_size_bytes cannot be combined with strict_batch_size=True")
+        self._strict_batches = strict
+        self._batch_bytes = batch_size_bytes
 
     def _set_include_deleted(self, include_deleted_rows: Optional[bool]) -> None:
         """Deleted rows are read too, with a null row id (pylance's rule: only with row ids)."""
@@ -2104,6 +2120,7 @@ class LanceScanner:
             self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
             limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
             with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
+            index_segments=self._index_segments,
         )
 
     def _set_order(self, order_by: Optional[Sequence[Any]]) -> None:
@@ -2215,7 +2232,15 @@ class LanceScanner:
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The rows as record batches, decoded as the iterator advances (an ordered scan is
         read and sorted first; a nearest-neighbour search runs first). With
-        ``strict_batch_size`` every batch but the last has exactly ``batch_size`` rows."""
+        ``strict_batch_size`` every batch but the last has exactly ``batch_size`` rows; with
+        ``batch_size_bytes`` batches hold about that many bytes (at least one row)."""
+        if self._batch_bytes is not None:
+            for b in self._batches():
+                per_row = b.nbytes / b.num_rows if b.num_rows else 0
+                rows = max(1, int(self._batch_bytes // per_row)) if per_row else max(b.num_rows, 1)
+                for start in range(0, b.num_rows, rows):
+                    yield b.slice(start, rows)
+            return
         if not self._strict_batches:
             yield from self._batches()
             return

@@ -152,6 +152,7 @@ def search(
     with_row_address: bool,
     fragment_ids: Optional[Sequence[int]],
     evaluate: Any,
+    index_segments: Optional[Sequence[str]] = None,
 ) -> pa.Table:
     """Runs an exact search: projected columns, ``_distance``, then ``_rowid`` / ``_rowaddr``."""
     snap = ds._snapshot
@@ -160,8 +161,10 @@ def search(
         t = pa.table(snap.scan(flt.columns, fragment_ids, 0, None, 131072, False, True, False))
         mask = evaluate(t, flt)
         allowed = t.column("_rowaddr").filter(mask).combine_chunks()
-    found = _index_search(ds, query, fragment_ids, allowed)
+    found = _index_search(ds, query, fragment_ids, allowed, index_segments)
     if found is None:
+        if index_segments is not None:
+            raise InvalidArgumentError("index_segments= needs a search that uses the column's vector index")
         addresses, distances = snap.knn(query.column, query.q.tolist(), query.k, query.metric, fragment_ids, allowed,
                                         query.distance_range)
     else:
@@ -197,6 +200,15 @@ def _index_for(ds: "LanceDataset", query: NearestQuery) -> List[Dict[str, Any]]:
         return []
     entries = _ivf.vector_indices(ds._loaded.index_section, field_id)
     return [e for e in entries if e["name"] == entries[0]["name"]] if entries else []
+
+
+def _segment_uuid(value: Any) -> str:
+    import uuid as _uuid
+
+    try:
+        return str(value if isinstance(value, _uuid.UUID) else _uuid.UUID(str(value)))
+    except ValueError:
+        raise InvalidArgumentError(f"index_segments: {value!r} is not a segment uuid") from None
 
 
 def _exact_distances(vectors: "np.ndarray", q: "np.ndarray", metric: str) -> "np.ndarray":
@@ -258,15 +270,25 @@ def _segment_filter(
 
 
 def _index_search(
-    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array]
+    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array],
+    index_segments: Optional[Sequence[str]] = None,
 ) -> Optional[Tuple[List[int], List[float]]]:
     """Searches with the column's IVF index (merging an exact search of the fragments it
-    does not cover); None when there is no usable index."""
+    does not cover); None when there is no usable index. With `index_segments` (segment
+    uuids), only those segments are searched, and, when `fragment_ids` are given, the
+    fragments they do not cover exactly (pylance's rule)."""
     import numpy as np
 
     segments = _index_for(ds, query)
     if not segments:
         return None
+    if index_segments is not None:
+        wanted = {_segment_uuid(u) for u in index_segments}
+        known = {str(e["uuid"]) for e in segments}
+        if wanted - known:
+            raise InvalidArgumentError(f"index_segments {sorted(wanted - known)} are not segments of the "
+                                       f"{query.column!r} index (its segments: {sorted(known)})")
+        segments = [e for e in segments if str(e["uuid"]) in wanted]
     loaded = []
     for entry in segments:
         root = ds.uri
@@ -282,6 +304,9 @@ def _index_search(
     if any(idx.metric != metric for _, idx in loaded):
         return None
     frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
+    if index_segments is not None and fragment_ids is None:
+        # only the chosen segments' rows
+        frags = sorted({f for e in segments for f in e["fragment_ids"]} & set(frags))
     deleted = _deleted_addresses(ds)
     allowed_arr = None if allowed is None else np.sort(allowed.to_numpy(zero_copy_only=False).astype(np.uint64))
     uncovered = set(frags)
