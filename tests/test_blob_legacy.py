@@ -217,3 +217,19 @@ def test_to_pandas_forwards_keywords_to_pyarrow_and_refuses_unknown_ones(tmp_pat
     assert lancepy.dataset(path).to_pandas(use_threads=False)["a"].tolist() == [1, 2]
     with pytest.raises(TypeError):
         lancepy.dataset(path).to_pandas(no_such_option=True)
+
+
+def test_descriptions_asking_for_more_bytes_than_the_file_has_are_corrupt(tmp_path):
+    """Repeated ranges (a hostile file) must not make a read allocate beyond its input."""
+    from lancepy.exceptions import CorruptFileError
+
+    path = str(tmp_path / "ds")
+    lancepy.write_dataset(_table(20), path, data_storage_version="2.1")
+    ds = lancepy.dataset(path)
+    size = ds.get_fragments()[0].data_files()[0].file_size_bytes
+    n = 1000
+    descriptions = pa.StructArray.from_arrays(
+        [pa.array([0] * n, pa.uint64()), pa.array([size // 2] * n, pa.uint64())], names=["position", "size"]
+    )
+    with pytest.raises(CorruptFileError, match="ask for"):
+        ds._snapshot.blob_values("b", pa.array([0] * n, pa.uint64()), descriptions)

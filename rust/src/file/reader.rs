@@ -450,6 +450,15 @@ impl FileReader {
                 ranges.push(p..p + len);
             }
         }
+        // Each value is stored once: descriptions that ask for more bytes than the file has
+        // (ranges repeated by a hostile file) would make the output outgrow its input.
+        let asked: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        if asked > self.file_size {
+            return Err(Error::corrupt(format!(
+                "{}: blob descriptions ask for {asked} bytes of a {}-byte file",
+                self.path, self.file_size
+            )));
+        }
         let fetched = if ranges.is_empty() { Vec::new() } else { self.io.read_ranges(&ranges)? };
         let total: usize = fetched.iter().map(|b| b.len()).sum();
         let mut data = Vec::with_capacity(total);

@@ -385,6 +385,7 @@ impl TableSnapshot {
         let blob_uris = s.column_by_name("blob_uri").and_then(|c| c.as_string_opt::<i32>().cloned());
         let mut uris: Vec<String> = Vec::new();
         let mut uri_index: HashMap<String, usize> = HashMap::new();
+        let mut external_uris: std::collections::HashSet<usize> = std::collections::HashSet::new();
         // (an external blob without a slice is all of its object: its end is known once it
         // is opened, and marked `u64::MAX` until then)
         let mut wanted: Vec<Option<(usize, Range<u64>)>> = Vec::with_capacity(s.len());
@@ -429,6 +430,9 @@ impl TableSnapshot {
             if u == next {
                 uris.push(uri);
             }
+            if external {
+                external_uris.insert(u);
+            }
             wanted.push(Some((u, p..end)));
         }
         let mut fetched: Vec<std::vec::IntoIter<arrow_buffer::Buffer>> = Vec::with_capacity(uris.len());
@@ -442,6 +446,12 @@ impl TableSnapshot {
                 .filter(|(w, _)| *w == u)
                 .map(|(_, r)| if r.end == u64::MAX { 0..size } else { r.clone() })
                 .collect();
+            // Values stored in the dataset are stored once: more bytes asked of one file than it
+            // has means descriptions repeated by a hostile file (external objects may be shared).
+            let asked: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+            if asked > size && !external_uris.contains(&u) {
+                return Err(Error::corrupt(format!("{uri}: blob descriptions ask for {asked} bytes of a {size}-byte file")));
+            }
             if let Some(r) = ranges.iter().find(|r| r.end > size) {
                 return Err(Error::corrupt(format!(
                     "{uri}: blob at {}..{} lies outside the object ({size} bytes)",
