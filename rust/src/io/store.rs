@@ -354,6 +354,19 @@ fn list_local(dir: &Path, rel: &str, out: &mut Vec<ObjectInfo>) -> Result<()> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn root_options_apply_under_their_root_only() {
+        let opt = |k: &str| StorageOptions::from([(k.to_string(), "1".to_string())]);
+        let store = Store::open("memory://root")
+            .unwrap()
+            .with_root_options([("s3://b/base".to_string(), opt("short")), ("s3://b/base/deeper/".to_string(), opt("long"))]);
+        assert!(store.options_for("s3://b/base/x.lance").contains_key("short"));
+        assert!(store.options_for("s3://b/base/deeper/x.lance").contains_key("long"));
+        assert!(store.options_for("s3://b/base").contains_key("short"));
+        assert!(store.options_for("s3://b/basement/x.lance").is_empty()); // not under "s3://b/base"
+        assert!(store.options_for("memory://root/data/x.lance").is_empty());
+    }
+
     fn stores() -> Vec<Store> {
         let dir = std::env::temp_dir().join(format!("lancepy-store-{}", unique_suffix()));
         vec![Store::open(dir.to_str().unwrap()).unwrap(), Store::open(&format!("memory://store-{}", unique_suffix())).unwrap()]

@@ -171,3 +171,34 @@ pub fn blob_page(page: super::page::EncodedPage, nullable: bool) -> Result<super
     };
     Ok(super::page::EncodedPage { encoding: outer.encode_to_vec(), ..page })
 }
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt64Type;
+    use arrow_array::{Array, LargeBinaryArray};
+
+    use super::*;
+
+    #[test]
+    fn legacy_descriptions_mark_nulls_as_each_version_does() {
+        let values = LargeBinaryArray::from(vec![Some(&b"abc"[..]), None, Some(&b""[..]), Some(&b"xy"[..])]);
+        for (structural, null_position) in [(false, 1u64), (true, 1 << 16)] {
+            let mut next = 64u64;
+            let d = legacy_descriptions(&values, structural, |b| {
+                let at = next;
+                next += b.len() as u64;
+                Ok(at)
+            })
+            .unwrap();
+            let s = d.as_struct();
+            assert_eq!(s.null_count(), 0);
+            let pos: Vec<u64> = s.column(0).as_primitive::<UInt64Type>().values().to_vec();
+            let size: Vec<u64> = s.column(1).as_primitive::<UInt64Type>().values().to_vec();
+            assert_eq!(pos, vec![64, null_position, 0, 67]);
+            assert_eq!(size, vec![3, 0, 0, 2]);
+        }
+        let not_binary = arrow_array::Int32Array::from(vec![1]);
+        assert!(legacy_descriptions(&not_binary, true, |_| Ok(0)).is_err());
+    }
+}

@@ -238,7 +238,7 @@ mod tests {
             version: FileVersion::V2_1,
             external_blobs: Default::default(),
             max_page_bytes: crate::file::writer::DEFAULT_MAX_PAGE_BYTES,
-            blob_pack_file_max: super::blob_write::PACK_FILE_MAX,
+            blob_pack_file_max: crate::table::blob_write::PACK_FILE_MAX,
         };
         let mut frags = write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| {
             files.push(f.to_string())
