@@ -1,4 +1,4 @@
-"""PyTorch training data straight from Lance datasets (``pip install lancepy[torch]``).
+r"""PyTorch training data straight from Lance datasets (``pip install lancepy[torch]``).
 
 ::
 
