@@ -233,3 +233,23 @@ def test_descriptions_asking_for_more_bytes_than_the_file_has_are_corrupt(tmp_pa
     )
     with pytest.raises(CorruptFileError, match="ask for"):
         ds._snapshot.blob_values("b", pa.array([0] * n, pa.uint64()), descriptions)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("nullable, values", [(True, [b"a", b"bb"]), (True, [b"a", None, b""]), (False, [b"a", b""])])
+def test_blob_pages_are_encoded_as_pylance_encodes_them(tmp_path, version, nullable, values):
+    """Same rows, same page encodings (a nullable column's blob pages say "nullable" only
+    when they hold a null, as pylance's) and same file bytes up to the metadata."""
+    from lance.file import LanceFileReader as PylanceFileReader
+
+    field = pa.field("b", pa.large_binary(), nullable=nullable, metadata={"lance-encoding:blob": "true"})
+    table = pa.table({"b": pa.array(values, pa.large_binary())}, schema=pa.schema([field]))
+    files = []
+    for lib in ("lancepy", "pylance"):
+        path = str(tmp_path / lib)
+        _write(lib, table, path, version)
+        files.append(glob.glob(f"{path}/data/*.lance")[0])
+    encodings = [str(PylanceFileReader(f).metadata().columns[0].pages[0].encoding) for f in files]
+    assert encodings[0] == encodings[1]
+    for f in files:
+        assert LanceFileReader(f).read_all().to_table().column("b").to_pylist() == values

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::format::{enc20, file2, filepb, TYPE_URL_COLUMN_ENCODING};
 use crate::io::{open_writer_with, StorageOptions, Writer};
 use crate::schema::{LanceField, LanceSchema};
-use crate::structural::blob::{blob_page, legacy_descriptions};
+use crate::structural::blob::{blob_page, legacy_descriptions, legacy_null_rows};
 use crate::structural::page::EncodedPage;
 use crate::structural::shred::{leaf_paths, shred};
 use crate::structural::strategy::{encode_leaf_page, encode_page};
@@ -294,7 +294,7 @@ impl FileWriter {
         let version = self.options.version;
         let max_page_bytes = self.options.max_page_bytes;
         let nonempty: Vec<usize> = fields.iter().copied().filter(|&i| self.fields[i].rows > 0).collect();
-        let jobs: Vec<(usize, LanceField, Vec<LanceField>, Vec<ArrayRef>, Option<bool>)> = nonempty
+        let jobs: Vec<(usize, LanceField, Vec<LanceField>, Vec<ArrayRef>, bool)> = nonempty
             .iter()
             .map(|&i| {
                 let f = &mut self.fields[i];
@@ -302,21 +302,30 @@ impl FileWriter {
                 f.rows = 0;
                 let arrays = std::mem::take(&mut f.arrays);
                 match &f.blob {
-                    Some(d) => (f.first_column, d.clone(), vec![d.clone()], arrays, Some(f.field.nullable)),
-                    None => (f.first_column, f.field.clone(), f.leaves.clone(), arrays, None),
+                    Some(d) => (f.first_column, d.clone(), vec![d.clone()], arrays, true),
+                    None => (f.first_column, f.field.clone(), f.leaves.clone(), arrays, false),
                 }
             })
             .collect();
         let parallel = jobs.len() > 1;
         let encoded = crate::parallel::map(jobs, parallel, |(first_column, field, leaves, arrays, blob)| {
             let pages = encode_field_pages(&field, &leaves, &arrays, version, max_page_bytes)?;
+            if !(blob && version.is_structural()) {
+                return Ok::<_, Error>((first_column, pages));
+            }
+            // Blob pages: their outer layer says whether the page has null rows (as pylance).
+            let nulls = legacy_null_rows(&arrays)?;
+            let mut row = 0usize;
             let pages = pages
                 .into_iter()
-                .map(|p| match (p, blob) {
-                    (ColumnPiece::Page(c, page), Some(nullable)) if version.is_structural() => {
-                        Ok(ColumnPiece::Page(c, blob_page(page, nullable)?))
+                .map(|p| match p {
+                    ColumnPiece::Page(c, page) => {
+                        let n = page.num_rows as usize;
+                        let has_nulls = nulls.get(row..row + n).is_some_and(|r| r.iter().any(|&x| x));
+                        row += n;
+                        Ok(ColumnPiece::Page(c, blob_page(page, has_nulls)?))
                     }
-                    (p, _) => Ok(p),
+                    p => Ok(p),
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok::<_, Error>((first_column, pages))

@@ -152,9 +152,22 @@ pub fn legacy_descriptions(
     Ok(std::sync::Arc::new(StructArray::try_new(fields, columns, None)?))
 }
 
+/// Which rows of legacy blob descriptions (see [`legacy_descriptions`]) are null values.
+pub fn legacy_null_rows(descriptions: &[arrow_array::ArrayRef]) -> Result<Vec<bool>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt64Type;
+    let mut out = Vec::new();
+    for d in descriptions {
+        let s = d.as_struct_opt().ok_or_else(|| Error::Internal("blob descriptions are not a struct".into()))?;
+        let (pos, size) = (s.column(0).as_primitive::<UInt64Type>(), s.column(1).as_primitive::<UInt64Type>());
+        out.extend(pos.values().iter().zip(size.values().iter()).map(|(&p, &n)| n == 0 && p != 0));
+    }
+    Ok(out)
+}
+
 /// A 2.1+ page of descriptions (a mini-block page of the packed struct) wrapped as a blob
-/// page whose outer layer says whether the column is nullable.
-pub fn blob_page(page: super::page::EncodedPage, nullable: bool) -> Result<super::page::EncodedPage> {
+/// page whose outer layer says whether the page has null values (as pylance marks it).
+pub fn blob_page(page: super::page::EncodedPage, has_nulls: bool) -> Result<super::page::EncodedPage> {
     use crate::format::enc21;
     use prost::Message;
     let inner = enc21::PageLayout::decode(page.encoding.as_slice())
@@ -162,7 +175,7 @@ pub fn blob_page(page: super::page::EncodedPage, nullable: bool) -> Result<super
     if !matches!(inner.layout, Some(enc21::page_layout::Layout::MiniBlockLayout(_))) {
         return Err(Error::Internal("blob descriptions were not written as a mini-block page".into()));
     }
-    let layer = if nullable { enc21::RepDefLayer::RepdefNullableItem } else { enc21::RepDefLayer::RepdefAllValidItem };
+    let layer = if has_nulls { enc21::RepDefLayer::RepdefNullableItem } else { enc21::RepDefLayer::RepdefAllValidItem };
     let outer = enc21::PageLayout {
         layout: Some(enc21::page_layout::Layout::BlobLayout(Box::new(enc21::BlobLayout {
             inner_layout: Some(Box::new(inner)),
