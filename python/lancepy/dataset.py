@@ -51,6 +51,7 @@ from lancepy.exceptions import (
     LanceError,
     NotFoundError,
     NotSupportedError,
+    SchemaMismatchError,
     UnsupportedError,
     VersionNotFoundError,
 )
@@ -3118,11 +3119,45 @@ class MergeInsertBuilder:
         :meth:`conflict_retries` and :meth:`retry_timeout`).
         """
         source = to_record_batch_reader(data_obj, schema).read_all()
-        source = align_to_schema(source.to_reader(), self._ds.schema).read_all()
-        return self._ds._retry_on_conflict(lambda: self._execute_once(source), self._conflict_retries, self._retry_timeout)
+        target = self._ds.schema
+        # A source with only some of the columns (the keys among them) updates those columns
+        # of matched rows and inserts nulls in the others, as pylance does.
+        present = [n for n in target.names if n in source.column_names]
+        missing = [n for n in target.names if n not in source.column_names]
+        if missing and not set(self._on) <= set(present):
+            raise SchemaMismatchError(f"the source lacks merge key column(s) {sorted(set(self._on) - set(present))}")
+        if missing and set(source.column_names) <= set(present):
+            target = pa.schema([target.field(n) for n in present], metadata=target.metadata)
+        source = align_to_schema(source.to_reader(), target).read_all()
+        return self._ds._retry_on_conflict(lambda: self._execute_once(source, missing), self._conflict_retries,
+                                           self._retry_timeout)
 
-    def _execute_once(self, source: pa.Table) -> Dict[str, int]:
+    def _complete(self, rows: pa.Table, missing: List[str], addresses: Optional[pa.Array]) -> pa.Table:
+        """`rows` (source rows) with the `missing` columns added: the dataset's values at
+        `addresses` (blob columns as values), or nulls; columns in the dataset's order."""
+        if not missing:
+            return rows
         ds = self._ds
+        manifest = ds._loaded.manifest
+        blobs = {n for n in missing if _blob.blob_field_kind(manifest, n) is not None}
+        if addresses is not None:
+            have = pa.table(ds._snapshot.take_addresses(addresses, missing, False, True))
+            if have.num_rows != rows.num_rows:
+                raise CommitConflictError("merge_insert: matched rows changed while they were read")
+            for n in missing:
+                values = have.column(n).combine_chunks()
+                if n in blobs:
+                    values = pa.table(ds._snapshot.blob_values(n, have.column(ROW_ADDRESS).combine_chunks(), values)).column(0)
+                rows = rows.append_column(pa.field(n, values.type, ds.schema.field(n).nullable), values)
+        else:
+            for n in missing:
+                t = pa.large_binary() if n in blobs else ds.schema.field(n).type
+                rows = rows.append_column(pa.field(n, t, ds.schema.field(n).nullable), pa.nulls(rows.num_rows, t))
+        return rows.select(ds.schema.names)
+
+    def _execute_once(self, source: pa.Table, missing: Sequence[str] = ()) -> Dict[str, int]:
+        ds = self._ds
+        missing = list(missing)
         key_count = source.group_by(self._on).aggregate([([], "count_all")])
         if key_count.num_rows != source.num_rows:
             raise InvalidArgumentError(f"the source has duplicate keys on {self._on}")
@@ -3148,10 +3183,11 @@ class MergeInsertBuilder:
             matched = self._filter_matched(matched, source)
         if self._update_all and matched.num_rows:
             delete_addr.append(matched.column(ROW_ADDRESS))
-            new_rows.append(source.take(matched.column("__src")))
+            addr = matched.column(ROW_ADDRESS).combine_chunks()
+            new_rows.append(self._complete(source.take(matched.column("__src")), missing, addr))
             updated = matched.num_rows
         if self._insert_all and only_src.num_rows:
-            new_rows.append(source.take(only_src.column("__src")))
+            new_rows.append(self._complete(source.take(only_src.column("__src")), missing, None))
             inserted = only_src.num_rows
         if self._delete_not_matched_by_source and only_tgt.num_rows and self._delete_condition is not None:
             rows = ds._take_rows(only_tgt.column(ROW_ADDRESS).combine_chunks())
@@ -3162,7 +3198,7 @@ class MergeInsertBuilder:
         if not delete_addr and not new_rows:
             return {"num_updated_rows": 0, "num_inserted_rows": 0, "num_deleted_rows": 0}
         addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())
-        rows = pa.concat_tables(new_rows) if new_rows else None
+        rows = pa.concat_tables(new_rows, promote_options="permissive") if new_rows else None
         ds._replace_rows(addresses, rows, fields_modified=ds.schema.names if updated else ())
         return {"num_updated_rows": updated, "num_inserted_rows": inserted, "num_deleted_rows": deleted}
 
