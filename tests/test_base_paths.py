@@ -544,3 +544,20 @@ def test_round_robin_write_that_fails_leaves_no_files(tmp_path):
     assert lancepy.dataset(root).version == 1
     with pytest.raises(InvalidArgumentError):
         lancepy.write_dataset(rows(0, 1), root, mode="append", target_all_bases=True, target_bases=["plain"])
+
+
+def test_write_fragments_into_bases_as_pylance(tmp_path, pylance):
+    """Distributed writers put their files into registered bases (round-robin) before the
+    driver commits; placement equal to pylance's write_fragments."""
+    placed = {}
+    for name, mod, cls in (("ours", lancepy, DatasetBasePath), ("theirs", pylance, pylance.DatasetBasePath)):
+        (tmp_path / name).mkdir()
+        root = str(tmp_path / name / "ds")
+        mod.write_dataset(rows(0, 4), root, initial_bases=_bases(tmp_path / name, cls))
+        frags = mod.fragment.write_fragments(rows(4, 11), root, max_rows_per_file=2, target_all_bases=False)
+        placed[name] = [d.base_id for f in frags for d in f.data_files()]
+        op = mod.LanceOperation.Append(frags)
+        mod.LanceDataset.commit(root, op, read_version=1)
+        for m in (lancepy, pylance):
+            assert m.dataset(root).to_table().sort_by("id").equals(rows(0, 11)), (name, m)
+    assert placed["ours"] == placed["theirs"] == [1, 2, 1, 2]

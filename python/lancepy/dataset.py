@@ -27,7 +27,7 @@ import random
 import time
 import uuid as _uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -3670,6 +3670,44 @@ def dataset(
     return LanceDataset(uri, version, storage_options=storage_options, base_store_params=base_store_params)
 
 
+def write_to_targets(
+    store: Any, reader: pa.RecordBatchReader, fields: List[Dict[str, Any]], metadata: Dict[str, Any],
+    targets: List[Optional[Dict[str, Any]]], max_rows_per_file: int, version: str, max_bytes_per_file: int,
+    progress: Any, options: Optional[Dict[str, str]], store_params: Optional[Dict[str, Dict[str, str]]],
+    **write_options: Any,
+) -> Tuple[List[Dict[str, Any]], List[Any]]:
+    """Writes `reader` into new data files of the dataset at `store`: runs of
+    `max_rows_per_file` rows to each of `targets` in turn (``None``: the dataset root; a
+    registered base: its directory, with its `store_params` options). Returns the new
+    fragments (manifest JSON, files carrying their ``base_id``) and the files written
+    (for :func:`lancepy.commit.commit_transaction` to delete if the commit fails); a write
+    failing part-way deletes them itself."""
+    runs = [reader] if len(targets) == 1 else _fragment.row_runs(reader, max_rows_per_file)
+    frag_json: List[Dict[str, Any]] = []
+    written: List[Any] = []
+    try:
+        for i, part in enumerate(runs):
+            target = targets[i % len(targets)]
+            root, data_dir = (store.uri, "data") if target is None else _bases.base_dir(target)
+            root_options = _bases.options_for(root, options, store_params)
+            frags = _write_reporting(root, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
+                                     root_options, data_dir=data_dir, **write_options)
+            made = [f._manifest_json() for f in frags]
+            if target is None:
+                written += [f"data/{d['path']}" for f in made for d in f["files"]]
+            else:
+                base_store = _lancepy.Store(root, root_options)
+                written += [(base_store, f"{data_dir}/{d['path']}" if data_dir else d["path"]) for f in made for d in f["files"]]
+                for f in made:
+                    for d in f["files"]:
+                        d["base_id"] = target["id"]
+            frag_json += made
+    except BaseException:
+        _commit.delete_written(store, written)
+        raise
+    return frag_json, written
+
+
 def _transaction_properties(properties: Optional[Dict[str, str]], commit_message: Optional[str]) -> Dict[str, str]:
     """A transaction's properties: `properties`, and `commit_message` under pylance's key."""
     if properties is not None and not isinstance(properties, dict):
@@ -3862,32 +3900,11 @@ def write_dataset(
     store_params = _bases.normalize_base_store_params(base_store_params)
     targets = _target_bases(target_bases, target_all_bases,
                             registered or (base.manifest.get("base_paths") or [] if base is not None else []))
-    written: List[Any] = []
-    pages = page_bytes(reader.schema, data_cache_bytes, max_page_bytes)
-    # One run of max_rows_per_file rows per target in turn (one target: the whole stream).
-    runs = [reader] if len(targets) == 1 else _fragment.row_runs(reader, max_rows_per_file)
-    frag_json: List[Dict[str, Any]] = []
-    try:
-        for i, part in enumerate(runs):
-            target = targets[i % len(targets)]
-            root, data_dir = (u, "data") if target is None else _bases.base_dir(target)
-            root_options = _bases.options_for(root, options, store_params)
-            frags = _write_reporting(root, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
-                                     root_options, data_dir=data_dir, external_blobs=external, max_page_bytes=pages,
-                                     blob_pack_file_size_threshold=blob_pack_file_size_threshold)
-            made = [f._manifest_json() for f in frags]
-            if target is None:
-                written += [f"data/{d['path']}" for f in made for d in f["files"]]
-            else:
-                base_store = _lancepy.Store(root, root_options)
-                written += [(base_store, f"{data_dir}/{d['path']}" if data_dir else d["path"]) for f in made for d in f["files"]]
-                for f in made:
-                    for d in f["files"]:
-                        d["base_id"] = target["id"]
-            frag_json += made
-    except BaseException:
-        _commit.delete_written(store, written)
-        raise
+    frag_json, written = write_to_targets(
+        store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
+        store_params, external_blobs=external, max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes),
+        blob_pack_file_size_threshold=blob_pack_file_size_threshold,
+    )
     if op == "Append":
         body: Dict[str, Any] = {"fragments": frag_json}
     else:

@@ -570,17 +570,16 @@ def write_fragments(
     With `return_transaction` a :class:`lancepy.dataset.Transaction` is returned instead of
     the fragments: ``LanceOperation.Append`` against the latest version when appending to an
     existing dataset, ``LanceOperation.Overwrite`` otherwise; pass it to
-    :meth:`lancepy.LanceDataset.commit`. `external_blob_mode` and `allow_external_blob_outside_bases` as in
-    :func:`lancepy.write_dataset`. Stable row ids, base paths, namespaces and sessions
-    are not supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`.
+    :meth:`lancepy.LanceDataset.commit`. `external_blob_mode`, `allow_external_blob_outside_bases`,
+    `target_bases`, `target_all_bases` and `base_store_params` (bases registered in an
+    existing dataset) as in :func:`lancepy.write_dataset`. Stable row ids, new bases
+    (`initial_bases`), namespaces and sessions are not supported: giving one raises
+    :class:`~lancepy.exceptions.NotSupportedError`.
     """
     for name, value in (
         ("use_legacy_format", use_legacy_format),
         ("enable_stable_row_ids", enable_stable_row_ids or None),
-        ("target_bases", target_bases),
-        ("target_all_bases", target_all_bases),
         ("initial_bases", initial_bases),
-        ("base_store_params", base_store_params),
         ("namespace_client", namespace_client),
         ("table_id", table_id),
         ("session", session),
@@ -620,8 +619,17 @@ def write_fragments(
         version = normalize_storage_version(data_storage_version)
         lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
         fields, metadata = lance["fields"], lance["metadata"]
-    frags = _write_reporting(uri, reader, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress, options,
-                             external_blobs=external, max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes))
+    from lancepy import bases as _bases
+    from lancepy.dataset import _target_bases, write_to_targets
+
+    registered = (loaded.manifest.get("base_paths") or []) if loaded is not None else []
+    targets = _target_bases(target_bases, target_all_bases, registered)
+    made, _ = write_to_targets(
+        store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
+        _bases.normalize_base_store_params(base_store_params), external_blobs=external,
+        max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes),
+    )
+    frags = [FragmentMetadata._from_dict(f) for f in made]
     if not return_transaction:
         return frags
     from lancepy.dataset import LanceOperation, LanceSchema, Transaction
