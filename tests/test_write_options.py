@@ -100,3 +100,17 @@ def test_blob_pack_file_size_threshold_as_pylance(tmp_path):
         assert got == values
     with pytest.raises(InvalidArgumentError):
         lancepy.write_dataset(table, str(tmp_path / "bad"), blob_pack_file_size_threshold=0)
+
+
+def test_commit_creating_a_dataset_with_stable_row_ids(tmp_path):
+    path = str(tmp_path / "ds")
+    frags = lancepy.fragment.write_fragments(_table(10), path)
+    op = lancepy.LanceOperation.Overwrite(_table(10).schema, frags)
+    ds = lancepy.LanceDataset.commit(path, op, enable_stable_row_ids=True)
+    assert ds.has_stable_row_ids and lance.dataset(path).has_stable_row_ids
+    # Row ids survive a compaction, for both libraries.
+    more = lancepy.fragment.write_fragments(_table(10), path)
+    lancepy.LanceDataset.commit(path, lancepy.LanceOperation.Append(more), read_version=1)
+    before = lancepy.dataset(path).to_table(with_row_id=True).column("_rowid").to_pylist()
+    lancepy.dataset(path).optimize.compact_files()
+    assert lance.dataset(path).to_table(with_row_id=True).column("_rowid").to_pylist() == before

@@ -1794,9 +1794,10 @@ class LanceDataset:
 
         `storage_options` reach a dataset on object storage (see :mod:`lancepy._storage`);
         commits there are safe because the manifest is created with a conditional PUT.
-        `commit_message` is stored with the transaction (as pylance); `base_store_params`
+        `commit_message` is stored with the transaction (as pylance); `enable_stable_row_ids`
+        gives a dataset this commit creates stable row ids; `base_store_params`
         go to the returned dataset (see :func:`dataset`). Commit locks (the
-        protocol needs none), detached commits, stable row ids at commit and namespaces are not supported:
+        protocol needs none), detached commits and namespaces are not supported:
         giving one raises :class:`~lancepy.exceptions.NotSupportedError`. `commit_timeout`
         is accepted; commits are bounded by `max_retries`.
         """
@@ -1804,7 +1805,6 @@ class LanceDataset:
             raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
         _refuse(
             detached=detached or None,
-            enable_stable_row_ids=enable_stable_row_ids,
             namespace_client=namespace_client,
             table_id=table_id,
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
@@ -1836,7 +1836,9 @@ class LanceDataset:
             planned.transaction_properties if planned is not None else None, commit_message
         )
         result = _commit.commit_transaction(
-            store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries
+            store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries,
+            # (as in pylance, only a commit that creates the dataset takes it)
+            new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
         )
         return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=result.manifest)
 
