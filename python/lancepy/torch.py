@@ -79,6 +79,7 @@ import torch
 import torch.utils.data
 
 import lancepy
+from lancepy import blob as _blob
 from lancepy.dataset import LanceDataset as _Dataset
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
@@ -407,7 +408,8 @@ class _Converter:
             if ready is not None and name in ready:
                 items.append((name, ready[name]))
                 continue
-            values = out.fixed_values(i) if numeric else None
+            # (a pyarrow batch — rows with blob values — has no native fast path)
+            values = out.fixed_values(i) if numeric and not isinstance(out, pa.RecordBatch) else None
             if values is not None:
                 items.append((name, _from_numpy(np.asarray(values))))
             else:
@@ -502,7 +504,14 @@ class LanceDataset(torch.utils.data.Dataset):
         self._version: int = ds.version
         self._storage_options = storage_options
         self._columns = cols
-        self._fields = [schema.field(c) for c in cols]
+        # Blob columns (images, audio, video stored as blobs) are read as their values, not
+        # as the descriptions a scan returns: binary columns for the converters.
+        manifest = ds._loaded.manifest
+        self._blob_columns = [c for c in cols if _blob.blob_field_kind(manifest, c) is not None]
+        self._fields = [
+            pa.field(c, pa.large_binary(), schema.field(c).nullable) if c in self._blob_columns else schema.field(c)
+            for c in cols
+        ]
         self._fill_null = fill_null
         self._binary = binary
         self.transform = transform
@@ -516,7 +525,7 @@ class LanceDataset(torch.utils.data.Dataset):
         self._ds: Optional[_Dataset] = ds
         self._pid: Optional[int] = os.getpid()
         self._convert = _Converter(self._fields, fill_null, binary)
-        self._bytes_columns = _bytes_columns(self._fields, binary)
+        self._bytes_columns = [c for c in _bytes_columns(self._fields, binary) if c not in self._blob_columns]
 
     # -- pickling: the URI, the version and the options, never an open dataset -----------
 
@@ -578,7 +587,27 @@ class LanceDataset(torch.utils.data.Dataset):
 
     def _take(self, indices: Any) -> Any:
         """lancepy's native result for the rows at `indices` (not yet a pyarrow object)."""
-        return _native_take(self._dataset()._snapshot, *self._where(indices), self._columns)
+        return self._native_take(*self._where(indices), self._columns)
+
+    def _native_take(self, where: List[int], by_address: bool, columns: List[str]) -> Any:
+        """The native take of `columns` at logical indices or row addresses; blob columns
+        as their values (fetched with ranged reads from their descriptions)."""
+        snapshot = self._dataset()._snapshot
+        blobs = [c for c in columns if c in self._blob_columns]
+        if not blobs:
+            return _native_take(snapshot, where, by_address, columns)
+        if by_address:
+            t = pa.table(snapshot.take_addresses(where, columns, False, True))
+        else:
+            t = pa.table(snapshot.take(where, columns, False, True))
+        addresses = t.column("_rowaddr").combine_chunks()
+        for name in blobs:
+            i = t.schema.get_field_index(name)
+            values = pa.table(snapshot.blob_values(name, addresses, t.column(i).combine_chunks())).column(0)
+            t = t.set_column(i, pa.field(name, pa.large_binary(), t.schema.field(i).nullable), values)
+        t = t.drop_columns(["_rowaddr"]).combine_chunks()
+        return pa.RecordBatch.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in t.columns],
+                                          schema=t.schema)
 
     def _where(self, indices: Any) -> Tuple[List[int], bool]:
         """(logical row indices, False), or (row addresses, True) when a filter is set."""
@@ -606,7 +635,7 @@ class LanceDataset(torch.utils.data.Dataset):
         rest = [c for c in self._columns if c not in ready]
         if not rest:
             return Batch((c, ready[c]) for c in self._columns)
-        return self._convert.native(_native_take(snapshot, where, by_address, rest), ready)
+        return self._convert.native(self._native_take(where, by_address, rest), ready)
 
     def __getitems__(self, indices: Any) -> Any:
         """One batch: ONE native take of `indices` (any order, repeats allowed), converted."""
@@ -988,7 +1017,7 @@ class LanceIterableDataset(torch.utils.data.IterableDataset):
         data = self.data
         first = int(rows[0])
         consecutive = int(rows[-1]) - first == len(rows) - 1 and (len(rows) < 2 or bool((np.diff(rows) == 1).all()))
-        if consecutive and data._addresses is None and not self._rows_stored_whole:
+        if consecutive and data._addresses is None and not self._rows_stored_whole and not data._blob_columns:
             # Consecutive rows: a range scan. (Vectors and binary values are copied faster
             # by a take: one copy per page out of the mapped file, no decoding.)
             return data._dataset()._snapshot.scan(data._columns, None, first, len(rows), 1 << 20, False, False, False)
