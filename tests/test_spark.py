@@ -525,3 +525,20 @@ def test_files_of_a_driver_that_died_before_committing_are_removed_by_cleanup(tm
     ds.cleanup_old_versions(older_than=datetime.timedelta(days=7), delete_unverified=True)
     assert _data_files(uri) == committed
     assert ds.to_table().column("id").to_pylist() == list(range(5))
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_read_blob_columns_as_binary(spark, tmp_path, version):
+    """Blob columns (images stored as blobs) reach Spark as their bytes."""
+    blob = pa.field("image", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    values = [None if i % 7 == 3 else bytes([i]) * (i * 5003) for i in range(40)]
+    uri = str(tmp_path / "blobs.lance")
+    lancepy.write_dataset(pa.table({"id": pa.array(range(40), pa.int64()), "image": pa.array(values, pa.large_binary())},
+                                   schema=pa.schema([pa.field("id", pa.int64()), blob])),
+                          uri, data_storage_version=version, max_rows_per_file=15)
+    df = lspark.read_dataset(spark, uri)
+    assert df.schema["image"].dataType == T.BinaryType()
+    got = {r.id: (None if r.image is None else bytes(r.image)) for r in df.collect()}
+    assert got == dict(enumerate(values))
+    split = lspark.read_dataset(spark, uri, rows_per_partition=5, filter="id > 30", columns=["image"])
+    assert sorted(len(r.image or b"") for r in split.collect()) == sorted(len(v or b"") for v in values[31:])

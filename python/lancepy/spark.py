@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, 
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy import blob as _blob
 from lancepy import commit as _commit
 from lancepy.exceptions import (
     CommitConflictError,
@@ -676,7 +677,8 @@ def _read_partition(plan: _ReadPlan, task: Tuple[int, int, Optional[int]]) -> It
     fid, offset, limit = task
     ds = _open_dataset(plan.uri, plan.version, plan.storage_options)
     if offset == 0 and limit is None:
-        scanner = ds.scanner(columns=plan.columns, filter=plan.filter, fragments=[fid], batch_size=plan.batch_size)
+        scanner = ds.scanner(columns=plan.columns, filter=plan.filter, fragments=[fid], batch_size=plan.batch_size,
+                             blob_handling="all_binary")
         flt = None
     else:
         # A row range: the range is over the fragment's rows, so the filter runs after it.
@@ -684,7 +686,8 @@ def _read_partition(plan: _ReadPlan, task: Tuple[int, int, Optional[int]]) -> It
         read = plan.columns
         if flt is not None:
             read = None if plan.columns is None or flt.columns is None else list(dict.fromkeys(plan.columns + flt.columns))
-        scanner = ds.scanner(columns=read, fragments=[fid], offset=offset, limit=limit, batch_size=plan.batch_size)
+        scanner = ds.scanner(columns=read, fragments=[fid], offset=offset, limit=limit, batch_size=plan.batch_size,
+                             blob_handling="all_binary")
     for batch in scanner.to_batches():
         pieces = [batch]
         if flt is not None:
@@ -764,6 +767,12 @@ def read_dataset(
     else:
         projected = schema
     compile_filter(filter, schema)  # bad filters fail here, not in the tasks
+    # Blob columns are read as their values (binary), not as their descriptions.
+    manifest = ds._loaded.manifest
+    projected = pa.schema(
+        [pa.field(f.name, pa.large_binary(), f.nullable) if _blob.blob_field_kind(manifest, f.name) else f for f in projected],
+        metadata=projected.metadata,
+    )
     out, struct = _spark_schema_of(projected)
     tasks: List[Tuple[int, int, Optional[int]]] = []
     rows = ds._snapshot_rows()
