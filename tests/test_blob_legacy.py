@@ -253,3 +253,17 @@ def test_blob_pages_are_encoded_as_pylance_encodes_them(tmp_path, version, nulla
     assert encodings[0] == encodings[1]
     for f in files:
         assert LanceFileReader(f).read_all().to_table().column("b").to_pylist() == values
+
+
+@pytest.mark.parametrize("source_version", VERSIONS + ["2.2"])
+@pytest.mark.parametrize("target_version", ["2.1", "2.2"])
+def test_write_dataset_from_a_blob_dataset_copies_the_blobs(tmp_path, source_version, target_version):
+    """A LanceDataset as write_dataset's input streams its blob values (not descriptions),
+    and the copy stores them as blobs again, in the target's file version."""
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    table = _table(30)
+    _write("pylance", table, src, source_version)
+    lancepy.write_dataset(lancepy.dataset(src), dst, data_storage_version=target_version)
+    for ds in (lancepy.dataset(dst), lance.dataset(dst)):
+        assert ds.to_table(blob_handling="all_binary").column("b").to_pylist() == table.column("b").to_pylist()
+    assert _blobs(lance.dataset(dst).take_blobs("b", indices=[13])) == [table.column("b")[13].as_py()]

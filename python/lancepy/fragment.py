@@ -290,6 +290,21 @@ class FragmentMetadata:
         return f"FragmentMetadata(id={self.id}, physical_rows={self.physical_rows}, files={[f.path for f in self.files]})"
 
 
+def _lancepy_dataset_reader(ds: Any) -> pa.RecordBatchReader:
+    """A lancepy dataset's rows, streamed, with its blob columns as their values (still
+    marked ``lance-encoding:blob``, so that a copy stores them as blobs again)."""
+    blobs = {n for n in ds.schema.names if _blob.blob_field_kind(ds._loaded.manifest, n) is not None}
+    reader = ds.scanner(blob_handling="all_binary").to_reader()
+    if not blobs:
+        return reader
+    schema = pa.schema(
+        [f.with_metadata({**(f.metadata or {}), b"lance-encoding:blob": b"true"}) if f.name in blobs else f
+         for f in reader.schema],
+        metadata=reader.schema.metadata,
+    )
+    return pa.RecordBatchReader.from_batches(schema, (pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in reader))
+
+
 def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchReader:
     """Anything tabular (pyarrow tables/batches/readers, lists of batches, pandas,
     dicts, lists of dicts, Arrow PyCapsule producers) as a ``RecordBatchReader``."""
@@ -316,6 +331,8 @@ def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.
         return pa.RecordBatchReader.from_batches(pa.record_batch(data).schema, [pa.record_batch(data)])
     if hasattr(data, "to_reader") and hasattr(data, "projected_schema"):
         return data.to_reader()  # a pyarrow dataset Scanner or a lancepy scanner: streamed
+    if hasattr(data, "_loaded") and hasattr(data, "scanner"):
+        return _lancepy_dataset_reader(data)
     if hasattr(data, "scanner") and callable(data.scanner) and hasattr(data, "schema"):
         return data.scanner().to_reader()  # a pyarrow dataset or a LanceDataset: streamed
     if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
