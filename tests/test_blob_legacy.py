@@ -215,8 +215,10 @@ def test_to_pandas_forwards_keywords_to_pyarrow_and_refuses_unknown_ones(tmp_pat
     path = str(tmp_path / "ds")
     lancepy.write_dataset(pa.table({"a": [1, 2]}), path)
     assert lancepy.dataset(path).to_pandas(use_threads=False)["a"].tolist() == [1, 2]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="no_such_option"):
         lancepy.dataset(path).to_pandas(no_such_option=True)
+    with pytest.raises(TypeError, match="no_such_option"):
+        lancepy.dataset(path).scanner().to_pandas(blob_mode="bytes", no_such_option=True)
 
 
 def test_descriptions_asking_for_more_bytes_than_the_file_has_are_corrupt(tmp_path):

@@ -67,7 +67,6 @@ from lancepy.fragment import (
     FragmentMetadata,
     LanceFragment,
     _write,
-    _write_reporting,
     align_to_schema,
     lance_fields_for,
     normalize_storage_version,
@@ -1843,6 +1842,17 @@ class LanceDataset:
         return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=result.manifest)
 
 
+def _check_pandas_options(options: Dict[str, Any]) -> None:
+    """`to_pandas`'s keywords are ``pyarrow.Table.to_pandas``'s (as in pylance): every one
+    is passed on; an unknown one is a ``TypeError`` before anything is read, not after."""
+    import inspect
+
+    known = set(inspect.signature(pa.Table.to_pandas).parameters) - {"self"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"to_pandas() got unexpected keyword argument(s) {unknown}; pyarrow's are {sorted(known)}")
+
+
 def _args(scope: Dict[str, Any]) -> Dict[str, Any]:
     """A method's arguments (its ``locals()`` on entry) without ``self``, to forward."""
     return {k: v for k, v in scope.items() if k != "self"}
@@ -2317,6 +2327,7 @@ class LanceScanner:
         :meth:`to_table` returns. `kwargs` go to ``pyarrow.Table.to_pandas``."""
         if blob_mode not in ("lazy", "bytes", "descriptions"):
             raise InvalidArgumentError(f"blob_mode must be 'lazy', 'bytes' or 'descriptions', got {blob_mode!r}")
+        _check_pandas_options(kwargs)
         manifest = self._ds._loaded.manifest
         names = self._columns if self._columns is not None else list(self._ds.schema.names)
         blobs = [c for c in names if self._computed is None and _blob.blob_field_kind(manifest, c) is not None]
@@ -3692,8 +3703,8 @@ def write_to_targets(
             target = targets[i % len(targets)]
             root, data_dir = (store.uri, "data") if target is None else _bases.base_dir(target)
             root_options = _bases.options_for(root, options, store_params)
-            frags = _write_reporting(root, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, progress,
-                                     root_options, data_dir=data_dir, **write_options)
+            frags = _write(root, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
+                           storage_options=root_options, data_dir=data_dir, progress=progress, **write_options)
             made = [f._manifest_json() for f in frags]
             if target is None:
                 written += [f"data/{d['path']}" for f in made for d in f["files"]]

@@ -431,17 +431,36 @@ def _write(
     external_blobs: str = "refuse",
     max_page_bytes: Optional[int] = None,
     blob_pack_file_size_threshold: Optional[int] = None,
+    progress: Any = None,
 ) -> List[FragmentMetadata]:
     """Streams `reader` into new data files (memory bounded by a few pages per column) under
     ``{uri}/{data_dir}/`` (``data_dir=""``: straight under `uri`, a plain base path).
 
     `file_tag` goes into every new data file's name (see lancepy.spark: a job finds the
-    files of its failed or discarded task attempts by it).
+    files of its failed or discarded task attempts by it). `progress` (pylance's
+    ``FragmentWriteProgress`` shape: ``begin(fragment)`` / ``complete(fragment)``) hears
+    about each fragment: ``begin`` before its rows are written (no files, no rows yet),
+    ``complete`` once its file is written; the stream is then cut into runs of
+    `max_rows_per_file` rows, one native write each.
     """
     if max_rows_per_file <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
     if max_bytes_per_file <= 0:
         raise InvalidArgumentError("max_bytes_per_file must be positive")
+    if progress is not None:
+        for name in ("begin", "complete"):
+            if not callable(getattr(progress, name, None)):
+                raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
+        options = dict(file_tag=file_tag, storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
+                       max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
+        out: List[FragmentMetadata] = []
+        for part in row_runs(reader, max_rows_per_file):
+            progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
+            made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, **options)
+            for f in made:
+                progress.complete(f)
+            out.extend(made)
+        return out
     # An exception raised by the producer (a generator, a scanner) reaches the native writer as
     # an Arrow stream error; it is re-raised as itself, not as a wrapped message.
     failures: List[BaseException] = []
@@ -500,43 +519,6 @@ def row_runs(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.RecordBatch
             carry.pop()
             continue
         yield pa.RecordBatchReader.from_batches(reader.schema, run())
-
-
-def _write_reporting(
-    uri: str,
-    reader: pa.RecordBatchReader,
-    fields: List[Dict[str, Any]],
-    metadata: Dict[str, Any],
-    max_rows_per_file: int,
-    version: str,
-    max_bytes_per_file: int,
-    progress: Any,
-    storage_options: Optional[Dict[str, str]] = None,
-    **write_options: Any,
-) -> List[FragmentMetadata]:
-    """:func:`_write` (`write_options` are its keyword options), telling `progress`
-    (pylance's ``FragmentWriteProgress`` shape: an object with ``begin(fragment)`` and
-    ``complete(fragment)``) about each fragment: ``begin`` before its rows are written (with
-    no files and no rows yet), ``complete`` once its file is written. The stream is cut into
-    runs of `max_rows_per_file` rows, one native write each; without `progress` this is
-    :func:`_write`."""
-    def write(part: pa.RecordBatchReader) -> List[FragmentMetadata]:
-        return _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
-                      storage_options=storage_options, **write_options)
-
-    if progress is None:
-        return write(reader)
-    for name in ("begin", "complete"):
-        if not callable(getattr(progress, name, None)):
-            raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
-    out: List[FragmentMetadata] = []
-    for part in row_runs(reader, max_rows_per_file):
-        progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
-        made = write(part)
-        for f in made:
-            progress.complete(f)
-        out.extend(made)
-    return out
 
 
 def lance_fields_for(schema: pa.Schema, first_id: int = 0) -> Dict[str, Any]:

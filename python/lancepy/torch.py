@@ -593,7 +593,7 @@ class LanceDataset(torch.utils.data.Dataset):
         """The native take of `columns` at logical indices or row addresses; blob columns
         as their values (fetched with ranged reads from their descriptions)."""
         snapshot = self._dataset()._snapshot
-        blobs = [c for c in columns if c in self._blob_columns]
+        blobs = [c for c in columns if c in self._blob_columns] if self._blob_columns else None
         if not blobs:
             return _native_take(snapshot, where, by_address, columns)
         if by_address:
