@@ -11,7 +11,7 @@ One dataset (``--rows`` × ``--dim``-d float32 ``emb`` + a ``caption`` string + 
 * open: a fresh ``dataset(uri)``;
 * take of 1 / 100 / 1,000 random rows, of ``emb`` alone and of all columns (a warm dataset:
   one take has touched every file first);
-* a full scan of all columns.
+* a full scan of all columns (``to_table``) and the same scan streamed (``to_batches``).
 
 Each figure is the median of ``--repeats`` runs; ratios are pylance / lancepy (above 1:
 lancepy does less or is faster). Writes are measured too (each client writes its own copy).
@@ -166,6 +166,17 @@ def main() -> None:
         o = measure(server, lambda: ours_ds.to_table(), args.repeats)
         assert t[3].num_rows == o[3].num_rows == args.rows
         row("full scan", t[:3], o[:3])
+
+        def stream(ds):
+            rows = 0
+            for b in ds.to_batches():
+                rows += b.num_rows
+            return rows
+
+        t = measure(server, lambda: stream(theirs_ds), args.repeats)
+        o = measure(server, lambda: stream(ours_ds), args.repeats)
+        assert t[3] == o[3] == args.rows
+        row("streamed scan (to_batches)", t[:3], o[:3])
         print(f"# load average after: {os.getloadavg()[0]:.2f}")
     finally:
         server.stop()

@@ -510,6 +510,100 @@ def test_forked_children_read_s3(s3, bucket):
     assert got == [[3, 1], [3, 1]]
 
 
+# --------------------------------------------------------------------------------------------
+# Streamed scans read the next round ahead
+# --------------------------------------------------------------------------------------------
+
+_STREAM_CHILD = r"""
+import sys
+import lancepy
+uri, opts = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
+it = lancepy.dataset(uri, storage_options=opts).to_batches(batch_size=100)
+ids = next(it).column("id").to_pylist()
+print("first", flush=True)
+sys.stdin.readline()
+for b in it:
+    ids += b.column("id").to_pylist()
+print(len(ids), ids == list(range(len(ids))), flush=True)
+"""
+
+
+def _files_read(server, files) -> set:
+    return {f for f in files for r in server.log.snapshot() if r.method == "GET" and r.path.endswith(f)}
+
+
+def test_streamed_scan_reads_one_round_ahead(s3, bucket):
+    """On object storage ``to_batches`` reads the round of tasks after the one it hands out
+    while the consumer works on it, and no further (memory stays bounded): with two threads,
+    a round is two fragments here, so the first batch has read exactly four files."""
+    import time
+
+    o = s3.options()
+    uri = f"s3://{bucket}/ahead.lance"
+    ds = lancepy.write_dataset(rows(1000), uri, max_rows_per_file=100, storage_options=o)
+    files = [os.path.basename(f.data_files()[0].path) for f in ds.get_fragments()]
+    assert len(files) == 10
+    env = dict(os.environ, LANCEPY_THREADS="2")
+    s3.log.clear()
+    child = subprocess.Popen([sys.executable, "-c", _STREAM_CHILD, uri, *(f"{k}={v}" for k, v in o.items())],
+                             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "first"
+        deadline = time.monotonic() + 30
+        while len(_files_read(s3, files)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # nothing more is read while the consumer holds its batch
+        assert _files_read(s3, files) == set(files[:4])
+        out, _ = child.communicate("go\n", timeout=60)
+    finally:
+        child.kill()
+    assert out.split() == ["1000", "True"]
+    assert _files_read(s3, files) == set(files)
+
+
+def _consume(it, q):
+    q.put([i for b in it for i in b.column("id").to_pylist()])
+
+
+def test_streamed_scan_continues_in_a_forked_child(s3, bucket):
+    """A stream whose next round is being read ahead, continued in a forked child (whose
+    process has none of the parent's read-ahead jobs), and in the parent: both get every row."""
+    import multiprocessing as mp
+
+    o = s3.options()
+    uri = f"s3://{bucket}/fork-stream.lance"
+    lancepy.write_dataset(rows(1200), uri, max_rows_per_file=100, storage_options=o)
+    it = lancepy.dataset(uri, storage_options=o).to_batches(batch_size=50)
+    first = next(it).column("id").to_pylist()
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    child = ctx.Process(target=_consume, args=(it, q))
+    child.start()
+    theirs = q.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    ours = [i for b in it for i in b.column("id").to_pylist()]
+    assert first + theirs == first + ours == list(range(1200))
+
+
+def test_server_stops_mid_stream():
+    """A streamed scan whose server goes away raises a clear error, not a hang."""
+    server = S3Server()
+    try:
+        name = server.create_bucket()
+        o = server.options(client_max_retries="1", client_retry_timeout="2", connect_timeout="2s")
+        uri = f"s3://{name}/stream-stop.lance"
+        lancepy.write_dataset(rows(2000), uri, max_rows_per_file=100, storage_options=o)
+        it = lancepy.dataset(uri, storage_options=o).to_batches(batch_size=100)
+        assert next(it).num_rows == 100
+        server.stop()
+        with pytest.raises(LanceIOError):
+            for _ in it:
+                pass
+    finally:
+        server.stop()
+
+
 def test_cli_on_s3(s3, bucket, opts, capsys):
     """The ``lancepy`` command reaches object storage with ``--storage-option KEY=VALUE``."""
     import json

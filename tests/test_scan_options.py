@@ -1,4 +1,5 @@
-"""Scan options shared with pylance: include_deleted_rows and strict_batch_size."""
+"""Scan options shared with pylance: include_deleted_rows, strict_batch_size, batch_size_bytes,
+index_segments and batch_readahead."""
 
 import lance
 import pyarrow as pa
@@ -75,3 +76,34 @@ def test_index_segments_restrict_a_vector_search_as_pylance(tmp_path):
         ours.scanner(nearest={"column": "v", "q": q, "k": 10}, index_segments=["not-a-uuid"]).to_table()
     with pytest.raises(InvalidArgumentError):
         ours.scanner(index_segments=segments)
+
+
+@pytest.mark.parametrize("readahead", [None, 0, 1, 3, 16])
+def test_batch_readahead_streams_the_same_rows(ds_path, readahead):
+    """Batches read ahead (on the I/O pool) come out in scan order, whole, filtered or not."""
+    ours = lancepy.dataset(ds_path)
+    want = ours.to_table()
+    got = pa.Table.from_batches(list(ours.to_batches(batch_size=7, batch_readahead=readahead)))
+    assert got == want
+    got = pa.Table.from_batches(list(ours.to_batches(batch_size=7, batch_readahead=readahead, filter="a > 50")))
+    assert got == ours.to_table(filter="a > 50")
+    frag = ours.get_fragments()[1]
+    got = pa.Table.from_batches(list(frag.to_batches(batch_size=5, batch_readahead=readahead)))
+    assert got == frag.to_table()
+
+
+def test_a_stream_dropped_with_batches_read_ahead(ds_path):
+    """Leaving a stream whose next batches are being read ahead frees it, no hang."""
+    ours = lancepy.dataset(ds_path)
+    for _ in range(20):
+        it = ours.to_batches(batch_size=3, batch_readahead=8)
+        assert next(it).num_rows == 3
+        del it
+    assert ours.count_rows() == ours.to_table().num_rows
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "2"])
+def test_batch_readahead_must_be_a_count(ds_path, bad):
+    with pytest.raises(InvalidArgumentError, match="batch_readahead"):
+        lancepy.dataset(ds_path).to_batches(batch_readahead=bad)
+

@@ -734,10 +734,13 @@ class LanceDataset:
         ordered scan is read whole, then sorted) work as in pylance. `late_materialization`
         names the projected columns a filtered scan reads only for the rows that pass the
         filter (``None`` or ``True``: every column the filter does not use; ``False``: none; a
-        list: those). Hints that cannot change the result (`batch_readahead`,
-        `fragment_readahead`, `scan_in_order`, `use_stats`, `fast_search`, `io_buffer_size`,
-        `use_scalar_index`) are accepted and ignored: lancepy always scans in order, without
-        scalar indices. `nearest` runs a
+        list: those). `batch_readahead` is how many batches
+        (scan tasks of `batch_size` rows) a stream reads ahead of the one it hands out (by
+        default a core's worth on object storage, none locally; ``to_table`` reads every
+        batch at once). Hints that cannot change the result (`fragment_readahead`,
+        `scan_in_order`, `use_stats`, `fast_search`, `io_buffer_size`, `use_scalar_index`)
+        are accepted and have no effect: lancepy always scans in order (pylance reads
+        `fragment_readahead` only out of order), without scalar indices. `nearest` runs a
         nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
         before it when `prefilter` is true and after it otherwise. `blob_handling`
         ``"all_binary"`` returns blob columns' values instead of their descriptions;
@@ -766,6 +769,7 @@ class LanceDataset:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
             scanner._set_nearest(nearest, bool(prefilter))
         scanner._set_include_deleted(include_deleted_rows)
+        scanner._set_read_ahead(batch_readahead)
         scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
         if index_segments is not None:
             if nearest is None:
@@ -1983,6 +1987,7 @@ class LanceScanner:
         # Blob columns returned as their values (blob_handling="all_binary"), and whether the
         # row addresses that finds them were added by the scan, not asked for.
         self._blob_values: List[str] = []
+        self._read_ahead: Optional[int] = None
         self._hidden_address = False
         self._include_deleted = False
         self._strict_batches = False
@@ -1997,6 +2002,14 @@ class LanceScanner:
                 raise InvalidArgumentError("batch_size_bytes cannot be combined with strict_batch_size=True")
         self._strict_batches = strict
         self._batch_bytes = batch_size_bytes
+
+    def _set_read_ahead(self, batch_readahead: Optional[int]) -> None:
+        """Batches (scan tasks) read ahead of the one a stream hands out."""
+        if batch_readahead is None:
+            return
+        if isinstance(batch_readahead, bool) or not isinstance(batch_readahead, int) or batch_readahead < 0:
+            raise InvalidArgumentError(f"batch_readahead must be a non-negative integer, got {batch_readahead!r}")
+        self._read_ahead = batch_readahead
 
     def _set_include_deleted(self, include_deleted_rows: Optional[bool]) -> None:
         """Deleted rows are read too, with a null row id (pylance's rule: only with row ids)."""
@@ -2063,7 +2076,7 @@ class LanceScanner:
         s = self._ds._snapshot
         early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
         stream = s.scan_stream(early, self._fragment_ids, 0, None, max(self._batch_size, 65536),
-                               self._with_row_id, True, False)
+                               self._with_row_id, True, False, self._read_ahead)
         for t, scanned in self._filtered_stream(stream):
             values = self._late_values(t.column(ROW_ADDRESS).combine_chunks(), late, scanned)
             for name in late:
@@ -2280,7 +2293,7 @@ class LanceScanner:
         s = self._ds._snapshot
         if self._filter is None:
             stream = s.scan_stream(self._read_columns(), self._fragment_ids, self._offset, self._limit, self._batch_size,
-                                   self._with_row_id, self._with_row_address, self._include_deleted)
+                                   self._with_row_id, self._with_row_address, self._include_deleted, self._read_ahead)
             while True:
                 b = stream.next_batch()
                 if b is None:
@@ -2296,7 +2309,7 @@ class LanceScanner:
                 yield from t.to_batches(max_chunksize=self._batch_size)
             return
         stream = s.scan_stream(self._read_columns(), self._fragment_ids, 0, None, max(self._batch_size, 65536),
-                               self._with_row_id, self._with_row_address, self._include_deleted)
+                               self._with_row_id, self._with_row_address, self._include_deleted, self._read_ahead)
         for t, _ in self._filtered_stream(stream):
             yield from self._finish(t).to_batches()
 

@@ -769,8 +769,8 @@ class LanceFragment:
         strict_batch_size: Optional[bool] = None,
     ) -> Any:
         """A scanner over this fragment only; the parameters are
-        :meth:`lancepy.LanceDataset.scanner`'s (`batch_readahead` is a hint and ignored)."""
-        args = {k: v for k, v in locals().items() if k not in ("self", "batch_readahead")}
+        :meth:`lancepy.LanceDataset.scanner`'s."""
+        args = {k: v for k, v in locals().items() if k != "self"}
         return self._ds.scanner(fragments=[self], **args)
 
     def to_batches(

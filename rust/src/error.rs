@@ -126,3 +126,17 @@ macro_rules! ensure_corrupt {
         }
     };
 }
+
+/// Runs `f`, turning a panic into [`Error::Internal`]: for code that must not unwind, such as
+/// an exported Arrow stream (unwinding across the C boundary aborts) or a job on a pool thread
+/// (a panic there aborts the process).
+pub fn catch<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        Err(Error::Internal(msg))
+    })
+}

@@ -51,18 +51,7 @@ pub fn to_pyerr(err: Error) -> PyErr {
     })
 }
 
-/// Runs `f`, turning a panic into [`Error::Internal`] (used where no GIL is involved, e.g.
-/// inside an exported Arrow stream, where unwinding across the C boundary would abort).
-pub fn catch<T>(f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_string());
-        Err(Error::Internal(msg))
-    })
-}
+pub use crate::error::catch;
 
 /// The interpreter's main thread (the one that imported the module), the only thread on
 /// which Python runs signal handlers.

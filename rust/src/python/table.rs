@@ -23,7 +23,8 @@ use crate::file::{FileVersion, LanceSchema};
 use crate::format::{filepb, tablepb};
 use crate::io::{StorageOptions, Store};
 use crate::table::json::{from_json, to_json};
-use crate::table::scan::{ScanOptions, ScanTask};
+use crate::table::scan::ScanOptions;
+use crate::table::stream::ScanStream;
 use crate::table::write::FragmentWriteOptions;
 use crate::table::{deletion, manifest, naming, rowids, write, ManifestNaming, TableSnapshot};
 
@@ -634,39 +635,6 @@ impl PySnapshot {
     }
 }
 
-/// Batches several scan tasks at a time on the CPU pool.
-struct TaskStream {
-    snapshot: Arc<TableSnapshot>,
-    tasks: VecDeque<ScanTask>,
-    ready: VecDeque<RecordBatch>,
-    projection: Vec<usize>,
-    opts: ScanOptions,
-}
-
-impl Iterator for TaskStream {
-    type Item = Result<RecordBatch>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(b) = self.ready.pop_front() {
-            return Some(Ok(b));
-        }
-        if self.tasks.is_empty() {
-            return None;
-        }
-        let n = crate::parallel::cpu_pool().current_num_threads().max(1);
-        let chunk: Vec<ScanTask> = (0..n).filter_map(|_| self.tasks.pop_front()).collect();
-        match self.snapshot.run_tasks(chunk, &self.projection, self.opts) {
-            Ok(batches) => {
-                self.ready.extend(batches);
-                self.next()
-            }
-            Err(e) => {
-                self.tasks.clear();
-                Some(Err(e))
-            }
-        }
-    }
-}
-
 #[pymethods]
 impl PySnapshot {
     #[new]
@@ -737,8 +705,9 @@ impl PySnapshot {
         Ok(ArrowBatches::new(s.output_schema(&projection, opts), batches))
     }
 
-    /// A scan decoded on demand, a few tasks at a time.
-    #[pyo3(signature = (columns=None, fragment_ids=None, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false))]
+    /// A scan decoded on demand, a few tasks at a time, `read_ahead` tasks read ahead
+    /// (default: one round on object storage, none locally).
+    #[pyo3(signature = (columns=None, fragment_ids=None, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false, read_ahead=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan_stream(
         &self,
@@ -751,6 +720,7 @@ impl PySnapshot {
         with_row_id: bool,
         with_row_address: bool,
         include_deleted: bool,
+        read_ahead: Option<usize>,
     ) -> PyResult<BatchStream> {
         let opts = scan_options(with_row_id, with_row_address, include_deleted);
         let s = self.inner.clone();
@@ -758,7 +728,7 @@ impl PySnapshot {
         let frags = self.fragment_indices(fragment_ids).py()?;
         let tasks = run(py, || s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts))?;
         let schema = s.output_schema(&projection, opts);
-        let stream = TaskStream { snapshot: s, tasks: tasks.into(), ready: VecDeque::new(), projection, opts };
+        let stream = ScanStream::new(s, tasks, projection, opts, read_ahead);
         Ok(BatchStream::new(schema, stream))
     }
 

@@ -26,6 +26,7 @@ pub mod manifest;
 pub mod naming;
 pub mod rowids;
 pub mod scan;
+pub mod stream;
 pub mod write;
 
 pub use deletion::DeletionVector;

@@ -660,7 +660,17 @@ impl TableSnapshot {
 
     /// Runs tasks in parallel; batches come back in task order.
     pub fn run_tasks(&self, tasks: Vec<ScanTask>, projection: &[usize], opts: ScanOptions) -> Result<Vec<RecordBatch>> {
-        crate::parallel::map(tasks, true, |t| self.run_task(&t, projection, opts)).into_iter().collect()
+        let job = |t: ScanTask| self.run_task(&t, projection, opts);
+        // On object storage a task mostly waits for its requests: run them all at once (the
+        // CPU pool would keep only a core's worth of files in flight).
+        if self.store.is_remote() { crate::parallel::map_io(tasks, true, job) } else { crate::parallel::map(tasks, true, job) }
+            .into_iter()
+            .collect()
+    }
+
+    /// Whether the dataset lives on object storage (requests, not a local file system).
+    pub fn is_remote(&self) -> bool {
+        self.store.is_remote()
     }
 
     /// Reads the rows at logical `indices` (scan order, deleted rows excluded). The output

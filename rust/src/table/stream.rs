@@ -1,0 +1,227 @@
+//! A scan read on demand, a round of tasks at a time.
+//!
+//! A round is a core's worth of scan tasks, read in parallel. Tasks after the current round
+//! can be read ahead on the I/O pool while the consumer works on the current one (a reader's
+//! `batch_readahead`, in tasks): on object storage, where a task mostly waits for its
+//! requests, one round is read ahead by default, so a stream's time is not the sum of its
+//! rounds' latencies; locally none is (decoding is the work, and the consumer asking for
+//! the next batch is what starts it). Memory stays bounded by the current round and the
+//! rounds read ahead.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::RecordBatch;
+
+use super::scan::{ScanOptions, ScanTask, TableSnapshot};
+use crate::error::{catch, Error, Result};
+
+/// The batches of a scan's tasks, in task order.
+pub struct ScanStream {
+    snapshot: Arc<TableSnapshot>,
+    tasks: VecDeque<ScanTask>,
+    ready: VecDeque<RecordBatch>,
+    projection: Arc<[usize]>,
+    opts: ScanOptions,
+    /// Tasks per round.
+    round: usize,
+    /// Rounds to keep read ahead of the one being consumed.
+    rounds_ahead: usize,
+    /// The rounds read ahead, oldest first.
+    ahead: VecDeque<Round>,
+}
+
+/// A round being read on the I/O pool.
+struct Round {
+    /// The process that started the job: a child forked since then has this receiver but
+    /// not the job, and reads the round itself.
+    pid: u32,
+    tasks: Vec<ScanTask>,
+    rx: mpsc::Receiver<Result<Vec<RecordBatch>>>,
+}
+
+impl ScanStream {
+    /// A stream of `tasks` (from [`TableSnapshot::plan_scan`]) of the fields `projection`,
+    /// with at least `read_ahead` tasks read ahead of the round being consumed (by default
+    /// one round on object storage, none locally).
+    pub fn new(
+        snapshot: Arc<TableSnapshot>,
+        tasks: Vec<ScanTask>,
+        projection: Vec<usize>,
+        opts: ScanOptions,
+        read_ahead: Option<usize>,
+    ) -> Self {
+        let round = crate::parallel::cpu_pool().current_num_threads().max(1);
+        let read_ahead = read_ahead.unwrap_or(if snapshot.is_remote() { round } else { 0 });
+        Self {
+            snapshot,
+            tasks: tasks.into(),
+            ready: VecDeque::new(),
+            projection: projection.into(),
+            opts,
+            round,
+            rounds_ahead: read_ahead.div_ceil(round),
+            ahead: VecDeque::new(),
+        }
+    }
+
+    fn take_round(&mut self) -> Vec<ScanTask> {
+        let n = self.round.min(self.tasks.len());
+        self.tasks.drain(..n).collect()
+    }
+
+    /// Starts reading `tasks` on the I/O pool.
+    fn start(&self, tasks: Vec<ScanTask>) -> Round {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let (snapshot, projection, opts, job) = (self.snapshot.clone(), self.projection.clone(), self.opts, tasks.clone());
+        crate::parallel::io_pool().spawn(move || {
+            // A panic on a pool thread would abort the process: it becomes an error instead.
+            let batches = catch(|| snapshot.run_tasks(job, &projection, opts));
+            // The stream may have been dropped meanwhile; then nobody wants the batches.
+            let _ = tx.send(batches);
+        });
+        Round { pid: std::process::id(), tasks, rx }
+    }
+
+    /// Waits for `round` (polling for Ctrl-C under an interruptible operation).
+    fn finish(&self, round: Round) -> Result<Vec<RecordBatch>> {
+        if round.pid != std::process::id() {
+            return self.snapshot.run_tasks(round.tasks, &self.projection, self.opts);
+        }
+        let token = crate::interrupt::current();
+        let mut got = None;
+        let mut wait = |timeout: Duration| {
+            if token.as_ref().is_some_and(|t| t.is_cancelled()) {
+                return true;
+            }
+            match round.rx.recv_timeout(timeout) {
+                Ok(r) => {
+                    got = Some(r);
+                    true
+                }
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => true,
+            }
+        };
+        match &token {
+            Some(t) => t.wait(&mut wait),
+            None => while !wait(Duration::from_secs(60)) {},
+        }
+        crate::interrupt::check()?;
+        got.unwrap_or_else(|| Err(Error::internal("a scan's read-ahead job ended without a result")))
+    }
+
+    fn next_round(&mut self) -> Result<Vec<RecordBatch>> {
+        if self.rounds_ahead == 0 {
+            let tasks = self.take_round();
+            return self.snapshot.run_tasks(tasks, &self.projection, self.opts);
+        }
+        let current = match self.ahead.pop_front() {
+            Some(round) => round,
+            None => {
+                let tasks = self.take_round();
+                self.start(tasks)
+            }
+        };
+        while self.ahead.len() < self.rounds_ahead && !self.tasks.is_empty() {
+            let tasks = self.take_round();
+            let round = self.start(tasks);
+            self.ahead.push_back(round);
+        }
+        self.finish(current)
+    }
+}
+
+impl Iterator for ScanStream {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(b) = self.ready.pop_front() {
+                return Some(Ok(b));
+            }
+            if self.tasks.is_empty() && self.ahead.is_empty() {
+                return None;
+            }
+            match self.next_round() {
+                Ok(batches) => self.ready.extend(batches),
+                Err(e) => {
+                    self.tasks.clear();
+                    self.ahead.clear();
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Array, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::ScanStream;
+    use crate::file::{FileVersion, LanceSchema};
+    use crate::format::tablepb;
+    use crate::io::Store;
+    use crate::table::scan::{ScanOptions, TableSnapshot};
+    use crate::table::write::{write_fragments, FragmentWriteOptions};
+
+    /// 100 rows (`id` 0..100) in files of 30 rows; the data files' names.
+    fn snapshot() -> (Arc<TableSnapshot>, Store, Vec<String>) {
+        let store = Store::open(&format!("memory://stream-{}", uuid::Uuid::new_v4().simple())).unwrap();
+        let arrow = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        let schema = LanceSchema::from_arrow(&arrow).unwrap();
+        let batch = RecordBatch::try_new(arrow, vec![Arc::new(Int64Array::from_iter_values(0..100))]).unwrap();
+        let opts = FragmentWriteOptions {
+            max_rows_per_file: 30,
+            max_bytes_per_file: u64::MAX,
+            version: FileVersion::V2_1,
+            external_blobs: Default::default(),
+            max_page_bytes: crate::file::writer::DEFAULT_MAX_PAGE_BYTES,
+            blob_pack_file_max: crate::table::blob_write::PACK_FILE_MAX,
+        };
+        let mut files = Vec::new();
+        let mut frags = write_fragments(&store, &schema, vec![Ok(batch)].into_iter(), opts, |f| files.push(f.to_string())).unwrap();
+        for (i, f) in frags.iter_mut().enumerate() {
+            f.id = i as u64;
+        }
+        let manifest = tablepb::Manifest { fields: schema.to_pb_fields().unwrap(), fragments: frags, ..Default::default() };
+        (Arc::new(TableSnapshot::new(store.clone(), &manifest).unwrap()), store, files)
+    }
+
+    fn ids(batches: impl Iterator<Item = crate::error::Result<RecordBatch>>) -> Vec<i64> {
+        batches.flat_map(|b| b.unwrap().column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec()).collect()
+    }
+
+    #[test]
+    fn batches_come_in_task_order_whatever_is_read_ahead() {
+        let (snap, _, _) = snapshot();
+        let proj = snap.projection(None).unwrap();
+        let opts = ScanOptions::default();
+        for read_ahead in [None, Some(0), Some(1), Some(3), Some(50)] {
+            let tasks = snap.plan_scan(None, 0, None, 7, opts).unwrap();
+            let stream = ScanStream::new(snap.clone(), tasks, proj.clone(), opts, read_ahead);
+            assert_eq!(ids(stream), (0..100).collect::<Vec<_>>(), "read_ahead {read_ahead:?}");
+        }
+    }
+
+    #[test]
+    fn an_error_read_ahead_ends_the_stream() {
+        let (snap, store, files) = snapshot();
+        let proj = snap.projection(None).unwrap();
+        let opts = ScanOptions::default();
+        let tasks = snap.plan_scan(None, 0, None, 10, opts).unwrap();
+        let mut stream = ScanStream::new(snap, tasks, proj, opts, Some(2));
+        assert!(stream.next().unwrap().is_ok());
+        // The last file disappears: the stream reaches it, fails once, then ends.
+        store.delete(files.last().unwrap()).unwrap();
+        let rest: Vec<_> = stream.collect();
+        assert!(rest.last().unwrap().is_err(), "{:?}", rest.iter().map(|r| r.is_ok()).collect::<Vec<_>>());
+        assert!(rest[..rest.len() - 1].iter().all(|r| r.is_ok()));
+    }
+}
