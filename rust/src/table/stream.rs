@@ -186,7 +186,8 @@ mod tests {
             blob_pack_file_max: crate::table::blob_write::PACK_FILE_MAX,
         };
         let mut files = Vec::new();
-        let mut frags = write_fragments(&store, &schema, vec![Ok(batch)].into_iter(), opts, |f| files.push(f.to_string())).unwrap();
+        let mut frags =
+            write_fragments(&store, &schema, vec![Ok(batch)].into_iter(), opts, |f| files.push(f.to_string())).unwrap();
         for (i, f) in frags.iter_mut().enumerate() {
             f.id = i as u64;
         }
