@@ -660,12 +660,18 @@ impl TableSnapshot {
 
     /// Runs tasks in parallel; batches come back in task order.
     pub fn run_tasks(&self, tasks: Vec<ScanTask>, projection: &[usize], opts: ScanOptions) -> Result<Vec<RecordBatch>> {
-        let job = |t: ScanTask| self.run_task(&t, projection, opts);
-        // On object storage a task mostly waits for its requests: run them all at once (the
-        // CPU pool would keep only a core's worth of files in flight).
-        if self.store.is_remote() { crate::parallel::map_io(tasks, true, job) } else { crate::parallel::map(tasks, true, job) }
-            .into_iter()
-            .collect()
+        self.map_files(tasks, true, |t| self.run_task(&t, projection, opts)).into_iter().collect()
+    }
+
+    /// Maps `f` over jobs that each read files of the dataset: on the CPU pool locally, on
+    /// the I/O pool on object storage, where a job mostly waits for its requests (the CPU
+    /// pool would keep only a core's worth of files in flight).
+    fn map_files<T: Send, R: Send>(&self, items: Vec<T>, parallel: bool, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
+        if self.store.is_remote() {
+            crate::parallel::map_io(items, parallel, f)
+        } else {
+            crate::parallel::map(items, parallel, f)
+        }
     }
 
     /// Whether the dataset lives on object storage (requests, not a local file system).
@@ -826,14 +832,7 @@ impl TableSnapshot {
         let read_opts = ScanOptions { include_deleted: true, ..opts };
         let job = |(fi, offs): &(usize, Vec<u64>)| self.read_fragment(*fi, projection, Rows::Offsets(offs), read_opts);
         let (items, parallel) = (groups.iter().collect(), groups.len() > 1);
-        // On object storage each fragment mostly waits for its requests: run them all at once.
-        let batches: Vec<RecordBatch> = if self.store.is_remote() {
-            crate::parallel::map_io(items, parallel, job)
-        } else {
-            crate::parallel::map(items, parallel, job)
-        }
-        .into_iter()
-        .collect::<Result<_>>()?;
+        let batches: Vec<RecordBatch> = self.map_files(items, parallel, job).into_iter().collect::<Result<_>>()?;
         let schema = self.output_schema(projection, opts);
         if batches.is_empty() {
             return Ok(schema.fields().iter().map(|f| new_empty_array(f.data_type())).collect());
