@@ -199,3 +199,98 @@ class S3Server:
 def require_no_metadata_service() -> None:
     """Clients must never fall back to the cloud instance-metadata address."""
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+
+_PROCESS_SERVER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from s3_server import S3Server, patch_fast_ranges
+if sys.argv[3] == "1":
+    patch_fast_ranges()
+s = S3Server(control=True, latency=float(sys.argv[2]))
+print(s.port, flush=True)
+while True:
+    time.sleep(3600)
+"""
+
+
+class S3ServerProcess:
+    """A moto S3 server in a process of its own (moto keeps its buckets in process-wide
+    state: two servers in one process would serve one set of buckets).
+
+    ``auth_after`` switches moto's IAM authentication on after that many requests
+    (``INITIAL_NO_AUTH_ACTION_COUNT``): the first ones create users and keys through the
+    server's IAM API (:meth:`create_user`), every later request must be signed by a key that
+    exists and whose user's policy allows it.
+    """
+
+    def __init__(self, *, latency: float = 0.0, fast_ranges: bool = False, auth_after: Optional[int] = None) -> None:
+        import subprocess
+        import sys
+
+        env = dict(os.environ)
+        if auth_after is not None:
+            env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(auth_after)
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _PROCESS_SERVER, here, str(latency), "1" if fast_ranges else "0"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        line = self.proc.stdout.readline()
+        if not line.strip():
+            self.proc.kill()
+            raise RuntimeError("the moto server process did not start")
+        self.port = int(line)
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.running = True
+
+    def options(self, key_id: str = KEY_ID, secret: str = SECRET, **extra: str) -> Dict[str, str]:
+        """Storage options with explicit keys for this server (path-style, plain HTTP)."""
+        opts = {
+            "aws_access_key_id": key_id,
+            "aws_secret_access_key": secret,
+            "aws_endpoint": self.endpoint,
+            "aws_region": "us-east-1",
+            "allow_http": "true",
+        }
+        opts.update(extra)
+        return opts
+
+    def client(self, service: str = "s3", key_id: str = KEY_ID, secret: str = SECRET):
+        """A boto3 client for this server (only 127.0.0.1 is contacted)."""
+        import boto3
+
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=key_id,
+            aws_secret_access_key=secret,
+        )
+
+    def create_user(self, name: str, policy: Optional[str] = None) -> Dict[str, str]:
+        """Creates an IAM user (with an inline `policy` document, if given) and an access key
+        for it: three requests with a policy, two without. Returns its storage options."""
+        iam = self.client("iam")
+        iam.create_user(UserName=name)
+        key = iam.create_access_key(UserName=name)["AccessKey"]
+        if policy is not None:
+            iam.put_user_policy(UserName=name, PolicyName=f"{name}-policy", PolicyDocument=policy)
+        return self.options(key["AccessKeyId"], key["SecretAccessKey"])
+
+    def requests(self) -> list:
+        """The requests served since the last call: ``[method, path, status, bytes]``."""
+        import json
+        import urllib.request
+
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{self.endpoint}/__requests__", timeout=30) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        if self.running:
+            self.proc.kill()
+            self.proc.wait()
+            self.running = False

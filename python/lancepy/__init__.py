@@ -12,6 +12,7 @@ from lancepy import exceptions
 from lancepy._lancepy import __version__
 from lancepy.file import LanceFileReader, LanceFileWriter
 from lancepy import fragment
+from lancepy._storage import reader_cache_info, set_reader_cache_limits
 from lancepy.bases import DatasetBasePath
 from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, Transaction, dataset, write_dataset
 from lancepy.fragment import FragmentMetadata, LanceFragment
@@ -31,4 +32,6 @@ __all__ = [
     "dataset",
     "write_dataset",
     "fragment",
+    "reader_cache_info",
+    "set_reader_cache_limits",
 ]

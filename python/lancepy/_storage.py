@@ -11,7 +11,8 @@ key raises :class:`~lancepy.exceptions.UnsupportedError` when the store is opene
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+import os
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from lancepy.exceptions import InvalidArgumentError
 
@@ -41,3 +42,44 @@ def normalize_storage_options(options: StorageOptions) -> Optional[Dict[str, str
                 f"storage_options[{key!r}] must be a string, got {type(value).__name__}"
             )
     return out
+
+
+def reader_cache_info() -> Dict[str, int]:
+    """What the process-wide cache of open data files holds: ``files`` (readers kept),
+    ``bytes`` (metadata they hold in memory), and its limits ``max_bytes`` / ``max_files``.
+
+    A reader is cached per file URI *and* per store it was read from (storage options and
+    the cloud environment variables), so a dataset opened with other credentials, another
+    endpoint or region never reuses a reader opened for this one. Readers are evicted least
+    recently used first when either limit is passed, and when their file is deleted
+    (cleanup, :meth:`LanceDataset.drop`).
+    """
+    from lancepy import _lancepy
+
+    return dict(_lancepy.reader_cache_info())
+
+
+def set_reader_cache_limits(max_bytes: Optional[int] = None, max_files: Optional[int] = None) -> None:
+    """Sets the limits of the cache of open data files (``None`` keeps a limit as it is) and
+    evicts down to them. Defaults: 256 MiB and 1,024 files, or the environment variables
+    ``LANCEPY_READER_CACHE_BYTES`` / ``LANCEPY_READER_CACHE_FILES`` read at first use.
+    ``max_files=0`` turns the cache off (every read opens its files anew)."""
+    from lancepy import _lancepy
+
+    for name, value in (("max_bytes", max_bytes), ("max_files", max_files)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise InvalidArgumentError(f"{name} must be a non-negative int or None, got {value!r}")
+    _lancepy.set_reader_cache_limits(max_bytes, max_files)
+
+
+_CLOUD_ENV_PREFIXES = ("AWS_", "GOOGLE_", "AZURE_")
+
+
+def origin_key(uri: str, storage_options: StorageOptions) -> Tuple[Any, ...]:
+    """A key for anything cached per object read from `uri`: the URI with everything that
+    decides where its bytes come from (the storage options and the cloud environment
+    variables the clients read). Caches keyed by it never serve what one dataset object read
+    with some credentials, endpoint or region to another opened with different ones."""
+    options = normalize_storage_options(storage_options) or {}
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_CLOUD_ENV_PREFIXES)))
+    return (uri, tuple(sorted(options.items())), env)

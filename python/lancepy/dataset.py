@@ -987,6 +987,7 @@ class LanceDataset:
             import shutil
 
             shutil.rmtree(local)
+            _lancepy.evict_cached_files(uri)
         else:
             store.delete([p for p in objects if p not in manifests])
 

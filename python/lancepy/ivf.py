@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._storage import origin_key
 from lancepy.exceptions import CorruptFileError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -170,7 +171,7 @@ class IvfIndex:
         return len(self.lengths)
 
 
-_CACHE: "OrderedDict[Tuple[str, str], IvfIndex]" = OrderedDict()
+_CACHE: "OrderedDict[Tuple[Tuple[Any, ...], str], IvfIndex]" = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 8
 
@@ -191,8 +192,10 @@ def _buffer_number(md: Dict[str, str], key: str, reader: Any, path: str) -> int:
 
 
 def load_index(ds_uri: str, uuid: str, storage_options: Any = None) -> IvfIndex:
-    """Opens ``_indices/<uuid>/`` of the dataset at ``ds_uri`` (cached)."""
-    key = (ds_uri, uuid)
+    """Opens ``_indices/<uuid>/`` of the dataset at ``ds_uri`` (cached per URI, index and
+    storage options: index files are immutable, but the same URI read with other options
+    may be another store)."""
+    key = (origin_key(ds_uri, storage_options), uuid)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:

@@ -4,6 +4,9 @@
 //! none of its threads, so each pool is keyed by process id and rebuilt on first use in a
 //! child; the stale one is leaked on purpose (dropping it would wait for threads that do not
 //! exist).
+//!
+//! Process-wide and harmless to share between datasets: the pools hold threads, never data,
+//! files or credentials.
 
 use std::sync::{Arc, Mutex};
 

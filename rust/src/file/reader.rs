@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arrow_array::cast::AsArray;
@@ -135,6 +136,9 @@ pub struct FileReader {
     /// legacy blob column's descriptions (see [`LanceField::legacy_blob_file_field`]).
     stored: Vec<Option<LanceField>>,
     file_size: u64,
+    /// Bytes of file metadata this reader keeps in memory: the metadata region read on open
+    /// plus the buffers of every page state loaded since (see [`FileReader::held_bytes`]).
+    held: AtomicU64,
 }
 
 impl std::fmt::Debug for FileReader {
@@ -237,7 +241,15 @@ impl FileReader {
             fields,
             stored,
             file_size: size,
+            held: AtomicU64::new(region.len() as u64 + std::mem::size_of::<Self>() as u64),
         })
+    }
+
+    /// About how many bytes this reader keeps in memory: the metadata read on open and the
+    /// page metadata (chunk tables, dictionaries, repetition indices) loaded since. It grows
+    /// as pages are first read; caches of open files weigh readers by it.
+    pub fn held_bytes(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// The file's path.
@@ -1025,9 +1037,12 @@ impl FileReader {
         let mut fetched = self.io.read_ranges(&ranges)?.into_iter();
         for (i, idx) in wanted {
             let bufs: Vec<Buffer> = fetched.by_ref().take(idx.len()).collect();
+            let bytes: u64 = bufs.iter().map(|b| b.len() as u64).sum();
             let (page, kind) = pages[i];
             let state = page.build_state(bufs, kind)?;
-            let _ = page.state.set(Arc::new(state));
+            if page.state.set(Arc::new(state)).is_ok() {
+                self.held.fetch_add(bytes, Ordering::Relaxed);
+            }
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ use arrow_buffer::Buffer;
 pub use local::{LocalReader, LocalWriter};
 pub use objstore::{runtime, ObjectStoreReader, ObjectStoreWriter};
 pub use store::{ObjectInfo, Store};
-pub use uri::{open_reader, open_reader_with, open_writer, open_writer_with, ResolvedUri, StorageOptions, StoreHandle};
+pub use uri::{open_reader, open_reader_with, open_writer, open_writer_with, Origin, ResolvedUri, StorageOptions, StoreHandle};
 
 use crate::error::{Error, Result};
 

@@ -49,6 +49,8 @@ const MULTIPART_IN_FLIGHT: usize = 4;
 ///
 /// Rebuilt after `fork()`: a child process inherits the parent's runtime handle but none of
 /// its worker threads, so using it would hang (PyTorch DataLoader workers fork).
+/// Process-wide and harmless to share: it drives futures and holds no data or credentials
+/// (clients are cached per configuration in [`super::uri`]).
 pub fn runtime() -> Arc<tokio::runtime::Runtime> {
     static RT: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
     let pid = std::process::id();

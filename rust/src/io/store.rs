@@ -130,6 +130,11 @@ impl Store {
         open_reader_with(uri, self.options_for(uri))
     }
 
+    /// Resolves a file's URI with the options that apply to it (see [`Store::options_for`]).
+    pub fn resolve_uri(&self, uri: &str) -> Result<ResolvedUri> {
+        resolve_with(uri, self.options_for(uri))
+    }
+
     /// Creates a new file at any URI with this store's options.
     pub fn writer_for_uri(&self, uri: &str) -> Result<Box<dyn Writer>> {
         open_writer_with(uri, self.options_for(uri))

@@ -60,7 +60,21 @@ enum Spec {
         /// `scheme://authority` (the bucket or container).
         base: String,
         options: StorageOptions,
+        /// The environment variables the client builder reads (`AWS_*`, `GOOGLE_*`,
+        /// `AZURE_*`) when the handle was made: they configure the client as much as
+        /// `options` do (credentials, endpoint, region), so a change makes another client.
+        env: Vec<(String, String)>,
     },
+}
+
+/// The environment variables `object_store`'s builders read (`from_env`), sorted.
+fn cloud_env() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| ["AWS_", "GOOGLE_", "AZURE_"].iter().any(|p| k.starts_with(p)))
+        .collect();
+    env.sort();
+    env
 }
 
 /// A fork-safe handle on an object store: the client is looked up (or rebuilt after a
@@ -105,7 +119,8 @@ pub enum ResolvedUri {
     },
 }
 
-/// The process-wide store behind `memory://`.
+/// The process-wide store behind `memory://`. Shared by design, as pylance's: `memory://`
+/// data lives as long as the process and is reached by its path alone (no options apply).
 pub fn memory_store() -> Arc<dyn ObjectStore> {
     static MEM: OnceLock<Arc<InMemory>> = OnceLock::new();
     MEM.get_or_init(|| Arc::new(InMemory::new())).clone()
@@ -174,7 +189,7 @@ fn config_error(base: &str, e: object_store::Error) -> Error {
 }
 
 fn build_client(spec: &Spec) -> Result<Arc<dyn ObjectStore>> {
-    let Spec::Cloud { cloud, base, options } = spec else {
+    let Spec::Cloud { cloud, base, options, .. } = spec else {
         return Ok(memory_store());
     };
     let own = |k: &str| k == OPT_MAX_RETRIES || k == OPT_RETRY_TIMEOUT;
@@ -292,7 +307,8 @@ pub fn resolve_with(uri: &str, options: &StorageOptions) -> Result<ResolvedUri> 
         }
         let location =
             ObjectPath::parse(path).map_err(|e| Error::invalid_input(format!("invalid object path in {uri:?}: {e}")))?;
-        let spec = Arc::new(Spec::Cloud { cloud, base: format!("{lower}://{authority}"), options: options.clone() });
+        let spec =
+            Arc::new(Spec::Cloud { cloud, base: format!("{lower}://{authority}"), options: options.clone(), env: cloud_env() });
         // Built now, so that a bad option or a missing credential fails on open.
         cached_client(&spec)?;
         return Ok(ResolvedUri::Object { store: StoreHandle { spec }, location });
@@ -311,10 +327,37 @@ pub fn open_reader(uri: &str) -> Result<ReaderRef> {
 
 /// Opens `uri` for random-access reads, with storage options.
 pub fn open_reader_with(uri: &str, options: &StorageOptions) -> Result<ReaderRef> {
-    Ok(match resolve_with(uri, options)? {
-        ResolvedUri::Local(p) => Arc::new(LocalReader::open(p)?),
-        ResolvedUri::Object { store, location } => Arc::new(ObjectStoreReader::new(store, location, uri.to_string())),
-    })
+    resolve_with(uri, options)?.open_reader(uri)
+}
+
+impl ResolvedUri {
+    /// Opens the resolved file (`uri` names it in errors and in the reader's path).
+    pub fn open_reader(self, uri: &str) -> Result<ReaderRef> {
+        Ok(match self {
+            ResolvedUri::Local(p) => Arc::new(LocalReader::open(p)?),
+            ResolvedUri::Object { store, location } => Arc::new(ObjectStoreReader::new(store, location, uri.to_string())),
+        })
+    }
+
+    /// Where the bytes come from, as a key for caches of opened files: the local file
+    /// system, or one object store as configured (scheme, bucket, storage options and the
+    /// cloud environment variables). Two URIs read through different credentials,
+    /// endpoints or regions never have equal origins.
+    pub fn origin(&self) -> Origin {
+        match self {
+            ResolvedUri::Local(_) => Origin::Local,
+            ResolvedUri::Object { store, .. } => Origin::Object(store.clone()),
+        }
+    }
+}
+
+/// See [`ResolvedUri::origin`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// The local file system (no options apply).
+    Local,
+    /// An object store and everything that configures its client.
+    Object(StoreHandle),
 }
 
 /// Creates a writer for a new object at `uri`.

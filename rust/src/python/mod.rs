@@ -1,5 +1,6 @@
 //! The `lancepy._lancepy` extension module. All PyO3 code lives under this directory.
 
+mod cache;
 mod errors;
 mod ffi;
 mod file;
@@ -23,6 +24,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ffi::BatchStream>()?;
     m.add_class::<ffi::FixedValues>()?;
     table::register(m)?;
+    cache::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }

@@ -91,7 +91,7 @@ impl PyStore {
         run(py, || {
             for r in &rels {
                 self.inner.delete(r)?;
-                crate::table::scan::evict_cached_reader(&self.inner.child_uri(r));
+                crate::table::file_cache::evict(&self.inner.child_uri(r));
             }
             Ok(())
         })

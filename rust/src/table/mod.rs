@@ -19,6 +19,7 @@
 pub mod bases;
 pub mod blob_write;
 pub mod deletion;
+pub mod file_cache;
 pub mod ivf_train;
 pub mod json;
 pub mod knn;

@@ -55,36 +55,6 @@ pub struct ScanTask {
     pub rows: Range<u64>,
 }
 
-/// Open data files, shared by all snapshots (data files are immutable and uniquely named).
-fn reader_cache() -> &'static Mutex<HashMap<String, Arc<FileReader>>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<FileReader>>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// Most data files kept open by [`reader_cache`].
-const READER_CACHE_CAPACITY: usize = 1024;
-
-fn open_data_file(store: &Store, uri: &str) -> Result<Arc<FileReader>> {
-    if let Some(r) = reader_cache().lock().unwrap_or_else(|p| p.into_inner()).get(uri) {
-        return Ok(r.clone());
-    }
-    let reader = Arc::new(store.reader_for_uri(uri).and_then(FileReader::open_with).map_err(|e| match e {
-        Error::NotFound(m) => Error::NotFound(format!("data file {uri} is missing ({m})")),
-        other => other,
-    })?);
-    let mut cache = reader_cache().lock().unwrap_or_else(|p| p.into_inner());
-    if cache.len() >= READER_CACHE_CAPACITY {
-        cache.clear();
-    }
-    cache.insert(uri.to_string(), reader.clone());
-    Ok(reader)
-}
-
-/// Forgets the cached reader of a deleted file.
-pub fn evict_cached_reader(uri: &str) {
-    reader_cache().lock().unwrap_or_else(|p| p.into_inner()).remove(uri);
-}
-
 struct Fragment {
     meta: tablepb::DataFragment,
     physical_rows: OnceLock<u64>,
@@ -228,7 +198,7 @@ impl TableSnapshot {
 
     /// Opens a data file (under the dataset root or one of the manifest's base paths).
     fn open_file(&self, file: &tablepb::DataFile) -> Result<Arc<FileReader>> {
-        open_data_file(&self.store, &self.bases.data_file_uri(file)?)
+        super::file_cache::open_data_file(&self.store, &self.bases.data_file_uri(file)?)
             .map_err(|e| self.bases.explain_missing(file.base_id, self.store.options(), e))
     }
 

@@ -1,0 +1,50 @@
+//! The process-wide cache of open data files (`crate::table::file_cache`), for Python.
+
+use pyo3::prelude::*;
+
+use super::errors::to_pyerr;
+use crate::error::Error;
+
+fn invalid(msg: String) -> PyErr {
+    to_pyerr(Error::invalid_input(msg))
+}
+
+/// `{"files", "bytes", "max_bytes", "max_files"}`: what the cache of open data files holds
+/// now and its limits.
+#[pyfunction]
+fn reader_cache_info(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let i = crate::table::file_cache::info();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("files", i.files)?;
+    d.set_item("bytes", i.bytes)?;
+    d.set_item("max_bytes", i.max_bytes)?;
+    d.set_item("max_files", i.max_files)?;
+    Ok(d)
+}
+
+/// Sets the limits of the cache of open data files (`None` keeps one as it is) and evicts
+/// the least recently used readers down to them.
+#[pyfunction]
+#[pyo3(signature = (max_bytes=None, max_files=None))]
+fn set_reader_cache_limits(max_bytes: Option<i128>, max_files: Option<i128>) -> PyResult<()> {
+    let bytes =
+        max_bytes.map(|b| u64::try_from(b).map_err(|_| invalid(format!("max_bytes must be >= 0, got {b}")))).transpose()?;
+    let files =
+        max_files.map(|n| usize::try_from(n).map_err(|_| invalid(format!("max_files must be >= 0, got {n}")))).transpose()?;
+    crate::table::file_cache::set_limits(bytes, files);
+    Ok(())
+}
+
+/// Forgets the cached readers of every file under `root` (a dataset directory deleted
+/// outside a `Store`).
+#[pyfunction]
+fn evict_cached_files(root: &str) {
+    crate::table::file_cache::evict_under(root);
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(reader_cache_info, m)?)?;
+    m.add_function(wrap_pyfunction!(set_reader_cache_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(evict_cached_files, m)?)?;
+    Ok(())
+}
