@@ -675,6 +675,13 @@ impl FileReader {
         let mut scratch = Vec::new();
         match (plan.width, &mut out.offsets) {
             (Some(w), None) => {
+                if map.is_some() {
+                    self.io.prefetch(rows.len(), &|k| {
+                        let p = page_of(rows[k]).ok()?;
+                        let start = p.position + (rows[k] - p.first_row) * w as u64;
+                        Some(start..start + w as u64)
+                    });
+                }
                 out.data.reserve(rows.len() * w);
                 let mut k = 0;
                 while k < rows.len() {
@@ -700,6 +707,9 @@ impl FileReader {
             (None, Some(offsets)) => {
                 // Where each value is, then room for all of them at once.
                 let spans = self.value_spans(plan, rows)?;
+                if map.is_some() {
+                    self.io.prefetch(spans.len(), &|k| Some(spans[k].0..spans[k].0 + spans[k].1 as u64));
+                }
                 out.data.reserve(spans.iter().map(|s| s.1 - s.2).sum());
                 offsets.reserve(rows.len());
                 for (i, span) in spans.into_iter().enumerate() {
@@ -725,7 +735,11 @@ impl FileReader {
         }
         let map = self.io.mapped();
         let mut scratch = Vec::new();
-        for (i, span) in self.value_spans(plan, rows)?.into_iter().enumerate() {
+        let spans = self.value_spans(plan, rows)?;
+        if map.is_some() {
+            self.io.prefetch(spans.len(), &|k| Some(spans[k].0..spans[k].0 + spans[k].1 as u64));
+        }
+        for (i, span) in spans.into_iter().enumerate() {
             if i % 1024 == 0 {
                 crate::interrupt::check()?;
             }

@@ -36,6 +36,71 @@ impl LocalReader {
     }
 }
 
+impl LocalReader {
+    /// The file mapped read-only, on first use (`None` if it cannot be mapped). The mapping
+    /// is advised random access: a page fault then reads that page only, not the megabytes
+    /// of read-ahead around it (a take of 1,000 scattered rows of a cold file read the whole
+    /// file). Scans read with `pread`, whose read-ahead this advice does not touch.
+    fn mapping(&self) -> Option<&memmap2::Mmap> {
+        self.map
+            .get_or_init(|| {
+                if self.size == 0 || usize::try_from(self.size).is_err() {
+                    return None;
+                }
+                // SAFETY: a mapping is only sound while nobody changes the file. Lance data
+                // files are immutable: written once under a unique name, then only read or
+                // deleted (deleting keeps a mapped file's pages alive). Readers copy bytes
+                // out of the mapping and check every range against the size the file had
+                // when opened, which the mapping must cover.
+                let map = unsafe { memmap2::Mmap::map(&self.file) }.ok()?;
+                // Advice only changes how pages are read, never what the mapping holds.
+                let _ = map.advise(memmap2::Advice::Random);
+                (map.len() as u64 >= self.size).then_some(map)
+            })
+            .as_ref()
+    }
+
+    /// Whether the pages of a sample of the `count` ranges (up to [`RESIDENCY_SAMPLE`],
+    /// spread over them) are all in the page cache.
+    fn sample_resident(&self, map: &memmap2::Mmap, count: usize, range: &dyn Fn(usize) -> Option<Range<u64>>) -> bool {
+        let page = page_size();
+        let step = count.div_ceil(RESIDENCY_SAMPLE).max(1);
+        let mut flags = Vec::new();
+        for r in (0..count).step_by(step).filter_map(range) {
+            if r.start >= r.end || r.end > self.size {
+                continue;
+            }
+            let (first, last) = (r.start / page, r.end.div_ceil(page));
+            let len = ((last - first) * page) as usize;
+            flags.resize((last - first) as usize, 0u8);
+            let offset = (first * page) as usize;
+            if offset + len > map.len().next_multiple_of(page as usize) {
+                continue;
+            }
+            // SAFETY: `offset` is a multiple of the page size inside the mapping (whose start
+            // is page-aligned), `len` covers whole pages of it, and `flags` has one byte per
+            // page of that span, as mincore(2) writes.
+            let rc = unsafe { libc::mincore(map.as_ptr().add(offset) as *mut libc::c_void, len, flags.as_mut_ptr()) };
+            if rc != 0 || flags.iter().any(|f| f & 1 == 0) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Ranges of a take whose residency is checked before deciding to prefetch.
+const RESIDENCY_SAMPLE: usize = 8;
+
+fn page_size() -> u64 {
+    static PAGE: OnceLock<u64> = OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *PAGE.get_or_init(|| match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        n if n > 0 => n as u64,
+        _ => 4096,
+    })
+}
+
 impl Reader for LocalReader {
     fn path(&self) -> &str {
         &self.path
@@ -60,6 +125,8 @@ impl Reader for LocalReader {
             check_range(r, self.size, &self.path)?;
         }
         let plan = super::plan_coalesced(ranges, self.coalesce_gap());
+        // The requests of a cold take are scattered: have them all in flight at once.
+        self.prefetch(plan.requests.len(), &|i| Some(plan.requests[i].clone()));
         // Each request starts 64-byte aligned inside the shared buffer.
         let mut starts = Vec::with_capacity(plan.requests.len());
         let mut total = 0usize;
@@ -100,21 +167,39 @@ impl Reader for LocalReader {
     /// a `memcpy` each instead of a system call and page-cache lookups (which took twice as
     /// long as the copy itself).
     fn mapped(&self) -> Option<&[u8]> {
-        self.map
-            .get_or_init(|| {
-                if self.size == 0 || usize::try_from(self.size).is_err() {
-                    return None;
-                }
-                // SAFETY: a mapping is only sound while nobody changes the file. Lance data
-                // files are immutable: written once under a unique name, then only read or
-                // deleted (deleting keeps a mapped file's pages alive). Readers copy bytes
-                // out of the mapping and check every range against the size the file had
-                // when opened, which the mapping must cover.
-                let map = unsafe { memmap2::Mmap::map(&self.file) }.ok()?;
-                (map.len() as u64 >= self.size).then_some(map)
-            })
-            .as_ref()
-            .map(|m| &m[..self.size as usize])
+        self.mapping().map(|m| &m[..self.size as usize])
+    }
+
+    /// Starts reading the pages of `ranges` that are not in the page cache, all at once
+    /// (`madvise(MADV_WILLNEED)`: asynchronous reads the disk serves at its full queue
+    /// depth), so the copies out of the mapping that follow wait on them together rather
+    /// than faulting them in one at a time. Whether the take is cold is judged from a
+    /// sample of its ranges (`mincore`), so a warm take pays a few system calls, not one per
+    /// row.
+    fn prefetch(&self, count: usize, range: &dyn Fn(usize) -> Option<Range<u64>>) {
+        let Some(map) = self.mapping() else { return };
+        if count == 0 || self.sample_resident(map, count, range) {
+            return;
+        }
+        let page = page_size();
+        let mut pages: Vec<(u64, u64)> = (0..count)
+            .filter_map(range)
+            .filter(|r| r.start < r.end && r.end <= self.size)
+            .map(|r| (r.start / page, r.end.div_ceil(page)))
+            .collect();
+        pages.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(pages.len());
+        for (s, e) in pages {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        for (s, e) in merged {
+            let (offset, len) = ((s * page) as usize, (((e - s) * page) as usize).min(map.len() - (s * page) as usize));
+            // A hint: a failure only means the copies fault the pages in themselves.
+            let _ = map.advise_range(memmap2::Advice::WillNeed, offset, len);
+        }
     }
 
     fn read_range(&self, range: Range<u64>) -> Result<Buffer> {

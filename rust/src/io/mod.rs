@@ -73,6 +73,15 @@ pub trait Reader: Send + Sync + Debug {
         None
     }
 
+    /// Says that `count` byte ranges (any order; `range(i)` is the i-th, `None` to skip it)
+    /// are about to be read one small read at a time (the rows of a take, copied out of
+    /// [`Reader::mapped`]): a reader whose small reads would each wait on the storage starts
+    /// fetching them all now, so that they are in flight together instead of one after
+    /// another. Ranges are asked for lazily: a reader that finds them in memory from a few
+    /// never computes the rest. A hint only: errors are ignored, bytes already in memory are
+    /// not fetched again.
+    fn prefetch(&self, _count: usize, _range: &dyn Fn(usize) -> Option<Range<u64>>) {}
+
     /// Reads exactly `dst.len()` bytes at `pos` into `dst`; an error if the object is shorter.
     fn read_into(&self, pos: u64, dst: &mut [u8]) -> Result<()> {
         let end = pos.checked_add(dst.len() as u64).ok_or_else(|| Error::corrupt(format!("{}: read past 2^64", self.path())))?;

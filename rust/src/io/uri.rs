@@ -119,8 +119,11 @@ pub enum ResolvedUri {
     },
 }
 
-/// The process-wide store behind `memory://`. Shared by design, as pylance's: `memory://`
-/// data lives as long as the process and is reached by its path alone (no options apply).
+/// The process-wide store behind `memory://`. Shared on purpose: `memory://name` data lives
+/// as long as the process and is reached by its path alone (no options apply), so a dataset
+/// written there can be reopened and appended to by name. (pylance 14 gives every open a new
+/// empty store instead; an unnamed `memory://` gets a unique hidden name in the Python layer,
+/// so it is fresh each call as in pylance.)
 pub fn memory_store() -> Arc<dyn ObjectStore> {
     static MEM: OnceLock<Arc<InMemory>> = OnceLock::new();
     MEM.get_or_init(|| Arc::new(InMemory::new())).clone()

@@ -1,0 +1,125 @@
+"""A cold take reads from storage about the bytes of the rows it returns, not whole files.
+
+The dataset's files are written, flushed and dropped from the page cache
+(``posix_fadvise(POSIX_FADV_DONTNEED)``: no root needed); a fresh process then opens the
+dataset and takes random rows; afterwards the bytes of those files in the page cache
+(``mincore`` through ctypes) are everything that was read from storage for them, read-ahead
+included. Before lancepy advised its mappings for random access, each row's page fault read
+the kernel's whole read-ahead window around it (128 KiB to 8 MiB per row).
+
+Not timed: bytes are a property of the plan, time is the benchmark's (benches/bench_cold.py).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancepy
+
+ROWS, DIM, FILES = 24_000, 512, 3  # 2 KiB vectors, 16 MB per file
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _resident_bytes(path: str) -> int:
+    """Bytes of `path` in the page cache: mincore(2) over a private mapping of it (which
+    faults nothing in)."""
+    import ctypes
+
+    size = os.path.getsize(path)
+    if size == 0:
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+    pages = (size + PAGE - 1) // PAGE
+    vec = (ctypes.c_ubyte * pages)()
+    with open(path, "rb") as f:
+        m = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
+        try:
+            anchor = ctypes.c_char.from_buffer(m)
+            rc = libc.mincore(ctypes.addressof(anchor), size, vec)
+            del anchor
+        finally:
+            m.close()
+    assert rc == 0, f"mincore failed: errno {ctypes.get_errno()}"
+    return sum(v & 1 for v in vec) * PAGE
+
+
+def _evict(paths) -> None:
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+@pytest.fixture(scope="module")
+def vectors(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("cold") / "vectors.lance")
+    rng = np.random.default_rng(7)
+
+    def batches():
+        for start in range(0, ROWS, 4000):
+            vecs = rng.standard_normal((4000, DIM), dtype=np.float32)
+            yield pa.record_batch(
+                [pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel()), DIM), pa.array(np.arange(start, start + 4000))],
+                names=["vec", "label"],
+            )
+
+    schema = pa.schema([pa.field("vec", pa.list_(pa.float32(), DIM)), pa.field("label", pa.int64())])
+    lancepy.write_dataset(batches(), uri, schema=schema, max_rows_per_file=ROWS // FILES)
+    files = [os.path.join(uri, "data", f) for f in os.listdir(os.path.join(uri, "data"))]
+    assert len(files) == FILES
+    return uri, files
+
+
+_TAKE = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import lancepy
+    uri, n, cols = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+    idx = np.sort(np.random.default_rng(n).choice({rows}, n, replace=False)).tolist()
+    t = lancepy.dataset(uri).take(idx, columns=cols)
+    print(json.dumps({{"rows": t.num_rows, "first": t.column(cols[0])[0].as_py() if cols[0] == "label" else None}}))
+    """
+).format(rows=ROWS)
+
+
+@pytest.mark.parametrize("n,cols", [(50, "vec"), (400, "vec"), (400, "vec,label")])
+def test_cold_take_reads_about_the_rows_it_returns(vectors, n, cols):
+    uri, files = vectors
+    _evict(files)
+    before = sum(_resident_bytes(f) for f in files)
+    assert before < FILES * 64 * PAGE, "the files must start out of the page cache"
+    out = subprocess.run([sys.executable, "-c", _TAKE, uri, str(n), cols], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout)["rows"] == n
+    read = sum(_resident_bytes(f) for f in files) - before
+    row_bytes = DIM * 4
+    # Each row: its bytes rounded out to whole pages (at most 2 pages for 2 KiB); each file:
+    # the footer and metadata read on open (64 KiB) and the label column's chunks touched.
+    bound = n * (row_bytes + 2 * PAGE) + FILES * (128 << 10) + (n * 2 * PAGE if "label" in cols else 0)
+    assert read <= bound, f"a cold take of {n} rows read {read:,} bytes from storage (bound {bound:,})"
+    assert read >= n * row_bytes // 2, f"{read:,} bytes cannot hold {n} rows: were the files out of the cache?"
+
+
+def test_cold_take_returns_the_rows(vectors):
+    uri, files = vectors
+    _evict(files)
+    idx = [0, 1, 7999, 8000, 12345, ROWS - 1, 5]
+    got = lancepy.dataset(uri).take(idx, columns=["vec", "label"])
+    assert got.column("label").to_pylist() == idx
+    _evict(files)
+    full = lancepy.dataset(uri).to_table(columns=["vec"])
+    assert got.column("vec").to_pylist() == full.column("vec").take(pa.array(idx)).to_pylist()
