@@ -1458,8 +1458,6 @@ class LanceDataset:
         """
         if reader_schema is not None:
             transforms = to_record_batch_reader(transforms, reader_schema)
-            if transforms.schema != reader_schema:
-                transforms = align_to_schema(transforms, reader_schema)
         schema = self.schema
         first_id = self.max_field_id + 1
         if isinstance(transforms, (pa.Field, pa.Schema)) or (
@@ -3711,6 +3709,7 @@ def write_to_targets(
     runs = [reader] if len(targets) == 1 else _fragment.row_runs(reader, max_rows_per_file)
     frag_json: List[Dict[str, Any]] = []
     written: List[Any] = []
+    new_dirs = _dirs_a_write_creates(store.uri)
     try:
         for i, part in enumerate(runs):
             target = targets[i % len(targets)]
@@ -3730,8 +3729,30 @@ def write_to_targets(
             frag_json += made
     except BaseException:
         _commit.delete_written(store, written)
+        for d in new_dirs:  # a failed write leaves no empty directories behind either
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
         raise
     return frag_json, written
+
+
+def _dirs_a_write_creates(uri: str) -> List[str]:
+    """The local directories that writing data files under `uri` would create (its ``data``
+    directory, `uri` itself and any missing parents), deepest first; [] off the local disk."""
+    local = _local_path(uri)
+    if local is None:
+        return []
+    out = []
+    d = os.path.join(os.path.abspath(local), "data")
+    while not os.path.exists(d):
+        out.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return out
 
 
 def _transaction_properties(properties: Optional[Dict[str, str]], commit_message: Optional[str]) -> Dict[str, str]:
@@ -3900,8 +3921,6 @@ def write_dataset(
     if mode == "create" and latest > 0:
         raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
     reader = to_record_batch_reader(data, schema)
-    if schema is not None and reader.schema != schema:
-        reader = align_to_schema(reader, schema)
     base = _commit.load_manifest(store, latest) if latest > 0 else None
     if base is not None:
         _commit.check_feature_flags(base.manifest, write=True, uri=u)

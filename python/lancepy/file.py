@@ -415,7 +415,16 @@ class LanceFileWriter:
         return None if s is None else pa.schema(s)
 
     def write_batch(self, batch: Any) -> None:
-        """Appends a record batch, table or stream (Arrow PyCapsule protocol)."""
+        """Appends a record batch, table or stream (Arrow PyCapsule protocol).
+
+        Each batch must have the file's schema (given to the constructor, or the first
+        batch's): as in pylance, a column of another type, name or position raises
+        :class:`~lancepy.exceptions.SchemaMismatchError` (nothing is cast here, unlike
+        :func:`lancepy.write_dataset` with a declared schema). A malformed batch (buffers
+        shorter than its length says, offsets outside its data) is refused before the
+        native writer reads it."""
+        from lancepy._conform import conform
+
         data = batch
         if isinstance(data, (list, dict)) or not (
             hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")
@@ -424,7 +433,7 @@ class LanceFileWriter:
                 f"write_batch expects Arrow data (pyarrow Table/RecordBatch or any object with "
                 f"__arrow_c_stream__/__arrow_c_array__), got {type(data).__name__}"
             )
-        self._writer.write_batch(data)
+        self._writer.write_batch(conform(data))
 
     def add_schema_metadata(self, key: str, value: str) -> None:
         """Sets a schema-level metadata entry of the file (stored when it is closed)."""

@@ -306,54 +306,13 @@ def _lancepy_dataset_reader(ds: Any) -> pa.RecordBatchReader:
 
 
 def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchReader:
-    """Anything tabular (pyarrow tables/batches/readers, lists of batches, pandas,
-    dicts, lists of dicts, Arrow PyCapsule producers) as a ``RecordBatchReader``."""
-    if isinstance(data, pa.RecordBatchReader):
-        return data
-    if isinstance(data, pa.Table):
-        return data.to_reader()
-    if isinstance(data, pa.RecordBatch):
-        return pa.RecordBatchReader.from_batches(data.schema, [data])
-    if isinstance(data, dict):
-        return pa.table(data, schema=schema).to_reader()
-    if isinstance(data, list):
-        if data and all(isinstance(b, pa.RecordBatch) for b in data):
-            return pa.RecordBatchReader.from_batches(data[0].schema, data)
-        if all(isinstance(r, dict) for r in data):
-            if not data and schema is None:
-                raise InvalidArgumentError("cannot infer a schema from an empty list; pass schema=")
-            return pa.Table.from_pylist(data, schema=schema).to_reader()
-    if type(data).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(data, schema=schema, preserve_index=False).to_reader()
-    if hasattr(data, "__arrow_c_stream__"):
-        return pa.RecordBatchReader.from_stream(data)
-    if hasattr(data, "__arrow_c_array__"):
-        return pa.RecordBatchReader.from_batches(pa.record_batch(data).schema, [pa.record_batch(data)])
-    if hasattr(data, "to_reader") and hasattr(data, "projected_schema"):
-        return data.to_reader()  # a pyarrow dataset Scanner or a lancepy scanner: streamed
-    if hasattr(data, "_loaded") and hasattr(data, "scanner"):
-        return _lancepy_dataset_reader(data)
-    if hasattr(data, "scanner") and callable(data.scanner) and hasattr(data, "schema"):
-        return data.scanner().to_reader()  # a pyarrow dataset or a LanceDataset: streamed
-    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
-        # An iterator or generator of record batches, read lazily: a stream of any length.
-        if schema is None:
-            raise InvalidArgumentError("writing an iterable of record batches needs schema=")
-        return pa.RecordBatchReader.from_batches(schema, _checked_batches(data, schema))
-    raise InvalidArgumentError(
-        f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatch/RecordBatchReader, "
-        "a pandas DataFrame, a dict or list of dicts, or an object implementing the Arrow PyCapsule protocol"
-    )
+    """Anything tabular (pyarrow tables/batches/readers, lists, iterators or generators of
+    batches, pandas, dicts, lists of dicts, datasets, Arrow PyCapsule producers) as a
+    ``RecordBatchReader`` of valid batches of `schema` (cast to it) or of the input's own
+    schema: the one conversion step of every write (see :mod:`lancepy._conform`)."""
+    from lancepy._conform import conform
 
-
-def _checked_batches(batches: Iterable[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    for b in batches:
-        if isinstance(b, pa.Table):
-            yield from b.to_batches()
-            continue
-        if not isinstance(b, pa.RecordBatch):
-            raise InvalidArgumentError(f"expected record batches from the iterable, got {type(b).__name__}")
-        yield b
+    return conform(data, schema)
 
 
 def _describe(schema: pa.Schema) -> str:
@@ -599,8 +558,6 @@ def write_fragments(
     options = normalize_storage_options(storage_options)
     store = _lancepy.Store(uri, options)
     reader = to_record_batch_reader(data, schema)
-    if schema is not None and reader.schema != schema:
-        reader = align_to_schema(reader, schema)
     try:
         loaded = _commit.load_manifest(store) if mode == "append" else None
     except DatasetNotFoundError:
