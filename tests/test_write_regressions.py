@@ -97,3 +97,65 @@ def test_malformed_batch_is_refused_not_read(tmp_path, kind):
     w.write_batch(pa.record_batch({"s": ["ok"]}))
     w.close()
     assert LanceFileReader(str(tmp_path / "m.file")).read_all().to_table().column("s").to_pylist() == ["ok"]
+
+
+# -- 3. paths ---------------------------------------------------------------------------------
+
+
+def test_tilde_expanded(tmp_path, monkeypatch):
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    t = pa.table({"a": [1, 2, 3]})
+    ds = lancepy.write_dataset(t, "~/x.lance")
+    assert (home / "x.lance" / "_versions").is_dir()
+    assert not (cwd / "~").exists()  # was ./~/x.lance
+    assert lancepy.dataset("~/x.lance").to_table().equals(t)
+    lancepy.write_dataset(t, "~/x.lance", mode="append")
+    assert lancepy.dataset("~/x.lance").count_rows() == 6 == ds.latest_version * 3
+    # pylance finds the same dataset through the same spelling
+    assert lance.dataset("~/x.lance").count_rows() == 6
+    frags = lancepy.fragment.write_fragments(t, "~/x.lance")
+    assert frags and not (cwd / "~").exists()
+    with LanceFileWriter("~/f.lance") as w:
+        w.write_batch(t)
+    assert (home / "f.lance").is_file()
+    assert LanceFileReader("~/f.lance").read_all().to_table().equals(t)
+    import lancepy.torch as lt
+
+    assert len(lt.LanceDataset("~/x.lance")) == 6
+    assert not (cwd / "~").exists()
+
+
+def test_memory_uri_without_name_is_not_on_disk(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    t = pa.table({"a": [1, 2]})
+    a = lancepy.write_dataset(t, "memory://")
+    b = lancepy.write_dataset(pa.table({"a": [3]}), "memory://")  # a fresh store each call, as pylance
+    assert a.to_table().equals(t) and b.to_table().column("a").to_pylist() == [3]
+    assert a.version == b.version == 1
+    a.delete("a = 1")
+    assert a.to_table().column("a").to_pylist() == [2] and b.count_rows() == 1
+    assert os.listdir(tmp_path) == []  # was ./memory:/...
+    with pytest.raises(lancepy.exceptions.DatasetNotFoundError):
+        lancepy.dataset("memory://")  # nothing is ever found there (pylance: not found either)
+    with pytest.raises(Exception):
+        lance.dataset("memory://")
+
+
+def test_memory_uri_second_create_starts_a_new_dataset():
+    import uuid
+
+    uri = f"memory://second-create-{uuid.uuid4().hex}"
+    t = pa.table({"a": [1, 2]})
+    lancepy.write_dataset(t, uri).delete("a = 2")
+    again = lancepy.write_dataset(pa.table({"a": [7]}), uri)  # was: "already exists"
+    ref = lance.write_dataset(pa.table({"a": [7]}), uri)  # pylance: a new, empty store each call
+    assert (again.version, again.to_table().to_pydict()) == (ref.version, ref.to_table().to_pydict()) == (1, {"a": [7]})
+    assert lancepy.dataset(uri).to_table().to_pydict() == {"a": [7]}
+    assert lancepy.dataset(uri).versions()[0]["version"] == 1 and len(lancepy.dataset(uri).versions()) == 1
+    # append and overwrite keep lancepy's process-wide memory store: they see the dataset
+    assert lancepy.write_dataset(t, uri, mode="append").count_rows() == 3
+    assert lancepy.write_dataset(t, uri, mode="overwrite").to_table().equals(t)

@@ -38,6 +38,7 @@ from lancepy import blob as _blob
 from lancepy import commit as _commit
 from lancepy import fragment as _fragment
 from lancepy import vector as _vector
+from lancepy._paths import expand_path
 from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.bases import DatasetBasePath
 from lancepy.exceptions import (
@@ -101,9 +102,12 @@ TAGS_DIR = "_refs/tags"
 
 
 def _uri(uri: PathLike) -> str:
+    """A dataset URI as lancepy uses it: ``~`` expanded, an anonymous ``memory://`` given
+    a fresh name (see :mod:`lancepy._paths`), trailing slashes dropped."""
     u = os.fspath(uri)
     if not u:
         raise InvalidArgumentError("the dataset URI is empty")
+    u = expand_path(u)
     return u.rstrip("/") if len(u) > 1 else u
 
 
@@ -3738,6 +3742,17 @@ def write_to_targets(
     return frag_json, written
 
 
+#: The directories of a dataset (what :func:`_remove_memory_dataset` removes).
+_DATASET_DIRS = ("_versions", "_transactions", "_deletions", "_indices", "_refs", "data")
+
+
+def _remove_memory_dataset(store: Any) -> None:
+    """Deletes the dataset at a ``memory://`` `store`: its manifests first (so that it is
+    gone at once), then the rest of its directories."""
+    for d in _DATASET_DIRS:
+        store.delete([p for p, _, _ in store.list(d)])
+
+
 def _dirs_a_write_creates(uri: str) -> List[str]:
     """The local directories that writing data files under `uri` would create (its ``data``
     directory, `uri` itself and any missing parents), deepest first; [] off the local disk."""
@@ -3876,6 +3891,13 @@ def write_dataset(
 
     `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
     or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
+    ``~`` in a local path is the home directory. ``memory://`` datasets live in one
+    process-wide memory store (they can be reopened by name, unlike pylance's, whose every
+    call opens a new empty store); ``memory://`` with no name is a new dataset on each call,
+    and ``mode="create"`` at a ``memory://`` URI replaces the dataset there, as pylance's
+    fresh store does. A declared `schema` is applied to every kind of input: batches are
+    cast to it with Arrow's safe cast, and a lossy or impossible cast raises
+    :class:`~lancepy.exceptions.SchemaMismatchError` (see :mod:`lancepy._conform`).
     `storage_options` configure an object store (see :func:`dataset`). New datasets are
     written with ``data_storage_version`` 2.2 (pylance 14's default) unless told otherwise.
     `max_rows_per_group` only applies to pylance's legacy format and is ignored, as pylance
@@ -3918,9 +3940,14 @@ def write_dataset(
     options = normalize_storage_options(storage_options)
     store = _lancepy.Store(u, options)
     latest, naming = _commit.latest_version(store)
-    if mode == "create" and latest > 0:
+    if mode == "create" and latest > 0 and not u.startswith("memory://"):
         raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
     reader = to_record_batch_reader(data, schema)
+    if mode == "create" and latest > 0:
+        # pylance opens a new, empty memory store on every call, so a create at a memory://
+        # URI always starts a new dataset: the one there is replaced (its files removed).
+        _remove_memory_dataset(store)
+        latest, naming = 0, None
     base = _commit.load_manifest(store, latest) if latest > 0 else None
     if base is not None:
         _commit.check_feature_flags(base.manifest, write=True, uri=u)

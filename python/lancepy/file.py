@@ -29,6 +29,7 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Union
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._paths import expand_path
 from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError, NotSupportedError
 
@@ -213,7 +214,7 @@ class LanceFileReader:
             raise InvalidArgumentError(
                 "the second argument of LanceFileReader is storage_options (as in pylance); pass columns=[...] by name"
             )
-        self._reader = _lancepy.FileReader(os.fspath(path), normalize_storage_options(storage_options))
+        self._reader = _lancepy.FileReader(expand_path(os.fspath(path)), normalize_storage_options(storage_options))
         self._columns = columns
 
     @property
@@ -402,7 +403,7 @@ class LanceFileWriter:
         if version is None:
             version = DEFAULT_FILE_VERSION
         self._writer = _lancepy.FileWriter(
-            os.fspath(path), schema, version, max_page_bytes, normalize_storage_options(storage_options)
+            expand_path(os.fspath(path)), schema, version, max_page_bytes, normalize_storage_options(storage_options)
         )
         self._closed = False
         self.num_rows: Optional[int] = None

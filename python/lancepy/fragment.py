@@ -554,7 +554,9 @@ def write_fragments(
     from lancepy import commit as _commit
     from lancepy._storage import normalize_storage_options
 
-    uri = os.fspath(dataset_uri)
+    from lancepy._paths import expand_path
+
+    uri = expand_path(os.fspath(dataset_uri))
     options = normalize_storage_options(storage_options)
     store = _lancepy.Store(uri, options)
     reader = to_record_batch_reader(data, schema)
