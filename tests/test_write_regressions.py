@@ -159,3 +159,61 @@ def test_memory_uri_second_create_starts_a_new_dataset():
     # append and overwrite keep lancepy's process-wide memory store: they see the dataset
     assert lancepy.write_dataset(t, uri, mode="append").count_rows() == 3
     assert lancepy.write_dataset(t, uri, mode="overwrite").to_table().equals(t)
+
+
+# -- 4. arguments accepted and ignored --------------------------------------------------------
+
+
+def test_unclosed_file_writer_leaves_no_file(tmp_path):
+    schema = pa.schema([("a", pa.int64())])
+    t = pa.table({"a": [1, 2, 3]})
+
+    path = tmp_path / "dropped.lance"
+    w = LanceFileWriter(str(path), schema)
+    w.write_batch(t)
+    del w
+    gc.collect()
+    assert not path.exists()  # pylance leaves none either
+    ref = tmp_path / "ref.lance"
+    rw = lance.file.LanceFileWriter(str(ref), schema)
+    rw.write_batch(t)
+    del rw
+    gc.collect()
+    assert not ref.exists()
+
+    path = tmp_path / "raised.lance"
+    with pytest.raises(RuntimeError):
+        with LanceFileWriter(str(path), schema) as w:
+            w.write_batch(t)
+            raise RuntimeError("the producer failed")
+    assert not path.exists()
+
+    path = tmp_path / "aborted.lance"
+    w = LanceFileWriter(str(path), schema)
+    w.write_batch(t)
+    w.abort()
+    assert not path.exists()
+    w.abort()  # twice is fine
+
+    # a closed writer keeps its file, whatever happens to the object afterwards
+    path = tmp_path / "closed.lance"
+    with LanceFileWriter(str(path), schema) as w:
+        w.write_batch(t)
+    assert w.schema == schema and w.num_rows == 3
+    del w
+    gc.collect()
+    assert LanceFileReader(str(path)).read_all().to_table().equals(t)
+
+
+def test_unclosed_file_writer_leaves_no_file_at_exit(tmp_path):
+    # a writer still referenced when the interpreter exits is discarded too
+    path = tmp_path / "at-exit.lance"
+    script = textwrap.dedent(f"""
+        import pyarrow as pa
+        from lancepy.file import LanceFileWriter
+        w = LanceFileWriter({str(path)!r}, pa.schema([("a", pa.int64())]))
+        w.write_batch(pa.table({{"a": [1, 2]}}))
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=120)
+    assert not path.exists()
