@@ -1,5 +1,5 @@
-"""Regression tests of wrong answers in writes, paths and ignored arguments (each checked
-against pylance 14)."""
+"""Regression tests of wrong answers in writes, per-version state, paths and ignored
+arguments (each checked against pylance 14)."""
 
 from __future__ import annotations
 
@@ -97,6 +97,76 @@ def test_malformed_batch_is_refused_not_read(tmp_path, kind):
     w.write_batch(pa.record_batch({"s": ["ok"]}))
     w.close()
     assert LanceFileReader(str(tmp_path / "m.file")).read_all().to_table().column("s").to_pylist() == ["ok"]
+
+
+# -- 2. per-version state ---------------------------------------------------------------------
+
+
+def _vector_table(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * 8).astype(np.float32)), 8)
+    return pa.table({"id": pa.array(np.arange(n), pa.int64()), "vec": vec})
+
+
+def test_delete_then_search_same_object(tmp_path):
+    uri = str(tmp_path / "v.lance")
+    q = np.zeros(8, np.float32)
+    near = {"column": "vec", "q": q, "k": 10}
+    ds = lancepy.write_dataset(_vector_table(300), uri, max_rows_per_file=100)
+    ds.create_index("vec", "IVF_FLAT", num_partitions=2)
+    assert ds.to_table(nearest=near).num_rows == 10  # caches this version's deleted rows (none)
+    ds.delete("id < 150")
+    got = ds.to_table(nearest=near)  # was ArrowInvalid: "Added column's length must match ..."
+    want = lancepy.dataset(uri).to_table(nearest=near)
+    assert got.num_rows == 10 and min(got.column("id").to_pylist()) >= 150
+    assert got.equals(want)
+    ref = lance.dataset(uri).to_table(nearest=near)  # pylance reads lancepy's index and deletions
+    assert got.column("id").to_pylist() == ref.column("id").to_pylist()
+    # and again after more moves of the same object
+    ds.insert(_vector_table(20, seed=1).set_column(0, "id", pa.array(np.arange(1000, 1020), pa.int64())))
+    ds.delete("id % 2 = 0")
+    assert ds.to_table(nearest=near).equals(lancepy.dataset(uri).to_table(nearest=near))
+    ds.optimize.compact_files()
+    assert ds.to_table(nearest=near).equals(lancepy.dataset(uri).to_table(nearest=near))
+
+
+def test_stable_row_ids_take_rows_after_the_object_moved(tmp_path):
+    uri = str(tmp_path / "s.lance")
+    ds = lancepy.write_dataset(pa.table({"id": pa.array(np.arange(20), pa.int64())}), uri,
+                               max_rows_per_file=5, enable_stable_row_ids=True)
+    ids = ds.to_table(with_row_id=True).column("_rowid").to_pylist()
+    assert ds.take_rows(ids[:3]).column("id").to_pylist() == [0, 1, 2]  # builds the id -> address map
+    ds.delete("id < 10")
+    ds.optimize.compact_files()  # the same row ids now live at other addresses
+    row_ids = ds.to_table(with_row_id=True).column("_rowid").to_pylist()
+    assert ds.take_rows(row_ids[:3]).column("id").to_pylist() == [10, 11, 12]
+    assert ds.take_rows(row_ids[:3]).equals(lancepy.dataset(uri).take_rows(row_ids[:3]))
+
+
+def test_fragments_and_scanners_keep_their_version(tmp_path):
+    uri = str(tmp_path / "p.lance")
+    ds = lancepy.write_dataset(pa.table({"id": list(range(10))}), uri, max_rows_per_file=5)
+    frag = ds.get_fragments()[0]
+    scanner = ds.scanner(filter="id > 2")
+    ds.delete("id < 3")
+    ds.delete("id >= 0")
+    # as pylance's: a fragment or scanner reads the version it was made from
+    assert frag.count_rows() == 5 and frag.to_table().column("id").to_pylist() == [0, 1, 2, 3, 4]
+    assert scanner.to_table().column("id").to_pylist() == list(range(3, 10))
+    assert ds.count_rows() == 0 and ds.get_fragments() == []
+
+
+def test_fragment_take_with_stable_row_ids_after_compaction(tmp_path):
+    # LanceFragment.take passed row addresses where row ids were expected: [] after compaction
+    for mod, uri in ((lancepy, str(tmp_path / "a.lance")), (lance, str(tmp_path / "b.lance"))):
+        ds = mod.write_dataset(pa.table({"id": list(range(10))}), uri, enable_stable_row_ids=True)
+        ds.delete("id < 3")
+        ds.insert(pa.table({"id": [100, 101]}))
+        ds.optimize.compact_files()
+        ds.delete("id = 4")
+    ours = lancepy.dataset(str(tmp_path / "a.lance")).get_fragments()[0].take([0, 1, 5])
+    theirs = lance.dataset(str(tmp_path / "b.lance")).get_fragments()[0].take([0, 1, 5])
+    assert ours.to_pydict() == theirs.to_pydict() == {"id": [3, 5, 9]}
 
 
 # -- 3. paths ---------------------------------------------------------------------------------

@@ -162,11 +162,28 @@ class LanceDataset:
         self._set_loaded(_loaded)
 
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
+        """Moves this object to the version `loaded`. Everything derived from a version
+        lives in the attributes set here, all replaced (never mutated), so that nothing of
+        the previous version survives a move (a delete, an append, a compaction, a restore,
+        ...), and so that :meth:`_pinned` views keep theirs."""
         _commit.check_feature_flags(loaded.manifest, write=False, uri=self._uri)
         self._loaded = loaded
         self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options, self._base_store_params)
         self._schema: Optional[pa.Schema] = None
         self._rows: Optional[Dict[int, Any]] = None
+        # Other per-version caches (the stable row id map, a vector search's deleted rows):
+        # built on first use, keyed by name, dropped with the version.
+        self._per_version: Dict[str, Any] = {}
+
+    def _pinned(self) -> "LanceDataset":
+        """This version as an object of its own that never moves (fragments, scanners and
+        SQL queries read the version they were made from, as pylance's do, even after this
+        object moves on). It shares this version's caches until this object moves."""
+        if getattr(self, "_is_pinned_view", False):
+            return self
+        view = copy.copy(self)
+        view._is_pinned_view = True
+        return view
 
     # -- description ---------------------------------------------------------------------
 
@@ -677,8 +694,9 @@ class LanceDataset:
         """The fragments of this version. `filter` (pylance's partition pruning) is not
         supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`."""
         _refuse(filter=filter)
+        pinned = self._pinned()
         return [
-            LanceFragment(self, f.get("id", 0), fragment=FragmentMetadata._from_dict(f))
+            LanceFragment(pinned, f.get("id", 0), fragment=FragmentMetadata._from_dict(f))
             for f in self._loaded.manifest.get("fragments", [])
         ]
 
@@ -763,7 +781,7 @@ class LanceDataset:
             row_addr_blocklist=row_addr_blocklist,
         )
         scanner = LanceScanner(
-            self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
+            self._pinned(), columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
         )
         scanner._set_order(order_by)
         scanner._set_late_materialization(late_materialization)
@@ -1069,15 +1087,14 @@ class LanceDataset:
         id → address map of this version is built once (one scan of row ids, no columns)."""
         import numpy as np
 
-        cache = getattr(self, "_row_id_map", None)
-        if cache is None or cache[0] != self.version:
+        cache = self._per_version.get("row_id_map")
+        if cache is None:
             t = pa.table(self._snapshot.scan([], None, 0, None, 1 << 20, True, True, False))
             rid = t.column(ROW_ID).to_numpy().astype(np.uint64)
             addr = t.column(ROW_ADDRESS).to_numpy().astype(np.uint64)
             order = np.argsort(rid, kind="stable")
-            cache = (self.version, rid[order], addr[order])
-            self._row_id_map = cache
-        _, sorted_ids, addrs = cache
+            cache = self._per_version["row_id_map"] = (rid[order], addr[order])
+        sorted_ids, addrs = cache
         want = np.asarray(ids.to_numpy(zero_copy_only=False) if isinstance(ids, pa.Array) else ids, dtype=np.uint64)
         if not len(sorted_ids):
             return pa.array([], pa.uint64())
@@ -1093,7 +1110,7 @@ class LanceDataset:
         what is supported."""
         from lancepy.sql import SqlQueryBuilder
 
-        return SqlQueryBuilder(self, sql)
+        return SqlQueryBuilder(self._pinned(), sql)
 
     def take_blobs(
         self,

@@ -613,7 +613,8 @@ class LanceFragment:
             if found is None:
                 raise InvalidArgumentError(f"fragment {fragment_id} does not exist in version {dataset.version}")
             fragment = FragmentMetadata._from_dict(found)
-        self._ds = dataset
+        # The version it was made from, even if `dataset` moves on later (as pylance's).
+        self._ds = dataset._pinned() if hasattr(dataset, "_pinned") else dataset
         self._meta = fragment
 
     @property
@@ -801,8 +802,9 @@ class LanceFragment:
     def take(self, indices: Any, columns: Union[List[str], Dict[str, str], None] = None) -> pa.Table:
         """Rows at positions (among live rows) of this fragment."""
         addresses = self._ds.scanner(columns=[], fragments=[self], with_row_address=True).to_table().column("_rowaddr")
-        picked = addresses.take(pa.array(indices, pa.int64()))
-        return self._ds._take_rows(picked, columns=columns)
+        picked = addresses.take(pa.array(indices, pa.int64())).combine_chunks()
+        # by address: with stable row ids, _take_rows would read these as row ids
+        return pa.table(self._ds._snapshot.take_addresses(picked, self._ds._plain_columns(columns), False, False))
 
     def merge_columns(
         self,

@@ -226,10 +226,10 @@ def _exact_distances(vectors: "np.ndarray", q: "np.ndarray", metric: str) -> "np
 
 
 def _deleted_addresses(ds: "LanceDataset") -> "np.ndarray":
-    """Sorted addresses of this version's deleted rows (cached on the dataset)."""
+    """Sorted addresses of this version's deleted rows (cached with the version)."""
     import numpy as np
 
-    cached = getattr(ds, "_ivf_deleted", None)
+    cached = ds._per_version.get("ivf_deleted")
     if cached is not None:
         return cached
     parts = []
@@ -238,7 +238,7 @@ def _deleted_addresses(ds: "LanceDataset") -> "np.ndarray":
             offs = pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()
             parts.append((np.uint64(fid) << np.uint64(32)) | offs.astype(np.uint64))
     out = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
-    ds._ivf_deleted = out
+    ds._per_version["ivf_deleted"] = out
     return out
 
 
