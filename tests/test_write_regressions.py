@@ -234,6 +234,32 @@ def test_memory_uri_second_create_starts_a_new_dataset():
 # -- 4. arguments accepted and ignored --------------------------------------------------------
 
 
+def _udf_calls(mod, uri, **kwargs):
+    ds = mod.write_dataset(pa.table({"id": list(range(10)), "x": [float(i) for i in range(10)]}), uri, max_rows_per_file=6)
+    ds.delete("id in (2, 3)")
+    seen = []
+
+    def udf(batch):
+        seen.append(batch.column("id").to_pylist())
+        return pa.record_batch({"y": pa.compute.multiply(batch.column("id"), 2)})
+
+    ds.add_columns(udf, read_columns=["id"], **kwargs)
+    return seen, ds.to_table()
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 4, None])
+def test_add_columns_batch_size_honoured(tmp_path, batch_size):
+    ours, got = _udf_calls(lancepy, str(tmp_path / "a.lance"), batch_size=batch_size)
+    theirs, want = _udf_calls(lance, str(tmp_path / "b.lance"), batch_size=batch_size)
+    # pylance first calls the function once on one row, to learn its output schema
+    assert theirs[0] == [0]
+    assert ours == theirs[1:]  # runs of batch_size physical rows, deleted rows left out
+    if batch_size is not None:
+        assert all(len(c) <= batch_size for c in ours)  # was one call per fragment
+    assert got.equals(want)
+    assert got.column("y").to_pylist() == [2 * i for i in got.column("id").to_pylist()]
+
+
 def test_unclosed_file_writer_leaves_no_file(tmp_path):
     schema = pa.schema([("a", pa.int64())])
     t = pa.table({"a": [1, 2, 3]})

@@ -1474,8 +1474,9 @@ class LanceDataset:
         Each fragment gets one new data file holding the new columns for all its physical rows
         (deleted rows hold NULLs); a ``Merge`` transaction commits the result.
         `reader_schema` is the schema of a reader given as `transforms` (checked, then
-        used); `batch_size` is accepted for pylance's signature (a function is called once
-        per fragment).
+        used). A function (or SQL expressions) is called as pylance calls it: per
+        fragment, on runs of `batch_size` physical rows (default 1024) with the deleted
+        ones left out; `read_columns` may name ``_rowid`` and ``_rowaddr``.
         """
         if reader_schema is not None:
             transforms = to_record_batch_reader(transforms, reader_schema)
@@ -1504,10 +1505,10 @@ class LanceDataset:
                 t = pa.Table.from_batches([batch])
                 return {n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()}
 
-            return self._add_computed_columns(fn, needed or [schema.names[0]], first_id)
+            return self._add_computed_columns(fn, needed or [schema.names[0]], first_id, batch_size)
         if callable(transforms):
             cols = read_columns if read_columns is not None else schema.names
-            return self._add_computed_columns(transforms, cols, first_id)
+            return self._add_computed_columns(transforms, cols, first_id, batch_size)
         if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(transforms, "__arrow_c_stream__"):
             return self._add_precomputed_columns(pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id)
         raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
@@ -1517,16 +1518,49 @@ class LanceDataset:
         if clash:
             raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
 
-    def _add_computed_columns(self, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int) -> None:
+    def _add_computed_columns(self, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int,
+                              batch_size: Optional[int] = None) -> None:
+        """Calls `fn` as pylance does: per fragment, on runs of `batch_size` (default 1024)
+        physical rows with the deleted ones left out (a run may be short, or empty); the
+        results are laid over the fragment's physical rows, deleted rows getting nulls.
+        `read_columns` may name ``_rowid`` / ``_rowaddr``."""
+        import numpy as np
+
+        if batch_size is None:
+            batch_size = _UDF_BATCH_SIZE
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+        want_id, want_addr = ROW_ID in read_columns, ROW_ADDRESS in read_columns
+        columns = [c for c in read_columns if c not in (ROW_ID, ROW_ADDRESS)]
+        rows = self._snapshot_rows()
         new_tables = []
         for frag in self._loaded.manifest.get("fragments", []):
             fid = frag.get("id", 0)
+            phys, live = rows[fid]
             # Every physical row, so the new file lines up with the fragment's other files.
-            src = pa.table(self._snapshot.scan(read_columns, [fid], 0, None, 1 << 40, False, False, True))
-            batch = src.combine_chunks().to_batches()
-            batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
-            out = fn(batch)
-            new_tables.append(_as_table(out))
+            src = pa.table(self._snapshot.scan(columns, [fid], 0, None, 1 << 40, want_id, want_addr, True))
+            src = src.select(read_columns).combine_chunks()
+            keep = np.ones(phys, dtype=bool)
+            if live < phys:
+                keep[pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+            outs = []
+            for start in range(0, phys, batch_size):
+                live_rows = np.flatnonzero(keep[start:start + batch_size]) + start
+                part = src.take(pa.array(live_rows, pa.int64()))
+                batch = part.to_batches()
+                batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
+                out = _as_table(fn(batch))
+                if out.num_rows != len(live_rows):
+                    raise InvalidArgumentError(
+                        f"the add_columns function returned {out.num_rows} rows for a batch of {len(live_rows)}"
+                    )
+                outs.append(out)
+            filled = [o for o in outs if o.num_rows] or outs[:1]
+            try:
+                values = pa.concat_tables(filled)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise InvalidArgumentError(f"the add_columns function returned batches of different schemas: {e}") from None
+            new_tables.append(_spread_over_physical_rows(values, keep))
         self._attach_new_columns(new_tables, first_id)
 
     def _add_precomputed_columns(self, values: pa.Table, first_id: int) -> None:
@@ -1543,16 +1577,11 @@ class LanceDataset:
             chunk = values.slice(start, live)
             start += live
             if live != phys:
-                # Spread the live values over the physical rows; deleted rows get NULL.
-                deleted = pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()
                 import numpy as np
 
                 keep = np.ones(phys, dtype=bool)
-                keep[deleted] = False
-                positions = np.cumsum(keep) - 1
-                take_idx = pa.array(np.where(keep, positions, 0))
-                mask = pa.array(~keep)
-                chunk = pa.table({n: pc.if_else(mask, pa.nulls(phys, chunk.column(n).type), chunk.column(n).take(take_idx)) for n in chunk.column_names})
+                keep[pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+                chunk = _spread_over_physical_rows(chunk, keep)
             new_tables.append(chunk)
         self._attach_new_columns(new_tables, first_id)
 
@@ -1885,6 +1914,27 @@ def _indices(indices: Any) -> Any:
     if isinstance(indices, pa.ChunkedArray):
         return indices.combine_chunks()
     return _to_indices(indices)
+
+
+#: Rows per call of an ``add_columns`` function when no ``batch_size`` is given (pylance's).
+_UDF_BATCH_SIZE = 1024
+
+
+def _spread_over_physical_rows(values: pa.Table, keep: Any) -> pa.Table:
+    """`values` (one row per live row) laid over a fragment's physical rows (`keep`: a
+    bool per physical row, False where deleted); deleted rows get NULL."""
+    import numpy as np
+
+    if bool(keep.all()):
+        return values
+    positions = np.cumsum(keep) - 1
+    take_idx = pa.array(np.where(keep, positions, 0))
+    mask = pa.array(~keep)
+    phys = len(keep)
+    if values.num_rows == 0:
+        return pa.table({n: pa.nulls(phys, values.column(n).type) for n in values.column_names})
+    return pa.table({n: pc.if_else(mask, pa.nulls(phys, values.column(n).type), values.column(n).take(take_idx))
+                     for n in values.column_names})
 
 
 def _as_table(out: Any) -> pa.Table:
