@@ -313,3 +313,64 @@ def test_unclosed_file_writer_leaves_no_file_at_exit(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=120)
     assert not path.exists()
+
+
+def test_fast_search_searches_only_indexed_rows(tmp_path):
+    rng = np.random.default_rng(0)
+
+    def rows(a, b):
+        v = rng.standard_normal((b - a) * 4).astype(np.float32)
+        return pa.table({"id": pa.array(np.arange(a, b), pa.int64()),
+                         "vec": pa.FixedSizeListArray.from_arrays(pa.array(v), 4)})
+
+    first, second = rows(0, 100), rows(100, 200)
+    q = np.zeros(4, np.float32)
+    near = {"column": "vec", "q": q, "k": 5}
+    ours, theirs = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    for mod, uri in ((lancepy, ours), (lance, theirs)):
+        ds = mod.write_dataset(first, uri)
+        assert ds.to_table(nearest=near, fast_search=True).num_rows == 0  # no index: nothing indexed
+        ds.create_index("vec", "IVF_FLAT", num_partitions=2)
+        mod.write_dataset(second, uri, mode="append")  # not covered by the index
+    ds = lancepy.dataset(ours)
+    fast = ds.to_table(nearest=near, fast_search=True)  # was: every row searched
+    assert fast.num_rows == 5 and max(fast.column("id").to_pylist()) < 100
+    assert fast.column("id").to_pylist() == lance.dataset(theirs).to_table(nearest=near, fast_search=True).column("id").to_pylist()
+    assert ds.scanner(nearest=near, fast_search=True).to_table().equals(fast)
+    slow = ds.to_table(nearest=near)
+    assert slow.column("id").to_pylist() == lance.dataset(theirs).to_table(nearest=near).column("id").to_pylist()
+    assert max(slow.column("id").to_pylist()) >= 100  # (the query's nearest rows include new ones)
+
+
+def test_scanner_count_rows_honours_include_deleted_rows(tmp_path):
+    counts = []
+    for mod, uri in ((lancepy, str(tmp_path / "a.lance")), (lance, str(tmp_path / "b.lance"))):
+        ds = mod.write_dataset(pa.table({"id": list(range(10))}), uri)
+        ds.delete("id < 3")
+        sc = ds.scanner(include_deleted_rows=True, with_row_id=True)
+        counts.append((sc.count_rows(), sc.to_table().num_rows))
+    assert counts[0] == counts[1] == (10, 10)  # was 7 from count_rows
+
+
+def test_commit_timeout_bounds_retries(tmp_path, monkeypatch):
+    import datetime
+
+    from lancepy import commit as commit_module
+
+    uri = str(tmp_path / "c.lance")
+    lancepy.write_dataset(pa.table({"id": [1]}), uri)
+    frags = lancepy.fragment.write_fragments(pa.table({"id": [2]}), uri)
+    lancepy.write_dataset(pa.table({"id": [3]}), uri, mode="append")  # version 2 exists
+    real = commit_module.latest_version
+    # every attempt sees version 1 as the latest, so version 2 is always taken: a lost race
+    monkeypatch.setattr(commit_module, "latest_version", lambda store: (1, real(store)[1]))
+    with pytest.raises(lancepy.exceptions.CommitConflictError, match="the commit timeout"):
+        lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=1, max_retries=40,
+                                    commit_timeout=datetime.timedelta(seconds=0.2))
+    with pytest.raises(lancepy.exceptions.CommitConflictError, match="after 2 attempts"):
+        lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=1, max_retries=2,
+                                    commit_timeout=None)
+    monkeypatch.setattr(commit_module, "latest_version", real)
+    ds = lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=1,
+                                     commit_timeout=datetime.timedelta(seconds=5))
+    assert sorted(ds.to_table().column("id").to_pylist()) == [1, 2, 3]

@@ -759,8 +759,9 @@ class LanceDataset:
         list: those). `batch_readahead` is how many batches
         (scan tasks of `batch_size` rows) a stream reads ahead of the one it hands out (by
         default a core's worth on object storage, none locally; ``to_table`` reads every
-        batch at once). Hints that cannot change the result (`fragment_readahead`,
-        `scan_in_order`, `use_stats`, `fast_search`, `io_buffer_size`, `use_scalar_index`)
+        batch at once). `fast_search` (with `nearest`) searches only the rows the column's
+        vector index covers, as pylance does. Hints that cannot change the result
+        (`fragment_readahead`, `scan_in_order`, `use_stats`, `io_buffer_size`, `use_scalar_index`)
         are accepted and have no effect: lancepy always scans in order (pylance reads
         `fragment_readahead` only out of order), without scalar indices. `nearest` runs a
         nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
@@ -790,6 +791,7 @@ class LanceDataset:
             if order_by:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
             scanner._set_nearest(nearest, bool(prefilter))
+            scanner._fast_search = bool(fast_search)
         scanner._set_include_deleted(include_deleted_rows)
         scanner._set_read_ahead(batch_readahead)
         scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
@@ -1849,8 +1851,9 @@ class LanceDataset:
         gives a dataset this commit creates stable row ids; `base_store_params`
         go to the returned dataset (see :func:`dataset`). Commit locks (the
         protocol needs none), detached commits and namespaces are not supported:
-        giving one raises :class:`~lancepy.exceptions.NotSupportedError`. `commit_timeout`
-        is accepted; commits are bounded by `max_retries`.
+        giving one raises :class:`~lancepy.exceptions.NotSupportedError`. A commit that
+        loses races for the next version is retried up to `max_retries` times, and not
+        after `commit_timeout` (a ``timedelta`` or seconds; ``None``: no time limit).
         """
         if commit_lock is not None:
             raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
@@ -1888,10 +1891,26 @@ class LanceDataset:
         )
         result = _commit.commit_transaction(
             store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries,
+            timeout_s=_timeout_seconds(commit_timeout),
             # (as in pylance, only a commit that creates the dataset takes it)
             new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
         )
         return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=result.manifest)
+
+
+def _timeout_seconds(timeout: Any) -> Optional[float]:
+    """`commit_timeout` (a ``timedelta``, seconds, or None) in seconds."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise InvalidArgumentError(f"commit_timeout must be a timedelta or seconds, got {type(timeout).__name__}")
+    if seconds < 0:
+        raise InvalidArgumentError(f"commit_timeout must not be negative, got {timeout!r}")
+    return seconds
 
 
 def _check_pandas_options(options: Dict[str, Any]) -> None:
@@ -2062,6 +2081,7 @@ class LanceScanner:
         self._strict_batches = False
         self._batch_bytes: Optional[int] = None
         self._index_segments: Optional[List[Any]] = None
+        self._fast_search = False
 
     def _set_batching(self, strict: bool, batch_size_bytes: Optional[int]) -> None:
         if batch_size_bytes is not None:
@@ -2215,7 +2235,7 @@ class LanceScanner:
             self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
             limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
             with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
-            index_segments=self._index_segments,
+            index_segments=self._index_segments, fast_search=self._fast_search,
         )
 
     def _set_order(self, order_by: Optional[Sequence[Any]]) -> None:
@@ -2528,6 +2548,8 @@ class LanceScanner:
         """Rows the scan returns."""
         if self._nearest is not None:
             return self._search().num_rows
+        if self._include_deleted:
+            return self.to_table().num_rows  # (deleted rows counted, as the scan returns them)
         s = self._ds._snapshot
         if self._filter is None:
             n = s.count_rows(self._fragment_ids)

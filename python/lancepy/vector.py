@@ -153,9 +153,16 @@ def search(
     fragment_ids: Optional[Sequence[int]],
     evaluate: Any,
     index_segments: Optional[Sequence[str]] = None,
+    fast_search: bool = False,
 ) -> pa.Table:
-    """Runs an exact search: projected columns, ``_distance``, then ``_rowid`` / ``_rowaddr``."""
+    """Runs a search: projected columns, ``_distance``, then ``_rowid`` / ``_rowaddr``.
+    With `fast_search` (pylance's), only the rows the column's index covers are searched:
+    fragments added since it was built are not, and without an index nothing is found."""
     snap = ds._snapshot
+    if fast_search:
+        covered = {int(f) for e in _index_for(ds, query) for f in e["fragment_ids"]}
+        wanted = covered if fragment_ids is None else covered & {int(f) for f in fragment_ids}
+        fragment_ids = sorted(f for f in wanted if f in ds._snapshot_rows())
     allowed = None
     if flt is not None and prefilter:
         t = pa.table(snap.scan(flt.columns, fragment_ids, 0, None, 131072, False, True, False))
