@@ -63,6 +63,42 @@ def test_lossy_cast_refused_naming_column_and_types(tmp_path):
         lance.write_dataset(batches(), str(tmp_path / "ref.lance"), schema=schema)
 
 
+class _Progress:
+    def __init__(self):
+        self.completed = []
+
+    def begin(self, fragment):
+        pass
+
+    def complete(self, fragment):
+        self.completed.append(fragment)
+
+
+@pytest.mark.parametrize("how", ["write_dataset", "write_fragments"])
+def test_stream_failing_after_whole_files_leaves_no_files(tmp_path, how):
+    # several files are complete (and reported to `progress`) before the bad batch arrives
+    schema = pa.schema([("a", pa.int64())])
+
+    def batches():
+        for _ in range(3):
+            yield pa.record_batch({"a": pa.array(np.arange(100, dtype=np.int32))})
+        yield pa.record_batch({"a": pa.array([1.5])})
+
+    uri = tmp_path / "p.lance"
+    lancepy.write_dataset(pa.table({"a": [1]}), uri)
+    before = _listing(uri)
+    for progress in (_Progress(), None):
+        with pytest.raises(SchemaMismatchError):
+            if how == "write_dataset":
+                lancepy.write_dataset(batches(), uri, schema=schema, mode="append", max_rows_per_file=100, progress=progress)
+            else:
+                lancepy.fragment.write_fragments(batches(), uri, schema=schema, max_rows_per_file=100, progress=progress)
+        if progress is not None:
+            assert len(progress.completed) == 3
+        assert _listing(uri) == before  # the three complete files were left behind with progress=
+    assert lancepy.dataset(uri).version == 1
+
+
 def test_nulls_in_a_declared_non_nullable_column_are_refused(tmp_path):
     schema = pa.schema([pa.field("a", pa.int64(), nullable=False)])
     with pytest.raises(SchemaMismatchError, match="non-nullable"):

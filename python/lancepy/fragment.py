@@ -413,12 +413,21 @@ def _write(
         options = dict(file_tag=file_tag, storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
                        max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
         out: List[FragmentMetadata] = []
-        for part in row_runs(reader, max_rows_per_file):
-            progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
-            made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, **options)
-            for f in made:
-                progress.complete(f)
-            out.extend(made)
+        try:
+            for part in row_runs(reader, max_rows_per_file):
+                progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
+                made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, **options)
+                out.extend(made)
+                for f in made:
+                    progress.complete(f)
+        except BaseException:
+            # the runs written before the failure: removed, as a failed single write leaves none
+            prefix = f"{data_dir}/" if data_dir else ""
+            try:
+                _lancepy.Store(uri, storage_options).delete([prefix + d.path for f in out for d in f.files])
+            except Exception:  # noqa: BLE001 - best effort; the producer's error is the one to see
+                pass
+            raise
         return out
     # An exception raised by the producer (a generator, a scanner) reaches the native writer as
     # an Arrow stream error; it is re-raised as itself, not as a wrapped message.
