@@ -68,7 +68,7 @@ def absolute_uri(uri: str) -> str:
     path is resolved from wherever the dataset is opened, not from the current directory)."""
     if "://" in uri:
         return uri.rstrip("/")
-    return os.path.abspath(uri)
+    return os.path.abspath(os.path.expanduser(uri) if uri.startswith("~") else uri)
 
 
 def normalize_base_store_params(params: Any) -> Optional[Dict[str, Dict[str, str]]]:

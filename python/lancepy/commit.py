@@ -768,8 +768,10 @@ def commit_transaction(
     max_retries: int = 20,
     data_storage_version: Optional[str] = None,
     new_dataset_flags: int = 0,
+    timeout_s: Optional[float] = None,
 ) -> CommitResult:
-    """Commits `txn` (read version ``txn["read_version"]``) with the protocol above.
+    """Commits `txn` (read version ``txn["read_version"]``) with the protocol above, trying
+    at most `max_retries` times and, with `timeout_s`, not retrying after that many seconds.
 
     `written_files` (paths relative to the root, or ``(store, path)`` for files written
     under another base path) are deleted again if the commit fails, so a failed commit
@@ -781,6 +783,7 @@ def commit_transaction(
     txn_name = f"{read_version}-{txn['uuid']}.txn"
     txn_path = f"{TRANSACTIONS_DIR}/{txn_name}"
     published = False
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
         # A unique name: no one else writes it, and no reader looks at it before a manifest
         # names it.
@@ -829,6 +832,11 @@ def commit_transaction(
             # full jitter: on a local disk a retry costs microseconds, on object storage each
             # one costs a few round trips, and racing writers must spread out or they keep
             # colliding (8 writers on S3 would otherwise exhaust their retries).
+            if deadline is not None and time.monotonic() >= deadline:
+                raise CommitConflictError(
+                    f"gave up committing to {store.uri}: version {latest + 1} was taken and the commit timeout "
+                    f"({timeout_s:g} s) has passed after {attempt} attempt(s)"
+                )
             time.sleep(random.uniform(0.0, min(1.0, 0.005 * 2 ** min(attempt, 8))))
         raise CommitConflictError(f"gave up committing to {store.uri} after {max_retries} attempts")
     except BaseException:

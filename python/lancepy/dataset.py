@@ -38,6 +38,7 @@ from lancepy import blob as _blob
 from lancepy import commit as _commit
 from lancepy import fragment as _fragment
 from lancepy import vector as _vector
+from lancepy._paths import expand_path
 from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.bases import DatasetBasePath
 from lancepy.exceptions import (
@@ -101,9 +102,12 @@ TAGS_DIR = "_refs/tags"
 
 
 def _uri(uri: PathLike) -> str:
+    """A dataset URI as lancepy uses it: ``~`` expanded, an anonymous ``memory://`` given
+    a fresh name (see :mod:`lancepy._paths`), trailing slashes dropped."""
     u = os.fspath(uri)
     if not u:
         raise InvalidArgumentError("the dataset URI is empty")
+    u = expand_path(u)
     return u.rstrip("/") if len(u) > 1 else u
 
 
@@ -158,11 +162,28 @@ class LanceDataset:
         self._set_loaded(_loaded)
 
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
+        """Moves this object to the version `loaded`. Everything derived from a version
+        lives in the attributes set here, all replaced (never mutated), so that nothing of
+        the previous version survives a move (a delete, an append, a compaction, a restore,
+        ...), and so that :meth:`_pinned` views keep theirs."""
         _commit.check_feature_flags(loaded.manifest, write=False, uri=self._uri)
         self._loaded = loaded
         self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options, self._base_store_params)
         self._schema: Optional[pa.Schema] = None
         self._rows: Optional[Dict[int, Any]] = None
+        # Other per-version caches (the stable row id map, a vector search's deleted rows):
+        # built on first use, keyed by name, dropped with the version.
+        self._per_version: Dict[str, Any] = {}
+
+    def _pinned(self) -> "LanceDataset":
+        """This version as an object of its own that never moves (fragments, scanners and
+        SQL queries read the version they were made from, as pylance's do, even after this
+        object moves on). It shares this version's caches until this object moves."""
+        if getattr(self, "_is_pinned_view", False):
+            return self
+        view = copy.copy(self)
+        view._is_pinned_view = True
+        return view
 
     # -- description ---------------------------------------------------------------------
 
@@ -673,8 +694,9 @@ class LanceDataset:
         """The fragments of this version. `filter` (pylance's partition pruning) is not
         supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`."""
         _refuse(filter=filter)
+        pinned = self._pinned()
         return [
-            LanceFragment(self, f.get("id", 0), fragment=FragmentMetadata._from_dict(f))
+            LanceFragment(pinned, f.get("id", 0), fragment=FragmentMetadata._from_dict(f))
             for f in self._loaded.manifest.get("fragments", [])
         ]
 
@@ -737,8 +759,9 @@ class LanceDataset:
         list: those). `batch_readahead` is how many batches
         (scan tasks of `batch_size` rows) a stream reads ahead of the one it hands out (by
         default a core's worth on object storage, none locally; ``to_table`` reads every
-        batch at once). Hints that cannot change the result (`fragment_readahead`,
-        `scan_in_order`, `use_stats`, `fast_search`, `io_buffer_size`, `use_scalar_index`)
+        batch at once). `fast_search` (with `nearest`) searches only the rows the column's
+        vector index covers, as pylance does. Hints that cannot change the result
+        (`fragment_readahead`, `scan_in_order`, `use_stats`, `io_buffer_size`, `use_scalar_index`)
         are accepted and have no effect: lancepy always scans in order (pylance reads
         `fragment_readahead` only out of order), without scalar indices. `nearest` runs a
         nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
@@ -759,7 +782,7 @@ class LanceDataset:
             row_addr_blocklist=row_addr_blocklist,
         )
         scanner = LanceScanner(
-            self, columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
+            self._pinned(), columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
         )
         scanner._set_order(order_by)
         scanner._set_late_materialization(late_materialization)
@@ -768,6 +791,7 @@ class LanceDataset:
             if order_by:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
             scanner._set_nearest(nearest, bool(prefilter))
+            scanner._fast_search = bool(fast_search)
         scanner._set_include_deleted(include_deleted_rows)
         scanner._set_read_ahead(batch_readahead)
         scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
@@ -1066,15 +1090,14 @@ class LanceDataset:
         id → address map of this version is built once (one scan of row ids, no columns)."""
         import numpy as np
 
-        cache = getattr(self, "_row_id_map", None)
-        if cache is None or cache[0] != self.version:
+        cache = self._per_version.get("row_id_map")
+        if cache is None:
             t = pa.table(self._snapshot.scan([], None, 0, None, 1 << 20, True, True, False))
             rid = t.column(ROW_ID).to_numpy().astype(np.uint64)
             addr = t.column(ROW_ADDRESS).to_numpy().astype(np.uint64)
             order = np.argsort(rid, kind="stable")
-            cache = (self.version, rid[order], addr[order])
-            self._row_id_map = cache
-        _, sorted_ids, addrs = cache
+            cache = self._per_version["row_id_map"] = (rid[order], addr[order])
+        sorted_ids, addrs = cache
         want = np.asarray(ids.to_numpy(zero_copy_only=False) if isinstance(ids, pa.Array) else ids, dtype=np.uint64)
         if not len(sorted_ids):
             return pa.array([], pa.uint64())
@@ -1090,7 +1113,7 @@ class LanceDataset:
         what is supported."""
         from lancepy.sql import SqlQueryBuilder
 
-        return SqlQueryBuilder(self, sql)
+        return SqlQueryBuilder(self._pinned(), sql)
 
     def take_blobs(
         self,
@@ -1454,13 +1477,12 @@ class LanceDataset:
         Each fragment gets one new data file holding the new columns for all its physical rows
         (deleted rows hold NULLs); a ``Merge`` transaction commits the result.
         `reader_schema` is the schema of a reader given as `transforms` (checked, then
-        used); `batch_size` is accepted for pylance's signature (a function is called once
-        per fragment).
+        used). A function (or SQL expressions) is called as pylance calls it: per
+        fragment, on runs of `batch_size` physical rows (default 1024) with the deleted
+        ones left out; `read_columns` may name ``_rowid`` and ``_rowaddr``.
         """
         if reader_schema is not None:
             transforms = to_record_batch_reader(transforms, reader_schema)
-            if transforms.schema != reader_schema:
-                transforms = align_to_schema(transforms, reader_schema)
         schema = self.schema
         first_id = self.max_field_id + 1
         if isinstance(transforms, (pa.Field, pa.Schema)) or (
@@ -1486,10 +1508,10 @@ class LanceDataset:
                 t = pa.Table.from_batches([batch])
                 return {n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()}
 
-            return self._add_computed_columns(fn, needed or [schema.names[0]], first_id)
+            return self._add_computed_columns(fn, needed or [schema.names[0]], first_id, batch_size)
         if callable(transforms):
             cols = read_columns if read_columns is not None else schema.names
-            return self._add_computed_columns(transforms, cols, first_id)
+            return self._add_computed_columns(transforms, cols, first_id, batch_size)
         if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(transforms, "__arrow_c_stream__"):
             return self._add_precomputed_columns(pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id)
         raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
@@ -1499,16 +1521,49 @@ class LanceDataset:
         if clash:
             raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
 
-    def _add_computed_columns(self, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int) -> None:
+    def _add_computed_columns(self, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int,
+                              batch_size: Optional[int] = None) -> None:
+        """Calls `fn` as pylance does: per fragment, on runs of `batch_size` (default 1024)
+        physical rows with the deleted ones left out (a run may be short, or empty); the
+        results are laid over the fragment's physical rows, deleted rows getting nulls.
+        `read_columns` may name ``_rowid`` / ``_rowaddr``."""
+        import numpy as np
+
+        if batch_size is None:
+            batch_size = _UDF_BATCH_SIZE
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+        want_id, want_addr = ROW_ID in read_columns, ROW_ADDRESS in read_columns
+        columns = [c for c in read_columns if c not in (ROW_ID, ROW_ADDRESS)]
+        rows = self._snapshot_rows()
         new_tables = []
         for frag in self._loaded.manifest.get("fragments", []):
             fid = frag.get("id", 0)
+            phys, live = rows[fid]
             # Every physical row, so the new file lines up with the fragment's other files.
-            src = pa.table(self._snapshot.scan(read_columns, [fid], 0, None, 1 << 40, False, False, True))
-            batch = src.combine_chunks().to_batches()
-            batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
-            out = fn(batch)
-            new_tables.append(_as_table(out))
+            src = pa.table(self._snapshot.scan(columns, [fid], 0, None, 1 << 40, want_id, want_addr, True))
+            src = src.select(read_columns).combine_chunks()
+            keep = np.ones(phys, dtype=bool)
+            if live < phys:
+                keep[pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+            outs = []
+            for start in range(0, phys, batch_size):
+                live_rows = np.flatnonzero(keep[start:start + batch_size]) + start
+                part = src.take(pa.array(live_rows, pa.int64()))
+                batch = part.to_batches()
+                batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
+                out = _as_table(fn(batch))
+                if out.num_rows != len(live_rows):
+                    raise InvalidArgumentError(
+                        f"the add_columns function returned {out.num_rows} rows for a batch of {len(live_rows)}"
+                    )
+                outs.append(out)
+            filled = [o for o in outs if o.num_rows] or outs[:1]
+            try:
+                values = pa.concat_tables(filled)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise InvalidArgumentError(f"the add_columns function returned batches of different schemas: {e}") from None
+            new_tables.append(_spread_over_physical_rows(values, keep))
         self._attach_new_columns(new_tables, first_id)
 
     def _add_precomputed_columns(self, values: pa.Table, first_id: int) -> None:
@@ -1525,16 +1580,11 @@ class LanceDataset:
             chunk = values.slice(start, live)
             start += live
             if live != phys:
-                # Spread the live values over the physical rows; deleted rows get NULL.
-                deleted = pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()
                 import numpy as np
 
                 keep = np.ones(phys, dtype=bool)
-                keep[deleted] = False
-                positions = np.cumsum(keep) - 1
-                take_idx = pa.array(np.where(keep, positions, 0))
-                mask = pa.array(~keep)
-                chunk = pa.table({n: pc.if_else(mask, pa.nulls(phys, chunk.column(n).type), chunk.column(n).take(take_idx)) for n in chunk.column_names})
+                keep[pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+                chunk = _spread_over_physical_rows(chunk, keep)
             new_tables.append(chunk)
         self._attach_new_columns(new_tables, first_id)
 
@@ -1802,8 +1852,9 @@ class LanceDataset:
         gives a dataset this commit creates stable row ids; `base_store_params`
         go to the returned dataset (see :func:`dataset`). Commit locks (the
         protocol needs none), detached commits and namespaces are not supported:
-        giving one raises :class:`~lancepy.exceptions.NotSupportedError`. `commit_timeout`
-        is accepted; commits are bounded by `max_retries`.
+        giving one raises :class:`~lancepy.exceptions.NotSupportedError`. A commit that
+        loses races for the next version is retried up to `max_retries` times, and not
+        after `commit_timeout` (a ``timedelta`` or seconds; ``None``: no time limit).
         """
         if commit_lock is not None:
             raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
@@ -1841,10 +1892,26 @@ class LanceDataset:
         )
         result = _commit.commit_transaction(
             store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries,
+            timeout_s=_timeout_seconds(commit_timeout),
             # (as in pylance, only a commit that creates the dataset takes it)
             new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
         )
         return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=result.manifest)
+
+
+def _timeout_seconds(timeout: Any) -> Optional[float]:
+    """`commit_timeout` (a ``timedelta``, seconds, or None) in seconds."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise InvalidArgumentError(f"commit_timeout must be a timedelta or seconds, got {type(timeout).__name__}")
+    if seconds < 0:
+        raise InvalidArgumentError(f"commit_timeout must not be negative, got {timeout!r}")
+    return seconds
 
 
 def _check_pandas_options(options: Dict[str, Any]) -> None:
@@ -1867,6 +1934,27 @@ def _indices(indices: Any) -> Any:
     if isinstance(indices, pa.ChunkedArray):
         return indices.combine_chunks()
     return _to_indices(indices)
+
+
+#: Rows per call of an ``add_columns`` function when no ``batch_size`` is given (pylance's).
+_UDF_BATCH_SIZE = 1024
+
+
+def _spread_over_physical_rows(values: pa.Table, keep: Any) -> pa.Table:
+    """`values` (one row per live row) laid over a fragment's physical rows (`keep`: a
+    bool per physical row, False where deleted); deleted rows get NULL."""
+    import numpy as np
+
+    if bool(keep.all()):
+        return values
+    positions = np.cumsum(keep) - 1
+    take_idx = pa.array(np.where(keep, positions, 0))
+    mask = pa.array(~keep)
+    phys = len(keep)
+    if values.num_rows == 0:
+        return pa.table({n: pa.nulls(phys, values.column(n).type) for n in values.column_names})
+    return pa.table({n: pc.if_else(mask, pa.nulls(phys, values.column(n).type), values.column(n).take(take_idx))
+                     for n in values.column_names})
 
 
 def _as_table(out: Any) -> pa.Table:
@@ -1994,6 +2082,7 @@ class LanceScanner:
         self._strict_batches = False
         self._batch_bytes: Optional[int] = None
         self._index_segments: Optional[List[Any]] = None
+        self._fast_search = False
 
     def _set_batching(self, strict: bool, batch_size_bytes: Optional[int]) -> None:
         if batch_size_bytes is not None:
@@ -2147,7 +2236,7 @@ class LanceScanner:
             self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
             limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
             with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
-            index_segments=self._index_segments,
+            index_segments=self._index_segments, fast_search=self._fast_search,
         )
 
     def _set_order(self, order_by: Optional[Sequence[Any]]) -> None:
@@ -2460,6 +2549,8 @@ class LanceScanner:
         """Rows the scan returns."""
         if self._nearest is not None:
             return self._search().num_rows
+        if self._include_deleted:
+            return self.to_table().num_rows  # (deleted rows counted, as the scan returns them)
         s = self._ds._snapshot
         if self._filter is None:
             n = s.count_rows(self._fragment_ids)
@@ -3712,6 +3803,7 @@ def write_to_targets(
     runs = [reader] if len(targets) == 1 else _fragment.row_runs(reader, max_rows_per_file)
     frag_json: List[Dict[str, Any]] = []
     written: List[Any] = []
+    new_dirs = _dirs_a_write_creates(store.uri)
     try:
         for i, part in enumerate(runs):
             target = targets[i % len(targets)]
@@ -3731,8 +3823,41 @@ def write_to_targets(
             frag_json += made
     except BaseException:
         _commit.delete_written(store, written)
+        for d in new_dirs:  # a failed write leaves no empty directories behind either
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
         raise
     return frag_json, written
+
+
+#: The directories of a dataset (what :func:`_remove_memory_dataset` removes).
+_DATASET_DIRS = ("_versions", "_transactions", "_deletions", "_indices", "_refs", "data")
+
+
+def _remove_memory_dataset(store: Any) -> None:
+    """Deletes the dataset at a ``memory://`` `store`: its manifests first (so that it is
+    gone at once), then the rest of its directories."""
+    for d in _DATASET_DIRS:
+        store.delete([p for p, _, _ in store.list(d)])
+
+
+def _dirs_a_write_creates(uri: str) -> List[str]:
+    """The local directories that writing data files under `uri` would create (its ``data``
+    directory, `uri` itself and any missing parents), deepest first; [] off the local disk."""
+    local = _local_path(uri)
+    if local is None:
+        return []
+    out = []
+    d = os.path.join(os.path.abspath(local), "data")
+    while not os.path.exists(d):
+        out.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return out
 
 
 def _transaction_properties(properties: Optional[Dict[str, str]], commit_message: Optional[str]) -> Dict[str, str]:
@@ -3856,6 +3981,13 @@ def write_dataset(
 
     `mode`: ``"create"`` (the dataset must not exist), ``"append"`` (creates it if needed)
     or ``"overwrite"`` (replaces data and schema; earlier versions stay readable).
+    ``~`` in a local path is the home directory. ``memory://`` datasets live in one
+    process-wide memory store (they can be reopened by name, unlike pylance's, whose every
+    call opens a new empty store); ``memory://`` with no name is a new dataset on each call,
+    and ``mode="create"`` at a ``memory://`` URI replaces the dataset there, as pylance's
+    fresh store does. A declared `schema` is applied to every kind of input: batches are
+    cast to it with Arrow's safe cast, and a lossy or impossible cast raises
+    :class:`~lancepy.exceptions.SchemaMismatchError` (see :mod:`lancepy._conform`).
     `storage_options` configure an object store (see :func:`dataset`). New datasets are
     written with ``data_storage_version`` 2.2 (pylance 14's default) unless told otherwise.
     `max_rows_per_group` only applies to pylance's legacy format and is ignored, as pylance
@@ -3898,11 +4030,14 @@ def write_dataset(
     options = normalize_storage_options(storage_options)
     store = _lancepy.Store(u, options)
     latest, naming = _commit.latest_version(store)
-    if mode == "create" and latest > 0:
+    if mode == "create" and latest > 0 and not u.startswith("memory://"):
         raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
     reader = to_record_batch_reader(data, schema)
-    if schema is not None and reader.schema != schema:
-        reader = align_to_schema(reader, schema)
+    if mode == "create" and latest > 0:
+        # pylance opens a new, empty memory store on every call, so a create at a memory://
+        # URI always starts a new dataset: the one there is replaced (its files removed).
+        _remove_memory_dataset(store)
+        latest, naming = 0, None
     base = _commit.load_manifest(store, latest) if latest > 0 else None
     if base is not None:
         _commit.check_feature_flags(base.manifest, write=True, uri=u)

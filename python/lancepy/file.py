@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import operator
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._paths import expand_path, local_path
 from lancepy._storage import StorageOptions, normalize_storage_options
 from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError, NotSupportedError
 
@@ -213,7 +215,7 @@ class LanceFileReader:
             raise InvalidArgumentError(
                 "the second argument of LanceFileReader is storage_options (as in pylance); pass columns=[...] by name"
             )
-        self._reader = _lancepy.FileReader(os.fspath(path), normalize_storage_options(storage_options))
+        self._reader = _lancepy.FileReader(expand_path(os.fspath(path)), normalize_storage_options(storage_options))
         self._columns = columns
 
     @property
@@ -401,21 +403,45 @@ class LanceFileWriter:
         max_page_bytes = page_bytes(pa.schema(schema) if schema is not None else None, data_cache_bytes, max_page_bytes)
         if version is None:
             version = DEFAULT_FILE_VERSION
-        self._writer = _lancepy.FileWriter(
-            os.fspath(path), schema, version, max_page_bytes, normalize_storage_options(storage_options)
-        )
+        path = expand_path(os.fspath(path))
+        # The native writer lives in a one-item list only, so that the finalizer can release
+        # it (closing the file) before deleting the file.
+        self._holder: List[Any] = [
+            _lancepy.FileWriter(path, schema, version, max_page_bytes, normalize_storage_options(storage_options))
+        ]
         self._closed = False
+        self._final_schema: Optional[pa.Schema] = None
         self.num_rows: Optional[int] = None
         self.file_size: Optional[int] = None
+        # A writer dropped (or left by an exception) before close() removes its unfinished
+        # file, as pylance leaves none: the native writer is released, then the file deleted.
+        self._discard = weakref.finalize(self, _discard_unfinished, self._holder, local_path(path))
+
+    @property
+    def _writer(self) -> Any:
+        if not self._holder:
+            raise InvalidArgumentError("the LanceFileWriter is closed")
+        return self._holder[0]
 
     @property
     def schema(self) -> Optional[pa.Schema]:
         """The schema being written (``None`` until known)."""
+        if not self._holder:
+            return self._final_schema
         s = self._writer.schema()
         return None if s is None else pa.schema(s)
 
     def write_batch(self, batch: Any) -> None:
-        """Appends a record batch, table or stream (Arrow PyCapsule protocol)."""
+        """Appends a record batch, table or stream (Arrow PyCapsule protocol).
+
+        Each batch must have the file's schema (given to the constructor, or the first
+        batch's): as in pylance, a column of another type, name or position raises
+        :class:`~lancepy.exceptions.SchemaMismatchError` (nothing is cast here, unlike
+        :func:`lancepy.write_dataset` with a declared schema). A malformed batch (buffers
+        shorter than its length says, offsets outside its data) is refused before the
+        native writer reads it."""
+        from lancepy._conform import conform
+
         data = batch
         if isinstance(data, (list, dict)) or not (
             hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__")
@@ -424,7 +450,9 @@ class LanceFileWriter:
                 f"write_batch expects Arrow data (pyarrow Table/RecordBatch or any object with "
                 f"__arrow_c_stream__/__arrow_c_array__), got {type(data).__name__}"
             )
-        self._writer.write_batch(data)
+        if self._closed:
+            raise InvalidArgumentError("write_batch on a closed LanceFileWriter")
+        self._writer.write_batch(conform(data))
 
     def add_schema_metadata(self, key: str, value: str) -> None:
         """Sets a schema-level metadata entry of the file (stored when it is closed)."""
@@ -436,12 +464,28 @@ class LanceFileWriter:
         return self._writer.add_global_buffer(bytes(data))
 
     def close(self) -> int:
-        """Finishes the file; returns the number of rows written."""
+        """Finishes the file; returns the number of rows written. A failure to finish
+        removes the unfinished file."""
         if self._closed:
             return self.num_rows or 0
         self._closed = True
-        self.num_rows, self.file_size = self._writer.finish()
+        self._final_schema = self.schema
+        try:
+            self.num_rows, self.file_size = self._writer.finish()
+        except BaseException:
+            self._discard()
+            raise
+        self._discard.detach()
+        self._holder.clear()
         return self.num_rows
+
+    def abort(self) -> None:
+        """Abandons the file: nothing of it is left (what dropping an unclosed writer does)."""
+        if self._closed:
+            return
+        self._final_schema = self.schema
+        self._closed = True
+        self._discard()
 
     def __enter__(self) -> "LanceFileWriter":
         return self
@@ -449,5 +493,18 @@ class LanceFileWriter:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.close()
+        else:
+            self.abort()
+
+
+def _discard_unfinished(holder: List[Any], local: Optional[str]) -> None:
+    """Releases an unfinished native writer and removes its local file. (On object storage
+    nothing is visible before close: the upload is dropped with the writer.)"""
+    holder.clear()
+    if local is not None:
+        try:
+            os.remove(local)
+        except OSError:
+            pass
 
 

@@ -306,54 +306,13 @@ def _lancepy_dataset_reader(ds: Any) -> pa.RecordBatchReader:
 
 
 def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchReader:
-    """Anything tabular (pyarrow tables/batches/readers, lists of batches, pandas,
-    dicts, lists of dicts, Arrow PyCapsule producers) as a ``RecordBatchReader``."""
-    if isinstance(data, pa.RecordBatchReader):
-        return data
-    if isinstance(data, pa.Table):
-        return data.to_reader()
-    if isinstance(data, pa.RecordBatch):
-        return pa.RecordBatchReader.from_batches(data.schema, [data])
-    if isinstance(data, dict):
-        return pa.table(data, schema=schema).to_reader()
-    if isinstance(data, list):
-        if data and all(isinstance(b, pa.RecordBatch) for b in data):
-            return pa.RecordBatchReader.from_batches(data[0].schema, data)
-        if all(isinstance(r, dict) for r in data):
-            if not data and schema is None:
-                raise InvalidArgumentError("cannot infer a schema from an empty list; pass schema=")
-            return pa.Table.from_pylist(data, schema=schema).to_reader()
-    if type(data).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(data, schema=schema, preserve_index=False).to_reader()
-    if hasattr(data, "__arrow_c_stream__"):
-        return pa.RecordBatchReader.from_stream(data)
-    if hasattr(data, "__arrow_c_array__"):
-        return pa.RecordBatchReader.from_batches(pa.record_batch(data).schema, [pa.record_batch(data)])
-    if hasattr(data, "to_reader") and hasattr(data, "projected_schema"):
-        return data.to_reader()  # a pyarrow dataset Scanner or a lancepy scanner: streamed
-    if hasattr(data, "_loaded") and hasattr(data, "scanner"):
-        return _lancepy_dataset_reader(data)
-    if hasattr(data, "scanner") and callable(data.scanner) and hasattr(data, "schema"):
-        return data.scanner().to_reader()  # a pyarrow dataset or a LanceDataset: streamed
-    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
-        # An iterator or generator of record batches, read lazily: a stream of any length.
-        if schema is None:
-            raise InvalidArgumentError("writing an iterable of record batches needs schema=")
-        return pa.RecordBatchReader.from_batches(schema, _checked_batches(data, schema))
-    raise InvalidArgumentError(
-        f"cannot write {type(data).__name__}: expected a pyarrow Table/RecordBatch/RecordBatchReader, "
-        "a pandas DataFrame, a dict or list of dicts, or an object implementing the Arrow PyCapsule protocol"
-    )
+    """Anything tabular (pyarrow tables/batches/readers, lists, iterators or generators of
+    batches, pandas, dicts, lists of dicts, datasets, Arrow PyCapsule producers) as a
+    ``RecordBatchReader`` of valid batches of `schema` (cast to it) or of the input's own
+    schema: the one conversion step of every write (see :mod:`lancepy._conform`)."""
+    from lancepy._conform import conform
 
-
-def _checked_batches(batches: Iterable[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    for b in batches:
-        if isinstance(b, pa.Table):
-            yield from b.to_batches()
-            continue
-        if not isinstance(b, pa.RecordBatch):
-            raise InvalidArgumentError(f"expected record batches from the iterable, got {type(b).__name__}")
-        yield b
+    return conform(data, schema)
 
 
 def _describe(schema: pa.Schema) -> str:
@@ -454,12 +413,21 @@ def _write(
         options = dict(file_tag=file_tag, storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
                        max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
         out: List[FragmentMetadata] = []
-        for part in row_runs(reader, max_rows_per_file):
-            progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
-            made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, **options)
-            for f in made:
-                progress.complete(f)
-            out.extend(made)
+        try:
+            for part in row_runs(reader, max_rows_per_file):
+                progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
+                made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, **options)
+                out.extend(made)
+                for f in made:
+                    progress.complete(f)
+        except BaseException:
+            # the runs written before the failure: removed, as a failed single write leaves none
+            prefix = f"{data_dir}/" if data_dir else ""
+            try:
+                _lancepy.Store(uri, storage_options).delete([prefix + d.path for f in out for d in f.files])
+            except Exception:  # noqa: BLE001 - best effort; the producer's error is the one to see
+                pass
+            raise
         return out
     # An exception raised by the producer (a generator, a scanner) reaches the native writer as
     # an Arrow stream error; it is re-raised as itself, not as a wrapped message.
@@ -595,12 +563,12 @@ def write_fragments(
     from lancepy import commit as _commit
     from lancepy._storage import normalize_storage_options
 
-    uri = os.fspath(dataset_uri)
+    from lancepy._paths import expand_path
+
+    uri = expand_path(os.fspath(dataset_uri))
     options = normalize_storage_options(storage_options)
     store = _lancepy.Store(uri, options)
     reader = to_record_batch_reader(data, schema)
-    if schema is not None and reader.schema != schema:
-        reader = align_to_schema(reader, schema)
     try:
         loaded = _commit.load_manifest(store) if mode == "append" else None
     except DatasetNotFoundError:
@@ -654,7 +622,8 @@ class LanceFragment:
             if found is None:
                 raise InvalidArgumentError(f"fragment {fragment_id} does not exist in version {dataset.version}")
             fragment = FragmentMetadata._from_dict(found)
-        self._ds = dataset
+        # The version it was made from, even if `dataset` moves on later (as pylance's).
+        self._ds = dataset._pinned() if hasattr(dataset, "_pinned") else dataset
         self._meta = fragment
 
     @property
@@ -842,8 +811,9 @@ class LanceFragment:
     def take(self, indices: Any, columns: Union[List[str], Dict[str, str], None] = None) -> pa.Table:
         """Rows at positions (among live rows) of this fragment."""
         addresses = self._ds.scanner(columns=[], fragments=[self], with_row_address=True).to_table().column("_rowaddr")
-        picked = addresses.take(pa.array(indices, pa.int64()))
-        return self._ds._take_rows(picked, columns=columns)
+        picked = addresses.take(pa.array(indices, pa.int64())).combine_chunks()
+        # by address: with stable row ids, _take_rows would read these as row ids
+        return pa.table(self._ds._snapshot.take_addresses(picked, self._ds._plain_columns(columns), False, False))
 
     def merge_columns(
         self,

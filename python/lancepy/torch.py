@@ -154,6 +154,8 @@ def _open_pinned(
     """(URI, the dataset at a fixed version number, storage options to reopen it with)."""
     if isinstance(dataset_or_uri, (str, os.PathLike)):
         uri = os.fspath(dataset_or_uri)
+        if uri.startswith("~"):
+            uri = os.path.expanduser(uri)
     elif hasattr(dataset_or_uri, "uri") and hasattr(dataset_or_uri, "version"):
         # A lancepy dataset, or another library's (e.g. pylance's: the same files, read by
         # lancepy). Reopened at its version: the object itself may move to a newer version

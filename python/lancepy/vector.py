@@ -153,9 +153,16 @@ def search(
     fragment_ids: Optional[Sequence[int]],
     evaluate: Any,
     index_segments: Optional[Sequence[str]] = None,
+    fast_search: bool = False,
 ) -> pa.Table:
-    """Runs an exact search: projected columns, ``_distance``, then ``_rowid`` / ``_rowaddr``."""
+    """Runs a search: projected columns, ``_distance``, then ``_rowid`` / ``_rowaddr``.
+    With `fast_search` (pylance's), only the rows the column's index covers are searched:
+    fragments added since it was built are not, and without an index nothing is found."""
     snap = ds._snapshot
+    if fast_search:
+        covered = {int(f) for e in _index_for(ds, query) for f in e["fragment_ids"]}
+        wanted = covered if fragment_ids is None else covered & {int(f) for f in fragment_ids}
+        fragment_ids = sorted(f for f in wanted if f in ds._snapshot_rows())
     allowed = None
     if flt is not None and prefilter:
         t = pa.table(snap.scan(flt.columns, fragment_ids, 0, None, 131072, False, True, False))
@@ -226,10 +233,10 @@ def _exact_distances(vectors: "np.ndarray", q: "np.ndarray", metric: str) -> "np
 
 
 def _deleted_addresses(ds: "LanceDataset") -> "np.ndarray":
-    """Sorted addresses of this version's deleted rows (cached on the dataset)."""
+    """Sorted addresses of this version's deleted rows (cached with the version)."""
     import numpy as np
 
-    cached = getattr(ds, "_ivf_deleted", None)
+    cached = ds._per_version.get("ivf_deleted")
     if cached is not None:
         return cached
     parts = []
@@ -238,7 +245,7 @@ def _deleted_addresses(ds: "LanceDataset") -> "np.ndarray":
             offs = pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()
             parts.append((np.uint64(fid) << np.uint64(32)) | offs.astype(np.uint64))
     out = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
-    ds._ivf_deleted = out
+    ds._per_version["ivf_deleted"] = out
     return out
 
 
