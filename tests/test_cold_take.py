@@ -90,8 +90,14 @@ _TAKE = textwrap.dedent(
     import lancepy
     uri, n, cols = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
     idx = np.sort(np.random.default_rng(n).choice({rows}, n, replace=False)).tolist()
+    c0 = lancepy.io_counts()
     t = lancepy.dataset(uri).take(idx, columns=cols)
-    print(json.dumps({{"rows": t.num_rows, "first": t.column(cols[0])[0].as_py() if cols[0] == "label" else None}}))
+    c1 = lancepy.io_counts()
+    t = lancepy.dataset(uri).take(idx, columns=cols)  # warm now
+    c2 = lancepy.io_counts()
+    cold = {{k: c1[k] - c0[k] for k in c0}}
+    warm = {{k: c2[k] - c1[k] for k in c0}}
+    print(json.dumps({{"rows": t.num_rows, "cold": cold, "warm": warm}}))
     """
 ).format(rows=ROWS)
 
@@ -104,7 +110,8 @@ def test_cold_take_reads_about_the_rows_it_returns(vectors, n, cols):
     assert before < FILES * 64 * PAGE, "the files must start out of the page cache"
     out = subprocess.run([sys.executable, "-c", _TAKE, uri, str(n), cols], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout)["rows"] == n
+    result = json.loads(out.stdout)
+    assert result["rows"] == n
     read = sum(_resident_bytes(f) for f in files) - before
     row_bytes = DIM * 4
     # Each row: its bytes rounded out to whole pages (at most 2 pages for 2 KiB); each file:
@@ -112,6 +119,13 @@ def test_cold_take_reads_about_the_rows_it_returns(vectors, n, cols):
     bound = n * (row_bytes + 2 * PAGE) + FILES * (128 << 10) + (n * 2 * PAGE if "label" in cols else 0)
     assert read <= bound, f"a cold take of {n} rows read {read:,} bytes from storage (bound {bound:,})"
     assert read >= n * row_bytes // 2, f"{read:,} bytes cannot hold {n} rows: were the files out of the cache?"
+    # lancepy's own counters say the same: the vectors were copied out of the mappings, their
+    # pages asked for ahead (cold) within the same bound, and not asked for again (warm).
+    cold, warm = result["cold"], result["warm"]
+    assert cold["mapped_bytes"] == warm["mapped_bytes"] == n * row_bytes
+    assert 0 < cold["prefetch_requests"] <= n and n * row_bytes <= cold["prefetch_bytes"] <= n * (row_bytes + 2 * PAGE)
+    assert warm["prefetch_requests"] == 0
+    assert cold["bytes"] <= bound
 
 
 def test_cold_take_returns_the_rows(vectors):
@@ -123,3 +137,12 @@ def test_cold_take_returns_the_rows(vectors):
     _evict(files)
     full = lancepy.dataset(uri).to_table(columns=["vec"])
     assert got.column("vec").to_pylist() == full.column("vec").take(pa.array(idx)).to_pylist()
+
+
+def test_analyze_plan_reports_the_reads(vectors):
+    uri, _ = vectors
+    text = lancepy.dataset(uri).scanner(columns=["label"], filter="label < 10").analyze_plan()
+    head = text.splitlines()[0]
+    fields = dict(kv.split("=") for kv in head[len("Analyze: "):].split(", "))
+    assert fields["output_rows"] == "10"
+    assert int(fields["io_requests"]) >= 1 and int(fields["io_bytes"]) >= 10 * 8

@@ -12,7 +12,7 @@ from lancepy import exceptions
 from lancepy._lancepy import __version__
 from lancepy.file import LanceFileReader, LanceFileWriter
 from lancepy import fragment
-from lancepy._storage import reader_cache_info, set_reader_cache_limits
+from lancepy._storage import io_counts, reader_cache_info, set_reader_cache_limits
 from lancepy.bases import DatasetBasePath
 from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, Transaction, dataset, write_dataset
 from lancepy.fragment import FragmentMetadata, LanceFragment
@@ -32,6 +32,7 @@ __all__ = [
     "dataset",
     "write_dataset",
     "fragment",
+    "io_counts",
     "reader_cache_info",
     "set_reader_cache_limits",
 ]

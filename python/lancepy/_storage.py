@@ -83,3 +83,14 @@ def origin_key(uri: str, storage_options: StorageOptions) -> Tuple[Any, ...]:
     options = normalize_storage_options(storage_options) or {}
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_CLOUD_ENV_PREFIXES)))
     return (uri, tuple(sorted(options.items())), env)
+
+
+def io_counts() -> Dict[str, int]:
+    """What this process has read from storage since it started, by every dataset and file:
+    ``requests`` (``pread`` calls, ranged GETs) and their ``bytes``; ``mapped_bytes`` copied
+    out of mapped local files (rows of a take: the kernel fetches what is not cached);
+    ``prefetch_requests`` / ``prefetch_bytes`` asked of the kernel ahead of such copies when
+    a take is cold. Take the difference of two calls to measure one operation."""
+    from lancepy import _lancepy
+
+    return dict(_lancepy.io_counts())

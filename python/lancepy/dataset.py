@@ -2493,12 +2493,21 @@ class LanceScanner:
 
     def analyze_plan(self, count_rows: bool = False) -> str:
         """Runs the scan (:meth:`to_table`, or :meth:`count_rows` when `count_rows` is true)
-        and returns :meth:`explain_plan`'s tree with the time taken and the rows returned."""
+        and returns :meth:`explain_plan`'s tree with the time taken, the rows returned and the
+        reads made meanwhile (requests to storage and their bytes, bytes copied out of mapped
+        files: the process's counters, see :func:`lancepy.io_counts`, so reads by other
+        threads in that time count too)."""
+        io0 = _lancepy.io_counts()
         t0 = time.perf_counter()
         rows = self.count_rows() if count_rows else self.to_table().num_rows
         elapsed = time.perf_counter() - t0
+        io = {k: v - io0[k] for k, v in _lancepy.io_counts().items()}
         lines = self._plan_lines(True, counting=count_rows)
-        return "\n".join([f"Analyze: elapsed={elapsed * 1e3:.3f} ms, output_rows={rows}"] + ["  " + line for line in lines])
+        head = (
+            f"Analyze: elapsed={elapsed * 1e3:.3f} ms, output_rows={rows}, io_requests={io['requests']}, "
+            f"io_bytes={io['bytes']}, mapped_bytes={io['mapped_bytes']}"
+        )
+        return "\n".join([head] + ["  " + line for line in lines])
 
     def _plan_lines(self, verbose: bool, counting: bool = False) -> List[str]:
         """The steps :meth:`to_table` (or :meth:`count_rows`) takes, outermost first."""

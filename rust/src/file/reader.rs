@@ -671,6 +671,7 @@ impl FileReader {
     /// fixed-width values (one read each if the file cannot be mapped).
     pub fn gather_rows(&self, plan: &DirectRows, rows: &[u64], out: &mut Gathered) -> Result<()> {
         let map = self.io.mapped();
+        let data_before = out.data.len();
         let page_of = |r: u64| self.direct_page(plan, r);
         let mut scratch = Vec::new();
         match (plan.width, &mut out.offsets) {
@@ -722,6 +723,9 @@ impl FileReader {
             }
             _ => return Err(Error::Internal("gathering into an output of another layout".into())),
         }
+        if map.is_some() {
+            crate::io::count_mapped((out.data.len() - data_before) as u64);
+        }
         out.rows += rows.len();
         Ok(())
     }
@@ -739,11 +743,16 @@ impl FileReader {
         if map.is_some() {
             self.io.prefetch(spans.len(), &|k| Some(spans[k].0..spans[k].0 + spans[k].1 as u64));
         }
+        let mut copied = 0u64;
         for (i, span) in spans.into_iter().enumerate() {
             if i % 1024 == 0 {
                 crate::interrupt::check()?;
             }
+            copied += span.1 as u64;
             f(self.span_value(map, &mut scratch, span)?)?;
+        }
+        if map.is_some() {
+            crate::io::count_mapped(copied);
         }
         Ok(())
     }

@@ -142,6 +142,7 @@ impl Reader for LocalReader {
                 .read_exact_at(&mut dst[s..s + len], r.start)
                 .map_err(|e| Error::io(format!("reading {len} bytes at {} of {}", r.start, self.path), e))?;
         }
+        super::count_reads(plan.requests.len() as u64, plan.requests.iter().map(|r| r.end - r.start).sum());
         let all: Buffer = buf.into();
         Ok(ranges
             .iter()
@@ -160,7 +161,9 @@ impl Reader for LocalReader {
         check_range(&range, self.size, &self.path)?;
         self.file
             .read_exact_at(dst, pos)
-            .map_err(|e| Error::io(format!("reading {} bytes at {pos} of {}", dst.len(), self.path), e))
+            .map_err(|e| Error::io(format!("reading {} bytes at {pos} of {}", dst.len(), self.path), e))?;
+        super::count_reads(1, dst.len() as u64);
+        Ok(())
     }
 
     /// The file mapped read-only: many small reads (rows of vectors in random order) then cost
@@ -195,6 +198,7 @@ impl Reader for LocalReader {
                 _ => merged.push((s, e)),
             }
         }
+        super::count_prefetch(merged.len() as u64, merged.iter().map(|(s, e)| (e - s) * page).sum());
         for (s, e) in merged {
             let (offset, len) = ((s * page) as usize, (((e - s) * page) as usize).min(map.len() - (s * page) as usize));
             // A hint: a failure only means the copies fault the pages in themselves.
@@ -209,6 +213,7 @@ impl Reader for LocalReader {
         self.file
             .read_exact_at(buf.as_slice_mut(), range.start)
             .map_err(|e| Error::io(format!("reading {} bytes at {} of {}", len, range.start, self.path), e))?;
+        super::count_reads(1, len as u64);
         Ok(buf.into())
     }
 }

@@ -28,6 +28,50 @@ pub use uri::{open_reader, open_reader_with, open_writer, open_writer_with, Orig
 
 use crate::error::{Error, Result};
 
+/// What this process has read, by every reader since it started: for tests, benchmarks and
+/// `analyze_plan` (take the difference of two snapshots). Requests are what reached the
+/// storage (a `pread`, a ranged GET); mapped bytes were copied out of a mapped file (the
+/// kernel fetches what is not cached); prefetched bytes were asked of the kernel ahead of
+/// such copies ([`Reader::prefetch`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct IoCounts {
+    /// Read requests made to storage.
+    pub requests: u64,
+    /// Bytes those requests returned.
+    pub bytes: u64,
+    /// Bytes copied out of mapped files.
+    pub mapped_bytes: u64,
+    /// Ranges the kernel was asked to fetch ahead of copies out of a mapping.
+    pub prefetch_requests: u64,
+    /// Their bytes.
+    pub prefetch_bytes: u64,
+}
+
+static COUNTS: [std::sync::atomic::AtomicU64; 5] = [const { std::sync::atomic::AtomicU64::new(0) }; 5];
+
+/// The counts so far (see [`IoCounts`]).
+pub fn io_counts() -> IoCounts {
+    let get = |i: usize| COUNTS[i].load(std::sync::atomic::Ordering::Relaxed);
+    IoCounts { requests: get(0), bytes: get(1), mapped_bytes: get(2), prefetch_requests: get(3), prefetch_bytes: get(4) }
+}
+
+/// Counts `requests` reads of `bytes` in all.
+pub(crate) fn count_reads(requests: u64, bytes: u64) {
+    COUNTS[0].fetch_add(requests, std::sync::atomic::Ordering::Relaxed);
+    COUNTS[1].fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Counts bytes copied out of a mapped file (once per gather, not per row).
+pub(crate) fn count_mapped(bytes: u64) {
+    COUNTS[2].fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Counts ranges handed to the kernel to fetch ahead.
+pub(crate) fn count_prefetch(requests: u64, bytes: u64) {
+    COUNTS[3].fetch_add(requests, std::sync::atomic::Ordering::Relaxed);
+    COUNTS[4].fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Ranges closer than this are read with one request.
 pub const DEFAULT_COALESCE_GAP: u64 = 16 * 1024;
 

@@ -207,6 +207,7 @@ impl ObjectStoreReader {
     /// Fetches `ranges` (no prefetched bytes consulted), one buffer per range.
     fn read_uncached(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
         let (plan, fetched) = self.fetch(ranges)?;
+        super::count_reads(fetched.len() as u64, fetched.iter().map(|b| b.len() as u64).sum());
         Ok(ranges
             .iter()
             .zip(&plan.placement)
@@ -248,6 +249,7 @@ impl Reader for ObjectStoreReader {
             })
             .map_err(|e| self.err(e))?;
         let _ = self.size.set(size);
+        super::count_reads(1, bytes.len() as u64);
         if bytes.len() as u64 != len.min(size) {
             return Err(Error::corrupt(format!(
                 "{}: asked for the last {} bytes of {size}, got {}",

@@ -1,4 +1,5 @@
-//! The process-wide cache of open data files (`crate::table::file_cache`), for Python.
+//! The process-wide cache of open data files (`crate::table::file_cache`) and the I/O
+//! counters (`crate::io::io_counts`), for Python.
 
 use pyo3::prelude::*;
 
@@ -35,6 +36,20 @@ fn set_reader_cache_limits(max_bytes: Option<i128>, max_files: Option<i128>) -> 
     Ok(())
 }
 
+/// `{"requests", "bytes", "mapped_bytes", "prefetch_requests", "prefetch_bytes"}`: what this
+/// process has read from storage since it started (see `crate::io::IoCounts`).
+#[pyfunction]
+fn io_counts(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let c = crate::io::io_counts();
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("requests", c.requests)?;
+    d.set_item("bytes", c.bytes)?;
+    d.set_item("mapped_bytes", c.mapped_bytes)?;
+    d.set_item("prefetch_requests", c.prefetch_requests)?;
+    d.set_item("prefetch_bytes", c.prefetch_bytes)?;
+    Ok(d)
+}
+
 /// Forgets the cached readers of every file under `root` (a dataset directory deleted
 /// outside a `Store`).
 #[pyfunction]
@@ -46,5 +61,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reader_cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(set_reader_cache_limits, m)?)?;
     m.add_function(wrap_pyfunction!(evict_cached_files, m)?)?;
+    m.add_function(wrap_pyfunction!(io_counts, m)?)?;
     Ok(())
 }
