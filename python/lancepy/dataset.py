@@ -169,10 +169,9 @@ class LanceDataset:
         _commit.check_feature_flags(loaded.manifest, write=False, uri=self._uri)
         self._loaded = loaded
         self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options, self._base_store_params)
-        self._schema: Optional[pa.Schema] = None
-        self._rows: Optional[Dict[int, Any]] = None
-        # Other per-version caches (the stable row id map, a vector search's deleted rows):
-        # built on first use, keyed by name, dropped with the version.
+        # Per-version caches (the Arrow schema, fragment row counts, the stable row id map, a
+        # vector search's deleted rows): built on first use, keyed by name, dropped with the
+        # version; one dict shared with this version's pinned views.
         self._per_version: Dict[str, Any] = {}
 
     def _pinned(self) -> "LanceDataset":
@@ -210,10 +209,11 @@ class LanceDataset:
     @property
     def schema(self) -> pa.Schema:
         """The Arrow schema of this version."""
-        if self._schema is None:
+        schema = self._per_version.get("schema")
+        if schema is None:
             m = self._loaded.manifest
-            self._schema = _schema_of(m.get("fields", []), m.get("schema_metadata", {}))
-        return self._schema
+            schema = self._per_version["schema"] = _schema_of(m.get("fields", []), m.get("schema_metadata", {}))
+        return schema
 
     @property
     def data_storage_version(self) -> str:
@@ -686,9 +686,12 @@ class LanceDataset:
         return _version_entry(self.version, self._loaded.manifest)
 
     def _snapshot_rows(self) -> Dict[int, Any]:
-        if self._rows is None:
-            self._rows = {fid: (phys, live) for fid, phys, live in self._snapshot.fragment_rows()}
-        return self._rows
+        rows = self._per_version.get("fragment_rows")
+        if rows is None:
+            rows = self._per_version["fragment_rows"] = {
+                fid: (phys, live) for fid, phys, live in self._snapshot.fragment_rows()
+            }
+        return rows
 
     def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
         """The fragments of this version. `filter` (pylance's partition pruning) is not
