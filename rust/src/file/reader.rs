@@ -565,6 +565,7 @@ impl FileReader {
             .map(|(&f, x)| match x {
                 Some(x) => {
                     let mut out = Gathered::new(&x, indices.len());
+                    self.prefetch_rows(&x, indices);
                     self.gather_rows(&x, indices, &mut out)?;
                     out.into_array(self.arrow_schema.field(f).data_type())
                 }
@@ -666,6 +667,28 @@ impl FileReader {
         Ok(Some(DirectRows { width: fixed.map(|(w, _, _)| w), pages }))
     }
 
+    /// Tells the storage that the values of `rows` (any order) of a field laid out as `plan`
+    /// are about to be gathered ([`FileReader::gather_rows`], [`FileReader::visit_values`]):
+    /// when they are not in memory, their reads start now, all together (see
+    /// [`crate::io::Reader::prefetch`]). Call it once for all the rows of a take, not per run.
+    pub fn prefetch_rows(&self, plan: &DirectRows, rows: &[u64]) {
+        let range = |k: usize| -> Option<Range<u64>> {
+            let r = rows[k];
+            let p = self.direct_page(plan, r).ok()?;
+            match (plan.width, &p.rows) {
+                (Some(w), _) => {
+                    let start = p.position + (r - p.first_row) * w as u64;
+                    Some(start..start + w as u64)
+                }
+                (None, Some((idx, _))) => {
+                    Some(p.position + idx.offset(r - p.first_row)..p.position + idx.offset(r - p.first_row + 1))
+                }
+                (None, None) => None,
+            }
+        };
+        self.io.prefetch(rows.len(), &range);
+    }
+
     /// Appends the values of `rows` (any order, repeats allowed) of a field laid out as
     /// `plan` to `out`: one copy out of the mapped file per value, or per run of consecutive
     /// fixed-width values (one read each if the file cannot be mapped).
@@ -676,13 +699,6 @@ impl FileReader {
         let mut scratch = Vec::new();
         match (plan.width, &mut out.offsets) {
             (Some(w), None) => {
-                if map.is_some() {
-                    self.io.prefetch(rows.len(), &|k| {
-                        let p = page_of(rows[k]).ok()?;
-                        let start = p.position + (rows[k] - p.first_row) * w as u64;
-                        Some(start..start + w as u64)
-                    });
-                }
                 out.data.reserve(rows.len() * w);
                 let mut k = 0;
                 while k < rows.len() {
@@ -708,9 +724,6 @@ impl FileReader {
             (None, Some(offsets)) => {
                 // Where each value is, then room for all of them at once.
                 let spans = self.value_spans(plan, rows)?;
-                if map.is_some() {
-                    self.io.prefetch(spans.len(), &|k| Some(spans[k].0..spans[k].0 + spans[k].1 as u64));
-                }
                 out.data.reserve(spans.iter().map(|s| s.1 - s.2).sum());
                 offsets.reserve(rows.len());
                 for (i, span) in spans.into_iter().enumerate() {
@@ -739,12 +752,8 @@ impl FileReader {
         }
         let map = self.io.mapped();
         let mut scratch = Vec::new();
-        let spans = self.value_spans(plan, rows)?;
-        if map.is_some() {
-            self.io.prefetch(spans.len(), &|k| Some(spans[k].0..spans[k].0 + spans[k].1 as u64));
-        }
         let mut copied = 0u64;
-        for (i, span) in spans.into_iter().enumerate() {
+        for (i, span) in self.value_spans(plan, rows)?.into_iter().enumerate() {
             if i % 1024 == 0 {
                 crate::interrupt::check()?;
             }

@@ -485,6 +485,7 @@ impl TableSnapshot {
                     .map(|r| (task.fragment, r))
                     .collect();
                 let id = self.fragment_id(task.fragment);
+                direct.prefetch(&requests);
                 let vectors = direct.gather(&requests, &data_type)?;
                 let addresses: UInt64Array = requests.iter().map(|&(_, r)| (id << 32) | r).collect();
                 score_batch(vectors.as_fixed_size_list(), &addresses, &scorer, allowed, range, &mut top)?;

@@ -719,6 +719,10 @@ impl TableSnapshot {
         // straight into its place in the output, across fragments, in request order.
         let fragments = fragments_of(requests);
         let direct = projection.iter().map(|&f| self.direct_column(f, &fragments)).collect::<Result<Vec<_>>>()?;
+        // Their reads start now (when not cached), and go on while other columns decode.
+        for d in direct.iter().flatten() {
+            d.prefetch(requests);
+        }
         let rest: Vec<usize> = projection.iter().zip(&direct).filter(|(_, d)| d.is_none()).map(|(&f, _)| f).collect();
         let mut decoded = if rest.is_empty() && !opts.with_row_id && !opts.with_row_address {
             Vec::new()
@@ -836,7 +840,8 @@ pub(super) struct DirectColumn {
 }
 
 impl DirectColumn {
-    /// The values of `requests`, in order, as an array of `data_type`.
+    /// The values of `requests`, in order, as an array of `data_type`. Call
+    /// [`DirectColumn::prefetch`] first (as early as possible).
     pub(super) fn gather(&self, requests: &[(usize, u64)], data_type: &DataType) -> Result<ArrayRef> {
         let Some(first) = self.plans.first() else {
             return Ok(new_empty_array(data_type));
@@ -849,7 +854,25 @@ impl DirectColumn {
     /// Hands each (variable-width) value of `requests` to `f`, in order (see
     /// [`FileReader::visit_values`]).
     fn visit(&self, requests: &[(usize, u64)], mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        self.prefetch(requests);
         self.for_each_run(requests, |reader, layout, offsets| reader.visit_values(layout, offsets, &mut f))
+    }
+
+    /// Starts the reads of every value of `requests` that is not in memory, all at once, one
+    /// call per file (see [`FileReader::prefetch_rows`]): the runs that follow are mostly a
+    /// row long when the rows come in random order.
+    pub(super) fn prefetch(&self, requests: &[(usize, u64)]) {
+        let mut per_file: Vec<Vec<u64>> = vec![Vec::new(); self.plans.len()];
+        for &(fi, offset) in requests {
+            if let Ok(i) = self.fragments.binary_search(&fi) {
+                per_file[i].push(offset);
+            }
+        }
+        for (plan, rows) in self.plans.iter().zip(&per_file) {
+            if !rows.is_empty() {
+                plan.0.prefetch_rows(&plan.1, rows);
+            }
+        }
     }
 
     /// Calls `f(reader, layout, offsets)` for each run of consecutive requests of one fragment,
