@@ -422,16 +422,27 @@ def _child(loader, queue):
         queue.put(repr(e))
 
 
+def _run_child(ctx, target, args, queue):
+    """(what the child put in the queue, its exit code); a child that hangs is killed."""
+    proc = ctx.Process(target=target, args=args, daemon=True)
+    proc.start()
+    try:
+        got = queue.get(timeout=120)
+        proc.join(timeout=60)
+        return got, proc.exitcode
+    finally:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
 def test_forked_child(uri):
     loader = Loader(uri, 32, columns=["id", "emb"], threads=2)
     want = [b["id"].tolist() for b in loader]  # the parent iterated first
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(loader, queue))
-    proc.start()
-    got = queue.get(timeout=120)
-    proc.join(timeout=60)
-    assert proc.exitcode == 0
+    got, code = _run_child(ctx, _child, (loader, queue), queue)
+    assert code == 0
     assert got == want
     # Forked in the middle of an iteration: the child's copy of it refuses (its threads stayed
     # in the parent) and a new one works.
@@ -445,10 +456,7 @@ def test_forked_child(uri):
         except RuntimeError as e:
             queue.put([b["id"].tolist() for b in loader] if "another process" in str(e) else repr(e))
 
-    proc = ctx.Process(target=child_mid, args=(queue,))
-    proc.start()
-    got = queue.get(timeout=120)
-    proc.join(timeout=60)
+    got, _ = _run_child(ctx, child_mid, (queue,), queue)
     assert got == want
     assert next(it)["id"].tolist() == want[1]  # the parent's goes on
     it.close()
