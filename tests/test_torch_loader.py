@@ -569,3 +569,22 @@ def test_bad_arguments(uri):
     assert [i for b in same for i in b["id"].tolist()][:3] == [11, 12, 13]  # id 10 is filtered out (and deleted)
     with pytest.raises(InvalidArgumentError):
         Loader(uri, 8).load_state_dict([1, 2])
+
+
+@pytest.mark.parametrize("prefetch", [1, 3])
+def test_reads_prefetch_batches_ahead(uri, prefetch):
+    pulled = []
+
+    class Counting:
+        def __iter__(self):
+            for i in range(200):
+                pulled.append(i)
+                yield i
+
+    it = iter(Loader(uri, 10, columns=["id"], sampler=Counting(), prefetch=prefetch, threads=2))
+    assert pulled == []  # nothing is read before the first next()
+    next(it)
+    assert len(pulled) == 10 * (1 + prefetch)  # the batch handed out + `prefetch` ahead
+    next(it)
+    assert len(pulled) == 10 * (2 + prefetch)
+    it.close()

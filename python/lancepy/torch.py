@@ -23,6 +23,9 @@ r"""PyTorch training data straight from Lance datasets (``pip install lancepy[to
   reads.
 * :class:`LanceIterableDataset` yields ready batches, splitting the work across DataLoader
   workers and ranks with no overlap and no gap: a full scan in order, or shuffled.
+* :class:`Loader` replaces the DataLoader for reading: threads in the training process read
+  batches ahead (one native take each, GIL released), optionally pinned and copied to a CUDA
+  device, in :class:`ShuffleSampler`'s (or any sampler's) order, with resume and ranks.
 
 Batches are dicts ``column -> values``:
 
@@ -52,9 +55,10 @@ Workers: a batch of 256 rows × 768 float32 takes ~0.2–0.3 ms to read here, wh
 batch from a DataLoader worker to the training process costs milliseconds (PyTorch puts each
 tensor in a new shared-memory segment and sends it through a pipe) — the same for any
 dataset (``benches/bench_torch.py`` measures an in-memory gather through the same workers).
-So for reading alone ``num_workers=0`` is fastest; use workers for costly ``transform``\ s
-(image decoding, tokenizing), where the work they take off the training process outweighs
-the transfer.
+So for reading alone ``num_workers=0`` is fastest, and :class:`Loader` (reads on threads of
+the training process, ahead of the loop) faster still; use workers for costly ``transform``\ s
+that hold the GIL (image decoding in Python, tokenizing), where the work they take off the
+training process outweighs the transfer.
 
 Datasets are opened lazily in each process: the objects here pickle the URI, the pinned
 version and the options, never open handles, so ``multiprocessing_context`` may be
@@ -1493,7 +1497,7 @@ class Loader:
 
         def top_up() -> None:
             nonlocal exhausted
-            while not exhausted and len(pending) <= self.prefetch:
+            while not exhausted and len(pending) < self.prefetch:
                 try:
                     indices = next(batches)
                 except StopIteration:
