@@ -588,3 +588,11 @@ def test_reads_prefetch_batches_ahead(uri, prefetch):
     next(it)
     assert len(pulled) == 10 * (2 + prefetch)
     it.close()
+
+
+def test_empty_and_small_datasets(uri):
+    empty = Loader(uri, 8, columns=["id"], filter="id < 0")
+    assert len(empty) == 0 and list(empty) == []
+    one = Loader(uri, 5000, columns=["id"], filter="id = 1", shuffle=False)
+    assert len(one) == 1 and [b["id"].tolist() for b in one] == [[1]]
+    assert list(Loader(uri, 5000, columns=["id"], filter="id = 1", drop_last=True)) == []

@@ -1182,8 +1182,9 @@ class Loader:
         Batches read ahead of the one the training loop holds (at most ``prefetch + 1``
         batches are in memory).
     threads:
-        Batches read concurrently (threads in the Loader's pool). Default: one less than the
-        number of CPUs, at least 1, at most 8. The native take parallelises each batch over
+        Batches read concurrently (threads in the Loader's pool; no more than ``prefetch + 1``
+        are started, as no more batches are ever in flight). Default: one less than the number
+        of CPUs, at least 1, at most 8. The native take parallelises each batch over
         lancepy's CPU pool too (``LANCEPY_THREADS`` sizes it).
     pin_memory:
         Put the batch's tensors in page-locked memory (on the reading threads), so that a copy
