@@ -10,12 +10,17 @@ cache):
 
 * ``embeddings`` 200k rows: 768-d float32 ``vector`` + ~60-char ``caption``; batches of 256
   rows of ``vector``;
-* ``images``     20k rows: 20-100 KB binary ``image`` + int32 ``label``; batches of 64 rows.
+* ``images``     20k rows: 20-100 KB binary ``image`` + int32 ``label``; batches of 64 rows;
+* ``loader``     200k rows (``--loader-rows``): 768-d float32 ``emb`` + int64 ``label``; batches of
+  1,024 rows of both: ``lancepy.torch.Loader`` (threads in the training process, prefetch 4, not
+  pinned) with 1, 2 and all threads against ``LanceDataset`` in a DataLoader (workers 0 and 2)
+  and the in-memory numpy gather (gather + ``torch.from_numpy``, one thread) as the reference.
 
 Loaders (each in a real ``torch.utils.data.DataLoader`` unless said otherwise):
 
 * lancepy ``LanceDataset`` + ``ShuffleSampler`` (uniform random rows), ``num_workers`` 0 and 2
-  (fork, persistent workers); ``LanceIterableDataset`` shuffled and as a scan;
+  (fork, persistent workers); ``LanceIterableDataset`` shuffled and as a scan; ``Loader``
+  (no DataLoader: batches read ahead on threads in this process);
 * pylance ``lance.torch.data.LanceDataset`` with its default sampler (contiguous batches: it
   cannot give random rows);
 * a map-style dataset whose ``__getitems__`` is pylance's ``ds.take`` (random rows, the same
@@ -138,6 +143,18 @@ def lancepy_map(uri: str, columns: List[str], batch: int, workers: int, binary: 
     return make
 
 
+def lancepy_loader(uri: str, columns: List[str], batch: int, threads: Optional[int], prefetch: int = 4) -> Maker:
+    """``lancepy.torch.Loader``: uniform random rows (its ShuffleSampler order), no DataLoader."""
+
+    def make():
+        from lancepy.torch import Loader
+
+        loader = Loader(uri, batch, columns=columns, threads=threads, prefetch=prefetch, seed=0)
+        return loader, loader.set_epoch, _rows_of(columns[0])
+
+    return make
+
+
 def lancepy_iterable(uri: str, columns: List[str], batch: int, shuffle: bool) -> Maker:
     def make():
         import torch.utils.data as tud
@@ -254,6 +271,28 @@ def numpy_gather(array: np.ndarray, batch: int) -> Maker:
     return make
 
 
+def numpy_gather_labelled(array: np.ndarray, labels: np.ndarray, batch: int) -> Maker:
+    """The reference for the Loader: rows gathered from in-memory arrays, one thread."""
+
+    def make():
+        import torch
+
+        from lancepy.torch import ShuffleSampler
+
+        sampler = ShuffleSampler(len(array), seed=0)
+
+        class Gather:
+            def __iter__(self):
+                idx = sampler.indices()
+                for s in range(0, len(idx), batch):
+                    rows = idx[s : s + batch]
+                    yield {"emb": torch.from_numpy(array[rows]), "label": torch.from_numpy(labels[rows])}
+
+        return Gather(), sampler.set_epoch, _rows_of("emb")
+
+    return make
+
+
 class _InMemory:
     """A map-style dataset over an in-memory array (numpy rows or an Arrow binary column): the
     control for what a DataLoader's worker processes cost whatever the dataset."""
@@ -340,14 +379,19 @@ def run_loader(make: Maker, budget: float) -> Tuple[float, float, int]:
     return ttfb, rows / elapsed, rows
 
 
-def measure(makers: Dict[str, Tuple[Maker, float]], rounds: int) -> Dict[str, Dict[str, float]]:
-    """Median rows/s and time to first batch of each loader; rounds run loaders in turn."""
+def measure(makers: Dict[str, Tuple[Maker, float]], rounds: int,
+            before: Optional[Callable[[], None]] = None) -> Dict[str, Dict[str, float]]:
+    """Median rows/s and time to first batch of each loader; rounds run loaders in turn.
+    `before` runs (untimed) before each loader: re-warming the page cache, which other
+    processes' memory use may have shrunk since."""
     if bf.Noise.quiet_wait > 0:
         bf.Noise.wait_for_quiet()
     cpu0 = bf._cpu_sample()
     got: Dict[str, Dict[str, List[float]]] = {k: {"ttfb": [], "rate": []} for k in makers}
     for r in range(rounds):
         for name, (make, budget) in makers.items():
+            if before is not None:
+                before()
             ttfb, rate, rows = run_loader(make, budget)
             got[name]["ttfb"].append(ttfb)
             got[name]["rate"].append(rate)
@@ -412,6 +456,8 @@ def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tup
     if name == "images":
         makers["lancepy LanceDataset binary='tensor', random rows, workers=0"] = (
             lancepy_map(uri, cols, batch, 0, binary="tensor"), budget)
+    makers[f"lancepy Loader, random rows, threads={os.cpu_count()}, prefetch=4 (no DataLoader)"] = (
+        lancepy_loader(uri, cols, batch, os.cpu_count()), budget)
     makers.update({
         "lancepy LanceIterableDataset, shuffled, workers=0": (lancepy_iterable(uri, cols, batch, True), budget),
         "lancepy LanceIterableDataset, scan, workers=0": (lancepy_iterable(uri, cols, batch, False), budget),
@@ -424,7 +470,7 @@ def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tup
     bf.Noise.other = bf.Noise.capacity = 0.0
     load_at = bf.load()
     print(f"\n== {name}: {rows:,} rows, batches of {batch}; load {load_at}", flush=True)
-    res = measure(makers, rounds)
+    res = measure(makers, rounds, before=lambda: warm(uri))
     other_pct = 100.0 * bf.Noise.other / max(1e-9, bf.Noise.capacity)
     prof = stage_profile(uri, cols, batch)
     if name == "images":
@@ -471,10 +517,83 @@ def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tup
     return "\n".join(lines), goals
 
 
+LOADER_DIM = 768
+
+
+def prepare_loader(rows: int, data_dir: str) -> Tuple[str, np.ndarray, np.ndarray]:
+    """``rows`` rows of a 768-d float32 ``emb`` + int64 ``label`` (deterministic), written once
+    by lancepy in FRAGMENTS fragments; also returned as in-memory arrays."""
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((rows, LOADER_DIM), dtype=np.float32)
+    labels = rng.integers(0, 1000, rows, dtype=np.int64)
+    uri = os.path.join(data_dir, "torch", f"loader-{rows}-d{LOADER_DIM}.lance")
+    if not os.path.exists(uri):
+        tmp = uri + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(os.path.dirname(tmp), exist_ok=True)
+        table = pa.table({"emb": pa.FixedSizeListArray.from_arrays(pa.array(emb.reshape(-1)), LOADER_DIM),
+                          "label": pa.array(labels)})
+        lancepy.write_dataset(table, tmp, max_rows_per_file=-(-rows // FRAGMENTS))
+        os.replace(tmp, uri)
+    return uri, emb, labels
+
+
+def bench_loader(rows: int, args: argparse.Namespace) -> Tuple[str, List[Tuple[str, str, Optional[bool]]]]:
+    """The Loader (threads in this process) against DataLoader workers and the numpy gather."""
+    _require()
+    uri, emb, labels = prepare_loader(rows, args.data_dir)
+    warm(uri)
+    cols, batch, budget = ["emb", "label"], 1024, args.budget
+    ncpu = os.cpu_count() or 1
+    reference = "in-memory numpy gather + torch.from_numpy, 1 thread (reference)"
+    dl0 = "lancepy LanceDataset + DataLoader, workers=0"
+    makers: Dict[str, Tuple[Maker, float]] = {
+        reference: (numpy_gather_labelled(emb, labels, batch), budget),
+        dl0: (lancepy_map(uri, cols, batch, 0), budget),
+        "lancepy LanceDataset + DataLoader, workers=2 (fork)": (lancepy_map(uri, cols, batch, 2), budget),
+    }
+    for t in sorted({1, 2, ncpu}):
+        label = f"lancepy Loader, threads={t}" + (" (all CPUs)" if t == ncpu else "") + ", prefetch=4, not pinned"
+        makers[label] = (lancepy_loader(uri, cols, batch, t), budget)
+    default = f"lancepy Loader, default threads ({Loader_default_threads()}), prefetch=4, not pinned"
+    makers[default] = (lancepy_loader(uri, cols, batch, None), budget)
+    bf.Noise.other = bf.Noise.capacity = 0.0
+    load_at = bf.load()
+    print(f"\n== loader: {rows:,} rows, batches of {batch}; load {load_at}", flush=True)
+    res = measure(makers, args.rounds, before=lambda: warm(uri))
+    other_pct = 100.0 * bf.Noise.other / max(1e-9, bf.Noise.capacity)
+    ref, base = res[reference]["rate"], res[dl0]["rate"]
+    lines = [
+        "### loader\n",
+        f"{rows:,} rows of `emb` (768-d float32) + `label` (int64), {FRAGMENTS} fragments written by lancepy, "
+        f"batches of {batch} uniform random rows, warm page cache, {ncpu} CPUs. Load average {load_at} when it "
+        f"started; other processes used {other_pct:.0f}% of the CPUs while it was measured.\n",
+        "| loader | rows/s | time to first batch | ÷ numpy gather | ÷ DataLoader workers=0 |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for k, v in res.items():
+        lines.append(f"| {k} | {fmt_rate(v['rate'])} | {v['ttfb'] * 1e3:,.1f} ms | {v['rate'] / ref:.2f}× "
+                     f"| {v['rate'] / base:.2f}× |")
+    lines.append("")
+    best = max((v["rate"], k) for k, v in res.items() if k.startswith("lancepy Loader"))
+    goals: List[Tuple[str, str, Optional[bool]]] = [
+        ("(c) best Loader vs LanceDataset + DataLoader workers=0", f"{best[0] / base:.2f}×", best[0] >= base),
+        ("(c) best Loader vs the numpy gather", f"{best[0] / ref:.2f}×", None),
+    ]
+    return "\n".join(lines), goals
+
+
+def Loader_default_threads() -> int:
+    from lancepy.torch import _default_threads
+
+    return _default_threads()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="small datasets and short timings (smoke run)")
-    p.add_argument("--datasets", default="embeddings,images")
+    p.add_argument("--datasets", default="embeddings,images,loader")
+    p.add_argument("--loader-rows", type=int, help="rows of the loader dataset (default 200,000; 20,000 with --quick)")
     p.add_argument("--budget", type=float, help="seconds per measurement (default 3; 0.3 with --quick)")
     p.add_argument("--rounds", type=int, help="rounds per loader (default 3; 1 with --quick)")
     p.add_argument("--out", help="write the results as Markdown into this file (its own section; others are kept)")
@@ -492,8 +611,11 @@ def main() -> None:
           f"lancepy commit {mach['commit']}; load {load_before}")
     sections, goals = [], []
     for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
-        spec = bf.SPECS[name]
-        text, g = bench(name, spec.quick_rows if args.quick else spec.rows, args)
+        if name == "loader":
+            text, g = bench_loader(args.loader_rows or (20_000 if args.quick else 200_000), args)
+        else:
+            spec = bf.SPECS[name]
+            text, g = bench(name, spec.quick_rows if args.quick else spec.rows, args)
         print("\n" + text)
         sections.append(text)
         goals += g

@@ -1,0 +1,598 @@
+"""lancepy.torch.Loader: batches read ahead on threads in the training process, equal to
+LanceDataset.__getitems__ on the same indices, in sampler order; resume, ranks, fork, errors."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import lancepy  # noqa: E402
+from lancepy.exceptions import (  # noqa: E402
+    ColumnNotFoundError,
+    IndexOutOfRangeError,
+    InvalidArgumentError,
+    UnsupportedError,
+)
+from lancepy.torch import BinaryTensor, LanceDataset, Loader, NullValuesError, ShuffleSampler  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+ROWS = 1000
+DIM = 8
+BS = 64
+
+
+def _table(n: int) -> pa.Table:
+    rng = np.random.default_rng(0)
+    ids = np.arange(n, dtype=np.int64)
+    score = pa.array([None if i % 11 == 5 else float(i) for i in ids], pa.float64())
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            "emb": pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * DIM).astype(np.float32)), DIM),
+            "label": pa.array((ids % 10).astype(np.int32)),
+            "caption": pa.array([f"row {i}" for i in ids]),
+            "image": pa.array([bytes([i % 256]) * (i % 7) for i in ids], type=pa.binary()),
+            "score": score,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def uri(tmp_path_factory) -> str:
+    """1,000 rows in 4 fragments, every 7th id deleted (version 2)."""
+    path = str(tmp_path_factory.mktemp("loader") / "data.lance")
+    lancepy.write_dataset(_table(ROWS), path, max_rows_per_file=250)
+    lancepy.dataset(path).delete("id % 7 = 3")
+    return path
+
+
+COLS = ["id", "emb", "label", "caption", "image"]
+
+
+def _assert_same(got, want) -> None:
+    assert list(got.keys()) == list(want.keys())
+    for k in want:
+        a, b = got[k], want[k]
+        if isinstance(b, BinaryTensor):
+            assert isinstance(a, BinaryTensor)
+            assert torch.equal(a.values, b.values) and torch.equal(a.offsets, b.offsets), k
+        elif isinstance(b, torch.Tensor):
+            assert isinstance(a, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape, k
+            assert torch.equal(a, b), k
+        else:
+            assert a == b, k
+
+
+def _batches_of(order: np.ndarray, bs: int, drop_last: bool) -> list:
+    out = [order[s : s + bs].tolist() for s in range(0, len(order), bs)]
+    if drop_last and out and len(out[-1]) < bs:
+        out.pop()
+    return out
+
+
+def _check_against(loader, data, index_batches) -> None:
+    got = list(loader)
+    assert len(got) == len(index_batches) == len(loader)
+    for g, idx in zip(got, index_batches):
+        _assert_same(g, data.__getitems__(idx))
+
+
+def _loader_threads() -> list:
+    return [t for t in threading.enumerate() if t.name.startswith("lancepy-loader")]
+
+
+def _no_loader_threads() -> bool:
+    for t in _loader_threads():
+        t.join(timeout=30)
+    return not _loader_threads()
+
+
+# --------------------------------------------------------------------------------------------
+# The batches
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_batches_equal_getitems(uri, shuffle, drop_last):
+    data = LanceDataset(uri, columns=COLS)
+    loader = Loader(uri, BS, columns=COLS, shuffle=shuffle, drop_last=drop_last, seed=3)
+    order = ShuffleSampler(len(data), seed=3, shuffle=shuffle, drop_last=drop_last).indices()
+    _check_against(loader, data, _batches_of(order, BS, drop_last))
+    ids = [i for b in loader for i in b["id"].tolist()]
+    assert all(i % 7 != 3 for i in ids)  # deleted rows are never read
+    if not drop_last:
+        assert sorted(ids) == sorted(data.__getitems__(list(range(len(data))))["id"].tolist())
+    assert len(ids) == (len(data) // BS * BS if drop_last else len(data))
+
+
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_ranks_share_the_epoch(uri, drop_last):
+    data = LanceDataset(uri, columns=["id", "emb"])
+    n = len(data)
+    shares = []
+    for rank in range(3):
+        loader = Loader(data, 50, rank=rank, world_size=3, drop_last=drop_last, seed=1)
+        order = ShuffleSampler(n, seed=1, rank=rank, world_size=3, drop_last=drop_last).indices()
+        _check_against(loader, data, _batches_of(order, 50, drop_last))
+        shares.append([i for b in loader for i in b["id"].tolist()])
+    assert len({len(s) for s in shares}) == 1  # equal shares
+    all_ids = data.__getitems__(list(range(n)))["id"].tolist()
+    if drop_last:
+        per = n // 3 // 50 * 50
+        assert [len(s) for s in shares] == [per] * 3
+        assert len(set(shares[0] + shares[1] + shares[2])) == 3 * per  # disjoint
+    else:
+        every = shares[0] + shares[1] + shares[2]
+        assert set(every) == set(all_ids)  # covering
+        assert len(every) == -(-n // 3) * 3  # padded to equal shares, nothing else repeated
+        assert len(every) - len(set(every)) == -(-n // 3) * 3 - n
+
+
+def test_custom_sampler_of_indices(uri):
+    data = LanceDataset(uri, columns=COLS)
+    idx = [5, 3, 3, 700, 0, 12, 12, 12, 400, 1, 2, 9, 811, 6, 4, 300, 301]
+    _check_against(Loader(data, 5, sampler=idx), data, _batches_of(np.array(idx), 5, False))
+    _check_against(Loader(data, 5, sampler=idx, drop_last=True), data, _batches_of(np.array(idx), 5, True))
+    # numpy and 0-d tensor indices, and torch's own samplers
+    _check_against(Loader(data, 4, sampler=np.array(idx)), data, _batches_of(np.array(idx), 4, False))
+    _check_against(Loader(data, 4, sampler=[torch.tensor(i) for i in idx]), data, _batches_of(np.array(idx), 4, False))
+    seq = torch.utils.data.SequentialSampler(range(len(data)))
+    _check_against(Loader(data, 100, sampler=seq), data, _batches_of(np.arange(len(data)), 100, False))
+
+
+def test_custom_sampler_of_batches(uri):
+    data = LanceDataset(uri, columns=["id", "caption"])
+    batches = [[1, 2, 3], [800], [7, 7, 0, 5, 9], list(range(100, 140))]
+    _check_against(Loader(data, None, sampler=batches), data, batches)
+    bs = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(range(len(data)), generator=torch.Generator().manual_seed(4)), 33, False)
+    want = list(bs)  # the generator is re-seeded per iteration below
+    torch_gen = torch.Generator().manual_seed(4)
+    bs2 = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(range(len(data)), generator=torch_gen), 33, False)
+    got = list(Loader(data, None, sampler=bs2))
+    assert len(got) == len(want)
+    for g, idx in zip(got, want):
+        _assert_same(g, data.__getitems__(idx))
+
+
+def test_a_sampler_without_len(uri):
+    data = LanceDataset(uri, columns=["id"])
+
+    class Gen:
+        def __iter__(self):
+            return iter(range(0, 300, 3))
+
+    loader = Loader(data, 16, sampler=Gen())
+    got = [i for b in loader for i in b["id"].tolist()]
+    assert got == data.__getitems__(list(range(0, 300, 3)))["id"].tolist()
+    with pytest.raises(TypeError, match="no len"):
+        len(loader)
+
+
+def test_filter(uri):
+    data = LanceDataset(uri, columns=["id", "emb", "label"], filter="label < 4 AND id > 100")
+    loader = Loader(uri, 20, columns=["id", "emb", "label"], filter="label < 4 AND id > 100", seed=2)
+    order = ShuffleSampler(len(data), seed=2).indices()
+    _check_against(loader, data, _batches_of(order, 20, False))
+    ids = [i for b in Loader(data, 20, shuffle=False) for i in b["id"].tolist()]
+    want = lancepy.dataset(uri).to_table(columns=["id"], filter="label < 4 AND id > 100").column("id").to_pylist()
+    assert ids == want
+
+
+def test_fill_null_and_null_errors(uri):
+    with pytest.raises(NullValuesError):
+        list(Loader(uri, BS, columns=["id", "score"]))
+    data = LanceDataset(uri, columns=["id", "score"], fill_null=-1.0)
+    loader = Loader(uri, BS, columns=["id", "score"], fill_null=-1.0, seed=5)
+    _check_against(loader, data, _batches_of(ShuffleSampler(len(data), seed=5).indices(), BS, False))
+    scores = torch.cat([b["score"] for b in loader])
+    assert (scores == -1.0).any()
+    # The failing batch is the first holding a null: the ones before it are handed out.
+    ids = LanceDataset(uri, columns=["id"]).__getitems__(list(range(len(data))))["id"].tolist()
+    clean = [i for i, v in enumerate(ids) if v % 11 != 5]
+    null = next(i for i, v in enumerate(ids) if v % 11 == 5)
+    order = clean[:16] + [null] + clean[16:40]  # batch 2 (of 7 rows) holds a null score
+    got = []
+    with pytest.raises(NullValuesError):
+        for b in Loader(uri, 7, columns=["id", "score"], sampler=order, prefetch=4):
+            got.append(b["id"].tolist())
+    assert got == [[ids[i] for i in order[0:7]], [ids[i] for i in order[7:14]]]
+
+
+def test_binary_tensor(uri):
+    data = LanceDataset(uri, columns=["id", "image"], binary="tensor")
+    loader = Loader(uri, 30, columns=["id", "image"], binary="tensor")
+    _check_against(loader, data, _batches_of(ShuffleSampler(len(data), seed=0).indices(), 30, False))
+    assert isinstance(next(iter(loader))["image"], BinaryTensor)
+
+
+def test_transform_runs_on_the_reading_threads(uri):
+    names = set()
+
+    def transform(batch):
+        names.add(threading.current_thread().name)
+        return {"x": batch["emb"] * 2, "n": len(batch["caption"]), "id": batch["id"]}
+
+    data = LanceDataset(uri, columns=["id", "emb", "caption"])
+    loader = Loader(data, 40, transform=transform, threads=2)
+    order = ShuffleSampler(len(data), seed=0).indices()
+    got = list(loader)
+    assert len(got) == len(_batches_of(order, 40, False))
+    for g, idx in zip(got, _batches_of(order, 40, False)):
+        want = data.__getitems__(idx)
+        assert torch.equal(g["x"], want["emb"] * 2) and g["n"] == len(idx) and torch.equal(g["id"], want["id"])
+    assert names and all(n.startswith("lancepy-loader") for n in names)
+    # A LanceDataset's own transform is applied as __getitems__ applies it.
+    data2 = LanceDataset(uri, columns=["id"], transform=lambda b: b["id"] * 10)
+    out = list(Loader(data2, 40, shuffle=False))
+    assert torch.cat(out).tolist() == [i * 10 for i in data.__getitems__(list(range(len(data))))["id"].tolist()]
+
+
+# --------------------------------------------------------------------------------------------
+# Epochs and resuming
+
+
+def test_set_epoch_changes_the_order_deterministically(uri):
+    loader = Loader(uri, BS, columns=["id"], seed=9)
+    e0 = [b["id"].tolist() for b in loader]
+    assert [b["id"].tolist() for b in loader] == e0  # same epoch, same order
+    loader.set_epoch(1)
+    e1 = [b["id"].tolist() for b in loader]
+    assert e1 != e0 and sorted(sum(e1, [])) == sorted(sum(e0, []))
+    other = Loader(uri, BS, columns=["id"], seed=9)
+    other.set_epoch(1)
+    assert [b["id"].tolist() for b in other] == e1
+    assert loader.epoch == 1
+    with pytest.raises(InvalidArgumentError):
+        loader.set_epoch(-1)
+
+
+@pytest.mark.parametrize("prefetch", [1, 4])
+def test_resume_mid_epoch(uri, prefetch):
+    full = Loader(uri, BS, columns=["id", "emb"], seed=7, prefetch=prefetch)
+    full.set_epoch(2)
+    want = [b["id"].tolist() for b in full]
+    loader = Loader(uri, BS, columns=["id", "emb"], seed=7, prefetch=prefetch)
+    loader.set_epoch(2)
+    it = iter(loader)
+    head = [next(it)["id"].tolist() for _ in range(5)]  # the threads have read further ahead
+    state = loader.state_dict()
+    assert state["position"] == 5 * BS and state["epoch"] == 2
+    del it
+    resumed = Loader(uri, BS, columns=["id", "emb"], seed=7, prefetch=prefetch)
+    resumed.load_state_dict(state)
+    rest = [b["id"].tolist() for b in resumed]
+    assert head + rest == want
+    # A second resume from the resumed iteration, and the position after a whole epoch.
+    again = Loader(uri, BS, columns=["id", "emb"], seed=7)
+    again.load_state_dict(state)
+    it = iter(again)
+    next(it)
+    state2 = again.state_dict()
+    assert state2["position"] == 6 * BS
+    third = Loader(uri, BS, columns=["id", "emb"], seed=7)
+    third.load_state_dict(state2)
+    assert [b["id"].tolist() for b in third] == want[6:]
+    assert third.state_dict()["position"] == len(third.dataset)
+    # A state for another order is refused.
+    with pytest.raises(InvalidArgumentError):
+        Loader(uri, BS, columns=["id"], seed=8).load_state_dict(state)
+
+
+def test_resume_with_a_custom_sampler(uri):
+    order = np.random.default_rng(1).permutation(600).tolist()
+    want = [b["id"].tolist() for b in Loader(uri, 25, columns=["id"], sampler=order)]
+    loader = Loader(uri, 25, columns=["id"], sampler=order, prefetch=3)
+    it = iter(loader)
+    head = [next(it)["id"].tolist() for _ in range(4)]
+    state = loader.state_dict()
+    assert state["batches"] == 4
+    del it
+    resumed = Loader(uri, 25, columns=["id"], sampler=order)
+    resumed.load_state_dict(state)
+    assert head + [b["id"].tolist() for b in resumed] == want
+    with pytest.raises(InvalidArgumentError):
+        resumed.load_state_dict({"epoch": 0, "position": 3})
+
+
+def test_a_given_shuffle_sampler_shares_epoch_and_resume(uri):
+    data = LanceDataset(uri, columns=["id"])
+    sampler = ShuffleSampler(data, seed=11, rank=1, world_size=2)
+    loader = Loader(data, 32, sampler=sampler)
+    loader.set_epoch(3)
+    assert sampler.epoch == 3
+    want = _batches_of(sampler.indices(), 32, False)
+    got = [b["id"].tolist() for b in loader]
+    assert got == [data.__getitems__(i)["id"].tolist() for i in want]
+    assert len(loader) == len(want)
+    # A ShuffleSampler's own saved state resumes the Loader.
+    s2 = ShuffleSampler(data, seed=11, rank=1, world_size=2)
+    s2.set_epoch(3)
+    it = iter(s2)
+    for _ in range(64):
+        next(it)
+    s3 = ShuffleSampler(data, seed=11, rank=1, world_size=2)
+    s3.load_state_dict(s2.state_dict())
+    assert [b["id"].tolist() for b in Loader(data, 32, sampler=s3)] == got[2:]
+
+
+def test_len(uri):
+    n = len(LanceDataset(uri))
+    assert len(Loader(uri, BS)) == -(-n // BS)
+    assert len(Loader(uri, BS, drop_last=True)) == n // BS
+    assert len(Loader(uri, 10, rank=2, world_size=3)) == -(-(-(-n // 3)) // 10)
+    assert len(Loader(uri, 10, rank=2, world_size=3, drop_last=True)) == n // 3 // 10
+    assert len(Loader(uri, 4, sampler=list(range(10)))) == 3
+    assert len(Loader(uri, 4, sampler=list(range(10)), drop_last=True)) == 2
+    assert len(Loader(uri, None, sampler=[[1], [2, 3]])) == 2
+
+
+# --------------------------------------------------------------------------------------------
+# Stopping, errors, threads, processes
+
+
+def test_early_break_then_iterate_again(uri):
+    loader = Loader(uri, 16, columns=["id"], prefetch=4, threads=3)
+    full = [b["id"].tolist() for b in loader]
+    for i, _ in enumerate(loader):
+        if i == 2:
+            break
+    assert _no_loader_threads()
+    assert [b["id"].tolist() for b in loader] == full  # a new iteration starts the epoch again
+    it = iter(loader)
+    next(it)
+    it.close()
+    assert _no_loader_threads()
+    assert _no_loader_threads() and [b["id"].tolist() for b in loader] == full
+
+
+def test_an_error_surfaces_at_its_batch(uri):
+    data = LanceDataset(uri, columns=["id"])
+    n = len(data)
+    order = list(range(100)) + [n + 5] + list(range(100, 200))  # batch 10 (of 10 rows) is out of range
+    got = []
+    with pytest.raises(IndexOutOfRangeError):
+        for b in Loader(data, 10, sampler=order, prefetch=6, threads=3):
+            got.append(b["id"].tolist())
+    assert got == [data.__getitems__(order[s : s + 10])["id"].tolist() for s in range(0, 100, 10)]
+    assert _no_loader_threads()
+
+    def transform(batch):
+        if 300 in batch["id"].tolist():
+            raise RuntimeError("bad batch")
+        return batch
+
+    ids = data.__getitems__(list(range(n)))["id"].tolist()
+    where = ids.index(300) // 20
+    got = []
+    with pytest.raises(RuntimeError, match="bad batch"):
+        for b in Loader(data, 20, shuffle=False, transform=transform, prefetch=8, threads=4):
+            got.append(b)
+    assert len(got) == where
+    # A sampler's own error also comes at its position.
+    bad = [[1, 2], [3], "x"]
+    got = []
+    with pytest.raises(InvalidArgumentError):
+        for b in Loader(data, None, sampler=bad + [[4]] * 10):
+            got.append(b["id"].tolist())
+    assert len(got) == 2
+    with pytest.raises(InvalidArgumentError, match="batch_size=None"):
+        list(Loader(data, 5, sampler=[[1, 2], [3]]))
+    with pytest.raises(InvalidArgumentError, match="batch_size="):
+        list(Loader(data, None, sampler=[1, 2, 3]))
+
+
+def test_keyboard_interrupt_in_the_consumer(uri):
+    loader = Loader(uri, 8, columns=["id"], prefetch=6, threads=3)
+    with pytest.raises(KeyboardInterrupt):
+        for i, _ in enumerate(loader):
+            if i == 3:
+                raise KeyboardInterrupt
+    assert _no_loader_threads()
+    assert sum(len(b["id"]) for b in loader) == len(loader.dataset)
+    # A real SIGINT in a process iterating: it stops with KeyboardInterrupt, no hang.
+    code = (
+        "import os, signal, sys\n"
+        f"sys.path.insert(0, {os.path.join(os.path.dirname(lancepy.__file__), '..')!r})\n"
+        "from lancepy.torch import Loader\n"
+        f"loader = Loader({uri!r}, 8, columns=['id'], prefetch=6, threads=3)\n"
+        "for epoch in range(1000):\n"
+        "    for i, b in enumerate(loader):\n"
+        "        if epoch == 1 and i == 5:\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in proc.stderr, proc.stderr
+
+
+def _child(loader, queue):
+    try:
+        queue.put([b["id"].tolist() for b in loader])
+    except BaseException as e:  # noqa: BLE001
+        queue.put(repr(e))
+
+
+def _run_child(ctx, target, args, queue):
+    """(what the child put in the queue, its exit code); a child that hangs is killed."""
+    proc = ctx.Process(target=target, args=args, daemon=True)
+    proc.start()
+    try:
+        got = queue.get(timeout=120)
+        proc.join(timeout=60)
+        return got, proc.exitcode
+    finally:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def test_forked_child(uri):
+    loader = Loader(uri, 32, columns=["id", "emb"], threads=2)
+    want = [b["id"].tolist() for b in loader]  # the parent iterated first
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    got, code = _run_child(ctx, _child, (loader, queue), queue)
+    assert code == 0
+    assert got == want
+    # Forked in the middle of an iteration: the child's copy of it refuses (its threads stayed
+    # in the parent) and a new one works.
+    it = iter(loader)
+    next(it)
+
+    def child_mid(queue):
+        try:
+            next(it)
+            queue.put("no error")
+        except RuntimeError as e:
+            queue.put([b["id"].tolist() for b in loader] if "another process" in str(e) else repr(e))
+
+    got, _ = _run_child(ctx, child_mid, (queue,), queue)
+    assert got == want
+    assert next(it)["id"].tolist() == want[1]  # the parent's goes on
+    it.close()
+
+
+@pytest.mark.parametrize("threads,prefetch", [(1, 1), (1, 4), (4, 1), (3, 2)])
+def test_threads_and_prefetch(uri, threads, prefetch):
+    data = LanceDataset(uri, columns=["id", "caption", "emb"])
+    loader = Loader(data, 45, threads=threads, prefetch=prefetch, seed=4)
+    _check_against(loader, data, _batches_of(ShuffleSampler(len(data), seed=4).indices(), 45, False))
+
+
+# --------------------------------------------------------------------------------------------
+# Datasets: objects, versions, memory://, blobs; devices
+
+
+def test_dataset_objects_and_versions(uri):
+    ds = lancepy.dataset(uri)
+    a = [b["id"].tolist() for b in Loader(ds, 50, columns=["id"])]
+    b = [b["id"].tolist() for b in Loader(uri, 50, columns=["id"])]
+    assert a == b
+    old = lancepy.dataset(uri, version=1)  # before the delete
+    ids = [i for b in Loader(old, 50, columns=["id"], shuffle=False) for i in b["id"].tolist()]
+    assert ids == list(range(ROWS))
+
+
+def test_memory_dataset_and_blobs(tmp_path):
+    blob = pa.field("image", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    values = [None if i % 9 == 4 else bytes([i % 256]) * (i * 3001 % 50_000) for i in range(120)]
+    table = pa.table({"id": pa.array(range(120), pa.int64()), "image": pa.array(values, pa.large_binary())},
+                     schema=pa.schema([pa.field("id", pa.int64()), blob]))
+    for path in (str(tmp_path / "blobs"), "memory://loader-blobs"):
+        lancepy.write_dataset(table, path, max_rows_per_file=50)
+        lancepy.dataset(path).delete("id = 7")
+        data = LanceDataset(path)
+        loader = Loader(path, 16, seed=1)
+        _check_against(loader, data, _batches_of(ShuffleSampler(len(data), seed=1).indices(), 16, False))
+        got = {i: v for b in loader for i, v in zip(b["id"].tolist(), b["image"])}
+        assert got == {i: values[i] for i in range(120) if i != 7}
+
+
+def test_device_cpu_and_pinning(uri):
+    data = LanceDataset(uri, columns=["id", "emb", "image"], binary="tensor")
+    loader = Loader(data, 50, device="cpu", seed=2)
+    _check_against(loader, data, _batches_of(ShuffleSampler(len(data), seed=2).indices(), 50, False))
+    assert all(b["emb"].device.type == "cpu" for b in loader)
+    if torch.cuda.is_available():
+        batch = next(iter(Loader(data, 50, pin_memory=True)))
+        assert batch["emb"].is_pinned() and batch["image"].values.is_pinned()
+        batch = next(iter(Loader(data, 50, device="cuda", pin_memory=True)))
+        assert batch["emb"].is_cuda and torch.equal(batch["emb"].cpu(), data.__getitems__(
+            ShuffleSampler(len(data)).indices()[:50].tolist())["emb"])
+    else:
+        with pytest.raises(UnsupportedError, match="pin_memory"):
+            Loader(data, 50, pin_memory=True)
+        with pytest.raises(UnsupportedError, match="CUDA"):
+            Loader(data, 50, device="cuda")
+        with pytest.raises(UnsupportedError, match="CUDA"):
+            Loader(data, 50, device="cuda:0")
+
+
+# --------------------------------------------------------------------------------------------
+# Arguments
+
+
+def test_bad_arguments(uri):
+    data = LanceDataset(uri, columns=["id"], filter="id > 10")
+    bad = [
+        dict(batch_size=0),
+        dict(batch_size=-3),
+        dict(batch_size="8"),
+        dict(batch_size=True),
+        dict(batch_size=None),  # without a sampler of batches
+        dict(batch_size=None, sampler=[[1]], drop_last=True),
+        dict(prefetch=0),
+        dict(threads=0),
+        dict(threads=1.5),
+        dict(binary="text"),
+        dict(seed=-1),
+        dict(rank=3, world_size=3),
+        dict(world_size=0),
+        dict(sampler=[1, 2], shuffle=False),
+        dict(sampler=[1, 2], seed=4),
+        dict(sampler=[1, 2], rank=0),
+        dict(sampler=[1, 2], world_size=2),
+        dict(sampler=5),
+        dict(sampler=ShuffleSampler(3)),  # another number of rows
+        dict(device="not a device"),
+        dict(non_blocking=False),  # no CUDA device: no copy to make
+        dict(transform=3),
+    ]
+    for kwargs in bad:
+        kwargs = dict(kwargs)
+        bs = kwargs.pop("batch_size", 8)
+        with pytest.raises(InvalidArgumentError):
+            Loader(uri, bs, **kwargs)
+    with pytest.raises(UnsupportedError):
+        Loader(uri, 8, device="meta")
+    with pytest.raises(ColumnNotFoundError):
+        Loader(uri, 8, columns=["nope"])
+    with pytest.raises(InvalidArgumentError):
+        Loader(42, 8)
+    # A LanceDataset's own settings cannot be contradicted (repeating them is fine).
+    for kwargs in (dict(columns=["id", "emb"]), dict(filter="id > 11"), dict(fill_null=0), dict(binary="tensor")):
+        with pytest.raises(InvalidArgumentError, match=next(iter(kwargs))):
+            Loader(data, 8, **kwargs)
+    with pytest.raises(InvalidArgumentError, match="transform"):
+        Loader(LanceDataset(uri, transform=lambda b: b), 8, transform=lambda b: b)
+    same = Loader(data, 8, columns=["id"], filter="id > 10", shuffle=False)
+    assert [i for b in same for i in b["id"].tolist()][:3] == [11, 12, 13]  # id 10 is filtered out (and deleted)
+    with pytest.raises(InvalidArgumentError):
+        Loader(uri, 8).load_state_dict([1, 2])
+
+
+@pytest.mark.parametrize("prefetch", [1, 3])
+def test_reads_prefetch_batches_ahead(uri, prefetch):
+    pulled = []
+
+    class Counting:
+        def __iter__(self):
+            for i in range(200):
+                pulled.append(i)
+                yield i
+
+    it = iter(Loader(uri, 10, columns=["id"], sampler=Counting(), prefetch=prefetch, threads=2))
+    assert pulled == []  # nothing is read before the first next()
+    next(it)
+    assert len(pulled) == 10 * (1 + prefetch)  # the batch handed out + `prefetch` ahead
+    next(it)
+    assert len(pulled) == 10 * (2 + prefetch)
+    it.close()
+
+
+def test_empty_and_small_datasets(uri):
+    empty = Loader(uri, 8, columns=["id"], filter="id < 0")
+    assert len(empty) == 0 and list(empty) == []
+    one = Loader(uri, 5000, columns=["id"], filter="id = 1", shuffle=False)
+    assert len(one) == 1 and [b["id"].tolist() for b in one] == [[1]]
+    assert list(Loader(uri, 5000, columns=["id"], filter="id = 1", drop_last=True)) == []
