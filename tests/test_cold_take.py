@@ -146,3 +146,30 @@ def test_analyze_plan_reports_the_reads(vectors):
     fields = dict(kv.split("=") for kv in head[len("Analyze: "):].split(", "))
     assert fields["output_rows"] == "10"
     assert int(fields["io_requests"]) >= 1 and int(fields["io_bytes"]) >= 10 * 8
+
+
+def test_takes_in_any_order_equal_the_table(tmp_path):
+    """Rows gathered straight out of the mapped files, across fragments and pages, in any
+    order (runs of consecutive rows, repeats, fragment boundaries), equal the scanned table."""
+    rng = np.random.default_rng(11)
+    n, dim = 3000, 6
+    vecs = rng.standard_normal((n, dim)).astype(np.float32)
+    table = pa.table({"vec": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel()), dim), "x": pa.array(np.arange(n) * 3)})
+    uri = str(tmp_path / "t.lance")
+    # Small pages and files: many page and fragment boundaries.
+    lancepy.write_dataset(table, uri, max_rows_per_file=700, max_page_bytes=4096)
+    ds = lancepy.dataset(uri)
+    full = ds.to_table()
+    for case in range(300):
+        kind = case % 4
+        if kind == 0:
+            idx = rng.integers(0, n, rng.integers(1, 200)).tolist()  # random, with repeats
+        elif kind == 1:
+            s = int(rng.integers(0, n - 100))
+            idx = list(range(s, s + int(rng.integers(1, 100))))  # one run, maybe across files
+        elif kind == 2:
+            idx = [int(i) for s in rng.integers(0, n - 5, 20) for i in range(s, s + 5)]  # short runs
+        else:
+            idx = rng.permutation(n)[: rng.integers(1, n)].tolist()
+        got = ds.take(idx, columns=["vec", "x"])
+        assert got.equals(full.take(pa.array(idx, pa.int64()))), f"case {case}: {idx[:10]}..."

@@ -743,6 +743,62 @@ impl FileReader {
         Ok(())
     }
 
+    /// Gathers fixed-width values of rows spread over several files, in request order, in
+    /// one pass: `files[i]` is the reader and plan of file `i`, each request names (file
+    /// index, row). Rows in random order make runs a row long, where one
+    /// [`FileReader::gather_rows`] call per run cost more than the copy; consecutive rows of a
+    /// file are still copied as one run. Returns `false`, having gathered nothing, when a file
+    /// is not mapped or its values are not of one width: the caller then goes run by run.
+    pub fn gather_fixed_across(
+        files: &[(&FileReader, &DirectRows)],
+        requests: &[(usize, u64)],
+        out: &mut Gathered,
+    ) -> Result<bool> {
+        let Some(w) = files.first().and_then(|f| f.1.width) else { return Ok(false) };
+        let mut maps = Vec::with_capacity(files.len());
+        for (reader, plan) in files {
+            match (reader.io.mapped(), plan.width) {
+                (Some(m), Some(width)) if width == w => maps.push(m),
+                _ => return Ok(false),
+            }
+        }
+        if out.offsets.is_some() {
+            return Err(Error::Internal("gathering fixed-width values into a variable-width output".into()));
+        }
+        out.data.reserve(requests.len() * w);
+        // The run being copied: (file, first byte, end byte).
+        let mut run: Option<(usize, usize, usize)> = None;
+        let flush = |run: Option<(usize, usize, usize)>, data: &mut MutableBuffer| -> Result<()> {
+            if let Some((i, start, end)) = run {
+                let bytes = maps[i]
+                    .get(start..end)
+                    .ok_or_else(|| Error::corrupt(format!("{}: rows at byte {start} lie outside the file", files[i].0.path)))?;
+                data.extend_from_slice(bytes);
+            }
+            Ok(())
+        };
+        for (k, &(i, r)) in requests.iter().enumerate() {
+            if k % 4096 == 0 {
+                crate::interrupt::check()?;
+            }
+            let (reader, plan) = files.get(i).ok_or_else(|| Error::Internal(format!("file {i} was not planned")))?;
+            let p = reader.direct_page(plan, r)?;
+            let start = usize::try_from(p.position + (r - p.first_row) * w as u64)
+                .map_err(|_| Error::corrupt(format!("{}: rows lie beyond the address space", reader.path)))?;
+            run = match run {
+                Some((ri, rs, re)) if ri == i && re == start => Some((ri, rs, re + w)),
+                other => {
+                    flush(other, &mut out.data)?;
+                    Some((i, start, start + w))
+                }
+            };
+        }
+        flush(run, &mut out.data)?;
+        crate::io::count_mapped((requests.len() * w) as u64);
+        out.rows += requests.len();
+        Ok(true)
+    }
+
     /// Hands each variable-width value of `rows` (any order, repeats allowed) of a field laid
     /// out as `plan` to `f`, in order, as a slice of the mapped file (or of a read buffer):
     /// for callers that copy each value once into its own object.

@@ -5,7 +5,7 @@
 //! Messages cross as JSON strings (see `table::json`); Arrow data through the PyCapsule
 //! interface.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};

@@ -847,6 +847,19 @@ impl DirectColumn {
             return Ok(new_empty_array(data_type));
         };
         let mut out = Gathered::new(&first.1, requests.len());
+        if first.1.width.is_some() {
+            let files: Vec<(&FileReader, &DirectRows)> = self.plans.iter().map(|p| (p.0.as_ref(), &p.1)).collect();
+            let by_file = requests
+                .iter()
+                .map(|&(fi, r)| {
+                    let i = self.fragments.binary_search(&fi);
+                    i.map(|i| (i, r)).map_err(|_| Error::Internal(format!("fragment {fi} was not planned")))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            if FileReader::gather_fixed_across(&files, &by_file, &mut out)? {
+                return out.into_array(data_type);
+            }
+        }
         self.for_each_run(requests, |reader, layout, offsets| reader.gather_rows(layout, offsets, &mut out))?;
         out.into_array(data_type)
     }
