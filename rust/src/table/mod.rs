@@ -27,6 +27,7 @@ pub mod manifest;
 pub mod naming;
 pub mod rowids;
 pub mod scan;
+mod small_columns;
 pub mod stream;
 pub mod write;
 

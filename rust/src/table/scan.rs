@@ -95,6 +95,8 @@ pub struct TableSnapshot {
     /// How each (field, fragment) is gathered by copying bytes, or `None` if it is decoded
     /// (decided on first use: data files never change).
     direct_plans: Mutex<HashMap<(usize, usize), Option<Arc<(Arc<FileReader>, DirectRows)>>>>,
+    /// Small fixed-width columns decoded whole for takes (see [`super::small_columns`]).
+    small: super::small_columns::SmallColumns,
 }
 
 impl std::fmt::Debug for TableSnapshot {
@@ -140,6 +142,7 @@ impl TableSnapshot {
             bases,
             stable_row_ids: manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
             direct_plans: Mutex::new(HashMap::new()),
+            small: Default::default(),
         })
     }
 
@@ -447,6 +450,22 @@ impl TableSnapshot {
     }
 
     /// Reads rows of fragment `i`.
+    /// The kept small columns (see [`super::small_columns`]).
+    pub(super) fn small_columns(&self) -> &super::small_columns::SmallColumns {
+        &self.small
+    }
+
+    /// Physical rows `rows` of fragment `i` (see [`TableSnapshot::read_fragment`]).
+    pub(super) fn read_fragment_range(
+        &self,
+        i: usize,
+        projection: &[usize],
+        rows: Range<u64>,
+        opts: ScanOptions,
+    ) -> Result<RecordBatch> {
+        self.read_fragment(i, projection, Rows::Range(rows), opts)
+    }
+
     fn read_fragment(&self, i: usize, projection: &[usize], rows: Rows<'_>, opts: ScanOptions) -> Result<RecordBatch> {
         let frag = &self.fragments[i].meta;
         let phys = self.physical_rows(i)?;
@@ -723,7 +742,17 @@ impl TableSnapshot {
         for d in direct.iter().flatten() {
             d.prefetch(requests);
         }
-        let rest: Vec<usize> = projection.iter().zip(&direct).filter(|(_, d)| d.is_none()).map(|(&f, _)| f).collect();
+        // Small columns (a label next to vectors) picked out of columns decoded whole.
+        let mut small = Vec::with_capacity(projection.len());
+        for (&f, d) in projection.iter().zip(&direct) {
+            small.push(if d.is_none() { self.take_small_column(f, requests, &fragments)? } else { None });
+        }
+        let rest: Vec<usize> = projection
+            .iter()
+            .zip(direct.iter().zip(&small))
+            .filter(|(_, (d, s))| d.is_none() && s.is_none())
+            .map(|(&f, _)| f)
+            .collect();
         let mut decoded = if rest.is_empty() && !opts.with_row_id && !opts.with_row_address {
             Vec::new()
         } else {
@@ -731,10 +760,11 @@ impl TableSnapshot {
         }
         .into_iter();
         let mut arrays = Vec::with_capacity(schema.fields().len());
-        for (plan, field) in direct.iter().zip(schema.fields()) {
-            arrays.push(match plan {
-                Some(plan) => plan.gather(requests, field.data_type())?,
-                None => decoded.next().ok_or_else(|| Error::Internal("a decoded column is missing".into()))?,
+        for ((plan, kept), field) in direct.iter().zip(small).zip(schema.fields()) {
+            arrays.push(match (plan, kept) {
+                (Some(plan), _) => plan.gather(requests, field.data_type())?,
+                (None, Some(kept)) => conform(kept, field)?,
+                (None, None) => decoded.next().ok_or_else(|| Error::Internal("a decoded column is missing".into()))?,
             });
         }
         arrays.extend(decoded); // _rowid, _rowaddr
