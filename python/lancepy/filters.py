@@ -46,6 +46,7 @@ from __future__ import annotations
 import datetime
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
@@ -55,7 +56,7 @@ import pyarrow.compute as pc
 
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
-__all__ = ["Filter", "compile_filter", "compile_expression", "compile_node", "parse_sql", "dialect"]
+__all__ = ["Filter", "compile_filter", "compile_expression", "compile_node", "parse_sql", "dialect", "evaluate"]
 
 FilterLike = Union[str, "pc.Expression", None]
 
@@ -1031,7 +1032,7 @@ class _Translator:
         rv = self.value(right)
         if resolve:
             lv, rv = self.resolve_pair(lv, rv, left, right)
-        return self.compare(op, lv, rv, f"{left.sql()} {op} {right.sql()}")
+        return self.compare(op, lv, rv, _Sql(left.parent or left))
 
     def resolve_pair(self, lv: _V, rv: _V, left: Any, right: Any) -> Tuple[_V, _V]:
         """pylance types literals facing a column (at the top of a filter) as the column."""
@@ -1150,7 +1151,7 @@ class _Translator:
             hc = _coerce_literal(high, x.type) if high.kind == "literal" else high
             if lc is not None and hc is not None:
                 low, high = lc, hc
-        what = node.sql(dialect=_dialect())
+        what = _Sql(node)
         t = x.type
         try:
             for other in (low, high):
@@ -1197,7 +1198,7 @@ class _Translator:
 
     def in_(self, node: Any, resolve: bool, negated: bool) -> _V:
         x, items = self.in_items(node, resolve)
-        return self.in_eval(x, items, negated, node.sql(dialect=_dialect()))
+        return self.in_eval(x, items, negated, _Sql(node))
 
     def in_eval(self, x: _V, items: List[_V], negated: bool, what: str) -> _V:
         """`x [NOT] IN (items)` in three-valued logic."""
@@ -1303,7 +1304,7 @@ class _Translator:
         """The IN list as pylance merges it: probe and items coerced to the list's type (an
         integer probe keeps its own type where every constant fits it, as the unwrap-cast
         rewrite leaves it), or None where lancepy does not merge it."""
-        what = probe.sql(dialect=_dialect())
+        what = _Sql(probe)
         try:
             t = x.type
             for v in items:
@@ -1415,7 +1416,7 @@ class _Translator:
                 res = _call("if_else", [res, _const(pa.scalar(True)), _null_bool()], pa.bool_())
                 return self.invert(res) if negate else res
             if not ilike and not (set(text) & {"%", "_", custom_escape}):
-                res = self.compare("eq", s, _const(pa.scalar(text, pa.string())), node.sql())
+                res = self.compare("eq", s, _const(pa.scalar(text, pa.string())), _Sql(node))
                 return self.invert(res) if negate else res
             raise NotSupportedError(
                 f"filters: LIKE ... ESCAPE {escape.sql()} is not supported (only the backslash, as in pylance)"
@@ -1437,7 +1438,7 @@ class _Translator:
         return self.arithmetic(op, a, b, node)
 
     def arithmetic(self, op: str, a: _V, b: _V, node: Any) -> _V:
-        what = node.sql(dialect=_dialect())
+        what = _Sql(node)
         for v in (a, b):
             if not (_is_num(v.type) or _is_null_type(v.type)):
                 raise InvalidArgumentError(f"filters: arithmetic on {v.type} is not supported in {what}")
@@ -1484,11 +1485,11 @@ class _Translator:
         v = self.value(node.this)
         if isinstance(node, exp.TryCast) or node.args.get("safe"):
             if v.type == t or _is_null_type(v.type):
-                return _cast(v, t, node.sql())
+                return _cast(v, t, _Sql(node))
             ok = (_is_int(v.type) and (_is_float(t) or _is_str(t) or (_is_int(t) and _INT_RANGE[t][0] <= _INT_RANGE[v.type][0] and _INT_RANGE[v.type][1] <= _INT_RANGE[t][1])))
             if not ok:
                 raise NotSupportedError(f"filters: TRY_CAST from {v.type} to {t} is not supported")
-        return _cast(v, t, node.sql())
+        return _cast(v, t, _Sql(node))
 
     # -- functions ----------------------------------------------------------------------
 
@@ -1539,7 +1540,7 @@ class _Translator:
             vt = lst.type.value_type
             if _is_null_type(needle.type):
                 return _null_bool()
-            needle = _cast(needle, _comparison_type(vt, needle.type, node.sql()), node.sql())
+            needle = _cast(needle, _comparison_type(vt, needle.type, _Sql(node)), _Sql(node))
             if needle.type != vt:
                 raise NotSupportedError(f"filters: array_has of a {needle.type} in a list of {vt} is not supported")
             if _is_float(vt):
@@ -1584,6 +1585,21 @@ class _Translator:
         raise NotSupportedError(f"filters: {node.sql(dialect=_dialect())} ({type(node).__name__}) is not supported")
 
 
+class _Sql:
+    """A node's SQL text, generated only if an error message needs it."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+
+    def __str__(self) -> str:
+        return self.node.sql(dialect=_dialect())
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 class _CoerceFailed(Exception):
     pass
 
@@ -1611,7 +1627,7 @@ class _InList:
     def evaluate(self, t: "_Translator") -> _V:
         if not self.items:
             return _const(pa.scalar(self.negated))
-        return t.in_eval(self.x, [v for _, v in self.items], self.negated, self.probe.sql())
+        return t.in_eval(self.x, [v for _, v in self.items], self.negated, _Sql(self.probe))
 
 
 def _negate_clause(tree: tuple) -> tuple:
@@ -1754,6 +1770,22 @@ _ARITHMETIC: Dict[type, str] = _LazyMap(_arithmetic_classes)
 # --------------------------------------------------------------------------------------------
 
 
+def evaluate(table: pa.Table, expr: pc.Expression) -> pa.ChunkedArray:
+    """`expr` over the rows of `table`, in order (Acero, one thread: a fraction of the cost of
+    a ``pyarrow.dataset`` scan for the small batches filters see)."""
+    try:
+        import pyarrow.acero as acero
+    except ImportError:  # pragma: no cover - pyarrow without Acero
+        import pyarrow.dataset as pads
+
+        return pads.dataset(table).to_table(columns={"v": expr}).column("v")
+    plan = acero.Declaration.from_sequence([
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+        acero.Declaration("project", acero.ProjectNodeOptions([expr], ["v"])),
+    ])
+    return plan.to_table(use_threads=False).column("v")
+
+
 def compile_node(node: Any, schema: Optional[pa.Schema] = None, *, text: Optional[str] = None, condition: bool = True) -> Filter:
     """Compiles a parsed sqlglot node (a condition, or a value with ``condition=False``)."""
     t = _Translator(schema)
@@ -1766,6 +1798,34 @@ def compile_expression(sql: str, schema: Optional[pa.Schema] = None) -> Filter:
     return compile_node(_parse(sql), schema, text=sql, condition=False)
 
 
+_CACHE_SIZE = 256
+_cache: "OrderedDict[Tuple[str, Any], Filter]" = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _compile_text(text: str, schema: Optional[pa.Schema]) -> Filter:
+    """`compile_node(parse(text))`, remembered for the last few (text, schema) pairs: a scan
+    and its count_rows, or a stream of scans, compile the same filter once."""
+    try:
+        key: Optional[Tuple[str, Any]] = (text, schema)
+        hash(key)
+    except TypeError:  # pragma: no cover - pa.Schema is hashable
+        key = None
+    if key is not None:
+        with _cache_lock:
+            hit = _cache.get(key)
+            if hit is not None:
+                _cache.move_to_end(key)
+                return hit
+    flt = compile_node(_parse(text), schema, text=text, condition=True)
+    if key is not None:
+        with _cache_lock:
+            _cache[key] = flt
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return flt
+
+
 def compile_filter(filter: FilterLike, schema: Optional[pa.Schema] = None) -> Optional[Filter]:
     """Compiles a filter given as SQL text or a ``pyarrow.compute.Expression``."""
     if filter is None:
@@ -1775,7 +1835,7 @@ def compile_filter(filter: FilterLike, schema: Optional[pa.Schema] = None) -> Op
     if isinstance(filter, str):
         if not filter.strip():
             return None
-        return compile_node(_parse(filter), schema, text=filter, condition=True)
+        return _compile_text(filter, schema)
     raise InvalidArgumentError(
         f"a filter must be a SQL string or a pyarrow.compute.Expression, got {type(filter).__name__}"
     )

@@ -194,15 +194,14 @@ def _columns_of(nodes: List[Any]) -> List[str]:
 
 def _evaluate(node: Any, table: pa.Table) -> pa.ChunkedArray:
     """Evaluates a scalar expression over `table`'s rows."""
-    import pyarrow.dataset as pads
     from sqlglot import exp
 
-    from lancepy.filters import _Translator
+    from lancepy.filters import _Translator, evaluate
 
     if isinstance(node, exp.Column) and len(node.parts) == 1 and node.name in table.column_names:
         return table.column(node.name)
     expr = _Translator(table.schema).visit(node)
-    out = pads.dataset(table).to_table(columns={"v": expr}).column("v")
+    out = evaluate(table, expr)
     return out
 
 
