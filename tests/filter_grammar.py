@@ -171,6 +171,9 @@ class FilterGenerator:
             v = self.pick(["zzz", "b", "Ab", "a%", "abcd", "日本", "é", "ÉMILE", "Ä"])
         if self.chance(0.03):
             return self.pick(["\"abc\"", "\"red\""])  # double quotes are string literals too
+        if self.chance(0.03):  # bytes: X'..' or 0x.. (compared with a string as its UTF-8 bytes)
+            hexa = v.encode().hex()
+            return f"X'{hexa}'" if self.chance(0.7) or not hexa else f"0x{hexa}"
         return sql_string(v)
 
     def date_literal(self) -> str:

@@ -393,6 +393,21 @@ def test_constant_branches_are_pruned_like_pylance(small) -> None:
     same(small, "FALSE AND (s LIKE 'a_%' ESCAPE '!')", [])
 
 
+def test_hex_literals_compare_as_bytes(small) -> None:
+    same(small, "NOT (s = X'616263')", [2, 3, 4, 5, 6, 7, 9, 10, 11])  # pylance refuses it at the top
+    same(small, "NOT (s = 0x616263)", [2, 3, 4, 5, 6, 7, 9, 10, 11])
+    same(small, "NOT (s > X'61')", [6, 7])  # bytewise
+    same(small, "NOT (s IN (X'616263', 'x'))", [2, 3, 4, 5, 6, 7, 9, 10, 11])
+
+
+def test_null_only_in_list_and_null_comparisons_fold(small) -> None:
+    same(small, "i NOT IN (NULL)", [])
+    same(small, "(s <= DATE '1969-12-31') OR ((s IN (NULL)) IS NOT FALSE)", list(range(12)))  # never cast s
+    same(small, "(u / 0) > NULL", [])  # the division never runs
+    with pytest.raises(InvalidArgumentError):
+        ids(small, "u / 0 > 1")
+
+
 def test_unsupported_constructs_raise_not_supported(small) -> None:
     for flt in ["i IS DISTINCT FROM 1", "regexp_like(s, '\\d')", "CAST(i AS DECIMAL(10, 2)) = 1",
                 "time '01:00:00' IS NULL"]:

@@ -3241,7 +3241,8 @@ class MergeInsertBuilder:
             }
         )
         assert self._update_condition is not None
-        flt = compile_expression(self._update_condition)
+        flt = compile_filter(self._update_condition, pair.schema)
+        assert flt is not None
         return matched.filter(_evaluate(pair, flt))
 
 

@@ -11,9 +11,12 @@ pylance plans a filter with DataFusion; the translation follows its rules:
 
 * **Types.** A literal facing a column at the top of the filter (through ``AND``/``OR``, in
   ``IN`` lists and ``BETWEEN`` bounds) takes the column's type, as pylance coerces it (so
-  ``i32_col = 2147483647 + 1`` wraps in 32 bits); elsewhere both sides are coerced to a common
-  type (integers widen, an integer meeting a float becomes ``DOUBLE``, a string meeting a
-  number or a date is parsed as one).
+  ``i32_col = 2147483647 + 1`` wraps in 32 bits; where it does not fit, pylance refuses the
+  filter and lancepy compares in the common type); elsewhere both sides are coerced to a
+  common type: integers widen, an integer meeting a float becomes ``DOUBLE``, a string meeting
+  a number or a date is parsed as one, a string meeting bytes is its UTF-8 bytes, a date
+  meeting an integer is its count of days, a ``BIGINT UNSIGNED`` meeting a signed integer is
+  compared exactly.
 * **NULL.** Three-valued logic throughout: ``NOT NULL`` is ``NULL``; ``x IN (1, NULL)`` is
   ``NULL`` unless ``x = 1``; ``x NOT IN (..)`` is never true for a ``NULL`` ``x`` or a list
   holding ``NULL``; a row is returned only where the filter is true.
@@ -22,6 +25,13 @@ pylance plans a filter with DataFusion; the translation follows its rules:
   ``-inf``), except that a comparison with a zero constant treats ``-0.0`` and ``0.0`` as one
   number. Integer arithmetic wraps on overflow; ``/`` and ``%`` on integers truncate and fail
   on a zero divisor; ``%`` on floats is ``fmod``.
+* **Simplification.** pylance simplifies a filter before it runs it, and some rewrites decide
+  rows: ``NOT`` is pushed through ``AND``/``OR``; ``TRUE``/``FALSE`` (also folded ones, like
+  ``NULL IS NULL``) absorb their sibling, so an error there is not raised; two ``IN`` lists on
+  the same expression joined by ``AND``/``OR`` (``x = 1 OR x = 2`` counting as one) are merged
+  with set operations that disregard ``NULL`` (``x IN (1, 2) AND x NOT IN (2, NULL)`` returns
+  the rows where ``x = 1``; ``x IN (1) AND x NOT IN (1)`` is ``FALSE`` even for a ``NULL`` x).
+  lancepy applies the same rewrites.
 * **LIKE / ILIKE** (``NOT LIKE``, ``NOT ILIKE``): ``%`` any run of characters, ``_`` one
   character, a backslash makes the next character literal (``ESCAPE '\\'`` is the default,
   any other escape character is refused as pylance refuses it); ``ILIKE`` folds case by
@@ -427,8 +437,11 @@ def _comparison_type(a: pa.DataType, b: pa.DataType, what: str) -> pa.DataType:
         return pa.date32()
     if pa.types.is_date32(a) and pa.types.is_signed_integer(b) or pa.types.is_signed_integer(a) and pa.types.is_date32(b):
         return pa.int64()  # a date is its count of days (pylance unwraps the cast to DATE)
-    if _is_bin(a) and _is_bin(b):
-        return pa.binary()
+    if (_is_bin(a) or _is_str(a)) and (_is_bin(b) or _is_str(b)):
+        return pa.binary()  # a string meeting bytes is compared as its UTF-8 bytes
+    for x in (a, b):
+        if not (_is_num(x) or _is_str(x) or _is_bin(x) or _is_temporal(x) or pa.types.is_boolean(x)):
+            raise NotSupportedError(f"filters: comparing {x} values is not supported (in {what})")
     raise InvalidArgumentError(f"filters: cannot compare {a} with {b} in {what}")
 
 
@@ -656,7 +669,7 @@ def _cast(v: _V, t: pa.DataType, what: str) -> _V:
         return _V(e.cast(t), t)
     if pa.types.is_boolean(st) and _is_str(t):
         return _V(e.cast(t), t)
-    if _is_str(st) and (_is_num(t)):
+    if _is_str(st) and (_is_num(t) or _is_bin(t) or pa.types.is_date32(t)):
         return _V(e.cast(t), t)
     if pa.types.is_date(st) and pa.types.is_timestamp(t):
         if t.tz is not None:
@@ -962,12 +975,11 @@ class _Translator:
                 )
             top = matches[0]
             parts[0] = top
+        if self.schema is None:
+            raise InvalidArgumentError(f"filters: column {top!r} cannot be typed without the dataset's schema")
         self.columns.add(top)
         expr = pc.field(*parts) if len(parts) > 1 else pc.field(top)
-        t = self.column_type(parts) if self.schema is not None else pa.null()
-        if self.schema is None:
-            # Untyped (no schema): a best effort without coercions.
-            return _V(expr, pa.null(), "column")
+        t = self.column_type(parts)
         if pa.types.is_dictionary(t):
             # Compared, matched and computed on as its values.
             expr = expr.cast(t.value_type)
@@ -1208,6 +1220,8 @@ class _Translator:
             if all(i is not None for i in inner):
                 x = x.uncast
                 items = [_const(pa.scalar(v.const.as_py(), x.type)) for v in items]
+        if all(v.const is not None and not v.const.is_valid for v in items):
+            return _null_bool()  # x IN (NULL, ..): NULL whatever x is (pylance folds it so)
         t = x.type
         try:
             for v in items:
@@ -1452,8 +1466,6 @@ class _Translator:
                 return _call(_udf_fmod(), [_cast(ac, pa.float64(), what), _cast(bc, pa.float64(), what)], pa.float64()) if t == pa.float64() else _cast(
                     _call(_udf_fmod(), [_cast(ac, pa.float64(), what), _cast(bc, pa.float64(), what)], pa.float64()), t, what)
             return _call(_udf_int_mod(t), [ac, bc], t)
-        if op == "divide" and _is_int(t) and bc.const is not None and bc.const.is_valid and bc.const.as_py() == 0:
-            raise InvalidArgumentError(f"filters: division by zero in {what}")
         return _call(op, [ac, bc], t)
 
     def negate(self, v: _V) -> _V:
@@ -1508,6 +1520,8 @@ class _Translator:
             v = self.value(node.this)
             if _is_null_type(v.type):
                 return _const(pa.scalar(None, pa.int32()))
+            if pa.types.is_binary(v.type):
+                return _call("binary_length", [v], pa.int32())
             if not _is_str(v.type):
                 raise InvalidArgumentError(f"filters: length needs a string, got {v.type}")
             return _call("utf8_length", [_cast(v, pa.string(), name)], pa.int32())
