@@ -353,6 +353,15 @@ def test_ilike_and_case_functions_follow_unicode(small) -> None:
     same(small, "lower(s) = 'äbc'", [4, 5])
 
 
+def test_struct_fields_by_subscript(tmp_path) -> None:
+    u = str(tmp_path / "st.lance")
+    lancepy.write_dataset(pa.table({"id": [0, 1, 2], "st": [{"a": 1, "b": "x"}, None, {"a": 3, "b": None}]}), u)
+    same(u, "st['a'] = 1", [0])
+    same(u, "st.a > 0", [0, 2])
+    same(u, "ST.a > 0", [0, 2])  # column names resolve ignoring case
+    same(u, "st['b'] IS NULL", [1, 2])
+
+
 def test_backslash_and_double_quotes_in_strings(small) -> None:
     same(small, "s = 'x\\y'", [9])  # a backslash is not a string escape
     same(small, 's = "abc"', [0])  # double quotes quote strings

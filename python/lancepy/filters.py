@@ -484,10 +484,11 @@ def _coerce_literal(v: _V, t: pa.DataType) -> Optional[_V]:
 
 
 def _to_float(value: Any, t: pa.DataType) -> float:
-    if t == pa.float32():
-        return float(np.float32(value))
-    if t == pa.float16():
-        return float(np.float16(value))
+    with np.errstate(over="ignore"):  # beyond FLOAT's range is infinity, as `as f32` gives
+        if t == pa.float32():
+            return float(np.float32(value))
+        if t == pa.float16():
+            return float(np.float16(value))
     return float(value)
 
 
@@ -916,6 +917,8 @@ class _Translator:
             return self._visit(node.this, resolve)
         if isinstance(node, exp.Column):
             return self.column(node)
+        if isinstance(node, exp.Bracket):
+            return self.subscript(node)
         if isinstance(node, (exp.Literal, exp.Boolean, exp.Null, exp.HexString)):
             return self.literal(node)
         if isinstance(node, exp.Neg):
@@ -962,29 +965,53 @@ class _Translator:
     # -- leaves -------------------------------------------------------------------------
 
     def column(self, node: Any) -> _V:
+        return self.field_value(self.column_parts(node))
+
+    def column_parts(self, node: Any) -> List[str]:
+        """`a.b` as ["a", "b"] (struct field b of column a), the column's name resolved as
+        pylance resolves it (exactly, else ignoring ASCII case unless `quoted`)."""
         from sqlglot import exp
 
-        parts = [p.name for p in node.parts]  # `a.b` is struct field b of column a
+        parts = [p.name for p in node.parts]
         top = parts[0]
-        if self.schema is not None and top not in self.schema.names:
+        if self.schema is None:
+            raise InvalidArgumentError(f"filters: column {top!r} cannot be typed without the dataset's schema")
+        if top not in self.schema.names:
             quoted = isinstance(node.parts[0], exp.Identifier) and node.parts[0].quoted
             matches = [n for n in self.schema.names if n.lower() == top.lower()] if not quoted else []
             if not matches:
                 raise InvalidArgumentError(
                     f"filter refers to column {top!r}, which the dataset does not have; columns are {self.schema.names}"
                 )
-            top = matches[0]
-            parts[0] = top
-        if self.schema is None:
-            raise InvalidArgumentError(f"filters: column {top!r} cannot be typed without the dataset's schema")
-        self.columns.add(top)
-        expr = pc.field(*parts) if len(parts) > 1 else pc.field(top)
+            parts[0] = matches[0]
+        self.columns.add(parts[0])
+        return parts
+
+    def field_value(self, parts: List[str]) -> _V:
+        expr = pc.field(*parts)
         t = self.column_type(parts)
         if pa.types.is_dictionary(t):
             # Compared, matched and computed on as its values.
             expr = expr.cast(t.value_type)
             t = t.value_type
         return _V(expr, t, "column")
+
+    def subscript(self, node: Any) -> _V:
+        """`st['field']`: a struct field (as `st.field`); list indexing is not supported."""
+        from sqlglot import exp
+
+        def key(n: Any) -> Optional[str]:
+            ks = n.expressions
+            return ks[0].this if len(ks) == 1 and isinstance(ks[0], exp.Literal) and ks[0].is_string else None
+
+        fields: List[str] = []
+        base = node
+        while isinstance(base, exp.Bracket) and key(base) is not None:
+            fields.insert(0, key(base))
+            base = base.this
+        if fields and isinstance(base, exp.Column):
+            return self.field_value(self.column_parts(base) + fields)
+        raise NotSupportedError(f"filters: the subscript {node.sql(dialect=_dialect())} is not supported")
 
     def number(self, text: str) -> pa.Scalar:
         """A numeric literal: BIGINT when it is one, else DOUBLE (as pylance reads it)."""
