@@ -374,6 +374,9 @@ def test_in_lists_merged_as_pylance_merges_them(small) -> None:
     same(small, "NOT (i IN (1) AND i NOT IN (1))", list(range(12)))
     same(small, "NOT (i IN (21, 1.5) AND i IN (-10, 62))", [0, 2, 3, 4, 5, 6, 7, 9, 10, 11])
     same(small, "f NOT IN (-0.0, NULL) AND f IN (7, 0.0)", [7])
+    # A comparison with a zero constant is the list (-0.0, 0.0), merged like the others.
+    same(small, "(f NOT IN (1.0, -1, NULL, 1e300)) OR (f <> 0)", list(range(12)))
+    same(small, "NOT ((f = -0.0) AND (f IN (3, 0.5, -2.25)))", list(range(12)))
 
 
 def test_unsigned_bigint_meets_signed_exactly(small) -> None:
@@ -385,6 +388,7 @@ def test_unsigned_bigint_meets_signed_exactly(small) -> None:
 def test_dates_meet_integers_as_days(small) -> None:
     same(small, "NOT (d = 10958)", [2, 3, 4, 6, 7, 8, 9, 11])
     same(small, "NOT (l > date '2000-01-02')", [0, 2, 3, 4, 6, 7, 9, 10, 11])
+    same(small, "CAST(u AS INT) != DATE '2000-01-01'", [0, 2, 3, 4, 5, 6, 7, 9, 10, 11])  # the cast is unwrapped
 
 
 def test_regexp_and_list_functions(small) -> None:

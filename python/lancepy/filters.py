@@ -1127,6 +1127,11 @@ class _Translator:
             return _null_bool()
         if pa.types.is_boolean(lv.type) != pa.types.is_boolean(rv.type):
             raise InvalidArgumentError(f"filters: cannot compare {lv.type} with {rv.type} in {what}")
+        # A date constant meeting an integer is its count of days.
+        if pa.types.is_date32(rv.type) and rv.const is not None and _is_int(lv.type):
+            rv = _const(_cast_scalar(rv.const, pa.int64(), what))
+        if pa.types.is_date32(lv.type) and lv.const is not None and _is_int(rv.type):
+            lv = _const(_cast_scalar(lv.const, pa.int64(), what))
         # Unwrap-cast: CAST(int AS int) = constant compares the uncast integers.
         for a, b, o in ((lv, rv, op), (rv, lv, _CMP_SWAP[op])):
             if a.uncast is not None and b.const is not None and _is_int(b.type) and b.const.is_valid:
@@ -1315,6 +1320,10 @@ class _Translator:
             lst = self.inlist(node, resolve, False)
             if lst is not None:
                 return ("inlist", lst)
+        if isinstance(node, (exp.EQ, exp.NEQ)):
+            zero = self.zero_comparison(node, resolve)
+            if zero is not None:
+                return ("inlist", zero)
         if isinstance(node, exp.EQ):
             for probe, other in ((node.this, node.expression), (node.expression, node.this)):
                 if isinstance(probe, exp.Column):
@@ -1328,6 +1337,24 @@ class _Translator:
                             return ("eq", node, resolve, lst)
                     break
         return self.leaf(node, resolve)
+
+    def zero_comparison(self, node: Any, resolve: bool) -> Optional["_InList"]:
+        """`x = 0.0` / `x != 0.0` as the IN list pylance makes of it (`x [NOT] IN (-0.0, 0.0)`),
+        which then merges with other IN lists on `x`."""
+        from sqlglot import exp
+
+        lv, rv = self.value(node.this), self.value(node.expression)
+        if resolve:
+            lv, rv = self.resolve_pair(lv, rv, node.this, node.expression)
+        for x_node, x, z, z_node in ((node.this, lv, rv, node.expression), (node.expression, rv, lv, node.this)):
+            if x.const is None and z.const is not None and z.const.is_valid and _is_num(z.type) and z.const.as_py() == 0:
+                try:
+                    t = _comparison_type(x.type, z.type, _Sql(node))
+                except (InvalidArgumentError, NotSupportedError):
+                    return None
+                if _is_float(t):
+                    return self.make_inlist(x_node, x, [z], [z_node], isinstance(node, exp.NEQ), True)
+        return None
 
     def leaf(self, node: Any, resolve: bool) -> tuple:
         """A condition other than AND / OR / NOT / IN, translated now: a constant can decide
@@ -1490,8 +1517,9 @@ class _Translator:
         ac, bc = _cast(a, t, what), _cast(b, t, what)
         if op == "mod":
             if _is_float(t):
-                return _call(_udf_fmod(), [_cast(ac, pa.float64(), what), _cast(bc, pa.float64(), what)], pa.float64()) if t == pa.float64() else _cast(
-                    _call(_udf_fmod(), [_cast(ac, pa.float64(), what), _cast(bc, pa.float64(), what)], pa.float64()), t, what)
+                # fmod is exact, so a FLOAT remainder computed in DOUBLE is the FLOAT one.
+                wide = [_cast(ac, pa.float64(), what), _cast(bc, pa.float64(), what)]
+                return _cast(_call(_udf_fmod(), wide, pa.float64()), t, what)
             return _call(_udf_int_mod(t), [ac, bc], t)
         return _call(op, [ac, bc], t)
 
@@ -1525,8 +1553,10 @@ class _Translator:
         if isinstance(node, exp.TryCast) or node.args.get("safe"):
             if v.type == t or _is_null_type(v.type):
                 return _cast(v, t, _Sql(node))
-            ok = (_is_int(v.type) and (_is_float(t) or _is_str(t) or (_is_int(t) and _INT_RANGE[t][0] <= _INT_RANGE[v.type][0] and _INT_RANGE[v.type][1] <= _INT_RANGE[t][1])))
-            if not ok:
+            # Only the casts that cannot fail (so TRY_CAST is CAST).
+            widening = _is_int(t) and _is_int(v.type) and _INT_RANGE[t][0] <= _INT_RANGE[v.type][0] and (
+                _INT_RANGE[v.type][1] <= _INT_RANGE[t][1])
+            if not (_is_int(v.type) and (_is_float(t) or _is_str(t) or widening)):
                 raise NotSupportedError(f"filters: TRY_CAST from {v.type} to {t} is not supported")
         return _cast(v, t, _Sql(node))
 
@@ -1600,7 +1630,8 @@ class _Translator:
                 raise NotSupportedError(f"filters: {name} needs a constant pattern and flags")
             is_match = name == "regexp_match"
             if _is_null_type(s.type) or not p.const.is_valid or (flags is not None and not flags.const.is_valid):
-                return _V(pc.scalar(pa.scalar(None, pa.bool_())), pa.bool_(), const=pa.scalar(None, pa.bool_()), regexp=is_match)
+                null = pa.scalar(None, pa.bool_())
+                return _V(pc.scalar(null), pa.bool_(), const=null, regexp=is_match)
             if not _is_str(s.type) or not _is_str(p.type):
                 raise InvalidArgumentError(f"filters: {name} needs strings")
             pattern = p.const.as_py()
@@ -1617,8 +1648,11 @@ class _Translator:
             res = self.regex_match(_cast(s, pa.string(), name), prefix + pattern, False)
             if is_match:
                 # A list of the captures, NULL where nothing matches: true / NULL.
-                res = _V(pc.if_else(res.expr, pc.scalar(True), pc.scalar(pa.scalar(None, pa.bool_()))), pa.bool_(), regexp=True) if res.const is None else _V(
-                    res.expr, pa.bool_(), const=res.const, regexp=True)
+                if res.const is None:
+                    matched = pc.if_else(res.expr, pc.scalar(True), pc.scalar(pa.scalar(None, pa.bool_())))
+                    res = _V(matched, pa.bool_(), regexp=True)
+                else:
+                    res = _V(res.expr, pa.bool_(), const=res.const, regexp=True)
             return res
         if name == "is_valid" and isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
             v = self._visit(node.expressions[0], False)
