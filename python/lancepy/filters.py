@@ -28,14 +28,18 @@ pylance plans a filter with DataFusion; the translation follows its rules:
 * **Simplification.** pylance simplifies a filter before it runs it, and some rewrites decide
   rows: ``NOT`` is pushed through ``AND``/``OR``; ``TRUE``/``FALSE`` (also folded ones, like
   ``NULL IS NULL``) absorb their sibling, so an error there is not raised; two ``IN`` lists on
-  the same expression joined by ``AND``/``OR`` (``x = 1 OR x = 2`` counting as one) are merged
-  with set operations that disregard ``NULL`` (``x IN (1, 2) AND x NOT IN (2, NULL)`` returns
-  the rows where ``x = 1``; ``x IN (1) AND x NOT IN (1)`` is ``FALSE`` even for a ``NULL`` x).
-  lancepy applies the same rewrites.
+  the same expression joined by ``AND``/``OR`` (``x = 1 OR x = 2`` counting as one, and
+  ``x = 0.0`` being ``x IN (-0.0, 0.0)``) are merged with set operations that disregard
+  ``NULL`` (``x IN (1, 2) AND x NOT IN (2, NULL)`` returns the rows where ``x = 1``;
+  ``x IN (1) AND x NOT IN (1)`` is ``FALSE`` even for a ``NULL`` x). lancepy applies the same
+  rewrites.
 * **LIKE / ILIKE** (``NOT LIKE``, ``NOT ILIKE``): ``%`` any run of characters, ``_`` one
-  character, a backslash makes the next character literal (``ESCAPE '\\'`` is the default,
-  any other escape character is refused as pylance refuses it); ``ILIKE`` folds case by
-  Unicode rules.
+  character, a backslash makes the next character literal (``ESCAPE '\\'`` is the default;
+  another escape character is refused as pylance refuses it, unless the pattern is all ``%``
+  or, for ``LIKE``, has no wildcard, which pylance rewrites before it looks at the escape);
+  ``ILIKE`` folds case by Unicode rules, ``upper``/``lower`` map case as Rust does.
+* **Time zones.** A ``TIMESTAMP`` literal with an offset is converted to UTC; columns with a
+  zone other than UTC are not supported.
 
 Supported: comparisons (``= == != <> < <= > >=``), ``AND OR NOT``, ``IN``/``NOT IN``,
 ``BETWEEN``/``NOT BETWEEN``, ``IS [NOT] NULL``, ``IS [NOT] TRUE/FALSE``, ``LIKE``/``ILIKE``,
@@ -43,12 +47,14 @@ arithmetic (``+ - * / %``, unary minus), ``||``, ``CAST(x AS type)`` (``TINYINT`
 ``BIGINT [UNSIGNED]``, ``FLOAT``, ``DOUBLE``, ``STRING``, ``BOOLEAN``, ``DATE``,
 ``TIMESTAMP[(p)]``, ``DATETIME``), literals (numbers, strings, ``X'..'`` hex binaries,
 booleans, ``NULL``, ``DATE '...'``, ``TIMESTAMP '...'`` with or without a UTC offset), struct
-fields (``a.b``) and the functions ``lower``, ``upper``, ``length``/``character_length``,
-``abs``, ``starts_with``, ``ends_with``, ``contains``, ``is_valid``, ``regexp_like``,
+fields (``a.b``, ``a['b']``) and the functions ``lower``, ``upper``,
+``length``/``character_length``, ``abs``, ``starts_with``, ``ends_with``, ``contains``, ``is_valid``, ``regexp_like``,
 ``regexp_match`` (true where it matches), ``array_has``/``array_contains``. Anything else raises
 :class:`~lancepy.exceptions.NotSupportedError` naming the construct, and a filter pylance
 refuses (a literal that does not fit its column, comparing a string with a boolean, ...) raises
 :class:`~lancepy.exceptions.InvalidArgumentError` where lancepy cannot give it a meaning.
+
+Compiled filters are cached by (text, schema); :func:`evaluate` runs an expression over a table.
 """
 
 from __future__ import annotations
