@@ -404,6 +404,8 @@ def test_regexp_and_list_functions(small) -> None:
 def test_constant_branches_are_pruned_like_pylance(small) -> None:
     same(small, "(s LIKE 'a\\_c' ESCAPE '!') OR NULL IS NULL", list(range(12)))
     same(small, "FALSE AND (s LIKE 'a_%' ESCAPE '!')", [])
+    same(small, "(s LIKE '_%_' ESCAPE '!') AND (NULL IS NOT NULL)", [])  # NOT of a folded constant
+    same(small, "(s LIKE '_%_' ESCAPE '!') OR NOT (1 = 0)", list(range(12)))
 
 
 def test_hex_literals_compare_as_bytes(small) -> None:

@@ -1717,6 +1717,9 @@ def _negate_clause(tree: tuple) -> tuple:
     kind = tree[0]
     if kind == "const":
         return ("const", None if tree[1] is None else not tree[1])
+    c = _constant(tree)
+    if c is not None:  # a folded condition (`NULL IS NULL`)
+        return ("const", not c)
     if kind == "not":
         return tree[1]
     if kind == "and":
