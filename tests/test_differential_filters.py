@@ -100,7 +100,7 @@ def test_random_filters_match_pylance(uri, seed) -> None:
     check(counts, bad, f"seed {seed}")
 
 
-@pytest.mark.parametrize("seed", [1000, 1001])
+@pytest.mark.parametrize("seed", [1000])
 def test_random_filters_on_data_pylance_wrote(pylance_uri, seed) -> None:
     filters = grammar.FilterGenerator(seed).filters(FILTERS_PER_SEED)
     counts, bad = compare_filters(lancepy.dataset(pylance_uri), lance.dataset(pylance_uri), filters)
@@ -112,7 +112,7 @@ def test_random_filters_streamed_in_batches(uri) -> None:
     ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
     counts: collections.Counter = collections.Counter()
     bad = []
-    for flt in grammar.FilterGenerator(2000).filters(200):
+    for flt in grammar.FilterGenerator(2000).filters(120):
         try:
             want = theirs.scanner(filter=flt).to_table()
         except Exception:
@@ -130,7 +130,7 @@ def test_random_filters_streamed_in_batches(uri) -> None:
         else:
             counts[grammar.Outcome.WRONG] += 1
             bad.append((grammar.Outcome.WRONG, flt, f"{got.num_rows} rows vs {want.num_rows}"))
-    assert counts[grammar.Outcome.COMPARED] >= 150, dict(counts)
+    assert counts[grammar.Outcome.COMPARED] >= 90, dict(counts)
     check(counts, bad, "to_batches")
 
 
