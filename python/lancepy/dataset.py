@@ -61,6 +61,7 @@ from lancepy.file import _to_indices, page_bytes
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.sql import SqlQueryBuilder
 from lancepy.filters import Filter, FilterLike, compile_expression, compile_filter
+from lancepy.filters import evaluate as evaluate_expression
 from lancepy.fragment import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DataFile,
@@ -2013,19 +2014,15 @@ def _run_starts(values: pa.Array) -> List[int]:
 def _evaluate(table: pa.Table, flt: Filter) -> pa.ChunkedArray:
     """A boolean mask (nulls count as false) of `flt` over `table`."""
     try:
-        import pyarrow.dataset as pads
-
-        mask = pads.dataset(table).to_table(columns={"m": flt.expression}).column("m")
+        mask = evaluate_expression(table, flt.expression)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise InvalidArgumentError(f"cannot evaluate filter {flt.text!r}: {e}") from None
     return pc.fill_null(mask, False)
 
 
 def _evaluate_values(table: pa.Table, expr: Any, target: Optional[pa.DataType]) -> pa.Array:
-    import pyarrow.dataset as pads
-
     try:
-        col = pads.dataset(table).to_table(columns={"v": expr}).column("v")
+        col = evaluate_expression(table, expr)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise InvalidArgumentError(f"cannot evaluate expression {expr}: {e}") from None
     if col.num_chunks == 0:
@@ -3348,7 +3345,8 @@ class MergeInsertBuilder:
             }
         )
         assert self._update_condition is not None
-        flt = compile_expression(self._update_condition)
+        flt = compile_filter(self._update_condition, pair.schema)
+        assert flt is not None
         return matched.filter(_evaluate(pair, flt))
 
 

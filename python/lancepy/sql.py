@@ -104,8 +104,10 @@ def _parse_select(sql: str, table: str) -> Any:
     import sqlglot
     from sqlglot import exp
 
+    from lancepy.filters import dialect
+
     try:
-        statements = sqlglot.parse(sql, read="databricks")
+        statements = sqlglot.parse(sql, read=dialect())
     except sqlglot.errors.ParseError as e:
         raise InvalidArgumentError(f"cannot parse SQL {sql!r}: {e}") from None
     statements = [s for s in statements if s is not None]
@@ -192,22 +194,21 @@ def _columns_of(nodes: List[Any]) -> List[str]:
 
 def _evaluate(node: Any, table: pa.Table) -> pa.ChunkedArray:
     """Evaluates a scalar expression over `table`'s rows."""
-    import pyarrow.dataset as pads
     from sqlglot import exp
 
-    from lancepy.filters import _Translator
+    from lancepy.filters import _Translator, evaluate
 
     if isinstance(node, exp.Column) and len(node.parts) == 1 and node.name in table.column_names:
         return table.column(node.name)
     expr = _Translator(table.schema).visit(node)
-    out = pads.dataset(table).to_table(columns={"v": expr}).column("v")
+    out = evaluate(table, expr)
     return out
 
 
 def _run(ds: "LanceDataset", select: Any, row_id: bool, row_addr: bool, table_name: str = "dataset") -> pa.Table:
     from sqlglot import exp
 
-    from lancepy.filters import compile_expression
+    from lancepy.filters import compile_node
 
     projections = list(select.expressions)
     where = select.args.get("where")
@@ -249,7 +250,7 @@ def _run(ds: "LanceDataset", select: Any, row_id: bool, row_addr: bool, table_na
     if where_node is not None:
         if any(isinstance(n, exp.AggFunc) for n in where_node.find_all(exp.AggFunc)):
             raise InvalidArgumentError("sql: aggregates are not allowed in WHERE (use HAVING)")
-        flt = compile_expression(where_node.sql(dialect="databricks"), ds.schema).expression
+        flt = compile_node(where_node, ds.schema).expression
     table = ds.to_table(columns=scan_cols, filter=flt, with_row_id=row_id and "_rowid" in needed,
                         with_row_address=row_addr and "_rowaddr" in needed)
 
