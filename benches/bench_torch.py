@@ -252,43 +252,26 @@ def pylance_safe(uri: str, columns: List[str], batch: int) -> Maker:
     return make
 
 
-def numpy_gather(array: np.ndarray, batch: int) -> Maker:
-    def make():
-        import torch
-
-        from lancepy.torch import ShuffleSampler
-
-        sampler = ShuffleSampler(len(array), seed=0)
-
-        class Gather:
-            def __iter__(self):
-                idx = sampler.indices()
-                for s in range(0, len(idx), batch):
-                    yield {"v": torch.from_numpy(array[idx[s : s + batch]])}
-
-        return Gather(), sampler.set_epoch, _rows_of("v")
-
-    return make
-
-
-def numpy_gather_labelled(array: np.ndarray, labels: np.ndarray, batch: int) -> Maker:
-    """The reference for the Loader: rows gathered from in-memory arrays, one thread."""
+def numpy_gather(columns: Dict[str, np.ndarray], batch: int) -> Maker:
+    """The in-memory reference: the rows of each array gathered with numpy and wrapped with
+    ``torch.from_numpy``, one thread, in a ShuffleSampler's order."""
 
     def make():
         import torch
 
         from lancepy.torch import ShuffleSampler
 
-        sampler = ShuffleSampler(len(array), seed=0)
+        first = next(iter(columns))
+        sampler = ShuffleSampler(len(columns[first]), seed=0)
 
         class Gather:
             def __iter__(self):
                 idx = sampler.indices()
                 for s in range(0, len(idx), batch):
                     rows = idx[s : s + batch]
-                    yield {"emb": torch.from_numpy(array[rows]), "label": torch.from_numpy(labels[rows])}
+                    yield {name: torch.from_numpy(a[rows]) for name, a in columns.items()}
 
-        return Gather(), sampler.set_epoch, _rows_of("emb")
+        return Gather(), sampler.set_epoch, _rows_of(first)
 
     return make
 
@@ -442,7 +425,7 @@ def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tup
         cols, batch, ceiling_label = ["vector"], 256, "in-memory numpy gather (ceiling)"
         arr = table.column("vector").combine_chunks()
         in_memory: Any = arr.flatten().to_numpy().reshape(len(arr), -1)
-        ceiling: Maker = numpy_gather(in_memory, batch)
+        ceiling: Maker = numpy_gather({"v": in_memory}, batch)
     else:
         cols, batch, ceiling_label = ["image", "label"], 64, "in-memory Arrow take → list[bytes] (ceiling)"
         in_memory = table.column("image").combine_chunks()
@@ -548,7 +531,7 @@ def bench_loader(rows: int, args: argparse.Namespace) -> Tuple[str, List[Tuple[s
     reference = "in-memory numpy gather + torch.from_numpy, 1 thread (reference)"
     dl0 = "lancepy LanceDataset + DataLoader, workers=0"
     makers: Dict[str, Tuple[Maker, float]] = {
-        reference: (numpy_gather_labelled(emb, labels, batch), budget),
+        reference: (numpy_gather({"emb": emb, "label": labels}, batch), budget),
         dl0: (lancepy_map(uri, cols, batch, 0), budget),
         "lancepy LanceDataset + DataLoader, workers=2 (fork)": (lancepy_map(uri, cols, batch, 2), budget),
     }

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import concurrent.futures
 import os
 import sys
 import tempfile
@@ -55,16 +54,11 @@ def main() -> int:
         ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
         gen = grammar.FilterGenerator(args.seed)
         done = 0
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            while done < args.filters:
-                filters = gen.filters(min(args.chunk, args.filters - done))
-                answers = pool.map(lambda f: grammar.theirs_answer(theirs, f), filters)
-                for flt, want in zip(filters, answers):
-                    outcome, detail = grammar.compare_answers(ours, flt, want)
-                    counts[outcome] += 1
-                    if outcome in (grammar.Outcome.WRONG, grammar.Outcome.REFUSED):
-                        bad.append((outcome, flt, detail))
-                done += len(filters)
+        while done < args.filters:
+            part, part_bad = grammar.compare_filters(ours, theirs, gen.filters(min(args.chunk, args.filters - done)))
+            counts.update(part)
+            bad.extend(part_bad)
+            done += sum(part.values())
     seconds = time.perf_counter() - start
     print(
         f"filters={sum(counts.values())} compared={counts[grammar.Outcome.COMPARED]} "

@@ -22,6 +22,8 @@ The grammar (``FilterGenerator.predicate``) covers what pylance's filters accept
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import datetime
 import random
 from typing import Callable, List, Optional
@@ -505,3 +507,19 @@ def compare_answers(ours, flt: str, want) -> tuple:
 def run_filter(ours, theirs, flt: str) -> tuple:
     """(outcome, detail) of `to_table(filter=flt)` and `count_rows(flt)` on both datasets."""
     return compare_answers(ours, flt, theirs_answer(theirs, flt))
+
+
+def compare_filters(ours, theirs, filters) -> tuple:
+    """(Counter of outcomes, [(outcome, filter, detail)] of the wrong and refused ones).
+
+    pylance's answers are computed on a second thread while lancepy answers on this one."""
+    counts: collections.Counter = collections.Counter()
+    bad = []
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        answers = pool.map(lambda f: theirs_answer(theirs, f), filters)
+        for flt, want in zip(filters, answers):
+            outcome, detail = compare_answers(ours, flt, want)
+            counts[outcome] += 1
+            if outcome in (Outcome.WRONG, Outcome.REFUSED):
+                bad.append((outcome, flt, detail))
+    return counts, bad

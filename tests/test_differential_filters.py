@@ -18,7 +18,6 @@ dataset, each implementation changing its own), and the data as pylance writes i
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import math
 import os
 import shutil
@@ -63,22 +62,6 @@ def pylance_uri(tmp_path_factory) -> str:
     return write_dataset(str(tmp_path_factory.mktemp("difffilters") / "pylance.lance"), "pylance")
 
 
-def compare_filters(ours, theirs, filters) -> tuple:
-    """(Counter of outcomes, [(outcome, filter, detail)] of the wrong and refused ones).
-
-    pylance's answers are computed on a second thread while lancepy answers on this one."""
-    counts: collections.Counter = collections.Counter()
-    bad = []
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        answers = pool.map(lambda f: grammar.theirs_answer(theirs, f), filters)
-        for flt, want in zip(filters, answers):
-            outcome, detail = grammar.compare_answers(ours, flt, want)
-            counts[outcome] += 1
-            if outcome in (grammar.Outcome.WRONG, grammar.Outcome.REFUSED):
-                bad.append((outcome, flt, detail))
-    return counts, bad
-
-
 def check(counts, bad, label) -> None:
     print(f"{label}: {dict(counts)}")
     wrong = [b for b in bad if b[0] == grammar.Outcome.WRONG]
@@ -93,7 +76,7 @@ def check(counts, bad, label) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_filters_match_pylance(uri, seed) -> None:
     filters = grammar.FilterGenerator(seed).filters(FILTERS_PER_SEED)
-    counts, bad = compare_filters(lancepy.dataset(uri), lance.dataset(uri), filters)
+    counts, bad = grammar.compare_filters(lancepy.dataset(uri), lance.dataset(uri), filters)
     assert sum(counts.values()) == FILTERS_PER_SEED
     # Most filters must be comparable, or the test checks little.
     assert counts[grammar.Outcome.COMPARED] >= 0.8 * FILTERS_PER_SEED, dict(counts)
@@ -103,7 +86,7 @@ def test_random_filters_match_pylance(uri, seed) -> None:
 @pytest.mark.parametrize("seed", [1000])
 def test_random_filters_on_data_pylance_wrote(pylance_uri, seed) -> None:
     filters = grammar.FilterGenerator(seed).filters(FILTERS_PER_SEED)
-    counts, bad = compare_filters(lancepy.dataset(pylance_uri), lance.dataset(pylance_uri), filters)
+    counts, bad = grammar.compare_filters(lancepy.dataset(pylance_uri), lance.dataset(pylance_uri), filters)
     assert counts[grammar.Outcome.COMPARED] >= 0.8 * FILTERS_PER_SEED, dict(counts)
     check(counts, bad, f"pylance-written, seed {seed}")
 

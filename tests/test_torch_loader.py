@@ -24,28 +24,19 @@ from lancepy.exceptions import (  # noqa: E402
     UnsupportedError,
 )
 from lancepy.torch import BinaryTensor, LanceDataset, Loader, NullValuesError, ShuffleSampler  # noqa: E402
+import test_torch as torch_suite  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
 ROWS = 1000
-DIM = 8
+DIM = torch_suite.DIM
 BS = 64
 
 
 def _table(n: int) -> pa.Table:
-    rng = np.random.default_rng(0)
-    ids = np.arange(n, dtype=np.int64)
-    score = pa.array([None if i % 11 == 5 else float(i) for i in ids], pa.float64())
-    return pa.table(
-        {
-            "id": pa.array(ids),
-            "emb": pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * DIM).astype(np.float32)), DIM),
-            "label": pa.array((ids % 10).astype(np.int32)),
-            "caption": pa.array([f"row {i}" for i in ids]),
-            "image": pa.array([bytes([i % 256]) * (i % 7) for i in ids], type=pa.binary()),
-            "score": score,
-        }
-    )
+    """test_torch's table, with a float column that has nulls."""
+    score = pa.array([None if i % 11 == 5 else float(i) for i in range(n)], pa.float64())
+    return torch_suite._table(n).append_column("score", score)
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,7 @@ fn invalid(msg: String) -> PyErr {
 #[pyfunction]
 fn reader_cache_info(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let i = crate::table::file_cache::info();
-    let d = pyo3::types::PyDict::new(py);
-    d.set_item("files", i.files)?;
-    d.set_item("bytes", i.bytes)?;
-    d.set_item("max_bytes", i.max_bytes)?;
-    d.set_item("max_files", i.max_files)?;
-    Ok(d)
+    dict_of(py, &[("files", i.files as u64), ("bytes", i.bytes), ("max_bytes", i.max_bytes), ("max_files", i.max_files as u64)])
 }
 
 /// Sets the limits of the cache of open data files (`None` keeps one as it is) and evicts
@@ -41,13 +36,16 @@ fn set_reader_cache_limits(max_bytes: Option<i128>, max_files: Option<i128>) -> 
 #[pyfunction]
 fn io_counts(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let c = crate::io::io_counts();
-    let d = pyo3::types::PyDict::new(py);
-    d.set_item("requests", c.requests)?;
-    d.set_item("bytes", c.bytes)?;
-    d.set_item("mapped_bytes", c.mapped_bytes)?;
-    d.set_item("prefetch_requests", c.prefetch_requests)?;
-    d.set_item("prefetch_bytes", c.prefetch_bytes)?;
-    Ok(d)
+    dict_of(
+        py,
+        &[
+            ("requests", c.requests),
+            ("bytes", c.bytes),
+            ("mapped_bytes", c.mapped_bytes),
+            ("prefetch_requests", c.prefetch_requests),
+            ("prefetch_bytes", c.prefetch_bytes),
+        ],
+    )
 }
 
 /// Forgets the cached readers of every file under `root` (a dataset directory deleted
@@ -55,6 +53,14 @@ fn io_counts(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
 #[pyfunction]
 fn evict_cached_files(root: &str) {
     crate::table::file_cache::evict_under(root);
+}
+
+fn dict_of<'py>(py: Python<'py>, items: &[(&str, u64)]) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let d = pyo3::types::PyDict::new(py);
+    for (k, v) in items {
+        d.set_item(*k, *v)?;
+    }
+    Ok(d)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
