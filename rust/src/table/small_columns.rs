@@ -29,7 +29,7 @@ pub const MIN_TAKE_ROWS: usize = 64;
 const MAX_VALUE_BYTES: usize = 16;
 
 /// Bytes of kept columns a snapshot may hold: `LANCEPY_SMALL_COLUMN_CACHE_BYTES`, default
-/// 64 MiB.
+/// 64 MiB (columns decoded at the same moment may pass it by a few columns).
 pub fn budget() -> u64 {
     static BUDGET: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *BUDGET.get_or_init(|| {
@@ -63,6 +63,17 @@ impl TableSnapshot {
             && !matches!(field.data_type(), DataType::FixedSizeList(..) | DataType::FixedSizeBinary(_));
         if !qualifies {
             return Ok(None);
+        }
+        // Fragments not decided yet are decoded together: a cold take waits on the disk for
+        // each, so they go to the I/O pool, all in flight at once.
+        let undecided: Vec<usize> = {
+            let kept = self.small_columns().columns.lock().unwrap_or_else(|p| p.into_inner());
+            fragments.iter().copied().filter(|fi| !kept.contains_key(&(fidx, *fi))).collect()
+        };
+        if undecided.len() > 1 {
+            crate::parallel::map_io(undecided, true, |fi| self.small_column(fidx, fi, field.data_type()))
+                .into_iter()
+                .collect::<Result<Vec<_>>>()?;
         }
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(fragments.len());
         for &fi in fragments {
