@@ -302,7 +302,7 @@ def shallow_clone(
     options = ds._storage_options if storage_options is None else storage_options
     version = _resolve_reference(ds, reference)
     source = _commit.load_manifest(ds._store, version)
-    _commit.check_feature_flags(source.manifest, write=True, uri=ds.uri)
+    _commit.check_feature_flags(source, write=True, uri=ds.uri)
     source_uri = absolute_uri(ds.uri)
     store = _lancepy.Store(target, options)
     if _commit.latest_version(store)[0] > 0:

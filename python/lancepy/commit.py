@@ -125,41 +125,110 @@ def latest_version(store: Any) -> Tuple[int, Optional[str]]:
     return (max(versions) if versions else 0), naming
 
 
-@dataclass
 class LoadedManifest:
-    """One decoded manifest file."""
+    """One version's manifest.
 
-    version: int
-    path: str
-    json: str
-    manifest: Dict[str, Any]
-    index_section: Optional[bytes]
-    transaction: Optional[bytes]
-    naming: str
-    size: int = 0
+    Opened from storage (:func:`load_manifest`), it is held decoded by the native module
+    (`native`) and read through typed attributes; the whole message becomes a Python dict
+    (`manifest`) or JSON text (`json`) only when something asks for it. Built by a commit,
+    it starts from the dict or text the commit wrote.
+    """
+
+    __slots__ = ("version", "path", "naming", "size", "native", "_json", "_manifest", "_index_section", "_transaction")
+
+    def __init__(
+        self,
+        version: int,
+        path: str,
+        json_text: Optional[str] = None,
+        manifest: Optional[Dict[str, Any]] = None,
+        index_section: Optional[bytes] = None,
+        transaction: Optional[bytes] = None,
+        naming: str = "v2",
+        size: int = 0,
+        native: Any = None,
+    ) -> None:
+        self.version = version
+        self.path = path
+        self.naming = naming
+        self.size = size
+        self.native = native
+        self._json = json_text
+        self._manifest = manifest
+        self._index_section = index_section
+        self._transaction = transaction
+
+    @classmethod
+    def from_native(cls, native: Any) -> "LoadedManifest":
+        """Wraps a manifest opened by ``_lancepy.open_manifest``."""
+        return cls(native.version, native.path, naming=native.naming, size=native.size, native=native)
+
+    @property
+    def json(self) -> str:
+        """The whole manifest as JSON text."""
+        if self._json is None:
+            self._json = self.native.json() if self.native is not None else json.dumps(self._manifest)
+        return self._json
+
+    @property
+    def manifest(self) -> Dict[str, Any]:
+        """The whole manifest as a dict (decoded on first use; treat as read-only)."""
+        if self._manifest is None:
+            m = json.loads(self.json)
+            m["version"] = self.version
+            self._manifest = m
+        return self._manifest
+
+    @property
+    def index_section(self) -> Optional[bytes]:
+        """The raw ``IndexSection`` message, if the manifest has one."""
+        if self._index_section is None and self.native is not None:
+            self._index_section = self.native.index_section
+        return self._index_section
+
+    @property
+    def transaction(self) -> Optional[bytes]:
+        """The raw inline ``Transaction`` message, if the manifest has one."""
+        if self._transaction is None and self.native is not None:
+            self._transaction = self.native.transaction
+        return self._transaction
+
+    @property
+    def fragment_ids(self) -> List[int]:
+        """The ids of the fragments, in manifest order."""
+        if self.native is not None:
+            return list(self.native.fragment_ids)
+        return [int(f.get("id", 0) or 0) for f in self.manifest.get("fragments", [])]
+
+    @property
+    def reader_feature_flags(self) -> int:
+        """``Manifest.reader_feature_flags``."""
+        if self.native is not None:
+            return int(self.native.reader_feature_flags)
+        return int(self.manifest.get("reader_feature_flags", 0) or 0)
+
+    @property
+    def writer_feature_flags(self) -> int:
+        """``Manifest.writer_feature_flags``."""
+        if self.native is not None:
+            return int(self.native.writer_feature_flags)
+        return int(self.manifest.get("writer_feature_flags", 0) or 0)
 
 
 def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:
     """Loads version `version` (default: the latest)."""
-    versions, naming = list_versions(store)
+    native = _lancepy.open_manifest(store, version)
+    if native is not None:
+        return LoadedManifest.from_native(native)
+    # No such version: list them to say which exist.
+    versions, _ = list_versions(store)
     if not versions:
         if store.root_exists():
             raise DatasetNotFoundError(f"{store.uri} is not a Lance dataset: it has no manifests in _versions/")
         raise DatasetNotFoundError(f"no Lance dataset at {store.uri}")
-    if version is None:
-        version = max(versions)
-    if version not in versions:
-        raise VersionNotFoundError(
-            f"version {version} of {store.uri} does not exist; versions are {_ranges(sorted(versions))}"
-        )
-    path = versions[version]
-    data = store.read(path)
-    text, index_section, txn = _lancepy.read_manifest(data, store.child_uri(path))
-    manifest = json.loads(text)
-    if manifest.get("version", 0) not in (version, 0):
-        raise CorruptFileError(f"{store.child_uri(path)} claims version {manifest.get('version')}, expected {version}")
-    manifest["version"] = version
-    return LoadedManifest(version, path, text, manifest, index_section, txn, naming or "v2", len(data))
+    raise VersionNotFoundError(
+        f"version {version} of {store.uri} does not exist; versions are {_ranges(sorted(versions))}"
+    )
 
 
 def _ranges(vs: List[int]) -> str:
@@ -176,13 +245,16 @@ def _ranges(vs: List[int]) -> str:
     return ", ".join(out)
 
 
-def check_feature_flags(manifest: Dict[str, Any], *, write: bool, uri: str = "") -> None:
+def check_feature_flags(manifest: Union[Dict[str, Any], LoadedManifest], *, write: bool, uri: str = "") -> None:
     """Refuses a manifest whose feature flags lancepy does not implement."""
-    flags = manifest.get("reader_feature_flags", 0)
+    if isinstance(manifest, LoadedManifest):
+        flags, writer_flags = manifest.reader_feature_flags, manifest.writer_feature_flags
+    else:
+        flags, writer_flags = manifest.get("reader_feature_flags", 0), manifest.get("writer_feature_flags", 0)
     known = KNOWN_READER_FLAGS
     what = "read"
     if write:
-        flags = manifest.get("writer_feature_flags", 0) | flags
+        flags = writer_flags | flags
         known = KNOWN_WRITER_FLAGS
         what = "write to"
     unknown = flags & ~known
@@ -806,7 +878,7 @@ def commit_transaction(
             checked = latest
             base = load_manifest(store, latest) if latest > 0 else None
             if base is not None:
-                check_feature_flags(base.manifest, write=True, uri=store.uri)
+                check_feature_flags(base, write=True, uri=store.uri)
             built = build_manifest(
                 base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version,
                 new_dataset_flags=new_dataset_flags,

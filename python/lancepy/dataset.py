@@ -167,9 +167,14 @@ class LanceDataset:
         lives in the attributes set here, all replaced (never mutated), so that nothing of
         the previous version survives a move (a delete, an append, a compaction, a restore,
         ...), and so that :meth:`_pinned` views keep theirs."""
-        _commit.check_feature_flags(loaded.manifest, write=False, uri=self._uri)
+        _commit.check_feature_flags(loaded, write=False, uri=self._uri)
         self._loaded = loaded
-        self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options, self._base_store_params)
+        if loaded.native is not None:
+            self._snapshot = _lancepy.TableSnapshot.from_manifest(
+                self._uri, loaded.native, self._storage_options, self._base_store_params
+            )
+        else:
+            self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options, self._base_store_params)
         # Per-version caches (the Arrow schema, fragment row counts, the stable row id map, a
         # vector search's deleted rows): built on first use, keyed by name, dropped with the
         # version; one dict shared with this version's pinned views.
@@ -212,8 +217,7 @@ class LanceDataset:
         """The Arrow schema of this version."""
         schema = self._per_version.get("schema")
         if schema is None:
-            m = self._loaded.manifest
-            schema = self._per_version["schema"] = _schema_of(m.get("fields", []), m.get("schema_metadata", {}))
+            schema = self._per_version["schema"] = pa.schema(self._snapshot.schema())
         return schema
 
     @property
@@ -667,7 +671,7 @@ class LanceDataset:
         given = {id(b): getattr(b, "id", None) for b in new_bases}
         for entry, b in zip(entries, new_bases):
             entry["id"] = given[id(b)] or 0  # 0: assigned at commit, as pylance writes it
-        _commit.check_feature_flags(self._loaded.manifest, write=True, uri=self._uri)
+        _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
         txn = _commit.new_transaction(self.version, "UpdateBases", {"new_bases": entries})
         txn["transaction_properties"] = dict(transaction_properties or {})
         result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
@@ -676,11 +680,8 @@ class LanceDataset:
 
     def versions(self) -> List[Dict[str, Any]]:
         """Every committed version: ``{"version", "timestamp", "metadata"}``, oldest first."""
-        out = []
-        versions, _ = _commit.list_versions(self._store)
-        for v in sorted(versions):
-            out.append(_version_entry(v, _commit.load_manifest(self._store, v).manifest))
-        return out
+        # One native call: every manifest read in parallel, only the summary fields decoded.
+        return [_summary_entry(row) for row in _lancepy.version_summaries(self._store)]
 
     def get_version(self) -> Dict[str, Any]:
         """This version: ``{"version", "timestamp", "metadata"}`` as in :meth:`versions`."""
@@ -699,10 +700,23 @@ class LanceDataset:
         supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`."""
         _refuse(filter=filter)
         pinned = self._pinned()
-        return [
-            LanceFragment(pinned, f.get("id", 0), fragment=FragmentMetadata._from_dict(f))
-            for f in self._loaded.manifest.get("fragments", [])
-        ]
+        return [LanceFragment(pinned, fid) for fid in self._loaded.fragment_ids]
+
+    def _fragment_id_set(self) -> frozenset:
+        """The ids of this version's fragments (per-version cache)."""
+        ids = self._per_version.get("fragment_ids")
+        if ids is None:
+            ids = self._per_version["fragment_ids"] = frozenset(self._loaded.fragment_ids)
+        return ids
+
+    def _fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
+        """The manifest entry of fragment `fragment_id` of this version."""
+        by_id = self._per_version.get("fragments_by_id")
+        if by_id is None:
+            by_id = self._per_version["fragments_by_id"] = {
+                f.get("id", 0): f for f in self._loaded.manifest.get("fragments", [])
+            }
+        return FragmentMetadata._from_dict(by_id[fragment_id])
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         """The fragment with id `fragment_id`, or ``None``."""
@@ -1210,7 +1224,7 @@ class LanceDataset:
         self._set_loaded(_commit.load_manifest(self._store))
 
     def _commit(self, operation: str, body: Dict[str, Any], written: Sequence[str] = (), read_version: Optional[int] = None) -> None:
-        _commit.check_feature_flags(self._loaded.manifest, write=True, uri=self._uri)
+        _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
         rv = self.version if read_version is None else read_version
         txn = _commit.new_transaction(rv, operation, body)
         result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, written_files=written)
@@ -1223,24 +1237,8 @@ class LanceDataset:
         given), in one pass."""
         stream = self._snapshot.scan_stream(flt.columns, fragment_ids, 0, None, 131072, False, True, False)
         parts: List[pa.Array] = []
-        pending: List[pa.Table] = []
-        pending_rows = 0
-
-        def flush() -> None:
-            # Evaluating the filter has a fixed cost per call (~0.3 ms): batch up to ~1M rows.
-            nonlocal pending, pending_rows
-            if pending:
-                table = pa.concat_tables(pending)
-                parts.extend(pc.filter(table.column(ROW_ADDRESS), _evaluate(table, flt)).chunks)
-            pending, pending_rows = [], 0
-
-        while (batch := stream.next_batch()) is not None:
-            table = pa.table(batch)
-            pending.append(table)
-            pending_rows += table.num_rows
-            if pending_rows >= 1 << 20:
-                flush()
-        flush()
+        for table in _stream_tables(stream, 1 << 20):
+            parts.extend(pc.filter(table.column(ROW_ADDRESS), _evaluate(table, flt)).chunks)
         return pa.chunked_array(parts, pa.uint64()).combine_chunks()
 
     def _retry_on_conflict(
@@ -1886,7 +1884,7 @@ class LanceDataset:
         if read_version is None:
             read_version = latest
         if latest > 0:
-            _commit.check_feature_flags(_commit.load_manifest(store, latest).manifest, write=True, uri=uri)
+            _commit.check_feature_flags(_commit.load_manifest(store, latest), write=True, uri=uri)
         name, body = operation._to_body(store, read_version)
         txn = _commit.new_transaction(read_version, name, body)
         if planned is not None:
@@ -1984,6 +1982,25 @@ def _version_entry(version: int, manifest: Dict[str, Any]) -> Dict[str, Any]:
     return {"version": version, "timestamp": when, "metadata": _version_summary(manifest)}
 
 
+_SUMMARY_KEYS = (
+    "total_data_file_rows",
+    "total_data_files",
+    "total_deletion_file_rows",
+    "total_deletion_files",
+    "total_files_size",
+    "total_fragments",
+)
+
+
+def _summary_entry(row: Tuple[int, ...]) -> Dict[str, Any]:
+    """One entry of :meth:`LanceDataset.versions` from a row of ``version_summaries``."""
+    version, seconds, nanos, *totals = row
+    when = datetime.datetime.fromtimestamp(seconds) + datetime.timedelta(microseconds=nanos // 1000)
+    stats = dict(zip(_SUMMARY_KEYS, totals))
+    stats["total_rows"] = stats["total_data_file_rows"] - stats["total_deletion_file_rows"]
+    return {"version": version, "timestamp": when, "metadata": {k: str(v) for k, v in stats.items()}}
+
+
 def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
     """The statistics pylance reports as a version's metadata (as strings, like pylance)."""
     frags = manifest.get("fragments") or []
@@ -2009,6 +2026,30 @@ def _run_starts(values: pa.Array) -> List[int]:
         return [0]
     changed = pc.not_equal(values.slice(1), values.slice(0, len(values) - 1))
     return [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+
+
+# Rows a filtered scan gathers before evaluating the filter once over all of them.
+FILTER_BATCH_ROWS = 65536
+
+
+def _stream_tables(stream: Any, min_rows: int) -> Iterator[pa.Table]:
+    """The batches of a native scan stream as tables of at least `min_rows` rows (the last
+    may hold fewer): evaluating a filter costs a fixed ~0.1 ms per call, and a scan over
+    many small fragments gives one small batch per fragment."""
+    pending: List[pa.Table] = []
+    held = 0
+    while (b := stream.next_batch()) is not None:
+        t = pa.table(b)
+        if not pending and t.num_rows >= min_rows:
+            yield t
+            continue
+        pending.append(t)
+        held += t.num_rows
+        if held >= min_rows:
+            yield pa.concat_tables(pending).combine_chunks()
+            pending, held = [], 0
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_tables(pending).combine_chunks()
 
 
 def _evaluate(table: pa.Table, flt: Filter) -> pa.ChunkedArray:
@@ -2407,11 +2448,9 @@ class LanceScanner:
         """The rows of `stream`'s batches that pass the filter, after the scan's offset and
         limit, as ``(table, rows the batch had before filtering)``; empty results skipped."""
         skip, remaining = self._offset, self._limit
-        while remaining is None or remaining > 0:
-            b = stream.next_batch()
-            if b is None:
-                return
-            t = pa.table(b)
+        if remaining is not None and remaining <= 0:
+            return
+        for t in _stream_tables(stream, FILTER_BATCH_ROWS):
             scanned = t.num_rows
             t = t.filter(_evaluate(t, self._filter))
             if skip:
@@ -2422,6 +2461,8 @@ class LanceScanner:
                 remaining -= t.num_rows
             if t.num_rows:
                 yield t, scanned
+            if remaining is not None and remaining <= 0:
+                return
 
     def to_pandas(self, *, blob_mode: str = "lazy", **kwargs: Any) -> Any:
         """The rows as a ``pandas.DataFrame`` (needs pandas). `blob_mode` says what blob
@@ -2568,11 +2609,7 @@ class LanceScanner:
         cols = self._filter.columns
         total, skip, remaining = 0, self._offset, self._limit
         stream = s.scan_stream(cols, self._fragment_ids, 0, None, 131072, False, False, False)
-        while True:
-            b = stream.next_batch()
-            if b is None:
-                break
-            t = pa.table(b)
+        for t in _stream_tables(stream, 131072):
             total += pc.sum(_evaluate(t, self._filter).cast(pa.int64())).as_py() or 0
         total = max(total - skip, 0)
         return total if remaining is None else min(total, remaining)
@@ -4050,7 +4087,7 @@ def write_dataset(
         latest, naming = 0, None
     base = _commit.load_manifest(store, latest) if latest > 0 else None
     if base is not None:
-        _commit.check_feature_flags(base.manifest, write=True, uri=u)
+        _commit.check_feature_flags(base, write=True, uri=u)
     if mode == "append" and base is not None:
         fields = base.manifest.get("fields", [])
         metadata = base.manifest.get("schema_metadata", {})

@@ -574,7 +574,7 @@ def write_fragments(
     except DatasetNotFoundError:
         loaded = None
     if loaded is not None:
-        _commit.check_feature_flags(loaded.manifest, write=True, uri=uri)
+        _commit.check_feature_flags(loaded, write=True, uri=uri)
         fields = loaded.manifest.get("fields", [])
         metadata = loaded.manifest.get("schema_metadata", {})
         target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
@@ -613,23 +613,29 @@ class LanceFragment:
     def __init__(
         self, dataset: "LanceDataset", fragment_id: Optional[int], *, fragment: Optional[FragmentMetadata] = None
     ) -> None:
+        # The version it was made from, even if `dataset` moves on later (as pylance's).
+        self._ds = dataset._pinned()
+        self._meta_value: Optional[FragmentMetadata] = fragment
         if fragment is None:
             if fragment_id is None:
                 raise InvalidArgumentError("LanceFragment needs a fragment_id or fragment=")
-            found = next(
-                (f for f in dataset._loaded.manifest.get("fragments", []) if f.get("id", 0) == fragment_id), None
-            )
-            if found is None:
+            if int(fragment_id) not in self._ds._fragment_id_set():
                 raise InvalidArgumentError(f"fragment {fragment_id} does not exist in version {dataset.version}")
-            fragment = FragmentMetadata._from_dict(found)
-        # The version it was made from, even if `dataset` moves on later (as pylance's).
-        self._ds = dataset._pinned() if hasattr(dataset, "_pinned") else dataset
-        self._meta = fragment
+            self._id = int(fragment_id)
+        else:
+            self._id = fragment.id
+
+    @property
+    def _meta(self) -> FragmentMetadata:
+        """This fragment's manifest entry (looked up in the version's manifest on first use)."""
+        if self._meta_value is None:
+            self._meta_value = self._ds._fragment_metadata(self._id)
+        return self._meta_value
 
     @property
     def fragment_id(self) -> int:
         """The fragment's id."""
-        return self._meta.id
+        return self._id
 
     def delete(self, predicate: str) -> Optional[FragmentMetadata]:
         """Marks this fragment's rows matching `predicate` (SQL text or a pyarrow expression)

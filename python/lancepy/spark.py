@@ -532,7 +532,7 @@ def write_dataset(
     if mode == "create" and base is not None:
         raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
     if base is not None:
-        _commit.check_feature_flags(base.manifest, write=True, uri=u)
+        _commit.check_feature_flags(base, write=True, uri=u)
     source = _vector_schema(_spark_to_arrow(df.schema, _session_time_zone(df)), vector_columns)
     if mode == "append" and base is not None:
         fields = base.manifest.get("fields", [])

@@ -4,6 +4,7 @@ mod cache;
 mod errors;
 mod ffi;
 mod file;
+mod manifest;
 mod table;
 
 use pyo3::prelude::*;
@@ -24,6 +25,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ffi::BatchStream>()?;
     m.add_class::<ffi::FixedValues>()?;
     table::register(m)?;
+    manifest::register(m)?;
     cache::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())

@@ -31,7 +31,7 @@ use crate::table::{deletion, manifest, naming, rowids, write, ManifestNaming, Ta
 /// A dataset directory: whole-object reads, atomic puts, listings, deletes.
 #[pyclass(name = "Store", module = "lancepy._lancepy", frozen)]
 pub struct PyStore {
-    inner: Store,
+    pub(crate) inner: Store,
 }
 
 #[pymethods]
@@ -653,6 +653,24 @@ impl PySnapshot {
             let store = Store::open_with(&uri, &options)?.with_root_options(base_store_params.unwrap_or_default());
             let manifest: tablepb::Manifest = from_json(&manifest_json, "manifest")?;
             Ok(Self { inner: Arc::new(TableSnapshot::new(store.clone(), &manifest)?), store })
+        })
+    }
+
+    /// The snapshot of a manifest opened natively (no JSON round trip).
+    #[staticmethod]
+    #[pyo3(signature = (uri, manifest, storage_options=None, base_store_params=None))]
+    fn from_manifest(
+        py: Python<'_>,
+        uri: String,
+        manifest: &super::manifest::PyManifest,
+        storage_options: Option<StorageOptions>,
+        base_store_params: Option<std::collections::BTreeMap<String, StorageOptions>>,
+    ) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        let opened = manifest.inner.clone();
+        run(py, move || -> Result<Self> {
+            let store = Store::open_with(&uri, &options)?.with_root_options(base_store_params.unwrap_or_default());
+            Ok(Self { inner: Arc::new(TableSnapshot::new(store.clone(), &opened.file.manifest)?), store })
         })
     }
 

@@ -51,8 +51,9 @@ fn prefixed(data: &Bytes, pos: u64, limit: usize, what: &str) -> Result<Bytes> {
     Ok(data.slice(pos + 4..end))
 }
 
-/// Decodes a manifest file.
-pub fn read_manifest(data: Bytes, path: &str) -> Result<ManifestFile> {
+/// The encoded `Manifest` message of a manifest file (checked against the file's bounds),
+/// for readers that decode only some of its fields.
+pub fn manifest_message(data: &Bytes, path: &str) -> Result<Bytes> {
     let ctx = |msg: String| Error::Corrupt(format!("{path}: {msg}"));
     if data.len() < FOOTER_LEN + 4 {
         return Err(ctx(format!("{} bytes is too short to be a manifest", data.len())));
@@ -64,7 +65,14 @@ pub fn read_manifest(data: Bytes, path: &str) -> Result<ManifestFile> {
     let limit = data.len() - FOOTER_LEN;
     let pos = i64::from_le_bytes(footer[..8].try_into().expect("8 bytes"));
     let pos = u64::try_from(pos).map_err(|_| ctx(format!("negative manifest position {pos}")))?;
-    let body = prefixed(&data, pos, limit, "manifest").map_err(|e| ctx(e.to_string()))?;
+    prefixed(data, pos, limit, "manifest").map_err(|e| ctx(e.to_string()))
+}
+
+/// Decodes a manifest file.
+pub fn read_manifest(data: Bytes, path: &str) -> Result<ManifestFile> {
+    let ctx = |msg: String| Error::Corrupt(format!("{path}: {msg}"));
+    let body = manifest_message(&data, path)?;
+    let limit = data.len() - FOOTER_LEN;
     let manifest =
         tablepb::Manifest::decode(body).map_err(|e| ctx(format!("the manifest is not a valid protobuf message: {e}")))?;
     let index_section = match manifest.index_section {

@@ -29,6 +29,7 @@ pub mod rowids;
 pub mod scan;
 mod small_columns;
 pub mod stream;
+pub mod versions;
 pub mod write;
 
 pub use deletion::DeletionVector;

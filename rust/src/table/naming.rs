@@ -117,13 +117,9 @@ pub fn detect_naming(names: impl IntoIterator<Item = ManifestNaming>) -> Result<
 pub fn list_versions(store: &crate::io::Store) -> Result<(Vec<(u64, String)>, Option<ManifestNaming>)> {
     let mut versions = Vec::new();
     let mut schemes = Vec::new();
-    for obj in store.list(VERSIONS_DIR)? {
-        let Some(name) = obj.path.strip_prefix(VERSIONS_DIR).and_then(|p| p.strip_prefix('/')) else { continue };
-        if name.contains('/') {
-            continue;
-        }
-        if let Some((version, naming)) = parse_manifest_name(name) {
-            versions.push((version, obj.path.clone()));
+    for name in store.list_names(VERSIONS_DIR)? {
+        if let Some((version, naming)) = parse_manifest_name(&name) {
+            versions.push((version, format!("{VERSIONS_DIR}/{name}")));
             schemes.push(naming);
         }
     }

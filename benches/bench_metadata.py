@@ -1,0 +1,149 @@
+"""Metadata cost at many fragments and versions: lancepy vs pylance on the same dataset.
+
+The dataset is written by `--writer` (lancepy by default) as `--versions` appends of
+`--fragments / --versions` fragments of 100 rows each, so it has `--fragments` fragments and
+`--versions` versions. Then, each library in a process of its own, best of `--repeat`:
+
+* open latest, open version 1 (a fresh dataset object each time);
+* ``count_rows()`` and ``count_rows("x > 0.5")``;
+* ``versions()``; ``get_fragments()``;
+* ``take`` of 100 rows spread over the fragments.
+
+Operations other than the opens run on a freshly opened dataset each time (the open is not
+timed), so no per-dataset cache carries over between repeats; process-wide caches (lancepy's
+reader cache, pylance's default session) stay warm, as in a long-running program.
+
+    python benches/bench_metadata.py --fragments 1000 --versions 1000
+    python benches/bench_metadata.py --fragments 10000 --versions 10000 --repeat 3
+
+Prints one table: milliseconds per call and lancepy's speed relative to pylance
+(pylance time / lancepy time; above 1 means lancepy is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict
+
+OPS = [
+    "open latest",
+    "open version 1",
+    "count_rows()",
+    'count_rows("x > 0.5")',
+    "versions()",
+    "get_fragments()",
+    "take 100 rows",
+]
+
+
+def build(uri: str, fragments: int, versions: int, writer: str) -> None:
+    """Writes the dataset: `versions` appends of `fragments // versions` fragments each."""
+    import numpy as np
+    import pyarrow as pa
+
+    if fragments % versions:
+        raise SystemExit("--fragments must be a multiple of --versions")
+    per = fragments // versions
+    lib: Any
+    if writer == "pylance":
+        import lance as lib
+    else:
+        import lancepy as lib
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    for v in range(versions):
+        rows = 100 * per
+        table = pa.table({"x": rng.random(rows), "id": np.arange(v * rows, (v + 1) * rows, dtype=np.int64)})
+        lib.write_dataset(table, uri, mode="append" if v else "create", max_rows_per_file=100)
+        if v and v % 1000 == 0:
+            print(f"  wrote {v} versions ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+
+
+def measure(lib_name: str, uri: str, repeat: int) -> Dict[str, float]:
+    """Runs in the child process: best-of-`repeat` milliseconds for each operation."""
+    lib: Any
+    if lib_name == "pylance":
+        import lance as lib
+    else:
+        import lancepy as lib
+
+    def best(fn: Callable[[Any], object], fresh: bool = True) -> float:
+        times = []
+        for _ in range(repeat + 1):  # the first run warms process-wide state up
+            ds = lib.dataset(uri) if fresh else None
+            t0 = time.perf_counter()
+            fn(ds)
+            times.append((time.perf_counter() - t0) * 1e3)
+        return min(times[1:])
+
+    first = lib.dataset(uri)
+    n = first.count_rows()
+    rows = [int(i * (n - 1) / 99) for i in range(100)]
+    out = {
+        "open latest": best(lambda _: lib.dataset(uri), fresh=False),
+        "open version 1": best(lambda _: lib.dataset(uri, version=1), fresh=False),
+        "count_rows()": best(lambda ds: ds.count_rows()),
+        'count_rows("x > 0.5")': best(lambda ds: ds.count_rows("x > 0.5")),
+        "versions()": best(lambda ds: ds.versions()),
+        "get_fragments()": best(lambda ds: ds.get_fragments()),
+        "take 100 rows": best(lambda ds: ds.take(rows)),
+    }
+    # The answers must agree between the libraries (checked by the parent).
+    out["_check"] = [n, first.count_rows("x > 0.5"), len(first.versions()), len(first.get_fragments())]  # type: ignore[assignment]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fragments", type=int, default=1000)
+    parser.add_argument("--versions", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--writer", choices=["lancepy", "pylance"], default="lancepy")
+    parser.add_argument("--dir", help="keep the dataset here (reused when it exists)")
+    parser.add_argument("--child", nargs=2, metavar=("LIB", "URI"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child[0], args.child[1], args.repeat)))
+        return
+
+    tmp = None
+    if args.dir:
+        uri = args.dir
+    else:
+        tmp = tempfile.mkdtemp(prefix="bench_metadata_")
+        uri = os.path.join(tmp, "ds.lance")
+    try:
+        if not os.path.exists(uri):
+            t0 = time.perf_counter()
+            build(uri, args.fragments, args.versions, args.writer)
+            print(f"wrote {args.fragments} fragments / {args.versions} versions with {args.writer} "
+                  f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        results = {}
+        for lib in ("lancepy", "pylance"):
+            got = subprocess.run(
+                [sys.executable, __file__, "--repeat", str(args.repeat), "--child", lib, uri],
+                check=True, capture_output=True, text=True,
+            )
+            results[lib] = json.loads(got.stdout.strip().splitlines()[-1])
+        if results["lancepy"]["_check"] != results["pylance"]["_check"]:
+            raise SystemExit(f"answers differ: {results['lancepy']['_check']} vs {results['pylance']['_check']}")
+        print(f"\n{args.fragments} fragments, {args.versions} versions (written by {args.writer}), best of {args.repeat}\n")
+        print("| operation | lancepy ms | pylance ms | lancepy speed vs pylance |")
+        print("|---|---:|---:|---:|")
+        for op in OPS:
+            a, b = results["lancepy"][op], results["pylance"][op]
+            print(f"| {op} | {a:.2f} | {b:.2f} | {b / a:.2f}x |")
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

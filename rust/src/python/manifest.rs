@@ -1,0 +1,125 @@
+//! Opening versions natively: a decoded manifest (`Manifest`) that Python reads through typed
+//! getters, turned into JSON only when Python asks for the whole message, and the summaries
+//! behind `LanceDataset.versions()`.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::errors::run;
+use super::table::PyStore;
+use crate::table::json::to_json;
+use crate::table::versions::{self, OpenedManifest};
+
+/// One version's decoded manifest (from [`open_manifest`]).
+#[pyclass(name = "Manifest", module = "lancepy._lancepy", frozen)]
+pub struct PyManifest {
+    pub(crate) inner: Arc<OpenedManifest>,
+}
+
+#[pymethods]
+impl PyManifest {
+    /// The version number.
+    #[getter]
+    fn version(&self) -> u64 {
+        self.inner.version
+    }
+
+    /// The manifest's path relative to the dataset root.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// `"v1"` or `"v2"`: the naming scheme of the manifest's file name.
+    #[getter]
+    fn naming(&self) -> &'static str {
+        self.inner.naming.as_str()
+    }
+
+    /// The manifest file's size in bytes.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.inner.size
+    }
+
+    /// `Manifest.reader_feature_flags`.
+    #[getter]
+    fn reader_feature_flags(&self) -> u64 {
+        self.inner.file.manifest.reader_feature_flags
+    }
+
+    /// `Manifest.writer_feature_flags`.
+    #[getter]
+    fn writer_feature_flags(&self) -> u64 {
+        self.inner.file.manifest.writer_feature_flags
+    }
+
+    /// The ids of the fragments, in manifest order.
+    #[getter]
+    fn fragment_ids(&self) -> Vec<u64> {
+        self.inner.file.manifest.fragments.iter().map(|f| f.id).collect()
+    }
+
+    /// The raw `IndexSection` message, if any.
+    #[getter]
+    fn index_section<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.inner.file.index_section.as_ref().map(|b| PyBytes::new(py, b))
+    }
+
+    /// The raw inline `Transaction` message, if any.
+    #[getter]
+    fn transaction<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.inner.file.transaction.as_ref().map(|b| PyBytes::new(py, b))
+    }
+
+    /// The whole `Manifest` message as JSON (the shape `read_manifest` gives).
+    fn json(&self, py: Python<'_>) -> PyResult<String> {
+        run(py, || to_json(&self.inner.file.manifest))
+    }
+}
+
+/// The manifest of `version` (the latest when `None`), or `None` when the dataset has no
+/// such version: listing the versions, to say which exist, is left to the caller.
+#[pyfunction]
+#[pyo3(signature = (store, version=None))]
+pub fn open_manifest(py: Python<'_>, store: &PyStore, version: Option<u64>) -> PyResult<Option<PyManifest>> {
+    let opened = run(py, || versions::open_manifest(&store.inner, version))?;
+    Ok(opened.map(|m| PyManifest { inner: Arc::new(m) }))
+}
+
+/// One row of [`version_summaries`]: version, commit seconds, commit nanoseconds, then the
+/// totals pylance reports as a version's metadata.
+type SummaryRow = (u64, i64, i32, u64, u64, u64, u64, u64, u64);
+
+/// `(version, seconds, nanos, total_data_file_rows, total_data_files,
+/// total_deletion_file_rows, total_deletion_files, total_files_size, total_fragments)` of
+/// every version, oldest first.
+#[pyfunction]
+pub fn version_summaries(py: Python<'_>, store: &PyStore) -> PyResult<Vec<SummaryRow>> {
+    let all = run(py, || versions::version_summaries(&store.inner))?;
+    Ok(all
+        .into_iter()
+        .map(|s| {
+            (
+                s.version,
+                s.seconds,
+                s.nanos,
+                s.total_data_file_rows,
+                s.total_data_files,
+                s.total_deletion_file_rows,
+                s.total_deletion_files,
+                s.total_files_size,
+                s.total_fragments,
+            )
+        })
+        .collect())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyManifest>()?;
+    m.add_function(wrap_pyfunction!(open_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(version_summaries, m)?)?;
+    Ok(())
+}
