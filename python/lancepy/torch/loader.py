@@ -1,0 +1,509 @@
+"""The in-process prefetching :class:`Loader`: batches read ahead on threads of the training
+process, optionally pinned and copied to a CUDA device, with its helpers."""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+import operator
+import os
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from lancepy.exceptions import InvalidArgumentError, UnsupportedError
+
+from ._convert import Batch, FillNull
+from .dataset import LanceDataset, _index_list
+from .sampler import ShuffleSampler
+
+
+_UNSET: Any = object()
+
+
+def _default_threads() -> int:
+    return max(1, min((os.cpu_count() or 2) - 1, 8))
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _is_index(x: Any) -> bool:
+    """Whether a sampler's item is one row index (not a batch of them)."""
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (numbers.Integral, np.integer)):
+        return True
+    if isinstance(x, torch.Tensor):
+        return x.ndim == 0 and not x.dtype.is_floating_point and not x.dtype.is_complex
+    if isinstance(x, np.ndarray):
+        return x.ndim == 0 and x.dtype.kind in "iu"
+    return False
+
+
+def _device_of(device: Any) -> Optional[torch.device]:
+    """The target device (``None``: leave batches where they are), checked now."""
+    if device is None:
+        return None
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as e:
+        raise InvalidArgumentError(f"device={device!r} is not a torch device: {e}") from None
+    if dev.type == "cpu":
+        return dev
+    if dev.type != "cuda":
+        raise UnsupportedError(f"device={device!r}: the Loader copies batches to 'cpu' or 'cuda' devices only")
+    if not torch.cuda.is_available():
+        raise UnsupportedError(f"device={device!r} needs CUDA, and torch.cuda.is_available() is False here")
+    if dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    elif dev.index >= torch.cuda.device_count():
+        raise InvalidArgumentError(f"device={device!r}: there are {torch.cuda.device_count()} CUDA device(s)")
+    return dev
+
+
+def _map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """`obj` with `fn` applied to every tensor in it (dicts, lists, tuples, named tuples)."""
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, Batch):
+        return Batch((k, _map_tensors(v, fn)) for k, v in obj.items())
+    if isinstance(obj, Mapping):
+        try:
+            return type(obj)({k: _map_tensors(v, fn) for k, v in obj.items()})  # type: ignore[call-arg]
+        except TypeError:
+            return {k: _map_tensors(v, fn) for k, v in obj.items()}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # named tuple (BinaryTensor)
+        return type(obj)(*(_map_tensors(v, fn) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        if obj and not any(isinstance(v, (torch.Tensor, Mapping, list, tuple)) for v in obj[:1]):
+            return obj  # list[str] / list[bytes]: nothing to move
+        return type(obj)(_map_tensors(v, fn) for v in obj)
+    return obj
+
+
+def _tensors_in(obj: Any) -> Iterator[torch.Tensor]:
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, Mapping):
+        for v in obj.values():
+            yield from _tensors_in(v)
+    elif isinstance(obj, (list, tuple)):
+        if obj and isinstance(obj[0], (str, bytes)):
+            return
+        for v in obj:
+            yield from _tensors_in(v)
+
+
+class _Moved(NamedTuple):
+    """A batch copied to a CUDA device on a side stream, and the event that ends the copy."""
+
+    batch: Any
+    event: Any
+
+
+class Loader:
+    """Batches of a Lance dataset read ahead on background threads, in the training process.
+
+    A DataLoader with workers moves every batch out of a worker process through shared
+    memory, which costs more than reading it. The Loader reads in the training process
+    instead: `threads` threads each run :class:`LanceDataset`'s one native take per batch
+    (the GIL is released while it reads) and the conversion to tensors, `prefetch` batches
+    ahead of the training loop, and hand the batches out strictly in sampler order.
+
+    ::
+
+        from lancepy.torch import Loader
+
+        loader = Loader("train.lance", batch_size=1024, columns=["emb", "label"], device="cuda")
+        for epoch in range(10):
+            loader.set_epoch(epoch)
+            for batch in loader:       # {"emb": float32 [1024, 768] on cuda, "label": int64 [1024]}
+                ...
+
+    Parameters
+    ----------
+    dataset:
+        A URI / path, a :class:`lancepy.LanceDataset` (read at its version) or a
+        :class:`LanceDataset` (its columns, filter, version, ``fill_null``, ``binary`` and
+        ``transform`` are used; passing different ones here raises
+        :class:`~lancepy.exceptions.InvalidArgumentError`).
+    batch_size:
+        Rows per batch. ``None`` when `sampler` yields whole batches (lists of indices).
+    columns, filter, fill_null, binary:
+        As for :class:`LanceDataset`.
+    sampler:
+        Any iterable of row indices (grouped into batches of `batch_size`) or, with
+        ``batch_size=None``, of lists of row indices (one batch each). Default: a
+        :class:`ShuffleSampler` made from `shuffle`, `seed`, `rank`, `world_size` and
+        `drop_last` (which are then not accepted with a sampler of your own). A
+        :class:`ShuffleSampler` passed here is read in whole slices of its order (no per-index
+        iteration) and its epoch and resume position are shared with the Loader.
+    shuffle:
+        ``False``: rows in order (still shared out to ranks).
+    seed:
+        With the epoch, decides the order (the same in every process).
+    drop_last:
+        Drop the last, incomplete batch of each epoch; across ranks, also cut the epoch to a
+        multiple of `world_size` instead of padding it (so every rank gets the same number of
+        batches either way).
+    prefetch:
+        Batches read ahead of the one the training loop holds (at most ``prefetch + 1``
+        batches are in memory).
+    threads:
+        Batches read concurrently (threads in the Loader's pool; no more than ``prefetch + 1``
+        are started, as no more batches are ever in flight). Default: one less than the number
+        of CPUs, at least 1, at most 8. The native take parallelises each batch over
+        lancepy's CPU pool too (``LANCEPY_THREADS`` sizes it).
+    pin_memory:
+        Put the batch's tensors in page-locked memory (on the reading threads), so that a copy
+        to the GPU can overlap computation. Needs CUDA.
+    device:
+        ``"cuda"`` / ``"cuda:N"``: copy each batch's tensors to that device on a side CUDA stream
+        from the reading threads; the training loop's stream waits for the copy when the batch
+        is handed out. ``"cpu"``: leave them where they are. Default: no copy.
+    non_blocking:
+        Asynchronous device copies (``tensor.to(device, non_blocking=True)``); only with a
+        CUDA `device`.
+    transform:
+        ``transform(batch) -> anything``, applied on the reading threads (a
+        :class:`LanceDataset` given with a transform of its own takes none here).
+    rank, world_size:
+        Distributed training: each rank reads a disjoint, equal-sized share of every epoch (as
+        :class:`ShuffleSampler`). Default: from ``torch.distributed`` when it is initialised.
+
+    ``len(loader)`` is the number of batches per epoch for this rank. ``set_epoch(e)`` picks
+    epoch ``e``'s order. ``state_dict()`` records the position after the batches already handed
+    out (batches read ahead do not count); after ``load_state_dict(state)`` the next iteration
+    yields exactly the batches that would have followed. An iteration stopped early (``break``,
+    an exception, ``KeyboardInterrupt``) stops its threads; an error reading a batch is raised
+    where that batch would have been handed out. The Loader holds no threads between
+    iterations: it may be pickled, forked and used in the child (each iteration starts its own
+    threads).
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: Optional[int],
+        *,
+        columns: Optional[Sequence[str]] = None,
+        filter: Any = None,
+        sampler: Any = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+        prefetch: int = 4,
+        threads: Optional[int] = None,
+        pin_memory: bool = False,
+        device: Any = None,
+        non_blocking: bool = True,
+        transform: Optional[Callable[[Any], Any]] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        fill_null: FillNull = None,
+        binary: str = "bytes",
+    ) -> None:
+        if batch_size is not None:
+            batch_size = _positive_int("batch_size", batch_size)
+        elif sampler is None:
+            raise InvalidArgumentError("batch_size=None needs a sampler= that yields batches (lists of row indices)")
+        elif drop_last:
+            raise InvalidArgumentError("drop_last=True applies to batches of batch_size; with batch_size=None the "
+                                       "sampler makes the batches")
+        self.prefetch = _positive_int("prefetch", prefetch)
+        self.threads = _default_threads() if threads is None else _positive_int("threads", threads)
+        if transform is not None and not callable(transform):
+            raise InvalidArgumentError(f"transform must be callable, got {type(transform).__name__}")
+        if binary not in ("bytes", "tensor"):
+            raise InvalidArgumentError(f"binary must be 'bytes' or 'tensor', got {binary!r}")
+
+        if isinstance(dataset, LanceDataset):
+            conflicts = []
+            if columns is not None and list(columns) != dataset.columns:
+                conflicts.append(f"columns={list(columns)!r} (the dataset reads {dataset.columns!r})")
+            if filter is not None and str(filter) != dataset.filter:
+                conflicts.append(f"filter={str(filter)!r} (the dataset's is {dataset.filter!r})")
+            if fill_null is not None and fill_null != dataset._fill_null:
+                conflicts.append(f"fill_null={fill_null!r} (the dataset's is {dataset._fill_null!r})")
+            if binary != "bytes" and binary != dataset._binary:
+                conflicts.append(f"binary={binary!r} (the dataset's is {dataset._binary!r})")
+            if transform is not None and dataset.transform is not None and transform is not dataset.transform:
+                conflicts.append("transform= (the dataset has its own transform)")
+            if conflicts:
+                raise InvalidArgumentError(
+                    "these arguments conflict with the given lancepy.torch.LanceDataset: " + "; ".join(conflicts)
+                )
+            if transform is dataset.transform:
+                transform = None  # applied once, by the dataset
+            self.dataset = dataset
+        else:
+            self.dataset = LanceDataset(dataset, columns, filter, fill_null=fill_null, binary=binary)
+        self.batch_size = batch_size
+        self.drop_last = bool(drop_last)
+        self.transform = transform
+
+        if sampler is None:
+            sampler = ShuffleSampler(len(self.dataset), seed, rank, world_size, drop_last, shuffle=shuffle)
+            self._own_sampler = True
+        else:
+            given = [n for n, v, d in (("shuffle", shuffle, True), ("seed", seed, 0), ("rank", rank, None),
+                                       ("world_size", world_size, None)) if v != d]
+            if given:
+                raise InvalidArgumentError(
+                    f"{', '.join(given)} apply to the Loader's own sampler; with sampler= set them on your sampler"
+                )
+            if isinstance(sampler, (str, bytes)) or not hasattr(sampler, "__iter__"):
+                raise InvalidArgumentError(f"sampler must be an iterable of row indices, got {type(sampler).__name__}")
+            if isinstance(sampler, ShuffleSampler) and sampler._order.num_rows != len(self.dataset):
+                raise InvalidArgumentError(
+                    f"the ShuffleSampler orders {sampler._order.num_rows} rows; the dataset has {len(self.dataset)}"
+                )
+            self._own_sampler = False
+        self.sampler = sampler
+        self._shuffle_sampler = isinstance(sampler, ShuffleSampler) and batch_size is not None
+
+        self.pin_memory = bool(pin_memory)
+        self.device = _device_of(device)
+        self.non_blocking = bool(non_blocking)
+        if self.pin_memory and not torch.cuda.is_available():
+            raise UnsupportedError("pin_memory=True needs CUDA (page-locked memory is a CUDA allocation), and "
+                                   "torch.cuda.is_available() is False here")
+        if not self.non_blocking and (self.device is None or self.device.type != "cuda"):
+            raise InvalidArgumentError("non_blocking=False applies to copies to a CUDA device=; none is made here")
+
+        # Position: the iteration in progress (or the last one) and what it handed out.
+        self._epoch = 0  # custom samplers (a ShuffleSampler keeps its own)
+        self._iter_epoch: Optional[int] = None
+        self._iter_start = 0  # rows (ShuffleSampler) or batches (others) before the iteration's first
+        self._handed = 0  # rows / batches handed out by it
+        self._skip: Optional[int] = None  # custom samplers: batches to skip at the next iteration
+        self._generation = 0  # which iteration updates the position (the latest one started)
+
+    # -- description --------------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        return self.sampler.epoch if self._shuffle_sampler else self._epoch
+
+    def __len__(self) -> int:
+        """Batches per epoch for this rank."""
+        if self.batch_size is None:
+            return len(self.sampler)
+        try:
+            n = len(self.sampler)
+        except TypeError:
+            raise TypeError(f"the sampler ({type(self.sampler).__name__}) has no len()") from None
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __repr__(self) -> str:
+        return (
+            f"lancepy.torch.Loader({self.dataset!r}, batch_size={self.batch_size}, sampler={self.sampler!r}, "
+            f"prefetch={self.prefetch}, threads={self.threads}, device={self.device})"
+        )
+
+    # -- epochs and resuming ------------------------------------------------------------
+
+    def set_epoch(self, epoch: int) -> None:
+        """Uses epoch `epoch`'s order from the next iteration on (passed to the sampler's
+        ``set_epoch`` when it has one). A pending resume of the same epoch is kept."""
+        epoch = operator.index(epoch)
+        if epoch < 0:
+            raise InvalidArgumentError(f"epoch must be non-negative, got {epoch}")
+        if self._shuffle_sampler:
+            self.sampler.set_epoch(epoch)
+            return
+        if epoch != self._epoch:
+            self._skip = None
+        self._epoch = epoch
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(epoch)
+
+    def _position(self) -> int:
+        if self._shuffle_sampler:
+            s = self.sampler
+            if s._resume is not None:
+                return s._resume
+            return self._iter_start + self._handed if self._iter_epoch == s.epoch else 0
+        if self._skip is not None:
+            return self._skip
+        return self._iter_start + self._handed if self._iter_epoch == self._epoch else 0
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The epoch and the position after the batches handed out so far (rows of this rank's
+        share with a :class:`ShuffleSampler`, else batches of the sampler's iteration)."""
+        if self._shuffle_sampler:
+            s = self.sampler
+            return {"epoch": s.epoch, "position": self._position(), "world_size": s.world_size,
+                    **s._order.state(), "batch_size": self.batch_size}
+        return {"epoch": self._epoch, "batches": self._position(), "batch_size": self.batch_size}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resumes: the next iteration yields the batches that followed when `state` was taken.
+
+        With a sampler other than :class:`ShuffleSampler`, the next iteration skips the
+        batches already handed out, which is exact when the sampler yields the same order
+        again (deterministic for its epoch)."""
+        if not isinstance(state, Mapping):
+            raise InvalidArgumentError(f"state must be a dict from Loader.state_dict(), got {type(state).__name__}")
+        if self._shuffle_sampler:
+            if "position" not in state:
+                raise InvalidArgumentError("this state is not a Loader's with a ShuffleSampler (no 'position')")
+            self.sampler.load_state_dict(state)
+            self._iter_epoch = None
+            return
+        if "batches" not in state:
+            raise InvalidArgumentError("this state is not a Loader's with a custom sampler (no 'batches')")
+        batches = int(state["batches"])
+        if batches < 0:
+            raise InvalidArgumentError(f"batches must be non-negative, got {batches}")
+        self.set_epoch(int(state.get("epoch", 0)))
+        self._skip = batches
+        self._iter_epoch = None
+
+    # -- iterating ----------------------------------------------------------------------
+
+    def _index_batches(self) -> Iterator[List[int]]:
+        """This iteration's batches of row indices (from the resume position), bookkeeping set."""
+        self._generation += 1
+        self._handed = 0
+        bs = self.batch_size
+        if self._shuffle_sampler:
+            s = self.sampler
+            share = s.indices()
+            start = s._resume or 0
+            s._resume = None
+            self._iter_epoch, self._iter_start = s.epoch, start
+            n = len(share)
+            stop = start + (n - start) // bs * bs if self.drop_last else n
+
+            def slices() -> Iterator[List[int]]:
+                for pos in range(start, stop, bs):
+                    yield share[pos : min(pos + bs, stop)].tolist()
+
+            return slices()
+        skip = self._skip or 0
+        self._skip = None
+        self._iter_epoch, self._iter_start = self._epoch, skip
+        return itertools.islice(self._sampler_batches(), skip, None)
+
+    def _sampler_batches(self) -> Iterator[List[int]]:
+        it = iter(self.sampler)
+        bs = self.batch_size
+        if bs is None:
+            for b in it:
+                if _is_index(b):
+                    raise InvalidArgumentError(
+                        "the sampler yields row indices: pass batch_size= (None is for samplers of batches)"
+                    )
+                yield _index_list(b)
+            return
+        while True:
+            chunk = list(itertools.islice(it, bs))
+            if not chunk:
+                return
+            if not _is_index(chunk[0]):
+                raise InvalidArgumentError(
+                    "the sampler yields batches (lists of row indices): pass batch_size=None to use them as they are"
+                )
+            if len(chunk) < bs and self.drop_last:
+                return
+            try:
+                yield [operator.index(i) for i in chunk]
+            except TypeError:
+                raise InvalidArgumentError("the sampler must yield integer row indices") from None
+
+    def _reader(self) -> Callable[[List[int]], Any]:
+        data, transform = self.dataset, self.transform
+        pin, device, non_blocking = self.pin_memory, self.device, self.non_blocking
+        cuda = device is not None and device.type == "cuda"
+        stream = torch.cuda.Stream(device) if cuda else None
+
+        def pin_one(t: torch.Tensor) -> torch.Tensor:
+            return t if t.is_pinned() else t.pin_memory()
+
+        def read(indices: List[int]) -> Any:
+            batch = data.__getitems__(indices)
+            if transform is not None:
+                batch = transform(batch)
+            if pin:
+                batch = _map_tensors(batch, pin_one)
+            if cuda:
+                with torch.cuda.device(device), torch.cuda.stream(stream):
+                    batch = _map_tensors(batch, lambda t: t.to(device, non_blocking=non_blocking))
+                    event = torch.cuda.Event()
+                    event.record(stream)
+                return _Moved(batch, event)
+            return batch
+
+        return read
+
+    def _hand_out(self, result: Any) -> Any:
+        if not isinstance(result, _Moved):
+            return result
+        current = torch.cuda.current_stream(self.device)
+        current.wait_event(result.event)
+        for t in _tensors_in(result.batch):
+            if t.is_cuda:
+                t.record_stream(current)  # its memory is not reused while this stream may read it
+        return result.batch
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._run()
+
+    def _run(self) -> Iterator[Any]:
+        import collections
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        self.dataset._dataset()  # opened here, once per process, not by racing threads
+        batches = self._index_batches()
+        generation = self._generation
+        read = self._reader()
+        pid = os.getpid()
+        counts_rows = self._shuffle_sampler
+        pool = ThreadPoolExecutor(min(self.threads, self.prefetch + 1), thread_name_prefix="lancepy-loader")
+        pending: "collections.deque[Tuple[Future, int]]" = collections.deque()
+        exhausted = False
+
+        def top_up() -> None:
+            nonlocal exhausted
+            while not exhausted and len(pending) < self.prefetch:
+                try:
+                    indices = next(batches)
+                except StopIteration:
+                    exhausted = True
+                except Exception as e:  # a sampler's error: raised at its batch's position
+                    failed: Future = Future()
+                    failed.set_exception(e)
+                    pending.append((failed, 0))
+                    exhausted = True
+                else:
+                    pending.append((pool.submit(read, indices), len(indices)))
+
+        try:
+            top_up()
+            while pending:
+                if os.getpid() != pid:  # its threads stayed in the parent
+                    raise RuntimeError("this Loader iteration began in another process: call iter(loader) again")
+                future, rows = pending.popleft()
+                top_up()
+                result = future.result()
+                batch = self._hand_out(result)
+                del result
+                if self._generation == generation:
+                    self._handed += rows if counts_rows else 1
+                yield batch
+                del batch
+        finally:
+            early = bool(pending)
+            for future, _ in pending:
+                future.cancel()
+            pending.clear()
+            if os.getpid() == pid:
+                # At the end nothing is in flight: the threads are joined. Stopped early, reads
+                # in flight finish on their own (an object-store read may take a while).
+                pool.shutdown(wait=not early, cancel_futures=True)
