@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
+
 class _V:
     """A translated sub-expression: its Arrow expression and type.
 
