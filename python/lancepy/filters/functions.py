@@ -1,0 +1,275 @@
+"""The rest of the translator's node kinds (a mixin of
+:class:`~lancepy.filters.translate._Translator`; ``self`` is the translator): IS [NOT] NULL /
+TRUE / FALSE, LIKE / ILIKE, arithmetic, unary minus, ``||``, CAST and the supported functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancepy.exceptions import InvalidArgumentError, NotSupportedError
+from lancepy.filters.casts import _cast, _sql_type
+from lancepy.filters.parsing import _Sql, _dialect
+from lancepy.filters.patterns import _REGEX_FLAGS, _check_regex, _like_regex
+from lancepy.filters.typed import (
+    _INT_RANGE,
+    _V,
+    _call,
+    _coalesce_false,
+    _comparison_type,
+    _const,
+    _is_float,
+    _is_int,
+    _is_null_type,
+    _is_num,
+    _is_str,
+    _null_bool,
+    _num_common,
+)
+from lancepy.filters.udfs import _udf_array_has, _udf_case, _udf_fmod, _udf_int_mod
+
+
+class _Functions:
+    """IS, LIKE, arithmetic, ``||``, CAST and functions (mixed into :class:`_Translator`)."""
+
+    # -- IS -----------------------------------------------------------------------------
+
+    def is_(self, node: Any) -> _V:
+        from sqlglot import exp
+
+        target = node.expression
+        negate = bool(node.args.get("negate"))
+        if isinstance(target, exp.Null):
+            v = self._visit(node.this, False)
+            if v.regexp:
+                # regexp_match is NULL where nothing matches.
+                res = self.invert(_V(_coalesce_false(v.expr), pa.bool_()))
+            elif v.const is not None:
+                res = _const(pa.scalar(not v.const.is_valid))
+            else:
+                res = _V(pc.is_null(v.expr), pa.bool_())
+            return self.invert(res) if negate else res
+        if isinstance(target, exp.Boolean):
+            v = self.value(node.this)
+            if _is_null_type(v.type):
+                v = _null_bool()
+            if not pa.types.is_boolean(v.type):
+                raise InvalidArgumentError(f"filters: {node.this.sql()} is not a boolean, in {node.sql()}")
+            if bool(target.this):
+                res = _call("coalesce", [v, _const(pa.scalar(False))], pa.bool_()) if v.const is None else _const(
+                    pa.scalar(v.const.as_py() is True))
+            else:
+                res = _call("coalesce", [self.invert(v), _const(pa.scalar(False))], pa.bool_()) if v.const is None else _const(
+                    pa.scalar(v.const.as_py() is False))
+            return self.invert(res) if negate else res
+        raise NotSupportedError(f"filters: {node.sql()} is not supported")
+
+    # -- LIKE ---------------------------------------------------------------------------
+
+    def like(self, node: Any, escape: Any) -> _V:
+        from sqlglot import exp
+
+        custom_escape = None
+        if escape is not None:
+            if not (isinstance(escape, exp.Literal) and escape.is_string and len(escape.this) >= 1):
+                raise InvalidArgumentError(f"filters: the LIKE escape must be one character, got {escape.sql()}")
+            if escape.this[0] != "\\":
+                custom_escape = escape.this[0]
+        s = self.value(node.this)
+        pattern = self.value(node.expression)
+        negate = bool(node.args.get("negate"))
+        if _is_null_type(s.type) or _is_null_type(pattern.type):
+            return _null_bool()
+        if not _is_str(s.type):
+            raise InvalidArgumentError(f"filters: LIKE needs a string, got {s.type} in {node.sql()}")
+        if pattern.const is None or not _is_str(pattern.type):
+            raise NotSupportedError(f"filters: LIKE needs a constant string pattern: {node.sql()}")
+        if not pattern.const.is_valid:
+            return _null_bool()
+        text = pattern.const.as_py()
+        ilike = isinstance(node, exp.ILike)
+        if custom_escape is not None:
+            # pylance (DataFusion) rewrites `LIKE '%'` to IS NOT NULL and a LIKE without
+            # wildcards to `=` before it looks at the escape; any other pattern is refused.
+            if text and set(text) == {"%"}:
+                res = _call("is_valid", [s], pa.bool_())
+                res = _call("if_else", [res, _const(pa.scalar(True)), _null_bool()], pa.bool_())
+                return self.invert(res) if negate else res
+            if not ilike and not (set(text) & {"%", "_", custom_escape}):
+                res = self.compare("eq", s, _const(pa.scalar(text, pa.string())), _Sql(node))
+                return self.invert(res) if negate else res
+            raise NotSupportedError(
+                f"filters: LIKE ... ESCAPE {escape.sql()} is not supported (only the backslash, as in pylance)"
+            )
+        regex = _like_regex(text)
+        res = self.regex_match(s, regex, ilike)
+        return self.invert(res) if negate else res
+
+    def regex_match(self, s: _V, regex: str, ignore_case: bool) -> _V:
+        if s.const is not None:
+            return _call("match_substring_regex", [s], pa.bool_(), pc.MatchSubstringOptions(regex, ignore_case=ignore_case))
+        return _V(pc.match_substring_regex(s.expr, pattern=regex, ignore_case=ignore_case), pa.bool_())
+
+    # -- arithmetic ---------------------------------------------------------------------
+
+    def arithmetic_node(self, node: Any, op: str, resolve: bool) -> _V:
+        a = self.value(node.this)
+        b = self.value(node.expression)
+        return self.arithmetic(op, a, b, node)
+
+    def arithmetic(self, op: str, a: _V, b: _V, node: Any) -> _V:
+        what = _Sql(node)
+        for v in (a, b):
+            if not (_is_num(v.type) or _is_null_type(v.type)):
+                raise InvalidArgumentError(f"filters: arithmetic on {v.type} is not supported in {what}")
+        if _is_null_type(a.type) or _is_null_type(b.type):
+            other = b.type if _is_null_type(a.type) else a.type
+            return _const(pa.scalar(None, other if not _is_null_type(other) else pa.null()))
+        t = _num_common(a.type, b.type)
+        ac, bc = _cast(a, t, what), _cast(b, t, what)
+        if op == "mod":
+            if _is_float(t):
+                # fmod is exact, so a FLOAT remainder computed in DOUBLE is the FLOAT one.
+                wide = [_cast(ac, pa.float64(), what), _cast(bc, pa.float64(), what)]
+                return _cast(_call(_udf_fmod(), wide, pa.float64()), t, what)
+            return _call(_udf_int_mod(t), [ac, bc], t)
+        return _call(op, [ac, bc], t)
+
+    def negate(self, v: _V) -> _V:
+        if _is_null_type(v.type):
+            return v
+        if pa.types.is_unsigned_integer(v.type) or not _is_num(v.type):
+            raise InvalidArgumentError(f"filters: negation of {v.type} is not supported")
+        return _call("negate", [v], v.type)
+
+    def concat(self, a: _V, b: _V) -> _V:
+        if _is_null_type(a.type) or _is_null_type(b.type):
+            return _const(pa.scalar(None, pa.string()))
+        parts = []
+        for v in (a, b):
+            if _is_str(v.type):
+                parts.append(_cast(v, pa.string(), "||"))
+            elif _is_int(v.type) or pa.types.is_date32(v.type):
+                parts.append(_cast(v, pa.string(), "||"))
+            else:
+                raise NotSupportedError(f"filters: || with {v.type} is not supported")
+        return _call("binary_join_element_wise", [parts[0], parts[1], _const(pa.scalar(""))], pa.string())
+
+    # -- casts --------------------------------------------------------------------------
+
+    def cast(self, node: Any) -> _V:
+        from sqlglot import exp
+
+        t = _sql_type(node.to)
+        v = self.value(node.this)
+        if isinstance(node, exp.TryCast) or node.args.get("safe"):
+            if v.type == t or _is_null_type(v.type):
+                return _cast(v, t, _Sql(node))
+            # Only the casts that cannot fail (so TRY_CAST is CAST).
+            widening = _is_int(t) and _is_int(v.type) and _INT_RANGE[t][0] <= _INT_RANGE[v.type][0] and (
+                _INT_RANGE[v.type][1] <= _INT_RANGE[t][1])
+            if not (_is_int(v.type) and (_is_float(t) or _is_str(t) or widening)):
+                raise NotSupportedError(f"filters: TRY_CAST from {v.type} to {t} is not supported")
+        return _cast(v, t, _Sql(node))
+
+    # -- functions ----------------------------------------------------------------------
+
+    def function(self, node: Any) -> _V:
+        from sqlglot import exp
+
+        name = (node.name if isinstance(node, exp.Anonymous) else type(node).__name__).lower()
+        if isinstance(node, exp.Lower) or isinstance(node, exp.Upper):
+            v = self.value(node.this)
+            if _is_null_type(v.type):
+                return _const(pa.scalar(None, pa.string()))
+            if not _is_str(v.type):
+                raise InvalidArgumentError(f"filters: {name} needs a string, got {v.type}")
+            return _call(_udf_case(isinstance(node, exp.Upper)), [_cast(v, pa.string(), name)], pa.string())
+        if isinstance(node, exp.Length):
+            v = self.value(node.this)
+            if _is_null_type(v.type):
+                return _const(pa.scalar(None, pa.int32()))
+            if pa.types.is_binary(v.type):
+                return _call("binary_length", [v], pa.int32())
+            if not _is_str(v.type):
+                raise InvalidArgumentError(f"filters: length needs a string, got {v.type}")
+            return _call("utf8_length", [_cast(v, pa.string(), name)], pa.int32())
+        if isinstance(node, exp.Abs):
+            v = self.value(node.this)
+            if _is_null_type(v.type):
+                return v
+            if not _is_num(v.type):
+                raise InvalidArgumentError(f"filters: abs needs a number, got {v.type}")
+            return _call("abs_checked" if _is_int(v.type) else "abs", [v], v.type)
+        if isinstance(node, (exp.StartsWith, exp.Contains)) or name in ("ends_with", "endswith"):
+            args = [node.this, node.expression] if not isinstance(node, exp.Anonymous) else list(node.expressions)
+            if len(args) != 2:
+                raise InvalidArgumentError(f"filters: {name} takes two arguments")
+            s, p = self.value(args[0]), self.value(args[1])
+            if _is_null_type(s.type) or _is_null_type(p.type):
+                return _null_bool()
+            if not (_is_str(s.type) and _is_str(p.type)):
+                raise InvalidArgumentError(f"filters: {name} needs strings")
+            if p.const is None:
+                raise NotSupportedError(f"filters: {name} needs a constant second argument")
+            fn = {"startswith": "starts_with", "contains": "match_substring"}.get(name, "ends_with")
+            return _call(fn, [_cast(s, pa.string(), name)], pa.bool_(), pc.MatchSubstringOptions(p.const.as_py()))
+        if isinstance(node, exp.ArrayContains):
+            lst, needle = self.value(node.this), self.value(node.expression)
+            if _is_null_type(lst.type):
+                return _null_bool()
+            if not (pa.types.is_list(lst.type) or pa.types.is_large_list(lst.type)):
+                raise InvalidArgumentError(f"filters: array_has needs a list, got {lst.type}")
+            vt = lst.type.value_type
+            if _is_null_type(needle.type):
+                return _null_bool()
+            needle = _cast(needle, _comparison_type(vt, needle.type, _Sql(node)), _Sql(node))
+            if needle.type != vt:
+                raise NotSupportedError(f"filters: array_has of a {needle.type} in a list of {vt} is not supported")
+            if _is_float(vt):
+                raise NotSupportedError("filters: array_has on lists of floats is not supported")
+            return _call(_udf_array_has(lst.type), [lst, needle], pa.bool_())
+        if isinstance(node, exp.RegexpLike) or name in ("regexp_like", "regexp_match"):
+            if isinstance(node, exp.Anonymous):
+                args = list(node.expressions)
+            else:
+                args = [node.this, node.expression] + ([node.args["flag"]] if node.args.get("flag") is not None else [])
+            if len(args) not in (2, 3):
+                raise InvalidArgumentError(f"filters: {name} takes two or three arguments")
+            s, p = self.value(args[0]), self.value(args[1])
+            flags = self.value(args[2]) if len(args) == 3 else None
+            if p.const is None or (flags is not None and flags.const is None):
+                raise NotSupportedError(f"filters: {name} needs a constant pattern and flags")
+            is_match = name == "regexp_match"
+            if _is_null_type(s.type) or not p.const.is_valid or (flags is not None and not flags.const.is_valid):
+                null = pa.scalar(None, pa.bool_())
+                return _V(pc.scalar(null), pa.bool_(), const=null, regexp=is_match)
+            if not _is_str(s.type) or not _is_str(p.type):
+                raise InvalidArgumentError(f"filters: {name} needs strings")
+            pattern = p.const.as_py()
+            _check_regex(pattern)
+            prefix = ""
+            if flags is not None:
+                f = flags.const.as_py()
+                if "g" in f:
+                    raise InvalidArgumentError(f"filters: {name} does not support the global flag")
+                if not set(f) <= _REGEX_FLAGS:
+                    raise NotSupportedError(f"filters: {name} flags {f!r} are not supported")
+                if f:
+                    prefix = f"(?{''.join(sorted(set(f)))})"
+            res = self.regex_match(_cast(s, pa.string(), name), prefix + pattern, False)
+            if is_match:
+                # A list of the captures, NULL where nothing matches: true / NULL.
+                if res.const is None:
+                    matched = pc.if_else(res.expr, pc.scalar(True), pc.scalar(pa.scalar(None, pa.bool_())))
+                    res = _V(matched, pa.bool_(), regexp=True)
+                else:
+                    res = _V(res.expr, pa.bool_(), const=res.const, regexp=True)
+            return res
+        if name == "is_valid" and isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
+            v = self._visit(node.expressions[0], False)
+            return _V(pc.is_valid(v.expr), pa.bool_()) if v.const is None else _const(pa.scalar(v.const.is_valid))
+        raise NotSupportedError(f"filters: {node.sql(dialect=_dialect())} ({type(node).__name__}) is not supported")

@@ -1,0 +1,141 @@
+"""Compute functions Arrow lacks, written with numpy and registered once per process as Arrow
+scalar UDFs: IEEE-754 total-order comparisons, ``fmod``, truncating integer ``%``, Unicode
+``upper``/``lower`` and ``array_has``. The translator calls them by the names returned here.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, Set
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_UDF_LOCK = threading.Lock()
+_UDFS: Set[str] = set()
+
+
+def _validity(a: Any, n: int) -> np.ndarray:
+    if isinstance(a, pa.Scalar):
+        return np.full(n, a.is_valid, dtype=bool)
+    if a.null_count == 0:
+        return np.ones(len(a), dtype=bool)
+    return np.asarray(pc.is_valid(a).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _values(a: Any, n: int, dtype: Any) -> np.ndarray:
+    """`a`'s values as a numpy array of `n` (nulls become zeros)."""
+    if isinstance(a, pa.Scalar):
+        v = a.as_py() if a.is_valid else 0
+        if isinstance(v, float) and dtype is not None and np.dtype(dtype).kind in "iu":
+            v = 0
+        return np.full(n, v, dtype=dtype)
+    if a.null_count:
+        a = pc.fill_null(a, pa.scalar(0, a.type))
+    return np.asarray(a.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _float_values(a: Any, n: int) -> np.ndarray:
+    if isinstance(a, pa.Scalar):
+        v = a.as_py() if a.is_valid else 0.0
+        return np.full(n, v, dtype=np.float64)
+    return np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _total_key(x: np.ndarray) -> np.ndarray:
+    """Integers ordered as IEEE-754 totalOrder orders the doubles `x` (Rust's total_cmp)."""
+    bits = x.view(np.int64)
+    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+_TOTAL_OPS: Dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+}
+
+
+def _register(name: str, fn: Callable, in_types: Dict[str, pa.DataType], out_type: pa.DataType) -> str:
+    with _UDF_LOCK:
+        if name in _UDFS:
+            return name
+        try:
+            pc.register_scalar_function(fn, name, {"summary": name, "description": "lancepy filter function"}, in_types, out_type)
+        except pa.ArrowKeyError:  # already registered in this process (module reloaded)
+            pass
+        _UDFS.add(name)
+    return name
+
+
+def _udf_total_cmp(op: str) -> str:
+    cmp = _TOTAL_OPS[op]
+
+    def fn(ctx: Any, a: Any, b: Any) -> pa.Array:
+        n = ctx.batch_length
+        valid = _validity(a, n) & _validity(b, n)
+        out = cmp(_total_key(_float_values(a, n)), _total_key(_float_values(b, n)))
+        return pa.array(out, type=pa.bool_(), mask=~valid)
+
+    return _register(f"lancepy_total_{op}", fn, {"a": pa.float64(), "b": pa.float64()}, pa.bool_())
+
+
+def _udf_fmod() -> str:
+    def fn(ctx: Any, a: Any, b: Any) -> pa.Array:
+        n = ctx.batch_length
+        valid = _validity(a, n) & _validity(b, n)
+        with np.errstate(all="ignore"):
+            out = np.fmod(_float_values(a, n), _float_values(b, n))
+        return pa.array(out, type=pa.float64(), mask=~valid)
+
+    return _register("lancepy_fmod", fn, {"a": pa.float64(), "b": pa.float64()}, pa.float64())
+
+
+def _udf_int_mod(t: pa.DataType) -> str:
+    dtype = np.dtype(t.to_pandas_dtype())
+
+    def fn(ctx: Any, a: Any, b: Any) -> pa.Array:
+        n = ctx.batch_length
+        valid = _validity(a, n) & _validity(b, n)
+        x, y = _values(a, n, dtype), _values(b, n, dtype)
+        if np.any((y == 0) & valid):
+            raise pa.ArrowInvalid("divide by zero")
+        y = np.where(valid & (y != 0), y, 1).astype(dtype)
+        with np.errstate(all="ignore"):
+            out = np.fmod(x, y)  # truncated remainder (C / Rust %); MIN % -1 is 0
+        return pa.array(out, type=t, mask=~valid)
+
+    return _register(f"lancepy_mod_{t}", fn, {"a": t, "b": t}, t)
+
+
+def _udf_case(upper: bool) -> str:
+    def fn(ctx: Any, a: Any) -> pa.Array:
+        if isinstance(a, pa.Scalar):
+            v = a.as_py()
+            return pa.array([None if v is None else (v.upper() if upper else v.lower())] * ctx.batch_length, pa.string())
+        return pa.array([None if v is None else (v.upper() if upper else v.lower()) for v in a.to_pylist()], pa.string())
+
+    # Python's str.upper/lower map case as Rust's to_uppercase/to_lowercase do (full mappings:
+    # 'ß' → 'SS'; a final sigma lowers to 'ς'), where Arrow's utf8_upper maps one to one.
+    return _register("lancepy_upper" if upper else "lancepy_lower", fn, {"a": pa.string()}, pa.string())
+
+
+def _udf_array_has(list_type: pa.DataType) -> str:
+    value_type = list_type.value_type
+
+    def fn(ctx: Any, lists: Any, needle: Any) -> pa.Array:
+        n = ctx.batch_length
+        if isinstance(lists, pa.Scalar):
+            lists = pa.array([lists.as_py()] * n, list_type)
+        valid = _validity(lists, n) & _validity(needle, n)
+        out = np.zeros(n, dtype=bool)
+        flat = pc.list_flatten(lists)
+        if len(flat):
+            parents = np.asarray(pc.list_parent_indices(lists).to_numpy(zero_copy_only=False))
+            if isinstance(needle, pa.Scalar):
+                hit = pc.equal(flat, needle)
+            else:
+                hit = pc.equal(flat, pc.take(needle, pa.array(parents)))
+            hit = np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
+            out[parents[hit]] = True
+        return pa.array(out, type=pa.bool_(), mask=~valid)
+
+    return _register(f"lancepy_array_has_{list_type}", fn, {"l": list_type, "v": value_type}, pa.bool_())
