@@ -28,7 +28,7 @@ import pytest
 
 import lancepy
 from lancepy import _lancepy
-from lancepy.bases import DatasetBasePath
+from lancepy._table.bases import DatasetBasePath
 from lancepy.exceptions import (
     BasePathNotFoundError,
     CorruptFileError,
@@ -300,8 +300,8 @@ def test_cleanup_keeps_files_a_base_finds_under_the_own_root(tmp_path):
 def test_failed_clone_leaves_nothing(tmp_path, monkeypatch):
     """The clone fails after writing its transaction file, before publishing its manifest:
     nothing is left that a reader (or a later clone) would trip over."""
-    import lancepy.bases as bases
-    import lancepy.commit as commit
+    import lancepy._table.bases as bases
+    import lancepy._table.commit as commit
 
     src, clone = str(tmp_path / "src"), str(tmp_path / "clone")
     make_source(lancepy, src)

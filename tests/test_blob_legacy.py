@@ -180,7 +180,7 @@ def test_update_rewrites_rows_with_blobs(tmp_path, version, writer):
 
 def test_compaction_streams_blob_values_in_bounded_batches(tmp_path):
     """The rewrite source hands the writer slices of about `blob_bytes` of values."""
-    from lancepy.dataset import _RewriteSource
+    from lancepy.optimize import _RewriteSource
 
     path = _rewrite_dataset(tmp_path, "2.1", "lancepy")
     ds = lancepy.dataset(path)

@@ -237,7 +237,7 @@ def test_unknown_feature_flags_are_refused(tmp_path):
     uri = str(tmp_path / "f.lance")
     lancepy.write_dataset(table(10), uri)
     store = lancepy._lancepy.Store(uri)
-    from lancepy import commit
+    from lancepy._table import commit
 
     loaded = commit.load_manifest(store)
     m = dict(loaded.manifest)

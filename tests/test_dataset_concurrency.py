@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 import lancepy
-from lancepy import commit
+from lancepy._table import commit
 from lancepy.exceptions import CommitConflictError
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 import lancepy
-from lancepy import commit as _commit
+from lancepy._table import commit as _commit
 from lancepy.exceptions import (
     ColumnNotFoundError,
     CommitConflictError,

@@ -391,7 +391,7 @@ def test_scanner_count_rows_honours_include_deleted_rows(tmp_path):
 def test_commit_timeout_bounds_retries(tmp_path, monkeypatch):
     import datetime
 
-    from lancepy import commit as commit_module
+    from lancepy._table import commit as commit_module
 
     uri = str(tmp_path / "c.lance")
     lancepy.write_dataset(pa.table({"id": [1]}), uri)

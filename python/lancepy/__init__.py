@@ -12,8 +12,8 @@ from lancepy import exceptions
 from lancepy._lancepy import __version__
 from lancepy.file import LanceFileReader, LanceFileWriter
 from lancepy import fragment
-from lancepy._storage import io_counts, reader_cache_info, set_reader_cache_limits
-from lancepy.bases import DatasetBasePath
+from lancepy._core.storage import io_counts, reader_cache_info, set_reader_cache_limits
+from lancepy._table.bases import DatasetBasePath
 from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, Transaction, dataset, write_dataset
 from lancepy.fragment import FragmentMetadata, LanceFragment
 

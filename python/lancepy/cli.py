@@ -22,7 +22,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 from lancepy import _lancepy
-from lancepy import commit as _commit
+from lancepy._table import commit as _commit
 from lancepy.exceptions import LanceError
 
 __all__ = ["main", "inspect_path", "list_versions", "validate_path"]
@@ -188,10 +188,11 @@ def list_versions(uri: str, storage_options: Optional[Dict[str, str]] = None) ->
     if not versions:
         _commit.load_manifest(store)  # the right DatasetNotFoundError
     tags: Dict[int, List[str]] = {}
-    from lancepy.dataset import LanceDataset, Tags
+    from lancepy.dataset import LanceDataset
+    from lancepy._table.tags import Tags
 
     latest = LanceDataset(uri, storage_options=storage_options)
-    for name, t in Tags(latest).list().items():
+    for name, t in Tags(latest._store).list().items():
         tags.setdefault(t["version"], []).append(name)
     out = []
     for v in sorted(versions):

@@ -30,8 +30,8 @@ from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Union
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy._paths import expand_path, local_path
-from lancepy._storage import StorageOptions, normalize_storage_options
+from lancepy._core.paths import expand_path, local_path
+from lancepy._core.storage import StorageOptions, normalize_storage_options
 from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError, NotSupportedError
 
 __all__ = [
@@ -440,7 +440,7 @@ class LanceFileWriter:
         :func:`lancepy.write_dataset` with a declared schema). A malformed batch (buffers
         shorter than its length says, offsets outside its data) is refused before the
         native writer reads it."""
-        from lancepy._conform import conform
+        from lancepy._core.conform import conform
 
         data = batch
         if isinstance(data, (list, dict)) or not (

@@ -53,7 +53,7 @@ import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy import blob as _blob
-from lancepy import commit as _commit
+from lancepy._table import commit as _commit
 from lancepy.exceptions import (
     CommitConflictError,
     DatasetAlreadyExistsError,

@@ -1,6 +1,6 @@
 """Nearest-neighbour queries: ``nearest=`` on ``to_table`` / ``to_batches`` / ``scanner``.
 
-With an IVF_FLAT or IVF_PQ index on the column (built by pylance; see :mod:`lancepy.ivf`),
+With an IVF_FLAT or IVF_PQ index on the column (built by pylance; see :mod:`lancepy._ops.ivf`),
 the search uses it as pylance does: ``nprobes`` partitions nearest the query are scanned
 (lancepy's default when none is given: 20, more until ``k`` rows are found; pylance's own
 default is adaptive), ``refine_factor`` re-ranks the best ``k * refine_factor`` by exact
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 
 import pyarrow as pa
 
-from lancepy import ivf as _ivf
+from lancepy._ops import ivf as _ivf
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover

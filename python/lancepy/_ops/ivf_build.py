@@ -1,6 +1,6 @@
 """Building IVF vector indices (``IVF_FLAT``, ``IVF_PQ``) in pylance 14's on-disk format.
 
-The files written are the ones :mod:`lancepy.ivf` reads (and pylance reads and writes), in file
+The files written are the ones :mod:`lancepy._ops.ivf` reads (and pylance reads and writes), in file
 version 2.2:
 
 * ``index.idx``: no rows (the flat sub-index keeps nothing per partition), one column
@@ -536,7 +536,7 @@ def remap(
     kept as they are. Returns the new index's uuid and its files (for the manifest)."""
     import numpy as np
 
-    from lancepy import ivf as _ivf
+    from lancepy._ops import ivf as _ivf
 
     idx = _ivf.load_index(ds_uri, entry["uuid"], storage_options)
     rid = idx.row_ids
@@ -587,7 +587,7 @@ def extend(
     only. Returns the new segment's uuid and files."""
     import numpy as np
 
-    from lancepy import ivf as _ivf
+    from lancepy._ops import ivf as _ivf
 
     first = _ivf.load_index(ds._uri, entries[0]["uuid"], ds._storage_options)
     m = first.num_sub_vectors if first.kind == "IVF_PQ" else 0

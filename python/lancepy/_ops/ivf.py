@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy._storage import origin_key
+from lancepy._core.storage import origin_key
 from lancepy.exceptions import CorruptFileError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover

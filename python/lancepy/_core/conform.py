@@ -30,6 +30,8 @@ from typing import Any, Iterable, Iterator, List, Optional
 
 import pyarrow as pa
 
+from lancepy._core import blobschema as _blob
+from lancepy._core.schema import _describe, schema_differences
 from lancepy.exceptions import InvalidArgumentError, SchemaMismatchError
 
 __all__ = ["conform", "conform_batch", "as_schema"]
@@ -81,7 +83,6 @@ def _keep_as_is(source: pa.DataType, field: pa.Field) -> bool:
     if source == field.type:
         return True
     if pa.types.is_binary(source) or pa.types.is_large_binary(source):
-        from lancepy import blob as _blob
 
         return _blob._is_arrow_blob_v2(field)
     return False
@@ -205,7 +206,6 @@ def _source(data: Any) -> Any:
         reader = data.to_reader()  # a pyarrow dataset Scanner or a lancepy scanner: streamed
         return reader.schema, reader, False
     if hasattr(data, "_loaded") and hasattr(data, "scanner"):
-        from lancepy.fragment import _lancepy_dataset_reader
 
         reader = _lancepy_dataset_reader(data)  # a lancepy dataset (blob columns as values)
         return reader.schema, reader, False
@@ -261,3 +261,53 @@ def _checked_stream(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Ite
         if not b.schema.equals(schema):
             raise SchemaMismatchError(f"a batch of the stream has schema [{b.schema}], not the stream's [{schema}]")
         yield b
+
+
+def _lancepy_dataset_reader(ds: Any) -> pa.RecordBatchReader:
+    """A lancepy dataset's rows, streamed, with its blob columns as their values (still
+    marked ``lance-encoding:blob``, so that a copy stores them as blobs again)."""
+    blobs = {n for n in ds.schema.names if _blob.blob_field_kind(ds._loaded.manifest, n) is not None}
+    reader = ds.scanner(blob_handling="all_binary").to_reader()
+    if not blobs:
+        return reader
+    schema = pa.schema(
+        [f.with_metadata({**(f.metadata or {}), b"lance-encoding:blob": b"true"}) if f.name in blobs else f
+         for f in reader.schema],
+        metadata=reader.schema.metadata,
+    )
+    return pa.RecordBatchReader.from_batches(schema, (pa.RecordBatch.from_arrays(b.columns, schema=schema) for b in reader))
+
+
+def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.RecordBatchReader:
+    """Anything tabular (pyarrow tables/batches/readers, lists, iterators or generators of
+    batches, pandas, dicts, lists of dicts, datasets, Arrow PyCapsule producers) as a
+    ``RecordBatchReader`` of valid batches of `schema` (cast to it) or of the input's own
+    schema: the one conversion step of every write (see :mod:`lancepy._core.conform`)."""
+
+    return conform(data, schema)
+
+
+def align_to_schema(reader: pa.RecordBatchReader, target: pa.Schema) -> pa.RecordBatchReader:
+    """Checks that `reader`'s columns are `target`'s (any order) and reorders them.
+
+    Raises :class:`SchemaMismatchError` naming the difference before anything is written.
+    """
+    got = reader.schema
+    # Blob-v2 columns are written from binary values (stored as descriptions + sidecars).
+    target = _blob.writable_schema(target, got)
+    parts = schema_differences(got, target)
+    if parts or len(set(got.names)) != len(got.names):
+        raise SchemaMismatchError(
+            "the data does not match the dataset schema: " + ", ".join(parts or ["duplicate column names"])
+            + f". Dataset schema: [{_describe(target)}]; data schema: [{_describe(got)}]"
+        )
+    if got.names == target.names:
+        return reader
+    names = target.names
+
+    def reorder() -> Iterator[pa.RecordBatch]:
+        for b in reader:
+            yield pa.RecordBatch.from_arrays([b.column(n) for n in names], names=names)
+
+    out_schema = pa.schema([got.field(n) for n in names], metadata=got.metadata)
+    return pa.RecordBatchReader.from_batches(out_schema, reorder())

@@ -28,8 +28,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from lancepy import _lancepy
-from lancepy import commit as _commit
-from lancepy.exceptions import DatasetAlreadyExistsError, InvalidArgumentError, UnsupportedError
+from lancepy._table import commit as _commit
+from lancepy.exceptions import (
+    DatasetAlreadyExistsError,
+    InvalidArgumentError,
+    UnsupportedError,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
@@ -76,7 +80,7 @@ def normalize_base_store_params(params: Any) -> Optional[Dict[str, Dict[str, str
     of the dataset's), checked, with the base URIs spelled as base paths record them."""
     if params is None:
         return None
-    from lancepy._storage import normalize_storage_options
+    from lancepy._core.storage import normalize_storage_options
 
     if not isinstance(params, dict):
         raise InvalidArgumentError(f"base_store_params must be a dict of base path URI to storage options, got {params!r}")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Optional
+from typing import Optional, Union
+
+from lancepy.exceptions import InvalidArgumentError
 
 __all__ = ["expand_path", "is_anonymous_memory", "local_path"]
 
@@ -39,3 +41,23 @@ def local_path(uri: str) -> Optional[str]:
     if uri.startswith("file://"):
         return os.path.abspath(uri[len("file://"):])
     return None if "://" in uri else os.path.abspath(uri)
+
+
+def _uri(uri: PathLike) -> str:
+    """A dataset URI as lancepy uses it: ``~`` expanded, an anonymous ``memory://`` given
+    a fresh name (see :mod:`lancepy._core.paths`), trailing slashes dropped."""
+    u = os.fspath(uri)
+    if not u:
+        raise InvalidArgumentError("the dataset URI is empty")
+    u = expand_path(u)
+    return u.rstrip("/") if len(u) > 1 else u
+
+
+def _local_path(uri: str) -> Optional[str]:
+    """The filesystem path of a local `uri` (a plain path or ``file://``), else ``None``."""
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    return None if "://" in uri else uri
+
+
+PathLike = Union[str, "os.PathLike[str]"]

@@ -27,19 +27,41 @@ import datetime
 import json
 import random
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
+from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table layer's entry points
+    FLAG_BASE_PATHS,
+    FLAG_DELETION_FILES,
+    FLAG_DISABLE_TRANSACTION_FILE,
+    FLAG_MIXED_DATA_FILE_VERSIONS,
+    FLAG_STABLE_ROW_IDS,
+    FLAG_TABLE_CONFIG,
+    FLAG_USE_V2_FORMAT_DEPRECATED,
+    HINT_FILE,
+    KNOWN_READER_FLAGS,
+    KNOWN_WRITER_FLAGS,
+    TRANSACTIONS_DIR,
+    VERSIONS_DIR,
+    WRITER_LIBRARY,
+    LoadedManifest,
+    _fragment_files,
+    _infer_storage_version,
+    _mixed_file_versions,
+    check_feature_flags,
+    latest_version,
+    list_versions,
+    load_manifest,
+    load_transaction,
+    manifest_name,
+)
+from lancepy._table.transaction import _body, conflicts, new_transaction, operation_name  # noqa: F401
 from lancepy.exceptions import (
     CommitConflictError,
-    CorruptFileError,
     DatasetNotFoundError,
     InvalidArgumentError,
-    NotFoundError,
     UnsupportedError,
-    VersionNotFoundError,
 )
 
 __all__ = [
@@ -59,380 +81,6 @@ __all__ = [
     "build_manifest",
     "commit_transaction",
 ]
-
-VERSIONS_DIR = "_versions"
-TRANSACTIONS_DIR = "_transactions"
-HINT_FILE = f"{VERSIONS_DIR}/latest_version_hint.json"
-
-FLAG_DELETION_FILES = 1
-FLAG_STABLE_ROW_IDS = 2
-FLAG_USE_V2_FORMAT_DEPRECATED = 4
-FLAG_TABLE_CONFIG = 8
-FLAG_BASE_PATHS = 16
-FLAG_DISABLE_TRANSACTION_FILE = 32
-FLAG_MIXED_DATA_FILE_VERSIONS = 256
-_FLAG_NAMES = {
-    1: "DELETION_FILES",
-    2: "STABLE_ROW_IDS",
-    4: "USE_V2_FORMAT_DEPRECATED",
-    8: "TABLE_CONFIG",
-    16: "BASE_PATHS",
-    32: "DISABLE_TRANSACTION_FILE",
-    64: "UNSTABLE_DATA_OVERLAY_FILES",
-    128: "COVERED_INDEX_METADATA",
-    256: "MIXED_DATA_FILE_VERSIONS",
-    512: "NON_REUSABLE_FIELD_IDS",
-    1024: "FRAGMENT_REUSE_INDEX",
-}
-#: Flags lancepy implements, for reading and for writing.
-KNOWN_READER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32 | 256
-KNOWN_WRITER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32 | 256
-
-#: The library name written in ``Manifest.writer_version``.
-WRITER_LIBRARY = "lancepy"
-
-
-def _mixed_file_versions(fragments: List[Dict[str, Any]], version: Optional[str]) -> bool:
-    """Whether a data file of `fragments` has another 2.x version than the dataset's."""
-    try:
-        want = tuple(int(x) for x in str(version).split(".")[:2])
-    except ValueError:
-        return False
-    if want[0] != 2:
-        return False
-    return any(
-        (int(d.get("file_major_version", 0) or 0), int(d.get("file_minor_version", 0) or 0)) != want
-        for f in fragments
-        for d in f.get("files", [])
-    )
-
-
-def manifest_name(version: int, naming: str) -> str:
-    """The path (relative to the root) of version `version` under `naming` (``v1``/``v2``)."""
-    return _lancepy.manifest_path(version, naming)
-
-
-def list_versions(store: Any) -> Tuple[Dict[int, str], Optional[str]]:
-    """All committed versions → manifest path, and the naming scheme in use (listing
-    ``_versions/``; mixed schemes are a :class:`CorruptFileError`)."""
-    versions, naming = _lancepy.list_versions(store)
-    return dict(versions), naming
-
-
-def latest_version(store: Any) -> Tuple[int, Optional[str]]:
-    """The newest committed version (0 if none) and the naming scheme."""
-    versions, naming = list_versions(store)
-    return (max(versions) if versions else 0), naming
-
-
-class LoadedManifest:
-    """One version's manifest.
-
-    Opened from storage (:func:`load_manifest`), it is held decoded by the native module
-    (`native`) and read through typed attributes; the whole message becomes a Python dict
-    (`manifest`) or JSON text (`json`) only when something asks for it. Built by a commit,
-    it starts from the dict or text the commit wrote.
-    """
-
-    __slots__ = ("version", "path", "naming", "size", "native", "_json", "_manifest", "_index_section", "_transaction")
-
-    def __init__(
-        self,
-        version: int,
-        path: str,
-        json_text: Optional[str] = None,
-        manifest: Optional[Dict[str, Any]] = None,
-        index_section: Optional[bytes] = None,
-        transaction: Optional[bytes] = None,
-        naming: str = "v2",
-        size: int = 0,
-        native: Any = None,
-    ) -> None:
-        self.version = version
-        self.path = path
-        self.naming = naming
-        self.size = size
-        self.native = native
-        self._json = json_text
-        self._manifest = manifest
-        self._index_section = index_section
-        self._transaction = transaction
-
-    @classmethod
-    def from_native(cls, native: Any) -> "LoadedManifest":
-        """Wraps a manifest opened by ``_lancepy.open_manifest``."""
-        return cls(native.version, native.path, naming=native.naming, size=native.size, native=native)
-
-    @property
-    def json(self) -> str:
-        """The whole manifest as JSON text."""
-        if self._json is None:
-            self._json = self.native.json() if self.native is not None else json.dumps(self._manifest)
-        return self._json
-
-    @property
-    def manifest(self) -> Dict[str, Any]:
-        """The whole manifest as a dict (decoded on first use; treat as read-only)."""
-        if self._manifest is None:
-            m = json.loads(self.json)
-            m["version"] = self.version
-            self._manifest = m
-        return self._manifest
-
-    @property
-    def index_section(self) -> Optional[bytes]:
-        """The raw ``IndexSection`` message, if the manifest has one."""
-        if self._index_section is None and self.native is not None:
-            self._index_section = self.native.index_section
-        return self._index_section
-
-    @property
-    def transaction(self) -> Optional[bytes]:
-        """The raw inline ``Transaction`` message, if the manifest has one."""
-        if self._transaction is None and self.native is not None:
-            self._transaction = self.native.transaction
-        return self._transaction
-
-    @property
-    def fragment_ids(self) -> List[int]:
-        """The ids of the fragments, in manifest order."""
-        if self.native is not None:
-            return list(self.native.fragment_ids)
-        return [int(f.get("id", 0) or 0) for f in self.manifest.get("fragments", [])]
-
-    @property
-    def reader_feature_flags(self) -> int:
-        """``Manifest.reader_feature_flags``."""
-        if self.native is not None:
-            return int(self.native.reader_feature_flags)
-        return int(self.manifest.get("reader_feature_flags", 0) or 0)
-
-    @property
-    def writer_feature_flags(self) -> int:
-        """``Manifest.writer_feature_flags``."""
-        if self.native is not None:
-            return int(self.native.writer_feature_flags)
-        return int(self.manifest.get("writer_feature_flags", 0) or 0)
-
-
-def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:
-    """Loads version `version` (default: the latest)."""
-    native = _lancepy.open_manifest(store, version)
-    if native is not None:
-        return LoadedManifest.from_native(native)
-    # No such version: list them to say which exist.
-    versions, _ = list_versions(store)
-    if not versions:
-        if store.root_exists():
-            raise DatasetNotFoundError(f"{store.uri} is not a Lance dataset: it has no manifests in _versions/")
-        raise DatasetNotFoundError(f"no Lance dataset at {store.uri}")
-    raise VersionNotFoundError(
-        f"version {version} of {store.uri} does not exist; versions are {_ranges(sorted(versions))}"
-    )
-
-
-def _ranges(vs: List[int]) -> str:
-    if not vs:
-        return "none"
-    out, start, prev = [], vs[0], vs[0]
-    for v in vs[1:] + [None]:  # type: ignore[list-item]
-        if v is not None and v == prev + 1:
-            prev = v
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if v is not None:
-            start = prev = v
-    return ", ".join(out)
-
-
-def check_feature_flags(manifest: Union[Dict[str, Any], LoadedManifest], *, write: bool, uri: str = "") -> None:
-    """Refuses a manifest whose feature flags lancepy does not implement."""
-    if isinstance(manifest, LoadedManifest):
-        flags, writer_flags = manifest.reader_feature_flags, manifest.writer_feature_flags
-    else:
-        flags, writer_flags = manifest.get("reader_feature_flags", 0), manifest.get("writer_feature_flags", 0)
-    known = KNOWN_READER_FLAGS
-    what = "read"
-    if write:
-        flags = writer_flags | flags
-        known = KNOWN_WRITER_FLAGS
-        what = "write to"
-    unknown = flags & ~known
-    if unknown:
-        bits = [b for b in range(64) if unknown >> b & 1]
-        names = ", ".join(f"{1 << b} ({_FLAG_NAMES.get(1 << b, 'unknown')})" for b in bits)
-        raise UnsupportedError(
-            f"cannot {what} dataset {uri}: it uses feature flag(s) {names} that lancepy does not implement"
-        )
-
-
-def load_transaction(store: Any, version: int) -> Optional[Dict[str, Any]]:
-    """The transaction that created `version` (inline, else from its file); ``None`` if it
-    cannot be found or decoded."""
-    try:
-        loaded = load_manifest(store, version)
-    except (VersionNotFoundError, DatasetNotFoundError):
-        return None
-    data = loaded.transaction
-    name = loaded.manifest.get("transaction_file") or ""
-    if data is None and name:
-        try:
-            data = store.read(f"{TRANSACTIONS_DIR}/{name}")
-        except NotFoundError:
-            return None
-    if data is None:
-        return None
-    try:
-        return json.loads(_lancepy.decode_transaction(data, name))
-    except CorruptFileError:
-        return None
-
-
-def new_transaction(read_version: int, operation: str, body: Dict[str, Any]) -> Dict[str, Any]:
-    """A transaction dict (the JSON form of ``lance.table.Transaction``)."""
-    return {
-        "read_version": read_version,
-        "uuid": str(uuid.uuid4()),
-        "tag": "",
-        "transaction_properties": {},
-        "operation": {operation: body},
-    }
-
-
-def operation_name(txn: Optional[Dict[str, Any]]) -> Optional[str]:
-    """``"Append"``, ``"Delete"``, ... or ``None`` for a missing or unknown operation."""
-    if not txn:
-        return None
-    op = txn.get("operation")
-    if not isinstance(op, dict) or len(op) != 1:
-        return None
-    return next(iter(op))
-
-
-def _body(txn: Dict[str, Any]) -> Dict[str, Any]:
-    return next(iter(txn["operation"].values()))
-
-
-def _touched_fragments(txn: Dict[str, Any]) -> set:
-    """Ids of existing fragments that a transaction modified or removed."""
-    name, body = operation_name(txn), _body(txn)
-    ids = set()
-    if name == "Delete":
-        ids |= {f.get("id", 0) for f in body.get("updated_fragments", [])}
-        ids |= set(body.get("deleted_fragment_ids", []))
-    elif name == "Update":
-        ids |= {f.get("id", 0) for f in body.get("updated_fragments", [])}
-        ids |= set(body.get("removed_fragment_ids", []))
-    elif name == "Rewrite":
-        for g in body.get("groups", []):
-            ids |= {f.get("id", 0) for f in g.get("old_fragments", [])}
-        ids |= {f.get("id", 0) for f in body.get("old_fragments", [])}
-    elif name == "DataReplacement":
-        ids |= {r.get("fragment_id", 0) for r in body.get("replacements", [])}
-    return ids
-
-
-def _config_keys(txn: Dict[str, Any]) -> set:
-    """``(map, key)`` pairs a transaction sets or deletes: map is ``"config"``,
-    ``"table"``, ``"schema"`` or ``"field:<id>"``; key ``None`` stands for every key (a
-    replacing update)."""
-    name, body = operation_name(txn), _body(txn)
-    if name == "Overwrite":
-        return {("config", k) for k in body.get("config_upsert_values") or {}}
-    if name != "UpdateConfig":
-        return set()
-    keys = {("config", k) for k in body.get("upsert_values") or {}} | {("config", k) for k in body.get("delete_keys") or []}
-    keys |= {("schema", k) for k in body.get("schema_metadata") or {}}
-    for fid, upd in (body.get("field_metadata") or {}).items():
-        keys |= {(f"field:{fid}", k) for k in (upd or {}).get("metadata") or {}}
-    maps = [("config", body.get("config_updates")), ("table", body.get("table_metadata_updates")),
-            ("schema", body.get("schema_metadata_updates"))]
-    maps += [(f"field:{fid}", upd) for fid, upd in (body.get("field_metadata_updates") or {}).items()]
-    for where, upd in maps:
-        if not upd:
-            continue
-        if upd.get("replace"):
-            keys.add((where, None))
-        keys |= {(where, e.get("key")) for e in upd.get("update_entries") or []}
-    return keys
-
-
-def _config_overlap(a: set, b: set) -> bool:
-    """Whether two sets of :func:`_config_keys` touch a common key."""
-    if a & b:
-        return True
-    wild_a = {m for m, k in a if k is None}
-    wild_b = {m for m, k in b if k is None}
-    return any(m in wild_a for m, _ in b) or any(m in wild_b for m, _ in a)
-
-
-def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optional[str]:
-    """Why our transaction cannot be committed after `theirs` (``None`` if it can).
-
-    Rules of the table format's transaction specification, from the point of view of the
-    transaction being committed; "retryable" conflicts are conflicts too (the caller may
-    retry from the new version). A missing or unknown transaction always conflicts.
-    """
-    mine, other = operation_name(ours), operation_name(theirs)
-    if other is None:
-        return "the concurrent version's transaction is missing or of an unknown kind"
-    assert theirs is not None
-    if mine == "Restore":
-        return None if other != "UpdateMemWalState" else f"{other} happened concurrently"
-    if other == "UpdateBases" or mine == "UpdateBases":
-        # Registering base paths changes no fragment and no schema, and the bases are added
-        # to whatever manifest is latest; only two registrations can clash.
-        if mine == other:
-            return "a concurrent UpdateBases registered base paths"
-        return None
-    if other in ("Overwrite", "Restore", "UpdateMemWalState", "Clone"):
-        if mine == "Overwrite" and other == "Restore":
-            return None
-        if mine == "UpdateConfig" and other != "Overwrite":
-            return None
-        return f"a concurrent {other} replaced the data this {mine} was based on"
-    overlap = _touched_fragments(ours) & _touched_fragments(theirs)
-    if mine == "Append":
-        return None
-    if mine == "Overwrite":
-        if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
-            return "a concurrent UpdateConfig changed the same config keys"
-        return None
-    if mine in ("Delete", "Update"):
-        if other == "Merge":
-            return f"a concurrent Merge (add_columns) rewrote every fragment this {mine} touches"
-        if other in ("Delete", "Update", "Rewrite", "DataReplacement") and overlap:
-            return f"a concurrent {other} modified the same fragments {sorted(overlap)}"
-        return None
-    if mine == "Rewrite":
-        if other == "Merge":
-            return "a concurrent Merge (add_columns) rewrote every fragment"
-        if other in ("Delete", "Update", "Rewrite", "DataReplacement") and overlap:
-            return f"a concurrent {other} modified fragments being compacted {sorted(overlap)}"
-        if other == "CreateIndex":
-            return "a concurrent CreateIndex refers to row addresses that compaction changes"
-        return None
-    if mine == "Merge":
-        if other in ("Update", "Append", "Delete", "Merge", "Rewrite", "DataReplacement", "Project"):
-            return f"a concurrent {other} changed the fragments or schema this Merge replaces"
-        return None
-    if mine == "Project":
-        if other in ("Project", "Merge"):
-            return f"a concurrent {other} changed the schema"
-        return None
-    if mine == "UpdateConfig":
-        if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
-            return "a concurrent UpdateConfig changed the same keys"
-        return None
-    if mine in ("CreateIndex", "ReserveFragments"):
-        if mine == "CreateIndex" and other == "Rewrite":
-            return "a concurrent Rewrite changed row addresses"
-        return None
-    return f"cannot check {mine} against a concurrent {other}"
-
-
-def _fragment_files(frag: Dict[str, Any]) -> List[Dict[str, Any]]:
-    return frag.get("files") or []
 
 
 def _has_deletions(frag: Dict[str, Any]) -> bool:
@@ -760,13 +408,6 @@ def _assign_row_ids(m: Dict[str, Any], fragments: List[Dict[str, Any]]) -> None:
     m["next_row_id"] = next_row
 
 
-def _infer_storage_version(fragments: List[Dict[str, Any]]) -> str:
-    for f in fragments:
-        for d in _fragment_files(f):
-            return f"{d.get('file_major_version', 2)}.{d.get('file_minor_version', 0)}"
-    return "2.1"
-
-
 @dataclass
 class CommitResult:
     """What a commit produced."""
@@ -929,3 +570,16 @@ def delete_written(store: Any, files: Iterable[Union[str, Tuple[Any, str]]]) -> 
             other_store.delete([rel])
     except Exception:  # noqa: BLE001 - best effort
         pass
+
+
+def _auto_cleanup_config(options: Dict[str, Any]) -> Dict[str, str]:
+    """The table config entries of pylance's ``AutoCleanupConfig`` (``interval``: every
+    n-th version cleans up; ``older_than_seconds``: what it removes)."""
+    if not isinstance(options, dict) or {"interval", "older_than_seconds"} - set(options):
+        raise InvalidArgumentError("auto_cleanup_options needs 'interval' and 'older_than_seconds'")
+    interval, older = options["interval"], options["older_than_seconds"]
+    if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+        raise InvalidArgumentError(f"interval must be a positive int, got {interval!r}")
+    if not isinstance(older, (int, float)) or isinstance(older, bool) or older < 0:
+        raise InvalidArgumentError(f"older_than_seconds must be a non-negative number, got {older!r}")
+    return {AUTO_CLEANUP_INTERVAL: str(interval), AUTO_CLEANUP_OLDER_THAN: f"{older}s"}

@@ -1,0 +1,92 @@
+"""Schema helpers of the core layer: the row id / row address column names, a Lance schema
+(fields JSON) as an Arrow schema, and the table forms user callbacks may return."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Callable, Dict, List
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy.exceptions import (
+    InvalidArgumentError,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
+
+ROW_ID = "_rowid"
+
+
+ROW_ADDRESS = "_rowaddr"
+
+
+def _schema_of(fields: List[Dict[str, Any]], metadata: Dict[str, Any]) -> pa.Schema:
+    return pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
+
+
+def _as_table(out: Any) -> pa.Table:
+    if isinstance(out, pa.Table):
+        return out
+    if isinstance(out, pa.RecordBatch):
+        return pa.Table.from_batches([out])
+    if isinstance(out, dict):
+        return pa.table(out)
+    if type(out).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(out, preserve_index=False)
+    raise InvalidArgumentError(f"an add_columns function must return a table, batch or dict, got {type(out).__name__}")
+
+
+def _describe(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    if a == b:
+        return True
+    if pa.types.is_fixed_size_list(a) and pa.types.is_fixed_size_list(b):
+        return a.list_size == b.list_size and _same_type(a.value_type, b.value_type)
+    return False
+
+
+def schema_differences(
+    got: pa.Schema, target: pa.Schema, compatible: Callable[[pa.DataType, pa.DataType], bool] = _same_type
+) -> List[str]:
+    """How `got` differs from `target` (columns matched by name, in any order), in words:
+    missing and unexpected columns, and columns whose types are not `compatible`."""
+    missing = [n for n in target.names if n not in got.names]
+    extra = [n for n in got.names if n not in target.names]
+    wrong = [
+        f"{f.name}: {got.field(f.name).type} (dataset has {f.type})"
+        for f in target
+        if f.name in got.names and not compatible(got.field(f.name).type, f.type)
+    ]
+    parts = []
+    if missing:
+        parts.append(f"missing columns {missing}")
+    if extra:
+        parts.append(f"unexpected columns {extra}")
+    if wrong:
+        parts.append("different types: " + "; ".join(wrong))
+    return parts
+
+
+def lance_fields_for(schema: pa.Schema, first_id: int = 0) -> Dict[str, Any]:
+    """Lance fields (with ids from `first_id`) and schema metadata for an Arrow schema."""
+    return json.loads(_lancepy.schema_to_lance(schema, first_id))
+
+
+def _field_paths(fields: List[Dict[str, Any]]) -> Dict[int, str]:
+    """Field id → dotted path (``"a.b"``) for a manifest's flat field list."""
+    by_id = {f.get("id", 0): f for f in fields}
+    out: Dict[int, str] = {}
+    for fid, f in by_id.items():
+        parts, cur, seen = [f.get("name", "")], f, {fid}
+        while cur.get("parent_id", -1) in by_id and cur.get("parent_id", -1) not in seen:
+            seen.add(cur["parent_id"])
+            cur = by_id[cur["parent_id"]]
+            parts.append(cur.get("name", ""))
+        out[fid] = ".".join(reversed(parts))
+    return out

@@ -1,0 +1,396 @@
+"""Writing: the one routine that turns any input into data files and fragments
+(:func:`write_fragments`), and the planning of a whole write (:func:`write_to_targets`, modes,
+base paths, commit properties) that :func:`lancepy.write_dataset` commits."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy._core import blobschema as _blob
+from lancepy._core.conform import align_to_schema, to_record_batch_reader
+from lancepy._core.paths import _local_path, expand_path
+from lancepy._core.schema import lance_fields_for
+from lancepy._core.storage import normalize_storage_options
+from lancepy._table import bases as _bases
+from lancepy._table import commit as _commit
+from lancepy._table.fragments import (
+    DEFAULT_DATA_STORAGE_VERSION,
+    DEFAULT_MAX_BYTES_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_FILE,
+    FragmentMetadata,
+    normalize_storage_version,
+)
+from lancepy._table.operations import LanceOperation, LanceSchema, Transaction
+from lancepy.exceptions import (
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    UnsupportedError,
+    VersionNotFoundError,
+)
+from lancepy.file import page_bytes
+
+if TYPE_CHECKING:
+    from lancepy.dataset import LanceDataset
+
+
+def _write(
+    uri: str,
+    reader: pa.RecordBatchReader,
+    fields: List[Dict[str, Any]],
+    metadata: Dict[str, Any],
+    max_rows_per_file: int,
+    version: str,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    *,
+    file_tag: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    data_dir: str = "data",
+    external_blobs: str = "refuse",
+    max_page_bytes: Optional[int] = None,
+    blob_pack_file_size_threshold: Optional[int] = None,
+    progress: Any = None,
+) -> List[FragmentMetadata]:
+    """Streams `reader` into new data files (memory bounded by a few pages per column) under
+    ``{uri}/{data_dir}/`` (``data_dir=""``: straight under `uri`, a plain base path).
+
+    `file_tag` goes into every new data file's name (see lancepy.spark: a job finds the
+    files of its failed or discarded task attempts by it). `progress` (pylance's
+    ``FragmentWriteProgress`` shape: ``begin(fragment)`` / ``complete(fragment)``) hears
+    about each fragment: ``begin`` before its rows are written (no files, no rows yet),
+    ``complete`` once its file is written; the stream is then cut into runs of
+    `max_rows_per_file` rows, one native write each.
+    """
+    if max_rows_per_file <= 0:
+        raise InvalidArgumentError("max_rows_per_file must be positive")
+    if max_bytes_per_file <= 0:
+        raise InvalidArgumentError("max_bytes_per_file must be positive")
+    if progress is not None:
+        for name in ("begin", "complete"):
+            if not callable(getattr(progress, name, None)):
+                raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
+        options = dict(file_tag=file_tag, storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
+                       max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
+        out: List[FragmentMetadata] = []
+        try:
+            for part in row_runs(reader, max_rows_per_file):
+                progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
+                made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, **options)
+                out.extend(made)
+                for f in made:
+                    progress.complete(f)
+        except BaseException:
+            # the runs written before the failure: removed, as a failed single write leaves none
+            prefix = f"{data_dir}/" if data_dir else ""
+            try:
+                _lancepy.Store(uri, storage_options).delete([prefix + d.path for f in out for d in f.files])
+            except Exception:  # noqa: BLE001 - best effort; the producer's error is the one to see
+                pass
+            raise
+        return out
+    # An exception raised by the producer (a generator, a scanner) reaches the native writer as
+    # an Arrow stream error; it is re-raised as itself, not as a wrapped message.
+    failures: List[BaseException] = []
+
+    def tapped() -> Iterator[pa.RecordBatch]:
+        try:
+            yield from reader
+        except BaseException as e:
+            failures.append(e)
+            raise
+
+    source = pa.RecordBatchReader.from_batches(reader.schema, tapped())
+    try:
+        text = _lancepy.write_fragments(
+            uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
+            file_tag, storage_options, data_dir, external_blobs, max_page_bytes, blob_pack_file_size_threshold,
+        )
+    except Exception:
+        if failures:
+            raise failures[0] from None
+        raise
+    return [FragmentMetadata._from_dict(f) for f in json.loads(text)]
+
+
+def row_runs(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.RecordBatchReader]:
+    """`reader` cut into consecutive readers of `rows` rows each (the last may be shorter),
+    streamed: each run must be read before the next is asked for."""
+    if rows <= 0:
+        raise InvalidArgumentError("max_rows_per_file must be positive")
+    batches = iter(reader)
+    carry: List[pa.RecordBatch] = []
+
+    def run() -> Iterator[pa.RecordBatch]:
+        # Up to `rows` rows; what is left of a batch waits in `carry`.
+        left = rows
+        while left > 0:
+            if carry:
+                b = carry.pop()
+            else:
+                b = next(batches, None)
+                if b is None:
+                    return
+            if b.num_rows > left:
+                carry.append(b.slice(left))
+                b = b.slice(0, left)
+            left -= b.num_rows
+            yield b
+
+    while True:
+        if not carry:
+            first = next(batches, None)
+            if first is None:
+                return
+            carry.append(first)
+        if carry[0].num_rows == 0:
+            carry.pop()
+            continue
+        yield pa.RecordBatchReader.from_batches(reader.schema, run())
+
+
+def write_fragments(
+    data: Any,
+    dataset_uri: Union[str, "os.PathLike[str]", "LanceDataset"],
+    schema: Optional[pa.Schema] = None,
+    *,
+    return_transaction: bool = False,
+    mode: str = "append",
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_rows_per_group: Optional[int] = 1024,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    data_cache_bytes: Optional[int] = None,
+    max_page_bytes: Optional[int] = None,
+    progress: Any = None,
+    data_storage_version: Optional[str] = None,
+    use_legacy_format: Optional[bool] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    enable_stable_row_ids: bool = False,
+    target_bases: Optional[List[str]] = None,
+    target_all_bases: Optional[bool] = None,
+    initial_bases: Optional[List[Any]] = None,
+    base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
+    external_blob_mode: str = "reference",
+    allow_external_blob_outside_bases: bool = False,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
+    session: Any = None,
+) -> List[FragmentMetadata]:
+    """Writes `data` as new fragments of the dataset at `dataset_uri` without committing.
+
+    `data` is streamed: a reader or generator of any length is written in the memory of a
+    few pages per column. `schema`, when given, is the schema the data is checked against
+    (columns reordered to it). With `mode` ``"append"`` (the default) and an existing
+    dataset, the data must match its schema and the fragments use its field ids; otherwise
+    (a new dataset, or `mode` ``"overwrite"``/``"create"``) field ids are numbered from 0
+    and the fragments can be committed with ``LanceOperation.Overwrite(schema, fragments)``.
+    A new file (and fragment) starts after `max_rows_per_file` rows or about
+    `max_bytes_per_file` bytes. `storage_options` configure an object store (``s3://``,
+    ``gs://``, ``az://``; see :func:`lancepy.dataset`). `max_rows_per_group` only applies
+    to the legacy format and is ignored. `progress` (pylance's ``FragmentWriteProgress``:
+    ``begin(fragment)`` / ``complete(fragment)``) hears about every fragment written.
+    With `return_transaction` a :class:`lancepy.dataset.Transaction` is returned instead of
+    the fragments: ``LanceOperation.Append`` against the latest version when appending to an
+    existing dataset, ``LanceOperation.Overwrite`` otherwise; pass it to
+    :meth:`lancepy.LanceDataset.commit`. `external_blob_mode`, `allow_external_blob_outside_bases`,
+    `target_bases`, `target_all_bases` and `base_store_params` (bases registered in an
+    existing dataset) as in :func:`lancepy.write_dataset`. Stable row ids, new bases
+    (`initial_bases`), namespaces and sessions are not supported: giving one raises
+    :class:`~lancepy.exceptions.NotSupportedError`.
+    """
+    for name, value in (
+        ("use_legacy_format", use_legacy_format),
+        ("enable_stable_row_ids", enable_stable_row_ids or None),
+        ("initial_bases", initial_bases),
+        ("namespace_client", namespace_client),
+        ("table_id", table_id),
+        ("session", session),
+    ):
+        if value is not None:
+            raise UnsupportedError(f"{name}={value!r} is not supported by lancepy")
+    if mode not in ("append", "overwrite", "create"):
+        raise InvalidArgumentError(f"mode must be 'append', 'overwrite' or 'create', got {mode!r}")
+    external = _blob.external_blob_handling(external_blob_mode, allow_external_blob_outside_bases)
+    if hasattr(dataset_uri, "uri") and hasattr(dataset_uri, "_storage_options"):
+        if storage_options is None:
+            storage_options = dataset_uri._storage_options  # type: ignore[union-attr]
+        dataset_uri = dataset_uri.uri  # type: ignore[union-attr]
+
+
+    uri = expand_path(os.fspath(dataset_uri))
+    options = normalize_storage_options(storage_options)
+    store = _lancepy.Store(uri, options)
+    reader = to_record_batch_reader(data, schema)
+    try:
+        loaded = _commit.load_manifest(store) if mode == "append" else None
+    except DatasetNotFoundError:
+        loaded = None
+    if loaded is not None:
+        _commit.check_feature_flags(loaded, write=True, uri=uri)
+        fields = loaded.manifest.get("fields", [])
+        metadata = loaded.manifest.get("schema_metadata", {})
+        target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
+        reader = align_to_schema(reader, target)
+        version = (loaded.manifest.get("data_format") or {}).get("version") or DEFAULT_DATA_STORAGE_VERSION
+        if data_storage_version is not None:
+            version = normalize_storage_version(data_storage_version)
+    else:
+        version = normalize_storage_version(data_storage_version)
+        lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
+        fields, metadata = lance["fields"], lance["metadata"]
+
+    registered = (loaded.manifest.get("base_paths") or []) if loaded is not None else []
+    targets = _target_bases(target_bases, target_all_bases, registered)
+    made, _ = write_to_targets(
+        store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
+        _bases.normalize_base_store_params(base_store_params), external_blobs=external,
+        max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes),
+    )
+    frags = [FragmentMetadata._from_dict(f) for f in made]
+    if not return_transaction:
+        return frags
+
+    if loaded is not None:
+        return Transaction(int(loaded.manifest.get("version", 0)), LanceOperation.Append(frags))  # type: ignore[return-value]
+    latest, _ = _commit.latest_version(store)
+    return Transaction(latest, LanceOperation.Overwrite(LanceSchema(fields, metadata), frags))  # type: ignore[return-value]
+
+
+def write_to_targets(
+    store: Any, reader: pa.RecordBatchReader, fields: List[Dict[str, Any]], metadata: Dict[str, Any],
+    targets: List[Optional[Dict[str, Any]]], max_rows_per_file: int, version: str, max_bytes_per_file: int,
+    progress: Any, options: Optional[Dict[str, str]], store_params: Optional[Dict[str, Dict[str, str]]],
+    **write_options: Any,
+) -> Tuple[List[Dict[str, Any]], List[Any]]:
+    """Writes `reader` into new data files of the dataset at `store`: runs of
+    `max_rows_per_file` rows to each of `targets` in turn (``None``: the dataset root; a
+    registered base: its directory, with its `store_params` options). Returns the new
+    fragments (manifest JSON, files carrying their ``base_id``) and the files written
+    (for :func:`lancepy._table.commit.commit_transaction` to delete if the commit fails); a write
+    failing part-way deletes them itself."""
+    runs = [reader] if len(targets) == 1 else row_runs(reader, max_rows_per_file)
+    frag_json: List[Dict[str, Any]] = []
+    written: List[Any] = []
+    new_dirs = _dirs_a_write_creates(store.uri)
+    try:
+        for i, part in enumerate(runs):
+            target = targets[i % len(targets)]
+            root, data_dir = (store.uri, "data") if target is None else _bases.base_dir(target)
+            root_options = _bases.options_for(root, options, store_params)
+            frags = _write(root, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file,
+                           storage_options=root_options, data_dir=data_dir, progress=progress, **write_options)
+            made = [f._manifest_json() for f in frags]
+            if target is None:
+                written += [f"data/{d['path']}" for f in made for d in f["files"]]
+            else:
+                base_store = _lancepy.Store(root, root_options)
+                written += [(base_store, f"{data_dir}/{d['path']}" if data_dir else d["path"]) for f in made for d in f["files"]]
+                for f in made:
+                    for d in f["files"]:
+                        d["base_id"] = target["id"]
+            frag_json += made
+    except BaseException:
+        _commit.delete_written(store, written)
+        for d in new_dirs:  # a failed write leaves no empty directories behind either
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+        raise
+    return frag_json, written
+
+
+#: The directories of a dataset (what :func:`_remove_memory_dataset` removes).
+_DATASET_DIRS = ("_versions", "_transactions", "_deletions", "_indices", "_refs", "data")
+
+
+def _remove_memory_dataset(store: Any) -> None:
+    """Deletes the dataset at a ``memory://`` `store`: its manifests first (so that it is
+    gone at once), then the rest of its directories."""
+    for d in _DATASET_DIRS:
+        store.delete([p for p, _, _ in store.list(d)])
+
+
+def _dirs_a_write_creates(uri: str) -> List[str]:
+    """The local directories that writing data files under `uri` would create (its ``data``
+    directory, `uri` itself and any missing parents), deepest first; [] off the local disk."""
+    local = _local_path(uri)
+    if local is None:
+        return []
+    out = []
+    d = os.path.join(os.path.abspath(local), "data")
+    while not os.path.exists(d):
+        out.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return out
+
+
+def _transaction_properties(properties: Optional[Dict[str, str]], commit_message: Optional[str]) -> Dict[str, str]:
+    """A transaction's properties: `properties`, and `commit_message` under pylance's key."""
+    if properties is not None and not isinstance(properties, dict):
+        raise InvalidArgumentError(f"transaction_properties must be a dict of str to str, got {type(properties).__name__}")
+    out = {str(k): str(v) for k, v in (properties or {}).items()}
+    if commit_message is not None:
+        if not isinstance(commit_message, str):
+            raise InvalidArgumentError(f"commit_message must be a str, got {type(commit_message).__name__}")
+        out[COMMIT_MESSAGE_KEY] = commit_message
+    return out
+
+
+#: Where pylance keeps a commit message: a transaction property of this name.
+COMMIT_MESSAGE_KEY = "__lance_commit_message"
+
+
+def _target_bases(target_bases: Optional[List[str]], target_all_bases: Optional[bool],
+                  registered: List[Dict[str, Any]]) -> List[Optional[Dict[str, Any]]]:
+    """Where new data files go, in turn (``None``: the dataset root), as pylance chooses:
+    the bases `target_bases` names, in that order; with `target_all_bases` every registered
+    base by id, after the dataset root when it is true; else the dataset root alone."""
+    if target_all_bases is not None:
+        if target_bases is not None:
+            raise InvalidArgumentError("target_all_bases cannot be combined with target_bases")
+        ordered: List[Optional[Dict[str, Any]]] = sorted(registered, key=lambda b: int(b.get("id", 0)))
+        if not ordered and not target_all_bases:
+            raise InvalidArgumentError("target_all_bases=False: the dataset has no registered bases to write to")
+        return ([None] if target_all_bases else []) + ordered
+    if target_bases is None:
+        return [None]
+    if isinstance(target_bases, str):
+        target_bases = [target_bases]
+    if not target_bases:
+        raise InvalidArgumentError("target_bases is empty")
+    return [_bases.resolve_target_base(registered, t) for t in target_bases]
+
+
+def _version_asof(uri: str, asof: Any, options: Optional[Dict[str, str]]) -> int:
+    """The newest version committed at or before `asof`."""
+    if isinstance(asof, str):
+        try:
+            asof = datetime.datetime.fromisoformat(asof)
+        except ValueError:
+            raise InvalidArgumentError(f"asof {asof!r} is not an ISO-8601 timestamp") from None
+    if isinstance(asof, datetime.datetime):
+        cutoff = asof.timestamp()  # naive: local time, as pylance reads it
+    elif hasattr(asof, "to_pydatetime"):  # pandas / numpy timestamps
+        cutoff = asof.to_pydatetime().timestamp()
+    else:
+        raise InvalidArgumentError(f"asof must be a datetime or an ISO-8601 string, got {type(asof).__name__}")
+    store = _lancepy.Store(uri, options)
+    versions, _ = _commit.list_versions(store)
+    if not versions:
+        _commit.load_manifest(store)  # raises DatasetNotFoundError with the right message
+    best = None
+    for v in sorted(versions):
+        ts = _commit.load_manifest(store, v).manifest.get("timestamp") or {}
+        if ts.get("seconds", 0) + ts.get("nanos", 0) / 1e9 <= cutoff:
+            best = v
+    if best is None:
+        raise VersionNotFoundError(f"{uri} has no version committed at or before {asof}")
+    return best

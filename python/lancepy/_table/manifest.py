@@ -1,0 +1,260 @@
+"""Versions and manifests: where a dataset's versions are, opening one (:class:`LoadedManifest`),
+manifest naming and feature flags. The bottom of the table layer: it reads, never writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from lancepy import _lancepy
+from lancepy.exceptions import (
+    CorruptFileError,
+    DatasetNotFoundError,
+    NotFoundError,
+    UnsupportedError,
+    VersionNotFoundError,
+)
+
+VERSIONS_DIR = "_versions"
+TRANSACTIONS_DIR = "_transactions"
+HINT_FILE = f"{VERSIONS_DIR}/latest_version_hint.json"
+FLAG_DELETION_FILES = 1
+FLAG_STABLE_ROW_IDS = 2
+
+
+FLAG_USE_V2_FORMAT_DEPRECATED = 4
+
+
+FLAG_TABLE_CONFIG = 8
+FLAG_BASE_PATHS = 16
+FLAG_DISABLE_TRANSACTION_FILE = 32
+FLAG_MIXED_DATA_FILE_VERSIONS = 256
+_FLAG_NAMES = {
+    1: "DELETION_FILES",
+    2: "STABLE_ROW_IDS",
+    4: "USE_V2_FORMAT_DEPRECATED",
+    8: "TABLE_CONFIG",
+    16: "BASE_PATHS",
+    32: "DISABLE_TRANSACTION_FILE",
+    64: "UNSTABLE_DATA_OVERLAY_FILES",
+    128: "COVERED_INDEX_METADATA",
+    256: "MIXED_DATA_FILE_VERSIONS",
+    512: "NON_REUSABLE_FIELD_IDS",
+    1024: "FRAGMENT_REUSE_INDEX",
+}
+
+
+#: Flags lancepy implements, for reading and for writing.
+KNOWN_READER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32 | 256
+KNOWN_WRITER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32 | 256
+
+
+#: The library name written in ``Manifest.writer_version``.
+WRITER_LIBRARY = "lancepy"
+
+
+def _mixed_file_versions(fragments: List[Dict[str, Any]], version: Optional[str]) -> bool:
+    """Whether a data file of `fragments` has another 2.x version than the dataset's."""
+    try:
+        want = tuple(int(x) for x in str(version).split(".")[:2])
+    except ValueError:
+        return False
+    if want[0] != 2:
+        return False
+    return any(
+        (int(d.get("file_major_version", 0) or 0), int(d.get("file_minor_version", 0) or 0)) != want
+        for f in fragments
+        for d in f.get("files", [])
+    )
+
+
+def manifest_name(version: int, naming: str) -> str:
+    """The path (relative to the root) of version `version` under `naming` (``v1``/``v2``)."""
+    return _lancepy.manifest_path(version, naming)
+
+
+def list_versions(store: Any) -> Tuple[Dict[int, str], Optional[str]]:
+    """All committed versions → manifest path, and the naming scheme in use (listing
+    ``_versions/``; mixed schemes are a :class:`CorruptFileError`)."""
+    versions, naming = _lancepy.list_versions(store)
+    return dict(versions), naming
+
+
+def latest_version(store: Any) -> Tuple[int, Optional[str]]:
+    """The newest committed version (0 if none) and the naming scheme."""
+    versions, naming = list_versions(store)
+    return (max(versions) if versions else 0), naming
+
+
+class LoadedManifest:
+    """One version's manifest.
+
+    Opened from storage (:func:`load_manifest`), it is held decoded by the native module
+    (`native`) and read through typed attributes; the whole message becomes a Python dict
+    (`manifest`) or JSON text (`json`) only when something asks for it. Built by a commit,
+    it starts from the dict or text the commit wrote.
+    """
+
+    __slots__ = ("version", "path", "naming", "size", "native", "_json", "_manifest", "_index_section", "_transaction")
+
+    def __init__(
+        self,
+        version: int,
+        path: str,
+        json_text: Optional[str] = None,
+        manifest: Optional[Dict[str, Any]] = None,
+        index_section: Optional[bytes] = None,
+        transaction: Optional[bytes] = None,
+        naming: str = "v2",
+        size: int = 0,
+        native: Any = None,
+    ) -> None:
+        self.version = version
+        self.path = path
+        self.naming = naming
+        self.size = size
+        self.native = native
+        self._json = json_text
+        self._manifest = manifest
+        self._index_section = index_section
+        self._transaction = transaction
+
+    @classmethod
+    def from_native(cls, native: Any) -> "LoadedManifest":
+        """Wraps a manifest opened by ``_lancepy.open_manifest``."""
+        return cls(native.version, native.path, naming=native.naming, size=native.size, native=native)
+
+    @property
+    def json(self) -> str:
+        """The whole manifest as JSON text."""
+        if self._json is None:
+            self._json = self.native.json() if self.native is not None else json.dumps(self._manifest)
+        return self._json
+
+    @property
+    def manifest(self) -> Dict[str, Any]:
+        """The whole manifest as a dict (decoded on first use; treat as read-only)."""
+        if self._manifest is None:
+            m = json.loads(self.json)
+            m["version"] = self.version
+            self._manifest = m
+        return self._manifest
+
+    @property
+    def index_section(self) -> Optional[bytes]:
+        """The raw ``IndexSection`` message, if the manifest has one."""
+        if self._index_section is None and self.native is not None:
+            self._index_section = self.native.index_section
+        return self._index_section
+
+    @property
+    def transaction(self) -> Optional[bytes]:
+        """The raw inline ``Transaction`` message, if the manifest has one."""
+        if self._transaction is None and self.native is not None:
+            self._transaction = self.native.transaction
+        return self._transaction
+
+    @property
+    def fragment_ids(self) -> List[int]:
+        """The ids of the fragments, in manifest order."""
+        if self.native is not None:
+            return list(self.native.fragment_ids)
+        return [int(f.get("id", 0) or 0) for f in self.manifest.get("fragments", [])]
+
+    @property
+    def reader_feature_flags(self) -> int:
+        """``Manifest.reader_feature_flags``."""
+        if self.native is not None:
+            return int(self.native.reader_feature_flags)
+        return int(self.manifest.get("reader_feature_flags", 0) or 0)
+
+    @property
+    def writer_feature_flags(self) -> int:
+        """``Manifest.writer_feature_flags``."""
+        if self.native is not None:
+            return int(self.native.writer_feature_flags)
+        return int(self.manifest.get("writer_feature_flags", 0) or 0)
+
+
+def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:
+    """Loads version `version` (default: the latest)."""
+    native = _lancepy.open_manifest(store, version)
+    if native is not None:
+        return LoadedManifest.from_native(native)
+    # No such version: list them to say which exist.
+    versions, _ = list_versions(store)
+    if not versions:
+        if store.root_exists():
+            raise DatasetNotFoundError(f"{store.uri} is not a Lance dataset: it has no manifests in _versions/")
+        raise DatasetNotFoundError(f"no Lance dataset at {store.uri}")
+    raise VersionNotFoundError(
+        f"version {version} of {store.uri} does not exist; versions are {_ranges(sorted(versions))}"
+    )
+
+
+def _ranges(vs: List[int]) -> str:
+    if not vs:
+        return "none"
+    out, start, prev = [], vs[0], vs[0]
+    for v in vs[1:] + [None]:  # type: ignore[list-item]
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if v is not None:
+            start = prev = v
+    return ", ".join(out)
+
+
+def check_feature_flags(manifest: Union[Dict[str, Any], LoadedManifest], *, write: bool, uri: str = "") -> None:
+    """Refuses a manifest whose feature flags lancepy does not implement."""
+    if isinstance(manifest, LoadedManifest):
+        flags, writer_flags = manifest.reader_feature_flags, manifest.writer_feature_flags
+    else:
+        flags, writer_flags = manifest.get("reader_feature_flags", 0), manifest.get("writer_feature_flags", 0)
+    known = KNOWN_READER_FLAGS
+    what = "read"
+    if write:
+        flags = writer_flags | flags
+        known = KNOWN_WRITER_FLAGS
+        what = "write to"
+    unknown = flags & ~known
+    if unknown:
+        bits = [b for b in range(64) if unknown >> b & 1]
+        names = ", ".join(f"{1 << b} ({_FLAG_NAMES.get(1 << b, 'unknown')})" for b in bits)
+        raise UnsupportedError(
+            f"cannot {what} dataset {uri}: it uses feature flag(s) {names} that lancepy does not implement"
+        )
+
+
+def load_transaction(store: Any, version: int) -> Optional[Dict[str, Any]]:
+    """The transaction that created `version` (inline, else from its file); ``None`` if it
+    cannot be found or decoded."""
+    try:
+        loaded = load_manifest(store, version)
+    except (VersionNotFoundError, DatasetNotFoundError):
+        return None
+    data = loaded.transaction
+    name = loaded.manifest.get("transaction_file") or ""
+    if data is None and name:
+        try:
+            data = store.read(f"{TRANSACTIONS_DIR}/{name}")
+        except NotFoundError:
+            return None
+    if data is None:
+        return None
+    try:
+        return json.loads(_lancepy.decode_transaction(data, name))
+    except CorruptFileError:
+        return None
+
+
+def _infer_storage_version(fragments: List[Dict[str, Any]]) -> str:
+    for f in fragments:
+        for d in _fragment_files(f):
+            return f"{d.get('file_major_version', 2)}.{d.get('file_minor_version', 0)}"
+    return "2.1"
+
+
+def _fragment_files(frag: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return frag.get("files") or []

@@ -1,0 +1,150 @@
+"""Transactions: building one, naming its operation, and deciding whether two transactions
+committed concurrently conflict (:func:`conflicts`), which drives rebasing in the commit loop."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Dict, Optional
+
+
+def new_transaction(read_version: int, operation: str, body: Dict[str, Any]) -> Dict[str, Any]:
+    """A transaction dict (the JSON form of ``lance.table.Transaction``)."""
+    return {
+        "read_version": read_version,
+        "uuid": str(uuid.uuid4()),
+        "tag": "",
+        "transaction_properties": {},
+        "operation": {operation: body},
+    }
+
+
+def operation_name(txn: Optional[Dict[str, Any]]) -> Optional[str]:
+    """``"Append"``, ``"Delete"``, ... or ``None`` for a missing or unknown operation."""
+    if not txn:
+        return None
+    op = txn.get("operation")
+    if not isinstance(op, dict) or len(op) != 1:
+        return None
+    return next(iter(op))
+
+
+def _body(txn: Dict[str, Any]) -> Dict[str, Any]:
+    return next(iter(txn["operation"].values()))
+
+
+def _touched_fragments(txn: Dict[str, Any]) -> set:
+    """Ids of existing fragments that a transaction modified or removed."""
+    name, body = operation_name(txn), _body(txn)
+    ids = set()
+    if name == "Delete":
+        ids |= {f.get("id", 0) for f in body.get("updated_fragments", [])}
+        ids |= set(body.get("deleted_fragment_ids", []))
+    elif name == "Update":
+        ids |= {f.get("id", 0) for f in body.get("updated_fragments", [])}
+        ids |= set(body.get("removed_fragment_ids", []))
+    elif name == "Rewrite":
+        for g in body.get("groups", []):
+            ids |= {f.get("id", 0) for f in g.get("old_fragments", [])}
+        ids |= {f.get("id", 0) for f in body.get("old_fragments", [])}
+    elif name == "DataReplacement":
+        ids |= {r.get("fragment_id", 0) for r in body.get("replacements", [])}
+    return ids
+
+
+def _config_keys(txn: Dict[str, Any]) -> set:
+    """``(map, key)`` pairs a transaction sets or deletes: map is ``"config"``,
+    ``"table"``, ``"schema"`` or ``"field:<id>"``; key ``None`` stands for every key (a
+    replacing update)."""
+    name, body = operation_name(txn), _body(txn)
+    if name == "Overwrite":
+        return {("config", k) for k in body.get("config_upsert_values") or {}}
+    if name != "UpdateConfig":
+        return set()
+    keys = {("config", k) for k in body.get("upsert_values") or {}} | {("config", k) for k in body.get("delete_keys") or []}
+    keys |= {("schema", k) for k in body.get("schema_metadata") or {}}
+    for fid, upd in (body.get("field_metadata") or {}).items():
+        keys |= {(f"field:{fid}", k) for k in (upd or {}).get("metadata") or {}}
+    maps = [("config", body.get("config_updates")), ("table", body.get("table_metadata_updates")),
+            ("schema", body.get("schema_metadata_updates"))]
+    maps += [(f"field:{fid}", upd) for fid, upd in (body.get("field_metadata_updates") or {}).items()]
+    for where, upd in maps:
+        if not upd:
+            continue
+        if upd.get("replace"):
+            keys.add((where, None))
+        keys |= {(where, e.get("key")) for e in upd.get("update_entries") or []}
+    return keys
+
+
+def _config_overlap(a: set, b: set) -> bool:
+    """Whether two sets of :func:`_config_keys` touch a common key."""
+    if a & b:
+        return True
+    wild_a = {m for m, k in a if k is None}
+    wild_b = {m for m, k in b if k is None}
+    return any(m in wild_a for m, _ in b) or any(m in wild_b for m, _ in a)
+
+
+def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optional[str]:
+    """Why our transaction cannot be committed after `theirs` (``None`` if it can).
+
+    Rules of the table format's transaction specification, from the point of view of the
+    transaction being committed; "retryable" conflicts are conflicts too (the caller may
+    retry from the new version). A missing or unknown transaction always conflicts.
+    """
+    mine, other = operation_name(ours), operation_name(theirs)
+    if other is None:
+        return "the concurrent version's transaction is missing or of an unknown kind"
+    assert theirs is not None
+    if mine == "Restore":
+        return None if other != "UpdateMemWalState" else f"{other} happened concurrently"
+    if other == "UpdateBases" or mine == "UpdateBases":
+        # Registering base paths changes no fragment and no schema, and the bases are added
+        # to whatever manifest is latest; only two registrations can clash.
+        if mine == other:
+            return "a concurrent UpdateBases registered base paths"
+        return None
+    if other in ("Overwrite", "Restore", "UpdateMemWalState", "Clone"):
+        if mine == "Overwrite" and other == "Restore":
+            return None
+        if mine == "UpdateConfig" and other != "Overwrite":
+            return None
+        return f"a concurrent {other} replaced the data this {mine} was based on"
+    overlap = _touched_fragments(ours) & _touched_fragments(theirs)
+    if mine == "Append":
+        return None
+    if mine == "Overwrite":
+        if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
+            return "a concurrent UpdateConfig changed the same config keys"
+        return None
+    if mine in ("Delete", "Update"):
+        if other == "Merge":
+            return f"a concurrent Merge (add_columns) rewrote every fragment this {mine} touches"
+        if other in ("Delete", "Update", "Rewrite", "DataReplacement") and overlap:
+            return f"a concurrent {other} modified the same fragments {sorted(overlap)}"
+        return None
+    if mine == "Rewrite":
+        if other == "Merge":
+            return "a concurrent Merge (add_columns) rewrote every fragment"
+        if other in ("Delete", "Update", "Rewrite", "DataReplacement") and overlap:
+            return f"a concurrent {other} modified fragments being compacted {sorted(overlap)}"
+        if other == "CreateIndex":
+            return "a concurrent CreateIndex refers to row addresses that compaction changes"
+        return None
+    if mine == "Merge":
+        if other in ("Update", "Append", "Delete", "Merge", "Rewrite", "DataReplacement", "Project"):
+            return f"a concurrent {other} changed the fragments or schema this Merge replaces"
+        return None
+    if mine == "Project":
+        if other in ("Project", "Merge"):
+            return f"a concurrent {other} changed the schema"
+        return None
+    if mine == "UpdateConfig":
+        if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
+            return "a concurrent UpdateConfig changed the same keys"
+        return None
+    if mine in ("CreateIndex", "ReserveFragments"):
+        if mine == "CreateIndex" and other == "Rewrite":
+            return "a concurrent Rewrite changed row addresses"
+        return None
+    return f"cannot check {mine} against a concurrent {other}"

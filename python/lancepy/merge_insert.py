@@ -1,0 +1,230 @@
+"""Merge-insert (upsert): :class:`MergeInsertBuilder`, what :meth:`LanceDataset.merge_insert`
+returns."""
+
+from __future__ import annotations
+
+import datetime
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    List,
+    Optional,
+    Sequence,
+)
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancepy import _lancepy
+from lancepy import blob as _blob
+from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
+from lancepy._core.schema import ROW_ADDRESS
+from lancepy.exceptions import (
+    CommitConflictError,
+    InvalidArgumentError,
+    SchemaMismatchError,
+    UnsupportedError,
+)
+from lancepy.filters import Filter, FilterLike, compile_filter
+from lancepy.fragment import (
+    align_to_schema,
+    to_record_batch_reader,
+)
+from lancepy.scanner import (
+    _evaluate,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancepy.dataset import LanceDataset
+
+
+PRIMARY_KEY_METADATA = "lance-schema:unenforced-primary-key"
+
+
+PRIMARY_KEY_POSITION_METADATA = "lance-schema:unenforced-primary-key:position"
+
+
+def _primary_key(schema: pa.Schema) -> List[str]:
+    """The top-level fields of the schema's unenforced primary key, in key order (the rule
+    lives in the native schema code: fields with a position first, by position, then the rest
+    in schema order, as pylance). Key fields inside structs cannot be merge keys here."""
+    keys = _lancepy.primary_key(schema)
+    nested = [name for name, top in keys if not top]
+    if nested:
+        raise UnsupportedError(f"primary key field(s) {nested} inside a struct cannot be merge_insert keys")
+    return [name for name, _ in keys]
+
+
+class MergeInsertBuilder:
+    """``ds.merge_insert(on)``: match source rows to dataset rows on key columns, then update
+    matched rows, insert unmatched ones and optionally delete dataset rows the source lacks."""
+
+    def __init__(self, ds: LanceDataset, on: List[str]) -> None:
+        for c in on:
+            if c not in ds.schema.names:
+                raise InvalidArgumentError(f"merge_insert key {c!r} is not a column of the dataset")
+        self._ds = ds
+        self._on = on
+        self._update_all = False
+        self._matched_delete = False
+        self._matched_fail = False
+        self._update_condition: Optional[str] = None
+        self._insert_all = False
+        self._delete_not_matched_by_source = False
+        self._delete_condition: Optional[Filter] = None
+        self._conflict_retries = DEFAULT_CONFLICT_RETRIES
+        self._retry_timeout = DEFAULT_RETRY_TIMEOUT
+
+    def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
+        """How often a merge whose commit conflicts with a concurrent one is re-applied to the
+        latest version (default 10; 0 raises :class:`CommitConflictError` at once)."""
+        if max_retries < 0:
+            raise InvalidArgumentError(f"conflict_retries must be >= 0, got {max_retries}")
+        self._conflict_retries = max_retries
+        return self
+
+    def retry_timeout(self, timeout: datetime.timedelta) -> "MergeInsertBuilder":
+        """How long conflicting commits are retried in all (default 30 s)."""
+        self._retry_timeout = timeout
+        return self
+
+    def when_matched_update_all(self, condition: Optional[str] = None) -> "MergeInsertBuilder":
+        """Matched dataset rows take the source's values (only where `condition` holds; it
+        may refer to ``target.col`` and ``source.col``)."""
+        self._update_all, self._matched_delete, self._matched_fail = True, False, False
+        self._update_condition = condition
+        return self
+
+    def when_matched_delete(self) -> "MergeInsertBuilder":
+        """Dataset rows with a match in the source are deleted."""
+        self._matched_delete, self._update_all, self._matched_fail = True, False, False
+        return self
+
+    def when_matched_fail(self) -> "MergeInsertBuilder":
+        """The merge fails (:class:`~lancepy.exceptions.InvalidArgumentError`, nothing
+        written) if any source row matches a dataset row: insert-if-absent."""
+        self._matched_fail, self._update_all, self._matched_delete = True, False, False
+        return self
+
+    def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
+        """Source rows without a match are inserted."""
+        self._insert_all = True
+        return self
+
+    def when_not_matched_by_source_delete(self, expr: Optional[FilterLike] = None) -> "MergeInsertBuilder":
+        """Dataset rows without a match in the source are deleted (only those for which
+        `expr`, a filter over the dataset's columns, holds)."""
+        self._delete_not_matched_by_source = True
+        self._delete_condition = compile_filter(expr, self._ds.schema)
+        return self
+
+    def execute(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
+        """Runs the merge as one ``Update`` transaction; returns counts like pylance.
+
+        If a concurrent commit conflicts, the merge is re-applied to the latest version (see
+        :meth:`conflict_retries` and :meth:`retry_timeout`).
+        """
+        source = to_record_batch_reader(data_obj, schema).read_all()
+        target = self._ds.schema
+        # A source with only some of the columns (the keys among them) updates those columns
+        # of matched rows and inserts nulls in the others, as pylance does.
+        present = [n for n in target.names if n in source.column_names]
+        missing = [n for n in target.names if n not in source.column_names]
+        if missing and not set(self._on) <= set(present):
+            raise SchemaMismatchError(f"the source lacks merge key column(s) {sorted(set(self._on) - set(present))}")
+        if missing and set(source.column_names) <= set(present):
+            target = pa.schema([target.field(n) for n in present], metadata=target.metadata)
+        source = align_to_schema(source.to_reader(), target).read_all()
+        return self._ds._retry_on_conflict(lambda: self._execute_once(source, missing), self._conflict_retries,
+                                           self._retry_timeout)
+
+    def _complete(self, rows: pa.Table, missing: List[str], addresses: Optional[pa.Array]) -> pa.Table:
+        """`rows` (source rows) with the `missing` columns added: the dataset's values at
+        `addresses` (blob columns as values), or nulls; columns in the dataset's order."""
+        if not missing:
+            return rows
+        ds = self._ds
+        manifest = ds._loaded.manifest
+        blobs = {n for n in missing if _blob.blob_field_kind(manifest, n) is not None}
+        if addresses is not None:
+            have = pa.table(ds._snapshot.take_addresses(addresses, missing, False, True))
+            if have.num_rows != rows.num_rows:
+                raise CommitConflictError("merge_insert: matched rows changed while they were read")
+            for n in missing:
+                values = have.column(n).combine_chunks()
+                if n in blobs:
+                    values = pa.table(ds._snapshot.blob_values(n, have.column(ROW_ADDRESS).combine_chunks(), values)).column(0)
+                rows = rows.append_column(pa.field(n, values.type, ds.schema.field(n).nullable), values)
+        else:
+            for n in missing:
+                t = pa.large_binary() if n in blobs else ds.schema.field(n).type
+                rows = rows.append_column(pa.field(n, t, ds.schema.field(n).nullable), pa.nulls(rows.num_rows, t))
+        return rows.select(ds.schema.names)
+
+    def _execute_once(self, source: pa.Table, missing: Sequence[str] = ()) -> Dict[str, int]:
+        ds = self._ds
+        missing = list(missing)
+        key_count = source.group_by(self._on).aggregate([([], "count_all")])
+        if key_count.num_rows != source.num_rows:
+            raise InvalidArgumentError(f"the source has duplicate keys on {self._on}")
+        target = ds.to_table(columns=self._on, with_row_address=True)
+        src_keys = source.select(self._on).append_column("__src", pa.array(range(source.num_rows), pa.int64()))
+        joined = target.join(src_keys, keys=self._on, join_type="full outer")
+        matched = joined.filter(pc.and_(pc.is_valid(joined.column(ROW_ADDRESS)), pc.is_valid(joined.column("__src"))))
+        only_src = joined.filter(pc.is_null(joined.column(ROW_ADDRESS)))
+        only_tgt = joined.filter(pc.is_null(joined.column("__src")))
+        delete_addr: List[Any] = []
+        new_rows: List[pa.Table] = []
+        updated = inserted = deleted = 0
+        if self._matched_fail and matched.num_rows:
+            keys = matched.select(self._on).slice(0, 1).to_pylist()[0]
+            raise InvalidArgumentError(
+                "merge_insert failed: a source row matches a dataset row ("
+                + ", ".join(f"{k} = {v!r}" for k, v in keys.items()) + ")"
+            )
+        if self._matched_delete and matched.num_rows:
+            delete_addr.append(matched.column(ROW_ADDRESS))
+            deleted += matched.num_rows
+        if self._update_all and matched.num_rows and self._update_condition is not None:
+            matched = self._filter_matched(matched, source)
+        if self._update_all and matched.num_rows:
+            delete_addr.append(matched.column(ROW_ADDRESS))
+            addr = matched.column(ROW_ADDRESS).combine_chunks()
+            new_rows.append(self._complete(source.take(matched.column("__src")), missing, addr))
+            updated = matched.num_rows
+        if self._insert_all and only_src.num_rows:
+            new_rows.append(self._complete(source.take(only_src.column("__src")), missing, None))
+            inserted = only_src.num_rows
+        if self._delete_not_matched_by_source and only_tgt.num_rows and self._delete_condition is not None:
+            rows = ds._take_rows(only_tgt.column(ROW_ADDRESS).combine_chunks())
+            only_tgt = only_tgt.filter(_evaluate(rows, self._delete_condition))
+        if self._delete_not_matched_by_source and only_tgt.num_rows:
+            delete_addr.append(only_tgt.column(ROW_ADDRESS))
+            deleted += only_tgt.num_rows
+        if not delete_addr and not new_rows:
+            return {"num_updated_rows": 0, "num_inserted_rows": 0, "num_deleted_rows": 0}
+        addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())
+        rows = pa.concat_tables(new_rows, promote_options="permissive") if new_rows else None
+        ds._replace_rows(addresses, rows, fields_modified=ds.schema.names if updated else ())
+        return {"num_updated_rows": updated, "num_inserted_rows": inserted, "num_deleted_rows": deleted}
+
+
+    def _filter_matched(self, matched: pa.Table, source: pa.Table) -> pa.Table:
+        """The matched pairs for which the update condition holds."""
+        target_rows = self._ds._take_rows(matched.column(ROW_ADDRESS).combine_chunks())
+        source_rows = source.take(matched.column("__src"))
+        pair = pa.table(
+            {
+                "target": pa.StructArray.from_arrays(
+                    [c.combine_chunks() for c in target_rows.columns], names=target_rows.column_names
+                ),
+                "source": pa.StructArray.from_arrays(
+                    [c.combine_chunks() for c in source_rows.columns], names=source_rows.column_names
+                ),
+            }
+        )
+        assert self._update_condition is not None
+        flt = compile_filter(self._update_condition, pair.schema)
+        assert flt is not None
+        return matched.filter(_evaluate(pair, flt))

@@ -1,0 +1,649 @@
+"""Scans: :class:`LanceScanner`, what :meth:`LanceDataset.scanner` builds. Columns, filters
+(evaluated over coalesced batches of the native scan stream), late materialization, ordering,
+limits and offsets, vector search, and plans (``explain_plan`` / ``analyze_plan``)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancepy import _lancepy
+from lancepy import blob as _blob
+from lancepy import vector as _vector
+from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy.exceptions import (
+    InvalidArgumentError,
+    UnsupportedError,
+)
+from lancepy.filters import Filter, compile_expression, compile_filter
+from lancepy.filters import evaluate as evaluate_expression
+from lancepy.fragment import (
+    LanceFragment,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancepy.dataset import LanceDataset
+
+
+def _run_starts(values: pa.Array) -> List[int]:
+    """Positions where a new run of equal values starts in `values` (non-empty)."""
+    if len(values) < 2:
+        return [0]
+    changed = pc.not_equal(values.slice(1), values.slice(0, len(values) - 1))
+    return [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+
+
+# Rows a filtered scan gathers before evaluating the filter once over all of them.
+FILTER_BATCH_ROWS = 65536
+
+
+def _stream_tables(stream: Any, min_rows: int) -> Iterator[pa.Table]:
+    """The batches of a native scan stream as tables of at least `min_rows` rows (the last
+    may hold fewer): evaluating a filter costs a fixed ~0.1 ms per call, and a scan over
+    many small fragments gives one small batch per fragment."""
+    pending: List[pa.Table] = []
+    held = 0
+    while (b := stream.next_batch()) is not None:
+        t = pa.table(b)
+        if not pending and t.num_rows >= min_rows:
+            yield t
+            continue
+        pending.append(t)
+        held += t.num_rows
+        if held >= min_rows:
+            yield pa.concat_tables(pending).combine_chunks()
+            pending, held = [], 0
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_tables(pending).combine_chunks()
+
+
+def _evaluate(table: pa.Table, flt: Filter) -> pa.ChunkedArray:
+    """A boolean mask (nulls count as false) of `flt` over `table`."""
+    try:
+        mask = evaluate_expression(table, flt.expression)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidArgumentError(f"cannot evaluate filter {flt.text!r}: {e}") from None
+    return pc.fill_null(mask, False)
+
+
+def _evaluate_values(table: pa.Table, expr: Any, target: Optional[pa.DataType]) -> pa.Array:
+    try:
+        col = evaluate_expression(table, expr)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidArgumentError(f"cannot evaluate expression {expr}: {e}") from None
+    if col.num_chunks == 0:
+        col = pa.chunked_array([], type=col.type)
+    if target is not None and col.type != target:
+        col = col.cast(target)
+    arr = col.combine_chunks()
+    if len(arr) != table.num_rows:  # a scalar expression
+        arr = pa.array([arr[0].as_py() if len(arr) else None] * table.num_rows, type=arr.type)
+    return arr
+
+
+class LanceScanner:
+    """A configured read of one dataset version.
+
+    Without a filter, offset and limit are applied natively and only the rows needed are
+    read. With a filter, the filter's columns are read along with the projection, the
+    filter runs in Arrow's C++ kernels, and the projection is applied after.
+    """
+
+    def __init__(self, ds: LanceDataset, columns: Any, filter: Any, limit: Optional[int], offset: Optional[int],
+                 with_row_id: bool, with_row_address: bool, batch_size: Optional[int], fragments: Optional[Sequence[Any]]) -> None:
+        self._ds = ds
+        schema = ds.schema
+        self._computed: Optional[Dict[str, Any]] = None
+        if isinstance(columns, dict):
+            self._computed = {n: compile_expression(e, schema).expression if isinstance(e, str) else e for n, e in columns.items()}
+            self._columns: Optional[List[str]] = None
+        elif columns is None:
+            self._columns = None
+        else:
+            self._columns = list(columns)
+            unknown = [c for c in self._columns if c not in schema.names]
+            if unknown:
+                from lancepy.exceptions import ColumnNotFoundError
+
+                raise ColumnNotFoundError(f"columns {unknown} do not exist; the dataset has {schema.names}")
+        self._filter = compile_filter(filter, schema)
+        if limit is not None and limit < 0 or offset is not None and offset < 0:
+            raise InvalidArgumentError("limit and offset must be non-negative")
+        self._limit = limit
+        self._offset = offset or 0
+        self._with_row_id = with_row_id
+        self._with_row_address = with_row_address
+        self._batch_size = batch_size or 8192
+        self._order: List[ColumnOrdering] = []
+        self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
+        self._nearest: Optional[_vector.NearestQuery] = None
+        self._prefilter = False
+        self._late: Union[bool, List[str], None] = None
+        # Blob columns returned as their values (blob_handling="all_binary"), and whether the
+        # row addresses that finds them were added by the scan, not asked for.
+        self._blob_values: List[str] = []
+        self._read_ahead: Optional[int] = None
+        self._hidden_address = False
+        self._include_deleted = False
+        self._strict_batches = False
+        self._batch_bytes: Optional[int] = None
+        self._index_segments: Optional[List[Any]] = None
+        self._fast_search = False
+
+    def _set_batching(self, strict: bool, batch_size_bytes: Optional[int]) -> None:
+        if batch_size_bytes is not None:
+            if not isinstance(batch_size_bytes, int) or isinstance(batch_size_bytes, bool) or batch_size_bytes <= 0:
+                raise InvalidArgumentError(f"batch_size_bytes must be a positive int, got {batch_size_bytes!r}")
+            if strict:
+                raise InvalidArgumentError("batch_size_bytes cannot be combined with strict_batch_size=True")
+        self._strict_batches = strict
+        self._batch_bytes = batch_size_bytes
+
+    def _set_read_ahead(self, batch_readahead: Optional[int]) -> None:
+        """Batches (scan tasks) read ahead of the one a stream hands out."""
+        if batch_readahead is None:
+            return
+        if isinstance(batch_readahead, bool) or not isinstance(batch_readahead, int) or batch_readahead < 0:
+            raise InvalidArgumentError(f"batch_readahead must be a non-negative integer, got {batch_readahead!r}")
+        self._read_ahead = batch_readahead
+
+    def _set_include_deleted(self, include_deleted_rows: Optional[bool]) -> None:
+        """Deleted rows are read too, with a null row id (pylance's rule: only with row ids)."""
+        if not include_deleted_rows:
+            return
+        if not self._with_row_id:
+            raise InvalidArgumentError("include_deleted_rows is set but with_row_id is false")
+        if self._nearest is not None:
+            raise UnsupportedError("include_deleted_rows with nearest= is not supported")
+        self._include_deleted = True
+        self._late = False  # (late columns are taken by address, which skips deleted rows)
+
+    def _set_blob_handling(self, blob_handling: Optional[str]) -> None:
+        if blob_handling not in (None, "blobs_descriptions", "all_descriptions", "all_binary"):
+            raise InvalidArgumentError(
+                f"blob_handling must be 'all_binary', 'blobs_descriptions' or 'all_descriptions', got {blob_handling!r}"
+            )
+        if blob_handling != "all_binary":
+            return
+        if self._computed is not None or self._nearest is not None:
+            raise UnsupportedError("blob_handling='all_binary' with computed columns or nearest= is not supported")
+        manifest = self._ds._loaded.manifest
+        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        self._blob_values = [c for c in names if _blob.blob_field_kind(manifest, c) is not None]
+        if self._blob_values and not self._with_row_address:
+            self._with_row_address = True
+            self._hidden_address = True
+
+    def _set_late_materialization(self, late: Union[bool, List[str], None]) -> None:
+        if late is None or isinstance(late, bool):
+            self._late = late
+            return
+        if isinstance(late, str) or not all(isinstance(c, str) for c in late):
+            raise InvalidArgumentError(f"late_materialization must be a bool or a list of column names, got {late!r}")
+        unknown = [c for c in late if c not in self._ds.schema.names]
+        if unknown:
+            from lancepy.exceptions import ColumnNotFoundError
+
+            raise ColumnNotFoundError(f"late_materialization names columns {unknown} that do not exist")
+        self._late = list(late)
+
+    def _late_columns(self) -> List[str]:
+        """Projected columns a filtered scan reads only for the rows that pass the filter."""
+        if self._filter is None or self._filter.columns is None or self._late is False:
+            return []
+        projected = self._columns if self._columns is not None else list(self._ds.schema.names)
+        used = set(self._filter.columns)
+        late = [c for c in projected if c not in used]
+        if isinstance(self._late, list):
+            late = [c for c in late if c in self._late]
+        return late
+
+    #: A batch whose share of passing rows is at most this takes its late columns row by row
+    #: (random access); above it, the late columns of the batch's rows are scanned, then
+    #: picked: a take of 5% of a fragment's rows costs about what a scan of all of them does
+    #: (benches/RESULTS.md, "Filtered scans").
+    _TAKE_FRACTION = 0.05
+
+    def _late_filtered(self, late: List[str]) -> Iterator[pa.Table]:
+        """A filtered scan that reads the filter's columns (and the projected columns not in
+        `late`) first, evaluates the filter per batch, and reads the `late` columns for the
+        passing rows only: by row address when few pass, else by scanning the batch's rows.
+        Offset and limit are applied before the late columns are read."""
+        s = self._ds._snapshot
+        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        stream = s.scan_stream(early, self._fragment_ids, 0, None, max(self._batch_size, 65536),
+                               self._with_row_id, True, False, self._read_ahead)
+        for t, scanned in self._filtered_stream(stream):
+            values = self._late_values(t.column(ROW_ADDRESS).combine_chunks(), late, scanned)
+            for name in late:
+                t = t.append_column(values.schema.field(name), values.column(name))
+            if not self._with_row_address:
+                t = t.drop_columns([ROW_ADDRESS])
+            yield self._finish(t)
+
+    def _few_pass(self, late: List[str]) -> bool:
+        """Whether at most `_TAKE_FRACTION` of the first 65,536 rows pass the filter (a
+        stream's guess at the whole scan, from a read of the filter's columns only)."""
+        s = self._ds._snapshot
+        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        probe = pa.table(s.scan(early, self._fragment_ids, 0, 65536, 65536, False, False, False))
+        if probe.num_rows == 0:
+            return True
+        passed = pc.sum(_evaluate(probe, self._filter).cast(pa.int64())).as_py() or 0
+        return passed <= probe.num_rows * self._TAKE_FRACTION
+
+    def _late_table(self, late: List[str]) -> pa.Table:
+        """A whole filtered scan with late columns: the early columns of every row are read and
+        filtered; then the late columns are taken for the passing rows if few pass, else
+        scanned for all rows (the same order) and filtered the same way. Both reads run in
+        parallel over fragments."""
+        s = self._ds._snapshot
+        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        t = pa.table(s.scan(early, self._fragment_ids, 0, None, 131072, self._with_row_id, True, False))
+        mask = _evaluate(t, self._filter)
+        scanned = t.num_rows
+        t = t.filter(mask).slice(self._offset)
+        if t.num_rows <= scanned * self._TAKE_FRACTION:
+            values = pa.table(s.take_addresses(t.column(ROW_ADDRESS).combine_chunks(), late, False, False))
+        else:
+            values = pa.table(s.scan(late, self._fragment_ids, 0, None, 131072, False, False, False))
+            values = values.filter(mask).slice(self._offset)
+        for name in late:
+            t = t.append_column(values.schema.field(name), values.column(name))
+        if not self._with_row_address:
+            t = t.drop_columns([ROW_ADDRESS])
+        return self._finish(t)
+
+    def _late_values(self, addr: pa.Array, late: List[str], scanned: int) -> pa.Table:
+        """Columns `late` at row addresses `addr` (ascending within each fragment), in that order."""
+        s = self._ds._snapshot
+        if len(addr) <= scanned * self._TAKE_FRACTION:
+            return pa.table(s.take_addresses(addr, late, False, False))
+        frag = pc.shift_right(addr, 32)
+        offsets = pc.bit_wise_and(addr, 0xFFFFFFFF)
+        starts = _run_starts(frag)
+        parts = []
+        for start, end in zip(starts, starts[1:] + [len(addr)]):
+            offs = offsets.slice(start, end - start)
+            lo, hi = offs[0].as_py(), offs[len(offs) - 1].as_py()
+            # The fragment's physical rows lo..hi (deleted ones too, so offsets index them).
+            block = pa.table(s.scan(late, [frag[start].as_py()], lo, hi - lo + 1, 131072, False, False, True))
+            parts.append(block.take(pc.subtract(offs, lo)))
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+    def _set_nearest(self, nearest: Dict[str, Any], prefilter: bool) -> None:
+        if self._computed is not None:
+            raise UnsupportedError("nearest= with computed columns (a dict of expressions) is not supported")
+        self._nearest = _vector.parse_nearest(nearest, self._ds.schema)
+        self._prefilter = prefilter
+
+    def _search(self) -> pa.Table:
+        return _vector.search(
+            self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
+            limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
+            with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
+            index_segments=self._index_segments, fast_search=self._fast_search,
+        )
+
+    def _set_order(self, order_by: Optional[Sequence[Any]]) -> None:
+        """`order_by`: column names (ascending, nulls last) or :class:`ColumnOrdering`-like
+        objects (``column_name``, ``ascending``, ``nulls_first``)."""
+        self._order = []
+        if not order_by:
+            return
+        if isinstance(order_by, (str, ColumnOrdering)):
+            order_by = [order_by]
+        names = self._ds.schema.names
+        for o in order_by:
+            key = ColumnOrdering(o) if isinstance(o, str) else ColumnOrdering(
+                getattr(o, "column_name"), bool(getattr(o, "ascending", True)), bool(getattr(o, "nulls_first", False))
+            )
+            if key.column_name not in names:
+                from lancepy.exceptions import ColumnNotFoundError
+
+                raise ColumnNotFoundError(f"cannot order by {key.column_name!r}: the dataset has {names}")
+            self._order.append(key)
+        if len({k.nulls_first for k in self._order}) > 1 and not _PER_KEY_NULL_PLACEMENT:
+            raise UnsupportedError(
+                "order_by with nulls first for some columns and last for others needs pyarrow >= 25"
+            )
+
+    def _read_columns(self) -> Optional[List[str]]:
+        extra = (self._filter.columns if self._filter is not None else []) or []
+        if self._filter is not None and self._filter.columns is None:
+            return None
+        extra = extra + [k.column_name for k in getattr(self, "_order", [])]
+        if self._columns is None:
+            return None
+        return list(dict.fromkeys(self._columns + extra))
+
+    def _ordered_table(self) -> pa.Table:
+        s = self._ds._snapshot
+        t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
+                            self._with_row_id, self._with_row_address, self._include_deleted))
+        if self._filter is not None:
+            t = t.filter(_evaluate(t, self._filter))
+        def placement(k: ColumnOrdering) -> str:
+            return "at_start" if k.nulls_first else "at_end"
+
+        if _PER_KEY_NULL_PLACEMENT:
+            keys = [(k.column_name, "ascending" if k.ascending else "descending", placement(k)) for k in self._order]
+            indices = pc.sort_indices(t, sort_keys=keys)
+        else:
+            keys2 = [(k.column_name, "ascending" if k.ascending else "descending") for k in self._order]
+            indices = pc.sort_indices(t, sort_keys=keys2, null_placement=placement(self._order[0]))
+        t = t.take(indices)
+        t = t.slice(self._offset, self._limit) if self._limit is not None else t.slice(self._offset)
+        return self._finish(t)
+
+    def _output_names(self, table_names: List[str]) -> List[str]:
+        names = self._columns if self._columns is not None else [n for n in self._ds.schema.names]
+        extra = [n for n in (ROW_ID, ROW_ADDRESS) if n in table_names and not (n == ROW_ADDRESS and self._hidden_address)]
+        return list(names) + extra
+
+    def _finish(self, table: pa.Table) -> pa.Table:
+        if self._blob_values:
+            s = self._ds._snapshot
+            addresses = table.column(ROW_ADDRESS).combine_chunks()
+            for name in self._blob_values:
+                i = table.schema.get_field_index(name)
+                values = pa.table(s.blob_values(name, addresses, table.column(i).combine_chunks())).column(0)
+                field = pa.field(name, pa.large_binary(), table.schema.field(i).nullable, self._ds.schema.field(name).metadata)
+                table = table.set_column(i, field, values)
+        if self._computed is not None:
+            import pyarrow.dataset as pads
+
+            cols = dict(self._computed)
+            for n in (ROW_ID, ROW_ADDRESS):
+                if n in table.column_names:
+                    cols[n] = pc.field(n)
+            return pads.dataset(table).to_table(columns=cols)
+        return table.select(self._output_names(table.column_names))
+
+    def to_table(self) -> pa.Table:
+        """Every row of the scan as a ``pyarrow.Table``."""
+        if self._nearest is not None:
+            return self._search()
+        if self._order:
+            return self._ordered_table()
+        s = self._ds._snapshot
+        if self._filter is None:
+            t = pa.table(s.scan(self._read_columns(), self._fragment_ids, self._offset, self._limit, 131072,
+                                self._with_row_id, self._with_row_address, self._include_deleted))
+            return self._finish(t)
+        late = self._late_columns()
+        if late and self._limit is None:
+            return self._late_table(late)
+        if late and (self._late is not None or self._few_pass(late)):  # a limited scan streams
+            parts = list(self._late_filtered(late))
+            return pa.concat_tables(parts) if parts else self._finish(self._empty())
+        if self._limit is None:
+            t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
+                                self._with_row_id, self._with_row_address, self._include_deleted))
+            t = t.filter(_evaluate(t, self._filter))
+            return self._finish(t.slice(self._offset))
+        batches = list(self.to_batches())
+        if not batches:
+            return self._finish(self._empty())
+        return pa.Table.from_batches(batches)
+
+    def _empty(self) -> pa.Table:
+        s = self._ds._snapshot
+        return pa.table(s.scan(self._read_columns(), [], 0, 0, 1, self._with_row_id, self._with_row_address, self._include_deleted))
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as record batches, decoded as the iterator advances (an ordered scan is
+        read and sorted first; a nearest-neighbour search runs first). With
+        ``strict_batch_size`` every batch but the last has exactly ``batch_size`` rows; with
+        ``batch_size_bytes`` batches hold about that many bytes (at least one row)."""
+        if self._batch_bytes is not None:
+            for b in self._batches():
+                per_row = b.nbytes / b.num_rows if b.num_rows else 0
+                rows = max(1, int(self._batch_bytes // per_row)) if per_row else max(b.num_rows, 1)
+                for start in range(0, b.num_rows, rows):
+                    yield b.slice(start, rows)
+            return
+        if not self._strict_batches:
+            yield from self._batches()
+            return
+        pending: List[pa.RecordBatch] = []
+        held = 0
+        for b in self._batches():
+            pending.append(b)
+            held += b.num_rows
+            if held >= self._batch_size:
+                t = pa.Table.from_batches(pending).combine_chunks()
+                cut = held - held % self._batch_size
+                yield from t.slice(0, cut).to_batches(max_chunksize=self._batch_size)
+                pending, held = t.slice(cut).to_batches(), held - cut
+        if held:
+            yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        if self._nearest is not None:
+            yield from self._search().to_batches(max_chunksize=self._batch_size)
+            return
+        if self._order:
+            yield from self._ordered_table().to_batches(max_chunksize=self._batch_size)
+            return
+        s = self._ds._snapshot
+        if self._filter is None:
+            stream = s.scan_stream(self._read_columns(), self._fragment_ids, self._offset, self._limit, self._batch_size,
+                                   self._with_row_id, self._with_row_address, self._include_deleted, self._read_ahead)
+            while True:
+                b = stream.next_batch()
+                if b is None:
+                    return
+                for batch in self._finish(pa.table(b)).to_batches():
+                    yield batch
+            return
+        late = self._late_columns()
+        if late and self._late is None and not self._few_pass(late):
+            late = []  # most rows pass (judged on the first batch): one read of every column is cheaper
+        if late:
+            for t in self._late_filtered(late):
+                yield from t.to_batches(max_chunksize=self._batch_size)
+            return
+        stream = s.scan_stream(self._read_columns(), self._fragment_ids, 0, None, max(self._batch_size, 65536),
+                               self._with_row_id, self._with_row_address, self._include_deleted, self._read_ahead)
+        for t, _ in self._filtered_stream(stream):
+            yield from self._finish(t).to_batches()
+
+    def _filtered_stream(self, stream: Any) -> Iterator[Any]:
+        """The rows of `stream`'s batches that pass the filter, after the scan's offset and
+        limit, as ``(table, rows the batch had before filtering)``; empty results skipped."""
+        skip, remaining = self._offset, self._limit
+        if remaining is not None and remaining <= 0:
+            return
+        for t in _stream_tables(stream, FILTER_BATCH_ROWS):
+            scanned = t.num_rows
+            t = t.filter(_evaluate(t, self._filter))
+            if skip:
+                cut = min(skip, t.num_rows)
+                t, skip = t.slice(cut), skip - cut
+            if remaining is not None:
+                t = t.slice(0, remaining)
+                remaining -= t.num_rows
+            if t.num_rows:
+                yield t, scanned
+            if remaining is not None and remaining <= 0:
+                return
+
+    def to_pandas(self, *, blob_mode: str = "lazy", **kwargs: Any) -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas). `blob_mode` says what blob
+        columns hold: ``"lazy"`` (default) a :class:`~lancepy.blob.BlobFile` per value
+        (``None`` for a null), ``"bytes"`` the values, ``"descriptions"`` what
+        :meth:`to_table` returns. `kwargs` go to ``pyarrow.Table.to_pandas``."""
+        if blob_mode not in ("lazy", "bytes", "descriptions"):
+            raise InvalidArgumentError(f"blob_mode must be 'lazy', 'bytes' or 'descriptions', got {blob_mode!r}")
+        _check_pandas_options(kwargs)
+        manifest = self._ds._loaded.manifest
+        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        blobs = [c for c in names if self._computed is None and _blob.blob_field_kind(manifest, c) is not None]
+        if not blobs or blob_mode == "descriptions":
+            return self.to_table().to_pandas(**kwargs)
+        scan = copy.copy(self)
+        if blob_mode == "bytes":
+            scan._set_blob_handling("all_binary")
+            return scan.to_table().to_pandas(**kwargs)
+        scan._with_row_address = True
+        table = scan.to_table()
+        addresses = table.column(ROW_ADDRESS).to_pylist()
+        files = {
+            c: _blob.open_blob_files(self._ds._store.uri, manifest, self._ds._storage_options, c, addresses,
+                                     table.column(c).to_pylist(), _blob.DEFAULT_BLOB_BUFFER_SIZE,
+                                     self._ds._base_store_params)
+            for c in blobs
+        }
+        order = table.column_names if self._with_row_address else [c for c in table.column_names if c != ROW_ADDRESS]
+        rest = table.drop_columns(blobs + ([] if self._with_row_address else [ROW_ADDRESS]))
+        df = rest.to_pandas(**kwargs)
+        for c in blobs:
+            df.insert(order.index(c), c, files[c])
+        return df
+
+    def head(self, num_rows: int) -> pa.Table:
+        """The first `num_rows` rows of the scan."""
+        if num_rows < 0:
+            raise InvalidArgumentError(f"num_rows must be non-negative, got {num_rows}")
+        out: List[pa.RecordBatch] = []
+        remaining = num_rows
+        for b in self.to_batches():
+            if remaining <= 0:
+                break
+            out.append(b.slice(0, remaining))
+            remaining -= min(b.num_rows, remaining)
+        return pa.Table.from_batches(out, schema=self.projected_schema)
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        """The schema of the dataset being scanned."""
+        return self._ds.schema
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """A ``pyarrow.RecordBatchReader`` over the scan."""
+        schema = self.projected_schema
+        return pa.RecordBatchReader.from_batches(schema, self.to_batches())
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        """The schema of what the scan returns."""
+        if self._nearest is not None:
+            return self._search().schema
+        return self._finish(self._empty()).schema
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """How lancepy will run this scan, as an indented tree of steps (lancepy's own steps,
+        not pylance's DataFusion operators). `verbose` adds the fragment ids read."""
+        return "\n".join(self._plan_lines(verbose))
+
+    def analyze_plan(self, count_rows: bool = False) -> str:
+        """Runs the scan (:meth:`to_table`, or :meth:`count_rows` when `count_rows` is true)
+        and returns :meth:`explain_plan`'s tree with the time taken, the rows returned and the
+        reads made meanwhile (requests to storage and their bytes, bytes copied out of mapped
+        files: the process's counters, see :func:`lancepy.io_counts`, so reads by other
+        threads in that time count too)."""
+        io0 = _lancepy.io_counts()
+        t0 = time.perf_counter()
+        rows = self.count_rows() if count_rows else self.to_table().num_rows
+        elapsed = time.perf_counter() - t0
+        io = {k: v - io0[k] for k, v in _lancepy.io_counts().items()}
+        lines = self._plan_lines(True, counting=count_rows)
+        head = (
+            f"Analyze: elapsed={elapsed * 1e3:.3f} ms, output_rows={rows}, io_requests={io['requests']}, "
+            f"io_bytes={io['bytes']}, mapped_bytes={io['mapped_bytes']}"
+        )
+        return "\n".join([head] + ["  " + line for line in lines])
+
+    def _plan_lines(self, verbose: bool, counting: bool = False) -> List[str]:
+        """The steps :meth:`to_table` (or :meth:`count_rows`) takes, outermost first."""
+        steps: List[str] = []
+        if counting:
+            steps.append("Count")
+        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        if counting:
+            pass
+        elif self._computed is not None:
+            steps.append("Project: " + ", ".join(f"{k} := {v}" for k, v in self._computed.items()))
+        else:
+            steps.append(f"Project: {names}")
+        frags = self._fragment_ids if self._fragment_ids is not None else [f.get("id", 0) for f in self._ds._loaded.manifest.get("fragments", [])]
+        where = f"uri={self._ds.uri}, version={self._ds.version}, fragments={len(frags)}"
+        if verbose:
+            where += f" {list(frags)}"
+        extra = "".join(f", {n}=true" for n, on in (("row_id", self._with_row_id), ("row_addr", self._with_row_address)) if on)
+        if self._nearest is not None:
+            q = self._nearest
+            steps.append(f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}, use_index={q.use_index}, "
+                         f"nprobes={q.nprobes}, refine_factor={q.refine_factor}" + (f", {'pre' if self._prefilter else 'post'}filter" if self._filter else ""))
+            if self._filter is not None:
+                steps.append(f"Filter: {self._filter.text}")
+            steps.append(f"Scan: {where}, columns=[{q.column}]{extra}")
+        else:
+            if self._order:
+                steps.append("Sort: " + ", ".join(f"{k.column_name} {'asc' if k.ascending else 'desc'}" for k in self._order) + " (whole scan read first)")
+            if self._limit is not None or self._offset:
+                steps.append(f"Slice: offset={self._offset}, limit={self._limit}")
+            late = self._late_columns() if not (self._order or counting) else []
+            if late and self._limit is not None and self._late is None and not self._few_pass(late):
+                late = []  # a limited scan streams: late columns when the first rows say few pass
+            if late:
+                steps.append(f"LateMaterialize: {late} for the rows that pass (taken by row address when at most "
+                             f"{self._TAKE_FRACTION:.0%} pass, else scanned and masked)")
+            if self._filter is not None:
+                steps.append(f"Filter: {self._filter.text} (Arrow compute, per batch)")
+            read = self._read_columns() or list(self._ds.schema.names)
+            if counting:
+                read = list(self._filter.columns or read) if self._filter is not None else []
+            early = [c for c in read if c not in late]
+            pushed = "" if self._filter is not None or self._order else f", offset={self._offset}, limit={self._limit} (pushed down)"
+            steps.append(f"Scan: {where}, columns={early}{extra}{', row_addr=true (for the late columns)' if late else ''}{pushed}")
+        return [("  " * i) + line for i, line in enumerate(steps)]
+
+    def count_rows(self) -> int:
+        """Rows the scan returns."""
+        if self._nearest is not None:
+            return self._search().num_rows
+        if self._include_deleted:
+            return self.to_table().num_rows  # (deleted rows counted, as the scan returns them)
+        s = self._ds._snapshot
+        if self._filter is None:
+            n = s.count_rows(self._fragment_ids)
+            n = max(n - self._offset, 0)
+            return n if self._limit is None else min(n, self._limit)
+        cols = self._filter.columns
+        total, skip, remaining = 0, self._offset, self._limit
+        stream = s.scan_stream(cols, self._fragment_ids, 0, None, 131072, False, False, False)
+        for t in _stream_tables(stream, 131072):
+            total += pc.sum(_evaluate(t, self._filter).cast(pa.int64())).as_py() or 0
+        total = max(total - skip, 0)
+        return total if remaining is None else min(total, remaining)
+
+
+@dataclass
+class ColumnOrdering:
+    """One key of a scan's `order_by`: a column, ascending or not, nulls first or last."""
+
+    column_name: str
+    ascending: bool = True
+    nulls_first: bool = False
+
+
+#: pyarrow 25 sorts with a null placement per key (and deprecates the global one).
+_PER_KEY_NULL_PLACEMENT = int(pa.__version__.split(".")[0]) >= 25
+
+
+def _check_pandas_options(options: Dict[str, Any]) -> None:
+    """`to_pandas`'s keywords are ``pyarrow.Table.to_pandas``'s (as in pylance): every one
+    is passed on; an unknown one is a ``TypeError`` before anything is read, not after."""
+    import inspect
+
+    known = set(inspect.signature(pa.Table.to_pandas).parameters) - {"self"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"to_pandas() got unexpected keyword argument(s) {unknown}; pyarrow's are {sorted(known)}")

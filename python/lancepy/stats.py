@@ -1,0 +1,69 @@
+"""Statistics of a dataset version (``ds.stats``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import (
+    TYPE_CHECKING,
+    Dict,
+    List,
+)
+
+from lancepy.exceptions import (
+    UnsupportedError,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancepy.dataset import LanceDataset
+
+
+class LanceStats:
+    """``ds.stats``: statistics about one dataset version."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+
+    def dataset_stats(self, max_rows_per_group: int = 1024) -> Dict[str, int]:
+        """``{"num_deleted_rows", "num_fragments", "num_small_files"}`` (fragments with
+        fewer than `max_rows_per_group` physical rows are small), as pylance reports."""
+        frags = self._ds._loaded.manifest.get("fragments", [])
+        rows = self._ds._snapshot_rows()
+        return {
+            "num_deleted_rows": sum(phys - live for phys, live in rows.values()),
+            "num_fragments": len(frags),
+            "num_small_files": sum(1 for phys, _ in rows.values() if phys < max_rows_per_group),
+        }
+
+    def data_stats(self) -> DataStatistics:
+        """Bytes on disk of every field (struct and list parents hold none themselves),
+        summed over the data files of this version; reads each data file's metadata."""
+        from lancepy.file import LanceFileReader
+
+        ds = self._ds
+        m = ds._loaded.manifest
+        totals: Dict[int, int] = {}
+        for frag in m.get("fragments", []):
+            for df in frag.get("files", []):
+                if df.get("base_id") is not None:
+                    raise UnsupportedError("data_stats of data files under other base paths is not supported")
+                reader = LanceFileReader(ds._store.child_uri(f"data/{df['path']}"), ds._storage_options)
+                columns = reader.file_statistics().columns
+                for fid, col in zip(df.get("fields", []), df.get("column_indices", [])):
+                    if fid >= 0 and 0 <= col < len(columns):
+                        totals[fid] = totals.get(fid, 0) + columns[col].size_bytes
+        return DataStatistics([FieldStatistics(f.get("id", 0), totals.get(f.get("id", 0), 0)) for f in m.get("fields", [])])
+
+
+@dataclass
+class FieldStatistics:
+    """Bytes one field takes in the data files (its pages' buffers)."""
+
+    id: int
+    bytes_on_disk: int
+
+
+@dataclass
+class DataStatistics:
+    """:meth:`LanceStats.data_stats`: every field of the schema, in schema order."""
+
+    fields: List[FieldStatistics]
