@@ -27,6 +27,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from lancepy import _lancepy
 from lancepy._core.blobschema import (  # noqa: F401 - re-exported
+    blob_sidecar_name,
+    sidecar_owner,
     BLOB_V2_EXTENSION,
     _field_id,
     _is_arrow_blob_v2,
@@ -47,22 +49,6 @@ KIND_INLINE = 0
 KIND_PACKED = 1
 KIND_DEDICATED = 2
 KIND_EXTERNAL = 3
-
-
-def blob_sidecar_name(blob_id: int) -> str:
-    """File name of blob sidecar `blob_id`: its 32 bits, least significant first."""
-    if not 0 <= blob_id < 1 << 32:
-        raise InvalidArgumentError(f"blob id {blob_id} does not fit 32 bits")
-    return "".join("1" if blob_id >> i & 1 else "0" for i in range(32)) + ".blob"
-
-
-def sidecar_owner(path: str) -> Optional[str]:
-    """The data file a blob sidecar belongs to (``data/<stem>/<id>.blob`` → ``data/<stem>.lance``),
-    or None if `path` is not a sidecar."""
-    if not path.endswith(".blob"):
-        return None
-    head, sep, _ = path.rpartition("/")
-    return head + ".lance" if sep and head else None
 
 
 def _validate_buffer_size(buffer_size: int) -> int:

@@ -24,7 +24,6 @@ import json
 import os
 import random
 import time
-from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -79,6 +78,8 @@ from lancepy._table.operations import (
     _transaction_from_json,
     _update_map,
 )
+from lancepy._table import cleanup as _cleanup
+from lancepy._table.cleanup import CleanupStats
 from lancepy._table.tags import Tags
 from lancepy.exceptions import (
     CommitConflictError,
@@ -135,7 +136,6 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-_INDICES_DIR = "_indices"
 
 
 class LanceDataset:
@@ -656,8 +656,10 @@ class LanceDataset:
         dataset's. Raises :class:`DatasetAlreadyExistsError` if a dataset exists at
         `target_path`; a failed clone leaves no version behind.
         """
-        options = None if storage_options is None else normalize_storage_options(storage_options)
-        return _bases.shallow_clone(self, _uri(target_path), reference, options)
+        options = self._storage_options if storage_options is None else normalize_storage_options(storage_options)
+        target = _uri(target_path)
+        _bases.shallow_clone(self._store, target, reference, options)
+        return LanceDataset(target, storage_options=options)
 
     def add_bases(
         self, new_bases: List[DatasetBasePath], transaction_properties: Optional[Dict[str, str]] = None
@@ -1201,7 +1203,7 @@ class LanceDataset:
         deletion file can be read and matches its record. Raises
         :class:`~lancepy.exceptions.CorruptFileError` listing every problem found (the
         ``lancepy validate`` command also checks every manifest)."""
-        from lancepy.cli import _validate_version
+        from lancepy._table.validate import _validate_version
 
         problems: List[str] = []
         checked = {"manifests": 0, "data_files": 0, "deletion_files": 0}
@@ -1743,85 +1745,13 @@ class LanceDataset:
         `versions`, rate limits and concurrency settings are not supported.
         """
         _refuse(delete_rate_limit=delete_rate_limit, versions=versions, delete_concurrency=delete_concurrency)
-        if retain_versions is not None and retain_versions < 1:
-            raise InvalidArgumentError(f"retain_versions must be at least 1, got {retain_versions}")
-        if older_than is None and retain_versions is None:
-            older_than = datetime.timedelta(days=14)
-        cutoff = time.time() - older_than.total_seconds() if older_than is not None else float("inf")
-        listed, _ = _commit.list_versions(self._store)
-        latest = max(listed)
-        retained = set(sorted(listed)[-retain_versions:]) if retain_versions is not None else set()
-        tagged = {t["version"] for t in self.tags.list().values()}
-        keep, remove = [], []
-        for v in sorted(listed):
-            loaded = _commit.load_manifest(self._store, v)
-            ts = (loaded.manifest.get("timestamp") or {}).get("seconds", 0)
-            if v == latest or ts >= cutoff or v in retained:
-                keep.append(loaded)
-            elif v in tagged:
-                if error_if_tagged_old_versions:
-                    raise InvalidArgumentError(
-                        f"version {v} is older than the cutoff but tagged; delete its tags first or pass error_if_tagged_old_versions=False"
-                    )
-                keep.append(loaded)
-            else:
-                remove.append(loaded)
-        # Only files under this dataset's own root count: files under base paths (a clone's
-        # source) belong to another dataset and are never deleted.
-        referenced = set().union(*(_bases.own_files(m, self._uri) for m in keep))
-        removed_in_old = set().union(*(_bases.own_files(m, self._uri) for m in remove))
-        unverified_cutoff = time.time() - 7 * 24 * 3600
-        file_cutoff = min(unverified_cutoff, cutoff)
-        to_delete, bytes_removed = [], 0
-        for prefix in ("data", "_deletions", _commit.TRANSACTIONS_DIR, _commit.VERSIONS_DIR):
-            for path, size, mtime in self._store.list(prefix):
-                # A blob sidecar (data/<stem>/<id>.blob) lives and dies with data/<stem>.lance.
-                owner = _blob.sidecar_owner(path) or path
-                if owner in referenced or path == _commit.HINT_FILE:
-                    continue
-                if owner in removed_in_old or delete_unverified or mtime < file_cutoff:
-                    if prefix == _commit.VERSIONS_DIR and path not in removed_in_old and not path.rsplit("/", 1)[-1].startswith("."):
-                        continue  # never delete a manifest we did not decide to remove
-                    to_delete.append(path)
-                    bytes_removed += size
-        # Index files: `_indices/<uuid>/...`, kept while a kept version lists the index.
-        def index_uuids(versions: List[Any]) -> set:
-            out = set()
-            for m in versions:
-                if m.index_section is not None:
-                    out |= {e["uuid"] for e in _lancepy.index_section_entries(m.index_section) if e["base_id"] is None}
-            return out
-
-        live_indices, old_indices = index_uuids(keep), index_uuids(remove)
-        for path, size, mtime in self._store.list(_INDICES_DIR):
-            parts = path.split("/")
-            uid = parts[1] if len(parts) > 2 else None
-            if uid in live_indices:
-                continue
-            if uid in old_indices or delete_unverified or mtime < file_cutoff:
-                to_delete.append(path)
-                bytes_removed += size
-        # Manifests first: a crash midway leaves unreferenced files (removed by a later
-        # cleanup), never a version whose files are gone.
-        to_delete.sort(key=lambda p: not p.startswith(_commit.VERSIONS_DIR))
-        self._store.delete(to_delete)
-        local = _local_path(self._uri)
-        if local is not None:  # (object stores have no directories; a local one left empty goes too)
-            for d in sorted({p.rsplit("/", 1)[0] for p in to_delete if p.count("/") >= 2}, reverse=True):
-                try:
-                    os.rmdir(os.path.join(local, d))
-                except OSError:
-                    pass
-        def count(prefix: str) -> int:
-            return sum(1 for p in to_delete if p.startswith(prefix + "/"))
-
-        return CleanupStats(
-            bytes_removed=bytes_removed,
-            old_versions=len(remove),
-            data_files_removed=count("data"),
-            transaction_files_removed=count(_commit.TRANSACTIONS_DIR),
-            deletion_files_removed=count("_deletions"),
-            index_files_removed=count(_INDICES_DIR),
+        return _cleanup.cleanup_old_versions(
+            self._store,
+            self._uri,
+            older_than=older_than,
+            retain_versions=retain_versions,
+            delete_unverified=delete_unverified,
+            error_if_tagged_old_versions=error_if_tagged_old_versions,
         )
 
     # -- commit API ------------------------------------------------------------------------
@@ -1976,19 +1906,6 @@ def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
         "total_rows": physical - deleted,
     }
     return {k: str(v) for k, v in stats.items()}
-
-
-@dataclass
-class CleanupStats:
-    """What :meth:`LanceDataset.cleanup_old_versions` removed."""
-
-    bytes_removed: int = 0
-    old_versions: int = 0
-    data_files_removed: int = 0
-    transaction_files_removed: int = 0
-    index_files_removed: int = 0
-    deletion_files_removed: int = 0
-    failed_deletes: int = 0
 
 
 def dataset(

@@ -116,7 +116,7 @@ class LanceFragment:
         exist with the recorded sizes, their footers and metadata read, they hold the
         fragment's rows and mapped columns, and its deletion file reads and matches the
         manifest. Raises :class:`~lancepy.exceptions.CorruptFileError` listing every problem."""
-        from lancepy.cli import _validate_fragment
+        from lancepy._table.validate import _validate_fragment
         from lancepy.exceptions import CorruptFileError
 
         store = self._ds._store
@@ -285,7 +285,8 @@ class LanceFragment:
         ``LanceOperation.Merge(fragments, schema)``. SQL expressions (a dict) and readers of
         precomputed values as `value_func`, and `reader_schema`, are not supported: they
         raise :class:`~lancepy.exceptions.NotSupportedError`."""
-        from lancepy.dataset import LanceSchema, _as_table
+        from lancepy._core.schema import _as_table
+        from lancepy._table.operations import LanceSchema
 
         if reader_schema is not None:
             raise UnsupportedError("merge_columns(reader_schema=...): readers of precomputed values are not supported")

@@ -50,7 +50,9 @@ def _stream_tables(stream: Any, min_rows: int) -> Iterator[pa.Table]:
     held = 0
     while (b := stream.next_batch()) is not None:
         t = pa.table(b)
-        if not pending and t.num_rows >= min_rows:
+        if t.num_columns == 0 or (not pending and t.num_rows >= min_rows):
+            # (Tables without columns are passed on as they are: concatenating them loses
+            # their row counts.)
             yield t
             continue
         pending.append(t)

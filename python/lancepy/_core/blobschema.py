@@ -109,3 +109,19 @@ def blob_field_kind(manifest: Dict[str, Any], column: str) -> Optional[str]:
     if _is_legacy_blob(f):
         return "legacy"
     return None
+
+
+def blob_sidecar_name(blob_id: int) -> str:
+    """File name of blob sidecar `blob_id`: its 32 bits, least significant first."""
+    if not 0 <= blob_id < 1 << 32:
+        raise InvalidArgumentError(f"blob id {blob_id} does not fit 32 bits")
+    return "".join("1" if blob_id >> i & 1 else "0" for i in range(32)) + ".blob"
+
+
+def sidecar_owner(path: str) -> Optional[str]:
+    """The data file a blob sidecar belongs to (``data/<stem>/<id>.blob`` → ``data/<stem>.lance``),
+    or None if `path` is not a sidecar."""
+    if not path.endswith(".blob"):
+        return None
+    head, sep, _ = path.rpartition("/")
+    return head + ".lance" if sep and head else None

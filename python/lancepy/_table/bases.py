@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from lancepy import _lancepy
-from lancepy._table import commit as _commit
+from lancepy._table import manifest as _manifest
+from lancepy._table import transaction as _transaction
+from lancepy._table.tags import Tags
 from lancepy.exceptions import (
     DatasetAlreadyExistsError,
     InvalidArgumentError,
@@ -36,7 +38,7 @@ from lancepy.exceptions import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lancepy.dataset import LanceDataset
+    pass
 
 __all__ = ["DatasetBasePath", "base_paths_of", "register_initial_bases", "resolve_target_base", "shallow_clone", "own_files"]
 
@@ -197,14 +199,14 @@ def _file_uri(root: str, bases: Dict[int, Dict[str, Any]], base_id: Optional[int
     return f"{path}/{subdir}/{name}" if base.get("is_dataset_root") else f"{path}/{name}"
 
 
-def own_files(loaded: "_commit.LoadedManifest", root: str) -> Set[str]:
+def own_files(loaded: "_manifest.LoadedManifest", root: str) -> Set[str]:
     """Paths (relative to `root`, the dataset's own root) of the files version `loaded` uses
     that lie under that root: its manifest, transaction, data and deletion files. Files under
     other base paths (a clone's source, another bucket) are left out: they are not ours."""
     m = loaded.manifest
     out = {loaded.path}
     if m.get("transaction_file"):
-        out.add(f"{_commit.TRANSACTIONS_DIR}/{m['transaction_file']}")
+        out.add(f"{_manifest.TRANSACTIONS_DIR}/{m['transaction_file']}")
     bases = {int(b.get("id", 0)): b for b in m.get("base_paths") or []}
     own = _canonical(root)
     prefix = own + "/"
@@ -227,22 +229,22 @@ def own_files(loaded: "_commit.LoadedManifest", root: str) -> Set[str]:
     return out
 
 
-def _resolve_reference(ds: "LanceDataset", reference: Reference) -> int:
+def _resolve_reference(store: Any, reference: Reference) -> int:
     if isinstance(reference, bool):
         raise InvalidArgumentError(f"reference must be a version number, a tag name or (branch, version), got {reference!r}")
     if isinstance(reference, int):
         return reference
     if isinstance(reference, str):
-        return ds.tags.get_version(reference)
+        return Tags(store).get_version(reference)
     if isinstance(reference, tuple) and len(reference) == 2:
         branch, version = reference
         if branch not in (None, "main"):
             raise UnsupportedError(f"branches are not supported by lancepy (reference {reference!r})")
-        return ds.latest_version if version is None else _resolve_reference(ds, version)
+        return _manifest.latest_version(store)[0] if version is None else _resolve_reference(store, version)
     raise InvalidArgumentError(f"reference must be a version number, a tag name or (branch, version), got {reference!r}")
 
 
-def clone_manifest(source: "_commit.LoadedManifest", source_uri: str) -> Tuple[Dict[str, Any], Optional[bytes], Dict[str, Any]]:
+def clone_manifest(source: "_manifest.LoadedManifest", source_uri: str) -> Tuple[Dict[str, Any], Optional[bytes], Dict[str, Any]]:
     """The first manifest of a shallow clone of `source` (a version of the dataset at
     `source_uri`), its index section and its ``Clone`` transaction."""
     m = json.loads(source.json)
@@ -266,12 +268,11 @@ def clone_manifest(source: "_commit.LoadedManifest", source_uri: str) -> Tuple[D
     if index_section is not None:
         index_section = _lancepy.rebase_index_section(index_section, new_id)
     version = source.version
-    txn = _commit.new_transaction(
+    txn = _transaction.new_transaction(
         version,
         "Clone",
         {"is_shallow": True, "ref_name": None, "ref_version": version, "ref_path": source_uri, "branch_name": None},
     )
-    from lancepy import __version__
 
     m["base_paths"] = bases
     m["version"] = version
@@ -279,47 +280,44 @@ def clone_manifest(source: "_commit.LoadedManifest", source_uri: str) -> Tuple[D
     m["timestamp"] = {"seconds": int(now), "nanos": int((now % 1) * 1e9)}
     m["tag"] = ""
     m["transaction_file"] = f"{version}-{txn['uuid']}.txn"
-    m["writer_version"] = {"library": _commit.WRITER_LIBRARY, "version": __version__}
-    m["reader_feature_flags"] = m.get("reader_feature_flags", 0) | _commit.FLAG_BASE_PATHS
-    m["writer_feature_flags"] = m.get("writer_feature_flags", 0) | _commit.FLAG_BASE_PATHS
+    m["writer_version"] = {"library": _manifest.WRITER_LIBRARY, "version": _lancepy.__version__}
+    m["reader_feature_flags"] = m.get("reader_feature_flags", 0) | _manifest.FLAG_BASE_PATHS
+    m["writer_feature_flags"] = m.get("writer_feature_flags", 0) | _manifest.FLAG_BASE_PATHS
     for k in ("index_section", "inline_transaction_position", "transaction_section"):
         m.pop(k, None)
     return m, index_section, txn
 
 
 def shallow_clone(
-    ds: "LanceDataset",
-    target_path: Union[str, "os.PathLike[str]"],
+    source_store: Any,
+    target: str,
     reference: Reference,
     storage_options: Optional[Dict[str, str]] = None,
-) -> "LanceDataset":
-    """Creates a dataset at `target_path` whose only version is version `reference` of `ds`,
-    referring to `ds`'s files instead of copying them (see :meth:`LanceDataset.shallow_clone`).
+) -> None:
+    """Creates a dataset at `target` whose only version is version `reference` of the
+    dataset at `source_store`, referring to its files instead of copying them (see
+    :meth:`LanceDataset.shallow_clone`).
 
     The clone is published by one put-if-not-exists of its manifest, after its transaction
     file: a failure leaves no version readers could see (and the transaction file is
     removed again).
     """
-    from lancepy.dataset import LanceDataset
-
-    target = os.fspath(target_path).rstrip("/") or os.fspath(target_path)
-    options = ds._storage_options if storage_options is None else storage_options
-    version = _resolve_reference(ds, reference)
-    source = _commit.load_manifest(ds._store, version)
-    _commit.check_feature_flags(source, write=True, uri=ds.uri)
-    source_uri = absolute_uri(ds.uri)
-    store = _lancepy.Store(target, options)
-    if _commit.latest_version(store)[0] > 0:
+    version = _resolve_reference(source_store, reference)
+    source = _manifest.load_manifest(source_store, version)
+    _manifest.check_feature_flags(source, write=True, uri=source_store.uri)
+    source_uri = absolute_uri(source_store.uri)
+    store = _lancepy.Store(target, storage_options)
+    if _manifest.latest_version(store)[0] > 0:
         raise DatasetAlreadyExistsError(f"a dataset already exists at {target}")
     manifest, index_section, txn = clone_manifest(source, source_uri)
     txn_bytes = _lancepy.encode_transaction(json.dumps(txn))
-    txn_path = f"{_commit.TRANSACTIONS_DIR}/{manifest['transaction_file']}"
-    path = _commit.manifest_name(version, "v2")
+    txn_path = f"{_manifest.TRANSACTIONS_DIR}/{manifest['transaction_file']}"
+    path = _manifest.manifest_name(version, "v2")
     data = _lancepy.write_manifest(json.dumps(manifest), txn_bytes, index_section)
     published = False
     try:
         store.put_if_not_exists(txn_path, txn_bytes)
-        if _commit.latest_version(store)[0] > 0 or not store.put_if_not_exists(path, data):
+        if _manifest.latest_version(store)[0] > 0 or not store.put_if_not_exists(path, data):
             raise DatasetAlreadyExistsError(f"a dataset was created at {target} while cloning into it")
         published = True
     finally:
@@ -328,8 +326,4 @@ def shallow_clone(
                 store.delete([txn_path])
             except Exception:  # noqa: BLE001 - best effort; the original error matters
                 pass
-    try:
-        store.put_if_not_exists(_commit.HINT_FILE, json.dumps({"version": version}).encode())
-    except Exception:  # noqa: BLE001 - the hint is advisory
-        pass
-    return LanceDataset(target, storage_options=options)
+    _manifest.write_hint(store, version)

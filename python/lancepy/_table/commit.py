@@ -55,7 +55,9 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     load_manifest,
     load_transaction,
     manifest_name,
+    write_hint,
 )
+from lancepy._table.cleanup import cleanup_old_versions
 from lancepy._table.transaction import _body, conflicts, new_transaction, operation_name  # noqa: F401
 from lancepy.exceptions import (
     CommitConflictError,
@@ -180,7 +182,6 @@ def build_manifest(
 
     `new_dataset_flags` (e.g. :data:`FLAG_STABLE_ROW_IDS`) are set on a dataset's first
     manifest (when there is no `base`)."""
-    from lancepy import __version__
 
     name = operation_name(txn)
     # Fresh copies (parsing JSON text is much faster than deepcopy).
@@ -347,7 +348,7 @@ def build_manifest(
     m["timestamp"] = {"seconds": int(now), "nanos": int((now % 1) * 1e9)}
     m["tag"] = ""
     m["transaction_file"] = transaction_file
-    m["writer_version"] = {"library": WRITER_LIBRARY, "version": __version__}
+    m["writer_version"] = {"library": WRITER_LIBRARY, "version": _lancepy.__version__}
     if fragments or next_id > 0:
         m["max_fragment_id"] = max(next_id - 1, 0)
     fmt = m.get("data_format") or {}
@@ -462,11 +463,12 @@ def _auto_cleanup(store: Any, loaded: LoadedManifest) -> None:
         if interval <= 0 or loaded.version % interval:
             return
         older_than = parse_duration(config.get(AUTO_CLEANUP_OLDER_THAN) or "14days")
-        from lancepy.dataset import LanceDataset
-
-        ds = LanceDataset(store.uri, storage_options=store.storage_options, _loaded=loaded)
-        ds.cleanup_old_versions(
-            datetime.timedelta(seconds=older_than), retain_versions=2, error_if_tagged_old_versions=False
+        cleanup_old_versions(
+            store,
+            store.uri,
+            older_than=datetime.timedelta(seconds=older_than),
+            retain_versions=2,
+            error_if_tagged_old_versions=False,
         )
     except Exception as e:  # noqa: BLE001 - the commit stands; the cleanup can run again later
         warnings.warn(f"automatic cleanup of {store.uri} after version {loaded.version} failed: {e}", stacklevel=2)
@@ -528,13 +530,7 @@ def commit_transaction(
             path = manifest_name(latest + 1, scheme or naming or "v2")
             if store.put_if_not_exists(path, data):
                 published = True
-                try:
-                    # Unlink + create instead of replace: replacing an existing file makes
-                    # ext4 flush it (auto_da_alloc), and the hint is advisory anyway.
-                    store.delete([HINT_FILE])
-                    store.put_if_not_exists(HINT_FILE, json.dumps({"version": latest + 1}).encode())
-                except Exception:  # noqa: BLE001 - the hint is advisory
-                    pass
+                write_hint(store, latest + 1)
                 text, index_section, inline = _lancepy.read_manifest(data, store.child_uri(path))
                 loaded = LoadedManifest(
                     latest + 1, path, text, json.loads(text), index_section, inline, scheme or naming or "v2", len(data)

@@ -258,3 +258,15 @@ def _infer_storage_version(fragments: List[Dict[str, Any]]) -> str:
 
 def _fragment_files(frag: Dict[str, Any]) -> List[Dict[str, Any]]:
     return frag.get("files") or []
+
+
+def write_hint(store: Any, version: int) -> None:
+    """Updates ``latest_version_hint.json`` (best effort: the hint is advisory, for other
+    tools; lancepy never trusts it)."""
+    try:
+        # Unlink + create instead of replace: replacing an existing file makes ext4 flush it
+        # (auto_da_alloc).
+        store.delete([HINT_FILE])
+        store.put_if_not_exists(HINT_FILE, json.dumps({"version": version}).encode())
+    except Exception:  # noqa: BLE001 - the hint is advisory
+        pass

@@ -13,7 +13,7 @@ from typing import (
     Union,
 )
 
-from lancepy._table import commit as _commit
+from lancepy._table import manifest as _manifest
 from lancepy._table.manifest import latest_version
 from lancepy.exceptions import (
     InvalidArgumentError,
@@ -66,7 +66,7 @@ class Tags:
     def _check_version(self, version: Any) -> int:
         if not isinstance(version, int) or isinstance(version, bool) or version <= 0:
             raise InvalidArgumentError(f"a version is a positive int, got {version!r}")
-        _commit.load_manifest(self._store, version)  # raises VersionNotFoundError
+        _manifest.load_manifest(self._store, version)  # raises VersionNotFoundError
         return version
 
     def list(self) -> Dict[str, Dict[str, Any]]:
@@ -109,7 +109,7 @@ class Tags:
 
     def _contents(self, version: int, created: Optional[str] = None) -> bytes:
         # The layout pylance 14 writes (camelCase keys).
-        loaded = _commit.load_manifest(self._store, version)
+        loaded = _manifest.load_manifest(self._store, version)
         now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         doc = {
             "branch": None,

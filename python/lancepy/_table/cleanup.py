@@ -1,0 +1,129 @@
+"""Cleanup of old versions: which manifests are old (age, how many to retain, tags), and
+every file only they reference (data, deletion, transaction and index files), deleted
+manifests first. Used by :meth:`LanceDataset.cleanup_old_versions` and by the automatic
+cleanup after a commit."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+from lancepy import _lancepy
+from lancepy._core import blobschema as _blob
+from lancepy._core.paths import _local_path
+from lancepy._table import bases as _bases
+from lancepy._table import manifest as _manifest
+from lancepy._table.tags import Tags
+from lancepy.exceptions import InvalidArgumentError
+
+
+_INDICES_DIR = "_indices"
+
+
+@dataclass
+class CleanupStats:
+    """What :meth:`LanceDataset.cleanup_old_versions` removed."""
+
+    bytes_removed: int = 0
+    old_versions: int = 0
+    data_files_removed: int = 0
+    transaction_files_removed: int = 0
+    index_files_removed: int = 0
+    deletion_files_removed: int = 0
+    failed_deletes: int = 0
+
+
+def cleanup_old_versions(
+    store: Any,
+    uri: str,
+    *,
+    older_than: Optional[datetime.timedelta] = None,
+    retain_versions: Optional[int] = None,
+    delete_unverified: bool = False,
+    error_if_tagged_old_versions: bool = True,
+) -> CleanupStats:
+    """Deletes the old versions of the dataset at `store` (root `uri`) and every file only
+    they reference; see :meth:`lancepy.LanceDataset.cleanup_old_versions`."""
+    if retain_versions is not None and retain_versions < 1:
+        raise InvalidArgumentError(f"retain_versions must be at least 1, got {retain_versions}")
+    if older_than is None and retain_versions is None:
+        older_than = datetime.timedelta(days=14)
+    cutoff = time.time() - older_than.total_seconds() if older_than is not None else float("inf")
+    listed, _ = _manifest.list_versions(store)
+    latest = max(listed)
+    retained = set(sorted(listed)[-retain_versions:]) if retain_versions is not None else set()
+    tagged = {t["version"] for t in Tags(store).list().values()}
+    keep, remove = [], []
+    for v in sorted(listed):
+        loaded = _manifest.load_manifest(store, v)
+        ts = (loaded.manifest.get("timestamp") or {}).get("seconds", 0)
+        if v == latest or ts >= cutoff or v in retained:
+            keep.append(loaded)
+        elif v in tagged:
+            if error_if_tagged_old_versions:
+                raise InvalidArgumentError(
+                    f"version {v} is older than the cutoff but tagged; delete its tags first or pass error_if_tagged_old_versions=False"
+                )
+            keep.append(loaded)
+        else:
+            remove.append(loaded)
+    # Only files under this dataset's own root count: files under base paths (a clone's
+    # source) belong to another dataset and are never deleted.
+    referenced = set().union(*(_bases.own_files(m, uri) for m in keep))
+    removed_in_old = set().union(*(_bases.own_files(m, uri) for m in remove))
+    unverified_cutoff = time.time() - 7 * 24 * 3600
+    file_cutoff = min(unverified_cutoff, cutoff)
+    to_delete, bytes_removed = [], 0
+    for prefix in ("data", "_deletions", _manifest.TRANSACTIONS_DIR, _manifest.VERSIONS_DIR):
+        for path, size, mtime in store.list(prefix):
+            # A blob sidecar (data/<stem>/<id>.blob) lives and dies with data/<stem>.lance.
+            owner = _blob.sidecar_owner(path) or path
+            if owner in referenced or path == _manifest.HINT_FILE:
+                continue
+            if owner in removed_in_old or delete_unverified or mtime < file_cutoff:
+                if prefix == _manifest.VERSIONS_DIR and path not in removed_in_old and not path.rsplit("/", 1)[-1].startswith("."):
+                    continue  # never delete a manifest we did not decide to remove
+                to_delete.append(path)
+                bytes_removed += size
+    # Index files: `_indices/<uuid>/...`, kept while a kept version lists the index.
+    def index_uuids(versions: List[Any]) -> set:
+        out = set()
+        for m in versions:
+            if m.index_section is not None:
+                out |= {e["uuid"] for e in _lancepy.index_section_entries(m.index_section) if e["base_id"] is None}
+        return out
+
+    live_indices, old_indices = index_uuids(keep), index_uuids(remove)
+    for path, size, mtime in store.list(_INDICES_DIR):
+        parts = path.split("/")
+        uid = parts[1] if len(parts) > 2 else None
+        if uid in live_indices:
+            continue
+        if uid in old_indices or delete_unverified or mtime < file_cutoff:
+            to_delete.append(path)
+            bytes_removed += size
+    # Manifests first: a crash midway leaves unreferenced files (removed by a later
+    # cleanup), never a version whose files are gone.
+    to_delete.sort(key=lambda p: not p.startswith(_manifest.VERSIONS_DIR))
+    store.delete(to_delete)
+    local = _local_path(uri)
+    if local is not None:  # (object stores have no directories; a local one left empty goes too)
+        for d in sorted({p.rsplit("/", 1)[0] for p in to_delete if p.count("/") >= 2}, reverse=True):
+            try:
+                os.rmdir(os.path.join(local, d))
+            except OSError:
+                pass
+    def count(prefix: str) -> int:
+        return sum(1 for p in to_delete if p.startswith(prefix + "/"))
+
+    return CleanupStats(
+        bytes_removed=bytes_removed,
+        old_versions=len(remove),
+        data_files_removed=count("data"),
+        transaction_files_removed=count(_manifest.TRANSACTIONS_DIR),
+        deletion_files_removed=count("_deletions"),
+        index_files_removed=count(_INDICES_DIR),
+    )

@@ -1,0 +1,167 @@
+"""The Python package's layers (python/lancepy/ARCHITECTURE.md): every import, including one
+inside a function, goes to the same layer or a lower one, and no two modules import each
+other, directly or through others. Imports under ``if TYPE_CHECKING:`` are for annotations
+only and are not counted. This reads the sources; it imports nothing."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from typing import Dict, List, Set, Tuple
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "python" / "lancepy"
+
+#: Layer of each module, by the longest matching prefix (bottom = 0).
+LAYERS: List[Tuple[str, int]] = [
+    ("lancepy.exceptions", 0),
+    ("lancepy._lancepy", 0),
+    ("lancepy._core", 1),
+    ("lancepy.filters", 1),
+    ("lancepy.file", 1),
+    ("lancepy._table", 2),
+    ("lancepy._ops", 3),
+    ("lancepy.blob", 3),
+    ("lancepy.vector", 3),
+    ("lancepy.sql", 3),
+    ("lancepy.fragment", 4),
+    ("lancepy.scanner", 4),
+    ("lancepy.stats", 4),
+    ("lancepy.merge_insert", 4),
+    ("lancepy.optimize", 4),
+    ("lancepy.dataset", 4),
+    ("lancepy.torch", 5),
+    ("lancepy.spark", 5),
+    ("lancepy.cli", 5),
+    ("lancepy.__main__", 5),
+    ("lancepy", 5),
+]
+NAMES = {0: "base", 1: "core", 2: "table", 3: "operations", 4: "public", 5: "integrations"}
+
+
+def layer_of(module: str) -> int:
+    best = max((p for p, _ in LAYERS if module == p or module.startswith(p + ".")), key=len)
+    return dict(LAYERS)[best]
+
+
+def module_name(path: pathlib.Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def runtime_imports(path: pathlib.Path, known: Set[str], me: str = "") -> Dict[str, int]:
+    """Modules of the package that `path` (module `me`) imports when it runs → first line."""
+    me = me or module_name(path)
+    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    found: Dict[str, int] = {}
+
+    def resolve(name: str) -> str:
+        while name not in known and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name
+
+    def add(name: str, line: int) -> None:
+        if name.startswith("lancepy"):
+            target = resolve(name)
+            if target != me:
+                found.setdefault(target, line)
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    add(alias.name, child.lineno)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - (child.level - 1)]
+                    module = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    module = child.module or ""
+                for alias in child.names:
+                    # `from lancepy import blob` imports the module lancepy.blob.
+                    full = f"{module}.{alias.name}"
+                    add(full if resolve(full) == full else module, child.lineno)
+            visit(child)
+
+    visit(ast.parse(path.read_text(), str(path)))
+    return found
+
+
+def graph() -> Dict[str, Dict[str, int]]:
+    paths = sorted(PACKAGE.rglob("*.py"))
+    known = {module_name(p) for p in paths} | {"lancepy._lancepy"}
+    return {module_name(p): runtime_imports(p, known) for p in paths}
+
+
+def test_imports_go_down_the_layers() -> None:
+    wrong = []
+    for module, imports in sorted(graph().items()):
+        for target, line in sorted(imports.items()):
+            if layer_of(target) > layer_of(module):
+                wrong.append(
+                    f"{module} ({NAMES[layer_of(module)]}) imports {target} ({NAMES[layer_of(target)]}) at line {line}"
+                )
+    assert not wrong, "imports going up the layers:\n" + "\n".join(wrong)
+
+
+def test_no_import_cycles() -> None:
+    g = {m: set(deps) for m, deps in graph().items()}
+    # The package's __init__ re-exports everything: only cycles that do not pass through it.
+    g.pop("lancepy", None)
+    for deps in g.values():
+        deps.discard("lancepy")
+    state: Dict[str, int] = {}
+    stack: List[str] = []
+    cycles: List[List[str]] = []
+
+    def dfs(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(g.get(m, ())):
+            if state.get(d) == 1:
+                cycles.append(stack[stack.index(d):] + [d])
+            elif d not in state:
+                dfs(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(g):
+        if m not in state:
+            dfs(m)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("limit", [1000])
+def test_no_module_is_huge(limit: int) -> None:
+    big = {
+        module_name(p): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > limit
+    }
+    assert not big, f"modules over {limit} lines: {big}"
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in graph():
+        assert layer_of(module) in NAMES, module
+
+
+def test_the_checker_sees_an_upward_import(tmp_path: pathlib.Path) -> None:
+    """The analysis itself: a function-level import counts, a TYPE_CHECKING one does not."""
+    src = tmp_path / "m.py"
+    src.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from lancepy.dataset import LanceDataset\n"
+        "def f():\n    from lancepy import dataset\n    from lancepy._table import commit as c\n"
+    )
+    got = runtime_imports(src, {"lancepy.dataset", "lancepy._table.commit", "lancepy._table"}, "lancepy._table.m")
+    assert set(got) == {"lancepy.dataset", "lancepy._table.commit"}
+    assert layer_of("lancepy._table.commit") == 2 and layer_of("lancepy.torch.loader") == 5
