@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import copy
 import datetime
-import json
 import os
 import random
-import time
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -39,7 +37,6 @@ from typing import (
 )
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy import blob as _blob
@@ -54,8 +51,6 @@ from lancepy._core.paths import PathLike, _local_path, _uri
 from lancepy._core.schema import (
     ROW_ADDRESS,
     ROW_ID,
-    _as_table,
-    _field_paths,
     _schema_of,
 )
 from lancepy._core.storage import StorageOptions, normalize_storage_options
@@ -78,18 +73,19 @@ from lancepy._table.operations import (
     _transaction_from_json,
     _update_map,
 )
+from lancepy._ops import evolution as _evolution
+from lancepy._ops import indices as _index_ops
+from lancepy._ops import mutations as _mutations
 from lancepy._table import cleanup as _cleanup
 from lancepy._table.cleanup import CleanupStats
 from lancepy._table.tags import Tags
 from lancepy.exceptions import (
-    CommitConflictError,
     CorruptFileError,
     DatasetAlreadyExistsError,
     DatasetNotFoundError,
     IndexOutOfRangeError,
     InvalidArgumentError,
     LanceError,
-    NotSupportedError,
     UnsupportedError,
     VersionNotFoundError,
 )
@@ -99,21 +95,17 @@ from lancepy.optimize import CompactionMetrics, DatasetOptimizer
 from lancepy.scanner import (
     ColumnOrdering,
     LanceScanner,
-    _evaluate,
-    _evaluate_values,
-    _stream_tables,
 )
 from lancepy.stats import LanceStats
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.sql import SqlQueryBuilder
-from lancepy.filters import Filter, compile_expression, compile_filter
+from lancepy.filters import Filter
 from lancepy.fragment import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
     LanceFragment,
-    _write,
     align_to_schema,
     lance_fields_for,
     normalize_storage_version,
@@ -347,124 +339,29 @@ class LanceDataset:
         ``name``, ``type`` (``"IVF_PQ"``, ``"IVF_FLAT"``, ``"BTree"``, ...), ``uuid``,
         ``fields`` (column names), ``version`` (the dataset version it was built on),
         ``fragment_ids`` (the fragments it covers, a set) and ``base_id``."""
-        if self._loaded.index_section is None:
-            return []
-        names = _field_paths(self._loaded.manifest.get("fields", []))
-        out = []
-        for e in _lancepy.index_section_entries(self._loaded.index_section):
-            out.append({
-                "name": e["name"],
-                "type": self._index_type(e),
-                "uuid": e["uuid"],
-                "fields": [names.get(f, str(f)) for f in e["fields"]],
-                "version": e["dataset_version"],
-                "fragment_ids": set(e["fragment_ids"]),
-                "base_id": e["base_id"],
-            })
-        return out
+        return _index_ops.list_indices(self)
 
     def _index_entries(self) -> List[Dict[str, Any]]:
         """The index section's entries (uuid, fields, fragment ids, ...), decoded."""
-        section = self._loaded.index_section
-        return [] if section is None else list(_lancepy.index_section_entries(section))
+        return _index_ops._index_entries(self)
 
     def _index_type(self, entry: Dict[str, Any]) -> str:
         """An index's type name as pylance reports it: vector indices name theirs in their
         file (schema metadata ``lance:index``); the others by their details message."""
-        details = str(entry.get("details_type") or "").rsplit(".", 1)[-1]
-        if details == "VectorIndexDetails":
-            from lancepy.file import LanceFileReader
-
-            path = f"{self._uri}/_indices/{entry['uuid']}/index.idx"
-            try:
-                md = LanceFileReader(path, self._storage_options).metadata().schema.metadata or {}
-                return str(json.loads(md[b"lance:index"])["type"]).upper()
-            except (LanceError, KeyError, ValueError, TypeError):
-                return "Vector"
-        known = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList",
-                 "InvertedIndexDetails": "Inverted", "NGramIndexDetails": "NGram", "ZoneMapIndexDetails": "ZoneMap",
-                 "BloomFilterIndexDetails": "BloomFilter", "JsonIndexDetails": "Json"}
-        return known.get(details, details.removesuffix("IndexDetails") or "Unknown")
+        return _index_ops._index_type(self, entry)
 
     def describe_indices(self) -> List["IndexDescription"]:
         """One :class:`IndexDescription` per index name (its segments together), as pylance:
         type URL, rows indexed (live rows of the fragments it covers), field ids and names,
         segments, and the bytes of its files."""
-        if self._loaded.index_section is None:
-            return []
-        names = _field_paths(self._loaded.manifest.get("fields", []))
-        rows = self._snapshot_rows()
-        by_name: Dict[str, List[Dict[str, Any]]] = {}
-        for e in _lancepy.index_section_entries(self._loaded.index_section):
-            by_name.setdefault(e["name"], []).append(e)
-        out = []
-        for name, entries in by_name.items():
-            segments = []
-            for e in entries:
-                files = self._store.list(f"_indices/{e['uuid']}")
-                segments.append({"uuid": e["uuid"], "dataset_version": e["dataset_version"],
-                                 "fragment_ids": set(e["fragment_ids"]), "size_bytes": sum(size for _, size, _ in files)})
-            covered = set().union(*(seg["fragment_ids"] for seg in segments))
-            first = entries[0]
-            out.append(IndexDescription(
-                name=name,
-                type_url="/" + str(first["details_type"]).lstrip("/"),
-                num_rows_indexed=sum(rows[f][1] for f in covered if f in rows),
-                fields=list(first["fields"]),
-                field_names=[names.get(f, str(f)) for f in first["fields"]],
-                total_size_bytes=sum(seg["size_bytes"] for seg in segments),
-                index_type=self._index_type(first),
-                segments=segments,
-            ))
-        return out
+        return _index_ops.describe_indices(self)
 
     def index_statistics(self, index_name: str) -> Dict[str, Any]:
         """Statistics of the index `index_name` (pylance's keys): type, segments, indexed and
         unindexed fragments and rows; for IVF indices also each segment's metric, partitions
         (sizes) and sub-index. Scalar indices' own statistics (B-tree pages, bitmap keys) are
         not read: their ``indices`` entries hold the uuid and type only."""
-        from lancepy.exceptions import IndexNotFoundError
-
-        found = [d for d in self.describe_indices() if d.name == index_name]
-        if not found:
-            raise IndexNotFoundError(f"index {index_name!r} does not exist in version {self.version} of {self._uri}")
-        desc = found[0]
-        rows = self._snapshot_rows()
-        covered = set().union(*(seg["fragment_ids"] for seg in desc.segments))
-        live = [f for f in rows if rows[f][1] > 0 or f in covered]
-        segments = []
-        for seg in desc.segments:
-            info: Dict[str, Any] = {"index_type": desc.index_type, "uuid": seg["uuid"]}
-            if desc.index_type in ("IVF_FLAT", "IVF_PQ"):
-                from lancepy._ops import ivf as _ivf
-
-                idx = _ivf.load_index(self._uri, seg["uuid"], self._storage_options)
-                info.update({
-                    "uri": f"{self._uri}/_indices/{seg['uuid']}/index.idx",
-                    "metric_type": idx.metric,
-                    "num_partitions": idx.num_partitions,
-                    "partitions": [{"size": int(n)} for n in idx.lengths],
-                })
-                dim = int(idx.centroids.shape[1])
-                info["sub_index"] = (
-                    {"index_type": "FLAT", "dim": dim, "metric_type": idx.metric}
-                    if idx.kind == "IVF_FLAT"
-                    else {"index_type": "PQ", "dimension": dim, "metric_type": idx.metric, "nbits": 8,
-                          "num_sub_vectors": idx.num_sub_vectors, "transposed": True}
-                )
-            segments.append(info)
-        return {
-            "index_type": desc.index_type,
-            "name": index_name,
-            "num_indices": desc.num_segments,
-            "num_segments": desc.num_segments,
-            "indices": segments,
-            "segments": segments,
-            "num_indexed_fragments": len([f for f in covered if f in rows]),
-            "num_indexed_rows": desc.num_rows_indexed,
-            "num_unindexed_fragments": len([f for f in live if f not in covered]),
-            "num_unindexed_rows": sum(rows[f][1] for f in live if f not in covered),
-        }
+        return _index_ops.index_statistics(self, index_name)
 
     def drop_index(self, name: str) -> None:
         """Removes the index `name` (every segment of it) from the dataset: a new version
@@ -472,14 +369,7 @@ class LanceDataset:
         transaction with the index among its removed ones). The index files stay until
         :meth:`cleanup_old_versions` removes them with the versions that use them. An unknown
         name raises :class:`~lancepy.exceptions.IndexNotFoundError`."""
-        from lancepy.exceptions import IndexNotFoundError
-
-        section = self._loaded.index_section
-        entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
-        removed = [e for e in entries if e.get("name") == name]
-        if not removed:
-            raise IndexNotFoundError(f"index {name!r} does not exist in version {self.version} of {self._uri}")
-        self._commit("CreateIndex", {"new_indices": [], "removed_indices": removed})
+        return _index_ops.drop_index(self, name)
 
     def create_index(
         self,
@@ -537,100 +427,39 @@ class LanceDataset:
         ``train=False``, ``num_bits`` other than 8, multi-column indices, vectors that are not
         float32.
         """
-        import warnings
-
-        from lancepy._ops import ivf_build as _ivf_build
-        from lancepy.exceptions import IndexAlreadyExistsError
-
-        kind = str(index_type).upper()
-        if kind not in ("IVF_FLAT", "IVF_PQ"):
-            raise NotSupportedError(
-                f"create_index(index_type={index_type!r}): lancepy builds IVF_FLAT and IVF_PQ vector indices only"
-            )
-        for arg, value in (
-            ("accelerator", accelerator),
-            ("shuffle_partition_batches", shuffle_partition_batches),
-            ("shuffle_partition_concurrency", shuffle_partition_concurrency),
-            ("precomputed_partition_dataset", precomputed_partition_dataset),
-            ("streaming_sample_rate", streaming_sample_rate),
-            ("streaming_coreset_rate", streaming_coreset_rate),
-            ("streaming_refine_passes", streaming_refine_passes),
-        ):
-            if value is not None:
-                raise NotSupportedError(f"create_index({arg}=...): lancepy trains on the CPU, in memory, in one pass")
-        if not train:
-            raise NotSupportedError("create_index(train=False): lancepy always trains the index it builds")
-        if num_bits != 8:
-            raise NotSupportedError(f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ codes only")
-        if index_cache_size is not None:
-            warnings.warn("create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=2)
-        if isinstance(column, (list, tuple)):
-            if len(column) != 1:
-                raise NotSupportedError(f"create_index: a vector index covers one column, got {list(column)}")
-            column = column[0]
-        metric_name = str(metric).lower()
-        if metric_name == "euclidean":
-            metric_name = "l2"
-        if metric_name not in ("l2", "cosine", "dot"):
-            if metric_name == "hamming":
-                raise NotSupportedError("create_index(metric='hamming'): lancepy indexes float vectors only")
-            raise InvalidArgumentError(f"Metric {metric} not supported.")
-        for arg, value in (("sample_rate", sample_rate), ("max_iters", max_iters), ("num_partitions", num_partitions),
-                           ("target_partition_size", target_partition_size)):
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise InvalidArgumentError(f"create_index: {arg} must be a positive integer, got {value!r}")
-        ids = self._field_ids_by_path()
-        try:
-            field = self.schema.field(column)
-        except KeyError:
-            raise KeyError(f"{column} not found in schema") from None
-        if not pa.types.is_fixed_size_list(field.type):
-            raise TypeError(f"Vector column {column} must be FixedSizeListArray, got {field.type}")
-        if not pa.types.is_floating(field.type.value_type):
-            raise TypeError(f"Vector column {column} must have floating value type, got {field.type.value_type}")
-        if not pa.types.is_float32(field.type.value_type):
-            # (pylance types an index's centroids and codebook like the vectors; lancepy writes
-            # and reads float32 ones only)
-            raise NotSupportedError(f"create_index on {field.type.value_type} vectors: lancepy builds indices of float32 vectors only")
-        dim = field.type.list_size
-        if kind == "IVF_PQ":
-            if num_sub_vectors is None:
-                raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
-            if num_sub_vectors < 1 or dim % num_sub_vectors:
-                raise InvalidArgumentError(f"dimension ({dim}) must be divisible by num_sub_vectors ({num_sub_vectors})")
-        elif pq_codebook is not None:
-            raise InvalidArgumentError("pq_codebook is for IVF_PQ indices")
-        if ivf_centroids is not None and ivf_centroids_file is not None:
-            raise InvalidArgumentError("ivf_centroids and ivf_centroids_file cannot be provided at the same time")
-        if ivf_centroids_file is not None:
-            import numpy as np
-
-            with open(ivf_centroids_file, "rb") as f:
-                ivf_centroids = np.load(f)
-        name = name if name is not None else f"{column}_idx"
-        section = self._loaded.index_section
-        entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
-        existing = [e for e in entries if e.get("name") == name]
-        if existing and not replace:
-            raise IndexAlreadyExistsError(f"Index name '{name}' already exists, use replace=True to overwrite it")
-        if num_partitions is None and target_partition_size is not None and ivf_centroids is None:
-            rows = self.count_rows() if fragment_ids is None else sum(
-                f.count_rows() for f in self.get_fragments() if f.fragment_id in set(fragment_ids)
-            )
-            num_partitions = min(max(1, rows // target_partition_size), _ivf_build.MAX_PARTITIONS)
-        files_options = self._storage_options if storage_options is None else normalize_storage_options(storage_options)
-        params = _ivf_build.IvfParams(
-            kind=kind, metric=metric_name, num_partitions=num_partitions, num_sub_vectors=num_sub_vectors,
-            sample_rate=sample_rate, max_iters=max_iters, ivf_centroids=ivf_centroids, pq_codebook=pq_codebook,
-            filter_nan=filter_nan, seed=seed, transposed=not skip_transpose,
+        return _index_ops.create_index(
+            self,
+            column,
+            index_type,
+            name,
+            metric,
+            replace,
+            num_partitions,
+            ivf_centroids,
+            pq_codebook,
+            num_sub_vectors,
+            accelerator,
+            index_cache_size,
+            shuffle_partition_batches,
+            shuffle_partition_concurrency,
+            ivf_centroids_file,
+            precomputed_partition_dataset,
+            storage_options,
+            filter_nan,
+            train,
+            fragment_ids,
+            index_uuid,
+            target_partition_size=target_partition_size,
+            streaming_sample_rate=streaming_sample_rate,
+            streaming_coreset_rate=streaming_coreset_rate,
+            streaming_refine_passes=streaming_refine_passes,
+            skip_transpose=skip_transpose,
+            progress_callback=progress_callback,
+            sample_rate=sample_rate,
+            max_iters=max_iters,
+            num_bits=num_bits,
+            seed=seed,
         )
-        entry = _ivf_build.build(
-            self, column, ids[column], dim, params, fragment_ids, index_uuid, name, progress_callback, files_options
-        )
-        self._commit("CreateIndex", {"new_indices": [entry], "removed_indices": existing})
-        if progress_callback is not None:
-            progress_callback(_ivf_build.IndexBuildProgress("commit", 1, 1))
-        return self
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
         """The base paths this version registers, by id: other roots holding some of its
@@ -1238,11 +1067,7 @@ class LanceDataset:
     def _matching_addresses(self, flt: Filter, fragment_ids: Optional[List[int]] = None) -> pa.Array:
         """Row addresses of the live rows matching a filter (in `fragment_ids` only, if
         given), in one pass."""
-        stream = self._snapshot.scan_stream(flt.columns, fragment_ids, 0, None, 131072, False, True, False)
-        parts: List[pa.Array] = []
-        for table in _stream_tables(stream, 1 << 20):
-            parts.extend(pc.filter(table.column(ROW_ADDRESS), _evaluate(table, flt)).chunks)
-        return pa.chunked_array(parts, pa.uint64()).combine_chunks()
+        return _mutations._matching_addresses(self, flt, fragment_ids)
 
     def _retry_on_conflict(
         self, attempt: Callable[[], _T], conflict_retries: int, retry_timeout: datetime.timedelta
@@ -1251,19 +1076,7 @@ class LanceDataset:
         concurrent incompatible commit (say, a delete of the same fragment), the files it wrote
         are already gone; the latest version is re-read and the operation applied again, up to
         `conflict_retries` times within `retry_timeout` (pylance's semantics)."""
-        if conflict_retries < 0:
-            raise InvalidArgumentError(f"conflict_retries must be >= 0, got {conflict_retries}")
-        deadline = time.monotonic() + retry_timeout.total_seconds()
-        for retry in range(conflict_retries + 1):
-            try:
-                return attempt()
-            except CommitConflictError:
-                if retry == conflict_retries or time.monotonic() >= deadline:
-                    raise
-            # Jittered back-off so that retrying writers do not collide again in lockstep.
-            time.sleep(random.uniform(0.0, 0.002 * (retry + 1)))
-            self._refresh_latest()
-        raise AssertionError("unreachable")  # pragma: no cover
+        return _mutations._retry_on_conflict(self, attempt, conflict_retries, retry_timeout)
 
     def delete(
         self,
@@ -1279,37 +1092,20 @@ class LanceDataset:
         conflicts, re-applies the delete to the latest version (`conflict_retries` times within
         `retry_timeout`). Returns ``{"num_deleted_rows": n}`` as pylance does.
         """
-
-        def attempt() -> Dict[str, int]:
-            flt = compile_filter(predicate, self.schema)
-            if flt is None:
-                raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-            addresses = self._matching_addresses(flt)
-            updated, removed, written = self._write_deletions(addresses)
-            body = {"updated_fragments": updated, "deleted_fragment_ids": removed, "predicate": flt.text}
-            self._commit("Delete", body, written)
-            return {"num_deleted_rows": len(addresses)}
-
-        return self._retry_on_conflict(attempt, conflict_retries, retry_timeout)
+        return _mutations.delete(
+            self,
+            predicate,
+            conflict_retries=conflict_retries,
+            retry_timeout=retry_timeout,
+        )
 
     def truncate_table(self) -> None:
         """Removes every row (a ``Delete`` of every fragment, as pylance commits it); the
         schema, config and older versions stay."""
-        ids = [f.get("id", 0) for f in self._loaded.manifest.get("fragments", [])]
-        self._commit("Delete", {"updated_fragments": [], "deleted_fragment_ids": ids, "predicate": "true"})
+        return _mutations.truncate_table(self)
 
     def _write_deletions(self, addresses: pa.Array) -> Any:
-        updated, removed, written = [], [], []
-        if len(addresses) == 0:
-            return updated, removed, written
-        for fid, frag_json in self._snapshot.delete_rows(addresses, self.version):
-            if frag_json is None:
-                removed.append(fid)
-            else:
-                frag = json.loads(frag_json)
-                updated.append(frag)
-                written.append(FragmentMetadata._from_dict(frag).deletion_file.path(fid))  # type: ignore[union-attr]
-        return updated, removed, written
+        return _mutations._write_deletions(self, addresses)
 
     def update(
         self,
@@ -1326,88 +1122,21 @@ class LanceDataset:
         it re-apply itself to the latest version (`conflict_retries`, `retry_timeout`).
         Returns ``{"num_rows_updated": n}``.
         """
-        if data_storage_version is not None and normalize_storage_version(data_storage_version) != self.data_storage_version:
-            raise InvalidArgumentError(
-                f"the dataset stores {self.data_storage_version} data files; cannot write {data_storage_version} files"
-            )
-        return self._retry_on_conflict(lambda: self._update_once(updates, where), conflict_retries, retry_timeout)
+        return _mutations.update(self, updates, where, conflict_retries, retry_timeout, data_storage_version)
 
     def _update_once(self, updates: Dict[str, Any], where: Any) -> Dict[str, int]:
-        if not updates:
-            raise InvalidArgumentError("update needs at least one column to set")
-        schema = self.schema
-        for name in updates:
-            if name not in schema.names:
-                raise InvalidArgumentError(f"cannot update column {name!r}: the dataset has no such column")
-        # Blob columns are rewritten from their values.
-        table = self.to_table(filter=where, with_row_address=True, blob_handling="all_binary")
-        if table.num_rows == 0:
-            return {"num_rows_updated": 0}
-        new_columns = {}
-        for name, value in updates.items():
-            target = schema.field(name).type
-            if isinstance(value, str):
-                expr = compile_expression(value, schema).expression
-                arr = _evaluate_values(table, expr, target)
-            elif isinstance(value, pc.Expression):
-                arr = _evaluate_values(table, value, target)
-            else:
-                arr = pa.array([value] * table.num_rows, type=target)
-            new_columns[name] = arr
-        rows = pa.table({n: (new_columns[n] if n in new_columns else table.column(n)) for n in schema.names})
-        self._replace_rows(table.column(ROW_ADDRESS).combine_chunks(), rows, fields_modified=list(updates))
-        return {"num_rows_updated": table.num_rows}
+        return _mutations._update_once(self, updates, where)
 
     def _replace_rows(self, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()) -> None:
         """Deletes rows at `addresses` and appends `new_rows`, as one Update transaction."""
-        updated, removed, written = self._write_deletions(addresses)
-        new_frags: List[Dict[str, Any]] = []
-        if new_rows is not None and new_rows.num_rows > 0:
-            reader = align_to_schema(new_rows.to_reader(), self.schema)
-            frags = _write(self._uri, reader, self._loaded.manifest.get("fields", []),
-                           self._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, self.data_storage_version,
-                           storage_options=self._storage_options)
-            new_frags = [f._manifest_json() for f in frags]
-            written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
-        ids = {f.get("name"): f.get("id") for f in self._loaded.manifest.get("fields", [])}
-        body = {
-            "removed_fragment_ids": removed,
-            "updated_fragments": updated,
-            "new_fragments": new_frags,
-            "fields_modified": [ids[n] for n in fields_modified if n in ids],
-        }
-        self._commit("Update", body, written)
+        return _mutations._replace_rows(self, addresses, new_rows, fields_modified)
 
     def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
         """Adds the columns of `data_obj` by a left join of this dataset's column `left_on`
         with its column `right_on` (default: the same name). Rows without a match get
         nulls; where `data_obj` repeats a key, its last row is used (as in pylance). Existing
         data files are not rewritten (a ``Merge`` transaction)."""
-        right_on = left_on if right_on is None else right_on
-        if left_on not in self.schema.names:
-            from lancepy.exceptions import ColumnNotFoundError
-
-            raise ColumnNotFoundError(f"merge key {left_on!r} is not a column of the dataset")
-        right = to_record_batch_reader(data_obj, schema).read_all()
-        if right_on not in right.column_names:
-            from lancepy.exceptions import ColumnNotFoundError
-
-            raise ColumnNotFoundError(f"merge key {right_on!r} is not a column of the data")
-        new_names = [n for n in right.column_names if n != right_on]
-        if not new_names:
-            raise InvalidArgumentError("the data to merge has no columns besides the key")
-        self._check_new_names(right.select(new_names).schema)
-        # The last row of a repeated key wins (as in pylance): look keys up back to front.
-        right = right.take(pa.array(range(right.num_rows - 1, -1, -1), pa.int64()))
-        right_keys = right.column(right_on)
-        left_keys = self.to_table(columns=[left_on]).column(left_on)
-        try:
-            right_keys = right_keys.cast(left_keys.type)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise InvalidArgumentError(f"cannot join {left_on!r} ({left_keys.type}) with {right_on!r}: {e}") from None
-        positions = pc.index_in(left_keys, value_set=right_keys.combine_chunks())
-        values = right.select(new_names).take(positions)
-        self._add_precomputed_columns(values, self.max_field_id + 1)
+        return _mutations.merge(self, data_obj, left_on, right_on, schema)
 
     def merge_insert(self, on: Union[str, List[str], None] = None) -> "MergeInsertBuilder":
         """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods.
@@ -1486,45 +1215,10 @@ class LanceDataset:
         fragment, on runs of `batch_size` physical rows (default 1024) with the deleted
         ones left out; `read_columns` may name ``_rowid`` and ``_rowaddr``.
         """
-        if reader_schema is not None:
-            transforms = to_record_batch_reader(transforms, reader_schema)
-        schema = self.schema
-        first_id = self.max_field_id + 1
-        if isinstance(transforms, (pa.Field, pa.Schema)) or (
-            isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms)
-        ):
-            new_schema = pa.schema([transforms] if isinstance(transforms, pa.Field) else list(transforms))
-            self._check_new_names(new_schema)
-            for f in new_schema:
-                if not f.nullable:
-                    raise InvalidArgumentError(f"all-null column {f.name!r} must be nullable")
-            lance = lance_fields_for(new_schema, first_id)
-            fields = self._loaded.manifest.get("fields", []) + lance["fields"]
-            frags = copy.deepcopy(self._loaded.manifest.get("fragments", []))
-            self._commit("Merge", {"fragments": frags, "schema": fields, "schema_metadata": self._loaded.manifest.get("schema_metadata", {})})
-            return
-        if isinstance(transforms, dict):
-            compiled = {n: compile_expression(e, schema) if isinstance(e, str) else e for n, e in transforms.items()}
-            needed = sorted({c for f in compiled.values() if isinstance(f, Filter) for c in (f.columns or schema.names)})
-            if any(not isinstance(f, Filter) for f in compiled.values()):
-                needed = schema.names
-
-            def fn(batch: pa.RecordBatch) -> Dict[str, pa.Array]:
-                t = pa.Table.from_batches([batch])
-                return {n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()}
-
-            return self._add_computed_columns(fn, needed or [schema.names[0]], first_id, batch_size)
-        if callable(transforms):
-            cols = read_columns if read_columns is not None else schema.names
-            return self._add_computed_columns(transforms, cols, first_id, batch_size)
-        if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(transforms, "__arrow_c_stream__"):
-            return self._add_precomputed_columns(pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id)
-        raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
+        return _evolution.add_columns(self, transforms, read_columns, reader_schema, batch_size)
 
     def _check_new_names(self, new_schema: pa.Schema) -> None:
-        clash = [n for n in new_schema.names if n in self.schema.names]
-        if clash:
-            raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
+        return _evolution._check_new_names(self, new_schema)
 
     def _add_computed_columns(self, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int,
                               batch_size: Optional[int] = None) -> None:
@@ -1532,118 +1226,17 @@ class LanceDataset:
         physical rows with the deleted ones left out (a run may be short, or empty); the
         results are laid over the fragment's physical rows, deleted rows getting nulls.
         `read_columns` may name ``_rowid`` / ``_rowaddr``."""
-        import numpy as np
-
-        if batch_size is None:
-            batch_size = _UDF_BATCH_SIZE
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
-        want_id, want_addr = ROW_ID in read_columns, ROW_ADDRESS in read_columns
-        columns = [c for c in read_columns if c not in (ROW_ID, ROW_ADDRESS)]
-        rows = self._snapshot_rows()
-        new_tables = []
-        for frag in self._loaded.manifest.get("fragments", []):
-            fid = frag.get("id", 0)
-            phys, live = rows[fid]
-            # Every physical row, so the new file lines up with the fragment's other files.
-            src = pa.table(self._snapshot.scan(columns, [fid], 0, None, 1 << 40, want_id, want_addr, True))
-            src = src.select(read_columns).combine_chunks()
-            keep = np.ones(phys, dtype=bool)
-            if live < phys:
-                keep[pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
-            outs = []
-            for start in range(0, phys, batch_size):
-                live_rows = np.flatnonzero(keep[start:start + batch_size]) + start
-                part = src.take(pa.array(live_rows, pa.int64()))
-                batch = part.to_batches()
-                batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
-                out = _as_table(fn(batch))
-                if out.num_rows != len(live_rows):
-                    raise InvalidArgumentError(
-                        f"the add_columns function returned {out.num_rows} rows for a batch of {len(live_rows)}"
-                    )
-                outs.append(out)
-            filled = [o for o in outs if o.num_rows] or outs[:1]
-            try:
-                values = pa.concat_tables(filled)
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-                raise InvalidArgumentError(f"the add_columns function returned batches of different schemas: {e}") from None
-            new_tables.append(_spread_over_physical_rows(values, keep))
-        self._attach_new_columns(new_tables, first_id)
+        return _evolution._add_computed_columns(self, fn, read_columns, first_id, batch_size)
 
     def _add_precomputed_columns(self, values: pa.Table, first_id: int) -> None:
-        total = self.count_rows()
-        if values.num_rows != total:
-            raise InvalidArgumentError(
-                f"precomputed columns have {values.num_rows} rows but the dataset has {total} live rows"
-            )
-        new_tables = []
-        start = 0
-        for frag in self._loaded.manifest.get("fragments", []):
-            fid = frag.get("id", 0)
-            phys, live = self._snapshot_rows()[fid]
-            chunk = values.slice(start, live)
-            start += live
-            if live != phys:
-                import numpy as np
-
-                keep = np.ones(phys, dtype=bool)
-                keep[pa.table(self._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
-                chunk = _spread_over_physical_rows(chunk, keep)
-            new_tables.append(chunk)
-        self._attach_new_columns(new_tables, first_id)
+        return _evolution._add_precomputed_columns(self, values, first_id)
 
     def _attach_new_columns(self, new_tables: List[pa.Table], first_id: int) -> None:
-        frags = copy.deepcopy(self._loaded.manifest.get("fragments", []))
-        if not frags:
-            raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
-        new_schema = new_tables[0].schema
-        new_schema = pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in new_schema])
-        self._check_new_names(new_schema)
-        lance = lance_fields_for(new_schema, first_id)
-        written: List[str] = []
-        try:
-            for frag, table in zip(frags, new_tables):
-                phys = self._snapshot_rows()[frag.get("id", 0)][0]
-                if table.num_rows != phys:
-                    raise InvalidArgumentError(
-                        f"the new columns have {table.num_rows} rows for fragment {frag.get('id', 0)}, which has {phys}"
-                    )
-                table = pa.Table.from_arrays([table.column(n).cast(new_schema.field(n).type) for n in new_schema.names], schema=new_schema)
-                made = _write(self._uri, table.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), self.data_storage_version,
-                              storage_options=self._storage_options)
-                if len(made) != 1:
-                    raise InvalidArgumentError("internal error: expected one data file per fragment")
-                df = made[0]._manifest_json()["files"][0]
-                written.append(f"data/{df['path']}")
-                frag["files"] = frag.get("files", []) + [df]
-        except BaseException:
-            self._store.delete(written)
-            raise
-        fields = self._loaded.manifest.get("fields", []) + lance["fields"]
-        self._commit("Merge", {"fragments": frags, "schema": fields, "schema_metadata": self._loaded.manifest.get("schema_metadata", {})}, written)
+        return _evolution._attach_new_columns(self, new_tables, first_id)
 
     def drop_columns(self, columns: List[str]) -> None:
         """Removes columns (metadata only: their field ids are tombstoned in data files)."""
-        if isinstance(columns, str):
-            columns = [columns]
-        fields = self._loaded.manifest.get("fields", [])
-        names = [f.get("name") for f in fields if f.get("parent_id", -1) == -1]
-        missing = [c for c in columns if c not in names]
-        if missing:
-            raise InvalidArgumentError(f"cannot drop {missing}: no such columns (columns are {names})")
-        if len(set(columns)) >= len(names):
-            raise InvalidArgumentError("cannot drop every column of a dataset")
-        drop_ids = {f["id"] if "id" in f else 0 for f in fields if f.get("parent_id", -1) == -1 and f.get("name") in columns}
-        changed = True
-        while changed:  # children of dropped fields go too
-            changed = False
-            for f in fields:
-                if f.get("parent_id", -1) in drop_ids and f.get("id", 0) not in drop_ids:
-                    drop_ids.add(f.get("id", 0))
-                    changed = True
-        kept = [f for f in fields if f.get("id", 0) not in drop_ids]
-        self._commit("Project", {"schema": kept})
+        return _evolution.drop_columns(self, columns)
 
     def alter_columns(self, *alterations: Dict[str, Any]) -> None:
         """Renames columns, changes their nullability or their data type.
@@ -1654,73 +1247,12 @@ class LanceDataset:
         data file with the cast values under the same field id, the old file's entry for it is
         tombstoned (a ``Merge`` transaction); other columns are not touched.
         """
-        if len(alterations) == 1 and isinstance(alterations[0], list):
-            alterations = tuple(alterations[0])
-        fields = copy.deepcopy(self._loaded.manifest.get("fields", []))
-        top = {f.get("name"): f for f in fields if f.get("parent_id", -1) == -1}
-        casts: Dict[str, pa.DataType] = {}
-        for alt in alterations:
-            path = alt.get("path")
-            if path not in top:
-                raise InvalidArgumentError(f"cannot alter {path!r}: no such column (columns are {list(top)})")
-            f = top[path]
-            if alt.get("data_type") is not None:
-                casts[path] = alt["data_type"]
-            if "name" in alt and alt["name"] is not None and alt["name"] != path:
-                if alt["name"] in top:
-                    raise InvalidArgumentError(f"cannot rename {path!r} to {alt['name']!r}: that column exists")
-                f["name"] = alt["name"]
-            if "nullable" in alt and alt["nullable"] is not None:
-                if not alt["nullable"] and f.get("nullable", False):
-                    if self.count_rows(filter=f"`{path}` IS NULL") > 0:
-                        raise InvalidArgumentError(f"cannot make {path!r} non-nullable: it contains nulls")
-                f["nullable"] = bool(alt["nullable"])
-            top = {g.get("name"): g for g in fields if g.get("parent_id", -1) == -1}
-        if casts:
-            return self._cast_columns(fields, casts)
-        self._commit("Project", {"schema": fields})
+        return _evolution.alter_columns(self, *alterations)
 
     def _cast_columns(self, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
         """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
         apart from the types."""
-        by_old_name = {f.get("name"): f for f in self._loaded.manifest.get("fields", []) if f.get("parent_id", -1) == -1}
-        new_fields = []
-        for old_name, new_type in casts.items():
-            old = by_old_name[old_name]
-            if any(g.get("parent_id", -1) == old.get("id", 0) for g in fields):
-                raise UnsupportedError(f"changing the type of nested column {old_name!r} is not supported")
-            target = next(f for f in fields if f.get("id", 0) == old.get("id", 0))
-            arrow = pa.field(target["name"], new_type, target.get("nullable", True))
-            lance = lance_fields_for(pa.schema([arrow]), old.get("id", 0))["fields"]
-            if len(lance) != 1:
-                raise UnsupportedError(f"cannot change {old_name!r} to the nested type {new_type}")
-            target.update({k: v for k, v in lance[0].items() if k in ("logical_type", "encoding", "type")})
-            new_fields.append(lance[0] | {"name": target["name"], "nullable": target.get("nullable", True)})
-        ids = {f.get("id", 0) for f in new_fields}
-        frags = copy.deepcopy(self._loaded.manifest.get("fragments", []))
-        written: List[str] = []
-        try:
-            for frag in frags:
-                fid = frag.get("id", 0)
-                src = pa.table(self._snapshot.scan(list(casts), [fid], 0, None, 1 << 40, False, False, True))
-                try:
-                    cols = [src.column(n).cast(t) for n, t in casts.items()]
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise InvalidArgumentError(f"cannot cast: {e}") from None
-                names = [f["name"] for f in new_fields]
-                table = pa.Table.from_arrays(cols, names=names)
-                made = _write(self._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), self.data_storage_version,
-                              storage_options=self._storage_options)
-                df = made[0]._manifest_json()["files"][0]
-                written.append(f"data/{df['path']}")
-                for old_file in frag.get("files", []):
-                    old_file["fields"] = [-2 if i in ids else i for i in old_file.get("fields", [])]
-                frag["files"] = frag.get("files", []) + [df]
-        except BaseException:
-            self._store.delete(written)
-            raise
-        body = {"fragments": frags, "schema": fields, "schema_metadata": self._loaded.manifest.get("schema_metadata", {})}
-        self._commit("Merge", body, written)
+        return _evolution._cast_columns(self, fields, casts)
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -1836,27 +1368,6 @@ def _indices(indices: Any) -> Any:
     if isinstance(indices, pa.ChunkedArray):
         return indices.combine_chunks()
     return _to_indices(indices)
-
-
-#: Rows per call of an ``add_columns`` function when no ``batch_size`` is given (pylance's).
-_UDF_BATCH_SIZE = 1024
-
-
-def _spread_over_physical_rows(values: pa.Table, keep: Any) -> pa.Table:
-    """`values` (one row per live row) laid over a fragment's physical rows (`keep`: a
-    bool per physical row, False where deleted); deleted rows get NULL."""
-    import numpy as np
-
-    if bool(keep.all()):
-        return values
-    positions = np.cumsum(keep) - 1
-    take_idx = pa.array(np.where(keep, positions, 0))
-    mask = pa.array(~keep)
-    phys = len(keep)
-    if values.num_rows == 0:
-        return pa.table({n: pa.nulls(phys, values.column(n).type) for n in values.column_names})
-    return pa.table({n: pc.if_else(mask, pa.nulls(phys, values.column(n).type), values.column(n).take(take_idx))
-                     for n in values.column_names})
 
 
 def _version_entry(version: int, manifest: Dict[str, Any]) -> Dict[str, Any]:

@@ -1,0 +1,296 @@
+"""Schema evolution: adding columns (computed by a function, SQL expressions or given
+values), dropping, renaming and casting columns. The functions behind
+:class:`LanceDataset`'s methods of the same names."""
+
+from __future__ import annotations
+
+import copy
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Optional,
+)
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancepy._core.conform import to_record_batch_reader
+from lancepy._core.evaluate import _evaluate_values
+from lancepy._core.schema import (
+    ROW_ADDRESS,
+    ROW_ID,
+    _as_table,
+    lance_fields_for,
+)
+from lancepy._ops.write import _write
+from lancepy.exceptions import (
+    InvalidArgumentError,
+    UnsupportedError,
+)
+from lancepy.filters import Filter, compile_expression
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancepy.dataset import LanceDataset
+
+
+def add_columns(ds: LanceDataset, transforms: Any,
+    read_columns: Optional[List[str]] = None,
+    reader_schema: Optional[pa.Schema] = None,
+    batch_size: Optional[int] = None,
+) -> None:
+    """See :meth:`LanceDataset.add_columns`."""
+    if reader_schema is not None:
+        transforms = to_record_batch_reader(transforms, reader_schema)
+    schema = ds.schema
+    first_id = ds.max_field_id + 1
+    if isinstance(transforms, (pa.Field, pa.Schema)) or (
+        isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms)
+    ):
+        new_schema = pa.schema([transforms] if isinstance(transforms, pa.Field) else list(transforms))
+        ds._check_new_names(new_schema)
+        for f in new_schema:
+            if not f.nullable:
+                raise InvalidArgumentError(f"all-null column {f.name!r} must be nullable")
+        lance = lance_fields_for(new_schema, first_id)
+        fields = ds._loaded.manifest.get("fields", []) + lance["fields"]
+        frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
+        ds._commit("Merge", {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})})
+        return
+    if isinstance(transforms, dict):
+        compiled = {n: compile_expression(e, schema) if isinstance(e, str) else e for n, e in transforms.items()}
+        needed = sorted({c for f in compiled.values() if isinstance(f, Filter) for c in (f.columns or schema.names)})
+        if any(not isinstance(f, Filter) for f in compiled.values()):
+            needed = schema.names
+
+        def fn(batch: pa.RecordBatch) -> Dict[str, pa.Array]:
+            t = pa.Table.from_batches([batch])
+            return {n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()}
+
+        return ds._add_computed_columns(fn, needed or [schema.names[0]], first_id, batch_size)
+    if callable(transforms):
+        cols = read_columns if read_columns is not None else schema.names
+        return ds._add_computed_columns(transforms, cols, first_id, batch_size)
+    if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(transforms, "__arrow_c_stream__"):
+        return ds._add_precomputed_columns(pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id)
+    raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
+
+
+def _check_new_names(ds: LanceDataset, new_schema: pa.Schema) -> None:
+    clash = [n for n in new_schema.names if n in ds.schema.names]
+    if clash:
+        raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
+
+
+def _add_computed_columns(ds: LanceDataset, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int,
+                          batch_size: Optional[int] = None) -> None:
+    """See :meth:`LanceDataset._add_computed_columns`."""
+    import numpy as np
+
+    if batch_size is None:
+        batch_size = _UDF_BATCH_SIZE
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+    want_id, want_addr = ROW_ID in read_columns, ROW_ADDRESS in read_columns
+    columns = [c for c in read_columns if c not in (ROW_ID, ROW_ADDRESS)]
+    rows = ds._snapshot_rows()
+    new_tables = []
+    for frag in ds._loaded.manifest.get("fragments", []):
+        fid = frag.get("id", 0)
+        phys, live = rows[fid]
+        # Every physical row, so the new file lines up with the fragment's other files.
+        src = pa.table(ds._snapshot.scan(columns, [fid], 0, None, 1 << 40, want_id, want_addr, True))
+        src = src.select(read_columns).combine_chunks()
+        keep = np.ones(phys, dtype=bool)
+        if live < phys:
+            keep[pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+        outs = []
+        for start in range(0, phys, batch_size):
+            live_rows = np.flatnonzero(keep[start:start + batch_size]) + start
+            part = src.take(pa.array(live_rows, pa.int64()))
+            batch = part.to_batches()
+            batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
+            out = _as_table(fn(batch))
+            if out.num_rows != len(live_rows):
+                raise InvalidArgumentError(
+                    f"the add_columns function returned {out.num_rows} rows for a batch of {len(live_rows)}"
+                )
+            outs.append(out)
+        filled = [o for o in outs if o.num_rows] or outs[:1]
+        try:
+            values = pa.concat_tables(filled)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise InvalidArgumentError(f"the add_columns function returned batches of different schemas: {e}") from None
+        new_tables.append(_spread_over_physical_rows(values, keep))
+    ds._attach_new_columns(new_tables, first_id)
+
+
+def _add_precomputed_columns(ds: LanceDataset, values: pa.Table, first_id: int) -> None:
+    total = ds.count_rows()
+    if values.num_rows != total:
+        raise InvalidArgumentError(
+            f"precomputed columns have {values.num_rows} rows but the dataset has {total} live rows"
+        )
+    new_tables = []
+    start = 0
+    for frag in ds._loaded.manifest.get("fragments", []):
+        fid = frag.get("id", 0)
+        phys, live = ds._snapshot_rows()[fid]
+        chunk = values.slice(start, live)
+        start += live
+        if live != phys:
+            import numpy as np
+
+            keep = np.ones(phys, dtype=bool)
+            keep[pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+            chunk = _spread_over_physical_rows(chunk, keep)
+        new_tables.append(chunk)
+    ds._attach_new_columns(new_tables, first_id)
+
+
+def _attach_new_columns(ds: LanceDataset, new_tables: List[pa.Table], first_id: int) -> None:
+    frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
+    if not frags:
+        raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
+    new_schema = new_tables[0].schema
+    new_schema = pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in new_schema])
+    ds._check_new_names(new_schema)
+    lance = lance_fields_for(new_schema, first_id)
+    written: List[str] = []
+    try:
+        for frag, table in zip(frags, new_tables):
+            phys = ds._snapshot_rows()[frag.get("id", 0)][0]
+            if table.num_rows != phys:
+                raise InvalidArgumentError(
+                    f"the new columns have {table.num_rows} rows for fragment {frag.get('id', 0)}, which has {phys}"
+                )
+            table = pa.Table.from_arrays([table.column(n).cast(new_schema.field(n).type) for n in new_schema.names], schema=new_schema)
+            made = _write(ds._uri, table.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), ds.data_storage_version,
+                          storage_options=ds._storage_options)
+            if len(made) != 1:
+                raise InvalidArgumentError("internal error: expected one data file per fragment")
+            df = made[0]._manifest_json()["files"][0]
+            written.append(f"data/{df['path']}")
+            frag["files"] = frag.get("files", []) + [df]
+    except BaseException:
+        ds._store.delete(written)
+        raise
+    fields = ds._loaded.manifest.get("fields", []) + lance["fields"]
+    ds._commit("Merge", {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})}, written)
+
+
+def drop_columns(ds: LanceDataset, columns: List[str]) -> None:
+    """See :meth:`LanceDataset.drop_columns`."""
+    if isinstance(columns, str):
+        columns = [columns]
+    fields = ds._loaded.manifest.get("fields", [])
+    names = [f.get("name") for f in fields if f.get("parent_id", -1) == -1]
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise InvalidArgumentError(f"cannot drop {missing}: no such columns (columns are {names})")
+    if len(set(columns)) >= len(names):
+        raise InvalidArgumentError("cannot drop every column of a dataset")
+    drop_ids = {f["id"] if "id" in f else 0 for f in fields if f.get("parent_id", -1) == -1 and f.get("name") in columns}
+    changed = True
+    while changed:  # children of dropped fields go too
+        changed = False
+        for f in fields:
+            if f.get("parent_id", -1) in drop_ids and f.get("id", 0) not in drop_ids:
+                drop_ids.add(f.get("id", 0))
+                changed = True
+    kept = [f for f in fields if f.get("id", 0) not in drop_ids]
+    ds._commit("Project", {"schema": kept})
+
+
+def alter_columns(ds: LanceDataset, *alterations: Dict[str, Any]) -> None:
+    """See :meth:`LanceDataset.alter_columns`."""
+    if len(alterations) == 1 and isinstance(alterations[0], list):
+        alterations = tuple(alterations[0])
+    fields = copy.deepcopy(ds._loaded.manifest.get("fields", []))
+    top = {f.get("name"): f for f in fields if f.get("parent_id", -1) == -1}
+    casts: Dict[str, pa.DataType] = {}
+    for alt in alterations:
+        path = alt.get("path")
+        if path not in top:
+            raise InvalidArgumentError(f"cannot alter {path!r}: no such column (columns are {list(top)})")
+        f = top[path]
+        if alt.get("data_type") is not None:
+            casts[path] = alt["data_type"]
+        if "name" in alt and alt["name"] is not None and alt["name"] != path:
+            if alt["name"] in top:
+                raise InvalidArgumentError(f"cannot rename {path!r} to {alt['name']!r}: that column exists")
+            f["name"] = alt["name"]
+        if "nullable" in alt and alt["nullable"] is not None:
+            if not alt["nullable"] and f.get("nullable", False):
+                if ds.count_rows(filter=f"`{path}` IS NULL") > 0:
+                    raise InvalidArgumentError(f"cannot make {path!r} non-nullable: it contains nulls")
+            f["nullable"] = bool(alt["nullable"])
+        top = {g.get("name"): g for g in fields if g.get("parent_id", -1) == -1}
+    if casts:
+        return ds._cast_columns(fields, casts)
+    ds._commit("Project", {"schema": fields})
+
+
+def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
+    """See :meth:`LanceDataset._cast_columns`."""
+    by_old_name = {f.get("name"): f for f in ds._loaded.manifest.get("fields", []) if f.get("parent_id", -1) == -1}
+    new_fields = []
+    for old_name, new_type in casts.items():
+        old = by_old_name[old_name]
+        if any(g.get("parent_id", -1) == old.get("id", 0) for g in fields):
+            raise UnsupportedError(f"changing the type of nested column {old_name!r} is not supported")
+        target = next(f for f in fields if f.get("id", 0) == old.get("id", 0))
+        arrow = pa.field(target["name"], new_type, target.get("nullable", True))
+        lance = lance_fields_for(pa.schema([arrow]), old.get("id", 0))["fields"]
+        if len(lance) != 1:
+            raise UnsupportedError(f"cannot change {old_name!r} to the nested type {new_type}")
+        target.update({k: v for k, v in lance[0].items() if k in ("logical_type", "encoding", "type")})
+        new_fields.append(lance[0] | {"name": target["name"], "nullable": target.get("nullable", True)})
+    ids = {f.get("id", 0) for f in new_fields}
+    frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
+    written: List[str] = []
+    try:
+        for frag in frags:
+            fid = frag.get("id", 0)
+            src = pa.table(ds._snapshot.scan(list(casts), [fid], 0, None, 1 << 40, False, False, True))
+            try:
+                cols = [src.column(n).cast(t) for n, t in casts.items()]
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise InvalidArgumentError(f"cannot cast: {e}") from None
+            names = [f["name"] for f in new_fields]
+            table = pa.Table.from_arrays(cols, names=names)
+            made = _write(ds._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), ds.data_storage_version,
+                          storage_options=ds._storage_options)
+            df = made[0]._manifest_json()["files"][0]
+            written.append(f"data/{df['path']}")
+            for old_file in frag.get("files", []):
+                old_file["fields"] = [-2 if i in ids else i for i in old_file.get("fields", [])]
+            frag["files"] = frag.get("files", []) + [df]
+    except BaseException:
+        ds._store.delete(written)
+        raise
+    body = {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})}
+    ds._commit("Merge", body, written)
+
+
+#: Rows per call of an ``add_columns`` function when no ``batch_size`` is given (pylance's).
+_UDF_BATCH_SIZE = 1024
+
+
+def _spread_over_physical_rows(values: pa.Table, keep: Any) -> pa.Table:
+    """`values` (one row per live row) laid over a fragment's physical rows (`keep`: a
+    bool per physical row, False where deleted); deleted rows get NULL."""
+    import numpy as np
+
+    if bool(keep.all()):
+        return values
+    positions = np.cumsum(keep) - 1
+    take_idx = pa.array(np.where(keep, positions, 0))
+    mask = pa.array(~keep)
+    phys = len(keep)
+    if values.num_rows == 0:
+        return pa.table({n: pa.nulls(phys, values.column(n).type) for n in values.column_names})
+    return pa.table({n: pc.if_else(mask, pa.nulls(phys, values.column(n).type), values.column(n).take(take_idx))
+                     for n in values.column_names})

@@ -1,0 +1,296 @@
+"""Indices of a dataset version: listing, describing and statistics of index entries,
+dropping, and building (IVF vector indices; other kinds raise NotSupportedError). The
+functions behind :class:`LanceDataset`'s index methods."""
+
+from __future__ import annotations
+
+import json
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Optional,
+    Union,
+)
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy._core.schema import (
+    _field_paths,
+)
+from lancepy._core.storage import normalize_storage_options
+from lancepy._table.operations import (
+    IndexDescription,
+)
+from lancepy.exceptions import (
+    InvalidArgumentError,
+    LanceError,
+    NotSupportedError,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancepy.dataset import LanceDataset
+
+
+def list_indices(ds: LanceDataset) -> List[Dict[str, Any]]:
+    """See :meth:`LanceDataset.list_indices`."""
+    if ds._loaded.index_section is None:
+        return []
+    names = _field_paths(ds._loaded.manifest.get("fields", []))
+    out = []
+    for e in _lancepy.index_section_entries(ds._loaded.index_section):
+        out.append({
+            "name": e["name"],
+            "type": ds._index_type(e),
+            "uuid": e["uuid"],
+            "fields": [names.get(f, str(f)) for f in e["fields"]],
+            "version": e["dataset_version"],
+            "fragment_ids": set(e["fragment_ids"]),
+            "base_id": e["base_id"],
+        })
+    return out
+
+
+def _index_entries(ds: LanceDataset) -> List[Dict[str, Any]]:
+    """See :meth:`LanceDataset._index_entries`."""
+    section = ds._loaded.index_section
+    return [] if section is None else list(_lancepy.index_section_entries(section))
+
+
+def _index_type(ds: LanceDataset, entry: Dict[str, Any]) -> str:
+    """See :meth:`LanceDataset._index_type`."""
+    details = str(entry.get("details_type") or "").rsplit(".", 1)[-1]
+    if details == "VectorIndexDetails":
+        from lancepy.file import LanceFileReader
+
+        path = f"{ds._uri}/_indices/{entry['uuid']}/index.idx"
+        try:
+            md = LanceFileReader(path, ds._storage_options).metadata().schema.metadata or {}
+            return str(json.loads(md[b"lance:index"])["type"]).upper()
+        except (LanceError, KeyError, ValueError, TypeError):
+            return "Vector"
+    known = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList",
+             "InvertedIndexDetails": "Inverted", "NGramIndexDetails": "NGram", "ZoneMapIndexDetails": "ZoneMap",
+             "BloomFilterIndexDetails": "BloomFilter", "JsonIndexDetails": "Json"}
+    return known.get(details, details.removesuffix("IndexDetails") or "Unknown")
+
+
+def describe_indices(ds: LanceDataset) -> List["IndexDescription"]:
+    """See :meth:`LanceDataset.describe_indices`."""
+    if ds._loaded.index_section is None:
+        return []
+    names = _field_paths(ds._loaded.manifest.get("fields", []))
+    rows = ds._snapshot_rows()
+    by_name: Dict[str, List[Dict[str, Any]]] = {}
+    for e in _lancepy.index_section_entries(ds._loaded.index_section):
+        by_name.setdefault(e["name"], []).append(e)
+    out = []
+    for name, entries in by_name.items():
+        segments = []
+        for e in entries:
+            files = ds._store.list(f"_indices/{e['uuid']}")
+            segments.append({"uuid": e["uuid"], "dataset_version": e["dataset_version"],
+                             "fragment_ids": set(e["fragment_ids"]), "size_bytes": sum(size for _, size, _ in files)})
+        covered = set().union(*(seg["fragment_ids"] for seg in segments))
+        first = entries[0]
+        out.append(IndexDescription(
+            name=name,
+            type_url="/" + str(first["details_type"]).lstrip("/"),
+            num_rows_indexed=sum(rows[f][1] for f in covered if f in rows),
+            fields=list(first["fields"]),
+            field_names=[names.get(f, str(f)) for f in first["fields"]],
+            total_size_bytes=sum(seg["size_bytes"] for seg in segments),
+            index_type=ds._index_type(first),
+            segments=segments,
+        ))
+    return out
+
+
+def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
+    """See :meth:`LanceDataset.index_statistics`."""
+    from lancepy.exceptions import IndexNotFoundError
+
+    found = [d for d in ds.describe_indices() if d.name == index_name]
+    if not found:
+        raise IndexNotFoundError(f"index {index_name!r} does not exist in version {ds.version} of {ds._uri}")
+    desc = found[0]
+    rows = ds._snapshot_rows()
+    covered = set().union(*(seg["fragment_ids"] for seg in desc.segments))
+    live = [f for f in rows if rows[f][1] > 0 or f in covered]
+    segments = []
+    for seg in desc.segments:
+        info: Dict[str, Any] = {"index_type": desc.index_type, "uuid": seg["uuid"]}
+        if desc.index_type in ("IVF_FLAT", "IVF_PQ"):
+            from lancepy._ops import ivf as _ivf
+
+            idx = _ivf.load_index(ds._uri, seg["uuid"], ds._storage_options)
+            info.update({
+                "uri": f"{ds._uri}/_indices/{seg['uuid']}/index.idx",
+                "metric_type": idx.metric,
+                "num_partitions": idx.num_partitions,
+                "partitions": [{"size": int(n)} for n in idx.lengths],
+            })
+            dim = int(idx.centroids.shape[1])
+            info["sub_index"] = (
+                {"index_type": "FLAT", "dim": dim, "metric_type": idx.metric}
+                if idx.kind == "IVF_FLAT"
+                else {"index_type": "PQ", "dimension": dim, "metric_type": idx.metric, "nbits": 8,
+                      "num_sub_vectors": idx.num_sub_vectors, "transposed": True}
+            )
+        segments.append(info)
+    return {
+        "index_type": desc.index_type,
+        "name": index_name,
+        "num_indices": desc.num_segments,
+        "num_segments": desc.num_segments,
+        "indices": segments,
+        "segments": segments,
+        "num_indexed_fragments": len([f for f in covered if f in rows]),
+        "num_indexed_rows": desc.num_rows_indexed,
+        "num_unindexed_fragments": len([f for f in live if f not in covered]),
+        "num_unindexed_rows": sum(rows[f][1] for f in live if f not in covered),
+    }
+
+
+def drop_index(ds: LanceDataset, name: str) -> None:
+    """See :meth:`LanceDataset.drop_index`."""
+    from lancepy.exceptions import IndexNotFoundError
+
+    section = ds._loaded.index_section
+    entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
+    removed = [e for e in entries if e.get("name") == name]
+    if not removed:
+        raise IndexNotFoundError(f"index {name!r} does not exist in version {ds.version} of {ds._uri}")
+    ds._commit("CreateIndex", {"new_indices": [], "removed_indices": removed})
+
+
+def create_index(ds: LanceDataset, column: Union[str, List[str]],
+    index_type: str,
+    name: Optional[str] = None,
+    metric: str = "L2",
+    replace: bool = False,
+    num_partitions: Optional[int] = None,
+    ivf_centroids: Any = None,
+    pq_codebook: Any = None,
+    num_sub_vectors: Optional[int] = None,
+    accelerator: Any = None,
+    index_cache_size: Optional[int] = None,
+    shuffle_partition_batches: Optional[int] = None,
+    shuffle_partition_concurrency: Optional[int] = None,
+    ivf_centroids_file: Optional[str] = None,
+    precomputed_partition_dataset: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    filter_nan: bool = True,
+    train: bool = True,
+    fragment_ids: Optional[List[int]] = None,
+    index_uuid: Optional[str] = None,
+    *,
+    target_partition_size: Optional[int] = None,
+    streaming_sample_rate: Optional[int] = None,
+    streaming_coreset_rate: Optional[int] = None,
+    streaming_refine_passes: Optional[int] = None,
+    skip_transpose: bool = False,
+    progress_callback: Optional[Callable[[Any], None]] = None,
+    sample_rate: int = 256,
+    max_iters: int = 50,
+    num_bits: int = 8,
+    seed: Optional[int] = None,
+) -> "LanceDataset":
+    """See :meth:`LanceDataset.create_index`."""
+    import warnings
+
+    from lancepy._ops import ivf_build as _ivf_build
+    from lancepy.exceptions import IndexAlreadyExistsError
+
+    kind = str(index_type).upper()
+    if kind not in ("IVF_FLAT", "IVF_PQ"):
+        raise NotSupportedError(
+            f"create_index(index_type={index_type!r}): lancepy builds IVF_FLAT and IVF_PQ vector indices only"
+        )
+    for arg, value in (
+        ("accelerator", accelerator),
+        ("shuffle_partition_batches", shuffle_partition_batches),
+        ("shuffle_partition_concurrency", shuffle_partition_concurrency),
+        ("precomputed_partition_dataset", precomputed_partition_dataset),
+        ("streaming_sample_rate", streaming_sample_rate),
+        ("streaming_coreset_rate", streaming_coreset_rate),
+        ("streaming_refine_passes", streaming_refine_passes),
+    ):
+        if value is not None:
+            raise NotSupportedError(f"create_index({arg}=...): lancepy trains on the CPU, in memory, in one pass")
+    if not train:
+        raise NotSupportedError("create_index(train=False): lancepy always trains the index it builds")
+    if num_bits != 8:
+        raise NotSupportedError(f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ codes only")
+    if index_cache_size is not None:
+        warnings.warn("create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=2)
+    if isinstance(column, (list, tuple)):
+        if len(column) != 1:
+            raise NotSupportedError(f"create_index: a vector index covers one column, got {list(column)}")
+        column = column[0]
+    metric_name = str(metric).lower()
+    if metric_name == "euclidean":
+        metric_name = "l2"
+    if metric_name not in ("l2", "cosine", "dot"):
+        if metric_name == "hamming":
+            raise NotSupportedError("create_index(metric='hamming'): lancepy indexes float vectors only")
+        raise InvalidArgumentError(f"Metric {metric} not supported.")
+    for arg, value in (("sample_rate", sample_rate), ("max_iters", max_iters), ("num_partitions", num_partitions),
+                       ("target_partition_size", target_partition_size)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise InvalidArgumentError(f"create_index: {arg} must be a positive integer, got {value!r}")
+    ids = ds._field_ids_by_path()
+    try:
+        field = ds.schema.field(column)
+    except KeyError:
+        raise KeyError(f"{column} not found in schema") from None
+    if not pa.types.is_fixed_size_list(field.type):
+        raise TypeError(f"Vector column {column} must be FixedSizeListArray, got {field.type}")
+    if not pa.types.is_floating(field.type.value_type):
+        raise TypeError(f"Vector column {column} must have floating value type, got {field.type.value_type}")
+    if not pa.types.is_float32(field.type.value_type):
+        # (pylance types an index's centroids and codebook like the vectors; lancepy writes
+        # and reads float32 ones only)
+        raise NotSupportedError(f"create_index on {field.type.value_type} vectors: lancepy builds indices of float32 vectors only")
+    dim = field.type.list_size
+    if kind == "IVF_PQ":
+        if num_sub_vectors is None:
+            raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
+        if num_sub_vectors < 1 or dim % num_sub_vectors:
+            raise InvalidArgumentError(f"dimension ({dim}) must be divisible by num_sub_vectors ({num_sub_vectors})")
+    elif pq_codebook is not None:
+        raise InvalidArgumentError("pq_codebook is for IVF_PQ indices")
+    if ivf_centroids is not None and ivf_centroids_file is not None:
+        raise InvalidArgumentError("ivf_centroids and ivf_centroids_file cannot be provided at the same time")
+    if ivf_centroids_file is not None:
+        import numpy as np
+
+        with open(ivf_centroids_file, "rb") as f:
+            ivf_centroids = np.load(f)
+    name = name if name is not None else f"{column}_idx"
+    section = ds._loaded.index_section
+    entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
+    existing = [e for e in entries if e.get("name") == name]
+    if existing and not replace:
+        raise IndexAlreadyExistsError(f"Index name '{name}' already exists, use replace=True to overwrite it")
+    if num_partitions is None and target_partition_size is not None and ivf_centroids is None:
+        rows = ds.count_rows() if fragment_ids is None else sum(
+            f.count_rows() for f in ds.get_fragments() if f.fragment_id in set(fragment_ids)
+        )
+        num_partitions = min(max(1, rows // target_partition_size), _ivf_build.MAX_PARTITIONS)
+    files_options = ds._storage_options if storage_options is None else normalize_storage_options(storage_options)
+    params = _ivf_build.IvfParams(
+        kind=kind, metric=metric_name, num_partitions=num_partitions, num_sub_vectors=num_sub_vectors,
+        sample_rate=sample_rate, max_iters=max_iters, ivf_centroids=ivf_centroids, pq_codebook=pq_codebook,
+        filter_nan=filter_nan, seed=seed, transposed=not skip_transpose,
+    )
+    entry = _ivf_build.build(
+        ds, column, ids[column], dim, params, fragment_ids, index_uuid, name, progress_callback, files_options
+    )
+    ds._commit("CreateIndex", {"new_indices": [entry], "removed_indices": existing})
+    if progress_callback is not None:
+        progress_callback(_ivf_build.IndexBuildProgress("commit", 1, 1))
+    return ds
