@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import datetime
 import os
-import random
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -31,7 +30,6 @@ from typing import (
     List,
     Optional,
     Sequence,
-    Tuple,
     TypeVar,
     Union,
 )
@@ -44,52 +42,43 @@ from lancepy._core.args import (
     DEFAULT_CONFLICT_RETRIES,
     DEFAULT_RETRY_TIMEOUT,
     _args,
+    _indices,
     _refuse,
     _timeout_seconds,
 )
 from lancepy._core.paths import PathLike, _local_path, _uri
-from lancepy._core.schema import (
-    ROW_ADDRESS,
-    ROW_ID,
-    _schema_of,
-)
 from lancepy._core.storage import StorageOptions, normalize_storage_options
+from lancepy._ops import config as _config
+from lancepy._ops import evolution as _evolution
+from lancepy._ops import indices as _index_ops
+from lancepy._ops import mutations as _mutations
+from lancepy._ops import take as _take
+from lancepy._ops import write as _write
 from lancepy._ops.write import (
-    _remove_memory_dataset,
-    _target_bases,
-    _transaction_properties,
     _version_asof,
-    write_to_targets,
 )
 from lancepy._table import bases as _bases
+from lancepy._table import cleanup as _cleanup
 from lancepy._table import commit as _commit
 from lancepy._table.bases import DatasetBasePath
-from lancepy._table.commit import _auto_cleanup_config
+from lancepy._table.cleanup import CleanupStats
+from lancepy._table.manifest import _summary_entry, _version_entry
 from lancepy._table.operations import (
     IndexDescription,
     LanceOperation,
     LanceSchema,
     Transaction,
     _transaction_from_json,
-    _update_map,
 )
-from lancepy._ops import evolution as _evolution
-from lancepy._ops import indices as _index_ops
-from lancepy._ops import mutations as _mutations
-from lancepy._table import cleanup as _cleanup
-from lancepy._table.cleanup import CleanupStats
 from lancepy._table.tags import Tags
 from lancepy.exceptions import (
     CorruptFileError,
-    DatasetAlreadyExistsError,
     DatasetNotFoundError,
-    IndexOutOfRangeError,
     InvalidArgumentError,
     LanceError,
     UnsupportedError,
     VersionNotFoundError,
 )
-from lancepy.file import _to_indices, page_bytes
 from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
 from lancepy.scanner import (
@@ -106,10 +95,6 @@ from lancepy.fragment import (
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
     LanceFragment,
-    align_to_schema,
-    lance_fields_for,
-    normalize_storage_version,
-    to_record_batch_reader,
 )
 
 __all__ = [
@@ -268,56 +253,36 @@ class LanceDataset:
     def update_config(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Sets config keys (a ``None`` value deletes the key; `replace` drops every key not
         given) as a new version; returns the new config."""
-        self._commit("UpdateConfig", {"config_updates": _update_map(values, replace)})
-        return self.config()
+        return _config.update_config(self, values, replace=replace)
 
     def delete_config_keys(self, keys: List[str]) -> None:
         """Deletes config keys (missing ones are ignored) as a new version."""
-        if isinstance(keys, str):
-            keys = [keys]
-        self._commit("UpdateConfig", {"config_updates": _update_map({k: None for k in keys}, False)})
+        return _config.delete_config_keys(self, keys)
 
     def update_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Updates the table metadata like :meth:`update_config`; returns the new metadata."""
-        self._commit("UpdateConfig", {"table_metadata_updates": _update_map(values, replace)})
-        return self.metadata
+        return _config.update_metadata(self, values, replace=replace)
 
     def update_schema_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Updates the schema metadata like :meth:`update_config`; returns the new schema
         metadata."""
-        self._commit("UpdateConfig", {"schema_metadata_updates": _update_map(values, replace)})
-        return self.schema_metadata
+        return _config.update_schema_metadata(self, values, replace=replace)
 
     def replace_schema_metadata(self, new_metadata: Dict[str, str]) -> None:
         """Replaces the whole schema metadata."""
-        self.update_schema_metadata(new_metadata, replace=True)
+        return _config.replace_schema_metadata(self, new_metadata)
 
     def update_field_metadata(self, field_updates: Dict[str, Dict[str, Optional[str]]], *, replace: bool = False) -> None:
         """Updates the metadata of fields, named by path (``"a"``, ``"s.x"`` for a struct
         child), like :meth:`update_config`."""
-        ids = self._field_ids_by_path()
-        body = {}
-        for name, values in field_updates.items():
-            if name not in ids:
-                from lancepy.exceptions import ColumnNotFoundError
-
-                raise ColumnNotFoundError(f"field {name!r} does not exist; fields are {sorted(ids)}")
-            body[str(ids[name])] = _update_map(values, replace)
-        self._commit("UpdateConfig", {"field_metadata_updates": body})
+        return _config.update_field_metadata(self, field_updates, replace=replace)
 
     def replace_field_metadata(self, field_name: str, new_metadata: Dict[str, str]) -> None:
         """Replaces the whole metadata of one field (named by path)."""
-        self.update_field_metadata({field_name: new_metadata}, replace=True)
+        return _config.replace_field_metadata(self, field_name, new_metadata)
 
     def _field_ids_by_path(self) -> Dict[str, int]:
-        fields = self._loaded.manifest.get("fields", [])
-        by_id = {f.get("id", 0): f for f in fields}
-
-        def path(f: Dict[str, Any]) -> str:
-            parent = by_id.get(f.get("parent_id", -1))
-            return f.get("name", "") if parent is None else f"{path(parent)}.{f.get('name', '')}"
-
-        return {path(f): f.get("id", 0) for f in fields}
+        return _config._field_ids_by_path(self)
 
     @property
     def tags(self) -> "Tags":
@@ -497,18 +462,7 @@ class LanceDataset:
         name in ``target_bases``. Ids not given are assigned (largest so far + 1); a name or
         path that is already registered is an :class:`InvalidArgumentError`. Returns self,
         now at the new version."""
-        if not new_bases:
-            raise InvalidArgumentError("add_bases needs at least one base path")
-        entries = _bases.register_initial_bases(new_bases)
-        given = {id(b): getattr(b, "id", None) for b in new_bases}
-        for entry, b in zip(entries, new_bases):
-            entry["id"] = given[id(b)] or 0  # 0: assigned at commit, as pylance writes it
-        _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
-        txn = _commit.new_transaction(self.version, "UpdateBases", {"new_bases": entries})
-        txn["transaction_properties"] = dict(transaction_properties or {})
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
-        self._set_loaded(result.manifest)
-        return self
+        return _config.add_bases(self, new_bases, transaction_properties)
 
     def versions(self) -> List[Dict[str, Any]]:
         """Every committed version: ``{"version", "timestamp", "metadata"}``, oldest first."""
@@ -800,15 +754,7 @@ class LanceDataset:
     ) -> pa.Table:
         """`num_rows` live rows picked uniformly at random without replacement (in random
         order, or in scan order when `randomize_order` is false)."""
-        total = self.count_rows()
-        if not isinstance(num_rows, int) or isinstance(num_rows, bool) or num_rows < 0:
-            raise InvalidArgumentError(f"num_rows must be a non-negative int, got {num_rows!r}")
-        if num_rows > total:
-            raise InvalidArgumentError(f"cannot sample {num_rows} rows from a dataset of {total} rows")
-        indices = random.sample(range(total), num_rows)
-        if not randomize_order:
-            indices.sort()
-        return self.take(indices, columns)
+        return _take.sample(self, num_rows, columns, randomize_order)
 
     def slice(self, start: int, end: int, columns: Union[List[str], Dict[str, str], None] = None) -> pa.Table:
         """Rows ``start`` (inclusive) to ``end`` (exclusive) by position in scan order (deleted
@@ -929,31 +875,12 @@ class LanceDataset:
         """Rows by row id: row addresses (``fragment_id << 32 | offset``), or, on a dataset
         with stable row ids, those ids (as pylance's ``take_rows``). Deleted and unknown rows
         are skipped."""
-        cols = self._plain_columns(columns)
-        wanted = _indices(row_ids)
-        if self.has_stable_row_ids:
-            wanted = self._addresses_of_row_ids(wanted)
-        return pa.table(self._snapshot.take_addresses(wanted, cols, with_row_id, with_row_address))
+        return _take._take_rows(self, row_ids, columns, with_row_id, with_row_address)
 
     def _addresses_of_row_ids(self, ids: Any) -> pa.Array:
         """The addresses of stable row ids (unknown and deleted ids left out), in order. The
         id → address map of this version is built once (one scan of row ids, no columns)."""
-        import numpy as np
-
-        cache = self._per_version.get("row_id_map")
-        if cache is None:
-            t = pa.table(self._snapshot.scan([], None, 0, None, 1 << 20, True, True, False))
-            rid = t.column(ROW_ID).to_numpy().astype(np.uint64)
-            addr = t.column(ROW_ADDRESS).to_numpy().astype(np.uint64)
-            order = np.argsort(rid, kind="stable")
-            cache = self._per_version["row_id_map"] = (rid[order], addr[order])
-        sorted_ids, addrs = cache
-        want = np.asarray(ids.to_numpy(zero_copy_only=False) if isinstance(ids, pa.Array) else ids, dtype=np.uint64)
-        if not len(sorted_ids):
-            return pa.array([], pa.uint64())
-        pos = np.minimum(np.searchsorted(sorted_ids, want), len(sorted_ids) - 1)
-        found = sorted_ids[pos] == want
-        return pa.array(addrs[pos[found]], pa.uint64())
+        return _take._addresses_of_row_ids(self, ids)
 
     take_rows = _take_rows
 
@@ -984,41 +911,10 @@ class LanceDataset:
         blob columns of 2.0 / 2.1 files are supported; a column that is not a blob column
         raises :class:`~lancepy.exceptions.InvalidArgumentError`.
         """
-        buffer_size = _blob._validate_buffer_size(buffer_size)
-        given = [n for n, v in (("ids", ids), ("addresses", addresses), ("indices", indices)) if v is not None]
-        if len(given) != 1:
-            raise InvalidArgumentError("take_blobs: give exactly one of ids, addresses or indices")
-        manifest = self._loaded.manifest
-        kind = _blob.blob_field_kind(manifest, blob_column)
-        if kind is None:
-            raise InvalidArgumentError(f"column {blob_column!r} is not a blob column")
-        if indices is not None:
-            rows = self.take(indices, [blob_column], with_row_address=True)
-        else:
-            wanted = _indices(addresses if addresses is not None else ids)
-            if ids is not None:
-                rows = self._take_rows(wanted, [blob_column], with_row_address=True)
-            else:
-                rows = pa.table(self._snapshot.take_addresses(wanted, [blob_column], False, True))
-            if rows.num_rows != len(wanted):
-                raise IndexOutOfRangeError(f"take_blobs: some of the {given[0]} name deleted or missing rows")
-        return _blob.open_blob_files(
-            self._store.uri,
-            manifest,
-            self._storage_options,
-            blob_column,
-            rows.column("_rowaddr").to_pylist(),
-            rows.column(blob_column).to_pylist(),
-            buffer_size,
-            self._base_store_params,
-        )
+        return _take.take_blobs(self, blob_column, ids, addresses, indices, buffer_size=buffer_size)
 
     def _plain_columns(self, columns: Any) -> Optional[List[str]]:
-        if columns is None:
-            return None
-        if isinstance(columns, dict):
-            raise InvalidArgumentError("computed columns (a dict) are only supported by scans, not by take")
-        return list(columns)
+        return _take._plain_columns(self, columns)
 
     # -- versions --------------------------------------------------------------------------
 
@@ -1342,81 +1238,18 @@ class LanceDataset:
             base_uri = base_uri.uri
         uri = _uri(base_uri)
         options = normalize_storage_options(storage_options)
-        store = _lancepy.Store(uri, options)
-        latest, _ = _commit.latest_version(store)
-        if read_version is None:
-            read_version = latest
-        if latest > 0:
-            _commit.check_feature_flags(_commit.load_manifest(store, latest), write=True, uri=uri)
-        name, body = operation._to_body(store, read_version)
-        txn = _commit.new_transaction(read_version, name, body)
-        if planned is not None:
-            txn["uuid"] = str(planned.uuid)
-        txn["transaction_properties"] = _transaction_properties(
-            planned.transaction_properties if planned is not None else None, commit_message
-        )
-        result = _commit.commit_transaction(
-            store, txn, naming="v1" if enable_v2_manifest_paths is False else "v2", max_retries=max_retries,
+        loaded = _write.commit_operation(
+            _lancepy.Store(uri, options),
+            operation,
+            read_version,
+            planned=planned,
+            naming="v1" if enable_v2_manifest_paths is False else "v2",
+            max_retries=max_retries,
+            commit_message=commit_message,
+            enable_stable_row_ids=bool(enable_stable_row_ids),
             timeout_s=_timeout_seconds(commit_timeout),
-            # (as in pylance, only a commit that creates the dataset takes it)
-            new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
         )
-        return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=result.manifest)
-
-
-def _indices(indices: Any) -> Any:
-    if isinstance(indices, pa.ChunkedArray):
-        return indices.combine_chunks()
-    return _to_indices(indices)
-
-
-def _version_entry(version: int, manifest: Dict[str, Any]) -> Dict[str, Any]:
-    """One entry of :meth:`LanceDataset.versions`."""
-    ts = manifest.get("timestamp") or {}
-    # Local time, truncated to microseconds (pylance's may differ by 1 µs: it goes through a
-    # float).
-    when = datetime.datetime.fromtimestamp(ts.get("seconds", 0)) + datetime.timedelta(
-        microseconds=ts.get("nanos", 0) // 1000
-    )
-    return {"version": version, "timestamp": when, "metadata": _version_summary(manifest)}
-
-
-_SUMMARY_KEYS = (
-    "total_data_file_rows",
-    "total_data_files",
-    "total_deletion_file_rows",
-    "total_deletion_files",
-    "total_files_size",
-    "total_fragments",
-)
-
-
-def _summary_entry(row: Tuple[int, ...]) -> Dict[str, Any]:
-    """One entry of :meth:`LanceDataset.versions` from a row of ``version_summaries``."""
-    version, seconds, nanos, *totals = row
-    when = datetime.datetime.fromtimestamp(seconds) + datetime.timedelta(microseconds=nanos // 1000)
-    stats = dict(zip(_SUMMARY_KEYS, totals))
-    stats["total_rows"] = stats["total_data_file_rows"] - stats["total_deletion_file_rows"]
-    return {"version": version, "timestamp": when, "metadata": {k: str(v) for k, v in stats.items()}}
-
-
-def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
-    """The statistics pylance reports as a version's metadata (as strings, like pylance)."""
-    frags = manifest.get("fragments") or []
-    physical = sum(f.get("physical_rows") or 0 for f in frags)
-    deletions = [f["deletion_file"] for f in frags if f.get("deletion_file")]
-    deleted = sum(d.get("num_deleted_rows") or 0 for d in deletions)
-    files = [df for f in frags for df in f.get("files") or []]
-    stats = {
-        "total_data_file_rows": physical,
-        "total_data_files": len(files),
-        "total_deletion_file_rows": deleted,
-        "total_deletion_files": len(deletions),
-        "total_files_size": sum(df.get("file_size_bytes") or 0 for df in files),
-        "total_fragments": len(frags),
-        "total_rows": physical - deleted,
-    }
-    return {k: str(v) for k, v in stats.items()}
+        return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=loaded)
 
 
 def dataset(
@@ -1539,83 +1372,7 @@ def write_dataset(
     the legacy format) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
-    data = data_obj
-    if uri is None:
-        raise InvalidArgumentError("write_dataset needs a uri (lancepy has no namespace support)")
     if isinstance(uri, LanceDataset):
         uri = uri.uri
-    if max_rows_per_group <= 0:
-        raise InvalidArgumentError("max_rows_per_group must be positive")
-    _refuse(
-        commit_lock=commit_lock,
-        use_legacy_format=use_legacy_format,
-        namespace_client=namespace_client,
-        table_id=table_id,
-        session=session,
-    )
-    if mode not in ("create", "append", "overwrite"):
-        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
-    external = _blob.external_blob_handling(external_blob_mode, allow_external_blob_outside_bases)
-    if initial_bases is not None and mode != "create":
-        raise InvalidArgumentError(f"initial_bases registers bases of a new dataset: mode must be 'create', not {mode!r}")
-    u = _uri(uri)
-    options = normalize_storage_options(storage_options)
-    store = _lancepy.Store(u, options)
-    latest, naming = _commit.latest_version(store)
-    if mode == "create" and latest > 0 and not u.startswith("memory://"):
-        raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
-    reader = to_record_batch_reader(data, schema)
-    if mode == "create" and latest > 0:
-        # pylance opens a new, empty memory store on every call, so a create at a memory://
-        # URI always starts a new dataset: the one there is replaced (its files removed).
-        _remove_memory_dataset(store)
-        latest, naming = 0, None
-    base = _commit.load_manifest(store, latest) if latest > 0 else None
-    if base is not None:
-        _commit.check_feature_flags(base, write=True, uri=u)
-    if mode == "append" and base is not None:
-        fields = base.manifest.get("fields", [])
-        metadata = base.manifest.get("schema_metadata", {})
-        reader = align_to_schema(reader, _schema_of(fields, metadata))
-        version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
-            base.manifest.get("fragments", [])
-        )
-        if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
-            raise InvalidArgumentError(
-                f"the dataset stores {version} data files; cannot append {data_storage_version} files"
-            )
-        op = "Append"
-    else:
-        version = normalize_storage_version(data_storage_version)
-        lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
-        fields, metadata = lance["fields"], lance["metadata"]
-        op = "Overwrite"
-    registered = _bases.register_initial_bases(initial_bases) if initial_bases else []
-    store_params = _bases.normalize_base_store_params(base_store_params)
-    targets = _target_bases(target_bases, target_all_bases,
-                            registered or (base.manifest.get("base_paths") or [] if base is not None else []))
-    frag_json, written = write_to_targets(
-        store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
-        store_params, external_blobs=external, max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes),
-        blob_pack_file_size_threshold=blob_pack_file_size_threshold,
-    )
-    if op == "Append":
-        body: Dict[str, Any] = {"fragments": frag_json}
-    else:
-        body = {"fragments": frag_json, "schema": fields, "schema_metadata": metadata}
-        if registered:
-            body["initial_bases"] = registered
-    if auto_cleanup_options is not None and latest == 0:
-        # (as in pylance, only a new dataset takes them; an existing one keeps its config)
-        body["config_upsert_values"] = _auto_cleanup_config(auto_cleanup_options)
-    txn = _commit.new_transaction(latest, op, body)
-    txn["transaction_properties"] = _transaction_properties(transaction_properties, commit_message)
-    result = _commit.commit_transaction(
-        store,
-        txn,
-        naming=naming or ("v2" if enable_v2_manifest_paths else "v1"),
-        written_files=written,
-        data_storage_version=version if op == "Overwrite" else None,
-        new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
-    )
-    return LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=result.manifest)
+    u, options, store_params, loaded = _write.write_dataset(**_args(locals()))
+    return LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=loaded)

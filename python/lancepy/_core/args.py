@@ -11,10 +11,13 @@ from typing import (
     Optional,
 )
 
+import pyarrow as pa
+
 from lancepy.exceptions import (
     InvalidArgumentError,
     UnsupportedError,
 )
+from lancepy.file import _to_indices
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -51,3 +54,9 @@ def _refuse(**options: Any) -> None:
     for name, value in options.items():
         if value is not None:
             raise UnsupportedError(f"{name}={value!r} is not supported by lancepy")
+
+
+def _indices(indices: Any) -> Any:
+    if isinstance(indices, pa.ChunkedArray):
+        return indices.combine_chunks()
+    return _to_indices(indices)

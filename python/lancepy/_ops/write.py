@@ -13,12 +13,14 @@ import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy._core import blobschema as _blob
+from lancepy._core.args import _refuse
 from lancepy._core.conform import align_to_schema, to_record_batch_reader
-from lancepy._core.paths import _local_path, expand_path
-from lancepy._core.schema import lance_fields_for
-from lancepy._core.storage import normalize_storage_options
+from lancepy._core.paths import PathLike, _local_path, _uri, expand_path
+from lancepy._core.schema import _schema_of, lance_fields_for
+from lancepy._core.storage import StorageOptions, normalize_storage_options
 from lancepy._table import bases as _bases
 from lancepy._table import commit as _commit
+from lancepy._table.commit import _auto_cleanup_config
 from lancepy._table.fragments import (
     DEFAULT_DATA_STORAGE_VERSION,
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -28,6 +30,7 @@ from lancepy._table.fragments import (
 )
 from lancepy._table.operations import LanceOperation, LanceSchema, Transaction
 from lancepy.exceptions import (
+    DatasetAlreadyExistsError,
     DatasetNotFoundError,
     InvalidArgumentError,
     UnsupportedError,
@@ -394,3 +397,159 @@ def _version_asof(uri: str, asof: Any, options: Optional[Dict[str, str]]) -> int
     if best is None:
         raise VersionNotFoundError(f"{uri} has no version committed at or before {asof}")
     return best
+
+
+def write_dataset(
+    data_obj: Any,
+    uri: Optional[PathLike] = None,
+    schema: Optional[pa.Schema] = None,
+    mode: str = "create",
+    *,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_rows_per_group: int = 1024,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    data_cache_bytes: Optional[int] = None,
+    max_page_bytes: Optional[int] = None,
+    commit_lock: Any = None,
+    progress: Any = None,
+    storage_options: StorageOptions = None,
+    data_storage_version: Optional[str] = None,
+    use_legacy_format: Optional[bool] = None,
+    enable_v2_manifest_paths: bool = True,
+    enable_stable_row_ids: bool = False,
+    auto_cleanup_options: Any = None,
+    commit_message: Optional[str] = None,
+    transaction_properties: Optional[Dict[str, str]] = None,
+    initial_bases: Optional[List[Any]] = None,
+    target_bases: Optional[List[str]] = None,
+    target_all_bases: Optional[bool] = None,
+    base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
+    external_blob_mode: str = "reference",
+    allow_external_blob_outside_bases: bool = False,
+    blob_pack_file_size_threshold: Optional[int] = None,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
+    session: Any = None,
+) -> Tuple[str, Optional[Dict[str, str]], Optional[Dict[str, Dict[str, str]]], _commit.LoadedManifest]:
+    """Writes `data_obj` to `uri` and commits it: :func:`lancepy.write_dataset` without the
+    dataset object. Returns (URI, storage options, base store parameters, the new version's
+    manifest)."""
+    data = data_obj
+    if uri is None:
+        raise InvalidArgumentError("write_dataset needs a uri (lancepy has no namespace support)")
+    if max_rows_per_group <= 0:
+        raise InvalidArgumentError("max_rows_per_group must be positive")
+    _refuse(
+        commit_lock=commit_lock,
+        use_legacy_format=use_legacy_format,
+        namespace_client=namespace_client,
+        table_id=table_id,
+        session=session,
+    )
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be 'create', 'append' or 'overwrite', got {mode!r}")
+    external = _blob.external_blob_handling(external_blob_mode, allow_external_blob_outside_bases)
+    if initial_bases is not None and mode != "create":
+        raise InvalidArgumentError(f"initial_bases registers bases of a new dataset: mode must be 'create', not {mode!r}")
+    u = _uri(uri)
+    options = normalize_storage_options(storage_options)
+    store = _lancepy.Store(u, options)
+    latest, naming = _commit.latest_version(store)
+    if mode == "create" and latest > 0 and not u.startswith("memory://"):
+        raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
+    reader = to_record_batch_reader(data, schema)
+    if mode == "create" and latest > 0:
+        # pylance opens a new, empty memory store on every call, so a create at a memory://
+        # URI always starts a new dataset: the one there is replaced (its files removed).
+        _remove_memory_dataset(store)
+        latest, naming = 0, None
+    base = _commit.load_manifest(store, latest) if latest > 0 else None
+    if base is not None:
+        _commit.check_feature_flags(base, write=True, uri=u)
+    if mode == "append" and base is not None:
+        fields = base.manifest.get("fields", [])
+        metadata = base.manifest.get("schema_metadata", {})
+        reader = align_to_schema(reader, _schema_of(fields, metadata))
+        version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
+            base.manifest.get("fragments", [])
+        )
+        if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
+            raise InvalidArgumentError(
+                f"the dataset stores {version} data files; cannot append {data_storage_version} files"
+            )
+        op = "Append"
+    else:
+        version = normalize_storage_version(data_storage_version)
+        lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
+        fields, metadata = lance["fields"], lance["metadata"]
+        op = "Overwrite"
+    registered = _bases.register_initial_bases(initial_bases) if initial_bases else []
+    store_params = _bases.normalize_base_store_params(base_store_params)
+    targets = _target_bases(target_bases, target_all_bases,
+                            registered or (base.manifest.get("base_paths") or [] if base is not None else []))
+    frag_json, written = write_to_targets(
+        store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
+        store_params, external_blobs=external, max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes),
+        blob_pack_file_size_threshold=blob_pack_file_size_threshold,
+    )
+    if op == "Append":
+        body: Dict[str, Any] = {"fragments": frag_json}
+    else:
+        body = {"fragments": frag_json, "schema": fields, "schema_metadata": metadata}
+        if registered:
+            body["initial_bases"] = registered
+    if auto_cleanup_options is not None and latest == 0:
+        # (as in pylance, only a new dataset takes them; an existing one keeps its config)
+        body["config_upsert_values"] = _auto_cleanup_config(auto_cleanup_options)
+    txn = _commit.new_transaction(latest, op, body)
+    txn["transaction_properties"] = _transaction_properties(transaction_properties, commit_message)
+    result = _commit.commit_transaction(
+        store,
+        txn,
+        naming=naming or ("v2" if enable_v2_manifest_paths else "v1"),
+        written_files=written,
+        data_storage_version=version if op == "Overwrite" else None,
+        new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
+    )
+    return u, options, store_params, result.manifest
+
+
+def commit_operation(
+    store: Any,
+    operation: Any,
+    read_version: Optional[int],
+    *,
+    planned: Any = None,
+    naming: str = "v2",
+    max_retries: int = 20,
+    commit_message: Optional[str] = None,
+    enable_stable_row_ids: bool = False,
+    timeout_s: Optional[float] = None,
+) -> _commit.LoadedManifest:
+    """Commits `operation` (a ``LanceOperation``; `planned`, a ``Transaction`` it came from,
+    gives the uuid and properties) on top of `read_version` (default: the latest) of the
+    dataset at `store`: :meth:`lancepy.LanceDataset.commit` without the dataset object.
+    Returns the new version's manifest."""
+    uri = store.uri
+    latest, _ = _commit.latest_version(store)
+    if read_version is None:
+        read_version = latest
+    if latest > 0:
+        _commit.check_feature_flags(_commit.load_manifest(store, latest), write=True, uri=uri)
+    name, body = operation._to_body(store, read_version)
+    txn = _commit.new_transaction(read_version, name, body)
+    if planned is not None:
+        txn["uuid"] = str(planned.uuid)
+    txn["transaction_properties"] = _transaction_properties(
+        planned.transaction_properties if planned is not None else None, commit_message
+    )
+    result = _commit.commit_transaction(
+        store,
+        txn,
+        naming=naming,
+        max_retries=max_retries,
+        timeout_s=timeout_s,
+        # (as in pylance, only a commit that creates the dataset takes it)
+        new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
+    )
+    return result.manifest

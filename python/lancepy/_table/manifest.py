@@ -3,6 +3,7 @@ manifest naming and feature flags. The bottom of the table layer: it reads, neve
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -270,3 +271,52 @@ def write_hint(store: Any, version: int) -> None:
         store.put_if_not_exists(HINT_FILE, json.dumps({"version": version}).encode())
     except Exception:  # noqa: BLE001 - the hint is advisory
         pass
+
+
+def _version_entry(version: int, manifest: Dict[str, Any]) -> Dict[str, Any]:
+    """One entry of :meth:`LanceDataset.versions`."""
+    ts = manifest.get("timestamp") or {}
+    # Local time, truncated to microseconds (pylance's may differ by 1 µs: it goes through a
+    # float).
+    when = datetime.datetime.fromtimestamp(ts.get("seconds", 0)) + datetime.timedelta(
+        microseconds=ts.get("nanos", 0) // 1000
+    )
+    return {"version": version, "timestamp": when, "metadata": _version_summary(manifest)}
+
+
+_SUMMARY_KEYS = (
+    "total_data_file_rows",
+    "total_data_files",
+    "total_deletion_file_rows",
+    "total_deletion_files",
+    "total_files_size",
+    "total_fragments",
+)
+
+
+def _summary_entry(row: Tuple[int, ...]) -> Dict[str, Any]:
+    """One entry of :meth:`LanceDataset.versions` from a row of ``version_summaries``."""
+    version, seconds, nanos, *totals = row
+    when = datetime.datetime.fromtimestamp(seconds) + datetime.timedelta(microseconds=nanos // 1000)
+    stats = dict(zip(_SUMMARY_KEYS, totals))
+    stats["total_rows"] = stats["total_data_file_rows"] - stats["total_deletion_file_rows"]
+    return {"version": version, "timestamp": when, "metadata": {k: str(v) for k, v in stats.items()}}
+
+
+def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
+    """The statistics pylance reports as a version's metadata (as strings, like pylance)."""
+    frags = manifest.get("fragments") or []
+    physical = sum(f.get("physical_rows") or 0 for f in frags)
+    deletions = [f["deletion_file"] for f in frags if f.get("deletion_file")]
+    deleted = sum(d.get("num_deleted_rows") or 0 for d in deletions)
+    files = [df for f in frags for df in f.get("files") or []]
+    stats = {
+        "total_data_file_rows": physical,
+        "total_data_files": len(files),
+        "total_deletion_file_rows": deleted,
+        "total_deletion_files": len(deletions),
+        "total_files_size": sum(df.get("file_size_bytes") or 0 for df in files),
+        "total_fragments": len(frags),
+        "total_rows": physical - deleted,
+    }
+    return {k: str(v) for k, v in stats.items()}
