@@ -869,7 +869,12 @@ class LanceDataset:
         every fragment involved, in parallel.
         """
         cols = self._plain_columns(columns)
-        return pa.table(self._snapshot.take(_indices(indices), cols, with_row_id, with_row_address))
+        return pa.table(self._snapshot.take(
+            _indices(indices),
+            columns=cols,
+            with_row_id=with_row_id,
+            with_row_address=with_row_address,
+        ))
 
     def _take_rows(self, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         """Rows by row id: row addresses (``fragment_id << 32 | offset``), or, on a dataset

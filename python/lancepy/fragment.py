@@ -266,7 +266,7 @@ class LanceFragment:
         addresses = self._ds.scanner(columns=[], fragments=[self], with_row_address=True).to_table().column("_rowaddr")
         picked = addresses.take(pa.array(indices, pa.int64())).combine_chunks()
         # by address: with stable row ids, _take_rows would read these as row ids
-        return pa.table(self._ds._snapshot.take_addresses(picked, self._ds._plain_columns(columns), False, False))
+        return pa.table(self._ds._snapshot.take_addresses(picked, columns=self._ds._plain_columns(columns)))
 
     def merge_columns(
         self,
@@ -302,7 +302,12 @@ class LanceFragment:
         if missing:
             raise ColumnNotFoundError(f"merge_columns: no columns {missing} in the dataset")
         phys = self.physical_rows
-        src = pa.table(ds._snapshot.scan(cols, [self.fragment_id], 0, None, batch_size or max(phys, 1), False, False, True))
+        src = pa.table(ds._snapshot.scan(
+            cols,
+            fragment_ids=[self.fragment_id],
+            batch_rows=batch_size or max(phys, 1),
+            include_deleted=True,
+        ))
         outs = [_as_table(value_func(b)) for b in src.to_batches()] if phys else []
         if not outs:
             raise InvalidArgumentError(f"fragment {self.fragment_id} has no rows to compute columns for")

@@ -148,7 +148,7 @@ class MergeInsertBuilder:
         manifest = ds._loaded.manifest
         blobs = {n for n in missing if _blob.blob_field_kind(manifest, n) is not None}
         if addresses is not None:
-            have = pa.table(ds._snapshot.take_addresses(addresses, missing, False, True))
+            have = pa.table(ds._snapshot.take_addresses(addresses, columns=missing, with_row_address=True))
             if have.num_rows != rows.num_rows:
                 raise CommitConflictError("merge_insert: matched rows changed while they were read")
             for n in missing:

@@ -90,7 +90,13 @@ class _RewriteSource:
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
         s = self._ds._snapshot
-        stream = s.scan_stream(None, self._ids, 0, None, self._batch_rows, self._stable, self._with_addresses, False)
+        stream = s.scan_stream(
+            None,
+            fragment_ids=self._ids,
+            batch_rows=self._batch_rows,
+            with_row_id=self._stable,
+            with_row_address=self._with_addresses,
+        )
         while True:
             b = stream.next_batch()
             if b is None:
@@ -133,7 +139,7 @@ class _RewriteSource:
         batches = self._batches()
         first = next(batches, None)
         if first is None:
-            empty = pa.table(self._ds._snapshot.scan(None, self._ids, 0, 0, 1, False, False, False))
+            empty = pa.table(self._ds._snapshot.scan(None, fragment_ids=self._ids, limit=0, batch_rows=1))
             for name in self._blobs:
                 i = empty.schema.get_field_index(name)
                 empty = empty.set_column(i, pa.field(name, pa.large_binary()), pa.array([], pa.large_binary()))

@@ -168,8 +168,14 @@ class LanceScanner:
         Offset and limit are applied before the late columns are read."""
         s = self._ds._snapshot
         early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
-        stream = s.scan_stream(early, self._fragment_ids, 0, None, max(self._batch_size, 65536),
-                               self._with_row_id, True, False, self._read_ahead)
+        stream = s.scan_stream(
+            early,
+            fragment_ids=self._fragment_ids,
+            batch_rows=max(self._batch_size, 65536),
+            with_row_id=self._with_row_id,
+            with_row_address=True,
+            read_ahead=self._read_ahead,
+        )
         for t, scanned in self._filtered_stream(stream):
             values = self._late_values(t.column(ROW_ADDRESS).combine_chunks(), late, scanned)
             for name in late:
@@ -183,7 +189,7 @@ class LanceScanner:
         stream's guess at the whole scan, from a read of the filter's columns only)."""
         s = self._ds._snapshot
         early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
-        probe = pa.table(s.scan(early, self._fragment_ids, 0, 65536, 65536, False, False, False))
+        probe = pa.table(s.scan(early, fragment_ids=self._fragment_ids, limit=65536, batch_rows=65536))
         if probe.num_rows == 0:
             return True
         passed = pc.sum(_evaluate(probe, self._filter).cast(pa.int64())).as_py() or 0
@@ -196,14 +202,19 @@ class LanceScanner:
         parallel over fragments."""
         s = self._ds._snapshot
         early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
-        t = pa.table(s.scan(early, self._fragment_ids, 0, None, 131072, self._with_row_id, True, False))
+        t = pa.table(s.scan(
+            early,
+            fragment_ids=self._fragment_ids,
+            with_row_id=self._with_row_id,
+            with_row_address=True,
+        ))
         mask = _evaluate(t, self._filter)
         scanned = t.num_rows
         t = t.filter(mask).slice(self._offset)
         if t.num_rows <= scanned * self._TAKE_FRACTION:
-            values = pa.table(s.take_addresses(t.column(ROW_ADDRESS).combine_chunks(), late, False, False))
+            values = pa.table(s.take_addresses(t.column(ROW_ADDRESS).combine_chunks(), columns=late))
         else:
-            values = pa.table(s.scan(late, self._fragment_ids, 0, None, 131072, False, False, False))
+            values = pa.table(s.scan(late, fragment_ids=self._fragment_ids))
             values = values.filter(mask).slice(self._offset)
         for name in late:
             t = t.append_column(values.schema.field(name), values.column(name))
@@ -215,7 +226,7 @@ class LanceScanner:
         """Columns `late` at row addresses `addr` (ascending within each fragment), in that order."""
         s = self._ds._snapshot
         if len(addr) <= scanned * self._TAKE_FRACTION:
-            return pa.table(s.take_addresses(addr, late, False, False))
+            return pa.table(s.take_addresses(addr, columns=late))
         frag = pc.shift_right(addr, 32)
         offsets = pc.bit_wise_and(addr, 0xFFFFFFFF)
         starts = _run_starts(frag)
@@ -224,7 +235,13 @@ class LanceScanner:
             offs = offsets.slice(start, end - start)
             lo, hi = offs[0].as_py(), offs[len(offs) - 1].as_py()
             # The fragment's physical rows lo..hi (deleted ones too, so offsets index them).
-            block = pa.table(s.scan(late, [frag[start].as_py()], lo, hi - lo + 1, 131072, False, False, True))
+            block = pa.table(s.scan(
+                late,
+                fragment_ids=[frag[start].as_py()],
+                offset=lo,
+                limit=hi - lo + 1,
+                include_deleted=True,
+            ))
             parts.append(block.take(pc.subtract(offs, lo)))
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
@@ -276,8 +293,13 @@ class LanceScanner:
 
     def _ordered_table(self) -> pa.Table:
         s = self._ds._snapshot
-        t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
-                            self._with_row_id, self._with_row_address, self._include_deleted))
+        t = pa.table(s.scan(
+            self._read_columns(),
+            fragment_ids=self._fragment_ids,
+            with_row_id=self._with_row_id,
+            with_row_address=self._with_row_address,
+            include_deleted=self._include_deleted,
+        ))
         if self._filter is not None:
             t = t.filter(_evaluate(t, self._filter))
         def placement(k: ColumnOrdering) -> str:
@@ -325,8 +347,15 @@ class LanceScanner:
             return self._ordered_table()
         s = self._ds._snapshot
         if self._filter is None:
-            t = pa.table(s.scan(self._read_columns(), self._fragment_ids, self._offset, self._limit, 131072,
-                                self._with_row_id, self._with_row_address, self._include_deleted))
+            t = pa.table(s.scan(
+                self._read_columns(),
+                fragment_ids=self._fragment_ids,
+                offset=self._offset,
+                limit=self._limit,
+                with_row_id=self._with_row_id,
+                with_row_address=self._with_row_address,
+                include_deleted=self._include_deleted,
+            ))
             return self._finish(t)
         late = self._late_columns()
         if late and self._limit is None:
@@ -335,8 +364,13 @@ class LanceScanner:
             parts = list(self._late_filtered(late))
             return pa.concat_tables(parts) if parts else self._finish(self._empty())
         if self._limit is None:
-            t = pa.table(s.scan(self._read_columns(), self._fragment_ids, 0, None, 131072,
-                                self._with_row_id, self._with_row_address, self._include_deleted))
+            t = pa.table(s.scan(
+                self._read_columns(),
+                fragment_ids=self._fragment_ids,
+                with_row_id=self._with_row_id,
+                with_row_address=self._with_row_address,
+                include_deleted=self._include_deleted,
+            ))
             t = t.filter(_evaluate(t, self._filter))
             return self._finish(t.slice(self._offset))
         batches = list(self.to_batches())
@@ -346,7 +380,15 @@ class LanceScanner:
 
     def _empty(self) -> pa.Table:
         s = self._ds._snapshot
-        return pa.table(s.scan(self._read_columns(), [], 0, 0, 1, self._with_row_id, self._with_row_address, self._include_deleted))
+        return pa.table(s.scan(
+            self._read_columns(),
+            fragment_ids=[],
+            limit=0,
+            batch_rows=1,
+            with_row_id=self._with_row_id,
+            with_row_address=self._with_row_address,
+            include_deleted=self._include_deleted,
+        ))
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The rows as record batches, decoded as the iterator advances (an ordered scan is
@@ -385,8 +427,17 @@ class LanceScanner:
             return
         s = self._ds._snapshot
         if self._filter is None:
-            stream = s.scan_stream(self._read_columns(), self._fragment_ids, self._offset, self._limit, self._batch_size,
-                                   self._with_row_id, self._with_row_address, self._include_deleted, self._read_ahead)
+            stream = s.scan_stream(
+                self._read_columns(),
+                fragment_ids=self._fragment_ids,
+                offset=self._offset,
+                limit=self._limit,
+                batch_rows=self._batch_size,
+                with_row_id=self._with_row_id,
+                with_row_address=self._with_row_address,
+                include_deleted=self._include_deleted,
+                read_ahead=self._read_ahead,
+            )
             while True:
                 b = stream.next_batch()
                 if b is None:
@@ -401,8 +452,15 @@ class LanceScanner:
             for t in self._late_filtered(late):
                 yield from t.to_batches(max_chunksize=self._batch_size)
             return
-        stream = s.scan_stream(self._read_columns(), self._fragment_ids, 0, None, max(self._batch_size, 65536),
-                               self._with_row_id, self._with_row_address, self._include_deleted, self._read_ahead)
+        stream = s.scan_stream(
+            self._read_columns(),
+            fragment_ids=self._fragment_ids,
+            batch_rows=max(self._batch_size, 65536),
+            with_row_id=self._with_row_id,
+            with_row_address=self._with_row_address,
+            include_deleted=self._include_deleted,
+            read_ahead=self._read_ahead,
+        )
         for t, _ in self._filtered_stream(stream):
             yield from self._finish(t).to_batches()
 
@@ -570,7 +628,7 @@ class LanceScanner:
             return n if self._limit is None else min(n, self._limit)
         cols = self._filter.columns
         total, skip, remaining = 0, self._offset, self._limit
-        stream = s.scan_stream(cols, self._fragment_ids, 0, None, 131072, False, False, False)
+        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072)
         for t in _stream_tables(stream, 131072):
             total += pc.sum(_evaluate(t, self._filter).cast(pa.int64())).as_py() or 0
         total = max(total - skip, 0)

@@ -165,7 +165,7 @@ def search(
         fragment_ids = sorted(f for f in wanted if f in ds._snapshot_rows())
     allowed = None
     if flt is not None and prefilter:
-        t = pa.table(snap.scan(flt.columns, fragment_ids, 0, None, 131072, False, True, False))
+        t = pa.table(snap.scan(flt.columns, fragment_ids=fragment_ids, with_row_address=True))
         mask = evaluate(t, flt)
         allowed = t.column("_rowaddr").filter(mask).combine_chunks()
     found = _index_search(ds, query, fragment_ids, allowed, index_segments)
@@ -182,7 +182,12 @@ def search(
         extra = [c for c in (flt.columns or ds.schema.names) if c not in names]
         read = names + extra
     addr = pa.array(addresses, pa.uint64())
-    table = pa.table(snap.take_addresses(addr, read, with_row_id, with_row_address))
+    table = pa.table(snap.take_addresses(
+        addr,
+        columns=read,
+        with_row_id=with_row_id,
+        with_row_address=with_row_address,
+    ))
     dist = pa.array(distances, pa.float32())
     if flt is not None and not prefilter:
         mask = evaluate(table, flt)
@@ -337,7 +342,11 @@ def _index_search(
         addr, dist = addr[top], dist[top]
     uncovered = uncovered_list
     if refine and len(addr):
-        t = pa.table(ds._snapshot.take_addresses(pa.array(addr, pa.uint64()), [query.column], False, True))
+        t = pa.table(ds._snapshot.take_addresses(
+            pa.array(addr, pa.uint64()),
+            columns=[query.column],
+            with_row_address=True,
+        ))
         got = t.column("_rowaddr").to_numpy()
         col = t.column(query.column).combine_chunks()
         vecs = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(got), -1)

@@ -101,7 +101,14 @@ def _add_computed_columns(ds: LanceDataset, fn: Callable[[pa.RecordBatch], Any],
         fid = frag.get("id", 0)
         phys, live = rows[fid]
         # Every physical row, so the new file lines up with the fragment's other files.
-        src = pa.table(ds._snapshot.scan(columns, [fid], 0, None, 1 << 40, want_id, want_addr, True))
+        src = pa.table(ds._snapshot.scan(
+            columns,
+            fragment_ids=[fid],
+            batch_rows=1 << 40,
+            with_row_id=want_id,
+            with_row_address=want_addr,
+            include_deleted=True,
+        ))
         src = src.select(read_columns).combine_chunks()
         keep = np.ones(phys, dtype=bool)
         if live < phys:
@@ -254,7 +261,12 @@ def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[st
     try:
         for frag in frags:
             fid = frag.get("id", 0)
-            src = pa.table(ds._snapshot.scan(list(casts), [fid], 0, None, 1 << 40, False, False, True))
+            src = pa.table(ds._snapshot.scan(
+                list(casts),
+                fragment_ids=[fid],
+                batch_rows=1 << 40,
+                include_deleted=True,
+            ))
             try:
                 cols = [src.column(n).cast(t) for n, t in casts.items()]
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

@@ -287,7 +287,12 @@ def _encode_rows(
     data_parts: List[Any] = []
     done = 0
     frag_ids = [f.fragment_id for f in fragments]
-    stream = ds._snapshot.scan_stream([column], frag_ids, 0, None, _ENCODE_BATCH_ROWS, True, False, False)
+    stream = ds._snapshot.scan_stream(
+        [column],
+        fragment_ids=frag_ids,
+        batch_rows=_ENCODE_BATCH_ROWS,
+        with_row_id=True,
+    )
     report("encode", 0, num_rows)
     while (raw := stream.next_batch()) is not None:
         batch = pa.record_batch(raw)

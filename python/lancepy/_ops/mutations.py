@@ -51,7 +51,12 @@ _T = TypeVar("_T")
 
 def _matching_addresses(ds: LanceDataset, flt: Filter, fragment_ids: Optional[List[int]] = None) -> pa.Array:
     """See :meth:`LanceDataset._matching_addresses`."""
-    stream = ds._snapshot.scan_stream(flt.columns, fragment_ids, 0, None, 131072, False, True, False)
+    stream = ds._snapshot.scan_stream(
+        flt.columns,
+        fragment_ids=fragment_ids,
+        batch_rows=131072,
+        with_row_address=True,
+    )
     parts: List[pa.Array] = []
     for table in _stream_tables(stream, 1 << 20):
         parts.extend(pc.filter(table.column(ROW_ADDRESS), _evaluate(table, flt)).chunks)

@@ -52,7 +52,12 @@ def _take_rows(ds: LanceDataset, row_ids: Any, columns: Any = None, with_row_id:
     wanted = _indices(row_ids)
     if ds.has_stable_row_ids:
         wanted = ds._addresses_of_row_ids(wanted)
-    return pa.table(ds._snapshot.take_addresses(wanted, cols, with_row_id, with_row_address))
+    return pa.table(ds._snapshot.take_addresses(
+        wanted,
+        columns=cols,
+        with_row_id=with_row_id,
+        with_row_address=with_row_address,
+    ))
 
 
 def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
@@ -61,7 +66,13 @@ def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
 
     cache = ds._per_version.get("row_id_map")
     if cache is None:
-        t = pa.table(ds._snapshot.scan([], None, 0, None, 1 << 20, True, True, False))
+        t = pa.table(ds._snapshot.scan(
+            [],
+            fragment_ids=None,
+            batch_rows=1 << 20,
+            with_row_id=True,
+            with_row_address=True,
+        ))
         rid = t.column(ROW_ID).to_numpy().astype(np.uint64)
         addr = t.column(ROW_ADDRESS).to_numpy().astype(np.uint64)
         order = np.argsort(rid, kind="stable")
@@ -98,7 +109,7 @@ def take_blobs(ds: LanceDataset, blob_column: str,
         if ids is not None:
             rows = ds._take_rows(wanted, [blob_column], with_row_address=True)
         else:
-            rows = pa.table(ds._snapshot.take_addresses(wanted, [blob_column], False, True))
+            rows = pa.table(ds._snapshot.take_addresses(wanted, columns=[blob_column], with_row_address=True))
         if rows.num_rows != len(wanted):
             raise IndexOutOfRangeError(f"take_blobs: some of the {given[0]} name deleted or missing rows")
     return _blob.open_blob_files(

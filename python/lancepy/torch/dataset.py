@@ -231,9 +231,9 @@ class LanceDataset(torch.utils.data.Dataset):
         if not blobs:
             return _native_take(snapshot, where, by_address, columns)
         if by_address:
-            t = pa.table(snapshot.take_addresses(where, columns, False, True))
+            t = pa.table(snapshot.take_addresses(where, columns=columns, with_row_address=True))
         else:
-            t = pa.table(snapshot.take(where, columns, False, True))
+            t = pa.table(snapshot.take(where, columns=columns, with_row_address=True))
         addresses = t.column("_rowaddr").combine_chunks()
         for name in blobs:
             i = t.schema.get_field_index(name)
@@ -293,8 +293,8 @@ class LanceDataset(torch.utils.data.Dataset):
 def _native_take(snapshot: Any, where: List[int], by_address: bool, columns: List[str]) -> Any:
     """The native take of `columns` at logical indices or row addresses."""
     if by_address:
-        return snapshot.take_addresses(where, columns, False, False)
-    return snapshot.take(where, columns, False, False)
+        return snapshot.take_addresses(where, columns=columns)
+    return snapshot.take(where, columns=columns)
 
 
 def _index_list(indices: Any) -> List[int]:
@@ -409,7 +409,13 @@ class LanceIterableDataset(torch.utils.data.IterableDataset):
         if consecutive and data._addresses is None and not self._rows_stored_whole and not data._blob_columns:
             # Consecutive rows: a range scan. (Vectors and binary values are copied faster
             # by a take: one copy per page out of the mapped file, no decoding.)
-            return data._dataset()._snapshot.scan(data._columns, None, first, len(rows), 1 << 20, False, False, False)
+            return data._dataset()._snapshot.scan(
+                data._columns,
+                fragment_ids=None,
+                offset=first,
+                limit=len(rows),
+                batch_rows=1 << 20,
+            )
         return data._take(rows.tolist())
 
     @property
