@@ -301,7 +301,7 @@ def test_failed_clone_leaves_nothing(tmp_path, monkeypatch):
     """The clone fails after writing its transaction file, before publishing its manifest:
     nothing is left that a reader (or a later clone) would trip over."""
     import lancepy._table.bases as bases
-    import lancepy._table.commit as commit
+    import lancepy._table.manifest as manifest
 
     src, clone = str(tmp_path / "src"), str(tmp_path / "clone")
     make_source(lancepy, src)
@@ -312,15 +312,15 @@ def test_failed_clone_leaves_nothing(tmp_path, monkeypatch):
         if len(calls) == 2:  # the re-check just before the manifest is published
             assert any(p.startswith("_transactions/") for p, _, _ in store.list(""))
             raise OSError("simulated failure while publishing the clone")
-        return commit.latest_version(store)
+        return manifest.latest_version(store)
 
-    class Commit:
+    class Manifest:
         def __getattr__(self, name):
-            return getattr(commit, name)
+            return getattr(manifest, name)
 
         latest_version = staticmethod(failing_latest_version)
 
-    monkeypatch.setattr(bases, "_commit", Commit())
+    monkeypatch.setattr(bases, "_manifest", Manifest())
     with pytest.raises(OSError, match="simulated"):
         lancepy.dataset(src).shallow_clone(clone, 3)
     monkeypatch.undo()
