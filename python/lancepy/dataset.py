@@ -717,7 +717,10 @@ class LanceDataset:
         include_deleted_rows: Optional[bool] = None,
     ) -> int:
         """Live rows (matching `filter`); the keyword parameters are :meth:`scanner`'s."""
-        return self.scanner(**_args(locals())).count_rows()
+        args = _args(locals())
+        if all(v is None for v in args.values()):
+            return self._snapshot.count_rows()  # (the manifest's row counts less deletions)
+        return self.scanner(**args).count_rows()
 
     def head(
         self,
