@@ -292,14 +292,7 @@ class LanceScanner:
         return list(dict.fromkeys(self._columns + extra))
 
     def _ordered_table(self) -> pa.Table:
-        s = self._ds._snapshot
-        t = pa.table(s.scan(
-            self._read_columns(),
-            fragment_ids=self._fragment_ids,
-            with_row_id=self._with_row_id,
-            with_row_address=self._with_row_address,
-            include_deleted=self._include_deleted,
-        ))
+        t = self._scan_table()
         if self._filter is not None:
             t = t.filter(_evaluate(t, self._filter))
         def placement(k: ColumnOrdering) -> str:
@@ -339,23 +332,29 @@ class LanceScanner:
             return pads.dataset(table).to_table(columns=cols)
         return table.select(self._output_names(table.column_names))
 
+    def _scan_table(self, offset: int = 0, limit: Optional[int] = None, batch_rows: int = 131072) -> pa.Table:
+        """The scan's columns and rows (before filtering), read at once."""
+        return pa.table(
+            self._ds._snapshot.scan(
+                self._read_columns(),
+                fragment_ids=self._fragment_ids,
+                offset=offset,
+                limit=limit,
+                batch_rows=batch_rows,
+                with_row_id=self._with_row_id,
+                with_row_address=self._with_row_address,
+                include_deleted=self._include_deleted,
+            )
+        )
+
     def to_table(self) -> pa.Table:
         """Every row of the scan as a ``pyarrow.Table``."""
         if self._nearest is not None:
             return self._search()
         if self._order:
             return self._ordered_table()
-        s = self._ds._snapshot
         if self._filter is None:
-            t = pa.table(s.scan(
-                self._read_columns(),
-                fragment_ids=self._fragment_ids,
-                offset=self._offset,
-                limit=self._limit,
-                with_row_id=self._with_row_id,
-                with_row_address=self._with_row_address,
-                include_deleted=self._include_deleted,
-            ))
+            t = self._scan_table(offset=self._offset, limit=self._limit)
             return self._finish(t)
         late = self._late_columns()
         if late and self._limit is None:
@@ -364,13 +363,7 @@ class LanceScanner:
             parts = list(self._late_filtered(late))
             return pa.concat_tables(parts) if parts else self._finish(self._empty())
         if self._limit is None:
-            t = pa.table(s.scan(
-                self._read_columns(),
-                fragment_ids=self._fragment_ids,
-                with_row_id=self._with_row_id,
-                with_row_address=self._with_row_address,
-                include_deleted=self._include_deleted,
-            ))
+            t = self._scan_table()
             t = t.filter(_evaluate(t, self._filter))
             return self._finish(t.slice(self._offset))
         batches = list(self.to_batches())
@@ -379,16 +372,7 @@ class LanceScanner:
         return pa.Table.from_batches(batches)
 
     def _empty(self) -> pa.Table:
-        s = self._ds._snapshot
-        return pa.table(s.scan(
-            self._read_columns(),
-            fragment_ids=[],
-            limit=0,
-            batch_rows=1,
-            with_row_id=self._with_row_id,
-            with_row_address=self._with_row_address,
-            include_deleted=self._include_deleted,
-        ))
+        return self._scan_table(limit=0, batch_rows=1)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The rows as record batches, decoded as the iterator advances (an ordered scan is
