@@ -16,10 +16,9 @@ from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 from lancepy.filters.casts import _cast
 from lancepy.filters.compare import _Comparisons
 from lancepy.filters.functions import _Functions
-from lancepy.filters.parsing import _ARITHMETIC, _COMPARISONS, _Sql, _dialect
+from lancepy.filters.parsing import _ARITHMETIC, _COMPARISONS, _dialect, _Sql
 from lancepy.filters.simplify import _InList, _simplify
 from lancepy.filters.typed import (
-    _NULL,
     _V,
     _call,
     _coalesce_false,
@@ -31,6 +30,7 @@ from lancepy.filters.typed import (
     _is_null_type,
     _is_num,
     _null_bool,
+    _null_scalar,
 )
 
 
@@ -218,7 +218,7 @@ class _Translator(_Comparisons, _Functions):
         from sqlglot import exp
 
         if isinstance(node, exp.Null):
-            return _const(_NULL, "literal")
+            return _const(_null_scalar(), "literal")
         if isinstance(node, exp.Boolean):
             return _const(pa.scalar(bool(node.this), pa.bool_()), "literal")
         if isinstance(node, exp.HexString):

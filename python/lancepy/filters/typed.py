@@ -51,7 +51,10 @@ def _const(value: pa.Scalar, kind: str = "expr") -> _V:
     return _V(pc.scalar(value), value.type, kind, value)
 
 
-_NULL = pa.scalar(None, pa.null())
+def _null_scalar() -> pa.Scalar:
+    """The null literal (made on use: creating a scalar imports pandas, which `import lancepy`
+    should not)."""
+    return pa.scalar(None, pa.null())
 
 
 def _null_bool() -> _V:
@@ -88,7 +91,7 @@ def _is_temporal(t: pa.DataType) -> bool:
 
 _INT_RANGE = {}
 for _t in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()):
-    _info = np.iinfo(_t.to_pandas_dtype())
+    _info = np.iinfo(np.dtype(str(_t)))
     _INT_RANGE[_t] = (int(_info.min), int(_info.max))
 
 
