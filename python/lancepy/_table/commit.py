@@ -531,9 +531,8 @@ def commit_transaction(
             if store.put_if_not_exists(path, data):
                 published = True
                 write_hint(store, latest + 1)
-                text, index_section, inline = _lancepy.read_manifest(data, store.child_uri(path))
-                loaded = LoadedManifest(
-                    latest + 1, path, text, json.loads(text), index_section, inline, scheme or naming or "v2", len(data)
+                loaded = LoadedManifest.from_native(
+                    _lancepy.Manifest.decode(store, data, latest + 1, path, scheme or naming or "v2")
                 )
                 _auto_cleanup(store, loaded)
                 return CommitResult(latest + 1, loaded, attempt, rebased)

@@ -88,48 +88,50 @@ def latest_version(store: Any) -> Tuple[int, Optional[str]]:
 
 
 class LoadedManifest:
-    """One version's manifest.
+    """One version's manifest: the snapshot a dataset object, a commit or a cleanup works on.
 
-    Opened from storage (:func:`load_manifest`), it is held decoded by the native module
-    (`native`) and read through typed attributes; the whole message becomes a Python dict
-    (`manifest`) or JSON text (`json`) only when something asks for it. Built by a commit,
-    it starts from the dict or text the commit wrote.
+    The manifest is held decoded by the native module (``_lancepy.Manifest``) and read through
+    typed attributes; the whole message becomes a Python dict (`manifest`) or JSON text
+    (`json`) only when something asks for it, once.
     """
 
-    __slots__ = ("version", "path", "naming", "size", "native", "_json", "_manifest", "_index_section", "_transaction")
+    __slots__ = ("native", "_json", "_manifest")
 
-    def __init__(
-        self,
-        version: int,
-        path: str,
-        json_text: Optional[str] = None,
-        manifest: Optional[Dict[str, Any]] = None,
-        index_section: Optional[bytes] = None,
-        transaction: Optional[bytes] = None,
-        naming: str = "v2",
-        size: int = 0,
-        native: Any = None,
-    ) -> None:
-        self.version = version
-        self.path = path
-        self.naming = naming
-        self.size = size
+    def __init__(self, native: Any) -> None:
         self.native = native
-        self._json = json_text
-        self._manifest = manifest
-        self._index_section = index_section
-        self._transaction = transaction
+        self._json: Optional[str] = None
+        self._manifest: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_native(cls, native: Any) -> "LoadedManifest":
-        """Wraps a manifest opened by ``_lancepy.open_manifest``."""
-        return cls(native.version, native.path, naming=native.naming, size=native.size, native=native)
+        """Wraps a manifest opened by ``_lancepy.open_manifest`` or ``Manifest.decode``."""
+        return cls(native)
+
+    @property
+    def version(self) -> int:
+        """The version number."""
+        return int(self.native.version)
+
+    @property
+    def path(self) -> str:
+        """The manifest's path relative to the dataset root."""
+        return str(self.native.path)
+
+    @property
+    def naming(self) -> str:
+        """``"v1"`` or ``"v2"``: the naming scheme of the manifest's file name."""
+        return str(self.native.naming)
+
+    @property
+    def size(self) -> int:
+        """The manifest file's size in bytes."""
+        return int(self.native.size)
 
     @property
     def json(self) -> str:
         """The whole manifest as JSON text."""
         if self._json is None:
-            self._json = self.native.json() if self.native is not None else json.dumps(self._manifest)
+            self._json = self.native.json()
         return self._json
 
     @property
@@ -144,37 +146,27 @@ class LoadedManifest:
     @property
     def index_section(self) -> Optional[bytes]:
         """The raw ``IndexSection`` message, if the manifest has one."""
-        if self._index_section is None and self.native is not None:
-            self._index_section = self.native.index_section
-        return self._index_section
+        return self.native.index_section
 
     @property
     def transaction(self) -> Optional[bytes]:
         """The raw inline ``Transaction`` message, if the manifest has one."""
-        if self._transaction is None and self.native is not None:
-            self._transaction = self.native.transaction
-        return self._transaction
+        return self.native.transaction
 
     @property
     def fragment_ids(self) -> List[int]:
         """The ids of the fragments, in manifest order."""
-        if self.native is not None:
-            return list(self.native.fragment_ids)
-        return [int(f.get("id", 0) or 0) for f in self.manifest.get("fragments", [])]
+        return list(self.native.fragment_ids)
 
     @property
     def reader_feature_flags(self) -> int:
         """``Manifest.reader_feature_flags``."""
-        if self.native is not None:
-            return int(self.native.reader_feature_flags)
-        return int(self.manifest.get("reader_feature_flags", 0) or 0)
+        return int(self.native.reader_feature_flags)
 
     @property
     def writer_feature_flags(self) -> int:
         """``Manifest.writer_feature_flags``."""
-        if self.native is not None:
-            return int(self.native.writer_feature_flags)
-        return int(self.manifest.get("writer_feature_flags", 0) or 0)
+        return int(self.native.writer_feature_flags)
 
 
 def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:

@@ -7,9 +7,13 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::errors::run;
+use bytes::Bytes;
+
+use super::errors::{run, to_pyerr};
 use super::table::PyStore;
+use crate::error::Error;
 use crate::table::json::to_json;
+use crate::table::naming::ManifestNaming;
 use crate::table::versions::{self, OpenedManifest};
 
 /// One version's decoded manifest (from [`open_manifest`]).
@@ -20,6 +24,19 @@ pub struct PyManifest {
 
 #[pymethods]
 impl PyManifest {
+    /// Decodes the bytes of version `version`'s manifest file, found at `path` (relative to
+    /// the root of `store`) under naming `naming` (`"v1"` or `"v2"`).
+    #[staticmethod]
+    fn decode(py: Python<'_>, store: &PyStore, data: Vec<u8>, version: u64, path: String, naming: &str) -> PyResult<Self> {
+        let naming = match naming {
+            "v1" => ManifestNaming::V1,
+            "v2" => ManifestNaming::V2,
+            other => return Err(to_pyerr(Error::invalid_input(format!("manifest naming must be 'v1' or 'v2', got {other:?}")))),
+        };
+        let opened = run(py, || versions::decode_manifest(&store.inner, version, path, naming, Bytes::from(data)))?;
+        Ok(Self { inner: Arc::new(opened) })
+    }
+
     /// The version number.
     #[getter]
     fn version(&self) -> u64 {

@@ -31,7 +31,9 @@ pub struct OpenedManifest {
     pub file: ManifestFile,
 }
 
-fn decode(store: &Store, version: u64, path: String, naming: ManifestNaming, data: Bytes) -> Result<OpenedManifest> {
+/// Decodes the bytes of version `version`'s manifest file (at `path`, relative to the root of
+/// `store`), checking that it is that version's.
+pub fn decode_manifest(store: &Store, version: u64, path: String, naming: ManifestNaming, data: Bytes) -> Result<OpenedManifest> {
     let size = data.len() as u64;
     let file = read_manifest(data, &store.child_uri(&path))?;
     let claimed = file.manifest.version;
@@ -50,7 +52,7 @@ pub fn open_manifest(store: &Store, version: Option<u64>) -> Result<Option<Opene
             for naming in [ManifestNaming::V2, ManifestNaming::V1] {
                 let path = naming.manifest_path(v);
                 match store.read(&path) {
-                    Ok(data) => return decode(store, v, path, naming, data).map(Some),
+                    Ok(data) => return decode_manifest(store, v, path, naming, data).map(Some),
                     Err(Error::NotFound(_)) => continue,
                     Err(e) => return Err(e),
                 }
@@ -62,7 +64,7 @@ pub fn open_manifest(store: &Store, version: Option<u64>) -> Result<Option<Opene
             let Some((v, path)) = versions.into_iter().next_back() else { return Ok(None) };
             let naming = naming.unwrap_or(ManifestNaming::V2);
             match store.read(&path) {
-                Ok(data) => decode(store, v, path, naming, data).map(Some),
+                Ok(data) => decode_manifest(store, v, path, naming, data).map(Some),
                 // Removed between the listing and the read: only a concurrent overwrite of
                 // the whole dataset does that; list again.
                 Err(Error::NotFound(_)) => open_manifest_relisted(store),
@@ -76,7 +78,7 @@ fn open_manifest_relisted(store: &Store) -> Result<Option<OpenedManifest>> {
     let (versions, naming) = list_versions(store)?;
     let Some((v, path)) = versions.into_iter().next_back() else { return Ok(None) };
     let data = store.read(&path)?;
-    decode(store, v, path, naming.unwrap_or(ManifestNaming::V2), data).map(Some)
+    decode_manifest(store, v, path, naming.unwrap_or(ManifestNaming::V2), data).map(Some)
 }
 
 /// What `versions()` reports of one version.
