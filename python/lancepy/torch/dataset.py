@@ -263,7 +263,7 @@ class LanceDataset(torch.utils.data.Dataset):
         where, by_address = self._where(indices)
         ready: Dict[str, Any] = {}
         for name in self._bytes_columns:
-            values = snapshot.take_bytes(where, name, by_address)
+            values = snapshot.take_bytes(where, name, addresses=by_address)
             if values is not None:  # else not stored row by row: through the native take
                 ready[name] = values
         rest = [c for c in self._columns if c not in ready]

@@ -9,8 +9,8 @@ use pyo3::types::PyBytes;
 
 use bytes::Bytes;
 
+use super::dataset::PyStore;
 use super::errors::{run, to_pyerr};
-use super::table::PyStore;
 use crate::error::Error;
 use crate::table::json::to_json;
 use crate::table::naming::ManifestNaming;
@@ -64,36 +64,36 @@ impl PyManifest {
     /// `Manifest.reader_feature_flags`.
     #[getter]
     fn reader_feature_flags(&self) -> u64 {
-        self.inner.file.manifest.reader_feature_flags
+        self.inner.manifest.reader_feature_flags
     }
 
     /// `Manifest.writer_feature_flags`.
     #[getter]
     fn writer_feature_flags(&self) -> u64 {
-        self.inner.file.manifest.writer_feature_flags
+        self.inner.manifest.writer_feature_flags
     }
 
     /// The ids of the fragments, in manifest order.
     #[getter]
     fn fragment_ids(&self) -> Vec<u64> {
-        self.inner.file.manifest.fragments.iter().map(|f| f.id).collect()
+        self.inner.manifest.fragments.iter().map(|f| f.id).collect()
     }
 
     /// The raw `IndexSection` message, if any.
     #[getter]
     fn index_section<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        self.inner.file.index_section.as_ref().map(|b| PyBytes::new(py, b))
+        self.inner.index_section.as_ref().map(|b| PyBytes::new(py, b))
     }
 
     /// The raw inline `Transaction` message, if any.
     #[getter]
     fn transaction<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        self.inner.file.transaction.as_ref().map(|b| PyBytes::new(py, b))
+        self.inner.transaction.as_ref().map(|b| PyBytes::new(py, b))
     }
 
     /// The whole `Manifest` message as JSON (the shape `read_manifest` gives).
     fn json(&self, py: Python<'_>) -> PyResult<String> {
-        run(py, || to_json(&self.inner.file.manifest))
+        run(py, || to_json(self.inner.manifest.as_ref()))
     }
 }
 

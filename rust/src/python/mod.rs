@@ -1,11 +1,15 @@
 //! The `lancepy._lancepy` extension module. All PyO3 code lives under this directory.
 
 mod cache;
+mod dataset;
 mod errors;
 mod ffi;
 mod file;
+mod fragment;
+mod indices;
 mod manifest;
-mod table;
+mod scan;
+mod transaction;
 
 use pyo3::prelude::*;
 
@@ -24,7 +28,37 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ffi::ArrowBatches>()?;
     m.add_class::<ffi::BatchStream>()?;
     m.add_class::<ffi::FixedValues>()?;
-    table::register(m)?;
+    // The table format (`lancepy.dataset`, `lancepy.commit`, `lancepy.fragment` use these).
+    m.add_class::<dataset::PyStore>()?;
+    m.add_class::<dataset::PyRangeReader>()?;
+    m.add_class::<scan::PySnapshot>()?;
+    m.add_function(wrap_pyfunction!(dataset::list_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::manifest_path, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::read_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::write_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::decode_transaction, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::encode_transaction, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::prune_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::filter_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::describe_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::index_section_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::index_section_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::span_distances, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::pq_span_distances, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::pq_l2_span_distances, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::kmeans_train, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::fragment_bitmap, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::primary_key, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::ivf_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::pq_train, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::pq_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::index_section_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(transaction::rebase_index_section, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::schema_to_lance, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::lance_to_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment::write_fragments, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment::decode_row_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment::encode_row_ids, m)?)?;
     manifest::register(m)?;
     cache::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;

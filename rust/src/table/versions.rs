@@ -8,10 +8,13 @@
 //! manifest holds every fragment of its version, and the file paths and field ids are
 //! skipped, not decoded.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use prost::Message;
 
 use crate::error::{Error, Result};
+use crate::format::tablepb;
 use crate::io::Store;
 use crate::table::manifest::{manifest_message, read_manifest, ManifestFile};
 use crate::table::naming::{list_versions, ManifestNaming};
@@ -27,20 +30,24 @@ pub struct OpenedManifest {
     pub naming: ManifestNaming,
     /// The manifest file's size in bytes.
     pub size: u64,
-    /// The decoded manifest, index section and inline transaction.
-    pub file: ManifestFile,
+    /// The decoded manifest (shared with the snapshots made from it).
+    pub manifest: Arc<tablepb::Manifest>,
+    /// Raw `IndexSection` protobuf, if the manifest has one.
+    pub index_section: Option<Bytes>,
+    /// Raw inline `Transaction` protobuf, if the manifest has one.
+    pub transaction: Option<Bytes>,
 }
 
 /// Decodes the bytes of version `version`'s manifest file (at `path`, relative to the root of
 /// `store`), checking that it is that version's.
 pub fn decode_manifest(store: &Store, version: u64, path: String, naming: ManifestNaming, data: Bytes) -> Result<OpenedManifest> {
     let size = data.len() as u64;
-    let file = read_manifest(data, &store.child_uri(&path))?;
-    let claimed = file.manifest.version;
+    let ManifestFile { manifest, index_section, transaction } = read_manifest(data, &store.child_uri(&path))?;
+    let claimed = manifest.version;
     if claimed != version && claimed != 0 {
         return Err(Error::corrupt(format!("{} claims version {claimed}, expected {version}", store.child_uri(&path))));
     }
-    Ok(OpenedManifest { version, path, naming, size, file })
+    Ok(OpenedManifest { version, path, naming, size, manifest: Arc::new(manifest), index_section, transaction })
 }
 
 /// The manifest of `version`, or of the latest version when `None`. `Ok(None)` when the
@@ -178,7 +185,6 @@ pub fn version_summaries(store: &Store) -> Result<Vec<VersionSummary>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::tablepb;
     use crate::table::manifest::write_manifest;
 
     fn manifest(version: u64, fragments: Vec<tablepb::DataFragment>) -> Bytes {
@@ -237,7 +243,7 @@ mod tests {
         }
         let latest = open_manifest(&store, None).unwrap().unwrap();
         assert_eq!((latest.version, latest.naming), (3, ManifestNaming::V2));
-        assert_eq!(open_manifest(&store, Some(2)).unwrap().unwrap().file.manifest.fragments[0].physical_rows, 2);
+        assert_eq!(open_manifest(&store, Some(2)).unwrap().unwrap().manifest.fragments[0].physical_rows, 2);
         assert!(open_manifest(&store, Some(9)).unwrap().is_none());
         let all = version_summaries(&store).unwrap();
         assert_eq!(all.iter().map(|s| s.version).collect::<Vec<_>>(), vec![1, 2, 3]);

@@ -1,0 +1,191 @@
+//! Dataset-level bindings: the dataset directory (`Store`), ranged reads of one object
+//! (`RangeReader`), version listing and manifest paths, and schema conversions between Arrow
+//! and Lance fields.
+//!
+//! Each call is one coarse request with the GIL released: Python decides, these functions
+//! encode bytes and move data. Messages cross as JSON strings (see `table::json`); Arrow
+//! data through the PyCapsule interface.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::errors::{run, to_pyerr, IntoPyResult};
+use super::ffi::ArrowBatches;
+use super::file::import_schema;
+use crate::error::{Error, Result};
+use crate::file::LanceSchema;
+use crate::format::filepb;
+use crate::io::{StorageOptions, Store};
+use crate::table::json::{from_json, to_json};
+use crate::table::{naming, ManifestNaming};
+
+/// A dataset directory: whole-object reads, atomic puts, listings, deletes.
+#[pyclass(name = "Store", module = "lancepy._lancepy", frozen)]
+pub struct PyStore {
+    pub(crate) inner: Store,
+}
+
+#[pymethods]
+impl PyStore {
+    #[new]
+    #[pyo3(signature = (uri, storage_options=None))]
+    fn new(py: Python<'_>, uri: String, storage_options: Option<StorageOptions>) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        Ok(Self { inner: run(py, || Store::open_with(&uri, &options))? })
+    }
+
+    /// The storage options the store was opened with.
+    #[getter]
+    fn storage_options(&self) -> StorageOptions {
+        self.inner.options().clone()
+    }
+
+    /// The root URI.
+    #[getter]
+    fn uri(&self) -> String {
+        self.inner.uri().to_string()
+    }
+
+    /// The URI of a path inside the dataset.
+    fn child_uri(&self, rel: &str) -> String {
+        self.inner.child_uri(rel)
+    }
+
+    /// Reads a whole object.
+    fn read<'py>(&self, py: Python<'py>, rel: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let data = run(py, || self.inner.read(rel))?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Whether an object exists.
+    fn exists(&self, py: Python<'_>, rel: &str) -> PyResult<bool> {
+        run(py, || self.inner.exists(rel))
+    }
+
+    /// Whether the dataset directory exists at all.
+    fn root_exists(&self, py: Python<'_>) -> PyResult<bool> {
+        run(py, || self.inner.root_exists())
+    }
+
+    /// Writes (or atomically replaces) an object.
+    fn put(&self, py: Python<'_>, rel: &str, data: Vec<u8>) -> PyResult<()> {
+        run(py, || self.inner.put(rel, Bytes::from(data)))
+    }
+
+    /// Creates an object unless it exists; returns whether this call created it.
+    fn put_if_not_exists(&self, py: Python<'_>, rel: &str, data: Vec<u8>) -> PyResult<bool> {
+        run(py, || self.inner.put_if_not_exists(rel, Bytes::from(data)))
+    }
+
+    /// Deletes objects (missing ones are ignored).
+    fn delete(&self, py: Python<'_>, rels: Vec<String>) -> PyResult<()> {
+        run(py, || {
+            for r in &rels {
+                self.inner.delete(r)?;
+                crate::table::file_cache::evict(&self.inner.child_uri(r));
+            }
+            Ok(())
+        })
+    }
+
+    /// `(path, size, modified)` of every object under `prefix`, recursively.
+    fn list(&self, py: Python<'_>, prefix: &str) -> PyResult<Vec<(String, u64, f64)>> {
+        let items = run(py, || self.inner.list(prefix))?;
+        Ok(items.into_iter().map(|o| (o.path, o.size, o.modified)).collect())
+    }
+}
+
+/// Ranged reads of one object (a blob's bytes): each read fetches only the bytes asked for
+/// (a `pread` for local files, a ranged GET on object storage).
+#[pyclass(name = "RangeReader", module = "lancepy._lancepy", frozen)]
+pub struct PyRangeReader {
+    inner: crate::io::ReaderRef,
+}
+
+#[pymethods]
+impl PyRangeReader {
+    #[new]
+    #[pyo3(signature = (uri, storage_options=None))]
+    fn new(py: Python<'_>, uri: String, storage_options: Option<StorageOptions>) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        Ok(Self { inner: run(py, || crate::io::open_reader_with(&uri, &options))? })
+    }
+
+    /// Size of the object in bytes.
+    fn size(&self, py: Python<'_>) -> PyResult<u64> {
+        run(py, || self.inner.size())
+    }
+
+    /// `length` bytes at `position` (an error if the object is shorter).
+    fn read_range<'py>(&self, py: Python<'py>, position: u64, length: usize) -> PyResult<Bound<'py, PyBytes>> {
+        let reader = &self.inner;
+        if reader.cheap_small_reads() {
+            // A local file: one `pread` straight into the new bytes object (one copy).
+            return PyBytes::new_with(py, length, |dst| reader.read_into(position, dst).map_err(to_pyerr));
+        }
+        // Object storage: the request runs without the GIL.
+        let buf = run(py, || reader.read_range(position..position.saturating_add(length as u64)))?;
+        Ok(PyBytes::new(py, buf.as_slice()))
+    }
+}
+
+/// `([(version, manifest path)], naming)` of every committed version, by listing `_versions/`.
+#[pyfunction]
+pub fn list_versions(py: Python<'_>, store: &PyStore) -> PyResult<(Vec<(u64, String)>, Option<&'static str>)> {
+    let (versions, naming) = run(py, || naming::list_versions(&store.inner))?;
+    Ok((versions, naming.map(|n| n.as_str())))
+}
+
+/// The manifest path (relative to the root) of `version` under naming `"v1"` or `"v2"`.
+#[pyfunction]
+pub fn manifest_path(version: u64, naming: &str) -> PyResult<String> {
+    let scheme = match naming {
+        "v1" => ManifestNaming::V1,
+        "v2" => ManifestNaming::V2,
+        other => return Err(to_pyerr(Error::invalid_input(format!("manifest naming must be 'v1' or 'v2', got {other:?}")))),
+    };
+    Ok(scheme.manifest_path(version))
+}
+
+/// The unenforced primary key of an Arrow schema (field metadata
+/// `lance-schema:unenforced-primary-key[:position]`), in key order: `(name, top level)` per
+/// key field. Invalid markings (a position that is not a positive integer, a nullable or
+/// non-leaf key field) raise.
+#[pyfunction]
+pub fn primary_key(schema: &Bound<'_, PyAny>) -> PyResult<Vec<(String, bool)>> {
+    let schema = import_schema(schema)?;
+    let lance = LanceSchema::from_arrow(&schema).py()?;
+    let top: std::collections::HashSet<i32> = lance.fields.iter().map(|f| f.id).collect();
+    Ok(lance.primary_key().into_iter().map(|f| (f.name.clone(), top.contains(&f.id))).collect())
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SchemaJson {
+    fields: Vec<filepb::Field>,
+    metadata: HashMap<String, Bytes>,
+}
+
+/// Converts an Arrow schema to Lance fields (ids from `first_id`, pre-order) as JSON
+/// `{"fields": [...], "metadata": {...}}`.
+#[pyfunction]
+pub fn schema_to_lance(schema: &Bound<'_, PyAny>, first_id: i32) -> PyResult<String> {
+    let schema = import_schema(schema)?;
+    let lance = LanceSchema::from_arrow_with_first_id(&schema, first_id).py()?;
+    to_json(&SchemaJson { fields: lance.to_pb_fields().py()?, metadata: lance.pb_metadata() }).py()
+}
+
+pub(super) fn lance_schema_from_json(fields_json: &str, metadata_json: &str) -> Result<LanceSchema> {
+    let fields: Vec<filepb::Field> = from_json(fields_json, "fields")?;
+    let metadata: HashMap<String, Bytes> = from_json(metadata_json, "schema metadata")?;
+    LanceSchema::from_pb(&fields, &metadata)
+}
+
+/// The Arrow schema of Lance fields (JSON) and schema metadata (JSON).
+#[pyfunction]
+pub fn lance_to_schema(fields_json: &str, metadata_json: &str) -> PyResult<ArrowBatches> {
+    let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
+    Ok(ArrowBatches::new(schema.to_arrow(), vec![]))
+}

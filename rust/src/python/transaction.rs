@@ -1,0 +1,123 @@
+//! Manifest and transaction bindings: manifest files and `Transaction` messages decoded to
+//! and encoded from JSON, and the index section helpers a commit uses (prune, filter and
+//! rebase the indices it carries over).
+
+use bytes::Bytes;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::errors::{run, IntoPyResult};
+use crate::error::Result;
+use crate::format::tablepb;
+use crate::table::json::{from_json, to_json};
+use crate::table::manifest;
+
+/// Decodes a manifest file: `(manifest JSON, index section bytes, inline transaction bytes)`.
+#[pyfunction]
+pub fn read_manifest<'py>(
+    py: Python<'py>,
+    data: Vec<u8>,
+    path: &str,
+) -> PyResult<(String, Option<Bound<'py, PyBytes>>, Option<Bound<'py, PyBytes>>)> {
+    let (json, index, txn) = run(py, || -> Result<_> {
+        let m = manifest::read_manifest(Bytes::from(data), path)?;
+        Ok((to_json(&m.manifest)?, m.index_section, m.transaction))
+    })?;
+    Ok((json, index.map(|b| PyBytes::new(py, &b)), txn.map(|b| PyBytes::new(py, &b))))
+}
+
+/// Encodes a manifest file from its JSON, the raw transaction and the raw index section.
+#[pyfunction]
+#[pyo3(signature = (manifest_json, transaction=None, index_section=None))]
+pub fn write_manifest<'py>(
+    py: Python<'py>,
+    manifest_json: &str,
+    transaction: Option<Vec<u8>>,
+    index_section: Option<Vec<u8>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let m: tablepb::Manifest = from_json(manifest_json, "manifest").py()?;
+    let out = manifest::write_manifest(m, transaction.as_deref(), index_section.as_deref()).py()?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Decodes a `Transaction` message to JSON.
+#[pyfunction]
+pub fn decode_transaction(data: Vec<u8>, path: &str) -> PyResult<String> {
+    to_json(&manifest::read_transaction(&data, path).py()?).py()
+}
+
+/// Encodes a `Transaction` message from JSON.
+#[pyfunction]
+pub fn encode_transaction<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyBytes>> {
+    use prost::Message;
+    let t: tablepb::Transaction = from_json(json, "transaction").py()?;
+    Ok(PyBytes::new(py, &t.encode_to_vec()))
+}
+
+/// Decodes a raw `IndexSection` to JSON (`{"indices": [IndexMetadata...]}`, the form
+/// transactions carry index entries in).
+#[pyfunction]
+pub fn index_section_to_json(section: Vec<u8>) -> PyResult<String> {
+    use prost::Message;
+    let s = tablepb::IndexSection::decode(&section[..])
+        .map_err(|e| crate::error::Error::corrupt(format!("index section: {e}")))
+        .py()?;
+    to_json(&s).py()
+}
+
+/// Encodes a raw `IndexSection` from its JSON form.
+#[pyfunction]
+pub fn index_section_from_json<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyBytes>> {
+    use prost::Message;
+    let s: tablepb::IndexSection = from_json(json, "index section").py()?;
+    Ok(PyBytes::new(py, &s.encode_to_vec()))
+}
+
+/// Removes fragment ids from every index's fragment bitmap in a raw `IndexSection`.
+#[pyfunction]
+pub fn prune_index_section<'py>(py: Python<'py>, section: Vec<u8>, fragment_ids: Vec<u64>) -> PyResult<Bound<'py, PyBytes>> {
+    let out = manifest::prune_index_section(&section, &fragment_ids).py()?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Keeps only indices whose fields are all in `field_ids`.
+#[pyfunction]
+pub fn filter_index_section<'py>(py: Python<'py>, section: Vec<u8>, field_ids: Vec<i32>) -> PyResult<Bound<'py, PyBytes>> {
+    let out = manifest::filter_index_section(&section, |f| field_ids.contains(&f)).py()?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Points the indices of a raw `IndexSection` that have no base path at base `base_id`.
+#[pyfunction]
+pub fn rebase_index_section<'py>(py: Python<'py>, section: Vec<u8>, base_id: u32) -> PyResult<Bound<'py, PyBytes>> {
+    Ok(PyBytes::new(py, &manifest::rebase_index_section(&section, base_id).py()?))
+}
+
+/// `(name, field ids)` of each index in a raw `IndexSection`.
+#[pyfunction]
+pub fn describe_index_section(section: Vec<u8>) -> PyResult<Vec<(String, Vec<i32>)>> {
+    manifest::describe_index_section(&section).py()
+}
+
+/// Each index of a raw `IndexSection` as a dict: `name`, `fields`, `uuid`,
+/// `dataset_version`, `fragment_ids`, `details_type`, `index_version`, `base_id`.
+#[pyfunction]
+pub fn index_section_entries<'py>(py: Python<'py>, section: Vec<u8>) -> PyResult<Vec<Bound<'py, pyo3::types::PyDict>>> {
+    use pyo3::types::PyDictMethods;
+    manifest::index_entries(&section)
+        .py()?
+        .into_iter()
+        .map(|e| {
+            let d = pyo3::types::PyDict::new(py);
+            d.set_item("name", e.name)?;
+            d.set_item("fields", e.fields)?;
+            d.set_item("uuid", e.uuid)?;
+            d.set_item("dataset_version", e.dataset_version)?;
+            d.set_item("fragment_ids", e.fragment_ids)?;
+            d.set_item("details_type", e.details_type)?;
+            d.set_item("index_version", e.index_version)?;
+            d.set_item("base_id", e.base_id)?;
+            Ok(d)
+        })
+        .collect()
+}

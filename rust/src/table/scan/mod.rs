@@ -1,0 +1,239 @@
+//! The data path of a dataset version: scans and takes over many fragments in one call.
+//!
+//! A [`TableSnapshot`] is one manifest's view of the data: the schema and the fragments.
+//! Reading a fragment means, for each projected field, finding the data file that holds it
+//! (`DataFile.fields` / `column_indices`; the last file listing a field wins, field id −2 is
+//! a tombstone), reading all such files for the requested rows, filling fields that no file
+//! holds with NULLs, dropping rows of the deletion vector and appending `_rowid` /
+//! `_rowaddr` on request. Fragments (and, inside the file reader, columns) are read in
+//! parallel on the fork-safe CPU pool.
+//!
+//! Rows are addressed three ways: *physical offsets* within a fragment (deleted rows
+//! included), *row addresses* `(fragment_id << 32) | offset`, and *logical indices* into
+//! the dataset's scan order (deleted rows excluded).
+//!
+//! This module holds the snapshot itself (its fragments, schema and projections); `rows`
+//! counts and addresses rows (deletions, row ids, logical indices and row addresses),
+//! `read` reads fragments and plans and runs scans, `take` reads rows in any order (copying
+//! bytes straight out of the files where a field is stored row by row), and `blob` resolves
+//! blob columns to their values.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::file::reader::DirectRows;
+use crate::file::{FileReader, LanceSchema};
+use crate::format::tablepb;
+use crate::io::Store;
+use crate::table::bases::BasePaths;
+use crate::table::deletion::DeletionVector;
+
+mod blob;
+mod read;
+mod rows;
+mod take;
+
+/// Name of the row-id column.
+pub const ROW_ID: &str = "_rowid";
+/// Name of the row-address column.
+pub const ROW_ADDRESS: &str = "_rowaddr";
+/// Field id of a tombstoned column in `DataFile.fields`.
+pub const TOMBSTONE_FIELD_ID: i32 = -2;
+
+/// What to add to, or how to read, the rows of a scan or take.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScanOptions {
+    /// Append `_rowid` (the stable row id, or the row address when the dataset has none).
+    pub with_row_id: bool,
+    /// Append `_rowaddr`.
+    pub with_row_address: bool,
+    /// Read deleted rows too (used to write new columns that cover every physical row).
+    pub include_deleted: bool,
+}
+
+/// A piece of a scan: a physical row range of one fragment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanTask {
+    /// Index of the fragment in the snapshot.
+    pub fragment: usize,
+    /// Physical rows to read.
+    pub rows: Range<u64>,
+}
+
+/// What a snapshot learns of one fragment as it reads (its manifest entry is in the
+/// snapshot's manifest).
+struct Fragment {
+    physical_rows: OnceLock<u64>,
+    deletions: OnceLock<Option<Arc<DeletionVector>>>,
+    row_ids: OnceLock<Arc<Vec<u64>>>,
+}
+
+/// Requested rows of one fragment (physical offsets).
+enum Rows<'a> {
+    Range(Range<u64>),
+    /// Sorted, unique.
+    Offsets(&'a [u64]),
+}
+
+impl Rows<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Rows::Range(r) => (r.end - r.start) as usize,
+            Rows::Offsets(o) => o.len(),
+        }
+    }
+    fn offsets(&self) -> Vec<u64> {
+        match self {
+            Rows::Range(r) => r.clone().collect(),
+            Rows::Offsets(o) => o.to_vec(),
+        }
+    }
+}
+
+/// One dataset version's schema and fragments, ready to read.
+pub struct TableSnapshot {
+    store: Store,
+    schema: LanceSchema,
+    /// The version's manifest, shared with whoever opened it (not copied).
+    manifest: Arc<tablepb::Manifest>,
+    fragments: Vec<Fragment>,
+    by_id: HashMap<u64, usize>,
+    bases: BasePaths,
+    stable_row_ids: bool,
+    /// How each (field, fragment) is gathered by copying bytes, or `None` if it is decoded
+    /// (decided on first use: data files never change).
+    direct_plans: Mutex<HashMap<(usize, usize), Option<Arc<(Arc<FileReader>, DirectRows)>>>>,
+    /// Small fixed-width columns decoded whole for takes (see [`super::small_columns`]).
+    small: super::small_columns::SmallColumns,
+}
+
+impl std::fmt::Debug for TableSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableSnapshot").field("uri", &self.store.uri()).field("fragments", &self.fragments.len()).finish()
+    }
+}
+
+/// Flag bit of datasets with stable row ids.
+const FLAG_STABLE_ROW_IDS: u64 = 2;
+
+impl TableSnapshot {
+    /// A snapshot of `manifest` for the dataset at `store` (copies the manifest; see
+    /// [`TableSnapshot::from_shared`]).
+    pub fn new(store: Store, manifest: &tablepb::Manifest) -> Result<Self> {
+        Self::from_shared(store, Arc::new(manifest.clone()))
+    }
+
+    /// A snapshot of `manifest` for the dataset at `store`, sharing the manifest.
+    pub fn from_shared(store: Store, manifest: Arc<tablepb::Manifest>) -> Result<Self> {
+        let schema = LanceSchema::from_pb(&manifest.fields, &manifest.schema_metadata)?;
+        let mut by_id = HashMap::with_capacity(manifest.fragments.len());
+        for (i, f) in manifest.fragments.iter().enumerate() {
+            if by_id.insert(f.id, i).is_some() {
+                return Err(Error::corrupt(format!("{}: two fragments have id {}", store.uri(), f.id)));
+            }
+        }
+        let bases = BasePaths::new(store.uri(), &manifest.base_paths)?;
+        bases.validate(&manifest.fragments)?;
+        let fragments = manifest
+            .fragments
+            .iter()
+            .map(|_| Fragment { physical_rows: OnceLock::new(), deletions: OnceLock::new(), row_ids: OnceLock::new() })
+            .collect();
+        Ok(Self {
+            store,
+            schema,
+            stable_row_ids: manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
+            manifest,
+            fragments,
+            by_id,
+            bases,
+            direct_plans: Mutex::new(HashMap::new()),
+            small: Default::default(),
+        })
+    }
+
+    /// The dataset's Lance schema.
+    pub fn schema(&self) -> &LanceSchema {
+        &self.schema
+    }
+
+    /// Number of fragments.
+    pub fn num_fragments(&self) -> usize {
+        self.fragments.len()
+    }
+
+    /// Id of fragment `i`.
+    pub fn fragment_id(&self, i: usize) -> u64 {
+        self.manifest.fragments[i].id
+    }
+
+    /// The manifest entry of fragment `i`.
+    pub fn fragment_meta(&self, i: usize) -> &tablepb::DataFragment {
+        &self.manifest.fragments[i]
+    }
+
+    /// Index of the fragment with id `id`.
+    pub fn fragment_index(&self, id: u64) -> Result<usize> {
+        self.by_id.get(&id).copied().ok_or_else(|| Error::IndexOutOfRange(format!("the dataset has no fragment with id {id}")))
+    }
+
+    /// Resolves top-level column names (`None` = all) to field indices.
+    pub fn projection(&self, columns: Option<&[String]>) -> Result<Vec<usize>> {
+        match columns {
+            None => Ok((0..self.schema.fields.len()).collect()),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    self.schema.fields.iter().position(|f| &f.name == n).ok_or_else(|| {
+                        let all: Vec<&str> = self.schema.fields.iter().map(|f| f.name.as_str()).collect();
+                        Error::ColumnNotFound(format!("no column named {n:?} in the dataset; columns are {all:?}"))
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// The schema of what a read with `projection` and `opts` returns.
+    pub fn output_schema(&self, projection: &[usize], opts: ScanOptions) -> SchemaRef {
+        let mut fields: Vec<Field> = projection.iter().map(|&i| self.schema.fields[i].output_arrow()).collect();
+        if opts.with_row_id {
+            fields.push(Field::new(ROW_ID, DataType::UInt64, true));
+        }
+        if opts.with_row_address {
+            fields.push(Field::new(ROW_ADDRESS, DataType::UInt64, true));
+        }
+        Arc::new(Schema::new_with_metadata(fields, self.schema.metadata.clone()))
+    }
+
+    /// Opens a data file (under the dataset root or one of the manifest's base paths).
+    fn open_file(&self, file: &tablepb::DataFile) -> Result<Arc<FileReader>> {
+        super::file_cache::open_data_file(&self.store, &self.bases.data_file_uri(file)?)
+            .map_err(|e| self.bases.explain_missing(file.base_id, self.store.options(), e))
+    }
+
+    /// Whether the dataset lives on object storage (requests, not a local file system).
+    pub fn is_remote(&self) -> bool {
+        self.store.is_remote()
+    }
+
+    /// Reads rows of fragment `i`.
+    /// The kept small columns (see [`super::small_columns`]).
+    pub(super) fn small_columns(&self) -> &super::small_columns::SmallColumns {
+        &self.small
+    }
+
+    /// Maps `f` over jobs that each read files of the dataset: on the CPU pool locally, on
+    /// the I/O pool on object storage, where a job mostly waits for its requests (the CPU
+    /// pool would keep only a core's worth of files in flight).
+    fn map_files<T: Send, R: Send>(&self, items: Vec<T>, parallel: bool, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
+        if self.store.is_remote() {
+            crate::parallel::map_io(items, parallel, f)
+        } else {
+            crate::parallel::map(items, parallel, f)
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Reading fragments: each projected field found in the data file that holds it (NULLs where
+//! none does), deleted rows dropped, `_rowid` / `_rowaddr` appended; and scans planned as
+//! tasks (physical row ranges of fragments) and run in parallel.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
+use arrow_schema::Field;
+
+use super::{Rows, ScanOptions, ScanTask, TableSnapshot, TOMBSTONE_FIELD_ID};
+use crate::error::{Error, Result};
+use crate::file::reader::decoded_batch;
+use crate::file::LanceField;
+use crate::format::tablepb;
+
+impl TableSnapshot {
+    /// Where `field`'s data is in fragment `frag`: (data file index, the file column its
+    /// first stored field starts at if recorded, that field's id).
+    pub(super) fn locate(&self, frag: &tablepb::DataFragment, field: &LanceField) -> Option<(usize, Option<usize>, i32)> {
+        let mut ids = Vec::new();
+        field.walk(&mut ids);
+        for f in ids {
+            for (fi, file) in frag.files.iter().enumerate().rev() {
+                if let Some(pos) = file.fields.iter().position(|&id| id == f.id && id != TOMBSTONE_FIELD_ID) {
+                    let col = file.column_indices.get(pos).and_then(|&c| usize::try_from(c).ok());
+                    return Some((fi, col, f.id));
+                }
+            }
+        }
+        None
+    }
+
+    /// Physical rows `rows` of fragment `i` (see [`TableSnapshot::read_fragment`]).
+    pub(in crate::table) fn read_fragment_range(
+        &self,
+        i: usize,
+        projection: &[usize],
+        rows: Range<u64>,
+        opts: ScanOptions,
+    ) -> Result<RecordBatch> {
+        self.read_fragment(i, projection, Rows::Range(rows), opts)
+    }
+
+    pub(super) fn read_fragment(&self, i: usize, projection: &[usize], rows: Rows<'_>, opts: ScanOptions) -> Result<RecordBatch> {
+        let frag = self.fragment_meta(i);
+        let phys = self.physical_rows(i)?;
+        let last = match &rows {
+            Rows::Range(r) => r.end,
+            Rows::Offsets(o) => o.last().map(|l| l + 1).unwrap_or(0),
+        };
+        if last > phys {
+            return Err(Error::IndexOutOfRange(format!(
+                "row {} is past the end of fragment {} ({phys} rows)",
+                last - 1,
+                frag.id
+            )));
+        }
+        let n = rows.len();
+        let mut columns: Vec<Option<ArrayRef>> = vec![None; projection.len()];
+        // Group the projected fields by data file.
+        let mut by_file: Vec<(usize, Vec<(usize, Option<usize>, i32)>)> = Vec::new();
+        for (pos, &fidx) in projection.iter().enumerate() {
+            if let Some((file, col, id)) = self.locate(frag, &self.schema.fields[fidx]) {
+                match by_file.iter_mut().find(|(f, _)| *f == file) {
+                    Some((_, v)) => v.push((pos, col, id)),
+                    None => by_file.push((file, vec![(pos, col, id)])),
+                }
+            }
+        }
+        for (file_idx, wanted) in by_file {
+            crate::interrupt::check()?;
+            let file = &frag.files[file_idx];
+            let reader = self.open_file(file)?;
+            let mut file_fields = Vec::with_capacity(wanted.len());
+            for &(_, col, id) in &wanted {
+                let f = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id));
+                file_fields.push(f.ok_or_else(|| {
+                    Error::corrupt(format!("{}: no column for field id {id} (column index {col:?})", reader.path()))
+                })?);
+            }
+            if reader.num_rows() < phys {
+                return Err(Error::corrupt(format!(
+                    "{}: has {} rows but fragment {} has {phys}",
+                    reader.path(),
+                    reader.num_rows(),
+                    frag.id
+                )));
+            }
+            let batch = match &rows {
+                Rows::Range(r) => reader.read_range(r.start, r.end - r.start, &file_fields)?,
+                Rows::Offsets(o) => reader.take(o, &file_fields)?,
+            };
+            for ((pos, _, _), array) in wanted.iter().zip(batch.columns()) {
+                columns[*pos] = Some(array.clone());
+            }
+        }
+        let mut arrays = Vec::with_capacity(projection.len() + 2);
+        for (pos, &fidx) in projection.iter().enumerate() {
+            let field = self.schema.fields[fidx].output_arrow();
+            let array = match columns[pos].take() {
+                Some(a) => conform(a, &field)?,
+                None => {
+                    if !field.is_nullable() {
+                        return Err(Error::corrupt(format!(
+                            "fragment {} has no data for the non-nullable column {:?}",
+                            frag.id,
+                            field.name()
+                        )));
+                    }
+                    new_null_array(field.data_type(), n)
+                }
+            };
+            arrays.push(array);
+        }
+        let mut offsets: Option<Vec<u64>> = None;
+        // Drop deleted rows.
+        if !opts.include_deleted {
+            if let Some(dv) = self.deletions(i)? {
+                let offs = rows.offsets();
+                let keep: BooleanArray = offs.iter().map(|&o| Some(!dv.contains(o as u32))).collect();
+                if keep.false_count() > 0 {
+                    arrays = arrays
+                        .iter()
+                        .map(|a| arrow_select::filter::filter(a.as_ref(), &keep).map_err(Error::from))
+                        .collect::<Result<_>>()?;
+                    offsets = Some(offs.into_iter().filter(|&o| !dv.contains(o as u32)).collect());
+                } else {
+                    offsets = Some(offs);
+                }
+            }
+        }
+        let num_out = offsets.as_ref().map(|o| o.len()).unwrap_or(n);
+        if opts.with_row_id || opts.with_row_address {
+            let offs = offsets.unwrap_or_else(|| rows.offsets());
+            // Deleted rows read anyway have neither a row id nor an address (null, as in pylance).
+            let deleted = if opts.include_deleted { self.deletions(i)? } else { None };
+            let deleted = deleted.filter(|dv| offs.iter().any(|&o| dv.contains(o as u32)));
+            let unless_deleted = |a: UInt64Array| -> UInt64Array {
+                match &deleted {
+                    Some(dv) => a.iter().zip(&offs).map(|(v, &o)| v.filter(|_| !dv.contains(o as u32))).collect(),
+                    None => a,
+                }
+            };
+            if opts.with_row_id {
+                let ids: UInt64Array = if self.stable_row_ids {
+                    let seq = self.row_ids(i)?;
+                    offs.iter().map(|&o| seq[o as usize]).collect()
+                } else {
+                    offs.iter().map(|&o| (frag.id << 32) | o).collect()
+                };
+                arrays.push(Arc::new(unless_deleted(ids)));
+            }
+            if opts.with_row_address {
+                arrays.push(Arc::new(unless_deleted(offs.iter().map(|&o| (frag.id << 32) | o).collect())));
+            }
+        }
+        decoded_batch(self.output_schema(projection, opts), arrays, num_out, &format!("fragment {}", frag.id))
+    }
+
+    /// Plans a scan of `fragments` (indices; `None` = all) skipping `offset` live rows and
+    /// returning at most `limit`, in tasks of at most `batch_rows` physical rows.
+    pub fn plan_scan(
+        &self,
+        fragments: Option<&[usize]>,
+        offset: u64,
+        limit: Option<u64>,
+        batch_rows: u64,
+        opts: ScanOptions,
+    ) -> Result<Vec<ScanTask>> {
+        let batch_rows = batch_rows.max(1);
+        let all: Vec<usize> = (0..self.fragments.len()).collect();
+        let order = fragments.unwrap_or(&all);
+        let mut skip = offset;
+        let mut remaining = limit.unwrap_or(u64::MAX);
+        let mut tasks = Vec::new();
+        for &i in order {
+            if remaining == 0 {
+                break;
+            }
+            if i >= self.fragments.len() {
+                return Err(Error::IndexOutOfRange(format!("fragment index {i}")));
+            }
+            let phys = self.physical_rows(i)?;
+            let dv = if opts.include_deleted { None } else { self.deletions(i)? };
+            let live = match &dv {
+                Some(d) => phys - d.range_cardinality(0..phys.min(u32::MAX as u64 + 1) as u32).min(phys),
+                None => phys,
+            };
+            if skip >= live {
+                skip -= live;
+                continue;
+            }
+            let start = self.nth_live(i, skip, dv.as_deref())?;
+            skip = 0;
+            let mut pos = start;
+            while pos < phys && remaining > 0 {
+                let mut end = (pos + batch_rows).min(phys);
+                let live_in = match &dv {
+                    Some(d) => (end - pos) - d.range_cardinality(pos as u32..end as u32),
+                    None => end - pos,
+                };
+                if live_in > remaining {
+                    // Cut right after the last live row that is still wanted.
+                    let before = match &dv {
+                        Some(d) => pos - d.range_cardinality(0..pos as u32),
+                        None => pos,
+                    };
+                    end = self.nth_live(i, before + remaining - 1, dv.as_deref())? + 1;
+                    remaining = 0;
+                } else {
+                    remaining -= live_in;
+                }
+                tasks.push(ScanTask { fragment: i, rows: pos..end });
+                pos = end;
+            }
+        }
+        Ok(tasks)
+    }
+
+    /// Runs one scan task.
+    pub fn run_task(&self, task: &ScanTask, projection: &[usize], opts: ScanOptions) -> Result<RecordBatch> {
+        self.read_fragment(task.fragment, projection, Rows::Range(task.rows.clone()), opts)
+    }
+
+    /// Runs tasks in parallel; batches come back in task order.
+    pub fn run_tasks(&self, tasks: Vec<ScanTask>, projection: &[usize], opts: ScanOptions) -> Result<Vec<RecordBatch>> {
+        self.map_files(tasks, true, |t| self.run_task(&t, projection, opts)).into_iter().collect()
+    }
+}
+
+/// Gives `array` the exact type of `field` when the two differ only in names or
+/// nullability of nested children (e.g. a fixed-size list's item field).
+pub(super) fn conform(array: ArrayRef, field: &Field) -> Result<ArrayRef> {
+    if array.data_type() == field.data_type() {
+        return Ok(array);
+    }
+    let data = array.to_data().into_builder().data_type(field.data_type().clone()).build().map_err(|e| {
+        Error::SchemaMismatch(format!(
+            "column {:?}: data of type {} cannot be read as {}: {e}",
+            field.name(),
+            array.data_type(),
+            field.data_type()
+        ))
+    })?;
+    Ok(arrow_array::make_array(data))
+}
