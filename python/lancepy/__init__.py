@@ -4,6 +4,11 @@ The Rust core (``lancepy._lancepy``) reads and writes Lance files, manifests, tr
 deletion files; this package is the Python API on top: datasets (:func:`write_dataset`,
 :func:`dataset`), versions, commits and schema evolution. Arrow data crosses the boundary zero-copy through the Arrow PyCapsule
 interface.
+
+The package is layered (``ARCHITECTURE.md`` next to this file; ``tests/test_layers.py``
+enforces it): ``_core`` (URIs, schemas, input conversion, filters) <- ``_table`` (versions,
+transactions, the commit loop) <- ``_ops`` (write, take, mutations, indices) <- the public
+``dataset`` / ``scanner`` / ``fragment`` modules <- ``torch``, ``spark``, ``cli``.
 """
 
 from __future__ import annotations

@@ -719,7 +719,11 @@ class LanceDataset:
         """Live rows (matching `filter`); the keyword parameters are :meth:`scanner`'s."""
         args = _args(locals())
         if all(v is None for v in args.values()):
-            return self._snapshot.count_rows()  # (the manifest's row counts less deletions)
+            # The manifest's row counts less deletions, once per version.
+            count = self._per_version.get("count_rows")
+            if count is None:
+                count = self._per_version["count_rows"] = self._snapshot.count_rows()
+            return count
         return self.scanner(**args).count_rows()
 
     def head(
