@@ -44,7 +44,9 @@ def update_metadata(ds: LanceDataset, values: Dict[str, Optional[str]], *, repla
     return ds.metadata
 
 
-def update_schema_metadata(ds: LanceDataset, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
+def update_schema_metadata(
+    ds: LanceDataset, values: Dict[str, Optional[str]], *, replace: bool = False
+) -> Dict[str, str]:
     """See :meth:`LanceDataset.update_schema_metadata`."""
     ds._commit("UpdateConfig", {"schema_metadata_updates": _update_map(values, replace)})
     return ds.schema_metadata
@@ -55,7 +57,9 @@ def replace_schema_metadata(ds: LanceDataset, new_metadata: Dict[str, str]) -> N
     ds.update_schema_metadata(new_metadata, replace=True)
 
 
-def update_field_metadata(ds: LanceDataset, field_updates: Dict[str, Dict[str, Optional[str]]], *, replace: bool = False) -> None:
+def update_field_metadata(
+    ds: LanceDataset, field_updates: Dict[str, Dict[str, Optional[str]]], *, replace: bool = False
+) -> None:
     """See :meth:`LanceDataset.update_field_metadata`."""
     ids = ds._field_ids_by_path()
     body = {}
@@ -84,7 +88,8 @@ def _field_ids_by_path(ds: LanceDataset) -> Dict[str, int]:
     return {path(f): f.get("id", 0) for f in fields}
 
 
-def add_bases(ds: LanceDataset, new_bases: List[DatasetBasePath], transaction_properties: Optional[Dict[str, str]] = None
+def add_bases(
+    ds: LanceDataset, new_bases: List[DatasetBasePath], transaction_properties: Optional[Dict[str, str]] = None
 ) -> "LanceDataset":
     """See :meth:`LanceDataset.add_bases`."""
     if not new_bases:

@@ -36,7 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
 
 
-def add_columns(ds: LanceDataset, transforms: Any,
+def add_columns(
+    ds: LanceDataset,
+    transforms: Any,
     read_columns: Optional[List[str]] = None,
     reader_schema: Optional[pa.Schema] = None,
     batch_size: Optional[int] = None,
@@ -57,7 +59,10 @@ def add_columns(ds: LanceDataset, transforms: Any,
         lance = lance_fields_for(new_schema, first_id)
         fields = ds._loaded.manifest.get("fields", []) + lance["fields"]
         frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
-        ds._commit("Merge", {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})})
+        ds._commit(
+            "Merge",
+            {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})},
+        )
         return
     if isinstance(transforms, dict):
         compiled = {n: compile_expression(e, schema) if isinstance(e, str) else e for n, e in transforms.items()}
@@ -67,14 +72,20 @@ def add_columns(ds: LanceDataset, transforms: Any,
 
         def fn(batch: pa.RecordBatch) -> Dict[str, pa.Array]:
             t = pa.Table.from_batches([batch])
-            return {n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()}
+            return {
+                n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()
+            }
 
         return ds._add_computed_columns(fn, needed or [schema.names[0]], first_id, batch_size)
     if callable(transforms):
         cols = read_columns if read_columns is not None else schema.names
         return ds._add_computed_columns(transforms, cols, first_id, batch_size)
-    if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(transforms, "__arrow_c_stream__"):
-        return ds._add_precomputed_columns(pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id)
+    if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(
+        transforms, "__arrow_c_stream__"
+    ):
+        return ds._add_precomputed_columns(
+            pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id
+        )
     raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
 
 
@@ -84,8 +95,13 @@ def _check_new_names(ds: LanceDataset, new_schema: pa.Schema) -> None:
         raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
 
 
-def _add_computed_columns(ds: LanceDataset, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int,
-                          batch_size: Optional[int] = None) -> None:
+def _add_computed_columns(
+    ds: LanceDataset,
+    fn: Callable[[pa.RecordBatch], Any],
+    read_columns: List[str],
+    first_id: int,
+    batch_size: Optional[int] = None,
+) -> None:
     """See :meth:`LanceDataset._add_computed_columns`."""
     import numpy as np
 
@@ -101,21 +117,23 @@ def _add_computed_columns(ds: LanceDataset, fn: Callable[[pa.RecordBatch], Any],
         fid = frag.get("id", 0)
         phys, live = rows[fid]
         # Every physical row, so the new file lines up with the fragment's other files.
-        src = pa.table(ds._snapshot.scan(
-            columns,
-            fragment_ids=[fid],
-            batch_rows=1 << 40,
-            with_row_id=want_id,
-            with_row_address=want_addr,
-            include_deleted=True,
-        ))
+        src = pa.table(
+            ds._snapshot.scan(
+                columns,
+                fragment_ids=[fid],
+                batch_rows=1 << 40,
+                with_row_id=want_id,
+                with_row_address=want_addr,
+                include_deleted=True,
+            )
+        )
         src = src.select(read_columns).combine_chunks()
         keep = np.ones(phys, dtype=bool)
         if live < phys:
             keep[pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
         outs = []
         for start in range(0, phys, batch_size):
-            live_rows = np.flatnonzero(keep[start:start + batch_size]) + start
+            live_rows = np.flatnonzero(keep[start : start + batch_size]) + start
             part = src.take(pa.array(live_rows, pa.int64()))
             batch = part.to_batches()
             batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
@@ -173,9 +191,18 @@ def _attach_new_columns(ds: LanceDataset, new_tables: List[pa.Table], first_id: 
                 raise InvalidArgumentError(
                     f"the new columns have {table.num_rows} rows for fragment {frag.get('id', 0)}, which has {phys}"
                 )
-            table = pa.Table.from_arrays([table.column(n).cast(new_schema.field(n).type) for n in new_schema.names], schema=new_schema)
-            made = _write(ds._uri, table.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), ds.data_storage_version,
-                          storage_options=ds._storage_options)
+            table = pa.Table.from_arrays(
+                [table.column(n).cast(new_schema.field(n).type) for n in new_schema.names], schema=new_schema
+            )
+            made = _write(
+                ds._uri,
+                table.to_reader(),
+                lance["fields"],
+                lance["metadata"],
+                max(phys, 1),
+                ds.data_storage_version,
+                storage_options=ds._storage_options,
+            )
             if len(made) != 1:
                 raise InvalidArgumentError("internal error: expected one data file per fragment")
             df = made[0]._manifest_json()["files"][0]
@@ -185,7 +212,11 @@ def _attach_new_columns(ds: LanceDataset, new_tables: List[pa.Table], first_id: 
         ds._store.delete(written)
         raise
     fields = ds._loaded.manifest.get("fields", []) + lance["fields"]
-    ds._commit("Merge", {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})}, written)
+    ds._commit(
+        "Merge",
+        {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})},
+        written,
+    )
 
 
 def drop_columns(ds: LanceDataset, columns: List[str]) -> None:
@@ -199,7 +230,9 @@ def drop_columns(ds: LanceDataset, columns: List[str]) -> None:
         raise InvalidArgumentError(f"cannot drop {missing}: no such columns (columns are {names})")
     if len(set(columns)) >= len(names):
         raise InvalidArgumentError("cannot drop every column of a dataset")
-    drop_ids = {f["id"] if "id" in f else 0 for f in fields if f.get("parent_id", -1) == -1 and f.get("name") in columns}
+    drop_ids = {
+        f["id"] if "id" in f else 0 for f in fields if f.get("parent_id", -1) == -1 and f.get("name") in columns
+    }
     changed = True
     while changed:  # children of dropped fields go too
         changed = False
@@ -261,20 +294,29 @@ def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[st
     try:
         for frag in frags:
             fid = frag.get("id", 0)
-            src = pa.table(ds._snapshot.scan(
-                list(casts),
-                fragment_ids=[fid],
-                batch_rows=1 << 40,
-                include_deleted=True,
-            ))
+            src = pa.table(
+                ds._snapshot.scan(
+                    list(casts),
+                    fragment_ids=[fid],
+                    batch_rows=1 << 40,
+                    include_deleted=True,
+                )
+            )
             try:
                 cols = [src.column(n).cast(t) for n, t in casts.items()]
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise InvalidArgumentError(f"cannot cast: {e}") from None
             names = [f["name"] for f in new_fields]
             table = pa.Table.from_arrays(cols, names=names)
-            made = _write(ds._uri, table.to_reader(), new_fields, {}, max(src.num_rows, 1), ds.data_storage_version,
-                          storage_options=ds._storage_options)
+            made = _write(
+                ds._uri,
+                table.to_reader(),
+                new_fields,
+                {},
+                max(src.num_rows, 1),
+                ds.data_storage_version,
+                storage_options=ds._storage_options,
+            )
             df = made[0]._manifest_json()["files"][0]
             written.append(f"data/{df['path']}")
             for old_file in frag.get("files", []):
@@ -304,5 +346,9 @@ def _spread_over_physical_rows(values: pa.Table, keep: Any) -> pa.Table:
     phys = len(keep)
     if values.num_rows == 0:
         return pa.table({n: pa.nulls(phys, values.column(n).type) for n in values.column_names})
-    return pa.table({n: pc.if_else(mask, pa.nulls(phys, values.column(n).type), values.column(n).take(take_idx))
-                     for n in values.column_names})
+    return pa.table(
+        {
+            n: pc.if_else(mask, pa.nulls(phys, values.column(n).type), values.column(n).take(take_idx))
+            for n in values.column_names
+        }
+    )

@@ -42,15 +42,17 @@ def list_indices(ds: LanceDataset) -> List[Dict[str, Any]]:
     names = _field_paths(ds._loaded.manifest.get("fields", []))
     out = []
     for e in _lancepy.index_section_entries(ds._loaded.index_section):
-        out.append({
-            "name": e["name"],
-            "type": ds._index_type(e),
-            "uuid": e["uuid"],
-            "fields": [names.get(f, str(f)) for f in e["fields"]],
-            "version": e["dataset_version"],
-            "fragment_ids": set(e["fragment_ids"]),
-            "base_id": e["base_id"],
-        })
+        out.append(
+            {
+                "name": e["name"],
+                "type": ds._index_type(e),
+                "uuid": e["uuid"],
+                "fields": [names.get(f, str(f)) for f in e["fields"]],
+                "version": e["dataset_version"],
+                "fragment_ids": set(e["fragment_ids"]),
+                "base_id": e["base_id"],
+            }
+        )
     return out
 
 
@@ -72,9 +74,16 @@ def _index_type(ds: LanceDataset, entry: Dict[str, Any]) -> str:
             return str(json.loads(md[b"lance:index"])["type"]).upper()
         except (LanceError, KeyError, ValueError, TypeError):
             return "Vector"
-    known = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList",
-             "InvertedIndexDetails": "Inverted", "NGramIndexDetails": "NGram", "ZoneMapIndexDetails": "ZoneMap",
-             "BloomFilterIndexDetails": "BloomFilter", "JsonIndexDetails": "Json"}
+    known = {
+        "BTreeIndexDetails": "BTree",
+        "BitmapIndexDetails": "Bitmap",
+        "LabelListIndexDetails": "LabelList",
+        "InvertedIndexDetails": "Inverted",
+        "NGramIndexDetails": "NGram",
+        "ZoneMapIndexDetails": "ZoneMap",
+        "BloomFilterIndexDetails": "BloomFilter",
+        "JsonIndexDetails": "Json",
+    }
     return known.get(details, details.removesuffix("IndexDetails") or "Unknown")
 
 
@@ -92,20 +101,28 @@ def describe_indices(ds: LanceDataset) -> List["IndexDescription"]:
         segments = []
         for e in entries:
             files = ds._store.list(f"_indices/{e['uuid']}")
-            segments.append({"uuid": e["uuid"], "dataset_version": e["dataset_version"],
-                             "fragment_ids": set(e["fragment_ids"]), "size_bytes": sum(size for _, size, _ in files)})
+            segments.append(
+                {
+                    "uuid": e["uuid"],
+                    "dataset_version": e["dataset_version"],
+                    "fragment_ids": set(e["fragment_ids"]),
+                    "size_bytes": sum(size for _, size, _ in files),
+                }
+            )
         covered = set().union(*(seg["fragment_ids"] for seg in segments))
         first = entries[0]
-        out.append(IndexDescription(
-            name=name,
-            type_url="/" + str(first["details_type"]).lstrip("/"),
-            num_rows_indexed=sum(rows[f][1] for f in covered if f in rows),
-            fields=list(first["fields"]),
-            field_names=[names.get(f, str(f)) for f in first["fields"]],
-            total_size_bytes=sum(seg["size_bytes"] for seg in segments),
-            index_type=ds._index_type(first),
-            segments=segments,
-        ))
+        out.append(
+            IndexDescription(
+                name=name,
+                type_url="/" + str(first["details_type"]).lstrip("/"),
+                num_rows_indexed=sum(rows[f][1] for f in covered if f in rows),
+                fields=list(first["fields"]),
+                field_names=[names.get(f, str(f)) for f in first["fields"]],
+                total_size_bytes=sum(seg["size_bytes"] for seg in segments),
+                index_type=ds._index_type(first),
+                segments=segments,
+            )
+        )
     return out
 
 
@@ -127,18 +144,26 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
             from lancepy._ops import ivf as _ivf
 
             idx = _ivf.load_index(ds._uri, seg["uuid"], ds._storage_options)
-            info.update({
-                "uri": f"{ds._uri}/_indices/{seg['uuid']}/index.idx",
-                "metric_type": idx.metric,
-                "num_partitions": idx.num_partitions,
-                "partitions": [{"size": int(n)} for n in idx.lengths],
-            })
+            info.update(
+                {
+                    "uri": f"{ds._uri}/_indices/{seg['uuid']}/index.idx",
+                    "metric_type": idx.metric,
+                    "num_partitions": idx.num_partitions,
+                    "partitions": [{"size": int(n)} for n in idx.lengths],
+                }
+            )
             dim = int(idx.centroids.shape[1])
             info["sub_index"] = (
                 {"index_type": "FLAT", "dim": dim, "metric_type": idx.metric}
                 if idx.kind == "IVF_FLAT"
-                else {"index_type": "PQ", "dimension": dim, "metric_type": idx.metric, "nbits": 8,
-                      "num_sub_vectors": idx.num_sub_vectors, "transposed": True}
+                else {
+                    "index_type": "PQ",
+                    "dimension": dim,
+                    "metric_type": idx.metric,
+                    "nbits": 8,
+                    "num_sub_vectors": idx.num_sub_vectors,
+                    "transposed": True,
+                }
             )
         segments.append(info)
     return {
@@ -167,7 +192,9 @@ def drop_index(ds: LanceDataset, name: str) -> None:
     ds._commit("CreateIndex", {"new_indices": [], "removed_indices": removed})
 
 
-def create_index(ds: LanceDataset, column: Union[str, List[str]],
+def create_index(
+    ds: LanceDataset,
+    column: Union[str, List[str]],
     index_type: str,
     name: Optional[str] = None,
     metric: str = "L2",
@@ -226,7 +253,9 @@ def create_index(ds: LanceDataset, column: Union[str, List[str]],
     if num_bits != 8:
         raise NotSupportedError(f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ codes only")
     if index_cache_size is not None:
-        warnings.warn("create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=2
+        )
     if isinstance(column, (list, tuple)):
         if len(column) != 1:
             raise NotSupportedError(f"create_index: a vector index covers one column, got {list(column)}")
@@ -238,8 +267,12 @@ def create_index(ds: LanceDataset, column: Union[str, List[str]],
         if metric_name == "hamming":
             raise NotSupportedError("create_index(metric='hamming'): lancepy indexes float vectors only")
         raise InvalidArgumentError(f"Metric {metric} not supported.")
-    for arg, value in (("sample_rate", sample_rate), ("max_iters", max_iters), ("num_partitions", num_partitions),
-                       ("target_partition_size", target_partition_size)):
+    for arg, value in (
+        ("sample_rate", sample_rate),
+        ("max_iters", max_iters),
+        ("num_partitions", num_partitions),
+        ("target_partition_size", target_partition_size),
+    ):
         if value is not None and (not isinstance(value, int) or value < 1):
             raise InvalidArgumentError(f"create_index: {arg} must be a positive integer, got {value!r}")
     ids = ds._field_ids_by_path()
@@ -254,7 +287,9 @@ def create_index(ds: LanceDataset, column: Union[str, List[str]],
     if not pa.types.is_float32(field.type.value_type):
         # (pylance types an index's centroids and codebook like the vectors; lancepy writes
         # and reads float32 ones only)
-        raise NotSupportedError(f"create_index on {field.type.value_type} vectors: lancepy builds indices of float32 vectors only")
+        raise NotSupportedError(
+            f"create_index on {field.type.value_type} vectors: lancepy builds indices of float32 vectors only"
+        )
     dim = field.type.list_size
     if kind == "IVF_PQ":
         if num_sub_vectors is None:
@@ -277,15 +312,25 @@ def create_index(ds: LanceDataset, column: Union[str, List[str]],
     if existing and not replace:
         raise IndexAlreadyExistsError(f"Index name '{name}' already exists, use replace=True to overwrite it")
     if num_partitions is None and target_partition_size is not None and ivf_centroids is None:
-        rows = ds.count_rows() if fragment_ids is None else sum(
-            f.count_rows() for f in ds.get_fragments() if f.fragment_id in set(fragment_ids)
+        rows = (
+            ds.count_rows()
+            if fragment_ids is None
+            else sum(f.count_rows() for f in ds.get_fragments() if f.fragment_id in set(fragment_ids))
         )
         num_partitions = min(max(1, rows // target_partition_size), _ivf_build.MAX_PARTITIONS)
     files_options = ds._storage_options if storage_options is None else normalize_storage_options(storage_options)
     params = _ivf_build.IvfParams(
-        kind=kind, metric=metric_name, num_partitions=num_partitions, num_sub_vectors=num_sub_vectors,
-        sample_rate=sample_rate, max_iters=max_iters, ivf_centroids=ivf_centroids, pq_codebook=pq_codebook,
-        filter_nan=filter_nan, seed=seed, transposed=not skip_transpose,
+        kind=kind,
+        metric=metric_name,
+        num_partitions=num_partitions,
+        num_sub_vectors=num_sub_vectors,
+        sample_rate=sample_rate,
+        max_iters=max_iters,
+        ivf_centroids=ivf_centroids,
+        pq_codebook=pq_codebook,
+        filter_nan=filter_nan,
+        seed=seed,
+        transposed=not skip_transpose,
     )
     entry = _ivf_build.build(
         ds, column, ids[column], dim, params, fragment_ids, index_uuid, name, progress_callback, files_options

@@ -63,7 +63,8 @@ def _matching_addresses(ds: LanceDataset, flt: Filter, fragment_ids: Optional[Li
     return pa.chunked_array(parts, pa.uint64()).combine_chunks()
 
 
-def _retry_on_conflict(ds: LanceDataset, attempt: Callable[[], _T], conflict_retries: int, retry_timeout: datetime.timedelta
+def _retry_on_conflict(
+    ds: LanceDataset, attempt: Callable[[], _T], conflict_retries: int, retry_timeout: datetime.timedelta
 ) -> _T:
     """See :meth:`LanceDataset._retry_on_conflict`."""
     if conflict_retries < 0:
@@ -81,7 +82,9 @@ def _retry_on_conflict(ds: LanceDataset, attempt: Callable[[], _T], conflict_ret
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def delete(ds: LanceDataset, predicate: Any,
+def delete(
+    ds: LanceDataset,
+    predicate: Any,
     *,
     conflict_retries: int = DEFAULT_CONFLICT_RETRIES,
     retry_timeout: datetime.timedelta = DEFAULT_RETRY_TIMEOUT,
@@ -121,7 +124,9 @@ def _write_deletions(ds: LanceDataset, addresses: pa.Array) -> Any:
     return updated, removed, written
 
 
-def update(ds: LanceDataset, updates: Dict[str, Any],
+def update(
+    ds: LanceDataset,
+    updates: Dict[str, Any],
     where: Any = None,
     conflict_retries: int = DEFAULT_CONFLICT_RETRIES,
     retry_timeout: datetime.timedelta = DEFAULT_RETRY_TIMEOUT,
@@ -162,15 +167,23 @@ def _update_once(ds: LanceDataset, updates: Dict[str, Any], where: Any) -> Dict[
     return {"num_rows_updated": table.num_rows}
 
 
-def _replace_rows(ds: LanceDataset, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()) -> None:
+def _replace_rows(
+    ds: LanceDataset, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()
+) -> None:
     """See :meth:`LanceDataset._replace_rows`."""
     updated, removed, written = ds._write_deletions(addresses)
     new_frags: List[Dict[str, Any]] = []
     if new_rows is not None and new_rows.num_rows > 0:
         reader = align_to_schema(new_rows.to_reader(), ds.schema)
-        frags = _write(ds._uri, reader, ds._loaded.manifest.get("fields", []),
-                       ds._loaded.manifest.get("schema_metadata", {}), DEFAULT_MAX_ROWS_PER_FILE, ds.data_storage_version,
-                       storage_options=ds._storage_options)
+        frags = _write(
+            ds._uri,
+            reader,
+            ds._loaded.manifest.get("fields", []),
+            ds._loaded.manifest.get("schema_metadata", {}),
+            DEFAULT_MAX_ROWS_PER_FILE,
+            ds.data_storage_version,
+            storage_options=ds._storage_options,
+        )
         new_frags = [f._manifest_json() for f in frags]
         written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
     ids = {f.get("name"): f.get("id") for f in ds._loaded.manifest.get("fields", [])}
@@ -183,7 +196,9 @@ def _replace_rows(ds: LanceDataset, addresses: pa.Array, new_rows: Optional[pa.T
     ds._commit("Update", body, written)
 
 
-def merge(ds: LanceDataset, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
+def merge(
+    ds: LanceDataset, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None
+) -> None:
     """See :meth:`LanceDataset.merge`."""
     right_on = left_on if right_on is None else right_on
     if left_on not in ds.schema.names:
@@ -210,5 +225,3 @@ def merge(ds: LanceDataset, data_obj: Any, left_on: str, right_on: Optional[str]
     positions = pc.index_in(left_keys, value_set=right_keys.combine_chunks())
     values = right.select(new_names).take(positions)
     ds._add_precomputed_columns(values, ds.max_field_id + 1)
-
-

@@ -30,7 +30,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
 
 
-def sample(ds: LanceDataset, num_rows: int,
+def sample(
+    ds: LanceDataset,
+    num_rows: int,
     columns: Union[List[str], Dict[str, str], None] = None,
     randomize_order: bool = True,
 ) -> pa.Table:
@@ -46,18 +48,22 @@ def sample(ds: LanceDataset, num_rows: int,
     return ds.take(indices, columns)
 
 
-def _take_rows(ds: LanceDataset, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+def _take_rows(
+    ds: LanceDataset, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False
+) -> pa.Table:
     """See :meth:`LanceDataset._take_rows`."""
     cols = ds._plain_columns(columns)
     wanted = _indices(row_ids)
     if ds.has_stable_row_ids:
         wanted = ds._addresses_of_row_ids(wanted)
-    return pa.table(ds._snapshot.take_addresses(
-        wanted,
-        columns=cols,
-        with_row_id=with_row_id,
-        with_row_address=with_row_address,
-    ))
+    return pa.table(
+        ds._snapshot.take_addresses(
+            wanted,
+            columns=cols,
+            with_row_id=with_row_id,
+            with_row_address=with_row_address,
+        )
+    )
 
 
 def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
@@ -66,13 +72,15 @@ def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
 
     cache = ds._per_version.get("row_id_map")
     if cache is None:
-        t = pa.table(ds._snapshot.scan(
-            [],
-            fragment_ids=None,
-            batch_rows=1 << 20,
-            with_row_id=True,
-            with_row_address=True,
-        ))
+        t = pa.table(
+            ds._snapshot.scan(
+                [],
+                fragment_ids=None,
+                batch_rows=1 << 20,
+                with_row_id=True,
+                with_row_address=True,
+            )
+        )
         rid = t.column(ROW_ID).to_numpy().astype(np.uint64)
         addr = t.column(ROW_ADDRESS).to_numpy().astype(np.uint64)
         order = np.argsort(rid, kind="stable")
@@ -86,7 +94,9 @@ def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
     return pa.array(addrs[pos[found]], pa.uint64())
 
 
-def take_blobs(ds: LanceDataset, blob_column: str,
+def take_blobs(
+    ds: LanceDataset,
+    blob_column: str,
     ids: Optional[Union[List[int], pa.Array]] = None,
     addresses: Optional[Union[List[int], pa.Array]] = None,
     indices: Optional[Union[List[int], pa.Array]] = None,
