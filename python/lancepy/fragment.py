@@ -15,17 +15,7 @@ commits)::
 from __future__ import annotations
 
 import json
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    Optional,
-    Tuple,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
@@ -42,11 +32,7 @@ from lancepy._table.fragments import (  # noqa: F401
     FragmentMetadata,
     normalize_storage_version,
 )
-from lancepy.exceptions import (
-    ColumnNotFoundError,
-    InvalidArgumentError,
-    UnsupportedError,
-)
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
     from lancepy.dataset import LanceDataset, LanceSchema

@@ -4,14 +4,7 @@ returns."""
 from __future__ import annotations
 
 import datetime
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    List,
-    Optional,
-    Sequence,
-)
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,20 +13,10 @@ from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.schema import ROW_ADDRESS
-from lancepy.exceptions import (
-    CommitConflictError,
-    InvalidArgumentError,
-    SchemaMismatchError,
-    UnsupportedError,
-)
+from lancepy.exceptions import CommitConflictError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
 from lancepy.filters import Filter, FilterLike, compile_filter
-from lancepy.fragment import (
-    align_to_schema,
-    to_record_batch_reader,
-)
-from lancepy.scanner import (
-    _evaluate,
-)
+from lancepy.fragment import align_to_schema, to_record_batch_reader
+from lancepy.scanner import _evaluate
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset

@@ -8,14 +8,7 @@ import json
 import time
 import uuid as _uuid
 from dataclasses import dataclass
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    Iterator,
-    List,
-    Optional,
-)
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,17 +19,8 @@ from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._table import commit as _commit
 from lancepy._table.commit import _auto_cleanup_config
-from lancepy.exceptions import (
-    InternalError,
-    InvalidArgumentError,
-    NotSupportedError,
-    UnsupportedError,
-)
-from lancepy.fragment import (
-    DEFAULT_MAX_BYTES_PER_FILE,
-    _write,
-    normalize_storage_version,
-)
+from lancepy.exceptions import InternalError, InvalidArgumentError, NotSupportedError, UnsupportedError
+from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, _write, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset

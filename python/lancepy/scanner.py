@@ -17,14 +17,9 @@ from lancepy import blob as _blob
 from lancepy import vector as _vector
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
-from lancepy.exceptions import (
-    InvalidArgumentError,
-    UnsupportedError,
-)
+from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.filters import compile_expression, compile_filter
-from lancepy.fragment import (
-    LanceFragment,
-)
+from lancepy.fragment import LanceFragment
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset

@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import (
-    TYPE_CHECKING,
-    Dict,
-    List,
-)
+from typing import TYPE_CHECKING, Dict, List
 
-from lancepy.exceptions import (
-    UnsupportedError,
-)
+from lancepy.exceptions import UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset

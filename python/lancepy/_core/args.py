@@ -4,19 +4,11 @@
 from __future__ import annotations
 
 import datetime
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    Optional,
-)
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 import pyarrow as pa
 
-from lancepy.exceptions import (
-    InvalidArgumentError,
-    UnsupportedError,
-)
+from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.file import _to_indices
 
 if TYPE_CHECKING:  # pragma: no cover

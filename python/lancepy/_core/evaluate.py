@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancepy.exceptions import (
-    InvalidArgumentError,
-)
+from lancepy.exceptions import InvalidArgumentError
 from lancepy.filters import Filter
 from lancepy.filters import evaluate as evaluate_expression
 

@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy.exceptions import (
-    InvalidArgumentError,
-)
+from lancepy.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass

@@ -3,23 +3,13 @@ commits that change a dataset's description, not its rows."""
 
 from __future__ import annotations
 
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    List,
-    Optional,
-)
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from lancepy._table import bases as _bases
 from lancepy._table import commit as _commit
 from lancepy._table.bases import DatasetBasePath
-from lancepy._table.operations import (
-    _update_map,
-)
-from lancepy.exceptions import (
-    InvalidArgumentError,
-)
+from lancepy._table.operations import _update_map
+from lancepy.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset

@@ -5,31 +5,16 @@ values), dropping, renaming and casting columns. The functions behind
 from __future__ import annotations
 
 import copy
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    List,
-    Optional,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy._core.conform import to_record_batch_reader
 from lancepy._core.evaluate import _evaluate_values
-from lancepy._core.schema import (
-    ROW_ADDRESS,
-    ROW_ID,
-    _as_table,
-    lance_fields_for,
-)
+from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table, lance_fields_for
 from lancepy._ops.write import _write
-from lancepy.exceptions import (
-    InvalidArgumentError,
-    UnsupportedError,
-)
+from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.filters import Filter, compile_expression
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -5,31 +5,15 @@ functions behind :class:`LanceDataset`'s index methods."""
 from __future__ import annotations
 
 import json
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    List,
-    Optional,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy._core.schema import (
-    _field_paths,
-)
+from lancepy._core.schema import _field_paths
 from lancepy._core.storage import normalize_storage_options
-from lancepy._table.operations import (
-    IndexDescription,
-)
-from lancepy.exceptions import (
-    InvalidArgumentError,
-    LanceError,
-    NotSupportedError,
-)
+from lancepy._table.operations import IndexDescription
+from lancepy.exceptions import InvalidArgumentError, LanceError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset

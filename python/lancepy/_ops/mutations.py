@@ -8,39 +8,18 @@ import datetime
 import json
 import random
 import time
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    List,
-    Optional,
-    Sequence,
-    TypeVar,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancepy._core.args import (
-    DEFAULT_CONFLICT_RETRIES,
-    DEFAULT_RETRY_TIMEOUT,
-)
+from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.conform import align_to_schema, to_record_batch_reader
 from lancepy._core.evaluate import _evaluate, _evaluate_values, _stream_tables
-from lancepy._core.schema import (
-    ROW_ADDRESS,
-)
+from lancepy._core.schema import ROW_ADDRESS
 from lancepy._ops.write import _write
-from lancepy._table.fragments import (
-    DEFAULT_MAX_ROWS_PER_FILE,
-    FragmentMetadata,
-    normalize_storage_version,
-)
-from lancepy.exceptions import (
-    CommitConflictError,
-    InvalidArgumentError,
-)
+from lancepy._table.fragments import DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, normalize_storage_version
+from lancepy.exceptions import CommitConflictError, InvalidArgumentError
 from lancepy.filters import Filter, compile_expression, compile_filter
 
 if TYPE_CHECKING:  # pragma: no cover

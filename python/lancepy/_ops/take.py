@@ -4,27 +4,14 @@ samples. The functions behind :class:`LanceDataset`'s take methods."""
 from __future__ import annotations
 
 import random
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    List,
-    Optional,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 import pyarrow as pa
 
 from lancepy import blob as _blob
 from lancepy._core.args import _indices
-from lancepy._core.schema import (
-    ROW_ADDRESS,
-    ROW_ID,
-)
-from lancepy.exceptions import (
-    IndexOutOfRangeError,
-    InvalidArgumentError,
-)
+from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset

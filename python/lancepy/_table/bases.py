@@ -31,11 +31,7 @@ from lancepy import _lancepy
 from lancepy._table import manifest as _manifest
 from lancepy._table import transaction as _transaction
 from lancepy._table.tags import Tags
-from lancepy.exceptions import (
-    DatasetAlreadyExistsError,
-    InvalidArgumentError,
-    UnsupportedError,
-)
+from lancepy.exceptions import DatasetAlreadyExistsError, InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass

@@ -19,7 +19,6 @@ from lancepy._table import manifest as _manifest
 from lancepy._table.tags import Tags
 from lancepy.exceptions import InvalidArgumentError
 
-
 _INDICES_DIR = "_indices"
 
 

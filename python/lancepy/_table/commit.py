@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
+from lancepy._table.cleanup import cleanup_old_versions
 from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table layer's entry points
     FLAG_BASE_PATHS,
     FLAG_DELETION_FILES,
@@ -57,14 +58,8 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     manifest_name,
     write_hint,
 )
-from lancepy._table.cleanup import cleanup_old_versions
 from lancepy._table.transaction import _body, conflicts, new_transaction, operation_name  # noqa: F401
-from lancepy.exceptions import (
-    CommitConflictError,
-    DatasetNotFoundError,
-    InvalidArgumentError,
-    UnsupportedError,
-)
+from lancepy.exceptions import CommitConflictError, DatasetNotFoundError, InvalidArgumentError, UnsupportedError
 
 __all__ = [
     "FLAG_DELETION_FILES",

@@ -7,10 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
-from lancepy.exceptions import (
-    InvalidArgumentError,
-    UnsupportedError,
-)
+from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
     pass

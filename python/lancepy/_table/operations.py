@@ -7,14 +7,7 @@ from __future__ import annotations
 import copy
 import uuid as _uuid
 from dataclasses import dataclass, field
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    List,
-    Optional,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 import pyarrow as pa
 
@@ -22,10 +15,7 @@ from lancepy._core.args import _refuse
 from lancepy._core.schema import _schema_of, lance_fields_for
 from lancepy._table import commit as _commit
 from lancepy._table.fragments import DataFile, FragmentMetadata
-from lancepy.exceptions import (
-    CorruptFileError,
-    InvalidArgumentError,
-)
+from lancepy.exceptions import CorruptFileError, InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass

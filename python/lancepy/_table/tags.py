@@ -4,23 +4,11 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    List,
-    Optional,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 from lancepy._table import manifest as _manifest
 from lancepy._table.manifest import latest_version
-from lancepy.exceptions import (
-    InvalidArgumentError,
-    NotFoundError,
-    UnsupportedError,
-    VersionNotFoundError,
-)
+from lancepy.exceptions import InvalidArgumentError, NotFoundError, UnsupportedError, VersionNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
