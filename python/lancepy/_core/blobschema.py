@@ -44,7 +44,9 @@ def blob_v2_schema(schema: Any, version: str) -> Any:
     for f in schema:
         if _is_blob_marked(f) and (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)):
             blob = pa.struct([pa.field("data", pa.large_binary()), pa.field("uri", pa.utf8())])
-            fields.append(pa.field(f.name, blob, f.nullable, metadata={b"ARROW:extension:name": BLOB_V2_EXTENSION.encode()}))
+            fields.append(
+                pa.field(f.name, blob, f.nullable, metadata={b"ARROW:extension:name": BLOB_V2_EXTENSION.encode()})
+            )
             changed = True
         else:
             fields.append(f)
@@ -76,7 +78,9 @@ def external_blob_handling(external_blob_mode: str, allow_external_blob_outside_
         raise InvalidArgumentError(f"external_blob_mode must be 'reference' or 'ingest', got {external_blob_mode!r}")
     if external_blob_mode == "ingest":
         if allow_external_blob_outside_bases:
-            raise InvalidArgumentError("allow_external_blob_outside_bases only applies when external_blob_mode='reference'")
+            raise InvalidArgumentError(
+                "allow_external_blob_outside_bases only applies when external_blob_mode='reference'"
+            )
         return "ingest"
     return "reference" if allow_external_blob_outside_bases else "refuse"
 
@@ -91,14 +95,17 @@ def _field_id(manifest: Dict[str, Any], column: str) -> Dict[str, Any]:
 
 
 def _is_blob_v2(field: Dict[str, Any]) -> bool:
-    return field.get("extension_name") == "lance.blob.v2" or bytes(
-        field.get("metadata", {}).get("ARROW:extension:name", b"")
-    ) == b"lance.blob.v2"
+    return (
+        field.get("extension_name") == "lance.blob.v2"
+        or bytes(field.get("metadata", {}).get("ARROW:extension:name", b"")) == b"lance.blob.v2"
+    )
 
 
 def _is_legacy_blob(field: Dict[str, Any]) -> bool:
     meta = field.get("metadata", {}) or {}
-    return field.get("logical_type") == "large_binary" and bytes(meta.get("lance-encoding:blob", b"")).lower() == b"true"
+    return (
+        field.get("logical_type") == "large_binary" and bytes(meta.get("lance-encoding:blob", b"")).lower() == b"true"
+    )
 
 
 def blob_field_kind(manifest: Dict[str, Any], column: str) -> Optional[str]:

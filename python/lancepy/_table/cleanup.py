@@ -83,10 +83,15 @@ def cleanup_old_versions(
             if owner in referenced or path == _manifest.HINT_FILE:
                 continue
             if owner in removed_in_old or delete_unverified or mtime < file_cutoff:
-                if prefix == _manifest.VERSIONS_DIR and path not in removed_in_old and not path.rsplit("/", 1)[-1].startswith("."):
+                if (
+                    prefix == _manifest.VERSIONS_DIR
+                    and path not in removed_in_old
+                    and not path.rsplit("/", 1)[-1].startswith(".")
+                ):
                     continue  # never delete a manifest we did not decide to remove
                 to_delete.append(path)
                 bytes_removed += size
+
     # Index files: `_indices/<uuid>/...`, kept while a kept version lists the index.
     def index_uuids(versions: List[Any]) -> set:
         out = set()
@@ -115,6 +120,7 @@ def cleanup_old_versions(
                 os.rmdir(os.path.join(local, d))
             except OSError:
                 pass
+
     def count(prefix: str) -> int:
         return sum(1 for p in to_delete if p.startswith(prefix + "/"))
 

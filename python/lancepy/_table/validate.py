@@ -13,7 +13,11 @@ from lancepy.file import LanceFileReader
 
 
 def _validate_version(
-    store: Any, loaded: Any, problems: List[str], checked: Dict[str, int], storage_options: Optional[Dict[str, str]] = None
+    store: Any,
+    loaded: Any,
+    problems: List[str],
+    checked: Dict[str, int],
+    storage_options: Optional[Dict[str, str]] = None,
 ) -> None:
     m = loaded.manifest
     sizes = {p: size for p, size, _ in store.list("data")}
