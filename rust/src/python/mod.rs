@@ -4,6 +4,7 @@ mod cache;
 mod errors;
 mod ffi;
 mod file;
+mod index_proto;
 mod manifest;
 mod table;
 
@@ -26,6 +27,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ffi::FixedValues>()?;
     table::register(m)?;
     manifest::register(m)?;
+    index_proto::register(m)?;
     cache::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
