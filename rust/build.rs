@@ -10,6 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "protos/table.proto",
         "protos/rowids.proto",
         "protos/transaction.proto",
+        "protos/index.proto",
     ];
     for p in &protos {
         println!("cargo:rerun-if-changed={p}");

@@ -23,7 +23,6 @@ given, and fragments the index does not cover are searched exactly and merged.
 from __future__ import annotations
 
 import json
-import struct
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -46,102 +45,6 @@ _PQ_CODE = "__pq_code"
 _FLAT = "flat"
 _ROWID = "_rowid"
 _VECTOR_DETAILS = "VectorIndexDetails"
-
-
-# --------------------------------------------------------------------------------------
-# protobuf: the few messages of lance's index.proto needed here, decoded by hand
-# --------------------------------------------------------------------------------------
-
-
-def _varint(b: bytes, i: int) -> Tuple[int, int]:
-    r = s = 0
-    while True:
-        if i >= len(b):
-            raise CorruptFileError("index protobuf: truncated varint")
-        c = b[i]
-        i += 1
-        r |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return r, i
-        if s >= 70:
-            raise CorruptFileError("index protobuf: varint longer than 10 bytes")
-
-
-def _fields(b: bytes) -> List[Tuple[int, int, Any]]:
-    out = []
-    i = 0
-    while i < len(b):
-        key, i = _varint(b, i)
-        num, wire = key >> 3, key & 7
-        if wire == 0:
-            v, i = _varint(b, i)
-        elif wire in (1, 5):
-            n = 8 if wire == 1 else 4
-            if i + n > len(b):
-                raise CorruptFileError("index protobuf: truncated fixed-width field")
-            v, i = b[i : i + n], i + n
-        elif wire == 2:
-            n, i = _varint(b, i)
-            if i + n > len(b):
-                raise CorruptFileError(f"index protobuf: field {num} claims {n} bytes, {len(b) - i} remain")
-            v, i = b[i : i + n], i + n
-        else:
-            raise CorruptFileError(f"index protobuf: unsupported wire type {wire}")
-        out.append((num, wire, v))
-    return out
-
-
-def _repeated_ints(wire: int, v: Any) -> List[int]:
-    if wire == 0:
-        return [v]
-    if wire != 2:
-        raise CorruptFileError("index protobuf: a repeated integer field has the wrong wire type")
-    out = []
-    i = 0
-    while i < len(v):
-        x, i = _varint(v, i)
-        out.append(x)
-    return out
-
-
-_TENSOR_FLOAT32 = 2
-
-
-def _tensor_f32(b: bytes) -> "np.ndarray":
-    import numpy as np
-
-    dtype, shape, data = 0, [], b""
-    for num, wire, v in _fields(b):
-        if num == 1 and wire == 0:
-            dtype = v
-        elif num == 2:
-            shape += _repeated_ints(wire, v)
-        elif num == 3 and wire == 2:
-            data = v
-    if dtype != _TENSOR_FLOAT32:
-        raise UnsupportedError(f"index tensors of data type {dtype} (only float32) are not supported by lancepy")
-    count = 1
-    for s in shape:
-        count *= s
-    if not shape or count * 4 != len(data):
-        raise CorruptFileError(f"index tensor of shape {shape} holds {len(data)} bytes")
-    return np.frombuffer(data, dtype=np.float32).reshape(shape)
-
-
-def _ivf_message(b: bytes) -> Tuple[List[int], List[int], Optional["np.ndarray"]]:
-    """``(offsets, lengths, centroids)`` of an ``IVF`` message."""
-    offsets: List[int] = []
-    lengths: List[int] = []
-    centroids = None
-    for num, wire, v in _fields(b):
-        if num == 2:
-            offsets += _repeated_ints(wire, v)
-        elif num == 3:
-            lengths += _repeated_ints(wire, v)
-        elif num == 4 and wire == 2:
-            centroids = _tensor_f32(v)
-    return offsets, lengths, centroids
 
 
 # --------------------------------------------------------------------------------------
@@ -227,15 +130,15 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
         raise UnsupportedError(f"vector index type {kind} is not supported by lancepy (IVF_FLAT and IVF_PQ are)")
     if metric not in ("l2", "cosine", "dot"):
         raise UnsupportedError(f"vector indices with the {metric!r} distance are not supported by lancepy")
-    ivf_pb = ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath))
-    _, _, centroids = _ivf_message(ivf_pb)
-    loss = next((struct.unpack("<d", v)[0] for num, wire, v in _fields(ivf_pb) if num == 5 and wire == 1), None)
+    # IVF messages and tensors (lance.index.pb) are decoded natively (prost).
+    _, _, tensor, loss = _lancepy.decode_ivf(ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath)))
+    centroids = None if tensor is None else np.asarray(tensor)
     if centroids is None or centroids.ndim != 2:
         raise CorruptFileError(f"{ipath}: the IVF message has no 2-D centroids tensor")
 
     areader = LanceFileReader(apath, storage_options)
     amd = _metadata(areader, apath)
-    offsets, lengths, _ = _ivf_message(areader.read_global_buffer(_buffer_number(amd, "lance:ivf", areader, apath)))
+    offsets, lengths, _, _ = _lancepy.decode_ivf(areader.read_global_buffer(_buffer_number(amd, "lance:ivf", areader, apath)))
     nparts, dim = centroids.shape
     num_rows = areader.num_rows()
     offs = np.asarray(offsets, dtype=np.int64)
@@ -269,7 +172,7 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
             raise CorruptFileError(f"{apath}: {m} sub-vectors do not divide dimension {dim}")
         if not 0 < pos < areader.metadata().num_global_buffers:
             raise CorruptFileError(f"{apath}: the codebook buffer {pos} does not exist")
-        cb = _tensor_f32(areader.read_global_buffer(pos))
+        cb = np.asarray(_lancepy.decode_tensor_f32(areader.read_global_buffer(pos)))
         if cb.size != m * 256 * (dim // m):
             raise CorruptFileError(f"{apath}: the codebook has {cb.size} values, not {m} x 256 x {dim // m}")
         idx.codebook = np.ascontiguousarray(cb.reshape(m, 256, dim // m))

@@ -28,7 +28,6 @@ size), as the file must be written partition by partition.
 from __future__ import annotations
 
 import json
-import struct
 import time
 import uuid as _uuid
 from dataclasses import dataclass
@@ -50,7 +49,6 @@ MAX_PARTITIONS = 4096
 DEFAULT_SAMPLE_RATE = 256
 DEFAULT_MAX_ITERS = 50
 _PQ_CODEWORDS = 256
-_METRIC_ENUM = {"l2": 0, "cosine": 1, "dot": 2}
 _ENCODE_BATCH_ROWS = 65536
 
 
@@ -79,69 +77,38 @@ class IvfParams:
 
 
 # --------------------------------------------------------------------------------------
-# protobuf, by hand: the few messages written here
+# protobuf messages (lance.index.pb), encoded natively (prost)
 # --------------------------------------------------------------------------------------
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+def _f32(array: "np.ndarray") -> pa.Array:
+    import numpy as np
 
-
-def _key(num: int, wire: int) -> bytes:
-    return _varint(num << 3 | wire)
-
-
-def _bytes_field(num: int, payload: bytes) -> bytes:
-    return _key(num, 2) + _varint(len(payload)) + payload
-
-
-def _packed(num: int, values: Sequence[int]) -> bytes:
-    if not len(values):
-        return b""
-    return _bytes_field(num, b"".join(_varint(int(v)) for v in values))
+    return pa.array(np.ascontiguousarray(array, dtype=np.float32).reshape(-1), pa.float32())
 
 
 def _tensor_f32(array: "np.ndarray", shape: Sequence[int]) -> bytes:
-    import numpy as np
-
-    data = np.ascontiguousarray(array, dtype="<f4").tobytes()
-    return _key(1, 0) + _varint(2) + _packed(2, shape) + _bytes_field(3, data)
+    """A float32 ``Tensor`` of `shape` holding `array`'s values in C order."""
+    return _lancepy.encode_tensor_f32(_f32(array), [int(s) for s in shape])
 
 
 def ivf_message(
     offsets: Sequence[int], lengths: Sequence[int], centroids: Optional["np.ndarray"] = None, loss: Optional[float] = None
 ) -> bytes:
     """An ``IVF`` message: partition offsets (2) and lengths (3), centroids tensor (4), loss (5)."""
-    out = _packed(2, offsets) + _packed(3, lengths)
-    if centroids is not None:
-        out += _bytes_field(4, _tensor_f32(centroids, centroids.shape))
-    if loss is not None:
-        out += _key(5, 1) + struct.pack("<d", float(loss))
-    return out
+    loss = None if loss is None else float(loss)
+    if centroids is None:
+        return _lancepy.encode_ivf(list(offsets), list(lengths), loss=loss)
+    return _lancepy.encode_ivf(list(offsets), list(lengths), _f32(centroids), list(centroids.shape), loss)
 
 
 def vector_index_details(p: IvfParams) -> bytes:
     """``VectorIndexDetails``: metric (1), PQ parameters (4) or flat (8), build parameters (9)."""
-    out = b""
-    if _METRIC_ENUM[p.metric]:
-        out += _key(1, 0) + _varint(_METRIC_ENUM[p.metric])
-    params = {"lance.ivf.sample_rate": str(p.sample_rate), "lance.ivf.max_iters": str(p.max_iters)}
-    if p.kind == "IVF_PQ":
-        out += _bytes_field(4, _key(1, 0) + _varint(8) + _key(2, 0) + _varint(int(p.num_sub_vectors or 0)))
-        params.update({"lance.pq.sample_rate": str(p.sample_rate), "lance.pq.max_iters": str(p.max_iters), "lance.pq.kmeans_redos": "1"})
-    else:
-        out += _bytes_field(8, b"")
-    for k, v in params.items():
-        out += _bytes_field(9, _bytes_field(1, k.encode()) + _bytes_field(2, v.encode()))
-    return out
+    hints = [("lance.ivf.sample_rate", str(p.sample_rate)), ("lance.ivf.max_iters", str(p.max_iters))]
+    if p.kind != "IVF_PQ":
+        return _lancepy.encode_vector_index_details(p.metric, "flat", hints)
+    hints += [("lance.pq.sample_rate", str(p.sample_rate)), ("lance.pq.max_iters", str(p.max_iters)), ("lance.pq.kmeans_redos", "1")]
+    return _lancepy.encode_vector_index_details(p.metric, "pq", hints, 8, int(p.num_sub_vectors or 0))
 
 
 # --------------------------------------------------------------------------------------

@@ -21,6 +21,11 @@ pub mod pb {
         pub mod table {
             include!(concat!(env!("OUT_DIR"), "/lance.table.rs"));
         }
+        pub mod index {
+            pub mod pb {
+                include!(concat!(env!("OUT_DIR"), "/lance.index.pb.rs"));
+            }
+        }
     }
 }
 
@@ -32,6 +37,7 @@ pub use pb::lance::encodings as enc20;
 pub use pb::lance::encodings21 as enc21;
 pub use pb::lance::file as filepb;
 pub use pb::lance::file::v2 as file2;
+pub use pb::lance::index::pb as indexpb;
 pub use pb::lance::table as tablepb;
 
 /// Type URL of a 2.0 page encoding inside `DirectEncoding`.

@@ -203,6 +203,12 @@ pub struct FixedValues {
 }
 
 impl FixedValues {
+    /// Float32 values in C order, seen as an array of `shape` (whose product is `values.len()`).
+    pub fn f32(values: arrow_buffer::ScalarBuffer<f32>, shape: Vec<usize>) -> Self {
+        let order = if cfg!(target_endian = "little") { '<' } else { '>' };
+        Self { values: values.into_inner(), shape, typestr: format!("{order}f4") }
+    }
+
     fn of(array: &dyn Array) -> Option<Self> {
         let mut shape = vec![array.len()];
         let mut array: ArrayRef = make_array(array.to_data());

@@ -6,6 +6,7 @@ mod errors;
 mod ffi;
 mod file;
 mod fragment;
+mod index_proto;
 mod indices;
 mod manifest;
 mod scan;
@@ -60,6 +61,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fragment::decode_row_ids, m)?)?;
     m.add_function(wrap_pyfunction!(fragment::encode_row_ids, m)?)?;
     manifest::register(m)?;
+    index_proto::register(m)?;
     cache::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())

@@ -14,12 +14,14 @@
 //! * [`rowids`] — row-id sequences of datasets with stable row ids;
 //! * [`scan`] — the data path: scans and takes over many fragments in one call;
 //! * [`knn`] — exact nearest-neighbour search over a vector column;
+//! * [`index_proto`] — the protobuf messages of IVF vector indices;
 //! * [`write`] — writing new fragments (data files) from Arrow batches.
 
 pub mod bases;
 pub mod blob_write;
 pub mod deletion;
 pub mod file_cache;
+pub mod index_proto;
 pub mod ivf_train;
 pub mod json;
 pub mod knn;
