@@ -23,6 +23,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.blob", 3),
     ("lancepy.vector", 3),
     ("lancepy.sql", 3),
+    ("lancepy.progress", 3),
     ("lancepy.fragment", 4),
     ("lancepy.scanner", 4),
     ("lancepy.stats", 4),

@@ -43,7 +43,7 @@ from lancepy._ops import indices as _index_ops
 from lancepy._ops import mutations as _mutations
 from lancepy._ops import take as _take
 from lancepy._ops import write as _write
-from lancepy._ops.write import _version_asof
+from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY, _version_asof
 from lancepy._table import bases as _bases
 from lancepy._table import cleanup as _cleanup
 from lancepy._table import commit as _commit
@@ -83,6 +83,7 @@ __all__ = [
     "ColumnOrdering",
     "dataset",
     "write_dataset",
+    "LANCE_COMMIT_MESSAGE_KEY",
 ]
 
 _T = TypeVar("_T")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 import pyarrow as pa
 
 from lancepy._ops import ivf as _ivf
-from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, NotSupportedError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -365,3 +365,51 @@ def _index_search(
         addr, dist = addr[keep_r], dist[keep_r]
     top = np.lexsort((addr, dist))[: query.k]
     return addr[top].tolist(), dist[top].tolist()
+
+
+def vec_to_table(
+    data: Any,
+    names: Any = None,
+    ndim: Optional[int] = None,
+    check_ndim: bool = True,
+) -> pa.Table:
+    """A table of float32 vectors (a ``fixed_size_list<float>[ndim]`` column), as pylance's
+    ``lance.vector.vec_to_table``.
+
+    `data` is a dict (key → vector: an ``id`` column of the keys and a ``vector`` column), a
+    list of vectors or a 2-D numpy array (one ``vector`` column, a row per vector). `names`
+    renames the columns: two names for a dict, one (a string or a one-element list)
+    otherwise. `ndim` is the vectors' length (by default the first vector's); with
+    `check_ndim` every vector must have that length, else
+    :class:`~lancepy.exceptions.InvalidArgumentError` (a ``ValueError``) names the first that
+    does not.
+    """
+    import numpy as np
+
+    if isinstance(data, dict):
+        names = ["id", "vector"] if names is None else names
+        if isinstance(names, str) or len(names) != 2:
+            raise InvalidArgumentError(f"for a dict of vectors, names must be two column names, got {names!r}")
+        vectors = list(data.values())
+        columns = [pa.array(list(data.keys()))]
+    elif isinstance(data, (list, np.ndarray)):
+        names = ["vector"] if names is None else [names] if isinstance(names, str) else names
+        if len(names) != 1:
+            raise InvalidArgumentError(f"for a list or array of vectors, names must be one column name, got {names!r}")
+        vectors = data
+        columns = []
+    else:
+        raise NotSupportedError(f"vec_to_table takes a dict, a list or a numpy array, got {type(data).__name__}")
+    if ndim is None:
+        if len(vectors) == 0:
+            raise InvalidArgumentError("vec_to_table got no vectors: give ndim= to make an empty table")
+        ndim = len(vectors[0])
+    if check_ndim:
+        for v in vectors:
+            if len(v) != ndim:
+                raise InvalidArgumentError(f"expected vectors of {ndim} dimensions, got one of {len(v)}: {v!r}")
+    values = np.asarray(vectors, dtype=np.float32).ravel() if len(vectors) else np.zeros(0, np.float32)
+    if ndim <= 0 or values.size % ndim:
+        raise InvalidArgumentError(f"{values.size} values do not make vectors of {ndim} dimensions")
+    columns.append(pa.FixedSizeListArray.from_arrays(pa.array(values, pa.float32()), ndim))
+    return pa.Table.from_arrays(columns, names=list(names))

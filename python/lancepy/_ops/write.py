@@ -347,8 +347,9 @@ def _transaction_properties(properties: Optional[Dict[str, str]], commit_message
     return out
 
 
-#: Where pylance keeps a commit message: a transaction property of this name.
-COMMIT_MESSAGE_KEY = "__lance_commit_message"
+#: Where pylance keeps a commit message: a transaction property of this name (pylance's
+#: name for the constant; ``COMMIT_MESSAGE_KEY`` is lancepy's earlier one).
+LANCE_COMMIT_MESSAGE_KEY = COMMIT_MESSAGE_KEY = "__lance_commit_message"
 
 
 def _target_bases(target_bases: Optional[List[str]], target_all_bases: Optional[bool],
