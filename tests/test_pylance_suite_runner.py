@@ -1,0 +1,48 @@
+"""The parity runner (scripts/pylance_suite.py) on a tiny pylance-style test file: the test
+that passes on both counts, the one using a name lancepy lacks is reported with its error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("lance")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SUITE = '''
+import pyarrow as pa
+import lance
+
+
+def test_write_and_read(tmp_path):
+    uri = str(tmp_path / "d.lance")
+    lance.write_dataset(pa.table({"x": [1, 2, 3]}), uri)
+    assert lance.dataset(uri).count_rows() == 3
+    assert lance.__name__ in ("lance", "lancepy")
+
+
+def test_a_name_lancepy_lacks():
+    from lance.util import sanitize_ts  # pylance has it; lancepy does not (yet)
+
+    assert sanitize_ts is not None
+'''
+
+
+def test_runner_counts_parity_and_names_the_missing_module(tmp_path):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_tiny.py").write_text(SUITE)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    got = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "pylance_suite.py"), str(tests), "--files", "test_tiny.py",
+         "--json", str(tmp_path / "out.json")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert got.returncode == 0, got.stderr
+    assert "| test_tiny.py | 2 | 1 | 50% |" in got.stdout, got.stdout
+    assert "No module named 'lance.util'" in got.stdout, got.stdout
+    assert (tmp_path / "out.json").exists()
