@@ -100,8 +100,11 @@ def _outcomes(xml_path: str, rel: str) -> Tuple[Dict[str, Tuple[str, str]], Opti
                 text = el.get("message") or (el.text or "")
                 message = text.strip().splitlines()[0][:160] if text.strip() else tag
                 break
-        if not name and outcome == "failed":
-            collect_error = message
+        if not case.get("classname") and outcome == "failed":
+            # A file that fails to import: its error is the last "E   ..." line of the report.
+            el = case.find("error") if case.find("error") is not None else case.find("failure")
+            lines = [ln[1:].strip() for ln in (el.text or "").splitlines() if ln.startswith("E ")] if el is not None else []
+            collect_error = lines[-1][:160] if lines else message
             continue
         out[f"{rel}::{case.get('classname', '')}::{name}"] = (outcome, message)
     return out, collect_error
@@ -158,7 +161,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print("| file | pass on pylance | of those, pass on lancepy | parity |")
     print("|---|---:|---:|---:|")
     for rel, n, k, err in rows:
-        note = " (import error: " + err + ")" if err and k == 0 and n else ""
+        note = f" (import error: {err})" if err and k == 0 and n else ""
         print(f"| {rel} | {n} | {k} | {k / n:.0%}{note} |" if n else f"| {rel} | 0 | 0 | - |")
     print(f"| **total** | {total_pass} | {total_ok} | {total_ok / max(total_pass, 1):.1%} |")
     print()

@@ -36,13 +36,17 @@ def test_runner_counts_parity_and_names_the_missing_module(tmp_path):
     tests = tmp_path / "tests"
     tests.mkdir()
     (tests / "test_tiny.py").write_text(SUITE)
+    (tests / "test_imports.py").write_text("from lance.util import sanitize_ts\n\n\ndef test_one():\n    assert sanitize_ts\n")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     got = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "scripts", "pylance_suite.py"), str(tests), "--files", "test_tiny.py",
+        [sys.executable, os.path.join(ROOT, "scripts", "pylance_suite.py"), str(tests), "--files", "test_tiny.py", "test_imports.py",
          "--json", str(tmp_path / "out.json")],
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert got.returncode == 0, got.stderr
     assert "| test_tiny.py | 2 | 1 | 50% |" in got.stdout, got.stdout
     assert "No module named 'lance.util'" in got.stdout, got.stdout
+    # A file that fails at import counts all its tests as failed, and says why.
+    assert "| test_imports.py | 1 | 0 | 0% (import error: ModuleNotFoundError: No module named 'lance.util') |" in got.stdout
+    assert "| **total** | 3 | 1 | 33.3% |" in got.stdout
     assert (tmp_path / "out.json").exists()
