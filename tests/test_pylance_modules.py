@@ -119,3 +119,17 @@ def test_commit_message_key_is_pylances(tmp_path):
     uri = str(tmp_path / "m.lance")
     lancepy.write_dataset(pa.table({"x": [1]}), uri, commit_message="hello")
     assert lance.dataset(uri).read_transaction(1).transaction_properties[theirs] == "hello"
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_blob_column_as_pylance(large):
+    values = [b"abc", None, b"", b"\x00" * 1000]
+    arr = pa.array(values, pa.large_binary() if large else pa.binary())
+    for column in (arr, pa.chunked_array([arr.slice(0, 2), arr.slice(2)])):
+        ours = [f.read() for f in lancepy.BlobColumn(column)]
+        theirs = [f.read() for f in lance.BlobColumn(column)]
+        assert ours == theirs == [b"abc", b"", b"", b"\x00" * 1000]
+    with pytest.raises(ValueError):
+        lancepy.BlobColumn(pa.array([1, 2]))
+    with pytest.raises(ValueError):
+        lancepy.BlobColumn([b"a"])

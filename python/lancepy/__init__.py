@@ -21,6 +21,7 @@ from lancepy._core.storage import io_counts, reader_cache_info, set_reader_cache
 from lancepy._table.bases import DatasetBasePath
 from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, Transaction, dataset, write_dataset
 from lancepy.fragment import FragmentMetadata, LanceFragment
+from lancepy.blob import BlobColumn
 from lancepy.progress import IndexProgress
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "LanceFragment",
     "FragmentMetadata",
     "IndexProgress",
+    "BlobColumn",
     "dataset",
     "write_dataset",
     "fragment",

@@ -23,7 +23,7 @@ Where the bytes are, by ``kind``:
 from __future__ import annotations
 
 import io
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from lancepy import _lancepy
 from lancepy._core.blobschema import (  # noqa: F401 - re-exported
@@ -40,7 +40,7 @@ from lancepy._core.blobschema import (  # noqa: F401 - re-exported
 )
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
-__all__ = ["BlobFile", "DEFAULT_BLOB_BUFFER_SIZE", "blob_sidecar_name"]
+__all__ = ["BlobColumn", "BlobFile", "DEFAULT_BLOB_BUFFER_SIZE", "blob_sidecar_name"]
 
 #: Default sequential read-ahead, bytes (pylance 14's).
 DEFAULT_BLOB_BUFFER_SIZE = 512 * 1024
@@ -260,3 +260,23 @@ def open_blob_files(
             raise InvalidArgumentError(f"row address {addr}: base path {data_file.get('base_id')} is not in the manifest")
         out.append(BlobFile(reader(uri), pos, size, buffer_size))
     return out
+
+
+class BlobColumn:
+    """A binary Arrow column read value by value as file-like objects (pylance's
+    ``lance.BlobColumn``): iterating gives an ``io.BytesIO`` per row (an empty one for a
+    null, as pylance's). For blob columns of a dataset, :meth:`LanceDataset.take_blobs`
+    gives lazily read :class:`BlobFile` objects instead."""
+
+    def __init__(self, blob_column: Any) -> None:
+        import pyarrow as pa
+
+        if not isinstance(blob_column, (pa.Array, pa.ChunkedArray)):
+            raise InvalidArgumentError(f"BlobColumn takes a pyarrow Array or ChunkedArray, got {type(blob_column).__name__}")
+        if not (pa.types.is_binary(blob_column.type) or pa.types.is_large_binary(blob_column.type)):
+            raise InvalidArgumentError(f"BlobColumn takes a binary column, got {blob_column.type}")
+        self.blob_column = blob_column
+
+    def __iter__(self) -> Iterator[io.BytesIO]:
+        for value in self.blob_column:
+            yield io.BytesIO(value.as_py() or b"")
