@@ -27,6 +27,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.fragment", 4),
     ("lancepy.scanner", 4),
     ("lancepy.stats", 4),
+    ("lancepy.debug", 4),
     ("lancepy.merge_insert", 4),
     ("lancepy.optimize", 4),
     ("lancepy.dataset", 4),

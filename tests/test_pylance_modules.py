@@ -133,3 +133,27 @@ def test_blob_column_as_pylance(large):
         lancepy.BlobColumn(pa.array([1, 2]))
     with pytest.raises(ValueError):
         lancepy.BlobColumn([b"a"])
+
+
+def test_debug_dumps_name_the_facts_pylances_do(tmp_path):
+    import lance.debug
+
+    import lancepy.debug
+
+    uri = str(tmp_path / "dbg.lance")
+    table = pa.table({"a": [1, 2, 3], "s": pa.array([{"x": 1}] * 3)})
+    lancepy.write_dataset(table, uri)
+    lancepy.write_dataset(table, uri, mode="append", commit_message="second")
+    ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+    frag = ours.get_fragments()[0]
+    for text in (lancepy.debug.format_fragment(frag.metadata, ours), lancepy.debug.format_fragment(frag, ours),
+                 lance.debug.format_fragment(theirs.get_fragments()[0].metadata, theirs)):
+        assert "major_version: 2" in text and "id: 0" in text
+    for text in (lancepy.debug.format_schema(ours), lance.debug.format_schema(theirs)):
+        assert 'name: "a"' in text and 'name: "x"' in text and "parent_id: 1" in text
+    assert "fragments" in lancepy.debug.format_manifest(ours)
+    ours_txns, theirs_txns = lancepy.debug.list_transactions(ours), lance.debug.list_transactions(theirs)
+    assert len(ours_txns) == len(theirs_txns) == 2
+    assert "Append" in ours_txns[0] and "Overwrite" in ours_txns[1]
+    assert "Append" in theirs_txns[0] and "Overwrite" in theirs_txns[1]
+    assert len(lancepy.debug.list_transactions(ours, max_transactions=1)) == 1
