@@ -24,6 +24,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.vector", 3),
     ("lancepy.sql", 3),
     ("lancepy.progress", 3),
+    ("lancepy.schema", 3),
     ("lancepy.fragment", 4),
     ("lancepy.scanner", 4),
     ("lancepy.stats", 4),

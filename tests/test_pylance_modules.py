@@ -157,3 +157,194 @@ def test_debug_dumps_name_the_facts_pylances_do(tmp_path):
     assert "Append" in ours_txns[0] and "Overwrite" in ours_txns[1]
     assert "Append" in theirs_txns[0] and "Overwrite" in theirs_txns[1]
     assert len(lancepy.debug.list_transactions(ours, max_transactions=1)) == 1
+
+
+# -- lancepy.schema: LanceSchema, LanceField, schema JSON ----------------------------------
+
+import re  # noqa: E402
+
+import lance.schema  # noqa: E402
+from test_api_parity import signature_problems  # noqa: E402
+
+import lancepy.schema  # noqa: E402
+
+_PK = "lance-schema:unenforced-primary-key"
+_CK = "lance-schema:unenforced-clustering-key"
+SCHEMAS = {
+    "nested": pa.schema(
+        [
+            pa.field("ab", pa.int64()),
+            pa.field(
+                "S",
+                pa.struct(
+                    [
+                        pa.field("x`y", pa.float32()),
+                        pa.field("m", pa.map_(pa.string(), pa.int32())),
+                        pa.field("Ab", pa.int8()),
+                        pa.field("ab", pa.int8()),
+                        pa.field("x.y", pa.float32(), metadata={"a": "1"}),
+                    ]
+                ),
+            ),
+        ]
+    ),
+    "encodings": pa.schema(
+        [
+            pa.field("a", pa.int64()),
+            pa.field("s", pa.string()),
+            pa.field("d", pa.dictionary(pa.int32(), pa.string())),
+            pa.field("v", pa.list_(pa.float32(), 4), nullable=False),
+            pa.field("l", pa.large_list(pa.struct([("q", pa.binary())]))),
+        ],
+        metadata={"k": "v"},
+    ),
+    "keys": pa.schema(
+        [
+            pa.field("a", pa.int64(), False, metadata={_PK: "true", _PK + ":position": "2"}),
+            pa.field("b", pa.int64(), False, metadata={_PK: "true", _PK + ":position": "1", _CK + ":position": "1"}),
+            pa.field("c", pa.int64(), False, metadata={_PK: "true"}),
+            pa.field("d", pa.int64(), False, metadata={_CK: "true"}),
+            pa.field("S", pa.struct([pa.field("z", pa.int32(), False, metadata={_PK: "true"})]), False),
+        ]
+    ),
+    "escapes": pa.schema(
+        [
+            pa.field("t", pa.timestamp("us", "UTC")),
+            pa.field('q"\\n', pa.decimal128(10, 2)),
+            pa.field("é", pa.date32()),
+            pa.field("tab\t", pa.bool_()),
+        ]
+    ),
+}
+PATHS = ["a", "ab", "`ab`", "S.`x``y`", "S.x`y", "`S`.m", "S.m.entries", "S.m.entries.key", "S.m.key_value", "S..m",
+         "", "S.", "`ab", "S.AB", "s.AB", "s.ab", "S.`x.y`", "S.x.y", "l.item.q", "L.ITEM.Q", "z", "S.z", "`S`x"]
+
+
+def _sorted_maps(text: str) -> str:
+    """pylance prints metadata maps in hash order: entries sorted, so texts compare."""
+    return re.sub(r"metadata: \{([^{}]*)\}", lambda m: "metadata: {" + ", ".join(sorted(m.group(1).split(", "))) + "}", text)
+
+
+def _describe(f) -> tuple:
+    return (
+        f.name(), f.id(), _sorted_maps(repr(f)), f.metadata, f.to_arrow(), f.is_unenforced_primary_key(),
+        f.unenforced_primary_key_position(), f.is_unenforced_clustering_key(), f.unenforced_clustering_key_position(),
+        [_describe(c) for c in f.children()],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_lance_schema_as_pylance(name):
+    schema = SCHEMAS[name]
+    ours, theirs = lancepy.schema.LanceSchema.from_pyarrow(schema), lance.schema.LanceSchema.from_pyarrow(schema)
+    assert _sorted_maps(repr(ours)) == _sorted_maps(repr(theirs))
+    assert ours.to_pyarrow() == theirs.to_pyarrow()
+    assert ours.to_pyarrow().metadata == theirs.to_pyarrow().metadata
+    assert [_describe(f) for f in ours.fields()] == [_describe(f) for f in theirs.fields()]
+    assert [_describe(f) for f in ours.unenforced_primary_key()] == [_describe(f) for f in theirs.unenforced_primary_key()]
+    assert [_describe(f) for f in ours.unenforced_clustering_key()] == [
+        _describe(f) for f in theirs.unenforced_clustering_key()
+    ]
+    for path in PATHS:
+        for method in ("field", "field_case_insensitive"):
+            a, b = getattr(ours, method)(path), getattr(theirs, method)(path)
+            assert (a is None) == (b is None), (path, method)
+            if a is not None:
+                assert _describe(a) == _describe(b), (path, method)
+    assert ours == lancepy.schema.LanceSchema.from_pyarrow(schema)
+
+
+def test_lance_schema_of_datasets_each_library_wrote(tmp_path):
+    table = pa.table(
+        {"a": [1, 2], "s": pa.array([{"x": 1.0, "y": "q"}] * 2), "d": pa.array(["a", "b"]).dictionary_encode()}
+    ).replace_schema_metadata({"k": "v"})
+    lance.write_dataset(table, str(tmp_path / "theirs"))
+    lancepy.write_dataset(table, str(tmp_path / "ours"))
+    for uri in (tmp_path / "theirs", tmp_path / "ours"):
+        ours, theirs = lancepy.dataset(str(uri)).lance_schema, lance.dataset(str(uri)).lance_schema
+        assert repr(ours) == repr(theirs)
+        assert [_describe(f) for f in ours.fields()] == [_describe(f) for f in theirs.fields()]
+
+
+def test_lance_schema_refusals():
+    with pytest.raises(InvalidArgumentError, match="pyarrow.Schema"):
+        lancepy.schema.LanceSchema.from_pyarrow({"a": 1})
+    for bad in (pa.schema([pa.field("a.b", pa.int64())]), pa.schema([pa.field("S", pa.struct([pa.field("z", pa.int8(), False, {_PK: "true"})]))])):
+        with pytest.raises(ValueError):
+            lance.schema.LanceSchema.from_pyarrow(bad)
+        with pytest.raises(InvalidArgumentError):
+            lancepy.schema.LanceSchema.from_pyarrow(bad)
+
+
+JSON_FIELDS = [
+    pa.field("a", pa.int64(), False, metadata={"x": "y"}),
+    pa.field("S", pa.struct([pa.field("q", pa.float32())])),
+    pa.field("l", pa.list_(pa.string())),
+    pa.field("v", pa.list_(pa.float32(), 4)),
+    pa.field("t", pa.timestamp("us", "UTC")),
+    pa.field("ts", pa.timestamp("s")),
+    pa.field("tz", pa.timestamp("ns", "America/New_York")),
+    pa.field("d", pa.decimal128(10, 2)),
+    pa.field("d256", pa.decimal256(40, 3)),
+    pa.field("dd", pa.dictionary(pa.int32(), pa.string())),
+    pa.field("ll", pa.large_list(pa.int8())),
+    pa.field("el", pa.list_(pa.field("el", pa.int8(), False, metadata={"x": "1"}))),
+    pa.field("b", pa.binary()),
+    pa.field("fb", pa.binary(3)),
+    pa.field("lb", pa.large_binary()),
+    pa.field("ls", pa.large_string()),
+    pa.field("d32", pa.date32()),
+    pa.field("d64", pa.date64()),
+    pa.field("t32", pa.time32("ms")),
+    pa.field("t64", pa.time64("ns")),
+    pa.field("du", pa.duration("s")),
+    pa.field("h", pa.float16()),
+    pa.field("bo", pa.bool_()),
+    pa.field("n", pa.null()),
+    pa.field("u8", pa.uint8()),
+    pa.field("tensor", pa.fixed_shape_tensor(pa.float32(), [2, 2])),
+]
+
+
+@pytest.mark.parametrize("field", JSON_FIELDS, ids=[f.name for f in JSON_FIELDS])
+def test_schema_json_as_pylance(field):
+    schema = pa.schema([field])
+    ours, theirs = lancepy.schema.schema_to_json(schema), lance.schema.schema_to_json(schema)
+    assert ours == theirs
+    for text in (ours, theirs):  # each library reads the other's
+        a, b = lancepy.schema.json_to_schema(text), lance.schema.json_to_schema(text)
+        assert a == b and a.field(0).metadata == b.field(0).metadata
+
+
+def test_schema_json_whole_schema_and_refusals():
+    schema = pa.schema(JSON_FIELDS, metadata={"k": "v"})
+    assert lancepy.schema_to_json(schema) == lance.schema.schema_to_json(schema)
+    assert lancepy.json_to_schema(lance.schema.schema_to_json(schema)) == schema
+    assert lancepy.schema_to_json(pa.schema([])) == lance.schema.schema_to_json(pa.schema([])) == {"fields": []}
+    for bad in (pa.schema([pa.field("m", pa.map_(pa.int8(), pa.int8()))]), pa.schema([pa.field("sv", pa.string_view())])):
+        with pytest.raises(ValueError):
+            lance.schema.schema_to_json(bad)
+        with pytest.raises(InvalidArgumentError):
+            lancepy.schema.schema_to_json(bad)
+    for bad in ({}, {"fields": [{"name": "a", "type": {"type": "int8"}}]},
+                {"fields": [{"name": "a", "type": {"type": "nope"}, "nullable": True}]},
+                {"fields": [{"name": "a", "type": {"type": "list"}, "nullable": True}]},
+                {"fields": [{"name": "a", "type": {"type": "int8"}, "nullable": True}], "metadata": {"a": 1}}):  # fmt: skip
+        with pytest.raises(ValueError):
+            lance.schema.json_to_schema(bad)
+        with pytest.raises(InvalidArgumentError):
+            lancepy.schema.json_to_schema(bad)
+
+
+@pytest.mark.parametrize(
+    "ours, theirs",
+    [
+        (lambda: lancepy.schema.schema_to_json, lambda: lance.schema.schema_to_json),
+        (lambda: lancepy.schema.json_to_schema, lambda: lance.schema.json_to_schema),
+    ],
+)
+def test_signatures_are_pylances(ours, theirs):
+    try:
+        assert signature_problems(ours(), theirs()) == []
+    except ValueError:  # a native function without a signature
+        assert theirs().__text_signature__ in (None, "()")

@@ -23,6 +23,7 @@ from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, Transact
 from lancepy.fragment import FragmentMetadata, LanceFragment
 from lancepy.blob import BlobColumn
 from lancepy.progress import IndexProgress
+from lancepy.schema import json_to_schema, schema_to_json
 
 __all__ = [
     "__version__",
@@ -38,6 +39,8 @@ __all__ = [
     "FragmentMetadata",
     "IndexProgress",
     "BlobColumn",
+    "json_to_schema",
+    "schema_to_json",
     "dataset",
     "write_dataset",
     "fragment",

@@ -7,10 +7,11 @@ from __future__ import annotations
 import copy
 import uuid as _uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
+from lancepy._core import rustfmt as _rustfmt
 from lancepy._core.args import _refuse
 from lancepy._core.schema import _schema_of, lance_fields_for
 from lancepy._table import commit as _commit
@@ -249,13 +250,198 @@ class IndexDescription:
         return len(self.segments)
 
 
+class LanceField:
+    """One field of a :class:`LanceSchema`: its name, Lance field id and children (pylance's
+    ``LanceField``; the accessors are methods, as there). Not created directly: see
+    :meth:`LanceSchema.fields` and :meth:`LanceSchema.field`."""
+
+    def __init__(self, entry: Dict[str, Any], children: List["LanceField"], subtree: List[Dict[str, Any]]) -> None:
+        self._entry = entry
+        self._children = children
+        self._subtree = subtree  # this entry, then its descendants (for to_arrow)
+
+    def name(self) -> str:
+        """The field's own name (not its dotted path)."""
+        return str(self._entry.get("name", ""))
+
+    def id(self) -> int:
+        """The Lance field id."""
+        return int(self._entry.get("id", 0))
+
+    def children(self) -> List["LanceField"]:
+        """The child fields (of a struct, list or map), in schema order."""
+        return list(self._children)
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """The field's metadata, as text."""
+        return _rustfmt.metadata_text(self._entry.get("metadata"))
+
+    def to_arrow(self) -> pa.Field:
+        """The field as a ``pyarrow.Field``."""
+        top = dict(self._subtree[0], parent_id=-1)
+        return _schema_of([top] + self._subtree[1:], {}).field(0)
+
+    def is_unenforced_primary_key(self) -> bool:
+        """Whether the field belongs to the schema's unenforced primary key."""
+        return _rustfmt.primary_key_position(self._entry) is not None
+
+    def unenforced_primary_key_position(self) -> Optional[int]:
+        """The field's explicit position in the primary key (from 1); ``None`` when it has
+        none or is not a key field."""
+        return _rustfmt.primary_key_position(self._entry) or None
+
+    def is_unenforced_clustering_key(self) -> bool:
+        """Whether the field belongs to the unenforced clustering key (it has a position there)."""
+        return _rustfmt.clustering_key_position(self._entry) is not None
+
+    def unenforced_clustering_key_position(self) -> Optional[int]:
+        """The field's position in the clustering key, ``None`` when it is not a key field."""
+        return _rustfmt.clustering_key_position(self._entry)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LanceField) and self._subtree == other._subtree
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return _rustfmt.render(_rustfmt.field_value(self._entry, _rustfmt.children_of(self._subtree[1:])))
+
+
+def _split_field_path(path: str) -> Optional[List[str]]:
+    """``a.b`` → ``["a", "b"]``; a part in backticks may hold dots (a doubled backtick is a
+    backtick). ``None`` for a path that is not well formed (an empty part, a backtick in an
+    unquoted part, an open quote)."""
+    parts: List[str] = []
+    i, n = 0, len(path)
+    while True:
+        if i < n and path[i] == "`":
+            j, buf = i + 1, []
+            while True:
+                k = path.find("`", j)
+                if k < 0:
+                    return None
+                buf.append(path[j:k])
+                if k + 1 < n and path[k + 1] == "`":
+                    buf.append("`")
+                    j = k + 2
+                    continue
+                break
+            parts.append("".join(buf))
+            i = k + 1
+            if i < n and path[i] != ".":
+                return None
+        else:
+            k = path.find(".", i)
+            part = path[i:] if k < 0 else path[i:k]
+            if not part or "`" in part:
+                return None
+            parts.append(part)
+            i = n if k < 0 else k
+        if i >= n:
+            return parts
+        i += 1  # the dot
+        if i >= n:
+            return None
+
+
 class LanceSchema:
-    """A dataset schema with its Lance field ids (``ds.lance_schema``), for
-    :class:`LanceOperation.Project` and :class:`LanceOperation.Merge`."""
+    """A dataset schema whose every field carries a Lance field id (pylance's ``LanceSchema``).
+
+    The ids follow a field through a dataset's versions; they are assigned depth first when
+    a schema is first written and are particular to each dataset, so the schema of one
+    dataset does not describe another. Get one from ``ds.lance_schema`` or
+    :meth:`from_pyarrow`; :class:`LanceOperation.Project` and :class:`LanceOperation.Merge`
+    take one. ``repr`` prints it as pylance does.
+    """
 
     def __init__(self, fields: List[Dict[str, Any]], metadata: Optional[Dict[str, Any]] = None) -> None:
         self._fields = copy.deepcopy(fields)
         self._metadata = dict(metadata or {})
+
+    @staticmethod
+    def from_pyarrow(schema: pa.Schema) -> "LanceSchema":
+        """A Lance schema for an Arrow schema, field ids assigned depth first from 0 (a
+        dataset may have other ids for the same columns).
+
+        Raises :class:`~lancepy.exceptions.InvalidArgumentError` for something other than a
+        ``pyarrow.Schema``, a top-level name with a dot, or an invalid primary key.
+        """
+        if not isinstance(schema, pa.Schema):
+            raise InvalidArgumentError(f"expected a pyarrow.Schema, got {type(schema).__name__}")
+        dotted = [f.name for f in schema if "." in f.name]
+        if dotted:
+            raise InvalidArgumentError(f"top-level field {dotted[0]!r} cannot contain '.' (a struct field, perhaps?)")
+        lance = lance_fields_for(schema)
+        return LanceSchema(lance["fields"], lance["metadata"])
+
+    def _tree(self) -> List[LanceField]:
+        children = _rustfmt.children_of(self._fields)
+
+        def build(entry: Dict[str, Any]) -> Tuple[LanceField, List[Dict[str, Any]]]:
+            kids, subtree = [], [entry]
+            for c in children.get(int(entry.get("id", 0)), []):
+                kid, sub = build(c)
+                kids.append(kid)
+                subtree.extend(sub)
+            return LanceField(entry, kids, subtree), subtree
+
+        return [build(e)[0] for e in children.get(-1, [])]
+
+    def fields(self) -> List[LanceField]:
+        """The top-level fields, in schema order."""
+        return self._tree()
+
+    def _walk(self) -> List[LanceField]:
+        """Every field, depth first."""
+        out: List[LanceField] = []
+        stack = list(reversed(self._tree()))
+        while stack:
+            f = stack.pop()
+            out.append(f)
+            stack.extend(reversed(f.children()))
+        return out
+
+    def _lookup(self, name: str, case_insensitive: bool) -> Optional[LanceField]:
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a field name must be a str, got {type(name).__name__}")
+        parts = _split_field_path(name)
+        if not parts:
+            return None
+        level = self._tree()
+        found: Optional[LanceField] = None
+        for part in parts:
+            found = next((f for f in level if f.name() == part), None)
+            if found is None and case_insensitive:
+                found = next((f for f in level if f.name().lower() == part.lower()), None)
+            if found is None:
+                return None
+            level = found.children()
+        return found
+
+    def field(self, name: str) -> Optional[LanceField]:
+        """The field at `name`, a dotted path for a nested field (``"parent.child"``; a name
+        holding dots goes in backticks: ``"parent.`a.b`"``), or ``None``."""
+        return self._lookup(name, False)
+
+    def field_case_insensitive(self, name: str) -> Optional[LanceField]:
+        """As :meth:`field`, each part matched exactly first, then ignoring case; the field
+        keeps its own spelling."""
+        return self._lookup(name, True)
+
+    def unenforced_primary_key(self) -> List[LanceField]:
+        """The fields of the unenforced primary key in key order: those with a position, by
+        position, then the others in schema order (depth first)."""
+        keyed = [f for f in self._walk() if f.is_unenforced_primary_key()]
+        placed = sorted(
+            (f for f in keyed if f.unenforced_primary_key_position()), key=lambda f: f.unenforced_primary_key_position() or 0
+        )
+        return placed + [f for f in keyed if not f.unenforced_primary_key_position()]
+
+    def unenforced_clustering_key(self) -> List[LanceField]:
+        """The fields of the unenforced clustering key, by position."""
+        keyed = [f for f in self._walk() if f.is_unenforced_clustering_key()]
+        return sorted(keyed, key=lambda f: f.unenforced_clustering_key_position() or 0)
 
     def to_pyarrow(self) -> pa.Schema:
         """The Arrow schema."""
@@ -264,8 +450,10 @@ class LanceSchema:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, LanceSchema) and (self._fields, self._metadata) == (other._fields, other._metadata)
 
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
-        return f"LanceSchema({self.to_pyarrow()})"
+        return _rustfmt.render(_rustfmt.schema_value(self._fields, self._metadata))
 
 
 def _update_map(values: Dict[str, Optional[str]], replace: bool) -> Dict[str, Any]:
