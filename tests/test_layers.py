@@ -25,6 +25,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.sql", 3),
     ("lancepy.progress", 3),
     ("lancepy.schema", 3),
+    ("lancepy.util", 3),
     ("lancepy.fragment", 4),
     ("lancepy.scanner", 4),
     ("lancepy.stats", 4),

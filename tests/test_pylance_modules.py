@@ -161,12 +161,15 @@ def test_debug_dumps_name_the_facts_pylances_do(tmp_path):
 
 # -- lancepy.schema: LanceSchema, LanceField, schema JSON ----------------------------------
 
+import datetime  # noqa: E402
 import re  # noqa: E402
 
 import lance.schema  # noqa: E402
+import lance.util  # noqa: E402
 from test_api_parity import signature_problems  # noqa: E402
 
 import lancepy.schema  # noqa: E402
+import lancepy.util  # noqa: E402
 
 _PK = "lance-schema:unenforced-primary-key"
 _CK = "lance-schema:unenforced-clustering-key"
@@ -336,9 +339,148 @@ def test_schema_json_whole_schema_and_refusals():
             lancepy.schema.json_to_schema(bad)
 
 
+# -- lancepy.util ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ts",
+    [
+        datetime.datetime(2024, 1, 2, 3, 4, 5),
+        datetime.datetime(2024, 1, 2, tzinfo=datetime.timezone.utc),
+        "2024-01-02 03:04:05",
+    ],
+)
+def test_sanitize_ts_as_pylance(ts):
+    assert lancepy.util.sanitize_ts(ts) == lance.util.sanitize_ts(ts)
+    assert lancepy.sanitize_ts is lancepy.util.sanitize_ts
+
+
+def test_sanitize_ts_pandas_and_refusals():
+    import pandas as pd
+
+    stamp = pd.Timestamp("2024-05-06 07:08:09.123456")
+    assert lancepy.util.sanitize_ts(stamp) == lance.util.sanitize_ts(stamp)
+    assert type(lancepy.util.sanitize_ts(stamp)) is datetime.datetime
+    with pytest.raises(TypeError):
+        lance.util.sanitize_ts(12)
+    with pytest.raises(lancepy.util.ArgumentTypeError):
+        lancepy.util.sanitize_ts(12)
+    for text in ("not a time", "2024-01-02", "2024-01-02T03:04:05+02:00"):  # one form only, in both
+        with pytest.raises(ValueError):
+            lance.util.sanitize_ts(text)
+        with pytest.raises(InvalidArgumentError):
+            lancepy.util.sanitize_ts(text)
+
+
+@pytest.mark.parametrize("td", [datetime.timedelta(0), datetime.timedelta(days=3, microseconds=7), datetime.timedelta(seconds=-1.5)])
+def test_td_to_micros_as_pylance(td):
+    assert lancepy.util.td_to_micros(td) == lance.util.td_to_micros(td)
+
+
+def _groups(labels) -> list:
+    labels = np.asarray(labels)
+    return sorted(tuple(np.flatnonzero(labels == v)) for v in np.unique(labels))
+
+
+def test_kmeans_predict_with_given_centroids_as_pylance():
+    rng = np.random.default_rng(3)
+    centroids = rng.standard_normal((16, 8)).astype(np.float32)
+    data = rng.standard_normal((500, 8)).astype(np.float32)
+    fsl = pa.FixedSizeListArray.from_arrays(pa.array(centroids.ravel()), 8)
+    for metric in ("l2", "euclidean", "dot"):
+        ours = lancepy.util.KMeans(16, metric, centroids=fsl)
+        theirs = lance.util.KMeans(16, metric, centroids=fsl)
+        # "dot" keeps centroids at unit length (float32 rounding may differ in the last bit)
+        mine, want = (np.stack(m.centroids.to_numpy(zero_copy_only=False)) for m in (ours, theirs))
+        np.testing.assert_allclose(mine, want, rtol=1e-6, atol=0)
+        assert ours.centroids.type == theirs.centroids.type
+        for form in (data, pa.FixedSizeListArray.from_arrays(pa.array(data.ravel()), 8)):
+            got, want = ours.predict(form), theirs.predict(form)
+            assert got.type == want.type == pa.uint32()
+            assert got.equals(want)
+    assert repr(lancepy.util.KMeans(2, "EUCLIDEAN")) == "lancepy.KMeans(k=2, metric_type=l2)"
+
+
+def test_kmeans_fit_finds_pylances_clusters():
+    rng = np.random.default_rng(0)
+    centres = np.array([[0, 0], [10, 10], [-10, 10]], dtype=np.float32)
+    data = np.concatenate([c + rng.standard_normal((50, 2)).astype(np.float32) for c in centres])
+    truth = _groups(np.repeat([0, 1, 2], 50))
+    ours = lancepy.util.KMeans(3)
+    assert ours.centroids is None
+    ours.fit(data)
+    assert ours.centroids.type == pa.fixed_shape_tensor(pa.float32(), [2])
+    assert _groups(ours.predict(data)) == truth
+    assert _groups(ours.predict(ours.centroids)) == [(0,), (1,), (2,)]
+    # pylance's random start sometimes settles in a local minimum: its best of a few runs
+    theirs = []
+    for _ in range(5):
+        km = lance.util.KMeans(3)
+        km.fit(data)
+        theirs.append(_groups(km.predict(data)))
+    assert truth in theirs
+    mine = np.sort(np.stack(ours.centroids.to_numpy(zero_copy_only=False)), axis=0)
+    means = np.sort(np.stack([data[list(g)].mean(axis=0) for g in truth]), axis=0)
+    np.testing.assert_allclose(mine, means, rtol=1e-5, atol=1e-5)
+
+
+def test_kmeans_refusals_as_pylance():
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal((20, 4)).astype(np.float32)
+    for mod, err in ((lance.util, ValueError), (lancepy.util, InvalidArgumentError)):
+        km = mod.KMeans(3)
+        for bad in (data.astype(np.float64), data[0], [1, 2]):
+            for method in (km.fit, km.predict):
+                with pytest.raises(err):
+                    method(bad)
+        with pytest.raises(ValueError):
+            mod.KMeans(3, "hamming")
+    with pytest.raises(RuntimeError):
+        lance.util.KMeans(3).predict(data)
+    with pytest.raises(lancepy.util.NotFittedError):
+        lancepy.util.KMeans(3).predict(data)
+    with pytest.raises(InvalidArgumentError, match="cannot train"):
+        lancepy.util.KMeans(30).fit(data)
+    with pytest.raises(InvalidArgumentError, match="expected 3 centroids"):
+        lancepy.util.KMeans(3, centroids=pa.FixedSizeListArray.from_arrays(pa.array(data[:2].ravel()), 4))
+
+
+def test_kmeans_cosine():
+    """pylance 14 panics training with cosine; lancepy normalizes the vectors first."""
+    rng = np.random.default_rng(2)
+    directions = np.array([[1, 0], [0, 1]], dtype=np.float32)
+    data = np.concatenate([d * rng.uniform(1, 100, (40, 1)) + 0.01 * rng.standard_normal((40, 2)) for d in directions])
+    km = lancepy.util.KMeans(2, "cosine")
+    km.fit(data.astype(np.float32))
+    assert _groups(km.predict(data.astype(np.float32))) == _groups(np.repeat([0, 1], 40))
+
+
+def test_validate_vector_index(tmp_path):
+    rng = np.random.default_rng(4)
+    vectors = rng.standard_normal(2000 * 8).astype(np.float32)
+    table = pa.table({"v": pa.FixedSizeListArray.from_arrays(pa.array(vectors), 8)})
+    uri = str(tmp_path / "v.lance")
+    # one PQ sub-vector of 256 codes for 2,000 vectors: codes collide
+    lance.write_dataset(table, uri).create_index("v", "IVF_PQ", num_partitions=1, num_sub_vectors=1)
+    both = ((lance.util, lance.dataset, ValueError), (lancepy.util, lancepy.dataset, lancepy.util.IndexValidationError))
+    for util, open_, error in both:
+        # re-ranking 50 candidates by exact distance: every vector finds itself
+        util.validate_vector_index(open_(uri), "v", refine_factor=50, sample_size=100)
+        # the PQ distance alone: colliding codes hide most vectors behind others
+        with pytest.raises(error):
+            util.validate_vector_index(open_(uri), "v", refine_factor=1, sample_size=200)
+        util.validate_vector_index(open_(uri), "v", refine_factor=1, sample_size=200, pass_threshold=0.0)
+
+
 @pytest.mark.parametrize(
     "ours, theirs",
     [
+        (lambda: lancepy.util.KMeans.__init__, lambda: lance.util.KMeans.__init__),
+        (lambda: lancepy.util.KMeans.fit, lambda: lance.util.KMeans.fit),
+        (lambda: lancepy.util.KMeans.predict, lambda: lance.util.KMeans.predict),
+        (lambda: lancepy.util.validate_vector_index, lambda: lance.util.validate_vector_index),
+        (lambda: lancepy.util.sanitize_ts, lambda: lance.util.sanitize_ts),
+        (lambda: lancepy.util.td_to_micros, lambda: lance.util.td_to_micros),
         (lambda: lancepy.schema.schema_to_json, lambda: lance.schema.schema_to_json),
         (lambda: lancepy.schema.json_to_schema, lambda: lance.schema.json_to_schema),
     ],

@@ -24,6 +24,7 @@ from lancepy.fragment import FragmentMetadata, LanceFragment
 from lancepy.blob import BlobColumn
 from lancepy.progress import IndexProgress
 from lancepy.schema import json_to_schema, schema_to_json
+from lancepy.util import sanitize_ts
 
 __all__ = [
     "__version__",
