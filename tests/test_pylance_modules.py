@@ -162,12 +162,15 @@ def test_debug_dumps_name_the_facts_pylances_do(tmp_path):
 # -- lancepy.schema: LanceSchema, LanceField, schema JSON ----------------------------------
 
 import datetime  # noqa: E402
+import importlib  # noqa: E402
 import re  # noqa: E402
 
+import lance.file  # noqa: E402
 import lance.schema  # noqa: E402
 import lance.util  # noqa: E402
 from test_api_parity import signature_problems  # noqa: E402
 
+import lancepy.file  # noqa: E402
 import lancepy.schema  # noqa: E402
 import lancepy.util  # noqa: E402
 
@@ -472,6 +475,25 @@ def test_validate_vector_index(tmp_path):
         util.validate_vector_index(open_(uri), "v", refine_factor=1, sample_size=200, pass_threshold=0.0)
 
 
+# -- lancepy.file.stable_version, AutoCleanupConfig ------------------------------------------
+
+
+def test_stable_version_is_pylances(tmp_path):
+    assert lancepy.file.stable_version() == lance.file.stable_version() == "2.2"
+    ds = lancepy.write_dataset(pa.table({"a": [1]}), str(tmp_path / "d"), data_storage_version="stable")
+    assert lance.dataset(str(tmp_path / "d")).data_storage_version == lancepy.file.stable_version()
+    assert ds.data_storage_version == "2.2"
+
+
+def test_auto_cleanup_config_is_pylances(tmp_path):
+    ours = importlib.import_module("lancepy.dataset").AutoCleanupConfig
+    theirs = importlib.import_module("lance.dataset").AutoCleanupConfig
+    assert ours.__annotations__.keys() == theirs.__annotations__.keys()
+    config = ours(interval=1, older_than_seconds=0)
+    ds = lancepy.write_dataset(pa.table({"a": [1]}), str(tmp_path / "d"), auto_cleanup_options=config)
+    assert lance.dataset(str(tmp_path / "d")).config() == ds.config()
+
+
 @pytest.mark.parametrize(
     "ours, theirs",
     [
@@ -483,6 +505,7 @@ def test_validate_vector_index(tmp_path):
         (lambda: lancepy.util.td_to_micros, lambda: lance.util.td_to_micros),
         (lambda: lancepy.schema.schema_to_json, lambda: lance.schema.schema_to_json),
         (lambda: lancepy.schema.json_to_schema, lambda: lance.schema.json_to_schema),
+        (lambda: lancepy.file.stable_version, lambda: lance.file.stable_version),
     ],
 )
 def test_signatures_are_pylances(ours, theirs):

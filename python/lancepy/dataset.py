@@ -47,6 +47,7 @@ from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY, _version_asof
 from lancepy._table import bases as _bases
 from lancepy._table import cleanup as _cleanup
 from lancepy._table import commit as _commit
+from lancepy._table.commit import AutoCleanupConfig
 from lancepy._table.bases import DatasetBasePath
 from lancepy._table.cleanup import CleanupStats
 from lancepy._table.manifest import _summary_entry, _version_entry
@@ -1053,7 +1054,7 @@ class LanceDataset:
         data_storage_version: Optional[str] = None,
         use_legacy_format: Optional[bool] = None,
         enable_stable_row_ids: bool = False,
-        auto_cleanup_options: Any = None,
+        auto_cleanup_options: Optional[AutoCleanupConfig] = None,
         commit_message: Optional[str] = None,
         transaction_properties: Optional[Dict[str, str]] = None,
         target_bases: Optional[List[str]] = None,
@@ -1306,7 +1307,7 @@ def write_dataset(
     use_legacy_format: Optional[bool] = None,
     enable_v2_manifest_paths: bool = True,
     enable_stable_row_ids: bool = False,
-    auto_cleanup_options: Any = None,
+    auto_cleanup_options: Optional[AutoCleanupConfig] = None,
     commit_message: Optional[str] = None,
     transaction_properties: Optional[Dict[str, str]] = None,
     initial_bases: Optional[List[Any]] = None,

@@ -44,12 +44,19 @@ __all__ = [
     "BufferDescriptor",
     "FileStatistics",
     "ColumnStatistics",
+    "stable_version",
 ]
 
 Indices = Union[Sequence[int], "pa.Array", Any]
 
 #: The file version written when none is asked for: pylance 14's default.
 DEFAULT_FILE_VERSION = "2.2"
+
+
+def stable_version() -> str:
+    """The stable Lance file format version, the one written by default and meant by
+    ``"stable"`` (``"2.2"``, as in pylance 14)."""
+    return DEFAULT_FILE_VERSION
 
 
 class ReaderResults:

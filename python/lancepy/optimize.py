@@ -18,7 +18,7 @@ from lancepy import blob as _blob
 from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._table import commit as _commit
-from lancepy._table.commit import _auto_cleanup_config
+from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config
 from lancepy.exceptions import InternalError, InvalidArgumentError, NotSupportedError, UnsupportedError
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, _write, normalize_storage_version
 
@@ -223,7 +223,7 @@ class DatasetOptimizer:
         if new_entries:
             ds._commit("CreateIndex", {"new_indices": new_entries, "removed_indices": removed}, written)
 
-    def enable_auto_cleanup(self, auto_cleanup_config: Dict[str, Any]) -> None:
+    def enable_auto_cleanup(self, auto_cleanup_config: AutoCleanupConfig) -> None:
         """Turns on automatic cleanup (pylance's table config): from now on every
         ``auto_cleanup_config["interval"]``-th version's commit removes versions older than
         ``auto_cleanup_config["older_than_seconds"]`` (the two newest and tagged versions

@@ -28,7 +28,7 @@ import json
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, TypedDict, Union
 
 from lancepy import _lancepy
 from lancepy._table.cleanup import cleanup_old_versions
@@ -562,7 +562,15 @@ def delete_written(store: Any, files: Iterable[Union[str, Tuple[Any, str]]]) -> 
         pass
 
 
-def _auto_cleanup_config(options: Dict[str, Any]) -> Dict[str, str]:
+class AutoCleanupConfig(TypedDict):
+    """Automatic cleanup of old versions (pylance's ``AutoCleanupConfig``): every
+    `interval`-th commit removes versions older than `older_than_seconds`."""
+
+    interval: int
+    older_than_seconds: int
+
+
+def _auto_cleanup_config(options: AutoCleanupConfig) -> Dict[str, str]:
     """The table config entries of pylance's ``AutoCleanupConfig`` (``interval``: every
     n-th version cleans up; ``older_than_seconds``: what it removes)."""
     if not isinstance(options, dict) or {"interval", "older_than_seconds"} - set(options):
