@@ -342,6 +342,28 @@ def test_schema_json_whole_schema_and_refusals():
             lancepy.schema.json_to_schema(bad)
 
 
+def test_debug_schema_and_fragment_are_pylances_text(tmp_path):
+    """format_schema and format_fragment print what pylance's print, line for line, on a
+    dataset each library wrote (deletions, a nested column, a second data file)."""
+    import lance.debug
+
+    import lancepy.debug
+
+    table = pa.table({"a": [1, 2, 3], "s": pa.array([{"x": 1.0, "y": "q"}] * 3), "b": [b"x"] * 3})
+    table = table.replace_schema_metadata({"k": "v"})
+    for lib in (lance, lancepy):
+        uri = str(tmp_path / lib.__name__)
+        lib.write_dataset(table, uri)
+        lib.write_dataset(table, uri, mode="append")
+        lib.dataset(uri).delete("a = 1")
+        if lib is lance:  # a fragment of two data files
+            lance.dataset(uri).add_columns({"z": "a + 1"})
+        ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+        assert lancepy.debug.format_schema(ours) == lance.debug.format_schema(theirs)
+        for a, b in zip(ours.get_fragments(), theirs.get_fragments()):
+            assert lancepy.debug.format_fragment(a.metadata, ours) == lance.debug.format_fragment(b.metadata, theirs)
+
+
 # -- lancepy.util ---------------------------------------------------------------------------
 
 

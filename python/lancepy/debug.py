@@ -3,13 +3,17 @@
 Each function returns text laid out like a Rust ``{:#?}`` dump (``Name {`` / ``key: value,``
 / ``}``), with the manifest's own field names; pylance prints its internal structs the same
 way, so the same facts appear under the same names (``major_version: 2``, ``physical_rows``,
-``name: "a"``), though not line for line. For tooling, read :attr:`LanceDataset.lance_schema`,
+``name: "a"``). :func:`format_schema` and :func:`format_fragment` are pylance's text line
+for line (map entries sorted by key, where pylance prints hash order);
+:func:`format_manifest` and :func:`list_transactions` are not. For tooling, read :attr:`LanceDataset.lance_schema`,
 :meth:`LanceDataset.get_fragments` and :meth:`LanceDataset.get_transactions` instead.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from lancepy._core import rustfmt as _rustfmt
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
@@ -113,8 +117,10 @@ def _fragment(frag: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def format_schema(dataset: "LanceDataset") -> str:
-    """The dataset's Lance schema (field ids, parents, logical types, metadata)."""
-    return _render(_schema(dataset._loaded.manifest), "Schema", 0)
+    """The dataset's Lance schema (field ids, parents, logical types, encodings, metadata),
+    line for line as pylance prints it (metadata entries sorted by key)."""
+    m = dataset._loaded.manifest
+    return _rustfmt.render(_rustfmt.schema_value(m.get("fields") or [], m.get("schema_metadata")), pretty=True)
 
 
 def format_manifest(dataset: "LanceDataset") -> str:
@@ -133,11 +139,62 @@ def format_manifest(dataset: "LanceDataset") -> str:
     return _render(shown, "Manifest", 0)
 
 
+def _file_fields(fields: List[Dict[str, Any]], ids: List[int]) -> List[Dict[str, Any]]:
+    """The schema entries a data file holds: its field ids and their ancestors."""
+    by_id = {int(f.get("id", 0)): f for f in fields}
+    keep = set()
+    for i in ids:
+        while i in by_id and i not in keep:
+            keep.add(i)
+            i = int(by_id[i].get("parent_id", -1))
+    return [f for f in fields if int(f.get("id", 0)) in keep]
+
+
+def _deletion_value(d: Optional[Dict[str, Any]]) -> Any:
+    if not d:
+        return _rustfmt.NONE
+    kind = d.get("file_type")
+    kind = {0: "Array", 1: "Bitmap"}.get(kind, kind) if isinstance(kind, int) else str(kind).capitalize()
+    return _rustfmt.some(
+        _rustfmt.struct(
+            "DeletionFile",
+            read_version=int(d.get("read_version", 0)),
+            id=int(d.get("id", 0)),
+            file_type=_rustfmt.Unit(kind),
+            num_deleted_rows=_rustfmt.option(d.get("num_deleted_rows")),
+            base_id=_rustfmt.option(d.get("base_id")),
+        )
+    )
+
+
 def format_fragment(fragment: Any, dataset: "LanceDataset") -> str:
     """One fragment (a :class:`~lancepy.fragment.FragmentMetadata` or
-    :class:`~lancepy.fragment.LanceFragment`) with its data files' format versions."""
+    :class:`~lancepy.fragment.LanceFragment`): its data files with the part of the schema
+    each holds, its deletion file and row count, line for line as pylance prints it."""
     meta = fragment.metadata if hasattr(fragment, "metadata") and not hasattr(fragment, "to_json") else fragment
-    return _render(_fragment(meta.to_json()), "Fragment", 0)
+    frag = meta.to_json()
+    m = dataset._loaded.manifest
+    fields, metadata = m.get("fields") or [], m.get("schema_metadata")
+    files = [
+        _rustfmt.struct(
+            "PrettyPrintableDataFile",
+            path=f.get("path", ""),
+            fields=list(f.get("fields") or []),
+            column_indices=list(f.get("column_indices") or []),
+            schema=_rustfmt.schema_value(_file_fields(fields, list(f.get("fields") or [])), metadata),
+            major_version=int(f.get("file_major_version", 0)),
+            minor_version=int(f.get("file_minor_version", 0)),
+        )
+        for f in frag.get("files") or []
+    ]
+    value = _rustfmt.struct(
+        "PrettyPrintableFragment",
+        id=int(frag.get("id", 0)),
+        files=files,
+        deletion_file=_deletion_value(frag.get("deletion_file")),
+        physical_rows=_rustfmt.option(frag.get("physical_rows")),
+    )
+    return _rustfmt.render(value, pretty=True)
 
 
 def list_transactions(dataset: "LanceDataset", /, max_transactions: int = 10) -> List[str]:
