@@ -146,7 +146,8 @@ def _run(side: str, rel: str, tests_dir: str, timeout: int, hook_dir: str,
     env["PYLANCE_SUITE_SKIPS"] = json.dumps(skips)
     plugin_dir = os.path.join(hook_dir, "plugin")
     alias_dir = os.path.join(hook_dir, "alias")
-    paths = [plugin_dir] + ([alias_dir] if side == "lancepy" else [])
+    # The lancepy side measures this checkout's lancepy, whatever else the environment has installed.
+    paths = [plugin_dir] + ([alias_dir, os.path.join(ROOT, "python")] if side == "lancepy" else [])
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths + [env.get("PYTHONPATH", "")] if p)
     with tempfile.TemporaryDirectory() as tmp:
         xml = os.path.join(tmp, "out.xml")
