@@ -1,5 +1,6 @@
 """The parity runner (scripts/pylance_suite.py) on a tiny pylance-style test file: the test
-that passes on both counts, the one using a name lancepy lacks is reported with its error."""
+that passes on both counts, the one using a name lancepy lacks is reported with its error, only
+the lancepy run sees the alias, and a test skipped with --skip is not counted."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ def test_write_and_read(tmp_path):
     assert lance.__name__ in ("lance", "lancepy")
 
 
+def test_the_alias_is_seen_only_by_the_lancepy_run():
+    # Passes on pylance (the real module), fails on lancepy (the alias hands over lancepy).
+    assert lance.__name__ == "lance", lance.__name__
+
+
+def test_needs_network():
+    raise AssertionError("skipped by the runner: never runs")
+
+
 def test_a_name_lancepy_lacks():
     from lance.util import sanitize_ts  # pylance has it; lancepy does not (yet)
 
@@ -40,13 +50,16 @@ def test_runner_counts_parity_and_names_the_missing_module(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     got = subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "pylance_suite.py"), str(tests), "--files", "test_tiny.py", "test_imports.py",
-         "--json", str(tmp_path / "out.json")],
+         "--json", str(tmp_path / "out.json"), "--skip", "test_tiny.py::test_needs_network=needs network"],
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert got.returncode == 0, got.stderr
-    assert "| test_tiny.py | 2 | 1 | 50% |" in got.stdout, got.stdout
+    # The test that passes on both counts; the one skipped by --skip is not counted and says why.
+    assert "| test_tiny.py | 3 | 1 | 33% | 1 / 0 |" in got.stdout, got.stdout
+    assert "AssertionError: lancepy" in got.stdout, got.stdout
+    assert "- 1 x needs network (--skip)" in got.stdout, got.stdout
     assert "No module named 'lance.util'" in got.stdout, got.stdout
     # A file that fails at import counts all its tests as failed, and says why.
-    assert "| test_imports.py | 1 | 0 | 0% (import error: ModuleNotFoundError: No module named 'lance.util') |" in got.stdout
-    assert "| **total** | 3 | 1 | 33.3% |" in got.stdout
+    assert "| test_imports.py | 1 | 0 | 0% (import error: ModuleNotFoundError: No module named 'lance.util') | 0 / 0 |" in got.stdout
+    assert "| **total** | 4 | 1 | 25.0% | 1 / 0 |" in got.stdout
     assert (tmp_path / "out.json").exists()
