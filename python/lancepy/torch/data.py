@@ -357,8 +357,8 @@ class LanceDataset(torch.utils.data.IterableDataset):
             raise InvalidArgumentError(f"shard_granularity must be None, 'fragment' or 'batch', got {shard_granularity!r}")
         if cache is not None and not isinstance(cache, (bool, str, os.PathLike)):
             raise InvalidArgumentError(f"cache must be a bool or a directory, got {type(cache).__name__}")
-        if isinstance(batch_readahead, bool) or not isinstance(batch_readahead, numbers.Integral) or batch_readahead < 0:
-            raise InvalidArgumentError(f"batch_readahead must be a non-negative integer, got {batch_readahead!r}")
+        if isinstance(batch_readahead, bool) or not isinstance(batch_readahead, numbers.Integral) or batch_readahead < 1:
+            raise InvalidArgumentError(f"batch_readahead must be a positive integer, got {batch_readahead!r}")
         for name, fn in (("to_tensor_fn", to_tensor_fn), ("sampler", sampler)):
             if fn is not None and not callable(fn):
                 raise InvalidArgumentError(f"{name} must be callable, got {type(fn).__name__}")
