@@ -84,7 +84,7 @@ def _canon(out) -> tuple:
         return ("rb", tuple(out.schema.names), _rb_rows(out))
     if isinstance(out, torch.Tensor):
         vals = out.tolist()
-        vals = [("nan" if isinstance(v, float) and v != v else v) for v in vals] if out.dim() == 1 else vals
+        vals = [("nan" if isinstance(v, float) and np.isnan(v) else v) for v in vals] if out.dim() == 1 else vals
         return (tuple(out.shape), str(out.dtype), repr(vals))
     return tuple(sorted((k, _canon(v)) for k, v in out.items()))
 
@@ -206,16 +206,25 @@ def test_maybe_sample_is_seeded_by_numpy_and_draws_distinct_rows(both, uri):
     pl, lp = both
     for n, max_takes in [(50, 2048), (300, 16), (301, 7)]:
         np.random.seed(4)
-        ours = [b.column("id").to_pylist() for b in lp_sampler.maybe_sample(lp, n, ["id"], batch_size=64, max_takes=max_takes)]
+        ours = [
+            b.column("id").to_pylist()
+            for b in lp_sampler.maybe_sample(lp, n, ["id"], batch_size=64, max_takes=max_takes)
+        ]
         np.random.seed(4)
-        again = [b.column("id").to_pylist() for b in lp_sampler.maybe_sample(uri, n, "id", batch_size=64, max_takes=max_takes)]
+        again = [
+            b.column("id").to_pylist()
+            for b in lp_sampler.maybe_sample(uri, n, "id", batch_size=64, max_takes=max_takes)
+        ]
         assert ours == again
         flat = [i for b in ours for i in b]
         assert len(flat) == n == len(set(flat)) and set(flat) <= set(LIVE)
         assert [len(b) for b in ours] == [64] * (n // 64) + ([n % 64] if n % 64 else [])
         np.random.seed(4)
-        theirs = [i for b in pl_sampler.maybe_sample(pl, n, ["id"], batch_size=64, max_takes=max_takes)
-                  for i in b.column("id").to_pylist()]
+        theirs = [
+            i
+            for b in pl_sampler.maybe_sample(pl, n, ["id"], batch_size=64, max_takes=max_takes)
+            for i in b.column("id").to_pylist()
+        ]
         assert len(set(theirs)) == len(theirs) and set(theirs) <= set(LIVE)
         if n <= max_takes:  # pylance draws exactly n rows only in this case
             assert len(theirs) == n
@@ -396,8 +405,10 @@ def test_custom_to_tensor_fn_gets_pylances_keywords(uri):
 def test_blob_columns_come_as_blob_files(tmp_path):
     blob = pa.field("image", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
     values = [bytes([i]) * (i * 37 % 500) for i in range(30)]
-    table = pa.table({"id": pa.array(range(30), pa.int64()), "image": pa.array(values, pa.large_binary())},
-                     schema=pa.schema([pa.field("id", pa.int64()), blob]))
+    table = pa.table(
+        {"id": pa.array(range(30), pa.int64()), "image": pa.array(values, pa.large_binary())},
+        schema=pa.schema([pa.field("id", pa.int64()), blob]),
+    )
     path = str(tmp_path / "blobs")
     lancepy.write_dataset(table, path, max_rows_per_file=12)
 
@@ -497,8 +508,9 @@ def test_dataloader_workers_under_torch_distributed(both, uri, monkeypatch):
     for extra in ({}, {"shard_granularity": "batch"}):
         theirs = []
         for shard in (2, 3):
-            theirs += [_canon(b) for b in pl_data.LanceDataset(pl, 40, columns=["id", "x"], rank=shard, world_size=4,
-                                                               **extra)]
+            theirs += [
+                _canon(b) for b in pl_data.LanceDataset(pl, 40, columns=["id", "x"], rank=shard, world_size=4, **extra)
+            ]
         with monkeypatch.context() as m:
             m.setattr(torch.distributed, "is_available", lambda: True)
             m.setattr(torch.distributed, "is_initialized", lambda: True)
@@ -522,8 +534,13 @@ def test_dataloader_samples_per_worker_like_pylance(both, uri):
 def test_safe_dataset_and_loader_match_pylance(tmp_path):
     uri = str(tmp_path / "safe.lance")
     ids = np.arange(300, dtype=np.int64)
-    table = pa.table({"id": ids, "v": pa.FixedSizeListArray.from_arrays(pa.array(np.arange(600, dtype=np.float32)), 2),
-                      "name": [f"n{i}" for i in ids]})
+    table = pa.table(
+        {
+            "id": ids,
+            "v": pa.FixedSizeListArray.from_arrays(pa.array(np.arange(600, dtype=np.float32)), 2),
+            "name": [f"n{i}" for i in ids],
+        }
+    )
     lancepy.write_dataset(table, uri, max_rows_per_file=100)
     ours, theirs = lp_data.SafeLanceDataset(uri), pl_data.SafeLanceDataset(uri)
     assert len(ours) == len(theirs) == 300

@@ -26,7 +26,10 @@ rather than reseeding the global ``random`` module; :class:`ShardedBatchSampler`
 ``with_row_id`` (pylance warns and drops it) and, with a filter and ``randomize=True``,
 shuffles the order of all of the rank's batches (pylance approximates with a bounded heap);
 :func:`maybe_sample` returns exactly ``n`` distinct rows in batches of at most `batch_size`
-and accepts any filter; extra positional or keyword arguments raise
+and accepts any filter; ``len(ShardedFixedBatchSampler)`` counts this rank's batches (pylance's
+gives every rank the first rank's count); :func:`reservoir_sampling` keeps each item with
+equal probability (pylance's keeps random priorities in a heap); extra positional or keyword
+arguments raise
 :class:`~lancepy.exceptions.NotSupportedError` instead of being ignored.
 """
 
@@ -299,8 +302,9 @@ def _sample_batches(
     max_takes = _positive("max_takes", max_takes)
     total = ds.count_rows()
     if n >= total:
-        yield from ds.scanner(columns=columns, filter=filt, batch_size=batch_size, with_row_id=with_row_id,
-                              strict_batch_size=True).to_batches()
+        yield from ds.scanner(
+            columns=columns, filter=filt, batch_size=batch_size, with_row_id=with_row_id, strict_batch_size=True
+        ).to_batches()
         return
     if filt is not None:
         ids = _matching_row_ids(ds, filt)

@@ -120,7 +120,9 @@ class HuggingFaceConverter:
             return None
         kind = feature.get("_type")
         if kind != "Image":
-            raise NotSupportedError(f"Hugging Face feature {kind!r} (column {col!r}) has no conversion: pass to_tensor_fn=")
+            raise NotSupportedError(
+                f"Hugging Face feature {kind!r} (column {col!r}) has no conversion: pass to_tensor_fn="
+            )
         import PIL.Image
 
         def image(value: Any) -> Any:
@@ -351,20 +353,36 @@ class LanceDataset(torch.utils.data.IterableDataset):
             raise NotSupportedError(f"LanceDataset does not support the argument(s) {sorted(kwargs)}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise InvalidArgumentError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if samples is not None and (isinstance(samples, bool) or not isinstance(samples, numbers.Integral) or samples < 0):
+        if samples is not None and (
+            isinstance(samples, bool) or not isinstance(samples, numbers.Integral) or samples < 0
+        ):
             raise InvalidArgumentError(f"samples must be a non-negative integer, got {samples!r}")
         if shard_granularity not in (None, "fragment", "batch"):
-            raise InvalidArgumentError(f"shard_granularity must be None, 'fragment' or 'batch', got {shard_granularity!r}")
+            raise InvalidArgumentError(
+                f"shard_granularity must be None, 'fragment' or 'batch', got {shard_granularity!r}"
+            )
         if cache is not None and not isinstance(cache, (bool, str, os.PathLike)):
             raise InvalidArgumentError(f"cache must be a bool or a directory, got {type(cache).__name__}")
-        if isinstance(batch_readahead, bool) or not isinstance(batch_readahead, numbers.Integral) or batch_readahead < 1:
+        if (
+            isinstance(batch_readahead, bool)
+            or not isinstance(batch_readahead, numbers.Integral)
+            or batch_readahead < 1
+        ):
             raise InvalidArgumentError(f"batch_readahead must be a positive integer, got {batch_readahead!r}")
         for name, fn in (("to_tensor_fn", to_tensor_fn), ("sampler", sampler)):
             if fn is not None and not callable(fn):
                 raise InvalidArgumentError(f"{name} must be callable, got {type(fn).__name__}")
         if samples:
-            given = [n for n, v in (("sampler", sampler), ("shard_granularity", shard_granularity), ("rank", rank),
-                                    ("world_size", world_size)) if v is not None]
+            given = [
+                n
+                for n, v in (
+                    ("sampler", sampler),
+                    ("shard_granularity", shard_granularity),
+                    ("rank", rank),
+                    ("world_size", world_size),
+                )
+                if v is not None
+            ]
             if given:
                 raise NotSupportedError(
                     f"samples= draws from the whole dataset in every process; it cannot be combined with {given}"
@@ -375,8 +393,9 @@ class LanceDataset(torch.utils.data.IterableDataset):
         elif not auto_detect_rank and (rank is not None or world_size is not None):
             raise InvalidArgumentError("with auto_detect_rank=False, give both rank and world_size, or neither")
         elif not auto_detect_rank and shard_granularity is not None and sampler is None:
-            raise InvalidArgumentError(f"shard_granularity={shard_granularity!r} needs rank and world_size "
-                                       "(or auto_detect_rank=True)")
+            raise InvalidArgumentError(
+                f"shard_granularity={shard_granularity!r} needs rank and world_size (or auto_detect_rank=True)"
+            )
 
         ds, self._uri, self._reopen = _open_source(dataset, dataset_options)
         self._ds: Optional[_Dataset] = ds
@@ -476,8 +495,9 @@ class LanceDataset(torch.utils.data.IterableDataset):
     def _stream(self) -> Iterator[pa.RecordBatch]:
         ds = self.dataset
         if self.samples:
-            raw = _sample_batches(ds, self.samples, self._projection(), self.batch_size, _SAMPLE_MAX_TAKES,
-                                  self.filter, self.with_row_id)
+            raw = _sample_batches(
+                ds, self.samples, self._projection(), self.batch_size, _SAMPLE_MAX_TAKES, self.filter, self.with_row_id
+            )
         else:
             sampler = self.sampler if self.sampler is not None else self._default_sampler()
             raw = sampler(
@@ -522,8 +542,9 @@ class SafeLanceDataset(torch.utils.data.Dataset):
     `uri` is a dataset URI; `dataset_options` are :func:`lancepy.dataset`'s keyword arguments.
     """
 
-    def __init__(self, uri: Union[str, "os.PathLike[str]"], *, dataset_options: Optional[Dict[str, Any]] = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, uri: Union[str, "os.PathLike[str]"], *, dataset_options: Optional[Dict[str, Any]] = None, **kwargs: Any
+    ) -> None:
         if kwargs:
             raise NotSupportedError(f"SafeLanceDataset does not support the argument(s) {sorted(kwargs)}")
         super().__init__()
