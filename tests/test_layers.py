@@ -34,6 +34,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.optimize", 4),
     ("lancepy.dataset", 4),
     ("lancepy.torch", 5),
+    ("lancepy.sampler", 5),
     ("lancepy.spark", 5),
     ("lancepy.cli", 5),
     ("lancepy.__main__", 5),

@@ -74,6 +74,9 @@ Layout of the package (imports only go downward: ``_convert`` <- ``sampler`` <- 
   world size defaults.
 * ``dataset``: :class:`LanceDataset`, :class:`LanceIterableDataset`, opening a pinned version.
 * ``loader``: :class:`Loader` and its helpers (threads, pinning, device copies).
+* ``data`` (imported on demand, from ``_convert`` and ``dataset``): pylance's
+  ``lance.torch.data`` API: the iterable ``LanceDataset`` (batches from a
+  :mod:`lancepy.sampler` sampler), ``SafeLanceDataset``, ``get_safe_loader``.
 """
 
 from __future__ import annotations
