@@ -14,7 +14,7 @@ import json
 import posixpath
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Literal, Optional
+from typing import TYPE_CHECKING, Dict, Literal, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy._table.fragments import FragmentMetadata
@@ -54,22 +54,22 @@ class FragmentWriteProgress(ABC):
     :func:`lancepy.fragment.write_fragments`."""
 
     @abstractmethod
-    def begin(self, fragment: "FragmentMetadata", **kwargs: Any) -> None:
+    def begin(self, fragment: "FragmentMetadata") -> None:
         """Called before the rows of `fragment` are written (its id and files may not be
         assigned yet)."""
 
     @abstractmethod
-    def complete(self, fragment: "FragmentMetadata", **kwargs: Any) -> None:
+    def complete(self, fragment: "FragmentMetadata") -> None:
         """Called once `fragment` is completely written."""
 
 
 class NoopFragmentWriteProgress(FragmentWriteProgress):
     """A progress that does nothing (the default)."""
 
-    def begin(self, fragment: "FragmentMetadata", **kwargs: Any) -> None:
+    def begin(self, fragment: "FragmentMetadata") -> None:
         """Does nothing."""
 
-    def complete(self, fragment: "FragmentMetadata", **kwargs: Any) -> None:
+    def complete(self, fragment: "FragmentMetadata") -> None:
         """Does nothing."""
 
 
@@ -95,7 +95,7 @@ class FileSystemFragmentWriteProgress(FragmentWriteProgress):
     def _fragment_file(self, fragment: "FragmentMetadata") -> str:
         return posixpath.join(self._base_path, f"fragment_{fragment.id}.json")
 
-    def begin(self, fragment: "FragmentMetadata", **kwargs: Any) -> None:
+    def begin(self, fragment: "FragmentMetadata") -> None:
         """Writes the fragment's in-progress marker and its metadata."""
         self._fs.create_dir(self._base_path, recursive=True)
         marker = {"fragment_id": fragment.id, "metadata": self._metadata}
@@ -104,6 +104,6 @@ class FileSystemFragmentWriteProgress(FragmentWriteProgress):
         with self._fs.open_output_stream(self._fragment_file(fragment)) as out:
             out.write(json.dumps(fragment.to_json()).encode("utf-8"))
 
-    def complete(self, fragment: "FragmentMetadata", **kwargs: Any) -> None:
+    def complete(self, fragment: "FragmentMetadata") -> None:
         """Removes the fragment's in-progress marker."""
         self._fs.delete_file(self._in_progress_path(fragment))
