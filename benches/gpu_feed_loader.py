@@ -2,10 +2,13 @@
 """Does a Lance loader keep a GPU fed? One run, side by side, on one machine.
 
 A copy of ../shared/bench/gpu_feed.py with rows for lancepy.torch.Loader (batches read ahead on
-threads in the training process, pinned and copied to the device on a side CUDA stream):
-`lancepy_loader_t{N}` (device copies by the Loader) and `lancepy_loader_pinned_t{N}` (pinned CPU
-batches, copied by the loop like the other rows), for N in --loader-threads; the training
-section adds the Loader with the most threads.
+threads in the training process, vectors gathered straight into pinned memory):
+`lancepy_loader_t{N}_{mode}` (the Loader copies to the device; mode is `Loader._copy_mode`:
+`current` — the default —, `side`, `readers`), `lancepy_loader_pinned_t{N}` (pinned CPU batches,
+copied by the loop; `_copied`: vectors read, then copied into pinned memory, as before
+`take_into`), for N in --loader-threads; `transform_*` rows (a ~2 ms per-batch numpy transform
+through DataLoader workers and the Loader's threads); the training section adds the Loader
+for each of --train-loader-threads and copy mode.
 
 Rows of `dim` float32 embeddings + an int64 label, written once with lancepy (pylance reads the
 same dataset). Every variant delivers uniform random batches (or pylance's contiguous batches)
@@ -13,8 +16,8 @@ onto the device (pinned memory, non-blocking copy) for `--seconds`; then a small
 the best loaders. Also: take throughput vs threads, lancepy and pylance.
 
 Dry run without a GPU: python gpu_feed_loader.py --rows 20000 --seconds 2 --device cpu --workers 0,2
-On a GPU machine: python gpu_feed.py (1M rows, ~2.5 min; prints one JSON line per result, and writes
-$OUT/gpu_feed.json when OUT is set).
+On a GPU machine (benches/RESULTS.md has the command used there): 1M rows, ~2.5 min; prints one
+JSON line per result, and writes $OUT/gpu_feed.json when OUT is set.
 """
 import argparse
 import json
@@ -132,6 +135,32 @@ def ident(b):
     return b
 
 
+class CostlyTransform:
+    """A per-batch transform costing about `target_ms` on one core: repeated row normalisation in numpy.
+
+    Picklable (DataLoader workers get a copy); `calibrate` picks the repetitions on this machine.
+    """
+
+    def __init__(self, reps=1):
+        self.reps = reps
+
+    def __call__(self, batch):
+        x = batch["emb"].numpy()
+        for _ in range(self.reps):
+            x = (x - x.mean(axis=1, keepdims=True)) / (x.std(axis=1, keepdims=True) + 1e-6)
+        return {"emb": torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), "label": batch["label"]}
+
+    @classmethod
+    def calibrate(cls, batch, target_ms=2.0):
+        one = cls(1)
+        one(batch)
+        t = time.perf_counter()
+        for _ in range(20):
+            one(batch)
+        per = (time.perf_counter() - t) / 20 * 1000
+        return cls(max(1, round(target_ms / per)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -144,7 +173,11 @@ def main():
     ap.add_argument("--dir", default=None)
     ap.add_argument("--loader-threads", default="1,4,8,15", help="threads of the lancepy.torch.Loader rows")
     ap.add_argument("--skip", default="",
-                    help="comma list of sections to skip: lancepy,loader,iter,pylance,threads,train")
+                    help="comma list of sections to skip: lancepy,loader,transform,iter,pylance,threads,train")
+    ap.add_argument("--copy-modes", default="current,side,readers",
+                    help="how the Loader copies to the device (Loader._copy_mode): current, side, readers")
+    ap.add_argument("--train-loader-threads", default="2,4,15", help="Loader threads of the training rows")
+    ap.add_argument("--transform-workers", default="0,1,2,8", help="DataLoader workers of the transform rows")
     a = ap.parse_args()
     skip = set(a.skip.split(","))
     device = torch.device(a.device)
@@ -187,18 +220,55 @@ def main():
         except Exception as e:  # noqa: BLE001
             log(f"lancepy_map_w{w}", f"error: {e!r}")
     loader_threads = [int(t) for t in a.loader_threads.split(",") if t.strip()]
+    copy_modes = [m for m in a.copy_modes.split(",") if m]
     for t in ([] if "loader" in skip else loader_threads):
-        try:
-            loader = lt.Loader(ds, a.batch, threads=t, prefetch=4, pin_memory=pin, device=device if pin else None)
-            deliver(f"lancepy_loader_t{t}", loader, device, a.seconds)
-        except Exception as e:  # noqa: BLE001
-            log(f"lancepy_loader_t{t}", f"error: {e!r}")
-        if pin:
+        for mode in copy_modes if pin else ["current"]:
+            name = f"lancepy_loader_t{t}_{mode}"
+            lt.Loader._copy_mode = mode
             try:
-                loader = lt.Loader(ds, a.batch, threads=t, prefetch=4, pin_memory=True)
-                deliver(f"lancepy_loader_pinned_t{t}", loader, device, a.seconds)
+                loader = lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=pin,
+                                   device=device if pin else None)
+                deliver(name, loader, device, a.seconds)
             except Exception as e:  # noqa: BLE001
-                log(f"lancepy_loader_pinned_t{t}", f"error: {e!r}")
+                log(name, f"error: {e!r}")
+            finally:
+                lt.Loader._copy_mode = "current"
+        for into in [True, False] if pin else []:
+            # Pinned CPU batches, copied by the loop; vectors gathered into pinned memory or copied there.
+            name = f"lancepy_loader_pinned_t{t}" + ("" if into else "_copied")
+            lt.Loader._gather_into_pinned = into
+            try:
+                loader = lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=True)
+                deliver(name, loader, device, a.seconds)
+            except Exception as e:  # noqa: BLE001
+                log(name, f"error: {e!r}")
+            finally:
+                lt.Loader._gather_into_pinned = True
+    if "transform" not in skip:
+        # Item 4 of the issue: a ~2 ms per-batch transform, through DataLoader workers and the Loader's threads.
+        probe = lt.LanceDataset(path, columns=["emb", "label"]).__getitems__(list(range(a.batch)))
+        tf = CostlyTransform.calibrate(probe)
+        t0 = time.perf_counter()
+        for _ in range(10):
+            tf(probe)
+        log("transform_ms", {"reps": tf.reps, "ms_per_batch": round((time.perf_counter() - t0) * 100, 2)})
+        tds = lt.LanceDataset(path, columns=["emb", "label"], transform=tf)
+        for w in [int(x) for x in a.transform_workers.split(",") if x.strip()]:
+            loader = torch.utils.data.DataLoader(
+                tds, batch_size=a.batch, sampler=lt.ShuffleSampler(tds, seed=0), collate_fn=lt.collate_fn,
+                num_workers=w, pin_memory=pin, prefetch_factor=4 if w else None)
+            try:
+                deliver(f"transform_map_w{w}", loader, device, a.seconds)
+            except Exception as e:  # noqa: BLE001
+                log(f"transform_map_w{w}", f"error: {e!r}")
+        for t in sorted({1, max(loader_threads or [1])}):
+            try:
+                loader = lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=pin, transform=tf,
+                                   device=device if pin else None)
+                deliver(f"transform_loader_t{t}", loader, device, a.seconds)
+            except Exception as e:  # noqa: BLE001
+                log(f"transform_loader_t{t}", f"error: {e!r}")
+
     if "iter" not in skip:
         for w in (0, max(workers)):
             ids = lt.LanceIterableDataset(path, batch_size=a.batch, columns=["emb", "label"], shuffle=True, seed=0)
@@ -305,17 +375,21 @@ def main():
         del xg, yg
         train("numpy_gather", numpy_gather(arr, labels, a.batch, pin), a.seconds)
         best_w = max(workers)
-        for w in sorted({0, best_w}):
+        for w in ([] if "lancepy" in skip else sorted({0, best_w})):
             sampler = lt.ShuffleSampler(ds, seed=0)
             loader = torch.utils.data.DataLoader(
                 ds, batch_size=a.batch, sampler=sampler, collate_fn=lt.collate_fn, num_workers=w,
                 pin_memory=pin, prefetch_factor=4 if w else None)
             train(f"lancepy_map_w{w}", loader, a.seconds)
-        if "loader" not in skip and loader_threads:
-            t = max(loader_threads)
-            train(f"lancepy_loader_t{t}",
-                  lt.Loader(ds, a.batch, threads=t, prefetch=4, pin_memory=pin, device=device if pin else None),
-                  a.seconds)
+        for t in ([] if "loader" in skip else [int(x) for x in a.train_loader_threads.split(",") if x.strip()]):
+            for mode in copy_modes if pin else ["current"]:
+                lt.Loader._copy_mode = mode
+                try:
+                    train(f"lancepy_loader_t{t}_{mode}",
+                          lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=pin,
+                                    device=device if pin else None), a.seconds)
+                finally:
+                    lt.Loader._copy_mode = "current"
         if lance is not None and "pylance" not in skip:
             loader = torch.utils.data.DataLoader(
                 PylanceTake(path), batch_size=a.batch, sampler=torch.utils.data.RandomSampler(range(len(arr))),

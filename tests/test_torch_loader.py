@@ -587,3 +587,134 @@ def test_empty_and_small_datasets(uri):
     one = Loader(uri, 5000, columns=["id"], filter="id = 1", shuffle=False)
     assert len(one) == 1 and [b["id"].tolist() for b in one] == [[1]]
     assert list(Loader(uri, 5000, columns=["id"], filter="id = 1", drop_last=True)) == []
+
+
+# -- gathering straight into caller-allocated tensors (the Loader's pinned path) ---------------
+
+
+def _plain(shape, dtype):
+    return torch.empty(shape, dtype=dtype)
+
+
+WIDE = 64  # 256-byte vectors: stored row by row (full-zip pages), so take_into gathers them
+
+
+@pytest.fixture(scope="module")
+def wide_uri(tmp_path_factory) -> str:
+    """1,000 rows of 64-d vectors (+ id, label, caption) in 4 fragments, every 7th id deleted."""
+    rng = np.random.default_rng(3)
+    ids = np.arange(ROWS, dtype=np.int64)
+    t = pa.table({
+        "id": ids,
+        "emb": pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(ROWS * WIDE).astype(np.float32)), WIDE),
+        "label": pa.array((ids % 10).astype(np.int32)),
+        "caption": pa.array([f"row {i}" for i in ids]),
+    })
+    path = str(tmp_path_factory.mktemp("wide") / "data.lance")
+    lancepy.write_dataset(t, path, max_rows_per_file=250)
+    lancepy.dataset(path).delete("id % 7 = 3")
+    return path
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_batch_into_allocated_tensors_equals_getitems(wide_uri, filtered):
+    """Vectors stored row by row are gathered into the allocated tensors; every column
+    equals __getitems__ (deletions, 4 fragments, repeats, any order; with a filter, by address)."""
+    ds = LanceDataset(wide_uri, filter="id % 3 != 1" if filtered else None)
+    rng = np.random.default_rng(5)
+    allocated = []
+
+    def allocate(shape, dtype):
+        t = torch.full(shape, 7, dtype=dtype)  # not zeros: every byte must be written
+        allocated.append(t)
+        return t
+
+    for _ in range(20):
+        idx = rng.integers(0, len(ds), int(rng.integers(1, 200))).tolist()
+        got = ds._batch(idx, allocate=allocate)
+        _assert_same(got, ds.__getitems__(idx))
+    assert any(got["emb"] is t for t in allocated)  # the vectors went into an allocated tensor
+    assert "emb" not in ds._not_direct and "label" in ds._not_direct
+
+
+def test_batch_into_pylance_written_dataset(tmp_path):
+    """The same on a dataset pylance wrote (its full-zip vector pages)."""
+    lance = pytest.importorskip("lance")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3000, WIDE)).astype(np.float32)
+    t = pa.table({"v": pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), WIDE),
+                  "ts": pa.array(np.arange(3000).astype("datetime64[us]"))})
+    path = str(tmp_path / "pl.lance")
+    lance.write_dataset(t, path, max_rows_per_file=1000)
+    ds = LanceDataset(path)
+    idx = rng.integers(0, 3000, 500).tolist()
+    got = ds._batch(idx, allocate=_plain)
+    assert torch.equal(got["v"], torch.from_numpy(x[idx]))
+    assert got["ts"].tolist() == [int(i) for i in idx]
+    assert "v" not in ds._not_direct  # gathered straight into the tensor
+
+
+def test_batch_into_nullable_vectors_fall_back(tmp_path):
+    """Vectors with null rows are not stored row by row: take_into declines, the batch is
+    read as before (and null rows are reported)."""
+    x = np.arange(40, dtype=np.float32).reshape(10, 4)
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(x.reshape(-1)), 4)
+    vec = pa.array([None if i == 3 else v for i, v in enumerate(vec.to_pylist())], vec.type)
+    path = str(tmp_path / "n.lance")
+    lancepy.write_dataset(pa.table({"v": vec}), path)
+    ds = LanceDataset(path, fill_null=-1.0)
+    got = ds._batch([3, 1], allocate=_plain)
+    assert got["v"].tolist() == [[-1.0] * 4, x[1].tolist()]
+    assert "v" in ds._not_direct
+
+
+def test_take_into_rejects_bad_outputs(wide_uri):
+    uri, DIM = wide_uri, WIDE
+    snap = lancepy.dataset(uri)._snapshot
+    emb = np.zeros((2, DIM), np.float32)
+    assert snap.take_into([0, 5], "emb", emb) is True
+    want = lancepy.dataset(uri).take([0, 5], columns=["emb"]).column("emb").to_pylist()
+    assert emb.tolist() == want
+    with pytest.raises(InvalidArgumentError, match="512|bytes"):
+        snap.take_into([0, 5, 6], "emb", emb)
+    with pytest.raises(InvalidArgumentError, match="C-contiguous"):
+        snap.take_into([0], "emb", np.zeros((2, DIM), np.float32).T)
+    ro = np.zeros((2, DIM), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        snap.take_into([0, 5], "emb", ro)
+    with pytest.raises(InvalidArgumentError, match="__array_interface__"):
+        snap.take_into([0, 5], "emb", bytearray(2 * DIM * 4))
+    with pytest.raises(IndexOutOfRangeError):
+        snap.take_into([0, 10**6], "emb", emb)
+    with pytest.raises(ColumnNotFoundError):
+        snap.take_into([0, 5], "nope", emb)
+    assert snap.take_into([0, 5], "label", np.zeros(2, np.int64)) is False  # mini-block: declined
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("mode", ["current", "side", "readers", "pinned"])
+def test_cuda_epoch_equals_getitems(wide_uri, mode, monkeypatch):
+    """A whole shuffled epoch through pinned memory (vectors gathered straight into it) and,
+    unless `pinned`, copied to the device by the training thread on its stream (`current`) or
+    a side stream (`side`), or by the reading threads (`readers`): every batch equals __getitems__ of the
+    sampler's indices, in order."""
+    monkeypatch.setattr(Loader, "_copy_mode", "current" if mode == "pinned" else mode)
+    data = LanceDataset(wide_uri)
+    loader = Loader(data, 37, threads=3, prefetch=5, seed=4, pin_memory=True,
+                    device=None if mode == "pinned" else "cuda")
+    order = ShuffleSampler(len(data), seed=4)
+    want = list(order)
+    k = 0
+    for batch in loader:
+        idx = want[k : k + 37]
+        k += len(idx)
+        for name, t in batch.items():
+            if isinstance(t, torch.Tensor):
+                if mode == "pinned":
+                    assert t.is_pinned(), name
+                else:
+                    assert t.is_cuda, name
+        _assert_same({n: (v.cpu() if isinstance(v, torch.Tensor) else v) for n, v in batch.items()},
+                     data.__getitems__(idx))
+    assert k == len(data)

@@ -5,7 +5,7 @@ per-column converters chosen once from the schema (:class:`_Converter`) and null
 from __future__ import annotations
 
 import numbers
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +16,8 @@ from lancepy.exceptions import InvalidArgumentError
 
 
 FillNull = Union[None, int, float, bool, Mapping[str, Any]]
+#: ``allocate(shape, dtype) -> tensor``: where a batch's fixed-width columns are gathered.
+Allocate = Callable[[Tuple[int, ...], torch.dtype], torch.Tensor]
 
 
 class NullValuesError(InvalidArgumentError):
@@ -270,6 +272,12 @@ class _Converter:
         self.columns = [(i, f.name, _converter(f, fill_null, binary)) for i, f in enumerate(fields)]
         # Columns that may come straight from lancepy's native result as numpy views.
         self.numeric = [isinstance(c, (_Primitive, _FixedSizeList)) for _, _, c in self.columns]
+        # Columns a tensor can take byte for byte: name -> (dims after the batch's, dtype).
+        self.fixed_layouts: Dict[str, Tuple[Tuple[int, ...], torch.dtype]] = {}
+        for _, name, c in self.columns:
+            dims = tuple(c.dims) if isinstance(c, _FixedSizeList) else () if isinstance(c, _Primitive) else None
+            if dims is not None and c.leaf in _TORCH_DTYPES:  # (booleans are bits in Arrow)
+                self.fixed_layouts[name] = (dims, _TORCH_DTYPES[c.leaf])
 
     def __call__(self, rb: pa.RecordBatch) -> Batch:
         return Batch((name, convert(rb.column(i))) for i, name, convert in self.columns)

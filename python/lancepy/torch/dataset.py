@@ -8,7 +8,7 @@ import inspect
 import numbers
 import operator
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +20,7 @@ from lancepy import blob as _blob
 from lancepy.dataset import LanceDataset as _Dataset
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
-from ._convert import Batch, FillNull, _bytes_columns, _Converter, _one_row
+from ._convert import Allocate, Batch, FillNull, _bytes_columns, _Converter, _one_row
 from .sampler import _Order, _rank_world
 
 
@@ -160,6 +160,7 @@ class LanceDataset(torch.utils.data.Dataset):
         self._pid: Optional[int] = os.getpid()
         self._convert = _Converter(self._fields, fill_null, binary)
         self._bytes_columns = [c for c in _bytes_columns(self._fields, binary) if c not in self._blob_columns]
+        self._not_direct: Set[str] = set(self._blob_columns)  # columns take_into cannot gather
 
     # -- pickling: the URI, the version and the options, never an open dataset -----------
 
@@ -172,6 +173,7 @@ class LanceDataset(torch.utils.data.Dataset):
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("_not_direct", set(self._blob_columns))  # pickled before it existed
         self._convert = _Converter(self._fields, self._fill_null, self._binary)
 
     def _dataset(self) -> _Dataset:
@@ -253,11 +255,15 @@ class LanceDataset(torch.utils.data.Dataset):
             raise IndexError(f"row index {bad} is out of range for {self._len} rows")
         return self._addresses[idx].tolist(), True
 
-    def _batch(self, indices: Any) -> Batch:
+    def _batch(self, indices: Any, allocate: Optional[Allocate] = None) -> Batch:
         """One native read of `indices`, converted. Binary columns read as ``list[bytes]``
         are copied once, from the file straight into each ``bytes`` object, when every
-        fragment stores them row by row (full-zip pages); the rest is one native take."""
-        if not self._bytes_columns:
+        fragment stores them row by row (full-zip pages); the rest is one native take.
+
+        With `allocate` (``allocate(shape, dtype) -> tensor``: pinned memory, say), the
+        fixed-width columns stored row by row (vectors) are gathered straight into tensors it
+        returns, with the GIL released: one copy from the file into the batch."""
+        if not self._bytes_columns and allocate is None:
             return self._convert.native(self._take(indices))
         snapshot = self._dataset()._snapshot
         where, by_address = self._where(indices)
@@ -266,6 +272,15 @@ class LanceDataset(torch.utils.data.Dataset):
             values = snapshot.take_bytes(where, name, addresses=by_address)
             if values is not None:  # else not stored row by row: through the native take
                 ready[name] = values
+        if allocate is not None and where:
+            for name, (dims, dtype) in self._convert.fixed_layouts.items():
+                if name in self._not_direct:
+                    continue
+                out = allocate((len(where), *dims), dtype)
+                if snapshot.take_into(where, name, out.numpy(), addresses=by_address):
+                    ready[name] = out
+                else:  # not stored row by row (a small column in mini-blocks): not tried again
+                    self._not_direct.add(name)
         rest = [c for c in self._columns if c not in ready]
         if not rest:
             return Batch((c, ready[c]) for c in self._columns)

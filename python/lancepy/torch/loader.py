@@ -99,6 +99,12 @@ def _tensors_in(obj: Any) -> Iterator[torch.Tensor]:
             yield from _tensors_in(v)
 
 
+def _pinned_empty(shape: Tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """An uninitialised page-locked tensor from torch's caching host allocator (blocks are
+    reused once the copies that read them are done)."""
+    return torch.empty(shape, dtype=dtype, pin_memory=True)
+
+
 class _Moved(NamedTuple):
     """A batch copied to a CUDA device on a side stream, and the event that ends the copy."""
 
@@ -161,11 +167,14 @@ class Loader:
         lancepy's CPU pool too (``LANCEPY_THREADS`` sizes it).
     pin_memory:
         Put the batch's tensors in page-locked memory (on the reading threads), so that a copy
-        to the GPU can overlap computation. Needs CUDA.
+        to the GPU can overlap computation: vectors and other wide fixed-width values stored row
+        by row are gathered from the file straight into page-locked memory (one copy), the rest
+        is copied there. Needs CUDA.
     device:
-        ``"cuda"`` / ``"cuda:N"``: copy each batch's tensors to that device on a side CUDA stream
-        from the reading threads; the training loop's stream waits for the copy when the batch
-        is handed out. ``"cpu"``: leave them where they are. Default: no copy.
+        ``"cuda"`` / ``"cuda:N"``: copy each batch's tensors to that device, issued (non-blocking)
+        by the training thread on its current stream as soon as the batch is read, so the copy
+        engine moves it while earlier steps compute. ``"cpu"``: leave them where they are.
+        Default: no copy.
     non_blocking:
         Asynchronous device copies (``tensor.to(device, non_blocking=True)``); only with a
         CUDA `device`.
@@ -418,29 +427,62 @@ class Loader:
                 raise InvalidArgumentError("the sampler must yield integer row indices") from None
 
     def _reader(self) -> Callable[[List[int]], Any]:
+        """What a reading thread runs for one batch: the read (vectors straight into pinned
+        memory when pinning), the transforms, pinning of what is not pinned yet, and, with
+        ``_copy_mode == "readers"``, the copy to the device."""
         data, transform = self.dataset, self.transform
-        pin, device, non_blocking = self.pin_memory, self.device, self.non_blocking
-        cuda = device is not None and device.type == "cuda"
-        stream = torch.cuda.Stream(device) if cuda else None
+        pin = self.pin_memory
+        into = pin and self._gather_into_pinned
+        copy = self._copier() if self._copy_mode == "readers" else None
 
         def pin_one(t: torch.Tensor) -> torch.Tensor:
             return t if t.is_pinned() else t.pin_memory()
 
         def read(indices: List[int]) -> Any:
-            batch = data.__getitems__(indices)
+            if into:
+                batch = data._batch(indices, allocate=_pinned_empty)
+                if data.transform is not None:
+                    batch = data.transform(batch)
+            else:
+                batch = data.__getitems__(indices)
             if transform is not None:
                 batch = transform(batch)
             if pin:
                 batch = _map_tensors(batch, pin_one)
-            if cuda:
-                with torch.cuda.device(device), torch.cuda.stream(stream):
-                    batch = _map_tensors(batch, lambda t: t.to(device, non_blocking=non_blocking))
-                    event = torch.cuda.Event()
-                    event.record(stream)
-                return _Moved(batch, event)
-            return batch
+            return batch if copy is None else copy(batch)
 
         return read
+
+    #: With pin_memory: vectors gathered from the file straight into pinned memory (else read,
+    #: then copied into pinned memory).
+    _gather_into_pinned = True
+
+    #: How batches reach a CUDA device: ``"current"`` (the default, the fastest measured on an
+    #: H200 machine: benches/RESULTS.md) copies from the training thread on its own stream, each
+    #: batch as soon as it is read (the copy engine moves it while earlier steps compute);
+    #: ``"side"`` does the same on a side stream (an event orders it before the batch's use);
+    #: ``"readers"`` copies on a side stream from the reading threads.
+    _copy_mode = "current"
+
+    def _copier(self) -> Optional[Callable[[Any], Any]]:
+        """Copies a batch's tensors to the CUDA device (``None`` without one), as `_copy_mode` says."""
+        device, non_blocking = self.device, self.non_blocking
+        if device is None or device.type != "cuda":
+            return None
+        if self._copy_mode not in ("current", "side", "readers"):
+            raise InvalidArgumentError(f"unknown copy mode {self._copy_mode!r}")
+        if self._copy_mode == "current":
+            return lambda batch: _map_tensors(batch, lambda t: t.to(device, non_blocking=non_blocking))
+        stream = torch.cuda.Stream(device)
+
+        def copy(batch: Any) -> _Moved:
+            with torch.cuda.device(device), torch.cuda.stream(stream):
+                batch = _map_tensors(batch, lambda t: t.to(device, non_blocking=non_blocking))
+                event = torch.cuda.Event()
+                event.record(stream)
+            return _Moved(batch, event)
+
+        return copy
 
     def _hand_out(self, result: Any) -> Any:
         if not isinstance(result, _Moved):
@@ -463,10 +505,12 @@ class Loader:
         batches = self._index_batches()
         generation = self._generation
         read = self._reader()
+        copy = None if self._copy_mode == "readers" else self._copier()
         pid = os.getpid()
         counts_rows = self._shuffle_sampler
         pool = ThreadPoolExecutor(min(self.threads, self.prefetch + 1), thread_name_prefix="lancepy-loader")
-        pending: "collections.deque[Tuple[Future, int]]" = collections.deque()
+        # [future of the read, rows, the batch on the device once its copy was issued]
+        pending: "collections.deque[List[Any]]" = collections.deque()
         exhausted = False
 
         def top_up() -> None:
@@ -479,29 +523,43 @@ class Loader:
                 except Exception as e:  # a sampler's error: raised at its batch's position
                     failed: Future = Future()
                     failed.set_exception(e)
-                    pending.append((failed, 0))
+                    pending.append([failed, 0, None])
                     exhausted = True
                 else:
-                    pending.append((pool.submit(read, indices), len(indices)))
+                    pending.append([pool.submit(read, indices), len(indices), None])
+
+        def copy_ahead() -> None:
+            # Copies of the batches already read start now, in order, while the loop trains.
+            for entry in pending:
+                future = entry[0]
+                if entry[2] is not None:
+                    continue
+                if not future.done() or future.exception() is not None:
+                    return
+                entry[2] = copy(future.result())
 
         try:
             top_up()
             while pending:
                 if os.getpid() != pid:  # its threads stayed in the parent
                     raise RuntimeError("this Loader iteration began in another process: call iter(loader) again")
-                future, rows = pending.popleft()
+                future, rows, moved = pending.popleft()
                 top_up()
-                result = future.result()
+                result = moved if moved is not None else future.result()
+                if copy is not None and moved is None:
+                    result = copy(result)
+                if copy is not None:
+                    copy_ahead()
                 batch = self._hand_out(result)
-                del result
+                del result, moved
                 if self._generation == generation:
                     self._handed += rows if counts_rows else 1
                 yield batch
                 del batch
         finally:
             early = bool(pending)
-            for future, _ in pending:
-                future.cancel()
+            for entry in pending:
+                entry[0].cancel()
             pending.clear()
             if os.getpid() == pid:
                 # At the end nothing is in flight: the threads are joined. Stopped early, reads

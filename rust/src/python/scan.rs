@@ -174,6 +174,40 @@ impl PySnapshot {
         Ok(ArrowBatches::new(batch.schema(), vec![batch]))
     }
 
+    /// Gathers the values of fixed-width column `column` at logical `indices` (or, with
+    /// `addresses`, row addresses of live rows) straight into `out`, with the GIL released:
+    /// `out` is a writable C-contiguous array (numpy's `__array_interface__`, e.g.
+    /// `tensor.numpy()` of a pinned CPU tensor) of exactly rows × value bytes. Returns `False`,
+    /// having written nothing, when some fragment does not store the column row by row in a
+    /// mapped file (then use `take`).
+    #[pyo3(signature = (indices, column, out, *, addresses=false))]
+    fn take_into(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+        column: String,
+        out: &Bound<'_, PyAny>,
+        addresses: bool,
+    ) -> PyResult<bool> {
+        let s = &self.inner;
+        let idx = extract_indices(indices, || "row indices are 64-bit".to_string())?;
+        let fidx = s.projection(Some(std::slice::from_ref(&column))).py()?[0];
+        let (ptr, len) = writable_array(out)?;
+        run(py, || {
+            let requests = if addresses { s.address_requests(&idx, false) } else { s.index_requests(&idx) }?;
+            if requests.len() != idx.len() {
+                return Err(Error::invalid_input("take_into: some row addresses are of deleted rows"));
+            }
+            // SAFETY: `writable_array` checked that `out` exports `len` writable, C-contiguous
+            // bytes at `ptr`. `out` is borrowed for this whole call (its owner holds a
+            // reference), so the memory stays allocated; a numpy array with references cannot
+            // be resized. Nothing else writes to it while this runs: the caller (lancepy's
+            // loader) allocated it for this batch and shares it only after this returns.
+            let dest = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+            s.take_fixed_into(&requests, fidx, dest)
+        })
+    }
+
     /// The values of binary column `column` at logical `indices` (or, with `addresses`, at
     /// row addresses, deleted rows skipped) as a list of `bytes`, each copied once straight out
     /// of the file; `None` when some fragment does not store the column row by row (then use
@@ -345,4 +379,24 @@ impl PySnapshot {
             Ok(results.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect())
         })
     }
+}
+
+/// `(address, bytes)` of `obj`'s memory, through numpy's array interface (version 3), when it
+/// is writable and C-contiguous; an error otherwise.
+fn writable_array(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+    let bad = |why: &str| to_pyerr(Error::invalid_input(format!("take_into: the output {why}")));
+    let iface = obj.getattr("__array_interface__").map_err(|_| bad("has no __array_interface__ (pass a numpy array)"))?;
+    let (ptr, readonly): (usize, bool) = iface.get_item("data")?.extract()?;
+    if readonly || ptr == 0 {
+        return Err(bad("is read-only"));
+    }
+    let strides = iface.get_item("strides").ok();
+    if strides.is_some_and(|s| !s.is_none()) {
+        return Err(bad("is not C-contiguous"));
+    }
+    let shape: Vec<usize> = iface.get_item("shape")?.extract()?;
+    let typestr: String = iface.get_item("typestr")?.extract()?;
+    let itemsize: usize = typestr.get(2..).and_then(|n| n.parse().ok()).ok_or_else(|| bad("has an unknown item type"))?;
+    let len = shape.iter().try_fold(itemsize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad("is too large"))?;
+    Ok((ptr, len))
 }

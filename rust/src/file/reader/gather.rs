@@ -202,26 +202,67 @@ impl FileReader {
         requests: &[(usize, u64)],
         out: &mut Gathered,
     ) -> Result<bool> {
-        let Some(w) = files.first().and_then(|f| f.1.width) else { return Ok(false) };
-        let mut maps = Vec::with_capacity(files.len());
-        for (reader, plan) in files {
-            match (reader.io.mapped(), plan.width) {
-                (Some(m), Some(width)) if width == w => maps.push(m),
-                _ => return Ok(false),
-            }
-        }
         if out.offsets.is_some() {
             return Err(Error::Internal("gathering fixed-width values into a variable-width output".into()));
         }
+        let Some(w) = Self::mapped_width(files) else { return Ok(false) };
         out.data.reserve(requests.len() * w);
+        let data = &mut out.data;
+        Self::fixed_runs(files, requests, w, |bytes| data.extend_from_slice(bytes))?;
+        out.rows += requests.len();
+        Ok(true)
+    }
+
+    /// As [`FileReader::gather_fixed_across`], into `out`, which must hold exactly the
+    /// requests' values (`requests.len()` × the values' width): for callers that own the
+    /// destination (pinned host memory of a training batch). `false`, nothing written, when a
+    /// file is not mapped or the values are not of one width.
+    pub fn gather_fixed_into(files: &[(&FileReader, &DirectRows)], requests: &[(usize, u64)], out: &mut [u8]) -> Result<bool> {
+        let Some(w) = Self::mapped_width(files) else { return Ok(false) };
+        let need = requests.len().checked_mul(w).ok_or_else(|| Error::invalid_input("too many rows for one buffer"))?;
+        if out.len() != need {
+            return Err(Error::invalid_input(format!(
+                "the output buffer holds {} bytes; {} rows of {w} bytes need {need}",
+                out.len(),
+                requests.len()
+            )));
+        }
+        let mut at = 0;
+        Self::fixed_runs(files, requests, w, |bytes| {
+            // In bounds: the runs add up to `requests.len() * w` bytes, checked above.
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        })?;
+        Ok(true)
+    }
+
+    /// The one width of every file's fixed values when all of them are mapped.
+    fn mapped_width(files: &[(&FileReader, &DirectRows)]) -> Option<usize> {
+        let w = files.first()?.1.width?;
+        files.iter().all(|(reader, plan)| reader.io.mapped().is_some() && plan.width == Some(w)).then_some(w)
+    }
+
+    /// Hands the bytes of `requests` (all files mapped, values `w` wide: see
+    /// [`FileReader::mapped_width`]) to `emit` in request order, consecutive rows of a file
+    /// as one slice.
+    fn fixed_runs(
+        files: &[(&FileReader, &DirectRows)],
+        requests: &[(usize, u64)],
+        w: usize,
+        mut emit: impl FnMut(&[u8]),
+    ) -> Result<()> {
+        let maps = files
+            .iter()
+            .map(|(reader, _)| reader.io.mapped().ok_or_else(|| Error::Internal("a file is no longer mapped".into())))
+            .collect::<Result<Vec<_>>>()?;
         // The run being copied: (file, first byte, end byte).
         let mut run: Option<(usize, usize, usize)> = None;
-        let flush = |run: Option<(usize, usize, usize)>, data: &mut MutableBuffer| -> Result<()> {
+        let mut flush = |run: Option<(usize, usize, usize)>| -> Result<()> {
             if let Some((i, start, end)) = run {
                 let bytes = maps[i]
                     .get(start..end)
                     .ok_or_else(|| Error::corrupt(format!("{}: rows at byte {start} lie outside the file", files[i].0.path)))?;
-                data.extend_from_slice(bytes);
+                emit(bytes);
             }
             Ok(())
         };
@@ -236,15 +277,14 @@ impl FileReader {
             run = match run {
                 Some((ri, rs, re)) if ri == i && re == start => Some((ri, rs, re + w)),
                 other => {
-                    flush(other, &mut out.data)?;
+                    flush(other)?;
                     Some((i, start, start + w))
                 }
             };
         }
-        flush(run, &mut out.data)?;
+        flush(run)?;
         crate::io::count_mapped((requests.len() * w) as u64);
-        out.rows += requests.len();
-        Ok(true)
+        Ok(())
     }
 
     /// Hands each variable-width value of `rows` (any order, repeats allowed) of a field laid

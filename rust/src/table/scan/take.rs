@@ -28,6 +28,18 @@ impl TableSnapshot {
         self.take_physical(&self.address_requests(addresses, opts.include_deleted)?, projection, opts)
     }
 
+    /// Gathers the values of fixed-width field `fidx` at `requests` straight into `out`
+    /// (exactly `requests.len()` × the value width bytes), when every fragment involved stores
+    /// the field row by row in a mapped file; `Ok(false)`, nothing written, otherwise (then
+    /// [`TableSnapshot::take`] reads it).
+    pub fn take_fixed_into(&self, requests: &[(usize, u64)], fidx: usize, out: &mut [u8]) -> Result<bool> {
+        let fragments = fragments_of(requests);
+        match self.direct_column(fidx, &fragments)? {
+            Some(direct) => direct.gather_into(requests, out),
+            None => Ok(false),
+        }
+    }
+
     /// Hands each value of binary column `fidx` at `requests` (in order) to `f` as a slice of
     /// the file, if every fragment involved stores it row by row (see
     /// [`TableSnapshot::direct_column`]); `Ok(false)`, and nothing visited, otherwise.
@@ -189,19 +201,37 @@ impl DirectColumn {
         let mut out = Gathered::new(&first.1, requests.len());
         if first.1.width.is_some() {
             let files: Vec<(&FileReader, &DirectRows)> = self.plans.iter().map(|p| (p.0.as_ref(), &p.1)).collect();
-            let by_file = requests
-                .iter()
-                .map(|&(fi, r)| {
-                    let i = self.fragments.binary_search(&fi);
-                    i.map(|i| (i, r)).map_err(|_| Error::Internal(format!("fragment {fi} was not planned")))
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let by_file = self.by_file(requests)?;
             if FileReader::gather_fixed_across(&files, &by_file, &mut out)? {
                 return out.into_array(data_type);
             }
         }
         self.for_each_run(requests, |reader, layout, offsets| reader.gather_rows(layout, offsets, &mut out))?;
         out.into_array(data_type)
+    }
+
+    /// The values of `requests`, in order, copied into `out` (see
+    /// [`FileReader::gather_fixed_into`]); `false`, nothing written, when they are not fixed-width
+    /// values of mapped files.
+    fn gather_into(&self, requests: &[(usize, u64)], out: &mut [u8]) -> Result<bool> {
+        if self.plans.first().is_none_or(|p| p.1.width.is_none()) {
+            return Ok(false);
+        }
+        self.prefetch(requests);
+        let files: Vec<(&FileReader, &DirectRows)> = self.plans.iter().map(|p| (p.0.as_ref(), &p.1)).collect();
+        let by_file = self.by_file(requests)?;
+        FileReader::gather_fixed_into(&files, &by_file, out)
+    }
+
+    /// (index of the fragment's plan, row) of each request.
+    fn by_file(&self, requests: &[(usize, u64)]) -> Result<Vec<(usize, u64)>> {
+        requests
+            .iter()
+            .map(|&(fi, r)| {
+                let i = self.fragments.binary_search(&fi);
+                i.map(|i| (i, r)).map_err(|_| Error::Internal(format!("fragment {fi} was not planned")))
+            })
+            .collect()
     }
 
     /// Hands each (variable-width) value of `requests` to `f`, in order (see
