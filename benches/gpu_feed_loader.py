@@ -3,10 +3,12 @@
 
 A copy of ../shared/bench/gpu_feed.py with rows for lancepy.torch.Loader (batches read ahead on
 threads in the training process, vectors gathered straight into pinned memory):
-`lancepy_loader_t{N}_{mode}` (the Loader copies to the device; mode is `Loader._copy_mode`:
-`current` — the default —, `side`, `readers`), `lancepy_loader_pinned_t{N}` (pinned CPU batches,
-copied by the loop; `_copied`: vectors read, then copied into pinned memory, as before
-`take_into`), for N in --loader-threads; `transform_*` rows (a ~2 ms per-batch numpy transform
+`lancepy_loader_t{N}_{mode}_{reader}` (the Loader copies to the device; mode is
+`Loader._copy_mode`: `current` — the default —, `side`, `readers`; reader is `native` — the
+default: lancepy's TakePipeline threads, no Python on the reading side —, `py` — Python threads
+calling the native take —, or `py_copied` — the same with vectors read, then copied into pinned
+memory, as before `take_into`), `lancepy_loader_pinned_t{N}_{reader}` (pinned CPU batches, copied
+by the loop), for N in --loader-threads; `transform_*` rows (a ~2 ms per-batch numpy transform
 through DataLoader workers and the Loader's threads); the training section adds the Loader
 for each of --train-loader-threads and copy mode.
 
@@ -176,6 +178,8 @@ def main():
                     help="comma list of sections to skip: lancepy,loader,transform,iter,pylance,threads,train")
     ap.add_argument("--copy-modes", default="current,side,readers",
                     help="how the Loader copies to the device (Loader._copy_mode): current, side, readers")
+    ap.add_argument("--readers", default="native,py",
+                    help="the Loader's reading side: native (TakePipeline), py (Python threads), py_copied")
     ap.add_argument("--train-loader-threads", default="2,4,15", help="Loader threads of the training rows")
     ap.add_argument("--transform-workers", default="0,1,2,8", help="DataLoader workers of the transform rows")
     a = ap.parse_args()
@@ -221,29 +225,42 @@ def main():
             log(f"lancepy_map_w{w}", f"error: {e!r}")
     loader_threads = [int(t) for t in a.loader_threads.split(",") if t.strip()]
     copy_modes = [m for m in a.copy_modes.split(",") if m]
+    # Readers: "native" (the default: lancepy's TakePipeline threads, no Python there) or "py"
+    # (Python threads calling the native take; with "_copied", vectors read then copied into
+    # pinned memory, as before take_into).
+    readers = [r for r in a.readers.split(",") if r]
+
+    def variant(reader):
+        lt.Loader._native = "pinned" if reader == "native" else False
+        lt.Loader._gather_into_pinned = reader != "py_copied"
+
+    def reset():
+        lt.Loader._native, lt.Loader._gather_into_pinned, lt.Loader._copy_mode = "pinned", True, "current"
+
     for t in ([] if "loader" in skip else loader_threads):
-        for mode in copy_modes if pin else ["current"]:
-            name = f"lancepy_loader_t{t}_{mode}"
-            lt.Loader._copy_mode = mode
-            try:
-                loader = lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=pin,
-                                   device=device if pin else None)
-                deliver(name, loader, device, a.seconds)
-            except Exception as e:  # noqa: BLE001
-                log(name, f"error: {e!r}")
-            finally:
-                lt.Loader._copy_mode = "current"
-        for into in [True, False] if pin else []:
-            # Pinned CPU batches, copied by the loop; vectors gathered into pinned memory or copied there.
-            name = f"lancepy_loader_pinned_t{t}" + ("" if into else "_copied")
-            lt.Loader._gather_into_pinned = into
-            try:
-                loader = lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=True)
-                deliver(name, loader, device, a.seconds)
-            except Exception as e:  # noqa: BLE001
-                log(name, f"error: {e!r}")
-            finally:
-                lt.Loader._gather_into_pinned = True
+        for reader in readers:
+            for mode in copy_modes if pin else ["current"]:
+                name = f"lancepy_loader_t{t}_{mode}_{reader}"
+                variant(reader)
+                lt.Loader._copy_mode = mode
+                try:
+                    loader = lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=pin,
+                                       device=device if pin else None)
+                    deliver(name, loader, device, a.seconds)
+                except Exception as e:  # noqa: BLE001
+                    log(name, f"error: {e!r}")
+                finally:
+                    reset()
+            if pin:  # pinned CPU batches, copied by the loop
+                name = f"lancepy_loader_pinned_t{t}_{reader}"
+                variant(reader)
+                try:
+                    loader = lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=True)
+                    deliver(name, loader, device, a.seconds)
+                except Exception as e:  # noqa: BLE001
+                    log(name, f"error: {e!r}")
+                finally:
+                    reset()
     if "transform" not in skip:
         # Item 4 of the issue: a ~2 ms per-batch transform, through DataLoader workers and the Loader's threads.
         probe = lt.LanceDataset(path, columns=["emb", "label"]).__getitems__(list(range(a.batch)))
@@ -382,14 +399,16 @@ def main():
                 pin_memory=pin, prefetch_factor=4 if w else None)
             train(f"lancepy_map_w{w}", loader, a.seconds)
         for t in ([] if "loader" in skip else [int(x) for x in a.train_loader_threads.split(",") if x.strip()]):
-            for mode in copy_modes if pin else ["current"]:
-                lt.Loader._copy_mode = mode
-                try:
-                    train(f"lancepy_loader_t{t}_{mode}",
-                          lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=pin,
-                                    device=device if pin else None), a.seconds)
-                finally:
-                    lt.Loader._copy_mode = "current"
+            for reader in readers:
+                for mode in copy_modes if pin else ["current"]:
+                    variant(reader)
+                    lt.Loader._copy_mode = mode
+                    try:
+                        train(f"lancepy_loader_t{t}_{mode}_{reader}",
+                              lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=pin,
+                                        device=device if pin else None), a.seconds)
+                    finally:
+                        reset()
         if lance is not None and "pylance" not in skip:
             loader = torch.utils.data.DataLoader(
                 PylanceTake(path), batch_size=a.batch, sampler=torch.utils.data.RandomSampler(range(len(arr))),

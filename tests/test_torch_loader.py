@@ -693,16 +693,18 @@ def test_take_into_rejects_bad_outputs(wide_uri):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("fixed_only", [False, True])  # True: read by the native pipeline
 @pytest.mark.parametrize("mode", ["current", "side", "readers", "pinned"])
-def test_cuda_epoch_equals_getitems(wide_uri, mode, monkeypatch):
+def test_cuda_epoch_equals_getitems(wide_uri, mode, fixed_only, monkeypatch):
     """A whole shuffled epoch through pinned memory (vectors gathered straight into it) and,
     unless `pinned`, copied to the device by the training thread on its stream (`current`) or
     a side stream (`side`), or by the reading threads (`readers`): every batch equals __getitems__ of the
     sampler's indices, in order."""
     monkeypatch.setattr(Loader, "_copy_mode", "current" if mode == "pinned" else mode)
-    data = LanceDataset(wide_uri)
+    data = LanceDataset(wide_uri, columns=["id", "emb", "label"] if fixed_only else None)
     loader = Loader(data, 37, threads=3, prefetch=5, seed=4, pin_memory=True,
                     device=None if mode == "pinned" else "cuda")
+    assert (loader._native_layouts() is not None) == (fixed_only and mode != "readers")
     order = ShuffleSampler(len(data), seed=4)
     want = list(order)
     k = 0
@@ -718,3 +720,100 @@ def test_cuda_epoch_equals_getitems(wide_uri, mode, monkeypatch):
         _assert_same({n: (v.cpu() if isinstance(v, torch.Tensor) else v) for n, v in batch.items()},
                      data.__getitems__(idx))
     assert k == len(data)
+
+
+# -- the native pipeline (fixed-width columns, no transform: no Python on the reading side) ---
+
+
+@pytest.fixture
+def native(monkeypatch):
+    """Batches through the native TakePipeline even unpinned (by default only pinned ones)."""
+    monkeypatch.setattr(Loader, "_native", True)
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_native_pipeline_epoch_equals_getitems(wide_uri, native, filtered, threads):
+    data = LanceDataset(wide_uri, columns=["id", "emb", "label"], filter="id % 3 != 1" if filtered else None)
+    loader = Loader(data, 29, threads=threads, prefetch=4, seed=8)
+    assert loader._native_layouts() is not None
+    want = list(ShuffleSampler(len(data), seed=8))
+    k = 0
+    for batch in loader:
+        idx = want[k : k + 29]
+        k += len(idx)
+        _assert_same(batch, data.__getitems__(idx))
+    assert k == len(data)
+    # Not for columns that are not fixed-width numbers, nor with a transform.
+    assert Loader(LanceDataset(wide_uri), 8)._native_layouts() is None
+    assert Loader(data, 8, transform=lambda b: b)._native_layouts() is None
+
+
+def test_native_pipeline_nulls_fill_or_raise_at_their_batch(tmp_path, native):
+    """A batch with nulls is read again the usual way: filled, or NullValuesError at its turn."""
+    n = 300
+    score = pa.array([None if i in (200, 201) else float(i) for i in range(n)], pa.float64())
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(n * WIDE, dtype=np.float32)), WIDE)
+    path = str(tmp_path / "nulls.lance")
+    lancepy.write_dataset(pa.table({"v": vec, "score": score}), path, max_rows_per_file=100)
+    filled = list(Loader(path, 50, shuffle=False, fill_null=-1.0))
+    assert Loader(path, 50, shuffle=False)._native_layouts() is not None
+    got = torch.cat([b["score"] for b in filled])
+    assert got[200].item() == -1.0 and got[199].item() == 199.0
+    assert torch.equal(torch.cat([b["v"] for b in filled]).flatten(), torch.arange(n * WIDE, dtype=torch.float32))
+    seen = []
+    with pytest.raises(NullValuesError):
+        for b in Loader(path, 50, shuffle=False):
+            seen.append(b)
+    assert len(seen) == 4  # rows 0..199: the batch holding row 200 raises
+
+
+def test_native_pipeline_bad_indices_at_their_batch_and_early_stop(wide_uri, native):
+    data = LanceDataset(wide_uri, columns=["id", "emb"])
+    loader = Loader(data, None, sampler=[[0, 1], [2, 3], [5, 10**9], [4]], threads=2)
+    seen = []
+    with pytest.raises(IndexOutOfRangeError):
+        for b in loader:
+            seen.append(b["id"].tolist())
+    assert len(seen) == 2
+    # Stopping early, then iterating again: every read in flight finished, a fresh pipeline.
+    loader = Loader(data, 16, threads=2, prefetch=6, seed=1)
+    for i, _ in enumerate(loader):
+        if i == 2:
+            break
+    assert sum(len(b["id"]) for b in loader) == len(data)
+
+
+def test_take_pipeline_rejects_bad_use(wide_uri):
+    snap = lancepy.dataset(wide_uri)._snapshot
+    with pytest.raises(InvalidArgumentError, match="fixed width"):
+        snap.take_pipeline(["caption"], 2)
+    with pytest.raises(ColumnNotFoundError):
+        snap.take_pipeline(["nope"], 2)
+    with pytest.raises(InvalidArgumentError, match="threads"):
+        snap.take_pipeline(["emb"], 0)
+    pipe = snap.take_pipeline(["emb", "id"], 2)
+    assert pipe.columns == ["emb", "id"]
+    emb, ids = np.zeros((3, WIDE), np.float32), np.zeros(3, np.int64)
+    with pytest.raises(InvalidArgumentError, match="outputs for 2 columns"):
+        pipe.submit([0, 1, 2], [emb])
+    with pytest.raises(InvalidArgumentError, match="bytes"):
+        pipe.submit([0, 1], [emb, ids])
+    ro = emb.copy()
+    ro.flags.writeable = False
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        pipe.submit([0, 1, 2], [ro, ids])
+    with pytest.raises(InvalidArgumentError, match="in flight"):
+        pipe.wait(12345)
+    ticket = pipe.submit([0, 1, 2], [emb, ids])
+    out = pipe.wait(ticket)
+    assert out[0] is emb and out[1] is ids
+    want = lancepy.dataset(wide_uri).take([0, 1, 2], columns=["emb", "id"])
+    assert emb.tolist() == want.column("emb").to_pylist() and ids.tolist() == want.column("id").to_pylist()
+    bad = pipe.submit([0, 10**9, 2], [emb, ids])
+    with pytest.raises(IndexOutOfRangeError):
+        pipe.wait(bad)
+    pipe.close()
+    pipe.close()
+    with pytest.raises(InvalidArgumentError, match="closed"):
+        pipe.submit([0, 1, 2], [emb, ids])

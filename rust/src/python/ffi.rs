@@ -202,6 +202,12 @@ pub struct FixedValues {
     typestr: String,
 }
 
+/// The values of a fixed-width array of numbers (or of fixed-size lists of them) without
+/// nulls, as one buffer of `len` × value bytes; `None` for anything else.
+pub(crate) fn fixed_bytes(array: &dyn Array) -> Option<Buffer> {
+    FixedValues::of(array).map(|f| f.values)
+}
+
 impl FixedValues {
     /// Float32 values in C order, seen as an array of `shape` (whose product is `values.len()`).
     pub fn f32(values: arrow_buffer::ScalarBuffer<f32>, shape: Vec<usize>) -> Self {

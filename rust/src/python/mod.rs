@@ -9,6 +9,7 @@ mod fragment;
 mod index_proto;
 mod indices;
 mod manifest;
+mod pipeline;
 mod scan;
 mod transaction;
 
@@ -33,6 +34,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyStore>()?;
     m.add_class::<dataset::PyRangeReader>()?;
     m.add_class::<scan::PySnapshot>()?;
+    m.add_class::<pipeline::TakePipeline>()?;
     m.add_function(wrap_pyfunction!(dataset::list_versions, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::manifest_path, m)?)?;
     m.add_function(wrap_pyfunction!(transaction::read_manifest, m)?)?;

@@ -208,6 +208,16 @@ impl PySnapshot {
         })
     }
 
+    /// A [`TakePipeline`](super::pipeline::TakePipeline) reading fixed-width `columns` of this
+    /// version on `threads` native threads.
+    #[pyo3(signature = (columns, threads))]
+    fn take_pipeline(&self, columns: Vec<String>, threads: usize) -> PyResult<super::pipeline::TakePipeline> {
+        if threads == 0 || threads > 256 {
+            return Err(to_pyerr(Error::invalid_input(format!("threads must be 1 to 256, got {threads}"))));
+        }
+        super::pipeline::TakePipeline::start(self.inner.clone(), columns, threads).py()
+    }
+
     /// The values of binary column `column` at logical `indices` (or, with `addresses`, at
     /// row addresses, deleted rows skipped) as a list of `bytes`, each copied once straight out
     /// of the file; `None` when some fragment does not store the column row by row (then use
@@ -383,7 +393,7 @@ impl PySnapshot {
 
 /// `(address, bytes)` of `obj`'s memory, through numpy's array interface (version 3), when it
 /// is writable and C-contiguous; an error otherwise.
-fn writable_array(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+pub(super) fn writable_array(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
     let bad = |why: &str| to_pyerr(Error::invalid_input(format!("take_into: the output {why}")));
     let iface = obj.getattr("__array_interface__").map_err(|_| bad("has no __array_interface__ (pass a numpy array)"))?;
     let (ptr, readonly): (usize, bool) = iface.get_item("data")?.extract()?;

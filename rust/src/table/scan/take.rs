@@ -28,6 +28,12 @@ impl TableSnapshot {
         self.take_physical(&self.address_requests(addresses, opts.include_deleted)?, projection, opts)
     }
 
+    /// Reads `requests` (from [`TableSnapshot::index_requests`] or
+    /// [`TableSnapshot::address_requests`]) of the fields `projection`, in request order.
+    pub fn take_requests(&self, requests: &[(usize, u64)], projection: &[usize]) -> Result<RecordBatch> {
+        self.take_physical(requests, projection, ScanOptions::default())
+    }
+
     /// Gathers the values of fixed-width field `fidx` at `requests` straight into `out`
     /// (exactly `requests.len()` × the value width bytes), when every fragment involved stores
     /// the field row by row in a mapped file; `Ok(false)`, nothing written, otherwise (then
