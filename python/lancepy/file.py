@@ -32,7 +32,14 @@ import pyarrow as pa
 from lancepy import _lancepy
 from lancepy._core.paths import expand_path, local_path
 from lancepy._core.storage import StorageOptions, normalize_storage_options
-from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError, NotSupportedError
+from lancepy.exceptions import (
+    CorruptFileError,
+    IndexOutOfRangeError,
+    InvalidArgumentError,
+    LanceIOError,
+    NotFoundError,
+    NotSupportedError,
+)
 
 __all__ = [
     "LanceFileReader",
@@ -515,3 +522,139 @@ def _discard_unfinished(holder: List[Any], local: Optional[str]) -> None:
             pass
 
 
+
+
+@dataclass(frozen=True)
+class ListResult:
+    """One level of a listing (:meth:`LanceFileSession.list_with_delimiter`): the child
+    "directories" (`common_prefixes`) and the child files (`objects`), relative to the
+    session's base path."""
+
+    common_prefixes: List[str]
+    objects: List[str]
+
+
+class LanceFileSession:
+    """Readers, writers and file operations under one base path (a local directory or an
+    object-store URI), all with the same storage options: what pylance's ``LanceFileSession``
+    offers. Paths given to its methods are relative to the base path.
+
+    ::
+
+        session = LanceFileSession("s3://bucket/files", storage_options={...})
+        with session.open_writer("part-0.lance") as w:
+            w.write_batch(table)
+        session.open_reader("part-0.lance").read_all().to_table()
+    """
+
+    def __init__(
+        self,
+        base_path: Union[str, "os.PathLike[str]"],
+        storage_options: StorageOptions = None,
+        namespace_client: Any = None,
+        table_id: Optional[List[str]] = None,
+    ) -> None:
+        if namespace_client is not None or table_id is not None:
+            raise NotSupportedError("namespace_client / table_id: lancepy has no namespace support")
+        self._base = expand_path(os.fspath(base_path)).rstrip("/")
+        self._options = normalize_storage_options(storage_options)
+        self._store = _lancepy.Store(self._base, self._options)
+
+    @property
+    def base_path(self) -> str:
+        return self._base
+
+    def _uri(self, path: str) -> str:
+        if not isinstance(path, str) or not path.strip("/"):
+            raise InvalidArgumentError(f"a path relative to the session's base path is needed, got {path!r}")
+        return f"{self._base}/{path.lstrip('/')}"
+
+    def open_reader(self, path: str, columns: Optional[List[str]] = None) -> LanceFileReader:
+        """A reader of the file at `path`."""
+        return LanceFileReader(self._uri(path), self._options, columns)
+
+    def open_writer(
+        self,
+        path: str,
+        *,
+        schema: Optional[pa.Schema] = None,
+        data_cache_bytes: Optional[int] = None,
+        version: Optional[str] = None,
+        keep_original_array: Optional[bool] = None,
+        max_page_bytes: Optional[int] = None,
+    ) -> LanceFileWriter:
+        """A writer of a new file at `path` (see :class:`LanceFileWriter` for the options)."""
+        if keep_original_array:
+            raise NotSupportedError("keep_original_array=True: lancepy's writer does not keep the arrays it wrote")
+        return LanceFileWriter(
+            self._uri(path),
+            schema,
+            data_cache_bytes=data_cache_bytes,
+            version=version,
+            max_page_bytes=max_page_bytes,
+            storage_options=self._options,
+        )
+
+    def open_packed_blob_writer(self, path: str, blob_id: int) -> Any:
+        raise NotImplementedError("packed blob files are not written by lancepy's file API; write blobs through a dataset")
+
+    def open_dedicated_blob_writer(self, path: str, blob_id: int) -> Any:
+        raise NotImplementedError("dedicated blob files are not written by lancepy's file API; write blobs through a dataset")
+
+    def contains(self, path: str) -> bool:
+        """Whether a file exists at `path` (a "directory" is not a file)."""
+        return self._store.exists(self._rel(path))
+
+    def _rel(self, path: Optional[str]) -> str:
+        if path is None:
+            return ""
+        if not isinstance(path, str):
+            raise InvalidArgumentError(f"a path relative to the session's base path is needed, got {path!r}")
+        return path.strip("/")
+
+    def list(self, path: Optional[str] = None) -> List[str]:
+        """Every file under `path` (default: the base path), recursively, relative to the base path."""
+        prefix = self._rel(path)
+        return sorted(name for name, _, _ in self._store.list(prefix))
+
+    def list_with_delimiter(self, path: Optional[str] = None) -> ListResult:
+        """The files directly under `path` and its child directories (one level)."""
+        prefix = self._rel(path)
+        start = f"{prefix}/" if prefix else ""
+        dirs, files = set(), []
+        for name in self.list(path):
+            rest = name[len(start):] if name.startswith(start) else name
+            if "/" in rest:
+                dirs.add(start + rest.split("/", 1)[0])
+            else:
+                files.append(name)
+        return ListResult(common_prefixes=sorted(dirs), objects=files)
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """`length` bytes of the file at `path` from `offset` (one ranged read); a missing
+        file or a range past its end raises an ``OSError``."""
+        offset, length = operator.index(offset), operator.index(length)
+        if offset < 0 or length < 0:
+            raise InvalidArgumentError(f"offset and length must be non-negative, got {offset}, {length}")
+        try:
+            return _lancepy.RangeReader(self._uri(path), self._options).read_range(offset, length)
+        except CorruptFileError as e:  # a range past the end: the caller's mistake, not a damaged file
+            raise LanceIOError(f"reading {path!r} at {offset}..{offset + length}: {e}") from None
+
+    def delete_file(self, path: str) -> None:
+        """Deletes the file at `path` (an ``OSError`` if there is none)."""
+        rel = self._rel(path)
+        if not self._store.exists(rel):
+            raise NotFoundError(f"no file {path!r} under {self._base}")
+        self._store.delete([rel])
+
+    def upload_file(self, local_path: Union[str, "os.PathLike[str]"], remote_path: str) -> None:
+        """Copies a local file to `remote_path`, 8 MiB at a time."""
+        _lancepy.copy_object(os.path.abspath(os.fspath(local_path)), self._uri(remote_path), None, self._options)
+
+    def download_file(self, remote_path: str, local_path: Union[str, "os.PathLike[str]"]) -> None:
+        """Copies the file at `remote_path` to a local file, 8 MiB at a time."""
+        _lancepy.copy_object(self._uri(remote_path), os.path.abspath(os.fspath(local_path)), self._options, None)
+
+    def __repr__(self) -> str:
+        return f"LanceFileSession({self._base!r})"

@@ -132,6 +132,35 @@ impl PyRangeReader {
     }
 }
 
+/// Copies the object at `source` to `target` (either may be a local path or an object-store
+/// URI), 8 MiB at a time: memory stays bounded whatever the size. Returns the bytes copied.
+/// On object storage nothing is visible at `target` until the copy is complete (a local target
+/// is written in place).
+#[pyfunction]
+#[pyo3(signature = (source, target, source_options=None, target_options=None))]
+pub fn copy_object(
+    py: Python<'_>,
+    source: String,
+    target: String,
+    source_options: Option<StorageOptions>,
+    target_options: Option<StorageOptions>,
+) -> PyResult<u64> {
+    const CHUNK: u64 = 8 << 20;
+    run(py, || {
+        let reader = crate::io::open_reader_with(&source, &source_options.unwrap_or_default())?;
+        let size = reader.size()?;
+        let mut writer = crate::io::open_writer_with(&target, &target_options.unwrap_or_default())?;
+        let mut at = 0;
+        while at < size {
+            crate::interrupt::check()?;
+            let end = (at + CHUNK).min(size);
+            writer.write_all(reader.read_range(at..end)?.as_slice())?;
+            at = end;
+        }
+        writer.finish()
+    })
+}
+
 /// `([(version, manifest path)], naming)` of every committed version, by listing `_versions/`.
 #[pyfunction]
 pub fn list_versions(py: Python<'_>, store: &PyStore) -> PyResult<(Vec<(u64, String)>, Option<&'static str>)> {

@@ -36,6 +36,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scan::PySnapshot>()?;
     m.add_class::<pipeline::TakePipeline>()?;
     m.add_function(wrap_pyfunction!(dataset::list_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::copy_object, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::manifest_path, m)?)?;
     m.add_function(wrap_pyfunction!(transaction::read_manifest, m)?)?;
     m.add_function(wrap_pyfunction!(transaction::write_manifest, m)?)?;
