@@ -35,6 +35,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.dataset", 4),
     ("lancepy.torch", 5),
     ("lancepy.sampler", 5),
+    ("lancepy._dataset", 5),
     ("lancepy.spark", 5),
     ("lancepy.cli", 5),
     ("lancepy.__main__", 5),
