@@ -26,6 +26,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.progress", 3),
     ("lancepy.schema", 3),
     ("lancepy.util", 3),
+    ("lancepy.indices", 3),
     ("lancepy.fragment", 4),
     ("lancepy.scanner", 4),
     ("lancepy.stats", 4),

@@ -67,6 +67,7 @@ from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _prim
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
 from lancepy.scanner import ColumnOrdering, LanceScanner
 from lancepy.stats import LanceStats
+from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.sql import SqlQueryBuilder
@@ -344,6 +345,7 @@ class LanceDataset:
         max_iters: int = 50,
         num_bits: int = 8,
         seed: Optional[int] = None,
+        index_file_version: Optional[str] = None,
     ) -> "LanceDataset":
         """Builds a vector index on `column` and commits it as a new version (pylance's
         signature; returns this dataset, now at that version).
@@ -365,7 +367,7 @@ class LanceDataset:
         ``accelerator``, pylance's shuffle tuning (``shuffle_partition_*``,
         ``precomputed_partition_dataset``), streaming k-means (``streaming_*``),
         ``train=False``, ``num_bits`` other than 8, multi-column indices, vectors that are not
-        float32.
+        float32, ``index_file_version="Legacy"`` (lancepy writes ``"V3"``).
         """
         return _index_ops.create_index(
             self,
@@ -399,6 +401,7 @@ class LanceDataset:
             max_iters=max_iters,
             num_bits=num_bits,
             seed=seed,
+            index_file_version=index_file_version,
         )
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:

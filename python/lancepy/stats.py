@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from lancepy.exceptions import UnsupportedError
 
@@ -27,6 +27,10 @@ class LanceStats:
             "num_fragments": len(frags),
             "num_small_files": sum(1 for phys, _ in rows.values() if phys < max_rows_per_group),
         }
+
+    def index_stats(self, index_name: str) -> Dict[str, Any]:
+        """Statistics of index `index_name` (see :meth:`LanceDataset.index_statistics`)."""
+        return self._ds.index_statistics(index_name)
 
     def data_stats(self) -> DataStatistics:
         """Bytes on disk of every field (struct and list parents hold none themselves),

@@ -413,3 +413,56 @@ def vec_to_table(
         raise InvalidArgumentError(f"{values.size} values do not make vectors of {ndim} dimensions")
     columns.append(pa.FixedSizeListArray.from_arrays(pa.array(values, pa.float32()), ndim))
     return pa.Table.from_arrays(columns, names=list(names))
+
+
+class VectorIndexReader:
+    """The partitions of one IVF vector index (``IVF_FLAT`` / ``IVF_PQ``, lancepy's or
+    pylance's), as pylance's ``lance.dataset.VectorIndexReader``.
+
+    ::
+
+        reader = VectorIndexReader(ds, "vector_idx")
+        for p in range(reader.num_partitions()):
+            rows = reader.read_partition(p)["_rowid"]  # row addresses of the partition's rows
+
+    Raises ``ValueError`` (an :class:`~lancepy.exceptions.InvalidArgumentError`) when the
+    index is not a vector index, :class:`~lancepy.exceptions.IndexNotFoundError` when there is
+    no index of that name.
+    """
+
+    def __init__(self, dataset: Any, index_name: str) -> None:
+        self.dataset = dataset
+        self.index_name = index_name
+        self.stats = dataset.stats.index_stats(index_name)
+        if self.stats["index_type"] not in ("IVF_FLAT", "IVF_PQ"):
+            raise InvalidArgumentError(f"Index {index_name} is not vector index ({self.stats['index_type']})")
+        segments = self.stats["indices"]
+        if len(segments) != 1:
+            raise NotSupportedError(f"VectorIndexReader of an index in {len(segments)} segments (one is supported)")
+        self._uuid = segments[0]["uuid"]
+
+    def num_partitions(self) -> int:
+        """The number of IVF partitions."""
+        return int(self.stats["indices"][0]["num_partitions"])
+
+    def read_partition(self, partition_id: int, *, with_vector: bool = False) -> pa.Table:
+        """The rows of partition `partition_id`: ``_rowid`` (row addresses) and, with
+        `with_vector`, the stored vectors (``flat``, IVF_FLAT) or PQ codes (``__pq_code``, one
+        byte per sub-vector, row by row)."""
+        import numpy as np
+
+        n = self.num_partitions()
+        if not 0 <= partition_id < n:
+            raise IndexError(f"Partition id {partition_id} is out of range, expected 0 <= partition_id < {n}")
+        ds = self.dataset
+        idx = _ivf.load_index(ds.uri, self._uuid, ds._storage_options)
+        start, count = int(idx.offsets[partition_id]), int(idx.lengths[partition_id])
+        columns = {_ivf._ROWID: pa.array(idx.row_ids[start : start + count], pa.uint64())}
+        if with_vector and idx.vectors is not None:
+            dim = idx.vectors.shape[1]
+            values = pa.array(np.ascontiguousarray(idx.vectors[start : start + count]).reshape(-1))
+            columns[_ivf._FLAT] = pa.FixedSizeListArray.from_arrays(values, dim)
+        elif with_vector and idx.codes is not None:
+            codes = np.ascontiguousarray(idx.codes[:, start : start + count].T)
+            columns[_ivf._PQ_CODE] = pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1)), idx.num_sub_vectors)
+        return pa.table(columns)

@@ -209,6 +209,7 @@ def create_index(
     max_iters: int = 50,
     num_bits: int = 8,
     seed: Optional[int] = None,
+    index_file_version: Optional[str] = None,
 ) -> "LanceDataset":
     """See :meth:`LanceDataset.create_index`."""
     import warnings
@@ -216,6 +217,9 @@ def create_index(
     from lancepy._ops import ivf_build as _ivf_build
     from lancepy.exceptions import IndexAlreadyExistsError
 
+    version = getattr(index_file_version, "value", index_file_version)
+    if version is not None and str(version).upper() != "V3":
+        raise NotSupportedError(f"create_index(index_file_version={index_file_version!r}): lancepy writes 'V3' index files")
     kind = str(index_type).upper()
     if kind not in ("IVF_FLAT", "IVF_PQ"):
         raise NotSupportedError(
