@@ -60,6 +60,19 @@ def pylance():
 
 
 @pytest.fixture(scope="session")
+def s3():
+    """One S3-compatible server (moto) on 127.0.0.1 for the session (tests/s3_server.py)."""
+    pytest.importorskip("moto.server", reason="moto[server] is a test dependency (scripts/setup.sh)")
+    from s3_server import S3Server, require_no_metadata_service
+
+    require_no_metadata_service()
+    os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def pylance_file(pylance):
     """``lance.file`` (LanceFileReader / LanceFileWriter of the reference)."""
     import lance.file

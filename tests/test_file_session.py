@@ -15,18 +15,6 @@ from lancepy.file import LanceFileSession, ListResult
 TABLE = pa.table({"x": pa.array(range(1000), pa.int64()), "s": pa.array([f"v{i}" for i in range(1000)])})
 
 
-@pytest.fixture(scope="module")
-def s3():
-    pytest.importorskip("moto.server", reason="moto[server] is a test dependency (scripts/setup.sh)")
-    from s3_server import S3Server, require_no_metadata_service
-
-    require_no_metadata_service()
-    os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
-    server = S3Server()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(params=["local", "s3"])
 def place(request, tmp_path):
     """(base path, storage options) for both sessions."""

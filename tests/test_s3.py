@@ -39,20 +39,9 @@ from lancepy.exceptions import (
     LanceIOError,
     UnsupportedError,
 )
-from s3_server import S3Server, require_no_metadata_service
+from s3_server import S3Server
 
 pytestmark = pytest.mark.s3
-
-
-@pytest.fixture(scope="session")
-def s3():
-    """One moto server for the session."""
-    pytest.importorskip("moto.server", reason="moto[server] is a test dependency (scripts/setup.sh)")
-    require_no_metadata_service()
-    os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1", "localhost"]))
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
