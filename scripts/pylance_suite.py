@@ -53,7 +53,21 @@ DEFAULT_FILES = [
 #: Installed as ``sitecustomize`` for the lancepy run: `lance` and its submodules are
 #: lancepy's modules under pylance's names.
 ALIAS_HOOK = r'''
-import importlib, importlib.abc, importlib.util, sys
+import importlib, importlib.abc, importlib.util, sys, types
+
+class _KeepsNames(types.ModuleType):
+    """lancepy's package under the name `lance`. Importing `lance.dataset` for the first time
+    under that name makes the import system set the package's attribute `dataset` to the
+    submodule, hiding the function `lancepy.dataset` (in pylance, and in lancepy imported as
+    itself, the submodule is loaded before the function is defined, so nothing is hidden):
+    a submodule never replaces a package attribute that is not a module."""
+
+    def __setattr__(self, name, value):
+        current = self.__dict__.get(name)
+        if isinstance(value, types.ModuleType) and current is not None and not isinstance(current, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
 
 class _LanceAsLancepy(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """`lance[.X]` -> `lancepy[.X]` (the same module object under both names)."""
@@ -73,7 +87,10 @@ class _LanceAsLancepy(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return spec
 
     def create_module(self, spec):
-        return spec.loader_state
+        module = spec.loader_state
+        if spec.name == "lance" and type(module) is types.ModuleType:
+            module.__class__ = _KeepsNames
+        return module
 
     def exec_module(self, module):
         pass

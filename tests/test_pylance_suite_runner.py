@@ -20,6 +20,8 @@ import lance
 
 
 def test_write_and_read(tmp_path):
+    import lance.dataset  # the submodule: it must not hide the function lance.dataset
+
     uri = str(tmp_path / "d.lance")
     lance.write_dataset(pa.table({"x": [1, 2, 3]}), uri)
     assert lance.dataset(uri).count_rows() == 3
