@@ -817,3 +817,25 @@ def test_take_pipeline_rejects_bad_use(wide_uri):
     pipe.close()
     with pytest.raises(InvalidArgumentError, match="closed"):
         pipe.submit([0, 1, 2], [emb, ids])
+
+
+def test_native_writers_never_share_memory(wide_uri):
+    """Two batches in flight into the same array (or overlapping views) are refused: no two
+    native writers ever hold the same bytes."""
+    snap = lancepy.dataset(wide_uri)._snapshot
+    pipe = snap.take_pipeline(["emb"], 1)
+    big = np.zeros((4, WIDE), np.float32)
+    rows = list(range(800)) * 100  # ~20 MB for the one reading thread: `a` waits behind it
+    first = pipe.submit(rows, [np.zeros((len(rows), WIDE), np.float32)])
+    a = pipe.submit([0, 1], [big[:2]])
+    with pytest.raises(InvalidArgumentError, match="shares memory"):
+        pipe.submit([2, 3], [big[1:3]])  # overlaps `a`, which is in flight
+    pipe.wait(first)
+    pipe.wait(a)
+    b = pipe.submit([2, 3], [big[1:3]])  # `a` is done: the bytes are free again
+    assert pipe.wait(b) is not None
+    with pytest.raises(InvalidArgumentError, match="shares memory"):
+        pipe2 = snap.take_pipeline(["emb", "id"], 1)
+        shared = np.zeros(64, np.int64)
+        pipe2.submit([0, 1], [shared.view(np.float32)[: 2 * WIDE].reshape(2, WIDE), shared[:2]])
+    pipe.close()

@@ -9,6 +9,7 @@ mod fragment;
 mod index_proto;
 mod indices;
 mod manifest;
+mod outputs;
 mod pipeline;
 mod scan;
 mod transaction;

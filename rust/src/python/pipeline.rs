@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 
 use super::errors::{run, to_pyerr, IntoPyResult};
 use super::file::extract_indices;
-use super::scan::writable_array;
+use super::outputs::{writable_array, Claim};
 use crate::error::{catch, Error, Result};
 use crate::file::reader::fixed_byte_width;
 use crate::table::scan::ScanOptions;
@@ -32,6 +32,8 @@ struct Job {
     indices: Vec<u64>,
     addresses: bool,
     outputs: Vec<(usize, usize)>,
+    /// The outputs' bytes, held for this job until it is read.
+    _claim: Claim,
 }
 
 /// How a batch ended: read (`true`), or holding nulls in a column (`false`: the caller reads
@@ -83,8 +85,10 @@ impl TakePipeline {
                     let job = receive.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     let Ok(job) = job else { return }; // the pipeline is closed
                     let outcome = catch(|| read_batch(&snapshot, &fields, &job));
+                    let ticket = job.ticket;
+                    drop(job); // its bytes are written: released before the batch is handed back
                     let mut done = finished.outcomes.lock().unwrap_or_else(|p| p.into_inner());
-                    done.insert(job.ticket, outcome);
+                    done.insert(ticket, outcome);
                     finished.ready.notify_all();
                 })
                 .map_err(|e| Error::Internal(format!("starting a reading thread: {e}")))?;
@@ -123,7 +127,8 @@ fn read_batch(snapshot: &TableSnapshot, columns: &[(usize, usize)], job: &Job) -
         // bytes long, and the pipeline holds a reference to it until `wait` hands the batch back,
         // which happens only after this function returned (the outcome is published last), or
         // until every worker has stopped (`shut_down`, run before the references are dropped).
-        // The array was allocated for this batch by the caller and is read by nobody until then.
+        // The job's claim holds these bytes: no other native writer of lancepy's (another job,
+        // `take_into`) gets them until this job is done.
         let dest = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
         if snapshot.take_fixed_into(&requests, fidx, dest)? {
             continue;
@@ -172,7 +177,14 @@ impl TakePipeline {
         let jobs = self.jobs.as_ref().ok_or_else(|| to_pyerr(Error::invalid_input("the pipeline is closed")))?;
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         self.outputs.insert(ticket, outputs.into_iter().map(Bound::unbind).collect());
-        let job = Job { ticket, indices, addresses, outputs: spans };
+        let claim = match Claim::new(&spans) {
+            Ok(claim) => claim,
+            Err(e) => {
+                self.outputs.remove(&ticket);
+                return Err(to_pyerr(e));
+            }
+        };
+        let job = Job { ticket, indices, addresses, outputs: spans, _claim: claim };
         if jobs.send(job).is_err() {
             self.outputs.remove(&ticket);
             return Err(to_pyerr(Error::Internal("the reading threads stopped".into())));

@@ -16,6 +16,7 @@ use pyo3::types::PyBytes;
 use super::errors::{run, to_pyerr, IntoPyResult};
 use super::ffi::{ArrowBatches, BatchStream};
 use super::file::extract_indices;
+use super::outputs::{writable_array, Claim};
 use crate::error::{Error, Result};
 use crate::format::tablepb;
 use crate::io::{StorageOptions, Store};
@@ -193,7 +194,8 @@ impl PySnapshot {
         let idx = extract_indices(indices, || "row indices are 64-bit".to_string())?;
         let fidx = s.projection(Some(std::slice::from_ref(&column))).py()?[0];
         let (ptr, len) = writable_array(out)?;
-        run(py, || {
+        let claim = Claim::new(&[(ptr, len)]).py()?;
+        let done = run(py, || {
             let requests = if addresses { s.address_requests(&idx, false) } else { s.index_requests(&idx) }?;
             if requests.len() != idx.len() {
                 return Err(Error::invalid_input("take_into: some row addresses are of deleted rows"));
@@ -201,11 +203,14 @@ impl PySnapshot {
             // SAFETY: `writable_array` checked that `out` exports `len` writable, C-contiguous
             // bytes at `ptr`. `out` is borrowed for this whole call (its owner holds a
             // reference), so the memory stays allocated; a numpy array with references cannot
-            // be resized. Nothing else writes to it while this runs: the caller (lancepy's
-            // loader) allocated it for this batch and shares it only after this returns.
+            // be resized. `claim` holds these bytes: no other native writer of lancepy's gets
+            // them until this returns. (Python code writing the same array from another thread
+            // meanwhile would race, as with numpy's own operations that release the GIL.)
             let dest = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
             s.take_fixed_into(&requests, fidx, dest)
-        })
+        });
+        drop(claim);
+        done
     }
 
     /// A [`TakePipeline`](super::pipeline::TakePipeline) reading fixed-width `columns` of this
@@ -389,24 +394,4 @@ impl PySnapshot {
             Ok(results.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten().collect())
         })
     }
-}
-
-/// `(address, bytes)` of `obj`'s memory, through numpy's array interface (version 3), when it
-/// is writable and C-contiguous; an error otherwise.
-pub(super) fn writable_array(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
-    let bad = |why: &str| to_pyerr(Error::invalid_input(format!("take_into: the output {why}")));
-    let iface = obj.getattr("__array_interface__").map_err(|_| bad("has no __array_interface__ (pass a numpy array)"))?;
-    let (ptr, readonly): (usize, bool) = iface.get_item("data")?.extract()?;
-    if readonly || ptr == 0 {
-        return Err(bad("is read-only"));
-    }
-    let strides = iface.get_item("strides").ok();
-    if strides.is_some_and(|s| !s.is_none()) {
-        return Err(bad("is not C-contiguous"));
-    }
-    let shape: Vec<usize> = iface.get_item("shape")?.extract()?;
-    let typestr: String = iface.get_item("typestr")?.extract()?;
-    let itemsize: usize = typestr.get(2..).and_then(|n| n.parse().ok()).ok_or_else(|| bad("has an unknown item type"))?;
-    let len = shape.iter().try_fold(itemsize, |a, &d| a.checked_mul(d)).ok_or_else(|| bad("is too large"))?;
-    Ok((ptr, len))
 }
