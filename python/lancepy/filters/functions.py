@@ -5,6 +5,7 @@ TRUE / FALSE, LIKE / ILIKE, arithmetic, unary minus, ``||``, CAST and the suppor
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -29,13 +30,48 @@ from lancepy.filters.typed import (
     _null_bool,
     _num_common,
 )
-from lancepy.filters.udfs import _udf_array_has, _udf_case, _udf_fmod, _udf_int_mod
+from lancepy.filters.udfs import _udf_array_has, _udf_array_has_set, _udf_case, _udf_fmod, _udf_int_mod
 
 
 class _Functions:
     """IS, LIKE, arithmetic, ``||``, CAST and functions (mixed into :class:`_Translator`)."""
 
     # -- IS -----------------------------------------------------------------------------
+
+    def array_has_set(self, list_node: Any, wanted_node: Any, every: bool, node: Any) -> _V:
+        """``array_has_any`` / ``array_has_all`` (`every`) of a list and a constant array."""
+        from sqlglot import exp
+
+        what = "array_has_all" if every else "array_has_any"
+        lst = self.value(list_node)
+        if not (pa.types.is_list(lst.type) or pa.types.is_large_list(lst.type)):
+            raise InvalidArgumentError(f"filters: {what} needs a list, got {lst.type}")
+        vt = lst.type.value_type
+        if _is_float(vt):
+            raise NotSupportedError(f"filters: {what} on lists of floats is not supported")
+        if isinstance(wanted_node, exp.Array) or (
+            isinstance(wanted_node, exp.Anonymous) and wanted_node.name.lower() == "make_array"
+        ):
+            elements = list(wanted_node.expressions)
+        else:
+            raise NotSupportedError(f"filters: {what} needs a constant array (ARRAY[...]) as its second argument")
+        values = []
+        for e in elements:
+            v = self.value(e)
+            if v.const is None:
+                raise NotSupportedError(f"filters: {what} needs constant array elements, got {e.sql(dialect=_dialect())}")
+            if _is_null_type(v.type) or not v.const.is_valid:
+                values.append(None)
+                continue
+            if (_is_int(vt) and _is_int(v.type)) or (_is_str(vt) and _is_str(v.type)):
+                v = _cast(v, vt, _Sql(node))  # a constant of the list's kind takes its type (or fails)
+            else:
+                v = _cast(v, _comparison_type(vt, v.type, _Sql(node)), _Sql(node))
+            if v.type != vt:
+                raise NotSupportedError(f"filters: {what} of {v.type} values in a list of {vt} is not supported")
+            values.append(v.const.as_py())
+        wanted = _const(pa.scalar(values, lst.type))
+        return _call(_udf_array_has_set(lst.type, every), [lst, wanted], pa.bool_())
 
     def is_(self, node: Any) -> _V:
         from sqlglot import exp
@@ -232,6 +268,16 @@ class _Functions:
             if _is_float(vt):
                 raise NotSupportedError("filters: array_has on lists of floats is not supported")
             return _call(_udf_array_has(lst.type), [lst, needle], pa.bool_())
+        if isinstance(node, exp.ArrayContainsAll) or name in ("array_has_any", "array_has_all"):
+            args = [node.this, node.expression] if isinstance(node, exp.ArrayContainsAll) else list(node.expressions)
+            if len(args) != 2:
+                raise InvalidArgumentError(f"filters: {name} takes two arguments")
+            return self.array_has_set(args[0], args[1], isinstance(node, exp.ArrayContainsAll) or name == "array_has_all", node)
+        if isinstance(node, exp.CurrentDate):
+            if node.this is not None:
+                raise NotSupportedError(f"filters: {node.sql(dialect=_dialect())}: CURRENT_DATE takes no time zone")
+            # The UTC date when the filter is translated, as pylance (DataFusion) evaluates it.
+            return _const(pa.scalar(datetime.datetime.now(datetime.timezone.utc).date(), pa.date32()))
         if isinstance(node, exp.RegexpLike) or name in ("regexp_like", "regexp_match"):
             if isinstance(node, exp.Anonymous):
                 args = list(node.expressions)

@@ -139,3 +139,32 @@ def _udf_array_has(list_type: pa.DataType) -> str:
         return pa.array(out, type=pa.bool_(), mask=~valid)
 
     return _register(f"lancepy_array_has_{list_type}", fn, {"l": list_type, "v": value_type}, pa.bool_())
+
+
+def _udf_array_has_set(list_type: pa.DataType, every: bool) -> str:
+    """``array_has_any`` / ``array_has_all`` (`every`) of a list column and a constant list, as
+    pylance evaluates them: a NULL list is NULL, an empty constant list gives false (any) or
+    true (all) on every row, NULL elements match NULL elements, repeats count once."""
+
+    def fn(ctx: Any, lists: Any, wanted: Any) -> pa.Array:
+        n = ctx.batch_length
+        values = wanted.as_py() if wanted.is_valid else []
+        if not values:
+            return pa.array(np.full(n, every, dtype=bool), type=pa.bool_())
+        if isinstance(lists, pa.Scalar):
+            lists = pa.array([lists.as_py()] * n, list_type)
+        valid = _validity(lists, n)
+        flat = pc.list_flatten(lists)
+        parents = np.asarray(pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)) if len(flat) else None
+        distinct = list(dict.fromkeys(v for v in values if v is not None))
+        out = np.full(n, every, dtype=bool)
+        for v in distinct + ([None] if None in values else []):
+            found = np.zeros(n, dtype=bool)
+            if parents is not None:
+                hit = pc.is_null(flat) if v is None else pc.fill_null(pc.equal(flat, pa.scalar(v, flat.type)), False)
+                found[parents[np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)]] = True
+            out = (out & found) if every else (out | found)
+        return pa.array(out, type=pa.bool_(), mask=~valid)
+
+    kind = "all" if every else "any"
+    return _register(f"lancepy_array_has_{kind}_{list_type}", fn, {"l": list_type, "w": list_type}, pa.bool_())
