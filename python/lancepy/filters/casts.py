@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 from lancepy.filters.typed import (
+    _INT_DIGITS,
     _INT_RANGE,
     _UTC_NAMES,
     _V,
@@ -141,6 +142,8 @@ def _cast_scalar(s: pa.Scalar, t: pa.DataType, what: str) -> pa.Scalar:
     def fail() -> Any:
         raise InvalidArgumentError(f"filters: cannot cast {v!r} ({st}) to {t} in {what}")
 
+    if pa.types.is_decimal(t):
+        return _decimal_scalar(v, st, t, fail)
     if _is_str(st):
         if _is_int(t):
             if not _INT_TEXT.match(v):
@@ -282,7 +285,38 @@ def _cast(v: _V, t: pa.DataType, what: str) -> _V:
         return _V(e.cast(pa.int32()).cast(t), t)
     if pa.types.is_date32(st) and pa.types.is_signed_integer(t):
         return _V(e.cast(pa.int32()).cast(t), t)
+    if (pa.types.is_decimal(st) or _is_int(st)) and pa.types.is_decimal(t):
+        # Only casts that hold every value exactly (what comparisons need): pylance's narrowing
+        # casts depend on its planner (it may unwrap the cast), so they are refused here.
+        whole, scale = (st.precision - st.scale, st.scale) if pa.types.is_decimal(st) else (_INT_DIGITS[st.bit_width], 0)
+        if pa.types.is_uint64(st):
+            whole += 1
+        if t.precision - t.scale < whole or t.scale < scale:
+            raise NotSupportedError(f"filters: CAST from {st} to {t} (not every value fits) is not supported")
+        return _V(e.cast(t), t)
     raise NotSupportedError(f"filters: CAST from {st} to {t} is not supported")
+
+
+def _decimal_scalar(v: Any, st: pa.DataType, t: pa.DataType, fail: Any) -> pa.Scalar:
+    """A constant (string, integer or decimal) as a decimal of type `t`, exactly: a value with
+    more fractional digits than `t`'s scale, or more digits than its precision, fails."""
+    import decimal
+
+    if _is_str(st):
+        try:
+            d = decimal.Decimal(v.strip())
+        except decimal.InvalidOperation:
+            return fail()
+    elif _is_int(st) or pa.types.is_decimal(st):
+        d = decimal.Decimal(v)
+    else:
+        return fail()
+    if not d.is_finite():
+        return fail()
+    exact = d.quantize(decimal.Decimal(1).scaleb(-t.scale), context=decimal.Context(prec=80))
+    if exact != d or len(exact.as_tuple().digits) > t.precision and exact != 0:
+        return fail()
+    return pa.scalar(exact, t)
 
 
 # -- SQL types ------------------------------------------------------------------------------
@@ -326,6 +360,17 @@ def _sql_type(dt: Any) -> pa.DataType:
         if precision not in _PRECISION_UNITS:
             raise InvalidArgumentError(f"filters: unsupported timestamp precision {precision} (0, 3, 6 or 9)")
         return pa.timestamp(_PRECISION_UNITS[precision])
+    if name in ("DECIMAL", "NUMERIC", "DEC"):
+        params = [p for p in dt.expressions if isinstance(p, exp.DataTypeParam)]
+        if len(params) != 2:
+            raise InvalidArgumentError(f"filters: {dt.sql()} needs a precision and a scale, as DECIMAL(p, s)")
+        try:
+            precision, scale = int(params[0].this.this), int(params[1].this.this)
+        except (TypeError, ValueError, AttributeError):
+            raise InvalidArgumentError(f"filters: {dt.sql()}: the precision and scale must be integers") from None
+        if not (1 <= precision <= 76 and 0 <= scale <= precision):
+            raise InvalidArgumentError(f"filters: {dt.sql()}: precision 1 to 76 and a scale of 0 to the precision")
+        return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
     if name in ("TIMESTAMPTZ", "TIMESTAMPLTZ"):
         raise NotSupportedError("filters: TIMESTAMP WITH TIME ZONE is not supported (pylance refuses a zone in the type)")
     t = _SQL_TYPES.get(name)

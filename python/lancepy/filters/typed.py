@@ -143,6 +143,31 @@ def _ts_common(a: pa.DataType, b: pa.DataType) -> pa.DataType:
 _UTC_NAMES = ("UTC", "utc", "+00:00", "Z", "Etc/UTC", "GMT")
 
 
+#: Decimal digits any value of an integer type has at most.
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def _decimal_common(a: pa.DataType, b: pa.DataType, what: str) -> pa.DataType:
+    """A decimal type holding every value of `a` and `b` exactly (a decimal with a decimal, an
+    integer or a string, which is read as a decimal of the other side's type)."""
+    if _is_str(a) or _is_str(b):
+        return a if pa.types.is_decimal(a) else b
+
+    def digits(t: pa.DataType) -> Tuple[int, int]:  # (integer digits, scale)
+        if pa.types.is_decimal(t):
+            return t.precision - t.scale, t.scale
+        if _is_int(t):
+            return _INT_DIGITS[t.bit_width] + (1 if pa.types.is_uint64(t) else 0), 0
+        raise InvalidArgumentError(f"filters: cannot compare {a} with {b} in {what} (decimals meet integers and decimals)")
+
+    (ia, sa), (ib, sb) = digits(a), digits(b)
+    scale = max(sa, sb)
+    precision = max(ia, ib) + scale
+    if precision > 76:
+        raise NotSupportedError(f"filters: comparing {a} with {b} needs more than 76 digits (in {what})")
+    return pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+
+
 def _comparison_type(a: pa.DataType, b: pa.DataType, what: str) -> pa.DataType:
     """The type two sides of a comparison (or IN / BETWEEN) are compared in."""
     if a == b:
@@ -151,6 +176,8 @@ def _comparison_type(a: pa.DataType, b: pa.DataType, what: str) -> pa.DataType:
         return b
     if _is_null_type(b):
         return a
+    if pa.types.is_decimal(a) or pa.types.is_decimal(b):
+        return _decimal_common(a, b, what)
     if _is_num(a) and _is_num(b):
         return _num_common(a, b)
     if _is_str(a) and _is_str(b):
