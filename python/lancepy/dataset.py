@@ -41,6 +41,8 @@ from lancepy._ops import config as _config
 from lancepy._ops import evolution as _evolution
 from lancepy._ops import indices as _index_ops
 from lancepy._ops import mutations as _mutations
+from lancepy._ops import scalar_index as _scalar_index
+from lancepy._ops.scalar_index import DocumentGranularity
 from lancepy._ops import take as _take
 from lancepy._ops import write as _write
 from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY, _version_asof
@@ -399,6 +401,32 @@ class LanceDataset:
             max_iters=max_iters,
             num_bits=num_bits,
             seed=seed,
+        )
+
+    def create_scalar_index(
+        self, column: Union[str, List[str]], index_type: Any, name: Optional[str] = None, *, replace: bool = True,
+        train: bool = True, fragment_ids: Optional[List[int]] = None, index_uuid: Optional[str] = None,
+        progress_callback: Optional[Callable[[Any], None]] = None, format_version: Optional[Union[int, str]] = None,
+        document_granularity: DocumentGranularity = DocumentGranularity.ROW, with_position: Optional[bool] = None,
+        block_size: Optional[int] = None, memory_limit: Optional[int] = None, num_workers: Optional[int] = None,
+        base_tokenizer: Optional[str] = None, language: Optional[str] = None, max_token_length: Optional[int] = None,
+        lower_case: Optional[bool] = None, stem: Optional[bool] = None, remove_stop_words: Optional[bool] = None,
+        custom_stop_words: Optional[List[str]] = None, ascii_folding: Optional[bool] = None,
+    ) -> None:
+        """Builds a scalar index on `column` and commits it as a new version (pylance 14's
+        signature). ``"BTREE"`` is built, in pylance 14's on-disk format (``page_data.lance``,
+        ``page_lookup.lance``; pylance uses it, and lancepy's filters use pylance's); the
+        other types pylance knows raise :class:`~lancepy.exceptions.NotSupportedError` (a
+        ``NotImplementedError``). Default name ``<column>_idx``; an index of that name is
+        replaced unless ``replace=False`` (then :class:`IndexAlreadyExistsError`).
+        ``train=False`` commits an empty index, as pylance. Not supported: ``fragment_ids``
+        (``ValueError``, as pylance), ``progress_callback`` and the INVERTED/FTS options
+        (``format_version``, ``document_granularity``, the tokenizer and build keywords)."""
+        fts = {k: v for k, v in locals().items() if k in _scalar_index.FTS_OPTIONS and v is not None}
+        _scalar_index.create_scalar_index(
+            self, column, index_type, name, replace=replace, train=train, fragment_ids=fragment_ids,
+            index_uuid=index_uuid, progress_callback=progress_callback, format_version=format_version,
+            document_granularity=document_granularity, fts_options=fts,
         )
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:

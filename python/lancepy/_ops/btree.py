@@ -1,0 +1,269 @@
+"""BTREE scalar indices in pylance 14's on-disk format: building one segment's files, and
+(for queries) loading a segment and finding the row addresses whose value satisfies a
+condition.
+
+Layout (``spec/INDEX_FORMATS.md`` §1; checked against files pylance 14.0.2 writes). A segment
+directory ``_indices/<uuid>/`` holds two Lance 2.2 files:
+
+* ``page_data.lance``: every indexed row, sorted by value, nulls first, floats in IEEE total
+  order (so NaN after every number); columns ``values`` (the column's type, nullable) and
+  ``ids`` (uint64 row address, or stable row id, not null). No schema metadata.
+* ``page_lookup.lance``: one row per logical page of ``BATCH_SIZE`` rows of page_data:
+  ``min`` / ``max`` (the page's *first* and *last* value, so a page that starts with nulls has
+  a null ``min``), ``null_count`` (uint32) and ``page_idx`` (uint32); schema metadata
+  ``batch_size = "4096"`` and ``range_partitioned = "false"``.
+
+Rows deleted when the index is built are left out. Ties are not ordered by address (pylance's
+sort is not stable), so a reader must not rely on any order within one value.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancepy.exceptions import CorruptFileError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from lancepy.dataset import LanceDataset
+
+PAGE_DATA = "page_data.lance"
+PAGE_LOOKUP = "page_lookup.lance"
+#: Rows per logical page (pylance's ``DEFAULT_BTREE_BATCH_SIZE``).
+BATCH_SIZE = 4096
+DETAILS_TYPE_URL = "/lance.table.BTreeIndexDetails"
+#: ``IndexMetadata.index_version`` pylance 14 writes for a BTREE index.
+INDEX_VERSION = 0
+_SCAN_BATCH_ROWS = 65536
+
+
+def indexable(dtype: pa.DataType) -> bool:
+    """Whether a BTREE index can be built on a column of this type (pylance 14's check)."""
+    t = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
+    return any(
+        check(t)
+        for check in (
+            pa.types.is_integer,
+            pa.types.is_floating,
+            pa.types.is_boolean,
+            pa.types.is_string,
+            pa.types.is_large_string,
+            pa.types.is_binary,
+            pa.types.is_large_binary,
+            pa.types.is_temporal,
+            pa.types.is_decimal128,
+            pa.types.is_decimal256,
+            pa.types.is_fixed_size_binary,
+        )
+    )
+
+
+def data_schema(dtype: pa.DataType) -> pa.Schema:
+    """``page_data.lance``'s schema for a column of type `dtype`."""
+    return pa.schema([pa.field("values", dtype, nullable=True), pa.field("ids", pa.uint64(), nullable=False)])
+
+
+def lookup_schema(dtype: pa.DataType) -> pa.Schema:
+    """``page_lookup.lance``'s schema (with its metadata) for a column of type `dtype`."""
+    return pa.schema(
+        [
+            pa.field("min", dtype, nullable=True),
+            pa.field("max", dtype, nullable=True),
+            pa.field("null_count", pa.uint32(), nullable=False),
+            pa.field("page_idx", pa.uint32(), nullable=False),
+        ],
+        metadata={"batch_size": str(BATCH_SIZE), "range_partitioned": "false"},
+    )
+
+
+def _float_order_key(values: pa.Array) -> "np.ndarray":
+    """An int64 key whose order is IEEE 754 total order of the (non-null) floats `values`:
+    -NaN < -inf < ... < -0.0 < +0.0 < ... < inf < NaN, as Rust's ``total_cmp`` (which
+    pylance's sort uses) orders them."""
+    import numpy as np
+
+    as64 = values.cast(pa.float64()) if not pa.types.is_float64(values.type) else values
+    bits = np.asarray(as64.to_numpy(zero_copy_only=False), dtype=np.float64).view(np.int64)
+    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def sort_order(values: pa.Array) -> pa.Array:
+    """Positions of `values` in index order: nulls first, then ascending values (floats in
+    total order)."""
+    import numpy as np
+
+    valid = values.is_valid()
+    nulls = np.flatnonzero(~np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
+    present = np.flatnonzero(np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
+    non_null = values.take(pa.array(present, pa.int64()))
+    if pa.types.is_floating(values.type):
+        order = np.argsort(_float_order_key(non_null), kind="stable")
+    else:
+        order = np.asarray(pc.sort_indices(non_null).to_numpy(zero_copy_only=False))
+    return pa.array(np.concatenate([nulls, present[order]]).astype(np.int64), pa.int64())
+
+
+def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tuple[pa.Array, pa.Array]:
+    """The live rows of `column` in `fragment_ids`: ``(values, row ids)``. Row ids are row
+    addresses unless the dataset uses stable row ids (then those, as pylance stores)."""
+    stream = ds._snapshot.scan_stream(
+        [column], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_id=True
+    )
+    values: List[pa.Array] = []
+    ids: List[pa.Array] = []
+    while (raw := stream.next_batch()) is not None:
+        batch = pa.record_batch(raw)
+        values.append(batch.column(column))
+        ids.append(batch.column("_rowid").cast(pa.uint64()))
+    dtype = ds.schema.field(column).type if "." not in column else None
+    if not values:
+        return pa.array([], dtype or pa.null()), pa.array([], pa.uint64())
+    return pa.concat_arrays(values), pa.concat_arrays(ids)
+
+
+def write_segment(
+    base: str, dtype: pa.DataType, values: pa.Array, ids: pa.Array, storage_options: Any = None
+) -> List[Dict[str, Any]]:
+    """Sorts the rows and writes ``page_data.lance`` and ``page_lookup.lance`` under `base`
+    (the segment directory, ending in ``/``). Returns the files with their sizes, in the
+    order pylance lists them in ``IndexMetadata.files``."""
+    from lancepy.file import LanceFileWriter
+
+    dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
+    if values.type != dtype:
+        values = values.cast(dtype)
+    order = sort_order(values)
+    values, ids = values.take(order), ids.take(order)
+    n = len(values)
+    dschema = data_schema(dtype)
+    mins: List[Any] = []
+    maxs: List[Any] = []
+    null_counts: List[int] = []
+    with LanceFileWriter(base + PAGE_DATA, dschema, version="2.2", storage_options=storage_options) as data:
+        for page, start in enumerate(range(0, n, BATCH_SIZE)):
+            vals = values.slice(start, min(BATCH_SIZE, n - start))
+            data.write_batch(pa.record_batch([vals, ids.slice(start, len(vals))], schema=dschema))
+            mins.append(vals[0])
+            maxs.append(vals[len(vals) - 1])
+            null_counts.append(vals.null_count)
+    num_pages = len(null_counts)
+    lschema = lookup_schema(dtype)
+    lookup_batch = pa.record_batch(
+        [
+            pa.array([m.as_py() for m in mins], dtype) if num_pages else pa.array([], dtype),
+            pa.array([m.as_py() for m in maxs], dtype) if num_pages else pa.array([], dtype),
+            pa.array(null_counts, pa.uint32()),
+            pa.array(range(num_pages), pa.uint32()),
+        ],
+        schema=lschema,
+    )
+    with LanceFileWriter(base + PAGE_LOOKUP, lschema, version="2.2", storage_options=storage_options) as lookup:
+        if num_pages:
+            lookup.write_batch(lookup_batch)
+    return [
+        {"path": PAGE_DATA, "size_bytes": int(data.file_size or 0)},
+        {"path": PAGE_LOOKUP, "size_bytes": int(lookup.file_size or 0)},
+    ]
+
+
+class BTreeSegment:
+    """One BTREE segment opened for queries: its page lookup table in memory; the pages of
+    ``page_data.lance`` read when a query needs them."""
+
+    def __init__(self, base: str, storage_options: Any = None) -> None:
+        from lancepy.file import LanceFileReader
+
+        self._data = LanceFileReader(base + PAGE_DATA, storage_options)
+        lookup_reader = LanceFileReader(base + PAGE_LOOKUP, storage_options)
+        md = lookup_reader.metadata().schema.metadata or {}
+        try:
+            self.batch_size = int(md.get(b"batch_size", str(BATCH_SIZE).encode()))
+        except ValueError:
+            raise CorruptFileError(f"{base}{PAGE_LOOKUP}: batch_size {md.get(b'batch_size')!r} is not a number") from None
+        lookup = lookup_reader.read_all().to_table()
+        self.mins = lookup.column("min").combine_chunks()
+        self.maxs = lookup.column("max").combine_chunks()
+        self.null_counts = lookup.column("null_count").to_pylist()
+        self.num_rows = self._data.num_rows()
+
+    def _page(self, page: int) -> pa.Table:
+        start = page * self.batch_size
+        return self._data.read_range(start, min(self.batch_size, self.num_rows - start)).to_table()
+
+    def _gather(self, pages: Sequence[int], keep: Any) -> "np.ndarray":
+        """Row ids of the rows of `pages` for which ``keep(values)`` is true."""
+        import numpy as np
+
+        out = [np.empty(0, np.uint64)]
+        for page in pages:
+            t = self._page(page)
+            mask = keep(t.column("values").combine_chunks())
+            if mask is not None:
+                sel = t.column("ids").combine_chunks().filter(mask)
+                out.append(np.asarray(sel.to_numpy(zero_copy_only=False), dtype=np.uint64))
+        return np.concatenate(out)
+
+    def pages_overlapping(self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool) -> List[int]:
+        """Pages whose [first, last] value span can hold a value in the range (``None`` = open
+        end). Pages of nulls only are never included."""
+        pages = []
+        for p in range(len(self.null_counts)):
+            first, last = self.mins[p], self.maxs[p]
+            if not last.is_valid:
+                continue
+            if low is not None and _less(last, low, strict=low_inclusive):
+                continue
+            if high is not None and first.is_valid and _less(high, first, strict=high_inclusive):
+                continue
+            pages.append(p)
+        return pages
+
+    def search_range(self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool) -> "np.ndarray":
+        """Row ids whose value lies in the range (``None`` = open end), plus, for floats,
+        those whose value is NaN: a superset of the answer, for the filter to refine."""
+        def keep(vals: pa.Array) -> Any:
+            mask = pc.is_valid(vals)
+            if low is not None:
+                mask = pc.and_(mask, (pc.greater_equal if low_inclusive else pc.greater)(vals, _scalar(low, vals.type)))
+            if high is not None:
+                mask = pc.and_(mask, (pc.less_equal if high_inclusive else pc.less)(vals, _scalar(high, vals.type)))
+            mask = pc.fill_null(mask, False)
+            if pa.types.is_floating(vals.type):
+                # NaN compares differently in SQL engines (IEEE vs total order): kept as a
+                # candidate, the filter itself decides
+                mask = pc.or_(mask, pc.fill_null(pc.is_nan(vals), False))
+            return mask
+
+        return self._gather(self.pages_overlapping(low, low_inclusive, high, high_inclusive), keep)
+
+    def search_null(self) -> "np.ndarray":
+        """Row ids whose value is NULL."""
+        pages = [p for p, n in enumerate(self.null_counts) if n > 0]
+        return self._gather(pages, lambda vals: pc.is_null(vals))
+
+
+def _scalar(value: Any, dtype: pa.DataType) -> pa.Scalar:
+    return value if isinstance(value, pa.Scalar) and value.type == dtype else pa.scalar(value.as_py() if isinstance(value, pa.Scalar) else value, dtype)
+
+
+def _less(a: Any, b: Any, strict: bool) -> bool:
+    """``a < b`` (``a <= b`` when not strict) for two pyarrow scalars or Python values of one
+    type, nulls never less."""
+    av = a.as_py() if isinstance(a, pa.Scalar) else a
+    bv = b.as_py() if isinstance(b, pa.Scalar) else b
+    if av is None or bv is None:
+        return False
+    try:
+        return bool(av < bv) if strict else bool(av <= bv)
+    except TypeError:
+        return False
+
+
+def open_segment(ds_uri: str, uuid: str, storage_options: Any = None) -> BTreeSegment:
+    """Opens the BTREE segment `uuid` of the dataset at `ds_uri`."""
+    return BTreeSegment(ds_uri.rstrip("/") + f"/_indices/{uuid}/", storage_options)
+

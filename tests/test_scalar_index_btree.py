@@ -1,0 +1,274 @@
+"""BTREE scalar indices in pylance 14's format (spec/INDEX_FORMATS.md §1): lancepy's files
+and IndexMetadata equal pylance's for the same data; pylance opens, lists and *uses*
+lancepy's index (its plan shows ``ScalarIndexQuery``), with the rows of an unindexed scan;
+lancepy lists pylance's; the arguments are checked as pylance checks them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections import defaultdict
+from typing import Any, Dict, List
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancepy
+from conftest import assert_arrays_equal, assert_tables_equal
+from lancepy import _lancepy
+from lancepy.exceptions import IndexAlreadyExistsError, InvalidArgumentError, LanceError, NotSupportedError
+
+lance = pytest.importorskip("lance")
+pytestmark = pytest.mark.interop
+
+
+def make_table(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    ints = rng.integers(0, n // 2, n)
+    floats = rng.normal(size=n)
+    floats[rng.random(n) < 0.01] = np.nan
+    floats[:3] = [0.0, -0.0, np.inf]
+    return pa.table(
+        {
+            "i": pa.array(ints, mask=rng.random(n) < 0.02),
+            "s": pa.array([f"s{v:06d}" if v % 11 else None for v in ints]),
+            "f": pa.array(floats, mask=rng.random(n) < 0.01),
+            "d": pa.array(ints.astype("datetime64[s]").astype("datetime64[ms]")),
+            "b": pa.array(ints % 3 == 0),
+            "u32": pa.array((ints % 1000).astype(np.uint32)),
+        }
+    )
+
+
+def twin_datasets(tmp_path: Any, n: int = 10_000) -> tuple:
+    """Two byte-identical copies of one pylance-written dataset (three fragments, some rows
+    deleted): one for pylance to index, one for lancepy."""
+    theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
+    lance.write_dataset(make_table(n), theirs, max_rows_per_file=4000)
+    lance.dataset(theirs).delete("u32 < 7")
+    shutil.copytree(theirs, ours)
+    return theirs, ours
+
+
+def index_entries(uri: str) -> List[Dict[str, Any]]:
+    ds = lancepy.dataset(uri)
+    return json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]
+
+
+def segment_dir(uri: str, entry: Dict[str, Any]) -> str:
+    return os.path.join(uri, "_indices", str(uuid.UUID(bytes=bytes(entry["uuid"]["uuid"]))))
+
+
+def ids_by_value(t: pa.Table) -> Dict[Any, List[int]]:
+    out: Dict[Any, List[int]] = defaultdict(list)
+    for v, i in zip(t.column("values").to_pylist(), t.column("ids").to_pylist()):
+        out["NaN" if isinstance(v, float) and v != v else v].append(i)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def assert_segment_files_match(theirs: str, ours: str, t_entry: Dict[str, Any], o_entry: Dict[str, Any]) -> None:
+    """Same files, schemas (with metadata), row counts, page lookup tables, sorted values and
+    row ids per value (ties are unordered in pylance's files)."""
+    assert [f["path"] for f in o_entry["files"]] == [f["path"] for f in t_entry["files"]]
+    for f in o_entry["files"]:
+        assert os.path.getsize(os.path.join(segment_dir(ours, o_entry), f["path"])) == f["size_bytes"]
+    for name in ("page_data.lance", "page_lookup.lance"):
+        rt = lance.file.LanceFileReader(os.path.join(segment_dir(theirs, t_entry), name))
+        ro = lance.file.LanceFileReader(os.path.join(segment_dir(ours, o_entry), name))
+        assert ro.metadata().schema == rt.metadata().schema
+        assert ro.metadata().schema.metadata == rt.metadata().schema.metadata
+        assert ro.metadata().num_rows == rt.metadata().num_rows
+        assert len(ro.metadata().global_buffers) == len(rt.metadata().global_buffers)
+        assert (ro.metadata().major_version, ro.metadata().minor_version) == (2, 2)
+        assert [len(c.pages) for c in ro.metadata().columns] == [len(c.pages) for c in rt.metadata().columns]
+        tt, to = rt.read_all().to_table(), ro.read_all().to_table()
+        if name == "page_lookup.lance":
+            assert_tables_equal(tt, to, name)
+        else:
+            assert_arrays_equal(tt.column("values"), to.column("values"), name)
+            assert ids_by_value(to) == ids_by_value(tt)
+        # (and lancepy's own reader reads pylance's file the same)
+        mine = lancepy.file.LanceFileReader(os.path.join(segment_dir(theirs, t_entry), name)).read_all().to_table()
+        assert_tables_equal(tt, mine, name)
+
+
+@pytest.mark.parametrize("column", ["i", "s", "f", "d", "b", "u32"])
+def test_files_and_metadata_equal_pylances(tmp_path: Any, column: str) -> None:
+    theirs, ours = twin_datasets(tmp_path)
+    lance.dataset(theirs).create_scalar_index(column, "BTREE")
+    lancepy.dataset(ours).create_scalar_index(column, "BTREE")
+    (t_entry,), (o_entry,) = index_entries(theirs), index_entries(ours)
+    for key in t_entry:
+        if key not in ("uuid", "created_at", "files"):
+            assert o_entry[key] == t_entry[key], key
+    assert o_entry["index_details"] == {"type_url": "/lance.table.BTreeIndexDetails", "value": []}
+    assert o_entry["index_version"] == 0 and o_entry["name"] == f"{column}_idx"
+    assert_segment_files_match(theirs, ours, t_entry, o_entry)
+    # the transaction pylance reads back is the same, bar uuids and sizes
+    (t_txn,), (o_txn,) = lance.dataset(theirs).get_transactions(1), lance.dataset(ours).get_transactions(1)
+    t_idx, o_idx = t_txn.operation.new_indices[0], o_txn.operation.new_indices[0]
+    assert (o_idx.name, o_idx.fields, o_idx.dataset_version, o_idx.fragment_ids, o_idx.index_version) == (
+        t_idx.name, t_idx.fields, t_idx.dataset_version, t_idx.fragment_ids, t_idx.index_version
+    )
+    assert o_idx.index_details == t_idx.index_details and o_txn.read_version == t_txn.read_version
+
+
+def test_empty_and_all_null_columns(tmp_path: Any) -> None:
+    t = pa.table({"x": pa.array([None] * 5000, pa.int32()), "y": pa.array(range(5000))})
+    for uri in (tmp_path / "theirs", tmp_path / "ours"):
+        lance.write_dataset(t, str(uri))
+    lance.dataset(str(tmp_path / "theirs")).create_scalar_index("x", "BTREE")
+    lancepy.dataset(str(tmp_path / "ours")).create_scalar_index("x", "BTREE")
+    (t_entry,), (o_entry,) = index_entries(str(tmp_path / "theirs")), index_entries(str(tmp_path / "ours"))
+    assert_segment_files_match(str(tmp_path / "theirs"), str(tmp_path / "ours"), t_entry, o_entry)
+
+
+def test_train_false_is_an_empty_index_as_pylances(tmp_path: Any) -> None:
+    theirs, ours = twin_datasets(tmp_path, 500)
+    lance.dataset(theirs).create_scalar_index("i", "BTREE", train=False)
+    lancepy.dataset(ours).create_scalar_index("i", "BTREE", train=False)
+    (t_entry,), (o_entry,) = index_entries(theirs), index_entries(ours)
+    assert o_entry["fragment_bitmap"] == t_entry["fragment_bitmap"]
+    assert_segment_files_match(theirs, ours, t_entry, o_entry)
+    # pylance answers from an empty index plus a scan of the unindexed fragments
+    got = lance.dataset(ours).to_table(filter="i = 3")
+    assert got.equals(lance.dataset(ours).to_table(filter="i = 3", use_scalar_index=False))
+
+
+def random_filters(rng: np.random.Generator, t: pa.Table, count: int) -> List[str]:
+    ints = [v for v in t.column("i").to_pylist() if v is not None]
+    strs = [v for v in t.column("s").to_pylist() if v is not None]
+    out = ["i IS NULL", "i IS NOT NULL", "s IS NULL", "f IS NULL", "f > 1.5", "f < -2.0", "b = true"]
+    for _ in range(count):
+        a, b = sorted(int(x) for x in rng.choice(ints, 2))
+        s1, s2 = sorted(str(x) for x in rng.choice(strs, 2))
+        out += [
+            f"i = {a}",
+            f"i IN ({a}, {b}, {b + 100000})",
+            f"i >= {a} AND i < {b}",
+            f"i BETWEEN {a} AND {b}",
+            f"i > {b}",
+            f"i != {a}",
+            f"s = '{s1}'",
+            f"s >= '{s1}' AND s <= '{s2}'",
+            f"s IN ('{s1}', '{s2}')",
+            f"u32 = {a % 1000}",
+            f"u32 < {b % 1000}",
+            f"f BETWEEN {rng.normal():.3f} AND {rng.normal() + 1:.3f}",
+        ]
+    return out
+
+
+def test_pylance_uses_lancepys_index_with_the_same_rows(tmp_path: Any) -> None:
+    theirs, ours = twin_datasets(tmp_path)
+    ds = lancepy.dataset(ours)
+    for column in ("i", "s", "f", "b", "u32"):
+        ds.create_scalar_index(column, "BTREE")
+    pl = lance.dataset(ours)
+    listed = {d["name"]: d for d in pl.list_indices()}
+    assert set(listed) == {"i_idx", "s_idx", "f_idx", "b_idx", "u32_idx"}
+    assert listed["i_idx"]["type"] == "BTree" and listed["i_idx"]["fields"] == ["i"]
+    assert listed["i_idx"]["fragment_ids"] == {0, 1, 2}
+    live = pl.count_rows()
+    for desc in pl.describe_indices():
+        assert desc.type_url == "/lance.table.BTreeIndexDetails"
+        assert desc.num_rows_indexed == live
+    assert pl.index_statistics("i_idx")["index_type"] == "BTree"
+    t = pl.to_table()
+    for flt in random_filters(np.random.default_rng(7), t, 8):
+        plan = pl.scanner(filter=flt).explain_plan(True)
+        assert "ScalarIndexQuery" in plan, (flt, plan)
+        got = pl.to_table(filter=flt, with_row_id=True).sort_by("_rowid")
+        want = pl.to_table(filter=flt, with_row_id=True, use_scalar_index=False).sort_by("_rowid")
+        assert_tables_equal(want, got, flt)
+    assert "@i_idx(BTree)" in pl.scanner(filter="i = 5").explain_plan(True)
+
+
+def test_index_covers_old_fragments_after_append(tmp_path: Any) -> None:
+    _, ours = twin_datasets(tmp_path, 3000)
+    lancepy.dataset(ours).create_scalar_index("i", "BTREE")
+    lancepy.write_dataset(make_table(500, seed=3), ours, mode="append")
+    pl = lance.dataset(ours)
+    assert pl.list_indices()[0]["fragment_ids"] == {0}
+    for flt in ("i = 17", "i < 40", "i IS NULL"):
+        assert pl.to_table(filter=flt).sort_by("u32").num_rows == pl.to_table(
+            filter=flt, use_scalar_index=False
+        ).num_rows
+
+
+def test_lancepy_lists_pylances_index(tmp_path: Any) -> None:
+    theirs, _ = twin_datasets(tmp_path, 2000)
+    lance.dataset(theirs).create_scalar_index("s", "BTREE", name="by_s")
+    ds = lancepy.dataset(theirs)
+    (entry,) = ds.list_indices()
+    assert entry["name"] == "by_s" and entry["type"] == "BTree" and entry["fields"] == ["s"]
+    assert entry["fragment_ids"] == {0}
+    (desc,) = ds.describe_indices()
+    assert desc.type_url == "/lance.table.BTreeIndexDetails" and desc.num_rows_indexed == ds.count_rows()
+
+
+def test_replace_and_names(tmp_path: Any) -> None:
+    _, ours = twin_datasets(tmp_path, 1000)
+    ds = lancepy.dataset(ours)
+    ds.create_scalar_index("i", "BTREE")
+    first = ds.list_indices()[0]["uuid"]
+    with pytest.raises(IndexAlreadyExistsError, match="already exists"):
+        ds.create_scalar_index("i", "BTREE", replace=False)
+    assert ds.version == 3
+    ds.create_scalar_index("i", "BTREE")  # replace=True is the default, as in pylance
+    (entry,) = ds.list_indices()
+    assert entry["uuid"] != first and ds.version == 4
+    ds.create_scalar_index("I", "BTREE", name="other", index_uuid="12345678-1234-5678-1234-567812345678")
+    names = {e["name"]: e for e in lance.dataset(ours).list_indices()}
+    assert set(names) == {"i_idx", "other"}
+    assert names["other"]["uuid"] == "12345678-1234-5678-1234-567812345678" and names["other"]["fields"] == ["i"]
+
+
+def test_argument_errors_leave_the_dataset_unchanged(tmp_path: Any) -> None:
+    _, ours = twin_datasets(tmp_path, 500)
+    ds = lancepy.dataset(ours)
+    version = ds.version
+    for kind in ("BITMAP", "LABEL_LIST", "INVERTED", "FTS", "NGRAM", "ZONEMAP", "BLOOMFILTER"):
+        with pytest.raises(NotImplementedError, match=kind):
+            ds.create_scalar_index("i", kind)
+    with pytest.raises(NotImplementedError, match="Received HASH"):
+        ds.create_scalar_index("i", "hash")
+    with pytest.raises(NotSupportedError, match="with_position=, base_tokenizer="):
+        ds.create_scalar_index("i", "BTREE", with_position=True, base_tokenizer="raw")
+    with pytest.raises(NotSupportedError, match="format_version"):
+        ds.create_scalar_index("i", "BTREE", format_version=2)
+    with pytest.raises(NotSupportedError, match="progress_callback"):
+        ds.create_scalar_index("i", "BTREE", progress_callback=print)
+    with pytest.raises(InvalidArgumentError, match="create_index_uncommitted"):
+        ds.create_scalar_index("i", "BTREE", fragment_ids=[0])
+    with pytest.raises(KeyError, match="nope"):
+        ds.create_scalar_index("nope", "BTREE")
+    with pytest.raises(NotImplementedError, match="single column"):
+        ds.create_scalar_index(["i", "s"], "BTREE")
+    with pytest.raises(TypeError, match="BTREE"):
+        lancepy.write_dataset(pa.table({"l": [[1], [2]]}), str(tmp_path / "lists")).create_scalar_index("l", "BTREE")
+    assert ds.version == version and lancepy.dataset(ours).list_indices() == []
+
+
+def test_failed_build_leaves_no_trace(tmp_path: Any, monkeypatch: Any) -> None:
+    from lancepy._ops import btree
+
+    _, ours = twin_datasets(tmp_path, 500)
+    ds = lancepy.dataset(ours)
+    version = ds.version
+    real = btree.write_segment
+
+    def failing(base: str, *args: Any, **kwargs: Any) -> Any:
+        real(base, *args, **kwargs)  # the files are written, then the build fails
+        raise LanceError("disk full")
+
+    monkeypatch.setattr(btree, "write_segment", failing)
+    with pytest.raises(LanceError, match="disk full"):
+        ds.create_scalar_index("i", "BTREE")
+    assert ds.version == version and lancepy.dataset(ours).version == version
+    assert lancepy.dataset(ours).list_indices() == []
+    leftovers = [f for _, _, fs in os.walk(os.path.join(ours, "_indices")) for f in fs]
+    assert leftovers == []
