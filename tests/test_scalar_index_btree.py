@@ -272,3 +272,96 @@ def test_failed_build_leaves_no_trace(tmp_path: Any, monkeypatch: Any) -> None:
     assert lancepy.dataset(ours).list_indices() == []
     leftovers = [f for _, _, fs in os.walk(os.path.join(ours, "_indices")) for f in fs]
     assert leftovers == []
+
+
+# -- lancepy answers filters from a BTREE index (its own or pylance's) --------------------------
+
+
+def lancepy_filters(rng: np.random.Generator, t: pa.Table, count: int) -> List[str]:
+    """Seeded filters: what the index answers (=, IN, ranges, BETWEEN, IS NULL, and/or of
+    them) mixed with what it does not (!=, IS NOT NULL, unindexed columns, coercions)."""
+    ints = [v for v in t.column("i").to_pylist() if v is not None] or [0]
+    out = random_filters(rng, t, count)
+    for _ in range(count):
+        a, b = sorted(int(x) for x in rng.choice(ints, 2))
+        out += [
+            f"i = {a} OR s IS NULL",
+            f"(i < {a} OR i > {b}) AND f > 0",
+            f"i = {a} AND d IS NOT NULL",
+            f"i = {a} OR d IS NULL",  # d unindexed: the OR cannot use the index
+            f"i = {a + 0.5}",
+            f"i > {a - 0.5} AND i < {a + 1.5}",
+            f"u32 IN ({a % 1000}, -1, 5000000000)",
+            f"f = 'NaN'" if a % 2 else "f > -0.0",
+            f"{a} <= i",
+            f"s < 's{a:06d}' AND i >= {b}",
+        ]
+    return out
+
+
+@pytest.mark.parametrize("builder", ["lancepy", "pylance"])
+def test_lancepy_filters_with_the_index_equal_a_scan(tmp_path: Any, builder: str) -> None:
+    theirs, _ = twin_datasets(tmp_path, 12_000)
+    pl = lance.dataset(theirs)
+    for column in ("i", "s", "f", "u32", "b"):
+        if builder == "pylance":
+            pl.create_scalar_index(column, "BTREE")
+        else:
+            lancepy.dataset(theirs).create_scalar_index(column, "BTREE")
+    # rows deleted after the build and a fragment the index does not cover
+    lance.dataset(theirs).delete("u32 BETWEEN 100 AND 120")
+    lance.write_dataset(make_table(2000, seed=5), theirs, mode="append")
+    ds = lancepy.dataset(theirs)
+    t = ds.to_table()
+    used = 0
+    for flt in lancepy_filters(np.random.default_rng(11), t, 6):
+        plan = ds.scanner(filter=flt).explain_plan(True)
+        used += "ScalarIndexQuery" in plan
+        got = ds.to_table(filter=flt, with_row_address=True)
+        want = ds.to_table(filter=flt, with_row_address=True, use_scalar_index=False)
+        assert_tables_equal(want, got, flt)
+        assert ds.count_rows(filter=flt) == want.num_rows, flt
+        batches = list(ds.to_batches(filter=flt, columns=["i"], batch_size=100))
+        assert sum(b.num_rows for b in batches) == want.num_rows, flt
+        # pylance agrees (where it takes the filter: it refuses `i = 2.5` on an integer column)
+        try:
+            theirs_count = lance.dataset(theirs).count_rows(filter=flt)
+        except OSError:
+            continue
+        assert theirs_count == want.num_rows, flt
+    assert used > 50
+    assert "ScalarIndexQuery: query=[i = 7]@i_idx(BTree)" in ds.scanner(filter="i = 7").explain_plan()
+    assert "ScalarIndexQuery" not in ds.scanner(filter="i = 7", use_scalar_index=False).explain_plan()
+    assert "ScalarIndexQuery" not in ds.scanner(filter="i != 7").explain_plan()
+
+
+def test_index_query_with_fragments_limit_offset_and_columns(tmp_path: Any) -> None:
+    theirs, _ = twin_datasets(tmp_path, 9000)
+    lancepy.dataset(theirs).create_scalar_index("i", "BTREE")
+    lance.write_dataset(make_table(1000, seed=9), theirs, mode="append")
+    ds = lancepy.dataset(theirs)
+    for flt in ("i < 300", "i IN (1, 2, 3, 4, 5, 6, 7)", "i IS NULL", "i = -1"):
+        for scan in (
+            dict(limit=10),
+            dict(offset=25, limit=40),
+            dict(offset=5),
+            dict(columns=["s"]),
+            dict(fragments=[ds.get_fragment(3), ds.get_fragment(1)]),
+            dict(with_row_id=True),
+        ):
+            got = ds.scanner(filter=flt, **scan).to_table()
+            want = ds.scanner(filter=flt, use_scalar_index=False, **scan).to_table()
+            assert_tables_equal(want, got, f"{flt} {scan}")
+
+
+def test_no_index_use_with_stable_row_ids_or_pyarrow_expressions(tmp_path: Any) -> None:
+    import pyarrow.compute as pc
+
+    uri = str(tmp_path / "stable")
+    lance.write_dataset(make_table(3000), uri, enable_stable_row_ids=True)
+    lance.dataset(uri).create_scalar_index("i", "BTREE")
+    ds = lancepy.dataset(uri)
+    assert "ScalarIndexQuery" not in ds.scanner(filter="i = 3").explain_plan()
+    assert ds.to_table(filter="i < 50").equals(ds.to_table(filter="i < 50", use_scalar_index=False))
+    expr = pc.field("i") == 3
+    assert ds.to_table(filter=expr).equals(ds.to_table(filter="i = 3", use_scalar_index=False))

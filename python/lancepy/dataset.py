@@ -568,9 +568,11 @@ class LanceDataset:
         default a core's worth on object storage, none locally; ``to_table`` reads every
         batch at once). `fast_search` (with `nearest`) searches only the rows the column's
         vector index covers, as pylance does. Hints that cannot change the result
-        (`fragment_readahead`, `scan_in_order`, `use_stats`, `io_buffer_size`, `use_scalar_index`)
-        are accepted and have no effect: lancepy always scans in order (pylance reads
-        `fragment_readahead` only out of order), without scalar indices. `nearest` runs a
+        (`fragment_readahead`, `scan_in_order`, `use_stats`, `io_buffer_size`) are accepted and
+        have no effect: lancepy always scans in order (pylance reads `fragment_readahead` only
+        out of order). A filter's `=`, `IN`, range and `IS NULL` parts on a column with a BTREE
+        index pick the rows of the fragments it covers (:mod:`lancepy._ops.scalar_query`)
+        unless `use_scalar_index` is false. `nearest` runs a
         nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
         before it when `prefilter` is true and after it otherwise. `blob_handling`
         ``"all_binary"`` returns blob columns' values instead of their descriptions;
@@ -600,6 +602,7 @@ class LanceDataset:
             scanner._set_nearest(nearest, bool(prefilter))
             scanner._fast_search = bool(fast_search)
         scanner._set_include_deleted(include_deleted_rows)
+        scanner._use_scalar_index = use_scalar_index is not False
         scanner._set_read_ahead(batch_readahead)
         scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
         if index_segments is not None:

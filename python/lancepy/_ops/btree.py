@@ -247,7 +247,18 @@ class BTreeSegment:
 
 
 def _scalar(value: Any, dtype: pa.DataType) -> pa.Scalar:
-    return value if isinstance(value, pa.Scalar) and value.type == dtype else pa.scalar(value.as_py() if isinstance(value, pa.Scalar) else value, dtype)
+    """`value` as a scalar of the column's type when it is exactly one (so the comparison
+    runs in that type), else of its own type (``i > 2.5``, ``u8 < 300``: Arrow compares in a
+    common type)."""
+    if isinstance(value, pa.Scalar):
+        value = value.as_py()
+    try:
+        s = pa.scalar(value, dtype)
+        if s.as_py() == value:
+            return s
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        pass
+    return pa.scalar(value)
 
 
 def _less(a: Any, b: Any, strict: bool) -> bool:

@@ -1,0 +1,257 @@
+"""Scalar indices as a scan's prefilter: which rows of the fragments a BTREE index covers can
+satisfy a filter.
+
+The filter's SQL is walked for the parts an index answers: ``col = v``, ``col IN (...)``,
+``<``, ``<=``, ``>``, ``>=``, ``BETWEEN`` and ``IS NULL`` on a column with a BTREE index
+(lancepy's or pylance's), combined with ``AND`` (intersection; parts no index answers are
+left out, which only widens the set) and ``OR`` (union, when every side is answered). The
+answer is a set of *candidate* row addresses, a superset of the matching live rows of the
+covered fragments: the scan reads those rows and still applies the whole filter to them, so
+literal coercions, NaN and three-valued logic stay the filter's business. Fragments the
+index does not cover are scanned as usual. Datasets with stable row ids (whose indices hold
+row ids, not addresses) are not prefiltered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
+
+import pyarrow as pa
+
+from lancepy._ops import btree as _btree
+from lancepy.exceptions import LanceError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from lancepy.dataset import LanceDataset
+    from lancepy.filters import Filter
+
+
+@dataclass
+class IndexPrefilter:
+    """The candidate rows of the covered fragments, and how they were found."""
+
+    #: fragment id -> ascending row addresses (live rows only) that may match
+    candidates: Dict[int, "np.ndarray"]
+    #: pylance-style description of the index query, e.g. ``[i = 7]@i_idx(BTree)``
+    query: str
+    indices: List[str] = field(default_factory=list)
+
+
+@dataclass
+class _Index:
+    name: str
+    column: str
+    dtype: pa.DataType
+    segments: List[str]
+    fragments: Set[int]
+
+
+def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
+    """The BTREE index of each column that has one (the first by name when several)."""
+    from lancepy._core.schema import _field_paths
+
+    out: Dict[str, _Index] = {}
+    paths = _field_paths(ds._loaded.manifest.get("fields", []))
+    for e in ds._index_entries():
+        if str(e.get("details_type") or "").rsplit(".", 1)[-1] != "BTreeIndexDetails" or len(e["fields"]) != 1:
+            continue
+        column = paths.get(e["fields"][0])
+        if column is None or "." in column or column not in ds.schema.names:
+            continue
+        idx = out.get(column)
+        if idx is None:
+            idx = out[column] = _Index(e["name"], column, ds.schema.field(column).type, [], set())
+        elif idx.name != e["name"]:
+            continue
+        idx.segments.append(e["uuid"])
+        idx.fragments.update(int(f) for f in e["fragment_ids"])
+    return out
+
+
+def _supported(dtype: pa.DataType) -> bool:
+    return any(
+        check(dtype)
+        for check in (pa.types.is_integer, pa.types.is_floating, pa.types.is_string, pa.types.is_large_string, pa.types.is_boolean)
+    )
+
+
+_NO_VALUE = object()
+
+
+def _literal(node: Any, dtype: pa.DataType) -> Any:
+    """The Python value of a literal compared with a column of `dtype`, or ``_NO_VALUE``
+    when it is not a literal of a kind this prefilter compares safely with that column."""
+    from sqlglot import exp
+
+    negative = False
+    if isinstance(node, exp.Neg):
+        negative, node = True, node.this
+    if isinstance(node, exp.Boolean) and not negative:
+        return bool(node.this) if pa.types.is_boolean(dtype) else _NO_VALUE
+    if not isinstance(node, exp.Literal):
+        return _NO_VALUE
+    if node.is_string:
+        if negative or not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+            return _NO_VALUE
+        return str(node.this)
+    if not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype)):
+        return _NO_VALUE
+    text = str(node.this)
+    try:
+        value: Any = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            return _NO_VALUE
+    return -value if negative else value
+
+
+class _Planner:
+    """Walks a parsed filter; each answered node becomes ``(addresses, description)``."""
+
+    _FLIP = {"GT": "LT", "GTE": "LTE", "LT": "GT", "LTE": "GTE", "EQ": "EQ"}
+
+    def __init__(self, ds: "LanceDataset", indices: Dict[str, _Index]) -> None:
+        self.ds = ds
+        self.indices = indices
+        self.used: Dict[str, _Index] = {}
+        self._open: Dict[str, List[_btree.BTreeSegment]] = {}
+
+    def _segments(self, idx: _Index) -> List[_btree.BTreeSegment]:
+        if idx.name not in self._open:
+            self._open[idx.name] = [_btree.open_segment(self.ds._uri, u, self.ds._storage_options) for u in idx.segments]
+        return self._open[idx.name]
+
+    def _column(self, node: Any) -> Optional[_Index]:
+        from sqlglot import exp
+
+        if isinstance(node, exp.Paren):
+            node = node.this
+        if not isinstance(node, exp.Column) or node.table:
+            return None
+        idx = self.indices.get(node.name)
+        return idx if idx is not None and _supported(idx.dtype) else None
+
+    def _range(self, idx: _Index, low: Any, low_inc: bool, high: Any, high_inc: bool, text: str) -> Tuple["np.ndarray", str]:
+        import numpy as np
+
+        self.used[idx.name] = idx
+        found = [seg.search_range(low, low_inc, high, high_inc) for seg in self._segments(idx)]
+        return np.concatenate(found) if found else np.empty(0, np.uint64), f"[{text}]@{idx.name}(BTree)"
+
+    def visit(self, node: Any) -> Optional[Tuple["np.ndarray", str]]:
+        import numpy as np
+        from sqlglot import exp
+
+        if isinstance(node, exp.Paren):
+            return self.visit(node.this)
+        if isinstance(node, exp.And):
+            parts = [p for p in (self.visit(node.this), self.visit(node.expression)) if p is not None]
+            if not parts:
+                return None
+            if len(parts) == 1:
+                return parts[0]
+            return np.intersect1d(parts[0][0], parts[1][0]), f"AND({parts[0][1]},{parts[1][1]})"
+        if isinstance(node, exp.Or):
+            left, right = self.visit(node.this), self.visit(node.expression)
+            if left is None or right is None:
+                return None
+            return np.union1d(left[0], right[0]), f"OR({left[1]},{right[1]})"
+        kind = type(node).__name__
+        if kind in self._FLIP:
+            idx, other, op = self._column(node.this), node.expression, kind
+            if idx is None:
+                idx, other, op = self._column(node.expression), node.this, self._FLIP[kind]
+            if idx is None:
+                return None
+            v = _literal(other, idx.dtype)
+            if v is _NO_VALUE:
+                return None
+            text = f"{idx.column} {dict(EQ='=', GT='>', GTE='>=', LT='<', LTE='<=')[op]} {_sql_value(v)}"
+            if op == "EQ":
+                return self._range(idx, v, True, v, True, text)
+            if op in ("GT", "GTE"):
+                return self._range(idx, v, op == "GTE", None, False, text)
+            return self._range(idx, None, False, v, op == "LTE", text)
+        if isinstance(node, exp.Between):
+            idx = self._column(node.this)
+            if idx is None:
+                return None
+            low, high = _literal(node.args.get("low"), idx.dtype), _literal(node.args.get("high"), idx.dtype)
+            if low is _NO_VALUE or high is _NO_VALUE:
+                return None
+            return self._range(
+                idx, low, True, high, True, f"{idx.column} >= {_sql_value(low)} && {idx.column} <= {_sql_value(high)}"
+            )
+        if isinstance(node, exp.In):
+            idx = self._column(node.this)
+            if idx is None or node.args.get("query") is not None or not node.expressions:
+                return None
+            values = [_literal(e, idx.dtype) for e in node.expressions]
+            if any(v is _NO_VALUE for v in values):
+                return None
+            parts = [self._range(idx, v, True, v, True, f"{idx.column} = {_sql_value(v)}") for v in values]
+            addresses = np.unique(np.concatenate([p[0] for p in parts]))
+            text = parts[0][1]
+            for p in parts[1:]:
+                text = f"OR({text},{p[1]})"
+            return addresses, text
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            idx = self._column(node.this)
+            if idx is None:
+                return None
+            self.used[idx.name] = idx
+            found = [seg.search_null() for seg in self._segments(idx)]
+            return np.concatenate(found) if found else np.empty(0, np.uint64), f"[{idx.column} IS NULL]@{idx.name}(BTree)"
+        return None
+
+
+def _sql_value(v: Any) -> str:
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v)
+
+
+def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Sequence[int]]) -> Optional[IndexPrefilter]:
+    """The index prefilter for `flt` over the scan's fragments, or ``None`` when no BTREE
+    index answers any part of it (then the scan reads every row)."""
+    import numpy as np
+
+    if flt is None or flt.columns is None or ds.has_stable_row_ids:
+        return None
+    indices = _btree_indices(ds)
+    if not indices or not any(c in indices for c in flt.columns):
+        return None
+    from lancepy.filters.parsing import parse_sql
+
+    try:
+        planner = _Planner(ds, indices)
+        answer = planner.visit(parse_sql(flt.text))
+    except LanceError:
+        return None  # an index that cannot be read: the plain scan answers
+    if answer is None or not planner.used:
+        return None
+    addresses, query = answer
+    scanned = set(int(f) for f in fragment_ids) if fragment_ids is not None else None
+    covered = set.intersection(*(idx.fragments for idx in planner.used.values()))
+    live = [int(f.get("id", 0)) for f in ds._loaded.manifest.get("fragments", [])]
+    covered = {f for f in live if f in covered and (scanned is None or f in scanned)}
+    addresses = np.unique(addresses.astype(np.uint64, copy=False))
+    frags = (addresses >> np.uint64(32)).astype(np.int64)
+    candidates: Dict[int, "np.ndarray"] = {}
+    for fid in covered:
+        lo, hi = np.searchsorted(frags, [fid, fid + 1])
+        mine = addresses[lo:hi]
+        deleted = pa.table(ds._snapshot.deleted_rows(fid)).column("row_offset").to_numpy()
+        if len(deleted) and len(mine):
+            offsets = (mine & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            mine = mine[~np.isin(offsets, deleted)]
+        candidates[fid] = mine
+    return IndexPrefilter(candidates=candidates, query=query, indices=sorted(planner.used))
+
