@@ -40,6 +40,10 @@ class IndexPrefilter:
     indices: List[str] = field(default_factory=list)
 
 
+class _StaleIndex(LanceError):
+    """An index that no longer describes its column (the plain scan answers instead)."""
+
+
 @dataclass
 class _Index:
     name: str
@@ -123,7 +127,11 @@ class _Planner:
 
     def _segments(self, idx: _Index) -> List[_btree.BTreeSegment]:
         if idx.name not in self._open:
-            self._open[idx.name] = [_btree.open_segment(self.ds._uri, u, self.ds._storage_options) for u in idx.segments]
+            segments = [_btree.open_segment(self.ds._uri, u, self.ds._storage_options) for u in idx.segments]
+            if any(seg.mins.type != idx.dtype for seg in segments):
+                # built before the column's type changed: its values are not the column's
+                raise _StaleIndex(idx.name)
+            self._open[idx.name] = segments
         return self._open[idx.name]
 
     def _column(self, node: Any) -> Optional[_Index]:
@@ -234,7 +242,7 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
         planner = _Planner(ds, indices)
         answer = planner.visit(parse_sql(flt.text))
     except LanceError:
-        return None  # an index that cannot be read: the plain scan answers
+        return None  # an index that cannot be read, or a stale one: the plain scan answers
     if answer is None or not planner.used:
         return None
     addresses, query = answer
