@@ -387,3 +387,18 @@ def test_index_query_after_update_delete_and_cast(tmp_path: Any) -> None:
     assert ds.schema.field("u32").type == pa.int64()
     assert "ScalarIndexQuery" not in ds.scanner(filter="u32 = 5").explain_plan()
     assert_tables_equal(ds.to_table(filter="u32 = 5", use_scalar_index=False), ds.to_table(filter="u32 = 5"), "cast")
+
+
+def test_struct_field_index_equals_pylances(tmp_path: Any) -> None:
+    t = pa.table({"st": pa.array([{"a": i % 7, "b": str(i)} if i % 13 else None for i in range(5000)])})
+    theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
+    lance.write_dataset(t, theirs)
+    lance.write_dataset(t, ours)
+    lance.dataset(theirs).create_scalar_index("st.a", "BTREE")
+    lancepy.dataset(ours).create_scalar_index("st.a", "BTREE")
+    (t_entry,), (o_entry,) = index_entries(theirs), index_entries(ours)
+    assert (o_entry["name"], o_entry["fields"]) == (t_entry["name"], t_entry["fields"]) == ("st.a_idx", [1])
+    assert_segment_files_match(theirs, ours, t_entry, o_entry)
+    pl = lance.dataset(ours)
+    assert "ScalarIndexQuery" in pl.scanner(filter="st.a = 3").explain_plan(True)
+    assert pl.count_rows("st.a = 3") == lance.dataset(theirs).count_rows("st.a = 3")

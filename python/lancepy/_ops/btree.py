@@ -108,20 +108,22 @@ def sort_order(values: pa.Array) -> pa.Array:
 
 
 def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tuple[pa.Array, pa.Array]:
-    """The live rows of `column` in `fragment_ids`: ``(values, row ids)``. Row ids are row
-    addresses unless the dataset uses stable row ids (then those, as pylance stores)."""
+    """The live rows of `column` (a field path, ``a.b`` inside struct ``a``) in the non-empty
+    list `fragment_ids`: ``(values, row ids)``. Row ids are row addresses unless the dataset
+    uses stable row ids (then those, as pylance stores)."""
+    top, *path = column.split(".")
     stream = ds._snapshot.scan_stream(
-        [column], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_id=True
+        [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_id=True
     )
     values: List[pa.Array] = []
     ids: List[pa.Array] = []
     while (raw := stream.next_batch()) is not None:
         batch = pa.record_batch(raw)
-        values.append(batch.column(column))
+        value = batch.column(top)
+        for name in path:  # a struct's field: null where the struct is null
+            value = pc.struct_field(value, [value.type.get_field_index(name)])
+        values.append(value)
         ids.append(batch.column("_rowid").cast(pa.uint64()))
-    dtype = ds.schema.field(column).type if "." not in column else None
-    if not values:
-        return pa.array([], dtype or pa.null()), pa.array([], pa.uint64())
     return pa.concat_arrays(values), pa.concat_arrays(ids)
 
 

@@ -150,7 +150,9 @@ def create_scalar_index(
     read_version = ds.version
     written = [f"_indices/{uid}/{_btree.PAGE_DATA}", f"_indices/{uid}/{_btree.PAGE_LOOKUP}"]
     try:
-        values, ids = _btree.collect(ds, path, fragments) if fragments else (pa.array([], dtype), pa.array([], pa.uint64()))
+        values, ids = (pa.array([], dtype), pa.array([], pa.uint64()))
+        if fragments:
+            values, ids = _btree.collect(ds, path, fragments)
         files = _btree.write_segment(
             ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options
         )
