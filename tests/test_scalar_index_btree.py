@@ -292,7 +292,7 @@ def lancepy_filters(rng: np.random.Generator, t: pa.Table, count: int) -> List[s
             f"i = {a + 0.5}",
             f"i > {a - 0.5} AND i < {a + 1.5}",
             f"u32 IN ({a % 1000}, -1, 5000000000)",
-            f"f = 'NaN'" if a % 2 else "f > -0.0",
+            "f = 'NaN'" if a % 2 else "f > -0.0",
             f"{a} <= i",
             f"s < 's{a:06d}' AND i >= {b}",
         ]

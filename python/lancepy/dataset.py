@@ -422,12 +422,7 @@ class LanceDataset:
         ``train=False`` commits an empty index, as pylance. Not supported: ``fragment_ids``
         (``ValueError``, as pylance), ``progress_callback`` and the INVERTED/FTS options
         (``format_version``, ``document_granularity``, the tokenizer and build keywords)."""
-        fts = {k: v for k, v in locals().items() if k in _scalar_index.FTS_OPTIONS and v is not None}
-        _scalar_index.create_scalar_index(
-            self, column, index_type, name, replace=replace, train=train, fragment_ids=fragment_ids,
-            index_uuid=index_uuid, progress_callback=progress_callback, format_version=format_version,
-            document_granularity=document_granularity, fts_options=fts,
-        )
+        _scalar_index.create_scalar_index(self, **_args(locals()))
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
         """The base paths this version registers, by id: other roots holding some of its

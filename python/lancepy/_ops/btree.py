@@ -146,7 +146,7 @@ def write_segment(
     maxs: List[Any] = []
     null_counts: List[int] = []
     with LanceFileWriter(base + PAGE_DATA, dschema, version="2.2", storage_options=storage_options) as data:
-        for page, start in enumerate(range(0, n, BATCH_SIZE)):
+        for start in range(0, n, BATCH_SIZE):
             vals = values.slice(start, min(BATCH_SIZE, n - start))
             data.write_batch(pa.record_batch([vals, ids.slice(start, len(vals))], schema=dschema))
             mins.append(vals[0])

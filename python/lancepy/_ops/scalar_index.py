@@ -90,9 +90,13 @@ def create_scalar_index(
     progress_callback: Optional[Callable[[Any], None]] = None,
     format_version: Optional[Union[int, str]] = None,
     document_granularity: Any = DocumentGranularity.ROW,
-    fts_options: Optional[Dict[str, Any]] = None,
+    **fts_options: Any,
 ) -> None:
-    """See :meth:`LanceDataset.create_scalar_index`."""
+    """See :meth:`LanceDataset.create_scalar_index`. `fts_options`: the values of the
+    :data:`FTS_OPTIONS` keywords (``None`` = not given)."""
+    unknown = sorted(set(fts_options) - set(FTS_OPTIONS))
+    if unknown:
+        raise InvalidArgumentError(f"create_scalar_index: unknown options {unknown}")
     if isinstance(column, (list, tuple)):
         if len(column) != 1:
             raise NotImplementedError("Scalar indices currently only support a single column")
@@ -115,7 +119,7 @@ def create_scalar_index(
             f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE scalar indices only (for now); "
             f"it reads the other kinds pylance writes"
         )
-    given = [k for k in FTS_OPTIONS if k in (fts_options or {})]
+    given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None]
     if given:
         raise NotSupportedError(
             f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options; lancepy builds BTREE only"
