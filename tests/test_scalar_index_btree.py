@@ -281,7 +281,14 @@ def lancepy_filters(rng: np.random.Generator, t: pa.Table, count: int) -> List[s
     """Seeded filters: what the index answers (=, IN, ranges, BETWEEN, IS NULL, and/or of
     them) mixed with what it does not (!=, IS NOT NULL, unindexed columns, coercions)."""
     ints = [v for v in t.column("i").to_pylist() if v is not None] or [0]
-    out = random_filters(rng, t, count)
+    out = random_filters(rng, t, count) + [
+        "i = 100000000000000000000",
+        "i < 9223372036854775808",
+        "i > -9223372036854775809",
+        "u32 IN (18446744073709551615, 5)",
+        "f < 1e400",
+        "s > 'zzz' OR s < ''",
+    ]
     for _ in range(count):
         a, b = sorted(int(x) for x in rng.choice(ints, 2))
         out += [

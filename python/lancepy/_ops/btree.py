@@ -260,6 +260,8 @@ def _scalar(value: Any, dtype: pa.DataType) -> pa.Scalar:
             return s
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
         pass
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return pa.scalar(float(value))  # (beyond int64: compared as a double)
     return pa.scalar(value)
 
 

@@ -111,7 +111,10 @@ def _literal(node: Any, dtype: pa.DataType) -> Any:
             value = float(text)
         except ValueError:
             return _NO_VALUE
-    return -value if negative else value
+    value = -value if negative else value
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        return _NO_VALUE  # (no Arrow integer holds it: the filter alone decides)
+    return value
 
 
 class _Planner:
@@ -241,7 +244,7 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
     try:
         planner = _Planner(ds, indices)
         answer = planner.visit(parse_sql(flt.text))
-    except LanceError:
+    except (LanceError, pa.ArrowException, OverflowError):
         return None  # an index that cannot be read, or a stale one: the plain scan answers
     if answer is None or not planner.used:
         return None
