@@ -409,3 +409,28 @@ def test_struct_field_index_equals_pylances(tmp_path: Any) -> None:
     pl = lance.dataset(ours)
     assert "ScalarIndexQuery" in pl.scanner(filter="st.a = 3").explain_plan(True)
     assert pl.count_rows("st.a = 3") == lance.dataset(theirs).count_rows("st.a = 3")
+
+
+def test_pylance_optimizes_and_compacts_lancepys_index(tmp_path: Any) -> None:
+    """pylance's index maintenance reads lancepy's pages by its page size: a delta segment,
+    a merge and a compaction remap all start from lancepy's files."""
+    _, ours = twin_datasets(tmp_path, 9000)
+    lancepy.dataset(ours).create_scalar_index("i", "BTREE")
+    lance.write_dataset(make_table(3000, seed=21), ours, mode="append")
+    pl = lance.dataset(ours)
+    pl.optimize.optimize_indices(num_indices_to_merge=0)
+    assert len(lance.dataset(ours).list_indices()) == 2
+    lance.write_dataset(make_table(1000, seed=22), ours, mode="append")
+    lance.dataset(ours).optimize.optimize_indices()
+    lance.dataset(ours).delete("i % 5 = 0")
+    lance.dataset(ours).optimize.compact_files()
+    pl = lance.dataset(ours)
+    ds = lancepy.dataset(ours)
+    for flt in ("i = 17", "i < 300", "i BETWEEN 1000 AND 1100", "i IS NULL", "i IN (3, 4, 6)"):
+        assert "ScalarIndexQuery" in pl.scanner(filter=flt).explain_plan(True)
+        want = pl.to_table(filter=flt, use_scalar_index=False, with_row_id=True).sort_by("_rowid")
+        assert_tables_equal(want, pl.to_table(filter=flt, with_row_id=True).sort_by("_rowid"), flt)
+        # lancepy answers from pylance's remapped segments
+        assert "@i_idx(BTree)" in ds.scanner(filter=flt).explain_plan()
+        assert_tables_equal(ds.to_table(filter=flt, use_scalar_index=False), ds.to_table(filter=flt), flt)
+        assert ds.count_rows(filter=flt) == want.num_rows
