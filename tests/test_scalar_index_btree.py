@@ -434,3 +434,34 @@ def test_pylance_optimizes_and_compacts_lancepys_index(tmp_path: Any) -> None:
         assert "@i_idx(BTree)" in ds.scanner(filter=flt).explain_plan()
         assert_tables_equal(ds.to_table(filter=flt, use_scalar_index=False), ds.to_table(filter=flt), flt)
         assert ds.count_rows(filter=flt) == want.num_rows
+
+
+@pytest.mark.parametrize("builder", ["lancepy", "pylance"])
+def test_lancepy_compaction_remaps_btree_segments(tmp_path: Any, builder: str) -> None:
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(make_table(6000, seed=4), uri, max_rows_per_file=1000)
+    if builder == "pylance":
+        lance.dataset(uri).create_scalar_index("i", "BTREE")
+    else:
+        lancepy.dataset(uri).create_scalar_index("i", "BTREE")
+    lance.write_dataset(make_table(500, seed=6), uri, mode="append")  # not covered
+    ds = lancepy.dataset(uri)
+    ds.delete("u32 % 4 = 1")
+    before = ds.to_table(filter="i < 500", use_scalar_index=False).sort_by("u32")
+    ds.optimize.compact_files(target_rows_per_fragment=2500)
+    ds = lancepy.dataset(uri)
+    (entry,) = ds.list_indices()
+    live = {f.fragment_id for f in ds.get_fragments()}
+    assert entry["fragment_ids"] and entry["fragment_ids"] <= live
+    pl = lance.dataset(uri)
+    for flt in ("i = 17", "i < 500", "i BETWEEN 100 AND 900", "i IS NULL", "i IN (3, 4, 6)"):
+        want = ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True)
+        assert "@i_idx(BTree)" in ds.scanner(filter=flt).explain_plan()
+        assert_tables_equal(want, ds.to_table(filter=flt, with_row_address=True), flt)
+        assert "ScalarIndexQuery" in pl.scanner(filter=flt).explain_plan(True)
+        theirs = pl.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr")
+        assert_tables_equal(want.sort_by("_rowaddr"), theirs, flt)
+    assert_tables_equal(before, ds.to_table(filter="i < 500").sort_by("u32"), "rows kept")
+    # the remapped segment's files are a valid BTREE segment (sorted, pages of 4096)
+    r = lance.file.LanceFileReader(os.path.join(uri, "_indices", entry["uuid"], "page_lookup.lance"))
+    assert r.metadata().schema.metadata[b"batch_size"] == b"4096"

@@ -333,12 +333,12 @@ class DatasetOptimizer:
         if not groups:
             return metrics
         stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
-        # IVF indices covering compacted fragments are remapped to the new row addresses
+        # IVF and BTREE indices covering compacted fragments are remapped to the new row addresses
         # (with stable row ids nothing moves: their bitmaps are just updated).
         compacted = {f.get("id", 0) for g in groups for f in g}
         remap = [] if stable else [
             e for e in ds._index_entries()
-            if set(e["fragment_ids"]) & compacted and ds._index_type(e) in ("IVF_FLAT", "IVF_PQ")
+            if set(e["fragment_ids"]) & compacted and ds._index_type(e) in ("IVF_FLAT", "IVF_PQ", "BTree")
         ]
         old_addresses: List[Any] = []
         out_groups, written = [], []
@@ -390,6 +390,7 @@ class DatasetOptimizer:
         `written` (deleted if the compaction fails)."""
         import numpy as np
 
+        from lancepy._ops import btree as _btree
         from lancepy._ops import ivf_build as _ivf_build
 
         ds = self._ds
@@ -419,7 +420,8 @@ class DatasetOptimizer:
                 if f.get("id", 0) in covered and not {o.get("id", 0) for o in g["old_fragments"]} <= covered
             ]
             compacted = [f.get("id", 0) for g in groups for f in g["old_fragments"]]
-            uid, files = _ivf_build.remap(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
+            remap_segment = _btree.remap if ds._index_type(e) == "BTree" else _ivf_build.remap
+            uid, files = remap_segment(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
             written += [f"_indices/{uid}/{f['path']}" for f in files]
             raw = details[e["uuid"]]
             out.append({

@@ -172,6 +172,54 @@ def write_segment(
     ]
 
 
+def remap(
+    ds_uri: str,
+    storage_options: Any,
+    entry: Dict[str, Any],
+    old_addresses: "np.ndarray",
+    new_addresses: "np.ndarray",
+    compacted_fragments: Sequence[int],
+    dropped_fragments: Sequence[int],
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """Writes a new segment for the BTREE segment `entry` (from ``index_section_entries``)
+    after a compaction: a row at ``old_addresses[i]`` (sorted) is now at ``new_addresses[i]``;
+    rows of `compacted_fragments` not in `old_addresses` (deleted) and rows of
+    `dropped_fragments` (compacted together with rows the index does not cover) are left
+    out. The pages are rebuilt from the remaining rows. Returns the new uuid and its files."""
+    import uuid as _uuid
+
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    base = ds_uri.rstrip("/") + f"/_indices/{entry['uuid']}/"
+    table = LanceFileReader(base + PAGE_DATA, storage_options).read_all().to_table()
+    values = table.column("values").combine_chunks()
+    rid = np.asarray(table.column("ids").to_numpy(), dtype=np.uint64)
+    frag = (rid >> np.uint64(32)).astype(np.int64)
+    moved = np.isin(frag, np.asarray(list(compacted_fragments), dtype=np.int64))
+    keep = ~np.isin(frag, np.asarray(list(dropped_fragments), dtype=np.int64))
+    new_rid = rid.copy()
+    if moved.any() and len(old_addresses):
+        pos = np.searchsorted(old_addresses, rid[moved])
+        pos_c = np.minimum(pos, len(old_addresses) - 1)
+        found = (pos < len(old_addresses)) & (old_addresses[pos_c] == rid[moved])
+        new_rid[moved] = np.where(found, new_addresses[pos_c], 0)
+        keep[moved] &= found
+    elif moved.any():
+        keep[moved] = False
+    mask = pa.array(keep)
+    uid = str(_uuid.uuid4())
+    files = write_segment(
+        ds_uri.rstrip("/") + f"/_indices/{uid}/",
+        values.type,
+        values.filter(mask),
+        pa.array(new_rid, pa.uint64()).filter(mask),
+        storage_options,
+    )
+    return uid, files
+
+
 class BTreeSegment:
     """One BTREE segment opened for queries: its page lookup table in memory; the pages of
     ``page_data.lance`` read when a query needs them."""

@@ -253,6 +253,8 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
     covered = set.intersection(*(idx.fragments for idx in planner.used.values()))
     live = [int(f.get("id", 0)) for f in ds._loaded.manifest.get("fragments", [])]
     covered = {f for f in live if f in covered and (scanned is None or f in scanned)}
+    if not covered:
+        return None  # (the index covers none of the fragments scanned)
     addresses = np.unique(addresses.astype(np.uint64, copy=False))
     frags = (addresses >> np.uint64(32)).astype(np.int64)
     candidates: Dict[int, "np.ndarray"] = {}
