@@ -465,3 +465,46 @@ def test_lancepy_compaction_remaps_btree_segments(tmp_path: Any, builder: str) -
     # the remapped segment's files are a valid BTREE segment (sorted, pages of 4096)
     r = lance.file.LanceFileReader(os.path.join(uri, "_indices", entry["uuid"], "page_lookup.lance"))
     assert r.metadata().schema.metadata[b"batch_size"] == b"4096"
+
+
+def test_optimize_indices_adds_new_rows_to_a_btree_index(tmp_path: Any) -> None:
+    theirs, ours = twin_datasets(tmp_path, 5000)
+    lance.dataset(theirs).create_scalar_index("i", "BTREE")
+    lancepy.dataset(ours).create_scalar_index("i", "BTREE")
+    for uri in (theirs, ours):
+        lance.write_dataset(make_table(3000, seed=8), uri, mode="append")
+    lance.dataset(theirs).optimize.optimize_indices(num_indices_to_merge=0)
+    ds = lancepy.dataset(ours)
+    ds.optimize.optimize_indices(num_indices_to_merge=0)
+    # the delta segment equals pylance's
+    t_entries, o_entries = index_entries(theirs), index_entries(ours)
+    assert len(o_entries) == len(t_entries) == 2
+    assert [e["fragment_bitmap"] for e in o_entries] == [e["fragment_bitmap"] for e in t_entries]
+    assert [e["dataset_version"] for e in o_entries] == [e["dataset_version"] for e in t_entries]
+    assert_segment_files_match(theirs, ours, t_entries[1], o_entries[1])
+
+    def check(uri: str) -> None:
+        ds, pl = lancepy.dataset(uri), lance.dataset(uri)
+        for flt in ("i = 17", "i < 300", "i IS NULL", "i IN (3, 2000, 2400)"):
+            want = ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True)
+            assert "@i_idx(BTree)" in ds.scanner(filter=flt).explain_plan()
+            assert_tables_equal(want, ds.to_table(filter=flt, with_row_address=True), flt)
+            assert "ScalarIndexQuery" in pl.scanner(filter=flt).explain_plan(True)
+            got = pl.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr")
+            assert_tables_equal(want.sort_by("_rowaddr"), got, flt)
+
+    check(ours)
+    lance.write_dataset(make_table(700, seed=9), ours, mode="append")
+    ds = lancepy.dataset(ours)
+    ds.delete("i % 7 = 0")
+    ds.optimize.optimize_indices()  # merged: one segment over every fragment
+    (entry,) = ds.list_indices()
+    assert entry["fragment_ids"] == {f.fragment_id for f in ds.get_fragments()}
+    check(ours)
+    ds.optimize.optimize_indices(retrain=True)
+    (again,) = ds.list_indices()
+    assert again["uuid"] != entry["uuid"] and again["fragment_ids"] == entry["fragment_ids"]
+    check(ours)
+    version = ds.version
+    ds.optimize.optimize_indices()  # nothing new
+    assert ds.version == version

@@ -220,6 +220,45 @@ def remap(
     return uid, files
 
 
+def extend(
+    ds: "LanceDataset", column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """Indexes the rows of `fragments` (appended since the index `entries`, segments of one
+    BTREE index, were built): with `merge`, one new segment holding the rows of every entry
+    (those of fragments that still exist) plus the new ones, pages rebuilt; else a delta
+    segment of the new rows only. Returns the new segment's uuid and files."""
+    import uuid as _uuid
+
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    dtype = _column_type(ds, column)
+    values, ids = collect(ds, column, fragments) if fragments else (pa.array([], dtype), pa.array([], pa.uint64()))
+    if merge:
+        live = np.asarray(sorted(f.fragment_id for f in ds.get_fragments()), dtype=np.int64)
+        parts_v, parts_i = [values], [ids]
+        for e in entries:
+            base = ds._uri.rstrip("/") + f"/_indices/{e['uuid']}/"
+            old = LanceFileReader(base + PAGE_DATA, ds._storage_options).read_all().to_table()
+            rid = np.asarray(old.column("ids").to_numpy(), dtype=np.uint64)
+            keep = pa.array(np.isin((rid >> np.uint64(32)).astype(np.int64), live))
+            parts_v.append(old.column("values").combine_chunks().cast(dtype).filter(keep))
+            parts_i.append(old.column("ids").combine_chunks().filter(keep))
+        values, ids = pa.concat_arrays(parts_v), pa.concat_arrays(parts_i)
+    uid = str(_uuid.uuid4())
+    files = write_segment(ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options)
+    return uid, files
+
+
+def _column_type(ds: "LanceDataset", path: str) -> pa.DataType:
+    top, *rest = path.split(".")
+    dtype = ds.schema.field(top).type
+    for name in rest:
+        dtype = dtype.field(name).type
+    return dtype
+
+
 class BTreeSegment:
     """One BTREE segment opened for queries: its page lookup table in memory; the pages of
     ``page_data.lance`` read when a query needs them."""
