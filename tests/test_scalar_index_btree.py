@@ -508,3 +508,27 @@ def test_optimize_indices_adds_new_rows_to_a_btree_index(tmp_path: Any) -> None:
     version = ds.version
     ds.optimize.optimize_indices()  # nothing new
     assert ds.version == version
+
+
+def test_index_statistics_equal_pylances(tmp_path: Any) -> None:
+    t = pa.table(
+        {
+            "s": ["b", "a", None, "zz"] * 3000,
+            "f": [1.0, float("nan"), -2.5, 1e20] * 3000,
+            "d": pa.array([1, 2, 3, 4] * 3000, pa.timestamp("ms")),
+            "b": [True, False, None, True] * 3000,
+            "e": pa.array([None] * 12000, pa.int32()),
+        }
+    )
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(t, uri, max_rows_per_file=5000)
+    ds = lancepy.dataset(uri)
+    for column in t.column_names:
+        ds.create_scalar_index(column, "BTREE")
+    ds.create_scalar_index("s", "BTREE", name="empty", train=False)
+    lance.write_dataset(t.slice(0, 100), uri, mode="append")
+    lance.dataset(uri).optimize.optimize_indices(num_indices_to_merge=0, index_names=["s_idx"])
+    ds, pl = lancepy.dataset(uri), lance.dataset(uri)
+    for name in [c + "_idx" for c in t.column_names] + ["empty"]:
+        assert ds.index_statistics(name) == pl.index_statistics(name), name
+    assert ds.index_statistics("f_idx")["indices"] == [{"min": "-2.5", "max": "NaN", "num_pages": 3}]

@@ -259,6 +259,44 @@ def _column_type(ds: "LanceDataset", path: str) -> pa.DataType:
     return dtype
 
 
+def _display(value: pa.Scalar) -> str:
+    """A lookup value as pylance's statistics print it (Rust's ``Display``): ``NULL``,
+    floats in shortest round-trip form without exponent or trailing ``.0`` (``1``,
+    ``100000000000000000000``, ``NaN``, ``inf``), temporal values as their stored integer."""
+    import decimal
+
+    if not value.is_valid:
+        return "NULL"
+    t = value.type
+    if pa.types.is_temporal(t):
+        return str(value.cast(pa.int64() if t.bit_width == 64 else pa.int32()).as_py())
+    v = value.as_py()
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if v != v:
+            return "NaN"
+        if v in (float("inf"), float("-inf")):
+            return "inf" if v > 0 else "-inf"
+        text = format(decimal.Decimal(repr(v)), "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return str(v)
+
+
+def segment_statistics(ds_uri: str, uuid: str, storage_options: Any = None) -> Dict[str, Any]:
+    """A segment's entry in ``index_statistics`` as pylance writes it: the first value of
+    the first page holding a value, the last page's last value, and the page count (``{}``
+    for an empty segment)."""
+    seg = open_segment(ds_uri, uuid, storage_options)
+    pages = len(seg.null_counts)
+    if not pages:
+        return {}
+    valued = [p for p in range(pages) if seg.maxs[p].is_valid]  # (pages of nulls only are not in the tree)
+    if not valued:
+        return {"min": "N/A", "max": "N/A", "num_pages": pages}
+    return {"min": _display(seg.mins[valued[0]]), "max": _display(seg.maxs[valued[-1]]), "num_pages": pages}
+
+
 class BTreeSegment:
     """One BTREE segment opened for queries: its page lookup table in memory; the pages of
     ``page_data.lance`` read when a query needs them."""
