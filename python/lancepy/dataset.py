@@ -301,8 +301,8 @@ class LanceDataset:
     def index_statistics(self, index_name: str) -> Dict[str, Any]:
         """Statistics of the index `index_name` (pylance's keys): type, segments, indexed and
         unindexed fragments and rows; for IVF indices also each segment's metric, partitions
-        (sizes) and sub-index. Scalar indices' own statistics (B-tree pages, bitmap keys) are
-        not read: their ``indices`` entries hold the uuid and type only."""
+        (sizes) and sub-index, for BTREE ones each segment's min, max and pages; other
+        scalar indices' ``indices`` entries hold the uuid and type only."""
         return _index_ops.index_statistics(self, index_name)
 
     def drop_index(self, name: str) -> None:
