@@ -302,6 +302,11 @@ def lancepy_filters(rng: np.random.Generator, t: pa.Table, count: int) -> List[s
             "f = 'NaN'" if a % 2 else "f > -0.0",
             f"{a} <= i",
             f"s < 's{a:06d}' AND i >= {b}",
+            f"s LIKE 's{a:06d}'",
+            f"s LIKE 's{a:06d}'"[:-4] + "%'",  # prefix: s + 3 digits
+            f"s LIKE 's{a:06d}'"[:-3] + "_1'",
+            "s LIKE '%1'",
+            f"s NOT LIKE 's{a:06d}'"[:-5] + "%'",
         ]
     return out
 
@@ -532,3 +537,18 @@ def test_index_statistics_equal_pylances(tmp_path: Any) -> None:
     for name in [c + "_idx" for c in t.column_names] + ["empty"]:
         assert ds.index_statistics(name) == pl.index_statistics(name), name
     assert ds.index_statistics("f_idx")["indices"] == [{"min": "-2.5", "max": "NaN", "num_pages": 3}]
+
+
+def test_like_prefix_on_unicode_strings(tmp_path: Any) -> None:
+    words = ["é", "éa", "éz", "f", "e", "ea", "\U0010ffff", "\U0010ffffa", "\ud7ff", "\ue000x", "日本", "日本語", "日", None]
+    uri = str(tmp_path / "ds")
+    lancepy.write_dataset(pa.table({"w": words * 700}), uri)
+    ds = lancepy.dataset(uri)
+    ds.create_scalar_index("w", "BTREE")
+    pl = lance.dataset(uri)
+    for prefix in ["é", "e", "日本", "日", "\U0010ffff", "\ud7ff", "f"]:
+        flt = f"w LIKE '{prefix}%'"
+        assert "ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan(), flt
+        want = ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True)
+        assert_tables_equal(want, ds.to_table(filter=flt, with_row_address=True), flt)
+        assert pl.count_rows(flt) == want.num_rows

@@ -2,7 +2,8 @@
 satisfy a filter.
 
 The filter's SQL is walked for the parts an index answers: ``col = v``, ``col IN (...)``,
-``<``, ``<=``, ``>``, ``>=``, ``BETWEEN`` and ``IS NULL`` on a column with a BTREE index
+``<``, ``<=``, ``>``, ``>=``, ``BETWEEN``, ``IS NULL`` and ``LIKE 'prefix%'`` (as the range
+of strings starting with the prefix) on a column with a BTREE index
 (lancepy's or pylance's), combined with ``AND`` (intersection; parts no index answers are
 left out, which only widens the set) and ``OR`` (union, when every side is answered). The
 answer is a set of *candidate* row addresses, a superset of the matching live rows of the
@@ -211,6 +212,16 @@ class _Planner:
             for p in parts[1:]:
                 text = f"OR({text},{p[1]})"
             return addresses, text
+        if isinstance(node, exp.Like) and not node.args.get("negate"):
+            idx = self._column(node.this)
+            pattern = _literal(node.expression, idx.dtype) if idx is not None else _NO_VALUE
+            if idx is None or not isinstance(pattern, str):
+                return None
+            prefix = _like_prefix(pattern)
+            if not prefix:
+                return None
+            high = _successor(prefix)
+            return self._range(idx, prefix, True, high, False, f"{idx.column} LIKE {_sql_value(pattern)}")
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             idx = self._column(node.this)
             if idx is None:
@@ -219,6 +230,23 @@ class _Planner:
             found = [seg.search_null() for seg in self._segments(idx)]
             return np.concatenate(found) if found else np.empty(0, np.uint64), f"[{idx.column} IS NULL]@{idx.name}(BTree)"
         return None
+
+
+def _like_prefix(pattern: str) -> str:
+    """The literal text a LIKE pattern starts with: up to its first wildcard (or escape)."""
+    for i, ch in enumerate(pattern):
+        if ch in "%_\\":
+            return pattern[:i]
+    return pattern
+
+
+def _successor(prefix: str) -> Optional[str]:
+    """The least string greater than every string starting with `prefix` (code point order,
+    which is UTF-8 byte order), or ``None`` when there is none to give."""
+    last = ord(prefix[-1])
+    if last >= 0x10FFFF or 0xD7FF <= last < 0xDFFF:
+        return None
+    return prefix[:-1] + chr(last + 1)
 
 
 def _sql_value(v: Any) -> str:
