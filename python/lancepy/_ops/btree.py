@@ -336,18 +336,22 @@ class BTreeSegment:
 
     def pages_overlapping(self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool) -> List[int]:
         """Pages whose [first, last] value span can hold a value in the range (``None`` = open
-        end). Pages of nulls only are never included."""
-        pages = []
-        for p in range(len(self.null_counts)):
-            first, last = self.mins[p], self.maxs[p]
-            if not last.is_valid:
-                continue
-            if low is not None and _less(last, low, strict=low_inclusive):
-                continue
-            if high is not None and first.is_valid and _less(high, first, strict=high_inclusive):
-                continue
-            pages.append(p)
-        return pages
+        end). Pages of nulls only are never included; a NaN bound never excludes a page."""
+        import numpy as np
+
+        keep = pc.is_valid(self.maxs)
+        floats = pa.types.is_floating(self.maxs.type)
+        if low is not None:
+            reach = (pc.greater_equal if low_inclusive else pc.greater)(self.maxs, _scalar(low, self.maxs.type))
+            if floats:
+                reach = pc.or_(reach, pc.is_nan(self.maxs))
+            keep = pc.and_(keep, pc.fill_null(reach, False))
+        if high is not None:
+            reach = (pc.less_equal if high_inclusive else pc.less)(self.mins, _scalar(high, self.mins.type))
+            if floats:
+                reach = pc.or_(reach, pc.is_nan(self.mins))
+            keep = pc.and_(keep, pc.fill_null(reach, True))  # (a null first value: the page starts with nulls)
+        return np.flatnonzero(np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)).tolist()
 
     def search_range(self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool) -> "np.ndarray":
         """Row ids whose value lies in the range (``None`` = open end), plus, for floats,
@@ -388,19 +392,6 @@ def _scalar(value: Any, dtype: pa.DataType) -> pa.Scalar:
     if isinstance(value, int) and not -(2**63) <= value < 2**63:
         return pa.scalar(float(value))  # (beyond int64: compared as a double)
     return pa.scalar(value)
-
-
-def _less(a: Any, b: Any, strict: bool) -> bool:
-    """``a < b`` (``a <= b`` when not strict) for two pyarrow scalars or Python values of one
-    type, nulls never less."""
-    av = a.as_py() if isinstance(a, pa.Scalar) else a
-    bv = b.as_py() if isinstance(b, pa.Scalar) else b
-    if av is None or bv is None:
-        return False
-    try:
-        return bool(av < bv) if strict else bool(av <= bv)
-    except TypeError:
-        return False
 
 
 def open_segment(ds_uri: str, uuid: str, storage_options: Any = None) -> BTreeSegment:

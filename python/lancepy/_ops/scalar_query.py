@@ -131,7 +131,12 @@ class _Planner:
 
     def _segments(self, idx: _Index) -> List[_btree.BTreeSegment]:
         if idx.name not in self._open:
-            segments = [_btree.open_segment(self.ds._uri, u, self.ds._storage_options) for u in idx.segments]
+            # (segments never change: kept with the version, lookup tables loaded once)
+            opened = self.ds._per_version.setdefault("btree_segments", {})
+            for u in idx.segments:
+                if u not in opened:
+                    opened[u] = _btree.open_segment(self.ds._uri, u, self.ds._storage_options)
+            segments = [opened[u] for u in idx.segments]
             if any(seg.mins.type != idx.dtype for seg in segments):
                 # built before the column's type changed: its values are not the column's
                 raise _StaleIndex(idx.name)
@@ -264,7 +269,9 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
 
     if flt is None or flt.columns is None or ds.has_stable_row_ids:
         return None
-    indices = _btree_indices(ds)
+    indices = ds._per_version.get("btree_indices")
+    if indices is None:
+        indices = ds._per_version["btree_indices"] = _btree_indices(ds)
     if not indices or not any(c in indices for c in flt.columns):
         return None
     from lancepy.filters.parsing import parse_sql
