@@ -371,6 +371,27 @@ class BTreeSegment:
 
         return self._gather(self.pages_overlapping(low, low_inclusive, high, high_inclusive), keep)
 
+    def search_in(self, values: Sequence[Any]) -> "np.ndarray":
+        """Row ids whose value is one of `values` (plus NaN rows, for floats), each page read
+        once. Values that are not exactly of the column's type are searched one by one."""
+        import numpy as np
+
+        dtype = self.maxs.type
+        exact = [v for v in values if _scalar(v, dtype).type == dtype]
+        others = [v for v in values if _scalar(v, dtype).type != dtype]
+        found = [self.search_range(v, True, v, True) for v in others]
+        if exact:
+            pages = sorted({p for v in exact for p in self.pages_overlapping(v, True, v, True)})
+            wanted = pa.array(exact, dtype)
+            floats = pa.types.is_floating(dtype)
+
+            def keep(vals: pa.Array) -> Any:
+                mask = pc.fill_null(pc.is_in(vals, value_set=wanted), False)
+                return pc.or_(mask, pc.fill_null(pc.is_nan(vals), False)) if floats else mask
+
+            found.append(self._gather(pages, keep))
+        return np.concatenate(found) if found else np.empty(0, np.uint64)
+
     def search_null(self) -> "np.ndarray":
         """Row ids whose value is NULL."""
         pages = [p for p, n in enumerate(self.null_counts) if n > 0]

@@ -211,11 +211,11 @@ class _Planner:
             values = [_literal(e, idx.dtype) for e in node.expressions]
             if any(v is _NO_VALUE for v in values):
                 return None
-            parts = [self._range(idx, v, True, v, True, f"{idx.column} = {_sql_value(v)}") for v in values]
-            addresses = np.unique(np.concatenate([p[0] for p in parts]))
-            text = parts[0][1]
-            for p in parts[1:]:
-                text = f"OR({text},{p[1]})"
+            self.used[idx.name] = idx
+            addresses = np.concatenate([seg.search_in(values) for seg in self._segments(idx)])
+            text = f"[{idx.column} = {_sql_value(values[0])}]@{idx.name}(BTree)"
+            for v in values[1:]:  # (pylance's plan: IN as ORed equalities)
+                text = f"OR({text},[{idx.column} = {_sql_value(v)}]@{idx.name}(BTree))"
             return addresses, text
         if isinstance(node, exp.Like) and not node.args.get("negate"):
             idx = self._column(node.this)
