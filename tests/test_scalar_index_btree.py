@@ -366,18 +366,42 @@ def test_index_query_with_fragments_limit_offset_and_columns(tmp_path: Any) -> N
             assert_tables_equal(want, got, f"{flt} {scan}")
 
 
-def test_no_index_use_with_stable_row_ids_or_pyarrow_expressions(tmp_path: Any) -> None:
+def test_stable_row_ids_index_holds_addresses_as_pylances(tmp_path: Any) -> None:
+    """pylance 14 indexes row addresses even where the dataset has stable row ids, and
+    remaps them when compaction moves rows: lancepy writes, remaps and reads them so."""
     import pyarrow.compute as pc
 
-    uri = str(tmp_path / "stable")
-    lance.write_dataset(make_table(3000), uri, enable_stable_row_ids=True)
-    lance.dataset(uri).create_scalar_index("i", "BTREE")
-    ds = lancepy.dataset(uri)
-    assert "ScalarIndexQuery" not in ds.scanner(filter="i = 3").explain_plan()
-    assert ds.to_table(filter="i < 50").equals(ds.to_table(filter="i < 50", use_scalar_index=False))
+    theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
+    for uri in (theirs, ours):
+        lance.write_dataset(make_table(4000), uri, enable_stable_row_ids=True, max_rows_per_file=1000)
+        lance.dataset(uri).delete("u32 < 300")
+    lance.dataset(theirs).create_scalar_index("i", "BTREE")
+    lancepy.dataset(ours).create_scalar_index("i", "BTREE")
+    (t_entry,), (o_entry,) = index_entries(theirs), index_entries(ours)
+    for key in t_entry:
+        if key not in ("uuid", "created_at", "files"):
+            assert o_entry[key] == t_entry[key], key
+    assert o_entry["index_version"] == 1  # (pylance's mark: the ids are addresses)
+    assert_segment_files_match(theirs, ours, t_entry, o_entry)
+    pl = lance.dataset(ours)
+    for flt in ("i < 400", "i = 500"):
+        assert pl.count_rows(flt) == pl.scanner(filter=flt, use_scalar_index=False).count_rows(), flt
+    ds = lancepy.dataset(ours)
+    ds.delete("i % 3 = 0")
+    ds.optimize.compact_files()
+    ds = lancepy.dataset(ours)
+    (entry,) = ds.list_indices()
+    assert entry["fragment_ids"] == {f.fragment_id for f in ds.get_fragments()}
+    pl = lance.dataset(ours)
+    for flt in ("i = 13", "i < 400", "i IS NULL", "i IN (4, 5, 7)"):
+        want = ds.to_table(filter=flt, use_scalar_index=False, with_row_id=True, with_row_address=True)
+        assert "@i_idx(BTree)" in ds.scanner(filter=flt).explain_plan()
+        assert_tables_equal(want, ds.to_table(filter=flt, with_row_id=True, with_row_address=True), flt)
+        assert "ScalarIndexQuery" in pl.scanner(filter=flt).explain_plan(True)
+        got = pl.to_table(filter=flt, with_row_id=True, with_row_address=True).sort_by("_rowaddr")
+        assert_tables_equal(want.sort_by("_rowaddr"), got, flt)
     expr = pc.field("i") == 3
     assert ds.to_table(filter=expr).equals(ds.to_table(filter="i = 3", use_scalar_index=False))
-
 
 def test_index_query_after_update_delete_and_cast(tmp_path: Any) -> None:
     _, ours = twin_datasets(tmp_path, 6000)

@@ -209,12 +209,19 @@ class DatasetOptimizer:
                     continue
                 merge = num_indices_to_merge != 0 and not (retrain and btree)
                 if btree:
+                    if merge and not all(_btree.holds_addresses(ds, e) for e in segs):
+                        raise NotSupportedError(
+                            f"optimize_indices: the BTREE index {n!r} holds stable row ids (an older pylance's); "
+                            "retrain=True rebuilds it"
+                        )
                     uid, files = _btree.extend(ds, column, segs, [f.fragment_id for f in fresh], merge)
                 else:
                     uid, files = _ivf_build.extend(ds, column, segs, fresh, merge)
                 written += [f"_indices/{uid}/{f['path']}" for f in files]
                 base = dict(raw[segs[0]["uuid"]])
                 ids = sorted(({f.fragment_id for f in live} & covered if merge else set()) | {f.fragment_id for f in fresh})
+                if btree:
+                    base["index_version"] = _btree.index_version(ds)
                 base.update({
                     "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
                     "fragment_bitmap": list(_lancepy.fragment_bitmap(ids)),
@@ -340,13 +347,17 @@ class DatasetOptimizer:
         metrics = CompactionMetrics()
         if not groups:
             return metrics
+        from lancepy._ops import btree as _btree
+
         stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
         # IVF and BTREE indices covering compacted fragments are remapped to the new row addresses
-        # (with stable row ids nothing moves: their bitmaps are just updated).
+        # (with stable row ids IVF indices hold row ids, which do not move: they just stop
+        # covering the rewritten fragments; BTREE ones hold addresses, as pylance 14's).
         compacted = {f.get("id", 0) for g in groups for f in g}
-        remap = [] if stable else [
+        remap = [
             e for e in ds._index_entries()
-            if set(e["fragment_ids"]) & compacted and ds._index_type(e) in ("IVF_FLAT", "IVF_PQ", "BTree")
+            if set(e["fragment_ids"]) & compacted
+            and (_btree.holds_addresses(ds, e) if ds._index_type(e) == "BTree" else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ") and not stable)
         ]
         old_addresses: List[Any] = []
         out_groups, written = [], []

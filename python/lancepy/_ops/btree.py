@@ -7,7 +7,8 @@ directory ``_indices/<uuid>/`` holds two Lance 2.2 files:
 
 * ``page_data.lance``: every indexed row, sorted by value, nulls first, floats in IEEE total
   order (so NaN after every number); columns ``values`` (the column's type, nullable) and
-  ``ids`` (uint64 row address, or stable row id, not null). No schema metadata.
+  ``ids`` (uint64 row address, not null; pylance 14 writes addresses even where the dataset
+  has stable row ids, and remaps them when compaction moves rows). No schema metadata.
 * ``page_lookup.lance``: one row per logical page of ``BATCH_SIZE`` rows of page_data:
   ``min`` / ``max`` (the page's *first* and *last* value, so a page that starts with nulls has
   a null ``min``), ``null_count`` (uint32) and ``page_idx`` (uint32); schema metadata
@@ -36,8 +37,21 @@ PAGE_LOOKUP = "page_lookup.lance"
 #: Rows per logical page (pylance's ``DEFAULT_BTREE_BATCH_SIZE``).
 BATCH_SIZE = 4096
 DETAILS_TYPE_URL = "/lance.table.BTreeIndexDetails"
-#: ``IndexMetadata.index_version`` pylance 14 writes for a BTREE index.
+#: ``IndexMetadata.index_version`` pylance 14 writes for a BTREE index: 0, or 1 where the
+#: dataset has stable row ids (1 = the ``ids`` are row addresses; a 0 index of such a
+#: dataset holds stable row ids, as older pylance wrote them).
 INDEX_VERSION = 0
+INDEX_VERSION_ADDRESSES = 1
+
+
+def index_version(ds: "LanceDataset") -> int:
+    """The ``index_version`` of a BTREE segment lancepy writes for `ds` (as pylance 14)."""
+    return INDEX_VERSION_ADDRESSES if ds.has_stable_row_ids else INDEX_VERSION
+
+
+def holds_addresses(ds: "LanceDataset", entry: Dict[str, Any]) -> bool:
+    """Whether the BTREE segment `entry` holds row addresses (else stable row ids)."""
+    return not ds.has_stable_row_ids or int(entry.get("index_version") or 0) >= INDEX_VERSION_ADDRESSES
 _SCAN_BATCH_ROWS = 65536
 
 
@@ -109,11 +123,11 @@ def sort_order(values: pa.Array) -> pa.Array:
 
 def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tuple[pa.Array, pa.Array]:
     """The live rows of `column` (a field path, ``a.b`` inside struct ``a``) in the non-empty
-    list `fragment_ids`: ``(values, row ids)``. Row ids are row addresses unless the dataset
-    uses stable row ids (then those, as pylance stores)."""
+    list `fragment_ids`: ``(values, row addresses)`` (addresses even with stable row ids, as
+    pylance 14 stores them)."""
     top, *path = column.split(".")
     stream = ds._snapshot.scan_stream(
-        [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_id=True
+        [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_address=True
     )
     values: List[pa.Array] = []
     ids: List[pa.Array] = []
@@ -123,7 +137,7 @@ def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tup
         for name in path:  # a struct's field: null where the struct is null
             value = pc.struct_field(value, [value.type.get_field_index(name)])
         values.append(value)
-        ids.append(batch.column("_rowid").cast(pa.uint64()))
+        ids.append(batch.column("_rowaddr").cast(pa.uint64()))
     return pa.concat_arrays(values), pa.concat_arrays(ids)
 
 

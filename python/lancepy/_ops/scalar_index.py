@@ -170,7 +170,7 @@ def create_scalar_index(
         "dataset_version": read_version,
         "fragment_bitmap": list(_lancepy.fragment_bitmap(fragments)),
         "index_details": {"type_url": _btree.DETAILS_TYPE_URL, "value": []},
-        "index_version": _btree.INDEX_VERSION,
+        "index_version": _btree.index_version(ds),
         "created_at": int(time.time() * 1000),
         "base_id": None,
         "files": files,

@@ -9,8 +9,9 @@ left out, which only widens the set) and ``OR`` (union, when every side is answe
 answer is a set of *candidate* row addresses, a superset of the matching live rows of the
 covered fragments: the scan reads those rows and still applies the whole filter to them, so
 literal coercions, NaN and three-valued logic stay the filter's business. Fragments the
-index does not cover are scanned as usual. Datasets with stable row ids (whose indices hold
-row ids, not addresses) are not prefiltered.
+index does not cover are scanned as usual. A BTREE index holds row addresses, also where the
+dataset has stable row ids (pylance 14 writes and remaps it so, marked ``index_version`` 1
+there; an index of such a dataset at version 0 holds row ids and is not used).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
     for e in ds._index_entries():
         if str(e.get("details_type") or "").rsplit(".", 1)[-1] != "BTreeIndexDetails" or len(e["fields"]) != 1:
             continue
+        if not _btree.holds_addresses(ds, e):
+            continue  # (stable row ids, as older pylance indexed them: not used)
         column = paths.get(e["fields"][0])
         if column is None or "." in column or column not in ds.schema.names:
             continue
@@ -267,7 +270,7 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
     index answers any part of it (then the scan reads every row)."""
     import numpy as np
 
-    if flt is None or flt.columns is None or ds.has_stable_row_ids:
+    if flt is None or flt.columns is None:
         return None
     indices = ds._per_version.get("btree_indices")
     if indices is None:
