@@ -20,7 +20,7 @@ sort is not stable), so a reader must not rely on any order within one value.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -367,9 +367,12 @@ class BTreeSegment:
             keep = pc.and_(keep, pc.fill_null(reach, True))  # (a null first value: the page starts with nulls)
         return np.flatnonzero(np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)).tolist()
 
-    def search_range(self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool) -> "np.ndarray":
+    def search_range(
+        self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool, pages: Optional[List[int]] = None
+    ) -> "np.ndarray":
         """Row ids whose value lies in the range (``None`` = open end), plus, for floats,
-        those whose value is NaN: a superset of the answer, for the filter to refine."""
+        those whose value is NaN: a superset of the answer, for the filter to refine.
+        `pages`: the range's :meth:`pages_overlapping`, when known."""
         def keep(vals: pa.Array) -> Any:
             mask = pc.is_valid(vals)
             if low is not None:
@@ -383,7 +386,9 @@ class BTreeSegment:
                 mask = pc.or_(mask, pc.fill_null(pc.is_nan(vals), False))
             return mask
 
-        return self._gather(self.pages_overlapping(low, low_inclusive, high, high_inclusive), keep)
+        if pages is None:
+            pages = self.pages_overlapping(low, low_inclusive, high, high_inclusive)
+        return self._gather(pages, keep)
 
     def search_in(self, values: Sequence[Any]) -> "np.ndarray":
         """Row ids whose value is one of `values` (plus NaN rows, for floats), each page read
