@@ -576,3 +576,14 @@ def test_like_prefix_on_unicode_strings(tmp_path: Any) -> None:
         want = ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True)
         assert_tables_equal(want, ds.to_table(filter=flt, with_row_address=True), flt)
         assert pl.count_rows(flt) == want.num_rows
+
+
+def test_wide_ranges_are_scanned(tmp_path: Any) -> None:
+    uri = str(tmp_path / "ds")
+    lancepy.write_dataset(pa.table({"k": np.arange(60_000) % 20_000, "v": np.arange(60_000)}), uri)
+    ds = lancepy.dataset(uri)
+    ds.create_scalar_index("k", "BTREE")
+    for flt, indexed in (("k = 5", True), ("k < 100", True), ("k >= 0", False), ("k < 10000", False),
+                         ("k = 5 OR k > 100", False), ("k < 10000 AND k = 7", True)):
+        assert ("ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan()) == indexed, flt
+        assert_tables_equal(ds.to_table(filter=flt, use_scalar_index=False), ds.to_table(filter=flt), flt)
