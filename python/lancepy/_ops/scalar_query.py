@@ -17,7 +17,7 @@ there; an index of such a dataset at version 0 holds row ids and is not used).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 import pyarrow as pa
 
@@ -129,6 +129,16 @@ def _literal(node: Any, dtype: pa.DataType) -> Any:
     return value
 
 
+@dataclass
+class _Answer:
+    """A part of the filter answered: candidate row addresses (a superset of its matches in
+    the fragments every index in `used` covers), its description, the indices it read."""
+
+    addresses: "np.ndarray"
+    text: str
+    used: Dict[str, _Index]
+
+
 class _Planner:
     """Walks a parsed filter; each answered node becomes ``(addresses, description)``."""
 
@@ -137,7 +147,6 @@ class _Planner:
     def __init__(self, ds: "LanceDataset", indices: Dict[str, _Index]) -> None:
         self.ds = ds
         self.indices = indices
-        self.used: Dict[str, _Index] = {}
         self._open: Dict[str, List[_btree.BTreeSegment]] = {}
 
     def _segments(self, idx: _Index) -> List[_btree.BTreeSegment]:
@@ -166,7 +175,7 @@ class _Planner:
 
     def _range(
         self, idx: _Index, low: Any, low_inc: bool, high: Any, high_inc: bool, text: str
-    ) -> Optional[Tuple["np.ndarray", str]]:
+    ) -> Optional[_Answer]:
         """The rows of a range, or ``None`` when its pages hold more than :data:`WIDE_RANGE`
         of the index's rows (taking that many rows by address is slower than scanning)."""
         import numpy as np
@@ -177,11 +186,10 @@ class _Planner:
         total = sum(seg.num_rows for seg in segments)
         if reach > WIDE_RANGE * total and reach > WIDE_RANGE_MIN_ROWS:
             return None
-        self.used[idx.name] = idx
         found = [seg.search_range(low, low_inc, high, high_inc, p) for seg, p in zip(segments, pages)]
-        return np.concatenate(found) if found else np.empty(0, np.uint64), f"[{text}]@{idx.name}(BTree)"
+        return _Answer(np.concatenate(found), f"[{text}]@{idx.name}(BTree)", {idx.name: idx})
 
-    def visit(self, node: Any) -> Optional[Tuple["np.ndarray", str]]:
+    def visit(self, node: Any) -> Optional[_Answer]:
         import numpy as np
         from sqlglot import exp
 
@@ -193,12 +201,15 @@ class _Planner:
                 return None
             if len(parts) == 1:
                 return parts[0]
-            return np.intersect1d(parts[0][0], parts[1][0]), f"AND({parts[0][1]},{parts[1][1]})"
+            a, b = parts
+            return _Answer(np.intersect1d(a.addresses, b.addresses), f"AND({a.text},{b.text})", {**a.used, **b.used})
         if isinstance(node, exp.Or):
             left, right = self.visit(node.this), self.visit(node.expression)
             if left is None or right is None:
                 return None
-            return np.union1d(left[0], right[0]), f"OR({left[1]},{right[1]})"
+            return _Answer(
+                np.union1d(left.addresses, right.addresses), f"OR({left.text},{right.text})", {**left.used, **right.used}
+            )
         kind = type(node).__name__
         if kind in self._FLIP:
             idx, other, op = self._column(node.this), node.expression, kind
@@ -232,12 +243,11 @@ class _Planner:
             values = [_literal(e, idx.dtype) for e in node.expressions]
             if any(v is _NO_VALUE for v in values):
                 return None
-            self.used[idx.name] = idx
             addresses = np.concatenate([seg.search_in(values) for seg in self._segments(idx)])
             text = f"[{idx.column} = {_sql_value(values[0])}]@{idx.name}(BTree)"
             for v in values[1:]:  # (pylance's plan: IN as ORed equalities)
                 text = f"OR({text},[{idx.column} = {_sql_value(v)}]@{idx.name}(BTree))"
-            return addresses, text
+            return _Answer(addresses, text, {idx.name: idx})
         if isinstance(node, exp.Like) and not node.args.get("negate"):
             idx = self._column(node.this)
             pattern = _literal(node.expression, idx.dtype) if idx is not None else _NO_VALUE
@@ -252,9 +262,8 @@ class _Planner:
             idx = self._column(node.this)
             if idx is None:
                 return None
-            self.used[idx.name] = idx
             found = [seg.search_null() for seg in self._segments(idx)]
-            return np.concatenate(found) if found else np.empty(0, np.uint64), f"[{idx.column} IS NULL]@{idx.name}(BTree)"
+            return _Answer(np.concatenate(found), f"[{idx.column} IS NULL]@{idx.name}(BTree)", {idx.name: idx})
         return None
 
 
@@ -302,16 +311,15 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
         answer = planner.visit(parse_sql(flt.text))
     except (LanceError, pa.ArrowException, OverflowError):
         return None  # an index that cannot be read, or a stale one: the plain scan answers
-    if answer is None or not planner.used:
+    if answer is None:
         return None
-    addresses, query = answer
     scanned = set(int(f) for f in fragment_ids) if fragment_ids is not None else None
-    covered = set.intersection(*(idx.fragments for idx in planner.used.values()))
+    covered = set.intersection(*(idx.fragments for idx in answer.used.values()))
     live = [int(f.get("id", 0)) for f in ds._loaded.manifest.get("fragments", [])]
     covered = {f for f in live if f in covered and (scanned is None or f in scanned)}
     if not covered:
         return None  # (the index covers none of the fragments scanned)
-    addresses = np.unique(addresses.astype(np.uint64, copy=False))
+    addresses = np.unique(answer.addresses.astype(np.uint64, copy=False))
     frags = (addresses >> np.uint64(32)).astype(np.int64)
     candidates: Dict[int, "np.ndarray"] = {}
     for fid in covered:
@@ -322,5 +330,5 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
             offsets = (mine & np.uint64(0xFFFFFFFF)).astype(np.uint32)
             mine = mine[~np.isin(offsets, deleted)]
         candidates[fid] = mine
-    return IndexPrefilter(candidates=candidates, query=query, indices=sorted(planner.used))
+    return IndexPrefilter(candidates=candidates, query=answer.text, indices=sorted(answer.used))
 
