@@ -587,3 +587,37 @@ def test_wide_ranges_are_scanned(tmp_path: Any) -> None:
                          ("k = 5 OR k > 100", False), ("k < 10000 AND k = 7", True)):
         assert ("ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan()) == indexed, flt
         assert_tables_equal(ds.to_table(filter=flt, use_scalar_index=False), ds.to_table(filter=flt), flt)
+
+
+def test_more_column_types_equal_pylances(tmp_path: Any) -> None:
+    import decimal
+
+    rng = np.random.default_rng(3)
+    n = 9000
+    ints = rng.integers(-500, 500, n)
+    mask = rng.random(n) < 0.05
+    t = pa.table(
+        {
+            "i8": pa.array(ints % 100, pa.int8(), mask=mask),
+            "f32": pa.array(rng.normal(size=n).astype(np.float32), mask=mask),
+            "dec": pa.array([decimal.Decimal(int(v)) / 100 for v in ints], pa.decimal128(10, 2), mask=mask),
+            "fsb": pa.array([int(v % 300).to_bytes(2, "big") for v in ints], pa.binary(2), mask=mask),
+            "bin": pa.array([str(v).encode() for v in ints], pa.binary(), mask=mask),
+            "ls": pa.array([f"x{v}" for v in ints], pa.large_string(), mask=mask),
+            "dt": pa.array((ints + 20000).astype("datetime64[D]"), pa.date32(), mask=mask),
+            "ts": pa.array(ints.astype("datetime64[us]"), pa.timestamp("us", tz="UTC"), mask=mask),
+        }
+    )
+    theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
+    lance.write_dataset(t, theirs, max_rows_per_file=5000)
+    lance.write_dataset(t, ours, max_rows_per_file=5000)
+    for column in t.column_names:
+        lance.dataset(theirs).create_scalar_index(column, "BTREE")
+        lancepy.dataset(ours).create_scalar_index(column, "BTREE")
+    for t_entry, o_entry in zip(index_entries(theirs), index_entries(ours)):
+        assert (o_entry["name"], o_entry["fragment_bitmap"]) == (t_entry["name"], t_entry["fragment_bitmap"])
+        assert_segment_files_match(theirs, ours, t_entry, o_entry)
+    pl = lance.dataset(ours)
+    for flt in ("i8 = 7", "f32 > 2.5", "ls = 'x17'", "dt IS NULL", "i8 IN (1, 2)"):
+        assert "ScalarIndexQuery" in pl.scanner(filter=flt).explain_plan(True), flt
+        assert pl.count_rows(flt) == lance.dataset(theirs).count_rows(flt) == lancepy.dataset(ours).count_rows(flt), flt

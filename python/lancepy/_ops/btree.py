@@ -156,22 +156,20 @@ def write_segment(
     values, ids = values.take(order), ids.take(order)
     n = len(values)
     dschema = data_schema(dtype)
-    mins: List[Any] = []
-    maxs: List[Any] = []
     null_counts: List[int] = []
     with LanceFileWriter(base + PAGE_DATA, dschema, version="2.2", storage_options=storage_options) as data:
         for start in range(0, n, BATCH_SIZE):
             vals = values.slice(start, min(BATCH_SIZE, n - start))
             data.write_batch(pa.record_batch([vals, ids.slice(start, len(vals))], schema=dschema))
-            mins.append(vals[0])
-            maxs.append(vals[len(vals) - 1])
             null_counts.append(vals.null_count)
     num_pages = len(null_counts)
+    firsts = pa.array([p * BATCH_SIZE for p in range(num_pages)], pa.int64())
+    lasts = pa.array([min((p + 1) * BATCH_SIZE, n) - 1 for p in range(num_pages)], pa.int64())
     lschema = lookup_schema(dtype)
     lookup_batch = pa.record_batch(
         [
-            pa.array([m.as_py() for m in mins], dtype) if num_pages else pa.array([], dtype),
-            pa.array([m.as_py() for m in maxs], dtype) if num_pages else pa.array([], dtype),
+            values.take(firsts),  # (a page's first and last values, as pylance: not its min and max)
+            values.take(lasts),
             pa.array(null_counts, pa.uint32()),
             pa.array(range(num_pages), pa.uint32()),
         ],
