@@ -17,6 +17,7 @@ The checker is itself tested on a reordered signature, so the walk cannot pass v
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 from typing import Any, Callable, Iterator, List, Tuple
 
@@ -66,6 +67,9 @@ def _same_default(a: Any, b: Any) -> bool:
         return a is b or (b is factory and a is None)
     if a is inspect.Parameter.empty or b is inspect.Parameter.empty:
         return a is b
+    if isinstance(a, enum.Enum) and isinstance(b, enum.Enum):
+        # lancepy's copy of a pylance enum (it cannot import pylance's): same name, same value
+        return type(a).__name__ == type(b).__name__ and a.name == b.name and a.value == b.value
     try:
         return type(a) is type(b) and bool(a == b)
     except Exception:  # noqa: BLE001 - objects without a usable ==

@@ -41,6 +41,8 @@ from lancepy._ops import config as _config
 from lancepy._ops import evolution as _evolution
 from lancepy._ops import indices as _index_ops
 from lancepy._ops import mutations as _mutations
+from lancepy._ops import scalar_index as _scalar_index
+from lancepy._ops.scalar_index import DocumentGranularity
 from lancepy._ops import take as _take
 from lancepy._ops import write as _write
 from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY, _version_asof
@@ -300,8 +302,8 @@ class LanceDataset:
     def index_statistics(self, index_name: str) -> Dict[str, Any]:
         """Statistics of the index `index_name` (pylance's keys): type, segments, indexed and
         unindexed fragments and rows; for IVF indices also each segment's metric, partitions
-        (sizes) and sub-index. Scalar indices' own statistics (B-tree pages, bitmap keys) are
-        not read: their ``indices`` entries hold the uuid and type only."""
+        (sizes) and sub-index, for BTREE ones each segment's min, max and pages; other
+        scalar indices' ``indices`` entries hold the uuid and type only."""
         return _index_ops.index_statistics(self, index_name)
 
     def drop_index(self, name: str) -> None:
@@ -403,6 +405,27 @@ class LanceDataset:
             seed=seed,
             index_file_version=index_file_version,
         )
+
+    def create_scalar_index(
+        self, column: Union[str, List[str]], index_type: Any, name: Optional[str] = None, *, replace: bool = True,
+        train: bool = True, fragment_ids: Optional[List[int]] = None, index_uuid: Optional[str] = None,
+        progress_callback: Optional[Callable[[Any], None]] = None, format_version: Optional[Union[int, str]] = None,
+        document_granularity: DocumentGranularity = DocumentGranularity.ROW, with_position: Optional[bool] = None,
+        block_size: Optional[int] = None, memory_limit: Optional[int] = None, num_workers: Optional[int] = None,
+        base_tokenizer: Optional[str] = None, language: Optional[str] = None, max_token_length: Optional[int] = None,
+        lower_case: Optional[bool] = None, stem: Optional[bool] = None, remove_stop_words: Optional[bool] = None,
+        custom_stop_words: Optional[List[str]] = None, ascii_folding: Optional[bool] = None,
+    ) -> None:
+        """Builds a scalar index on `column` and commits it as a new version (pylance 14's
+        signature). ``"BTREE"`` is built, in pylance 14's on-disk format (``page_data.lance``,
+        ``page_lookup.lance``; pylance uses it, and lancepy's filters use pylance's); the
+        other types pylance knows raise :class:`~lancepy.exceptions.NotSupportedError` (a
+        ``NotImplementedError``). Default name ``<column>_idx``; an index of that name is
+        replaced unless ``replace=False`` (then :class:`IndexAlreadyExistsError`).
+        ``train=False`` commits an empty index, as pylance. Not supported: ``fragment_ids``
+        (``ValueError``, as pylance), ``progress_callback`` and the INVERTED/FTS options
+        (``format_version``, ``document_granularity``, the tokenizer and build keywords)."""
+        _scalar_index.create_scalar_index(self, **_args(locals()))
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
         """The base paths this version registers, by id: other roots holding some of its
@@ -543,9 +566,11 @@ class LanceDataset:
         default a core's worth on object storage, none locally; ``to_table`` reads every
         batch at once). `fast_search` (with `nearest`) searches only the rows the column's
         vector index covers, as pylance does. Hints that cannot change the result
-        (`fragment_readahead`, `scan_in_order`, `use_stats`, `io_buffer_size`, `use_scalar_index`)
-        are accepted and have no effect: lancepy always scans in order (pylance reads
-        `fragment_readahead` only out of order), without scalar indices. `nearest` runs a
+        (`fragment_readahead`, `scan_in_order`, `use_stats`, `io_buffer_size`) are accepted and
+        have no effect: lancepy always scans in order (pylance reads `fragment_readahead` only
+        out of order). A filter's `=`, `IN`, range and `IS NULL` parts on a column with a BTREE
+        index pick the rows of the fragments it covers (:mod:`lancepy._ops.scalar_query`)
+        unless `use_scalar_index` is false. `nearest` runs a
         nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
         before it when `prefilter` is true and after it otherwise. `blob_handling`
         ``"all_binary"`` returns blob columns' values instead of their descriptions;
@@ -575,6 +600,7 @@ class LanceDataset:
             scanner._set_nearest(nearest, bool(prefilter))
             scanner._fast_search = bool(fast_search)
         scanner._set_include_deleted(include_deleted_rows)
+        scanner._use_scalar_index = use_scalar_index is not False
         scanner._set_read_ahead(batch_readahead)
         scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
         if index_segments is not None:

@@ -153,9 +153,11 @@ class DatasetOptimizer:
         index; otherwise (the default, as pylance's) the index's segments and the new rows are
         merged into one segment. ``index_names`` limits the work to those indices (default:
         all). ``retrain=True`` rebuilds each index from the current data with its type,
-        metric, partition and sub-vector counts. IVF_FLAT and IVF_PQ indices only: others
-        raise :class:`~lancepy.exceptions.NotSupportedError`.
+        metric, partition and sub-vector counts. IVF_FLAT, IVF_PQ and BTREE indices (a BTREE
+        segment's pages are rebuilt from its rows and the new ones; ``retrain`` rebuilds it
+        from every row): others raise :class:`~lancepy.exceptions.NotSupportedError`.
         """
+        from lancepy._ops import btree as _btree
         from lancepy._ops import ivf_build as _ivf_build
         from lancepy.exceptions import IndexNotFoundError
 
@@ -171,7 +173,7 @@ class DatasetOptimizer:
             if n not in by_name:
                 raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._uri}")
             kind = ds._index_type(by_name[n][0])
-            if kind not in ("IVF_FLAT", "IVF_PQ"):
+            if kind not in ("IVF_FLAT", "IVF_PQ", "BTree"):
                 raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
         paths = {v: k for k, v in ds._field_ids_by_path().items()}
         raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]} if entries else {}
@@ -185,7 +187,10 @@ class DatasetOptimizer:
                 column = paths[segs[0]["fields"][0]]
                 covered = set().union(*(set(e["fragment_ids"]) for e in segs))
                 fresh = [f for f in live if f.fragment_id not in covered]
-                if retrain:
+                btree = ds._index_type(segs[0]) == "BTree"
+                if retrain and btree:
+                    fresh, covered = live, set()  # (a BTREE index has no model: rebuilt from all rows)
+                elif retrain:
                     from lancepy._ops import ivf as _ivf
 
                     idx = _ivf.load_index(ds._uri, segs[0]["uuid"], ds._storage_options)
@@ -202,11 +207,21 @@ class DatasetOptimizer:
                     continue
                 if not fresh:
                     continue
-                merge = num_indices_to_merge != 0
-                uid, files = _ivf_build.extend(ds, column, segs, fresh, merge)
+                merge = num_indices_to_merge != 0 and not (retrain and btree)
+                if btree:
+                    if merge and not all(_btree.holds_addresses(ds, e) for e in segs):
+                        raise NotSupportedError(
+                            f"optimize_indices: the BTREE index {n!r} holds stable row ids (an older pylance's); "
+                            "retrain=True rebuilds it"
+                        )
+                    uid, files = _btree.extend(ds, column, segs, [f.fragment_id for f in fresh], merge)
+                else:
+                    uid, files = _ivf_build.extend(ds, column, segs, fresh, merge)
                 written += [f"_indices/{uid}/{f['path']}" for f in files]
                 base = dict(raw[segs[0]["uuid"]])
                 ids = sorted(({f.fragment_id for f in live} & covered if merge else set()) | {f.fragment_id for f in fresh})
+                if btree:
+                    base["index_version"] = _btree.index_version(ds)
                 base.update({
                     "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
                     "fragment_bitmap": list(_lancepy.fragment_bitmap(ids)),
@@ -215,7 +230,7 @@ class DatasetOptimizer:
                     "created_at": int(time.time() * 1000),
                 })
                 new_entries.append(base)
-                if merge:
+                if merge or retrain:
                     removed += [raw[e["uuid"]] for e in segs]
         except BaseException:
             ds._store.delete(written)
@@ -332,13 +347,17 @@ class DatasetOptimizer:
         metrics = CompactionMetrics()
         if not groups:
             return metrics
+        from lancepy._ops import btree as _btree
+
         stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
-        # IVF indices covering compacted fragments are remapped to the new row addresses
-        # (with stable row ids nothing moves: their bitmaps are just updated).
+        # IVF and BTREE indices covering compacted fragments are remapped to the new row addresses
+        # (with stable row ids IVF indices hold row ids, which do not move: they just stop
+        # covering the rewritten fragments; BTREE ones hold addresses, as pylance 14's).
         compacted = {f.get("id", 0) for g in groups for f in g}
-        remap = [] if stable else [
+        remap = [
             e for e in ds._index_entries()
-            if set(e["fragment_ids"]) & compacted and ds._index_type(e) in ("IVF_FLAT", "IVF_PQ")
+            if set(e["fragment_ids"]) & compacted
+            and (_btree.holds_addresses(ds, e) if ds._index_type(e) == "BTree" else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ") and not stable)
         ]
         old_addresses: List[Any] = []
         out_groups, written = [], []
@@ -390,6 +409,7 @@ class DatasetOptimizer:
         `written` (deleted if the compaction fails)."""
         import numpy as np
 
+        from lancepy._ops import btree as _btree
         from lancepy._ops import ivf_build as _ivf_build
 
         ds = self._ds
@@ -419,7 +439,8 @@ class DatasetOptimizer:
                 if f.get("id", 0) in covered and not {o.get("id", 0) for o in g["old_fragments"]} <= covered
             ]
             compacted = [f.get("id", 0) for g in groups for f in g["old_fragments"]]
-            uid, files = _ivf_build.remap(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
+            remap_segment = _btree.remap if ds._index_type(e) == "BTree" else _ivf_build.remap
+            uid, files = remap_segment(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
             written += [f"_indices/{uid}/{f['path']}" for f in files]
             raw = details[e["uuid"]]
             out.append({

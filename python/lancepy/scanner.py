@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy import vector as _vector
+from lancepy._ops import scalar_query as _scalar_query
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
@@ -81,6 +82,7 @@ class LanceScanner:
         self._batch_bytes: Optional[int] = None
         self._index_segments: Optional[List[Any]] = None
         self._fast_search = False
+        self._use_scalar_index = True
 
     def _set_batching(self, strict: bool, batch_size_bytes: Optional[int]) -> None:
         if batch_size_bytes is not None:
@@ -351,6 +353,9 @@ class LanceScanner:
         if self._filter is None:
             t = self._scan_table(offset=self._offset, limit=self._limit)
             return self._finish(t)
+        hit = self._index_prefilter()
+        if hit is not None:
+            return self._finish(self._indexed_rows(hit, self._read_columns()).slice(self._offset, self._limit))
         late = self._late_columns()
         if late and self._limit is None:
             return self._late_table(late)
@@ -365,6 +370,42 @@ class LanceScanner:
         if not batches:
             return self._finish(self._empty())
         return pa.Table.from_batches(batches)
+
+    def _index_prefilter(self) -> Optional[_scalar_query.IndexPrefilter]:
+        """The BTREE-index prefilter of this filtered scan, or ``None`` to scan every row
+        (``use_scalar_index=False``, deleted rows asked for, or no index answers the filter)."""
+        if not self._use_scalar_index or self._include_deleted or self._filter is None:
+            return None
+        return _scalar_query.plan(self._ds, self._filter, self._fragment_ids)
+
+    def _indexed_rows(self, hit: _scalar_query.IndexPrefilter, columns: Optional[List[str]]) -> pa.Table:
+        """The rows passing the filter, in scan order: of a covered fragment, its candidate
+        rows (taken by address); runs of other fragments scanned. Offset and limit not applied."""
+        s = self._ds._snapshot
+        order = self._fragment_ids
+        if order is None:
+            order = [int(f.get("id", 0)) for f in self._ds._loaded.manifest.get("fragments", [])]
+        rows = dict(with_row_id=self._with_row_id, with_row_address=self._with_row_address)
+        parts: List[pa.Table] = []
+        run: List[int] = []
+
+        def add(t: pa.Table) -> None:
+            if t.num_rows:
+                parts.append(t.filter(_evaluate(t, self._filter)))
+
+        for fid in order + [None]:
+            if fid is not None and fid not in hit.candidates:
+                run.append(fid)
+                continue
+            if run:
+                add(pa.table(s.scan(columns, fragment_ids=run, batch_rows=131072, **rows)))
+                run = []
+            if fid is not None and len(hit.candidates[fid]):
+                add(pa.table(s.take_addresses(pa.array(hit.candidates[fid], pa.uint64()), columns=columns, **rows)))
+        parts = [p for p in parts if p.num_rows]
+        if not parts:
+            return pa.table(s.scan(columns, fragment_ids=order[:1], limit=0, batch_rows=1, **rows))
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def _empty(self) -> pa.Table:
         return self._scan_table(limit=0, batch_rows=1)
@@ -423,6 +464,11 @@ class LanceScanner:
                     return
                 for batch in self._finish(pa.table(b)).to_batches():
                     yield batch
+            return
+        hit = self._index_prefilter()
+        if hit is not None:
+            t = self._indexed_rows(hit, self._read_columns()).slice(self._offset, self._limit)
+            yield from self._finish(t).to_batches(max_chunksize=self._batch_size)
             return
         late = self._late_columns()
         if late and self._late is None and not self._few_pass(late):
@@ -578,7 +624,8 @@ class LanceScanner:
                 steps.append("Sort: " + ", ".join(f"{k.column_name} {'asc' if k.ascending else 'desc'}" for k in self._order) + " (whole scan read first)")
             if self._limit is not None or self._offset:
                 steps.append(f"Slice: offset={self._offset}, limit={self._limit}")
-            late = self._late_columns() if not (self._order or counting) else []
+            hit = self._index_prefilter() if not self._order else None
+            late = self._late_columns() if not (self._order or counting or hit) else []
             if late and self._limit is not None and self._late is None and not self._few_pass(late):
                 late = []  # a limited scan streams: late columns when the first rows say few pass
             if late:
@@ -586,6 +633,9 @@ class LanceScanner:
                              f"{self._TAKE_FRACTION:.0%} pass, else scanned and masked)")
             if self._filter is not None:
                 steps.append(f"Filter: {self._filter.text} (Arrow compute, per batch)")
+            if hit is not None:
+                steps.append(f"ScalarIndexQuery: query={hit.query} (candidate rows of fragments "
+                             f"{sorted(hit.candidates)} taken by address; other fragments scanned)")
             read = self._read_columns() or list(self._ds.schema.names)
             if counting:
                 read = list(self._filter.columns or read) if self._filter is not None else []
@@ -604,6 +654,10 @@ class LanceScanner:
         if self._filter is None:
             n = s.count_rows(self._fragment_ids)
             n = max(n - self._offset, 0)
+            return n if self._limit is None else min(n, self._limit)
+        hit = self._index_prefilter()
+        if hit is not None:
+            n = max(self._indexed_rows(hit, self._filter.columns).num_rows - self._offset, 0)
             return n if self._limit is None else min(n, self._limit)
         cols = self._filter.columns
         total, skip, remaining = 0, self._offset, self._limit

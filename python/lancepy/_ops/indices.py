@@ -124,6 +124,10 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
     segments = []
     for seg in desc.segments:
         info: Dict[str, Any] = {"index_type": desc.index_type, "uuid": seg["uuid"]}
+        if desc.index_type == "BTree":
+            from lancepy._ops import btree as _btree
+
+            info = _btree.segment_statistics(ds._uri, seg["uuid"], ds._storage_options)
         if desc.index_type in ("IVF_FLAT", "IVF_PQ"):
             from lancepy._ops import ivf as _ivf
 
@@ -150,8 +154,9 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
                 }
             )
         segments.append(info)
+    empty_btree = desc.index_type == "BTree" and not any(segments)
     return {
-        "index_type": desc.index_type,
+        "index_type": "N/A" if empty_btree else desc.index_type,
         "name": index_name,
         "num_indices": desc.num_segments,
         "num_segments": desc.num_segments,
@@ -161,7 +166,18 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
         "num_indexed_rows": desc.num_rows_indexed,
         "num_unindexed_fragments": len([f for f in live if f not in covered]),
         "num_unindexed_rows": sum(rows[f][1] for f in live if f not in covered),
+        "num_indexed_rows_per_delta": [
+            sum(rows[f][1] for f in seg["fragment_ids"] if f in rows) for seg in desc.segments
+        ],
+        "updated_at_timestamp_ms": max(int(e.get("created_at") or 0) for e in _raw_entries(ds, index_name)),
     }
+
+
+def _raw_entries(ds: LanceDataset, name: str) -> List[Dict[str, Any]]:
+    """The segments named `name`, as the index section's JSON holds them (all fields)."""
+    section = ds._loaded.index_section
+    entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
+    return [e for e in entries if e.get("name") == name]
 
 
 def drop_index(ds: LanceDataset, name: str) -> None:

@@ -201,11 +201,10 @@ fn distance_batch(out: Vec<f32>) -> PyResult<crate::python::ffi::ArrowBatches> {
     batch_of(vec![("distance", std::sync::Arc::new(arrow_array::Float32Array::from(out)))])
 }
 
-/// A roaring bitmap of `ids` in its portable serialization (an index's `fragment_bitmap`).
+/// A roaring bitmap of `ids` in its portable serialization (an index's `fragment_bitmap`),
+/// run-optimized as pylance 14 writes it.
 #[pyfunction]
 pub fn fragment_bitmap<'py>(py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
     let bm: roaring::RoaringBitmap = ids.into_iter().collect();
-    let mut out = Vec::with_capacity(bm.serialized_size());
-    bm.serialize_into(&mut out).map_err(|e| crate::error::Error::Internal(format!("serializing a bitmap: {e}"))).py()?;
-    Ok(PyBytes::new(py, &out))
+    Ok(PyBytes::new(py, &crate::table::roaring_runs::serialize_run_optimized(&bm)))
 }

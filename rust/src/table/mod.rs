@@ -27,6 +27,7 @@ pub mod json;
 pub mod knn;
 pub mod manifest;
 pub mod naming;
+pub mod roaring_runs;
 pub mod rowids;
 pub mod scan;
 mod small_columns;

@@ -1,0 +1,438 @@
+"""BTREE scalar indices in pylance 14's on-disk format: building one segment's files, and
+(for queries) loading a segment and finding the row addresses whose value satisfies a
+condition.
+
+Layout (``spec/INDEX_FORMATS.md`` §1; checked against files pylance 14.0.2 writes). A segment
+directory ``_indices/<uuid>/`` holds two Lance 2.2 files:
+
+* ``page_data.lance``: every indexed row, sorted by value, nulls first, floats in IEEE total
+  order (so NaN after every number); columns ``values`` (the column's type, nullable) and
+  ``ids`` (uint64 row address, not null; pylance 14 writes addresses even where the dataset
+  has stable row ids, and remaps them when compaction moves rows). No schema metadata.
+* ``page_lookup.lance``: one row per logical page of ``BATCH_SIZE`` rows of page_data:
+  ``min`` / ``max`` (the page's *first* and *last* value, so a page that starts with nulls has
+  a null ``min``), ``null_count`` (uint32) and ``page_idx`` (uint32); schema metadata
+  ``batch_size = "4096"`` and ``range_partitioned = "false"``.
+
+Rows deleted when the index is built are left out. Ties are not ordered by address (pylance's
+sort is not stable), so a reader must not rely on any order within one value.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancepy.exceptions import CorruptFileError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from lancepy.dataset import LanceDataset
+
+PAGE_DATA = "page_data.lance"
+PAGE_LOOKUP = "page_lookup.lance"
+#: Rows per logical page (pylance's ``DEFAULT_BTREE_BATCH_SIZE``).
+BATCH_SIZE = 4096
+DETAILS_TYPE_URL = "/lance.table.BTreeIndexDetails"
+#: ``IndexMetadata.index_version`` pylance 14 writes for a BTREE index: 0, or 1 where the
+#: dataset has stable row ids (1 = the ``ids`` are row addresses; a 0 index of such a
+#: dataset holds stable row ids, as older pylance wrote them).
+INDEX_VERSION = 0
+INDEX_VERSION_ADDRESSES = 1
+
+
+def index_version(ds: "LanceDataset") -> int:
+    """The ``index_version`` of a BTREE segment lancepy writes for `ds` (as pylance 14)."""
+    return INDEX_VERSION_ADDRESSES if ds.has_stable_row_ids else INDEX_VERSION
+
+
+def holds_addresses(ds: "LanceDataset", entry: Dict[str, Any]) -> bool:
+    """Whether the BTREE segment `entry` holds row addresses (else stable row ids)."""
+    return not ds.has_stable_row_ids or int(entry.get("index_version") or 0) >= INDEX_VERSION_ADDRESSES
+_SCAN_BATCH_ROWS = 65536
+
+
+def indexable(dtype: pa.DataType) -> bool:
+    """Whether a BTREE index can be built on a column of this type (pylance 14's check)."""
+    t = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
+    return any(
+        check(t)
+        for check in (
+            pa.types.is_integer,
+            pa.types.is_floating,
+            pa.types.is_boolean,
+            pa.types.is_string,
+            pa.types.is_large_string,
+            pa.types.is_binary,
+            pa.types.is_large_binary,
+            pa.types.is_temporal,
+            pa.types.is_decimal128,
+            pa.types.is_decimal256,
+            pa.types.is_fixed_size_binary,
+        )
+    )
+
+
+def data_schema(dtype: pa.DataType) -> pa.Schema:
+    """``page_data.lance``'s schema for a column of type `dtype`."""
+    return pa.schema([pa.field("values", dtype, nullable=True), pa.field("ids", pa.uint64(), nullable=False)])
+
+
+def lookup_schema(dtype: pa.DataType) -> pa.Schema:
+    """``page_lookup.lance``'s schema (with its metadata) for a column of type `dtype`."""
+    return pa.schema(
+        [
+            pa.field("min", dtype, nullable=True),
+            pa.field("max", dtype, nullable=True),
+            pa.field("null_count", pa.uint32(), nullable=False),
+            pa.field("page_idx", pa.uint32(), nullable=False),
+        ],
+        metadata={"batch_size": str(BATCH_SIZE), "range_partitioned": "false"},
+    )
+
+
+def _float_order_key(values: pa.Array) -> "np.ndarray":
+    """An int64 key whose order is IEEE 754 total order of the (non-null) floats `values`:
+    -NaN < -inf < ... < -0.0 < +0.0 < ... < inf < NaN, as Rust's ``total_cmp`` (which
+    pylance's sort uses) orders them."""
+    import numpy as np
+
+    as64 = values.cast(pa.float64()) if not pa.types.is_float64(values.type) else values
+    bits = np.asarray(as64.to_numpy(zero_copy_only=False), dtype=np.float64).view(np.int64)
+    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def sort_order(values: pa.Array) -> pa.Array:
+    """Positions of `values` in index order: nulls first, then ascending values (floats in
+    total order)."""
+    import numpy as np
+
+    valid = values.is_valid()
+    nulls = np.flatnonzero(~np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
+    present = np.flatnonzero(np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
+    non_null = values.take(pa.array(present, pa.int64()))
+    if pa.types.is_floating(values.type):
+        order = np.argsort(_float_order_key(non_null), kind="stable")
+    else:
+        order = np.asarray(pc.sort_indices(non_null).to_numpy(zero_copy_only=False))
+    return pa.array(np.concatenate([nulls, present[order]]).astype(np.int64), pa.int64())
+
+
+def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tuple[pa.Array, pa.Array]:
+    """The live rows of `column` (a field path, ``a.b`` inside struct ``a``) in the non-empty
+    list `fragment_ids`: ``(values, row addresses)`` (addresses even with stable row ids, as
+    pylance 14 stores them)."""
+    top, *path = column.split(".")
+    stream = ds._snapshot.scan_stream(
+        [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_address=True
+    )
+    values: List[pa.Array] = []
+    ids: List[pa.Array] = []
+    while (raw := stream.next_batch()) is not None:
+        batch = pa.record_batch(raw)
+        value = batch.column(top)
+        for name in path:  # a struct's field: null where the struct is null
+            value = pc.struct_field(value, [value.type.get_field_index(name)])
+        values.append(value)
+        ids.append(batch.column("_rowaddr").cast(pa.uint64()))
+    return pa.concat_arrays(values), pa.concat_arrays(ids)
+
+
+def write_segment(
+    base: str, dtype: pa.DataType, values: pa.Array, ids: pa.Array, storage_options: Any = None
+) -> List[Dict[str, Any]]:
+    """Sorts the rows and writes ``page_data.lance`` and ``page_lookup.lance`` under `base`
+    (the segment directory, ending in ``/``). Returns the files with their sizes, in the
+    order pylance lists them in ``IndexMetadata.files``."""
+    from lancepy.file import LanceFileWriter
+
+    dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
+    if values.type != dtype:
+        values = values.cast(dtype)
+    order = sort_order(values)
+    values, ids = values.take(order), ids.take(order)
+    n = len(values)
+    dschema = data_schema(dtype)
+    null_counts: List[int] = []
+    with LanceFileWriter(base + PAGE_DATA, dschema, version="2.2", storage_options=storage_options) as data:
+        for start in range(0, n, BATCH_SIZE):
+            vals = values.slice(start, min(BATCH_SIZE, n - start))
+            data.write_batch(pa.record_batch([vals, ids.slice(start, len(vals))], schema=dschema))
+            null_counts.append(vals.null_count)
+    num_pages = len(null_counts)
+    firsts = pa.array([p * BATCH_SIZE for p in range(num_pages)], pa.int64())
+    lasts = pa.array([min((p + 1) * BATCH_SIZE, n) - 1 for p in range(num_pages)], pa.int64())
+    lschema = lookup_schema(dtype)
+    lookup_batch = pa.record_batch(
+        [
+            values.take(firsts),  # (a page's first and last values, as pylance: not its min and max)
+            values.take(lasts),
+            pa.array(null_counts, pa.uint32()),
+            pa.array(range(num_pages), pa.uint32()),
+        ],
+        schema=lschema,
+    )
+    with LanceFileWriter(base + PAGE_LOOKUP, lschema, version="2.2", storage_options=storage_options) as lookup:
+        if num_pages:
+            lookup.write_batch(lookup_batch)
+    return [
+        {"path": PAGE_DATA, "size_bytes": int(data.file_size or 0)},
+        {"path": PAGE_LOOKUP, "size_bytes": int(lookup.file_size or 0)},
+    ]
+
+
+def remap(
+    ds_uri: str,
+    storage_options: Any,
+    entry: Dict[str, Any],
+    old_addresses: "np.ndarray",
+    new_addresses: "np.ndarray",
+    compacted_fragments: Sequence[int],
+    dropped_fragments: Sequence[int],
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """Writes a new segment for the BTREE segment `entry` (from ``index_section_entries``)
+    after a compaction: a row at ``old_addresses[i]`` (sorted) is now at ``new_addresses[i]``;
+    rows of `compacted_fragments` not in `old_addresses` (deleted) and rows of
+    `dropped_fragments` (compacted together with rows the index does not cover) are left
+    out. The pages are rebuilt from the remaining rows. Returns the new uuid and its files."""
+    import uuid as _uuid
+
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    base = ds_uri.rstrip("/") + f"/_indices/{entry['uuid']}/"
+    table = LanceFileReader(base + PAGE_DATA, storage_options).read_all().to_table()
+    values = table.column("values").combine_chunks()
+    rid = np.asarray(table.column("ids").to_numpy(), dtype=np.uint64)
+    frag = (rid >> np.uint64(32)).astype(np.int64)
+    moved = np.isin(frag, np.asarray(list(compacted_fragments), dtype=np.int64))
+    keep = ~np.isin(frag, np.asarray(list(dropped_fragments), dtype=np.int64))
+    new_rid = rid.copy()
+    if moved.any() and len(old_addresses):
+        pos = np.searchsorted(old_addresses, rid[moved])
+        pos_c = np.minimum(pos, len(old_addresses) - 1)
+        found = (pos < len(old_addresses)) & (old_addresses[pos_c] == rid[moved])
+        new_rid[moved] = np.where(found, new_addresses[pos_c], 0)
+        keep[moved] &= found
+    elif moved.any():
+        keep[moved] = False
+    mask = pa.array(keep)
+    uid = str(_uuid.uuid4())
+    files = write_segment(
+        ds_uri.rstrip("/") + f"/_indices/{uid}/",
+        values.type,
+        values.filter(mask),
+        pa.array(new_rid, pa.uint64()).filter(mask),
+        storage_options,
+    )
+    return uid, files
+
+
+def extend(
+    ds: "LanceDataset", column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """Indexes the rows of `fragments` (appended since the index `entries`, segments of one
+    BTREE index, were built): with `merge`, one new segment holding the rows of every entry
+    (those of fragments that still exist) plus the new ones, pages rebuilt; else a delta
+    segment of the new rows only. Returns the new segment's uuid and files."""
+    import uuid as _uuid
+
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    dtype = _column_type(ds, column)
+    values, ids = collect(ds, column, fragments) if fragments else (pa.array([], dtype), pa.array([], pa.uint64()))
+    if merge:
+        live = np.asarray(sorted(f.fragment_id for f in ds.get_fragments()), dtype=np.int64)
+        parts_v, parts_i = [values], [ids]
+        for e in entries:
+            base = ds._uri.rstrip("/") + f"/_indices/{e['uuid']}/"
+            old = LanceFileReader(base + PAGE_DATA, ds._storage_options).read_all().to_table()
+            rid = np.asarray(old.column("ids").to_numpy(), dtype=np.uint64)
+            keep = pa.array(np.isin((rid >> np.uint64(32)).astype(np.int64), live))
+            parts_v.append(old.column("values").combine_chunks().cast(dtype).filter(keep))
+            parts_i.append(old.column("ids").combine_chunks().filter(keep))
+        values, ids = pa.concat_arrays(parts_v), pa.concat_arrays(parts_i)
+    uid = str(_uuid.uuid4())
+    files = write_segment(ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options)
+    return uid, files
+
+
+def _column_type(ds: "LanceDataset", path: str) -> pa.DataType:
+    top, *rest = path.split(".")
+    dtype = ds.schema.field(top).type
+    for name in rest:
+        dtype = dtype.field(name).type
+    return dtype
+
+
+def _display(value: pa.Scalar) -> str:
+    """A lookup value as pylance's statistics print it (Rust's ``Display``): ``NULL``,
+    floats in shortest round-trip form without exponent or trailing ``.0`` (``1``,
+    ``100000000000000000000``, ``NaN``, ``inf``), temporal values as their stored integer."""
+    import decimal
+
+    if not value.is_valid:
+        return "NULL"
+    t = value.type
+    if pa.types.is_temporal(t):
+        return str(value.cast(pa.int64() if t.bit_width == 64 else pa.int32()).as_py())
+    v = value.as_py()
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if v != v:
+            return "NaN"
+        if v in (float("inf"), float("-inf")):
+            return "inf" if v > 0 else "-inf"
+        text = format(decimal.Decimal(repr(v)), "f")
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return str(v)
+
+
+def segment_statistics(ds_uri: str, uuid: str, storage_options: Any = None) -> Dict[str, Any]:
+    """A segment's entry in ``index_statistics`` as pylance writes it: the first value of
+    the first page holding a value, the last page's last value, and the page count (``{}``
+    for an empty segment)."""
+    seg = open_segment(ds_uri, uuid, storage_options)
+    pages = len(seg.null_counts)
+    if not pages:
+        return {}
+    valued = [p for p in range(pages) if seg.maxs[p].is_valid]  # (pages of nulls only are not in the tree)
+    if not valued:
+        return {"min": "N/A", "max": "N/A", "num_pages": pages}
+    return {"min": _display(seg.mins[valued[0]]), "max": _display(seg.maxs[valued[-1]]), "num_pages": pages}
+
+
+class BTreeSegment:
+    """One BTREE segment opened for queries: its page lookup table in memory; the pages of
+    ``page_data.lance`` read when a query needs them."""
+
+    def __init__(self, base: str, storage_options: Any = None) -> None:
+        from lancepy.file import LanceFileReader
+
+        self._data = LanceFileReader(base + PAGE_DATA, storage_options)
+        lookup_reader = LanceFileReader(base + PAGE_LOOKUP, storage_options)
+        md = lookup_reader.metadata().schema.metadata or {}
+        try:
+            self.batch_size = int(md.get(b"batch_size", str(BATCH_SIZE).encode()))
+        except ValueError:
+            raise CorruptFileError(f"{base}{PAGE_LOOKUP}: batch_size {md.get(b'batch_size')!r} is not a number") from None
+        lookup = lookup_reader.read_all().to_table()
+        self.mins = lookup.column("min").combine_chunks()
+        self.maxs = lookup.column("max").combine_chunks()
+        self.null_counts = lookup.column("null_count").to_pylist()
+        self.num_rows = self._data.num_rows()
+
+    def _page(self, page: int) -> pa.Table:
+        start = page * self.batch_size
+        return self._data.read_range(start, min(self.batch_size, self.num_rows - start)).to_table()
+
+    def _gather(self, pages: Sequence[int], keep: Any) -> "np.ndarray":
+        """Row ids of the rows of `pages` for which ``keep(values)`` is true."""
+        import numpy as np
+
+        out = [np.empty(0, np.uint64)]
+        for page in pages:
+            t = self._page(page)
+            mask = keep(t.column("values").combine_chunks())
+            if mask is not None:
+                sel = t.column("ids").combine_chunks().filter(mask)
+                out.append(np.asarray(sel.to_numpy(zero_copy_only=False), dtype=np.uint64))
+        return np.concatenate(out)
+
+    def pages_overlapping(self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool) -> List[int]:
+        """Pages whose [first, last] value span can hold a value in the range (``None`` = open
+        end). Pages of nulls only are never included; a NaN bound never excludes a page."""
+        import numpy as np
+
+        keep = pc.is_valid(self.maxs)
+        floats = pa.types.is_floating(self.maxs.type)
+        if low is not None:
+            reach = (pc.greater_equal if low_inclusive else pc.greater)(self.maxs, _scalar(low, self.maxs.type))
+            if floats:
+                reach = pc.or_(reach, pc.is_nan(self.maxs))
+            keep = pc.and_(keep, pc.fill_null(reach, False))
+        if high is not None:
+            reach = (pc.less_equal if high_inclusive else pc.less)(self.mins, _scalar(high, self.mins.type))
+            if floats:
+                reach = pc.or_(reach, pc.is_nan(self.mins))
+            keep = pc.and_(keep, pc.fill_null(reach, True))  # (a null first value: the page starts with nulls)
+        return np.flatnonzero(np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)).tolist()
+
+    def search_range(
+        self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool, pages: Optional[List[int]] = None
+    ) -> "np.ndarray":
+        """Row ids whose value lies in the range (``None`` = open end), plus, for floats,
+        those whose value is NaN: a superset of the answer, for the filter to refine.
+        `pages`: the range's :meth:`pages_overlapping`, when known."""
+        def keep(vals: pa.Array) -> Any:
+            mask = pc.is_valid(vals)
+            if low is not None:
+                mask = pc.and_(mask, (pc.greater_equal if low_inclusive else pc.greater)(vals, _scalar(low, vals.type)))
+            if high is not None:
+                mask = pc.and_(mask, (pc.less_equal if high_inclusive else pc.less)(vals, _scalar(high, vals.type)))
+            mask = pc.fill_null(mask, False)
+            if pa.types.is_floating(vals.type):
+                # NaN compares differently in SQL engines (IEEE vs total order): kept as a
+                # candidate, the filter itself decides
+                mask = pc.or_(mask, pc.fill_null(pc.is_nan(vals), False))
+            return mask
+
+        if pages is None:
+            pages = self.pages_overlapping(low, low_inclusive, high, high_inclusive)
+        return self._gather(pages, keep)
+
+    def search_in(self, values: Sequence[Any]) -> "np.ndarray":
+        """Row ids whose value is one of `values` (plus NaN rows, for floats), each page read
+        once. Values that are not exactly of the column's type are searched one by one."""
+        import numpy as np
+
+        dtype = self.maxs.type
+        exact = [v for v in values if _scalar(v, dtype).type == dtype]
+        others = [v for v in values if _scalar(v, dtype).type != dtype]
+        found = [self.search_range(v, True, v, True) for v in others]
+        if exact:
+            pages = sorted({p for v in exact for p in self.pages_overlapping(v, True, v, True)})
+            wanted = pa.array(exact, dtype)
+            floats = pa.types.is_floating(dtype)
+
+            def keep(vals: pa.Array) -> Any:
+                mask = pc.fill_null(pc.is_in(vals, value_set=wanted), False)
+                return pc.or_(mask, pc.fill_null(pc.is_nan(vals), False)) if floats else mask
+
+            found.append(self._gather(pages, keep))
+        return np.concatenate(found) if found else np.empty(0, np.uint64)
+
+    def search_null(self) -> "np.ndarray":
+        """Row ids whose value is NULL."""
+        pages = [p for p, n in enumerate(self.null_counts) if n > 0]
+        return self._gather(pages, lambda vals: pc.is_null(vals))
+
+
+def _scalar(value: Any, dtype: pa.DataType) -> pa.Scalar:
+    """`value` as a scalar of the column's type when it is exactly one (so the comparison
+    runs in that type), else of its own type (``i > 2.5``, ``u8 < 300``: Arrow compares in a
+    common type)."""
+    if isinstance(value, pa.Scalar):
+        value = value.as_py()
+    try:
+        s = pa.scalar(value, dtype)
+        if s.as_py() == value:
+            return s
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        pass
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return pa.scalar(float(value))  # (beyond int64: compared as a double)
+    return pa.scalar(value)
+
+
+def open_segment(ds_uri: str, uuid: str, storage_options: Any = None) -> BTreeSegment:
+    """Opens the BTREE segment `uuid` of the dataset at `ds_uri`."""
+    return BTreeSegment(ds_uri.rstrip("/") + f"/_indices/{uuid}/", storage_options)
+

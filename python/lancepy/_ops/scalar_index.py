@@ -1,0 +1,189 @@
+"""Scalar indices: :meth:`LanceDataset.create_scalar_index` (argument checks as pylance 14
+makes them, the build, the commit). lancepy builds BTREE indices (:mod:`lancepy._ops.btree`);
+the other scalar index types pylance knows raise :class:`NotSupportedError` (a
+``NotImplementedError``) for now."""
+
+from __future__ import annotations
+
+import time
+from enum import Enum
+import uuid as _uuid
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy._ops import btree as _btree
+from lancepy._table import commit as _commit
+from lancepy.exceptions import IndexAlreadyExistsError, InvalidArgumentError, NotSupportedError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancepy.dataset import LanceDataset
+
+#: The scalar index types pylance 14 accepts, in its order.
+PYLANCE_SCALAR_TYPES = (
+    "BTREE",
+    "BITMAP",
+    "NGRAM",
+    "ZONEMAP",
+    "LABEL_LIST",
+    "INVERTED",
+    "FTS",
+    "BLOOMFILTER",
+    "RTREE",
+    "MINHASHLSH",
+)
+#: The ones lancepy builds.
+BUILT_TYPES = ("BTREE",)
+#: pylance's INVERTED/FTS keyword options (named parameters of lancepy's
+#: ``create_scalar_index``, refused when given: lancepy builds no INVERTED index yet).
+FTS_OPTIONS = (
+    "with_position",
+    "block_size",
+    "memory_limit",
+    "num_workers",
+    "base_tokenizer",
+    "language",
+    "max_token_length",
+    "lower_case",
+    "stem",
+    "remove_stop_words",
+    "custom_stop_words",
+    "ascii_folding",
+)
+
+
+class DocumentGranularity(str, Enum):
+    """The unit one full-text-search document is (pylance's ``lance.query.DocumentGranularity``):
+    a row, or each element of the deepest list of the indexed column."""
+
+    ROW = "row"
+    LIST_ELEMENT = "list_element"
+
+
+def _resolve_column(ds: "LanceDataset", column: str) -> Tuple[str, int, pa.DataType]:
+    """The column's path as the schema spells it, its field id and type; matched exactly,
+    else ignoring case (as pylance looks it up). KeyError when there is no such column."""
+    ids = ds._field_ids_by_path()
+    path = column if column in ids else next((p for p in ids if p.lower() == column.lower()), None)
+    if path is None:
+        raise KeyError(f"{column} not found in schema")
+    parts = path.split(".")
+    field = ds.schema.field(parts[0])
+    for part in parts[1:]:
+        if not pa.types.is_struct(field.type):
+            raise KeyError(f"{column} not found in schema")
+        field = field.type.field(part)
+    return path, ids[path], field.type
+
+
+def create_scalar_index(
+    ds: "LanceDataset",
+    column: Union[str, List[str]],
+    index_type: Any,
+    name: Optional[str] = None,
+    *,
+    replace: bool = True,
+    train: bool = True,
+    fragment_ids: Optional[List[int]] = None,
+    index_uuid: Optional[str] = None,
+    progress_callback: Optional[Callable[[Any], None]] = None,
+    format_version: Optional[Union[int, str]] = None,
+    document_granularity: Any = DocumentGranularity.ROW,
+    **fts_options: Any,
+) -> None:
+    """See :meth:`LanceDataset.create_scalar_index`. `fts_options`: the values of the
+    :data:`FTS_OPTIONS` keywords (``None`` = not given)."""
+    unknown = sorted(set(fts_options) - set(FTS_OPTIONS))
+    if unknown:
+        raise InvalidArgumentError(f"create_scalar_index: unknown options {unknown}")
+    if isinstance(column, (list, tuple)):
+        if len(column) != 1:
+            raise NotImplementedError("Scalar indices currently only support a single column")
+        column = column[0]
+    if not isinstance(column, str):
+        raise InvalidArgumentError(f"create_scalar_index: column must be a column name, got {column!r}")
+    if not isinstance(index_type, str):
+        raise NotSupportedError(
+            f"create_scalar_index(index_type={type(index_type).__name__}(...)): lancepy takes the index type "
+            "by name (e.g. 'BTREE'); index config objects are not supported"
+        )
+    kind = index_type.upper()
+    if kind not in PYLANCE_SCALAR_TYPES:
+        raise NotSupportedError(
+            'Only "BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER", "RTREE" or '
+            f'"MINHASHLSH" are supported for scalar columns.  Received {kind}'
+        )
+    if kind not in BUILT_TYPES:
+        raise NotSupportedError(
+            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE scalar indices only (for now); "
+            f"it reads the other kinds pylance writes"
+        )
+    given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None]
+    if given:
+        raise NotSupportedError(
+            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options; lancepy builds BTREE only"
+        )
+    if format_version is not None:
+        raise NotSupportedError("create_scalar_index(format_version=): an INVERTED/FTS option; lancepy builds BTREE only")
+    if str(getattr(document_granularity, "value", document_granularity)).lower() != "row":
+        raise NotSupportedError(
+            f"create_scalar_index(document_granularity={document_granularity!r}): an INVERTED/FTS option; "
+            "lancepy builds BTREE only"
+        )
+    if progress_callback is not None:
+        raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no BTREE build progress")
+    if fragment_ids is not None:
+        raise InvalidArgumentError(
+            f"{kind} distributed indexing uses create_index_uncommitted(..., index_type=\"{kind}\", fragment_ids=...)"
+        )
+    path, field_id, dtype = _resolve_column(ds, column)
+    if not _btree.indexable(dtype):
+        raise TypeError(
+            f"BTREE/BITMAP index column {column} must be int, float, bool, str, large_str, binary, large_binary, "
+            f"decimal, fixed-size-binary, or temporal (got {dtype})"
+        )
+    name = name if name is not None else f"{path}_idx"
+    existing = [e for e in ds._index_entries() if e["name"] == name]
+    if existing and not replace:
+        raise IndexAlreadyExistsError(
+            f"Index name '{name}' already exists, please specify a different name or use replace=True"
+        )
+    uid = str(_uuid.UUID(str(index_uuid))) if index_uuid is not None else str(_uuid.uuid4())
+    fragments = [int(f.fragment_id) for f in ds.get_fragments()] if train else []
+    read_version = ds.version
+    written = [f"_indices/{uid}/{_btree.PAGE_DATA}", f"_indices/{uid}/{_btree.PAGE_LOOKUP}"]
+    try:
+        values, ids = (pa.array([], dtype), pa.array([], pa.uint64()))
+        if fragments:
+            values, ids = _btree.collect(ds, path, fragments)
+        files = _btree.write_segment(
+            ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options
+        )
+    except BaseException:
+        _commit.delete_written(ds._store, written)
+        raise
+    entry = {
+        "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
+        "fields": [field_id],
+        "name": name,
+        "dataset_version": read_version,
+        "fragment_bitmap": list(_lancepy.fragment_bitmap(fragments)),
+        "index_details": {"type_url": _btree.DETAILS_TYPE_URL, "value": []},
+        "index_version": _btree.index_version(ds),
+        "created_at": int(time.time() * 1000),
+        "base_id": None,
+        "files": files,
+        "covering_fields": [],
+    }
+    removed = _removed_entries(ds, name) if existing else []
+    ds._commit("CreateIndex", {"new_indices": [entry], "removed_indices": removed}, written=written, read_version=read_version)
+
+
+def _removed_entries(ds: "LanceDataset", name: str) -> List[Dict[str, Any]]:
+    """Every segment named `name`, in the JSON form a CreateIndex transaction carries."""
+    import json
+
+    section = ds._loaded.index_section
+    entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
+    return [e for e in entries if e.get("name") == name]
