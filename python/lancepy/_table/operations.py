@@ -510,11 +510,15 @@ def _schema_fields(schema: Any, store: Any, read_version: int) -> Any:
 
 
 def _frag_json(f: Any) -> Dict[str, Any]:
-    if isinstance(f, FragmentMetadata):
-        return f._manifest_json()
     if isinstance(f, dict):  # either library's to_json() / a manifest entry
-        return FragmentMetadata.from_json(copy.deepcopy(f))._manifest_json()
-    raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
+        f = FragmentMetadata.from_json(copy.deepcopy(f))
+    if not isinstance(f, FragmentMetadata):
+        raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
+    if f.physical_rows is None:
+        raise InvalidArgumentError(
+            f"fragment {f.id} has no row count (physical_rows is null: it was recorded before its rows were written)"
+        )
+    return f._manifest_json()
 
 
 def _transaction_from_json(txn: Dict[str, Any]) -> "Transaction":
