@@ -20,6 +20,7 @@ __all__ = [
     "CorruptFileError",
     "UnsupportedError",
     "InvalidArgumentError",
+    "EmptyDataError",
     "SchemaMismatchError",
     "ColumnNotFoundError",
     "IndexOutOfRangeError",
@@ -91,6 +92,11 @@ class DatasetAlreadyExistsError(LanceIOError, FileExistsError):
 
 class VersionNotFoundError(LanceError, LookupError):
     """The requested dataset version or tag does not exist."""
+
+
+class EmptyDataError(InvalidArgumentError, LanceIOError):
+    """There is nothing to write: the data has no columns, or no rows where a file must
+    hold some (``LanceFragment.create``). An ``OSError`` too, as pylance raises."""
 
 
 class IndexNotFoundError(LanceError, RuntimeError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import uuid as _uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
@@ -92,6 +93,14 @@ class LanceOperation:
         fragments: List[FragmentMetadata]
         schema: Union["LanceSchema", pa.Schema]
         preserves_nullability: bool = False
+
+        def __post_init__(self) -> None:
+            if isinstance(self.schema, pa.Schema):
+                warnings.warn(
+                    "LanceOperation.Merge with a pyarrow.Schema is deprecated (as in pylance); pass a LanceSchema",
+                    DeprecationWarning,
+                    stacklevel=3,
+                )
 
         def _to_body(self, store: Any, read_version: int) -> Any:
             fields, metadata = _schema_fields(self.schema, store, read_version)
