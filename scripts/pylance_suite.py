@@ -68,15 +68,6 @@ class _LanceAsLancepy(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             if e.name == real:
                 return None  # lancepy lacks it: "No module named 'lance.X'", as for a user
             raise
-        # Every lancepy submodule already loaded is registered under its `lance` name now:
-        # importing one through this finder would make the import system bind it on its
-        # parent, so `import lance.dataset` would replace the function `lance.dataset` by
-        # the module (a real `import lance.dataset` finds it in sys.modules and binds nothing).
-        for loaded, mod in list(sys.modules.items()):
-            if loaded.startswith("lancepy.") and mod is not None:
-                alias = "lance" + loaded[len("lancepy"):]
-                if alias != name:
-                    sys.modules.setdefault(alias, mod)
         spec = importlib.util.spec_from_loader(name, self, is_package=hasattr(module, "__path__"))
         spec.loader_state = module
         return spec
