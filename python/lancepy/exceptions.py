@@ -90,13 +90,13 @@ class DatasetAlreadyExistsError(LanceIOError, FileExistsError):
     """A dataset exists where ``mode="create"`` was asked to create one."""
 
 
-class VersionNotFoundError(LanceError, LookupError):
-    """The requested dataset version or tag does not exist."""
-
-
 class EmptyDataError(InvalidArgumentError, LanceIOError):
     """There is nothing to write: the data has no columns, or no rows where a file must
     hold some (``LanceFragment.create``). An ``OSError`` too, as pylance raises."""
+
+
+class VersionNotFoundError(LanceError, LookupError):
+    """The requested dataset version or tag does not exist."""
 
 
 class IndexNotFoundError(LanceError, RuntimeError):
