@@ -372,3 +372,32 @@ def test_data_file_path_is_also_pylances_deprecated_call(tmp_path):
     with pytest.warns(DeprecationWarning):
         assert path() == path
     assert type(pickle.loads(pickle.dumps(path))) is str
+
+
+# -- committing created fragments (pylance's LanceDataset.commit rules) -----------------------
+
+
+def test_commit_needs_read_version_but_for_overwrite_and_restore(tmp_path):
+    lancepy.write_dataset(TABLE, tmp_path)
+    frag = LanceFragment.create(tmp_path, TABLE)
+    with pytest.raises(ValueError, match="read_version is required"):
+        lance.LanceDataset.commit(tmp_path, lance.LanceOperation.Append([_theirs(frag.to_json())]))
+    with pytest.raises(InvalidArgumentError, match="read_version is required"):
+        lancepy.LanceDataset.commit(tmp_path, lancepy.LanceOperation.Append([frag]))
+    ds = lancepy.LanceDataset.commit(tmp_path, lancepy.LanceOperation.Append([frag]), read_version=1)
+    assert ds.count_rows() == 20 == lance.dataset(tmp_path).count_rows()
+    assert lancepy.LanceDataset.commit(tmp_path, lancepy.LanceOperation.Overwrite(TABLE.schema, [frag])).version == 3
+
+
+def test_max_retries_counts_retries_as_pylance(tmp_path):
+    for lib, uri in ((lancepy, tmp_path / "ours"), (lance, tmp_path / "theirs")):
+        frag = LanceFragment.create(uri, TABLE)
+        op = lib.LanceOperation.Overwrite(TABLE.schema, [frag if lib is lancepy else _theirs(frag.to_json())])
+        v1 = lib.LanceDataset.commit(uri, op, max_retries=0)
+        lib.LanceDataset.commit(uri, op, read_version=v1.version, max_retries=0)
+        with pytest.raises(Exception, match=f"Commit conflict for version {v1.version + 1}"):
+            lib.LanceDataset.commit(uri, op, read_version=v1.version, max_retries=0)
+        # with a retry, the rebase finds a conflict: an Overwrite based on a replaced version
+        with pytest.raises(Exception, match="(conflict|preempted)"):
+            lib.LanceDataset.commit(uri, op, read_version=v1.version, max_retries=1)
+        assert lib.dataset(uri).version == 2

@@ -629,12 +629,16 @@ def commit_operation(
     timeout_s: Optional[float] = None,
 ) -> _commit.LoadedManifest:
     """Commits `operation` (a ``LanceOperation``; `planned`, a ``Transaction`` it came from,
-    gives the uuid and properties) on top of `read_version` (default: the latest) of the
+    gives the uuid and properties) on top of `read_version` (required but for ``Overwrite``
+    and ``Restore``, which default to the latest) of the
     dataset at `store`: :meth:`lancepy.LanceDataset.commit` without the dataset object.
     Returns the new version's manifest."""
     uri = store.uri
     latest, _ = _commit.latest_version(store)
     if read_version is None:
+        # (as pylance: an operation that changes existing data must say which version it read)
+        if not isinstance(operation, (LanceOperation.Overwrite, LanceOperation.Restore)):
+            raise InvalidArgumentError("read_version is required for all operations except Overwrite and Restore")
         read_version = latest
     if latest > 0:
         _commit.check_feature_flags(_commit.load_manifest(store, latest), write=True, uri=uri)
