@@ -214,9 +214,10 @@ def _twin_datasets(tmp_path, stable=False):
     return out
 
 
+@pytest.mark.parametrize("stable", [False, True])
 @pytest.mark.parametrize("key", ["id", "_rowid", "_rowaddr"])
-def test_fragment_merge_matches_pylance(tmp_path, key):
-    ours_ds, theirs_ds = _twin_datasets(tmp_path)
+def test_fragment_merge_matches_pylance(tmp_path, key, stable):
+    ours_ds, theirs_ds = _twin_datasets(tmp_path, stable)
     results = []
     for lib, ds in ((lancepy, ours_ds), (lance, theirs_ds)):
         merged, schema = [], None
@@ -280,6 +281,20 @@ def test_update_columns_matches_pylance(tmp_path, stable):
     assert lancepy.dataset(theirs_ds.uri).to_table() == theirs
     assert theirs.column("name").to_pylist()[5:] == ["first", "n7", "y", "n9"]
     assert theirs.column("value").to_pylist()[5:] == [-1.0, 10.5, -2.0, 13.5]
+
+
+def test_update_columns_of_a_struct_matches_pylance(tmp_path):
+    tables, modified = [], []
+    for lib, uri in ((lancepy, tmp_path / "ours"), (lance, tmp_path / "theirs")):
+        ds = lib.write_dataset(TABLE, uri)
+        update = pa.table({"id": [2], "s": pa.array([{"x": 20, "y": "twenty"}])})
+        meta, fields = ds.get_fragment(0).update_columns(update, left_on="id")
+        modified.append((fields, [f["fields"] for f in meta.to_json()["files"]]))
+        op = lib.LanceOperation.Update(updated_fragments=[meta], fields_modified=fields)
+        tables.append(lib.LanceDataset.commit(uri, op, read_version=1).to_table())
+    assert modified[0] == modified[1]
+    assert tables[0] == tables[1] == lance.dataset(tmp_path / "ours").to_table()
+    assert tables[0].column("s")[2].as_py() == {"x": 20, "y": "twenty"}
 
 
 def test_update_columns_errors_name_the_problem(tmp_path):

@@ -204,12 +204,15 @@ def update_columns(
     meta = ds._fragment_metadata(fragment_id)._manifest_json()
     for df in meta["files"]:  # the old values stay in their files, no longer served
         df["fields"] = [_TOMBSTONE if i in set(modified) else i for i in df.get("fields", [])]
-    meta["files"].append(_write_columns(ds, new, sub, manifest.get("schema_metadata", {})))
+    written = _write_columns(ds, new, sub, manifest.get("schema_metadata", {}))
+    meta["files"].append(written)
     out = FragmentMetadata._from_dict(meta)
+    # the fields modified are those the new file stores (a struct's leaves, as pylance says)
+    fields_modified = list(written["fields"])
     if not with_offsets:
-        return out, modified
+        return out, fields_modified
     hits = pc.indices_nonzero(matched).to_pylist() if len(matched) else []
-    return out, modified, bytes(_lancepy.fragment_bitmap(hits))
+    return out, fields_modified, bytes(_lancepy.fragment_bitmap(hits))
 
 
 def fragment_from_file(filename: str, ds: "LanceDataset", fragment_id: int) -> FragmentMetadata:
