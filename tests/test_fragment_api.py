@@ -241,6 +241,24 @@ def test_fragment_merge_matches_pylance(tmp_path, key, stable):
     assert lance.dataset(ours_ds.uri).to_table() == results[1]
 
 
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_merge_columns_with_sql_matches_pylance(tmp_path, batch_size):
+    ours_ds, theirs_ds = _twin_datasets(tmp_path)
+    tables = []
+    for lib, ds in ((lancepy, ours_ds), (lance, theirs_ds)):
+        merged, schema = [], None
+        for frag in ds.get_fragments():
+            meta, schema = frag.merge_columns({"twice": "id * 2", "more": "value + 1.0"}, batch_size=batch_size)
+            merged.append(meta)
+        tables.append(
+            lib.LanceDataset.commit(ds.uri, lib.LanceOperation.Merge(merged, schema), read_version=2).to_table()
+        )
+    assert tables[0] == tables[1] == lance.dataset(ours_ds.uri).to_table()
+    assert tables[0].column("twice").to_pylist() == [2 * i for i in range(10) if i != 6]
+    with pytest.raises(InvalidArgumentError):
+        ours_ds.get_fragment(0).merge_columns({"bad": "id +"})
+
+
 def test_fragment_merge_errors(tmp_path):
     ds = lancepy.write_dataset(TABLE, tmp_path)
     frag = ds.get_fragment(0)

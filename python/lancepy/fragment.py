@@ -358,21 +358,27 @@ class LanceFragment:
         at most `batch_size` rows (default: the whole fragment in one batch). Returns this
         fragment with one new data file and the dataset's schema extended by the new columns
         (field ids from ``max_field_id + 1``); commit them with
-        ``LanceOperation.Merge(fragments, schema)``. SQL expressions (a dict) and readers of
-        precomputed values as `value_func`, and `reader_schema`, are not supported: they
-        raise :class:`~lancepy.exceptions.NotSupportedError`."""
+        ``LanceOperation.Merge(fragments, schema)``. `value_func` may also be a dict of new
+        column names to SQL expressions over the dataset's columns. Readers of precomputed
+        values as `value_func`, and `reader_schema`, are not supported: they raise
+        :class:`~lancepy.exceptions.NotSupportedError`."""
         from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table
 
         if reader_schema is not None:
             raise UnsupportedError("merge_columns(reader_schema=...): readers of precomputed values are not supported")
-        if isinstance(value_func, dict) or not callable(value_func):
-            raise UnsupportedError(
-                f"merge_columns with a {type(value_func).__name__}: only a function batch -> new columns is supported"
-            )
         if batch_size is not None and (
             isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0
         ):
             raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+        if isinstance(value_func, dict):
+            if columns is not None:
+                raise InvalidArgumentError("merge_columns: columns= applies to functions, not to SQL expressions")
+            return _fragment_ops.sql_columns(self._ds, self.fragment_id, value_func, batch_size)
+        if not callable(value_func):
+            raise UnsupportedError(
+                f"merge_columns with a {type(value_func).__name__}: only a function batch -> new columns "
+                "or a dict of SQL expressions is supported"
+            )
         ds = self._ds
         cols = list(columns) if columns is not None else ds.schema.names
         missing = [c for c in cols if c not in ds.schema.names and c not in (ROW_ID, ROW_ADDRESS)]

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy._core.conform import to_record_batch_reader
+from lancepy._core.evaluate import _evaluate_values
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID, lance_fields_for, schema_differences
 from lancepy._ops.write import _write
 from lancepy._table.fragments import FragmentMetadata
@@ -29,6 +30,7 @@ from lancepy.exceptions import (
     SchemaMismatchError,
 )
 from lancepy.file import LanceFileReader
+from lancepy.filters import compile_expression
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
@@ -124,6 +126,32 @@ def add_columns_file(ds: "LanceDataset", fragment_id: int, new: pa.Table) -> Tup
     return FragmentMetadata._from_dict(own), LanceSchema(
         m.get("fields", []) + lance["fields"], m.get("schema_metadata", {})
     )
+
+
+def sql_columns(
+    ds: "LanceDataset", fragment_id: int, transforms: Dict[str, str], batch_size: Optional[int]
+) -> Tuple[FragmentMetadata, LanceSchema]:
+    """See :meth:`lancepy.fragment.LanceFragment.merge_columns` with a dict: new columns
+    named by its keys, each the value of the SQL expression (over the dataset's columns) of
+    its value, for every physical row."""
+    if not transforms or not all(isinstance(k, str) and isinstance(v, str) for k, v in transforms.items()):
+        raise InvalidArgumentError("merge_columns with a dict needs new column names mapped to SQL expressions")
+    schema = ds.schema
+    compiled = {name: compile_expression(sql, schema) for name, sql in transforms.items()}
+    needed = sorted({c for f in compiled.values() for c in (f.columns or schema.names)})
+    phys = ds._fragment_metadata(fragment_id).physical_rows or 0
+    src = pa.table(
+        ds._snapshot.scan(
+            needed, fragment_ids=[fragment_id], batch_rows=batch_size or max(phys, 1), include_deleted=True
+        )
+    )
+    parts = []
+    for batch in src.to_batches():
+        t = pa.Table.from_batches([batch])
+        parts.append(pa.table({n: _evaluate_values(t, f.expression, None) for n, f in compiled.items()}))
+    if not parts:
+        raise InvalidArgumentError(f"fragment {fragment_id} has no rows to compute columns for")
+    return add_columns_file(ds, fragment_id, pa.concat_tables(parts))
 
 
 def merge(
