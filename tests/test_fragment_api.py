@@ -259,6 +259,23 @@ def test_merge_columns_with_sql_matches_pylance(tmp_path, batch_size):
         ours_ds.get_fragment(0).merge_columns({"bad": "id +"})
 
 
+def test_null_keys_match_null_keys_as_in_pylance(tmp_path):
+    data = pa.table({"id": pa.array([1, None, 3, 4]), "v": [1, 2, 3, 4]})
+    out = []
+    for lib, uri in ((lancepy, tmp_path / "ours"), (lance, tmp_path / "theirs")):
+        lib.write_dataset(data, uri).delete("v = 4")
+        ds = lib.dataset(uri)
+        right = pa.table({"id": pa.array([None, 3], pa.int64()), "c": ["null key", "three"]})
+        meta, schema = ds.get_fragment(0).merge(right, "id")
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Merge([meta], schema), read_version=ds.version)
+        update = pa.table({"id": pa.array([None, 1], pa.int64()), "v": [99, 11]})
+        meta, fields = ds.get_fragment(0).update_columns(update, left_on="id")
+        op = lib.LanceOperation.Update(updated_fragments=[meta], fields_modified=fields)
+        out.append(lib.LanceDataset.commit(uri, op, read_version=ds.version).to_table())
+    assert out[0] == out[1]
+    assert out[0].to_pydict() == {"id": [1, None, 3], "v": [11, 99, 3], "c": [None, "null key", "three"]}
+
+
 def test_fragment_merge_errors(tmp_path):
     ds = lancepy.write_dataset(TABLE, tmp_path)
     frag = ds.get_fragment(0)

@@ -86,6 +86,7 @@ def _match(left_keys: Any, right: pa.Table, right_on: str, left_on: str) -> pa.A
         ) from None
     # index_in finds the first occurrence: look the keys up in reversed order.
     backwards = right_keys.take(pa.array(range(right.num_rows - 1, -1, -1), pa.int64())).combine_chunks()
+    # (a null key matches a null key, as in pylance)
     found = pc.index_in(left_keys, value_set=backwards)
     return pc.subtract(pa.scalar(right.num_rows - 1, pa.int64()), found.cast(pa.int64()))
 
@@ -275,7 +276,8 @@ def fragment_from_file(filename: str, ds: "LanceDataset", fragment_id: int) -> F
         1 << 62,
     )
     written = json.loads(text)[0]["files"][0]
-    _lancepy.Store(probe_uri).delete([f"data/{written['path']}"])
+    probe_store = _lancepy.Store(probe_uri)
+    probe_store.delete([p for p, _, _ in probe_store.list("data")])
     major, minor = (int(x) for x in reader.version.split("."))
     size = reader.metadata().file_size
     return FragmentMetadata._from_dict(

@@ -338,7 +338,11 @@ def create_fragment(
     frag["id"] = fid
     if progress is not None:
         # The file goes where `begin` said it would (a progress file may name it).
-        _move_data_file(store, frag["files"][0]["path"], name)
+        try:
+            _move_data_file(store, frag["files"][0]["path"], name)
+        except BaseException:
+            _commit.delete_written(store, [f"data/{frag['files'][0]['path']}", f"data/{name}"])
+            raise
         frag["files"][0]["path"] = name
     out = FragmentMetadata._from_dict(frag)
     if progress is not None:
