@@ -403,7 +403,8 @@ def test_commit_timeout_bounds_retries(tmp_path, monkeypatch):
     with pytest.raises(lancepy.exceptions.CommitConflictError, match="the commit timeout"):
         lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=1, max_retries=40,
                                     commit_timeout=datetime.timedelta(seconds=0.2))
-    with pytest.raises(lancepy.exceptions.CommitConflictError, match="after 2 attempts"):
+    # (pylance's max_retries: retries after the first try, so 3 tries)
+    with pytest.raises(lancepy.exceptions.CommitConflictError, match="after 2 retries \\(3 attempts\\)"):
         lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=1, max_retries=2,
                                     commit_timeout=None)
     monkeypatch.setattr(commit_module, "latest_version", real)

@@ -93,6 +93,11 @@ __all__ = [
 _T = TypeVar("_T")
 
 
+def _reopen(uri: str, version: int, storage_options: StorageOptions, base_store_params: Any) -> "LanceDataset":
+    """A pickled :class:`LanceDataset` again (see ``LanceDataset.__reduce__``)."""
+    return LanceDataset(uri, version, storage_options=storage_options, base_store_params=base_store_params)
+
+
 class LanceDataset:
     """One version of a Lance dataset. Use :func:`dataset` or :func:`write_dataset`."""
 
@@ -517,6 +522,10 @@ class LanceDataset:
 
     def __repr__(self) -> str:
         return f"LanceDataset({self._uri!r}, version={self.version})"
+
+    def __reduce__(self) -> Any:
+        # Pickled as where and which version it is (it reopens that version, e.g. in a worker).
+        return _reopen, (self._uri, self.version, self._storage_options, self._base_store_params)
 
     # -- reading -------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ __all__ = [
     "CorruptFileError",
     "UnsupportedError",
     "InvalidArgumentError",
+    "EmptyDataError",
     "SchemaMismatchError",
     "ColumnNotFoundError",
     "IndexOutOfRangeError",
@@ -87,6 +88,11 @@ class BasePathNotFoundError(NotFoundError):
 
 class DatasetAlreadyExistsError(LanceIOError, FileExistsError):
     """A dataset exists where ``mode="create"`` was asked to create one."""
+
+
+class EmptyDataError(InvalidArgumentError, LanceIOError):
+    """There is nothing to write: the data has no columns, or no rows where a file must
+    hold some (``LanceFragment.create``). An ``OSError`` too, as pylance raises."""
 
 
 class VersionNotFoundError(LanceError, LookupError):

@@ -15,6 +15,7 @@ commits)::
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
@@ -22,7 +23,8 @@ import pyarrow as pa
 # The public names of pylance's ``lance.fragment`` that live in lower layers, re-exported.
 from lancepy._core.conform import align_to_schema, to_record_batch_reader  # noqa: F401
 from lancepy._core.schema import lance_fields_for, schema_differences  # noqa: F401
-from lancepy._ops.write import _write, row_runs, write_fragments  # noqa: F401
+from lancepy._ops import fragment_ops as _fragment_ops
+from lancepy._ops.write import _write, create_fragment, row_runs, write_fragments  # noqa: F401
 from lancepy._table.fragments import (  # noqa: F401
     DEFAULT_DATA_STORAGE_VERSION,
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -30,6 +32,8 @@ from lancepy._table.fragments import (  # noqa: F401
     DataFile,
     DeletionFile,
     FragmentMetadata,
+    RowDatasetVersionMeta,
+    RowIdMeta,
     normalize_storage_version,
 )
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
@@ -37,7 +41,16 @@ from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, Unsupp
 if TYPE_CHECKING:
     from lancepy.dataset import LanceDataset, LanceSchema
 
-__all__ = ["FragmentMetadata", "DataFile", "DeletionFile", "LanceFragment", "write_fragments"]
+__all__ = [
+    "FragmentMetadata",
+    "DataFile",
+    "DeletionFile",
+    "RowIdMeta",
+    "RowDatasetVersionMeta",
+    "LanceFragment",
+    "FragmentSession",
+    "write_fragments",
+]
 
 
 class LanceFragment:
@@ -57,6 +70,73 @@ class LanceFragment:
             self._id = int(fragment_id)
         else:
             self._id = fragment.id
+
+    def __reduce__(self) -> Any:
+        # The dataset pickles as its URI, version and options; the fragment as its id there.
+        return LanceFragment, (self._ds, self._id)
+
+    @staticmethod
+    def create_from_file(filename: str, dataset: "LanceDataset", fragment_id: int) -> FragmentMetadata:
+        """A fragment made of an existing data file: `filename` (relative to the dataset's
+        ``data/`` directory, e.g. written with :class:`lancepy.file.LanceFileWriter`) must hold
+        the dataset's schema, columns in the dataset's order. Nothing is written or
+        committed; commit the fragment with ``LanceOperation.Append`` (which numbers it anew)
+        or ``Rewrite``. A file of another schema raises
+        :class:`~lancepy.exceptions.SchemaMismatchError`, a missing one
+        :class:`~lancepy.exceptions.NotFoundError`."""
+        return _fragment_ops.fragment_from_file(filename, dataset._pinned(), fragment_id)
+
+    @staticmethod
+    def create(
+        dataset_uri: Union[str, "os.PathLike[str]"],
+        data: Any,
+        fragment_id: Optional[int] = None,
+        schema: Optional[pa.Schema] = None,
+        max_rows_per_group: Optional[int] = 1024,
+        progress: Any = None,
+        mode: str = "append",
+        *,
+        data_storage_version: Optional[str] = None,
+        use_legacy_format: Optional[bool] = None,
+        storage_options: Optional[Dict[str, str]] = None,
+        namespace_client: Any = None,
+        table_id: Optional[List[str]] = None,
+        session: Any = None,
+    ) -> FragmentMetadata:
+        """Writes `data` as one data file of a new fragment of the dataset at `dataset_uri`
+        (which need not exist yet) without committing, and returns the fragment (id
+        `fragment_id`, default 0). Commit it with ``LanceOperation.Append`` or ``Overwrite``.
+
+        `schema` is the schema of `data`. With `mode` ``"append"`` and an existing dataset
+        the data must match its schema and gets its field ids; otherwise (``"create"``,
+        ``"overwrite"``, or no dataset yet) field ids are numbered from 0. `progress`
+        (``begin(fragment)`` / ``complete(fragment)``) hears ``begin`` with the fragment's id
+        and data file path before any row is written (``physical_rows`` ``None``), then
+        ``complete``. `max_rows_per_group` only applies to the legacy format and is ignored.
+        `data_storage_version` as in :func:`lancepy.write_dataset`; `use_legacy_format` is
+        deprecated (``True`` asks for the legacy format, which lancepy does not write).
+        Data without columns or rows raises :class:`~lancepy.exceptions.EmptyDataError` (an
+        ``OSError`` too, as pylance raises). Namespaces and sessions raise
+        :class:`~lancepy.exceptions.NotSupportedError`."""
+        import warnings
+
+        for name, value in (("namespace_client", namespace_client), ("table_id", table_id), ("session", session)):
+            if value is not None:
+                raise UnsupportedError(f"LanceFragment.create({name}=...) is not supported by lancepy")
+        if max_rows_per_group is not None and (
+            isinstance(max_rows_per_group, bool) or not isinstance(max_rows_per_group, int) or max_rows_per_group < 0
+        ):
+            raise InvalidArgumentError(
+                f"max_rows_per_group must be a non-negative int or None, got {max_rows_per_group!r}"
+            )
+        if use_legacy_format is not None:
+            warnings.warn(
+                "use_legacy_format is deprecated, use data_storage_version instead", DeprecationWarning, stacklevel=2
+            )
+            data_storage_version = "legacy" if use_legacy_format else "stable"
+        return create_fragment(
+            dataset_uri, data, fragment_id, schema, progress, mode, data_storage_version, storage_options
+        )
 
     @property
     def _meta(self) -> FragmentMetadata:
@@ -109,7 +189,9 @@ class LanceFragment:
         sizes = {p: size for p, size, _ in store.list("data")}
         problems: List[str] = []
         checked = {"data_files": 0, "deletion_files": 0}
-        _validate_fragment(store, self._ds._snapshot, self._meta._data, sizes, problems, checked, self._ds._storage_options)
+        _validate_fragment(
+            store, self._ds._snapshot, self._meta._data, sizes, problems, checked, self._ds._storage_options
+        )
         if problems:
             raise CorruptFileError(f"{self._ds.uri} fragment {self.fragment_id} is damaged: " + "; ".join(problems))
 
@@ -249,10 +331,17 @@ class LanceFragment:
 
     def take(self, indices: Any, columns: Union[List[str], Dict[str, str], None] = None) -> pa.Table:
         """Rows at positions (among live rows) of this fragment."""
+        return self._take(indices, columns, False)
+
+    def _take(self, indices: Any, columns: Any, with_row_address: bool) -> pa.Table:
         addresses = self._ds.scanner(columns=[], fragments=[self], with_row_address=True).to_table().column("_rowaddr")
         picked = addresses.take(pa.array(indices, pa.int64())).combine_chunks()
         # by address: with stable row ids, _take_rows would read these as row ids
-        return pa.table(self._ds._snapshot.take_addresses(picked, columns=self._ds._plain_columns(columns)))
+        return pa.table(
+            self._ds._snapshot.take_addresses(
+                picked, columns=self._ds._plain_columns(columns), with_row_address=with_row_address
+            )
+        )
 
     def merge_columns(
         self,
@@ -264,57 +353,116 @@ class LanceFragment:
         """Computes new columns for this fragment without committing them (a worker's step
         of a distributed backfill): `value_func` maps each batch of the `columns` (all by
         default) over every physical row (deleted rows included, so the new data file lines
-        up with the fragment's others) to a batch, table or dict of new columns. Batches hold
+        up with the fragment's others; `columns` may name ``_rowid`` and ``_rowaddr``, null
+        for deleted rows) to a batch, table or dict of new columns. Batches hold
         at most `batch_size` rows (default: the whole fragment in one batch). Returns this
         fragment with one new data file and the dataset's schema extended by the new columns
         (field ids from ``max_field_id + 1``); commit them with
-        ``LanceOperation.Merge(fragments, schema)``. SQL expressions (a dict) and readers of
-        precomputed values as `value_func`, and `reader_schema`, are not supported: they
-        raise :class:`~lancepy.exceptions.NotSupportedError`."""
-        from lancepy._core.schema import _as_table
-        from lancepy._table.operations import LanceSchema
+        ``LanceOperation.Merge(fragments, schema)``. `value_func` may also be a dict of new
+        column names to SQL expressions over the dataset's columns. Readers of precomputed
+        values as `value_func`, and `reader_schema`, are not supported: they raise
+        :class:`~lancepy.exceptions.NotSupportedError`."""
+        from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table
 
         if reader_schema is not None:
             raise UnsupportedError("merge_columns(reader_schema=...): readers of precomputed values are not supported")
-        if isinstance(value_func, dict) or not callable(value_func):
-            raise UnsupportedError(
-                f"merge_columns with a {type(value_func).__name__}: only a function batch -> new columns is supported"
-            )
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0):
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0
+        ):
             raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
+        if isinstance(value_func, dict):
+            if columns is not None:
+                raise InvalidArgumentError("merge_columns: columns= applies to functions, not to SQL expressions")
+            return _fragment_ops.sql_columns(self._ds, self.fragment_id, value_func, batch_size)
+        if not callable(value_func):
+            raise UnsupportedError(
+                f"merge_columns with a {type(value_func).__name__}: only a function batch -> new columns "
+                "or a dict of SQL expressions is supported"
+            )
         ds = self._ds
         cols = list(columns) if columns is not None else ds.schema.names
-        missing = [c for c in cols if c not in ds.schema.names]
+        missing = [c for c in cols if c not in ds.schema.names and c not in (ROW_ID, ROW_ADDRESS)]
         if missing:
             raise ColumnNotFoundError(f"merge_columns: no columns {missing} in the dataset")
         phys = self.physical_rows
-        src = pa.table(ds._snapshot.scan(
-            cols,
-            fragment_ids=[self.fragment_id],
-            batch_rows=batch_size or max(phys, 1),
-            include_deleted=True,
-        ))
+        src = pa.table(
+            ds._snapshot.scan(
+                [c for c in cols if c not in (ROW_ID, ROW_ADDRESS)],
+                fragment_ids=[self.fragment_id],
+                batch_rows=batch_size or max(phys, 1),
+                include_deleted=True,
+                with_row_id=ROW_ID in cols,
+                with_row_address=ROW_ADDRESS in cols,
+            )
+        ).select(cols)
         outs = [_as_table(value_func(b)) for b in src.to_batches()] if phys else []
         if not outs:
             raise InvalidArgumentError(f"fragment {self.fragment_id} has no rows to compute columns for")
         new = pa.concat_tables([t.combine_chunks() for t in outs])
         if new.num_rows != phys:
-            raise InvalidArgumentError(f"value_func returned {new.num_rows} rows for fragment {self.fragment_id}, which has {phys}")
-        new_schema = pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in new.schema])
-        clash = [n for n in new_schema.names if n in ds.schema.names]
-        if clash:
-            raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
-        new = pa.Table.from_arrays(list(new.columns), schema=new_schema)
-        lance = lance_fields_for(new_schema, ds.max_field_id + 1)
-        made = _write(ds.uri, new.to_reader(), lance["fields"], lance["metadata"], max(phys, 1), ds.data_storage_version,
-                      storage_options=ds._storage_options)
-        if len(made) != 1:
-            raise InvalidArgumentError("internal error: expected one data file for the fragment")
-        own = self._meta._manifest_json()
-        meta = FragmentMetadata._from_dict({**own, "files": own["files"] + made[0]._manifest_json()["files"]})
-        m = ds._loaded.manifest
-        schema = LanceSchema(m.get("fields", []) + lance["fields"], m.get("schema_metadata", {}))
-        return meta, schema
+            raise InvalidArgumentError(
+                f"value_func returned {new.num_rows} rows for fragment {self.fragment_id}, which has {phys}"
+            )
+        return _fragment_ops.add_columns_file(ds, self.fragment_id, new)
+
+    def merge(
+        self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None
+    ) -> Tuple[FragmentMetadata, "LanceSchema"]:
+        """Adds the columns of `data_obj` to this fragment by a left join of the fragment's
+        column `left_on` (a column, ``_rowid`` or ``_rowaddr``) with the data's column
+        `right_on` (default: `left_on`), without committing: returns the fragment with one
+        new data file and the dataset's schema extended by the new columns. Rows without a
+        match get nulls; where the data repeats a key, its last row is used. Commit with
+        ``LanceOperation.Merge(fragments, schema)``. A key column missing on either side
+        raises :class:`~lancepy.exceptions.ColumnNotFoundError`; a data column the dataset
+        has already, :class:`~lancepy.exceptions.InvalidArgumentError`."""
+        return _fragment_ops.merge(self._ds, self.fragment_id, data_obj, left_on, right_on, schema)
+
+    def update_columns(
+        self,
+        data_obj: Any,
+        left_on: str = "_rowid",
+        right_on: Optional[str] = None,
+        schema: Optional[pa.Schema] = None,
+        *,
+        with_offsets: bool = False,
+    ) -> Union[Tuple[FragmentMetadata, List[int]], Tuple[FragmentMetadata, List[int], bytes]]:
+        """Replaces values of existing columns of this fragment without committing: the
+        fragment's rows are joined on `left_on` (``_rowid`` by default, ``_rowaddr`` or a
+        column) with the rows of `data_obj` on `right_on` (default: `left_on`); a matched row
+        takes the data's values of its other columns (the last matching row where keys
+        repeat), other rows keep theirs. Writes one data file with the updated columns (the
+        old files stop serving them) and returns ``(fragment, field ids modified)``, plus,
+        with `with_offsets`, the matched physical row offsets as a portable roaring bitmap.
+        Commit with ``LanceOperation.Update(updated_fragments=..., fields_modified=...)``.
+        A column the dataset lacks raises :class:`~lancepy.exceptions.ColumnNotFoundError`
+        ("does not exist"); a metadata column (``_rowid``, ``_rowaddr``, ...) or the join
+        column among those to update, :class:`~lancepy.exceptions.InvalidArgumentError`."""
+        return _fragment_ops.update_columns(
+            self._ds, self.fragment_id, data_obj, left_on, right_on, schema, with_offsets
+        )
+
+    def open_session(
+        self, columns: Optional[List[str]] = None, with_row_address: Optional[bool] = None
+    ) -> "FragmentSession":
+        """A session for repeated :meth:`FragmentSession.take` calls with the same `columns`
+        (all by default), optionally with each row's ``_rowaddr``."""
+        return FragmentSession(self, columns, with_row_address)
 
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self._meta.physical_rows})"
+
+
+class FragmentSession:
+    """Repeated takes from one fragment with a fixed projection (pylance's
+    ``FragmentSession``): :meth:`take` returns the rows at positions among the fragment's
+    live rows."""
+
+    def __init__(self, fragment: LanceFragment, columns: Optional[List[str]], with_row_address: bool) -> None:
+        self._fragment = fragment
+        self._columns = None if columns is None else list(columns)
+        self._with_row_address = bool(with_row_address)
+
+    def take(self, indices: Any) -> pa.Table:
+        """The rows at `indices` (positions among the fragment's live rows), in that order."""
+        return self._fragment._take(indices, self._columns, self._with_row_address)

@@ -5,8 +5,10 @@ base paths, commit properties) that :func:`lancepy.write_dataset` commits."""
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import os
+import uuid
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
@@ -32,6 +34,7 @@ from lancepy._table.operations import LanceOperation, LanceSchema, Transaction
 from lancepy.exceptions import (
     DatasetAlreadyExistsError,
     DatasetNotFoundError,
+    EmptyDataError,
     InvalidArgumentError,
     UnsupportedError,
     VersionNotFoundError,
@@ -228,23 +231,7 @@ def write_fragments(
     options = normalize_storage_options(storage_options)
     store = _lancepy.Store(uri, options)
     reader = to_record_batch_reader(data, schema)
-    try:
-        loaded = _commit.load_manifest(store) if mode == "append" else None
-    except DatasetNotFoundError:
-        loaded = None
-    if loaded is not None:
-        _commit.check_feature_flags(loaded, write=True, uri=uri)
-        fields = loaded.manifest.get("fields", [])
-        metadata = loaded.manifest.get("schema_metadata", {})
-        target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
-        reader = align_to_schema(reader, target)
-        version = (loaded.manifest.get("data_format") or {}).get("version") or DEFAULT_DATA_STORAGE_VERSION
-        if data_storage_version is not None:
-            version = normalize_storage_version(data_storage_version)
-    else:
-        version = normalize_storage_version(data_storage_version)
-        lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
-        fields, metadata = lance["fields"], lance["metadata"]
+    loaded, reader, fields, metadata, version = _fragment_schema(store, reader, mode, data_storage_version)
 
     registered = (loaded.manifest.get("base_paths") or []) if loaded is not None else []
     targets = _target_bases(target_bases, target_all_bases, registered)
@@ -261,6 +248,124 @@ def write_fragments(
         return Transaction(int(loaded.manifest.get("version", 0)), LanceOperation.Append(frags))  # type: ignore[return-value]
     latest, _ = _commit.latest_version(store)
     return Transaction(latest, LanceOperation.Overwrite(LanceSchema(fields, metadata), frags))  # type: ignore[return-value]
+
+
+def _fragment_schema(
+    store: Any, reader: pa.RecordBatchReader, mode: str, data_storage_version: Optional[str]
+) -> Tuple[Any, pa.RecordBatchReader, List[Dict[str, Any]], Dict[str, Any], str]:
+    """What new fragments of the dataset at `store` are written with: with `mode` ``"append"``
+    and an existing dataset, its schema (the data checked against it and reordered), its
+    field ids and its data storage version (unless `data_storage_version` is given);
+    otherwise the data's own schema numbered from 0. Returns ``(loaded manifest or None,
+    reader, fields, schema metadata, version)``."""
+    try:
+        loaded = _commit.load_manifest(store) if mode == "append" else None
+    except DatasetNotFoundError:
+        loaded = None
+    if loaded is None:
+        version = normalize_storage_version(data_storage_version)
+        lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
+        return None, reader, lance["fields"], lance["metadata"], version
+    _commit.check_feature_flags(loaded, write=True, uri=store.uri)
+    fields = loaded.manifest.get("fields", [])
+    metadata = loaded.manifest.get("schema_metadata", {})
+    target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
+    reader = align_to_schema(reader, target)
+    version = (loaded.manifest.get("data_format") or {}).get("version") or DEFAULT_DATA_STORAGE_VERSION
+    if data_storage_version is not None:
+        version = normalize_storage_version(data_storage_version)
+    return loaded, reader, fields, metadata, version
+
+
+#: No limit on a single fragment's file but the row address's (32 bits of row offset).
+_ONE_FILE_ROWS = 2**32 - 1
+_ONE_FILE_BYTES = 2**63 - 1
+
+
+def create_fragment(
+    dataset_uri: Union[str, "os.PathLike[str]"],
+    data: Any,
+    fragment_id: Optional[int],
+    schema: Optional[pa.Schema],
+    progress: Any,
+    mode: str,
+    data_storage_version: Optional[str],
+    storage_options: Optional[Dict[str, str]],
+) -> FragmentMetadata:
+    """Writes all of `data` as ONE data file of a new fragment of the dataset at
+    `dataset_uri` (which need not exist yet) and returns it, numbered `fragment_id` (0 when
+    ``None``; a commit renumbers appended fragments anyway). Schema and field ids as in
+    :func:`write_fragments` for `mode`. `progress` hears ``begin`` with the fragment as it will
+    be (its id and data file path; no fields or rows yet), then ``complete`` with it written.
+    Data without columns or rows raises :class:`~lancepy.exceptions.EmptyDataError`."""
+    if mode not in ("append", "overwrite", "create"):
+        raise InvalidArgumentError(f"mode must be 'append', 'overwrite' or 'create', got {mode!r}")
+    if fragment_id is not None and (isinstance(fragment_id, bool) or not isinstance(fragment_id, int) or fragment_id < 0):
+        raise InvalidArgumentError(f"fragment_id must be a non-negative int, got {fragment_id!r}")
+    if progress is not None:
+        for name in ("begin", "complete"):
+            if not callable(getattr(progress, name, None)):
+                raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
+    uri = expand_path(os.fspath(dataset_uri))
+    options = normalize_storage_options(storage_options)
+    store = _lancepy.Store(uri, options)
+    reader = to_record_batch_reader(data, schema)
+    if len(reader.schema) == 0:
+        raise EmptyDataError("cannot write a fragment of data without columns")
+    _, reader, fields, metadata, version = _fragment_schema(store, reader, mode, data_storage_version)
+    # The first rows are read before anything is written: no rows, no file.
+    batches = iter(reader)
+    first = next((b for b in batches if b.num_rows), None)
+    if first is None:
+        raise EmptyDataError("cannot write a fragment without rows: the data is empty")
+    source = pa.RecordBatchReader.from_batches(reader.schema, itertools.chain([first], batches))
+    fid = 0 if fragment_id is None else int(fragment_id)
+    major, minor = (int(x) for x in version.split("."))
+    name = _new_data_file_name()
+    if progress is not None:
+        progress.begin(FragmentMetadata._from_dict({
+            "id": fid,
+            "files": [{"path": name, "fields": [], "column_indices": [], "file_major_version": major,
+                       "file_minor_version": minor, "file_size_bytes": None}],
+            "physical_rows": None,
+        }))
+    made = _write(uri, source, fields, metadata, _ONE_FILE_ROWS, version, _ONE_FILE_BYTES, storage_options=options,
+                  external_blobs="refuse", max_page_bytes=page_bytes(reader.schema, None, None))
+    if len(made) != 1 or len(made[0].files) != 1:
+        _commit.delete_written(store, [f"data/{d.path}" for f in made for d in f.files])
+        raise InvalidArgumentError(f"the data does not fit one fragment (at most {_ONE_FILE_ROWS} rows)")
+    frag = made[0]._manifest_json()
+    frag["id"] = fid
+    if progress is not None:
+        # The file goes where `begin` said it would (a progress file may name it).
+        try:
+            _move_data_file(store, frag["files"][0]["path"], name)
+        except BaseException:
+            _commit.delete_written(store, [f"data/{frag['files'][0]['path']}", f"data/{name}"])
+            raise
+        frag["files"][0]["path"] = name
+    out = FragmentMetadata._from_dict(frag)
+    if progress is not None:
+        progress.complete(out)
+    return out
+
+
+def _new_data_file_name() -> str:
+    """A new data file name in the form lancepy's writer (and pylance's) gives them: the first
+    3 bytes of a random UUID in binary, the other 13 in hex."""
+    raw = uuid.uuid4().bytes
+    return "".join(f"{b:08b}" for b in raw[:3]) + raw[3:].hex() + ".lance"
+
+
+def _move_data_file(store: Any, src: str, dst: str) -> None:
+    """Renames ``data/{src}`` to ``data/{dst}`` (a copy and a delete on object storage)."""
+    local = _local_path(store.uri)
+    if local is not None:
+        os.replace(os.path.join(local, "data", src), os.path.join(local, "data", dst))
+        return
+    opts = store.storage_options or None
+    _lancepy.copy_object(store.child_uri(f"data/{src}"), store.child_uri(f"data/{dst}"), opts, opts)
+    store.delete([f"data/{src}"])
 
 
 def write_to_targets(
@@ -528,12 +633,16 @@ def commit_operation(
     timeout_s: Optional[float] = None,
 ) -> _commit.LoadedManifest:
     """Commits `operation` (a ``LanceOperation``; `planned`, a ``Transaction`` it came from,
-    gives the uuid and properties) on top of `read_version` (default: the latest) of the
+    gives the uuid and properties) on top of `read_version` (required but for ``Overwrite``
+    and ``Restore``, which default to the latest) of the
     dataset at `store`: :meth:`lancepy.LanceDataset.commit` without the dataset object.
     Returns the new version's manifest."""
     uri = store.uri
     latest, _ = _commit.latest_version(store)
     if read_version is None:
+        # (as pylance: an operation that changes existing data must say which version it read)
+        if not isinstance(operation, (LanceOperation.Overwrite, LanceOperation.Restore)):
+            raise InvalidArgumentError("read_version is required for all operations except Overwrite and Restore")
         read_version = latest
     if latest > 0:
         _commit.check_feature_flags(_commit.load_manifest(store, latest), write=True, uri=uri)

@@ -24,6 +24,7 @@ refuse the dataset with :class:`~lancepy.exceptions.UnsupportedError`.
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import random
 import time
@@ -469,6 +470,14 @@ def _auto_cleanup(store: Any, loaded: LoadedManifest) -> None:
         warnings.warn(f"automatic cleanup of {store.uri} after version {loaded.version} failed: {e}", stacklevel=2)
 
 
+def _check_retries(store: Any, retries: int, max_retries: int, version: int, attempt: int) -> None:
+    if retries > max_retries:
+        raise CommitConflictError(
+            f"Commit conflict for version {version}: another writer committed it; gave up committing to "
+            f"{store.uri} after {max_retries} retries ({attempt} attempts)"
+        )
+
+
 def commit_transaction(
     store: Any,
     txn: Dict[str, Any],
@@ -480,8 +489,11 @@ def commit_transaction(
     new_dataset_flags: int = 0,
     timeout_s: Optional[float] = None,
 ) -> CommitResult:
-    """Commits `txn` (read version ``txn["read_version"]``) with the protocol above, trying
+    """Commits `txn` (read version ``txn["read_version"]``) with the protocol above, retrying
     at most `max_retries` times and, with `timeout_s`, not retrying after that many seconds.
+    As in pylance, the first try is for version ``read_version + 1``: finding newer versions
+    there (rebasing over them) costs a retry, and so does each version lost to a concurrent
+    writer; ``max_retries=0`` commits only on top of the latest version.
 
     `written_files` (paths relative to the root, or ``(store, path)`` for files written
     under another base path) are deleted again if the commit fails, so a failed commit
@@ -500,12 +512,16 @@ def commit_transaction(
         store.put_if_not_exists(txn_path, txn_bytes)
         checked = read_version
         rebased: List[int] = []
-        for attempt in range(1, max_retries + 1):
+        retries = 0
+        for attempt in itertools.count(1):
             latest, scheme = latest_version(store)
             if read_version > latest:
                 raise CommitConflictError(
                     f"read version {read_version} is newer than the latest version {latest} of {store.uri}"
                 )
+            if attempt == 1 and latest > read_version:
+                retries += 1  # version read_version + 1 is taken already
+                _check_retries(store, retries, max_retries, read_version + 1, attempt)
             for v in range(checked + 1, latest + 1):
                 reason = conflicts(txn, load_transaction(store, v))
                 if reason is not None:
@@ -535,13 +551,15 @@ def commit_transaction(
             # full jitter: on a local disk a retry costs microseconds, on object storage each
             # one costs a few round trips, and racing writers must spread out or they keep
             # colliding (8 writers on S3 would otherwise exhaust their retries).
+            retries += 1
+            _check_retries(store, retries, max_retries, latest + 1, attempt)
             if deadline is not None and time.monotonic() >= deadline:
                 raise CommitConflictError(
                     f"gave up committing to {store.uri}: version {latest + 1} was taken and the commit timeout "
                     f"({timeout_s:g} s) has passed after {attempt} attempt(s)"
                 )
             time.sleep(random.uniform(0.0, min(1.0, 0.005 * 2 ** min(attempt, 8))))
-        raise CommitConflictError(f"gave up committing to {store.uri} after {max_retries} attempts")
+        raise AssertionError("unreachable")  # pragma: no cover
     except BaseException:
         if published:
             raise

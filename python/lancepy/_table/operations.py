@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import uuid as _uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
@@ -92,6 +93,14 @@ class LanceOperation:
         fragments: List[FragmentMetadata]
         schema: Union["LanceSchema", pa.Schema]
         preserves_nullability: bool = False
+
+        def __post_init__(self) -> None:
+            if isinstance(self.schema, pa.Schema):
+                warnings.warn(
+                    "LanceOperation.Merge with a pyarrow.Schema is deprecated (as in pylance); pass a LanceSchema",
+                    DeprecationWarning,
+                    stacklevel=3,
+                )
 
         def _to_body(self, store: Any, read_version: int) -> Any:
             fields, metadata = _schema_fields(self.schema, store, read_version)
@@ -510,11 +519,15 @@ def _schema_fields(schema: Any, store: Any, read_version: int) -> Any:
 
 
 def _frag_json(f: Any) -> Dict[str, Any]:
-    if isinstance(f, FragmentMetadata):
-        return f._manifest_json()
     if isinstance(f, dict):  # either library's to_json() / a manifest entry
-        return FragmentMetadata.from_json(copy.deepcopy(f))._manifest_json()
-    raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
+        f = FragmentMetadata.from_json(copy.deepcopy(f))
+    if not isinstance(f, FragmentMetadata):
+        raise InvalidArgumentError(f"expected FragmentMetadata, got {type(f).__name__}")
+    if f.physical_rows is None:
+        raise InvalidArgumentError(
+            f"fragment {f.id} has no row count (physical_rows is null: it was recorded before its rows were written)"
+        )
+    return f._manifest_json()
 
 
 def _transaction_from_json(txn: Dict[str, Any]) -> "Transaction":
