@@ -16,6 +16,7 @@ from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table, lance_fields_fo
 from lancepy._ops.write import _write
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.filters import Filter, compile_expression
+from lancepy.udf import BatchUDF, BatchUDFCheckpoint
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
@@ -122,7 +123,7 @@ def _add_computed_columns(
             part = src.take(pa.array(live_rows, pa.int64()))
             batch = part.to_batches()
             batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
-            out = _as_table(fn(batch))
+            out = _as_table(_udf_result(fn, batch, fid, len(outs)))
             if out.num_rows != len(live_rows):
                 raise InvalidArgumentError(
                     f"the add_columns function returned {out.num_rows} rows for a batch of {len(live_rows)}"
@@ -135,6 +136,23 @@ def _add_computed_columns(
             raise InvalidArgumentError(f"the add_columns function returned batches of different schemas: {e}") from None
         new_tables.append(_spread_over_physical_rows(values, keep))
     ds._attach_new_columns(new_tables, first_id)
+    if isinstance(fn, BatchUDF) and fn.cache is not None:
+        fn.cache.cleanup()
+
+
+def _udf_result(fn: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch, fragment_id: int, index: int) -> Any:
+    """`fn`'s result on the `index`-th batch of fragment `fragment_id`: a :class:`BatchUDF`'s
+    checked against its output schema and taken from (or saved in) its checkpoint."""
+    if not isinstance(fn, BatchUDF):
+        return fn(batch)
+    info = BatchUDFCheckpoint.BatchInfo(fragment_id, index)
+    saved = fn.cache.get_batch(info) if fn.cache is not None else None
+    if saved is not None:
+        return fn._check(saved)
+    out = fn._call(batch)
+    if fn.cache is not None:
+        fn.cache.insert_batch(info, out)
+    return out
 
 
 def _add_precomputed_columns(ds: LanceDataset, values: pa.Table, first_id: int) -> None:
