@@ -28,6 +28,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.util", 3),
     ("lancepy.indices", 3),
     ("lancepy.udf", 3),
+    ("lancepy.commit", 3),
     ("lancepy.fragment", 4),
     ("lancepy.scanner", 4),
     ("lancepy.stats", 4),
