@@ -41,6 +41,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy._dataset", 5),
     ("lancepy.spark", 5),
     ("lancepy.cli", 5),
+    ("lancepy.lance", 5),
     ("lancepy.__main__", 5),
     ("lancepy", 5),
 ]
