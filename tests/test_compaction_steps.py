@@ -181,3 +181,24 @@ def test_pylance_module_names():
         e = lib.CommitConflictError("lost", retryable=False)
         assert isinstance(e, OSError) and str(e) == "lost" and e.retryable is False
         assert lib.CommitConflictError().retryable is True
+
+
+def test_explain_plan_names_the_exact_search_when_pylance_does(tmp_path):
+    """Exact search (pylance's ``KNNVectorDistance``) appears in the plan when, and only
+    when, some fragments are not covered by the index (or there is no index)."""
+    rng = np.random.default_rng(1)
+    vectors = lancepy.vector.vec_to_table(rng.random((300, 8))).column(0)
+    table = pa.table({"vector": vectors, "id": range(300)})
+    q = {"column": "vector", "q": rng.random(8), "k": 5}
+    seen = []
+    for lib, name in ((lancepy, "ours"), (lance, "theirs")):
+        ds = lib.write_dataset(table, tmp_path / name, max_rows_per_file=150)
+        plans = [ds.scanner(nearest=q).explain_plan()]
+        ds.create_index("vector", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=2)
+        plans.append(ds.scanner(nearest=q).explain_plan())
+        ds = lib.write_dataset(table, tmp_path / name, mode="append")
+        plans.append(ds.scanner(nearest=q).explain_plan())
+        ds.optimize.compact_files()
+        plans.append(ds.scanner(nearest=q).explain_plan())
+        seen.append(["KNNVectorDistance" in p for p in plans])
+    assert seen[0] == seen[1] == [True, False, True, True]
