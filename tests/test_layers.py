@@ -27,6 +27,8 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.schema", 3),
     ("lancepy.util", 3),
     ("lancepy.indices", 3),
+    ("lancepy.udf", 3),
+    ("lancepy.commit", 3),
     ("lancepy.fragment", 4),
     ("lancepy.scanner", 4),
     ("lancepy.stats", 4),
@@ -39,6 +41,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy._dataset", 5),
     ("lancepy.spark", 5),
     ("lancepy.cli", 5),
+    ("lancepy.lance", 5),
     ("lancepy.__main__", 5),
     ("lancepy", 5),
 ]

@@ -25,6 +25,7 @@ from lancepy.blob import BlobColumn
 from lancepy.progress import IndexProgress
 from lancepy.schema import json_to_schema, schema_to_json
 from lancepy.util import sanitize_ts
+from lancepy.udf import batch_udf
 
 __all__ = [
     "__version__",
@@ -44,6 +45,7 @@ __all__ = [
     "schema_to_json",
     "dataset",
     "write_dataset",
+    "batch_udf",
     "fragment",
     "io_counts",
     "reader_cache_info",

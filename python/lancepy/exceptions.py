@@ -103,8 +103,17 @@ class IndexNotFoundError(LanceError, RuntimeError):
     """An index that does not exist (a ``RuntimeError`` too, as pylance raises)."""
 
 
-class CommitConflictError(LanceError):
-    """A concurrent commit conflicts with this one; nothing was written."""
+class CommitConflictError(LanceError, OSError):
+    """A concurrent commit conflicts with this one; nothing was written.
+
+    An ``OSError`` too, and with pylance's ``retryable`` (``True``: the commit lost a race
+    and may be tried again on the newer version; ``False``: it can never succeed), so that
+    this is also pylance's ``lance.commit.CommitConflictError``.
+    """
+
+    def __init__(self, message: str = "", retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class InternalError(LanceError, RuntimeError):

@@ -1,14 +1,18 @@
 """Optimization: :class:`DatasetOptimizer` (``ds.optimize``): compaction of small fragments
-(planning, rewriting, index remapping) and index optimization, with their metrics."""
+(planning, rewriting, index remapping) and index optimization, with their metrics; pylance's
+``lance.optimize`` names for compaction in steps (:class:`Compaction`: a plan of
+:class:`CompactionTask` s run anywhere, their :class:`RewriteResult` s committed together)."""
 
 from __future__ import annotations
 
+import base64
+import copy
 import itertools
 import json
 import time
 import uuid as _uuid
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,7 +23,14 @@ from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._table import commit as _commit
 from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config
-from lancepy.exceptions import InternalError, InvalidArgumentError, NotSupportedError, UnsupportedError
+from lancepy._table.fragments import FragmentMetadata
+from lancepy.exceptions import (
+    CommitConflictError,
+    InternalError,
+    InvalidArgumentError,
+    NotSupportedError,
+    UnsupportedError,
+)
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, _write, normalize_storage_version
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +73,7 @@ class _RewriteSource:
     from their descriptions batch by batch), so memory stays bounded by a batch. Row ids
     (`stable`) and row addresses (`addresses`) are collected on the side, not written."""
 
-    def __init__(self, ds: "LanceDataset", fragment_ids: List[int], stable: bool, with_addresses: bool,
+    def __init__(self, ds: LanceDataset, fragment_ids: List[int], stable: bool, with_addresses: bool,
                  row_ids: List[int], addresses: List[Any], batch_rows: int = 65536, blob_bytes: int = 64 << 20) -> None:
         manifest = ds._loaded.manifest
         self._ds, self._ids, self._stable = ds, fragment_ids, stable
@@ -271,7 +282,8 @@ class DatasetOptimizer:
         """Rewrites runs of small fragments (and fragments with many deletions) into
         fragments of up to `target_rows_per_fragment` live rows (default 1 Mi), dropping
         deleted rows when more than `materialize_deletions_threshold` (default 0.1) of a
-        fragment is deleted. Commits a ``Rewrite``; row addresses change, data does not.
+        fragment is deleted. Commits a ``ReserveFragments`` (ids for the new fragments) and
+        a ``Rewrite``, as pylance does; row addresses change, data does not.
 
         As in pylance: `max_bytes_per_file` caps the new files' size; `excluded_fragment_ids`
         stay as they are and split runs; `max_source_fragments` / `max_source_rows` (live) /
@@ -280,173 +292,519 @@ class DatasetOptimizer:
         (of the same family: 2.x). `max_rows_per_group`, `num_threads`, `batch_size` and
         `binary_copy_read_batch_bytes` are tuning knobs and ignored; `compaction_mode`
         ``"reencode"`` is what lancepy does. Deferred index remapping and binary copies are
-        not supported.
+        not supported. :class:`Compaction` splits the same work into a plan, tasks that run
+        anywhere, and a commit.
         """
-        _refuse(
-            defer_index_remap=defer_index_remap or None,
-            compaction_mode=None if compaction_mode in (None, "reencode") else compaction_mode,
-        )
-        for name, cap in (("max_bytes_per_file", max_bytes_per_file), ("max_source_fragments", max_source_fragments),
-                          ("max_source_rows", max_source_rows), ("max_source_bytes", max_source_bytes)):
-            if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0):
-                raise InvalidArgumentError(f"{name} must be a positive int, got {cap!r}")
-        excluded = {int(i) for i in excluded_fragment_ids or []}
-        out_version = self._ds.data_storage_version
-        if data_storage_version is not None:
-            out_version = normalize_storage_version(data_storage_version)
-            blobs = [n for n in self._ds.schema.names if _blob.blob_field_kind(self._ds._loaded.manifest, n)]
-            def v2_2(v: str) -> bool:
-                return tuple(int(x) for x in v.split(".")[:2]) >= (2, 2)
+        options = {k: v for k, v in locals().items() if k != "self" and v is not None}
+        return Compaction.execute(self._ds, options)
 
-            if blobs and v2_2(out_version) != v2_2(self._ds.data_storage_version):
-                raise UnsupportedError(
-                    f"compacting blob column(s) {blobs} of {self._ds.data_storage_version} files into {out_version} files "
-                    "(blob columns are stored differently before and from 2.2)"
-                )
-        if target_rows_per_fragment is None:
-            target_rows_per_fragment = 1024 * 1024
-        if target_rows_per_fragment <= 0:
-            raise InvalidArgumentError(f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}")
-        if materialize_deletions is None:
-            materialize_deletions = True
-        if materialize_deletions_threshold is None:
-            materialize_deletions_threshold = 0.1
-        ds = self._ds
-        rows = ds._snapshot_rows()
-        frags = ds._loaded.manifest.get("fragments", [])
 
-        def candidate(f: Dict[str, Any]) -> bool:
-            phys, live = rows[f.get("id", 0)]
-            if phys < target_rows_per_fragment:
-                return True
-            return materialize_deletions and phys > 0 and (phys - live) / phys > materialize_deletions_threshold
+#: pylance's compaction options (:class:`CompactionOptions`), each ``None`` when not given.
+_OPTION_NAMES = (
+    "target_rows_per_fragment", "max_rows_per_group", "max_bytes_per_file", "materialize_deletions",
+    "materialize_deletions_threshold", "num_threads", "batch_size", "io_buffer_size", "compaction_mode",
+    "binary_copy_read_batch_bytes", "defer_index_remap", "max_source_fragments", "max_source_rows",
+    "max_source_bytes", "excluded_fragment_ids", "data_storage_version",
+)
 
-        groups: List[List[Dict[str, Any]]] = []
-        run: List[Dict[str, Any]] = []
-        for f in frags + [None]:  # type: ignore[list-item]
-            if f is not None and f.get("id", 0) not in excluded and candidate(f):
+
+class CompactionOptions(TypedDict, total=False):
+    """The options of a compaction (pylance's ``lance.optimize.CompactionOptions``): the
+    keyword arguments of :meth:`DatasetOptimizer.compact_files`, which documents them, plus
+    ``io_buffer_size`` (a tuning knob, ignored)."""
+
+    target_rows_per_fragment: Optional[int]
+    max_rows_per_group: Optional[int]
+    max_bytes_per_file: Optional[int]
+    materialize_deletions: Optional[bool]
+    materialize_deletions_threshold: Optional[float]
+    num_threads: Optional[int]
+    batch_size: Optional[int]
+    io_buffer_size: Optional[int]
+    compaction_mode: Optional[str]
+    binary_copy_read_batch_bytes: Optional[int]
+    defer_index_remap: Optional[bool]
+    max_source_fragments: Optional[int]
+    max_source_rows: Optional[int]
+    max_source_bytes: Optional[int]
+    excluded_fragment_ids: Optional[List[int]]
+    data_storage_version: Optional[str]
+
+
+def _resolve_options(ds: LanceDataset, options: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """`options` checked, with every default filled in and the output file version fixed
+    (a JSON-able dict: it travels inside a :class:`CompactionTask`)."""
+    if options is None:
+        options = {}
+    if not isinstance(options, Mapping):
+        raise InvalidArgumentError(f"compaction options must be a dict, got {type(options).__name__}")
+    for key in options:
+        if key not in _OPTION_NAMES:
+            raise InvalidArgumentError(f"Invalid compaction option: {key}")
+    o: Dict[str, Any] = {name: options.get(name) for name in _OPTION_NAMES}
+    _refuse(
+        defer_index_remap=o["defer_index_remap"] or None,
+        compaction_mode=None if o["compaction_mode"] in (None, "reencode") else o["compaction_mode"],
+    )
+    for name in ("target_rows_per_fragment", "max_bytes_per_file", "max_source_fragments", "max_source_rows",
+                 "max_source_bytes"):
+        cap = o[name]
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0):
+            raise InvalidArgumentError(f"{name} must be a positive int, got {cap!r}")
+    out_version = ds.data_storage_version
+    if o["data_storage_version"] is not None:
+        out_version = normalize_storage_version(o["data_storage_version"])
+        blobs = [n for n in ds.schema.names if _blob.blob_field_kind(ds._loaded.manifest, n)]
+
+        def v2_2(v: str) -> bool:
+            return tuple(int(x) for x in v.split(".")[:2]) >= (2, 2)
+
+        if blobs and v2_2(out_version) != v2_2(ds.data_storage_version):
+            raise UnsupportedError(
+                f"compacting blob column(s) {blobs} of {ds.data_storage_version} files into {out_version} files "
+                "(blob columns are stored differently before and from 2.2)"
+            )
+    o["data_storage_version"] = out_version
+    o["excluded_fragment_ids"] = sorted({int(i) for i in o["excluded_fragment_ids"] or []})
+    if o["target_rows_per_fragment"] is None:
+        o["target_rows_per_fragment"] = 1024 * 1024
+    if o["materialize_deletions"] is None:
+        o["materialize_deletions"] = True
+    if o["materialize_deletions_threshold"] is None:
+        o["materialize_deletions_threshold"] = 0.1
+    return o
+
+
+def _plan_groups(ds: LanceDataset, o: Dict[str, Any]) -> List[List[Dict[str, Any]]]:
+    """The fragments (manifest entries) to rewrite together, one list per new run."""
+    target, materialize = o["target_rows_per_fragment"], o["materialize_deletions"]
+    excluded = set(o["excluded_fragment_ids"])
+    rows = ds._snapshot_rows()
+    frags = ds._loaded.manifest.get("fragments", [])
+
+    def too_many_deletions(f: Dict[str, Any]) -> bool:
+        phys, live = rows[f.get("id", 0)]
+        return materialize and phys > 0 and (phys - live) / phys > o["materialize_deletions_threshold"]
+
+    def candidate(f: Dict[str, Any]) -> bool:
+        return rows[f.get("id", 0)][0] < target or too_many_deletions(f)
+
+    # Fragments covered by different indices are never merged (as in pylance): a run
+    # ends where the set of index segments covering its fragments changes.
+    covering: Dict[int, List[str]] = {}
+    for e in ds._index_entries():
+        for fid in e["fragment_ids"]:
+            covering.setdefault(fid, []).append(str(e["uuid"]))
+
+    def indices_of(f: Dict[str, Any]) -> List[str]:
+        return sorted(covering.get(f.get("id", 0), []))
+
+    groups: List[List[Dict[str, Any]]] = []
+    run: List[Dict[str, Any]] = []
+    for f in frags + [None]:  # type: ignore[list-item]
+        if f is not None and f.get("id", 0) not in excluded and candidate(f):
+            if not run or indices_of(run[0]) == indices_of(f):
                 run.append(f)
                 continue
-            # A run is worth rewriting if it merges fragments or drops deleted rows.
-            if len(run) > 1 or (run and rows[run[0].get("id", 0)][0] != rows[run[0].get("id", 0)][1] and materialize_deletions):
-                # Split long runs into groups of about the target size.
-                group: List[Dict[str, Any]] = []
-                size = 0
-                for g in run:
-                    live = rows[g.get("id", 0)][1]
-                    if group and size + live > target_rows_per_fragment:
-                        groups.append(group)
-                        group, size = [], 0
-                    group.append(g)
-                    size += live
-                if group:
-                    groups.append(group)
-            run = []
-        groups = [g for g in groups if len(g) > 1 or rows[g[0].get("id", 0)][0] != rows[g[0].get("id", 0)][1]]
-        groups = _capped_groups(groups, rows, max_source_fragments, max_source_rows, max_source_bytes)
-        metrics = CompactionMetrics()
-        if not groups:
-            return metrics
-        from lancepy._ops import btree as _btree
+            pending = [f]
+        else:
+            pending = []
+        # A run is worth rewriting if it merges fragments or drops enough deleted rows.
+        if len(run) > 1 or (run and too_many_deletions(run[0])):
+            groups += _split_run(run, [rows[g.get("id", 0)][1] for g in run], target)
+        run = pending
+    groups = [g for g in groups if len(g) > 1 or too_many_deletions(g[0])]
+    return _capped_groups(groups, rows, o["max_source_fragments"], o["max_source_rows"], o["max_source_bytes"])
 
-        stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
-        # IVF and BTREE indices covering compacted fragments are remapped to the new row addresses
-        # (with stable row ids IVF indices hold row ids, which do not move: they just stop
-        # covering the rewritten fragments; BTREE ones hold addresses, as pylance 14's).
-        compacted = {f.get("id", 0) for g in groups for f in g}
-        remap = [
-            e for e in ds._index_entries()
-            if set(e["fragment_ids"]) & compacted
-            and (_btree.holds_addresses(ds, e) if ds._index_type(e) == "BTree" else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ") and not stable)
-        ]
-        old_addresses: List[Any] = []
-        out_groups, written = [], []
-        read_version = ds.version
-        try:
-            for g in groups:
-                ids = [f.get("id", 0) for f in g]
-                row_ids: List[int] = []
-                addresses: List[Any] = []
-                data = _RewriteSource(ds, ids, stable, bool(remap), row_ids, addresses).reader()
-                made = _write(ds._uri, data, ds._loaded.manifest.get("fields", []),
-                              ds._loaded.manifest.get("schema_metadata", {}), target_rows_per_fragment, out_version,
-                              max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE, storage_options=ds._storage_options)
-                if remap:
-                    old_addresses.append(pa.concat_arrays(addresses).to_numpy() if addresses else
-                                         pa.array([], pa.uint64()).to_numpy())
-                new = [m._manifest_json() for m in made]
-                if stable:
-                    start = 0
-                    for nf in new:
-                        n = nf["physical_rows"]
-                        nf["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(row_ids[start : start + n]))}
-                        start += n
-                written += [f"data/{d['path']}" for nf in new for d in nf["files"]]
-                out_groups.append({"old_fragments": g, "new_fragments": new})
-                metrics.fragments_removed += len(g)
-                metrics.fragments_added += len(new)
-                metrics.files_removed += sum(len(f.get("files", [])) for f in g)
-                metrics.files_added += sum(len(nf["files"]) for nf in new)
-            body = {
-                "old_fragments": [f for g in out_groups for f in g["old_fragments"]],
-                "new_fragments": [f for g in out_groups for f in g["new_fragments"]],
-                "groups": out_groups,
-            }
-            if remap:
-                body["rewritten_indices"] = self._remap_indices(remap, out_groups, old_addresses, written)
-        except BaseException:
-            ds._store.delete(written)
-            raise
-        ds._commit("Rewrite", body, written, read_version=read_version)
+
+def _split_run(run: List[Dict[str, Any]], live: List[int], target: int) -> List[List[Dict[str, Any]]]:
+    """A run of fragments split as pylance splits it: each group takes fragments until it
+    holds at least `target` live rows, and is kept only if the fragments after it hold at
+    least `target` too; otherwise it extends to the end of the run."""
+    groups = []
+    start = 0
+    while True:
+        stop, size = start, 0
+        while size < target and stop < len(run):
+            size += live[stop]
+            stop += 1
+        if sum(live[stop:]) >= target:
+            groups.append(run[start:stop])
+            start = stop
+        else:
+            groups.append(run[start:])
+            return groups
+
+
+def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, Any]]:
+    """The indices whose row addresses a rewrite of `fragment_ids` moves: IVF and BTREE
+    indices covering one of them (with stable row ids IVF indices hold row ids, which do
+    not move: they just stop covering the rewritten fragments; BTREE ones hold addresses,
+    as pylance 14's)."""
+    from lancepy._ops import btree as _btree
+
+    stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+    ids = set(fragment_ids)
+    return [
+        e for e in ds._index_entries()
+        if set(e["fragment_ids"]) & ids
+        and (_btree.holds_addresses(ds, e) if ds._index_type(e) == "BTree"
+             else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ") and not stable)
+    ]
+
+
+def _rewrite(ds: LanceDataset, fragments: List[Dict[str, Any]], o: Dict[str, Any]) -> RewriteResult:
+    """Writes the live rows of `fragments` (of `ds`'s version) into new fragments, without
+    committing them; their ids are 0 until :func:`_commit_rewrites` reserves some."""
+    import numpy as np
+
+    stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+    ids = [f.get("id", 0) for f in fragments]
+    remap = bool(_remappable_indices(ds, ids))
+    row_ids: List[int] = []
+    addresses: List[Any] = []
+    data = _RewriteSource(ds, ids, stable, remap, row_ids, addresses).reader()
+    # As pylance: as many new fragments as whole targets fit in the live rows (at least
+    # one), of equal size.
+    live = sum(ds._snapshot_rows()[i][1] for i in ids)
+    per_file = max(1, -(-live // max(1, live // o["target_rows_per_fragment"])))
+    made = _write(ds._uri, data, ds._loaded.manifest.get("fields", []), ds._loaded.manifest.get("schema_metadata", {}),
+                  per_file, o["data_storage_version"],
+                  o["max_bytes_per_file"] or DEFAULT_MAX_BYTES_PER_FILE, storage_options=ds._storage_options)
+    new = [m._manifest_json() for m in made]
+    start = 0
+    for nf in new:
+        nf["id"] = 0
+        if stable:
+            n = nf["physical_rows"]
+            nf["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(row_ids[start : start + n]))}
+            start += n
+    old_addresses = None
+    if remap:
+        old_addresses = (pa.concat_arrays(addresses) if addresses else pa.array([], pa.uint64())).to_numpy()
+        old_addresses = np.asarray(old_addresses, dtype=np.uint64)
+    metrics = CompactionMetrics(
+        fragments_removed=len(fragments),
+        fragments_added=len(new),
+        # (deletion files count, as in pylance)
+        files_removed=sum(len(f.get("files", [])) + bool(f.get("deletion_file")) for f in fragments),
+        files_added=sum(len(nf["files"]) for nf in new),
+    )
+    return RewriteResult(
+        ds.version, metrics, [FragmentMetadata._from_dict(copy.deepcopy(f)) for f in fragments],
+        [FragmentMetadata._from_dict(nf) for nf in new], old_addresses,
+    )
+
+
+def _written(result: RewriteResult) -> List[str]:
+    return [f"data/{d['path']}" for nf in result.new_fragments for d in nf._manifest_json()["files"]]
+
+
+def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> CompactionMetrics:
+    """Commits rewrites made from one version: a ``ReserveFragments`` giving the new
+    fragments their ids, then one ``Rewrite`` (with the remapped indices) checked against
+    what was committed since that version. The rewrites' files are deleted if it fails."""
+    metrics = CompactionMetrics()
+    if not results:
         return metrics
+    for r in results:
+        if not isinstance(r, RewriteResult):
+            raise InvalidArgumentError(f"Compaction.commit takes RewriteResults, got {type(r).__name__}")
+    read_version = results[0].read_version
+    if any(r.read_version != read_version for r in results):
+        raise InvalidArgumentError(
+            f"the rewrites were made from different versions {sorted({r.read_version for r in results})}"
+        )
+    groups = [
+        {"old_fragments": [f._manifest_json() for f in r.original_fragments],
+         "new_fragments": [f._manifest_json() for f in r.new_fragments]}
+        for r in results
+    ]
+    written = [p for r in results for p in _written(r)]
+    try:
+        compacted = {f.get("id", 0) for g in groups for f in g["old_fragments"]}
+        remap = _remappable_indices(ds, compacted)
+        covered = {fid for e in remap for fid in e["fragment_ids"]}
+        for r in results:
+            if r._old_addresses is None and {f.id for f in r.original_fragments} & covered:
+                raise CommitConflictError(
+                    "an index was built on the compacted fragments after the compaction tasks ran: run them again",
+                    retryable=False,
+                )
+        n_new = sum(len(g["new_fragments"]) for g in groups)
+        if n_new:
+            ds._commit("ReserveFragments", {"num_fragments": n_new})
+            next_id = int(ds._loaded.manifest["max_fragment_id"]) - n_new + 1
+            for g in groups:
+                for nf in g["new_fragments"]:
+                    nf["id"] = next_id
+                    next_id += 1
+        body: Dict[str, Any] = {
+            "old_fragments": [f for g in groups for f in g["old_fragments"]],
+            "new_fragments": [f for g in groups for f in g["new_fragments"]],
+            "groups": groups,
+        }
+        if remap:
+            # Only the groups with indexed rows move rows of an index.
+            moved = [(g, r._old_addresses) for g, r in zip(groups, results) if r._old_addresses is not None]
+            body["rewritten_indices"] = _remap_indices(ds, remap, groups, moved, written)
+    except BaseException:
+        ds._store.delete(written)
+        raise
+    ds._commit("Rewrite", body, written, read_version=read_version)
+    for r in results:
+        for name in ("fragments_removed", "fragments_added", "files_removed", "files_added"):
+            setattr(metrics, name, getattr(metrics, name) + getattr(r.metrics, name))
+    return metrics
 
-    def _remap_indices(
-        self, entries: List[Dict[str, Any]], groups: List[Dict[str, Any]], old_addresses: List[Any], written: List[str]
-    ) -> List[Dict[str, Any]]:
-        """Reserves fragment ids for the new fragments (a ``ReserveFragments`` commit, as
-        pylance does), assigns them, and writes a remapped copy of each index in `entries`;
-        returns the Rewrite's ``rewritten_indices``. Index files written are added to
-        `written` (deleted if the compaction fails)."""
+
+def _remap_indices(
+    ds: LanceDataset, entries: List[Dict[str, Any]], groups: List[Dict[str, Any]], moved: List[Any],
+    written: List[str],
+) -> List[Dict[str, Any]]:
+    """Writes a remapped copy of each index in `entries` (the new fragments have their
+    ids); returns the Rewrite's ``rewritten_indices``. `moved` pairs each group holding
+    indexed rows with the old addresses of the rows it wrote, in order. Index files written
+    are added to `written` (deleted if the compaction fails)."""
+    import numpy as np
+
+    from lancepy._ops import btree as _btree
+    from lancepy._ops import ivf_build as _ivf_build
+
+    details = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]}
+    new_addresses = [
+        (np.uint64(nf["id"]) << np.uint64(32)) + np.arange(nf["physical_rows"], dtype=np.uint64)
+        for g, _ in moved for nf in g["new_fragments"]
+    ]
+    old = np.concatenate([a for _, a in moved] or [np.empty(0, np.uint64)]).astype(np.uint64)
+    new = np.concatenate(new_addresses) if new_addresses else np.empty(0, np.uint64)
+    if len(old) != len(new):
+        raise InternalError(f"compaction moved {len(old)} rows into fragments of {len(new)} rows")
+    order = np.argsort(old, kind="stable")
+    old, new = old[order], new[order]
+    out = []
+    for e in entries:
+        covered = set(e["fragment_ids"])
+        # Groups mixing covered and uncovered fragments: their rows leave the index (the new
+        # fragment is not covered, so it is searched exactly).
+        dropped = [
+            f.get("id", 0) for g in groups for f in g["old_fragments"]
+            if f.get("id", 0) in covered and not {o.get("id", 0) for o in g["old_fragments"]} <= covered
+        ]
+        compacted = [f.get("id", 0) for g in groups for f in g["old_fragments"]]
+        remap_segment = _btree.remap if ds._index_type(e) == "BTree" else _ivf_build.remap
+        uid, files = remap_segment(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
+        written += [f"_indices/{uid}/{f['path']}" for f in files]
+        raw = details[e["uuid"]]
+        out.append({
+            "old_id": raw["uuid"],
+            "new_id": {"uuid": list(_uuid.UUID(uid).bytes)},
+            "new_index_details": raw.get("index_details"),
+            "new_index_version": raw.get("index_version") or 0,
+        })
+    return out
+
+
+def _fragments_repr(fragments: List[FragmentMetadata]) -> str:
+    return "[" + ", ".join(repr(f) for f in fragments) + "]"
+
+
+class RewriteResult:
+    """What one :class:`CompactionTask` wrote (pylance's ``lance.optimize.RewriteResult``):
+    the new fragments (ids assigned at commit) replacing `original_fragments` of version
+    `read_version`, and the metrics. Picklable and JSON-able (:meth:`json` /
+    :meth:`from_json`), so it travels from the worker that ran the task to the process that
+    commits with :meth:`Compaction.commit`. With an index to remap it also carries the old
+    row addresses of the rows written (lancepy's layout, not pylance's)."""
+
+    def __init__(self, read_version: int, metrics: CompactionMetrics, original_fragments: List[FragmentMetadata],
+                 new_fragments: List[FragmentMetadata], old_addresses: Any = None) -> None:
+        self.read_version = int(read_version)
+        self.metrics = metrics
+        self.original_fragments = list(original_fragments)
+        self.new_fragments = list(new_fragments)
+        self._old_addresses = old_addresses
+
+    @property
+    def old_fragments(self) -> List[FragmentMetadata]:
+        """The fragments replaced (:attr:`original_fragments`)."""
+        return self.original_fragments
+
+    def json(self) -> str:
+        addresses = None
+        if self._old_addresses is not None:
+            addresses = base64.b64encode(self._old_addresses.astype("<u8").tobytes()).decode()
+        return json.dumps({
+            "metrics": asdict(self.metrics),
+            "new_fragments": [f._manifest_json() for f in self.new_fragments],
+            "read_version": self.read_version,
+            "original_fragments": [f._manifest_json() for f in self.original_fragments],
+            "row_addrs": addresses,
+        })
+
+    @staticmethod
+    def from_json(text: str) -> RewriteResult:
         import numpy as np
 
-        from lancepy._ops import btree as _btree
-        from lancepy._ops import ivf_build as _ivf_build
+        try:
+            d = json.loads(text)
+            addresses = d.get("row_addrs")
+            if addresses is not None and not isinstance(addresses, str):
+                raise InvalidArgumentError("row_addrs of another library's RewriteResult cannot be read by lancepy")
+            return RewriteResult(
+                d["read_version"], CompactionMetrics(**d["metrics"]),
+                [FragmentMetadata._from_dict(f) for f in d["original_fragments"]],
+                [FragmentMetadata._from_dict(f) for f in d["new_fragments"]],
+                None if addresses is None else np.frombuffer(base64.b64decode(addresses), dtype="<u8").astype(np.uint64),
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            if isinstance(e, InvalidArgumentError):
+                raise
+            raise InvalidArgumentError(f"not the JSON of a RewriteResult: {e}") from None
 
-        ds = self._ds
-        n_new = sum(len(g["new_fragments"]) for g in groups)
-        details = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]}
-        ds._commit("ReserveFragments", {"num_fragments": n_new})
-        next_id = int(ds._loaded.manifest["max_fragment_id"]) - n_new + 1
-        new_addresses = []
-        for g in groups:
-            for nf in g["new_fragments"]:
-                nf["id"] = next_id
-                new_addresses.append((np.uint64(next_id) << np.uint64(32)) + np.arange(nf["physical_rows"], dtype=np.uint64))
-                next_id += 1
-        old = np.concatenate(old_addresses).astype(np.uint64)
-        new = np.concatenate(new_addresses) if new_addresses else np.empty(0, np.uint64)
-        if len(old) != len(new):
-            raise InternalError(f"compaction moved {len(old)} rows into fragments of {len(new)} rows")
-        order = np.argsort(old, kind="stable")
-        old, new = old[order], new[order]
-        out = []
-        for e in entries:
-            covered = set(e["fragment_ids"])
-            # Groups mixing covered and uncovered fragments: their rows leave the index (the new
-            # fragment is not covered, so it is searched exactly).
-            dropped = [
-                f.get("id", 0) for g in groups for f in g["old_fragments"]
-                if f.get("id", 0) in covered and not {o.get("id", 0) for o in g["old_fragments"]} <= covered
+    def __reduce__(self) -> Any:
+        return (RewriteResult.from_json, (self.json(),))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RewriteResult) and self.json() == other.json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"RewriteResult(read_version={self.read_version}, new_fragments={_fragments_repr(self.new_fragments)}, "
+                f"old_fragments={_fragments_repr(self.original_fragments)})")
+
+
+class CompactionTask:
+    """One group of fragments to rewrite (pylance's ``lance.optimize.CompactionTask``):
+    :meth:`execute` writes them anew, on any machine, and returns a :class:`RewriteResult`.
+    Picklable and JSON-able."""
+
+    def __init__(self, read_version: int, fragments: List[FragmentMetadata], options: Dict[str, Any]) -> None:
+        self.read_version = int(read_version)
+        self.fragments = list(fragments)
+        self._options = options
+
+    def execute(self, dataset: LanceDataset) -> RewriteResult:
+        """Rewrites the task's fragments as they are in version `read_version` of `dataset`
+        (another version of it is fine: that one is read); nothing is committed."""
+        ds = dataset if dataset.version == self.read_version else dataset.checkout_version(self.read_version)
+        live = {f.get("id", 0): f for f in ds._loaded.manifest.get("fragments", [])}
+        mine = [f._manifest_json() for f in self.fragments]
+        missing = [f["id"] for f in mine if f.get("id", 0) not in live]
+        if missing:
+            raise InvalidArgumentError(f"fragments {missing} are not in version {self.read_version} of {ds.uri}")
+        return _rewrite(ds, [live[f.get("id", 0)] for f in mine], self._options)
+
+    def json(self) -> str:
+        return json.dumps({
+            "task": {"fragments": [f._manifest_json() for f in self.fragments]},
+            "read_version": self.read_version,
+            "options": self._options,
+        })
+
+    @staticmethod
+    def from_json(text: str) -> CompactionTask:
+        try:
+            d = json.loads(text)
+            return CompactionTask(
+                d["read_version"], [FragmentMetadata._from_dict(f) for f in d["task"]["fragments"]], d["options"]
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            raise InvalidArgumentError(f"not the JSON of a CompactionTask: {e}") from None
+
+    def __reduce__(self) -> Any:
+        return (CompactionTask.from_json, (self.json(),))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CompactionTask) and self.json() == other.json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CompactionTask(read_version={self.read_version}, fragments={_fragments_repr(self.fragments)})"
+
+
+class CompactionPlan:
+    """The tasks of a compaction (pylance's ``lance.optimize.CompactionPlan``), all made
+    from version `read_version`. Picklable and JSON-able."""
+
+    def __init__(self, read_version: int, tasks: List[CompactionTask], options: Dict[str, Any]) -> None:
+        self.read_version = int(read_version)
+        self.tasks = list(tasks)
+        self._options = options
+
+    def num_tasks(self) -> int:
+        return len(self.tasks)
+
+    def json(self) -> str:
+        return json.dumps({
+            "tasks": [{"fragments": [f._manifest_json() for f in t.fragments]} for t in self.tasks],
+            "read_version": self.read_version,
+            "options": self._options,
+        })
+
+    @staticmethod
+    def from_json(text: str) -> CompactionPlan:
+        try:
+            d = json.loads(text)
+            tasks = [
+                CompactionTask(d["read_version"], [FragmentMetadata._from_dict(f) for f in t["fragments"]], d["options"])
+                for t in d["tasks"]
             ]
-            compacted = [f.get("id", 0) for g in groups for f in g["old_fragments"]]
-            remap_segment = _btree.remap if ds._index_type(e) == "BTree" else _ivf_build.remap
-            uid, files = remap_segment(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
-            written += [f"_indices/{uid}/{f['path']}" for f in files]
-            raw = details[e["uuid"]]
-            out.append({
-                "old_id": raw["uuid"],
-                "new_id": {"uuid": list(_uuid.UUID(uid).bytes)},
-                "new_index_details": raw.get("index_details"),
-                "new_index_version": raw.get("index_version") or 0,
-            })
-        return out
+            return CompactionPlan(d["read_version"], tasks, d["options"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise InvalidArgumentError(f"not the JSON of a CompactionPlan: {e}") from None
+
+    def __reduce__(self) -> Any:
+        return (CompactionPlan.from_json, (self.json(),))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CompactionPlan) and self.json() == other.json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CompactionPlan(read_version={self.read_version}, tasks=<{len(self.tasks)} compaction tasks>)"
+
+
+class Compaction:
+    """Compaction in steps (pylance's ``lance.optimize.Compaction``): :meth:`plan` picks
+    the groups of fragments to rewrite, each :class:`CompactionTask` is executed wherever
+    (``task.execute(dataset)``), and :meth:`commit` commits their results together.
+    :meth:`execute` does all three (``ds.optimize.compact_files``)."""
+
+    @staticmethod
+    def execute(dataset: LanceDataset, options: Optional[CompactionOptions]) -> CompactionMetrics:
+        """Plans, rewrites and commits (see :meth:`DatasetOptimizer.compact_files` for the
+        options)."""
+        plan = Compaction.plan(dataset, options)
+        results: List[RewriteResult] = []
+        try:
+            for task in plan.tasks:
+                results.append(task.execute(dataset))
+        except BaseException:
+            dataset._store.delete([p for r in results for p in _written(r)])
+            raise
+        return _commit_rewrites(dataset, results)
+
+    @staticmethod
+    def plan(dataset: LanceDataset, options: Optional[CompactionOptions]) -> CompactionPlan:
+        """The tasks of a compaction of `dataset`'s version with `options`."""
+        o = _resolve_options(dataset, options)
+        version = dataset.version
+        tasks = [
+            CompactionTask(version, [FragmentMetadata._from_dict(copy.deepcopy(f)) for f in g], o)
+            for g in _plan_groups(dataset, o)
+        ]
+        return CompactionPlan(version, tasks, o)
+
+    @staticmethod
+    def commit(
+        dataset: LanceDataset, rewrites: List[RewriteResult], options: Optional[CompactionOptions] = None
+    ) -> CompactionMetrics:
+        """Commits the results of tasks of one plan (all of them or some) to `dataset`,
+        which moves to the new version; returns their metrics summed. `options` are checked
+        as :meth:`plan` checks them (the rewrites were made with the plan's)."""
+        _resolve_options(dataset, options)
+        return _commit_rewrites(dataset, list(rewrites))

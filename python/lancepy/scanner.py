@@ -616,6 +616,7 @@ class LanceScanner:
             q = self._nearest
             steps.append(f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}, use_index={q.use_index}, "
                          f"nprobes={q.nprobes}, refine_factor={q.refine_factor}" + (f", {'pre' if self._prefilter else 'post'}filter" if self._filter else ""))
+            steps.append(_vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search))
             if self._filter is not None:
                 steps.append(f"Filter: {self._filter.text}")
             steps.append(f"Scan: {where}, columns=[{q.column}]{extra}")

@@ -281,16 +281,11 @@ def _segment_filter(
     return keep
 
 
-def _index_search(
-    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array],
-    index_segments: Optional[Sequence[str]] = None,
-) -> Optional[Tuple[List[int], List[float]]]:
-    """Searches with the column's IVF index (merging an exact search of the fragments it
-    does not cover); None when there is no usable index. With `index_segments` (segment
-    uuids), only those segments are searched, and, when `fragment_ids` are given, the
-    fragments they do not cover exactly (pylance's rule)."""
-    import numpy as np
-
+def _usable_index(
+    ds: "LanceDataset", query: NearestQuery, index_segments: Optional[Sequence[str]] = None
+) -> Optional[Tuple[List[Dict[str, Any]], List[Tuple[Dict[str, Any], Any]]]]:
+    """The index segments a search uses (those of `index_segments` when given) and each
+    loaded, or None when the search is exact (no index, or one of another metric)."""
     segments = _index_for(ds, query)
     if not segments:
         return None
@@ -315,6 +310,50 @@ def _index_search(
         return None  # (a search by another distance than the index's is exact, as in pylance)
     if any(idx.metric != metric for _, idx in loaded):
         return None
+    return segments, loaded
+
+
+def search_plan(
+    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]],
+    index_segments: Optional[Sequence[str]] = None, fast_search: bool = False,
+) -> str:
+    """How :func:`search` finds the nearest rows, in one line of an explained plan: with
+    the index (and which fragments it covers) and/or exactly (``KNNVectorDistance``, as
+    pylance names its exact search) over the fragments the index does not cover."""
+    frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
+    usable = _usable_index(ds, query, index_segments)
+    if fast_search:
+        covered_all = {int(f) for e in _index_for(ds, query) for f in e["fragment_ids"]}
+        frags = [f for f in frags if f in covered_all]
+    if usable is None:
+        return f"KNNVectorDistance: metric={query.metric}, exact search of {len(frags)} fragment(s)"
+    segments, loaded = usable
+    if index_segments is not None and fragment_ids is None:
+        frags = sorted({f for e in segments for f in e["fragment_ids"]} & set(frags))
+    covered = {int(f) for e in segments for f in e["fragment_ids"]}
+    exact = [f for f in frags if f not in covered]
+    line = (f"ANNIvfPartition: index={segments[0]['name']}, segments={len(segments)}, metric={loaded[0][1].metric}, "
+            f"fragments={len(frags) - len(exact)}")
+    if exact:
+        line += f"; KNNVectorDistance: metric={loaded[0][1].metric}, exact search of the unindexed fragments {exact}"
+    return line
+
+
+def _index_search(
+    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array],
+    index_segments: Optional[Sequence[str]] = None,
+) -> Optional[Tuple[List[int], List[float]]]:
+    """Searches with the column's IVF index (merging an exact search of the fragments it
+    does not cover); None when there is no usable index. With `index_segments` (segment
+    uuids), only those segments are searched, and, when `fragment_ids` are given, the
+    fragments they do not cover exactly (pylance's rule)."""
+    import numpy as np
+
+    usable = _usable_index(ds, query, index_segments)
+    if usable is None:
+        return None
+    segments, loaded = usable
+    metric = loaded[0][1].metric
     frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
     if index_segments is not None and fragment_ids is None:
         # only the chosen segments' rows

@@ -5,6 +5,7 @@ values), dropping, renaming and casting columns. The functions behind
 from __future__ import annotations
 
 import copy
+import re
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 import pyarrow as pa
@@ -14,8 +15,9 @@ from lancepy._core.conform import to_record_batch_reader
 from lancepy._core.evaluate import _evaluate_values
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table, lance_fields_for
 from lancepy._ops.write import _write
-from lancepy.exceptions import InvalidArgumentError, UnsupportedError
-from lancepy.filters import Filter, compile_expression
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, LanceIOError, UnsupportedError
+from lancepy.filters import Filter, compile_expression, parse_sql
+from lancepy.udf import BatchUDF, BatchUDFCheckpoint
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
@@ -51,6 +53,11 @@ def add_columns(
         return
     if isinstance(transforms, dict):
         compiled = {n: compile_expression(e, schema) if isinstance(e, str) else e for n, e in transforms.items()}
+        if transforms and all(isinstance(e, str) and _is_null_cast(e) for e in transforms.values()):
+            # Only ``CAST(NULL AS type)``s, as pylance: all-null columns, a metadata-only change.
+            empty = schema.empty_table()
+            types = {n: _evaluate_values(empty, f.expression, None).type for n, f in compiled.items()}
+            return add_columns(ds, pa.schema([pa.field(n, t) for n, t in types.items()]))
         needed = sorted({c for f in compiled.values() if isinstance(f, Filter) for c in (f.columns or schema.names)})
         if any(not isinstance(f, Filter) for f in compiled.values()):
             needed = schema.names
@@ -72,6 +79,12 @@ def add_columns(
             pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id
         )
     raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
+
+
+def _is_null_cast(sql: str) -> bool:
+    """Whether `sql` is literally ``CAST(NULL AS type)`` (what pylance adds without data)."""
+    node = parse_sql(sql)
+    return type(node).__name__ == "Cast" and type(node.this).__name__ == "Null"
 
 
 def _check_new_names(ds: LanceDataset, new_schema: pa.Schema) -> None:
@@ -122,7 +135,7 @@ def _add_computed_columns(
             part = src.take(pa.array(live_rows, pa.int64()))
             batch = part.to_batches()
             batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
-            out = _as_table(fn(batch))
+            out = _as_table(_udf_result(fn, batch, fid, len(outs)))
             if out.num_rows != len(live_rows):
                 raise InvalidArgumentError(
                     f"the add_columns function returned {out.num_rows} rows for a batch of {len(live_rows)}"
@@ -135,13 +148,36 @@ def _add_computed_columns(
             raise InvalidArgumentError(f"the add_columns function returned batches of different schemas: {e}") from None
         new_tables.append(_spread_over_physical_rows(values, keep))
     ds._attach_new_columns(new_tables, first_id)
+    if isinstance(fn, BatchUDF) and fn.cache is not None:
+        fn.cache.cleanup()
+
+
+def _udf_result(fn: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch, fragment_id: int, index: int) -> Any:
+    """`fn`'s result on the `index`-th batch of fragment `fragment_id`: a :class:`BatchUDF`'s
+    checked against its output schema and taken from (or saved in) its checkpoint."""
+    if not isinstance(fn, BatchUDF):
+        return fn(batch)
+    info = BatchUDFCheckpoint.BatchInfo(fragment_id, index)
+    saved = fn.cache.get_batch(info) if fn.cache is not None else None
+    if saved is not None:
+        return fn._check(saved)
+    out = fn._call(batch)
+    if fn.cache is not None:
+        fn.cache.insert_batch(info, out)
+    return out
 
 
 def _add_precomputed_columns(ds: LanceDataset, values: pa.Table, first_id: int) -> None:
     total = ds.count_rows()
-    if values.num_rows != total:
-        raise InvalidArgumentError(
-            f"precomputed columns have {values.num_rows} rows but the dataset has {total} live rows"
+    # (pylance's messages, and its OSError: the values come as a stream)
+    if values.num_rows < total:
+        raise LanceIOError(
+            "Stream ended before producing values for all rows in dataset "
+            f"({values.num_rows} values for {total} live rows)"
+        )
+    if values.num_rows > total:
+        raise LanceIOError(
+            f"Stream produced more values than expected for dataset ({values.num_rows} values for {total} live rows)"
         )
     new_tables = []
     start = 0
@@ -237,11 +273,23 @@ def alter_columns(ds: LanceDataset, *alterations: Dict[str, Any]) -> None:
     top = {f.get("name"): f for f in fields if f.get("parent_id", -1) == -1}
     casts: Dict[str, pa.DataType] = {}
     for alt in alterations:
+        if not isinstance(alt, dict):
+            raise InvalidArgumentError(f"an alteration is a dict, got {type(alt).__name__}")
+        unknown = [k for k in alt if k not in ("path", "name", "nullable", "data_type")]
+        if unknown:
+            raise InvalidArgumentError(f"Unknown key: {unknown[0]} (an alteration has path, name, nullable, data_type)")
+        if all(alt.get(k) is None for k in ("name", "nullable", "data_type")):
+            raise InvalidArgumentError("At least one of name, nullable, or data_type must be specified")
         path = alt.get("path")
         if path not in top:
-            raise InvalidArgumentError(f"cannot alter {path!r}: no such column (columns are {list(top)})")
+            raise ColumnNotFoundError(f'Column "{path}" does not exist (columns are {list(top)})')
         f = top[path]
         if alt.get("data_type") is not None:
+            old_type = ds.schema.field(path).type
+            if not _castable(old_type, alt["data_type"]):
+                raise InvalidArgumentError(
+                    f'Cannot cast column "{path}" from {_arrow_name(old_type)} to {_arrow_name(alt["data_type"])}'
+                )
             casts[path] = alt["data_type"]
         if "name" in alt and alt["name"] is not None and alt["name"] != path:
             if alt["name"] in top:
@@ -287,10 +335,12 @@ def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[st
                     include_deleted=True,
                 )
             )
-            try:
-                cols = [src.column(n).cast(t) for n, t in casts.items()]
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise InvalidArgumentError(f"cannot cast: {e}") from None
+            cols = []
+            for n, t in casts.items():
+                try:
+                    cols.append(src.column(n).cast(t))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidArgumentError(f"cannot cast column {n!r} to {t}: {_cast_message(e, t)}") from None
             names = [f["name"] for f in new_fields]
             table = pa.Table.from_arrays(cols, names=names)
             made = _write(
@@ -316,6 +366,48 @@ def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[st
 
 #: Rows per call of an ``add_columns`` function when no ``batch_size`` is given (pylance's).
 _UDF_BATCH_SIZE = 1024
+
+
+def _castable(old: pa.DataType, new: pa.DataType) -> bool:
+    """The type changes pylance's alter_columns allows: within integers, within floats,
+    between string and large string, binary and large binary, date and timestamp, lists and
+    large lists, and fixed-size lists of the same size, of castable values."""
+    t = pa.types
+    if old == new:
+        return True
+    for kind in (t.is_integer, t.is_floating):
+        if kind(old) and kind(new):
+            return True
+    for pair in ((t.is_string, t.is_large_string), (t.is_binary, t.is_large_binary), (t.is_date, t.is_timestamp)):
+        if any(a(old) for a in pair) and any(b(new) for b in pair):
+            return True
+    if (t.is_list(old) or t.is_large_list(old)) and (t.is_list(new) or t.is_large_list(new)):
+        return _castable(old.value_type, new.value_type)
+    if t.is_fixed_size_list(old) and t.is_fixed_size_list(new):
+        return old.list_size == new.list_size and _castable(old.value_type, new.value_type)
+    return False
+
+
+def _arrow_name(t: pa.DataType) -> str:
+    """A type as pylance names it in errors (Arrow's Rust names for the common ones)."""
+    names = {
+        pa.string(): "Utf8", pa.large_string(): "LargeUtf8", pa.binary(): "Binary",
+        pa.large_binary(): "LargeBinary", pa.bool_(): "Boolean",
+    }
+    if t in names:
+        return names[t]
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return str(t).replace("uint", "UInt").replace("int", "Int").replace("halffloat", "Float16").replace(
+            "float", "Float32").replace("double", "Float64")
+    return str(t)
+
+
+def _cast_message(error: Exception, to: pa.DataType) -> str:
+    """pyarrow's cast error, an out-of-range integer worded as pylance words it."""
+    m = re.search(r"Integer value (-?\d+) not in range", str(error))
+    if m and pa.types.is_integer(to):
+        return f"Can't cast value {m.group(1)} to type {_arrow_name(to)} ({error})"
+    return str(error)
 
 
 def _spread_over_physical_rows(values: pa.Table, keep: Any) -> pa.Table:

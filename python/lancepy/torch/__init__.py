@@ -77,6 +77,10 @@ Layout of the package (imports only go downward: ``_convert`` <- ``sampler`` <- 
 * ``data`` (imported on demand, from ``_convert`` and ``dataset``): pylance's
   ``lance.torch.data`` API: the iterable ``LanceDataset`` (batches from a
   :mod:`lancepy.sampler` sampler), ``SafeLanceDataset``, ``get_safe_loader``.
+* ``devices``: :func:`preferred_device` (pylance's). ``distance`` (pylance's
+  ``lance.torch.distance``: pairwise and nearest-centroid L2 / cosine / dot distances) and
+  ``bench_utils`` (pylance's exact ``ground_truth`` k-NN over a dataset; from ``devices``
+  and ``distance``) are imported on demand.
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ import lancepy  # noqa: F401  (``lancepy.torch.lancepy``: tests patch ``lancepy.
 
 from ._convert import Batch, BinaryTensor, FillNull, NullValuesError, _Converter, collate_fn
 from .dataset import LanceDataset, LanceIterableDataset
+from .devices import preferred_device
 from .loader import Loader, _default_threads
 from .sampler import ShuffleSampler, _Order  # _Order: pickles of samplers made before the split name it here
 
@@ -97,4 +102,5 @@ __all__ = [
     "NullValuesError",
     "collate_fn",
     "Loader",
+    "preferred_device",
 ]
