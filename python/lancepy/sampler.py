@@ -439,14 +439,11 @@ class FullScanSampler(FragmentSampler):
         yield from dataset.get_fragments()
 
 
-class ShardedFragmentSampler(FragmentSampler):
-    """Rank `rank` of `world_size` reads fragments ``rank, rank + world_size, ...`` of the
-    dataset's fragment list, shuffled first with `seed` (plus the epoch, see
-    :meth:`set_epoch`) when `randomize` is true. Reads whole fragments, so it is cheaper than
-    :class:`ShardedBatchSampler`, but ranks get as many rows as their fragments hold."""
+class _Sharded:
+    """What the sharded samplers share: rank and world size, `randomize`, `seed` plus the
+    epoch for the shuffle, :meth:`from_torch` and the repr."""
 
     def __init__(self, rank: int, world_size: int, randomize: bool = False, seed: int = 0) -> None:
-        super().__init__()
         self._rank, self._world_size = _rank_world(rank, world_size)
         self._randomize = bool(randomize)
         self._seed = _non_negative("seed", seed)
@@ -456,11 +453,24 @@ class ShardedFragmentSampler(FragmentSampler):
         """Shuffle with ``seed + epoch`` from now on (pylance's ignores the epoch)."""
         self._epoch = _non_negative("epoch", epoch)
 
-    @staticmethod
-    def from_torch(randomize: bool = False, seed: int = 0) -> "ShardedFragmentSampler":
+    @classmethod
+    def from_torch(cls, randomize: bool = False, seed: int = 0) -> Any:
         """With the rank and world size of ``torch.distributed`` (initialised)."""
         rank, world_size = _torch_rank_world()
-        return ShardedFragmentSampler(rank, world_size, randomize=randomize, seed=seed)
+        return cls(rank, world_size, randomize=randomize, seed=seed)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(rank={self._rank}, world_size={self._world_size}, "
+            f"randomize={self._randomize}, seed={self._seed})"
+        )
+
+
+class ShardedFragmentSampler(_Sharded, FragmentSampler):
+    """Rank `rank` of `world_size` reads fragments ``rank, rank + world_size, ...`` of the
+    dataset's fragment list, shuffled first with `seed` (plus the epoch, see
+    :meth:`set_epoch`) when `randomize` is true. Reads whole fragments, so it is cheaper than
+    :class:`ShardedBatchSampler`, but ranks get as many rows as their fragments hold."""
 
     def iter_fragments(self, dataset: LanceDataset, **kwargs: Any) -> Iterator[LanceFragment]:
         """This rank's fragments."""
@@ -470,14 +480,8 @@ class ShardedFragmentSampler(FragmentSampler):
             random.Random(self._seed + self._epoch).shuffle(fragments)
         yield from fragments[self._rank :: self._world_size]
 
-    def __repr__(self) -> str:
-        return (
-            f"ShardedFragmentSampler(rank={self._rank}, world_size={self._world_size}, "
-            f"randomize={self._randomize}, seed={self._seed})"
-        )
 
-
-class ShardedBatchSampler(Sampler):
+class ShardedBatchSampler(_Sharded, Sampler):
     """Rank `rank` of `world_size` reads every `world_size`-th batch of `batch_size` rows.
 
     Without a filter, the rows (positions ``0 .. count_rows()``) are cut into batches of
@@ -488,22 +492,6 @@ class ShardedBatchSampler(Sampler):
     ``r, r + world_size, ...``, cut into batches of `batch_size` (the last may be shorter),
     read in order or shuffled the same way.
     """
-
-    def __init__(self, rank: int, world_size: int, randomize: bool = False, seed: int = 0) -> None:
-        self._rank, self._world_size = _rank_world(rank, world_size)
-        self._randomize = bool(randomize)
-        self._seed = _non_negative("seed", seed)
-        self._epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        """Shuffle with ``seed + epoch`` from now on."""
-        self._epoch = _non_negative("epoch", epoch)
-
-    @staticmethod
-    def from_torch(randomize: bool = False, seed: int = 0) -> "ShardedBatchSampler":
-        """With the rank and world size of ``torch.distributed`` (initialised)."""
-        rank, world_size = _torch_rank_world()
-        return ShardedBatchSampler(rank, world_size, randomize=randomize, seed=seed)
 
     def _groups(self, ds: LanceDataset, batch_size: int, filter: Optional[str]) -> List[np.ndarray]:
         if filter is None:
@@ -538,11 +526,6 @@ class ShardedBatchSampler(Sampler):
         read = _take_reader(dataset, columns, bool(with_row_id), by_row_id=filter is not None)
         return _read_groups(read, self._groups(dataset, batch_size, filter), readahead)
 
-    def __repr__(self) -> str:
-        return (
-            f"ShardedBatchSampler(rank={self._rank}, world_size={self._world_size}, "
-            f"randomize={self._randomize}, seed={self._seed})"
-        )
 
 
 class ShardedFixedBatchSampler(ShardedBatchSampler):
