@@ -609,7 +609,23 @@ def _fragments_repr(fragments: List[FragmentMetadata]) -> str:
     return "[" + ", ".join(repr(f) for f in fragments) + "]"
 
 
-class RewriteResult:
+class _JsonForm:
+    """A value with a JSON form (``json()`` / ``from_json``): pickled as that JSON, equal to
+    another of its class with the same JSON, not hashable (it is mutable)."""
+
+    def json(self) -> str:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def __reduce__(self) -> Any:
+        return (type(self).from_json, (self.json(),))  # type: ignore[attr-defined]
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.json() == other.json()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class RewriteResult(_JsonForm):
     """What one :class:`CompactionTask` wrote (pylance's ``lance.optimize.RewriteResult``):
     the new fragments (ids assigned at commit) replacing `original_fragments` of version
     `read_version`, and the metrics. Picklable and JSON-able (:meth:`json` /
@@ -662,20 +678,12 @@ class RewriteResult:
                 raise
             raise InvalidArgumentError(f"not the JSON of a RewriteResult: {e}") from None
 
-    def __reduce__(self) -> Any:
-        return (RewriteResult.from_json, (self.json(),))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RewriteResult) and self.json() == other.json()
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return (f"RewriteResult(read_version={self.read_version}, new_fragments={_fragments_repr(self.new_fragments)}, "
                 f"old_fragments={_fragments_repr(self.original_fragments)})")
 
 
-class CompactionTask:
+class CompactionTask(_JsonForm):
     """One group of fragments to rewrite (pylance's ``lance.optimize.CompactionTask``):
     :meth:`execute` writes them anew, on any machine, and returns a :class:`RewriteResult`.
     Picklable and JSON-able."""
@@ -713,19 +721,11 @@ class CompactionTask:
         except (ValueError, KeyError, TypeError) as e:
             raise InvalidArgumentError(f"not the JSON of a CompactionTask: {e}") from None
 
-    def __reduce__(self) -> Any:
-        return (CompactionTask.from_json, (self.json(),))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CompactionTask) and self.json() == other.json()
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"CompactionTask(read_version={self.read_version}, fragments={_fragments_repr(self.fragments)})"
 
 
-class CompactionPlan:
+class CompactionPlan(_JsonForm):
     """The tasks of a compaction (pylance's ``lance.optimize.CompactionPlan``), all made
     from version `read_version`. Picklable and JSON-able."""
 
@@ -755,14 +755,6 @@ class CompactionPlan:
             return CompactionPlan(d["read_version"], tasks, d["options"])
         except (ValueError, KeyError, TypeError) as e:
             raise InvalidArgumentError(f"not the JSON of a CompactionPlan: {e}") from None
-
-    def __reduce__(self) -> Any:
-        return (CompactionPlan.from_json, (self.json(),))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CompactionPlan) and self.json() == other.json()
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"CompactionPlan(read_version={self.read_version}, tasks=<{len(self.tasks)} compaction tasks>)"
