@@ -303,8 +303,6 @@ def ds(tmp_path):
 @pytest.mark.parametrize(
     "call, option",
     [
-        (lambda ds: ds.scanner(nearest={"column": "v", "q": [[1.0], [2.0]]}, disable_scoring_autoprojection=True),
-         "disable_scoring_autoprojection"),
         (lambda ds: ds.to_table(full_text_query="hello"), "full_text_query"),
         (lambda ds: ds.head(3, full_text_query="hello"), "full_text_query"),
         (lambda ds: ds.scanner(row_addr_allowlist=b"\x00"), "row_addr_allowlist"),

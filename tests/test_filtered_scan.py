@@ -100,7 +100,7 @@ def test_explain_and_analyze_plan_describe_what_runs(uri) -> None:
     lines = plan.splitlines()
     assert lines[0].startswith("Project: ['s', 'v']")
     assert any("LateMaterialize: ['s', 'v']" in line for line in lines)
-    assert lines[-1].strip().startswith("Scan:") and "columns=['x']" in lines[-1]
+    assert lines[-1].strip().startswith("LanceRead:") and "columns=['x']" in lines[-1]
     assert "LateMaterialize" not in ds.scanner(columns=["s"], filter="x > 45", late_materialization=False).explain_plan()
     assert "(pushed down)" in ds.scanner(columns=["s"], limit=3).explain_plan()
     verbose = ds.scanner(filter="x > 45").explain_plan(verbose=True)

@@ -587,7 +587,6 @@ class LanceDataset:
         _refuse(
             full_text_query=full_text_query,
             scan_stats_callback=scan_stats_callback,
-            disable_scoring_autoprojection=disable_scoring_autoprojection or None,
             row_addr_allowlist=row_addr_allowlist,
             row_addr_blocklist=row_addr_blocklist,
         )
@@ -604,6 +603,7 @@ class LanceDataset:
             scanner._fast_search = bool(fast_search)
         scanner._set_include_deleted(include_deleted_rows)
         scanner._use_scalar_index = use_scalar_index is not False
+        scanner._no_scoring_column = bool(disable_scoring_autoprojection)
         scanner._set_read_ahead(batch_readahead)
         scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
         if index_segments is not None:
@@ -882,13 +882,7 @@ class LanceDataset:
         The output follows the order of `indices`; repeats are allowed. One native call reads
         every fragment involved, in parallel.
         """
-        cols = self._plain_columns(columns)
-        return pa.table(self._snapshot.take(
-            _indices(indices),
-            columns=cols,
-            with_row_id=with_row_id,
-            with_row_address=with_row_address,
-        ))
+        return _take.take(self, indices, columns, with_row_id, with_row_address)
 
     def _take_rows(self, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         """Rows by row id: row addresses (``fragment_id << 32 | offset``), or, on a dataset

@@ -16,6 +16,7 @@ from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy import vector as _vector
 from lancepy._ops import scalar_query as _scalar_query
+from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
@@ -34,6 +35,20 @@ def _run_starts(values: pa.Array) -> List[int]:
     return [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
 
 
+def _compile_scan_filter(filter: Any, schema: pa.Schema) -> Any:
+    """The compiled filter and the system columns (``_rowid``, ``_rowaddr``) it refers to.
+    Those are compiled as uint64 columns the scan reads alongside."""
+    if not isinstance(filter, str) or not any(n in filter for n in (ROW_ID, ROW_ADDRESS)):
+        return compile_filter(filter, schema), ()
+    extended = schema
+    for n in (ROW_ID, ROW_ADDRESS):
+        if n not in schema.names:
+            extended = extended.append(pa.field(n, pa.uint64()))
+    flt = compile_filter(filter, extended)
+    used = tuple(n for n in (ROW_ID, ROW_ADDRESS) if n not in schema.names and (flt.columns is None or n in flt.columns))
+    return flt, used
+
+
 class LanceScanner:
     """A configured read of one dataset version.
 
@@ -47,25 +62,35 @@ class LanceScanner:
         self._ds = ds
         schema = ds.schema
         self._computed: Optional[Dict[str, Any]] = None
+        self._projection: Optional[Projection] = None
         if isinstance(columns, dict):
             self._computed = {n: compile_expression(e, schema).expression if isinstance(e, str) else e for n, e in columns.items()}
             self._columns: Optional[List[str]] = None
         elif columns is None:
             self._columns = None
+        elif len(set(columns)) != len(list(columns)):
+            dup = sorted({c for c in columns if list(columns).count(c) > 1})
+            raise InvalidArgumentError(f"duplicate column names in the projection: {dup} (a take may repeat them; a scan may not)")
+        elif Projection.needed(list(columns), schema):
+            # System columns, nested paths or repeats: read the top-level columns they need.
+            self._projection = Projection(list(columns), schema)
+            self._columns = self._projection.read
         else:
             self._columns = list(columns)
-            unknown = [c for c in self._columns if c not in schema.names]
-            if unknown:
-                from lancepy.exceptions import ColumnNotFoundError
-
-                raise ColumnNotFoundError(f"columns {unknown} do not exist; the dataset has {schema.names}")
-        self._filter = compile_filter(filter, schema)
+        self._filter, filter_system = _compile_scan_filter(filter, schema)
+        self._filter_system = filter_system
         if limit is not None and limit < 0 or offset is not None and offset < 0:
             raise InvalidArgumentError("limit and offset must be non-negative")
         self._limit = limit
         self._offset = offset or 0
-        self._with_row_id = with_row_id
-        self._with_row_address = with_row_address
+        # Row ids / addresses read for the filter or the projection but not appended at the end.
+        self._hidden_columns = set()
+        for name, asked in ((ROW_ID, with_row_id), (ROW_ADDRESS, with_row_address)):
+            wanted = name in filter_system or (self._projection is not None and name in self._projection.needs)
+            if wanted and not asked:
+                self._hidden_columns.add(name)
+        self._with_row_id = with_row_id or ROW_ID in self._hidden_columns
+        self._with_row_address = with_row_address or ROW_ADDRESS in self._hidden_columns
         self._batch_size = batch_size or 8192
         self._order: List[ColumnOrdering] = []
         self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
@@ -76,13 +101,14 @@ class LanceScanner:
         # row addresses that finds them were added by the scan, not asked for.
         self._blob_values: List[str] = []
         self._read_ahead: Optional[int] = None
-        self._hidden_address = False
         self._include_deleted = False
         self._strict_batches = False
         self._batch_bytes: Optional[int] = None
         self._index_segments: Optional[List[Any]] = None
         self._fast_search = False
         self._use_scalar_index = True
+        self._no_scoring_column = False
+        self._rows_scanned = 0  # rows read before filtering (what analyze_plan reports)
 
     def _set_batching(self, strict: bool, batch_size_bytes: Optional[int]) -> None:
         if batch_size_bytes is not None:
@@ -126,7 +152,7 @@ class LanceScanner:
         self._blob_values = [c for c in names if _blob.blob_field_kind(manifest, c) is not None]
         if self._blob_values and not self._with_row_address:
             self._with_row_address = True
-            self._hidden_address = True
+            self._hidden_columns.add(ROW_ADDRESS)
 
     def _set_late_materialization(self, late: Union[bool, List[str], None]) -> None:
         if late is None or isinstance(late, bool):
@@ -143,7 +169,7 @@ class LanceScanner:
 
     def _late_columns(self) -> List[str]:
         """Projected columns a filtered scan reads only for the rows that pass the filter."""
-        if self._filter is None or self._filter.columns is None or self._late is False:
+        if self._filter is None or self._filter.columns is None or self._late is False or self._filter_system:
             return []
         projected = self._columns if self._columns is not None else list(self._ds.schema.names)
         used = set(self._filter.columns)
@@ -207,6 +233,7 @@ class LanceScanner:
         ))
         mask = _evaluate(t, self._filter)
         scanned = t.num_rows
+        self._rows_scanned += scanned
         t = t.filter(mask).slice(self._offset)
         if t.num_rows <= scanned * self._TAKE_FRACTION:
             values = pa.table(s.take_addresses(t.column(ROW_ADDRESS).combine_chunks(), columns=late))
@@ -249,6 +276,19 @@ class LanceScanner:
         self._prefilter = prefilter
 
     def _search(self) -> pa.Table:
+        t = self._search_raw()
+        if self._projection is None and not self._no_scoring_column:
+            return t
+        scored = [n for n in ("_distance",) if n in t.column_names and not self._no_scoring_column]
+        if self._projection is not None:
+            out = self._projection.apply(t, self._ds)
+        else:
+            out = t.select(self._columns if self._columns is not None else list(self._ds.schema.names))
+        for n in scored + [n for n in (ROW_ID, ROW_ADDRESS) if n in t.column_names and n not in self._hidden_columns]:
+            out = out.append_column(t.schema.field(n), t.column(n))
+        return out
+
+    def _search_raw(self) -> pa.Table:
         return _vector.search(
             self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
             limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
@@ -280,7 +320,7 @@ class LanceScanner:
             )
 
     def _read_columns(self) -> Optional[List[str]]:
-        extra = (self._filter.columns if self._filter is not None else []) or []
+        extra = [c for c in ((self._filter.columns if self._filter is not None else []) or []) if c not in SYSTEM_COLUMNS]
         if self._filter is not None and self._filter.columns is None:
             return None
         extra = extra + [k.column_name for k in getattr(self, "_order", [])]
@@ -307,7 +347,7 @@ class LanceScanner:
 
     def _output_names(self, table_names: List[str]) -> List[str]:
         names = self._columns if self._columns is not None else [n for n in self._ds.schema.names]
-        extra = [n for n in (ROW_ID, ROW_ADDRESS) if n in table_names and not (n == ROW_ADDRESS and self._hidden_address)]
+        extra = [n for n in (ROW_ID, ROW_ADDRESS) if n in table_names and n not in self._hidden_columns]
         return list(names) + extra
 
     def _finish(self, table: pa.Table) -> pa.Table:
@@ -327,6 +367,12 @@ class LanceScanner:
                 if n in table.column_names:
                     cols[n] = pc.field(n)
             return pads.dataset(table).to_table(columns=cols)
+        if self._projection is not None:
+            out = self._projection.apply(table, self._ds)
+            for n in (ROW_ID, ROW_ADDRESS):
+                if n in table.column_names and n not in self._hidden_columns:
+                    out = out.append_column(table.schema.field(n), table.column(n))
+            return out
         return table.select(self._output_names(table.column_names))
 
     def _scan_table(self, offset: int = 0, limit: Optional[int] = None, batch_rows: int = 131072) -> pa.Table:
@@ -352,6 +398,7 @@ class LanceScanner:
             return self._ordered_table()
         if self._filter is None:
             t = self._scan_table(offset=self._offset, limit=self._limit)
+            self._rows_scanned += t.num_rows
             return self._finish(t)
         hit = self._index_prefilter()
         if hit is not None:
@@ -364,6 +411,7 @@ class LanceScanner:
             return pa.concat_tables(parts) if parts else self._finish(self._empty())
         if self._limit is None:
             t = self._scan_table()
+            self._rows_scanned += t.num_rows
             t = t.filter(_evaluate(t, self._filter))
             return self._finish(t.slice(self._offset))
         batches = list(self.to_batches())
@@ -390,6 +438,7 @@ class LanceScanner:
         run: List[int] = []
 
         def add(t: pa.Table) -> None:
+            self._rows_scanned += t.num_rows
             if t.num_rows:
                 parts.append(t.filter(_evaluate(t, self._filter)))
 
@@ -497,6 +546,7 @@ class LanceScanner:
             return
         for t in _stream_tables(stream, FILTER_BATCH_ROWS):
             scanned = t.num_rows
+            self._rows_scanned += scanned
             t = t.filter(_evaluate(t, self._filter))
             if skip:
                 cut = min(skip, t.num_rows)
@@ -584,19 +634,28 @@ class LanceScanner:
         files: the process's counters, see :func:`lancepy.io_counts`, so reads by other
         threads in that time count too)."""
         io0 = _lancepy.io_counts()
+        self._rows_scanned = 0
         t0 = time.perf_counter()
         rows = self.count_rows() if count_rows else self.to_table().num_rows
         elapsed = time.perf_counter() - t0
         io = {k: v - io0[k] for k, v in _lancepy.io_counts().items()}
-        lines = self._plan_lines(True, counting=count_rows)
+        metrics = {"output_rows": rows, "rows_scanned": self._rows_scanned, "bytes_read": io["bytes"] + io["mapped_bytes"], "iops": io["requests"], "requests": io["requests"]}
+        lines = self._plan_lines(True, counting=count_rows, metrics=metrics)
         head = (
             f"Analyze: elapsed={elapsed * 1e3:.3f} ms, output_rows={rows}, io_requests={io['requests']}, "
             f"io_bytes={io['bytes']}, mapped_bytes={io['mapped_bytes']}"
         )
         return "\n".join([head] + ["  " + line for line in lines])
 
-    def _plan_lines(self, verbose: bool, counting: bool = False) -> List[str]:
-        """The steps :meth:`to_table` (or :meth:`count_rows`) takes, outermost first."""
+    def _plan_lines(self, verbose: bool, counting: bool = False, metrics: Optional[Dict[str, int]] = None) -> List[str]:
+        """The steps :meth:`to_table` (or :meth:`count_rows`) takes, outermost first. With
+        `metrics` (an analyzed run), the read step carries the run's I/O (``bytes_read``:
+        bytes fetched from storage or copied out of mapped files; ``iops`` and ``requests``:
+        read requests) and a vector search step its output rows."""
+        read_metrics = "" if metrics is None else (
+            f", metrics=[output_rows={metrics['output_rows']}, "
+            + ("" if counting else f"rows_scanned={metrics['rows_scanned']}, ")
+            + f"bytes_read={metrics['bytes_read']}, iops={metrics['iops']}, requests={metrics['requests']}]")
         steps: List[str] = []
         if counting:
             steps.append("Count")
@@ -616,10 +675,14 @@ class LanceScanner:
             q = self._nearest
             steps.append(f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}, use_index={q.use_index}, "
                          f"nprobes={q.nprobes}, refine_factor={q.refine_factor}" + (f", {'pre' if self._prefilter else 'post'}filter" if self._filter else ""))
-            steps.append(_vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search))
+            search = _vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search)
+            if metrics is not None:
+                knn = f"KNNVectorDistance: metric={q.metric}"
+                search = search.replace(knn, f"{knn}, metrics=[output_rows={metrics['output_rows']}]", 1)
+            steps.append(search)
             if self._filter is not None:
                 steps.append(f"Filter: {self._filter.text}")
-            steps.append(f"Scan: {where}, columns=[{q.column}]{extra}")
+            steps.append(f"LanceRead: {where}, columns=[{q.column}]{extra}{read_metrics}")
         else:
             if self._order:
                 steps.append("Sort: " + ", ".join(f"{k.column_name} {'asc' if k.ascending else 'desc'}" for k in self._order) + " (whole scan read first)")
@@ -642,7 +705,8 @@ class LanceScanner:
                 read = list(self._filter.columns or read) if self._filter is not None else []
             early = [c for c in read if c not in late]
             pushed = "" if self._filter is not None or self._order else f", offset={self._offset}, limit={self._limit} (pushed down)"
-            steps.append(f"Scan: {where}, columns={early}{extra}{', row_addr=true (for the late columns)' if late else ''}{pushed}")
+            steps.append(f"LanceRead: {where}, columns={early}{extra}{', row_addr=true (for the late columns)' if late else ''}"
+                         f"{pushed}{read_metrics}")
         return [("  " * i) + line for i, line in enumerate(steps)]
 
     def count_rows(self) -> int:

@@ -7,11 +7,14 @@ import random
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancepy import blob as _blob
 from lancepy._core.args import _indices
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy._ops.projection import Projection
 from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError
+from lancepy.filters import compile_expression
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
@@ -35,22 +38,53 @@ def sample(
     return ds.take(indices, columns)
 
 
+def take(ds: LanceDataset, indices: Any, columns: Any, with_row_id: bool, with_row_address: bool) -> pa.Table:
+    """See :meth:`LanceDataset.take`."""
+    offsets = _indices(indices)
+    return _projected(ds, columns, with_row_id, with_row_address, offsets,
+                      lambda cols, rid, addr: ds._snapshot.take(offsets, columns=cols, with_row_id=rid, with_row_address=addr))
+
+
 def _take_rows(
     ds: LanceDataset, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False
 ) -> pa.Table:
     """See :meth:`LanceDataset._take_rows`."""
-    cols = ds._plain_columns(columns)
     wanted = _indices(row_ids)
     if ds.has_stable_row_ids:
         wanted = ds._addresses_of_row_ids(wanted)
-    return pa.table(
-        ds._snapshot.take_addresses(
-            wanted,
-            columns=cols,
-            with_row_id=with_row_id,
-            with_row_address=with_row_address,
-        )
-    )
+    return _projected(ds, columns, with_row_id, with_row_address, None,
+                      lambda cols, rid, addr: ds._snapshot.take_addresses(wanted, columns=cols, with_row_id=rid, with_row_address=addr))
+
+
+def _projected(ds: LanceDataset, columns: Any, with_row_id: bool, with_row_address: bool, offsets: Any, read: Any) -> pa.Table:
+    """`read(columns, with_row_id, with_row_address)` for a projection as pylance takes it:
+    names (system columns and nested paths included, in the order asked), or a dict of SQL
+    expressions (computed columns); `with_row_id` / `with_row_address` append those columns."""
+    schema = ds.schema
+    if isinstance(columns, dict):
+        import pyarrow.dataset as pads
+
+        computed = {n: compile_expression(e, schema) for n, e in columns.items()}
+        needed: List[str] = []
+        for c in computed.values():
+            needed.extend(c.columns if c.columns is not None else schema.names)
+        t = pa.table(read(list(dict.fromkeys(needed)), with_row_id, with_row_address))
+        exprs = {n: c.expression for n, c in computed.items()}
+        for n in (ROW_ID, ROW_ADDRESS):
+            if n in t.column_names:
+                exprs[n] = pc.field(n)
+        return pads.dataset(t).to_table(columns=exprs)
+    if columns is None or not Projection.needed(list(columns), schema):
+        return pa.table(read(None if columns is None else list(columns), with_row_id, with_row_address))
+    proj = Projection(list(columns), schema)
+    t = pa.table(read(proj.read, proj.row_id or with_row_id, proj.row_address or with_row_address))
+    if offsets is not None and proj.row_offset:
+        offsets = pc.cast(offsets if isinstance(offsets, pa.Array) else pa.array(offsets, pa.int64()), pa.uint64())
+    out = proj.apply(t, ds, offsets if proj.row_offset else None)
+    for n, on in ((ROW_ID, with_row_id), (ROW_ADDRESS, with_row_address)):
+        if on:
+            out = out.append_column(t.schema.field(n), t.column(n))
+    return out
 
 
 def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:

@@ -185,21 +185,39 @@ class _Translator(_Comparisons, _Functions):
         return _V(expr, t, "column")
 
     def subscript(self, node: Any) -> _V:
-        """`st['field']`: a struct field (as `st.field`); list indexing is not supported."""
+        """`st['field']`: a struct field (as `st.field`); `lst[i]`: a list's element, counted
+        from 1 as in SQL (null when the list is shorter or null)."""
         from sqlglot import exp
 
-        def key(n: Any) -> Optional[str]:
-            ks = n.expressions
-            return ks[0].this if len(ks) == 1 and isinstance(ks[0], exp.Literal) and ks[0].is_string else None
-
-        fields: List[str] = []
+        steps: List[Any] = []
         base = node
-        while isinstance(base, exp.Bracket) and key(base) is not None:
-            fields.insert(0, key(base))
+        while isinstance(base, exp.Bracket) and len(base.expressions) == 1 and isinstance(base.expressions[0], exp.Literal):
+            lit = base.expressions[0]
+            steps.insert(0, lit.this if lit.is_string else int(lit.this) if lit.is_int else None)
             base = base.this
-        if fields and isinstance(base, exp.Column):
-            return self.field_value(self.column_parts(base) + fields)
-        raise NotSupportedError(f"filters: the subscript {node.sql(dialect=_dialect())} is not supported")
+        if not isinstance(base, exp.Column) or not steps or None in steps:
+            raise NotSupportedError(f"filters: the subscript {node.sql(dialect=_dialect())} is not supported")
+        fields: List[str] = []
+        while steps and isinstance(steps[0], str):
+            fields.append(steps.pop(0))
+        value = self.field_value(self.column_parts(base) + fields)
+        expr, t = value.expr, value.type
+        for step in steps:
+            if isinstance(step, str):
+                if not pa.types.is_struct(t) or t.get_field_index(step) < 0:
+                    raise InvalidArgumentError(f"filters: {node.sql(dialect=_dialect())}: no struct field {step!r}")
+                expr = pc.Expression._call("struct_field", [expr], pc.StructFieldOptions([step]))
+                t = t.field(step).type
+                continue
+            if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
+                raise InvalidArgumentError(f"filters: {node.sql(dialect=_dialect())}: {t} is not a list")
+            if step < 1:
+                raise NotSupportedError(f"filters: list index {step} in {node.sql(dialect=_dialect())} (indices count from 1)")
+            # A one-element fixed-size slice is null-padded when the list is shorter.
+            one = pc.Expression._call("list_slice", [expr], pc.ListSliceOptions(step - 1, step, return_fixed_size_list=True))
+            expr = pc.Expression._call("list_element", [one, pc.scalar(0)])
+            t = t.value_type
+        return _V(expr, t, "column")
 
     def number(self, text: str) -> pa.Scalar:
         """A numeric literal: BIGINT when it is one, else DOUBLE (as pylance reads it)."""
