@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 
+import lance
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -181,8 +182,10 @@ def test_bad_input_leaves_nothing(tmp_path):
     uri = str(tmp_path / "bad.lance")
     ds = lancepy.write_dataset(table(10), uri)
     before = sorted(os.listdir(os.path.join(uri, "data")))
-    with pytest.raises(SchemaMismatchError, match="missing columns"):
-        lancepy.write_dataset(pa.table({"id": [1]}), uri, mode="append")
+    with pytest.raises(SchemaMismatchError, match="unexpected columns"):
+        lancepy.write_dataset(pa.table({"id": [1], "zzz": [1]}), uri, mode="append")
+    with pytest.raises(OSError):  # (what pylance raises for an append of another schema)
+        lancepy.write_dataset(pa.table({"zzz": [1]}), uri, mode="append")
     with pytest.raises(SchemaMismatchError, match="different types"):
         lancepy.write_dataset(table(3).set_column(0, "id", pa.array(["a", "b", "c"])), uri, mode="append")
     assert sorted(os.listdir(os.path.join(uri, "data"))) == before
@@ -200,6 +203,24 @@ def test_bad_input_leaves_nothing(tmp_path):
         lancepy.write_dataset(pa.table({"id": pa.array([None], pa.int64())}), str(tmp_path / "strict"), mode="append")
     assert len(os.listdir(tmp_path / "strict" / "data")) == 1
     assert ds.count_rows() == 10
+
+
+def test_append_of_a_subset_of_columns_fills_nulls_as_pylance(tmp_path):
+    """pylance appends data lacking some nullable columns (they read as nulls); a missing
+    non-nullable column is refused and nothing is written."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("x", pa.float64()), pa.field("s", pa.string())])
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    first = pa.table({"id": [1, 2], "x": [0.5, None], "s": ["a", "b"]}, schema=schema)
+    for uri, lib in ((ours, lancepy), (theirs, lance)):
+        lib.write_dataset(first, uri)
+        lib.dataset(uri).insert(pa.table({"id": [3, 4], "s": ["c", None]}))
+        lib.dataset(uri).insert(pa.table({"x": [9.0], "id": [5]}))
+    want = lance.dataset(theirs).to_table()
+    assert lancepy.dataset(ours).to_table().equals(want)
+    assert lance.dataset(ours).to_table().equals(want)
+    with pytest.raises(SchemaMismatchError, match="missing columns"):
+        lancepy.dataset(ours).insert(pa.table({"x": [1.0]}))
+    assert lancepy.dataset(ours).count_rows() == 5
 
 
 def test_corrupt_manifest_and_missing_data_file(tmp_path):

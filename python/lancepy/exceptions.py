@@ -54,8 +54,12 @@ class InvalidArgumentError(LanceError, ValueError):
     """An argument passed to lancepy is not valid."""
 
 
-class SchemaMismatchError(InvalidArgumentError):
-    """Data does not match the schema of the file or dataset it is written to."""
+class SchemaMismatchError(InvalidArgumentError, OSError):
+    """Data does not match the schema of the file or dataset it is written to. Also an
+    ``OSError``, which is what pylance raises for an append whose schema differs."""
+
+    def __str__(self) -> str:  # OSError would format (errno, strerror); keep the message.
+        return str(self.args[0]) if self.args else ""
 
 
 class ColumnNotFoundError(InvalidArgumentError, KeyError):

@@ -287,14 +287,19 @@ def to_record_batch_reader(data: Any, schema: Optional[pa.Schema] = None) -> pa.
     return conform(data, schema)
 
 
-def align_to_schema(reader: pa.RecordBatchReader, target: pa.Schema) -> pa.RecordBatchReader:
-    """Checks that `reader`'s columns are `target`'s (any order) and reorders them.
+def align_to_schema(reader: pa.RecordBatchReader, target: pa.Schema, fill_missing: bool = False) -> pa.RecordBatchReader:
+    """Checks that `reader`'s columns are `target`'s (any order) and reorders them. With
+    `fill_missing` (an append of a subset of the columns, as pylance allows), columns the data
+    lacks are written as nulls when the dataset's field is nullable.
 
     Raises :class:`SchemaMismatchError` naming the difference before anything is written.
     """
     got = reader.schema
     # Blob-v2 columns are written from binary values (stored as descriptions + sidecars).
     target = _blob.writable_schema(target, got)
+    missing = [f for f in target if f.name not in got.names]
+    if fill_missing and missing and all(f.nullable for f in missing) and any(n in target.names for n in got.names):
+        return _with_nulls(reader, missing, target)
     parts = schema_differences(got, target)
     if parts or len(set(got.names)) != len(got.names):
         raise SchemaMismatchError(
@@ -311,3 +316,16 @@ def align_to_schema(reader: pa.RecordBatchReader, target: pa.Schema) -> pa.Recor
 
     out_schema = pa.schema([got.field(n) for n in names], metadata=got.metadata)
     return pa.RecordBatchReader.from_batches(out_schema, reorder())
+
+
+def _with_nulls(reader: pa.RecordBatchReader, missing: List[pa.Field], target: pa.Schema) -> pa.RecordBatchReader:
+    """`reader` with null columns for the `missing` fields, then aligned to `target`."""
+    fields = list(reader.schema) + missing
+    schema = pa.schema(fields, metadata=reader.schema.metadata)
+
+    def filled() -> Iterator[pa.RecordBatch]:
+        for b in reader:
+            cols = list(b.columns) + [pa.nulls(b.num_rows, f.type) for f in missing]
+            yield pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    return align_to_schema(pa.RecordBatchReader.from_batches(schema, filled()), target)

@@ -575,7 +575,7 @@ def write_dataset(
     if mode == "append" and base is not None:
         fields = base.manifest.get("fields", [])
         metadata = base.manifest.get("schema_metadata", {})
-        reader = align_to_schema(reader, _schema_of(fields, metadata))
+        reader = align_to_schema(reader, _schema_of(fields, metadata), fill_missing=True)
         version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
             base.manifest.get("fragments", [])
         )
