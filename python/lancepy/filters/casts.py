@@ -377,3 +377,104 @@ def _sql_type(dt: Any) -> pa.DataType:
     if t is None:
         raise NotSupportedError(f"filters: the type {dt.sql()} is not supported")
     return t
+
+
+_ARROW_NAMES = {
+    "Null": pa.null(), "Boolean": pa.bool_(), "Int8": pa.int8(), "Int16": pa.int16(), "Int32": pa.int32(),
+    "Int64": pa.int64(), "UInt8": pa.uint8(), "UInt16": pa.uint16(), "UInt32": pa.uint32(), "UInt64": pa.uint64(),
+    "Float16": pa.float16(), "Float32": pa.float32(), "Float64": pa.float64(), "Utf8": pa.string(),
+    "LargeUtf8": pa.large_string(), "Utf8View": pa.string_view(), "Binary": pa.binary(), "LargeBinary": pa.large_binary(),
+    "BinaryView": pa.binary_view(), "Date32": pa.date32(), "Date64": pa.date64(),
+}
+_UNITS = {"Second": "s", "Millisecond": "ms", "Microsecond": "us", "Nanosecond": "ns"}
+
+
+def arrow_type_from_string(text: str) -> pa.DataType:
+    """An Arrow type from the text ``arrow_cast`` takes (arrow-rs's names: ``Int32``,
+    ``Utf8``, ``FixedSizeBinary(16)``, ``FixedSizeList(32, Float32)``, ``List(Int64)``,
+    ``Timestamp(Microsecond, None)`` / ``Timestamp(Millisecond, Some("UTC"))``,
+    ``Decimal128(10, 2)``). Raises InvalidArgumentError for anything else."""
+    pos = 0
+    src = text.strip()
+
+    def fail() -> InvalidArgumentError:
+        return InvalidArgumentError(f"arrow_cast: cannot read the type {text!r}")
+
+    def skip() -> None:
+        nonlocal pos
+        while pos < len(src) and src[pos] == " ":
+            pos += 1
+
+    def word() -> str:
+        nonlocal pos
+        skip()
+        start = pos
+        while pos < len(src) and (src[pos].isalnum() or src[pos] in "_\""):
+            pos += 1
+        if start == pos:
+            raise fail()
+        return src[start:pos]
+
+    def expect(ch: str) -> None:
+        nonlocal pos
+        skip()
+        if pos >= len(src) or src[pos] != ch:
+            raise fail()
+        pos += 1
+
+    def number() -> int:
+        w = word()
+        if not w.lstrip("-").isdigit():
+            raise fail()
+        return int(w)
+
+    def parse() -> pa.DataType:
+        name = word()
+        if name in _ARROW_NAMES:
+            return _ARROW_NAMES[name]
+        expect("(")
+        if name == "FixedSizeBinary":
+            t = pa.binary(number())
+        elif name in ("FixedSizeList", "List", "LargeList"):
+            size = number() if name == "FixedSizeList" else None
+            if size is not None:
+                expect(",")
+            inner = parse()
+            t = pa.list_(inner, size) if size is not None else pa.list_(inner) if name == "List" else pa.large_list(inner)
+        elif name in ("Decimal128", "Decimal256"):
+            p = number()
+            expect(",")
+            sc = number()
+            t = pa.decimal128(p, sc) if name == "Decimal128" else pa.decimal256(p, sc)
+        elif name == "Timestamp":
+            unit = _UNITS.get(word())
+            if unit is None:
+                raise fail()
+            expect(",")
+            tz = word()
+            if tz == "Some":
+                expect("(")
+                end = src.find(")", pos)
+                if end < 0:
+                    raise fail()
+                tzname = src[pos:end].strip().strip('"')
+                set_pos(end + 1)
+                t = pa.timestamp(unit, tzname)
+            elif tz == "None":
+                t = pa.timestamp(unit)
+            else:
+                raise fail()
+        else:
+            raise fail()
+        expect(")")
+        return t
+
+    def set_pos(p: int) -> None:
+        nonlocal pos
+        pos = p
+
+    out = parse()
+    skip()
+    if pos != len(src):
+        raise fail()
+    return out

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
-from lancepy.filters.casts import _cast, _sql_type
+from lancepy.filters.casts import arrow_type_from_string, _cast, _sql_type
 from lancepy.filters.parsing import _Sql, _dialect
 from lancepy.filters.patterns import _REGEX_FLAGS, _check_regex, _like_regex
 from lancepy.filters.typed import (
@@ -211,6 +211,27 @@ class _Functions:
                 raise NotSupportedError(f"filters: TRY_CAST from {v.type} to {t} is not supported")
         return _cast(v, t, _Sql(node))
 
+    def arrow_cast(self, node: Any) -> _V:
+        """``arrow_cast(value, 'Type')``: Arrow's own cast to a type named as arrow-rs names
+        it (see :func:`arrow_type_from_string`)."""
+        from sqlglot import exp
+
+        args = list(node.expressions)
+        if len(args) != 2 or not (isinstance(args[1], exp.Literal) and args[1].is_string):
+            raise InvalidArgumentError(f"filters: arrow_cast takes a value and a type name string: {node.sql(dialect=_dialect())}")
+        t = arrow_type_from_string(args[1].this)
+        v = self.value(args[0])
+        if v.type == t:
+            return v
+        if _is_null_type(v.type):
+            return _const(pa.scalar(None, t))
+        try:
+            if v.const is not None:
+                return _const(v.const.cast(t))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise InvalidArgumentError(f"filters: {node.sql(dialect=_dialect())}: {e}") from None
+        return _V(v.expr.cast(t), t)
+
     # -- functions ----------------------------------------------------------------------
 
     def function(self, node: Any) -> _V:
@@ -315,6 +336,8 @@ class _Functions:
                 else:
                     res = _V(res.expr, pa.bool_(), const=res.const, regexp=True)
             return res
+        if name == "arrow_cast" and isinstance(node, exp.Anonymous):
+            return self.arrow_cast(node)
         if name == "is_valid" and isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
             v = self._visit(node.expressions[0], False)
             return _V(pc.is_valid(v.expr), pa.bool_()) if v.const is None else _const(pa.scalar(v.const.is_valid))

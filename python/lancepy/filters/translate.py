@@ -109,6 +109,8 @@ class _Translator(_Comparisons, _Functions):
             return self.subscript(node)
         if isinstance(node, (exp.Literal, exp.Boolean, exp.Null, exp.HexString)):
             return self.literal(node)
+        if isinstance(node, exp.Array):
+            return self.array_literal(node)
         if isinstance(node, exp.Neg):
             inner = node.this
             if isinstance(inner, exp.Literal) and not inner.is_string:
@@ -250,6 +252,27 @@ class _Translator(_Comparisons, _Functions):
         if node.is_string:
             return _const(pa.scalar(node.this, pa.string()), "literal")
         return _const(self.number(node.this), "literal")
+
+    def array_literal(self, node: Any) -> _V:
+        """``[1, 2]`` / ``ARRAY[1.5, NULL]``: a constant list. Its elements must be constants
+        of one kind; integers and floats together make floats (DOUBLE). As a value it is cast
+        to the column it is assigned to (a fixed-size list of floats, for a vector)."""
+        values: List[_V] = [self.value(e) for e in node.expressions]
+        if any(v.const is None for v in values):
+            raise NotSupportedError(f"filters: array literals need constant elements: {node.sql(dialect=_dialect())}")
+        typed = [v.type for v in values if not _is_null_type(v.type)]
+        if not typed:
+            element = pa.null()
+        elif all(pa.types.is_integer(t) for t in typed):
+            element = pa.int64()
+        elif all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in typed):
+            element = pa.float64()
+        elif all(t == typed[0] for t in typed):
+            element = typed[0]
+        else:
+            raise InvalidArgumentError(f"filters: the elements of {node.sql(dialect=_dialect())} have different types")
+        items = [v.const.as_py() if v.const.is_valid else None for v in values]
+        return _const(pa.scalar(items, pa.list_(element)), "literal")
 
     # -- logic --------------------------------------------------------------------------
 
