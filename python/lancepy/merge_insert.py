@@ -4,7 +4,7 @@ returns."""
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,6 +15,7 @@ from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.schema import ROW_ADDRESS
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
 from lancepy.filters import Filter, FilterLike, compile_filter
+from lancepy._ops.mutations import replace_rows_uncommitted
 from lancepy.fragment import align_to_schema, to_record_batch_reader
 from lancepy.scanner import _evaluate
 
@@ -58,6 +59,7 @@ class MergeInsertBuilder:
         self._delete_condition: Optional[Filter] = None
         self._conflict_retries = DEFAULT_CONFLICT_RETRIES
         self._retry_timeout = DEFAULT_RETRY_TIMEOUT
+        self._use_index = True
 
     def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
         """How often a merge whose commit conflicts with a concurrent one is re-applied to the
@@ -102,12 +104,110 @@ class MergeInsertBuilder:
         self._delete_condition = compile_filter(expr, self._ds.schema)
         return self
 
+    def use_index(self, use_index: bool) -> "MergeInsertBuilder":
+        """Whether an index on the key columns may be used to find matches (pylance's hint;
+        default true). lancepy always joins the source with a read of the dataset's key
+        columns, so both settings run the same plan (see :meth:`explain_plan`)."""
+        if not isinstance(use_index, bool):
+            raise InvalidArgumentError(f"use_index must be a bool, got {use_index!r}")
+        self._use_index = use_index
+        return self
+
+    def _check_clauses(self) -> None:
+        if not (self._update_all or self._matched_delete or self._matched_fail or self._insert_all
+                or self._delete_not_matched_by_source):
+            raise InvalidArgumentError(
+                "merge_insert does nothing: give at least one of when_matched_update_all / when_matched_delete / "
+                "when_matched_fail / when_not_matched_insert_all / when_not_matched_by_source_delete")
+
     def execute(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
         """Runs the merge as one ``Update`` transaction; returns counts like pylance.
 
         If a concurrent commit conflicts, the merge is re-applied to the latest version (see
         :meth:`conflict_retries` and :meth:`retry_timeout`).
         """
+        source, missing = self._source(data_obj, schema)
+
+        def attempt() -> Dict[str, int]:
+            stats, planned = self._plan(source, missing)
+            if planned is not None:
+                self._ds._commit("Update", *planned)
+            return stats
+
+        return self._ds._retry_on_conflict(attempt, self._conflict_retries, self._retry_timeout)
+
+    def execute_uncommitted(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> Tuple[Any, Dict[str, int]]:
+        """Writes the merge's files without committing: returns ``(Transaction, stats)``, the
+        transaction to commit with :meth:`LanceDataset.commit` (an ``Update`` planned against
+        this version; a no-op merge gives an ``Update`` that changes nothing)."""
+        from lancepy._table.fragments import FragmentMetadata
+        from lancepy._table.operations import LanceOperation, Transaction
+
+        source, missing = self._source(data_obj, schema)
+        stats, planned = self._plan(source, missing)
+        body = planned[0] if planned is not None else {}
+        op = LanceOperation.Update(
+            removed_fragment_ids=list(body.get("removed_fragment_ids", [])),
+            updated_fragments=[FragmentMetadata.from_json(f) for f in body.get("updated_fragments", [])],
+            new_fragments=[FragmentMetadata.from_json(f) for f in body.get("new_fragments", [])],
+            fields_modified=list(body.get("fields_modified", [])),
+        )
+        return Transaction(read_version=self._ds.version, operation=op), stats
+
+    def explain_plan(self, schema: Optional[pa.Schema] = None, verbose: bool = False) -> str:
+        """How :meth:`execute` runs for a source with `schema` (the dataset's by default), as
+        an indented tree of lancepy's steps."""
+        if schema is not None:
+            align_to_schema(pa.RecordBatchReader.from_batches(schema, iter(())), self._ds.schema, fill_missing=True)
+        return "\n".join(self._plan_lines(verbose))
+
+    def analyze_plan(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> str:
+        """Runs the merge against `data_obj` without committing (the files it wrote are removed
+        again) and returns :meth:`explain_plan`'s tree with what the run did: rows updated,
+        inserted and deleted, files and bytes written, time taken."""
+        import time
+
+        from lancepy._table.commit import delete_written
+
+        source, missing = self._source(data_obj, schema)
+        t0 = time.perf_counter()
+        stats, planned = self._plan(source, missing)
+        elapsed = time.perf_counter() - t0
+        written = list(planned[1]) if planned is not None else []
+        store = self._ds._store
+        listed: Dict[str, int] = {}
+        for folder in {p.rsplit("/", 1)[0] for p in written if isinstance(p, str) and "/" in p}:
+            listed.update({path: size for path, size, _ in store.list(folder)})
+        sizes = [listed.get(p, 0) for p in written if isinstance(p, str)]
+        delete_written(store, written)
+        lines = self._plan_lines(True)
+        lines[0] += (f", metrics=[elapsed={elapsed * 1e3:.3f} ms, num_updated_rows={stats['num_updated_rows']}, "
+                     f"num_inserted_rows={stats['num_inserted_rows']}, num_deleted_rows={stats['num_deleted_rows']}, "
+                     f"num_files_written={len(written)}, bytes_written={sum(sizes)}]")
+        return "\n".join(lines)
+
+    def _plan_lines(self, verbose: bool) -> List[str]:
+        self._check_clauses()
+        matched = ("UpdateAll" + (f" where {self._update_condition}" if self._update_condition else "") if self._update_all
+                   else "Delete" if self._matched_delete else "Fail" if self._matched_fail else "DoNothing")
+        not_matched = "InsertAll" if self._insert_all else "DoNothing"
+        by_source = ("Delete" + (f" where {self._delete_condition.text}" if self._delete_condition is not None else "")
+                     if self._delete_not_matched_by_source else "Keep")
+        ds = self._ds
+        steps = [
+            f"MergeInsert: on={self._on}, when_matched={matched}, when_not_matched={not_matched}, "
+            f"when_not_matched_by_source={by_source}",
+            "Write: matched rows rewritten as new fragments with the source's values (old rows deleted), "
+            "unmatched source rows appended; one Update commit",
+            f"HashJoin: full outer join on {self._on} of the source with the dataset's keys (use_index={self._use_index}: "
+            "lancepy reads the key columns; no index lookup)",
+            f"LanceRead: uri={ds.uri}, version={ds.version}, columns={self._on}, row_addr=true"
+            + (f", fragments={[f.fragment_id for f in ds.get_fragments()]}" if verbose else ""),
+        ]
+        return [("  " * i) + line for i, line in enumerate(steps)]
+
+    def _source(self, data_obj: Any, schema: Optional[pa.Schema]) -> Tuple[pa.Table, List[str]]:
+        self._check_clauses()
         source = to_record_batch_reader(data_obj, schema).read_all()
         target = self._ds.schema
         # A source with only some of the columns (the keys among them) updates those columns
@@ -119,8 +219,7 @@ class MergeInsertBuilder:
         if missing and set(source.column_names) <= set(present):
             target = pa.schema([target.field(n) for n in present], metadata=target.metadata)
         source = align_to_schema(source.to_reader(), target).read_all()
-        return self._ds._retry_on_conflict(lambda: self._execute_once(source, missing), self._conflict_retries,
-                                           self._retry_timeout)
+        return source, missing
 
     def _complete(self, rows: pa.Table, missing: List[str], addresses: Optional[pa.Array]) -> pa.Table:
         """`rows` (source rows) with the `missing` columns added: the dataset's values at
@@ -145,7 +244,9 @@ class MergeInsertBuilder:
                 rows = rows.append_column(pa.field(n, t, ds.schema.field(n).nullable), pa.nulls(rows.num_rows, t))
         return rows.select(ds.schema.names)
 
-    def _execute_once(self, source: pa.Table, missing: Sequence[str] = ()) -> Dict[str, int]:
+    def _plan(self, source: pa.Table, missing: Sequence[str] = ()) -> Tuple[Dict[str, int], Optional[Tuple[Dict[str, Any], List[str]]]]:
+        """Writes the merge's files: the stats and the ``Update`` body and files written to
+        commit, or ``None`` when the merge changes nothing."""
         ds = self._ds
         missing = list(missing)
         key_count = source.group_by(self._on).aggregate([([], "count_all")])
@@ -185,12 +286,13 @@ class MergeInsertBuilder:
         if self._delete_not_matched_by_source and only_tgt.num_rows:
             delete_addr.append(only_tgt.column(ROW_ADDRESS))
             deleted += only_tgt.num_rows
+        stats = {"num_updated_rows": updated, "num_inserted_rows": inserted, "num_deleted_rows": deleted}
         if not delete_addr and not new_rows:
-            return {"num_updated_rows": 0, "num_inserted_rows": 0, "num_deleted_rows": 0}
+            return stats, None
         addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())
         rows = pa.concat_tables(new_rows, promote_options="permissive") if new_rows else None
-        ds._replace_rows(addresses, rows, fields_modified=ds.schema.names if updated else ())
-        return {"num_updated_rows": updated, "num_inserted_rows": inserted, "num_deleted_rows": deleted}
+        planned = replace_rows_uncommitted(ds, addresses, rows, fields_modified=ds.schema.names if updated else ())
+        return stats, planned
 
 
     def _filter_matched(self, matched: pa.Table, source: pa.Table) -> pa.Table:

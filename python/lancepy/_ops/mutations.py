@@ -8,7 +8,7 @@ import datetime
 import json
 import random
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -150,6 +150,15 @@ def _replace_rows(
     ds: LanceDataset, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()
 ) -> None:
     """See :meth:`LanceDataset._replace_rows`."""
+    body, written = replace_rows_uncommitted(ds, addresses, new_rows, fields_modified)
+    ds._commit("Update", body, written)
+
+
+def replace_rows_uncommitted(
+    ds: LanceDataset, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()
+) -> Tuple[Dict[str, Any], List[str]]:
+    """Writes what :func:`_replace_rows` commits (deletion files, new data files) and returns
+    the ``Update`` transaction's body and the files written, without committing."""
     updated, removed, written = ds._write_deletions(addresses)
     new_frags: List[Dict[str, Any]] = []
     if new_rows is not None and new_rows.num_rows > 0:
@@ -172,7 +181,7 @@ def _replace_rows(
         "new_fragments": new_frags,
         "fields_modified": [ids[n] for n in fields_modified if n in ids],
     }
-    ds._commit("Update", body, written)
+    return body, written
 
 
 def merge(
