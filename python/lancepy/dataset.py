@@ -1220,11 +1220,10 @@ class LanceDataset:
         :func:`lancepy.fragment.write_fragments` in worker tasks), or a :class:`Transaction`
         (its own `read_version`, uuid and properties are used).
 
-        `storage_options` reach a dataset on object storage (see :mod:`lancepy._core.storage`);
-        commits there are safe because the manifest is created with a conditional PUT.
-        `commit_message` is stored with the transaction (as pylance); `enable_stable_row_ids`
-        gives a dataset this commit creates stable row ids; `base_store_params`
-        go to the returned dataset (see :func:`dataset`). Commit locks (the
+        `storage_options` reach a dataset on object storage (commits there use a conditional
+        PUT). `commit_message` is stored with the transaction (as pylance); `enable_stable_row_ids`
+        gives a dataset this commit creates stable row ids; `base_store_params` go to the
+        returned dataset (see :func:`dataset`). Commit locks (the
         protocol needs none), detached commits and namespaces are not supported:
         giving one raises :class:`~lancepy.exceptions.NotSupportedError`. A commit that
         loses races for the next version is retried up to `max_retries` times, and not
@@ -1263,6 +1262,15 @@ class LanceDataset:
             timeout_s=_timeout_seconds(commit_timeout),
         )
         return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=loaded)
+
+    @staticmethod
+    def commit_batch(dest: Union[PathLike, "LanceDataset"], transactions: Sequence["Transaction"], commit_lock: Any = None,
+                     storage_options: StorageOptions = None, enable_v2_manifest_paths: Optional[bool] = None,
+                     detached: Optional[bool] = False, max_retries: int = 20) -> Dict[str, Any]:
+        """Commits several ``Append`` transactions as one version: ``{"dataset", "merged"}``."""
+        merged = _write.merge_transactions(transactions)
+        ds = LanceDataset.commit(dest, merged, None, commit_lock, storage_options, enable_v2_manifest_paths, detached, max_retries)
+        return {"dataset": ds, "merged": merged}
 
 
 def dataset(

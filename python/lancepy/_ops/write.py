@@ -620,6 +620,25 @@ def write_dataset(
     return u, options, store_params, result.manifest
 
 
+def merge_transactions(transactions: Any) -> Any:
+    """One ``Append`` transaction holding the fragments of `transactions` (all ``Append``
+    transactions, or their operations), planned against the oldest of their read versions:
+    what :meth:`lancepy.LanceDataset.commit_batch` commits."""
+    from lancepy._table.operations import LanceOperation, Transaction
+
+    txns = list(transactions)
+    if not txns:
+        raise InvalidArgumentError("commit_batch needs at least one transaction")
+    for t in txns:
+        if not isinstance(t, Transaction):
+            raise InvalidArgumentError(f"commit_batch takes Transactions, got {type(t).__name__}")
+        if not isinstance(t.operation, LanceOperation.Append):
+            raise UnsupportedError(
+                f"commit_batch of a {type(t.operation).__name__} transaction: lancepy merges Append transactions only")
+    fragments = [f for t in txns for f in t.operation.fragments]
+    return Transaction(read_version=min(t.read_version for t in txns), operation=LanceOperation.Append(fragments))
+
+
 def commit_operation(
     store: Any,
     operation: Any,
