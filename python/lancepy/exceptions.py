@@ -103,8 +103,12 @@ class VersionNotFoundError(LanceError, LookupError):
     """The requested dataset version or tag does not exist."""
 
 
-class IndexNotFoundError(LanceError, RuntimeError):
-    """An index that does not exist (a ``RuntimeError`` too, as pylance raises)."""
+class IndexNotFoundError(LanceError, RuntimeError, KeyError):
+    """An index that does not exist (a ``RuntimeError`` and a ``KeyError`` too: pylance raises
+    the one or the other, depending on the call)."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain.
+        return str(self.args[0]) if self.args else ""
 
 
 class CommitConflictError(LanceError, OSError):

@@ -4,6 +4,16 @@ from it that lancepy has, each the same object as in lancepy's public modules (s
 
 from __future__ import annotations
 
+from typing import Any
+
+from lancepy._table.manifest import needs_migration
 from lancepy.optimize import Compaction, CompactionMetrics, CompactionPlan, CompactionTask, RewriteResult
 
-__all__ = ["Compaction", "CompactionMetrics", "CompactionPlan", "CompactionTask", "RewriteResult"]
+__all__ = ["Compaction", "CompactionMetrics", "CompactionPlan", "CompactionTask", "RewriteResult", "manifest_needs_migration"]
+
+
+def manifest_needs_migration(dataset: Any) -> bool:
+    """Whether the latest manifest of `dataset` (a :class:`lancepy.LanceDataset`) lacks facts
+    that current writers record (see :func:`lancepy._table.manifest.needs_migration`)."""
+    latest = dataset.checkout_version(dataset.latest_version)
+    return needs_migration(latest._loaded.manifest, latest._index_entries())

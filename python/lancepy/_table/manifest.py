@@ -312,3 +312,30 @@ def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
         "total_rows": physical - deleted,
     }
     return {k: str(v) for k, v in stats.items()}
+
+
+def needs_migration(manifest: Dict[str, Any], index_entries: List[Dict[str, Any]]) -> bool:
+    """Whether a manifest lacks facts newer writers record, so that pylance rewrites it on its
+    next commit: no writer version; a fragment without ``physical_rows`` or a deletion file
+    without its row count; an index without a fragment bitmap, or one written by lance
+    before 0.8.15 (whose bitmaps could be wrong)."""
+    writer = manifest.get("writer_version")
+    if not writer:
+        return True
+    for f in manifest.get("fragments", []):
+        if f.get("physical_rows") is None:
+            return True
+        deletion = f.get("deletion_file")
+        if deletion and deletion.get("num_deleted_rows") is None:
+            return True
+    old_lance = writer.get("library") == "lance" and _version_before(str(writer.get("version") or ""), (0, 8, 15))
+    return any(e.get("fragment_ids") is None or old_lance for e in index_entries)
+
+
+def _version_before(text: str, cutoff: Tuple[int, int, int]) -> bool:
+    """Whether the semver `text` is older than `cutoff` (unreadable counts as older)."""
+    try:
+        parts = tuple(int(p) for p in text.split("-")[0].split("+")[0].split(".")[:3])
+    except ValueError:
+        return True
+    return len(parts) < 3 or parts < cutoff
