@@ -411,3 +411,30 @@ def test_commit_timeout_bounds_retries(tmp_path, monkeypatch):
     ds = lancepy.LanceDataset.commit(uri, lancepy.LanceOperation.Append(frags), read_version=1,
                                      commit_timeout=datetime.timedelta(seconds=5))
     assert sorted(ds.to_table().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_binary_metadata_is_refused_before_anything_is_written(tmp_path):
+    """Lance keeps metadata as text: a non-UTF-8 key or value (schema or nested field) is an
+    InvalidArgumentError (pylance: ValueError), and base64 text is written and read back."""
+    import base64
+    import os
+    import pickle
+
+    import lance
+
+    import lancepy
+    from lancepy.exceptions import InvalidArgumentError
+
+    blob = pickle.dumps("foo")
+    bad = pa.table({"a": range(3)}).replace_schema_metadata({"foo": blob})
+    with pytest.raises(ValueError):
+        lance.write_dataset(bad, str(tmp_path / "theirs"))
+    with pytest.raises(InvalidArgumentError, match="not valid UTF-8"):
+        lancepy.write_dataset(bad, str(tmp_path / "ours"))
+    assert not os.path.exists(tmp_path / "ours" / "_versions")
+    nested = pa.schema([pa.field("s", pa.struct([pa.field("x", pa.int64(), metadata={b"k": b"\xff"})]))])
+    with pytest.raises(InvalidArgumentError, match="field 's.x'"):
+        lancepy.write_dataset(pa.table({"s": [{"x": 1}]}, schema=nested), str(tmp_path / "nested"))
+    good = bad.replace_schema_metadata({"foo": base64.b64encode(blob)})
+    lancepy.write_dataset(good, str(tmp_path / "ok"))
+    assert lance.dataset(str(tmp_path / "ok")).schema.metadata[b"foo"] == base64.b64encode(blob)

@@ -874,14 +874,10 @@ class LanceDataset:
             "cannot replace the schema of a dataset: use replace_schema_metadata, replace_field_metadata or alter_columns"
         )
 
-    def take(
-        self, indices: Any, columns: Any = None, *, with_row_id: bool = False, with_row_address: bool = False
-    ) -> pa.Table:
-        """Rows at `indices` (positions in scan order, deleted rows not counted).
-
-        The output follows the order of `indices`; repeats are allowed. One native call reads
-        every fragment involved, in parallel.
-        """
+    def take(self, indices: Any, columns: Any = None, *, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        """Rows at `indices` (positions in scan order, deleted rows not counted), in that order
+        (repeats allowed), read by one native call over the fragments in parallel. `columns`:
+        names (``_rowid`` / ``_rowaddr`` / ``_rowoffset`` and nested paths too) or SQL expressions."""
         return _take.take(self, indices, columns, with_row_id, with_row_address)
 
     def _take_rows(self, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
@@ -1266,10 +1262,12 @@ class LanceDataset:
     @staticmethod
     def commit_batch(dest: Union[PathLike, "LanceDataset"], transactions: Sequence["Transaction"], commit_lock: Any = None,
                      storage_options: StorageOptions = None, enable_v2_manifest_paths: Optional[bool] = None,
-                     detached: Optional[bool] = False, max_retries: int = 20) -> Dict[str, Any]:
-        """Commits several ``Append`` transactions as one version: ``{"dataset", "merged"}``."""
+                     detached: Optional[bool] = False, max_retries: int = 20, base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
+                     commit_timeout: Optional[datetime.timedelta] = datetime.timedelta(seconds=1800)) -> Dict[str, Any]:
+        """Commits several ``Append`` transactions as one version (arguments as :meth:`commit`): ``{"dataset", "merged"}``."""
         merged = _write.merge_transactions(transactions)
-        ds = LanceDataset.commit(dest, merged, None, commit_lock, storage_options, enable_v2_manifest_paths, detached, max_retries)
+        ds = LanceDataset.commit(dest, merged, None, commit_lock, storage_options, enable_v2_manifest_paths, detached, max_retries,
+                                 base_store_params=base_store_params, commit_timeout=commit_timeout)
         return {"dataset": ds, "merged": merged}
 
 

@@ -81,8 +81,8 @@ class NotFoundError(LanceIOError, FileNotFoundError):
     """A file or object does not exist."""
 
 
-class DatasetNotFoundError(NotFoundError):
-    """There is no Lance dataset at the given URI."""
+class DatasetNotFoundError(NotFoundError, ValueError):
+    """There is no Lance dataset at the given URI (a ``ValueError`` too, as pylance raises)."""
 
 
 class BasePathNotFoundError(NotFoundError):

@@ -79,8 +79,10 @@ class LanceScanner:
             self._columns = list(columns)
         self._filter, filter_system = _compile_scan_filter(filter, schema)
         self._filter_system = filter_system
-        if limit is not None and limit < 0 or offset is not None and offset < 0:
-            raise InvalidArgumentError("limit and offset must be non-negative")
+        if offset is not None and offset < 0:
+            raise InvalidArgumentError(f"Offset must be non-negative, got {offset}")
+        if limit is not None and limit < 0:
+            raise InvalidArgumentError(f"Limit must be non-negative, got {limit}")
         self._limit = limit
         self._offset = offset or 0
         # Row ids / addresses read for the filter or the projection but not appended at the end.

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, Dict, List
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 import pyarrow as pa
 
@@ -72,8 +72,38 @@ def schema_differences(
 
 
 def lance_fields_for(schema: pa.Schema, first_id: int = 0) -> Dict[str, Any]:
-    """Lance fields (with ids from `first_id`) and schema metadata for an Arrow schema."""
+    """Lance fields (with ids from `first_id`) and schema metadata for an Arrow schema.
+    Metadata keys and values must be UTF-8 (Lance stores them as text)."""
+    _check_utf8_metadata(schema.metadata, "the schema")
+    for path, f in _walk_fields(schema):
+        _check_utf8_metadata(f.metadata, f"field {path!r}")
     return json.loads(_lancepy.schema_to_lance(schema, first_id))
+
+
+def _walk_fields(schema: pa.Schema) -> List[Any]:
+    out = []
+    stack = [(f.name, f) for f in schema]
+    while stack:
+        path, f = stack.pop()
+        out.append((path, f))
+        t = f.type
+        children = [t.field(i) for i in range(t.num_fields)] if t.num_fields else []
+        stack.extend((f"{path}.{c.name}", c) for c in children)
+    return out
+
+
+def _check_utf8_metadata(metadata: Optional[Dict[bytes, bytes]], what: str) -> None:
+    for k, v in (metadata or {}).items():
+        for part in (k, v):
+            try:
+                part.decode("utf-8") if isinstance(part, bytes) else part
+            except UnicodeDecodeError:
+                from lancepy.exceptions import InvalidArgumentError
+
+                raise InvalidArgumentError(
+                    f"metadata key {k!r} of {what} is not valid UTF-8 (Lance stores metadata as text; "
+                    "base64-encode binary values)"
+                ) from None
 
 
 def _field_paths(fields: List[Dict[str, Any]]) -> Dict[int, str]:
