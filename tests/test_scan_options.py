@@ -107,3 +107,19 @@ def test_batch_readahead_must_be_a_count(ds_path, bad):
     with pytest.raises(InvalidArgumentError, match="batch_readahead"):
         lancepy.dataset(ds_path).to_batches(batch_readahead=bad)
 
+
+
+def test_default_batch_size_from_the_environment(tmp_path, monkeypatch):
+    """LANCE_DEFAULT_BATCH_SIZE sets the rows per batch when a scan names none (as pylance)."""
+    import lance
+
+    uri = str(tmp_path / "b")
+    lancepy.write_dataset(pa.table({"a": range(1000)}), uri)
+    monkeypatch.setenv("LANCE_DEFAULT_BATCH_SIZE", "12")
+    ours = [b.num_rows for b in lancepy.dataset(uri).to_batches()]
+    theirs = [b.num_rows for b in lance.dataset(uri).scanner(scan_in_order=True).to_batches()]
+    assert ours == theirs == [12] * 83 + [4]
+    assert {b.num_rows for b in lancepy.dataset(uri).to_batches(batch_size=100)} == {100}
+    monkeypatch.setenv("LANCE_DEFAULT_BATCH_SIZE", "zero")
+    with pytest.raises(lancepy.exceptions.InvalidArgumentError, match="LANCE_DEFAULT_BATCH_SIZE"):
+        lancepy.dataset(uri).to_table()

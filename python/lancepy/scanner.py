@@ -5,6 +5,7 @@ limits and offsets, vector search, and plans (``explain_plan`` / ``analyze_plan`
 from __future__ import annotations
 
 import copy
+import os
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Union
@@ -33,6 +34,21 @@ def _run_starts(values: pa.Array) -> List[int]:
         return [0]
     changed = pc.not_equal(values.slice(1), values.slice(0, len(values) - 1))
     return [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+
+
+def _default_batch_size() -> int:
+    """Rows per batch when a scan names none: ``LANCE_DEFAULT_BATCH_SIZE`` (as pylance reads
+    it) or 8192."""
+    text = os.environ.get("LANCE_DEFAULT_BATCH_SIZE")
+    if text is None:
+        return 8192
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise InvalidArgumentError(f"LANCE_DEFAULT_BATCH_SIZE must be a positive integer, got {text!r}")
+    return value
 
 
 def _compile_scan_filter(filter: Any, schema: pa.Schema) -> Any:
@@ -93,7 +109,7 @@ class LanceScanner:
                 self._hidden_columns.add(name)
         self._with_row_id = with_row_id or ROW_ID in self._hidden_columns
         self._with_row_address = with_row_address or ROW_ADDRESS in self._hidden_columns
-        self._batch_size = batch_size or 8192
+        self._batch_size = batch_size or _default_batch_size()
         self._order: List[ColumnOrdering] = []
         self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
         self._nearest: Optional[_vector.NearestQuery] = None
