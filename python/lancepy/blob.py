@@ -274,7 +274,7 @@ class BlobColumn:
         if not isinstance(blob_column, (pa.Array, pa.ChunkedArray)):
             raise InvalidArgumentError(f"BlobColumn takes a pyarrow Array or ChunkedArray, got {type(blob_column).__name__}")
         if not (pa.types.is_binary(blob_column.type) or pa.types.is_large_binary(blob_column.type)):
-            raise InvalidArgumentError(f"BlobColumn takes a binary column, got {blob_column.type}")
+            raise InvalidArgumentError(f"Expected a binary array: BlobColumn takes a binary column, got {blob_column.type}")
         self.blob_column = blob_column
 
     def __iter__(self) -> Iterator[io.BytesIO]:

@@ -485,6 +485,9 @@ class LanceFileWriter:
         self._closed = True
         self._final_schema = self.schema
         try:
+            if self._final_schema is None:
+                raise InvalidArgumentError(
+                    "Schema is unknown and file cannot be created: pass `schema=` or write at least one batch before closing")
             self.num_rows, self.file_size = self._writer.finish()
         except BaseException:
             self._discard()

@@ -98,7 +98,8 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
     if qv.ndim != 1:
         raise InvalidArgumentError(f"nearest= 'q' must be one vector, got an array of shape {qv.shape}")
     if len(qv) != t.list_size:
-        raise InvalidArgumentError(f"query vector has {len(qv)} dimensions but column {column!r} holds vectors of {t.list_size}")
+        raise InvalidArgumentError(
+            f"query vector has {len(qv)} dimensions, which does not match index column size {t.list_size} (column {column!r})")
     if not np.isfinite(qv).all():
         raise InvalidArgumentError("nearest= 'q' holds NaN or infinite values")
     k = nearest.get("k")

@@ -47,7 +47,7 @@ def _evaluate(table: pa.Table, flt: Filter) -> pa.ChunkedArray:
     try:
         mask = evaluate_expression(table, flt.expression)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise InvalidArgumentError(f"cannot evaluate filter {flt.text!r}: {e}") from None
+        raise InvalidArgumentError(f"Invalid user input: cannot evaluate filter {flt.text!r}: {e}") from None
     return pc.fill_null(mask, False)
 
 

@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Tuple, Union
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancepy.exceptions import InvalidArgumentError
+from lancepy.exceptions import InvalidArgumentError, LanceError
 from lancepy.filters.parsing import _dialect, _parse
 from lancepy.filters.translate import _Translator
 
@@ -88,6 +88,21 @@ def _compile_text(text: str, schema: Optional[pa.Schema]) -> Filter:
     return flt
 
 
+def _user_input_error(e: Exception) -> Exception:
+    """`e` again, its message prefixed with ``Invalid user input:``."""
+    text = str(e)
+    if text.startswith(USER_INPUT):
+        return e
+    try:
+        return type(e)(f"{USER_INPUT} {text}")
+    except TypeError:  # pragma: no cover - an exception class with another signature
+        return e
+
+
+#: How every message about a filter that cannot be planned or evaluated starts (pylance's words).
+USER_INPUT = "Invalid user input:"
+
+
 def compile_filter(filter: FilterLike, schema: Optional[pa.Schema] = None) -> Optional[Filter]:
     """Compiles a filter given as SQL text or a ``pyarrow.compute.Expression``."""
     if filter is None:
@@ -97,7 +112,11 @@ def compile_filter(filter: FilterLike, schema: Optional[pa.Schema] = None) -> Op
     if isinstance(filter, str):
         if not filter.strip():
             return None
-        return _compile_text(filter, schema)
+        try:
+            return _compile_text(filter, schema)
+        except LanceError as e:
+            # (pylance's wording for every filter it cannot plan, which callers match on)
+            raise _user_input_error(e) from None
     raise InvalidArgumentError(
         f"a filter must be a SQL string or a pyarrow.compute.Expression, got {type(filter).__name__}"
     )

@@ -94,7 +94,7 @@ class _Translator(_Comparisons, _Functions):
             if top:
                 raise InvalidArgumentError(f"filters: the filter {node.sql()} does not return a boolean")
             return _null_bool()
-        raise InvalidArgumentError(f"filters: {node.sql()} is not a boolean ({v.type})")
+        raise InvalidArgumentError(f"filters: {node.sql()} does not return a boolean (it is {v.type})")
 
     # -- dispatch -----------------------------------------------------------------------
 
@@ -111,6 +111,9 @@ class _Translator(_Comparisons, _Functions):
             return self.literal(node)
         if isinstance(node, exp.Array):
             return self.array_literal(node)
+        if isinstance(node, exp.Alias):
+            # `str AN` parses as `str AS AN`: a name after an expression is a syntax error here.
+            raise InvalidArgumentError(f"filters: unexpected {node.alias!r} after {node.this.sql(dialect=_dialect())}")
         if isinstance(node, exp.Neg):
             inner = node.this
             if isinstance(inner, exp.Literal) and not inner.is_string:
@@ -171,7 +174,7 @@ class _Translator(_Comparisons, _Functions):
             matches = [n for n in self.schema.names if n.lower() == top.lower()] if not quoted else []
             if not matches:
                 raise InvalidArgumentError(
-                    f"filter refers to column {top!r}, which the dataset does not have; columns are {self.schema.names}"
+                    f"No field named {top}: the filter refers to a column the dataset does not have; columns are {self.schema.names}"
                 )
             parts[0] = matches[0]
         self.columns.add(parts[0])
