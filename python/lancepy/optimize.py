@@ -285,11 +285,12 @@ class DatasetOptimizer:
         fragment is deleted. Commits a ``ReserveFragments`` (ids for the new fragments) and
         a ``Rewrite``, as pylance does; row addresses change, data does not.
 
-        As in pylance: `max_bytes_per_file` caps the new files' size; `excluded_fragment_ids`
+        As in pylance: `max_bytes_per_file` is a soft cap on the new files' size (checked at
+        each batch of `batch_size` rows against the bytes written out); `excluded_fragment_ids`
         stay as they are and split runs; `max_source_fragments` / `max_source_rows` (live) /
         `max_source_bytes` (data files) cap one run: groups are taken in fragment order
         until the next would pass a cap; `data_storage_version` sets the new files' version
-        (of the same family: 2.x). `max_rows_per_group`, `num_threads`, `batch_size` and
+        (of the same family: 2.x). `max_rows_per_group`, `num_threads` and
         `binary_copy_read_batch_bytes` are tuning knobs and ignored; `compaction_mode`
         ``"reencode"`` is what lancepy does. Deferred index remapping and binary copies are
         not supported. :class:`Compaction` splits the same work into a plan, tasks that run
@@ -463,7 +464,7 @@ def _rewrite(ds: LanceDataset, fragments: List[Dict[str, Any]], o: Dict[str, Any
     remap = bool(_remappable_indices(ds, ids))
     row_ids: List[int] = []
     addresses: List[Any] = []
-    data = _RewriteSource(ds, ids, stable, remap, row_ids, addresses).reader()
+    data = _RewriteSource(ds, ids, stable, remap, row_ids, addresses, batch_rows=o.get("batch_size") or 65536).reader()
     # As pylance: as many new fragments as whole targets fit in the live rows (at least
     # one), of equal size.
     live = sum(ds._snapshot_rows()[i][1] for i in ids)

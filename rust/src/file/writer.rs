@@ -187,6 +187,11 @@ impl FileWriter {
         self.num_rows
     }
 
+    /// Bytes written out so far (pages flushed; what is still buffered not counted).
+    pub fn written_size(&self) -> u64 {
+        self.out.as_ref().map_or(0, |o| o.position())
+    }
+
     /// About the size the file would have if finished now: the pages written so far plus the
     /// in-memory size of what is still buffered (an upper bound of its encoded size).
     pub fn estimated_size(&self) -> u64 {

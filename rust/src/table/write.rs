@@ -141,12 +141,6 @@ pub fn write_fragments_named(
         crate::interrupt::check()?;
         let batch = batch?;
         let mut start = 0usize;
-        let row_bytes = if batch.num_rows() == 0 {
-            0
-        } else {
-            batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or(0) as u64).sum::<u64>()
-                / batch.num_rows() as u64
-        };
         while start < batch.num_rows() {
             let file = match current.as_mut() {
                 Some(f) => f,
@@ -166,12 +160,12 @@ pub fn write_fragments_named(
                     current.insert(OpenFile { writer, name, blobs })
                 }
             };
+            // A batch is cut only where a file reaches max_rows_per_file. max_bytes_per_file is a
+            // soft limit, as pylance's: checked after each batch against the bytes the file has
+            // written out (pages are buffered until about max_page_bytes), so a file ends at
+            // the first batch boundary past it.
             let room = (options.max_rows_per_file - file.writer.num_rows()) as usize;
-            // Rows that still fit under max_bytes_per_file at the batch's average row size
-            // (at least one: a single larger row makes a file of its own).
-            let bytes_left = options.max_bytes_per_file.saturating_sub(file.writer.estimated_size());
-            let fit = if row_bytes == 0 { usize::MAX } else { (bytes_left / row_bytes).max(1) as usize };
-            let n = room.min(fit).min(batch.num_rows() - start);
+            let n = room.min(batch.num_rows() - start);
             let slice = batch.slice(start, n);
             match file.blobs.as_mut() {
                 None => file.writer.write_batch(&slice)?,
@@ -186,7 +180,7 @@ pub fn write_fragments_named(
                 }
             }
             start += n;
-            if file.writer.num_rows() >= options.max_rows_per_file || file.writer.estimated_size() >= options.max_bytes_per_file {
+            if file.writer.num_rows() >= options.max_rows_per_file || file.writer.written_size() >= options.max_bytes_per_file {
                 finish(current.take().expect("open file"), &mut out)?;
             }
         }
