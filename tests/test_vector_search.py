@@ -167,3 +167,36 @@ def test_every_file_version(tmp_path, version):
     for metric in ("l2", "dot"):
         nearest = {"column": "vec", "q": _query(5), "k": 40, "metric": metric}
         _assert_same(lance.dataset(path).to_table(nearest=nearest), lancepy.dataset(path).to_table(nearest=nearest))
+
+
+def test_limit_without_k_sets_the_number_of_neighbours_as_pylance(tmp_path):
+    import lance
+
+    rng = np.random.default_rng(3)
+    t = pa.table({"id": range(300), "vector": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(300 * 8, dtype=np.float32)), 8)})
+    uri = str(tmp_path / "k.lance")
+    lancepy.write_dataset(t, uri)
+    q = rng.random(8)
+    ours = lancepy.dataset(uri).to_table(columns=["id"], nearest={"column": "vector", "q": q}, limit=12)
+    theirs = lance.dataset(uri).to_table(columns=["id"], nearest={"column": "vector", "q": q}, limit=12)
+    assert ours.num_rows == 12 and ours.column("id").equals(theirs.column("id"))
+    with pytest.raises(ValueError, match="Cannot include deleted rows"):
+        lancepy.dataset(uri).to_table(nearest={"column": "vector", "q": q, "k": 3}, with_row_id=True, include_deleted_rows=True)
+
+
+def test_ivf_index_statistics_keys_match_pylance(tmp_path):
+    import lance
+
+    rng = np.random.default_rng(4)
+    t = pa.table({"vector": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(1000 * 16, dtype=np.float32)), 16)})
+    uri = str(tmp_path / "s.lance")
+    lancepy.write_dataset(t, uri)
+    lancepy.dataset(uri).create_index("vector", "IVF_PQ", num_partitions=4, num_sub_vectors=2, metric="cosine")
+    ours = lancepy.dataset(uri).stats.index_stats("vector_idx")["indices"][0]
+    theirs = lance.dataset(uri).stats.index_stats("vector_idx")["indices"][0]
+    assert set(theirs) <= set(ours)
+    assert ours["index_file_version"] == "V3" and ours["sub_index"]["metric_type"] == theirs["sub_index"]["metric_type"] == "l2"
+    assert np.allclose(np.array(ours["centroids"]), np.array(theirs["centroids"]))
+    assert ours["loss"] == pytest.approx(theirs["loss"])
+    with pytest.raises(KeyError, match='Index "nope" not found'):
+        lancepy.dataset(uri).stats.index_stats("nope")

@@ -152,7 +152,7 @@ class LanceScanner:
         if not self._with_row_id:
             raise InvalidArgumentError("include_deleted_rows is set but with_row_id is false")
         if self._nearest is not None:
-            raise UnsupportedError("include_deleted_rows with nearest= is not supported")
+            raise InvalidArgumentError("Cannot include deleted rows in a nearest-neighbour search (include_deleted_rows with nearest=)")
         self._include_deleted = True
         self._late = False  # (late columns are taken by address, which skips deleted rows)
 
@@ -290,6 +290,9 @@ class LanceScanner:
     def _set_nearest(self, nearest: Dict[str, Any], prefilter: bool) -> None:
         if self._computed is not None:
             raise UnsupportedError("nearest= with computed columns (a dict of expressions) is not supported")
+        if isinstance(nearest, dict) and nearest.get("k") is None and self._limit is not None:
+            # (as pylance: without k, the scan's limit is the number of neighbours)
+            nearest = dict(nearest, k=self._limit + self._offset)
         self._nearest = _vector.parse_nearest(nearest, self._ds.schema)
         self._prefilter = prefilter
 

@@ -116,7 +116,7 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
 
     found = [d for d in ds.describe_indices() if d.name == index_name]
     if not found:
-        raise IndexNotFoundError(f"index {index_name!r} does not exist in version {ds.version} of {ds._uri}")
+        raise IndexNotFoundError(f'Index "{index_name}" not found: no such index in version {ds.version} of {ds._uri}')
     desc = found[0]
     rows = ds._snapshot_rows()
     covered = set().union(*(seg["fragment_ids"] for seg in desc.segments))
@@ -138,6 +138,10 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
                     "metric_type": idx.metric,
                     "num_partitions": idx.num_partitions,
                     "partitions": [{"size": int(n)} for n in idx.lengths],
+                    # (the only layout lancepy reads: a legacy index fails to load above)
+                    "index_file_version": "V3",
+                    "centroids": idx.centroids.tolist(),
+                    "loss": idx.loss,
                 }
             )
             dim = int(idx.centroids.shape[1])
@@ -147,7 +151,8 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
                 else {
                     "index_type": "PQ",
                     "dimension": dim,
-                    "metric_type": idx.metric,
+                    # (cosine codes normalized vectors' residuals: the codebook's own metric is l2)
+                    "metric_type": "l2" if idx.metric == "cosine" else idx.metric,
                     "nbits": 8,
                     "num_sub_vectors": idx.num_sub_vectors,
                     "transposed": True,
