@@ -268,3 +268,26 @@ def test_bad_arguments_leave_the_dataset_alone(small):
         small_ds.create_index("emb", "IVF_PQ", num_partitions=1, num_sub_vectors=2)
     assert lancepy.dataset(path).version == v and not lancepy.dataset(path).has_index
     assert lance.dataset(path).list_indices() == []
+
+
+def test_cpu_accelerator_and_one_pass_build_the_same_index(tmp_path):
+    """accelerator='cpu' (a string or torch.device) is where lancepy trains anyway and
+    one_pass_ivfpq is how it builds: the same index as without them (same seed); malformed
+    device names are ValueErrors, as in pylance."""
+    import torch
+
+    rng = np.random.default_rng(8)
+    t = pa.table({"vector": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(2000 * 16, dtype=np.float32)), 16)})
+    results = []
+    q = rng.random(16)
+    for kw in ({}, {"accelerator": "cpu"}, {"accelerator": torch.device("cpu"), "one_pass_ivfpq": True}):
+        uri = str(tmp_path / f"d{len(results)}")
+        ds = lancepy.write_dataset(t, uri)
+        ds.create_index("vector", "IVF_PQ", num_partitions=4, num_sub_vectors=4, seed=3, **kw)
+        results.append(lancepy.dataset(uri).to_table(nearest={"column": "vector", "q": q, "k": 20}, columns=[]))
+    assert results[0].equals(results[1]) and results[0].equals(results[2])
+    for bad in ("no-supported", "0cuda", "cuda-0", "cuda:", "cuda:abc"):
+        with pytest.raises(ValueError):
+            lancepy.dataset(uri).create_index("vector", "IVF_PQ", num_partitions=4, num_sub_vectors=4, accelerator=bad, replace=True)
+    with pytest.raises(NotSupportedError, match="trains on the CPU"):
+        lancepy.dataset(uri).create_index("vector", "IVF_PQ", num_partitions=4, num_sub_vectors=4, accelerator="cuda:0", replace=True)

@@ -347,6 +347,7 @@ class LanceDataset:
         num_bits: int = 8,
         seed: Optional[int] = None,
         index_file_version: Optional[str] = None,
+        one_pass_ivfpq: bool = False,
     ) -> "LanceDataset":
         """Builds a vector index on `column` and commits it as a new version (pylance's
         signature; returns this dataset, now at that version).
@@ -364,11 +365,11 @@ class LanceDataset:
         ``progress_callback`` receives :class:`~lancepy._ops.ivf_build.IndexBuildProgress`
         updates; ``seed`` (lancepy's) makes the training reproducible.
 
-        Not supported (:class:`~lancepy.exceptions.NotSupportedError`): other index types,
-        ``accelerator``, pylance's shuffle tuning (``shuffle_partition_*``,
-        ``precomputed_partition_dataset``), streaming k-means (``streaming_*``),
-        ``train=False``, ``num_bits`` other than 8, multi-column indices, vectors that are not
-        float32, ``index_file_version="Legacy"`` (lancepy writes ``"V3"``).
+        ``accelerator`` may be ``"cpu"``, where lancepy trains; ``one_pass_ivfpq`` is how it
+        always builds. Not supported (:class:`~lancepy.exceptions.NotSupportedError`): other
+        index types, GPUs, ``shuffle_partition_*``, ``precomputed_partition_dataset``,
+        ``streaming_*``, ``train=False``, ``num_bits`` other than 8, multi-column indices,
+        vectors that are not float32, ``index_file_version="Legacy"`` (lancepy writes ``"V3"``).
         """
         return _index_ops.create_index(
             self,
@@ -402,7 +403,7 @@ class LanceDataset:
             max_iters=max_iters,
             num_bits=num_bits,
             seed=seed,
-            index_file_version=index_file_version,
+            index_file_version=index_file_version, one_pass_ivfpq=one_pass_ivfpq,
         )
 
     def create_scalar_index(

@@ -197,6 +197,22 @@ def drop_index(ds: LanceDataset, name: str) -> None:
     ds._commit("CreateIndex", {"new_indices": [], "removed_indices": removed})
 
 
+def _check_accelerator(accelerator: Any) -> None:
+    """``None`` or the CPU (a string or a ``torch.device``) is fine: lancepy trains there.
+    A malformed device name is an InvalidArgumentError; a GPU is not supported."""
+    import re
+
+    if accelerator is None:
+        return
+    text = str(getattr(accelerator, "type", accelerator)) if not isinstance(accelerator, str) else accelerator
+    if hasattr(accelerator, "type") and getattr(accelerator, "index", None) is not None:
+        text = f"{accelerator.type}:{accelerator.index}"
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", text):
+        raise InvalidArgumentError(f"create_index(accelerator={accelerator!r}): not a device name ('cpu', 'cuda', 'cuda:N', 'mps')")
+    if text != "cpu":
+        raise NotSupportedError(f"create_index(accelerator={accelerator!r}): lancepy trains on the CPU (accelerator='cpu')")
+
+
 def create_index(
     ds: LanceDataset,
     column: Union[str, List[str]],
@@ -231,6 +247,7 @@ def create_index(
     num_bits: int = 8,
     seed: Optional[int] = None,
     index_file_version: Optional[str] = None,
+    one_pass_ivfpq: bool = False,
 ) -> "LanceDataset":
     """See :meth:`LanceDataset.create_index`."""
     import warnings
@@ -246,8 +263,10 @@ def create_index(
         raise NotSupportedError(
             f"create_index(index_type={index_type!r}): lancepy builds IVF_FLAT and IVF_PQ vector indices only"
         )
+    if not isinstance(one_pass_ivfpq, bool):
+        raise InvalidArgumentError(f"one_pass_ivfpq must be a bool, got {one_pass_ivfpq!r}")
+    _check_accelerator(accelerator)
     for arg, value in (
-        ("accelerator", accelerator),
         ("shuffle_partition_batches", shuffle_partition_batches),
         ("shuffle_partition_concurrency", shuffle_partition_concurrency),
         ("precomputed_partition_dataset", precomputed_partition_dataset),
