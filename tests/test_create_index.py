@@ -291,3 +291,21 @@ def test_cpu_accelerator_and_one_pass_build_the_same_index(tmp_path):
             lancepy.dataset(uri).create_index("vector", "IVF_PQ", num_partitions=4, num_sub_vectors=4, accelerator=bad, replace=True)
     with pytest.raises(NotSupportedError, match="trains on the CPU"):
         lancepy.dataset(uri).create_index("vector", "IVF_PQ", num_partitions=4, num_sub_vectors=4, accelerator="cuda:0", replace=True)
+
+
+def test_given_codebook_as_tensor_array_equals_numpy(tmp_path):
+    rng = np.random.default_rng(9)
+    t = pa.table({"vector": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(1024 * 32, dtype=np.float32)), 32)})
+    book = rng.standard_normal((4, 256, 8)).astype(np.float32)
+    cents = rng.standard_normal((2, 32)).astype(np.float32)
+    q = rng.random(32)
+    out = []
+    for i, cb in enumerate((book, pa.FixedShapeTensorArray.from_numpy_ndarray(book))):
+        uri = str(tmp_path / f"d{i}")
+        lancepy.write_dataset(t, uri).create_index("vector", "IVF_PQ", num_partitions=2, num_sub_vectors=4,
+                                                   ivf_centroids=cents, pq_codebook=cb)
+        out.append(lancepy.dataset(uri).to_table(nearest={"column": "vector", "q": q, "k": 10}, columns=[]))
+    assert out[0].equals(out[1])
+    with pytest.raises(InvalidArgumentError, match="pq_codebook"):
+        lancepy.dataset(uri).create_index("vector", "IVF_PQ", num_partitions=2, num_sub_vectors=4, replace=True,
+                                          pq_codebook=np.zeros((4, 256, 7), np.float32))

@@ -183,10 +183,14 @@ def _matrix_arg(value: Any, what: str, shape: Tuple[int, ...]) -> "np.ndarray":
 
     if isinstance(value, (pa.Array, pa.ChunkedArray)):
         arr = value.combine_chunks() if isinstance(value, pa.ChunkedArray) else value
-        if pa.types.is_fixed_size_list(arr.type):
+        if isinstance(arr.type, pa.FixedShapeTensorType):
+            value = arr.to_numpy_ndarray()
+        elif pa.types.is_fixed_size_list(arr.type):
             value = _values(arr.flatten()).reshape(len(arr), arr.type.list_size)
         else:
             value = _values(arr)
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        raise InvalidArgumentError(f"{what}: not a numeric array (an array of objects)")
     try:
         mat = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError) as e:
