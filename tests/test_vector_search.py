@@ -200,3 +200,20 @@ def test_ivf_index_statistics_keys_match_pylance(tmp_path):
     assert ours["loss"] == pytest.approx(theirs["loss"])
     with pytest.raises(KeyError, match='Index "nope" not found'):
         lancepy.dataset(uri).stats.index_stats("nope")
+
+
+def test_fixed_shape_tensor_columns_are_searched_as_vectors(tmp_path):
+    import lance
+
+    rng = np.random.default_rng(5)
+    vecs = rng.random((200, 8), dtype=np.float32)
+    t = pa.table({"id": range(200), "tensor": pa.FixedShapeTensorArray.from_numpy_ndarray(vecs)})
+    uri = str(tmp_path / "t.lance")
+    lancepy.write_dataset(t, uri)
+    q_scalar = pa.FixedShapeTensorArray.from_numpy_ndarray(vecs[7:8])[0]
+    for q in (vecs[7], q_scalar):
+        ours = lancepy.dataset(uri).to_table(nearest={"column": "tensor", "q": q, "k": 5}, columns=["id"])
+        theirs = lance.dataset(uri).to_table(nearest={"column": "tensor", "q": q, "k": 5}, columns=["id"])
+        assert ours.column("id").to_pylist() == theirs.column("id").to_pylist()
+        assert ours.column("id")[0].as_py() == 7
+        assert np.allclose(ours.column("_distance").to_numpy(), theirs.column("_distance").to_numpy(), rtol=1e-5)

@@ -84,9 +84,15 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
     if column not in schema.names:
         raise ColumnNotFoundError(f"nearest= column {column!r} does not exist; the dataset has {schema.names}")
     t = schema.field(column).type
+    if isinstance(t, pa.FixedShapeTensorType) and len(t.shape) == 1:
+        t = t.storage_type  # (a 1-D tensor column is stored as the vectors it holds)
     if not (pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type)):
         raise VectorColumnError(f"nearest= column {column!r} must be a vector column (fixed-size list of floats), not {t}")
     q = nearest["q"]
+    if isinstance(q, pa.ExtensionScalar):
+        q = q.value
+    if isinstance(q, pa.Scalar) and hasattr(q, "values"):
+        q = q.values
     if isinstance(q, (pa.Array, pa.ChunkedArray)):
         q = q.to_numpy(zero_copy_only=False)
     try:
