@@ -451,3 +451,38 @@ def test_max_retries_counts_retries_as_pylance(tmp_path):
         with pytest.raises(Exception, match="(conflict|preempted)"):
             lib.LanceDataset.commit(uri, op, read_version=v1.version, max_retries=1)
         assert lib.dataset(uri).version == 2
+
+
+def test_merge_columns_from_precomputed_batches_matches_pylance(tmp_path):
+    """Precomputed new columns (an iterator of batches of `reader_schema`, or a reader),
+    committed by Overwrite as pylance's own test does, read equal from both libraries."""
+    schema = pa.schema([pa.field("c", pa.int64()), pa.field("d", pa.string())])
+    new = pa.table({"c": range(100), "d": [str(i) for i in range(100)]}, schema=schema)
+    results = {}
+    for name, lib in (("ours", lancepy), ("theirs", lance)):
+        uri = str(tmp_path / name)
+        lib.write_dataset(pa.table({"a": range(100)}), uri)
+        frag = lib.dataset(uri).get_fragments()[0]
+        meta, merged = frag.merge_columns(iter(new.to_batches(max_chunksize=15)), reader_schema=schema, batch_size=15)
+        lib.LanceDataset.commit(uri, lib.LanceOperation.Overwrite(merged.to_pyarrow(), [meta]))
+        results[name] = uri
+    want = lance.dataset(results["theirs"]).to_table()
+    assert lancepy.dataset(results["ours"]).to_table().equals(want)
+    assert lance.dataset(results["ours"]).to_table().equals(want)
+    frag = lancepy.dataset(results["ours"]).get_fragments()[0]
+    with pytest.raises(InvalidArgumentError, match="rows given"):
+        frag.merge_columns(iter(new.slice(0, 50).to_batches()), reader_schema=schema)
+    with pytest.raises(lancepy.exceptions.SchemaMismatchError):
+        frag.merge_columns(iter(new.to_batches()), reader_schema=pa.schema([("c", pa.string())]))
+
+
+def test_merge_columns_refuses_a_checkpointed_udf(tmp_path):
+    uri = str(tmp_path / "d")
+    lancepy.write_dataset(pa.table({"a": range(10)}), uri)
+
+    @lancepy.batch_udf(checkpoint_file=str(tmp_path / "cache.sqlite"))
+    def twice(batch):
+        return pa.record_batch([pa.array([2 * x.as_py() for x in batch["a"]])], ["b"])
+
+    with pytest.raises(ValueError, match="A checkpoint file cannot be used"):
+        lancepy.dataset(uri).get_fragments()[0].merge_columns(twice, columns=["a"])

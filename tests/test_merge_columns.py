@@ -76,7 +76,7 @@ def test_errors(tmp_path):
     frag = lancepy.dataset(path).get_fragments()[0]
     with pytest.raises(NotSupportedError):  # precomputed values (SQL dicts: tests/test_fragment_api.py)
         frag.merge_columns(pa.table({"c": [1]}))
-    with pytest.raises(NotSupportedError):
+    with pytest.raises(InvalidArgumentError, match="reader_schema"):  # (batches go with it, not a function)
         frag.merge_columns(_udf, reader_schema=pa.schema([("c", pa.int64())]))
     with pytest.raises(ColumnNotFoundError):
         frag.merge_columns(_udf, columns=["nope"])

@@ -36,7 +36,7 @@ from lancepy._table.fragments import (  # noqa: F401
     RowIdMeta,
     normalize_storage_version,
 )
-from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
 
 if TYPE_CHECKING:
     from lancepy.dataset import LanceDataset, LanceSchema
@@ -359,13 +359,12 @@ class LanceFragment:
         fragment with one new data file and the dataset's schema extended by the new columns
         (field ids from ``max_field_id + 1``); commit them with
         ``LanceOperation.Merge(fragments, schema)``. `value_func` may also be a dict of new
-        column names to SQL expressions over the dataset's columns. Readers of precomputed
-        values as `value_func`, and `reader_schema`, are not supported: they raise
-        :class:`~lancepy.exceptions.NotSupportedError`."""
+        column names to SQL expressions over the dataset's columns, or precomputed values: an
+        iterator of record batches of `reader_schema` (or a ``RecordBatchReader``) holding one
+        row per physical row. A :func:`~lancepy.udf.batch_udf` with a checkpoint file is
+        refused (checkpoints are for :meth:`LanceDataset.add_columns`)."""
         from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table
 
-        if reader_schema is not None:
-            raise UnsupportedError("merge_columns(reader_schema=...): readers of precomputed values are not supported")
         if batch_size is not None and (
             isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0
         ):
@@ -374,11 +373,25 @@ class LanceFragment:
             if columns is not None:
                 raise InvalidArgumentError("merge_columns: columns= applies to functions, not to SQL expressions")
             return _fragment_ops.sql_columns(self._ds, self.fragment_id, value_func, batch_size)
+        if not callable(value_func) and (reader_schema is not None or isinstance(value_func, pa.RecordBatchReader)):
+            return self._merge_precomputed(value_func, reader_schema)
+        if reader_schema is not None:
+            raise InvalidArgumentError("merge_columns: reader_schema= goes with an iterator of precomputed batches, not a function")
         if not callable(value_func):
             raise UnsupportedError(
                 f"merge_columns with a {type(value_func).__name__}: only a function batch -> new columns "
                 "or a dict of SQL expressions is supported"
             )
+        from lancepy.udf import BatchUDF
+
+        if isinstance(value_func, BatchUDF):
+            if value_func.cache is not None:
+                raise InvalidArgumentError(
+                    "A checkpoint file cannot be used with LanceFragment.merge_columns (a fragment's columns are "
+                    "computed in one call); use LanceDataset.add_columns, or a batch_udf without checkpoint_file")
+            call = value_func._call  # (each result checked against the function's output schema)
+        else:
+            call = value_func
         ds = self._ds
         cols = list(columns) if columns is not None else ds.schema.names
         missing = [c for c in cols if c not in ds.schema.names and c not in (ROW_ID, ROW_ADDRESS)]
@@ -395,7 +408,7 @@ class LanceFragment:
                 with_row_address=ROW_ADDRESS in cols,
             )
         ).select(cols)
-        outs = [_as_table(value_func(b)) for b in src.to_batches()] if phys else []
+        outs = [_as_table(call(b)) for b in src.to_batches()] if phys else []
         if not outs:
             raise InvalidArgumentError(f"fragment {self.fragment_id} has no rows to compute columns for")
         new = pa.concat_tables([t.combine_chunks() for t in outs])
@@ -404,6 +417,24 @@ class LanceFragment:
                 f"value_func returned {new.num_rows} rows for fragment {self.fragment_id}, which has {phys}"
             )
         return _fragment_ops.add_columns_file(ds, self.fragment_id, new)
+
+    def _merge_precomputed(self, batches: Any, reader_schema: Optional[pa.Schema]) -> Tuple[FragmentMetadata, "LanceSchema"]:
+        """:meth:`merge_columns` of new columns given as batches (an iterator of record
+        batches of `reader_schema`, or a ``RecordBatchReader``): one value per physical row."""
+        if isinstance(batches, pa.RecordBatchReader):
+            if reader_schema is not None and not batches.schema.equals(reader_schema):
+                raise SchemaMismatchError(f"merge_columns: the reader's schema {batches.schema} is not reader_schema {reader_schema}")
+            reader_schema = batches.schema
+        if not isinstance(reader_schema, pa.Schema):
+            raise InvalidArgumentError(f"merge_columns: reader_schema must be a pyarrow.Schema, got {type(reader_schema).__name__}")
+        try:
+            new = pa.Table.from_batches(list(batches), schema=reader_schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise SchemaMismatchError(f"merge_columns: the batches do not match reader_schema: {e}") from None
+        if new.num_rows != self.physical_rows:
+            raise InvalidArgumentError(
+                f"merge_columns: {new.num_rows} rows given for fragment {self.fragment_id}, which has {self.physical_rows}")
+        return _fragment_ops.add_columns_file(self._ds, self.fragment_id, new.combine_chunks())
 
     def merge(
         self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None
