@@ -474,6 +474,9 @@ def test_merge_columns_from_precomputed_batches_matches_pylance(tmp_path):
         frag.merge_columns(iter(new.slice(0, 50).to_batches()), reader_schema=schema)
     with pytest.raises(lancepy.exceptions.SchemaMismatchError):
         frag.merge_columns(iter(new.to_batches()), reader_schema=pa.schema([("c", pa.string())]))
+    # A table of the values works the same way (pylance's test_merge_separate_dataset).
+    meta, _ = frag.merge_columns(pa.table({"e": range(100)}))
+    assert len(meta.data_files()) == 2
 
 
 def test_merge_columns_refuses_a_checkpointed_udf(tmp_path):

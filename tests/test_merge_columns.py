@@ -74,7 +74,7 @@ def test_errors(tmp_path):
     path = str(tmp_path / "e.lance")
     _make(path, lancepy)
     frag = lancepy.dataset(path).get_fragments()[0]
-    with pytest.raises(NotSupportedError):  # precomputed values (SQL dicts: tests/test_fragment_api.py)
+    with pytest.raises(InvalidArgumentError, match="rows given"):  # precomputed values: one per physical row
         frag.merge_columns(pa.table({"c": [1]}))
     with pytest.raises(InvalidArgumentError, match="reader_schema"):  # (batches go with it, not a function)
         frag.merge_columns(_udf, reader_schema=pa.schema([("c", pa.int64())]))

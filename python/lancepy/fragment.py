@@ -360,7 +360,7 @@ class LanceFragment:
         (field ids from ``max_field_id + 1``); commit them with
         ``LanceOperation.Merge(fragments, schema)``. `value_func` may also be a dict of new
         column names to SQL expressions over the dataset's columns, or precomputed values: an
-        iterator of record batches of `reader_schema` (or a ``RecordBatchReader``) holding one
+        iterator of record batches of `reader_schema` (or a reader or table) holding one
         row per physical row. A :func:`~lancepy.udf.batch_udf` with a checkpoint file is
         refused (checkpoints are for :meth:`LanceDataset.add_columns`)."""
         from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table
@@ -373,6 +373,9 @@ class LanceFragment:
             if columns is not None:
                 raise InvalidArgumentError("merge_columns: columns= applies to functions, not to SQL expressions")
             return _fragment_ops.sql_columns(self._ds, self.fragment_id, value_func, batch_size)
+        if isinstance(value_func, (pa.Table, pa.RecordBatch)):
+            return self._merge_precomputed(pa.Table.from_batches(value_func.to_batches(), value_func.schema).to_reader(),
+                                           reader_schema)
         if not callable(value_func) and (reader_schema is not None or isinstance(value_func, pa.RecordBatchReader)):
             return self._merge_precomputed(value_func, reader_schema)
         if reader_schema is not None:
