@@ -475,8 +475,8 @@ def test_merge_columns_from_precomputed_batches_matches_pylance(tmp_path):
     with pytest.raises(lancepy.exceptions.SchemaMismatchError):
         frag.merge_columns(iter(new.to_batches()), reader_schema=pa.schema([("c", pa.string())]))
     # A table of the values works the same way (pylance's test_merge_separate_dataset).
-    meta, _ = frag.merge_columns(pa.table({"e": range(100)}))
-    assert len(meta.data_files()) == 2
+    meta, schema = frag.merge_columns(pa.table({"e": range(100)}))
+    assert len(meta.data_files()) == len(frag.data_files()) + 1 and schema.to_pyarrow().names[-1] == "e"
 
 
 def test_merge_columns_refuses_a_checkpointed_udf(tmp_path):

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lancepy
-from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, NotSupportedError
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError
 from lancepy.fragment import FragmentMetadata
 
 lance = pytest.importorskip("lance", reason="pylance (the reference implementation) is not installed")
