@@ -100,7 +100,7 @@ def test_explain_and_analyze_plan_describe_what_runs(uri) -> None:
     lines = plan.splitlines()
     assert lines[0].startswith("Project: ['s', 'v']")
     assert any("LateMaterialize: ['s', 'v']" in line for line in lines)
-    assert lines[-1].strip().startswith("LanceRead:") and "columns=['x']" in lines[-1]
+    assert lines[-1].strip().startswith("LanceRead:") and "projection=[x]" in lines[-1]
     assert "LateMaterialize" not in ds.scanner(columns=["s"], filter="x > 45", late_materialization=False).explain_plan()
     assert "(pushed down)" in ds.scanner(columns=["s"], limit=3).explain_plan()
     verbose = ds.scanner(filter="x > 45").explain_plan(verbose=True)
@@ -108,6 +108,6 @@ def test_explain_and_analyze_plan_describe_what_runs(uri) -> None:
     analyzed = ds.scanner(columns=["s"], filter="x > 45").analyze_plan()
     assert analyzed.startswith("Analyze: elapsed=") and f"output_rows={ds.count_rows('x > 45')}" in analyzed
     counted = ds.scanner(filter="x > 45").analyze_plan(count_rows=True)
-    assert "Count" in counted and "columns=['x']" in counted
+    assert "Count" in counted and "projection=[x]" in counted
     # pylance's returns a plan string too (its own operators).
     assert isinstance(lance.dataset(uri).scanner(filter="x > 45").explain_plan(), str)

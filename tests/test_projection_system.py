@@ -136,3 +136,17 @@ def test_analyze_plan_reports_rows_scanned_and_io(uri):
     read = [line for line in plan.splitlines() if line.strip().startswith("LanceRead:")][0]
     assert f"output_rows={n}" in read and f"rows_scanned={ds.count_rows()}" in read
     assert "bytes_read=" in read and "requests=" in read
+
+
+def test_plans_name_what_pylance_plans_name(uri, tmp_path):
+    """explain_plan keeps lancepy's steps but names the facts pylance's text names, in a form
+    the same greps find: the read's projection, the nprobes bounds of a vector search."""
+    ds = lancepy.dataset(uri)
+    for lib in (lance, lancepy):
+        assert "projection=[a]" in lib.dataset(uri).scanner(columns=[], filter="a < 50", with_row_id=True).explain_plan(True)
+    q = {"column": "vec", "q": [1.0, 1.0], "k": 3}
+    assert "minimum_nprobes=7" in ds.scanner(nearest=dict(q, nprobes=7)).explain_plan()
+    assert "maximum_nprobes=Some(7)" in ds.scanner(nearest=dict(q, nprobes=7)).explain_plan()
+    plan = ds.scanner(nearest=dict(q, minimum_nprobes=7)).explain_plan()
+    assert "minimum_nprobes=7" in plan and "maximum_nprobes=None" in plan
+    assert "maximum_nprobes=Some(10)" in ds.scanner(nearest=dict(q, minimum_nprobes=7, maximum_nprobes=10)).explain_plan()

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy import vector as _vector
+from lancepy._ops import ivf as _ivf_defaults
 from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
@@ -694,8 +695,11 @@ class LanceScanner:
         extra = "".join(f", {n}=true" for n, on in (("row_id", self._with_row_id), ("row_addr", self._with_row_address)) if on)
         if self._nearest is not None:
             q = self._nearest
+            lo = q.nprobes if q.nprobes is not None else (q.minimum_nprobes or _ivf_defaults.DEFAULT_NPROBES)
+            hi = q.nprobes if q.nprobes is not None else q.maximum_nprobes
             steps.append(f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}, use_index={q.use_index}, "
-                         f"nprobes={q.nprobes}, refine_factor={q.refine_factor}" + (f", {'pre' if self._prefilter else 'post'}filter" if self._filter else ""))
+                         f"minimum_nprobes={lo}, maximum_nprobes={'None' if hi is None else f'Some({hi})'}, "
+                         f"refine_factor={q.refine_factor}" + (f", {'pre' if self._prefilter else 'post'}filter" if self._filter else ""))
             search = _vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search)
             if metrics is not None:
                 knn = f"KNNVectorDistance: metric={q.metric}"
@@ -703,7 +707,7 @@ class LanceScanner:
             steps.append(search)
             if self._filter is not None:
                 steps.append(f"Filter: {self._filter.text}")
-            steps.append(f"LanceRead: {where}, columns=[{q.column}]{extra}{read_metrics}")
+            steps.append(f"LanceRead: {where}, projection=[{q.column}]{extra}{read_metrics}")
         else:
             if self._order:
                 steps.append("Sort: " + ", ".join(f"{k.column_name} {'asc' if k.ascending else 'desc'}" for k in self._order) + " (whole scan read first)")
@@ -726,7 +730,8 @@ class LanceScanner:
                 read = list(self._filter.columns or read) if self._filter is not None else []
             early = [c for c in read if c not in late]
             pushed = "" if self._filter is not None or self._order else f", offset={self._offset}, limit={self._limit} (pushed down)"
-            steps.append(f"LanceRead: {where}, columns={early}{extra}{', row_addr=true (for the late columns)' if late else ''}"
+            steps.append(f"LanceRead: {where}, projection=[{', '.join(early)}]{extra}"
+                         f"{', row_addr=true (for the late columns)' if late else ''}"
                          f"{pushed}{read_metrics}")
         return [("  " * i) + line for i, line in enumerate(steps)]
 
