@@ -81,6 +81,22 @@ def test_fragment_write_progress_subclass_hears_every_fragment(tmp_path):
     table = pa.table({"x": list(range(250))})
     lancepy.write_dataset(table, str(tmp_path / "p.lance"), max_rows_per_file=100, progress=progress)
     assert progress.events == ["begin", ("complete", 100), "begin", ("complete", 100), "begin", ("complete", 50)]
+    # Fragments cut by max_bytes_per_file inside one run of rows are heard of too, as pylance.
+    class _TheirRecorder(lance.progress.FragmentWriteProgress):
+        def __init__(self):
+            self.events = []
+
+        def begin(self, fragment, **kwargs):
+            self.events.append("begin")
+
+        def complete(self, fragment, **kwargs):
+            self.events.append(("complete", fragment.physical_rows))
+
+    for lib, rec in ((lancepy, _Recorder()), (lance, _TheirRecorder())):
+        big = pa.RecordBatchReader.from_batches(pa.schema([("a", pa.string())]),
+                                                [pa.record_batch([pa.array(["0" * 1024] * 8192)], names=["a"])] * 2)
+        frags = lib.fragment.write_fragments(big, str(tmp_path / f"big-{lib.__name__}"), max_bytes_per_file=1024, progress=rec)
+        assert len(frags) == 2 and rec.events == ["begin", ("complete", 8192), "begin", ("complete", 8192)]
     with pytest.raises(TypeError):
         lancepy.progress.FragmentWriteProgress()  # abstract, as pylance's
     lancepy.write_dataset(table, str(tmp_path / "q.lance"), progress=lancepy.progress.NoopFragmentWriteProgress())

@@ -70,7 +70,8 @@ def _write(
     ``FragmentWriteProgress`` shape: ``begin(fragment)`` / ``complete(fragment)``) hears
     about each fragment: ``begin`` before its rows are written (no files, no rows yet),
     ``complete`` once its file is written; the stream is then cut into runs of
-    `max_rows_per_file` rows, one native write each.
+    `max_rows_per_file` rows, one native write each (a run that `max_bytes_per_file` cuts into
+    several fragments announces the later ones with ``begin`` just before ``complete``).
     """
     if max_rows_per_file <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
@@ -88,7 +89,9 @@ def _write(
                 progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
                 made = _write(uri, part, fields, metadata, max_rows_per_file, version, max_bytes_per_file, **options)
                 out.extend(made)
-                for f in made:
+                for i, f in enumerate(made):
+                    if i:  # (a run cut by max_bytes_per_file: its later fragments are announced as they complete)
+                        progress.begin(FragmentMetadata._from_dict({"id": 0, "files": [], "physical_rows": 0}))
                     progress.complete(f)
         except BaseException:
             # the runs written before the failure: removed, as a failed single write leaves none
