@@ -49,3 +49,47 @@ def test_each_rule(tmp_path):
         m["writer_version"] = {"library": "lance", "version": version}
         assert needs_migration(m, entries) is old, version
         assert needs_migration(m, []) is False  # (the version matters for index bitmaps only)
+
+
+def test_storage_version_inferred_as_pylance_does():
+    from lancepy._table.manifest import _infer_storage_version, infer_file_version
+    from lancepy.exceptions import InvalidArgumentError
+    from lancepy.file import stable_version
+
+    def frag(major, minor):
+        return {"files": [{"path": "x.lance", "file_major_version": major, "file_minor_version": minor}]}
+
+    # (0, 0..2) is the legacy format, (0, 3) the first v2 files (lance 0.15), then 2.x.
+    assert [infer_file_version([frag(0, m)]) for m in range(4)] == ["0.1", "0.1", "0.1", "2.0"]
+    assert infer_file_version([frag(2, 1), frag(2, 1)]) == "2.1" and infer_file_version([{"files": []}]) is None
+    with pytest.raises(InvalidArgumentError, match="same version"):
+        infer_file_version([frag(0, 0), frag(2, 0)])
+    # Without files, lance 0.15's writer flag tells v2 (the stable version) from legacy.
+    assert _infer_storage_version([], 4) == stable_version() and _infer_storage_version([], 0) == "0.1"
+    assert _infer_storage_version([frag(0, 3)], 0) == "2.0"
+
+
+def test_a_legacy_recorded_version_is_fixed_on_commit_as_pylance(tmp_path):
+    """lance 0.16 could record "0.1" for a dataset of v2 files: the next commit records the
+    files' version; files of two versions make the commit fail (roll back, says pylance)."""
+    import json
+    import types
+
+    from lancepy._table.commit import build_manifest, new_transaction
+    from lancepy.exceptions import LanceIOError
+
+    uri = str(tmp_path / "d")
+    lancepy.write_dataset(pa.table({"a": range(10)}), uri, data_storage_version="2.0")
+    m = json.loads(lancepy.dataset(uri)._loaded.json)
+    m["data_format"] = {"file_format": "lance", "version": "0.1"}
+
+    def commit(manifest):
+        base = types.SimpleNamespace(manifest=manifest, json=json.dumps(manifest), index_section=None)
+        txn = new_transaction(1, "Delete", {"updated_fragments": [], "deleted_fragment_ids": [], "predicate": "false"})
+        return build_manifest(base, txn, 2, "t.txn").manifest["data_format"]["version"]
+
+    assert commit(m) == "2.0"
+    m["fragments"].append(dict(m["fragments"][0], id=9, files=[dict(m["fragments"][0]["files"][0], file_major_version=0,
+                                                                       file_minor_version=0)]))
+    with pytest.raises(LanceIOError, match="mixture of file versions"):
+        commit(m)

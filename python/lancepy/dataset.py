@@ -179,7 +179,8 @@ class LanceDataset:
     def data_storage_version(self) -> str:
         """The data file version new files are written with (``"2.0"``, ``"2.1"``, ``"2.2"``)."""
         fmt = self._loaded.manifest.get("data_format") or {}
-        return fmt.get("version") or _commit._infer_storage_version(self._loaded.manifest.get("fragments", []))
+        m = self._loaded.manifest
+        return fmt.get("version") or _commit._infer_storage_version(m.get("fragments", []), m.get("writer_feature_flags", 0))
 
     @property
     def max_field_id(self) -> int:

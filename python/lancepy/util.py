@@ -233,4 +233,4 @@ def validate_vector_index(
     if not checked:
         raise InvalidArgumentError(f"no vectors without NaN in column {column!r} to check")
     if passed / checked < pass_threshold:
-        raise IndexValidationError(f"vector index failed the check: only {passed}/{checked} vectors found themselves")
+        raise IndexValidationError(f"Vector index failed sanity check: only {passed}/{checked} vectors found themselves")

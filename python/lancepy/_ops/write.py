@@ -580,7 +580,7 @@ def write_dataset(
         metadata = base.manifest.get("schema_metadata", {})
         reader = align_to_schema(reader, _schema_of(fields, metadata), fill_missing=True)
         version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
-            base.manifest.get("fragments", [])
+            base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
         )
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
             raise InvalidArgumentError(

@@ -49,8 +49,10 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     WRITER_LIBRARY,
     LoadedManifest,
     _fragment_files,
+    LEGACY_FILE_VERSION,
     _infer_storage_version,
     _mixed_file_versions,
+    infer_file_version,
     check_feature_flags,
     latest_version,
     list_versions,
@@ -60,7 +62,7 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     write_hint,
 )
 from lancepy._table.transaction import _body, conflicts, new_transaction, operation_name  # noqa: F401
-from lancepy.exceptions import CommitConflictError, DatasetNotFoundError, InvalidArgumentError, UnsupportedError
+from lancepy.exceptions import CommitConflictError, DatasetNotFoundError, InvalidArgumentError, LanceIOError, UnsupportedError
 
 __all__ = [
     "FLAG_DELETION_FILES",
@@ -351,7 +353,16 @@ def build_manifest(
     if data_storage_version is not None:
         fmt = {"file_format": "lance", "version": data_storage_version}
     elif not fmt.get("version"):
-        fmt = {"file_format": "lance", "version": _infer_storage_version(fragments)}
+        fmt = {"file_format": "lance", "version": _infer_storage_version(fragments, m.get("writer_feature_flags", 0))}
+    if fmt.get("version") == LEGACY_FILE_VERSION and data_storage_version is None:
+        # (as pylance: lance 0.16 could record "0.1" for datasets of v2 files; the next commit
+        # fixes it, unless the files mix versions)
+        try:
+            actual = infer_file_version(fragments)
+        except InvalidArgumentError as e:
+            raise LanceIOError(f"The dataset contains a mixture of file versions.  You will need to rollback to an earlier version: {e}") from None
+        if actual is not None and actual != LEGACY_FILE_VERSION:
+            fmt = {"file_format": "lance", "version": actual}
     m["data_format"] = fmt
     reader = m.get("reader_feature_flags", 0) & ~(FLAG_DELETION_FILES | FLAG_TABLE_CONFIG | FLAG_BASE_PATHS)
     writer = m.get("writer_feature_flags", 0) & ~(FLAG_DELETION_FILES | FLAG_TABLE_CONFIG | FLAG_BASE_PATHS)

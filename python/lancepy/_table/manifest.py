@@ -11,6 +11,7 @@ from lancepy import _lancepy
 from lancepy.exceptions import (
     CorruptFileError,
     DatasetNotFoundError,
+    InvalidArgumentError,
     NotFoundError,
     UnsupportedError,
     VersionNotFoundError,
@@ -242,11 +243,47 @@ def load_transaction(store: Any, version: int) -> Optional[Dict[str, Any]]:
         return None
 
 
-def _infer_storage_version(fragments: List[Dict[str, Any]]) -> str:
+#: What pylance calls the legacy (v1) data file format's version.
+LEGACY_FILE_VERSION = "0.1"
+#: The writer flag datasets of lance 0.15 set when their files were v2 (before data_format).
+FLAG_USE_V2_FORMAT_DEPRECATED = 4
+
+
+def _file_version(d: Dict[str, Any]) -> str:
+    """A data file's format version as pylance names it: (0, 0..2) is the legacy format
+    ("0.1"), (0, 3) what became 2.0."""
+    major, minor = int(d.get("file_major_version", 2) or 0), int(d.get("file_minor_version", 0) or 0)
+    if major == 0:
+        return "2.0" if minor == 3 else LEGACY_FILE_VERSION
+    return f"{major}.{minor}"
+
+
+def infer_file_version(fragments: List[Dict[str, Any]]) -> Optional[str]:
+    """The version of the fragments' data files (None without files). Files of two versions
+    raise :class:`InvalidArgumentError`."""
+    found: Optional[str] = None
     for f in fragments:
         for d in _fragment_files(f):
-            return f"{d.get('file_major_version', 2)}.{d.get('file_minor_version', 0)}"
-    return "2.1"
+            v = _file_version(d)
+            if found is None:
+                found = v
+            elif v != found:
+                raise InvalidArgumentError(f"All data files must have the same version. Detected both {found} and {v}")
+    return found
+
+
+def _infer_storage_version(fragments: List[Dict[str, Any]], writer_flags: Optional[int] = None) -> str:
+    """A manifest's data storage version when it records none (written before lance 0.16):
+    its files' version; without files, the writer flags (v2 flag: the stable version, else
+    legacy; unknown flags: lancepy's default)."""
+    found = infer_file_version(fragments)
+    if found is not None:
+        return found
+    from lancepy.file import DEFAULT_FILE_VERSION
+
+    if writer_flags is None:
+        return DEFAULT_FILE_VERSION
+    return DEFAULT_FILE_VERSION if writer_flags & FLAG_USE_V2_FORMAT_DEPRECATED else LEGACY_FILE_VERSION
 
 
 def _fragment_files(frag: Dict[str, Any]) -> List[Dict[str, Any]]:
