@@ -512,3 +512,52 @@ class VectorIndexReader:
             codes = np.ascontiguousarray(idx.codes[:, start : start + count].T)
             columns[_ivf._PQ_CODE] = pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1)), idx.num_sub_vectors)
         return pa.table(columns)
+
+
+def train_ivf_centroids_on_accelerator(
+    dataset: "LanceDataset",
+    column: str,
+    k: int,
+    metric_type: str,
+    accelerator: Any,
+    batch_size: int = 1024 * 10 * 4,
+    *,
+    sample_rate: int = 256,
+    max_iters: int = 50,
+    filter_nan: bool = True,
+) -> Tuple["np.ndarray", Any]:
+    """pylance's helper: IVF centroids trained by :class:`lancepy.torch.kmeans.KMeans` on
+    `accelerator` (``"cuda"``, ``"cuda:N"``, ``"mps"`` or a ``torch.device``) over a random
+    sample of ``k × sample_rate`` rows of `column` (rows with nulls or, with `filter_nan`, NaN
+    left out). Returns ``(centroids as the column's float type, the trained KMeans)``.
+    `batch_size` is how many rows a read takes at a time."""
+    import re
+
+    import numpy as np
+
+    from lancepy._ops.kmeans_torch import KMeans
+
+    if isinstance(accelerator, str) and not (re.fullmatch(r"cuda(:\d+)?", accelerator) or accelerator == "mps"):
+        raise InvalidArgumentError(
+            f"Train ivf centroids on accelerator: only support 'cuda' or 'mps' as accelerator, got {accelerator!r}")
+    for name, value in (("k", k), ("batch_size", batch_size), ("sample_rate", sample_rate)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
+    field = dataset.schema.field(column)
+    if not (pa.types.is_fixed_size_list(field.type) and pa.types.is_floating(field.type.value_type)):
+        raise VectorColumnError(f"column {column!r} must be a vector column (fixed-size list of floats), not {field.type}")
+    total = dataset.count_rows()
+    want = min(total, k * sample_rate)
+    rows = np.sort(np.random.default_rng().choice(total, size=want, replace=False)) if want < total else np.arange(total)
+    parts = [dataset.take(rows[i : i + batch_size], columns=[column]).column(0) for i in range(0, len(rows), batch_size)]
+    vectors = pa.chunked_array([c for p in parts for c in p.chunks], field.type).combine_chunks()
+    if vectors.null_count:
+        vectors = vectors.filter(vectors.is_valid())
+    dim = field.type.list_size
+    mat = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, dim)
+    if filter_nan:
+        mat = mat[np.isfinite(mat).all(axis=1)]
+    kmeans = KMeans(k, metric=metric_type, max_iters=max_iters, device=accelerator)
+    kmeans.fit(mat)
+    centroids = kmeans.centroids.cpu().numpy().astype(field.type.value_type.to_pandas_dtype())
+    return centroids, kmeans
