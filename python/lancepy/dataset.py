@@ -353,10 +353,11 @@ class LanceDataset:
         """Builds a vector index on `column` and commits it as a new version (pylance's
         signature; returns this dataset, now at that version).
 
-        ``index_type`` is ``"IVF_FLAT"`` or ``"IVF_PQ"``, written in pylance 14's on-disk
-        format (pylance uses it, and lancepy uses pylance's). IVF centroids are trained by
-        k-means on ``num_partitions × sample_rate`` random rows (default partitions: one per
-        4,096 rows for IVF_FLAT, 8,192 for IVF_PQ, at most 4,096), PQ codebooks (8-bit
+        ``index_type`` is ``"IVF_FLAT"``, ``"IVF_PQ"`` or ``"IVF_SQ"`` (8-bit codes over the
+        sample's value range; l2 and cosine), written in pylance 14's on-disk format (pylance
+        uses it, lancepy uses pylance's). IVF centroids are trained by k-means on
+        ``num_partitions × sample_rate`` random rows (default partitions: one per 4,096 rows
+        for IVF_FLAT, else 8,192, at most 4,096), PQ codebooks (8-bit
         codes, ``num_sub_vectors`` required) on ``256 × sample_rate`` rows, ``max_iters``
         Lloyd iterations at most. ``metric``: ``"l2"``, ``"cosine"`` or ``"dot"``. Rows
         whose vector is null (or, with ``filter_nan``, holds NaN/inf) are left out of the
@@ -923,9 +924,6 @@ class LanceDataset:
         raises :class:`~lancepy.exceptions.InvalidArgumentError`.
         """
         return _take.take_blobs(self, blob_column, ids, addresses, indices, buffer_size=buffer_size)
-
-    def _plain_columns(self, columns: Any) -> Optional[List[str]]:
-        return _take._plain_columns(self, columns)
 
     # -- versions --------------------------------------------------------------------------
 

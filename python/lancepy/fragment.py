@@ -24,6 +24,7 @@ import pyarrow as pa
 from lancepy._core.conform import align_to_schema, to_record_batch_reader  # noqa: F401
 from lancepy._core.schema import lance_fields_for, schema_differences  # noqa: F401
 from lancepy._ops import fragment_ops as _fragment_ops
+from lancepy._ops import take as _take_ops
 from lancepy._ops.write import _write, create_fragment, row_runs, write_fragments  # noqa: F401
 from lancepy._table.fragments import (  # noqa: F401
     DEFAULT_DATA_STORAGE_VERSION,
@@ -339,7 +340,7 @@ class LanceFragment:
         # by address: with stable row ids, _take_rows would read these as row ids
         return pa.table(
             self._ds._snapshot.take_addresses(
-                picked, columns=self._ds._plain_columns(columns), with_row_address=with_row_address
+                picked, columns=_take_ops._plain_columns(self._ds, columns), with_row_address=with_row_address
             )
         )
 

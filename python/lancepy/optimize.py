@@ -184,7 +184,7 @@ class DatasetOptimizer:
             if n not in by_name:
                 raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._uri}")
             kind = ds._index_type(by_name[n][0])
-            if kind not in ("IVF_FLAT", "IVF_PQ", "BTree"):
+            if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree"):
                 raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
         paths = {v: k for k, v in ds._field_ids_by_path().items()}
         raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]} if entries else {}
@@ -450,7 +450,7 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
         e for e in ds._index_entries()
         if set(e["fragment_ids"]) & ids
         and (_btree.holds_addresses(ds, e) if ds._index_type(e) == "BTree"
-             else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ") and not stable)
+             else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ") and not stable)
     ]
 
 

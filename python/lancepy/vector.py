@@ -480,6 +480,8 @@ class VectorIndexReader:
         self.dataset = dataset
         self.index_name = index_name
         self.stats = dataset.stats.index_stats(index_name)
+        if self.stats["index_type"] == "IVF_SQ":
+            raise NotSupportedError(f"VectorIndexReader of the IVF_SQ index {index_name} (IVF_FLAT and IVF_PQ are supported)")
         if self.stats["index_type"] not in ("IVF_FLAT", "IVF_PQ"):
             raise InvalidArgumentError(f"Index {index_name} is not vector index ({self.stats['index_type']})")
         segments = self.stats["indices"]

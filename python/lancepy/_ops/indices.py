@@ -128,7 +128,7 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
             from lancepy._ops import btree as _btree
 
             info = _btree.segment_statistics(ds._uri, seg["uuid"], ds._storage_options)
-        if desc.index_type in ("IVF_FLAT", "IVF_PQ"):
+        if desc.index_type in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
             from lancepy._ops import ivf as _ivf
 
             idx = _ivf.load_index(ds._uri, seg["uuid"], ds._storage_options)
@@ -148,6 +148,14 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
             info["sub_index"] = (
                 {"index_type": "FLAT", "dim": dim, "metric_type": idx.metric}
                 if idx.kind == "IVF_FLAT"
+                else {
+                    "dim": dim,
+                    "num_bits": 8,
+                    "bounds": {"start": idx.sq_bounds[0], "end": idx.sq_bounds[1]},
+                    "index_type": "SQ",
+                    "metric_type": idx.metric,
+                }
+                if idx.kind == "IVF_SQ" and idx.sq_bounds is not None
                 else {
                     "index_type": "PQ",
                     "dimension": dim,
@@ -259,9 +267,9 @@ def create_index(
     if version is not None and str(version).upper() != "V3":
         raise NotSupportedError(f"create_index(index_file_version={index_file_version!r}): lancepy writes 'V3' index files")
     kind = str(index_type).upper()
-    if kind not in ("IVF_FLAT", "IVF_PQ"):
+    if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
         raise NotSupportedError(
-            f"create_index(index_type={index_type!r}): lancepy builds IVF_FLAT and IVF_PQ vector indices only"
+            f"create_index(index_type={index_type!r}): lancepy builds IVF_FLAT, IVF_PQ and IVF_SQ vector indices only"
         )
     if not isinstance(one_pass_ivfpq, bool):
         raise InvalidArgumentError(f"one_pass_ivfpq must be a bool, got {one_pass_ivfpq!r}")
@@ -279,7 +287,7 @@ def create_index(
     if not train:
         raise NotSupportedError("create_index(train=False): lancepy always trains the index it builds")
     if num_bits != 8:
-        raise NotSupportedError(f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ codes only")
+        raise NotSupportedError(f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ and SQ codes only")
     if index_cache_size is not None:
         warnings.warn(
             "create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=2
@@ -326,6 +334,11 @@ def create_index(
             raise InvalidArgumentError(f"dimension ({dim}) must be divisible by num_sub_vectors ({num_sub_vectors})")
     elif pq_codebook is not None:
         raise InvalidArgumentError("pq_codebook is for IVF_PQ indices")
+    if kind == "IVF_SQ":
+        if num_sub_vectors is not None:
+            raise InvalidArgumentError("num_sub_vectors is for IVF_PQ indices (IVF_SQ codes every value)")
+        if metric_name == "dot":
+            raise NotSupportedError("create_index(index_type='IVF_SQ', metric='dot'): lancepy builds IVF_SQ for l2 and cosine")
     if ivf_centroids is not None and ivf_centroids_file is not None:
         raise InvalidArgumentError("ivf_centroids and ivf_centroids_file cannot be provided at the same time")
     if ivf_centroids_file is not None:

@@ -42,6 +42,34 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_NPROBES = 20
 
 _PQ_CODE = "__pq_code"
+_SQ_CODE = "__sq_code"
+
+
+def sq_codes(mat: "np.ndarray", bounds: Tuple[float, float]) -> "np.ndarray":
+    """8-bit scalar-quantizer codes of `mat` (rows × dim), as pylance computes them: each
+    value scaled to 0..255 over `bounds` in double precision and cast with saturation (below
+    the range 0, above 255, NaN 0)."""
+    import numpy as np
+
+    start, end = bounds
+    if start == end:
+        return np.zeros(mat.shape, np.uint8)
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = (mat.astype(np.float64) - start) * 255.0 / (end - start)
+    return np.clip(np.nan_to_num(x, nan=0.0), 0.0, 255.0).astype(np.uint8)
+
+
+def sq_distances(codes: "np.ndarray", q_code: "np.ndarray", bounds: Tuple[float, float]) -> "np.ndarray":
+    """Squared L2 distances of SQ codes to a query's codes, scaled back to the values' range
+    (an integer sum times ``range² / 255²``)."""
+    import numpy as np
+
+    diff = codes.astype(np.int32) - q_code.astype(np.int32)
+    total = np.einsum("ij,ij->i", diff, diff).astype(np.float32)
+    # (pylance 14's arithmetic, found by matching its distances bit for bit: the scale
+    # range² / 255² in double precision, rounded to float32, times the float32 sum)
+    scale = np.float32((bounds[1] - bounds[0]) ** 2 / 65025.0)
+    return total * scale
 _FLAT = "flat"
 _ROWID = "_rowid"
 _VECTOR_DETAILS = "VectorIndexDetails"
@@ -67,6 +95,8 @@ class IvfIndex:
     codes: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, rows) uint8
     codebook: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, 256, sub_dim) float32
     num_sub_vectors: int = 0
+    sq_codes: Optional["np.ndarray"] = None  # IVF_SQ: (rows, dim) uint8
+    sq_bounds: Optional[Tuple[float, float]] = None  # IVF_SQ: the values' (start, end)
     loss: Optional[float] = None  # the k-means loss recorded in index.idx, if any
 
     @property
@@ -126,8 +156,8 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
         kind, metric = str(info["type"]).upper(), str(info["distance_type"]).lower()
     except (KeyError, ValueError, TypeError):
         raise CorruptFileError(f"{ipath}: schema metadata 'lance:index' is missing or malformed") from None
-    if kind not in ("IVF_FLAT", "IVF_PQ"):
-        raise UnsupportedError(f"vector index type {kind} is not supported by lancepy (IVF_FLAT and IVF_PQ are)")
+    if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
+        raise UnsupportedError(f"vector index type {kind} is not supported by lancepy (IVF_FLAT, IVF_PQ and IVF_SQ are)")
     if metric not in ("l2", "cosine", "dot"):
         raise UnsupportedError(f"vector indices with the {metric!r} distance are not supported by lancepy")
     # IVF messages and tensors (lance.index.pb) are decoded natively (prost).
@@ -158,6 +188,26 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
         if col.type.list_size != dim or len(values) != num_rows * dim:
             raise CorruptFileError(f"{apath}: {_FLAT!r} vectors do not have the centroids' {dim} dimensions")
         idx.vectors = np.ascontiguousarray(values, dtype=np.float32).reshape(num_rows, dim)
+    elif kind == "IVF_SQ":
+        if metric == "dot":
+            raise UnsupportedError("IVF_SQ indices with the dot distance are not supported by lancepy (l2 and cosine are)")
+        try:
+            (sq,) = json.loads(amd["storage_metadata"])
+            sq = json.loads(sq) if isinstance(sq, str) else sq
+            nbits, sq_dim = int(sq["num_bits"]), int(sq["dim"])
+            start, end = float(sq["bounds"]["start"]), float(sq["bounds"]["end"])
+        except (KeyError, ValueError, TypeError):
+            raise CorruptFileError(f"{apath}: 'storage_metadata' is missing or malformed") from None
+        if nbits != 8:
+            raise UnsupportedError(f"IVF_SQ with {nbits}-bit codes is not supported by lancepy (8-bit codes are)")
+        if sq_dim != dim or _SQ_CODE not in table.column_names:
+            raise CorruptFileError(f"{apath}: no {_SQ_CODE} column of {dim} codes a row")
+        col = table.column(_SQ_CODE).combine_chunks()
+        codes = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint8, copy=False)
+        if col.type.list_size != dim or len(codes) != num_rows * dim:
+            raise CorruptFileError(f"{apath}: SQ codes are not {dim} bytes per row")
+        idx.sq_codes = np.ascontiguousarray(codes.reshape(num_rows, dim))
+        idx.sq_bounds = (start, end)
     else:
         try:
             (pq,) = json.loads(amd["storage_metadata"])
@@ -223,6 +273,11 @@ def _distances(idx: IvfIndex, parts: List[int], q: "np.ndarray") -> Tuple["np.nd
         got = _lancepy.span_distances(flat, idx.vectors.shape[1], spans, q.astype(np.float32).tolist(), idx.metric)
         out = pa.record_batch(got).column(0).to_numpy(zero_copy_only=True)
         return rid, out
+    if idx.sq_codes is not None:
+        assert idx.sq_bounds is not None
+        q_code = sq_codes(q.astype(np.float32).reshape(1, -1), idx.sq_bounds)[0]
+        codes = np.concatenate([idx.sq_codes[o : o + n] for o, n in spans]) if spans else idx.sq_codes[:0]
+        return rid, sq_distances(codes, q_code, idx.sq_bounds)
     m = idx.num_sub_vectors
     cb = idx.codebook
     codes = idx.codes

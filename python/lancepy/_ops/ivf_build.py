@@ -1,4 +1,4 @@
-"""Building IVF vector indices (``IVF_FLAT``, ``IVF_PQ``) in pylance 14's on-disk format.
+"""Building IVF vector indices (``IVF_FLAT``, ``IVF_PQ``, ``IVF_SQ``) in pylance 14's on-disk format.
 
 The files written are the ones :mod:`lancepy._ops.ivf` reads (and pylance reads and writes), in file
 version 2.2:
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._ops import ivf as _ivf_read
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
 
 #: Rows per partition aimed at when ``num_partitions`` is not given (pylance 14's defaults).
-TARGET_PARTITION_SIZE = {"IVF_FLAT": 4096, "IVF_PQ": 8192}
+TARGET_PARTITION_SIZE = {"IVF_FLAT": 4096, "IVF_PQ": 8192, "IVF_SQ": 8192}
 MAX_PARTITIONS = 4096
 DEFAULT_SAMPLE_RATE = 256
 DEFAULT_MAX_ITERS = 50
@@ -63,7 +64,7 @@ class IndexBuildProgress:
 
 @dataclass
 class IvfParams:
-    kind: str  # "IVF_FLAT" | "IVF_PQ"
+    kind: str  # "IVF_FLAT" | "IVF_PQ" | "IVF_SQ"
     metric: str  # "l2" | "cosine" | "dot"
     num_partitions: Optional[int]
     num_sub_vectors: Optional[int]
@@ -74,6 +75,7 @@ class IvfParams:
     filter_nan: bool
     seed: Optional[int]
     transposed: bool = True
+    sq_bounds: Optional[Tuple[float, float]] = None  # IVF_SQ: the range its codes span
 
 
 # --------------------------------------------------------------------------------------
@@ -105,6 +107,9 @@ def ivf_message(
 def vector_index_details(p: IvfParams) -> bytes:
     """``VectorIndexDetails``: metric (1), PQ parameters (4) or flat (8), build parameters (9)."""
     hints = [("lance.ivf.sample_rate", str(p.sample_rate)), ("lance.ivf.max_iters", str(p.max_iters))]
+    if p.kind == "IVF_SQ":
+        hints += [("lance.sq.sample_rate", str(p.sample_rate))]
+        return _lancepy.encode_vector_index_details(p.metric, "sq", hints, 8, 0)
     if p.kind != "IVF_PQ":
         return _lancepy.encode_vector_index_details(p.metric, "flat", hints)
     hints += [("lance.pq.sample_rate", str(p.sample_rate)), ("lance.pq.max_iters", str(p.max_iters)), ("lance.pq.kmeans_redos", "1")]
@@ -279,6 +284,9 @@ def _encode_rows(
                 data_parts.append(pq_codes(mat, codebook, m, None, None))
             else:
                 data_parts.append(pq_codes(mat, codebook, m, centroids, parts))
+        elif p.kind == "IVF_SQ":
+            assert p.sq_bounds is not None
+            data_parts.append(_ivf_read.sq_codes(mat, p.sq_bounds))
         else:
             data_parts.append(mat)
         ids_parts.append(rid)
@@ -286,7 +294,7 @@ def _encode_rows(
         done += batch.num_rows
         report("encode", done, num_rows)
     width = m if p.kind == "IVF_PQ" else dim
-    dtype = np.uint8 if p.kind == "IVF_PQ" else np.float32
+    dtype = np.uint8 if p.kind in ("IVF_PQ", "IVF_SQ") else np.float32
     row_ids = np.concatenate(ids_parts).astype(np.uint64, copy=False) if ids_parts else np.empty(0, np.uint64)
     parts = np.concatenate(part_parts) if part_parts else np.empty(0, np.uint32)
     data = np.concatenate(data_parts) if data_parts else np.empty((0, width), dtype)
@@ -336,9 +344,9 @@ def build(
 
     # 1. sample
     want = k * p.sample_rate
-    if p.kind == "IVF_PQ" and p.pq_codebook is None:
-        want = max(want, _PQ_CODEWORDS * p.sample_rate)
-    need_sample = p.ivf_centroids is None or (p.kind == "IVF_PQ" and p.pq_codebook is None)
+    if (p.kind == "IVF_PQ" and p.pq_codebook is None) or p.kind == "IVF_SQ":
+        want = max(want, _PQ_CODEWORDS * p.sample_rate)  # (an SQ's range: pylance's 2^8 x sample_rate rows)
+    need_sample = p.ivf_centroids is None or (p.kind == "IVF_PQ" and p.pq_codebook is None) or p.kind == "IVF_SQ"
     sample = np.empty((0, dim), np.float32)
     if need_sample:
         report("sample", 0, want)
@@ -380,6 +388,12 @@ def build(
             got = _lancepy.pq_train(pa.array(np.ascontiguousarray(train).reshape(-1)), dim, m, p.max_iters, seed)
             codebook = _batch_column(got).reshape(m, _PQ_CODEWORDS, dim // m)
             report("train_pq", 1, 1)
+
+    # 3b. the SQ's range: the sample's smallest and largest values
+    if p.kind == "IVF_SQ":
+        if not len(sample):
+            raise InvalidArgumentError("IVF_SQ: no indexable vectors to take the value range from")
+        p.sq_bounds = (float(np.nanmin(sample)), float(np.nanmax(sample)))
 
     # 4. encode every row
     row_ids, parts, data = _encode_rows(ds, column, dim, fragments, centroids, codebook, m, p, report)
@@ -453,6 +467,9 @@ def _write_files(
             out[:] = data.reshape(-1)
         values = pa.FixedSizeListArray.from_arrays(pa.array(out, pa.uint8()), m)
         schema = pa.schema([pa.field("_rowid", pa.uint64()), pa.field("__pq_code", pa.list_(pa.uint8(), m))])
+    elif p.kind == "IVF_SQ":
+        values = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(data, dtype=np.uint8).reshape(-1), pa.uint8()), dim)
+        schema = pa.schema([pa.field("_rowid", pa.uint64()), pa.field("__sq_code", pa.list_(pa.uint8(), dim))])
     else:
         values = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(data).reshape(-1), pa.float32()), dim)
         schema = pa.schema(
@@ -473,6 +490,9 @@ def _write_files(
             "codebook_tensor": [],
             "transposed": p.transposed,
         }
+    elif p.kind == "IVF_SQ":
+        assert p.sq_bounds is not None
+        meta = {"dim": dim, "num_bits": 8, "bounds": {"start": p.sq_bounds[0], "end": p.sq_bounds[1]}}
     else:
         meta = {"dim": dim}
     aux.add_schema_metadata("storage_metadata", json.dumps([json.dumps(meta, separators=(",", ":"))]))
@@ -537,6 +557,8 @@ def _index_rows(idx: Any) -> "np.ndarray":
     """An index's per-row data, rows in file order: PQ codes (rows × m) or vectors."""
     import numpy as np
 
+    if idx.kind == "IVF_SQ":
+        return idx.sq_codes
     return np.ascontiguousarray(idx.codes.T) if idx.kind == "IVF_PQ" else idx.vectors
 
 
@@ -546,7 +568,7 @@ def _rewrite(
     """Writes a new index with `idx`'s model (centroids, codebook, metric) and these rows."""
     m = idx.num_sub_vectors if idx.kind == "IVF_PQ" else 0
     p = IvfParams(idx.kind, idx.metric, idx.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
-                  None, None, True, None)
+                  None, None, True, None, sq_bounds=idx.sq_bounds)
     uid = str(_uuid.uuid4())
     base = ds_uri.rstrip("/") + f"/_indices/{uid}/"
     files = _write_files(base, p, idx.num_partitions, idx.centroids.shape[1], m, idx.centroids, idx.loss, idx.codebook,
@@ -568,7 +590,7 @@ def extend(
     first = _ivf.load_index(ds._uri, entries[0]["uuid"], ds._storage_options)
     m = first.num_sub_vectors if first.kind == "IVF_PQ" else 0
     p = IvfParams(first.kind, first.metric, first.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
-                  None, None, True, None)
+                  None, None, True, None, sq_bounds=first.sq_bounds)
     dim = first.centroids.shape[1]
     row_ids, parts, data = _encode_rows(ds, column, dim, fragments, first.centroids, first.codebook, m, p, lambda *a: None)
     if merge:

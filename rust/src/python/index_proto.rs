@@ -89,7 +89,11 @@ pub fn encode_vector_index_details<'py>(
     let compression = match compression.to_ascii_lowercase().as_str() {
         "flat" => Compression::Flat,
         "pq" => Compression::Pq { num_bits, num_sub_vectors },
-        other => return Err(Error::invalid_input(format!("unknown vector compression {other:?}: use \"flat\" or \"pq\""))).py(),
+        "sq" => Compression::Sq { num_bits },
+        other => {
+            return Err(Error::invalid_input(format!("unknown vector compression {other:?}: use \"flat\", \"pq\" or \"sq\"")))
+                .py()
+        }
     };
     Ok(PyBytes::new(py, &index_proto::encode_vector_index_details(metric, compression, &runtime_hints)))
 }

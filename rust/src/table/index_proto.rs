@@ -52,6 +52,11 @@ pub enum Compression {
         /// Sub-vectors per vector.
         num_sub_vectors: u32,
     },
+    /// Scalar-quantized (`IVF_SQ`): each value a `num_bits` code.
+    Sq {
+        /// Bits per value.
+        num_bits: u32,
+    },
 }
 
 fn tensor_f32(t: indexpb::Tensor) -> Result<TensorF32> {
@@ -135,6 +140,9 @@ pub fn encode_vector_index_details(metric: Metric, compression: Compression, run
         Compression::Flat => vector_index_details::Compression::Flat(vector_index_details::FlatCompression {}),
         Compression::Pq { num_bits, num_sub_vectors } => {
             vector_index_details::Compression::Pq(vector_index_details::ProductQuantization { num_bits, num_sub_vectors })
+        }
+        Compression::Sq { num_bits } => {
+            vector_index_details::Compression::Sq(vector_index_details::ScalarQuantization { num_bits })
         }
     };
     let runtime_hints = runtime_hints
