@@ -10,8 +10,9 @@ version 2.2:
 * ``auxiliary.idx``: the rows, partition after partition and by row id within one:
   ``_rowid`` and either ``flat`` (the vectors; normalized for cosine) or ``__pq_code`` (one
   byte per sub-vector; within a partition the codes are transposed, sub-vector by
-  sub-vector). Global buffer ``lance:ivf`` holds the partitions' offsets and lengths; for PQ
-  ``storage_metadata`` (JSON) names the buffer of the codebook.
+  sub-vector) or ``__sq_code`` (one byte per value: its place in the value range of the
+  sample, 0..255). Global buffer ``lance:ivf`` holds the partitions' offsets and lengths;
+  ``storage_metadata`` (JSON) names the buffer of a PQ codebook, or holds the SQ range.
 
 Training follows pylance's recipe: IVF centroids by k-means on ``num_partitions ×
 sample_rate`` random rows (cosine on normalized rows; dot by inner product), PQ codebooks
