@@ -80,8 +80,9 @@ fn segment_len(seg: &U64Segment) -> Result<u64> {
             let full = (len / 8) as usize;
             let mut n: u64 = r.bitmap[..full].iter().map(|b| b.count_ones() as u64).sum();
             if len % 8 != 0 {
-                // Bits are most significant first: keep the first `len % 8` of the last byte.
-                n += (r.bitmap[full] & (0xFFu8 << (8 - len % 8))).count_ones() as u64;
+                // Bit i of the range is bit i % 8 of byte i / 8, least significant first (as
+                // pylance's bitmap): keep the low `len % 8` bits of the last byte.
+                n += (r.bitmap[full] & ((1u8 << (len % 8)) - 1)).count_ones() as u64;
             }
             n
         }
@@ -136,7 +137,7 @@ pub fn decode_row_ids(data: &[u8], num_rows: u64) -> Result<Vec<u64>> {
             }
             Some(u64_segment::Segment::RangeWithBitmap(r)) => {
                 for (i, v) in (r.start..r.end).enumerate() {
-                    if r.bitmap[i / 8] & (0x80 >> (i % 8)) != 0 {
+                    if r.bitmap[i / 8] & (1 << (i % 8)) != 0 {
                         out.push(v);
                     }
                 }
@@ -195,6 +196,17 @@ mod tests {
     #[test]
     fn pylance_inline_range() {
         assert_eq!(decode_row_ids(&[0x0a, 0x04, 0x0a, 0x02, 0x10, 0x64], 100).unwrap(), (0..100).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn pylance_range_with_bitmap_is_least_significant_bit_first() {
+        // A fragment pylance 14 compacted after `delete("a % 3 = 0")`: ids 1..20 without the
+        // multiples of 3, as RangeWithBitmap { start: 1, end: 20, bitmap: db b6 05 }.
+        let bytes = [0x0a, 0x0b, 0x1a, 0x09, 0x08, 0x01, 0x10, 0x14, 0x1a, 0x03, 0xdb, 0xb6, 0x05];
+        let want: Vec<u64> = (1..20).filter(|v| v % 3 != 0).collect();
+        assert_eq!(want.len(), 13);
+        assert_eq!(decode_row_ids(&bytes, 13).unwrap(), want);
+        assert!(decode_row_ids(&bytes, 14).is_err());
     }
 
     #[test]
