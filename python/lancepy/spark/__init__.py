@@ -1,0 +1,57 @@
+"""Spark integration, from Python, with no JVM jar. Import it explicitly
+(``import lancepy.spark``); ``import lancepy`` never imports pyspark.
+
+Two ways in:
+
+* :func:`write_dataset` / :func:`read_dataset` (pyspark 3.5 and later) run through
+  ``DataFrame.mapInArrow``; the protocol (exactly-once commits, pinned read versions) is
+  described in :mod:`lancepy.spark._mapinarrow`.
+* :func:`register` (pyspark 4.1 and later) registers the Python data source ``"lance"``:
+  ``spark.read.format("lance").load(uri)`` and ``df.write.format("lance").save(uri)``, with
+  filters pushed into lancepy's scans (:mod:`lancepy.spark.datasource`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lancepy.spark._mapinarrow import (  # noqa: F401  (private names: tests and benches)
+    DATA_DIR,
+    DEFAULT_MAX_BYTES_PER_FILE,
+    _choose_attempts,
+    _conform,
+    _delete_job_files,
+    _job_files,
+    _rows_per_batch,
+    _spark_to_arrow,
+    _vector_schema,
+    _write_partition,
+    _WritePlan,
+    read_dataset,
+    write_dataset,
+)
+
+if TYPE_CHECKING:  # pragma: no cover - typing only; pyspark is imported lazily
+    from pyspark.sql import SparkSession
+
+__all__ = ["write_dataset", "read_dataset", "register", "DEFAULT_MAX_BYTES_PER_FILE"]
+
+
+def register(spark: "SparkSession", *, filter_pushdown: bool = True) -> None:
+    """Registers the data source ``"lance"`` with `spark` (see :mod:`lancepy.spark.datasource`).
+
+    Args:
+        spark: the session.
+        filter_pushdown: also set ``spark.sql.python.filterPushdown.enabled`` to ``true`` in
+            the session, so that filters reach lancepy's scans (Spark refuses to plan a read
+            of a Python data source that takes filters while that setting is off). With
+            ``False`` the setting is left as it is; reads then need the option
+            ``pushFilters=false`` unless it is on.
+
+    Raises:
+        NotSupportedError: pyspark is older than 4.1 (no Python data sources with filter
+            pushdown); use :func:`write_dataset` / :func:`read_dataset` there.
+    """
+    from lancepy.spark import datasource
+
+    datasource.register(spark, filter_pushdown=filter_pushdown)
