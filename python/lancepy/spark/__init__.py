@@ -43,15 +43,22 @@ def register(spark: "SparkSession", *, filter_pushdown: bool = True) -> None:
     Args:
         spark: the session.
         filter_pushdown: also set ``spark.sql.python.filterPushdown.enabled`` to ``true`` in
-            the session, so that filters reach lancepy's scans (Spark refuses to plan a read
-            of a Python data source that takes filters while that setting is off). With
-            ``False`` the setting is left as it is; reads then need the option
-            ``pushFilters=false`` unless it is on.
+            the session (Spark refuses to plan a read with the option ``pushFilters=true``
+            while that setting is off). With ``False`` the setting is left as it is.
 
     Raises:
         NotSupportedError: pyspark is older than 4.1 (no Python data sources with filter
             pushdown); use :func:`write_dataset` / :func:`read_dataset` there.
     """
-    from lancepy.spark import datasource
+    try:
+        from lancepy.spark import datasource
+    except ImportError as e:
+        import pyspark
 
+        from lancepy.exceptions import UnsupportedError
+
+        raise UnsupportedError(
+            f"lancepy.spark.register: the data source needs pyspark 4.1 or later (this is pyspark {pyspark.__version__}: {e}); "
+            "use lancepy.spark.write_dataset / read_dataset"
+        ) from None
     datasource.register(spark, filter_pushdown=filter_pushdown)
