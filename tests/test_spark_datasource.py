@@ -294,3 +294,32 @@ def test_without_pushdown_a_dataframe_answers_filtered_and_unfiltered_queries(sp
     assert r.where("x > 90").count() == 9
     assert r.count() == 100 and r.agg(F.sum("x")).collect()[0][0] == 4950
     assert "Filter" in r.where("x > 90")._jdf.queryExecution().optimizedPlan().toString()
+
+
+def test_compact_files_on_spark_equals_local_compaction(spark, tmp_path, pylance):
+    import shutil
+
+    from lancepy.exceptions import InvalidArgumentError
+
+    a, b = str(tmp_path / "local.lance"), str(tmp_path / "spark.lance")
+    rng = np.random.default_rng(5)
+    for i in range(6):
+        t = pa.table({"id": pa.array(np.arange(i * 50, (i + 1) * 50), pa.int64()), "v": pa.array(rng.normal(size=50))})
+        lancepy.write_dataset(t, a, mode="append" if i else "create", max_rows_per_file=20)
+    lancepy.dataset(a).delete("id % 7 = 0")
+    shutil.copytree(a, b)
+    opts = {"target_rows_per_fragment": 70, "materialize_deletions_threshold": 0.05}
+    want = lancepy.dataset(a).optimize.compact_files(**opts)
+    got = lspark.compact_files(spark, b, **opts)
+    assert (got.fragments_removed, got.fragments_added, got.files_removed, got.files_added) == (
+        want.fragments_removed, want.fragments_added, want.files_removed, want.files_added)
+    assert got.fragments_added > 0
+    da, db = lancepy.dataset(a), lancepy.dataset(b)
+    assert db.version == da.version
+    assert [f.metadata.physical_rows for f in db.get_fragments()] == [f.metadata.physical_rows for f in da.get_fragments()]
+    assert db.to_table().equals(da.to_table())
+    assert pylance.dataset(b).to_table().equals(da.to_table())
+    assert _data_files(b) == _referenced_files(b)
+    with pytest.raises(InvalidArgumentError, match="target_rows"):
+        lspark.compact_files(spark, b, target_rows=5)
+    assert lancepy.dataset(b).version == db.version

@@ -9,6 +9,8 @@ Two ways in:
 * :func:`register` (pyspark 4.1 and later) registers the Python data source ``"lance"``:
   ``spark.read.format("lance").load(uri)`` and ``df.write.format("lance").save(uri)``, with
   filters pushed into lancepy's scans (:mod:`lancepy.spark.datasource`).
+* :func:`compact_files` compacts a dataset with Spark's tasks doing the rewriting
+  (:mod:`lancepy.spark.compaction`).
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from lancepy.spark._mapinarrow import (  # noqa: F401  (private names: tests and
     read_dataset,
     write_dataset,
 )
+from lancepy.spark.compaction import compact_files
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; pyspark is imported lazily
     from pyspark.sql import SparkSession
 
-__all__ = ["write_dataset", "read_dataset", "register", "DEFAULT_MAX_BYTES_PER_FILE"]
+__all__ = ["write_dataset", "read_dataset", "register", "compact_files", "DEFAULT_MAX_BYTES_PER_FILE"]
 
 
 def register(spark: "SparkSession", *, filter_pushdown: bool = True) -> None:
