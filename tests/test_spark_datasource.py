@@ -323,3 +323,29 @@ def test_compact_files_on_spark_equals_local_compaction(spark, tmp_path, pylance
     with pytest.raises(InvalidArgumentError, match="target_rows"):
         lspark.compact_files(spark, b, target_rows=5)
     assert lancepy.dataset(b).version == db.version
+
+
+def test_lance_only_types_read_as_read_dataset_reads_them(spark, tmp_path):
+    """Time zones, nanoseconds, unsigned integers, float16, vectors, large strings, structs,
+    maps: the data source hands Spark exactly what read_dataset (mapInArrow) does."""
+    import decimal
+
+    uri = str(tmp_path / "types.lance")
+    t = pa.table({
+        "ts": pa.array([1_000_000_123, None], pa.timestamp("ns", tz="America/New_York")),
+        "ntz": pa.array([1, 2], pa.timestamp("ms")),
+        "u8": pa.array([1, 255], pa.uint8()),
+        "u64": pa.array([1, 2**64 - 1], pa.uint64()),
+        "f16": pa.array([1.5, None], pa.float16()),
+        "dec": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(10, 2)),
+        "v": pa.array([[1, 2], [3, 4]], pa.list_(pa.float32(), 2)),
+        "ls": pa.array(["a", "b"], pa.large_string()),
+        "st": pa.array([{"a": 1, "b": "x"}, None]),
+        "m": pa.array([[("k", 1)], []], pa.map_(pa.string(), pa.int32())),
+        "d": pa.array([datetime.date(2020, 1, 1), None]),
+    })
+    lancepy.write_dataset(t, uri, data_storage_version="2.2")
+    want = lspark.read_dataset(spark, uri)
+    got = spark.read.format("lance").load(uri)
+    assert got.schema == want.schema
+    assert sorted(map(repr, got.collect())) == sorted(map(repr, want.collect()))

@@ -210,11 +210,16 @@ def _plan(options: Mapping[str, str]) -> Tuple[Any, Any]:
         columns = [c.strip() for c in opts["columns"].split(",") if c.strip()]
         if not columns:
             raise InvalidArgumentError("option columns names no column")
-    return _m._plan_read(
+    plan, struct = _m._plan_read(
         opts["path"], columns=columns, filter=opts.get("filter") or None, version=_version(opts),
         rows_per_partition=_positive_int(opts, "rows_per_partition"), storage_options=storage,
         batch_size=_positive_int(opts, "batch_size"),
     )
+    # Spark checks every batch against exactly this Arrow schema (time zones, nested field
+    # names); the tasks cast to it (a relabelling: the values are those of plan.out).
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return dataclasses.replace(plan, out=to_arrow_schema(struct, timezone="UTC")), struct
 
 
 # -- reading ------------------------------------------------------------------------------
