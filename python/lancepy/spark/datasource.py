@@ -46,7 +46,10 @@ deletes every file of the job that the messages do not reference (retried and fa
 attempts), then commits once. :meth:`LanceWriter.abort` deletes every file of the job. A
 commit made meanwhile that conflicts raises
 :class:`~lancepy.exceptions.CommitConflictError` (nothing of the job remains). An append
-to a path with no dataset creates it.
+to a path with no dataset creates it. Spark does not tell a Python data source's commit
+when killed attempts (speculative duplicates) have stopped; a file one of them finishes
+after the commit is referenced by no version, and
+:meth:`~lancepy.dataset.LanceDataset.cleanup_old_versions` removes it.
 """
 
 from __future__ import annotations
