@@ -349,3 +349,16 @@ def test_lance_only_types_read_as_read_dataset_reads_them(spark, tmp_path):
     got = spark.read.format("lance").load(uri)
     assert got.schema == want.schema
     assert sorted(map(repr, got.collect())) == sorted(map(repr, want.collect()))
+
+
+def test_storage_options_reach_an_s3_dataset(spark, s3, pylance):
+    """moto on 127.0.0.1 with explicit keys: the data source writes and reads s3:// through
+    storage_options.<key> options; pylance reads what it wrote."""
+    uri = f"s3://{s3.create_bucket()}/spark-ds.lance"
+    opts = {f"storage_options.{k}": v for k, v in s3.options().items()}
+    df = spark.range(0, 200, 1, numPartitions=2).select(F.col("id"), (F.col("id") * 3).alias("y"))
+    df.write.format("lance").mode("append").options(**opts).save(uri)
+    got = spark.read.format("lance").options(**opts).option("filter", "y >= 300").load(uri)
+    assert sorted(r.id for r in got.collect()) == list(range(100, 200))
+    ref = pylance.dataset(uri, storage_options=s3.options()).to_table().sort_by("id")
+    assert ref.column("y").to_pylist() == [3 * i for i in range(200)]
