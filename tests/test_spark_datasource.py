@@ -362,3 +362,23 @@ def test_storage_options_reach_an_s3_dataset(spark, s3, pylance):
     assert sorted(r.id for r in got.collect()) == list(range(100, 200))
     ref = pylance.dataset(uri, storage_options=s3.options()).to_table().sort_by("id")
     assert ref.column("y").to_pylist() == [3 * i for i in range(200)]
+
+
+def test_compaction_keeps_one_attempt_per_task(tmp_path):
+    """The driver's choice among attempts that reported (retries, speculative duplicates)."""
+    from lancepy.exceptions import InvalidArgumentError
+    from lancepy.optimize import Compaction, _execute
+    from lancepy.spark import compaction as lcomp
+
+    uri = str(tmp_path / "choose.lance")
+    lancepy.write_dataset(pa.table({"id": pa.array(range(100), pa.int64())}), uri, max_rows_per_file=10)
+    ds = lancepy.dataset(uri)
+    plan = Compaction.plan(ds, {"target_rows_per_fragment": 200})
+    assert plan.num_tasks() == 1
+    first = _execute(plan.tasks[0], ds, file_tag="job-0-7")
+    second = _execute(plan.tasks[0], ds, file_tag="job-0-3")
+    chosen = lcomp._choose([(0, 7, first.json()), (0, 3, second.json())], 1)
+    assert chosen == [second]
+    assert all("job-0-3" in d.path for f in chosen[0].new_fragments for d in f.files)
+    with pytest.raises(InvalidArgumentError, match=r"tasks \[1\] reported nothing"):
+        lcomp._choose([(0, 7, first.json())], 2)
