@@ -454,7 +454,9 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
     ]
 
 
-def _rewrite(ds: LanceDataset, fragments: List[Dict[str, Any]], o: Dict[str, Any]) -> RewriteResult:
+def _rewrite(
+    ds: LanceDataset, fragments: List[Dict[str, Any]], o: Dict[str, Any], file_tag: Optional[str] = None
+) -> RewriteResult:
     """Writes the live rows of `fragments` (of `ds`'s version) into new fragments, without
     committing them; their ids are 0 until :func:`_commit_rewrites` reserves some."""
     import numpy as np
@@ -471,7 +473,8 @@ def _rewrite(ds: LanceDataset, fragments: List[Dict[str, Any]], o: Dict[str, Any
     per_file = max(1, -(-live // max(1, live // o["target_rows_per_fragment"])))
     made = _write(ds._uri, data, ds._loaded.manifest.get("fields", []), ds._loaded.manifest.get("schema_metadata", {}),
                   per_file, o["data_storage_version"],
-                  o["max_bytes_per_file"] or DEFAULT_MAX_BYTES_PER_FILE, storage_options=ds._storage_options)
+                  o["max_bytes_per_file"] or DEFAULT_MAX_BYTES_PER_FILE, storage_options=ds._storage_options,
+                  **({} if file_tag is None else {"file_tag": file_tag}))
     new = [m._manifest_json() for m in made]
     start = 0
     for nf in new:
@@ -697,13 +700,7 @@ class CompactionTask(_JsonForm):
     def execute(self, dataset: LanceDataset) -> RewriteResult:
         """Rewrites the task's fragments as they are in version `read_version` of `dataset`
         (another version of it is fine: that one is read); nothing is committed."""
-        ds = dataset if dataset.version == self.read_version else dataset.checkout_version(self.read_version)
-        live = {f.get("id", 0): f for f in ds._loaded.manifest.get("fragments", [])}
-        mine = [f._manifest_json() for f in self.fragments]
-        missing = [f["id"] for f in mine if f.get("id", 0) not in live]
-        if missing:
-            raise InvalidArgumentError(f"fragments {missing} are not in version {self.read_version} of {ds.uri}")
-        return _rewrite(ds, [live[f.get("id", 0)] for f in mine], self._options)
+        return _execute(self, dataset)
 
     def json(self) -> str:
         return json.dumps({
@@ -724,6 +721,18 @@ class CompactionTask(_JsonForm):
 
     def __repr__(self) -> str:
         return f"CompactionTask(read_version={self.read_version}, fragments={_fragments_repr(self.fragments)})"
+
+
+def _execute(task: CompactionTask, dataset: LanceDataset, file_tag: Optional[str] = None) -> RewriteResult:
+    """:meth:`CompactionTask.execute`; `file_tag` goes into the new data files' names (so
+    that a distributed job finds the files of its failed attempts: lancepy.spark)."""
+    ds = dataset if dataset.version == task.read_version else dataset.checkout_version(task.read_version)
+    live = {f.get("id", 0): f for f in ds._loaded.manifest.get("fragments", [])}
+    mine = [f._manifest_json() for f in task.fragments]
+    missing = [f["id"] for f in mine if f.get("id", 0) not in live]
+    if missing:
+        raise InvalidArgumentError(f"fragments {missing} are not in version {task.read_version} of {ds.uri}")
+    return _rewrite(ds, [live[f.get("id", 0)] for f in mine], task._options, file_tag)
 
 
 class CompactionPlan(_JsonForm):

@@ -513,6 +513,63 @@ def write_dataset(
         CommitConflictError: a commit made after the job started is incompatible with this
             one (nothing of this write remains).
     """
+    job = _prepare_write(
+        uri, mode, _spark_to_arrow(df.schema, _session_time_zone(df)), max_rows_per_file=max_rows_per_file,
+        max_bytes_per_file=max_bytes_per_file, data_storage_version=data_storage_version,
+        storage_options=storage_options, vector_columns=vector_columns,
+    )
+    plan, store, u = job.plan, job.store, job.plan.uri
+
+    # 2. The tasks write; the driver gets one row per fragment.
+    sc = _spark_context(df)
+    group = f"lancepy-write-{plan.job_tag}"
+    saved = {k: sc.getLocalProperty(k) for k in _JOB_GROUP_PROPERTIES} if sc is not None else {}
+    if sc is not None:
+        sc.setJobGroup(group, f"lancepy.spark.write_dataset {u} ({mode})", interruptOnCancel=True)
+    try:
+        rows = [
+            (r[0], r[1], r[2], r[3]) for r in df.mapInArrow(_write_task(plan), _TASK_RESULT_SCHEMA).collect()
+        ]
+    except BaseException:
+        _wait_for_tasks(sc, group, _STRAGGLER_WAIT_S)
+        _delete_job_files(store, plan.job_tag)
+        raise
+    finally:
+        for k, v in saved.items():
+            sc.setLocalProperty(k, v)  # None removes the property
+
+    # 3. One attempt per partition; everything else the job wrote goes.
+    _wait_for_tasks(sc, group, _STRAGGLER_WAIT_S)
+    version = _commit_job(job, _choose_attempts(rows), f"lancepy.spark.write_dataset({u!r}, mode={mode!r})")
+    return _open_dataset(u, version, plan.storage_options)
+
+
+@dataclass(frozen=True)
+class _WriteJob:
+    """A write prepared on the driver: the tasks' plan and what the commit needs."""
+
+    plan: _WritePlan
+    store: Any
+    read_version: int
+    naming: Optional[str]
+    operation: str
+    fields: List[Any]
+    metadata: Dict[str, Any]
+
+
+def _prepare_write(
+    uri: Union[str, "os.PathLike[str]"],
+    mode: str,
+    source: pa.Schema,
+    *,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    data_storage_version: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    vector_columns: Optional[Dict[str, int]] = None,
+) -> _WriteJob:
+    """Step 1 of a write (on the driver): checks the arguments, fixes the read version of
+    the job and the schema every task writes (`source`: the Arrow schema of the rows)."""
     from lancepy.dataset import _uri
 
     if mode not in _WRITE_MODES:
@@ -526,21 +583,20 @@ def write_dataset(
     _check_storage_options(so)
     store = _store(u, so)
 
-    # 1. The read version of the whole job, and the schema every task writes.
     read_version, naming = _commit.latest_version(store)
     base = _commit.load_manifest(store, read_version) if read_version > 0 else None
     if mode == "create" and base is not None:
         raise DatasetAlreadyExistsError(f"a dataset already exists at {u} (use mode='append' or 'overwrite')")
     if base is not None:
         _commit.check_feature_flags(base, write=True, uri=u)
-    source = _vector_schema(_spark_to_arrow(df.schema, _session_time_zone(df)), vector_columns)
+    source = _vector_schema(source, vector_columns)
     if mode == "append" and base is not None:
         fields = base.manifest.get("fields", [])
         metadata = base.manifest.get("schema_metadata", {})
         target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
         _check_append_schema(source, target)
         version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
-            base.manifest.get("fragments", [])
+            base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
         )
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
             raise InvalidArgumentError(f"the dataset stores {version} data files; cannot append {data_storage_version} files")
@@ -554,7 +610,6 @@ def write_dataset(
 
     _check_writable(target, version)
 
-    job_tag = uuid.uuid4().hex[:16]
     plan = _WritePlan(
         uri=u,
         storage_options=so,
@@ -564,56 +619,42 @@ def write_dataset(
         version=version,
         max_rows_per_file=max_rows_per_file,
         max_bytes_per_file=max_bytes_per_file,
-        job_tag=job_tag,
+        job_tag=uuid.uuid4().hex[:16],
     )
+    return _WriteJob(plan, store, read_version, naming, operation, fields, metadata)
 
-    # 2. The tasks write; the driver gets one row per fragment.
-    sc = _spark_context(df)
-    group = f"lancepy-write-{job_tag}"
-    saved = {k: sc.getLocalProperty(k) for k in _JOB_GROUP_PROPERTIES} if sc is not None else {}
-    if sc is not None:
-        sc.setJobGroup(group, f"lancepy.spark.write_dataset {u} ({mode})", interruptOnCancel=True)
-    try:
-        rows = [
-            (r[0], r[1], r[2], r[3]) for r in df.mapInArrow(_write_task(plan), _TASK_RESULT_SCHEMA).collect()
-        ]
-    except BaseException:
-        _wait_for_tasks(sc, group, _STRAGGLER_WAIT_S)
-        _delete_job_files(store, job_tag)
-        raise
-    finally:
-        for k, v in saved.items():
-            sc.setLocalProperty(k, v)  # None removes the property
 
-    # 3. One attempt per partition; everything else the job wrote goes.
-    _wait_for_tasks(sc, group, _STRAGGLER_WAIT_S)
-    frags = _choose_attempts(rows)
+def _commit_job(job: _WriteJob, frags: Sequence[FragmentMetadata], what: str) -> int:
+    """Step 3 of a write (on the driver): deletes every file of the job that `frags` do not
+    reference, then commits `frags` once against the job's read version; on any failure
+    every file of the job is deleted. Returns the new version."""
+    plan, store = job.plan, job.store
     kept = [f"{DATA_DIR}/{d.path}" for f in frags for d in f.files]
     try:
-        _delete_job_files(store, job_tag, keep=kept)
+        _delete_job_files(store, plan.job_tag, keep=kept)
         frag_json = [f._manifest_json() for f in frags]
-        if operation == "Append":
+        if job.operation == "Append":
             body: Dict[str, Any] = {"fragments": frag_json}
         else:
-            body = {"fragments": frag_json, "schema": fields, "schema_metadata": metadata}
-        txn = _commit.new_transaction(read_version, operation, body)
+            body = {"fragments": frag_json, "schema": job.fields, "schema_metadata": job.metadata}
+        txn = _commit.new_transaction(job.read_version, job.operation, body)
         try:
             result = _commit.commit_transaction(
                 store,
                 txn,
-                naming=naming or "v2",
+                naming=job.naming or "v2",
                 written_files=kept,
-                data_storage_version=version if operation == "Overwrite" else None,
+                data_storage_version=plan.version if job.operation == "Overwrite" else None,
             )
         except CommitConflictError as e:
             raise CommitConflictError(
-                f"lancepy.spark.write_dataset({u!r}, mode={mode!r}) started from version {read_version} and cannot "
-                f"commit: {e}. Nothing was committed and the job's files were deleted."
+                f"{what} started from version {job.read_version} and cannot commit: {e}. "
+                "Nothing was committed and the job's files were deleted."
             ) from e
     except BaseException:
-        _delete_job_files(store, job_tag)
+        _delete_job_files(store, plan.job_tag)
         raise
-    return _open_dataset(u, result.version, so)
+    return result.version
 
 
 def _check_writable(schema: pa.Schema, version: str) -> None:
@@ -744,6 +785,27 @@ def read_dataset(
     data per batch, estimated from the column types (every batch costs Spark and Python a
     fixed overhead, so narrow projections get long batches).
     """
+    plan, struct = _plan_read(
+        uri, columns=columns, filter=filter, version=version, rows_per_partition=rows_per_partition,
+        storage_options=storage_options, batch_size=batch_size,
+    )
+    if not plan.tasks:
+        return spark.createDataFrame([], struct)
+    return spark.range(0, len(plan.tasks), 1, numPartitions=len(plan.tasks)).mapInArrow(_read_task(plan), struct)
+
+
+def _plan_read(
+    uri: Union[str, "os.PathLike[str]"],
+    *,
+    columns: Optional[List[str]] = None,
+    filter: Any = None,
+    version: Optional[Union[int, str]] = None,
+    rows_per_partition: Optional[int] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    batch_size: Optional[int] = None,
+) -> Tuple[_ReadPlan, Any]:
+    """A read planned on the driver: (the tasks' plan, the Spark ``StructType`` they produce).
+    The version is fixed here."""
     from lancepy.filters import compile_filter
 
     if rows_per_partition is not None and (
@@ -785,10 +847,8 @@ def read_dataset(
         else:
             for start in range(0, live, rows_per_partition):
                 tasks.append((frag.fragment_id, start, min(rows_per_partition, live - start)))
-    if not tasks:
-        return spark.createDataFrame([], struct)
     plan = _ReadPlan(
         uri=ds.uri, version=ds.version, storage_options=so, columns=columns, filter=filter, out=out,
         tasks=tasks, batch_size=batch_size or _rows_per_batch(projected),
     )
-    return spark.range(0, len(tasks), 1, numPartitions=len(tasks)).mapInArrow(_read_task(plan), struct)
+    return plan, struct
