@@ -18,6 +18,7 @@ from lancepy import vector as _vector
 from lancepy._ops import scalar_query as _scalar_query
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy.arrow_dataset import ArrowScanner, ScannerArrowMembers
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.filters import compile_expression, compile_filter
 from lancepy.fragment import LanceFragment
@@ -34,7 +35,7 @@ def _run_starts(values: pa.Array) -> List[int]:
     return [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
 
 
-class LanceScanner:
+class LanceScanner(ScannerArrowMembers, ArrowScanner):
     """A configured read of one dataset version.
 
     Without a filter, offset and limit are applied natively and only the rows needed are
