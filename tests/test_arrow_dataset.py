@@ -11,13 +11,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import lancepy
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pytest
-
-import lancepy
 from lancepy.exceptions import NotSupportedError
 from lancepy.filters.api import expression_columns
 

@@ -36,7 +36,7 @@ def evaluate(table: pa.Table, expr: pc.Expression) -> pa.ChunkedArray:
     """`expr` over the rows of `table`, in order (Acero, one thread: a fraction of the cost of
     a ``pyarrow.dataset`` scan for the small batches filters see)."""
     try:
-        import pyarrow.acero as acero
+        from pyarrow import acero
     except ImportError:  # pragma: no cover - pyarrow without Acero
         import pyarrow.dataset as pads
 
