@@ -21,18 +21,7 @@ from __future__ import annotations
 import copy
 import datetime
 import os
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    Iterator,
-    List,
-    Optional,
-    Sequence,
-    TypeVar,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
 
 import pyarrow as pa
 
@@ -53,46 +42,29 @@ from lancepy._ops import evolution as _evolution
 from lancepy._ops import indices as _index_ops
 from lancepy._ops import mutations as _mutations
 from lancepy._ops import scalar_index as _scalar_index
+from lancepy._ops.scalar_index import DocumentGranularity
 from lancepy._ops import take as _take
 from lancepy._ops import write as _write
-from lancepy._ops.scalar_index import DocumentGranularity
 from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY, _version_asof
 from lancepy._table import bases as _bases
 from lancepy._table import cleanup as _cleanup
 from lancepy._table import commit as _commit
+from lancepy._table.commit import AutoCleanupConfig
 from lancepy._table.bases import DatasetBasePath
 from lancepy._table.cleanup import CleanupStats
-from lancepy._table.commit import AutoCleanupConfig
 from lancepy._table.manifest import _summary_entry, _version_entry
-from lancepy._table.operations import (
-    IndexDescription,
-    LanceOperation,
-    LanceSchema,
-    Transaction,
-    _transaction_from_json,
-)
+from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction, _transaction_from_json
 from lancepy._table.tags import Tags
+from lancepy.exceptions import CorruptFileError, DatasetNotFoundError, InvalidArgumentError, LanceError, UnsupportedError
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
-from lancepy.exceptions import (
-    CorruptFileError,
-    DatasetNotFoundError,
-    InvalidArgumentError,
-    LanceError,
-    UnsupportedError,
-    VersionNotFoundError,
-)
+from lancepy.exceptions import VersionNotFoundError
 from lancepy.filters import Filter
-from lancepy.fragment import (
-    DEFAULT_MAX_BYTES_PER_FILE,
-    DEFAULT_MAX_ROWS_PER_FILE,
-    FragmentMetadata,
-    LanceFragment,
-)
+from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
 from lancepy.scanner import ColumnOrdering, LanceScanner
 from lancepy.stats import LanceStats
-from lancepy.vector import VectorIndexReader
+from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.sql import SqlQueryBuilder

@@ -16,26 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    Optional,
-    Tuple,
-    Union,
-)
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
 # The public names of pylance's ``lance.fragment`` that live in lower layers, re-exported.
-from lancepy._core.conform import align_to_schema, to_record_batch_reader
-from lancepy._core.schema import lance_fields_for, schema_differences
+from lancepy._core.conform import align_to_schema, to_record_batch_reader  # noqa: F401
+from lancepy._core.schema import lance_fields_for, schema_differences  # noqa: F401
 from lancepy._ops import fragment_ops as _fragment_ops
-from lancepy._ops.write import _write, create_fragment, row_runs, write_fragments
-from lancepy._table.fragments import (
+from lancepy._ops.write import _write, create_fragment, row_runs, write_fragments  # noqa: F401
+from lancepy._table.fragments import (  # noqa: F401
     DEFAULT_DATA_STORAGE_VERSION,
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
@@ -47,11 +37,7 @@ from lancepy._table.fragments import (
     normalize_storage_version,
 )
 from lancepy.arrow_dataset import ArrowFragment, FragmentArrowMembers
-from lancepy.exceptions import (
-    ColumnNotFoundError,
-    InvalidArgumentError,
-    UnsupportedError,
-)
+from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:
     from lancepy.dataset import LanceDataset, LanceSchema

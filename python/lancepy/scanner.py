@@ -15,9 +15,9 @@ import pyarrow.compute as pc
 from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy import vector as _vector
+from lancepy._ops import scalar_query as _scalar_query
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
-from lancepy._ops import scalar_query as _scalar_query
 from lancepy.arrow_dataset import ArrowScanner, ScannerArrowMembers
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.filters import compile_expression, compile_filter
