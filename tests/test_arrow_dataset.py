@@ -221,3 +221,15 @@ def test_fragment_and_scanner_take_expressions(tmp_path):
     assert f.to_table(filter=pc.field("id") > 12).column("id").to_pylist() == [13, 14, 15]
     with pytest.raises(lancepy.exceptions.LanceError):
         ds.to_table(filter=pc.field("missing") > 1)
+
+
+def test_scanner_copies_and_pickles(tmp_path):
+    import copy
+    import pickle
+
+    ds = lancepy.write_dataset(pa.table({"a": list(range(6)), "b": list("abcdef")}), tmp_path / "d")
+    sc = ds.scanner(columns=["b"], filter=pc.field("a") > 2)
+    want = sc.to_table()
+    assert copy.copy(sc).to_table().equals(want)
+    again = pickle.loads(pickle.dumps(sc))
+    assert type(again) is type(sc) and again.to_table().equals(want)

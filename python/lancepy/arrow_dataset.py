@@ -16,6 +16,7 @@ the lancepy classes do not build, each raising :class:`~lancepy.exceptions.NotSu
 
 from __future__ import annotations
 
+import copyreg
 from typing import Any, List, NoReturn
 
 import pyarrow as pa
@@ -82,6 +83,22 @@ class FragmentArrowMembers:
 class ScannerArrowMembers:
     """The members of ``pyarrow.dataset.Scanner`` that a Lance scanner builds or refuses
     beyond its own: pyarrow's constructors are refused (use ``LanceDataset.scanner``)."""
+
+    # pyarrow's Scanner pickles (and so copies) its C++ state, which a Lance scanner has not:
+    # a Lance scanner copies and pickles its own attributes (the dataset pickles as its URI
+    # and version).
+    def __copy__(self) -> Any:
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __reduce__(self) -> Any:
+        return copyreg.__newobj__, (type(self),), dict(self.__dict__)
+
+    def __setstate__(self, state: Any) -> None:
+        if not isinstance(state, dict):
+            raise UnsupportedError("a LanceScanner's state is a dict of its attributes")
+        self.__dict__.update(state)
 
     @staticmethod
     def from_dataset(*args: Any, **kwargs: Any) -> Any:
