@@ -51,7 +51,7 @@ _MEMBER_CALLS = {
     },
     "Scanner": {
         "count_rows": "o.count_rows()", "dataset_schema": "o.dataset_schema", "from_batches": "o.from_batches(iter([]))",
-        "from_dataset": "o.from_dataset(o)", "from_fragment": "o.from_fragment(o)", "head": "o.head(2)",
+        "from_dataset": "o.from_dataset(o, columns=['id'])", "from_fragment": "o.from_fragment(o)", "head": "o.head(2)",
         "projected_schema": "o.projected_schema", "scan_batches": "o.scan_batches()", "take": "o.take([0])",
         "to_batches": "list(o.to_batches())", "to_reader": "o.to_reader().read_all()", "to_table": "o.to_table()",
         "__reduce__": "o.__reduce__()", "__setstate__": "o.__setstate__(None)",

@@ -47,7 +47,7 @@ class DatasetArrowMembers:
         ``to_table`` or ``to_batches`` instead."""
         _refused("LanceDataset.filter", "pass filter= to scanner(), to_table() or to_batches()")
 
-    def sort_by(self, sorting: Any, **kwargs: Any) -> Any:
+    def sort_by(self, sorting: Any, *, null_placement: str = "at_end") -> Any:
         """pyarrow's sorted dataset: not built; pass ``order_by=`` to ``scanner`` or
         ``to_table`` instead."""
         _refused("LanceDataset.sort_by", "pass order_by= to scanner() or to_table()")
@@ -101,17 +101,23 @@ class ScannerArrowMembers:
         self.__dict__.update(state)
 
     @staticmethod
-    def from_dataset(*args: Any, **kwargs: Any) -> Any:
+    def from_dataset(*args: Any, columns: Any = None, filter: Any = None, batch_size: Any = None,
+                     batch_readahead: Any = None, fragment_readahead: Any = None, fragment_scan_options: Any = None,
+                     use_threads: bool = True, cache_metadata: bool = True, memory_pool: Any = None) -> Any:
         """Not built: use ``LanceDataset.scanner``."""
         _refused("LanceScanner.from_dataset", "use LanceDataset.scanner()")
 
     @staticmethod
-    def from_fragment(*args: Any, **kwargs: Any) -> Any:
+    def from_fragment(*args: Any, schema: Any = None, columns: Any = None, filter: Any = None, batch_size: Any = None,
+                     batch_readahead: Any = None, fragment_readahead: Any = None, fragment_scan_options: Any = None,
+                     use_threads: bool = True, cache_metadata: bool = True, memory_pool: Any = None) -> Any:
         """Not built: use ``LanceFragment.scanner``."""
         _refused("LanceScanner.from_fragment", "use LanceFragment.scanner()")
 
     @staticmethod
-    def from_batches(*args: Any, **kwargs: Any) -> Any:
+    def from_batches(*args: Any, schema: Any = None, columns: Any = None, filter: Any = None, batch_size: Any = None,
+                     batch_readahead: Any = None, fragment_readahead: Any = None, fragment_scan_options: Any = None,
+                     use_threads: bool = True, cache_metadata: bool = True, memory_pool: Any = None) -> Any:
         """Not built: a Lance scanner reads a Lance dataset; use ``pyarrow.dataset.Scanner``."""
         _refused("LanceScanner.from_batches", "use pyarrow.dataset.Scanner.from_batches")
 
