@@ -29,6 +29,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.indices", 3),
     ("lancepy.udf", 3),
     ("lancepy.commit", 3),
+    ("lancepy.arrow_dataset", 4),
     ("lancepy.fragment", 4),
     ("lancepy.scanner", 4),
     ("lancepy.stats", 4),

@@ -37,6 +37,7 @@ from lancepy._table.fragments import (  # noqa: F401
     RowIdMeta,
     normalize_storage_version,
 )
+from lancepy.arrow_dataset import ArrowFragment, FragmentArrowMembers
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 
-class LanceFragment:
+class LanceFragment(FragmentArrowMembers, ArrowFragment):
     """One fragment of an open dataset version."""
 
     def __init__(

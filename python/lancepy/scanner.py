@@ -21,6 +21,7 @@ from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy.arrow_dataset import ArrowScanner, ScannerArrowMembers
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.filters import compile_expression, compile_filter
 from lancepy.fragment import LanceFragment
@@ -66,7 +67,7 @@ def _compile_scan_filter(filter: Any, schema: pa.Schema) -> Any:
     return flt, used
 
 
-class LanceScanner:
+class LanceScanner(ScannerArrowMembers, ArrowScanner):
     """A configured read of one dataset version.
 
     Without a filter, offset and limit are applied natively and only the rows needed are

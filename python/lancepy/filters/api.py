@@ -36,7 +36,7 @@ def evaluate(table: pa.Table, expr: pc.Expression) -> pa.ChunkedArray:
     """`expr` over the rows of `table`, in order (Acero, one thread: a fraction of the cost of
     a ``pyarrow.dataset`` scan for the small batches filters see)."""
     try:
-        import pyarrow.acero as acero
+        from pyarrow import acero
     except ImportError:  # pragma: no cover - pyarrow without Acero
         import pyarrow.dataset as pads
 
@@ -46,6 +46,45 @@ def evaluate(table: pa.Table, expr: pc.Expression) -> pa.ChunkedArray:
         acero.Declaration("project", acero.ProjectNodeOptions([expr], ["v"])),
     ])
     return plan.to_table(use_threads=False).column("v")
+
+
+def _binds(expr: pc.Expression, schema: pa.Schema) -> bool:
+    """Whether `expr` binds to `schema` (every field it names is there)."""
+    try:
+        evaluate(schema.empty_table(), expr)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowKeyError):
+        return False
+    return True
+
+
+_columns_cache: "OrderedDict[Tuple[bytes, pa.Schema], Optional[List[str]]]" = OrderedDict()
+
+
+def expression_columns(expr: pc.Expression, schema: Optional[pa.Schema]) -> Optional[List[str]]:
+    """The top-level columns of `schema` a ``pyarrow.compute.Expression`` reads, or ``None``
+    (read every column) without a schema, when it names fields by position, or when it does
+    not bind to the whole schema (evaluation then reports the error).
+
+    pyarrow does not list an expression's field references, so they are found exactly by
+    binding: a column is read if and only if `expr` no longer binds once it is removed (a
+    reference to a missing field is a bind error). Remembered per (expression, schema)."""
+    if schema is None or "FieldPath(" in str(expr):
+        return None
+    key = (bytes(expr.__reduce__()[1][0]), schema)
+    with _cache_lock:
+        if key in _columns_cache:
+            _columns_cache.move_to_end(key)
+            return _columns_cache[key]
+    names = list(schema.names)
+    if len(set(names)) != len(names) or not _binds(expr, schema):
+        used: Optional[List[str]] = None
+    else:
+        used = [n for i, n in enumerate(names) if not _binds(expr, schema.remove(i))]
+    with _cache_lock:
+        _columns_cache[key] = used
+        while len(_columns_cache) > _CACHE_SIZE:
+            _columns_cache.popitem(last=False)
+    return used
 
 
 def compile_node(node: Any, schema: Optional[pa.Schema] = None, *, text: Optional[str] = None, condition: bool = True) -> Filter:
@@ -108,7 +147,7 @@ def compile_filter(filter: FilterLike, schema: Optional[pa.Schema] = None) -> Op
     if filter is None:
         return None
     if isinstance(filter, pc.Expression):
-        return Filter(expression=filter, columns=None, text=str(filter))
+        return Filter(expression=filter, columns=expression_columns(filter, schema), text=str(filter))
     if isinstance(filter, str):
         if not filter.strip():
             return None

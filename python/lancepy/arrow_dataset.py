@@ -1,0 +1,131 @@
+"""lancepy's datasets as ``pyarrow.dataset`` objects, as pylance's are.
+
+:class:`~lancepy.LanceDataset`, :class:`~lancepy.LanceFragment` and
+:class:`~lancepy.LanceScanner` subclass ``pyarrow.dataset.Dataset``, ``Fragment`` and
+``Scanner`` so that consumers that dispatch on those types (DuckDB's replacement scans,
+Polars' ``scan_pyarrow_dataset``, ...) take them; those consumers then call the lancepy
+methods (``scanner(columns=, filter=<pyarrow.compute.Expression>)``, ``to_reader``, ...),
+and nothing of pyarrow's C++ dataset machinery reads a Lance file.
+
+pyarrow's classes are Cython classes whose methods read a C++ object that a lancepy
+instance never has: an inherited method that lancepy did not override would dereference a
+null pointer. The mixins here override every public member of pyarrow's three classes that
+the lancepy classes do not build, each raising :class:`~lancepy.exceptions.NotSupportedError`;
+``tests/test_arrow_dataset.py`` calls every public member in a subprocess.
+"""
+
+from __future__ import annotations
+
+import copyreg
+from typing import Any, List, NoReturn
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from lancepy.exceptions import UnsupportedError
+
+#: The pyarrow classes lancepy's dataset, fragment and scanner are instances of.
+ArrowDataset = pads.Dataset
+ArrowFragment = pads.Fragment
+ArrowScanner = pads.Scanner
+
+
+def _refused(what: str, instead: str) -> NoReturn:
+    raise UnsupportedError(f"{what} is not supported by lancepy: {instead}")
+
+
+class DatasetArrowMembers:
+    """The members of ``pyarrow.dataset.Dataset`` that a Lance dataset does not build."""
+
+    @property
+    def partition_expression(self) -> Any:
+        """Lance datasets are not partitioned: raises ``NotSupportedError``."""
+        _refused("partition_expression", "a Lance dataset has no partitioning")
+
+    def filter(self, expression: Any) -> Any:
+        """pyarrow's lazily filtered dataset: not built; pass ``filter=`` to ``scanner``,
+        ``to_table`` or ``to_batches`` instead."""
+        _refused("LanceDataset.filter", "pass filter= to scanner(), to_table() or to_batches()")
+
+    def sort_by(self, sorting: Any, *, null_placement: str = "at_end") -> Any:
+        """pyarrow's sorted dataset: not built; pass ``order_by=`` to ``scanner`` or
+        ``to_table`` instead."""
+        _refused("LanceDataset.sort_by", "pass order_by= to scanner() or to_table()")
+
+    def join_asof(self, right_dataset: Any, on: Any, by: Any, tolerance: Any, right_on: Any = None,
+                  right_by: Any = None) -> Any:
+        """Not built (nor in pylance): join ``to_table()`` with pyarrow instead."""
+        _refused("LanceDataset.join_asof", "join ds.to_table() with pyarrow")
+
+    def _get_fragments(self, filter: Any) -> Any:
+        """pyarrow's internal fragment listing: use ``get_fragments``."""
+        _refused("LanceDataset._get_fragments", "use get_fragments()")
+
+    def _scanner_options(self, options: Any) -> Any:
+        """pyarrow's internal scanner defaults: use ``scanner``."""
+        _refused("LanceDataset._scanner_options", "use scanner()")
+
+
+class FragmentArrowMembers:
+    """The members of ``pyarrow.dataset.Fragment`` that a Lance fragment does not build."""
+
+    @property
+    def physical_schema(self) -> pa.Schema:
+        """Not built (nor in pylance): use ``schema`` (every fragment has the dataset's)."""
+        _refused("LanceFragment.physical_schema", "use LanceFragment.schema")
+
+    @property
+    def partition_expression(self) -> Any:
+        """Lance fragments are not partitioned: raises ``NotSupportedError``."""
+        _refused("LanceFragment.partition_expression", "a Lance dataset has no partitioning")
+
+
+class ScannerArrowMembers:
+    """The members of ``pyarrow.dataset.Scanner`` that a Lance scanner builds or refuses
+    beyond its own: pyarrow's constructors are refused (use ``LanceDataset.scanner``)."""
+
+    # pyarrow's Scanner pickles (and so copies) its C++ state, which a Lance scanner has not:
+    # a Lance scanner copies and pickles its own attributes (the dataset pickles as its URI
+    # and version).
+    def __copy__(self) -> Any:
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __reduce__(self) -> Any:
+        return copyreg.__newobj__, (type(self),), dict(self.__dict__)
+
+    def __setstate__(self, state: Any) -> None:
+        if not isinstance(state, dict):
+            raise UnsupportedError("a LanceScanner's state is a dict of its attributes")
+        self.__dict__.update(state)
+
+    @staticmethod
+    def from_dataset(*args: Any, columns: Any = None, filter: Any = None, batch_size: Any = None,
+                     batch_readahead: Any = None, fragment_readahead: Any = None, fragment_scan_options: Any = None,
+                     use_threads: bool = True, cache_metadata: bool = True, memory_pool: Any = None) -> Any:
+        """Not built: use ``LanceDataset.scanner``."""
+        _refused("LanceScanner.from_dataset", "use LanceDataset.scanner()")
+
+    @staticmethod
+    def from_fragment(*args: Any, schema: Any = None, columns: Any = None, filter: Any = None, batch_size: Any = None,
+                     batch_readahead: Any = None, fragment_readahead: Any = None, fragment_scan_options: Any = None,
+                     use_threads: bool = True, cache_metadata: bool = True, memory_pool: Any = None) -> Any:
+        """Not built: use ``LanceFragment.scanner``."""
+        _refused("LanceScanner.from_fragment", "use LanceFragment.scanner()")
+
+    @staticmethod
+    def from_batches(*args: Any, schema: Any = None, columns: Any = None, filter: Any = None, batch_size: Any = None,
+                     batch_readahead: Any = None, fragment_readahead: Any = None, fragment_scan_options: Any = None,
+                     use_threads: bool = True, cache_metadata: bool = True, memory_pool: Any = None) -> Any:
+        """Not built: a Lance scanner reads a Lance dataset; use ``pyarrow.dataset.Scanner``."""
+        _refused("LanceScanner.from_batches", "use pyarrow.dataset.Scanner.from_batches")
+
+    def scan_batches(self) -> List[pa.RecordBatch]:
+        """The scan's record batches (a list, as pylance returns; not pyarrow's tagged
+        batches, which carry pyarrow fragments)."""
+        return list(self.to_batches())  # type: ignore[attr-defined]
+
+    def take(self, indices: Any) -> pa.Table:
+        """Rows at `indices` (positions in the scan's output), in the order given."""
+        return self.to_table().take(indices)  # type: ignore[attr-defined]
