@@ -328,6 +328,18 @@ class BTreeSegment:
         self.maxs = lookup.column("max").combine_chunks()
         self.null_counts = lookup.column("null_count").to_pylist()
         self.num_rows = self._data.num_rows()
+        #: the column's type
+        self.dtype = self.mins.type
+        self._all: Optional["np.ndarray"] = None
+
+    def all_rows(self) -> "np.ndarray":
+        """Every row id the segment holds (read once)."""
+        import numpy as np
+
+        if self._all is None:
+            ids = self._data.read_all().to_table().column("ids")
+            self._all = np.asarray(ids.to_numpy(), dtype=np.uint64)
+        return self._all
 
     def _page(self, page: int) -> pa.Table:
         start = page * self.batch_size
