@@ -8,7 +8,9 @@ distinct value of the column, the null key (when some row is null) first, then t
 ascending; columns ``keys`` (the column's type, nullable) and ``bitmaps`` (binary, nullable):
 the rows holding that value as a serialized lance ``RowAddrTreeMap`` (a u32 fragment count,
 then per fragment its id, the byte length of its roaring bitmap and the bitmap of row
-offsets; serialized natively, :func:`lancepy._lancepy.row_addr_maps_serialize`). Schema
+offsets; serialized natively, :func:`lancepy._lancepy.row_addr_maps_serialize`). Where the
+dataset has stable row ids pylance stores row ids instead (``index_version`` 0 still):
+lancepy neither builds nor uses such an index (:func:`check_addresses`). Schema
 metadata ``lance:index_stats`` = ``{"num_bitmaps":N}``. ``IndexMetadata``:
 ``index_details`` ``/lance.table.BitmapIndexDetails`` (empty), ``index_version`` 0, the
 file listed with its size. Rows deleted when the index is built are left out; the sets
@@ -36,6 +38,16 @@ LOOKUP = "bitmap_page_lookup.lance"
 DETAILS_TYPE_URL = "/lance.table.BitmapIndexDetails"
 INDEX_VERSION = 0
 STATS_KEY = "lance:index_stats"
+
+
+def check_addresses(ds: "LanceDataset") -> None:
+    """Raises :class:`NotSupportedError` where `ds` has stable row ids: there pylance 14's
+    BITMAP index holds stable row ids, which lancepy does not build or search yet."""
+    if ds.has_stable_row_ids:
+        raise NotSupportedError(
+            "BITMAP index on a dataset with stable row ids: pylance 14 keys it by row id, which lancepy "
+            "does not build or search yet"
+        )
 
 
 def lookup_schema(dtype: pa.DataType, num_bitmaps: int) -> pa.Schema:
@@ -211,6 +223,13 @@ def read_rows(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[pa.A
     return seg.keys.take(pa.array(repeat, pa.int64())), addrs
 
 
-def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tuple[pa.Array, pa.Array]:
-    """The live rows of `column` in `fragment_ids`: ``(values, row addresses)``."""
-    return _btree.collect(ds, column, fragment_ids)
+def remap(ds_uri: str, storage_options: Any, entry: Dict[str, Any], *args: Any) -> Tuple[str, List[Dict[str, Any]]]:
+    """A BITMAP segment after a compaction moved rows (see :func:`lancepy._ops.btree.remap`)."""
+    return _btree.remap(ds_uri, storage_options, entry, *args, read_rows=read_rows, write=write_segment)
+
+
+def extend(
+    ds: "LanceDataset", column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """A BITMAP index with the rows of `fragments` added (see :func:`lancepy._ops.btree.extend`)."""
+    return _btree.extend(ds, column, entries, fragments, merge, read_rows=read_rows, write=write_segment)

@@ -154,6 +154,8 @@ def create_scalar_index(
     uid = str(_uuid.UUID(str(index_uuid))) if index_uuid is not None else str(_uuid.uuid4())
     fragments = [int(f.fragment_id) for f in ds.get_fragments()] if train else []
     read_version = ds.version
+    if kind == "BITMAP":
+        _bitmap.check_addresses(ds)
     builder = _bitmap if kind == "BITMAP" else _btree
     names = [_bitmap.LOOKUP] if kind == "BITMAP" else [_btree.PAGE_DATA, _btree.PAGE_LOOKUP]
     written = [f"_indices/{uid}/{n}" for n in names]

@@ -81,6 +81,8 @@ def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
         kind = _KINDS.get(str(e.get("details_type") or "").rsplit(".", 1)[-1])
         if kind is None or len(e["fields"]) != 1:
             continue
+        if kind == "Bitmap" and ds.has_stable_row_ids:
+            continue  # (pylance 14 keys it by stable row id: not used)
         if kind == "BTree" and not _btree.holds_addresses(ds, e):
             continue  # (stable row ids, as older pylance indexed them: not used)
         column = paths.get(e["fields"][0])
