@@ -352,8 +352,9 @@ def _successor(prefix: str) -> Optional[str]:
 
 
 def _sql_value(v: Any) -> str:
+    """A literal as pylance's index query prints it (strings without quotes)."""
     if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
+        return v
     if isinstance(v, bool):
         return "true" if v else "false"
     return repr(v)
