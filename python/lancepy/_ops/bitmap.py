@@ -1,4 +1,4 @@
-"""BITMAP scalar indices in pylance 14's on-disk format: building one segment's file, and
+"""BITMAP and LABEL_LIST scalar indices in pylance 14's on-disk format: building one segment's file, and
 (for queries) loading a segment and finding the row addresses whose value satisfies a
 condition.
 
@@ -10,7 +10,13 @@ the rows holding that value as a serialized lance ``RowAddrTreeMap`` (a u32 frag
 then per fragment its id, the byte length of its roaring bitmap and the bitmap of row
 offsets; serialized natively, :func:`lancepy._lancepy.row_addr_maps_serialize`). Where the
 dataset has stable row ids pylance stores row ids instead (``index_version`` 0 still):
-lancepy neither builds nor uses such an index (:func:`check_addresses`). Schema
+lancepy neither builds nor uses such an index (:func:`check_addresses`).
+
+A LABEL_LIST index (of a list column) is the same file keyed by the lists' elements: a row is
+in the bitmap of each value its list holds (the null key: lists holding a null element; null
+and empty lists are in none); the rows whose list is null are global buffer 1 of the file (one serialized set), which its
+metadata ``lance:label_list_nulls`` = ``1`` names;
+``index_details`` ``/lance.table.LabelListIndexDetails``, ``index_version`` 1. Schema
 metadata ``lance:index_stats`` = ``{"num_bitmaps":N}``. ``IndexMetadata``:
 ``index_details`` ``/lance.table.BitmapIndexDetails`` (empty), ``index_version`` 0, the
 file listed with its size. Rows deleted when the index is built are left out; the sets
@@ -38,6 +44,10 @@ LOOKUP = "bitmap_page_lookup.lance"
 DETAILS_TYPE_URL = "/lance.table.BitmapIndexDetails"
 INDEX_VERSION = 0
 STATS_KEY = "lance:index_stats"
+#: LABEL_LIST indices: the same file, one bitmap per list element value
+LABEL_LIST_DETAILS_TYPE_URL = "/lance.table.LabelListIndexDetails"
+LABEL_LIST_INDEX_VERSION = 1
+LABEL_LIST_NULLS_KEY = "lance:label_list_nulls"
 
 
 def check_addresses(ds: "LanceDataset") -> None:
@@ -50,12 +60,26 @@ def check_addresses(ds: "LanceDataset") -> None:
         )
 
 
-def lookup_schema(dtype: pa.DataType, num_bitmaps: int) -> pa.Schema:
-    """``bitmap_page_lookup.lance``'s schema (with its metadata)."""
+def lookup_schema(dtype: pa.DataType, num_bitmaps: int, label_list: bool = False) -> pa.Schema:
+    """``bitmap_page_lookup.lance``'s schema (with its metadata; a LABEL_LIST index's has
+    ``lance:label_list_nulls`` = ``1`` as well, as pylance 14 writes it)."""
+    metadata = {STATS_KEY: json.dumps({"num_bitmaps": num_bitmaps}, separators=(",", ":"))}
+    if label_list:
+        metadata[LABEL_LIST_NULLS_KEY] = "1"
     return pa.schema(
-        [pa.field("keys", dtype, nullable=True), pa.field("bitmaps", pa.binary(), nullable=True)],
-        metadata={STATS_KEY: json.dumps({"num_bitmaps": num_bitmaps}, separators=(",", ":"))},
+        [pa.field("keys", dtype, nullable=True), pa.field("bitmaps", pa.binary(), nullable=True)], metadata=metadata
     )
+
+
+def is_list(dtype: pa.DataType) -> bool:
+    return pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype)
+
+
+def flatten(values: pa.Array, ids: pa.Array) -> Tuple[pa.Array, pa.Array]:
+    """The elements of the lists `values` with the row address of their list (null and empty
+    lists have none)."""
+    parents = pc.list_parent_indices(values)
+    return pc.list_flatten(values), ids.take(parents)
 
 
 def group(values: pa.Array, ids: pa.Array) -> Tuple[pa.Array, "np.ndarray", "np.ndarray"]:
@@ -90,13 +114,22 @@ def write_segment(
     base: str, dtype: pa.DataType, values: pa.Array, ids: pa.Array, storage_options: Any = None
 ) -> List[Dict[str, Any]]:
     """Writes ``bitmap_page_lookup.lance`` under `base` (the segment directory, ending in
-    ``/``) for the rows ``(values, ids)``. Returns the file with its size, as
-    ``IndexMetadata.files`` lists it."""
+    ``/``) for the rows ``(values, ids)``; list-typed `values` (a LABEL_LIST index) are keyed
+    by their elements. Returns the file with its size, as ``IndexMetadata.files`` lists it."""
     import numpy as np
 
     from lancepy.file import LanceFileWriter
 
     dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
+    label_list = is_list(dtype)
+    null_lists = b""
+    if label_list:
+        if values.type != dtype:
+            values = values.cast(dtype)
+        nulls = np.asarray(ids.filter(values.is_null()).to_numpy(zero_copy_only=False), dtype=np.uint64)
+        null_lists = _lancepy.row_addr_maps_serialize(np.sort(nulls).astype("<u8").tobytes(), [0, len(nulls)])[0]
+        values, ids = flatten(values, ids)
+        dtype = dtype.value_type
     if values.type != dtype:
         values = values.cast(dtype)
     if len(values):
@@ -105,8 +138,12 @@ def write_segment(
     else:
         keys, blobs = pa.array([], dtype), []
         addrs = np.empty(0, np.uint64)
-    schema = lookup_schema(dtype, len(keys))
+    schema = lookup_schema(dtype, len(keys), label_list)
     with LanceFileWriter(base + LOOKUP, schema, version="2.2", storage_options=storage_options) as writer:
+        if label_list:
+            # (the rows whose list is null, in global buffer 1, as the metadata says)
+            if writer.add_global_buffer(null_lists) != 1:
+                raise CorruptFileError(f"{base}{LOOKUP}: the null lists' buffer is not global buffer 1")
         if len(keys):
             writer.write_batch(pa.record_batch([keys, pa.array(blobs, pa.binary())], schema=schema))
     return [{"path": LOOKUP, "size_bytes": int(writer.file_size or 0)}]
@@ -223,13 +260,46 @@ def read_rows(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[pa.A
     return seg.keys.take(pa.array(repeat, pa.int64())), addrs
 
 
+def read_list_rows(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[pa.Array, "np.ndarray"]:
+    """A LABEL_LIST segment's ``(element, row address)`` pairs, each element as a list of one
+    (so the rows rebuild the index as list rows do)."""
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    keys, addrs = read_rows(ds_uri, uuid, storage_options)
+    offsets = pa.array(np.arange(len(keys) + 1, dtype=np.int32))
+    lists = pa.ListArray.from_arrays(offsets, keys)
+    nulls = null_list_rows(LanceFileReader(ds_uri.rstrip("/") + f"/_indices/{uuid}/{LOOKUP}", storage_options))
+    return pa.concat_arrays([lists, pa.nulls(len(nulls), lists.type)]), np.concatenate([addrs, nulls])
+
+
+def null_list_rows(reader: Any) -> "np.ndarray":
+    """The row addresses of the null lists a LABEL_LIST file records (in the global buffer
+    its ``lance:label_list_nulls`` metadata names; none when it names none)."""
+    import numpy as np
+
+    md = reader.metadata().schema.metadata or {}
+    which = md.get(LABEL_LIST_NULLS_KEY.encode())
+    if which is None:
+        return np.empty(0, np.uint64)
+    try:
+        index = int(which)
+    except ValueError:
+        raise CorruptFileError(f"LABEL_LIST index: {LABEL_LIST_NULLS_KEY} {which!r} is not a buffer number") from None
+    return decode([reader.read_global_buffer(index)])
+
+
 def remap(ds_uri: str, storage_options: Any, entry: Dict[str, Any], *args: Any) -> Tuple[str, List[Dict[str, Any]]]:
     """A BITMAP segment after a compaction moved rows (see :func:`lancepy._ops.btree.remap`)."""
-    return _btree.remap(ds_uri, storage_options, entry, *args, read_rows=read_rows, write=write_segment)
+    reader = read_list_rows if str(entry.get("details_type") or "").endswith("LabelListIndexDetails") else read_rows
+    return _btree.remap(ds_uri, storage_options, entry, *args, read_rows=reader, write=write_segment)
 
 
 def extend(
     ds: "LanceDataset", column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool
 ) -> Tuple[str, List[Dict[str, Any]]]:
     """A BITMAP index with the rows of `fragments` added (see :func:`lancepy._ops.btree.extend`)."""
-    return _btree.extend(ds, column, entries, fragments, merge, read_rows=read_rows, write=write_segment)
+    labels = str(entries[0].get("details_type") or "").endswith("LabelListIndexDetails")
+    reader = read_list_rows if labels else read_rows
+    return _btree.extend(ds, column, entries, fragments, merge, read_rows=reader, write=write_segment)

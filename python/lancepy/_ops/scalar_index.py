@@ -1,6 +1,6 @@
 """Scalar indices: :meth:`LanceDataset.create_scalar_index` (argument checks as pylance 14
 makes them, the build, the commit). lancepy builds BTREE indices (:mod:`lancepy._ops.btree`) and
-BITMAP indices (:mod:`lancepy._ops.bitmap`);
+BITMAP and LABEL_LIST indices (:mod:`lancepy._ops.bitmap`);
 the other scalar index types pylance knows raise :class:`NotSupportedError` (a
 ``NotImplementedError``) for now."""
 
@@ -36,7 +36,7 @@ PYLANCE_SCALAR_TYPES = (
     "MINHASHLSH",
 )
 #: The ones lancepy builds.
-BUILT_TYPES = ("BTREE", "BITMAP")
+BUILT_TYPES = ("BTREE", "BITMAP", "LABEL_LIST")
 #: pylance's INVERTED/FTS keyword options (named parameters of lancepy's
 #: ``create_scalar_index``, refused when given: lancepy builds no INVERTED index yet).
 FTS_OPTIONS = (
@@ -118,20 +118,20 @@ def create_scalar_index(
         )
     if kind not in BUILT_TYPES:
         raise NotSupportedError(
-            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE and BITMAP scalar indices only (for now); "
+            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE, BITMAP and LABEL_LIST scalar indices only (for now); "
             f"it reads the other kinds pylance writes"
         )
     given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None]
     if given:
         raise NotSupportedError(
-            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options; lancepy builds BTREE and BITMAP only"
+            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options; lancepy builds BTREE, BITMAP and LABEL_LIST only"
         )
     if format_version is not None:
-        raise NotSupportedError("create_scalar_index(format_version=): an INVERTED/FTS option; lancepy builds BTREE and BITMAP only")
+        raise NotSupportedError("create_scalar_index(format_version=): an INVERTED/FTS option; lancepy builds BTREE, BITMAP and LABEL_LIST only")
     if str(getattr(document_granularity, "value", document_granularity)).lower() != "row":
         raise NotSupportedError(
             f"create_scalar_index(document_granularity={document_granularity!r}): an INVERTED/FTS option; "
-            "lancepy builds BTREE and BITMAP only"
+            "lancepy builds BTREE, BITMAP and LABEL_LIST only"
         )
     if progress_callback is not None:
         raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no scalar index build progress")
@@ -140,7 +140,10 @@ def create_scalar_index(
             f"{kind} distributed indexing uses create_index_uncommitted(..., index_type=\"{kind}\", fragment_ids=...)"
         )
     path, field_id, dtype = _resolve_column(ds, column)
-    if not _btree.indexable(dtype):
+    if kind == "LABEL_LIST":
+        if not _bitmap.is_list(dtype) or not _btree.indexable(dtype.value_type):
+            raise TypeError(f"LABEL_LIST index column {column} must be a list of scalars (got {dtype})")
+    elif not _btree.indexable(dtype):
         raise TypeError(
             f"BTREE/BITMAP index column {column} must be int, float, bool, str, large_str, binary, large_binary, "
             f"decimal, fixed-size-binary, or temporal (got {dtype})"
@@ -154,10 +157,10 @@ def create_scalar_index(
     uid = str(_uuid.UUID(str(index_uuid))) if index_uuid is not None else str(_uuid.uuid4())
     fragments = [int(f.fragment_id) for f in ds.get_fragments()] if train else []
     read_version = ds.version
-    if kind == "BITMAP":
+    if kind != "BTREE":
         _bitmap.check_addresses(ds)
-    builder = _bitmap if kind == "BITMAP" else _btree
-    names = [_bitmap.LOOKUP] if kind == "BITMAP" else [_btree.PAGE_DATA, _btree.PAGE_LOOKUP]
+    builder = _btree if kind == "BTREE" else _bitmap
+    names = [_btree.PAGE_DATA, _btree.PAGE_LOOKUP] if kind == "BTREE" else [_bitmap.LOOKUP]
     written = [f"_indices/{uid}/{n}" for n in names]
     try:
         values, ids = (pa.array([], dtype), pa.array([], pa.uint64()))
@@ -175,8 +178,13 @@ def create_scalar_index(
         "name": name,
         "dataset_version": read_version,
         "fragment_bitmap": list(_lancepy.fragment_bitmap(fragments)),
-        "index_details": {"type_url": builder.DETAILS_TYPE_URL, "value": []},
-        "index_version": _bitmap.INDEX_VERSION if kind == "BITMAP" else _btree.index_version(ds),
+        "index_details": {
+            "type_url": _bitmap.LABEL_LIST_DETAILS_TYPE_URL if kind == "LABEL_LIST" else builder.DETAILS_TYPE_URL,
+            "value": [],
+        },
+        "index_version": {"BITMAP": _bitmap.INDEX_VERSION, "LABEL_LIST": _bitmap.LABEL_LIST_INDEX_VERSION}.get(
+            kind, _btree.index_version(ds) if kind == "BTREE" else 0
+        ),
         "created_at": int(time.time() * 1000),
         "base_id": None,
         "files": files,

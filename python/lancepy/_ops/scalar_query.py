@@ -1,5 +1,6 @@
 """Scalar indices as a scan's prefilter: which rows of the fragments a BTREE or BITMAP index
-covers can satisfy a filter.
+covers can satisfy a filter (and LABEL_LIST indices: ``array_has_any`` / ``array_has_all`` of
+a list column and a constant array).
 
 The filter's SQL is walked for the parts an index answers: ``col = v``, ``col IN (...)``,
 ``<``, ``<=``, ``>``, ``>=``, ``BETWEEN``, ``IS NULL`` and ``LIKE 'prefix%'`` (as the range
@@ -68,7 +69,7 @@ class _Index:
     kind: str = "BTree"
 
 
-_KINDS = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap"}
+_KINDS = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList"}
 
 
 def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
@@ -81,7 +82,7 @@ def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
         kind = _KINDS.get(str(e.get("details_type") or "").rsplit(".", 1)[-1])
         if kind is None or len(e["fields"]) != 1:
             continue
-        if kind == "Bitmap" and ds.has_stable_row_ids:
+        if kind in ("Bitmap", "LabelList") and ds.has_stable_row_ids:
             continue  # (pylance 14 keys it by stable row id: not used)
         if kind == "BTree" and not _btree.holds_addresses(ds, e):
             continue  # (stable row ids, as older pylance indexed them: not used)
@@ -90,7 +91,12 @@ def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
             continue
         idx = out.get(column)
         if idx is None:
-            idx = out[column] = _Index(e["name"], column, ds.schema.field(column).type, [], set(), kind)
+            dtype = ds.schema.field(column).type
+            if kind == "LabelList":
+                if not _bitmap.is_list(dtype):
+                    continue
+                dtype = dtype.value_type  # (its keys: the lists' elements)
+            idx = out[column] = _Index(e["name"], column, dtype, [], set(), kind)
         elif idx.name != e["name"]:
             continue
         idx.segments.append(e["uuid"])
@@ -167,7 +173,7 @@ class _Planner:
         if idx.name not in self._open:
             # (segments never change: kept with the version, lookup tables loaded once)
             opened = self.ds._per_version.setdefault("btree_segments", {})
-            module = _bitmap if idx.kind == "Bitmap" else _btree
+            module = _btree if idx.kind == "BTree" else _bitmap
             for u in idx.segments:
                 if u not in opened:
                     opened[u] = module.open_segment(self.ds._uri, u, self.ds._storage_options)
@@ -186,7 +192,35 @@ class _Planner:
         if not isinstance(node, exp.Column) or node.table:
             return None
         idx = self.indices.get(node.name)
-        return idx if idx is not None and _supported(idx.dtype) else None
+        return idx if idx is not None and idx.kind != "LabelList" and _supported(idx.dtype) else None
+
+    def _labels(self, node: Any) -> Optional[_Answer]:
+        """``array_has_any`` / ``array_has_all`` of a column with a LABEL_LIST index and a
+        constant array: the union / intersection of the elements' bitmaps. Not exact (a
+        ``NOT`` of it is left to the scan: null and empty lists are in no bitmap)."""
+        import numpy as np
+        from sqlglot import exp
+
+        if isinstance(node, exp.ArrayContainsAll):
+            args, every, name = [node.this, node.expression], True, "array_has_all"
+        else:
+            args = list(node.expressions)
+            name = str(node.this).lower()
+            every = name == "array_has_all"
+        if len(args) != 2 or not isinstance(args[0], exp.Column) or args[0].table or not isinstance(args[1], exp.Array):
+            return None
+        idx = self.indices.get(args[0].name)
+        if idx is None or idx.kind != "LabelList" or not _supported(idx.dtype) or not args[1].expressions:
+            return None
+        values = [_literal(e, idx.dtype) for e in args[1].expressions]
+        if any(v is _NO_VALUE for v in values):
+            return None
+        sets = [np.unique(np.concatenate([seg.search_in([v]) for seg in self._segments(idx)])) for v in values]
+        found = sets[0]
+        for other in sets[1:]:
+            found = np.intersect1d(found, other) if every else np.union1d(found, other)
+        text = f"[{name}({idx.column}, List([{', '.join(_sql_value(v) for v in values)}]))]@{idx.name}(LabelList)"
+        return _Answer(found, text, {idx.name: idx}, False)
 
     def _range(
         self, idx: _Index, low: Any, low_inc: bool, high: Any, high_inc: bool, text: str
@@ -244,6 +278,10 @@ class _Planner:
             return self._complement(self.visit(node.this))
         if isinstance(node, exp.NEQ):
             return self._complement(self.visit(exp.EQ(this=node.this, expression=node.expression)))
+        if isinstance(node, exp.ArrayContainsAll) or (
+            isinstance(node, exp.Anonymous) and str(node.this).lower() in ("array_has_any", "array_has_all")
+        ):
+            return self._labels(node)
         kind = type(node).__name__
         if kind in self._FLIP:
             idx, other, op = self._column(node.this), node.expression, kind
