@@ -237,3 +237,71 @@ def test_native_bitmaps_round_trip_and_reject_garbage() -> None:
         _lancepy.row_addr_maps_deserialize([b"\x01\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00abcde"])
     with pytest.raises(lancepy.exceptions.LanceError):
         _lancepy.row_addr_maps_serialize(b"\x00" * 8, [0, 2])
+
+
+def make_list_table(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    ints, strs = [], []
+    for _ in range(n):
+        k = int(rng.integers(0, 4))
+        row = [int(v) if rng.random() > 0.05 else None for v in rng.integers(0, 12, k)]
+        ints.append(None if rng.random() < 0.05 else row)
+        strs.append(None if rng.random() < 0.05 else [f"t{v}" for v in rng.integers(0, 6, int(rng.integers(0, 3)))])
+    return pa.table({"l": pa.array(ints, pa.list_(pa.int64())), "ls": pa.array(strs, pa.list_(pa.string()))})
+
+
+def test_label_list_files_equal_pylances_and_interop(tmp_path: Any) -> None:
+    theirs, ours, plain = (str(tmp_path / n) for n in ("theirs", "ours", "plain"))
+    lance.write_dataset(make_list_table(2000), theirs, max_rows_per_file=700)
+    lance.dataset(theirs).delete("array_has_any(l, [3])")
+    shutil.copytree(theirs, ours)
+    shutil.copytree(theirs, plain)
+    for col in ("l", "ls"):
+        lance.dataset(theirs).create_scalar_index(col, "LABEL_LIST")
+        lancepy.dataset(ours).create_scalar_index(col, "LABEL_LIST")
+    for t, o in zip(raw_entries(theirs), raw_entries(ours)):
+        for k in ("name", "fields", "fragment_bitmap", "index_details", "index_version"):
+            assert o[k] == t[k], k
+        path = lambda uri, e: os.path.join(uri, "_indices", str(uuid.UUID(bytes=bytes(e["uuid"]["uuid"]))), "bitmap_page_lookup.lance")  # noqa: E731
+        rt, ro = lance.file.LanceFileReader(path(theirs, t)), lance.file.LanceFileReader(path(ours, o))
+        tt, ot = rt.read_all().to_table(), ro.read_all().to_table()
+        assert ot.schema.equals(tt.schema, check_metadata=True)
+        assert ot.to_pydict() == tt.to_pydict()  # (keys and bitmaps byte for byte)
+        assert ro.read_global_buffer(1) == rt.read_global_buffer(1)  # (the null lists)
+    filters = [
+        "array_has_any(l, [1])", "array_has_any(l, [1, 7, 11])", "array_has_all(l, [2, 5])",
+        "array_has_any(ls, ['t1', 't4'])", "array_has_all(ls, ['t0'])", "NOT array_has_any(l, [1])",
+        "array_has_any(l, [4]) AND array_has_any(ls, ['t2'])", "array_has_any(l, [4]) OR array_has_all(ls, ['t5'])",
+    ]
+    for flt in filters:
+        want = _rows(lance.dataset(plain), flt)
+        for uri in (theirs, ours):
+            for lib in (lance, lancepy):
+                assert _rows(lib.dataset(uri), flt) == want, (flt, uri, lib.__name__)
+            if not flt.startswith("NOT"):
+                pyl = lance.dataset(uri).scanner(filter=flt).explain_plan()
+                query = pyl.split("ScalarIndexQuery: query=")[1].splitlines()[0]
+                assert f"ScalarIndexQuery: query={query}" in lancepy.dataset(uri).scanner(filter=flt).explain_plan(), flt
+        assert "ScalarIndexQuery" in lance.dataset(ours).scanner(filter=flt).explain_plan(), flt
+    # maintenance: a fragment appended (scanned until optimize_indices adds it), compaction remaps
+    lance.write_dataset(make_list_table(300, seed=2), theirs, mode="append")
+    lancepy.dataset(ours).insert(make_list_table(300, seed=2))
+    lance.write_dataset(make_list_table(300, seed=2), plain, mode="append")
+    for flt in filters[:3]:
+        assert _rows(lancepy.dataset(ours), flt) == _rows(lance.dataset(plain), flt), flt
+    lance.dataset(theirs).optimize.optimize_indices()
+    lancepy.dataset(ours).optimize.optimize_indices()
+    st = lambda lib, uri: {k: v for k, v in lib.dataset(uri).stats.index_stats("l_idx").items() if k != "updated_at_timestamp_ms"}  # noqa: E731
+    assert st(lancepy, ours) == st(lance, theirs) and st(lancepy, ours)["num_unindexed_fragments"] == 0
+    lancepy.dataset(ours).optimize.compact_files(target_rows_per_fragment=10_000)
+    assert len(lancepy.dataset(ours).get_fragments()) == 1
+    for flt in filters:
+        want = sorted(map(str, _values(lance.dataset(plain).to_table(filter=flt))))
+        for lib in (lance, lancepy):
+            assert sorted(map(str, _values(lib.dataset(ours).to_table(filter=flt)))) == want, (flt, lib.__name__)
+        assert "ScalarIndexQuery" in lance.dataset(ours).scanner(filter=flt).explain_plan(), flt
+    with pytest.raises(TypeError, match="BTREE/BITMAP index column l"):
+        lancepy.dataset(ours).create_scalar_index("l", "BITMAP")
+    lancepy.dataset(ours).add_columns({"x": "1"})
+    with pytest.raises(TypeError, match="LABEL_LIST index column x must be a list"):
+        lancepy.dataset(ours).create_scalar_index("x", "LABEL_LIST")
