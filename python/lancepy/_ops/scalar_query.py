@@ -252,6 +252,9 @@ class _Planner:
         if isinstance(node, exp.Paren):
             return self.visit(node.this)
         if isinstance(node, exp.And):
+            bounded = self._bounded(node)
+            if bounded is not None:
+                return bounded
             parts = [p for p in (self.visit(node.this), self.visit(node.expression)) if p is not None]
             if not parts:
                 return None
@@ -343,6 +346,39 @@ class _Planner:
                 np.concatenate(found), f"[{idx.column} IS NULL]@{idx.name}({idx.kind})", {idx.name: idx}, True
             )
         return None
+
+    def _bound(self, node: Any) -> Optional[tuple]:
+        """``(index, op, value)`` of a one-sided comparison of an indexed column with a
+        literal (column on the left), else ``None``."""
+        from sqlglot import exp
+
+        while isinstance(node, exp.Paren):
+            node = node.this
+        kind = type(node).__name__
+        if kind not in ("GT", "GTE", "LT", "LTE"):
+            return None
+        idx, other, op = self._column(node.this), node.expression, kind
+        if idx is None:
+            idx, other, op = self._column(node.expression), node.this, self._FLIP[kind]
+        if idx is None:
+            return None
+        v = _literal(other, idx.dtype)
+        return None if v is _NO_VALUE else (idx, op, v)
+
+    def _bounded(self, node: Any) -> Optional[_Answer]:
+        """``col >(=) a AND col <(=) b`` on one indexed column: one range (as pylance plans
+        it), which is narrow where each side alone is not."""
+        a, b = self._bound(node.this), self._bound(node.expression)
+        if a is None or b is None or a[0] is not b[0]:
+            return None
+        lows = [x for x in (a, b) if x[1] in ("GT", "GTE")]
+        highs = [x for x in (a, b) if x[1] in ("LT", "LTE")]
+        if len(lows) != 1 or len(highs) != 1:
+            return None
+        (idx, lop, low), (_, hop, high) = lows[0], highs[0]
+        sym = {"GT": ">", "GTE": ">=", "LT": "<", "LTE": "<="}
+        text = f"{idx.column} {sym[lop]} {_sql_value(low)} && {idx.column} {sym[hop]} {_sql_value(high)}"
+        return self._range(idx, low, lop == "GTE", high, hop == "LTE", text)
 
     def _complement(self, inner: Optional[_Answer]) -> Optional[_Answer]:
         """``NOT`` of an exactly answered part: the rows of the first index it used that are
