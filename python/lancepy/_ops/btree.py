@@ -192,22 +192,21 @@ def remap(
     new_addresses: "np.ndarray",
     compacted_fragments: Sequence[int],
     dropped_fragments: Sequence[int],
+    read_rows: Any = None,
+    write: Any = None,
 ) -> Tuple[str, List[Dict[str, Any]]]:
     """Writes a new segment for the BTREE segment `entry` (from ``index_section_entries``)
     after a compaction: a row at ``old_addresses[i]`` (sorted) is now at ``new_addresses[i]``;
     rows of `compacted_fragments` not in `old_addresses` (deleted) and rows of
     `dropped_fragments` (compacted together with rows the index does not cover) are left
-    out. The pages are rebuilt from the remaining rows. Returns the new uuid and its files."""
+    out. The pages are rebuilt from the remaining rows. Returns the new uuid and its files.
+    `read_rows` / `write`: another segment format's :func:`read_rows` and
+    :func:`write_segment` (the BITMAP index is remapped the same way)."""
     import uuid as _uuid
 
     import numpy as np
 
-    from lancepy.file import LanceFileReader
-
-    base = ds_uri.rstrip("/") + f"/_indices/{entry['uuid']}/"
-    table = LanceFileReader(base + PAGE_DATA, storage_options).read_all().to_table()
-    values = table.column("values").combine_chunks()
-    rid = np.asarray(table.column("ids").to_numpy(), dtype=np.uint64)
+    values, rid = (read_rows or read_rows_of)(ds_uri, entry["uuid"], storage_options)
     frag = (rid >> np.uint64(32)).astype(np.int64)
     moved = np.isin(frag, np.asarray(list(compacted_fragments), dtype=np.int64))
     keep = ~np.isin(frag, np.asarray(list(dropped_fragments), dtype=np.int64))
@@ -222,7 +221,7 @@ def remap(
         keep[moved] = False
     mask = pa.array(keep)
     uid = str(_uuid.uuid4())
-    files = write_segment(
+    files = (write or write_segment)(
         ds_uri.rstrip("/") + f"/_indices/{uid}/",
         values.type,
         values.filter(mask),
@@ -232,18 +231,34 @@ def remap(
     return uid, files
 
 
+def read_rows_of(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[pa.Array, "np.ndarray"]:
+    """Every ``(value, row id)`` a BTREE segment holds."""
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    base = ds_uri.rstrip("/") + f"/_indices/{uuid}/"
+    table = LanceFileReader(base + PAGE_DATA, storage_options).read_all().to_table()
+    return table.column("values").combine_chunks(), np.asarray(table.column("ids").to_numpy(), dtype=np.uint64)
+
+
 def extend(
-    ds: "LanceDataset", column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool
+    ds: "LanceDataset",
+    column: str,
+    entries: List[Dict[str, Any]],
+    fragments: Sequence[int],
+    merge: bool,
+    read_rows: Any = None,
+    write: Any = None,
 ) -> Tuple[str, List[Dict[str, Any]]]:
     """Indexes the rows of `fragments` (appended since the index `entries`, segments of one
     BTREE index, were built): with `merge`, one new segment holding the rows of every entry
     (those of fragments that still exist) plus the new ones, pages rebuilt; else a delta
-    segment of the new rows only. Returns the new segment's uuid and files."""
+    segment of the new rows only. Returns the new segment's uuid and files. `read_rows` /
+    `write`: as for :func:`remap`."""
     import uuid as _uuid
 
     import numpy as np
-
-    from lancepy.file import LanceFileReader
 
     dtype = _column_type(ds, column)
     values, ids = collect(ds, column, fragments) if fragments else (pa.array([], dtype), pa.array([], pa.uint64()))
@@ -251,15 +266,13 @@ def extend(
         live = np.asarray(sorted(f.fragment_id for f in ds.get_fragments()), dtype=np.int64)
         parts_v, parts_i = [values], [ids]
         for e in entries:
-            base = ds._uri.rstrip("/") + f"/_indices/{e['uuid']}/"
-            old = LanceFileReader(base + PAGE_DATA, ds._storage_options).read_all().to_table()
-            rid = np.asarray(old.column("ids").to_numpy(), dtype=np.uint64)
+            old_values, rid = (read_rows or read_rows_of)(ds._uri, e["uuid"], ds._storage_options)
             keep = pa.array(np.isin((rid >> np.uint64(32)).astype(np.int64), live))
-            parts_v.append(old.column("values").combine_chunks().cast(dtype).filter(keep))
-            parts_i.append(old.column("ids").combine_chunks().filter(keep))
+            parts_v.append(old_values.cast(dtype).filter(keep))
+            parts_i.append(pa.array(rid, pa.uint64()).filter(keep))
         values, ids = pa.concat_arrays(parts_v), pa.concat_arrays(parts_i)
     uid = str(_uuid.uuid4())
-    files = write_segment(ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options)
+    files = (write or write_segment)(ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options)
     return uid, files
 
 
@@ -328,6 +341,18 @@ class BTreeSegment:
         self.maxs = lookup.column("max").combine_chunks()
         self.null_counts = lookup.column("null_count").to_pylist()
         self.num_rows = self._data.num_rows()
+        #: the column's type
+        self.dtype = self.mins.type
+        self._all: Optional["np.ndarray"] = None
+
+    def all_rows(self) -> "np.ndarray":
+        """Every row id the segment holds (read once)."""
+        import numpy as np
+
+        if self._all is None:
+            ids = self._data.read_all().to_table().column("ids")
+            self._all = np.asarray(ids.to_numpy(), dtype=np.uint64)
+        return self._all
 
     def _page(self, page: int) -> pa.Table:
         start = page * self.batch_size

@@ -128,6 +128,10 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
             from lancepy._ops import btree as _btree
 
             info = _btree.segment_statistics(ds._uri, seg["uuid"], ds._storage_options)
+        if desc.index_type in ("Bitmap", "LabelList"):
+            from lancepy._ops import bitmap as _bitmap
+
+            info = _bitmap.segment_statistics(ds._uri, seg["uuid"], ds._storage_options)
         if desc.index_type in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
             from lancepy._ops import ivf as _ivf
 

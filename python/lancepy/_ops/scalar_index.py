@@ -1,5 +1,6 @@
 """Scalar indices: :meth:`LanceDataset.create_scalar_index` (argument checks as pylance 14
-makes them, the build, the commit). lancepy builds BTREE indices (:mod:`lancepy._ops.btree`);
+makes them, the build, the commit). lancepy builds BTREE indices (:mod:`lancepy._ops.btree`) and
+BITMAP and LABEL_LIST indices (:mod:`lancepy._ops.bitmap`);
 the other scalar index types pylance knows raise :class:`NotSupportedError` (a
 ``NotImplementedError``) for now."""
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Un
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
 from lancepy._table import commit as _commit
 from lancepy.exceptions import IndexAlreadyExistsError, InvalidArgumentError, NotSupportedError
@@ -34,7 +36,7 @@ PYLANCE_SCALAR_TYPES = (
     "MINHASHLSH",
 )
 #: The ones lancepy builds.
-BUILT_TYPES = ("BTREE",)
+BUILT_TYPES = ("BTREE", "BITMAP", "LABEL_LIST")
 #: pylance's INVERTED/FTS keyword options (named parameters of lancepy's
 #: ``create_scalar_index``, refused when given: lancepy builds no INVERTED index yet).
 FTS_OPTIONS = (
@@ -116,29 +118,32 @@ def create_scalar_index(
         )
     if kind not in BUILT_TYPES:
         raise NotSupportedError(
-            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE scalar indices only (for now); "
+            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE, BITMAP and LABEL_LIST scalar indices only (for now); "
             f"it reads the other kinds pylance writes"
         )
     given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None]
     if given:
         raise NotSupportedError(
-            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options; lancepy builds BTREE only"
+            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options; lancepy builds BTREE, BITMAP and LABEL_LIST only"
         )
     if format_version is not None:
-        raise NotSupportedError("create_scalar_index(format_version=): an INVERTED/FTS option; lancepy builds BTREE only")
+        raise NotSupportedError("create_scalar_index(format_version=): an INVERTED/FTS option; lancepy builds BTREE, BITMAP and LABEL_LIST only")
     if str(getattr(document_granularity, "value", document_granularity)).lower() != "row":
         raise NotSupportedError(
             f"create_scalar_index(document_granularity={document_granularity!r}): an INVERTED/FTS option; "
-            "lancepy builds BTREE only"
+            "lancepy builds BTREE, BITMAP and LABEL_LIST only"
         )
     if progress_callback is not None:
-        raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no BTREE build progress")
+        raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no scalar index build progress")
     if fragment_ids is not None:
         raise InvalidArgumentError(
             f"{kind} distributed indexing uses create_index_uncommitted(..., index_type=\"{kind}\", fragment_ids=...)"
         )
     path, field_id, dtype = _resolve_column(ds, column)
-    if not _btree.indexable(dtype):
+    if kind == "LABEL_LIST":
+        if not _bitmap.is_list(dtype) or not _btree.indexable(dtype.value_type):
+            raise TypeError(f"LABEL_LIST index column {column} must be a list of scalars (got {dtype})")
+    elif not _btree.indexable(dtype):
         raise TypeError(
             f"BTREE/BITMAP index column {column} must be int, float, bool, str, large_str, binary, large_binary, "
             f"decimal, fixed-size-binary, or temporal (got {dtype})"
@@ -152,12 +157,16 @@ def create_scalar_index(
     uid = str(_uuid.UUID(str(index_uuid))) if index_uuid is not None else str(_uuid.uuid4())
     fragments = [int(f.fragment_id) for f in ds.get_fragments()] if train else []
     read_version = ds.version
-    written = [f"_indices/{uid}/{_btree.PAGE_DATA}", f"_indices/{uid}/{_btree.PAGE_LOOKUP}"]
+    if kind != "BTREE":
+        _bitmap.check_addresses(ds)
+    builder = _btree if kind == "BTREE" else _bitmap
+    names = [_btree.PAGE_DATA, _btree.PAGE_LOOKUP] if kind == "BTREE" else [_bitmap.LOOKUP]
+    written = [f"_indices/{uid}/{n}" for n in names]
     try:
         values, ids = (pa.array([], dtype), pa.array([], pa.uint64()))
         if fragments:
             values, ids = _btree.collect(ds, path, fragments)
-        files = _btree.write_segment(
+        files = builder.write_segment(
             ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options
         )
     except BaseException:
@@ -169,8 +178,13 @@ def create_scalar_index(
         "name": name,
         "dataset_version": read_version,
         "fragment_bitmap": list(_lancepy.fragment_bitmap(fragments)),
-        "index_details": {"type_url": _btree.DETAILS_TYPE_URL, "value": []},
-        "index_version": _btree.index_version(ds),
+        "index_details": {
+            "type_url": _bitmap.LABEL_LIST_DETAILS_TYPE_URL if kind == "LABEL_LIST" else builder.DETAILS_TYPE_URL,
+            "value": [],
+        },
+        "index_version": {"BITMAP": _bitmap.INDEX_VERSION, "LABEL_LIST": _bitmap.LABEL_LIST_INDEX_VERSION}.get(
+            kind, _btree.index_version(ds) if kind == "BTREE" else 0
+        ),
         "created_at": int(time.time() * 1000),
         "base_id": None,
         "files": files,

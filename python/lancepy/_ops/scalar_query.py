@@ -1,11 +1,14 @@
-"""Scalar indices as a scan's prefilter: which rows of the fragments a BTREE index covers can
-satisfy a filter.
+"""Scalar indices as a scan's prefilter: which rows of the fragments a BTREE or BITMAP index
+covers can satisfy a filter (and LABEL_LIST indices: ``array_has_any`` / ``array_has_all`` of
+a list column and a constant array).
 
 The filter's SQL is walked for the parts an index answers: ``col = v``, ``col IN (...)``,
 ``<``, ``<=``, ``>``, ``>=``, ``BETWEEN``, ``IS NULL`` and ``LIKE 'prefix%'`` (as the range
-of strings starting with the prefix) on a column with a BTREE index
+of strings starting with the prefix) on a column with a BTREE or BITMAP index
 (lancepy's or pylance's), combined with ``AND`` (intersection; parts no index answers are
-left out, which only widens the set) and ``OR`` (union, when every side is answered). The
+left out, which only widens the set) and ``OR`` (union, when every side is answered);
+``NOT`` and ``!=`` complement a part answered exactly (no float column, no NaN candidates)
+within the rows of its index. The
 answer is a set of *candidate* row addresses, a superset of the matching live rows of the
 covered fragments: the scan reads those rows and still applies the whole filter to them, so
 literal coercions, NaN and three-valued logic stay the filter's business. Fragments the
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 import pyarrow as pa
 
+from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
 from lancepy.exceptions import LanceError
 
@@ -61,25 +65,38 @@ class _Index:
     dtype: pa.DataType
     segments: List[str]
     fragments: Set[int]
+    #: ``BTree`` or ``Bitmap`` (as pylance's plan names it)
+    kind: str = "BTree"
+
+
+_KINDS = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList"}
 
 
 def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
-    """The BTREE index of each column that has one (the first by name when several)."""
+    """The BTREE or BITMAP index of each column that has one (the first by name when several)."""
     from lancepy._core.schema import _field_paths
 
     out: Dict[str, _Index] = {}
     paths = _field_paths(ds._loaded.manifest.get("fields", []))
     for e in ds._index_entries():
-        if str(e.get("details_type") or "").rsplit(".", 1)[-1] != "BTreeIndexDetails" or len(e["fields"]) != 1:
+        kind = _KINDS.get(str(e.get("details_type") or "").rsplit(".", 1)[-1])
+        if kind is None or len(e["fields"]) != 1:
             continue
-        if not _btree.holds_addresses(ds, e):
+        if kind in ("Bitmap", "LabelList") and ds.has_stable_row_ids:
+            continue  # (pylance 14 keys it by stable row id: not used)
+        if kind == "BTree" and not _btree.holds_addresses(ds, e):
             continue  # (stable row ids, as older pylance indexed them: not used)
         column = paths.get(e["fields"][0])
         if column is None or "." in column or column not in ds.schema.names:
             continue
         idx = out.get(column)
         if idx is None:
-            idx = out[column] = _Index(e["name"], column, ds.schema.field(column).type, [], set())
+            dtype = ds.schema.field(column).type
+            if kind == "LabelList":
+                if not _bitmap.is_list(dtype):
+                    continue
+                dtype = dtype.value_type  # (its keys: the lists' elements)
+            idx = out[column] = _Index(e["name"], column, dtype, [], set(), kind)
         elif idx.name != e["name"]:
             continue
         idx.segments.append(e["uuid"])
@@ -137,6 +154,9 @@ class _Answer:
     addresses: "np.ndarray"
     text: str
     used: Dict[str, _Index]
+    #: whether `addresses` are exactly the indexed rows where the part is true (not a
+    #: superset): only such a part can be complemented for ``NOT``
+    exact: bool = False
 
 
 class _Planner:
@@ -147,17 +167,18 @@ class _Planner:
     def __init__(self, ds: "LanceDataset", indices: Dict[str, _Index]) -> None:
         self.ds = ds
         self.indices = indices
-        self._open: Dict[str, List[_btree.BTreeSegment]] = {}
+        self._open: Dict[str, List[Any]] = {}
 
-    def _segments(self, idx: _Index) -> List[_btree.BTreeSegment]:
+    def _segments(self, idx: _Index) -> List[Any]:
         if idx.name not in self._open:
             # (segments never change: kept with the version, lookup tables loaded once)
             opened = self.ds._per_version.setdefault("btree_segments", {})
+            module = _btree if idx.kind == "BTree" else _bitmap
             for u in idx.segments:
                 if u not in opened:
-                    opened[u] = _btree.open_segment(self.ds._uri, u, self.ds._storage_options)
+                    opened[u] = module.open_segment(self.ds._uri, u, self.ds._storage_options)
             segments = [opened[u] for u in idx.segments]
-            if any(seg.mins.type != idx.dtype for seg in segments):
+            if any(seg.dtype != idx.dtype for seg in segments):
                 # built before the column's type changed: its values are not the column's
                 raise _StaleIndex(idx.name)
             self._open[idx.name] = segments
@@ -171,7 +192,35 @@ class _Planner:
         if not isinstance(node, exp.Column) or node.table:
             return None
         idx = self.indices.get(node.name)
-        return idx if idx is not None and _supported(idx.dtype) else None
+        return idx if idx is not None and idx.kind != "LabelList" and _supported(idx.dtype) else None
+
+    def _labels(self, node: Any) -> Optional[_Answer]:
+        """``array_has_any`` / ``array_has_all`` of a column with a LABEL_LIST index and a
+        constant array: the union / intersection of the elements' bitmaps. Not exact (a
+        ``NOT`` of it is left to the scan: null and empty lists are in no bitmap)."""
+        import numpy as np
+        from sqlglot import exp
+
+        if isinstance(node, exp.ArrayContainsAll):
+            args, every, name = [node.this, node.expression], True, "array_has_all"
+        else:
+            args = list(node.expressions)
+            name = str(node.this).lower()
+            every = name == "array_has_all"
+        if len(args) != 2 or not isinstance(args[0], exp.Column) or args[0].table or not isinstance(args[1], exp.Array):
+            return None
+        idx = self.indices.get(args[0].name)
+        if idx is None or idx.kind != "LabelList" or not _supported(idx.dtype) or not args[1].expressions:
+            return None
+        values = [_literal(e, idx.dtype) for e in args[1].expressions]
+        if any(v is _NO_VALUE for v in values):
+            return None
+        sets = [np.unique(np.concatenate([seg.search_in([v]) for seg in self._segments(idx)])) for v in values]
+        found = sets[0]
+        for other in sets[1:]:
+            found = np.intersect1d(found, other) if every else np.union1d(found, other)
+        text = f"[{name}({idx.column}, List([{', '.join(_sql_value(v) for v in values)}]))]@{idx.name}(LabelList)"
+        return _Answer(found, text, {idx.name: idx}, False)
 
     def _range(
         self, idx: _Index, low: Any, low_inc: bool, high: Any, high_inc: bool, text: str
@@ -181,13 +230,20 @@ class _Planner:
         import numpy as np
 
         segments = self._segments(idx)
+        exact = _exact(idx.dtype, low, high)
+        if idx.kind == "Bitmap":
+            found_b = np.concatenate([seg.search_range(low, low_inc, high, high_inc) for seg in segments])
+            total_b = sum(seg.num_rows() for seg in segments)
+            if len(found_b) > WIDE_RANGE * total_b and len(found_b) > WIDE_RANGE_MIN_ROWS:
+                return None
+            return _Answer(found_b, f"[{text}]@{idx.name}(Bitmap)", {idx.name: idx}, exact)
         pages = [seg.pages_overlapping(low, low_inc, high, high_inc) for seg in segments]
         reach = sum(len(p) * seg.batch_size for p, seg in zip(pages, segments))
         total = sum(seg.num_rows for seg in segments)
         if reach > WIDE_RANGE * total and reach > WIDE_RANGE_MIN_ROWS:
             return None
         found = [seg.search_range(low, low_inc, high, high_inc, p) for seg, p in zip(segments, pages)]
-        return _Answer(np.concatenate(found), f"[{text}]@{idx.name}(BTree)", {idx.name: idx})
+        return _Answer(np.concatenate(found), f"[{text}]@{idx.name}(BTree)", {idx.name: idx}, exact)
 
     def visit(self, node: Any) -> Optional[_Answer]:
         import numpy as np
@@ -196,20 +252,39 @@ class _Planner:
         if isinstance(node, exp.Paren):
             return self.visit(node.this)
         if isinstance(node, exp.And):
+            bounded = self._bounded(node)
+            if bounded is not None:
+                return bounded
             parts = [p for p in (self.visit(node.this), self.visit(node.expression)) if p is not None]
             if not parts:
                 return None
             if len(parts) == 1:
                 return parts[0]
             a, b = parts
-            return _Answer(np.intersect1d(a.addresses, b.addresses), f"AND({a.text},{b.text})", {**a.used, **b.used})
+            return _Answer(
+                np.intersect1d(a.addresses, b.addresses),
+                f"AND({a.text},{b.text})",
+                {**a.used, **b.used},
+                a.exact and b.exact,
+            )
         if isinstance(node, exp.Or):
             left, right = self.visit(node.this), self.visit(node.expression)
             if left is None or right is None:
                 return None
             return _Answer(
-                np.union1d(left.addresses, right.addresses), f"OR({left.text},{right.text})", {**left.used, **right.used}
+                np.union1d(left.addresses, right.addresses),
+                f"OR({left.text},{right.text})",
+                {**left.used, **right.used},
+                left.exact and right.exact,
             )
+        if isinstance(node, exp.Not):
+            return self._complement(self.visit(node.this))
+        if isinstance(node, exp.NEQ):
+            return self._complement(self.visit(exp.EQ(this=node.this, expression=node.expression)))
+        if isinstance(node, exp.ArrayContainsAll) or (
+            isinstance(node, exp.Anonymous) and str(node.this).lower() in ("array_has_any", "array_has_all")
+        ):
+            return self._labels(node)
         kind = type(node).__name__
         if kind in self._FLIP:
             idx, other, op = self._column(node.this), node.expression, kind
@@ -244,10 +319,11 @@ class _Planner:
             if any(v is _NO_VALUE for v in values):
                 return None
             addresses = np.concatenate([seg.search_in(values) for seg in self._segments(idx)])
-            text = f"[{idx.column} = {_sql_value(values[0])}]@{idx.name}(BTree)"
+            text = f"[{idx.column} = {_sql_value(values[0])}]@{idx.name}({idx.kind})"
             for v in values[1:]:  # (pylance's plan: IN as ORed equalities)
-                text = f"OR({text},[{idx.column} = {_sql_value(v)}]@{idx.name}(BTree))"
-            return _Answer(addresses, text, {idx.name: idx})
+                text = f"OR({text},[{idx.column} = {_sql_value(v)}]@{idx.name}({idx.kind}))"
+            exact = all(_exact(idx.dtype, v, None) for v in values)
+            return _Answer(addresses, text, {idx.name: idx}, exact)
         if isinstance(node, exp.Like) and not node.args.get("negate"):
             idx = self._column(node.this)
             pattern = _literal(node.expression, idx.dtype) if idx is not None else _NO_VALUE
@@ -257,14 +333,79 @@ class _Planner:
             if not prefix:
                 return None
             high = _successor(prefix)
-            return self._range(idx, prefix, True, high, False, f"{idx.column} LIKE {_sql_value(pattern)}")
+            answer = self._range(idx, prefix, True, high, False, f"{idx.column} LIKE {_sql_value(pattern)}")
+            if answer is not None:
+                answer.exact = False  # (the pattern may go on after the prefix)
+            return answer
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             idx = self._column(node.this)
             if idx is None:
                 return None
             found = [seg.search_null() for seg in self._segments(idx)]
-            return _Answer(np.concatenate(found), f"[{idx.column} IS NULL]@{idx.name}(BTree)", {idx.name: idx})
+            return _Answer(
+                np.concatenate(found), f"[{idx.column} IS NULL]@{idx.name}({idx.kind})", {idx.name: idx}, True
+            )
         return None
+
+    def _bound(self, node: Any) -> Optional[tuple]:
+        """``(index, op, value)`` of a one-sided comparison of an indexed column with a
+        literal (column on the left), else ``None``."""
+        from sqlglot import exp
+
+        while isinstance(node, exp.Paren):
+            node = node.this
+        kind = type(node).__name__
+        if kind not in ("GT", "GTE", "LT", "LTE"):
+            return None
+        idx, other, op = self._column(node.this), node.expression, kind
+        if idx is None:
+            idx, other, op = self._column(node.expression), node.this, self._FLIP[kind]
+        if idx is None:
+            return None
+        v = _literal(other, idx.dtype)
+        return None if v is _NO_VALUE else (idx, op, v)
+
+    def _bounded(self, node: Any) -> Optional[_Answer]:
+        """``col >(=) a AND col <(=) b`` on one indexed column: one range (as pylance plans
+        it), which is narrow where each side alone is not."""
+        a, b = self._bound(node.this), self._bound(node.expression)
+        if a is None or b is None or a[0] is not b[0]:
+            return None
+        lows = [x for x in (a, b) if x[1] in ("GT", "GTE")]
+        highs = [x for x in (a, b) if x[1] in ("LT", "LTE")]
+        if len(lows) != 1 or len(highs) != 1:
+            return None
+        (idx, lop, low), (_, hop, high) = lows[0], highs[0]
+        sym = {"GT": ">", "GTE": ">=", "LT": "<", "LTE": "<="}
+        text = f"{idx.column} {sym[lop]} {_sql_value(low)} && {idx.column} {sym[hop]} {_sql_value(high)}"
+        return self._range(idx, low, lop == "GTE", high, hop == "LTE", text)
+
+    def _complement(self, inner: Optional[_Answer]) -> Optional[_Answer]:
+        """``NOT`` of an exactly answered part: the rows of the first index it used that are
+        not in it (rows where the part is false or NULL: the filter, applied to the
+        candidates, leaves out the NULL ones, as SQL does). ``None`` when the part is not
+        answered exactly."""
+        import numpy as np
+
+        if inner is None or not inner.exact:
+            return None
+        first = next(iter(inner.used.values()))
+        universe = np.concatenate([seg.all_rows() for seg in self._segments(first)])
+        rest = np.setdiff1d(universe.astype(np.uint64), inner.addresses.astype(np.uint64))
+        return _Answer(rest, f"NOT({inner.text})", {first.name: first, **inner.used}, False)
+
+
+def _exact(dtype: pa.DataType, *bounds: Any) -> bool:
+    """Whether an index's answer for a comparison of a `dtype` column with `bounds` is
+    exactly its rows (no NaN candidates, no comparison in another type)."""
+    if pa.types.is_floating(dtype):
+        return False
+    for v in bounds:
+        if v is None:
+            continue
+        if isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool) and not pa.types.is_integer(dtype)):
+            return False
+    return True
 
 
 def _like_prefix(pattern: str) -> str:
@@ -285,8 +426,9 @@ def _successor(prefix: str) -> Optional[str]:
 
 
 def _sql_value(v: Any) -> str:
+    """A literal as pylance's index query prints it (strings without quotes)."""
     if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
+        return v
     if isinstance(v, bool):
         return "true" if v else "false"
     return repr(v)

@@ -208,3 +208,48 @@ pub fn fragment_bitmap<'py>(py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'p
     let bm: roaring::RoaringBitmap = ids.into_iter().collect();
     Ok(PyBytes::new(py, &crate::table::roaring_runs::serialize_run_optimized(&bm)))
 }
+
+/// BITMAP / LABEL_LIST index bitmaps: the row-address sets `addresses[offsets[i] ..
+/// offsets[i + 1]]` (`addresses`: little-endian u64 bytes, each set sorted and distinct), each
+/// in lance's `RowAddrTreeMap` serialization.
+#[pyfunction]
+pub fn row_addr_maps_serialize<'py>(
+    py: Python<'py>,
+    addresses: &[u8],
+    offsets: Vec<usize>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    if addresses.len() % 8 != 0 {
+        return Err(crate::error::Error::InvalidInput("addresses must be a whole number of u64".into())).py();
+    }
+    let addrs: Vec<u64> = addresses.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    if offsets.windows(2).any(|w| w[0] > w[1]) || offsets.last().is_some_and(|&o| o > addrs.len()) {
+        return Err(crate::error::Error::InvalidInput("offsets must ascend within the addresses".into())).py();
+    }
+    let blobs: Vec<Vec<u8>> =
+        py.allow_threads(|| offsets.windows(2).map(|w| crate::table::row_addr_map::serialize(&addrs[w[0]..w[1]])).collect());
+    Ok(blobs.iter().map(|b| PyBytes::new(py, b)).collect())
+}
+
+/// The inverse of [`row_addr_maps_serialize`]: `(addresses as little-endian u64 bytes, the
+/// number of addresses of each set, [(set, fragment)] for fragments a set holds whole)`.
+/// Malformed bytes raise `CorruptFileError`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn row_addr_maps_deserialize<'py>(
+    py: Python<'py>,
+    blobs: Vec<Vec<u8>>,
+) -> PyResult<(Bound<'py, PyBytes>, Vec<usize>, Vec<(usize, u32)>)> {
+    let (addrs, lengths, full) = run(py, || {
+        let mut addrs: Vec<u8> = Vec::new();
+        let mut lengths = Vec::with_capacity(blobs.len());
+        let mut full = Vec::new();
+        for (i, blob) in blobs.iter().enumerate() {
+            let d = crate::table::row_addr_map::deserialize(blob)?;
+            lengths.push(d.addresses.len());
+            d.addresses.iter().for_each(|a| addrs.extend_from_slice(&a.to_le_bytes()));
+            full.extend(d.full_fragments.into_iter().map(|f| (i, f)));
+        }
+        Ok((addrs, lengths, full))
+    })?;
+    Ok((PyBytes::new(py, &addrs), lengths, full))
+}

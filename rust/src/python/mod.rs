@@ -53,6 +53,8 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(indices::pq_l2_span_distances, m)?)?;
     m.add_function(wrap_pyfunction!(indices::kmeans_train, m)?)?;
     m.add_function(wrap_pyfunction!(indices::fragment_bitmap, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::row_addr_maps_serialize, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::row_addr_maps_deserialize, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::primary_key, m)?)?;
     m.add_function(wrap_pyfunction!(indices::ivf_assign, m)?)?;
     m.add_function(wrap_pyfunction!(indices::pq_train, m)?)?;

@@ -28,6 +28,7 @@ pub mod knn;
 pub mod manifest;
 pub mod naming;
 pub mod roaring_runs;
+pub mod row_addr_map;
 pub mod rowids;
 pub mod scan;
 mod small_columns;
