@@ -65,24 +65,10 @@ def test_vec_to_table_writes_a_dataset_pylance_reads(tmp_path):
     assert lance.dataset(str(tmp_path / "v.lance")).to_table().equals(table)
 
 
-class _Recorder(lancepy.progress.FragmentWriteProgress):
-    def __init__(self):
-        self.events = []
+def _recorder_class(base):
+    """A progress recorder subclassing `base` (lancepy's or pylance's FragmentWriteProgress)."""
 
-    def begin(self, fragment, **kwargs):
-        self.events.append("begin")
-
-    def complete(self, fragment, **kwargs):
-        self.events.append(("complete", fragment.physical_rows))
-
-
-def test_fragment_write_progress_subclass_hears_every_fragment(tmp_path):
-    progress = _Recorder()
-    table = pa.table({"x": list(range(250))})
-    lancepy.write_dataset(table, str(tmp_path / "p.lance"), max_rows_per_file=100, progress=progress)
-    assert progress.events == ["begin", ("complete", 100), "begin", ("complete", 100), "begin", ("complete", 50)]
-    # Fragments cut by max_bytes_per_file inside one run of rows are heard of too, as pylance.
-    class _TheirRecorder(lance.progress.FragmentWriteProgress):
+    class Recorder(base):
         def __init__(self):
             self.events = []
 
@@ -92,7 +78,19 @@ def test_fragment_write_progress_subclass_hears_every_fragment(tmp_path):
         def complete(self, fragment, **kwargs):
             self.events.append(("complete", fragment.physical_rows))
 
-    for lib, rec in ((lancepy, _Recorder()), (lance, _TheirRecorder())):
+    return Recorder
+
+
+_Recorder = _recorder_class(lancepy.progress.FragmentWriteProgress)
+
+
+def test_fragment_write_progress_subclass_hears_every_fragment(tmp_path):
+    progress = _Recorder()
+    table = pa.table({"x": list(range(250))})
+    lancepy.write_dataset(table, str(tmp_path / "p.lance"), max_rows_per_file=100, progress=progress)
+    assert progress.events == ["begin", ("complete", 100), "begin", ("complete", 100), "begin", ("complete", 50)]
+    # Fragments cut by max_bytes_per_file inside one run of rows are heard of too, as pylance.
+    for lib, rec in ((lancepy, _Recorder()), (lance, _recorder_class(lance.progress.FragmentWriteProgress)())):
         big = pa.RecordBatchReader.from_batches(pa.schema([("a", pa.string())]),
                                                 [pa.record_batch([pa.array(["0" * 1024] * 8192)], names=["a"])] * 2)
         frags = lib.fragment.write_fragments(big, str(tmp_path / f"big-{lib.__name__}"), max_bytes_per_file=1024, progress=rec)
