@@ -20,12 +20,11 @@ import tempfile
 import time
 
 import duckdb
+import lance
+import lancepy
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-import lance
-import lancepy
 
 QUERIES = {
     "aggregate (GROUP BY s)": "SELECT s, count(*), sum(id), min(x), max(x) FROM {src} GROUP BY s ORDER BY s",

@@ -55,9 +55,8 @@ from lancepy._table.cleanup import CleanupStats
 from lancepy._table.manifest import _summary_entry, _version_entry
 from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction, _transaction_from_json
 from lancepy._table.tags import Tags
-from lancepy.exceptions import CorruptFileError, DatasetNotFoundError, InvalidArgumentError, LanceError, UnsupportedError
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
-from lancepy.exceptions import VersionNotFoundError
+from lancepy.exceptions import CorruptFileError, DatasetNotFoundError, InvalidArgumentError, LanceError, UnsupportedError, VersionNotFoundError
 from lancepy.filters import Filter
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
@@ -94,7 +93,7 @@ def _reopen(uri: str, version: int, storage_options: StorageOptions, base_store_
 
 
 class LanceDataset(DatasetArrowMembers, ArrowDataset):
-    """One version of a Lance dataset. Use :func:`dataset` or :func:`write_dataset`."""
+    """One version of a Lance dataset, a ``pyarrow.dataset.Dataset``. Use :func:`dataset` or :func:`write_dataset`."""
 
     def __init__(
         self,

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import pickle
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ def expression_columns(expr: pc.Expression, schema: Optional[pa.Schema]) -> Opti
     reference to a missing field is a bind error). Remembered per (expression, schema)."""
     if schema is None or "FieldPath(" in str(expr):
         return None
-    key = (bytes(expr.__reduce__()[1][0]), schema)
+    key = (pickle.dumps(expr), schema)
     with _cache_lock:
         if key in _columns_cache:
             _columns_cache.move_to_end(key)
