@@ -35,7 +35,15 @@ def _refused(what: str, instead: str) -> NoReturn:
 
 
 class DatasetArrowMembers:
-    """The members of ``pyarrow.dataset.Dataset`` that a Lance dataset does not build."""
+    """The members of ``pyarrow.dataset.Dataset`` that a Lance dataset does not build, and
+    its copy (pyarrow's base would go through pickling, which reopens the version)."""
+
+    def __copy__(self) -> Any:
+        # The same version's snapshot and caches, shared (``LanceDataset._pinned`` views);
+        # pickling (``__reduce__``) still reopens the version from storage, for other processes.
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
 
     @property
     def partition_expression(self) -> Any:
