@@ -233,7 +233,11 @@ class _Planner:
         exact = _exact(idx.dtype, low, high)
         if idx.kind == "Bitmap":
             found_b = np.concatenate([seg.search_range(low, low_inc, high, high_inc) for seg in segments])
-            total_b = sum(seg.num_rows() for seg in segments)
+            total_b = sum(  # (the rows of the fragments it covers: no bitmap decoded to count them)
+                int(f.get("physical_rows", 0))
+                for f in self.ds._loaded.manifest.get("fragments", [])
+                if int(f.get("id", 0)) in idx.fragments
+            )
             if len(found_b) > WIDE_RANGE * total_b and len(found_b) > WIDE_RANGE_MIN_ROWS:
                 return None
             return _Answer(found_b, f"[{text}]@{idx.name}(Bitmap)", {idx.name: idx}, exact)
