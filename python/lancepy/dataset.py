@@ -18,7 +18,6 @@ call (parallel, GIL released, zero-copy results); commits follow :mod:`lancepy._
 
 from __future__ import annotations
 
-import copy
 import datetime
 import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
@@ -141,8 +140,8 @@ class LanceDataset:
         object moves on). It shares this version's caches until this object moves."""
         if getattr(self, "_is_pinned_view", False):
             return self
-        view = copy.copy(self)
-        view._is_pinned_view = True
+        view = object.__new__(type(self))  # (not copy.copy: that pickles, i.e. reopens the dataset)
+        view.__dict__.update(self.__dict__, _is_pinned_view=True)
         return view
 
     # -- description ---------------------------------------------------------------------
