@@ -233,11 +233,7 @@ class _Planner:
         exact = _exact(idx.dtype, low, high)
         if idx.kind == "Bitmap":
             found_b = np.concatenate([seg.search_range(low, low_inc, high, high_inc) for seg in segments])
-            total_b = sum(  # (the rows of the fragments it covers: no bitmap decoded to count them)
-                int(f.get("physical_rows", 0))
-                for f in self.ds._loaded.manifest.get("fragments", [])
-                if int(f.get("id", 0)) in idx.fragments
-            )
+            total_b = self._covered_rows(idx)  # (no bitmap decoded to count them)
             if len(found_b) > WIDE_RANGE * total_b and len(found_b) > WIDE_RANGE_MIN_ROWS:
                 return None
             return _Answer(found_b, f"[{text}]@{idx.name}(Bitmap)", {idx.name: idx}, exact)
@@ -259,6 +255,9 @@ class _Planner:
             bounded = self._bounded(node)
             if bounded is not None:
                 return bounded
+            difference = self._difference(node)
+            if difference is not None:
+                return difference
             parts = [p for p in (self.visit(node.this), self.visit(node.expression)) if p is not None]
             if not parts:
                 return None
@@ -384,6 +383,50 @@ class _Planner:
         text = f"{idx.column} {sym[lop]} {_sql_value(low)} && {idx.column} {sym[hop]} {_sql_value(high)}"
         return self._range(idx, low, lop == "GTE", high, hop == "LTE", text)
 
+    def _covered_rows(self, idx: _Index) -> int:
+        """The rows (deleted ones too) of the fragments `idx` covers."""
+        return sum(
+            int(f.get("physical_rows", 0))
+            for f in self.ds._loaded.manifest.get("fragments", [])
+            if int(f.get("id", 0)) in idx.fragments
+        )
+
+    def _difference(self, node: Any) -> Optional[_Answer]:
+        """``a AND NOT b`` (``b``: a ``NOT`` or ``!=`` part answered exactly, ``a`` answered):
+        the rows of ``a`` not in ``b``, with no complement taken."""
+        import numpy as np
+        from sqlglot import exp
+
+        def negated(n: Any) -> Any:
+            while isinstance(n, exp.Paren):
+                n = n.this
+            if isinstance(n, exp.Not):
+                return n.this
+            if isinstance(n, exp.NEQ):
+                return exp.EQ(this=n.this, expression=n.expression)
+            return None
+
+        sides = [node.this, node.expression]
+        for i in (0, 1):
+            inner_node = negated(sides[i])
+            if inner_node is None:
+                continue
+            other = self.visit(sides[1 - i])
+            if other is None:
+                return None
+            inner = self.visit(inner_node)
+            if inner is None or not inner.exact:
+                return other  # (the NOT part left to the filter: a superset still)
+            texts = [other.text, other.text]
+            texts[i] = f"NOT({inner.text})"
+            return _Answer(
+                np.setdiff1d(other.addresses.astype(np.uint64), inner.addresses.astype(np.uint64)),
+                f"AND({texts[0]},{texts[1]})",
+                {**other.used, **inner.used},
+                other.exact,
+            )
+        return None
+
     def _complement(self, inner: Optional[_Answer]) -> Optional[_Answer]:
         """``NOT`` of an exactly answered part: the rows of the first index it used that are
         not in it (rows where the part is false or NULL: the filter, applied to the
@@ -394,6 +437,10 @@ class _Planner:
         if inner is None or not inner.exact:
             return None
         first = next(iter(inner.used.values()))
+        total = self._covered_rows(first)
+        rest = total - len(np.unique(inner.addresses))
+        if rest > WIDE_RANGE * total and rest > WIDE_RANGE_MIN_ROWS:
+            return None  # (taking most rows by address is slower than the scan)
         universe = np.concatenate([seg.all_rows() for seg in self._segments(first)])
         rest = np.setdiff1d(universe.astype(np.uint64), inner.addresses.astype(np.uint64))
         return _Answer(rest, f"NOT({inner.text})", {first.name: first, **inner.used}, False)
