@@ -85,6 +85,16 @@ def test_files_and_metadata_equal_pylances(tmp_path: Any) -> None:
         assert ot.column("keys").null_count == tt.column("keys").null_count
         if ot.column("keys").null_count:
             assert ot.column("keys")[0].as_py() is None  # (the null key first, as pylance)
+    key = lambda d: (d.name, d.type_url, d.num_rows_indexed, list(d.fields), list(d.field_names))  # noqa: E731
+    want = sorted(key(d) for d in lance.dataset(theirs).describe_indices())
+    assert sorted(key(d) for d in lancepy.dataset(ours).describe_indices()) == want
+    assert sorted(key(d) for d in lancepy.dataset(theirs).describe_indices()) == want
+    for col in COLUMNS:
+        stats = lancepy.dataset(ours).stats.index_stats(f"{col}_idx")
+        want = lance.dataset(theirs).stats.index_stats(f"{col}_idx")
+        assert {k: v for k, v in stats.items() if k != "updated_at_timestamp_ms"} == {
+            k: v for k, v in want.items() if k != "updated_at_timestamp_ms"
+        }
 
 
 FILTERS = [
@@ -153,14 +163,15 @@ def _random_filter(rng: np.random.Generator, depth: int = 0) -> str:
     return f"{col} {op} {lit()}"
 
 
-def test_differential_generated_filters(tmp_path: Any) -> None:
+@pytest.mark.parametrize("kind", ["BITMAP", "BTREE"])
+def test_differential_generated_filters(tmp_path: Any, kind: str) -> None:
     """Seeded filters: the indexed dataset (rows deleted after the index was built, a
     fragment appended after it) returns exactly the rows of an unindexed copy."""
     indexed, plain = str(tmp_path / "indexed"), str(tmp_path / "plain")
     lance.write_dataset(make_table(1500, seed=5), indexed, max_rows_per_file=500)
     ds = lancepy.dataset(indexed)
     for col in ("i", "s", "u8", "b", "f"):
-        ds.create_scalar_index(col, "BITMAP")
+        ds.create_scalar_index(col, kind)
     lancepy.dataset(indexed).delete("i = 11 OR u8 = 5")
     lancepy.dataset(indexed).insert(make_table(300, seed=6))
     shutil.copytree(indexed, plain)
