@@ -196,8 +196,8 @@ class _Planner:
 
     def _labels(self, node: Any) -> Optional[_Answer]:
         """``array_has_any`` / ``array_has_all`` of a column with a LABEL_LIST index and a
-        constant array: the union / intersection of the elements' bitmaps. Not exact (a
-        ``NOT`` of it is left to the scan: null and empty lists are in no bitmap)."""
+        constant array: the union / intersection of the elements' bitmaps (exact but for
+        floats; its ``NOT`` complements it within every row of the covered fragments)."""
         import numpy as np
         from sqlglot import exp
 
@@ -220,7 +220,7 @@ class _Planner:
         for other in sets[1:]:
             found = np.intersect1d(found, other) if every else np.union1d(found, other)
         text = f"[{name}({idx.column}, List([{', '.join(_sql_value(v) for v in values)}]))]@{idx.name}(LabelList)"
-        return _Answer(found, text, {idx.name: idx}, False)
+        return _Answer(found, text, {idx.name: idx}, all(_exact(idx.dtype, v) for v in values))
 
     def _range(
         self, idx: _Index, low: Any, low_inc: bool, high: Any, high_inc: bool, text: str
@@ -441,7 +441,14 @@ class _Planner:
         rest = total - len(np.unique(inner.addresses))
         if rest > WIDE_RANGE * total and rest > WIDE_RANGE_MIN_ROWS:
             return None  # (taking most rows by address is slower than the scan)
-        universe = np.concatenate([seg.all_rows() for seg in self._segments(first)])
+        if first.kind == "LabelList":  # (null and empty lists are in no bitmap: every row)
+            universe = np.concatenate([np.empty(0, np.uint64)] + [
+                (np.uint64(int(f.get("id", 0))) << np.uint64(32)) + np.arange(int(f.get("physical_rows", 0)), dtype=np.uint64)
+                for f in self.ds._loaded.manifest.get("fragments", [])
+                if int(f.get("id", 0)) in first.fragments
+            ])
+        else:
+            universe = np.concatenate([seg.all_rows() for seg in self._segments(first)])
         rest = np.setdiff1d(universe.astype(np.uint64), inner.addresses.astype(np.uint64))
         return _Answer(rest, f"NOT({inner.text})", {first.name: first, **inner.used}, False)
 
