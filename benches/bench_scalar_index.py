@@ -96,11 +96,11 @@ def main() -> None:
             assert lp.to_table(filter=flt).num_rows == ll.to_table(filter=flt).num_rows == want, name
             assert "ScalarIndexQuery" in lp.scanner(filter=flt).explain_plan(), name
             assert "ScalarIndexQuery" in ll.scanner(filter=flt).explain_plan(), name
-            t_lp = best(lambda: lp.to_table(filter=flt), r)
-            t_ll = best(lambda: ll.to_table(filter=flt), r)
-            t_lp_scan = best(lambda: lp_plain.to_table(filter=flt), r)
-            t_ll_scan = best(lambda: ll_plain.to_table(filter=flt), r)
-            t_pq = best(lambda: pqds.to_table(filter=pq_filters[name]), r)
+            t_lp = best(lambda flt=flt: lp.to_table(filter=flt), r)
+            t_ll = best(lambda flt=flt: ll.to_table(filter=flt), r)
+            t_lp_scan = best(lambda flt=flt: lp_plain.to_table(filter=flt), r)
+            t_ll_scan = best(lambda flt=flt: ll_plain.to_table(filter=flt), r)
+            t_pq = best(lambda f=pq_filters[name]: pqds.to_table(filter=f), r)
             print(
                 f"{name:34s} {t_lp:9.4f} {t_ll:9.4f} {t_lp / t_ll:6.2f}"
                 f" {t_lp_scan:9.4f} {t_ll_scan:9.4f} {t_pq:9.4f} {t_lp_scan / t_lp:11.1f}"

@@ -141,7 +141,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         object moves on). It shares this version's caches until this object moves."""
         if getattr(self, "_is_pinned_view", False):
             return self
-        view = copy.copy(self)
+        view = copy.copy(self)  # (the same snapshot and caches: see DatasetArrowMembers.__copy__)
         view._is_pinned_view = True
         return view
 
@@ -302,8 +302,8 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
     def index_statistics(self, index_name: str) -> Dict[str, Any]:
         """Statistics of the index `index_name` (pylance's keys): type, segments, indexed and
         unindexed fragments and rows; for IVF indices also each segment's metric, partitions
-        (sizes) and sub-index, for BTREE ones each segment's min, max and pages; other
-        scalar indices' ``indices`` entries hold the uuid and type only."""
+        (sizes) and sub-index, for BTREE ones each segment's min, max and pages, BITMAP /
+        LABEL_LIST ones ``num_bitmaps``; other scalar indices' hold the uuid and type only."""
         return _index_ops.index_statistics(self, index_name)
 
     def drop_index(self, name: str) -> None:
@@ -419,8 +419,8 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         custom_stop_words: Optional[List[str]] = None, ascii_folding: Optional[bool] = None,
     ) -> None:
         """Builds a scalar index on `column` and commits it as a new version (pylance 14's
-        signature). ``"BTREE"`` is built, in pylance 14's on-disk format (``page_data.lance``,
-        ``page_lookup.lance``; pylance uses it, and lancepy's filters use pylance's); the
+        signature). ``"BTREE"``, ``"BITMAP"`` and ``"LABEL_LIST"`` are built, in pylance 14's
+        on-disk formats (pylance uses them, and lancepy's filters use pylance's); the
         other types pylance knows raise :class:`~lancepy.exceptions.NotSupportedError` (a
         ``NotImplementedError``). Default name ``<column>_idx``; an index of that name is
         replaced unless ``replace=False`` (then :class:`IndexAlreadyExistsError`).
@@ -574,8 +574,8 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         vector index covers, as pylance does. Hints that cannot change the result
         (`fragment_readahead`, `scan_in_order`, `use_stats`, `io_buffer_size`) are accepted and
         have no effect: lancepy always scans in order (pylance reads `fragment_readahead` only
-        out of order). A filter's `=`, `IN`, range and `IS NULL` parts on a column with a BTREE
-        index pick the rows of the fragments it covers (:mod:`lancepy._ops.scalar_query`)
+        out of order). A filter's `=`, `!=`, `IN`, range, `IS NULL`, `NOT` parts on a column with a
+        BTREE/BITMAP index (`array_has_any`/`_all` with LABEL_LIST) pick the rows of the fragments it covers (:mod:`lancepy._ops.scalar_query`)
         unless `use_scalar_index` is false. `nearest` runs a
         nearest-neighbour search, with the column's IVF index if it has one (see :mod:`lancepy.vector`), with the filter applied
         before it when `prefilter` is true and after it otherwise. `blob_handling`

@@ -196,8 +196,8 @@ class _Planner:
 
     def _labels(self, node: Any) -> Optional[_Answer]:
         """``array_has_any`` / ``array_has_all`` of a column with a LABEL_LIST index and a
-        constant array: the union / intersection of the elements' bitmaps. Not exact (a
-        ``NOT`` of it is left to the scan: null and empty lists are in no bitmap)."""
+        constant array: the union / intersection of the elements' bitmaps (exact but for
+        floats; its ``NOT`` complements it within every row of the covered fragments)."""
         import numpy as np
         from sqlglot import exp
 
@@ -220,7 +220,7 @@ class _Planner:
         for other in sets[1:]:
             found = np.intersect1d(found, other) if every else np.union1d(found, other)
         text = f"[{name}({idx.column}, List([{', '.join(_sql_value(v) for v in values)}]))]@{idx.name}(LabelList)"
-        return _Answer(found, text, {idx.name: idx}, False)
+        return _Answer(found, text, {idx.name: idx}, all(_exact(idx.dtype, v) for v in values))
 
     def _range(
         self, idx: _Index, low: Any, low_inc: bool, high: Any, high_inc: bool, text: str
@@ -233,7 +233,7 @@ class _Planner:
         exact = _exact(idx.dtype, low, high)
         if idx.kind == "Bitmap":
             found_b = np.concatenate([seg.search_range(low, low_inc, high, high_inc) for seg in segments])
-            total_b = sum(seg.num_rows() for seg in segments)
+            total_b = self._covered_rows(idx)  # (no bitmap decoded to count them)
             if len(found_b) > WIDE_RANGE * total_b and len(found_b) > WIDE_RANGE_MIN_ROWS:
                 return None
             return _Answer(found_b, f"[{text}]@{idx.name}(Bitmap)", {idx.name: idx}, exact)
@@ -255,6 +255,9 @@ class _Planner:
             bounded = self._bounded(node)
             if bounded is not None:
                 return bounded
+            difference = self._difference(node)
+            if difference is not None:
+                return difference
             parts = [p for p in (self.visit(node.this), self.visit(node.expression)) if p is not None]
             if not parts:
                 return None
@@ -380,6 +383,50 @@ class _Planner:
         text = f"{idx.column} {sym[lop]} {_sql_value(low)} && {idx.column} {sym[hop]} {_sql_value(high)}"
         return self._range(idx, low, lop == "GTE", high, hop == "LTE", text)
 
+    def _covered_rows(self, idx: _Index) -> int:
+        """The rows (deleted ones too) of the fragments `idx` covers."""
+        return sum(
+            int(f.get("physical_rows", 0))
+            for f in self.ds._loaded.manifest.get("fragments", [])
+            if int(f.get("id", 0)) in idx.fragments
+        )
+
+    def _difference(self, node: Any) -> Optional[_Answer]:
+        """``a AND NOT b`` (``b``: a ``NOT`` or ``!=`` part answered exactly, ``a`` answered):
+        the rows of ``a`` not in ``b``, with no complement taken."""
+        import numpy as np
+        from sqlglot import exp
+
+        def negated(n: Any) -> Any:
+            while isinstance(n, exp.Paren):
+                n = n.this
+            if isinstance(n, exp.Not):
+                return n.this
+            if isinstance(n, exp.NEQ):
+                return exp.EQ(this=n.this, expression=n.expression)
+            return None
+
+        sides = [node.this, node.expression]
+        for i in (0, 1):
+            inner_node = negated(sides[i])
+            if inner_node is None:
+                continue
+            other = self.visit(sides[1 - i])
+            if other is None:
+                return None
+            inner = self.visit(inner_node)
+            if inner is None or not inner.exact:
+                return other  # (the NOT part left to the filter: a superset still)
+            texts = [other.text, other.text]
+            texts[i] = f"NOT({inner.text})"
+            return _Answer(
+                np.setdiff1d(other.addresses.astype(np.uint64), inner.addresses.astype(np.uint64)),
+                f"AND({texts[0]},{texts[1]})",
+                {**other.used, **inner.used},
+                other.exact,
+            )
+        return None
+
     def _complement(self, inner: Optional[_Answer]) -> Optional[_Answer]:
         """``NOT`` of an exactly answered part: the rows of the first index it used that are
         not in it (rows where the part is false or NULL: the filter, applied to the
@@ -390,7 +437,18 @@ class _Planner:
         if inner is None or not inner.exact:
             return None
         first = next(iter(inner.used.values()))
-        universe = np.concatenate([seg.all_rows() for seg in self._segments(first)])
+        total = self._covered_rows(first)
+        rest = total - len(np.unique(inner.addresses))
+        if rest > WIDE_RANGE * total and rest > WIDE_RANGE_MIN_ROWS:
+            return None  # (taking most rows by address is slower than the scan)
+        if first.kind == "LabelList":  # (null and empty lists are in no bitmap: every row)
+            universe = np.concatenate([np.empty(0, np.uint64)] + [
+                (np.uint64(int(f.get("id", 0))) << np.uint64(32)) + np.arange(int(f.get("physical_rows", 0)), dtype=np.uint64)
+                for f in self.ds._loaded.manifest.get("fragments", [])
+                if int(f.get("id", 0)) in first.fragments
+            ])
+        else:
+            universe = np.concatenate([seg.all_rows() for seg in self._segments(first)])
         rest = np.setdiff1d(universe.astype(np.uint64), inner.addresses.astype(np.uint64))
         return _Answer(rest, f"NOT({inner.text})", {first.name: first, **inner.used}, False)
 
