@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -41,22 +40,9 @@ from pyspark.sql import Row, functions as F, types as T  # noqa: E402
 
 @pytest.fixture(scope="session")
 def spark():
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from spark_session import local_session
 
-    session = (
-        SparkSession.builder.master("local[2,4]")
-        .appName("lancepy-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session()
     yield session
     session.stop()
 

@@ -8,7 +8,6 @@ tests/test_spark.py: a task may fail and be retried.
 from __future__ import annotations
 
 import datetime
-import os
 import sys
 from pathlib import Path
 
@@ -33,22 +32,9 @@ from pyspark.sql import functions as F  # noqa: E402
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from spark_session import local_session
 
-    session = (
-        SparkSession.builder.master("local[2,4]")
-        .appName("lancepy-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session()
     lspark.register(session)
     yield session
 
