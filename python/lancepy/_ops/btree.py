@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancepy._ops.remap import moved_rows
 from lancepy.exceptions import CorruptFileError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -204,21 +205,8 @@ def remap(
     :func:`write_segment` (the BITMAP index is remapped the same way)."""
     import uuid as _uuid
 
-    import numpy as np
-
     values, rid = (read_rows or read_rows_of)(ds_uri, entry["uuid"], storage_options)
-    frag = (rid >> np.uint64(32)).astype(np.int64)
-    moved = np.isin(frag, np.asarray(list(compacted_fragments), dtype=np.int64))
-    keep = ~np.isin(frag, np.asarray(list(dropped_fragments), dtype=np.int64))
-    new_rid = rid.copy()
-    if moved.any() and len(old_addresses):
-        pos = np.searchsorted(old_addresses, rid[moved])
-        pos_c = np.minimum(pos, len(old_addresses) - 1)
-        found = (pos < len(old_addresses)) & (old_addresses[pos_c] == rid[moved])
-        new_rid[moved] = np.where(found, new_addresses[pos_c], 0)
-        keep[moved] &= found
-    elif moved.any():
-        keep[moved] = False
+    new_rid, keep = moved_rows(rid, old_addresses, new_addresses, compacted_fragments, dropped_fragments)
     mask = pa.array(keep)
     uid = str(_uuid.uuid4())
     files = (write or write_segment)(

@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy._ops import ivf as _ivf_read
+from lancepy._ops.remap import moved_rows
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -536,18 +537,7 @@ def remap(
     from lancepy._ops import ivf as _ivf
 
     idx = _ivf.load_index(ds_uri, entry["uuid"], storage_options)
-    rid = idx.row_ids
-    frag = (rid >> np.uint64(32)).astype(np.int64)
-    moved = np.isin(frag, np.asarray(list(compacted_fragments), dtype=np.int64))
-    keep = ~np.isin(frag, np.asarray(list(dropped_fragments), dtype=np.int64))
-    new_rid = rid.copy()
-    if moved.any():
-        pos = np.searchsorted(old_addresses, rid[moved])
-        pos_c = np.minimum(pos, len(old_addresses) - 1)
-        found = (pos < len(old_addresses)) & (old_addresses[pos_c] == rid[moved])
-        new_rid[moved] = np.where(found, new_addresses[pos_c], 0)
-        k = keep[moved]
-        keep[moved] = k & found
+    new_rid, keep = moved_rows(idx.row_ids, old_addresses, new_addresses, compacted_fragments, dropped_fragments)
     parts = np.repeat(np.arange(idx.num_partitions), idx.lengths)
     data = _index_rows(idx)
     new_rid, data, offsets, lengths = _grouped(new_rid[keep], parts[keep], data[keep], idx.num_partitions)

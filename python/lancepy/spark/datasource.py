@@ -158,6 +158,11 @@ def _version(opts: Mapping[str, str]) -> Any:
 class LanceDataSource(DataSource):
     """The data source ``"lance"`` (see the module docs)."""
 
+    def __init__(self, options: Dict[str, str]) -> None:
+        super().__init__(options)
+        # (reader planned by schema(): this object belongs to one DataFrame, pinned at load())
+        self._plan: Optional[Tuple[Any, Any]] = None
+
     @classmethod
     def name(cls) -> str:
         return "lance"
@@ -167,7 +172,7 @@ class LanceDataSource(DataSource):
         return self._plan[1]
 
     def reader(self, schema: Any) -> DataSourceReader:
-        plan = getattr(self, "_plan", None)
+        plan = self._plan
         if plan is None:  # the user gave a schema, so Spark did not ask for ours
             plan = _plan(self.options)
             if schema != plan[1]:
