@@ -137,6 +137,13 @@ def ident(b):
     return b
 
 
+def _plain_worker(_worker_id):
+    """worker_init_fn of the `_plain` rows: batches leave the worker the usual way."""
+    from lancepy.torch import _ring
+
+    _ring.enabled = False
+
+
 class CostlyTransform:
     """A per-batch transform costing about `target_ms` on one core: repeated row normalisation in numpy.
 
@@ -182,6 +189,8 @@ def main():
                     help="the Loader's reading side: native (TakePipeline), py (Python threads), py_copied")
     ap.add_argument("--train-loader-threads", default="2,4,15", help="Loader threads of the training rows")
     ap.add_argument("--transform-workers", default="0,1,2,8", help="DataLoader workers of the transform rows")
+    ap.add_argument("--no-plain", action="store_true",
+                    help="skip the `_plain` rows (DataLoader workers without lancepy's shared-memory ring)")
     a = ap.parse_args()
     skip = set(a.skip.split(","))
     device = torch.device(a.device)
@@ -215,14 +224,17 @@ def main():
 
     ds = lt.LanceDataset(path, columns=["emb", "label"])
     for w in ([] if "lancepy" in skip else workers):
-        sampler = lt.ShuffleSampler(ds, seed=0)
-        loader = torch.utils.data.DataLoader(
-            ds, batch_size=a.batch, sampler=sampler, collate_fn=lt.collate_fn, num_workers=w,
-            pin_memory=pin, persistent_workers=False, prefetch_factor=4 if w else None)
-        try:
-            deliver(f"lancepy_map_w{w}", loader, device, a.seconds)
-        except Exception as e:  # noqa: BLE001
-            log(f"lancepy_map_w{w}", f"error: {e!r}")
+        for ring in ([True, False] if w and not a.no_plain else [True]):
+            name = f"lancepy_map_w{w}" + ("" if ring else "_plain")
+            sampler = lt.ShuffleSampler(ds, seed=0)
+            loader = torch.utils.data.DataLoader(
+                ds, batch_size=a.batch, sampler=sampler, collate_fn=lt.collate_fn, num_workers=w,
+                pin_memory=pin, persistent_workers=False, prefetch_factor=4 if w else None,
+                worker_init_fn=None if ring else _plain_worker)
+            try:
+                deliver(name, loader, device, a.seconds)
+            except Exception as e:  # noqa: BLE001
+                log(name, f"error: {e!r}")
     loader_threads = [int(t) for t in a.loader_threads.split(",") if t.strip()]
     copy_modes = [m for m in a.copy_modes.split(",") if m]
     # Readers: "native" (the default: lancepy's TakePipeline threads, no Python there) or "py"
@@ -271,13 +283,18 @@ def main():
         log("transform_ms", {"reps": tf.reps, "ms_per_batch": round((time.perf_counter() - t0) * 100, 2)})
         tds = lt.LanceDataset(path, columns=["emb", "label"], transform=tf)
         for w in [int(x) for x in a.transform_workers.split(",") if x.strip()]:
-            loader = torch.utils.data.DataLoader(
-                tds, batch_size=a.batch, sampler=lt.ShuffleSampler(tds, seed=0), collate_fn=lt.collate_fn,
-                num_workers=w, pin_memory=pin, prefetch_factor=4 if w else None)
-            try:
-                deliver(f"transform_map_w{w}", loader, device, a.seconds)
-            except Exception as e:  # noqa: BLE001
-                log(f"transform_map_w{w}", f"error: {e!r}")
+            # Batches leave the workers through lancepy's shared-memory ring (the default), or,
+            # with "_plain", the usual way (a new shared-memory segment per tensor).
+            for ring in ([True, False] if w and not a.no_plain else [True]):
+                name = f"transform_map_w{w}" + ("" if ring else "_plain")
+                loader = torch.utils.data.DataLoader(
+                    tds, batch_size=a.batch, sampler=lt.ShuffleSampler(tds, seed=0), collate_fn=lt.collate_fn,
+                    num_workers=w, pin_memory=pin, prefetch_factor=4 if w else None,
+                    worker_init_fn=None if ring else _plain_worker)
+                try:
+                    deliver(name, loader, device, a.seconds)
+                except Exception as e:  # noqa: BLE001
+                    log(name, f"error: {e!r}")
         for t in sorted({1, max(loader_threads or [1])}):
             try:
                 loader = lt.Loader(ds, a.batch, threads=t, prefetch=max(4, t), pin_memory=pin, transform=tf,

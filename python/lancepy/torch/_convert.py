@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import torch
 
 from lancepy.exceptions import InvalidArgumentError
+from . import _ring
 
 
 FillNull = Union[None, int, float, bool, Mapping[str, Any]]
@@ -57,8 +58,12 @@ class Batch(dict):
 
 
 def collate_fn(batch: Any) -> Any:
-    """Keeps a batch as it is (``LanceDataset.__getitems__`` already built it). Picklable."""
-    return batch
+    """Keeps a batch as it is (``LanceDataset.__getitems__`` already built it). Picklable.
+
+    In a DataLoader worker process, the batch leaves through the worker's shared-memory ring
+    (:mod:`lancepy.torch._ring`): its tensors are copied once into memory the training process
+    has already mapped, instead of each into a new shared-memory segment."""
+    return _ring.ship(batch)
 
 
 # ----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from lancepy import blob as _blob
 from lancepy.dataset import LanceDataset as _Dataset
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
+from . import _ring
 from ._convert import Allocate, Batch, FillNull, _bytes_columns, _Converter, _one_row
 from .sampler import _Order, _rank_world
 
@@ -415,7 +416,8 @@ class LanceIterableDataset(torch.utils.data.IterableDataset):
         for b in range(worker, self._batches_per_rank(world_size), workers):
             rows = share[b * bs : (b + 1) * bs]
             batch = data._convert.native(self._read(rows))
-            yield batch if self.transform is None else self.transform(batch)
+            # In a worker process, the batch leaves through the worker's shared-memory ring.
+            yield _ring.ship(batch if self.transform is None else self.transform(batch))
 
     def _read(self, rows: np.ndarray) -> Any:
         data = self.data
