@@ -228,3 +228,4 @@ def test_pinned_batches_free_their_slots_at_once(uri):
         assert b["emb"].is_pinned() and b["label"].is_pinned()
         _same(a, dict(b))
     assert _ring.stats["received"] == 60  # kept pinned copies do not hold slots
+
