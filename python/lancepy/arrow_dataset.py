@@ -10,7 +10,9 @@ and nothing of pyarrow's C++ dataset machinery reads a Lance file.
 pyarrow's classes are Cython classes whose methods read a C++ object that a lancepy
 instance never has: an inherited method that lancepy did not override would dereference a
 null pointer. The mixins here override every public member of pyarrow's three classes that
-the lancepy classes do not build, each raising :class:`~lancepy.exceptions.NotSupportedError`;
+the lancepy classes do not build otherwise: ``sort_by``, ``join`` and ``join_asof`` return
+pyarrow's ``InMemoryDataset`` (as pyarrow's do), the others raise
+:class:`~lancepy.exceptions.NotSupportedError`;
 ``tests/test_arrow_dataset.py`` calls every public member in a subprocess.
 """
 
@@ -34,6 +36,15 @@ def _refused(what: str, instead: str) -> NoReturn:
     raise UnsupportedError(f"{what} is not supported by lancepy: {instead}")
 
 
+def _table_of(dataset: Any, what: str) -> pa.Table:
+    """The rows of the right side of a join: a dataset (pyarrow's or Lance's) or a table."""
+    if isinstance(dataset, pa.Table):
+        return dataset
+    if isinstance(dataset, pads.Dataset):
+        return dataset.to_table()
+    raise TypeError(f"{what}: right_dataset must be a pyarrow.dataset.Dataset, got {type(dataset).__name__}")
+
+
 class DatasetArrowMembers:
     """The members of ``pyarrow.dataset.Dataset`` that a Lance dataset does not build, and
     its copy (pyarrow's base would go through pickling, which reopens the version)."""
@@ -55,15 +66,37 @@ class DatasetArrowMembers:
         ``to_table`` or ``to_batches`` instead."""
         _refused("LanceDataset.filter", "pass filter= to scanner(), to_table() or to_batches()")
 
-    def sort_by(self, sorting: Any, *, null_placement: str = "at_end") -> Any:
-        """pyarrow's sorted dataset: not built; pass ``order_by=`` to ``scanner`` or
-        ``to_table`` instead."""
-        _refused("LanceDataset.sort_by", "pass order_by= to scanner() or to_table()")
+    def sort_by(self, sorting: Any, **kwargs: Any) -> pads.InMemoryDataset:
+        """The dataset's rows sorted (pyarrow's ``Dataset.sort_by``: `sorting` is a column
+        name or ``[(name, "ascending" | "descending"), ...]``; `kwargs` are
+        ``pyarrow.compute.SortOptions``' such as ``null_placement``), as pyarrow returns it:
+        an ``InMemoryDataset`` holding every row. For a sorted read of part of the data, pass
+        ``order_by=`` (with ``columns=`` / ``filter=``) to ``scanner`` or ``to_table``."""
+        return pads.InMemoryDataset(self.to_table().sort_by(sorting, **kwargs))  # type: ignore[attr-defined]
+
+    def join(self, right_dataset: Any, keys: Any, right_keys: Any = None, join_type: str = "left outer",
+             left_suffix: Any = None, right_suffix: Any = None, coalesce_keys: bool = True,
+             use_threads: bool = True) -> pads.InMemoryDataset:
+        """This dataset joined with `right_dataset` (any ``pyarrow.dataset.Dataset``, a Lance
+        one too), by pyarrow's hash join, with pyarrow's arguments and defaults; the result
+        is an ``InMemoryDataset``, as pyarrow's ``Dataset.join`` returns (pylance has none)."""
+        return pads.InMemoryDataset(
+            self.to_table().join(  # type: ignore[attr-defined]
+                _table_of(right_dataset, "join"), keys, right_keys=right_keys, join_type=join_type,
+                left_suffix=left_suffix, right_suffix=right_suffix, coalesce_keys=coalesce_keys,
+                use_threads=use_threads,
+            )
+        )
 
     def join_asof(self, right_dataset: Any, on: Any, by: Any, tolerance: Any, right_on: Any = None,
-                  right_by: Any = None) -> Any:
-        """Not built (nor in pylance): join ``to_table()`` with pyarrow instead."""
-        _refused("LanceDataset.join_asof", "join ds.to_table() with pyarrow")
+                  right_by: Any = None) -> pads.InMemoryDataset:
+        """pyarrow's as-of join with `right_dataset` (see ``pyarrow.Table.join_asof``), as an
+        ``InMemoryDataset``."""
+        return pads.InMemoryDataset(
+            self.to_table().join_asof(  # type: ignore[attr-defined]
+                _table_of(right_dataset, "join_asof"), on, by, tolerance, right_on=right_on, right_by=right_by
+            )
+        )
 
     def _get_fragments(self, filter: Any) -> Any:
         """pyarrow's internal fragment listing: use ``get_fragments``."""

@@ -856,20 +856,6 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
             out.append(None if txn is None else _transaction_from_json(txn))
         return out
 
-    def join(
-        self,
-        right_dataset: Any,
-        keys: Any,
-        right_keys: Any = None,
-        join_type: str = "left outer",
-        left_suffix: Optional[str] = None,
-        right_suffix: Optional[str] = None,
-        coalesce_keys: bool = True,
-        use_threads: bool = True,
-    ) -> Any:
-        """Not built, as in pylance: join the tables (``to_table()``) with pyarrow instead."""
-        raise UnsupportedError("LanceDataset.join is not supported (nor in pylance): join ds.to_table() with pyarrow")
-
     def replace_schema(self, schema: Any) -> None:
         """Not built, as in pylance: use :meth:`replace_schema_metadata` or
         :meth:`replace_field_metadata`, or ``alter_columns`` for types and names."""
