@@ -85,7 +85,7 @@ def test_every_pyarrow_member_is_safe(cls, tmp_path):
     lines = done.stdout.splitlines()
     outcome = {lines[i]: lines[i + 1] for i in range(0, len(lines) - 1, 2)}
     # The members lancepy builds answer; the ones it refuses raise NotSupportedError.
-    refused = {"filter", "partition_expression", "replace_schema", "_get_fragments",
+    refused = {"partition_expression", "replace_schema", "_get_fragments",
                "_scanner_options", "physical_schema", "from_batches", "from_dataset", "from_fragment"}
     for name, result in outcome.items():
         if name in refused:
@@ -100,8 +100,8 @@ def test_scanner_members_values(tmp_path):
     sc = ds.scanner(columns=["s"], filter=pc.field("id") >= 3)
     assert sc.take([2, 0]).to_pylist() == [{"s": "f"}, {"s": "d"}]
     assert pa.Table.from_batches(sc.scan_batches()).column("s").to_pylist() == list("defghij")
-    with pytest.raises(NotSupportedError):
-        ds.filter(pc.field("id") > 1)
+    with pytest.raises(TypeError, match="Expression"):
+        ds.filter("id > 1")  # pyarrow's filter() takes expressions; SQL goes to filter=
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,3 +299,86 @@ def test_join_asof_equals_pyarrow(tmp_path):
     assert _canonical(got) == _canonical(want)
     with pytest.raises(TypeError, match="right_dataset"):
         ds.join([1, 2], "t")
+
+
+# --------------------------------------------------------------------------------------------
+# Dataset.filter: a lazily filtered, read-only view; pyarrow's own filtered dataset is the oracle
+# --------------------------------------------------------------------------------------------
+
+
+def test_filtered_views_equal_pyarrow(tmp_path):
+    rng = np.random.default_rng(2027)
+    t = _table(rng, 300)
+    ds = lancepy.write_dataset(t, tmp_path / "d", max_rows_per_file=70)
+    ref = pads.dataset(t)
+    for case in range(150):
+        e1, e2 = _expr(rng, t), _expr(rng, t)
+        view, want_view = ds.filter(e1), ref.filter(e1)
+        assert isinstance(view, pads.Dataset) and view.schema == ds.schema
+        want = want_view.to_table()
+        assert _rows(view.to_table()) == _rows(want), (case, str(e1))
+        assert view.count_rows() == want.num_rows, (case, str(e1))
+        # A further filter, at read time and as a second view, ANDs with the first.
+        both = want_view.to_table(filter=e2)
+        assert _rows(view.to_table(filter=e2)) == _rows(both), (case, str(e1), str(e2))
+        assert _rows(view.filter(e2).to_table(columns=["i", "s"])) == _rows(want_view.filter(e2).to_table(columns=["i", "s"]))
+        assert view.count_rows(filter=e2) == both.num_rows
+        assert _rows(pa.Table.from_batches(view.to_batches(columns=["u"], batch_size=7), schema=pa.schema([t.schema.field("u")]))) == _rows(want.select(["u"]))
+        assert _rows(view.head(3, columns=["u", "s"])) == _rows(want.select(["u", "s"]).slice(0, 3))
+        if want.num_rows:
+            pos = sorted({int(x) for x in rng.integers(0, want.num_rows, 3)}, reverse=True)
+            assert _rows(view.take(pos, columns=["i", "d"])) == _rows(want_view.take(pos, columns=["i", "d"]))
+
+
+def test_filtered_view_is_pinned_read_only_and_picklable(tmp_path):
+    import pickle
+
+    t = pa.table({"id": list(range(20)), "v": [i * 0.5 for i in range(20)]})
+    ds = lancepy.write_dataset(t, tmp_path / "d", max_rows_per_file=6)
+    view = ds.filter(pc.field("id") >= 15)
+    ds.delete("id = 17")  # the dataset moves on; the view stays on its version
+    assert view.to_table().column("id").to_pylist() == [15, 16, 17, 18, 19]
+    assert ds.filter(pc.field("id") >= 15).to_table().column("id").to_pylist() == [15, 16, 18, 19]
+    again = pickle.loads(pickle.dumps(view))
+    assert again.to_table().equals(view.to_table())
+    assert not hasattr(view, "delete") and not hasattr(view, "merge_insert")
+    with pytest.raises(NotSupportedError):
+        view.get_fragments()
+    with pytest.raises(NotSupportedError, match="nearest"):
+        view.to_table(nearest={"column": "v", "q": [1.0], "k": 1})
+    with pytest.raises(lancepy.exceptions.InvalidArgumentError, match="Expression"):
+        view.to_table(filter="id > 3")
+    assert view.sort_by([("id", "descending")]).to_table().column("id").to_pylist() == [19, 18, 17, 16, 15]
+    assert view.join(ds, "id", join_type="inner", right_suffix="_r").count_rows() == 4  # ds lost id 17
+    duckdb = pytest.importorskip("duckdb")
+    assert duckdb.sql("SELECT sum(id) AS s FROM view").fetchall() == [(15 + 16 + 17 + 18 + 19,)]
+
+
+def test_every_pyarrow_member_of_a_filtered_view_is_safe(tmp_path):
+    lancepy.write_dataset(pa.table({"id": list(range(10))}), tmp_path / "d", max_rows_per_file=5)
+    calls = dict(_MEMBER_CALLS["Dataset"])
+    script = textwrap.dedent(f"""
+        import pyarrow.compute as pc, lancepy
+        from lancepy.exceptions import LanceError
+        o = lancepy.dataset({str(tmp_path / "d")!r}).filter(pc.field("id") > 1)
+        for name, call in {calls!r}.items():
+            print(name, flush=True)
+            try:
+                eval(call)
+                print("ok", flush=True)
+            except (LanceError, TypeError) as e:
+                print("raised", type(e).__name__, e, flush=True)
+        print("done")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": PYTHON_DIR})
+    assert done.returncode == 0 and done.stdout.endswith("done\n"), (done.stdout[-2000:], done.stderr[-2000:])
+    lines = done.stdout.splitlines()
+    outcome = {lines[i]: lines[i + 1] for i in range(0, len(lines) - 1, 2)}
+    refused = {"partition_expression", "replace_schema", "_get_fragments", "_scanner_options", "get_fragments",
+               "__setstate__"}
+    for name, result in outcome.items():
+        if name in refused:
+            assert result.startswith("raised UnsupportedError"), (name, result)
+        else:
+            assert result == "ok", (name, result)

@@ -18,13 +18,14 @@ pyarrow's ``InMemoryDataset`` (as pyarrow's do), the others raise
 
 from __future__ import annotations
 
+import copy
 import copyreg
-from typing import Any, List, NoReturn
+from typing import Any, List, NoReturn, Optional
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from lancepy.exceptions import UnsupportedError
+from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 
 #: The pyarrow classes lancepy's dataset, fragment and scanner are instances of.
 ArrowDataset = pads.Dataset
@@ -61,10 +62,13 @@ class DatasetArrowMembers:
         """Lance datasets are not partitioned: raises ``NotSupportedError``."""
         _refused("partition_expression", "a Lance dataset has no partitioning")
 
-    def filter(self, expression: Any) -> Any:
-        """pyarrow's lazily filtered dataset: not built; pass ``filter=`` to ``scanner``,
-        ``to_table`` or ``to_batches`` instead."""
-        _refused("LanceDataset.filter", "pass filter= to scanner(), to_table() or to_batches()")
+    def filter(self, expression: Any) -> "FilteredDataset":
+        """The rows matching `expression` (a ``pyarrow.compute.Expression``), lazily, as
+        pyarrow's ``Dataset.filter``: nothing is read until the result is scanned, and every
+        read of it (``scanner``, ``to_table``, ``to_batches``, ``count_rows``, ``head``,
+        ``take``, further ``filter`` calls) applies the expression. The view is read-only and
+        pinned to this dataset's version."""
+        return FilteredDataset(self, expression)
 
     def sort_by(self, sorting: Any, **kwargs: Any) -> pads.InMemoryDataset:
         """The dataset's rows sorted (pyarrow's ``Dataset.sort_by``: `sorting` is a column
@@ -105,6 +109,88 @@ class DatasetArrowMembers:
     def _scanner_options(self, options: Any) -> Any:
         """pyarrow's internal scanner defaults: use ``scanner``."""
         _refused("LanceDataset._scanner_options", "use scanner()")
+
+
+class FilteredDataset(DatasetArrowMembers, ArrowDataset):
+    """A Lance dataset seen through a row filter (what :meth:`LanceDataset.filter` returns,
+    as pyarrow's ``Dataset.filter`` does): a read-only ``pyarrow.dataset.Dataset`` whose
+    reads all apply the expression, ANDed with the filter each read passes. Pinned to the
+    dataset's version; it pickles as that version and the expression."""
+
+    def __init__(self, dataset: Any, expression: Any) -> None:
+        if not isinstance(expression, pads.Expression):
+            raise TypeError(
+                f"filter() takes a pyarrow.compute.Expression (as pyarrow's Dataset.filter), got {type(expression).__name__}"
+            )
+        self._dataset = copy.copy(dataset)  # this version, whatever the original object does next
+        self._expression = expression
+
+    def __reduce__(self) -> Any:
+        return FilteredDataset, (self._dataset, self._expression)
+
+    def __setstate__(self, state: Any) -> None:
+        _refused("FilteredDataset.__setstate__", "pickle the view itself")
+
+    def __repr__(self) -> str:
+        return f"FilteredDataset({self._dataset!r}, filter={self._expression})"
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+    @property
+    def expression(self) -> Any:
+        """The view's filter."""
+        return self._expression
+
+    def _and(self, filter: Any) -> Any:
+        if filter is None:
+            return self._expression
+        if isinstance(filter, pads.Expression):
+            return self._expression & filter
+        raise InvalidArgumentError(
+            "a filtered dataset (Dataset.filter) takes pyarrow.compute.Expression filters, "
+            f"got {type(filter).__name__}: filter the LanceDataset itself to use SQL"
+        )
+
+    @staticmethod
+    def _plain(kwargs: Any) -> Any:
+        for name in ("nearest", "full_text_query"):
+            if kwargs.get(name) is not None:
+                _refused(f"FilteredDataset.scanner({name}=)", "search the LanceDataset with filter= (and prefilter=True)")
+        return kwargs
+
+    def filter(self, expression: Any) -> "FilteredDataset":
+        """The rows of this view that also match `expression`."""
+        return FilteredDataset(self._dataset, self._and(expression))
+
+    def scanner(self, columns: Any = None, filter: Any = None, **kwargs: Any) -> Any:
+        """``LanceDataset.scanner`` with this view's filter (ANDed with `filter`)."""
+        return self._dataset.scanner(columns=columns, filter=self._and(filter), **self._plain(kwargs))
+
+    def to_table(self, columns: Any = None, filter: Any = None, **kwargs: Any) -> pa.Table:
+        return self.scanner(columns, filter, **kwargs).to_table()
+
+    def to_batches(self, columns: Any = None, filter: Any = None, **kwargs: Any) -> Any:
+        return self.scanner(columns, filter, **kwargs).to_batches()
+
+    def count_rows(self, filter: Any = None, **kwargs: Any) -> int:
+        return self._dataset.count_rows(filter=self._and(filter), **self._plain(kwargs))
+
+    def head(self, num_rows: int, columns: Any = None, filter: Any = None, **kwargs: Any) -> pa.Table:
+        return self._dataset.head(num_rows, columns=columns, filter=self._and(filter), **self._plain(kwargs))
+
+    def take(self, indices: Any, columns: Any = None, filter: Any = None, **kwargs: Any) -> pa.Table:
+        """Rows at `indices`: positions among the rows this view (and `filter`) keeps."""
+        return self.scanner(columns, filter, **kwargs).take(indices)
+
+    def get_fragments(self, filter: Optional[Any] = None) -> Any:
+        """Not built: a fragment would read its rows unfiltered."""
+        _refused("FilteredDataset.get_fragments", "scan the view, or filter the fragments of the LanceDataset")
+
+    def replace_schema(self, schema: Any) -> Any:
+        """A view's schema is its dataset's: raises ``NotSupportedError``."""
+        _refused("FilteredDataset.replace_schema", "a filtered view has its dataset's schema")
 
 
 class FragmentArrowMembers:
