@@ -9,6 +9,8 @@ Rows:
 
 * ``lancepy Loader``: ``lancepy.torch.Loader(uri, 1024, shuffle=True, threads=T)``, native
   reading threads ahead of the loop;
+* ``lancepy dataloader``: ``lancepy.torch.LanceDataset`` + ``ShuffleSampler`` in a DataLoader
+  (``num_workers=0``);
 * ``lancepy take``: a loop of ``ds.take(sorted batch)`` (one thread);
 * ``pylance take``: the same loop over pylance 14's ``ds.take`` — pylance's random-take path.
 
@@ -61,8 +63,13 @@ order = rng.permutation(rows)
 b0 = io()
 t0 = time.perf_counter()
 n = 0
-if mode == "lancepy_loader":
-    loader = lt.Loader(uri, batch, columns=cols, shuffle=True, seed=seed, threads=threads)
+if mode in ("lancepy_loader", "lancepy_dataloader"):
+    if mode == "lancepy_loader":
+        loader = lt.Loader(uri, batch, columns=cols, shuffle=True, seed=seed, threads=threads)
+    else:  # the map-style dataset in a DataLoader (no workers: reading is what is measured)
+        data = lt.LanceDataset(uri, columns=cols)
+        loader = torch.utils.data.DataLoader(data, batch_size=batch, sampler=lt.ShuffleSampler(data, seed=seed),
+                                             collate_fn=lt.collate_fn)
     for i, b in enumerate(loader):
         n += len(b["label"])
         if i + 1 == batches:
@@ -143,7 +150,7 @@ def main() -> None:
     modes = []
     libs = args.libs.split(",")
     if "lancepy" in libs:
-        modes += [f"lancepy_loader:{t}" for t in args.threads.split(",")] + ["lancepy_take:1"]
+        modes += [f"lancepy_loader:{t}" for t in args.threads.split(",")] + ["lancepy_dataloader:1", "lancepy_take:1"]
     if "pylance" in libs:
         modes.append("pylance_take:1")
     print(f"{'reader':<24}{'rows/s':>10}{'KB read/row':>13}")
