@@ -10,7 +10,7 @@ use pyo3::types::PyBytes;
 use super::errors::{run, IntoPyResult};
 use super::ffi::{import_array, FixedValues};
 use crate::error::Error;
-use crate::table::index_proto::{self, Compression, TensorF32};
+use crate::table::index_proto::{self, Compression, TensorF32, TensorFloat};
 use crate::table::knn::Metric;
 
 fn view(t: TensorF32) -> FixedValues {
@@ -43,18 +43,26 @@ pub fn decode_tensor_f32(py: Python<'_>, data: &[u8]) -> PyResult<FixedValues> {
     run(py, || index_proto::decode_tensor_f32(data)).map(view)
 }
 
-/// Encodes a float32 `Tensor`: `values` (a float32 Arrow array, row-major) of `shape`.
+/// Encodes a `Tensor`: `values` (a float32 Arrow array, row-major) of `shape`, written as
+/// `dtype` values ("float32", "float16" or "float64": the indexed vectors' type).
 #[pyfunction]
-pub fn encode_tensor_f32<'py>(py: Python<'py>, values: &Bound<'py, PyAny>, shape: Vec<u64>) -> PyResult<Bound<'py, PyBytes>> {
+#[pyo3(signature = (values, shape, dtype="float32"))]
+pub fn encode_tensor_f32<'py>(
+    py: Python<'py>,
+    values: &Bound<'py, PyAny>,
+    shape: Vec<u64>,
+    dtype: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
     let values = f32_values(values, "values")?;
-    let out = run(py, || index_proto::encode_tensor_f32(&values, &shape))?;
+    let float = TensorFloat::parse(dtype).py()?;
+    let out = run(py, || index_proto::encode_tensor(&values, &shape, float))?;
     Ok(PyBytes::new(py, &out))
 }
 
 /// Encodes an `IVF` message: partition offsets and lengths, the centroids (a float32 Arrow
 /// array of `shape`, row-major) and the k-means loss when given.
 #[pyfunction]
-#[pyo3(signature = (offsets, lengths, centroids=None, shape=None, loss=None))]
+#[pyo3(signature = (offsets, lengths, centroids=None, shape=None, loss=None, dtype="float32"))]
 pub fn encode_ivf<'py>(
     py: Python<'py>,
     offsets: Vec<u64>,
@@ -62,13 +70,16 @@ pub fn encode_ivf<'py>(
     centroids: Option<&Bound<'py, PyAny>>,
     shape: Option<Vec<u64>>,
     loss: Option<f64>,
+    dtype: &str,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let float = TensorFloat::parse(dtype).py()?;
     let centroids = match (centroids, shape) {
         (Some(c), Some(shape)) => Some((f32_values(c, "centroids")?, shape)),
         (None, None) => None,
         _ => return Err(Error::invalid_input("encode_ivf: centroids and shape go together")).py(),
     };
-    let out = run(py, || index_proto::encode_ivf(&offsets, &lengths, centroids.as_ref().map(|(v, s)| (&v[..], &s[..])), loss))?;
+    let out =
+        run(py, || index_proto::encode_ivf(&offsets, &lengths, centroids.as_ref().map(|(v, s)| (&v[..], &s[..])), loss, float))?;
     Ok(PyBytes::new(py, &out))
 }
 

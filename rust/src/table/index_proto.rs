@@ -59,24 +59,46 @@ pub enum Compression {
     },
 }
 
+/// Bytes per value of the float tensor types lancepy reads (all as float32), or `None`.
+fn float_width(data_type: i32) -> Option<usize> {
+    match tensor::DataType::try_from(data_type).ok()? {
+        tensor::DataType::Float32 => Some(4),
+        tensor::DataType::Float16 | tensor::DataType::Bfloat16 => Some(2),
+        tensor::DataType::Float64 => Some(8),
+        _ => None,
+    }
+}
+
 fn tensor_f32(t: indexpb::Tensor) -> Result<TensorF32> {
-    if t.data_type != tensor::DataType::Float32 as i32 {
+    let Some(width) = float_width(t.data_type) else {
         let name =
             tensor::DataType::try_from(t.data_type).map(|d| d.as_str_name().to_string()).unwrap_or(t.data_type.to_string());
         return Err(Error::NotSupported(format!(
-            "index tensors of data type {name} (only float32) are not supported by lancepy"
+            "index tensors of data type {name} (only float16, bfloat16, float32 and float64) are not supported by lancepy"
         )));
-    }
+    };
     let data = t.data.unwrap_or_default();
     let count = t.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
-    let fits = count.and_then(|c| c.checked_mul(4)) == Some(data.len() as u64);
+    let fits = count.and_then(|c| c.checked_mul(width as u64)) == Some(data.len() as u64);
     // Dimensions are 32-bit in Lance: a larger one (possible only beside a zero one, given
     // the data length) is damage, not a tensor to hand on.
     if t.shape.is_empty() || !fits || t.shape.iter().any(|&d| d > u64::from(u32::MAX)) {
         return Err(Error::corrupt(format!("index tensor of shape {:?} holds {} bytes", t.shape, data.len())));
     }
     let shape = t.shape.iter().map(|&d| d as usize).collect();
-    Ok(TensorF32 { values: f32_values(data), shape })
+    let values = match tensor::DataType::try_from(t.data_type) {
+        Ok(tensor::DataType::Float16) => {
+            data.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect::<Vec<f32>>().into()
+        }
+        Ok(tensor::DataType::Bfloat16) => {
+            data.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect::<Vec<f32>>().into()
+        }
+        Ok(tensor::DataType::Float64) => {
+            data.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32).collect::<Vec<f32>>().into()
+        }
+        _ => f32_values(data),
+    };
+    Ok(TensorF32 { values, shape })
 }
 
 /// Little-endian float32 bytes (a multiple of 4) as values: no copy when the bytes are
@@ -87,6 +109,30 @@ fn f32_values(data: Bytes) -> ScalarBuffer<f32> {
         return ScalarBuffer::new(Buffer::from(data), 0, n);
     }
     data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<f32>>().into()
+}
+
+/// The float type an index tensor is written in: pylance types an index's centroids and
+/// PQ codebook like the vectors indexed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorFloat {
+    /// IEEE half precision.
+    F16,
+    /// Single precision.
+    F32,
+    /// Double precision.
+    F64,
+}
+
+impl TensorFloat {
+    /// From the names Arrow and numpy use ("float16"/"halffloat", "float32"/"float", "float64"/"double").
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "float16" | "halffloat" => Ok(Self::F16),
+            "float32" | "float" => Ok(Self::F32),
+            "float64" | "double" => Ok(Self::F64),
+            other => Err(Error::invalid_input(format!("index tensors are float16, float32 or float64, not {other}"))),
+        }
+    }
 }
 
 /// Decodes a `Tensor` message holding float32 values.
@@ -102,28 +148,43 @@ pub fn decode_ivf(buf: &[u8]) -> Result<IvfMessage> {
     Ok(IvfMessage { offsets: m.offsets, lengths: m.lengths, centroids, loss: m.loss })
 }
 
-fn tensor_message(values: &[f32], shape: &[u64]) -> Result<indexpb::Tensor> {
+fn tensor_message(values: &[f32], shape: &[u64], float: TensorFloat) -> Result<indexpb::Tensor> {
     let count = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     if shape.is_empty() || count != Some(values.len() as u64) {
         return Err(Error::invalid_input(format!("a tensor of shape {shape:?} cannot hold {} values", values.len())));
     }
-    let mut data = Vec::with_capacity(values.len() * 4);
-    for v in values {
-        data.extend_from_slice(&v.to_le_bytes());
-    }
-    Ok(indexpb::Tensor { data_type: tensor::DataType::Float32 as i32, shape: shape.to_vec(), data: Some(data.into()) })
+    let (data_type, data) = match float {
+        TensorFloat::F32 => (tensor::DataType::Float32, values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()),
+        TensorFloat::F16 => {
+            (tensor::DataType::Float16, values.iter().flat_map(|v| half::f16::from_f32(*v).to_le_bytes()).collect())
+        }
+        TensorFloat::F64 => (tensor::DataType::Float64, values.iter().flat_map(|v| f64::from(*v).to_le_bytes()).collect()),
+    };
+    Ok(indexpb::Tensor { data_type: data_type as i32, shape: shape.to_vec(), data: Some(data.into()) })
+}
+
+/// Encodes a `Tensor` of `shape` (outermost first; its product must be `values.len()`)
+/// holding `values` as `float` values.
+pub fn encode_tensor(values: &[f32], shape: &[u64], float: TensorFloat) -> Result<Vec<u8>> {
+    Ok(tensor_message(values, shape, float)?.encode_to_vec())
 }
 
 /// Encodes a float32 `Tensor` of `shape` (outermost first; its product must be
 /// `values.len()`).
 pub fn encode_tensor_f32(values: &[f32], shape: &[u64]) -> Result<Vec<u8>> {
-    Ok(tensor_message(values, shape)?.encode_to_vec())
+    encode_tensor(values, shape, TensorFloat::F32)
 }
 
 /// Encodes an `IVF` message: partition `offsets` and `lengths`, the `centroids` (values and
-/// shape) if given, and the k-means `loss` if given.
-pub fn encode_ivf(offsets: &[u64], lengths: &[u64], centroids: Option<(&[f32], &[u64])>, loss: Option<f64>) -> Result<Vec<u8>> {
-    let centroids_tensor = centroids.map(|(values, shape)| tensor_message(values, shape)).transpose()?;
+/// shape, written as `float` values) if given, and the k-means `loss` if given.
+pub fn encode_ivf(
+    offsets: &[u64],
+    lengths: &[u64],
+    centroids: Option<(&[f32], &[u64])>,
+    loss: Option<f64>,
+    float: TensorFloat,
+) -> Result<Vec<u8>> {
+    let centroids_tensor = centroids.map(|(values, shape)| tensor_message(values, shape, float)).transpose()?;
     let m = indexpb::Ivf { centroids: vec![], offsets: offsets.to_vec(), lengths: lengths.to_vec(), centroids_tensor, loss };
     Ok(m.encode_to_vec())
 }
@@ -181,7 +242,7 @@ mod tests {
         let c = centroids();
         let offsets = [0, 3, 130, 5_000_000_000];
         let lengths = [3, 127, 128, 1];
-        let bytes = encode_ivf(&offsets, &lengths, Some((&c, &[4, 3])), Some(12.625)).unwrap();
+        let bytes = encode_ivf(&offsets, &lengths, Some((&c, &[4, 3])), Some(12.625), TensorFloat::F32).unwrap();
         assert_eq!(bytes, hex(IVF_FULL));
         let m = decode_ivf(&bytes).unwrap();
         assert_eq!(m.offsets, offsets);
@@ -194,10 +255,10 @@ mod tests {
 
     #[test]
     fn zero_loss_is_written_and_empty_lists_are_not() {
-        let bytes = encode_ivf(&[], &[], None, Some(0.0)).unwrap();
+        let bytes = encode_ivf(&[], &[], None, Some(0.0), TensorFloat::F32).unwrap();
         assert_eq!(bytes, [0x29, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(decode_ivf(&bytes).unwrap().loss, Some(0.0));
-        assert!(encode_ivf(&[], &[], None, None).unwrap().is_empty());
+        assert!(encode_ivf(&[], &[], None, None, TensorFloat::F32).unwrap().is_empty());
         let m = decode_ivf(&[]).unwrap();
         assert!(m.offsets.is_empty() && m.centroids.is_none() && m.loss.is_none());
     }
@@ -225,7 +286,10 @@ mod tests {
     fn tensor_shape_must_match_values_when_encoding() {
         assert!(matches!(encode_tensor_f32(&[1.0, 2.0], &[3]), Err(Error::InvalidInput(_))));
         assert!(matches!(encode_tensor_f32(&[1.0], &[]), Err(Error::InvalidInput(_))));
-        assert!(matches!(encode_ivf(&[], &[], Some((&[1.0], &[u64::MAX, 2])), None), Err(Error::InvalidInput(_))));
+        assert!(matches!(
+            encode_ivf(&[], &[], Some((&[1.0], &[u64::MAX, 2])), None, TensorFloat::F32),
+            Err(Error::InvalidInput(_))
+        ));
     }
 
     fn tensor_bytes(data_type: i32, shape: Vec<u64>, data: Vec<u8>) -> Vec<u8> {
@@ -242,9 +306,33 @@ mod tests {
         assert!(corrupt(tensor_bytes(f32, vec![(1 << 62) + 1], vec![0; 4])));
         assert!(corrupt(tensor_bytes(f32, vec![1 << 32, 0], vec![])));
         assert_eq!(decode_tensor_f32(&tensor_bytes(f32, vec![7, 0], vec![])).unwrap().shape, [7, 0]);
-        let other = tensor_bytes(tensor::DataType::Float64 as i32, vec![1], vec![0; 8]);
-        assert!(matches!(decode_tensor_f32(&other), Err(Error::NotSupported(m)) if m.contains("FLOAT64")));
+        let other = tensor_bytes(tensor::DataType::Uint8 as i32, vec![1], vec![0; 1]);
+        assert!(matches!(decode_tensor_f32(&other), Err(Error::NotSupported(m)) if m.contains("UINT8")));
+        let f16 = tensor::DataType::Float16 as i32;
+        assert!(corrupt(tensor_bytes(f16, vec![3], vec![0; 4])));
         assert!(matches!(decode_tensor_f32(&tensor_bytes(99, vec![1], vec![0; 4])), Err(Error::NotSupported(_))));
+    }
+
+    #[test]
+    fn float16_bfloat16_and_float64_tensors_are_read_as_float32() {
+        // Values exact in every type: what pylance writes for float16 / float64 vectors.
+        let v = [1.5f32, -2.0, 3.25, 0.0, 0.125, -7.0];
+        for (float, width) in [(TensorFloat::F16, 2), (TensorFloat::F64, 8), (TensorFloat::F32, 4)] {
+            let m = indexpb::Tensor::decode(&encode_tensor(&v, &[2, 3], float).unwrap()[..]).unwrap();
+            assert_eq!(m.data.as_ref().unwrap().len(), v.len() * width);
+            let t = decode_tensor_f32(&encode_tensor(&v, &[2, 3], float).unwrap()).unwrap();
+            assert_eq!((t.shape.clone(), &t.values[..]), (vec![2, 3], &v[..]));
+        }
+        // bfloat16 1.5 = 0x3fc0, -2.0 = 0xc000 (little-endian)
+        let bf = tensor_bytes(tensor::DataType::Bfloat16 as i32, vec![2], vec![0xc0, 0x3f, 0x00, 0xc0]);
+        assert_eq!(&decode_tensor_f32(&bf).unwrap().values[..], &[1.5, -2.0]);
+        // float16 bytes as pylance writes them: 1.0 = 0x3c00
+        let h = tensor_bytes(tensor::DataType::Float16 as i32, vec![1], vec![0x00, 0x3c]);
+        assert_eq!(&decode_tensor_f32(&h).unwrap().values[..], &[1.0]);
+        let ivf = encode_ivf(&[0], &[1], Some((&v, &[2, 3])), None, TensorFloat::F16).unwrap();
+        assert_eq!(&decode_ivf(&ivf).unwrap().centroids.unwrap().values[..], &v[..]);
+        assert!(TensorFloat::parse("int8").is_err());
+        assert_eq!(TensorFloat::parse("halffloat").unwrap(), TensorFloat::F16);
     }
 
     #[test]

@@ -1,0 +1,38 @@
+"""Vector indices over float16 (and float64) vectors, as pylance 14 writes them: the centroids
+and the PQ codebook are tensors of the vectors' own type (FLOAT16 / FLOAT64 in the index
+protobuf). lancepy reads them as float32 and searches with pylance's rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancepy
+
+lance = pytest.importorskip("lance")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+@pytest.mark.parametrize("index_type", ["IVF_PQ", "IVF_FLAT", "IVF_SQ"])
+def test_lancepy_searches_pylance_indices_of_non_float32_vectors(tmp_path, dtype, index_type):
+    dim, n = 32, 3000
+    rng = np.random.default_rng(11)
+    data = rng.uniform(0, 1, n * dim).astype(dtype)
+    uri = str(tmp_path / "v.lance")
+    theirs = lance.write_dataset(pa.table({"vector": pa.FixedSizeListArray.from_arrays(data, dim), "id": np.arange(n)}), uri)
+    kwargs = {"num_sub_vectors": 4} if index_type == "IVF_PQ" else {}
+    theirs.create_index("vector", index_type=index_type, num_partitions=4, **kwargs)
+    ours = lancepy.dataset(uri)
+    same = 0
+    for _ in range(20):
+        q = rng.uniform(0, 1, dim).astype(dtype)
+        nearest = {"column": "vector", "q": q, "k": 10, "nprobes": 2}
+        a = ours.to_table(nearest=nearest, columns=["id"])
+        b = lance.dataset(uri).to_table(nearest=nearest, columns=["id"])
+        assert a.schema.field("_distance").type == pa.float32()
+        np.testing.assert_allclose(np.sort(a["_distance"].to_numpy()), np.sort(b["_distance"].to_numpy()), rtol=2e-3, atol=1e-4)
+        same += set(a["id"].to_pylist()) == set(b["id"].to_pylist())
+    # Distances agree to float16 rounding; a tie at the k-th place may pick another row.
+    assert same >= 18
+    assert "ANNIvfPartition" in ours.scanner(nearest={"column": "vector", "q": q, "k": 3}).explain_plan()
