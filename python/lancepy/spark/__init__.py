@@ -11,6 +11,8 @@ Two ways in:
   filters pushed into lancepy's scans (:mod:`lancepy.spark.datasource`).
 * :func:`compact_files` compacts a dataset with Spark's tasks doing the rewriting
   (:mod:`lancepy.spark.compaction`).
+* :func:`add_columns` backfills new columns, one Spark task per fragment
+  (:mod:`lancepy.spark.backfill`).
 """
 
 from __future__ import annotations
@@ -32,12 +34,15 @@ from lancepy.spark._mapinarrow import (  # noqa: F401  (private names: tests and
     read_dataset,
     write_dataset,
 )
+from lancepy.spark.backfill import add_columns
 from lancepy.spark.compaction import compact_files
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; pyspark is imported lazily
     from pyspark.sql import SparkSession
 
-__all__ = ["write_dataset", "read_dataset", "register", "compact_files", "DEFAULT_MAX_BYTES_PER_FILE"]
+__all__ = [
+    "write_dataset", "read_dataset", "register", "compact_files", "add_columns", "DEFAULT_MAX_BYTES_PER_FILE",
+]
 
 
 def register(spark: "SparkSession", *, filter_pushdown: bool = True) -> None:

@@ -1,0 +1,207 @@
+"""lancepy.spark's distributed operations (add_columns, merge_insert) against a real local
+Spark: each result equal to the local operation's on a copy of the same dataset, pylance
+reading it, and no file of a job left over (retried tasks, refused commits).
+
+Master ``local[2,4]`` (tests/spark_session.py): a task may fail and be retried.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lancepy
+from lancepy._table import commit as _commit
+from lancepy.exceptions import (
+    ColumnNotFoundError,
+    CommitConflictError,
+    InvalidArgumentError,
+    UnsupportedError,
+)
+
+pytestmark = pytest.mark.spark
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is installed by scripts/setup.sh")
+import lancepy.spark as lspark  # noqa: E402  (after the pyspark check)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from spark_session import local_session
+
+    return local_session()  # (getOrCreate: the session the other Spark test files use)
+
+
+def _data_files(uri) -> set:
+    d = Path(uri) / "data"
+    return {p.name for p in d.iterdir()} if d.exists() else set()
+
+
+def _referenced_files(uri) -> set:
+    """Data files named by any committed version."""
+    store = lancepy._lancepy.Store(str(uri))
+    versions, _ = _commit.list_versions(store)
+    out = set()
+    for v in versions:
+        for f in _commit.load_manifest(store, v).manifest.get("fragments", []):
+            out |= {d["path"] for d in f.get("files", [])}
+    return out
+
+
+def _generated(path, seed: int, writer=None) -> str:
+    """A dataset of a few fragments of random sizes, some rows deleted (seeded)."""
+    rng = np.random.default_rng(seed)
+    writer = writer or lancepy
+    n = int(rng.integers(20, 200))
+    ids = rng.permutation(n * 3)[:n].astype(np.int64)
+    t = pa.table({
+        "id": ids,
+        "x": pa.array(rng.normal(size=n), mask=rng.random(n) < 0.1),
+        "s": pa.array([None if rng.random() < 0.1 else f"s{int(v)}" for v in rng.integers(0, 50, n)]),
+        "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=n * 4).astype(np.float32)), 4),
+    })
+    uri = str(path)
+    writer.write_dataset(t, uri, max_rows_per_file=int(rng.integers(10, 80)))
+    if rng.random() < 0.7:
+        lancepy.dataset(uri).delete(f"id % {int(rng.integers(3, 9))} = 0")
+    return uri
+
+
+def _copy(uri: str, to) -> str:
+    shutil.copytree(uri, to)
+    return str(to)
+
+
+def _make_udf():
+    """The backfill function of these tests (made here, so it is pickled by value: Spark's
+    workers need not import this test module)."""
+
+    def udf(batch: pa.RecordBatch) -> pa.RecordBatch:
+        x = pc.fill_null(batch.column("x"), 0.0)
+        return pa.RecordBatch.from_arrays(
+            [pc.add(pc.multiply(x, 2.0), batch.column("id").cast(pa.float64())), pc.utf8_upper(batch.column("s"))],
+            names=["y", "su"],
+        )
+
+    return udf
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_add_columns_on_spark_equals_local_add_columns(spark, tmp_path, pylance, seed):
+    a = _generated(tmp_path / "local.lance", seed)
+    b = _copy(a, tmp_path / "spark.lance")
+    rng = np.random.default_rng(100 + seed)
+    batch_size = int(rng.integers(1, 64))
+    if seed % 2:
+        transforms, kw = {"y": "x * 2 + id", "t": "upper(s)", "big": "id > 100"}, {}
+    else:
+        transforms, kw = _make_udf(), {"read_columns": ["id", "x", "s"]}
+    lancepy.dataset(a).add_columns(transforms, batch_size=batch_size, **kw)
+    version = lspark.add_columns(spark, b, transforms, batch_size=batch_size, **kw)
+    da, db = lancepy.dataset(a), lancepy.dataset(b)
+    assert version == db.version == da.version
+    assert db.schema == da.schema
+    assert db.to_table().equals(da.to_table())
+    assert [len(f.data_files()) for f in db.get_fragments()] == [len(f.data_files()) for f in da.get_fragments()]
+    # with the deleted rows too: the new files line up with the fragments' physical rows
+    assert db.to_table(columns=list(db.schema.names)[-1:], with_row_address=True).equals(
+        da.to_table(columns=list(da.schema.names)[-1:], with_row_address=True)
+    )
+    assert pylance.dataset(b).to_table().equals(da.to_table())
+    assert _data_files(b) == _referenced_files(b)
+
+
+def test_add_columns_on_a_pylance_dataset_equals_pylance_add_columns(spark, tmp_path, pylance):
+    a = _generated(tmp_path / "pylance.lance", 7, writer=pylance)
+    b = _copy(a, tmp_path / "spark.lance")
+    pylance.dataset(a).add_columns({"y": "x * 2 + id", "h": "id % 5"})
+    lspark.add_columns(spark, b, {"y": "x * 2 + id", "h": "id % 5"})
+    assert pylance.dataset(b).to_table().equals(pylance.dataset(a).to_table())
+    assert lancepy.dataset(b).to_table().equals(pylance.dataset(a).to_table())
+
+
+def test_a_retried_backfill_task_leaves_one_file_per_fragment(spark, tmp_path):
+    """Each task's first attempt fails after writing its fragment's file: Spark retries it;
+    the commit keeps one file per fragment and the failed attempts' files are gone."""
+    uri = _generated(tmp_path / "retry.lance", 3)
+    want = lancepy.dataset(_copy(uri, tmp_path / "local.lance"))
+    compute = _make_udf()
+    want.add_columns(compute, read_columns=["id", "x", "s"])
+    failed = tmp_path / "failed-attempts"
+    failed.mkdir()
+
+    def udf(batch):
+        # (runs in Spark's Python worker: the patch lives only until the file is written)
+        from pyspark import TaskContext
+
+        from lancepy._ops import evolution as ev
+
+        real = getattr(ev, "_unpatched_new_columns_file", ev.new_columns_file)
+        ev._unpatched_new_columns_file = real
+
+        def write_then_fail(*args, **kwargs):
+            ev.new_columns_file = real
+            made = real(*args, **kwargs)
+            if TaskContext.get().attemptNumber() == 0:
+                (failed / made["path"]).touch()
+                raise RuntimeError("injected failure after the file was written")
+            return made
+
+        ev.new_columns_file = write_then_fail
+        return compute(batch)
+
+    lspark.add_columns(spark, uri, udf, read_columns=["id", "x", "s"])
+    got = lancepy.dataset(uri)
+    assert got.to_table().equals(want.to_table())
+    assert _data_files(uri) == _referenced_files(uri)
+    assert all(len(f.data_files()) == 2 for f in got.get_fragments())
+    orphans = {p.name for p in failed.iterdir()}
+    assert len(orphans) == len(got.get_fragments()) and not orphans & _data_files(uri)
+
+
+def test_a_conflicting_commit_refuses_the_backfill_and_leaves_nothing(spark, tmp_path):
+    uri = _generated(tmp_path / "conflict.lance", 4)
+    before = lancepy.dataset(uri).version
+    marker = tmp_path / "deleted-once"
+
+    def udf(batch):
+        import os
+
+        if not os.path.exists(marker):  # another writer commits while the job runs
+            open(marker, "w").close()
+            lancepy.dataset(uri).delete("id = 1 OR id >= 0")
+        return pa.RecordBatch.from_arrays([pc.multiply(batch.column("id"), 2)], names=["twice"])
+
+    with pytest.raises(CommitConflictError, match="nothing was committed|Nothing was committed"):
+        lspark.add_columns(spark, uri, udf, read_columns=["id"])
+    ds = lancepy.dataset(uri)
+    assert ds.version == before + 1 and "twice" not in ds.schema.names
+    assert _data_files(uri) == _referenced_files(uri)
+
+
+def test_add_columns_refusals(spark, tmp_path):
+    uri = _generated(tmp_path / "refuse.lance", 5)
+    version = lancepy.dataset(uri).version
+    with pytest.raises(UnsupportedError, match="precomputed"):
+        lspark.add_columns(spark, uri, pa.table({"z": [1]}))
+    with pytest.raises(UnsupportedError, match="reader_schema"):
+        lspark.add_columns(spark, uri, _make_udf(), reader_schema=pa.schema([("z", pa.int64())]))
+    with pytest.raises(ColumnNotFoundError):
+        lspark.add_columns(spark, uri, _make_udf(), read_columns=["nope"])
+    with pytest.raises(InvalidArgumentError, match="batch_size"):
+        lspark.add_columns(spark, uri, _make_udf(), batch_size=0)
+    with pytest.raises(InvalidArgumentError, match="already exist"):
+        lspark.add_columns(spark, uri, {"x": "id + 1"})
+    # found by the tasks: a function returning the wrong number of rows
+    with pytest.raises(InvalidArgumentError, match="rows for a batch"):
+        lspark.add_columns(spark, uri, lambda b: pa.table({"z": range(b.num_rows + 1)}), read_columns=["id"])
+    assert lancepy.dataset(uri).version == version
+    assert _data_files(uri) == _referenced_files(uri)
+    # all-null columns: metadata only, committed by the driver
+    lspark.add_columns(spark, uri, pa.field("n", pa.int32()))
+    assert lancepy.dataset(uri).to_table(columns=["n"]).column(0).null_count == lancepy.dataset(uri).count_rows()
