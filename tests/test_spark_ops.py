@@ -53,6 +53,11 @@ def _referenced_files(uri) -> set:
     return out
 
 
+def _deletion_files(uri) -> set:
+    d = Path(uri) / "_deletions"
+    return {p.name for p in d.iterdir()} if d.exists() else set()
+
+
 def _generated(path, seed: int, writer=None) -> str:
     """A dataset of a few fragments of random sizes, some rows deleted (seeded)."""
     rng = np.random.default_rng(seed)
@@ -205,3 +210,128 @@ def test_add_columns_refusals(spark, tmp_path):
     # all-null columns: metadata only, committed by the driver
     lspark.add_columns(spark, uri, pa.field("n", pa.int32()))
     assert lancepy.dataset(uri).to_table(columns=["n"]).column(0).null_count == lancepy.dataset(uri).count_rows()
+
+
+# -- merge_insert --------------------------------------------------------------------------
+
+_CLAUSES = [
+    {"when_matched_update_all": True, "when_not_matched_insert_all": True},
+    {"when_matched_update_all": True},
+    {"when_not_matched_insert_all": True},
+    {"when_matched_update_all": True, "when_not_matched_insert_all": True, "when_not_matched_by_source_delete": True},
+    {"when_matched_update_all": "source.x > target.x", "when_not_matched_insert_all": True},
+    {"when_not_matched_by_source_delete": "id % 2 = 0", "when_not_matched_insert_all": True},
+    {"when_matched_delete": True, "when_not_matched_insert_all": True},
+    {"when_matched_update_all": True, "when_not_matched_by_source_delete": True},
+]
+
+
+def _apply_locally(ds, on, clauses, source: pa.Table):
+    b = ds.merge_insert(on)
+    if clauses.get("when_matched_update_all"):
+        c = clauses["when_matched_update_all"]
+        b.when_matched_update_all(None if c is True else c)
+    if clauses.get("when_matched_delete"):
+        b.when_matched_delete()
+    if clauses.get("when_not_matched_insert_all"):
+        b.when_not_matched_insert_all()
+    if clauses.get("when_not_matched_by_source_delete"):
+        c = clauses["when_not_matched_by_source_delete"]
+        b.when_not_matched_by_source_delete(None if c is True else c)
+    return b.execute(source)
+
+
+def _source(ds, seed: int, columns=None) -> pa.Table:
+    """Some of the dataset's live keys and some new ones (no key twice), random values."""
+    rng = np.random.default_rng(1000 + seed)
+    live = ds.to_table(columns=["id"]).column("id").to_numpy()
+    old = rng.choice(live, size=min(len(live), int(rng.integers(0, len(live) + 1))), replace=False) if len(live) else []
+    new = np.arange(10_000, 10_000 + int(rng.integers(1, 60)))
+    ids = rng.permutation(np.concatenate([np.asarray(old, np.int64), new]).astype(np.int64))
+    n = len(ids)
+    t = pa.table({
+        "id": ids,
+        "x": pa.array(rng.normal(size=n), mask=rng.random(n) < 0.1),
+        "s": pa.array([f"new{int(v)}" for v in rng.integers(0, 9, n)]),
+        "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=n * 4).astype(np.float32)), 4),
+    })
+    return t.select(columns) if columns else t
+
+
+def _to_spark(spark, t: pa.Table):
+    """`t` as a Spark DataFrame (vectors as Spark arrays, as a Spark job holds them)."""
+    cols = [c.cast(pa.list_(pa.float32())) if pa.types.is_fixed_size_list(c.type) else c for c in t.columns]
+    return spark.createDataFrame(pa.Table.from_arrays(cols, names=t.column_names).to_pandas())
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    return t.sort_by("id")
+
+
+@pytest.mark.parametrize("seed", range(len(_CLAUSES)))
+def test_merge_insert_on_spark_equals_local_merge_insert(spark, tmp_path, pylance, seed):
+    a = _generated(tmp_path / "local.lance", 20 + seed)
+    b = _copy(a, tmp_path / "spark.lance")
+    clauses = _CLAUSES[seed]
+    # a partial source: matched rows keep their other columns, inserted rows get nulls
+    columns = ["id", "x"] if seed == 0 else None
+    source = _source(lancepy.dataset(a), seed, columns)
+    want = _apply_locally(lancepy.dataset(a), "id", clauses, source)
+    got = lspark.merge_insert(_to_spark(spark, source), b, "id", num_partitions=1 + seed % 4, **clauses)
+    assert got == want
+    da, db = lancepy.dataset(a), lancepy.dataset(b)
+    assert db.version == da.version
+    assert _sorted(db.to_table()).equals(_sorted(da.to_table()))
+    assert _sorted(pylance.dataset(b).to_table()).equals(_sorted(da.to_table()))
+    assert _data_files(b) == _referenced_files(b)
+
+
+def test_merge_insert_refusals_leave_nothing(spark, tmp_path):
+    uri = _generated(tmp_path / "refuse.lance", 30)
+    ds = lancepy.dataset(uri)
+    version = ds.version
+    source = _source(ds, 30)
+    with pytest.raises(InvalidArgumentError, match="does nothing"):
+        lspark.merge_insert(_to_spark(spark, source), uri, "id")
+    with pytest.raises(InvalidArgumentError, match="not a column"):
+        lspark.merge_insert(_to_spark(spark, source), uri, "nope", when_not_matched_insert_all=True)
+    dup = pa.concat_tables([source, source.slice(0, 1)])
+    with pytest.raises(InvalidArgumentError, match="duplicate keys"):
+        lspark.merge_insert(_to_spark(spark, dup), uri, "id", when_matched_update_all=True,
+                            when_not_matched_insert_all=True)
+    with pytest.raises(InvalidArgumentError, match="matches a dataset row"):
+        lspark.merge_insert(_to_spark(spark, source.slice(0, 5)), uri, "id", when_matched_fail=True,
+                            when_not_matched_insert_all=True)
+    from lancepy.exceptions import SchemaMismatchError
+
+    with pytest.raises(SchemaMismatchError, match="no \\['extra'\\]"):
+        lspark.merge_insert(_to_spark(spark, source.append_column("extra", pa.array([1] * source.num_rows))),
+                            uri, "id", when_not_matched_insert_all=True)
+    assert lancepy.dataset(uri).version == version
+    assert _data_files(uri) == _referenced_files(uri)
+
+
+def test_a_conflicting_commit_refuses_the_merge_and_leaves_nothing(spark, tmp_path):
+    uri = _generated(tmp_path / "conflict.lance", 31)
+    source = _source(lancepy.dataset(uri), 31)
+    before = lancepy.dataset(uri).version
+    deletions = _deletion_files(uri)
+    # pin the version the job reads, then let another writer delete everything first
+    import lancepy.spark.merge as lmerge
+
+    real = lmerge._commit
+
+    def commit_after_a_concurrent_delete(ds, *args):
+        lancepy.dataset(uri).delete("id >= 0")
+        return real(ds, *args)
+
+    lmerge._commit = commit_after_a_concurrent_delete
+    try:
+        with pytest.raises(CommitConflictError, match="Nothing was committed"):
+            lspark.merge_insert(_to_spark(spark, source), uri, "id", when_matched_update_all=True,
+                                when_not_matched_insert_all=True)
+    finally:
+        lmerge._commit = real
+    assert lancepy.dataset(uri).version == before + 1
+    assert _data_files(uri) == _referenced_files(uri)
+    assert _deletion_files(uri) == deletions  # (the whole-fragment delete wrote none)
