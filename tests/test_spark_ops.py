@@ -270,7 +270,7 @@ def _sorted(t: pa.Table) -> pa.Table:
 
 @pytest.mark.parametrize("seed", range(len(_CLAUSES)))
 def test_merge_insert_on_spark_equals_local_merge_insert(spark, tmp_path, pylance, seed):
-    a = _generated(tmp_path / "local.lance", 20 + seed)
+    a = _generated(tmp_path / "local.lance", 20 + seed, writer=pylance if seed == 3 else None)
     b = _copy(a, tmp_path / "spark.lance")
     clauses = _CLAUSES[seed]
     # a partial source: matched rows keep their other columns, inserted rows get nulls
@@ -335,3 +335,44 @@ def test_a_conflicting_commit_refuses_the_merge_and_leaves_nothing(spark, tmp_pa
     assert lancepy.dataset(uri).version == before + 1
     assert _data_files(uri) == _referenced_files(uri)
     assert _deletion_files(uri) == deletions  # (the whole-fragment delete wrote none)
+
+
+def test_a_retried_merge_task_leaves_no_orphan(spark, tmp_path, monkeypatch):
+    """Each bucket's first attempt fails after writing its new fragments: Spark retries it;
+    the commit keeps one attempt's files and the failed attempts' files are gone."""
+    import lancepy.spark.merge as lmerge
+
+    a = _generated(tmp_path / "local.lance", 40)
+    b = _copy(a, tmp_path / "spark.lance")
+    source = _source(lancepy.dataset(a), 40)
+    clauses = {"when_matched_update_all": True, "when_not_matched_insert_all": True}
+    want = _apply_locally(lancepy.dataset(a), "id", clauses, source)
+    failed = tmp_path / "failed-attempts"
+    failed.mkdir()
+    real = lmerge._bucket_task
+
+    def failing_first_attempts(*args):
+        run = real(*args)
+
+        def wrapped(key, src, tgt):
+            import json as _json
+
+            from pyspark import TaskContext
+
+            out = run(key, src, tgt)
+            if TaskContext.get().attemptNumber() == 0:
+                for f in _json.loads(out.column("result")[0].as_py())["fragments"]:
+                    for d in f["files"]:
+                        (failed / d["path"]).touch()
+                raise RuntimeError("injected failure after the files were written")
+            return out
+
+        return wrapped
+
+    monkeypatch.setattr(lmerge, "_bucket_task", failing_first_attempts)
+    got = lspark.merge_insert(_to_spark(spark, source), b, "id", num_partitions=3, **clauses)
+    assert got == want
+    assert _sorted(lancepy.dataset(b).to_table()).equals(_sorted(lancepy.dataset(a).to_table()))
+    orphans = {p.name for p in failed.iterdir()}
+    assert orphans and not orphans & _data_files(b)
+    assert _data_files(b) == _referenced_files(b)
