@@ -376,3 +376,118 @@ def test_a_retried_merge_task_leaves_no_orphan(spark, tmp_path, monkeypatch):
     orphans = {p.name for p in failed.iterdir()}
     assert orphans and not orphans & _data_files(b)
     assert _data_files(b) == _referenced_files(b)
+
+
+# -- create_index --------------------------------------------------------------------------
+
+
+def _vectors(path, seed: int, n: int = 3000, dim: int = 16) -> str:
+    rng = np.random.default_rng(seed)
+    t = pa.table({
+        "id": np.arange(n, dtype=np.int64),
+        "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=n * dim).astype(np.float32)), dim),
+    })
+    uri = str(path)
+    lancepy.write_dataset(t, uri, max_rows_per_file=int(rng.integers(300, 900)))
+    lancepy.dataset(uri).delete("id % 11 = 3")
+    return uri
+
+
+def _segments(uri) -> set:
+    """Index segment directories holding files (deleting a segment's files may leave its
+    empty directory on a local file system, as object stores have no directories)."""
+    d = Path(uri) / "_indices"
+    return {p.name for p in d.iterdir() if any(p.iterdir())} if d.exists() else set()
+
+
+@pytest.mark.parametrize(
+    "kind,kw",
+    [
+        ("IVF_PQ", {"num_partitions": 8, "num_sub_vectors": 4}),
+        ("IVF_FLAT", {"num_partitions": 6, "metric": "cosine"}),
+        ("IVF_SQ", {"num_partitions": 4}),
+    ],
+)
+def test_create_index_on_spark_searches_as_the_local_index(spark, tmp_path, pylance, kind, kw):
+    """Trained on the driver with a seed, one segment per task; the local build given the
+    same training (the seed) finds the same rows at the same distances, in lancepy and in
+    pylance, which searches the segments as one index."""
+    a = _vectors(tmp_path / "local.lance", len(kind))
+    b = _copy(a, tmp_path / "spark.lance")
+    lancepy.dataset(a).create_index("v", kind, seed=7, **kw)
+    version = lspark.create_index(spark, b, "v", kind, seed=7, num_segments=3, **kw)
+    db = lancepy.dataset(b)
+    assert version == db.version
+    [desc] = pylance.dataset(b).describe_indices()
+    assert len(desc.segments) == 3 and desc.num_rows_indexed == lancepy.dataset(a).count_rows()
+    # the segments cover every fragment once, and are the only index files
+    covered = sorted(f for seg in desc.segments for f in seg.fragment_ids)
+    assert covered == sorted(f.fragment_id for f in db.get_fragments())
+    assert _segments(b) == {str(seg.uuid) for seg in desc.segments}
+    rng = np.random.default_rng(99)
+    for _ in range(5):
+        q = rng.normal(size=16).astype(np.float32)
+        for nprobes in (1, 3):
+            near = {"column": "v", "q": q, "k": 10, "nprobes": nprobes}
+            want = lancepy.dataset(a).to_table(columns=["id"], nearest=near)
+            got = lancepy.dataset(b).to_table(columns=["id"], nearest=near)
+            ref = pylance.dataset(b).to_table(columns=["id"], nearest=near)
+            assert got.column("id").to_pylist() == want.column("id").to_pylist()
+            assert ref.column("id").to_pylist() == want.column("id").to_pylist()
+            np.testing.assert_allclose(ref.column("_distance").to_numpy(), want.column("_distance").to_numpy(), rtol=1e-5)
+    plan = pylance.dataset(b).scanner(nearest={"column": "v", "q": q, "k": 10}).explain_plan()
+    assert "ANNSubIndex" in plan and "deltas=3" in plan
+
+
+def test_a_retried_index_task_leaves_no_orphan_segment(spark, tmp_path, monkeypatch, pylance):
+    import lancepy.spark.index as lindex
+
+    uri = _vectors(tmp_path / "retry.lance", 11)
+    failed = tmp_path / "failed-attempts"
+    failed.mkdir()
+    real = lindex._task
+
+    def failing_first_attempts(*args):
+        run = real(*args)
+
+        def wrapped(batches):
+            from pyspark import TaskContext
+
+            for out in run(batches):
+                if TaskContext.get().attemptNumber() == 0:
+                    import json as _json
+                    import uuid as _uuid
+
+                    entry = _json.loads(out.column("result")[0].as_py())
+                    (failed / str(_uuid.UUID(bytes=bytes(entry["uuid"]["uuid"])))).touch()
+                    raise RuntimeError("injected failure after the segment was written")
+                yield out
+
+        return wrapped
+
+    monkeypatch.setattr(lindex, "_task", failing_first_attempts)
+    lspark.create_index(spark, uri, "v", "IVF_PQ", num_partitions=4, num_sub_vectors=4, num_segments=2, seed=1)
+    orphans = {p.name for p in failed.iterdir()}
+    assert len(orphans) == 2
+    kept = _segments(uri)
+    assert len(kept) == 2 and not orphans & kept
+    [desc] = pylance.dataset(uri).describe_indices()
+    assert {str(seg.uuid) for seg in desc.segments} == kept
+
+
+def test_create_index_refusals_leave_nothing(spark, tmp_path):
+    from lancepy.exceptions import NotSupportedError
+
+    uri = _vectors(tmp_path / "refuse.lance", 12)
+    version = lancepy.dataset(uri).version
+    with pytest.raises(NotSupportedError, match="fragment_ids"):
+        lspark.create_index(spark, uri, "v", "IVF_PQ", num_partitions=4, num_sub_vectors=4, fragment_ids=[0])
+    with pytest.raises(InvalidArgumentError, match="num_sub_vectors"):
+        lspark.create_index(spark, uri, "v", "IVF_PQ", num_partitions=4)
+    with pytest.raises(InvalidArgumentError, match="unexpected keyword"):
+        lspark.create_index(spark, uri, "v", "IVF_PQ", num_partitions=4, num_sub_vectors=4, bogus=1)
+    with pytest.raises(NotSupportedError):
+        lspark.create_index(spark, uri, "v", "HNSW")
+    with pytest.raises(InvalidArgumentError, match="num_segments"):
+        lspark.create_index(spark, uri, "v", "IVF_FLAT", num_partitions=4, num_segments=0)
+    assert lancepy.dataset(uri).version == version and not _segments(uri)

@@ -15,6 +15,8 @@ Two ways in:
   (:mod:`lancepy.spark.backfill`).
 * :func:`merge_insert` upserts a Spark DataFrame into a dataset, matched in Spark's tasks
   (pyspark 4.0 and later; :mod:`lancepy.spark.merge`).
+* :func:`create_index` builds an IVF vector index: trained on the driver, one segment per
+  Spark task (:mod:`lancepy.spark.index`).
 """
 
 from __future__ import annotations
@@ -38,13 +40,14 @@ from lancepy.spark._mapinarrow import (  # noqa: F401  (private names: tests and
 )
 from lancepy.spark.backfill import add_columns
 from lancepy.spark.compaction import compact_files
+from lancepy.spark.index import create_index
 from lancepy.spark.merge import merge_insert
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; pyspark is imported lazily
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "write_dataset", "read_dataset", "register", "compact_files", "add_columns", "merge_insert", "DEFAULT_MAX_BYTES_PER_FILE",
+    "write_dataset", "read_dataset", "register", "compact_files", "add_columns", "merge_insert", "create_index", "DEFAULT_MAX_BYTES_PER_FILE",
 ]
 
 
