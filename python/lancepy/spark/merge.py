@@ -74,8 +74,8 @@ def merge_insert(
             methods of those names.
         when_not_matched_by_source_delete: ``True``, or the filter over the dataset's columns
             of :meth:`MergeInsertBuilder.when_not_matched_by_source_delete`.
-        num_partitions: buckets the keys are hashed into (one Spark task each; default
-            ``spark.sql.shuffle.partitions``).
+        num_partitions: buckets the keys are hashed into (one Spark task each, writing at
+            least one fragment where it has rows to write; default Spark's default parallelism).
         storage_options: for the dataset's store (drivers and tasks).
 
     `df`'s columns are the dataset's (by name, any order; its types cast to the dataset's as
@@ -145,7 +145,7 @@ def merge_insert(
         raise SchemaMismatchError(f"the source lacks merge key column(s) {lacking}")
 
     spark = df.sparkSession
-    n = num_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    n = num_partitions or spark.sparkContext.defaultParallelism
     key_arrow, key_struct = _m._spark_schema_of(pa.schema([ds.schema.field(k) for k in keys]))
     source = df
     for f in key_struct.fields:  # the same Spark types on both sides, so the same hashes
