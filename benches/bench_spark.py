@@ -372,12 +372,21 @@ def datasource_bench(spark: Any, df: Any, args: argparse.Namespace, base: str) -
     return "\n".join(lines)
 
 
-def _ops_udf(batch: pa.RecordBatch) -> pa.RecordBatch:
-    import numpy as np
+def _ops_udf(repeat: int) -> Any:
+    """The backfill's function: numpy over id and x, its work done `repeat` times (a stand-in
+    for a costlier model)."""
 
-    x = batch.column("x").to_numpy(zero_copy_only=False)
-    i = batch.column("id").to_numpy(zero_copy_only=False).astype(np.float64)
-    return pa.RecordBatch.from_arrays([pa.array(np.sin(x) * np.cos(i) + np.log1p(np.abs(x)) * np.sqrt(i))], names=["y"])
+    def udf(batch: pa.RecordBatch) -> pa.RecordBatch:
+        import numpy as np
+
+        x = batch.column("x").to_numpy(zero_copy_only=False)
+        i = batch.column("id").to_numpy(zero_copy_only=False).astype(np.float64)
+        y = np.zeros_like(x)
+        for r in range(repeat):
+            y += np.sin(x + r) * np.cos(i) + np.log1p(np.abs(x)) * np.sqrt(i)
+        return pa.RecordBatch.from_arrays([pa.array(y)], names=["y"])
+
+    return udf
 
 
 def ops_bench(spark: Any, args: argparse.Namespace, base: str) -> str:
@@ -418,11 +427,12 @@ def ops_bench(spark: Any, args: argparse.Namespace, base: str) -> str:
     def mi(ds: Any) -> Any:
         return ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
 
+    udf = _ops_udf(args.udf_repeat)
     ops = {
         "add_columns": (seed_uri, [
-            ("lancepy local", lambda u: lancepy.dataset(u).add_columns(_ops_udf, read_columns=["id", "x"], batch_size=8192)),
-            ("pylance local", lambda u: lance.dataset(u).add_columns(_ops_udf, read_columns=["id", "x"], batch_size=8192)),
-            ("lancepy.spark", lambda u: lspark.add_columns(spark, u, _ops_udf, read_columns=["id", "x"], batch_size=8192)),
+            ("lancepy local", lambda u: lancepy.dataset(u).add_columns(udf, read_columns=["id", "x"], batch_size=8192)),
+            ("pylance local", lambda u: lance.dataset(u).add_columns(udf, read_columns=["id", "x"], batch_size=8192)),
+            ("lancepy.spark", lambda u: lspark.add_columns(spark, u, udf, read_columns=["id", "x"], batch_size=8192)),
         ]),
         "merge_insert": (seed_uri, [
             ("lancepy local", lambda u: mi(lancepy.dataset(u)).execute(source)),
@@ -445,6 +455,8 @@ def ops_bench(spark: Any, args: argparse.Namespace, base: str) -> str:
             return t.num_rows, round(float(np.sum(t.column("x").to_numpy())), 6)
         return sum(int(i.num_rows_indexed) for i in lance.dataset(u).describe_indices())
 
+    if args.only:
+        ops = {k: v for k, v in ops.items() if k.split()[0] in args.only.split(",")}
     runs: Dict[str, Dict[str, List[float]]] = {}
     for op, (src, variants) in ops.items():
         seen = {}
@@ -466,7 +478,7 @@ def ops_bench(spark: Any, args: argparse.Namespace, base: str) -> str:
         f"pyspark {__import__('pyspark').__version__}, master {args.master}, {os.cpu_count()} cores (shared with other "
         f"engineers' builds), load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} after the timed runs",
         "",
-        f"{n:,} rows (id, x, s) in fragments of {args.rows_per_fragment:,}; merge source {m:,} rows (half matching); "
+        f"{n:,} rows (id, x, s) in fragments of {args.rows_per_fragment:,}; backfill function work x{args.udf_repeat}; merge source {m:,} rows (half matching); "
         f"index: {ni:,} x {dim}-d float32, IVF_PQ {ipq}; median of {args.repeats} interleaved runs, seconds.",
         "",
         "| operation | lancepy local | pylance local | lancepy.spark | spark vs lancepy local | spark vs pylance local |",
@@ -500,6 +512,8 @@ def main() -> None:
     ap.add_argument("--rows-per-fragment", type=int, default=100_000, help="--ops: rows per fragment")
     ap.add_argument("--index-rows", type=int, default=100_000, help="--ops: vectors indexed")
     ap.add_argument("--index-partitions", type=int, default=32, help="--ops: IVF partitions")
+    ap.add_argument("--udf-repeat", type=int, default=1, help="--ops: the backfill function's work, times")
+    ap.add_argument("--only", default="", help="--ops: add_columns,merge_insert,create_index (default all)")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession, functions as F
