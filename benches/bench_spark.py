@@ -473,6 +473,22 @@ def ops_bench(spark: Any, args: argparse.Namespace, base: str) -> str:
                 fn(u)
                 runs.setdefault(op, {}).setdefault(name, []).append(time.perf_counter() - t0)
                 shutil.rmtree(u, ignore_errors=True)
+    # Spark's own floor: a mapInArrow job of as many tasks as the dataset has fragments that
+    # does nothing (scheduling, task launch, Python workers).
+    tasks = len(lancepy.dataset(seed_uri).get_fragments())
+    floor = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        spark.range(0, tasks, 1, numPartitions=tasks).mapInArrow(lambda it: (b for b in it), "id long").collect()
+        floor.append(time.perf_counter() - t0)
+    # Spark's own floor: a mapInArrow job of as many tasks as the dataset has fragments that
+    # does nothing (scheduling, task launch, Python workers).
+    tasks = len(lancepy.dataset(seed_uri).get_fragments())
+    floor = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        spark.range(0, tasks, 1, numPartitions=tasks).mapInArrow(lambda it: (b for b in it), "id long").collect()
+        floor.append(time.perf_counter() - t0)
     load = os.getloadavg()
     lines = [
         f"pyspark {__import__('pyspark').__version__}, master {args.master}, {os.cpu_count()} cores (shared with other "
@@ -488,6 +504,8 @@ def ops_bench(spark: Any, args: argparse.Namespace, base: str) -> str:
         t = {k: statistics.median(v) for k, v in by.items()}
         lo, py, sp = t["lancepy local"], t["pylance local"], t["lancepy.spark"]
         lines.append(f"| {op} | {lo:.2f} | {py:.2f} | {sp:.2f} | {lo / sp:.2f}x | {py / sp:.2f}x |")
+    lines += ["", f"Spark's floor here: a mapInArrow job of {tasks} tasks that does nothing takes "
+              f"{statistics.median(floor):.2f} s (median of {args.repeats})."]
     source_df.unpersist()
     return "\n".join(lines)
 
