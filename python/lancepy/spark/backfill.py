@@ -5,7 +5,8 @@ The driver pins the dataset's latest version and checks the arguments; each task
 version, computes its fragment's new columns exactly as the local operation does
 (:func:`lancepy._ops.evolution.fragment_values`: runs of `batch_size` physical rows with the
 deleted ones left out, deleted rows null), writes them as one data file named with the job's
-tag and reports the file. The driver keeps one attempt per fragment (the lowest task attempt
+tag and reports the file. Once no task of the job runs any more (stragglers are waited for,
+as by :func:`write_dataset`), the driver keeps one attempt per fragment (the lowest task attempt
 id that reported), deletes every other file of the job, and commits one ``Merge`` against the
 pinned version; a failed job, a refused argument found late or a conflicting commit leaves no
 file of the job behind.
@@ -129,7 +130,8 @@ def add_columns(
     plan = _Plan(ds.uri, ds.version, so, transforms, columns, batch_size, ds.max_field_id + 1, job_tag, fids)
     job = spark.range(0, len(fids), 1, numPartitions=len(fids))
     try:
-        rows = job.mapInArrow(_task(plan), _RESULT_SCHEMA).collect()
+        rows = _m._run_job(spark, f"lancepy-add-columns-{job_tag}", f"lancepy.spark.add_columns {ds.uri}",
+                           job.mapInArrow(_task(plan), _RESULT_SCHEMA).collect)
     except BaseException:
         _m._delete_job_files(store, job_tag)
         raise

@@ -11,7 +11,8 @@ index (its plans show ``deltas=<num_segments>``), and with the same training a s
 rows a single-segment build gives.
 
 A task's segment directory is named by a uuid derived from the job, the task and its attempt
-number, so the driver knows every directory an attempt may have written: it keeps one attempt
+number, so the driver knows every directory an attempt may have written. Once no task of the
+job runs any more, it keeps one attempt
 per task (the lowest task attempt id that reported) and deletes the others' directories, and
 all of them if the job or the commit fails.
 """
@@ -104,13 +105,14 @@ def create_index(
         raise InvalidArgumentError("lancepy.spark.create_index: the dataset has no rows to index")
     trained = _ivf_build.train(ds, plan.column, plan.dim, plan.params, fragments, lambda *_: None)
     groups = _groups([(f.fragment_id, f.count_rows()) for f in fragments],
-                     num_segments or spark.sparkContext.defaultParallelism)
+                     num_segments or _m._parallelism(spark))
     job_tag = uuid.uuid4().hex
     store = _m._store(ds.uri, so)
     job = spark.range(0, len(groups), 1, numPartitions=len(groups))
     task = _task(ds.uri, ds.version, so, plan, trained, groups, job_tag)
     try:
-        rows = job.mapInArrow(task, _RESULT_SCHEMA).collect()
+        rows = _m._run_job(spark, f"lancepy-create-index-{job_tag}", f"lancepy.spark.create_index {ds.uri}",
+                           job.mapInArrow(task, _RESULT_SCHEMA).collect)
     except BaseException:
         _delete_segments(store, job_tag, len(groups), keep=())
         raise

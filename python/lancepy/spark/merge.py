@@ -9,7 +9,7 @@ cogrouped by bucket, so a bucket holds every source row and every dataset row of
 Each bucket's task runs the local merge's decision (:meth:`MergeInsertBuilder._decide`: the
 same duplicate-key check, conditions and partial-column rules) on its share, writes the rows
 to insert or rewrite as new fragments named with the job's tag, and reports them with the
-row addresses to delete. The driver keeps one attempt per bucket (the lowest task attempt id
+row addresses to delete. Once no task of the job runs any more, the driver keeps one attempt per bucket (the lowest task attempt id
 that reported), deletes every other file of the job, writes the deletion files and commits
 one ``Update`` against the pinned version; a failed job, a refusal or a conflicting commit
 leaves no file of the job behind.
@@ -145,7 +145,7 @@ def merge_insert(
         raise SchemaMismatchError(f"the source lacks merge key column(s) {lacking}")
 
     spark = df.sparkSession
-    n = num_partitions or spark.sparkContext.defaultParallelism
+    n = num_partitions or _m._parallelism(spark)
     key_arrow, key_struct = _m._spark_schema_of(pa.schema([ds.schema.field(k) for k in keys]))
     source = df
     for f in key_struct.fields:  # the same Spark types on both sides, so the same hashes
@@ -164,9 +164,8 @@ def merge_insert(
     store = _m._store(ds.uri, so)
     run = _bucket_task(ds.uri, ds.version, so, settings, job_tag)
     try:
-        rows = (
-            source.groupBy(_BUCKET).cogroup(target.groupBy(_BUCKET)).applyInArrow(run, _RESULT_SCHEMA).collect()
-        )
+        job = source.groupBy(_BUCKET).cogroup(target.groupBy(_BUCKET)).applyInArrow(run, _RESULT_SCHEMA)
+        rows = _m._run_job(spark, f"lancepy-merge-insert-{job_tag}", f"lancepy.spark.merge_insert {ds.uri}", job.collect)
     except BaseException:
         _m._delete_job_files(store, job_tag)
         raise
