@@ -104,6 +104,11 @@ def test_add_columns_on_spark_equals_local_add_columns(spark, tmp_path, pylance,
     batch_size = int(rng.integers(1, 64))
     if seed % 2:
         transforms, kw = {"y": "x * 2 + id", "t": "upper(s)", "big": "id > 100"}, {}
+    elif seed == 4:  # a batch_udf (its results checked against its output schema in the tasks)
+        from lancepy.udf import batch_udf
+
+        out = pa.schema([("y", pa.float64()), ("su", pa.string())])
+        transforms, kw = batch_udf(output_schema=out)(_make_udf()), {"read_columns": ["id", "x", "s"]}
     else:
         transforms, kw = _make_udf(), {"read_columns": ["id", "x", "s"]}
     lancepy.dataset(a).add_columns(transforms, batch_size=batch_size, **kw)
@@ -198,6 +203,10 @@ def test_add_columns_refusals(spark, tmp_path):
         lspark.add_columns(spark, uri, _make_udf(), reader_schema=pa.schema([("z", pa.int64())]))
     with pytest.raises(ColumnNotFoundError):
         lspark.add_columns(spark, uri, _make_udf(), read_columns=["nope"])
+    from lancepy.udf import batch_udf
+
+    with pytest.raises(UnsupportedError, match="checkpoint"):
+        lspark.add_columns(spark, uri, batch_udf(checkpoint_file=str(tmp_path / "ck.sqlite"))(_make_udf()))
     with pytest.raises(InvalidArgumentError, match="batch_size"):
         lspark.add_columns(spark, uri, _make_udf(), batch_size=0)
     with pytest.raises(InvalidArgumentError, match="already exist"):
