@@ -16,6 +16,12 @@ timed). Side by side, median of `--repeats` runs each:
 
 Run ``python benches/bench_spark.py --rows 1000000`` (the default); ``--rows 5000000`` is
 the issue's size. ``--write-results`` appends the table to benches/RESULTS.md.
+
+``--ops``: the distributed operations instead, each against the same operation run locally by
+lancepy and by pylance on copies of the same dataset (`--rows` rows of id, x, s in fragments
+of `--rows-per-fragment`): a backfill (``add_columns`` of a numpy function of id and x),
+an upsert (``merge_insert`` of `--rows` / 5 rows, half of them matching, update-all +
+insert-all) and an IVF_PQ index build (`--index-rows` vectors of `--dim`).
 """
 
 from __future__ import annotations
@@ -366,6 +372,144 @@ def datasource_bench(spark: Any, df: Any, args: argparse.Namespace, base: str) -
     return "\n".join(lines)
 
 
+def _ops_udf(repeat: int) -> Any:
+    """The backfill's function: numpy over id and x, its work done `repeat` times (a stand-in
+    for a costlier model)."""
+
+    def udf(batch: pa.RecordBatch) -> pa.RecordBatch:
+        import numpy as np
+
+        x = batch.column("x").to_numpy(zero_copy_only=False)
+        i = batch.column("id").to_numpy(zero_copy_only=False).astype(np.float64)
+        y = np.zeros_like(x)
+        for r in range(repeat):
+            y += np.sin(x + r) * np.cos(i) + np.log1p(np.abs(x)) * np.sqrt(i)
+        return pa.RecordBatch.from_arrays([pa.array(y)], names=["y"])
+
+    return udf
+
+
+def ops_bench(spark: Any, args: argparse.Namespace, base: str) -> str:
+    """lancepy.spark's add_columns / merge_insert / create_index vs the local operations of
+    lancepy and pylance, each run on a fresh copy of the same dataset (copying not timed)."""
+    import lance
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = args.rows
+    table = pa.table({
+        "id": np.arange(n, dtype=np.int64),
+        "x": rng.normal(size=n),
+        "s": pa.array([f"s{i % 1000}" for i in range(n)]),
+    })
+    seed_uri = os.path.join(base, "ops-seed")
+    lancepy.write_dataset(table, seed_uri, max_rows_per_file=args.rows_per_fragment)
+    m = n // 5
+    keys = np.concatenate([rng.choice(n, m // 2, replace=False), np.arange(n, n + m - m // 2)]).astype(np.int64)
+    source = pa.table({"id": keys, "x": rng.normal(size=m), "s": pa.array([f"new{i % 97}" for i in range(m)])})
+    source_df = spark.createDataFrame(source.to_pandas()).repartition(args.partitions).cache()
+    source_df.count()
+    dim, ni = args.dim, args.index_rows
+    vec_uri = os.path.join(base, "ops-vectors")
+    lancepy.write_dataset(
+        pa.table({"id": np.arange(ni, dtype=np.int64),
+                  "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=ni * dim).astype(np.float32)), dim)}),
+        vec_uri, max_rows_per_file=max(ni // 8, 1),
+    )
+    ipq = {"num_partitions": args.index_partitions, "num_sub_vectors": dim // 8}
+    counter = iter(range(10**6))
+
+    def copy(src: str) -> str:
+        dst = os.path.join(base, f"ops-{next(counter)}")
+        shutil.copytree(src, dst)
+        return dst
+
+    def mi(ds: Any) -> Any:
+        return ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+
+    udf = _ops_udf(args.udf_repeat)
+    ops = {
+        "add_columns": (seed_uri, [
+            ("lancepy local", lambda u: lancepy.dataset(u).add_columns(udf, read_columns=["id", "x"], batch_size=8192)),
+            ("pylance local", lambda u: lance.dataset(u).add_columns(udf, read_columns=["id", "x"], batch_size=8192)),
+            ("lancepy.spark", lambda u: lspark.add_columns(spark, u, udf, read_columns=["id", "x"], batch_size=8192)),
+        ]),
+        "merge_insert": (seed_uri, [
+            ("lancepy local", lambda u: mi(lancepy.dataset(u)).execute(source)),
+            ("pylance local", lambda u: mi(lance.dataset(u)).execute(source)),
+            ("lancepy.spark", lambda u: lspark.merge_insert(source_df, u, "id", when_matched_update_all=True,
+                                                            when_not_matched_insert_all=True)),
+        ]),
+        "create_index IVF_PQ": (vec_uri, [
+            ("lancepy local", lambda u: lancepy.dataset(u).create_index("v", "IVF_PQ", **ipq)),
+            ("pylance local", lambda u: lance.dataset(u).create_index("v", "IVF_PQ", **ipq)),
+            ("lancepy.spark", lambda u: lspark.create_index(spark, u, "v", "IVF_PQ", **ipq)),
+        ]),
+    }
+    def outcome(op: str, u: str) -> Any:
+        ds = lancepy.dataset(u)
+        if op == "add_columns":
+            return ds.count_rows(), round(float(np.sum(ds.to_table(columns=["y"]).column("y").to_numpy())), 6)
+        if op == "merge_insert":
+            t = ds.to_table(columns=["id", "x"])
+            return t.num_rows, round(float(np.sum(t.column("x").to_numpy())), 6)
+        return sum(int(i.num_rows_indexed) for i in lance.dataset(u).describe_indices())
+
+    if args.only:
+        ops = {k: v for k, v in ops.items() if k.split()[0] in args.only.split(",")}
+    runs: Dict[str, Dict[str, List[float]]] = {}
+    for op, (src, variants) in ops.items():
+        seen = {}
+        for name, fn in variants:  # warm-up (workers, page cache), and a check of the result
+            u = copy(src)
+            fn(u)
+            seen[name] = outcome(op, u)
+            shutil.rmtree(u, ignore_errors=True)
+        assert len(set(seen.values())) == 1, (op, seen)
+        for _ in range(args.repeats):  # interleaved rounds: load changes hit every variant
+            for name, fn in variants:
+                u = copy(src)
+                t0 = time.perf_counter()
+                fn(u)
+                runs.setdefault(op, {}).setdefault(name, []).append(time.perf_counter() - t0)
+                shutil.rmtree(u, ignore_errors=True)
+    # Spark's own floor: a mapInArrow job of as many tasks as the dataset has fragments that
+    # does nothing (scheduling, task launch, Python workers).
+    tasks = len(lancepy.dataset(seed_uri).get_fragments())
+    floor = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        spark.range(0, tasks, 1, numPartitions=tasks).mapInArrow(lambda it: (b for b in it), "id long").collect()
+        floor.append(time.perf_counter() - t0)
+    # Spark's own floor: a mapInArrow job of as many tasks as the dataset has fragments that
+    # does nothing (scheduling, task launch, Python workers).
+    tasks = len(lancepy.dataset(seed_uri).get_fragments())
+    floor = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        spark.range(0, tasks, 1, numPartitions=tasks).mapInArrow(lambda it: (b for b in it), "id long").collect()
+        floor.append(time.perf_counter() - t0)
+    load = os.getloadavg()
+    lines = [
+        f"pyspark {__import__('pyspark').__version__}, master {args.master}, {os.cpu_count()} cores (shared with other "
+        f"engineers' builds), load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} after the timed runs",
+        "",
+        f"{n:,} rows (id, x, s) in fragments of {args.rows_per_fragment:,}; backfill function work x{args.udf_repeat}; merge source {m:,} rows (half matching); "
+        f"index: {ni:,} x {dim}-d float32, IVF_PQ {ipq}; median of {args.repeats} interleaved runs, seconds.",
+        "",
+        "| operation | lancepy local | pylance local | lancepy.spark | spark vs lancepy local | spark vs pylance local |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for op, by in runs.items():
+        t = {k: statistics.median(v) for k, v in by.items()}
+        lo, py, sp = t["lancepy local"], t["pylance local"], t["lancepy.spark"]
+        lines.append(f"| {op} | {lo:.2f} | {py:.2f} | {sp:.2f} | {lo / sp:.2f}x | {py / sp:.2f}x |")
+    lines += ["", f"Spark's floor here: a mapInArrow job of {tasks} tasks that does nothing takes "
+              f"{statistics.median(floor):.2f} s (median of {args.repeats})."]
+    source_df.unpersist()
+    return "\n".join(lines)
+
+
 def fmt_s(x: float) -> str:
     return f"{x:.2f}"
 
@@ -382,6 +526,12 @@ def main() -> None:
     ap.add_argument("--writes-only", action="store_true", help="only lancepy.spark vs pylance by hand (A/B)")
     ap.add_argument("--datasource", action="store_true", help='only the data source "lance" (lancepy.spark.register)')
     ap.add_argument("--rss-variant", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--ops", action="store_true", help="only the distributed operations vs the local ones")
+    ap.add_argument("--rows-per-fragment", type=int, default=100_000, help="--ops: rows per fragment")
+    ap.add_argument("--index-rows", type=int, default=100_000, help="--ops: vectors indexed")
+    ap.add_argument("--index-partitions", type=int, default=32, help="--ops: IVF partitions")
+    ap.add_argument("--udf-repeat", type=int, default=1, help="--ops: the backfill function's work, times")
+    ap.add_argument("--only", default="", help="--ops: add_columns,merge_insert,create_index (default all)")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession, functions as F
@@ -404,6 +554,19 @@ def main() -> None:
             spark.stop()
         return
     base = tempfile.mkdtemp(prefix="bench-spark-", dir=args.dir)
+    if args.ops:
+        try:
+            text = ops_bench(spark, args, base)
+            print(text)
+            if args.write_results:
+                cmd = "python benches/bench_spark.py " + " ".join(sys.argv[1:]).replace("--write-results", "").strip()
+                with open(os.path.join(os.path.dirname(__file__), "RESULTS.md"), "a") as f:
+                    f.write(f"\n## Spark distributed operations (benches/bench_spark.py --ops)\n\n`{cmd.strip()}`, "
+                            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n\n{text}\n")
+        finally:
+            spark.stop()
+            shutil.rmtree(base, ignore_errors=True)
+        return
     try:
         t0 = time.perf_counter()
         df = make_source(spark, args.rows, args.dim, args.partitions)

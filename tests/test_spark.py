@@ -530,3 +530,34 @@ def test_read_blob_columns_as_binary(spark, tmp_path, version):
     assert got == dict(enumerate(values))
     split = lspark.read_dataset(spark, uri, rows_per_partition=5, filter="id > 30", columns=["image"])
     assert sorted(len(r.image or b"") for r in split.collect()) == sorted(len(v or b"") for v in values[31:])
+
+
+def test_distributed_operations_on_this_pyspark(spark, tmp_path):
+    """add_columns and create_index (mapInArrow) run on every supported pyspark; merge_insert
+    needs cogrouped Arrow functions (pyspark 4.0) and refuses older ones (tests/test_spark_ops.py
+    covers all three in depth)."""
+    from lancepy.exceptions import UnsupportedError
+
+    rng = np.random.default_rng(3)
+    t = pa.table({"id": pa.array(range(600), pa.int64()),
+                  "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=600 * 8).astype(np.float32)), 8)})
+    a, b = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    for uri in (a, b):
+        lancepy.write_dataset(t, uri, max_rows_per_file=200)
+        lancepy.dataset(uri).delete("id % 5 = 1")
+    lancepy.dataset(a).add_columns({"twice": "id * 2"})
+    lspark.add_columns(spark, b, {"twice": "id * 2"})
+    assert lancepy.dataset(b).to_table().equals(lancepy.dataset(a).to_table())
+    lancepy.dataset(a).create_index("v", "IVF_FLAT", num_partitions=2, seed=3)
+    lspark.create_index(spark, b, "v", "IVF_FLAT", num_partitions=2, seed=3, num_segments=2)
+    q = rng.normal(size=8).astype(np.float32)
+    near = {"column": "v", "q": q, "k": 5}
+    assert (lancepy.dataset(b).to_table(columns=["id"], nearest=near).column("id").to_pylist()
+            == lancepy.dataset(a).to_table(columns=["id"], nearest=near).column("id").to_pylist())
+    df = spark.createDataFrame([(1, 2)], "id long, twice long")
+    if hasattr(__import__("pyspark.sql.pandas.group_ops", fromlist=["x"]).PandasCogroupedOps, "applyInArrow"):
+        got = lspark.merge_insert(df, b, "id", when_matched_update_all=True, when_not_matched_insert_all=True)
+        assert got == {"num_updated_rows": 0, "num_inserted_rows": 1, "num_deleted_rows": 0}
+    else:
+        with pytest.raises(UnsupportedError, match="pyspark 4.0"):
+            lspark.merge_insert(df, b, "id", when_matched_update_all=True)

@@ -248,11 +248,25 @@ class MergeInsertBuilder:
         """Writes the merge's files: the stats and the ``Update`` body and files written to
         commit, or ``None`` when the merge changes nothing."""
         ds = self._ds
-        missing = list(missing)
+        target = ds.to_table(columns=self._on, with_row_address=True)
+        stats, addresses, rows = self._decide(source, list(missing), target)
+        if addresses is None:
+            return stats, None
+        updated = stats["num_updated_rows"]
+        planned = replace_rows_uncommitted(ds, addresses, rows, fields_modified=ds.schema.names if updated else ())
+        return stats, planned
+
+    def _decide(
+        self, source: pa.Table, missing: List[str], target: pa.Table
+    ) -> Tuple[Dict[str, int], Optional[pa.Array], Optional[pa.Table]]:
+        """What the merge of `source` (its columns the dataset's, less `missing`) does to the
+        dataset rows of `target` (their key columns and ``_rowaddr``: all of the dataset's
+        rows, or those a distributed merge gave one task): the stats, the row addresses to
+        delete and the rows to write (``None`` where nothing is to be deleted or written;
+        both ``None`` when the merge changes nothing)."""
         key_count = source.group_by(self._on).aggregate([([], "count_all")])
         if key_count.num_rows != source.num_rows:
             raise InvalidArgumentError(f"the source has duplicate keys on {self._on}")
-        target = ds.to_table(columns=self._on, with_row_address=True)
         src_keys = source.select(self._on).append_column("__src", pa.array(range(source.num_rows), pa.int64()))
         joined = target.join(src_keys, keys=self._on, join_type="full outer")
         matched = joined.filter(pc.and_(pc.is_valid(joined.column(ROW_ADDRESS)), pc.is_valid(joined.column("__src"))))
@@ -281,18 +295,17 @@ class MergeInsertBuilder:
             new_rows.append(self._complete(source.take(only_src.column("__src")), missing, None))
             inserted = only_src.num_rows
         if self._delete_not_matched_by_source and only_tgt.num_rows and self._delete_condition is not None:
-            rows = ds._take_rows(only_tgt.column(ROW_ADDRESS).combine_chunks())
+            rows = self._ds._take_rows(only_tgt.column(ROW_ADDRESS).combine_chunks())
             only_tgt = only_tgt.filter(_evaluate(rows, self._delete_condition))
         if self._delete_not_matched_by_source and only_tgt.num_rows:
             delete_addr.append(only_tgt.column(ROW_ADDRESS))
             deleted += only_tgt.num_rows
         stats = {"num_updated_rows": updated, "num_inserted_rows": inserted, "num_deleted_rows": deleted}
         if not delete_addr and not new_rows:
-            return stats, None
+            return stats, None, None
         addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())
         rows = pa.concat_tables(new_rows, promote_options="permissive") if new_rows else None
-        planned = replace_rows_uncommitted(ds, addresses, rows, fields_modified=ds.schema.names if updated else ())
-        return stats, planned
+        return stats, addresses, rows
 
 
     def _filter_matched(self, matched: pa.Table, source: pa.Table) -> pa.Table:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -58,17 +58,8 @@ def add_columns(
             empty = schema.empty_table()
             types = {n: _evaluate_values(empty, f.expression, None).type for n, f in compiled.items()}
             return add_columns(ds, pa.schema([pa.field(n, t) for n, t in types.items()]))
-        needed = sorted({c for f in compiled.values() if isinstance(f, Filter) for c in (f.columns or schema.names)})
-        if any(not isinstance(f, Filter) for f in compiled.values()):
-            needed = schema.names
-
-        def fn(batch: pa.RecordBatch) -> Dict[str, pa.Array]:
-            t = pa.Table.from_batches([batch])
-            return {
-                n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()
-            }
-
-        return ds._add_computed_columns(fn, needed or [schema.names[0]], first_id, batch_size)
+        fn, needed = sql_function(schema, compiled)
+        return ds._add_computed_columns(fn, needed, first_id, batch_size)
     if callable(transforms):
         cols = read_columns if read_columns is not None else schema.names
         return ds._add_computed_columns(transforms, cols, first_id, batch_size)
@@ -79,6 +70,22 @@ def add_columns(
             pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id
         )
     raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
+
+
+def sql_function(
+    schema: pa.Schema, compiled: Dict[str, Any]
+) -> Tuple[Callable[[pa.RecordBatch], Dict[str, pa.Array]], List[str]]:
+    """``add_columns``' function for a dict of new column names to compiled SQL expressions
+    (or pyarrow expressions) over `schema`, and the columns it reads."""
+    needed = sorted({c for f in compiled.values() if isinstance(f, Filter) for c in (f.columns or schema.names)})
+    if any(not isinstance(f, Filter) for f in compiled.values()):
+        needed = schema.names
+
+    def fn(batch: pa.RecordBatch) -> Dict[str, pa.Array]:
+        t = pa.Table.from_batches([batch])
+        return {n: _evaluate_values(t, f.expression if isinstance(f, Filter) else f, None) for n, f in compiled.items()}
+
+    return fn, needed or [schema.names[0]]
 
 
 def _is_null_cast(sql: str) -> bool:
@@ -101,55 +108,63 @@ def _add_computed_columns(
     batch_size: Optional[int] = None,
 ) -> None:
     """See :meth:`LanceDataset._add_computed_columns`."""
-    import numpy as np
-
     if batch_size is None:
         batch_size = _UDF_BATCH_SIZE
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
-    want_id, want_addr = ROW_ID in read_columns, ROW_ADDRESS in read_columns
-    columns = [c for c in read_columns if c not in (ROW_ID, ROW_ADDRESS)]
-    rows = ds._snapshot_rows()
-    new_tables = []
-    for frag in ds._loaded.manifest.get("fragments", []):
-        fid = frag.get("id", 0)
-        phys, live = rows[fid]
-        # Every physical row, so the new file lines up with the fragment's other files.
-        src = pa.table(
-            ds._snapshot.scan(
-                columns,
-                fragment_ids=[fid],
-                batch_rows=1 << 40,
-                with_row_id=want_id,
-                with_row_address=want_addr,
-                include_deleted=True,
-            )
-        )
-        src = src.select(read_columns).combine_chunks()
-        keep = np.ones(phys, dtype=bool)
-        if live < phys:
-            keep[pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
-        outs = []
-        for start in range(0, phys, batch_size):
-            live_rows = np.flatnonzero(keep[start : start + batch_size]) + start
-            part = src.take(pa.array(live_rows, pa.int64()))
-            batch = part.to_batches()
-            batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
-            out = _as_table(_udf_result(fn, batch, fid, len(outs)))
-            if out.num_rows != len(live_rows):
-                raise InvalidArgumentError(
-                    f"the add_columns function returned {out.num_rows} rows for a batch of {len(live_rows)}"
-                )
-            outs.append(out)
-        filled = [o for o in outs if o.num_rows] or outs[:1]
-        try:
-            values = pa.concat_tables(filled)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            raise InvalidArgumentError(f"the add_columns function returned batches of different schemas: {e}") from None
-        new_tables.append(_spread_over_physical_rows(values, keep))
+    new_tables = [
+        fragment_values(ds, fn, read_columns, frag.get("id", 0), batch_size)
+        for frag in ds._loaded.manifest.get("fragments", [])
+    ]
     ds._attach_new_columns(new_tables, first_id)
     if isinstance(fn, BatchUDF) and fn.cache is not None:
         fn.cache.cleanup()
+
+
+def fragment_values(
+    ds: LanceDataset, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], fid: int, batch_size: int
+) -> pa.Table:
+    """`fn`'s new columns for fragment `fid`, called as :func:`_add_computed_columns` calls
+    it (runs of `batch_size` physical rows, deleted ones left out), laid over the fragment's
+    physical rows (deleted rows null)."""
+    import numpy as np
+
+    want_id, want_addr = ROW_ID in read_columns, ROW_ADDRESS in read_columns
+    columns = [c for c in read_columns if c not in (ROW_ID, ROW_ADDRESS)]
+    phys, live = ds._snapshot_rows()[fid]
+    # Every physical row, so the new file lines up with the fragment's other files.
+    src = pa.table(
+        ds._snapshot.scan(
+            columns,
+            fragment_ids=[fid],
+            batch_rows=1 << 40,
+            with_row_id=want_id,
+            with_row_address=want_addr,
+            include_deleted=True,
+        )
+    )
+    src = src.select(read_columns).combine_chunks()
+    keep = np.ones(phys, dtype=bool)
+    if live < phys:
+        keep[pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+    outs = []
+    for start in range(0, phys, batch_size):
+        live_rows = np.flatnonzero(keep[start : start + batch_size]) + start
+        part = src.take(pa.array(live_rows, pa.int64()))
+        batch = part.to_batches()
+        batch = batch[0] if batch else pa.RecordBatch.from_pylist([], schema=src.schema)
+        out = _as_table(_udf_result(fn, batch, fid, len(outs)))
+        if out.num_rows != len(live_rows):
+            raise InvalidArgumentError(
+                f"the add_columns function returned {out.num_rows} rows for a batch of {len(live_rows)}"
+            )
+        outs.append(out)
+    filled = [o for o in outs if o.num_rows] or outs[:1]
+    try:
+        values = pa.concat_tables(filled)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise InvalidArgumentError(f"the add_columns function returned batches of different schemas: {e}") from None
+    return _spread_over_physical_rows(values, keep)
 
 
 def _udf_result(fn: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch, fragment_id: int, index: int) -> Any:
@@ -197,41 +212,78 @@ def _add_precomputed_columns(ds: LanceDataset, values: pa.Table, first_id: int) 
 
 
 def _attach_new_columns(ds: LanceDataset, new_tables: List[pa.Table], first_id: int) -> None:
-    frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
+    frags = ds._loaded.manifest.get("fragments", [])
     if not frags:
         raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
-    new_schema = new_tables[0].schema
-    new_schema = pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in new_schema])
+    new_schema = nullable_schema(new_tables[0].schema)
     ds._check_new_names(new_schema)
     lance = lance_fields_for(new_schema, first_id)
     written: List[str] = []
+    files: Dict[int, Dict[str, Any]] = {}
     try:
         for frag, table in zip(frags, new_tables):
-            phys = ds._snapshot_rows()[frag.get("id", 0)][0]
-            if table.num_rows != phys:
-                raise InvalidArgumentError(
-                    f"the new columns have {table.num_rows} rows for fragment {frag.get('id', 0)}, which has {phys}"
-                )
-            table = pa.Table.from_arrays(
-                [table.column(n).cast(new_schema.field(n).type) for n in new_schema.names], schema=new_schema
-            )
-            made = _write(
-                ds._uri,
-                table.to_reader(),
-                lance["fields"],
-                lance["metadata"],
-                max(phys, 1),
-                ds.data_storage_version,
-                storage_options=ds._storage_options,
-            )
-            if len(made) != 1:
-                raise InvalidArgumentError("internal error: expected one data file per fragment")
-            df = made[0]._manifest_json()["files"][0]
-            written.append(f"data/{df['path']}")
-            frag["files"] = frag.get("files", []) + [df]
+            fid = frag.get("id", 0)
+            files[fid] = new_columns_file(ds, fid, table, new_schema, lance)
+            written.append(f"data/{files[fid]['path']}")
     except BaseException:
         ds._store.delete(written)
         raise
+    commit_new_columns(ds, files, lance, written)
+
+
+def nullable_schema(schema: pa.Schema) -> pa.Schema:
+    """`schema` with every field nullable (new columns always are)."""
+    return pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in schema])
+
+
+def new_columns_file(
+    ds: LanceDataset,
+    fid: int,
+    table: pa.Table,
+    new_schema: pa.Schema,
+    lance: Dict[str, Any],
+    file_tag: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Writes `table` (new columns, one row per physical row of fragment `fid`, cast to
+    `new_schema`; `lance`: their fields from ``lance_fields_for``) as one new data file;
+    its manifest entry. `file_tag` goes into the file's name."""
+    phys = ds._snapshot_rows()[fid][0]
+    if table.num_rows != phys:
+        raise InvalidArgumentError(f"the new columns have {table.num_rows} rows for fragment {fid}, which has {phys}")
+    try:
+        cols = [table.column(n).cast(new_schema.field(n).type) for n in new_schema.names]
+    except KeyError as e:
+        raise InvalidArgumentError(f"fragment {fid}'s new columns lack {e}") from None
+    table = pa.Table.from_arrays(cols, schema=new_schema)
+    made = _write(
+        ds._uri,
+        table.to_reader(),
+        lance["fields"],
+        lance["metadata"],
+        max(phys, 1),
+        ds.data_storage_version,
+        file_tag=file_tag,
+        storage_options=ds._storage_options,
+    )
+    if len(made) != 1:
+        ds._store.delete([f"data/{d.path}" for f in made for d in f.files])
+        raise InvalidArgumentError("internal error: expected one data file per fragment")
+    return made[0]._manifest_json()["files"][0]
+
+
+def commit_new_columns(
+    ds: LanceDataset, files: Dict[int, Dict[str, Any]], lance: Dict[str, Any], written: List[str]
+) -> None:
+    """Commits one ``Merge``: every fragment of `ds`'s version with its new data file from
+    `files` (by fragment id; every fragment must have one) and the schema extended by
+    `lance`'s fields. `written` (the new files) are deleted if the commit fails."""
+    frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
+    lacking = [f.get("id", 0) for f in frags if f.get("id", 0) not in files]
+    if lacking:
+        ds._store.delete(written)
+        raise InvalidArgumentError(f"internal error: no new data file for fragments {lacking}")
+    for frag in frags:
+        frag["files"] = frag.get("files", []) + [files[frag.get("id", 0)]]
     fields = ds._loaded.manifest.get("fields", []) + lance["fields"]
     ds._commit(
         "Merge",

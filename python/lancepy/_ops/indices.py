@@ -5,6 +5,7 @@ functions behind :class:`LanceDataset`'s index methods."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 import pyarrow as pa
@@ -225,7 +226,7 @@ def _check_accelerator(accelerator: Any) -> None:
         raise NotSupportedError(f"create_index(accelerator={accelerator!r}): lancepy trains on the CPU (accelerator='cpu')")
 
 
-def create_index(
+def prepare_vector_index(
     ds: LanceDataset,
     column: Union[str, List[str]],
     index_type: str,
@@ -260,8 +261,9 @@ def create_index(
     seed: Optional[int] = None,
     index_file_version: Optional[str] = None,
     one_pass_ivfpq: bool = False,
-) -> "LanceDataset":
-    """See :meth:`LanceDataset.create_index`."""
+) -> "VectorIndexPlan":
+    """:func:`create_index`'s checks and choices, before anything is read (a distributed
+    build, :func:`lancepy.spark.create_index`, makes them on its driver)."""
     import warnings
 
     from lancepy._ops import ivf_build as _ivf_build
@@ -294,7 +296,7 @@ def create_index(
         raise NotSupportedError(f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ and SQ codes only")
     if index_cache_size is not None:
         warnings.warn(
-            "create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=2
+            "create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=3
         )
     if isinstance(column, (list, tuple)):
         if len(column) != 1:
@@ -377,10 +379,77 @@ def create_index(
         seed=seed,
         transposed=not skip_transpose,
     )
-    entry = _ivf_build.build(
-        ds, column, ids[column], dim, params, fragment_ids, index_uuid, name, progress_callback, files_options
+    return VectorIndexPlan(column, ids[column], dim, params, name, existing, files_options)
+
+
+@dataclass
+class VectorIndexPlan:
+    """What :func:`prepare_vector_index` found: the column (its field id and dimension), the
+    build's parameters, the index's name, the segments it replaces, the files' storage options."""
+
+    column: str
+    field_id: int
+    dim: int
+    params: Any  # ivf_build.IvfParams
+    name: str
+    existing: List[Dict[str, Any]]
+    storage_options: Any
+
+
+def create_index(
+    ds: LanceDataset,
+    column: Union[str, List[str]],
+    index_type: str,
+    name: Optional[str] = None,
+    metric: str = "L2",
+    replace: bool = False,
+    num_partitions: Optional[int] = None,
+    ivf_centroids: Any = None,
+    pq_codebook: Any = None,
+    num_sub_vectors: Optional[int] = None,
+    accelerator: Any = None,
+    index_cache_size: Optional[int] = None,
+    shuffle_partition_batches: Optional[int] = None,
+    shuffle_partition_concurrency: Optional[int] = None,
+    ivf_centroids_file: Optional[str] = None,
+    precomputed_partition_dataset: Optional[str] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    filter_nan: bool = True,
+    train: bool = True,
+    fragment_ids: Optional[List[int]] = None,
+    index_uuid: Optional[str] = None,
+    *,
+    target_partition_size: Optional[int] = None,
+    streaming_sample_rate: Optional[int] = None,
+    streaming_coreset_rate: Optional[int] = None,
+    streaming_refine_passes: Optional[int] = None,
+    skip_transpose: bool = False,
+    progress_callback: Optional[Callable[[Any], None]] = None,
+    sample_rate: int = 256,
+    max_iters: int = 50,
+    num_bits: int = 8,
+    seed: Optional[int] = None,
+    index_file_version: Optional[str] = None,
+    one_pass_ivfpq: bool = False,
+) -> "LanceDataset":
+    """See :meth:`LanceDataset.create_index`."""
+    from lancepy._ops import ivf_build as _ivf_build
+
+    plan = prepare_vector_index(
+        ds, column, index_type, name, metric, replace, num_partitions, ivf_centroids, pq_codebook, num_sub_vectors,
+        accelerator, index_cache_size, shuffle_partition_batches, shuffle_partition_concurrency, ivf_centroids_file,
+        precomputed_partition_dataset, storage_options, filter_nan, train, fragment_ids, index_uuid,
+        target_partition_size=target_partition_size, streaming_sample_rate=streaming_sample_rate,
+        streaming_coreset_rate=streaming_coreset_rate, streaming_refine_passes=streaming_refine_passes,
+        skip_transpose=skip_transpose, progress_callback=progress_callback, sample_rate=sample_rate,
+        max_iters=max_iters, num_bits=num_bits, seed=seed, index_file_version=index_file_version,
+        one_pass_ivfpq=one_pass_ivfpq,
     )
-    ds._commit("CreateIndex", {"new_indices": [entry], "removed_indices": existing})
+    entry = _ivf_build.build(
+        ds, plan.column, plan.field_id, plan.dim, plan.params, fragment_ids, index_uuid, plan.name, progress_callback,
+        plan.storage_options,
+    )
+    ds._commit("CreateIndex", {"new_indices": [entry], "removed_indices": plan.existing})
     if progress_callback is not None:
         progress_callback(_ivf_build.IndexBuildProgress("commit", 1, 1))
     return ds

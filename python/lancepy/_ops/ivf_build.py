@@ -317,12 +317,18 @@ def build(
 ) -> Dict[str, Any]:
     """Trains, encodes and writes the index files; returns the ``IndexMetadata`` (JSON form)
     to commit."""
-    import numpy as np
 
     def report(stage: str, done: int, total: int) -> None:
         if progress is not None:
             progress(IndexBuildProgress(stage, done, total))
 
+    fragments = _fragments(ds, fragment_ids)
+    trained = train(ds, column, dim, p, fragments, report)
+    return write_segment(ds, column, field_id, dim, p, trained, fragments, index_uuid, name, report, storage_options)
+
+
+def _fragments(ds: "LanceDataset", fragment_ids: Optional[List[int]]) -> List[Any]:
+    """The dataset's fragments, or those of `fragment_ids` (all in this version)."""
     fragments = ds.get_fragments()
     if fragment_ids is not None:
         wanted = set(int(f) for f in fragment_ids)
@@ -330,6 +336,28 @@ def build(
         if missing:
             raise InvalidArgumentError(f"fragment_ids: fragments {sorted(missing)} are not in version {ds.version}")
         fragments = [f for f in fragments if f.fragment_id in wanted]
+    return fragments
+
+
+@dataclass
+class Trained:
+    """What training gives every segment built with it: the IVF centroids (and their
+    k-means loss, None where given), the PQ codebook (IVF_PQ), the number of sub-vectors."""
+
+    centroids: "np.ndarray"
+    loss: Optional[float]
+    codebook: Optional["np.ndarray"]
+    m: int
+
+
+def train(
+    ds: "LanceDataset", column: str, dim: int, p: IvfParams, fragments: List[Any],
+    report: Callable[[str, int, int], None],
+) -> Trained:
+    """Steps 1-3 of :func:`build`: samples `fragments` and trains (or takes from `p`) the
+    centroids and the PQ codebook; for IVF_SQ, sets ``p.sq_bounds``."""
+    import numpy as np
+
     num_rows = sum(f.count_rows() for f in fragments)
     k = p.num_partitions
     given_centroids = None
@@ -382,12 +410,12 @@ def build(
                     f"training a PQ codebook needs at least {_PQ_CODEWORDS} rows, {len(sample)} are indexable"
                 )
             report("train_pq", 0, 1)
-            train = sample[: _PQ_CODEWORDS * p.sample_rate]  # (pylance's PQ sample: 256 x sample_rate rows)
+            pq_sample = sample[: _PQ_CODEWORDS * p.sample_rate]  # (pylance's PQ sample: 256 x sample_rate rows)
             if p.metric != "dot":
-                parts, _ = assign(train, centroids, p.metric)
-                train = np.asarray(train - centroids[parts], dtype=np.float32)
+                parts, _ = assign(pq_sample, centroids, p.metric)
+                pq_sample = np.asarray(pq_sample - centroids[parts], dtype=np.float32)
             seed = int(p.seed if p.seed is not None else np.random.default_rng().integers(1 << 62))
-            got = _lancepy.pq_train(pa.array(np.ascontiguousarray(train).reshape(-1)), dim, m, p.max_iters, seed)
+            got = _lancepy.pq_train(pa.array(np.ascontiguousarray(pq_sample).reshape(-1)), dim, m, p.max_iters, seed)
             codebook = _batch_column(got).reshape(m, _PQ_CODEWORDS, dim // m)
             report("train_pq", 1, 1)
 
@@ -396,7 +424,28 @@ def build(
         if not len(sample):
             raise InvalidArgumentError("IVF_SQ: no indexable vectors to take the value range from")
         p.sq_bounds = (float(np.nanmin(sample)), float(np.nanmax(sample)))
+    return Trained(centroids, loss, codebook, m)
 
+
+def write_segment(
+    ds: "LanceDataset",
+    column: str,
+    field_id: int,
+    dim: int,
+    p: IvfParams,
+    trained: Trained,
+    fragments: List[Any],
+    index_uuid: Optional[str],
+    name: str,
+    report: Callable[[str, int, int], None],
+    storage_options: Any = None,
+) -> Dict[str, Any]:
+    """Steps 4-6 of :func:`build`: encodes the rows of `fragments` with `trained` and writes
+    one index segment (directory ``_indices/<index_uuid>/``, a new uuid if None); returns
+    its ``IndexMetadata`` (JSON form). Segments of one training, over disjoint fragments,
+    make one index when committed together under one name."""
+    centroids, loss, codebook, m = trained.centroids, trained.loss, trained.codebook, trained.m
+    k = len(centroids)
     # 4. encode every row
     row_ids, parts, data = _encode_rows(ds, column, dim, fragments, centroids, codebook, m, p, report)
 

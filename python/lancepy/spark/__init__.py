@@ -11,6 +11,12 @@ Two ways in:
   filters pushed into lancepy's scans (:mod:`lancepy.spark.datasource`).
 * :func:`compact_files` compacts a dataset with Spark's tasks doing the rewriting
   (:mod:`lancepy.spark.compaction`).
+* :func:`add_columns` backfills new columns, one Spark task per fragment
+  (:mod:`lancepy.spark.backfill`).
+* :func:`merge_insert` upserts a Spark DataFrame into a dataset, matched in Spark's tasks
+  (pyspark 4.0 and later; :mod:`lancepy.spark.merge`).
+* :func:`create_index` builds an IVF vector index: trained on the driver, one segment per
+  Spark task (:mod:`lancepy.spark.index`).
 """
 
 from __future__ import annotations
@@ -32,12 +38,17 @@ from lancepy.spark._mapinarrow import (  # noqa: F401  (private names: tests and
     read_dataset,
     write_dataset,
 )
+from lancepy.spark.backfill import add_columns
 from lancepy.spark.compaction import compact_files
+from lancepy.spark.index import create_index
+from lancepy.spark.merge import merge_insert
 
 if TYPE_CHECKING:  # pragma: no cover - typing only; pyspark is imported lazily
     from pyspark.sql import SparkSession
 
-__all__ = ["write_dataset", "read_dataset", "register", "compact_files", "DEFAULT_MAX_BYTES_PER_FILE"]
+__all__ = [
+    "write_dataset", "read_dataset", "register", "compact_files", "add_columns", "merge_insert", "create_index", "DEFAULT_MAX_BYTES_PER_FILE",
+]
 
 
 def register(spark: "SparkSession", *, filter_pushdown: bool = True) -> None:

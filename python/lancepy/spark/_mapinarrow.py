@@ -47,7 +47,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -469,6 +469,34 @@ def _spark_context(df: Any) -> Any:
         return df.sparkSession.sparkContext
     except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
         return None
+
+
+def _parallelism(spark: Any) -> int:
+    """Spark's default parallelism (the shuffle partitions where there is no SparkContext)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
+        return int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
+
+
+def _run_job(spark: Any, group: str, description: str, collect: Callable[[], List[Any]]) -> List[Any]:
+    """`collect()` (a Spark action) as job group `group`; before returning or raising, waits
+    (up to ``_STRAGGLER_WAIT_S``) until no task of the group still runs, so that no attempt
+    killed after the job ended (a speculative copy, a cancelled task) writes a file after the
+    caller's cleanup. The session's job-group properties are restored."""
+    try:
+        sc = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect sessions have no SparkContext
+        sc = None
+    saved = {k: sc.getLocalProperty(k) for k in _JOB_GROUP_PROPERTIES} if sc is not None else {}
+    if sc is not None:
+        sc.setJobGroup(group, description, interruptOnCancel=True)
+    try:
+        return collect()
+    finally:
+        for k, v in saved.items():
+            sc.setLocalProperty(k, v)  # None removes the property
+        _wait_for_tasks(sc, group, _STRAGGLER_WAIT_S)
 
 
 def write_dataset(

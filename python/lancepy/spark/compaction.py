@@ -58,7 +58,8 @@ def compact_files(
     store = _m._store(ds.uri, so)
     job = spark.range(0, plan.num_tasks(), 1, numPartitions=plan.num_tasks())
     try:
-        rows = job.mapInArrow(_task(ds.uri, so, plan, job_tag), _RESULT_SCHEMA).collect()
+        rows = _m._run_job(spark, f"lancepy-compact-{job_tag}", f"lancepy.spark.compact_files {ds.uri}",
+                           job.mapInArrow(_task(ds.uri, so, plan, job_tag), _RESULT_SCHEMA).collect)
     except BaseException:
         _m._delete_job_files(store, job_tag)
         raise
