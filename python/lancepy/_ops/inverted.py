@@ -1,0 +1,319 @@
+"""INVERTED (full-text search) indices in pylance 14's on-disk format: the analyzer
+parameters, opening a segment, BM25 scoring of its posting lists, and writing one.
+
+Layout (checked against files pylance 14.0.2 writes). A segment directory
+``_indices/<uuid>/`` holds ``metadata.lance`` and, per partition ``p`` (the metadata's
+``partitions``, a JSON list), ``part_<p>_tokens.lance``, ``part_<p>_docs.lance`` and
+``part_<p>_invert.lance``; all Lance 2.x files.
+
+* ``metadata.lance``: one column ``deleted_fragments`` (binary, one row: a portable roaring
+  bitmap of fragment ids), schema metadata ``params`` (the analyzer, JSON),
+  ``partitions``, ``format_version`` (``"2"``), ``posting_block_size`` (``"128"``),
+  ``posting_tail_codec`` (``"varint_delta_v1"``) and ``token_set_format`` (``"fst"``).
+* ``tokens``: ``token_set_format`` ``fst``: one row, ``_token_fst_bytes`` (an FST map from
+  token to token id, the ``fst`` crate's format), ``_token_next_id`` (u32: the number of
+  tokens) and ``_token_total_length`` (u64: their bytes together); ``arrow``: columns
+  ``_token`` (utf8) and ``_token_id`` (u32).
+* ``docs``: one row per document (a row with at least one token), in doc-id order:
+  ``_rowid`` (u64; row addresses where the dataset has no stable row ids) and
+  ``_num_tokens`` (u32); schema metadata ``total_tokens``.
+* ``invert``: one row per token id: ``_posting`` (list of large_binary: the blocks of the
+  posting list, see :mod:`lancepy._lancepy`'s ``fts_posting_*``), ``_max_score`` (f32),
+  ``_length`` (u32: documents holding the token) and ``_impacts`` (list of large_binary:
+  per block, the frequency / document-length pairs that bound its scores, two copies); with
+  positions, more columns (not read by lancepy: phrase queries raise NotSupportedError).
+
+Scores are BM25 as pylance computes them, in float32: ``k1 = 1.2``, ``b = 0.75``, idf
+``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the documents of every partition of the segment
+(deleted rows included, as the index holds them), the average document length
+``total_tokens / N``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSupportedError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+DETAILS_TYPE_URL = "/lance.table.InvertedIndexDetails"
+METADATA = "metadata.lance"
+K1 = 1.2
+B = 0.75
+
+#: The English stop words of pylance 14 (the words its ``remove_stop_words`` drops after
+#: stemming; found by indexing candidate words with pylance 14.0.2).
+ENGLISH_STOP_WORDS = tuple(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can did do does doing down during each few for from further had has have having he
+    her here hers herself him himself his how i if in into is it its itself just me more most my myself now
+    of off on once only or other our ours ourselves out over own re same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under until up very
+    was we were what when where which while who whom why will with you your yours yourself yourselves""".split()
+)
+
+#: pylance 14's analyzer parameters, with its defaults (``params`` in ``metadata.lance``).
+DEFAULT_PARAMS: Dict[str, Any] = {
+    "lance_tokenizer": "text",
+    "base_tokenizer": "simple",
+    "language": "English",
+    "with_position": False,
+    "max_token_length": 40,
+    "lower_case": True,
+    "stem": True,
+    "remove_stop_words": True,
+    "custom_stop_words": None,
+    "ascii_folding": True,
+    "min_ngram_length": 3,
+    "max_ngram_length": 3,
+    "prefix_only": False,
+    "block_size": 128,
+    "split_identifiers": False,
+    "split_on_numerics": False,
+    "preserve_original": False,
+    "index_operators": False,
+}
+
+#: Parameters whose non-default values lancepy's analyzer does not implement.
+_UNBUILT = ("split_identifiers", "split_on_numerics", "preserve_original", "index_operators")
+
+
+@dataclass
+class Analyzer:
+    """How pylance splits a text into tokens (an index's ``params``)."""
+
+    params: Dict[str, Any]
+
+    def __post_init__(self) -> None:
+        p = self.params
+        if p.get("lance_tokenizer", "text") not in ("text", None):
+            raise NotSupportedError(f"INVERTED index lance_tokenizer {p.get('lance_tokenizer')!r}: lancepy analyzes text only")
+        if p.get("base_tokenizer", "simple") not in ("simple", "whitespace", "raw"):
+            raise NotSupportedError(
+                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has 'simple', 'whitespace' and 'raw'"
+            )
+        for k in _UNBUILT:
+            if p.get(k):
+                raise NotSupportedError(f"INVERTED index option {k}=True is not built in lancepy")
+        language = str(p.get("language") or "English")
+        self._language = language.lower() if p.get("stem") else None
+        stop: Optional[List[str]] = None
+        if p.get("remove_stop_words"):
+            if p.get("custom_stop_words") is not None:
+                stop = [str(w) for w in p["custom_stop_words"]]
+            elif language.lower() == "english":
+                stop = list(ENGLISH_STOP_WORDS)
+            else:
+                raise NotSupportedError(
+                    f"INVERTED index remove_stop_words=True with language={language!r}: lancepy has the English stop words only"
+                )
+        self._stop = stop
+        max_len = p.get("max_token_length")
+        self._max_len = int(max_len) if max_len is not None else None
+
+    @property
+    def with_position(self) -> bool:
+        return bool(self.params.get("with_position"))
+
+    def analyze(self, texts: Sequence[Optional[str]]) -> Tuple[List[str], "np.ndarray", "np.ndarray", "np.ndarray"]:
+        """``(vocabulary, token ids, per-text offsets, positions)`` of `texts`."""
+        import numpy as np
+
+        vocab, ids, offsets, positions = _lancepy.fts_analyze(
+            list(texts),
+            str(self.params.get("base_tokenizer") or "simple"),
+            self._max_len,
+            bool(self.params.get("lower_case", True)),
+            self._language,
+            self._stop,
+            bool(self.params.get("ascii_folding", False)),
+        )
+        return (
+            vocab,
+            np.frombuffer(ids, dtype="<u4"),
+            np.frombuffer(offsets, dtype="<u8").astype(np.int64),
+            np.frombuffer(positions, dtype="<u4"),
+        )
+
+    def tokens(self, text: str) -> List[str]:
+        """The tokens of one text, in order (repeats kept)."""
+        vocab, ids, _, _ = self.analyze([text])
+        return [vocab[i] for i in ids]
+
+
+def _metadata_dict(reader: Any) -> Dict[str, str]:
+    md = reader.metadata().schema.metadata or {}
+    return {k.decode(): v.decode() for k, v in md.items()}
+
+
+class Partition:
+    """One partition of a segment: its token ids, documents and posting lists."""
+
+    def __init__(self, base: str, pid: int, tail_varint: bool, block_size: int, storage_options: Any) -> None:
+        import numpy as np
+
+        from lancepy.file import LanceFileReader
+
+        tokens = LanceFileReader(f"{base}part_{pid}_tokens.lance", storage_options).read_all().to_table()
+        if "_token_fst_bytes" in tokens.column_names:
+            if tokens.num_rows != 1:
+                raise CorruptFileError(f"{base}part_{pid}_tokens.lance: {tokens.num_rows} rows, expected one FST")
+            keys, values = _lancepy.fts_fst_entries(tokens.column("_token_fst_bytes")[0].as_py())
+            self.token_ids: Dict[str, int] = dict(zip(keys, values))
+        elif "_token" in tokens.column_names:
+            self.token_ids = dict(zip(tokens.column("_token").to_pylist(), tokens.column("_token_id").to_pylist()))
+        else:
+            raise CorruptFileError(f"{base}part_{pid}_tokens.lance: columns {tokens.column_names}")
+        docs_reader = LanceFileReader(f"{base}part_{pid}_docs.lance", storage_options)
+        docs = docs_reader.read_all().to_table()
+        self.row_ids = np.asarray(docs.column("_rowid").to_numpy(), dtype=np.uint64)
+        self.num_tokens = np.asarray(docs.column("_num_tokens").to_numpy(), dtype=np.uint32)
+        md = _metadata_dict(docs_reader)
+        self.total_tokens = int(md.get("total_tokens", int(self.num_tokens.sum())))
+        invert = LanceFileReader(f"{base}part_{pid}_invert.lance", storage_options).read_all().to_table()
+        self._postings = invert.column("_posting").combine_chunks()
+        self.lengths = np.asarray(invert.column("_length").to_numpy(), dtype=np.int64)
+        self._tail_varint = tail_varint
+        self._block_size = block_size
+        self._decoded: Dict[int, Tuple["np.ndarray", "np.ndarray"]] = {}
+
+    def posting(self, token_id: int) -> Tuple["np.ndarray", "np.ndarray"]:
+        """``(doc ids, frequencies)`` of a token (decoded once)."""
+        import numpy as np
+
+        got = self._decoded.get(token_id)
+        if got is None:
+            if not 0 <= token_id < len(self.lengths):
+                raise CorruptFileError(f"INVERTED index: token id {token_id} has no posting list")
+            blocks = self._postings[token_id].as_py()
+            docs, freqs = _lancepy.fts_posting_decode(
+                blocks, int(self.lengths[token_id]), self._block_size, self._tail_varint
+            )
+            got = (np.frombuffer(docs, dtype="<u4"), np.frombuffer(freqs, dtype="<u4"))
+            self._decoded[token_id] = got
+        return got
+
+
+class InvertedSegment:
+    """One INVERTED index segment opened for queries."""
+
+    def __init__(self, base: str, storage_options: Any = None) -> None:
+        from lancepy.file import LanceFileReader
+
+        reader = LanceFileReader(base + METADATA, storage_options)
+        md = _metadata_dict(reader)
+        try:
+            params = json.loads(md.get("params", "{}"))
+            partitions = [int(p) for p in json.loads(md.get("partitions", "[]"))]
+        except (ValueError, TypeError) as e:
+            raise CorruptFileError(f"{base}{METADATA}: bad metadata ({e})") from None
+        self.params = dict(DEFAULT_PARAMS, **params)
+        self.analyzer = Analyzer(self.params)
+        codec = md.get("posting_tail_codec")
+        if codec is None:
+            codec = "varint_delta_v1" if md.get("format_version") == "2" else "fixed32"
+        if codec not in ("varint_delta_v1", "fixed32"):
+            raise NotSupportedError(f"INVERTED index posting_tail_codec {codec!r} is not known to lancepy")
+        block_size = int(md.get("posting_block_size", "128"))
+        self.partitions = [Partition(base, p, codec == "varint_delta_v1", block_size, storage_options) for p in partitions]
+        self.num_docs = sum(len(p.row_ids) for p in self.partitions)
+        total = sum(p.total_tokens for p in self.partitions)
+        self.avg_doc_length = (total / self.num_docs) if self.num_docs else 0.0
+
+    def doc_count(self, token: str) -> int:
+        """Documents (of every partition) holding `token`."""
+        n = 0
+        for p in self.partitions:
+            tid = p.token_ids.get(token)
+            if tid is not None:
+                n += int(p.lengths[tid])
+        return n
+
+    def search(
+        self, tokens: Sequence[str], all_terms: bool = False, boost: float = 1.0
+    ) -> Tuple["np.ndarray", "np.ndarray"]:
+        """``(row ids, float32 BM25 scores)`` of the documents holding any (`all_terms`:
+        every) token of `tokens`, unordered."""
+        import numpy as np
+
+        uniq = list(dict.fromkeys(tokens))
+        times = {t: tokens.count(t) for t in uniq}  # (a repeated query token scores again)
+        if not uniq or self.num_docs == 0:
+            return np.empty(0, np.uint64), np.empty(0, np.float32)
+        n_docs = np.float32(self.num_docs)
+        avgdl = np.float32(self.avg_doc_length)
+        k1, b = np.float32(K1), np.float32(B)
+        counts = {t: self.doc_count(t) for t in uniq}
+        if all_terms and any(c == 0 for c in counts.values()):
+            return np.empty(0, np.uint64), np.empty(0, np.float32)
+        rows, scores = [], []
+        for part in self.partitions:
+            docs_all, weight_all = [], []
+            for t in uniq:
+                tid = part.token_ids.get(t)
+                if tid is None:
+                    continue
+                n = np.float32(counts[t])
+                idf = np.float32(np.log(np.float32(1.0) + (n_docs - n + np.float32(0.5)) / (n + np.float32(0.5))))
+                docs, freqs = part.posting(tid)
+                f = freqs.astype(np.float32)
+                dl = part.num_tokens[docs].astype(np.float32)
+                norm = k1 * (np.float32(1.0) - b + b * dl / avgdl)
+                w = idf * ((k1 + np.float32(1.0)) * f / (f + norm)) * np.float32(times[t])
+                docs_all.append(docs)
+                weight_all.append(w.astype(np.float32))
+            if not docs_all:
+                continue
+            d = np.concatenate(docs_all)
+            w = np.concatenate(weight_all)
+            order = np.argsort(d, kind="stable")
+            d, w = d[order], w[order]
+            starts = np.flatnonzero(np.concatenate([[True], d[1:] != d[:-1]]))
+            total = np.add.reduceat(w, starts).astype(np.float32) if len(d) else w
+            hits = np.diff(np.concatenate([starts, [len(d)]]))
+            ud = d[starts]
+            if all_terms:
+                keep = hits == len(uniq)
+                ud, total = ud[keep], total[keep]
+            rows.append(part.row_ids[ud])
+            scores.append(total * np.float32(boost))
+        if not rows:
+            return np.empty(0, np.uint64), np.empty(0, np.float32)
+        return np.concatenate(rows), np.concatenate(scores).astype(np.float32)
+
+
+def open_segment(ds_uri: str, uuid: str, storage_options: Any = None) -> InvertedSegment:
+    """Opens the INVERTED segment `uuid` of the dataset at `ds_uri`."""
+    return InvertedSegment(ds_uri.rstrip("/") + f"/_indices/{uuid}/", storage_options)
+
+
+def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
+    """pylance 14's ``params`` for the ``create_scalar_index`` keyword `options` (``None`` =
+    default). Raises for values lancepy cannot honour."""
+    params = dict(DEFAULT_PARAMS)
+    for k, v in options.items():
+        if v is None:
+            continue
+        if k not in params:
+            raise InvalidArgumentError(f"create_scalar_index: unknown INVERTED option {k}")
+        params[k] = v
+    if isinstance(params["base_tokenizer"], str):
+        params["base_tokenizer"] = params["base_tokenizer"].lower()
+    if params["max_token_length"] is not None and int(params["max_token_length"]) <= 0:
+        raise InvalidArgumentError("max_token_length must be positive")
+    if int(params["block_size"]) % 128 or int(params["block_size"]) <= 0:
+        raise InvalidArgumentError(f"block_size must be a positive multiple of 128, got {params['block_size']}")
+    Analyzer(params)  # (refuses what lancepy cannot analyze)
+    if params["stem"]:
+        try:
+            _lancepy.fts_analyze(["x"], "simple", None, True, str(params["language"]).lower(), None, False)
+        except Exception as e:
+            raise InvalidArgumentError(f"language {params['language']!r}: {e}") from None
+    return params

@@ -1,0 +1,430 @@
+//! Full-text search (INVERTED index) codecs in pylance 14's on-disk format.
+//!
+//! * the text analyzer (base tokenizer `simple` / `whitespace` / `raw`, then long-token
+//!   removal, lower-casing, stemming, stop-word removal and ASCII folding, in that order, as
+//!   pylance chains its filters);
+//! * the token set: an FST (the `fst` crate's map format) from token to token id;
+//! * posting lists: blocks of `block_size` (a multiple of 128) documents, each a little-endian
+//!   `f32` block max score, then per 128 documents the first doc id (`u32`), the bit width and
+//!   the bit-packed (BitPacker4x) doc-id deltas, the bit width and the bit-packed frequencies;
+//!   the last, partial block holds its doc ids as varint deltas then its frequencies as
+//!   varints (codec `varint_delta_v1`), or both as little-endian `u32` (`fixed32`).
+
+use bitpacking::{BitPacker, BitPacker4x};
+
+use crate::error::{Error, Result};
+
+/// Documents per BitPacker4x sub-block.
+pub const PACK_LEN: usize = 128;
+
+/// How the text of one document is split and filtered.
+#[derive(Debug, Clone)]
+pub struct Analyzer {
+    /// how the text is split into tokens
+    pub base: BaseTokenizer,
+    /// tokens of this many bytes or more are dropped
+    pub max_token_length: Option<usize>,
+    /// lower-case each token
+    pub lower_case: bool,
+    /// the stemming algorithm, if tokens are stemmed
+    pub stemmer: Option<rust_stemmers::Algorithm>,
+    /// the (stemmed) tokens to drop
+    pub stop_words: Option<std::collections::HashSet<String>>,
+    /// fold accented Latin letters to their ASCII base letters
+    pub ascii_folding: bool,
+}
+
+/// pylance's `base_tokenizer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaseTokenizer {
+    /// maximal runs of alphanumeric characters
+    Simple,
+    /// maximal runs of non-whitespace characters
+    Whitespace,
+    /// the whole text, one token
+    Raw,
+}
+
+impl BaseTokenizer {
+    /// The tokenizer pylance names `name`.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "simple" => Ok(Self::Simple),
+            "whitespace" => Ok(Self::Whitespace),
+            "raw" => Ok(Self::Raw),
+            other => Err(Error::NotSupported(format!(
+                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace and raw tokenizers"
+            ))),
+        }
+    }
+}
+
+/// The stemming algorithm of a pylance `language` name.
+pub fn stemmer_of(language: &str) -> Result<rust_stemmers::Algorithm> {
+    use rust_stemmers::Algorithm::*;
+    Ok(match language.to_ascii_lowercase().as_str() {
+        "arabic" => Arabic,
+        "danish" => Danish,
+        "dutch" => Dutch,
+        "english" => English,
+        "finnish" => Finnish,
+        "french" => French,
+        "german" => German,
+        "greek" => Greek,
+        "hungarian" => Hungarian,
+        "italian" => Italian,
+        "norwegian" => Norwegian,
+        "portuguese" => Portuguese,
+        "romanian" => Romanian,
+        "russian" => Russian,
+        "spanish" => Spanish,
+        "swedish" => Swedish,
+        "tamil" => Tamil,
+        "turkish" => Turkish,
+        other => return Err(Error::InvalidInput(format!("unknown language {other:?}"))),
+    })
+}
+
+/// A character and what it folds to when ASCII folding maps it to more than itself.
+fn fold_char(c: char, out: &mut String) {
+    if c.is_ascii() {
+        out.push(c);
+        return;
+    }
+    let special = match c {
+        'ß' => Some("ss"),
+        'Æ' => Some("AE"),
+        'æ' => Some("ae"),
+        'Œ' => Some("OE"),
+        'œ' => Some("oe"),
+        'Ø' => Some("O"),
+        'ø' => Some("o"),
+        'Ł' => Some("L"),
+        'ł' => Some("l"),
+        'Đ' | 'Ð' => Some("D"),
+        'đ' | 'ð' => Some("d"),
+        'Þ' => Some("TH"),
+        'þ' => Some("th"),
+        'ı' => Some("i"),
+        _ => None,
+    };
+    if let Some(s) = special {
+        out.push_str(s);
+        return;
+    }
+    out.push(latin_base(c).unwrap_or(c));
+}
+
+/// The unaccented base letter of a precomposed Latin-1 / Latin Extended-A letter.
+fn latin_base(c: char) -> Option<char> {
+    const TABLE: &[(&str, char)] = &[
+        ("ÀÁÂÃÄÅĀĂĄ", 'A'),
+        ("àáâãäåāăą", 'a'),
+        ("ÇĆĈĊČ", 'C'),
+        ("çćĉċč", 'c'),
+        ("ĎĐ", 'D'),
+        ("ďđ", 'd'),
+        ("ÈÉÊËĒĔĖĘĚ", 'E'),
+        ("èéêëēĕėęě", 'e'),
+        ("ĜĞĠĢ", 'G'),
+        ("ĝğġģ", 'g'),
+        ("ĤĦ", 'H'),
+        ("ĥħ", 'h'),
+        ("ÌÍÎÏĨĪĬĮİ", 'I'),
+        ("ìíîïĩīĭį", 'i'),
+        ("Ĵ", 'J'),
+        ("ĵ", 'j'),
+        ("Ķ", 'K'),
+        ("ķ", 'k'),
+        ("ĹĻĽĿ", 'L'),
+        ("ĺļľŀ", 'l'),
+        ("ÑŃŅŇ", 'N'),
+        ("ñńņň", 'n'),
+        ("ÒÓÔÕÖŌŎŐ", 'O'),
+        ("òóôõöōŏő", 'o'),
+        ("ŔŖŘ", 'R'),
+        ("ŕŗř", 'r'),
+        ("ŚŜŞŠ", 'S'),
+        ("śŝşš", 's'),
+        ("ŢŤŦ", 'T'),
+        ("ţťŧ", 't'),
+        ("ÙÚÛÜŨŪŬŮŰŲ", 'U'),
+        ("ùúûüũūŭůűų", 'u'),
+        ("Ŵ", 'W'),
+        ("ŵ", 'w'),
+        ("ÝŶŸ", 'Y'),
+        ("ýÿŷ", 'y'),
+        ("ŹŻŽ", 'Z'),
+        ("źżž", 'z'),
+    ];
+    TABLE.iter().find(|(set, _)| set.contains(c)).map(|&(_, base)| base)
+}
+
+/// One analyzed document: its tokens and their positions (the base tokenizer's token
+/// numbers, so removed tokens leave gaps).
+pub struct Analyzed {
+    /// the tokens, in order
+    pub tokens: Vec<String>,
+    /// each token's position
+    pub positions: Vec<u32>,
+}
+
+impl Analyzer {
+    fn base_tokens<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        match self.base {
+            BaseTokenizer::Raw => vec![text],
+            BaseTokenizer::Simple => text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect(),
+            BaseTokenizer::Whitespace => text.split(|c: char| c.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect(),
+        }
+    }
+
+    /// The tokens of `text`, filtered as the analyzer says.
+    pub fn analyze(&self, text: &str) -> Analyzed {
+        let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
+        let mut out = Analyzed { tokens: Vec::new(), positions: Vec::new() };
+        for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
+            if let Some(limit) = self.max_token_length {
+                if raw.len() >= limit {
+                    continue;
+                }
+            }
+            let mut token = if self.lower_case {
+                if raw.is_ascii() {
+                    raw.to_ascii_lowercase()
+                } else {
+                    raw.chars().flat_map(char::to_lowercase).collect()
+                }
+            } else {
+                raw.to_string()
+            };
+            if let Some(s) = &stemmer {
+                token = s.stem(&token).into_owned();
+            }
+            if let Some(stop) = &self.stop_words {
+                if stop.contains(&token) {
+                    continue;
+                }
+            }
+            if self.ascii_folding && !token.is_ascii() {
+                let mut folded = String::with_capacity(token.len());
+                token.chars().for_each(|c| fold_char(c, &mut folded));
+                token = folded;
+            }
+            out.tokens.push(token);
+            out.positions.push(pos as u32);
+        }
+        out
+    }
+}
+
+/// Every `(key, value)` of an FST map, in key order.
+pub fn fst_entries(bytes: Vec<u8>) -> Result<Vec<(Vec<u8>, u64)>> {
+    use fst::Streamer;
+    let map = fst::Map::new(bytes).map_err(|e| Error::Corrupt(format!("INVERTED index token set: {e}")))?;
+    let mut stream = map.stream();
+    let mut out = Vec::with_capacity(map.len());
+    while let Some((k, v)) = stream.next() {
+        out.push((k.to_vec(), v));
+    }
+    Ok(out)
+}
+
+/// An FST map of `entries` (keys ascending and distinct).
+pub fn fst_build(entries: &[(Vec<u8>, u64)]) -> Result<Vec<u8>> {
+    let mut builder = fst::MapBuilder::memory();
+    for (k, v) in entries {
+        builder.insert(k, *v).map_err(|e| Error::InvalidInput(format!("token set: {e}")))?;
+    }
+    builder.into_inner().map_err(|e| Error::Internal(format!("token set: {e}")))
+}
+
+fn read_varint(src: &[u8], at: &mut usize) -> Result<u32> {
+    let mut value = 0u32;
+    let mut shift = 0u32;
+    while *at < src.len() {
+        let byte = src[*at];
+        *at += 1;
+        value |= u32::from(byte & 0x7F) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+        shift += 7;
+        if shift >= 35 {
+            break;
+        }
+    }
+    Err(Error::Corrupt("INVERTED index posting list: bad varint".into()))
+}
+
+fn write_varint(dst: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        dst.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    dst.push(value as u8);
+}
+
+fn take<'a>(src: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8]> {
+    let end = at.checked_add(n).filter(|&e| e <= src.len());
+    let Some(end) = end else {
+        return Err(Error::Corrupt("INVERTED index posting block is truncated".into()));
+    };
+    let out = &src[*at..end];
+    *at = end;
+    Ok(out)
+}
+
+/// The doc ids and frequencies of one posting list of `length` documents, stored as `blocks`.
+pub fn posting_decode(blocks: &[&[u8]], length: usize, block_size: usize, varint_tail: bool) -> Result<(Vec<u32>, Vec<u32>)> {
+    if block_size == 0 || block_size % PACK_LEN != 0 {
+        return Err(Error::Corrupt(format!("INVERTED index block size {block_size} is not a multiple of 128")));
+    }
+    let mut docs = Vec::with_capacity(length);
+    let mut freqs = Vec::with_capacity(length);
+    let packer = BitPacker4x::new();
+    let mut unpacked = [0u32; PACK_LEN];
+    for block in blocks {
+        let left = length.saturating_sub(docs.len());
+        if left == 0 {
+            break;
+        }
+        let mut at = 4; // the block's max score
+        if left >= block_size {
+            for _ in 0..block_size / PACK_LEN {
+                let first = u32::from_le_bytes(take(block, &mut at, 4)?.try_into().expect("4 bytes"));
+                let bits = take(block, &mut at, 1)?[0];
+                if bits > 32 {
+                    return Err(Error::Corrupt(format!("INVERTED index posting block: {bits} bits")));
+                }
+                let packed = take(block, &mut at, bits as usize * PACK_LEN / 8)?;
+                packer.decompress_sorted(first, packed, &mut unpacked, bits);
+                docs.extend_from_slice(&unpacked);
+                let bits = take(block, &mut at, 1)?[0];
+                if bits > 32 {
+                    return Err(Error::Corrupt(format!("INVERTED index posting block: {bits} bits")));
+                }
+                let packed = take(block, &mut at, bits as usize * PACK_LEN / 8)?;
+                packer.decompress(packed, &mut unpacked, bits);
+                freqs.extend_from_slice(&unpacked);
+            }
+        } else if varint_tail {
+            let mut prev = 0u32;
+            for i in 0..left {
+                let d = read_varint(block, &mut at)?;
+                prev = if i == 0 { d } else { prev.wrapping_add(d) };
+                docs.push(prev);
+            }
+            for _ in 0..left {
+                freqs.push(read_varint(block, &mut at)?);
+            }
+        } else {
+            let d = take(block, &mut at, 4 * left)?;
+            docs.extend(d.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))));
+            let f = take(block, &mut at, 4 * left)?;
+            freqs.extend(f.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))));
+        }
+    }
+    if docs.len() != length {
+        return Err(Error::Corrupt(format!(
+            "INVERTED index posting list holds {} documents, its length says {length}",
+            docs.len()
+        )));
+    }
+    Ok((docs, freqs))
+}
+
+/// The blocks of one posting list (`docs` ascending), each led by its max score
+/// (`block_scores`, one per block).
+pub fn posting_encode(
+    docs: &[u32],
+    freqs: &[u32],
+    block_scores: &[f32],
+    block_size: usize,
+    varint_tail: bool,
+) -> Result<Vec<Vec<u8>>> {
+    if block_size == 0 || block_size % PACK_LEN != 0 {
+        return Err(Error::InvalidInput(format!("block size {block_size} is not a multiple of 128")));
+    }
+    if docs.len() != freqs.len() || block_scores.len() != docs.len().div_ceil(block_size) {
+        return Err(Error::InvalidInput("posting list: docs, frequencies and block scores disagree".into()));
+    }
+    let packer = BitPacker4x::new();
+    let mut buffer = [0u8; PACK_LEN * 4];
+    let mut out = Vec::with_capacity(block_scores.len());
+    for (b, score) in block_scores.iter().enumerate() {
+        let start = b * block_size;
+        let end = (start + block_size).min(docs.len());
+        let mut block = score.to_le_bytes().to_vec();
+        if end - start == block_size {
+            for s in (start..end).step_by(PACK_LEN) {
+                let d = &docs[s..s + PACK_LEN];
+                if d.windows(2).any(|w| w[0] > w[1]) {
+                    return Err(Error::InvalidInput("posting list doc ids must ascend".into()));
+                }
+                let bits = packer.num_bits_sorted(d[0], d);
+                let n = packer.compress_sorted(d[0], d, &mut buffer, bits);
+                block.extend_from_slice(&d[0].to_le_bytes());
+                block.push(bits);
+                block.extend_from_slice(&buffer[..n]);
+                let f = &freqs[s..s + PACK_LEN];
+                let bits = packer.num_bits(f);
+                let n = packer.compress(f, &mut buffer, bits);
+                block.push(bits);
+                block.extend_from_slice(&buffer[..n]);
+            }
+        } else if varint_tail {
+            let mut prev = 0u32;
+            for (i, &d) in docs[start..end].iter().enumerate() {
+                if i > 0 && d < prev {
+                    return Err(Error::InvalidInput("posting list doc ids must ascend".into()));
+                }
+                write_varint(&mut block, if i == 0 { d } else { d - prev });
+                prev = d;
+            }
+            freqs[start..end].iter().for_each(|&f| write_varint(&mut block, f));
+        } else {
+            docs[start..end].iter().for_each(|d| block.extend_from_slice(&d.to_le_bytes()));
+            freqs[start..end].iter().for_each(|f| block.extend_from_slice(&f.to_le_bytes()));
+        }
+        out.push(block);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn posting_round_trip() {
+        let docs: Vec<u32> = (0..300u32).map(|i| i * 3 + (i % 7)).collect();
+        let freqs: Vec<u32> = (0..300u32).map(|i| 1 + i % 5).collect();
+        for varint in [true, false] {
+            let blocks = posting_encode(&docs, &freqs, &[1.0, 2.0, 3.0], 128, varint).unwrap();
+            let refs: Vec<&[u8]> = blocks.iter().map(|b| b.as_slice()).collect();
+            let (d, f) = posting_decode(&refs, 300, 128, varint).unwrap();
+            assert_eq!((d, f), (docs.clone(), freqs.clone()));
+        }
+    }
+
+    #[test]
+    fn analyzer_simple() {
+        let a = Analyzer {
+            base: BaseTokenizer::Simple,
+            max_token_length: Some(40),
+            lower_case: true,
+            stemmer: Some(rust_stemmers::Algorithm::English),
+            stop_words: Some(["the".to_string()].into_iter().collect()),
+            ascii_folding: true,
+        };
+        let r = a.analyze("The quick, brown foxes jumped; café");
+        assert_eq!(r.tokens, vec!["quick", "brown", "fox", "jump", "cafe"]);
+        assert_eq!(r.positions, vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn fst_round_trip() {
+        let entries = vec![(b"a".to_vec(), 3u64), (b"bc".to_vec(), 1), (b"bd".to_vec(), 0)];
+        assert_eq!(fst_entries(fst_build(&entries).unwrap()).unwrap(), entries);
+    }
+}
