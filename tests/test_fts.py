@@ -202,3 +202,70 @@ def test_full_blocks_differential(tmp_path):
             kw["prefilter"] = rng.random() < 0.5
         a, b = both(path, **kw)
         assert_same(a, b)
+
+
+def _write_both(tmp_path, docs, **options):
+    """The same table written twice, one indexed by pylance, one by lancepy."""
+    paths = []
+    for who in ("pylance", "lancepy"):
+        path = tmp_path / who
+        lance.write_dataset(pa.table({"id": list(range(len(docs))), "text": docs}), str(path), max_rows_per_file=1000)
+        if who == "pylance":
+            lance.dataset(str(path)).create_scalar_index("text", "INVERTED", **options)
+        else:
+            lancepy.dataset(str(path)).create_scalar_index("text", "INVERTED", **options)
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"stem": False, "remove_stop_words": False}, {"base_tokenizer": "whitespace", "lower_case": False},
+     {"max_token_length": 6, "ascii_folding": False}, {"custom_stop_words": ["dog", "cat"]}],
+)
+def test_pylance_reads_lancepy_index(tmp_path, options):
+    """Both libraries search lancepy's index with the rows and scores of pylance's own index;
+    the token set, documents and metadata files equal pylance's."""
+    from lancepy.file import LanceFileReader
+
+    docs = corpus(21, 2500, 3, 50)
+    pl, lp = _write_both(tmp_path, docs, **options)
+    for name in ["part_0_tokens.lance", "part_0_docs.lance", "metadata.lance"]:
+        a = LanceFileReader(str(next((pl / "_indices").glob(f"*/{name}")))).read_all().to_table()
+        b = LanceFileReader(str(next((lp / "_indices").glob(f"*/{name}")))).read_all().to_table()
+        if name == "part_0_tokens.lance" and len(list((pl / "_indices").glob("*/part_*_tokens.lance"))) > 1:
+            continue  # (pylance split its index into partitions)
+        assert a.equals(b), name
+        assert a.schema.metadata == b.schema.metadata, name
+    rng = random.Random(2)
+    for q in queries(4, 30):
+        kw = dict(full_text_query=q, columns=["id"], limit=rng.choice([None, 10, 100]))
+        ref = lance.dataset(str(pl)).to_table(**kw)
+        assert_same(ref, lance.dataset(str(lp)).to_table(**kw))
+        assert_same(ref, lancepy.dataset(str(lp)).to_table(**kw))
+    d = [i for i in lance.dataset(str(lp)).describe_indices() if i.name == "text_idx"][0]
+    assert d.index_type == "Inverted" and d.type_url.endswith("InvertedIndexDetails")
+    sa = lance.dataset(str(pl)).stats.index_stats("text_idx")
+    sb = lance.dataset(str(lp)).stats.index_stats("text_idx")
+    for k in ("index_type", "num_indexed_rows", "num_unindexed_rows"):
+        assert sa[k] == sb[k]
+    assert sa["indices"][0]["params"] == sb["indices"][0]["params"]
+    assert sa["indices"][0]["num_docs"] == sb["indices"][0]["num_docs"]
+
+
+def test_create_options_refused(tmp_path):
+    path = tmp_path / "d"
+    lancepy.write_dataset(pa.table({"text": ["a b", "c"], "n": [1, 2]}), str(path))
+    ds = lancepy.dataset(str(path))
+    with pytest.raises(NotSupportedError, match="with_position"):
+        ds.create_scalar_index("text", "INVERTED", with_position=True)
+    with pytest.raises(NotSupportedError, match="num_workers"):
+        ds.create_scalar_index("text", "INVERTED", num_workers=2)
+    with pytest.raises(NotSupportedError, match="base_tokenizer"):
+        ds.create_scalar_index("text", "INVERTED", base_tokenizer="ngram")
+    with pytest.raises(NotSupportedError, match="stop words"):
+        ds.create_scalar_index("text", "INVERTED", language="German")
+    with pytest.raises(TypeError):
+        ds.create_scalar_index("n", "INVERTED")
+    ds.create_scalar_index("text", "FTS", language="German", remove_stop_words=False)
+    assert lance.dataset(str(path)).to_table(full_text_query="b").column("text").to_pylist() == ["a b"]

@@ -317,3 +317,153 @@ def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
         except Exception as e:
             raise InvalidArgumentError(f"language {params['language']!r}: {e}") from None
     return params
+
+
+# ---------------------------------------------------------------------------------------
+# Building
+
+
+def details_bytes(params: Dict[str, Any]) -> List[int]:
+    """The ``InvertedIndexDetails`` message pylance 14 commits with the index (protobuf:
+    1 base_tokenizer, 2 language as a JSON string, 3 with_position, 4 max_token_length,
+    5 lower_case, 6 stem, 7 remove_stop_words, 8 ascii_folding, 9 / 10 min / max ngram
+    length, 11 prefix_only, 12 block_size, 15 format_version; defaults left out)."""
+
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        return bytes(out)
+
+    def string(field: int, s: str) -> bytes:
+        b = s.encode()
+        return varint(field << 3 | 2) + varint(len(b)) + b
+
+    def number(field: int, v: Any) -> bytes:
+        return varint(field << 3) + varint(int(v)) if v else b""
+
+    out = string(1, str(params["base_tokenizer"])) + string(2, json.dumps(str(params["language"])))
+    out += number(3, params["with_position"])
+    out += number(4, params["max_token_length"])
+    for field, key in ((5, "lower_case"), (6, "stem"), (7, "remove_stop_words"), (8, "ascii_folding")):
+        out += number(field, params[key])
+    out += number(9, params["min_ngram_length"]) + number(10, params["max_ngram_length"])
+    out += number(11, params["prefix_only"]) + number(12, params["block_size"]) + number(15, FORMAT_VERSION)
+    return list(out)
+
+
+FORMAT_VERSION = 2
+INDEX_VERSION = 2
+
+
+def _bm25(idf: "np.ndarray", freqs: "np.ndarray", lengths: "np.ndarray", avgdl: float) -> "np.ndarray":
+    import numpy as np
+
+    k1, b = np.float32(K1), np.float32(B)
+    f = freqs.astype(np.float32)
+    norm = k1 * (np.float32(1.0) - b + b * lengths.astype(np.float32) / np.float32(avgdl))
+    return ((idf * (k1 + np.float32(1.0)) * f) / (f + norm)).astype(np.float32)  # (pylance's order of operations)
+
+
+def write_segment(
+    base: str, params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "np.ndarray", storage_options: Any = None
+) -> List[Dict[str, Any]]:
+    """Writes one segment (one partition) indexing `texts` (the rows `row_ids`, ascending)
+    under `base` (ending in ``/``). Returns the files with their sizes, in the order pylance
+    lists them in ``IndexMetadata.files``."""
+    import numpy as np
+
+    from lancepy.file import LanceFileWriter
+
+    if params.get("with_position"):
+        raise NotSupportedError("create_scalar_index(with_position=True): lancepy does not write token positions yet")
+    analyzer = Analyzer(params)
+    block_size = int(params.get("block_size") or 128)
+    vocab, ids, offsets, _ = analyzer.analyze(texts)
+    lengths = np.diff(offsets)
+    has = lengths > 0
+    doc_rows = np.asarray(row_ids, dtype=np.uint64)[has]
+    doc_len = lengths[has].astype(np.uint32)
+    doc_of_token = np.repeat(np.cumsum(has) - 1, lengths).astype(np.int64)
+    n_docs = len(doc_rows)
+    total_tokens = int(lengths.sum())
+    avgdl = total_tokens / n_docs if n_docs else 0.0
+    # (token, doc) pairs with their frequency, by token then doc
+    key = ids.astype(np.int64) * max(n_docs, 1) + doc_of_token
+    uniq, freq = np.unique(key, return_counts=True)
+    tok = (uniq // max(n_docs, 1)).astype(np.int64)
+    doc = (uniq % max(n_docs, 1)).astype(np.uint32)
+    starts = np.searchsorted(tok, np.arange(len(vocab) + 1))
+    df = np.diff(starts).astype(np.float32)
+    nf = np.float32(n_docs)
+    idf = np.log(np.float32(1.0) + (nf - df + np.float32(0.5)) / (df + np.float32(0.5))).astype(np.float32)
+    scores = _bm25(idf[tok], freq, doc_len[doc], avgdl) if len(tok) else np.empty(0, np.float32)
+    # (upper bounds for pylance's pruning: its float32 arithmetic can round a score one ulp
+    # above lancepy's, so the bounds are raised by one ulp)
+    scores = np.nextafter(scores, np.float32(np.inf)).astype(np.float32)
+    postings: List[List[bytes]] = []
+    max_scores = np.zeros(len(vocab), np.float32)
+    for t in range(len(vocab)):
+        s, e = int(starts[t]), int(starts[t + 1])
+        sc = scores[s:e]
+        block_max = [float(sc[i:i + block_size].max()) for i in range(0, e - s, block_size)]
+        max_scores[t] = max(block_max)
+        postings.append(_lancepy.fts_posting_encode(
+            doc[s:e].astype("<u4").tobytes(), freq[s:e].astype("<u4").tobytes(), block_max, block_size, True
+        ))
+    files = []
+    meta = {"format_version": str(FORMAT_VERSION), "posting_block_size": str(block_size), "posting_tail_codec": "varint_delta_v1"}
+    invert_schema = pa.schema(
+        [
+            pa.field("_posting", pa.list_(pa.large_binary()), nullable=False),
+            pa.field("_max_score", pa.float32(), nullable=False),
+            pa.field("_length", pa.uint32(), nullable=False),
+        ],
+        metadata=meta,
+    )
+    invert = pa.record_batch(
+        [pa.array(postings, pa.list_(pa.large_binary())), pa.array(max_scores, pa.float32()),
+         pa.array(np.diff(starts).astype(np.uint32), pa.uint32())],
+        schema=invert_schema,
+    )
+    fst = _lancepy.fts_fst_build(list(vocab), list(range(len(vocab))))
+    tokens_schema = pa.schema(
+        [
+            pa.field("_token_fst_bytes", pa.large_binary(), nullable=False),
+            pa.field("_token_next_id", pa.uint32(), nullable=False),
+            pa.field("_token_total_length", pa.uint64(), nullable=False),
+        ]
+    )
+    tokens = pa.record_batch(
+        [pa.array([fst], pa.large_binary()), pa.array([len(vocab)], pa.uint32()),
+         pa.array([sum(len(v.encode()) for v in vocab)], pa.uint64())],
+        schema=tokens_schema,
+    )
+    docs_schema = pa.schema(
+        [pa.field("_rowid", pa.uint64(), nullable=False), pa.field("_num_tokens", pa.uint32(), nullable=False)],
+        metadata={"total_tokens": str(total_tokens)},
+    )
+    docs = pa.record_batch([pa.array(doc_rows, pa.uint64()), pa.array(doc_len, pa.uint32())], schema=docs_schema)
+    md_schema = pa.schema(
+        [pa.field("deleted_fragments", pa.binary(), nullable=False)],
+        metadata={
+            "format_version": str(FORMAT_VERSION),
+            "params": json.dumps({k: params.get(k, v) for k, v in DEFAULT_PARAMS.items()}, separators=(",", ":")),
+            "partitions": "[0]",
+            "posting_block_size": str(block_size),
+            "posting_tail_codec": "varint_delta_v1",
+            "token_set_format": "fst",
+        },
+    )
+    empty_bitmap = bytes(_lancepy.fragment_bitmap([]))
+    md = pa.record_batch([pa.array([empty_bitmap], pa.binary())], schema=md_schema)
+    for name, batch in (
+        ("part_0_invert.lance", invert), ("part_0_tokens.lance", tokens), ("part_0_docs.lance", docs), (METADATA, md)
+    ):
+        with LanceFileWriter(base + name, batch.schema, version="2.2", storage_options=storage_options) as w:
+            if batch.num_rows:
+                w.write_batch(batch)
+        files.append({"path": name, "size_bytes": int(w.file_size or 0)})
+    return files
