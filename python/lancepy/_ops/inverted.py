@@ -373,28 +373,80 @@ def write_segment(
     """Writes one segment (one partition) indexing `texts` (the rows `row_ids`, ascending)
     under `base` (ending in ``/``). Returns the files with their sizes, in the order pylance
     lists them in ``IndexMetadata.files``."""
+    return write_postings(base, params, _new_docs(params, texts, row_ids), storage_options)
+
+
+@dataclass
+class Postings:
+    """A whole index in memory: `vocab` (token id -> token); the (token, doc, frequency)
+    triples ordered by token then doc; each doc's row id and token count."""
+
+    vocab: List[str]
+    tok: "np.ndarray"
+    doc: "np.ndarray"
+    freq: "np.ndarray"
+    rows: "np.ndarray"
+    doc_len: "np.ndarray"
+
+
+def read_postings(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[Dict[str, Any], Postings]:
+    """A segment's params and contents (its partitions merged: docs one after another, tokens
+    by first partition, then first appearance)."""
+    import numpy as np
+
+    seg = open_segment(ds_uri, uuid, storage_options)
+    vocab: List[str] = []
+    where: Dict[str, int] = {}
+    toks, docs, freqs, rows, lens = [], [], [], [], []
+    doc_base = 0
+    for part in seg.partitions:
+        for token, tid in sorted(part.token_ids.items(), key=lambda kv: kv[1]):
+            gid = where.get(token)
+            if gid is None:
+                gid = where[token] = len(vocab)
+                vocab.append(token)
+            d, f = part.posting(int(tid))
+            toks.append(np.full(len(d), gid, np.int64))
+            docs.append(d.astype(np.int64) + doc_base)
+            freqs.append(f.astype(np.int64))
+        rows.append(part.row_ids)
+        lens.append(part.num_tokens.astype(np.int64))
+        doc_base += len(part.row_ids)
+    cat = (lambda xs, t: np.concatenate(xs).astype(t) if xs else np.empty(0, t))
+    tok, doc, freq = cat(toks, np.int64), cat(docs, np.int64), cat(freqs, np.int64)
+    order = np.lexsort((doc, tok))
+    return seg.params, Postings(vocab, tok[order], doc[order], freq[order], cat(rows, np.uint64), cat(lens, np.int64))
+
+
+def keep_docs(p: Postings, keep: "np.ndarray", rows: "np.ndarray") -> Postings:
+    """`p` with only the docs `keep` marks (their row ids now `rows[keep]`), doc ids and token
+    ids renumbered in order, tokens left without docs dropped (as pylance remaps an index)."""
+    import numpy as np
+
+    new_doc = np.cumsum(keep) - 1
+    pair = keep[p.doc] if len(p.doc) else np.zeros(0, bool)
+    tok, doc, freq = p.tok[pair], new_doc[p.doc[pair]], p.freq[pair]
+    used = np.zeros(len(p.vocab), bool)
+    used[tok] = True
+    new_tok = np.cumsum(used) - 1
+    vocab = [t for t, u in zip(p.vocab, used) if u]
+    return Postings(vocab, new_tok[tok], doc, freq, np.asarray(rows, np.uint64)[keep], p.doc_len[keep])
+
+
+def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_options: Any = None) -> List[Dict[str, Any]]:
+    """Writes `p` as one segment of one partition under `base`; returns the files."""
     import numpy as np
 
     from lancepy.file import LanceFileWriter
 
     if params.get("with_position"):
-        raise NotSupportedError("create_scalar_index(with_position=True): lancepy does not write token positions yet")
-    analyzer = Analyzer(params)
+        raise NotSupportedError("INVERTED index with_position=True: lancepy does not write token positions yet")
     block_size = int(params.get("block_size") or 128)
-    vocab, ids, offsets, _ = analyzer.analyze(texts)
-    lengths = np.diff(offsets)
-    has = lengths > 0
-    doc_rows = np.asarray(row_ids, dtype=np.uint64)[has]
-    doc_len = lengths[has].astype(np.uint32)
-    doc_of_token = np.repeat(np.cumsum(has) - 1, lengths).astype(np.int64)
+    vocab, tok, doc, freq = p.vocab, p.tok, p.doc.astype(np.uint32), p.freq
+    doc_rows, doc_len = np.asarray(p.rows, np.uint64), np.asarray(p.doc_len, np.uint32)
     n_docs = len(doc_rows)
-    total_tokens = int(lengths.sum())
+    total_tokens = int(doc_len.sum())
     avgdl = total_tokens / n_docs if n_docs else 0.0
-    # (token, doc) pairs with their frequency, by token then doc
-    key = ids.astype(np.int64) * max(n_docs, 1) + doc_of_token
-    uniq, freq = np.unique(key, return_counts=True)
-    tok = (uniq // max(n_docs, 1)).astype(np.int64)
-    doc = (uniq % max(n_docs, 1)).astype(np.uint32)
     starts = np.searchsorted(tok, np.arange(len(vocab) + 1))
     df = np.diff(starts).astype(np.float32)
     nf = np.float32(n_docs)
@@ -467,3 +519,88 @@ def write_segment(
                 w.write_batch(batch)
         files.append({"path": name, "size_bytes": int(w.file_size or 0)})
     return files
+
+
+def _concat(a: Postings, b: Postings) -> Postings:
+    """`a`'s docs then `b`'s, tokens of `a` first, then `b`'s new ones."""
+    import numpy as np
+
+    where = {t: i for i, t in enumerate(a.vocab)}
+    vocab = list(a.vocab)
+    for t in b.vocab:
+        if t not in where:
+            where[t] = len(vocab)
+            vocab.append(t)
+    b_ids = np.asarray([where[t] for t in b.vocab], np.int64)
+    tok = np.concatenate([a.tok, b_ids[b.tok] if len(b.tok) else np.empty(0, np.int64)])
+    doc = np.concatenate([a.doc, b.doc + len(a.rows)])
+    freq = np.concatenate([a.freq, b.freq])
+    order = np.lexsort((doc, tok))
+    return Postings(vocab, tok[order], doc[order], freq[order], np.concatenate([a.rows, b.rows]),
+                    np.concatenate([a.doc_len, b.doc_len]))
+
+
+def remap(
+    ds_uri: str, storage_options: Any, entry: Dict[str, Any], old_addresses: "np.ndarray", new_addresses: "np.ndarray",
+    compacted_fragments: Sequence[int], dropped_fragments: Sequence[int],
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """A new segment for the INVERTED segment `entry` after a compaction moved rows (see
+    :func:`lancepy._ops.remap.moved_rows`): documents of rows that moved get their new
+    addresses, those of rows gone are dropped, with the tokens only they held; partitions are
+    merged into one. Returns the new uuid and its files."""
+    import uuid as _uuid
+
+    from lancepy._ops.remap import moved_rows
+
+    params, p = read_postings(ds_uri, entry["uuid"], storage_options)
+    new_rows, keep = moved_rows(p.rows, old_addresses, new_addresses, compacted_fragments, dropped_fragments)
+    uid = str(_uuid.uuid4())
+    files = write_postings(ds_uri.rstrip("/") + f"/_indices/{uid}/", params, keep_docs(p, keep, new_rows), storage_options)
+    return uid, files
+
+
+def extend(
+    ds: Any, column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool, retrain: bool = False
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """One new segment holding the documents of every segment in `entries` (one INVERTED
+    index) and those of the rows of `fragments` (added since), as ``optimize_indices`` merges
+    them; with `retrain`, the rows of `fragments` only, with the index's params. A delta
+    segment (``merge=False``) is not built."""
+    import uuid as _uuid
+
+    import numpy as np
+
+    from lancepy._ops import btree as _btree
+
+    if not merge and not retrain:
+        raise NotSupportedError("optimize_indices(num_indices_to_merge=0) on an INVERTED index: lancepy merges its segments")
+    params, p = read_postings(ds._uri, entries[0]["uuid"], ds._storage_options)
+    if retrain:
+        p, entries = _new_docs(params, [], np.empty(0, np.uint64)), entries[:1]
+    for e in entries[1:]:
+        other_params, q = read_postings(ds._uri, e["uuid"], ds._storage_options)
+        if other_params != params:
+            raise NotSupportedError("optimize_indices: INVERTED segments with different analyzer params")
+        p = _concat(p, q)
+    values, addr = _btree.collect(ds, column, list(fragments))
+    uid = str(_uuid.uuid4())
+    base = ds._uri.rstrip("/") + f"/_indices/{uid}/"
+    scratch = _new_docs(params, values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), np.uint64))
+    files = write_postings(base, params, _concat(p, scratch), ds._storage_options)
+    return uid, files
+
+
+def _new_docs(params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "np.ndarray") -> Postings:
+    """The :class:`Postings` of `texts` alone (documents with at least one token)."""
+    import numpy as np
+
+    vocab, ids, offsets, _ = Analyzer(params).analyze(texts)
+    lengths = np.diff(offsets)
+    has = lengths > 0
+    n_docs = int(has.sum())
+    doc_of_token = np.repeat(np.cumsum(has) - 1, lengths).astype(np.int64)
+    key = ids.astype(np.int64) * max(n_docs, 1) + doc_of_token
+    uniq, freq = np.unique(key, return_counts=True)
+    tok = (uniq // max(n_docs, 1)).astype(np.int64)
+    doc = (uniq % max(n_docs, 1)).astype(np.int64)
+    return Postings(list(vocab), tok, doc, freq.astype(np.int64), np.asarray(row_ids, np.uint64)[has], lengths[has])
