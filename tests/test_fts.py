@@ -154,6 +154,8 @@ def test_count_and_plan(small):
     ).count_rows()
     plan = sc.explain_plan()
     assert "MatchQuery: column=text, query=[dog]" in plan and "text_idx" in plan
+    ours, theirs = ds.index_statistics("text_idx"), lance.dataset(str(small)).stats.index_stats("text_idx")
+    assert ours["indices"] == theirs["indices"] and ours["index_type"] == theirs["index_type"] == "Inverted"
     batches = list(ds.scanner(full_text_query="dog", batch_size=2).to_batches())
     assert sum(b.num_rows for b in batches) == 5 and all(b.num_rows <= 2 for b in batches)
 

@@ -201,6 +201,11 @@ def search(
         rows = np.concatenate([rows, a2])
         scores = np.concatenate([scores, (s2 * np.float32(query.boost)).astype(np.float32)])
     end = None if limit is None else offset + limit
+    if end is not None and (flt is None or not prefilter) and len(rows) > end:
+        # (the rows scoring at least the end-th best: ties at the cut are ordered below)
+        kth = np.partition(scores, len(scores) - end)[len(scores) - end] if end else np.float32(np.inf)
+        near = scores >= kth
+        rows, scores = rows[near], scores[near]
     if not prefilter:  # (the best `offset + limit` rows, then the filter)
         order = np.lexsort((rows, -scores))[:end]
         rows, scores = rows[order], scores[order]

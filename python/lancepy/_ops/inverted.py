@@ -255,7 +255,8 @@ class InvertedSegment:
             return np.empty(0, np.uint64), np.empty(0, np.float32)
         rows, scores = [], []
         for part in self.partitions:
-            docs_all, weight_all = [], []
+            acc: Optional["np.ndarray"] = None
+            hits: Optional["np.ndarray"] = None
             for t in uniq:
                 tid = part.token_ids.get(t)
                 if tid is None:
@@ -266,24 +267,18 @@ class InvertedSegment:
                 f = freqs.astype(np.float32)
                 dl = part.num_tokens[docs].astype(np.float32)
                 norm = k1 * (np.float32(1.0) - b + b * dl / avgdl)
-                w = idf * ((k1 + np.float32(1.0)) * f / (f + norm)) * np.float32(times[t])
-                docs_all.append(docs)
-                weight_all.append(w.astype(np.float32))
-            if not docs_all:
+                w = ((idf * (k1 + np.float32(1.0)) * f) / (f + norm)).astype(np.float32)
+                if acc is None:
+                    acc = np.zeros(len(part.row_ids), np.float32)
+                    hits = np.zeros(len(part.row_ids), np.uint16)
+                for _ in range(times[t]):  # (a doc's ids are distinct within one posting list)
+                    acc[docs] += w
+                hits[docs] += np.uint16(1)
+            if acc is None:
                 continue
-            d = np.concatenate(docs_all)
-            w = np.concatenate(weight_all)
-            order = np.argsort(d, kind="stable")
-            d, w = d[order], w[order]
-            starts = np.flatnonzero(np.concatenate([[True], d[1:] != d[:-1]]))
-            total = np.add.reduceat(w, starts).astype(np.float32) if len(d) else w
-            hits = np.diff(np.concatenate([starts, [len(d)]]))
-            ud = d[starts]
-            if all_terms:
-                keep = hits == len(uniq)
-                ud, total = ud[keep], total[keep]
-            rows.append(part.row_ids[ud])
-            scores.append(total * np.float32(boost))
+            found = np.flatnonzero(hits == len(uniq)) if all_terms else np.flatnonzero(hits)
+            rows.append(part.row_ids[found])
+            scores.append(acc[found] * np.float32(boost))
         if not rows:
             return np.empty(0, np.uint64), np.empty(0, np.float32)
         return np.concatenate(rows), np.concatenate(scores).astype(np.float32)
@@ -455,16 +450,11 @@ def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_optio
     # (upper bounds for pylance's pruning: its float32 arithmetic can round a score one ulp
     # above lancepy's, so the bounds are raised by one ulp)
     scores = np.nextafter(scores, np.float32(np.inf)).astype(np.float32)
-    postings: List[List[bytes]] = []
-    max_scores = np.zeros(len(vocab), np.float32)
-    for t in range(len(vocab)):
-        s, e = int(starts[t]), int(starts[t + 1])
-        sc = scores[s:e]
-        block_max = [float(sc[i:i + block_size].max()) for i in range(0, e - s, block_size)]
-        max_scores[t] = max(block_max)
-        postings.append(_lancepy.fts_posting_encode(
-            doc[s:e].astype("<u4").tobytes(), freq[s:e].astype("<u4").tobytes(), block_max, block_size, True
-        ))
+    postings, maxes = _lancepy.fts_postings_encode(
+        starts.astype("<u8").tobytes(), doc.astype("<u4").tobytes(), freq.astype("<u4").tobytes(),
+        scores.astype("<f4").tobytes(), block_size,
+    )
+    max_scores = np.frombuffer(maxes, dtype="<f4")
     files = []
     meta = {"format_version": str(FORMAT_VERSION), "posting_block_size": str(block_size), "posting_tail_codec": "varint_delta_v1"}
     invert_schema = pa.schema(

@@ -3,7 +3,6 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rayon::prelude::*;
 
 use super::errors::{run, IntoPyResult};
 use crate::table::fts;
@@ -21,7 +20,7 @@ fn u32s(bytes: &[u8], what: &str) -> PyResult<Vec<u32>> {
 
 /// Analyzes `texts` (``None`` = no tokens). Returns `(vocabulary in first-seen order, token
 /// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
-/// positions as u32 bytes)`.
+/// positions as u32 bytes (for a single text only; empty otherwise))`.
 #[pyfunction]
 #[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -46,33 +45,26 @@ pub fn fts_analyze<'py>(
         ascii_folding,
     };
     let (vocab, ids, offsets, positions) = run(py, || {
-        let docs: Vec<fts::Analyzed> = texts
-            .par_iter()
-            .map(|t| match t {
-                Some(t) => analyzer.analyze(t),
-                None => fts::Analyzed { tokens: Vec::new(), positions: Vec::new() },
-            })
-            .collect();
-        let mut index: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
-        let mut vocab: Vec<String> = Vec::new();
-        let total: usize = docs.iter().map(|d| d.tokens.len()).sum();
-        let mut ids: Vec<u32> = Vec::with_capacity(total);
-        let mut positions: Vec<u32> = Vec::with_capacity(total);
-        let mut offsets: Vec<u8> = Vec::with_capacity((docs.len() + 1) * 8);
-        offsets.extend_from_slice(&0u64.to_le_bytes());
-        for d in docs {
+        if texts.len() == 1 {
+            // (one text, a query: positions too)
+            let d = texts[0].as_deref().map(|t| analyzer.analyze(t));
+            let d = d.unwrap_or(fts::Analyzed { tokens: Vec::new(), positions: Vec::new() });
+            let mut vocab: Vec<String> = Vec::new();
+            let mut ids = Vec::with_capacity(d.tokens.len());
             for t in d.tokens {
-                let next = vocab.len() as u32;
-                let id = *index.entry(t).or_insert_with_key(|k| {
-                    vocab.push(k.clone());
-                    next
+                let id = vocab.iter().position(|v| *v == t).unwrap_or_else(|| {
+                    vocab.push(t);
+                    vocab.len() - 1
                 });
-                ids.push(id);
+                ids.push(id as u32);
             }
-            positions.extend_from_slice(&d.positions);
-            offsets.extend_from_slice(&(ids.len() as u64).to_le_bytes());
+            let offsets: Vec<u8> = [0u64, ids.len() as u64].iter().flat_map(|v| v.to_le_bytes()).collect();
+            return Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&d.positions)));
         }
-        Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&positions)))
+        let refs: Vec<Option<&str>> = texts.iter().map(|t| t.as_deref()).collect();
+        let (vocab, ids, offsets) = analyzer.analyze_corpus(&refs);
+        let offsets: Vec<u8> = offsets.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Ok((vocab, u32_bytes(&ids), offsets, Vec::new()))
     })?;
     Ok((vocab, PyBytes::new(py, &ids), PyBytes::new(py, &offsets), PyBytes::new(py, &positions)))
 }
@@ -145,11 +137,35 @@ pub fn fts_posting_encode<'py>(
     Ok(blocks.iter().map(|b| PyBytes::new(py, b)).collect())
 }
 
+/// Every posting list of an index at once (see [`fts::encode_all`]): `starts` u64 bytes,
+/// `docs` / `freqs` u32 bytes, `scores` f32 bytes. Returns `(blocks of each token, max score
+/// of each token as f32 bytes)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn fts_postings_encode<'py>(
+    py: Python<'py>,
+    starts: &[u8],
+    docs: &[u8],
+    freqs: &[u8],
+    scores: &[u8],
+    block_size: usize,
+) -> PyResult<(Vec<Vec<Bound<'py, PyBytes>>>, Bound<'py, PyBytes>)> {
+    let starts: Vec<u64> = starts.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    let docs = u32s(docs, "docs")?;
+    let freqs = u32s(freqs, "freqs")?;
+    let scores: Vec<f32> = u32s(scores, "scores")?.into_iter().map(f32::from_bits).collect();
+    let lists = run(py, || fts::encode_all(&starts, &docs, &freqs, &scores, block_size))?;
+    let maxes: Vec<u8> = lists.iter().flat_map(|(_, m)| m.to_le_bytes()).collect();
+    let blocks = lists.iter().map(|(b, _)| b.iter().map(|x| PyBytes::new(py, x)).collect()).collect();
+    Ok((blocks, PyBytes::new(py, &maxes)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_analyze, m)?)?;
     m.add_function(wrap_pyfunction!(fts_fst_entries, m)?)?;
     m.add_function(wrap_pyfunction!(fts_fst_build, m)?)?;
     m.add_function(wrap_pyfunction!(fts_posting_decode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_posting_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_postings_encode, m)?)?;
     Ok(())
 }

@@ -178,43 +178,152 @@ impl Analyzer {
         }
     }
 
+    /// What the filters make of one base token (`None`: dropped).
+    pub fn filter(&self, raw: &str, stemmer: Option<&rust_stemmers::Stemmer>) -> Option<String> {
+        if let Some(limit) = self.max_token_length {
+            if raw.len() >= limit {
+                return None;
+            }
+        }
+        let mut token = if self.lower_case {
+            if raw.is_ascii() {
+                raw.to_ascii_lowercase()
+            } else {
+                raw.chars().flat_map(char::to_lowercase).collect()
+            }
+        } else {
+            raw.to_string()
+        };
+        if let Some(s) = stemmer {
+            token = s.stem(&token).into_owned();
+        }
+        if let Some(stop) = &self.stop_words {
+            if stop.contains(&token) {
+                return None;
+            }
+        }
+        if self.ascii_folding && !token.is_ascii() {
+            let mut folded = String::with_capacity(token.len());
+            token.chars().for_each(|c| fold_char(c, &mut folded));
+            token = folded;
+        }
+        Some(token)
+    }
+
     /// The tokens of `text`, filtered as the analyzer says.
     pub fn analyze(&self, text: &str) -> Analyzed {
         let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
         let mut out = Analyzed { tokens: Vec::new(), positions: Vec::new() };
         for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
-            if let Some(limit) = self.max_token_length {
-                if raw.len() >= limit {
-                    continue;
-                }
+            if let Some(token) = self.filter(raw, stemmer.as_ref()) {
+                out.tokens.push(token);
+                out.positions.push(pos as u32);
             }
-            let mut token = if self.lower_case {
-                if raw.is_ascii() {
-                    raw.to_ascii_lowercase()
-                } else {
-                    raw.chars().flat_map(char::to_lowercase).collect()
-                }
-            } else {
-                raw.to_string()
-            };
-            if let Some(s) = &stemmer {
-                token = s.stem(&token).into_owned();
-            }
-            if let Some(stop) = &self.stop_words {
-                if stop.contains(&token) {
-                    continue;
-                }
-            }
-            if self.ascii_folding && !token.is_ascii() {
-                let mut folded = String::with_capacity(token.len());
-                token.chars().for_each(|c| fold_char(c, &mut folded));
-                token = folded;
-            }
-            out.tokens.push(token);
-            out.positions.push(pos as u32);
         }
         out
     }
+
+    /// Analyzes many texts (`None`: no tokens) in parallel chunks, each base token filtered
+    /// once per chunk. Returns the vocabulary in first-seen order, every text's token ids in
+    /// order, and the offsets of each text's ids (`texts.len() + 1`).
+    pub fn analyze_corpus(&self, texts: &[Option<&str>]) -> (Vec<String>, Vec<u32>, Vec<u64>) {
+        use rayon::prelude::*;
+        use std::collections::HashMap;
+        const CHUNK: usize = 2048;
+        struct Local {
+            vocab: Vec<String>,
+            ids: Vec<u32>,
+            counts: Vec<u32>,
+        }
+        let chunks: Vec<Local> = texts
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
+                let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
+                let mut by_token: HashMap<String, u32> = HashMap::new();
+                let mut local = Local { vocab: Vec::new(), ids: Vec::new(), counts: Vec::with_capacity(chunk.len()) };
+                for text in chunk {
+                    let before = local.ids.len();
+                    if let Some(text) = text {
+                        for raw in self.base_tokens(text) {
+                            let id = match seen.get(raw) {
+                                Some(id) => *id,
+                                None => {
+                                    let id = self.filter(raw, stemmer.as_ref()).map(|t| {
+                                        let next = local.vocab.len() as u32;
+                                        *by_token.entry(t).or_insert_with_key(|k| {
+                                            local.vocab.push(k.clone());
+                                            next
+                                        })
+                                    });
+                                    seen.insert(raw, id);
+                                    id
+                                }
+                            };
+                            if let Some(id) = id {
+                                local.ids.push(id);
+                            }
+                        }
+                    }
+                    local.counts.push((local.ids.len() - before) as u32);
+                }
+                local
+            })
+            .collect();
+        let mut global: HashMap<String, u32> = HashMap::new();
+        let mut vocab: Vec<String> = Vec::new();
+        let mut ids: Vec<u32> = Vec::with_capacity(chunks.iter().map(|c| c.ids.len()).sum());
+        let mut offsets: Vec<u64> = Vec::with_capacity(texts.len() + 1);
+        offsets.push(0);
+        for chunk in chunks {
+            let map: Vec<u32> = chunk
+                .vocab
+                .into_iter()
+                .map(|t| {
+                    let next = vocab.len() as u32;
+                    *global.entry(t).or_insert_with_key(|k| {
+                        vocab.push(k.clone());
+                        next
+                    })
+                })
+                .collect();
+            ids.extend(chunk.ids.iter().map(|&i| map[i as usize]));
+            let mut at = *offsets.last().expect("one offset");
+            for c in chunk.counts {
+                at += c as u64;
+                offsets.push(at);
+            }
+        }
+        (vocab, ids, offsets)
+    }
+}
+
+/// Encodes every posting list of an index: token `t` holds `docs[starts[t]..starts[t + 1]]`
+/// with their `freqs` and `scores`. Returns each token's blocks and its max score.
+pub fn encode_all(
+    starts: &[u64],
+    docs: &[u32],
+    freqs: &[u32],
+    scores: &[f32],
+    block_size: usize,
+) -> Result<Vec<(Vec<Vec<u8>>, f32)>> {
+    use rayon::prelude::*;
+    if docs.len() != freqs.len() || docs.len() != scores.len() || starts.last().is_some_and(|&e| e as usize > docs.len()) {
+        return Err(Error::InvalidInput("posting lists: starts, docs, frequencies and scores disagree".into()));
+    }
+    starts
+        .par_windows(2)
+        .map(|w| {
+            let (s, e) = (w[0] as usize, w[1] as usize);
+            if s >= e {
+                return Err(Error::InvalidInput("posting lists: a token without documents".into()));
+            }
+            let block_max: Vec<f32> =
+                scores[s..e].chunks(block_size).map(|c| c.iter().copied().fold(f32::MIN, f32::max)).collect();
+            let max = block_max.iter().copied().fold(f32::MIN, f32::max);
+            Ok((posting_encode(&docs[s..e], &freqs[s..e], &block_max, block_size, true)?, max))
+        })
+        .collect()
 }
 
 /// Every `(key, value)` of an FST map, in key order.
