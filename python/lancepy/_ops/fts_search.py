@@ -155,6 +155,31 @@ def _flat_scores(
     return addr[keep], score[keep]
 
 
+def _allowed(
+    ds: "LanceDataset", entry: Dict[str, Any], seg: _inverted.InvertedSegment, frags: List[int]
+) -> List[Optional[bytes]]:
+    """Per partition of `seg`, which documents a search of `frags` may return (a byte per
+    document; ``None``: all): rows of those fragments, not deleted. Cached with the version."""
+    import numpy as np
+
+    from lancepy.vector import _deleted_addresses
+
+    key = ("fts_allowed", entry["uuid"], tuple(frags))
+    got = ds._per_version.get(key)
+    if got is not None:
+        return got
+    searched = np.asarray(sorted(set(frags)), dtype=np.int64)
+    deleted = _deleted_addresses(ds)
+    out: List[Optional[bytes]] = []
+    for part in seg.partitions:
+        ok = np.isin((part.row_ids >> np.uint64(32)).astype(np.int64), searched)
+        if len(deleted):
+            ok &= ~np.isin(part.row_ids, deleted)
+        out.append(None if ok.all() else ok.astype(np.uint8).tobytes())
+    ds._per_version[key] = out
+    return out
+
+
 def search(
     ds: "LanceDataset",
     query: FtsQuery,
@@ -173,8 +198,6 @@ def search(
     ``_rowaddr``; best first."""
     import numpy as np
 
-    from lancepy.vector import _deleted_addresses
-
     if ds.has_stable_row_ids:
         raise NotSupportedError("full_text_query on a dataset with stable row ids: lancepy searches row-address indices only")
     segs = _segments(ds, query.column)
@@ -187,20 +210,15 @@ def search(
     live = ds._snapshot_rows()
     frags = [f for f in live] if fragment_ids is None else [int(f) for f in fragment_ids if int(f) in live]
     covered = {int(f) for f in entry["fragment_ids"]}
-    rows, scores = seg.search(tokens, query.all_terms)
+    end = None if limit is None else offset + limit
+    k = end if (flt is None or not prefilter) else None
+    rows, scores = seg.search(tokens, query.all_terms, allowed=_allowed(ds, entry, seg, frags), k=k)
     scores = (scores * np.float32(query.boost)).astype(np.float32)
-    frag_of = (rows >> np.uint64(32)).astype(np.int64)
-    keep = np.isin(frag_of, [f for f in frags if f in covered])
-    deleted = _deleted_addresses(ds)
-    if len(deleted):
-        keep &= ~np.isin(rows, deleted)
-    rows, scores = rows[keep], scores[keep]
     uncovered = [f for f in frags if f not in covered]
     if uncovered and tokens:
         a2, s2 = _flat_scores(ds, seg, query.column, tokens, query.all_terms, uncovered)
         rows = np.concatenate([rows, a2])
         scores = np.concatenate([scores, (s2 * np.float32(query.boost)).astype(np.float32)])
-    end = None if limit is None else offset + limit
     if end is not None and (flt is None or not prefilter) and len(rows) > end:
         # (the rows scoring at least the end-th best: ties at the cut are ordered below)
         kth = np.partition(scores, len(scores) - end)[len(scores) - end] if end else np.float32(np.inf)

@@ -182,23 +182,27 @@ class Partition:
         self.lengths = np.asarray(invert.column("_length").to_numpy(), dtype=np.int64)
         self._tail_varint = tail_varint
         self._block_size = block_size
-        self._decoded: Dict[int, Tuple["np.ndarray", "np.ndarray"]] = {}
+        self._decoded: Dict[int, Tuple[bytes, bytes]] = {}
+        self.num_tokens_bytes = self.num_tokens.astype("<u4").tobytes()
+        self.row_ids_bytes = self.row_ids.astype("<u8").tobytes()
 
-    def posting(self, token_id: int) -> Tuple["np.ndarray", "np.ndarray"]:
-        """``(doc ids, frequencies)`` of a token (decoded once)."""
-        import numpy as np
-
+    def posting_bytes(self, token_id: int) -> Tuple[bytes, bytes]:
+        """``(doc ids, frequencies)`` of a token as little-endian u32 bytes (decoded once)."""
         got = self._decoded.get(token_id)
         if got is None:
             if not 0 <= token_id < len(self.lengths):
                 raise CorruptFileError(f"INVERTED index: token id {token_id} has no posting list")
             blocks = self._postings[token_id].as_py()
-            docs, freqs = _lancepy.fts_posting_decode(
-                blocks, int(self.lengths[token_id]), self._block_size, self._tail_varint
-            )
-            got = (np.frombuffer(docs, dtype="<u4"), np.frombuffer(freqs, dtype="<u4"))
+            got = _lancepy.fts_posting_decode(blocks, int(self.lengths[token_id]), self._block_size, self._tail_varint)
             self._decoded[token_id] = got
         return got
+
+    def posting(self, token_id: int) -> Tuple["np.ndarray", "np.ndarray"]:
+        """``(doc ids, frequencies)`` of a token."""
+        import numpy as np
+
+        docs, freqs = self.posting_bytes(token_id)
+        return np.frombuffer(docs, dtype="<u4"), np.frombuffer(freqs, dtype="<u4")
 
 
 class InvertedSegment:
@@ -237,48 +241,43 @@ class InvertedSegment:
         return n
 
     def search(
-        self, tokens: Sequence[str], all_terms: bool = False, boost: float = 1.0
+        self, tokens: Sequence[str], all_terms: bool = False, boost: float = 1.0,
+        allowed: Optional[Sequence[Optional[bytes]]] = None, k: Optional[int] = None,
     ) -> Tuple["np.ndarray", "np.ndarray"]:
         """``(row ids, float32 BM25 scores)`` of the documents holding any (`all_terms`:
-        every) token of `tokens`, unordered."""
+        every) token of `tokens` (a repeated token scores again), unordered. `allowed`: per
+        partition, a byte per document (0: left out) or ``None`` (all); `k`: only the `k`
+        best of each partition (score descending, then row id)."""
         import numpy as np
 
         uniq = list(dict.fromkeys(tokens))
-        times = {t: tokens.count(t) for t in uniq}  # (a repeated query token scores again)
         if not uniq or self.num_docs == 0:
             return np.empty(0, np.uint64), np.empty(0, np.float32)
         n_docs = np.float32(self.num_docs)
-        avgdl = np.float32(self.avg_doc_length)
-        k1, b = np.float32(K1), np.float32(B)
+        avgdl = float(np.float32(self.avg_doc_length))
         counts = {t: self.doc_count(t) for t in uniq}
         if all_terms and any(c == 0 for c in counts.values()):
             return np.empty(0, np.uint64), np.empty(0, np.float32)
         rows, scores = [], []
-        for part in self.partitions:
-            acc: Optional["np.ndarray"] = None
-            hits: Optional["np.ndarray"] = None
+        for i, part in enumerate(self.partitions):
+            lists = []
             for t in uniq:
                 tid = part.token_ids.get(t)
                 if tid is None:
                     continue
                 n = np.float32(counts[t])
                 idf = np.float32(np.log(np.float32(1.0) + (n_docs - n + np.float32(0.5)) / (n + np.float32(0.5))))
-                docs, freqs = part.posting(tid)
-                f = freqs.astype(np.float32)
-                dl = part.num_tokens[docs].astype(np.float32)
-                norm = k1 * (np.float32(1.0) - b + b * dl / avgdl)
-                w = ((idf * (k1 + np.float32(1.0)) * f) / (f + norm)).astype(np.float32)
-                if acc is None:
-                    acc = np.zeros(len(part.row_ids), np.float32)
-                    hits = np.zeros(len(part.row_ids), np.uint16)
-                for _ in range(times[t]):  # (a doc's ids are distinct within one posting list)
-                    acc[docs] += w
-                hits[docs] += np.uint16(1)
-            if acc is None:
+                docs, freqs = part.posting_bytes(int(tid))
+                lists.append((docs, freqs, float(idf), tokens.count(t)))
+            if not lists:
                 continue
-            found = np.flatnonzero(hits == len(uniq)) if all_terms else np.flatnonzero(hits)
+            mask = allowed[i] if allowed is not None else None
+            docs_b, scores_b = _lancepy.fts_score_docs(
+                lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, len(uniq) if all_terms else 1, mask, k
+            )
+            found = np.frombuffer(docs_b, dtype="<u4")
             rows.append(part.row_ids[found])
-            scores.append(acc[found] * np.float32(boost))
+            scores.append(np.frombuffer(scores_b, dtype="<f4") * np.float32(boost))
         if not rows:
             return np.empty(0, np.uint64), np.empty(0, np.float32)
         return np.concatenate(rows), np.concatenate(scores).astype(np.float32)

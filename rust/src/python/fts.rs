@@ -72,7 +72,8 @@ pub fn fts_analyze<'py>(
 /// The `(tokens, token ids)` of an FST token set, in token order. Malformed bytes raise
 /// `CorruptFileError`.
 #[pyfunction]
-pub fn fts_fst_entries(py: Python<'_>, data: Vec<u8>) -> PyResult<(Vec<String>, Vec<u64>)> {
+pub fn fts_fst_entries(py: Python<'_>, data: &[u8]) -> PyResult<(Vec<String>, Vec<u64>)> {
+    let data = data.to_vec();
     run(py, || {
         let entries = fts::fst_entries(data)?;
         let mut keys = Vec::with_capacity(entries.len());
@@ -108,11 +109,12 @@ pub fn fts_fst_build<'py>(py: Python<'py>, tokens: Vec<String>, ids: Vec<u64>) -
 #[pyfunction]
 pub fn fts_posting_decode<'py>(
     py: Python<'py>,
-    blocks: Vec<Vec<u8>>,
+    blocks: Vec<Bound<'py, PyBytes>>,
     length: usize,
     block_size: usize,
     varint_tail: bool,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let blocks: Vec<Vec<u8>> = blocks.iter().map(|b| b.as_bytes().to_vec()).collect();
     let (docs, freqs) = run(py, || {
         let refs: Vec<&[u8]> = blocks.iter().map(|b| b.as_slice()).collect();
         let (d, f) = fts::posting_decode(&refs, length, block_size, varint_tail)?;
@@ -167,5 +169,41 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_posting_decode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_posting_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_postings_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_score_docs, m)?)?;
     Ok(())
+}
+
+/// BM25 of one partition's documents for a query (see [`fts::score_docs`]): `lists` holds,
+/// per distinct query token, `(doc ids u32 bytes, frequencies u32 bytes, idf, times)`;
+/// `num_tokens` u32 bytes, `row_ids` u64 bytes, `allowed` a byte per document. Returns
+/// `(doc ids u32 bytes, scores f32 bytes)`.
+#[pyfunction]
+#[pyo3(signature = (lists, num_tokens, row_ids, avgdl, need, allowed, k))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn fts_score_docs<'py>(
+    py: Python<'py>,
+    lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, f32, u32)>,
+    num_tokens: &[u8],
+    row_ids: &[u8],
+    avgdl: f32,
+    need: usize,
+    allowed: Option<&[u8]>,
+    k: Option<usize>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let lens = u32s(num_tokens, "num_tokens")?;
+    if row_ids.len() % 8 != 0 {
+        return Err(crate::error::Error::InvalidInput("row_ids must be a whole number of u64".into())).py();
+    }
+    let rows: Vec<u64> = row_ids.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    let mut decoded = Vec::with_capacity(lists.len());
+    for (d, f, idf, times) in &lists {
+        decoded.push((u32s(d.as_bytes(), "docs")?, u32s(f.as_bytes(), "freqs")?, *idf, *times));
+    }
+    let (docs, scores) = run(py, || {
+        let scored: Vec<fts::ScoredList<'_>> =
+            decoded.iter().map(|(d, f, idf, times)| fts::ScoredList { docs: d, freqs: f, idf: *idf, times: *times }).collect();
+        fts::score_docs(&scored, &lens, &rows, avgdl, need, allowed, k)
+    })?;
+    let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
 }

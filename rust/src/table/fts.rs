@@ -537,3 +537,69 @@ mod tests {
         assert_eq!(fst_entries(fst_build(&entries).unwrap()).unwrap(), entries);
     }
 }
+
+/// One query token's posting list in a partition, with its weight.
+pub struct ScoredList<'a> {
+    /// doc ids (ascending, distinct)
+    pub docs: &'a [u32],
+    /// their frequencies
+    pub freqs: &'a [u32],
+    /// the token's idf
+    pub idf: f32,
+    /// how often the query holds the token
+    pub times: u32,
+}
+
+/// BM25 (pylance's float32 arithmetic) of the documents of one partition holding the query's
+/// tokens: those holding at least `need` distinct tokens and allowed by `allowed` (a mask
+/// over doc ids, when given). With `k`, only the `k` best (score descending, then row id
+/// ascending). Returns `(doc ids, scores)` in no particular order.
+pub fn score_docs(
+    lists: &[ScoredList<'_>],
+    num_tokens: &[u32],
+    row_ids: &[u64],
+    avgdl: f32,
+    need: usize,
+    allowed: Option<&[u8]>,
+    k: Option<usize>,
+) -> Result<(Vec<u32>, Vec<f32>)> {
+    const K1: f32 = 1.2;
+    const B: f32 = 0.75;
+    let n = num_tokens.len();
+    if row_ids.len() != n || allowed.is_some_and(|a| a.len() != n) {
+        return Err(Error::InvalidInput("score_docs: documents, row ids and mask disagree".into()));
+    }
+    let mut acc = vec![0f32; n];
+    let mut hits = vec![0u16; n];
+    for l in lists {
+        if l.docs.len() != l.freqs.len() || l.docs.iter().any(|&d| d as usize >= n) {
+            return Err(Error::Corrupt("INVERTED index posting list names a document it does not hold".into()));
+        }
+        for (&d, &f) in l.docs.iter().zip(l.freqs) {
+            let d = d as usize;
+            let f = f as f32;
+            let dl = num_tokens[d] as f32;
+            let norm = K1 * (1.0 - B + B * dl / avgdl);
+            let w = (l.idf * (K1 + 1.0) * f) / (f + norm);
+            for _ in 0..l.times {
+                acc[d] += w;
+            }
+            hits[d] = hits[d].saturating_add(1);
+        }
+    }
+    let need = need.max(1);
+    let mut found: Vec<(f32, u64, u32)> = (0..n)
+        .filter(|&d| hits[d] as usize >= need && allowed.is_none_or(|a| a[d] != 0))
+        .map(|d| (acc[d], row_ids[d], d as u32))
+        .collect();
+    if let Some(k) = k {
+        let better = |a: &(f32, u64, u32), b: &(f32, u64, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        if k == 0 {
+            found.clear();
+        } else if found.len() > k {
+            found.select_nth_unstable_by(k - 1, better);
+            found.truncate(k);
+        }
+    }
+    Ok((found.iter().map(|f| f.2).collect(), found.iter().map(|f| f.0).collect()))
+}
