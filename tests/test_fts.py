@@ -307,3 +307,20 @@ def test_optimize_and_compaction_differential(tmp_path, builder):
     check(2)
     lancepy.dataset(paths["lancepy"]).optimize.optimize_indices(retrain=True)
     check(3)
+
+
+def test_no_index_and_unbuilt_queries(tmp_path):
+    path = str(tmp_path / "d")
+    vec = pa.FixedSizeListArray.from_arrays(pa.array([0.0, 1.0, 2.0], pa.float32()), 1)
+    lancepy.write_dataset(pa.table({"a": list(range(3)), "b": ["x y", "y", "z"], "v": vec}), path)
+    ds = lancepy.dataset(path)
+    with pytest.raises(ValueError, match="INVERTED"):
+        ds.to_table(full_text_query="y")
+    ds.create_scalar_index("b", "INVERTED")
+    assert ds.head(3, full_text_query="y").column("a").to_pylist() == [1, 0]
+    with pytest.raises(NotSupportedError):
+        ds.to_table(full_text_query="y", nearest={"column": "v", "q": [1.0], "k": 1})
+    with pytest.raises(NotSupportedError, match="MultiMatch"):
+        from lancepy.query import MultiMatchQuery
+
+        ds.to_table(full_text_query=MultiMatchQuery("y", ["b"]))

@@ -1,6 +1,7 @@
 """Scalar indices: :meth:`LanceDataset.create_scalar_index` (argument checks as pylance 14
-makes them, the build, the commit). lancepy builds BTREE indices (:mod:`lancepy._ops.btree`) and
-BITMAP and LABEL_LIST indices (:mod:`lancepy._ops.bitmap`);
+makes them, the build, the commit). lancepy builds BTREE indices (:mod:`lancepy._ops.btree`),
+BITMAP and LABEL_LIST indices (:mod:`lancepy._ops.bitmap`) and INVERTED / FTS indices
+(:mod:`lancepy._ops.inverted`);
 the other scalar index types pylance knows raise :class:`NotSupportedError` (a
 ``NotImplementedError``) for now."""
 
@@ -118,7 +119,7 @@ def create_scalar_index(
         )
     if kind not in BUILT_TYPES:
         raise NotSupportedError(
-            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE, BITMAP and LABEL_LIST scalar indices only (for now); "
+            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE, BITMAP, LABEL_LIST and INVERTED scalar indices only (for now); "
             f"it reads the other kinds pylance writes"
         )
     given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None]
@@ -127,14 +128,14 @@ def create_scalar_index(
                                 document_granularity, fragment_ids, fts_options)
     if given:
         raise NotSupportedError(
-            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options; lancepy builds BTREE, BITMAP and LABEL_LIST only"
+            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options, not options of a {kind} index"
         )
     if format_version is not None:
-        raise NotSupportedError("create_scalar_index(format_version=): an INVERTED/FTS option; lancepy builds BTREE, BITMAP and LABEL_LIST only")
+        raise NotSupportedError(f"create_scalar_index(format_version=): an INVERTED/FTS option, not an option of a {kind} index")
     if str(getattr(document_granularity, "value", document_granularity)).lower() != "row":
         raise NotSupportedError(
-            f"create_scalar_index(document_granularity={document_granularity!r}): an INVERTED/FTS option; "
-            "lancepy builds BTREE, BITMAP and LABEL_LIST only"
+            f"create_scalar_index(document_granularity={document_granularity!r}): an INVERTED/FTS option, "
+            f"not an option of a {kind} index"
         )
     if progress_callback is not None:
         raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no scalar index build progress")
