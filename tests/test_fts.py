@@ -26,6 +26,8 @@ DOCS = [
     "dog dog dog cat",
     "cats and dogs",
     "Café crème brûlée, naïve façade",
+    "the a an",
+    "Ünïcödé ÅNGSTRÖM, ﬁnance straße ǆungla hyphen-ated under_score 4.5 日本語 テキスト",
 ]
 
 WORDS = (
@@ -103,6 +105,7 @@ def small(tmp_path):
         dict(full_text_query="dog dog cat"),
         dict(full_text_query="quick foxes"),
         dict(full_text_query="cafe creme"),
+        dict(full_text_query="finance strasse ÅNGSTRÖM dzungla 日本語"),
         dict(full_text_query="the"),
         dict(full_text_query=""),
         dict(full_text_query="dog", limit=2, filter="id > 2", prefilter=True),
@@ -324,3 +327,15 @@ def test_no_index_and_unbuilt_queries(tmp_path):
         from lancepy.query import MultiMatchQuery
 
         ds.to_table(full_text_query=MultiMatchQuery("y", ["b"]))
+
+
+def test_token_files_equal_pylance(tmp_path):
+    """The analyzer (tokenizer, stemmer, stop words, ASCII folding of accents and ligatures)
+    gives pylance's tokens, ids and document lengths on mixed-script text."""
+    from lancepy.file import LanceFileReader
+
+    pl, lp = _write_both(tmp_path, DOCS)
+    for name in ["part_0_tokens.lance", "part_0_docs.lance", "metadata.lance"]:
+        a = LanceFileReader(str(next((pl / "_indices").glob(f"*/{name}")))).read_all().to_table()
+        b = LanceFileReader(str(next((lp / "_indices").glob(f"*/{name}")))).read_all().to_table()
+        assert a.equals(b), name

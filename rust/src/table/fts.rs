@@ -85,79 +85,16 @@ pub fn stemmer_of(language: &str) -> Result<rust_stemmers::Algorithm> {
     })
 }
 
-/// A character and what it folds to when ASCII folding maps it to more than itself.
+/// Appends what ASCII folding makes of `c` (itself when the table has no ASCII form for it).
 fn fold_char(c: char, out: &mut String) {
     if c.is_ascii() {
         out.push(c);
         return;
     }
-    let special = match c {
-        'ß' => Some("ss"),
-        'Æ' => Some("AE"),
-        'æ' => Some("ae"),
-        'Œ' => Some("OE"),
-        'œ' => Some("oe"),
-        'Ø' => Some("O"),
-        'ø' => Some("o"),
-        'Ł' => Some("L"),
-        'ł' => Some("l"),
-        'Đ' | 'Ð' => Some("D"),
-        'đ' | 'ð' => Some("d"),
-        'Þ' => Some("TH"),
-        'þ' => Some("th"),
-        'ı' => Some("i"),
-        _ => None,
-    };
-    if let Some(s) = special {
-        out.push_str(s);
-        return;
+    match super::fts_fold::FOLD.binary_search_by(|(k, _)| k.cmp(&c)) {
+        Ok(i) => out.push_str(super::fts_fold::FOLD[i].1),
+        Err(_) => out.push(c),
     }
-    out.push(latin_base(c).unwrap_or(c));
-}
-
-/// The unaccented base letter of a precomposed Latin-1 / Latin Extended-A letter.
-fn latin_base(c: char) -> Option<char> {
-    const TABLE: &[(&str, char)] = &[
-        ("ÀÁÂÃÄÅĀĂĄ", 'A'),
-        ("àáâãäåāăą", 'a'),
-        ("ÇĆĈĊČ", 'C'),
-        ("çćĉċč", 'c'),
-        ("ĎĐ", 'D'),
-        ("ďđ", 'd'),
-        ("ÈÉÊËĒĔĖĘĚ", 'E'),
-        ("èéêëēĕėęě", 'e'),
-        ("ĜĞĠĢ", 'G'),
-        ("ĝğġģ", 'g'),
-        ("ĤĦ", 'H'),
-        ("ĥħ", 'h'),
-        ("ÌÍÎÏĨĪĬĮİ", 'I'),
-        ("ìíîïĩīĭį", 'i'),
-        ("Ĵ", 'J'),
-        ("ĵ", 'j'),
-        ("Ķ", 'K'),
-        ("ķ", 'k'),
-        ("ĹĻĽĿ", 'L'),
-        ("ĺļľŀ", 'l'),
-        ("ÑŃŅŇ", 'N'),
-        ("ñńņň", 'n'),
-        ("ÒÓÔÕÖŌŎŐ", 'O'),
-        ("òóôõöōŏő", 'o'),
-        ("ŔŖŘ", 'R'),
-        ("ŕŗř", 'r'),
-        ("ŚŜŞŠ", 'S'),
-        ("śŝşš", 's'),
-        ("ŢŤŦ", 'T'),
-        ("ţťŧ", 't'),
-        ("ÙÚÛÜŨŪŬŮŰŲ", 'U'),
-        ("ùúûüũūŭůűų", 'u'),
-        ("Ŵ", 'W'),
-        ("ŵ", 'w'),
-        ("ÝŶŸ", 'Y'),
-        ("ýÿŷ", 'y'),
-        ("ŹŻŽ", 'Z'),
-        ("źżž", 'z'),
-    ];
-    TABLE.iter().find(|(set, _)| set.contains(c)).map(|&(_, base)| base)
 }
 
 /// One analyzed document: its tokens and their positions (the base tokenizer's token
