@@ -190,20 +190,11 @@ pub fn fts_score_docs<'py>(
     allowed: Option<&[u8]>,
     k: Option<usize>,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let lens = u32s(num_tokens, "num_tokens")?;
-    if row_ids.len() % 8 != 0 {
-        return Err(crate::error::Error::InvalidInput("row_ids must be a whole number of u64".into())).py();
-    }
-    let rows: Vec<u64> = row_ids.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
-    let mut decoded = Vec::with_capacity(lists.len());
-    for (d, f, idf, times) in &lists {
-        decoded.push((u32s(d.as_bytes(), "docs")?, u32s(f.as_bytes(), "freqs")?, *idf, *times));
-    }
-    let (docs, scores) = run(py, || {
-        let scored: Vec<fts::ScoredList<'_>> =
-            decoded.iter().map(|(d, f, idf, times)| fts::ScoredList { docs: d, freqs: f, idf: *idf, times: *times }).collect();
-        fts::score_docs(&scored, &lens, &rows, avgdl, need, allowed, k)
-    })?;
+    let views: Vec<(&[u8], &[u8], f32, u32)> =
+        lists.iter().map(|(d, f, idf, times)| (d.as_bytes(), f.as_bytes(), *idf, *times)).collect();
+    let scored: Vec<fts::ScoredList<'_>> =
+        views.iter().map(|&(docs, freqs, idf, times)| fts::ScoredList { docs, freqs, idf, times }).collect();
+    let (docs, scores) = run(py, || fts::score_docs(&scored, num_tokens, row_ids, avgdl, need, allowed, k))?;
     let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
 }

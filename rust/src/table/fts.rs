@@ -477,24 +477,50 @@ mod tests {
 
 /// One query token's posting list in a partition, with its weight.
 pub struct ScoredList<'a> {
-    /// doc ids (ascending, distinct)
-    pub docs: &'a [u32],
-    /// their frequencies
-    pub freqs: &'a [u32],
+    /// doc ids (ascending, distinct), little-endian u32
+    pub docs: &'a [u8],
+    /// their frequencies, little-endian u32
+    pub freqs: &'a [u8],
     /// the token's idf
     pub idf: f32,
     /// how often the query holds the token
     pub times: u32,
 }
 
+#[inline]
+fn le_u32(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+}
+
+/// A candidate of the top k: better is a higher score, then a lower row id.
+#[derive(PartialEq)]
+struct Hit(f32, u64, u32);
+
+impl Eq for Hit {}
+
+impl PartialOrd for Hit {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Hit {
+    // (a max-heap of these pops the worst hit first)
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
+    }
+}
+
 /// BM25 (pylance's float32 arithmetic) of the documents of one partition holding the query's
 /// tokens: those holding at least `need` distinct tokens and allowed by `allowed` (a mask
-/// over doc ids, when given). With `k`, only the `k` best (score descending, then row id
+/// over doc ids, when given). `num_tokens` (u32) and `row_ids` (u64) are little-endian
+/// bytes, one per document. With `k`, only the `k` best (score descending, then row id
 /// ascending). Returns `(doc ids, scores)` in no particular order.
+#[allow(clippy::too_many_arguments)]
 pub fn score_docs(
     lists: &[ScoredList<'_>],
-    num_tokens: &[u32],
-    row_ids: &[u64],
+    num_tokens: &[u8],
+    row_ids: &[u8],
     avgdl: f32,
     need: usize,
     allowed: Option<&[u8]>,
@@ -502,20 +528,24 @@ pub fn score_docs(
 ) -> Result<(Vec<u32>, Vec<f32>)> {
     const K1: f32 = 1.2;
     const B: f32 = 0.75;
-    let n = num_tokens.len();
-    if row_ids.len() != n || allowed.is_some_and(|a| a.len() != n) {
+    let n = num_tokens.len() / 4;
+    if num_tokens.len() % 4 != 0 || row_ids.len() != 8 * n || allowed.is_some_and(|a| a.len() != n) {
         return Err(Error::InvalidInput("score_docs: documents, row ids and mask disagree".into()));
     }
     let mut acc = vec![0f32; n];
     let mut hits = vec![0u16; n];
     for l in lists {
-        if l.docs.len() != l.freqs.len() || l.docs.iter().any(|&d| d as usize >= n) {
-            return Err(Error::Corrupt("INVERTED index posting list names a document it does not hold".into()));
+        let len = l.docs.len() / 4;
+        if l.docs.len() % 4 != 0 || l.freqs.len() != l.docs.len() {
+            return Err(Error::InvalidInput("score_docs: doc ids and frequencies disagree".into()));
         }
-        for (&d, &f) in l.docs.iter().zip(l.freqs) {
-            let d = d as usize;
-            let f = f as f32;
-            let dl = num_tokens[d] as f32;
+        for i in 0..len {
+            let d = le_u32(l.docs, i) as usize;
+            if d >= n {
+                return Err(Error::Corrupt("INVERTED index posting list names a document it does not hold".into()));
+            }
+            let f = le_u32(l.freqs, i) as f32;
+            let dl = le_u32(num_tokens, d) as f32;
             let norm = K1 * (1.0 - B + B * dl / avgdl);
             let w = (l.idf * (K1 + 1.0) * f) / (f + norm);
             for _ in 0..l.times {
@@ -525,18 +555,24 @@ pub fn score_docs(
         }
     }
     let need = need.max(1);
-    let mut found: Vec<(f32, u64, u32)> = (0..n)
-        .filter(|&d| hits[d] as usize >= need && allowed.is_none_or(|a| a[d] != 0))
-        .map(|d| (acc[d], row_ids[d], d as u32))
-        .collect();
-    if let Some(k) = k {
-        let better = |a: &(f32, u64, u32), b: &(f32, u64, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if k == 0 {
-            found.clear();
-        } else if found.len() > k {
-            found.select_nth_unstable_by(k - 1, better);
-            found.truncate(k);
+    let row = |d: usize| u64::from_le_bytes(row_ids[8 * d..8 * d + 8].try_into().expect("8 bytes"));
+    let candidates = (0..n).filter(|&d| hits[d] as usize >= need && allowed.is_none_or(|a| a[d] != 0));
+    let found: Vec<Hit> = match k {
+        None => candidates.map(|d| Hit(acc[d], row(d), d as u32)).collect(),
+        Some(0) => Vec::new(),
+        Some(k) => {
+            let mut heap: std::collections::BinaryHeap<Hit> = std::collections::BinaryHeap::with_capacity(k + 1);
+            for d in candidates {
+                let hit = Hit(acc[d], row(d), d as u32);
+                if heap.len() < k {
+                    heap.push(hit);
+                } else if heap.peek().is_some_and(|worst| hit < *worst) {
+                    heap.pop();
+                    heap.push(hit);
+                }
+            }
+            heap.into_vec()
         }
-    }
-    Ok((found.iter().map(|f| f.2).collect(), found.iter().map(|f| f.0).collect()))
+    };
+    Ok((found.iter().map(|h| h.2).collect(), found.iter().map(|h| h.0).collect()))
 }
