@@ -113,6 +113,8 @@ def small(tmp_path):
         dict(full_text_query="dog", with_row_id=True, columns=["id"]),
         dict(full_text_query="dog cat", with_row_address=True, columns=["id"], limit=3, offset=1),
         dict(full_text_query={"query": "dog", "columns": ["text"]}),
+        dict(full_text_query="dog", columns=["_score", "id"]),
+        dict(full_text_query="dog cat", columns=["id", "_score"], with_row_id=True),
     ],
 )
 def test_lancepy_reads_pylance_index(small, kw):

@@ -61,7 +61,7 @@ from lancepy.filters import Filter
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
-from lancepy.scanner import ColumnOrdering, LanceScanner
+from lancepy.scanner import ColumnOrdering, LanceScanner, scan_columns
 from lancepy.stats import LanceStats
 from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
 
@@ -593,7 +593,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
             row_addr_blocklist=row_addr_blocklist,
         )
         scanner = LanceScanner(
-            self._pinned(), columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
+            self._pinned(), scan_columns(columns, full_text_query), filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
         )
         scanner._set_order(order_by)
         scanner._set_late_materialization(late_materialization)
@@ -604,7 +604,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
             scanner._set_nearest(nearest, bool(prefilter))
             scanner._fast_search = bool(fast_search)
         scanner._set_include_deleted(include_deleted_rows)
-        scanner._set_full_text(full_text_query, bool(prefilter))
+        scanner._set_full_text(full_text_query, bool(prefilter), columns)
         scanner._use_scalar_index = use_scalar_index is not False
         scanner._no_scoring_column = bool(disable_scoring_autoprojection)
         scanner._set_read_ahead(batch_readahead)

@@ -39,6 +39,14 @@ def _run_starts(values: pa.Array) -> List[int]:
     return [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
 
 
+def scan_columns(columns: Any, full_text_query: Any) -> Any:
+    """`columns` less ``_score`` (the column a full-text search adds; the scanner puts it
+    where `columns` asks, see :meth:`LanceScanner._set_full_text`)."""
+    if full_text_query is None or not isinstance(columns, (list, tuple)) or _fts.SCORE not in columns:
+        return columns
+    return [c for c in columns if c != _fts.SCORE]
+
+
 def _default_batch_size() -> int:
     """Rows per batch when a scan names none: ``LANCE_DEFAULT_BATCH_SIZE`` (as pylance reads
     it) or 8192."""
@@ -117,6 +125,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
         self._nearest: Optional[_vector.NearestQuery] = None
         self._fts: Optional[_fts.FtsQuery] = None  # (full_text_query=; searched as nearest= is)
+        self._score_at: Optional[int] = None  # (where columns= puts _score)
         self._prefilter = False
         self._late: Union[bool, List[str], None] = None
         # Blob columns returned as their values (blob_handling="all_binary"), and whether the
@@ -305,10 +314,13 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         self._nearest = _vector.parse_nearest(nearest, self._ds.schema)
         self._prefilter = prefilter
 
-    def _set_full_text(self, full_text_query: Any, prefilter: bool) -> None:
-        """`full_text_query` (see :mod:`lancepy._ops.fts_search`): searched like `nearest`."""
+    def _set_full_text(self, full_text_query: Any, prefilter: bool, columns: Any = None) -> None:
+        """`full_text_query` (see :mod:`lancepy._ops.fts_search`): searched like `nearest`;
+        `columns` (the scan's own) may name ``_score``, which then goes where it names it."""
         if full_text_query is None:
             return
+        if isinstance(columns, (list, tuple)) and _fts.SCORE in columns:
+            self._score_at = list(columns).index(_fts.SCORE)
         if self._nearest is not None:
             raise UnsupportedError("full_text_query together with nearest= (hybrid search) is not built in lancepy")
         if self._computed is not None or self._order:
@@ -317,10 +329,22 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         self._prefilter = prefilter
 
     def _search(self) -> pa.Table:
+        t = self._place_score(self._search_unplaced())
+        return t
+
+    def _place_score(self, t: pa.Table) -> pa.Table:
+        if self._score_at is None or _fts.SCORE not in t.column_names:
+            return t
+        names = [n for n in t.column_names if n != _fts.SCORE]
+        names.insert(self._score_at, _fts.SCORE)
+        return t.select(names)
+
+    def _search_unplaced(self) -> pa.Table:
         t = self._search_raw()
         if self._projection is None and not self._no_scoring_column:
             return t
-        scored = [n for n in ("_distance", _fts.SCORE) if n in t.column_names and not self._no_scoring_column]
+        scored = [n for n in ("_distance", _fts.SCORE) if n in t.column_names
+                  and (not self._no_scoring_column or (n == _fts.SCORE and self._score_at is not None))]
         if self._projection is not None:
             out = self._projection.apply(t, self._ds)
         else:
