@@ -443,7 +443,7 @@ mod tests {
 
     #[test]
     fn posting_round_trip() {
-        let docs: Vec<u32> = (0..300u32).map(|i| i * 3 + (i % 7)).collect();
+        let docs: Vec<u32> = (0..300u32).map(|i| i * 8 + (i % 7)).collect();
         let freqs: Vec<u32> = (0..300u32).map(|i| 1 + i % 5).collect();
         for varint in [true, false] {
             let blocks = posting_encode(&docs, &freqs, &[1.0, 2.0, 3.0], 128, varint).unwrap();
@@ -451,6 +451,24 @@ mod tests {
             let (d, f) = posting_decode(&refs, 300, 128, varint).unwrap();
             assert_eq!((d, f), (docs.clone(), freqs.clone()));
         }
+    }
+
+    #[test]
+    fn score_docs_top_k() {
+        let docs: Vec<u8> = [0u32, 1, 2].iter().flat_map(|d| d.to_le_bytes()).collect();
+        let freqs: Vec<u8> = [1u32, 3, 3].iter().flat_map(|d| d.to_le_bytes()).collect();
+        let lens: Vec<u8> = [4u32, 4, 4].iter().flat_map(|d| d.to_le_bytes()).collect();
+        let rows: Vec<u8> = [10u64, 12, 11].iter().flat_map(|d| d.to_le_bytes()).collect();
+        let lists = [ScoredList { docs: &docs, freqs: &freqs, idf: 1.0, times: 1 }];
+        let (d, s) = score_docs(&lists, &lens, &rows, 4.0, 1, None, Some(1)).unwrap();
+        assert_eq!(d, vec![2]); // (docs 1 and 2 tie: the lower row id wins)
+        assert!(s[0] > 1.0);
+        let (d, _) = score_docs(&lists, &lens, &rows, 4.0, 1, Some(&[1, 1, 0]), None).unwrap();
+        assert_eq!(d, vec![0, 1]);
+        let bad: Vec<u8> = 7u32.to_le_bytes().to_vec();
+        let one: Vec<u8> = 1u32.to_le_bytes().to_vec();
+        let lists = [ScoredList { docs: &bad, freqs: &one, idf: 1.0, times: 1 }];
+        assert!(score_docs(&lists, &lens, &rows, 4.0, 1, None, None).is_err());
     }
 
     #[test]
