@@ -256,5 +256,5 @@ def plan_lines(ds: "LanceDataset", query: FtsQuery, flt: Any, prefilter: bool) -
         lines.append(f"Filter: {getattr(flt, 'text', flt)} (postfilter: on the best rows)")
     lines.append(query.plan_text(tokens) + f" (index {segs[0][0]['name'] if segs else '?'})")
     if flt is not None and prefilter:
-        lines.append(f"  Filter: {getattr(flt, 'text', flt)} (prefilter: before the best rows are taken)")
+        lines.append(f"Filter: {getattr(flt, 'text', flt)} (prefilter: before the best rows are taken)")
     return lines
