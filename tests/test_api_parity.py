@@ -303,8 +303,6 @@ def ds(tmp_path):
 @pytest.mark.parametrize(
     "call, option",
     [
-        (lambda ds: ds.to_table(full_text_query="hello"), "full_text_query"),
-        (lambda ds: ds.head(3, full_text_query="hello"), "full_text_query"),
         (lambda ds: ds.scanner(row_addr_allowlist=b"\x00"), "row_addr_allowlist"),
         (lambda ds: ds.insert(pa.table({"a": [1], "b": ["x"]}), commit_lock=object()), "commit_lock"),
         (lambda ds: lancepy.dataset(ds.uri, session=object()), "session"),

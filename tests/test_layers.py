@@ -22,6 +22,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy._ops", 3),
     ("lancepy.blob", 3),
     ("lancepy.vector", 3),
+    ("lancepy.query", 3),
     ("lancepy.sql", 3),
     ("lancepy.progress", 3),
     ("lancepy.schema", 3),

@@ -61,7 +61,7 @@ from lancepy.filters import Filter
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
-from lancepy.scanner import ColumnOrdering, LanceScanner
+from lancepy.scanner import ColumnOrdering, LanceScanner, scan_columns
 from lancepy.stats import LanceStats
 from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
 
@@ -583,18 +583,17 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         `include_deleted_rows` (with `with_row_id`) returns deleted rows too, with a null row
         id; `strict_batch_size` makes every batch but the last exactly `batch_size` rows;
         `batch_size_bytes` cuts batches of about that many bytes; `index_segments` (segment
-        uuids) restricts a vector search to those segments of the index. Full text search,
-        row-address allow/block lists and scan statistics are not built: giving one raises
+        uuids) restricts a vector search to those segments of the index. `full_text_query`: see
+        :mod:`lancepy._ops.fts_search`. Row-address allow/block lists and scan statistics raise
         :class:`~lancepy.exceptions.NotSupportedError`.
         """
         _refuse(
-            full_text_query=full_text_query,
             scan_stats_callback=scan_stats_callback,
             row_addr_allowlist=row_addr_allowlist,
             row_addr_blocklist=row_addr_blocklist,
         )
         scanner = LanceScanner(
-            self._pinned(), columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
+            self._pinned(), scan_columns(columns, full_text_query), filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
         )
         scanner._set_order(order_by)
         scanner._set_late_materialization(late_materialization)
@@ -605,6 +604,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
             scanner._set_nearest(nearest, bool(prefilter))
             scanner._fast_search = bool(fast_search)
         scanner._set_include_deleted(include_deleted_rows)
+        scanner._set_full_text(full_text_query, bool(prefilter), columns)
         scanner._use_scalar_index = use_scalar_index is not False
         scanner._no_scoring_column = bool(disable_scoring_autoprojection)
         scanner._set_read_ahead(batch_readahead)

@@ -164,7 +164,7 @@ class DatasetOptimizer:
         index; otherwise (the default, as pylance's) the index's segments and the new rows are
         merged into one segment. ``index_names`` limits the work to those indices (default:
         all). ``retrain=True`` rebuilds each index from the current data with its type,
-        metric, partition and sub-vector counts. IVF_FLAT, IVF_PQ, BTREE and BITMAP indices (a
+        metric, partition and sub-vector counts. IVF_FLAT, IVF_PQ, BTREE, BITMAP and INVERTED indices (a
         BTREE segment's pages / a BITMAP segment's bitmaps are rebuilt from its rows and the new ones; ``retrain`` rebuilds it
         from every row): others raise :class:`~lancepy.exceptions.NotSupportedError`.
         """
@@ -184,7 +184,7 @@ class DatasetOptimizer:
             if n not in by_name:
                 raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._uri}")
             kind = ds._index_type(by_name[n][0])
-            if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree", "Bitmap", "LabelList"):
+            if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree", "Bitmap", "LabelList", "Inverted"):
                 raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
         paths = {v: k for k, v in ds._field_ids_by_path().items()}
         raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]} if entries else {}
@@ -198,7 +198,7 @@ class DatasetOptimizer:
                 column = paths[segs[0]["fields"][0]]
                 covered = set().union(*(set(e["fragment_ids"]) for e in segs))
                 fresh = [f for f in live if f.fragment_id not in covered]
-                btree = ds._index_type(segs[0]) in ("BTree", "Bitmap", "LabelList")  # (scalar: rows, no model)
+                btree = ds._index_type(segs[0]) in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
                 if retrain and btree:
                     fresh, covered = live, set()  # (a BTREE index has no model: rebuilt from all rows)
                 elif retrain:
@@ -220,7 +220,11 @@ class DatasetOptimizer:
                     continue
                 merge = num_indices_to_merge != 0 and not (retrain and btree)
                 if btree:
-                    if ds._index_type(segs[0]) in ("Bitmap", "LabelList"):
+                    if ds._index_type(segs[0]) == "Inverted":
+                        from lancepy._ops import inverted as _inverted
+
+                        uid, files = _inverted.extend(ds, column, segs, [f.fragment_id for f in fresh], merge, bool(retrain))
+                    elif ds._index_type(segs[0]) in ("Bitmap", "LabelList"):
                         from lancepy._ops import bitmap as _bitmap
 
                         _bitmap.check_addresses(ds)
@@ -456,7 +460,7 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
         e for e in ds._index_entries()
         if set(e["fragment_ids"]) & ids
         and (_btree.holds_addresses(ds, e) if ds._index_type(e) == "BTree"
-             else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList") and not stable)
+             else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList", "Inverted") and not stable)
     ]
 
 
@@ -603,8 +607,10 @@ def _remap_indices(
         ]
         compacted = [f.get("id", 0) for g in groups for f in g["old_fragments"]]
         from lancepy._ops import bitmap as _bitmap
+        from lancepy._ops import inverted as _inverted
 
-        remap_segment = {"BTree": _btree.remap, "Bitmap": _bitmap.remap, "LabelList": _bitmap.remap}.get(ds._index_type(e), _ivf_build.remap)
+        remap_segment = {"BTree": _btree.remap, "Bitmap": _bitmap.remap, "LabelList": _bitmap.remap,
+                         "Inverted": _inverted.remap}.get(ds._index_type(e), _ivf_build.remap)
         uid, files = remap_segment(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
         written += [f"_indices/{uid}/{f['path']}" for f in files]
         raw = details[e["uuid"]]

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy import vector as _vector
+from lancepy._ops import fts_search as _fts
 from lancepy._ops import ivf as _ivf_defaults
 from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
@@ -36,6 +37,14 @@ def _run_starts(values: pa.Array) -> List[int]:
         return [0]
     changed = pc.not_equal(values.slice(1), values.slice(0, len(values) - 1))
     return [0] + [int(i) + 1 for i in pc.indices_nonzero(changed).to_pylist()]
+
+
+def scan_columns(columns: Any, full_text_query: Any) -> Any:
+    """`columns` less ``_score`` (the column a full-text search adds; the scanner puts it
+    where `columns` asks, see :meth:`LanceScanner._set_full_text`)."""
+    if full_text_query is None or not isinstance(columns, (list, tuple)) or _fts.SCORE not in columns:
+        return columns
+    return [c for c in columns if c != _fts.SCORE]
 
 
 def _default_batch_size() -> int:
@@ -115,6 +124,8 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         self._order: List[ColumnOrdering] = []
         self._fragment_ids = None if fragments is None else [f.fragment_id if isinstance(f, LanceFragment) else int(f) for f in fragments]
         self._nearest: Optional[_vector.NearestQuery] = None
+        self._fts: Optional[_fts.FtsQuery] = None  # (full_text_query=; searched as nearest= is)
+        self._score_at: Optional[int] = None  # (where columns= puts _score)
         self._prefilter = False
         self._late: Union[bool, List[str], None] = None
         # Blob columns returned as their values (blob_handling="all_binary"), and whether the
@@ -303,11 +314,37 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         self._nearest = _vector.parse_nearest(nearest, self._ds.schema)
         self._prefilter = prefilter
 
+    def _set_full_text(self, full_text_query: Any, prefilter: bool, columns: Any = None) -> None:
+        """`full_text_query` (see :mod:`lancepy._ops.fts_search`): searched like `nearest`;
+        `columns` (the scan's own) may name ``_score``, which then goes where it names it."""
+        if full_text_query is None:
+            return
+        if isinstance(columns, (list, tuple)) and _fts.SCORE in columns:
+            self._score_at = list(columns).index(_fts.SCORE)
+        if self._nearest is not None:
+            raise UnsupportedError("full_text_query together with nearest= (hybrid search) is not built in lancepy")
+        if self._computed is not None or self._order:
+            raise UnsupportedError("full_text_query with computed columns or order_by is not supported")
+        self._fts = _fts.parse(self._ds, full_text_query)
+        self._prefilter = prefilter
+
     def _search(self) -> pa.Table:
+        t = self._place_score(self._search_unplaced())
+        return t
+
+    def _place_score(self, t: pa.Table) -> pa.Table:
+        if self._score_at is None or _fts.SCORE not in t.column_names:
+            return t
+        names = [n for n in t.column_names if n != _fts.SCORE]
+        names.insert(self._score_at, _fts.SCORE)
+        return t.select(names)
+
+    def _search_unplaced(self) -> pa.Table:
         t = self._search_raw()
         if self._projection is None and not self._no_scoring_column:
             return t
-        scored = [n for n in ("_distance",) if n in t.column_names and not self._no_scoring_column]
+        scored = [n for n in ("_distance", _fts.SCORE) if n in t.column_names
+                  and (not self._no_scoring_column or (n == _fts.SCORE and self._score_at is not None))]
         if self._projection is not None:
             out = self._projection.apply(t, self._ds)
         else:
@@ -317,6 +354,13 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         return out
 
     def _search_raw(self) -> pa.Table:
+        if self._fts is not None:
+            return _fts.search(
+                self._ds, self._fts, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
+                limit=self._limit, offset=self._offset,
+                with_row_id=self._with_row_id, with_row_address=self._with_row_address,
+                fragment_ids=self._fragment_ids, evaluate=_evaluate,
+            )
         return _vector.search(
             self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
             limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
@@ -420,7 +464,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
 
     def to_table(self) -> pa.Table:
         """Every row of the scan as a ``pyarrow.Table``."""
-        if self._nearest is not None:
+        if self._nearest is not None or self._fts is not None:
             return self._search()
         if self._order:
             return self._ordered_table()
@@ -516,7 +560,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        if self._nearest is not None:
+        if self._nearest is not None or self._fts is not None:
             yield from self._search().to_batches(max_chunksize=self._batch_size)
             return
         if self._order:
@@ -646,7 +690,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of what the scan returns."""
-        if self._nearest is not None:
+        if self._nearest is not None or self._fts is not None:
             return self._search().schema
         return self._finish(self._empty()).schema
 
@@ -699,7 +743,12 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if verbose:
             where += f" {list(frags)}"
         extra = "".join(f", {n}=true" for n, on in (("row_id", self._with_row_id), ("row_addr", self._with_row_address)) if on)
-        if self._nearest is not None:
+        if self._fts is not None:
+            if self._limit is not None or self._offset:
+                steps.append(f"Slice: offset={self._offset}, limit={self._limit} (best scores first, ties by row id)")
+            steps.extend(_fts.plan_lines(self._ds, self._fts, self._filter, self._prefilter))
+            steps.append(f"LanceRead: {where}, projection={names} (the matched rows, taken by address){extra}{read_metrics}")
+        elif self._nearest is not None:
             q = self._nearest
             lo = q.nprobes if q.nprobes is not None else (q.minimum_nprobes or _ivf_defaults.DEFAULT_NPROBES)
             hi = q.nprobes if q.nprobes is not None else q.maximum_nprobes
@@ -743,7 +792,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
 
     def count_rows(self) -> int:
         """Rows the scan returns."""
-        if self._nearest is not None:
+        if self._nearest is not None or self._fts is not None:
             return self._search().num_rows
         if self._include_deleted:
             return self.to_table().num_rows  # (deleted rows counted, as the scan returns them)

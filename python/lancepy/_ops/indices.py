@@ -129,6 +129,12 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
             from lancepy._ops import btree as _btree
 
             info = _btree.segment_statistics(ds._uri, seg["uuid"], ds._storage_options)
+        if desc.index_type == "Inverted":
+            from lancepy._ops import inverted as _inverted
+
+            seg_ = _inverted.open_segment(ds._uri, seg["uuid"], ds._storage_options)
+            info = {"params": seg_.params, "num_tokens": sum(len(p.token_ids) for p in seg_.partitions),
+                    "num_docs": seg_.num_docs}
         if desc.index_type in ("Bitmap", "LabelList"):
             from lancepy._ops import bitmap as _bitmap
 

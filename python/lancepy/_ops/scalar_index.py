@@ -1,6 +1,7 @@
 """Scalar indices: :meth:`LanceDataset.create_scalar_index` (argument checks as pylance 14
-makes them, the build, the commit). lancepy builds BTREE indices (:mod:`lancepy._ops.btree`) and
-BITMAP and LABEL_LIST indices (:mod:`lancepy._ops.bitmap`);
+makes them, the build, the commit). lancepy builds BTREE indices (:mod:`lancepy._ops.btree`),
+BITMAP and LABEL_LIST indices (:mod:`lancepy._ops.bitmap`) and INVERTED / FTS indices
+(:mod:`lancepy._ops.inverted`);
 the other scalar index types pylance knows raise :class:`NotSupportedError` (a
 ``NotImplementedError``) for now."""
 
@@ -36,9 +37,9 @@ PYLANCE_SCALAR_TYPES = (
     "MINHASHLSH",
 )
 #: The ones lancepy builds.
-BUILT_TYPES = ("BTREE", "BITMAP", "LABEL_LIST")
+BUILT_TYPES = ("BTREE", "BITMAP", "LABEL_LIST", "INVERTED", "FTS")
 #: pylance's INVERTED/FTS keyword options (named parameters of lancepy's
-#: ``create_scalar_index``, refused when given: lancepy builds no INVERTED index yet).
+#: ``create_scalar_index``; ``None`` = pylance's default).
 FTS_OPTIONS = (
     "with_position",
     "block_size",
@@ -118,20 +119,23 @@ def create_scalar_index(
         )
     if kind not in BUILT_TYPES:
         raise NotSupportedError(
-            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE, BITMAP and LABEL_LIST scalar indices only (for now); "
+            f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE, BITMAP, LABEL_LIST and INVERTED scalar indices only (for now); "
             f"it reads the other kinds pylance writes"
         )
     given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None]
+    if kind in ("INVERTED", "FTS"):
+        return _create_inverted(ds, column, name, replace, train, index_uuid, progress_callback, format_version,
+                                document_granularity, fragment_ids, fts_options)
     if given:
         raise NotSupportedError(
-            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options; lancepy builds BTREE, BITMAP and LABEL_LIST only"
+            f"create_scalar_index({', '.join(k + '=' for k in given)}): INVERTED/FTS options, not options of a {kind} index"
         )
     if format_version is not None:
-        raise NotSupportedError("create_scalar_index(format_version=): an INVERTED/FTS option; lancepy builds BTREE, BITMAP and LABEL_LIST only")
+        raise NotSupportedError(f"create_scalar_index(format_version=): an INVERTED/FTS option, not an option of a {kind} index")
     if str(getattr(document_granularity, "value", document_granularity)).lower() != "row":
         raise NotSupportedError(
-            f"create_scalar_index(document_granularity={document_granularity!r}): an INVERTED/FTS option; "
-            "lancepy builds BTREE, BITMAP and LABEL_LIST only"
+            f"create_scalar_index(document_granularity={document_granularity!r}): an INVERTED/FTS option, "
+            f"not an option of a {kind} index"
         )
     if progress_callback is not None:
         raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no scalar index build progress")
@@ -201,3 +205,68 @@ def _removed_entries(ds: "LanceDataset", name: str) -> List[Dict[str, Any]]:
     section = ds._loaded.index_section
     entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
     return [e for e in entries if e.get("name") == name]
+
+
+def _create_inverted(
+    ds: "LanceDataset", column: str, name: Optional[str], replace: bool, train: bool, index_uuid: Optional[str],
+    progress_callback: Any, format_version: Any, document_granularity: Any, fragment_ids: Any, options: Dict[str, Any],
+) -> None:
+    """An INVERTED (full-text search) index of a string column, in pylance 14's format
+    (:mod:`lancepy._ops.inverted`)."""
+    import numpy as np
+
+    from lancepy._ops import inverted as _inverted
+
+    for k in ("memory_limit", "num_workers"):
+        if options.get(k) is not None:
+            raise NotSupportedError(f"create_scalar_index({k}=): lancepy builds the INVERTED index in one pass, in memory")
+    if format_version is not None and str(format_version) != str(_inverted.FORMAT_VERSION):
+        raise NotSupportedError(f"create_scalar_index(format_version={format_version!r}): lancepy writes INVERTED format 2 only")
+    if str(getattr(document_granularity, "value", document_granularity)).lower() != "row":
+        raise NotSupportedError(f"create_scalar_index(document_granularity={document_granularity!r}): lancepy indexes rows only")
+    if progress_callback is not None:
+        raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no scalar index build progress")
+    if fragment_ids is not None:
+        raise NotSupportedError("create_scalar_index(fragment_ids=): distributed INVERTED builds are not built in lancepy")
+    if ds.has_stable_row_ids:
+        raise NotSupportedError("INVERTED index on a dataset with stable row ids: lancepy builds row-address indices only")
+    params = _inverted.check_params({k: v for k, v in options.items() if k not in ("memory_limit", "num_workers")})
+    path, field_id, dtype = _resolve_column(ds, column)
+    if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+        raise TypeError(f"INVERTED index column {column} must be string or large string (got {dtype})")
+    name = name if name is not None else f"{path}_idx"
+    existing = [e for e in ds._index_entries() if e["name"] == name]
+    if existing and not replace:
+        raise IndexAlreadyExistsError(
+            f"Index name '{name}' already exists, please specify a different name or use replace=True"
+        )
+    uid = str(_uuid.UUID(str(index_uuid))) if index_uuid is not None else str(_uuid.uuid4())
+    fragments = [int(f.fragment_id) for f in ds.get_fragments()] if train else []
+    read_version = ds.version
+    names = ["part_0_invert.lance", "part_0_tokens.lance", "part_0_docs.lance", _inverted.METADATA]
+    written = [f"_indices/{uid}/{n}" for n in names]
+    try:
+        texts: List[Optional[str]] = []
+        ids = np.empty(0, np.uint64)
+        if fragments:
+            values, addr = _btree.collect(ds, path, fragments)
+            texts, ids = values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), dtype=np.uint64)
+        files = _inverted.write_segment(ds._uri.rstrip("/") + f"/_indices/{uid}/", params, texts, ids, ds._storage_options)
+    except BaseException:
+        _commit.delete_written(ds._store, written)
+        raise
+    entry = {
+        "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
+        "fields": [field_id],
+        "name": name,
+        "dataset_version": read_version,
+        "fragment_bitmap": list(_lancepy.fragment_bitmap(fragments)),
+        "index_details": {"type_url": _inverted.DETAILS_TYPE_URL, "value": _inverted.details_bytes(params)},
+        "index_version": _inverted.INDEX_VERSION,
+        "created_at": int(time.time() * 1000),
+        "base_id": None,
+        "files": files,
+        "covering_fields": [],
+    }
+    removed = _removed_entries(ds, name) if existing else []
+    ds._commit("CreateIndex", {"new_indices": [entry], "removed_indices": removed}, written=written, read_version=read_version)

@@ -6,6 +6,7 @@ mod errors;
 mod ffi;
 mod file;
 mod fragment;
+mod fts;
 mod index_proto;
 mod indices;
 mod manifest;
@@ -69,6 +70,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     manifest::register(m)?;
     index_proto::register(m)?;
     cache::register(m)?;
+    fts::register(m)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     Ok(())
 }

@@ -21,6 +21,8 @@ pub mod bases;
 pub mod blob_write;
 pub mod deletion;
 pub mod file_cache;
+pub mod fts;
+mod fts_fold;
 pub mod index_proto;
 pub mod ivf_train;
 pub mod json;

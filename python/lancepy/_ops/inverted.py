@@ -1,0 +1,595 @@
+"""INVERTED (full-text search) indices in pylance 14's on-disk format: the analyzer
+parameters, opening a segment, BM25 scoring of its posting lists, and writing one.
+
+Layout (checked against files pylance 14.0.2 writes). A segment directory
+``_indices/<uuid>/`` holds ``metadata.lance`` and, per partition ``p`` (the metadata's
+``partitions``, a JSON list), ``part_<p>_tokens.lance``, ``part_<p>_docs.lance`` and
+``part_<p>_invert.lance``; all Lance 2.x files.
+
+* ``metadata.lance``: one column ``deleted_fragments`` (binary, one row: a portable roaring
+  bitmap of fragment ids), schema metadata ``params`` (the analyzer, JSON),
+  ``partitions``, ``format_version`` (``"2"``), ``posting_block_size`` (``"128"``),
+  ``posting_tail_codec`` (``"varint_delta_v1"``) and ``token_set_format`` (``"fst"``).
+* ``tokens``: ``token_set_format`` ``fst``: one row, ``_token_fst_bytes`` (an FST map from
+  token to token id, the ``fst`` crate's format), ``_token_next_id`` (u32: the number of
+  tokens) and ``_token_total_length`` (u64: their bytes together); ``arrow``: columns
+  ``_token`` (utf8) and ``_token_id`` (u32).
+* ``docs``: one row per document (a row with at least one token), in doc-id order:
+  ``_rowid`` (u64; row addresses where the dataset has no stable row ids) and
+  ``_num_tokens`` (u32); schema metadata ``total_tokens``.
+* ``invert``: one row per token id: ``_posting`` (list of large_binary: the blocks of the
+  posting list, see :mod:`lancepy._lancepy`'s ``fts_posting_*``), ``_max_score`` (f32),
+  ``_length`` (u32: documents holding the token) and ``_impacts`` (list of large_binary:
+  per block, the frequency / document-length pairs that bound its scores, two copies); with
+  positions, more columns (not read by lancepy: phrase queries raise NotSupportedError).
+
+Scores are BM25 as pylance computes them, in float32: ``k1 = 1.2``, ``b = 0.75``, idf
+``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the documents of every partition of the segment
+(deleted rows included, as the index holds them), the average document length
+``total_tokens / N``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSupportedError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+DETAILS_TYPE_URL = "/lance.table.InvertedIndexDetails"
+METADATA = "metadata.lance"
+K1 = 1.2
+B = 0.75
+
+#: The English stop words of pylance 14 (the words its ``remove_stop_words`` drops after
+#: stemming; found by indexing candidate words with pylance 14.0.2).
+ENGLISH_STOP_WORDS = tuple(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can did do does doing down during each few for from further had has have having he
+    her here hers herself him himself his how i if in into is it its itself just me more most my myself now
+    of off on once only or other our ours ourselves out over own re same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under until up very
+    was we were what when where which while who whom why will with you your yours yourself yourselves""".split()
+)
+
+#: pylance 14's analyzer parameters, with its defaults (``params`` in ``metadata.lance``).
+DEFAULT_PARAMS: Dict[str, Any] = {
+    "lance_tokenizer": "text",
+    "base_tokenizer": "simple",
+    "language": "English",
+    "with_position": False,
+    "max_token_length": 40,
+    "lower_case": True,
+    "stem": True,
+    "remove_stop_words": True,
+    "custom_stop_words": None,
+    "ascii_folding": True,
+    "min_ngram_length": 3,
+    "max_ngram_length": 3,
+    "prefix_only": False,
+    "block_size": 128,
+    "split_identifiers": False,
+    "split_on_numerics": False,
+    "preserve_original": False,
+    "index_operators": False,
+}
+
+#: Parameters whose non-default values lancepy's analyzer does not implement.
+_UNBUILT = ("split_identifiers", "split_on_numerics", "preserve_original", "index_operators")
+
+
+@dataclass
+class Analyzer:
+    """How pylance splits a text into tokens (an index's ``params``)."""
+
+    params: Dict[str, Any]
+
+    def __post_init__(self) -> None:
+        p = self.params
+        if p.get("lance_tokenizer", "text") not in ("text", None):
+            raise NotSupportedError(f"INVERTED index lance_tokenizer {p.get('lance_tokenizer')!r}: lancepy analyzes text only")
+        if p.get("base_tokenizer", "simple") not in ("simple", "whitespace", "raw"):
+            raise NotSupportedError(
+                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has 'simple', 'whitespace' and 'raw'"
+            )
+        for k in _UNBUILT:
+            if p.get(k):
+                raise NotSupportedError(f"INVERTED index option {k}=True is not built in lancepy")
+        language = str(p.get("language") or "English")
+        self._language = language.lower() if p.get("stem") else None
+        stop: Optional[List[str]] = None
+        if p.get("remove_stop_words"):
+            if p.get("custom_stop_words") is not None:
+                stop = [str(w) for w in p["custom_stop_words"]]
+            elif language.lower() == "english":
+                stop = list(ENGLISH_STOP_WORDS)
+            else:
+                raise NotSupportedError(
+                    f"INVERTED index remove_stop_words=True with language={language!r}: lancepy has the English stop words only"
+                )
+        self._stop = stop
+        max_len = p.get("max_token_length")
+        self._max_len = int(max_len) if max_len is not None else None
+
+    @property
+    def with_position(self) -> bool:
+        return bool(self.params.get("with_position"))
+
+    def analyze(self, texts: Sequence[Optional[str]]) -> Tuple[List[str], "np.ndarray", "np.ndarray", "np.ndarray"]:
+        """``(vocabulary, token ids, per-text offsets, positions)`` of `texts`."""
+        import numpy as np
+
+        vocab, ids, offsets, positions = _lancepy.fts_analyze(
+            list(texts),
+            str(self.params.get("base_tokenizer") or "simple"),
+            self._max_len,
+            bool(self.params.get("lower_case", True)),
+            self._language,
+            self._stop,
+            bool(self.params.get("ascii_folding", False)),
+        )
+        return (
+            vocab,
+            np.frombuffer(ids, dtype="<u4"),
+            np.frombuffer(offsets, dtype="<u8").astype(np.int64),
+            np.frombuffer(positions, dtype="<u4"),
+        )
+
+    def tokens(self, text: str) -> List[str]:
+        """The tokens of one text, in order (repeats kept)."""
+        vocab, ids, _, _ = self.analyze([text])
+        return [vocab[i] for i in ids]
+
+
+def _metadata_dict(reader: Any) -> Dict[str, str]:
+    md = reader.metadata().schema.metadata or {}
+    return {k.decode(): v.decode() for k, v in md.items()}
+
+
+class Partition:
+    """One partition of a segment: its token ids, documents and posting lists."""
+
+    def __init__(self, base: str, pid: int, tail_varint: bool, block_size: int, storage_options: Any) -> None:
+        import numpy as np
+
+        from lancepy.file import LanceFileReader
+
+        tokens = LanceFileReader(f"{base}part_{pid}_tokens.lance", storage_options).read_all().to_table()
+        if "_token_fst_bytes" in tokens.column_names:
+            if tokens.num_rows != 1:
+                raise CorruptFileError(f"{base}part_{pid}_tokens.lance: {tokens.num_rows} rows, expected one FST")
+            keys, values = _lancepy.fts_fst_entries(tokens.column("_token_fst_bytes")[0].as_py())
+            self.token_ids: Dict[str, int] = dict(zip(keys, values))
+        elif "_token" in tokens.column_names:
+            self.token_ids = dict(zip(tokens.column("_token").to_pylist(), tokens.column("_token_id").to_pylist()))
+        else:
+            raise CorruptFileError(f"{base}part_{pid}_tokens.lance: columns {tokens.column_names}")
+        docs_reader = LanceFileReader(f"{base}part_{pid}_docs.lance", storage_options)
+        docs = docs_reader.read_all().to_table()
+        self.row_ids = np.asarray(docs.column("_rowid").to_numpy(), dtype=np.uint64)
+        self.num_tokens = np.asarray(docs.column("_num_tokens").to_numpy(), dtype=np.uint32)
+        md = _metadata_dict(docs_reader)
+        self.total_tokens = int(md.get("total_tokens", int(self.num_tokens.sum())))
+        invert = LanceFileReader(f"{base}part_{pid}_invert.lance", storage_options).read_all().to_table()
+        self._postings = invert.column("_posting").combine_chunks()
+        self.lengths = np.asarray(invert.column("_length").to_numpy(), dtype=np.int64)
+        self._tail_varint = tail_varint
+        self._block_size = block_size
+        self._decoded: Dict[int, Tuple[bytes, bytes]] = {}
+        self.num_tokens_bytes = self.num_tokens.astype("<u4").tobytes()
+        self.row_ids_bytes = self.row_ids.astype("<u8").tobytes()
+
+    def posting_bytes(self, token_id: int) -> Tuple[bytes, bytes]:
+        """``(doc ids, frequencies)`` of a token as little-endian u32 bytes (decoded once)."""
+        got = self._decoded.get(token_id)
+        if got is None:
+            if not 0 <= token_id < len(self.lengths):
+                raise CorruptFileError(f"INVERTED index: token id {token_id} has no posting list")
+            blocks = self._postings[token_id].as_py()
+            got = _lancepy.fts_posting_decode(blocks, int(self.lengths[token_id]), self._block_size, self._tail_varint)
+            self._decoded[token_id] = got
+        return got
+
+    def posting(self, token_id: int) -> Tuple["np.ndarray", "np.ndarray"]:
+        """``(doc ids, frequencies)`` of a token."""
+        import numpy as np
+
+        docs, freqs = self.posting_bytes(token_id)
+        return np.frombuffer(docs, dtype="<u4"), np.frombuffer(freqs, dtype="<u4")
+
+
+class InvertedSegment:
+    """One INVERTED index segment opened for queries."""
+
+    def __init__(self, base: str, storage_options: Any = None) -> None:
+        from lancepy.file import LanceFileReader
+
+        reader = LanceFileReader(base + METADATA, storage_options)
+        md = _metadata_dict(reader)
+        try:
+            params = json.loads(md.get("params", "{}"))
+            partitions = [int(p) for p in json.loads(md.get("partitions", "[]"))]
+        except (ValueError, TypeError) as e:
+            raise CorruptFileError(f"{base}{METADATA}: bad metadata ({e})") from None
+        self.params = dict(DEFAULT_PARAMS, **params)
+        self.analyzer = Analyzer(self.params)
+        codec = md.get("posting_tail_codec")
+        if codec is None:
+            codec = "varint_delta_v1" if md.get("format_version") == "2" else "fixed32"
+        if codec not in ("varint_delta_v1", "fixed32"):
+            raise NotSupportedError(f"INVERTED index posting_tail_codec {codec!r} is not known to lancepy")
+        block_size = int(md.get("posting_block_size", "128"))
+        self.partitions = [Partition(base, p, codec == "varint_delta_v1", block_size, storage_options) for p in partitions]
+        self.num_docs = sum(len(p.row_ids) for p in self.partitions)
+        total = sum(p.total_tokens for p in self.partitions)
+        self.avg_doc_length = (total / self.num_docs) if self.num_docs else 0.0
+
+    def doc_count(self, token: str) -> int:
+        """Documents (of every partition) holding `token`."""
+        n = 0
+        for p in self.partitions:
+            tid = p.token_ids.get(token)
+            if tid is not None:
+                n += int(p.lengths[tid])
+        return n
+
+    def search(
+        self, tokens: Sequence[str], all_terms: bool = False, boost: float = 1.0,
+        allowed: Optional[Sequence[Optional[bytes]]] = None, k: Optional[int] = None,
+    ) -> Tuple["np.ndarray", "np.ndarray"]:
+        """``(row ids, float32 BM25 scores)`` of the documents holding any (`all_terms`:
+        every) token of `tokens` (a repeated token scores again), unordered. `allowed`: per
+        partition, a byte per document (0: left out) or ``None`` (all); `k`: only the `k`
+        best of each partition (score descending, then row id)."""
+        import numpy as np
+
+        uniq = list(dict.fromkeys(tokens))
+        if not uniq or self.num_docs == 0:
+            return np.empty(0, np.uint64), np.empty(0, np.float32)
+        n_docs = np.float32(self.num_docs)
+        avgdl = float(np.float32(self.avg_doc_length))
+        counts = {t: self.doc_count(t) for t in uniq}
+        if all_terms and any(c == 0 for c in counts.values()):
+            return np.empty(0, np.uint64), np.empty(0, np.float32)
+        rows, scores = [], []
+        for i, part in enumerate(self.partitions):
+            lists = []
+            for t in uniq:
+                tid = part.token_ids.get(t)
+                if tid is None:
+                    continue
+                n = np.float32(counts[t])
+                idf = np.float32(np.log(np.float32(1.0) + (n_docs - n + np.float32(0.5)) / (n + np.float32(0.5))))
+                docs, freqs = part.posting_bytes(int(tid))
+                lists.append((docs, freqs, float(idf), tokens.count(t)))
+            if not lists:
+                continue
+            mask = allowed[i] if allowed is not None else None
+            docs_b, scores_b = _lancepy.fts_score_docs(
+                lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, len(uniq) if all_terms else 1, mask, k
+            )
+            found = np.frombuffer(docs_b, dtype="<u4")
+            rows.append(part.row_ids[found])
+            scores.append(np.frombuffer(scores_b, dtype="<f4") * np.float32(boost))
+        if not rows:
+            return np.empty(0, np.uint64), np.empty(0, np.float32)
+        return np.concatenate(rows), np.concatenate(scores).astype(np.float32)
+
+
+def open_segment(ds_uri: str, uuid: str, storage_options: Any = None) -> InvertedSegment:
+    """Opens the INVERTED segment `uuid` of the dataset at `ds_uri`."""
+    return InvertedSegment(ds_uri.rstrip("/") + f"/_indices/{uuid}/", storage_options)
+
+
+def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
+    """pylance 14's ``params`` for the ``create_scalar_index`` keyword `options` (``None`` =
+    default). Raises for values lancepy cannot honour."""
+    params = dict(DEFAULT_PARAMS)
+    for k, v in options.items():
+        if v is None:
+            continue
+        if k not in params:
+            raise InvalidArgumentError(f"create_scalar_index: unknown INVERTED option {k}")
+        params[k] = v
+    if isinstance(params["base_tokenizer"], str):
+        params["base_tokenizer"] = params["base_tokenizer"].lower()
+    if params["max_token_length"] is not None and int(params["max_token_length"]) <= 0:
+        raise InvalidArgumentError("max_token_length must be positive")
+    if int(params["block_size"]) % 128 or int(params["block_size"]) <= 0:
+        raise InvalidArgumentError(f"block_size must be a positive multiple of 128, got {params['block_size']}")
+    Analyzer(params)  # (refuses what lancepy cannot analyze)
+    if params["stem"]:
+        try:
+            _lancepy.fts_analyze(["x"], "simple", None, True, str(params["language"]).lower(), None, False)
+        except Exception as e:
+            raise InvalidArgumentError(f"language {params['language']!r}: {e}") from None
+    return params
+
+
+# ---------------------------------------------------------------------------------------
+# Building
+
+
+def details_bytes(params: Dict[str, Any]) -> List[int]:
+    """The ``InvertedIndexDetails`` message pylance 14 commits with the index (protobuf:
+    1 base_tokenizer, 2 language as a JSON string, 3 with_position, 4 max_token_length,
+    5 lower_case, 6 stem, 7 remove_stop_words, 8 ascii_folding, 9 / 10 min / max ngram
+    length, 11 prefix_only, 12 block_size, 15 format_version; defaults left out)."""
+
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        return bytes(out)
+
+    def string(field: int, s: str) -> bytes:
+        b = s.encode()
+        return varint(field << 3 | 2) + varint(len(b)) + b
+
+    def number(field: int, v: Any) -> bytes:
+        return varint(field << 3) + varint(int(v)) if v else b""
+
+    out = string(1, str(params["base_tokenizer"])) + string(2, json.dumps(str(params["language"])))
+    out += number(3, params["with_position"])
+    out += number(4, params["max_token_length"])
+    for field, key in ((5, "lower_case"), (6, "stem"), (7, "remove_stop_words"), (8, "ascii_folding")):
+        out += number(field, params[key])
+    out += number(9, params["min_ngram_length"]) + number(10, params["max_ngram_length"])
+    out += number(11, params["prefix_only"]) + number(12, params["block_size"]) + number(15, FORMAT_VERSION)
+    return list(out)
+
+
+FORMAT_VERSION = 2
+INDEX_VERSION = 2
+
+
+def _bm25(idf: "np.ndarray", freqs: "np.ndarray", lengths: "np.ndarray", avgdl: float) -> "np.ndarray":
+    import numpy as np
+
+    k1, b = np.float32(K1), np.float32(B)
+    f = freqs.astype(np.float32)
+    norm = k1 * (np.float32(1.0) - b + b * lengths.astype(np.float32) / np.float32(avgdl))
+    return ((idf * (k1 + np.float32(1.0)) * f) / (f + norm)).astype(np.float32)  # (pylance's order of operations)
+
+
+def write_segment(
+    base: str, params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "np.ndarray", storage_options: Any = None
+) -> List[Dict[str, Any]]:
+    """Writes one segment (one partition) indexing `texts` (the rows `row_ids`, ascending)
+    under `base` (ending in ``/``). Returns the files with their sizes, in the order pylance
+    lists them in ``IndexMetadata.files``."""
+    return write_postings(base, params, _new_docs(params, texts, row_ids), storage_options)
+
+
+@dataclass
+class Postings:
+    """A whole index in memory: `vocab` (token id -> token); the (token, doc, frequency)
+    triples ordered by token then doc; each doc's row id and token count."""
+
+    vocab: List[str]
+    tok: "np.ndarray"
+    doc: "np.ndarray"
+    freq: "np.ndarray"
+    rows: "np.ndarray"
+    doc_len: "np.ndarray"
+
+
+def read_postings(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[Dict[str, Any], Postings]:
+    """A segment's params and contents (its partitions merged: docs one after another, tokens
+    by first partition, then first appearance)."""
+    import numpy as np
+
+    seg = open_segment(ds_uri, uuid, storage_options)
+    vocab: List[str] = []
+    where: Dict[str, int] = {}
+    toks, docs, freqs, rows, lens = [], [], [], [], []
+    doc_base = 0
+    for part in seg.partitions:
+        for token, tid in sorted(part.token_ids.items(), key=lambda kv: kv[1]):
+            gid = where.get(token)
+            if gid is None:
+                gid = where[token] = len(vocab)
+                vocab.append(token)
+            d, f = part.posting(int(tid))
+            toks.append(np.full(len(d), gid, np.int64))
+            docs.append(d.astype(np.int64) + doc_base)
+            freqs.append(f.astype(np.int64))
+        rows.append(part.row_ids)
+        lens.append(part.num_tokens.astype(np.int64))
+        doc_base += len(part.row_ids)
+    cat = (lambda xs, t: np.concatenate(xs).astype(t) if xs else np.empty(0, t))
+    tok, doc, freq = cat(toks, np.int64), cat(docs, np.int64), cat(freqs, np.int64)
+    order = np.lexsort((doc, tok))
+    return seg.params, Postings(vocab, tok[order], doc[order], freq[order], cat(rows, np.uint64), cat(lens, np.int64))
+
+
+def keep_docs(p: Postings, keep: "np.ndarray", rows: "np.ndarray") -> Postings:
+    """`p` with only the docs `keep` marks (their row ids now `rows[keep]`), doc ids and token
+    ids renumbered in order, tokens left without docs dropped (as pylance remaps an index)."""
+    import numpy as np
+
+    new_doc = np.cumsum(keep) - 1
+    pair = keep[p.doc] if len(p.doc) else np.zeros(0, bool)
+    tok, doc, freq = p.tok[pair], new_doc[p.doc[pair]], p.freq[pair]
+    used = np.zeros(len(p.vocab), bool)
+    used[tok] = True
+    new_tok = np.cumsum(used) - 1
+    vocab = [t for t, u in zip(p.vocab, used) if u]
+    return Postings(vocab, new_tok[tok], doc, freq, np.asarray(rows, np.uint64)[keep], p.doc_len[keep])
+
+
+def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_options: Any = None) -> List[Dict[str, Any]]:
+    """Writes `p` as one segment of one partition under `base`; returns the files."""
+    import numpy as np
+
+    from lancepy.file import LanceFileWriter
+
+    if params.get("with_position"):
+        raise NotSupportedError("INVERTED index with_position=True: lancepy does not write token positions yet")
+    block_size = int(params.get("block_size") or 128)
+    vocab, tok, doc, freq = p.vocab, p.tok, p.doc.astype(np.uint32), p.freq
+    doc_rows, doc_len = np.asarray(p.rows, np.uint64), np.asarray(p.doc_len, np.uint32)
+    n_docs = len(doc_rows)
+    total_tokens = int(doc_len.sum())
+    avgdl = total_tokens / n_docs if n_docs else 0.0
+    starts = np.searchsorted(tok, np.arange(len(vocab) + 1))
+    df = np.diff(starts).astype(np.float32)
+    nf = np.float32(n_docs)
+    idf = np.log(np.float32(1.0) + (nf - df + np.float32(0.5)) / (df + np.float32(0.5))).astype(np.float32)
+    scores = _bm25(idf[tok], freq, doc_len[doc], avgdl) if len(tok) else np.empty(0, np.float32)
+    # (upper bounds for pylance's pruning: its float32 arithmetic can round a score one ulp
+    # above lancepy's, so the bounds are raised by one ulp)
+    scores = np.nextafter(scores, np.float32(np.inf)).astype(np.float32)
+    postings, maxes = _lancepy.fts_postings_encode(
+        starts.astype("<u8").tobytes(), doc.astype("<u4").tobytes(), freq.astype("<u4").tobytes(),
+        scores.astype("<f4").tobytes(), block_size,
+    )
+    max_scores = np.frombuffer(maxes, dtype="<f4")
+    files = []
+    meta = {"format_version": str(FORMAT_VERSION), "posting_block_size": str(block_size), "posting_tail_codec": "varint_delta_v1"}
+    invert_schema = pa.schema(
+        [
+            pa.field("_posting", pa.list_(pa.large_binary()), nullable=False),
+            pa.field("_max_score", pa.float32(), nullable=False),
+            pa.field("_length", pa.uint32(), nullable=False),
+        ],
+        metadata=meta,
+    )
+    invert = pa.record_batch(
+        [pa.array(postings, pa.list_(pa.large_binary())), pa.array(max_scores, pa.float32()),
+         pa.array(np.diff(starts).astype(np.uint32), pa.uint32())],
+        schema=invert_schema,
+    )
+    fst = _lancepy.fts_fst_build(list(vocab), list(range(len(vocab))))
+    tokens_schema = pa.schema(
+        [
+            pa.field("_token_fst_bytes", pa.large_binary(), nullable=False),
+            pa.field("_token_next_id", pa.uint32(), nullable=False),
+            pa.field("_token_total_length", pa.uint64(), nullable=False),
+        ]
+    )
+    tokens = pa.record_batch(
+        [pa.array([fst], pa.large_binary()), pa.array([len(vocab)], pa.uint32()),
+         pa.array([sum(len(v.encode()) for v in vocab)], pa.uint64())],
+        schema=tokens_schema,
+    )
+    docs_schema = pa.schema(
+        [pa.field("_rowid", pa.uint64(), nullable=False), pa.field("_num_tokens", pa.uint32(), nullable=False)],
+        metadata={"total_tokens": str(total_tokens)},
+    )
+    docs = pa.record_batch([pa.array(doc_rows, pa.uint64()), pa.array(doc_len, pa.uint32())], schema=docs_schema)
+    md_schema = pa.schema(
+        [pa.field("deleted_fragments", pa.binary(), nullable=False)],
+        metadata={
+            "format_version": str(FORMAT_VERSION),
+            "params": json.dumps({k: params.get(k, v) for k, v in DEFAULT_PARAMS.items()}, separators=(",", ":")),
+            "partitions": "[0]",
+            "posting_block_size": str(block_size),
+            "posting_tail_codec": "varint_delta_v1",
+            "token_set_format": "fst",
+        },
+    )
+    empty_bitmap = bytes(_lancepy.fragment_bitmap([]))
+    md = pa.record_batch([pa.array([empty_bitmap], pa.binary())], schema=md_schema)
+    for name, batch in (
+        ("part_0_invert.lance", invert), ("part_0_tokens.lance", tokens), ("part_0_docs.lance", docs), (METADATA, md)
+    ):
+        with LanceFileWriter(base + name, batch.schema, version="2.2", storage_options=storage_options) as w:
+            if batch.num_rows:
+                w.write_batch(batch)
+        files.append({"path": name, "size_bytes": int(w.file_size or 0)})
+    return files
+
+
+def _concat(a: Postings, b: Postings) -> Postings:
+    """`a`'s docs then `b`'s, tokens of `a` first, then `b`'s new ones."""
+    import numpy as np
+
+    where = {t: i for i, t in enumerate(a.vocab)}
+    vocab = list(a.vocab)
+    for t in b.vocab:
+        if t not in where:
+            where[t] = len(vocab)
+            vocab.append(t)
+    b_ids = np.asarray([where[t] for t in b.vocab], np.int64)
+    tok = np.concatenate([a.tok, b_ids[b.tok] if len(b.tok) else np.empty(0, np.int64)])
+    doc = np.concatenate([a.doc, b.doc + len(a.rows)])
+    freq = np.concatenate([a.freq, b.freq])
+    order = np.lexsort((doc, tok))
+    return Postings(vocab, tok[order], doc[order], freq[order], np.concatenate([a.rows, b.rows]),
+                    np.concatenate([a.doc_len, b.doc_len]))
+
+
+def remap(
+    ds_uri: str, storage_options: Any, entry: Dict[str, Any], old_addresses: "np.ndarray", new_addresses: "np.ndarray",
+    compacted_fragments: Sequence[int], dropped_fragments: Sequence[int],
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """A new segment for the INVERTED segment `entry` after a compaction moved rows (see
+    :func:`lancepy._ops.remap.moved_rows`): documents of rows that moved get their new
+    addresses, those of rows gone are dropped, with the tokens only they held; partitions are
+    merged into one. Returns the new uuid and its files."""
+    import uuid as _uuid
+
+    from lancepy._ops.remap import moved_rows
+
+    params, p = read_postings(ds_uri, entry["uuid"], storage_options)
+    new_rows, keep = moved_rows(p.rows, old_addresses, new_addresses, compacted_fragments, dropped_fragments)
+    uid = str(_uuid.uuid4())
+    files = write_postings(ds_uri.rstrip("/") + f"/_indices/{uid}/", params, keep_docs(p, keep, new_rows), storage_options)
+    return uid, files
+
+
+def extend(
+    ds: Any, column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool, retrain: bool = False
+) -> Tuple[str, List[Dict[str, Any]]]:
+    """One new segment holding the documents of every segment in `entries` (one INVERTED
+    index) and those of the rows of `fragments` (added since), as ``optimize_indices`` merges
+    them; with `retrain`, the rows of `fragments` only, with the index's params. A delta
+    segment (``merge=False``) is not built."""
+    import uuid as _uuid
+
+    import numpy as np
+
+    from lancepy._ops import btree as _btree
+
+    if not merge and not retrain:
+        raise NotSupportedError("optimize_indices(num_indices_to_merge=0) on an INVERTED index: lancepy merges its segments")
+    params, p = read_postings(ds._uri, entries[0]["uuid"], ds._storage_options)
+    if retrain:
+        p, entries = _new_docs(params, [], np.empty(0, np.uint64)), entries[:1]
+    for e in entries[1:]:
+        other_params, q = read_postings(ds._uri, e["uuid"], ds._storage_options)
+        if other_params != params:
+            raise NotSupportedError("optimize_indices: INVERTED segments with different analyzer params")
+        p = _concat(p, q)
+    values, addr = _btree.collect(ds, column, list(fragments))
+    uid = str(_uuid.uuid4())
+    base = ds._uri.rstrip("/") + f"/_indices/{uid}/"
+    scratch = _new_docs(params, values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), np.uint64))
+    files = write_postings(base, params, _concat(p, scratch), ds._storage_options)
+    return uid, files
+
+
+def _new_docs(params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "np.ndarray") -> Postings:
+    """The :class:`Postings` of `texts` alone (documents with at least one token)."""
+    import numpy as np
+
+    vocab, ids, offsets, _ = Analyzer(params).analyze(texts)
+    lengths = np.diff(offsets)
+    has = lengths > 0
+    n_docs = int(has.sum())
+    doc_of_token = np.repeat(np.cumsum(has) - 1, lengths).astype(np.int64)
+    key = ids.astype(np.int64) * max(n_docs, 1) + doc_of_token
+    uniq, freq = np.unique(key, return_counts=True)
+    tok = (uniq // max(n_docs, 1)).astype(np.int64)
+    doc = (uniq % max(n_docs, 1)).astype(np.int64)
+    return Postings(list(vocab), tok, doc, freq.astype(np.int64), np.asarray(row_ids, np.uint64)[has], lengths[has])

@@ -1,0 +1,136 @@
+"""Full-text query objects (pylance's ``lance.query`` names): what a scanner's
+``full_text_query=`` takes besides a string. lancepy answers :class:`MatchQuery` (without
+fuzziness); the others can be built but raise
+:class:`~lancepy.exceptions.NotSupportedError` when searched."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, List, Optional, Tuple
+
+from lancepy._ops.scalar_index import DocumentGranularity
+
+__all__ = [
+    "FullTextQueryType",
+    "FullTextOperator",
+    "DocumentGranularity",
+    "Occur",
+    "FullTextQuery",
+    "MatchQuery",
+    "PhraseQuery",
+    "BoostQuery",
+    "MultiMatchQuery",
+    "BooleanQuery",
+]
+
+
+class FullTextQueryType(Enum):
+    MATCH = "match"
+    MATCH_PHRASE = "match_phrase"
+    BOOST = "boost"
+    MULTI_MATCH = "multi_match"
+    COMBINED_FIELDS = "combined_fields"
+    BOOLEAN = "boolean"
+
+
+class FullTextOperator(Enum):
+    AND = "AND"
+    OR = "OR"
+
+
+class Occur(Enum):
+    SHOULD = "SHOULD"
+    MUST = "MUST"
+    MUST_NOT = "MUST_NOT"
+
+
+class FullTextQuery:
+    """A full-text query; ``a & b`` and ``a | b`` make a :class:`BooleanQuery`."""
+
+    def query_type(self) -> FullTextQueryType:  # pragma: no cover - every subclass names its own
+        raise NotImplementedError
+
+    def __and__(self, other: "FullTextQuery") -> "FullTextQuery":
+        return BooleanQuery([(Occur.MUST, self), (Occur.MUST, other)])
+
+    def __or__(self, other: "FullTextQuery") -> "FullTextQuery":
+        return BooleanQuery([(Occur.SHOULD, self), (Occur.SHOULD, other)])
+
+
+class MatchQuery(FullTextQuery):
+    """Documents of `column` holding the tokens of `query`: any of them (``operator`` OR) or
+    all (AND); scores multiplied by `boost`. `fuzziness` other than 0 (fuzzy matching, with
+    `max_expansions` and `prefix_length`) is not built: searching raises NotSupportedError."""
+
+    def __init__(
+        self,
+        query: str,
+        column: str,
+        *,
+        boost: float = 1.0,
+        fuzziness: Optional[int] = 0,
+        max_expansions: int = 50,
+        operator: FullTextOperator = FullTextOperator.OR,
+        prefix_length: int = 0,
+        document_granularity: Optional[DocumentGranularity] = None,
+    ) -> None:
+        if not isinstance(operator, FullTextOperator):
+            operator = FullTextOperator(str(operator).upper())
+        self.query, self.column, self.boost = query, column, boost
+        self.fuzziness, self.max_expansions, self.operator = fuzziness, max_expansions, operator
+        self.prefix_length, self.document_granularity = prefix_length, document_granularity
+        if document_granularity is not None and str(getattr(document_granularity, "value", document_granularity)) != "row":
+            from lancepy.exceptions import NotSupportedError
+
+            raise NotSupportedError("MatchQuery(document_granularity=list_element): lancepy indexes rows only")
+
+    def query_type(self) -> FullTextQueryType:
+        return FullTextQueryType.MATCH
+
+
+class PhraseQuery(FullTextQuery):
+    """Documents of `column` holding the tokens of `query` in order, at most `slop`
+    positions apart (needs an index with ``with_position``). Not built in lancepy's search."""
+
+    def __init__(
+        self, query: str, column: str, *, slop: int = 0, document_granularity: Optional[DocumentGranularity] = None
+    ) -> None:
+        self.query, self.column, self.slop, self.document_granularity = query, column, slop, document_granularity
+
+    def query_type(self) -> FullTextQueryType:
+        return FullTextQueryType.MATCH_PHRASE
+
+
+class BoostQuery(FullTextQuery):
+    """`positive` with the scores of documents `negative` matches multiplied by
+    `negative_boost`. Not built in lancepy's search."""
+
+    def __init__(self, positive: FullTextQuery, negative: FullTextQuery, *, negative_boost: float = 0.5) -> None:
+        self.positive, self.negative, self.negative_boost = positive, negative, negative_boost
+
+    def query_type(self) -> FullTextQueryType:
+        return FullTextQueryType.BOOST
+
+
+class MultiMatchQuery(FullTextQuery):
+    """`query` matched in each of `columns` (scores weighted by `boosts`). Not built in
+    lancepy's search."""
+
+    def __init__(
+        self, query: str, columns: List[str], *, boosts: Optional[List[float]] = None,
+        operator: FullTextOperator = FullTextOperator.OR,
+    ) -> None:
+        self.query, self.columns, self.boosts, self.operator = query, list(columns), boosts, operator
+
+    def query_type(self) -> FullTextQueryType:
+        return FullTextQueryType.MULTI_MATCH
+
+
+class BooleanQuery(FullTextQuery):
+    """Sub-queries combined by :class:`Occur`. Not built in lancepy's search."""
+
+    def __init__(self, queries: List[Tuple[Occur, Any]]) -> None:
+        self.queries = list(queries)
+
+    def query_type(self) -> FullTextQueryType:
+        return FullTextQueryType.BOOLEAN

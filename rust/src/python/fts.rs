@@ -1,0 +1,200 @@
+//! Full-text search bindings: the text analyzer, the token set (FST) and posting-list codecs
+//! of pylance 14's INVERTED index (see [`crate::table::fts`]).
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use super::errors::{run, IntoPyResult};
+use crate::table::fts;
+
+fn u32_bytes(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn u32s(bytes: &[u8], what: &str) -> PyResult<Vec<u32>> {
+    if bytes.len() % 4 != 0 {
+        return Err(crate::error::Error::InvalidInput(format!("{what} must be a whole number of u32"))).py();
+    }
+    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+}
+
+/// Analyzes `texts` (``None`` = no tokens). Returns `(vocabulary in first-seen order, token
+/// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
+/// positions as u32 bytes (for a single text only; empty otherwise))`.
+#[pyfunction]
+#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn fts_analyze<'py>(
+    py: Python<'py>,
+    texts: Vec<Option<String>>,
+    base_tokenizer: &str,
+    max_token_length: Option<usize>,
+    lower_case: bool,
+    language: Option<String>,
+    stop_words: Option<Vec<String>>,
+    ascii_folding: bool,
+) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let base = fts::BaseTokenizer::parse(base_tokenizer).py()?;
+    let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
+    let analyzer = fts::Analyzer {
+        base,
+        max_token_length,
+        lower_case,
+        stemmer,
+        stop_words: stop_words.map(|w| w.into_iter().collect()),
+        ascii_folding,
+    };
+    let (vocab, ids, offsets, positions) = run(py, || {
+        if texts.len() == 1 {
+            // (one text, a query: positions too)
+            let d = texts[0].as_deref().map(|t| analyzer.analyze(t));
+            let d = d.unwrap_or(fts::Analyzed { tokens: Vec::new(), positions: Vec::new() });
+            let mut vocab: Vec<String> = Vec::new();
+            let mut ids = Vec::with_capacity(d.tokens.len());
+            for t in d.tokens {
+                let id = vocab.iter().position(|v| *v == t).unwrap_or_else(|| {
+                    vocab.push(t);
+                    vocab.len() - 1
+                });
+                ids.push(id as u32);
+            }
+            let offsets: Vec<u8> = [0u64, ids.len() as u64].iter().flat_map(|v| v.to_le_bytes()).collect();
+            return Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&d.positions)));
+        }
+        let refs: Vec<Option<&str>> = texts.iter().map(|t| t.as_deref()).collect();
+        let (vocab, ids, offsets) = analyzer.analyze_corpus(&refs);
+        let offsets: Vec<u8> = offsets.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Ok((vocab, u32_bytes(&ids), offsets, Vec::new()))
+    })?;
+    Ok((vocab, PyBytes::new(py, &ids), PyBytes::new(py, &offsets), PyBytes::new(py, &positions)))
+}
+
+/// The `(tokens, token ids)` of an FST token set, in token order. Malformed bytes raise
+/// `CorruptFileError`.
+#[pyfunction]
+pub fn fts_fst_entries(py: Python<'_>, data: &[u8]) -> PyResult<(Vec<String>, Vec<u64>)> {
+    let data = data.to_vec();
+    run(py, || {
+        let entries = fts::fst_entries(data)?;
+        let mut keys = Vec::with_capacity(entries.len());
+        let mut values = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            keys.push(
+                String::from_utf8(k).map_err(|_| crate::error::Error::Corrupt("INVERTED index token is not UTF-8".into()))?,
+            );
+            values.push(v);
+        }
+        Ok((keys, values))
+    })
+}
+
+/// An FST token set mapping `tokens` (distinct) to `ids`.
+#[pyfunction]
+pub fn fts_fst_build<'py>(py: Python<'py>, tokens: Vec<String>, ids: Vec<u64>) -> PyResult<Bound<'py, PyBytes>> {
+    if tokens.len() != ids.len() {
+        return Err(crate::error::Error::InvalidInput("tokens and ids differ in length".into())).py();
+    }
+    let bytes = run(py, || {
+        let mut entries: Vec<(Vec<u8>, u64)> = tokens.into_iter().map(String::into_bytes).zip(ids).collect();
+        entries.sort_unstable();
+        if entries.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(crate::error::Error::InvalidInput("token set: tokens must be distinct".into()));
+        }
+        fts::fst_build(&entries)
+    })?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// The `(doc ids, frequencies)` (u32 bytes) of one posting list of `length` documents.
+#[pyfunction]
+pub fn fts_posting_decode<'py>(
+    py: Python<'py>,
+    blocks: Vec<Bound<'py, PyBytes>>,
+    length: usize,
+    block_size: usize,
+    varint_tail: bool,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let blocks: Vec<Vec<u8>> = blocks.iter().map(|b| b.as_bytes().to_vec()).collect();
+    let (docs, freqs) = run(py, || {
+        let refs: Vec<&[u8]> = blocks.iter().map(|b| b.as_slice()).collect();
+        let (d, f) = fts::posting_decode(&refs, length, block_size, varint_tail)?;
+        Ok((u32_bytes(&d), u32_bytes(&f)))
+    })?;
+    Ok((PyBytes::new(py, &docs), PyBytes::new(py, &freqs)))
+}
+
+/// The blocks of one posting list: `docs` and `freqs` u32 bytes, one max score per block.
+#[pyfunction]
+pub fn fts_posting_encode<'py>(
+    py: Python<'py>,
+    docs: &[u8],
+    freqs: &[u8],
+    block_scores: Vec<f32>,
+    block_size: usize,
+    varint_tail: bool,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let docs = u32s(docs, "docs")?;
+    let freqs = u32s(freqs, "freqs")?;
+    let blocks = run(py, || fts::posting_encode(&docs, &freqs, &block_scores, block_size, varint_tail))?;
+    Ok(blocks.iter().map(|b| PyBytes::new(py, b)).collect())
+}
+
+/// Every posting list of an index at once (see [`fts::encode_all`]): `starts` u64 bytes,
+/// `docs` / `freqs` u32 bytes, `scores` f32 bytes. Returns `(blocks of each token, max score
+/// of each token as f32 bytes)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn fts_postings_encode<'py>(
+    py: Python<'py>,
+    starts: &[u8],
+    docs: &[u8],
+    freqs: &[u8],
+    scores: &[u8],
+    block_size: usize,
+) -> PyResult<(Vec<Vec<Bound<'py, PyBytes>>>, Bound<'py, PyBytes>)> {
+    let starts: Vec<u64> = starts.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    let docs = u32s(docs, "docs")?;
+    let freqs = u32s(freqs, "freqs")?;
+    let scores: Vec<f32> = u32s(scores, "scores")?.into_iter().map(f32::from_bits).collect();
+    let lists = run(py, || fts::encode_all(&starts, &docs, &freqs, &scores, block_size))?;
+    let maxes: Vec<u8> = lists.iter().flat_map(|(_, m)| m.to_le_bytes()).collect();
+    let blocks = lists.iter().map(|(b, _)| b.iter().map(|x| PyBytes::new(py, x)).collect()).collect();
+    Ok((blocks, PyBytes::new(py, &maxes)))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(fts_analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_fst_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_fst_build, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_posting_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_posting_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_postings_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_score_docs, m)?)?;
+    Ok(())
+}
+
+/// BM25 of one partition's documents for a query (see [`fts::score_docs`]): `lists` holds,
+/// per distinct query token, `(doc ids u32 bytes, frequencies u32 bytes, idf, times)`;
+/// `num_tokens` u32 bytes, `row_ids` u64 bytes, `allowed` a byte per document. Returns
+/// `(doc ids u32 bytes, scores f32 bytes)`.
+#[pyfunction]
+#[pyo3(signature = (lists, num_tokens, row_ids, avgdl, need, allowed, k))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn fts_score_docs<'py>(
+    py: Python<'py>,
+    lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, f32, u32)>,
+    num_tokens: &[u8],
+    row_ids: &[u8],
+    avgdl: f32,
+    need: usize,
+    allowed: Option<&[u8]>,
+    k: Option<usize>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let views: Vec<(&[u8], &[u8], f32, u32)> =
+        lists.iter().map(|(d, f, idf, times)| (d.as_bytes(), f.as_bytes(), *idf, *times)).collect();
+    let scored: Vec<fts::ScoredList<'_>> =
+        views.iter().map(|&(docs, freqs, idf, times)| fts::ScoredList { docs, freqs, idf, times }).collect();
+    let (docs, scores) = run(py, || fts::score_docs(&scored, num_tokens, row_ids, avgdl, need, allowed, k))?;
+    let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
+}

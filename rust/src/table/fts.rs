@@ -1,0 +1,596 @@
+//! Full-text search (INVERTED index) codecs in pylance 14's on-disk format.
+//!
+//! * the text analyzer (base tokenizer `simple` / `whitespace` / `raw`, then long-token
+//!   removal, lower-casing, stemming, stop-word removal and ASCII folding, in that order, as
+//!   pylance chains its filters);
+//! * the token set: an FST (the `fst` crate's map format) from token to token id;
+//! * posting lists: blocks of `block_size` (a multiple of 128) documents, each a little-endian
+//!   `f32` block max score, then per 128 documents the first doc id (`u32`), the bit width and
+//!   the bit-packed (BitPacker4x) doc-id deltas, the bit width and the bit-packed frequencies;
+//!   the last, partial block holds its doc ids as varint deltas then its frequencies as
+//!   varints (codec `varint_delta_v1`), or both as little-endian `u32` (`fixed32`).
+
+use bitpacking::{BitPacker, BitPacker4x};
+
+use crate::error::{Error, Result};
+
+/// Documents per BitPacker4x sub-block.
+pub const PACK_LEN: usize = 128;
+
+/// How the text of one document is split and filtered.
+#[derive(Debug, Clone)]
+pub struct Analyzer {
+    /// how the text is split into tokens
+    pub base: BaseTokenizer,
+    /// tokens of this many bytes or more are dropped
+    pub max_token_length: Option<usize>,
+    /// lower-case each token
+    pub lower_case: bool,
+    /// the stemming algorithm, if tokens are stemmed
+    pub stemmer: Option<rust_stemmers::Algorithm>,
+    /// the (stemmed) tokens to drop
+    pub stop_words: Option<std::collections::HashSet<String>>,
+    /// fold accented Latin letters to their ASCII base letters
+    pub ascii_folding: bool,
+}
+
+/// pylance's `base_tokenizer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaseTokenizer {
+    /// maximal runs of alphanumeric characters
+    Simple,
+    /// maximal runs of non-whitespace characters
+    Whitespace,
+    /// the whole text, one token
+    Raw,
+}
+
+impl BaseTokenizer {
+    /// The tokenizer pylance names `name`.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "simple" => Ok(Self::Simple),
+            "whitespace" => Ok(Self::Whitespace),
+            "raw" => Ok(Self::Raw),
+            other => Err(Error::NotSupported(format!(
+                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace and raw tokenizers"
+            ))),
+        }
+    }
+}
+
+/// The stemming algorithm of a pylance `language` name.
+pub fn stemmer_of(language: &str) -> Result<rust_stemmers::Algorithm> {
+    use rust_stemmers::Algorithm::*;
+    Ok(match language.to_ascii_lowercase().as_str() {
+        "arabic" => Arabic,
+        "danish" => Danish,
+        "dutch" => Dutch,
+        "english" => English,
+        "finnish" => Finnish,
+        "french" => French,
+        "german" => German,
+        "greek" => Greek,
+        "hungarian" => Hungarian,
+        "italian" => Italian,
+        "norwegian" => Norwegian,
+        "portuguese" => Portuguese,
+        "romanian" => Romanian,
+        "russian" => Russian,
+        "spanish" => Spanish,
+        "swedish" => Swedish,
+        "tamil" => Tamil,
+        "turkish" => Turkish,
+        other => return Err(Error::InvalidInput(format!("unknown language {other:?}"))),
+    })
+}
+
+/// Appends what ASCII folding makes of `c` (itself when the table has no ASCII form for it).
+fn fold_char(c: char, out: &mut String) {
+    if c.is_ascii() {
+        out.push(c);
+        return;
+    }
+    match super::fts_fold::FOLD.binary_search_by(|(k, _)| k.cmp(&c)) {
+        Ok(i) => out.push_str(super::fts_fold::FOLD[i].1),
+        Err(_) => out.push(c),
+    }
+}
+
+/// One analyzed document: its tokens and their positions (the base tokenizer's token
+/// numbers, so removed tokens leave gaps).
+pub struct Analyzed {
+    /// the tokens, in order
+    pub tokens: Vec<String>,
+    /// each token's position
+    pub positions: Vec<u32>,
+}
+
+impl Analyzer {
+    fn base_tokens<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        match self.base {
+            BaseTokenizer::Raw => vec![text],
+            BaseTokenizer::Simple => text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect(),
+            BaseTokenizer::Whitespace => text.split(|c: char| c.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect(),
+        }
+    }
+
+    /// What the filters make of one base token (`None`: dropped).
+    pub fn filter(&self, raw: &str, stemmer: Option<&rust_stemmers::Stemmer>) -> Option<String> {
+        if let Some(limit) = self.max_token_length {
+            if raw.len() >= limit {
+                return None;
+            }
+        }
+        let mut token = if self.lower_case {
+            if raw.is_ascii() {
+                raw.to_ascii_lowercase()
+            } else {
+                raw.chars().flat_map(char::to_lowercase).collect()
+            }
+        } else {
+            raw.to_string()
+        };
+        if let Some(s) = stemmer {
+            token = s.stem(&token).into_owned();
+        }
+        if let Some(stop) = &self.stop_words {
+            if stop.contains(&token) {
+                return None;
+            }
+        }
+        if self.ascii_folding && !token.is_ascii() {
+            let mut folded = String::with_capacity(token.len());
+            token.chars().for_each(|c| fold_char(c, &mut folded));
+            token = folded;
+        }
+        Some(token)
+    }
+
+    /// The tokens of `text`, filtered as the analyzer says.
+    pub fn analyze(&self, text: &str) -> Analyzed {
+        let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
+        let mut out = Analyzed { tokens: Vec::new(), positions: Vec::new() };
+        for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
+            if let Some(token) = self.filter(raw, stemmer.as_ref()) {
+                out.tokens.push(token);
+                out.positions.push(pos as u32);
+            }
+        }
+        out
+    }
+
+    /// Analyzes many texts (`None`: no tokens) in parallel chunks, each base token filtered
+    /// once per chunk. Returns the vocabulary in first-seen order, every text's token ids in
+    /// order, and the offsets of each text's ids (`texts.len() + 1`).
+    pub fn analyze_corpus(&self, texts: &[Option<&str>]) -> (Vec<String>, Vec<u32>, Vec<u64>) {
+        use rayon::prelude::*;
+        use std::collections::HashMap;
+        const CHUNK: usize = 2048;
+        struct Local {
+            vocab: Vec<String>,
+            ids: Vec<u32>,
+            counts: Vec<u32>,
+        }
+        let chunks: Vec<Local> = texts
+            .par_chunks(CHUNK)
+            .map(|chunk| {
+                let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
+                let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
+                let mut by_token: HashMap<String, u32> = HashMap::new();
+                let mut local = Local { vocab: Vec::new(), ids: Vec::new(), counts: Vec::with_capacity(chunk.len()) };
+                for text in chunk {
+                    let before = local.ids.len();
+                    if let Some(text) = text {
+                        for raw in self.base_tokens(text) {
+                            let id = match seen.get(raw) {
+                                Some(id) => *id,
+                                None => {
+                                    let id = self.filter(raw, stemmer.as_ref()).map(|t| {
+                                        let next = local.vocab.len() as u32;
+                                        *by_token.entry(t).or_insert_with_key(|k| {
+                                            local.vocab.push(k.clone());
+                                            next
+                                        })
+                                    });
+                                    seen.insert(raw, id);
+                                    id
+                                }
+                            };
+                            if let Some(id) = id {
+                                local.ids.push(id);
+                            }
+                        }
+                    }
+                    local.counts.push((local.ids.len() - before) as u32);
+                }
+                local
+            })
+            .collect();
+        let mut global: HashMap<String, u32> = HashMap::new();
+        let mut vocab: Vec<String> = Vec::new();
+        let mut ids: Vec<u32> = Vec::with_capacity(chunks.iter().map(|c| c.ids.len()).sum());
+        let mut offsets: Vec<u64> = Vec::with_capacity(texts.len() + 1);
+        offsets.push(0);
+        for chunk in chunks {
+            let map: Vec<u32> = chunk
+                .vocab
+                .into_iter()
+                .map(|t| {
+                    let next = vocab.len() as u32;
+                    *global.entry(t).or_insert_with_key(|k| {
+                        vocab.push(k.clone());
+                        next
+                    })
+                })
+                .collect();
+            ids.extend(chunk.ids.iter().map(|&i| map[i as usize]));
+            let mut at = *offsets.last().expect("one offset");
+            for c in chunk.counts {
+                at += c as u64;
+                offsets.push(at);
+            }
+        }
+        (vocab, ids, offsets)
+    }
+}
+
+/// Encodes every posting list of an index: token `t` holds `docs[starts[t]..starts[t + 1]]`
+/// with their `freqs` and `scores`. Returns each token's blocks and its max score.
+pub fn encode_all(
+    starts: &[u64],
+    docs: &[u32],
+    freqs: &[u32],
+    scores: &[f32],
+    block_size: usize,
+) -> Result<Vec<(Vec<Vec<u8>>, f32)>> {
+    use rayon::prelude::*;
+    if docs.len() != freqs.len() || docs.len() != scores.len() || starts.last().is_some_and(|&e| e as usize > docs.len()) {
+        return Err(Error::InvalidInput("posting lists: starts, docs, frequencies and scores disagree".into()));
+    }
+    starts
+        .par_windows(2)
+        .map(|w| {
+            let (s, e) = (w[0] as usize, w[1] as usize);
+            if s >= e {
+                return Err(Error::InvalidInput("posting lists: a token without documents".into()));
+            }
+            let block_max: Vec<f32> =
+                scores[s..e].chunks(block_size).map(|c| c.iter().copied().fold(f32::MIN, f32::max)).collect();
+            let max = block_max.iter().copied().fold(f32::MIN, f32::max);
+            Ok((posting_encode(&docs[s..e], &freqs[s..e], &block_max, block_size, true)?, max))
+        })
+        .collect()
+}
+
+/// Every `(key, value)` of an FST map, in key order.
+pub fn fst_entries(bytes: Vec<u8>) -> Result<Vec<(Vec<u8>, u64)>> {
+    use fst::Streamer;
+    let map = fst::Map::new(bytes).map_err(|e| Error::Corrupt(format!("INVERTED index token set: {e}")))?;
+    let mut stream = map.stream();
+    let mut out = Vec::with_capacity(map.len());
+    while let Some((k, v)) = stream.next() {
+        out.push((k.to_vec(), v));
+    }
+    Ok(out)
+}
+
+/// An FST map of `entries` (keys ascending and distinct).
+pub fn fst_build(entries: &[(Vec<u8>, u64)]) -> Result<Vec<u8>> {
+    let mut builder = fst::MapBuilder::memory();
+    for (k, v) in entries {
+        builder.insert(k, *v).map_err(|e| Error::InvalidInput(format!("token set: {e}")))?;
+    }
+    builder.into_inner().map_err(|e| Error::Internal(format!("token set: {e}")))
+}
+
+fn read_varint(src: &[u8], at: &mut usize) -> Result<u32> {
+    let mut value = 0u32;
+    let mut shift = 0u32;
+    while *at < src.len() {
+        let byte = src[*at];
+        *at += 1;
+        value |= u32::from(byte & 0x7F) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+        shift += 7;
+        if shift >= 35 {
+            break;
+        }
+    }
+    Err(Error::Corrupt("INVERTED index posting list: bad varint".into()))
+}
+
+fn write_varint(dst: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        dst.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    dst.push(value as u8);
+}
+
+fn take<'a>(src: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8]> {
+    let end = at.checked_add(n).filter(|&e| e <= src.len());
+    let Some(end) = end else {
+        return Err(Error::Corrupt("INVERTED index posting block is truncated".into()));
+    };
+    let out = &src[*at..end];
+    *at = end;
+    Ok(out)
+}
+
+/// The doc ids and frequencies of one posting list of `length` documents, stored as `blocks`.
+pub fn posting_decode(blocks: &[&[u8]], length: usize, block_size: usize, varint_tail: bool) -> Result<(Vec<u32>, Vec<u32>)> {
+    if block_size == 0 || block_size % PACK_LEN != 0 {
+        return Err(Error::Corrupt(format!("INVERTED index block size {block_size} is not a multiple of 128")));
+    }
+    let mut docs = Vec::with_capacity(length);
+    let mut freqs = Vec::with_capacity(length);
+    let packer = BitPacker4x::new();
+    let mut unpacked = [0u32; PACK_LEN];
+    for block in blocks {
+        let left = length.saturating_sub(docs.len());
+        if left == 0 {
+            break;
+        }
+        let mut at = 4; // the block's max score
+        if left >= block_size {
+            for _ in 0..block_size / PACK_LEN {
+                let first = u32::from_le_bytes(take(block, &mut at, 4)?.try_into().expect("4 bytes"));
+                let bits = take(block, &mut at, 1)?[0];
+                if bits > 32 {
+                    return Err(Error::Corrupt(format!("INVERTED index posting block: {bits} bits")));
+                }
+                let packed = take(block, &mut at, bits as usize * PACK_LEN / 8)?;
+                packer.decompress_sorted(first, packed, &mut unpacked, bits);
+                docs.extend_from_slice(&unpacked);
+                let bits = take(block, &mut at, 1)?[0];
+                if bits > 32 {
+                    return Err(Error::Corrupt(format!("INVERTED index posting block: {bits} bits")));
+                }
+                let packed = take(block, &mut at, bits as usize * PACK_LEN / 8)?;
+                packer.decompress(packed, &mut unpacked, bits);
+                freqs.extend_from_slice(&unpacked);
+            }
+        } else if varint_tail {
+            let mut prev = 0u32;
+            for i in 0..left {
+                let d = read_varint(block, &mut at)?;
+                prev = if i == 0 { d } else { prev.wrapping_add(d) };
+                docs.push(prev);
+            }
+            for _ in 0..left {
+                freqs.push(read_varint(block, &mut at)?);
+            }
+        } else {
+            let d = take(block, &mut at, 4 * left)?;
+            docs.extend(d.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))));
+            let f = take(block, &mut at, 4 * left)?;
+            freqs.extend(f.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))));
+        }
+    }
+    if docs.len() != length {
+        return Err(Error::Corrupt(format!(
+            "INVERTED index posting list holds {} documents, its length says {length}",
+            docs.len()
+        )));
+    }
+    Ok((docs, freqs))
+}
+
+/// The blocks of one posting list (`docs` ascending), each led by its max score
+/// (`block_scores`, one per block).
+pub fn posting_encode(
+    docs: &[u32],
+    freqs: &[u32],
+    block_scores: &[f32],
+    block_size: usize,
+    varint_tail: bool,
+) -> Result<Vec<Vec<u8>>> {
+    if block_size == 0 || block_size % PACK_LEN != 0 {
+        return Err(Error::InvalidInput(format!("block size {block_size} is not a multiple of 128")));
+    }
+    if docs.len() != freqs.len() || block_scores.len() != docs.len().div_ceil(block_size) {
+        return Err(Error::InvalidInput("posting list: docs, frequencies and block scores disagree".into()));
+    }
+    let packer = BitPacker4x::new();
+    let mut buffer = [0u8; PACK_LEN * 4];
+    let mut out = Vec::with_capacity(block_scores.len());
+    for (b, score) in block_scores.iter().enumerate() {
+        let start = b * block_size;
+        let end = (start + block_size).min(docs.len());
+        let mut block = score.to_le_bytes().to_vec();
+        if end - start == block_size {
+            for s in (start..end).step_by(PACK_LEN) {
+                let d = &docs[s..s + PACK_LEN];
+                if d.windows(2).any(|w| w[0] > w[1]) {
+                    return Err(Error::InvalidInput("posting list doc ids must ascend".into()));
+                }
+                let bits = packer.num_bits_sorted(d[0], d);
+                let n = packer.compress_sorted(d[0], d, &mut buffer, bits);
+                block.extend_from_slice(&d[0].to_le_bytes());
+                block.push(bits);
+                block.extend_from_slice(&buffer[..n]);
+                let f = &freqs[s..s + PACK_LEN];
+                let bits = packer.num_bits(f);
+                let n = packer.compress(f, &mut buffer, bits);
+                block.push(bits);
+                block.extend_from_slice(&buffer[..n]);
+            }
+        } else if varint_tail {
+            let mut prev = 0u32;
+            for (i, &d) in docs[start..end].iter().enumerate() {
+                if i > 0 && d < prev {
+                    return Err(Error::InvalidInput("posting list doc ids must ascend".into()));
+                }
+                write_varint(&mut block, if i == 0 { d } else { d - prev });
+                prev = d;
+            }
+            freqs[start..end].iter().for_each(|&f| write_varint(&mut block, f));
+        } else {
+            docs[start..end].iter().for_each(|d| block.extend_from_slice(&d.to_le_bytes()));
+            freqs[start..end].iter().for_each(|f| block.extend_from_slice(&f.to_le_bytes()));
+        }
+        out.push(block);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn posting_round_trip() {
+        let docs: Vec<u32> = (0..300u32).map(|i| i * 8 + (i % 7)).collect();
+        let freqs: Vec<u32> = (0..300u32).map(|i| 1 + i % 5).collect();
+        for varint in [true, false] {
+            let blocks = posting_encode(&docs, &freqs, &[1.0, 2.0, 3.0], 128, varint).unwrap();
+            let refs: Vec<&[u8]> = blocks.iter().map(|b| b.as_slice()).collect();
+            let (d, f) = posting_decode(&refs, 300, 128, varint).unwrap();
+            assert_eq!((d, f), (docs.clone(), freqs.clone()));
+        }
+    }
+
+    #[test]
+    fn score_docs_top_k() {
+        let docs: Vec<u8> = [0u32, 1, 2].iter().flat_map(|d| d.to_le_bytes()).collect();
+        let freqs: Vec<u8> = [1u32, 3, 3].iter().flat_map(|d| d.to_le_bytes()).collect();
+        let lens: Vec<u8> = [4u32, 4, 4].iter().flat_map(|d| d.to_le_bytes()).collect();
+        let rows: Vec<u8> = [10u64, 12, 11].iter().flat_map(|d| d.to_le_bytes()).collect();
+        let lists = [ScoredList { docs: &docs, freqs: &freqs, idf: 1.0, times: 1 }];
+        let (d, s) = score_docs(&lists, &lens, &rows, 4.0, 1, None, Some(1)).unwrap();
+        assert_eq!(d, vec![2]); // (docs 1 and 2 tie: the lower row id wins)
+        assert!(s[0] > 1.0);
+        let (d, _) = score_docs(&lists, &lens, &rows, 4.0, 1, Some(&[1, 1, 0]), None).unwrap();
+        assert_eq!(d, vec![0, 1]);
+        let bad: Vec<u8> = 7u32.to_le_bytes().to_vec();
+        let one: Vec<u8> = 1u32.to_le_bytes().to_vec();
+        let lists = [ScoredList { docs: &bad, freqs: &one, idf: 1.0, times: 1 }];
+        assert!(score_docs(&lists, &lens, &rows, 4.0, 1, None, None).is_err());
+    }
+
+    #[test]
+    fn analyzer_simple() {
+        let a = Analyzer {
+            base: BaseTokenizer::Simple,
+            max_token_length: Some(40),
+            lower_case: true,
+            stemmer: Some(rust_stemmers::Algorithm::English),
+            stop_words: Some(["the".to_string()].into_iter().collect()),
+            ascii_folding: true,
+        };
+        let r = a.analyze("The quick, brown foxes jumped; café");
+        assert_eq!(r.tokens, vec!["quick", "brown", "fox", "jump", "cafe"]);
+        assert_eq!(r.positions, vec![1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn fst_round_trip() {
+        let entries = vec![(b"a".to_vec(), 3u64), (b"bc".to_vec(), 1), (b"bd".to_vec(), 0)];
+        assert_eq!(fst_entries(fst_build(&entries).unwrap()).unwrap(), entries);
+    }
+}
+
+/// One query token's posting list in a partition, with its weight.
+pub struct ScoredList<'a> {
+    /// doc ids (ascending, distinct), little-endian u32
+    pub docs: &'a [u8],
+    /// their frequencies, little-endian u32
+    pub freqs: &'a [u8],
+    /// the token's idf
+    pub idf: f32,
+    /// how often the query holds the token
+    pub times: u32,
+}
+
+#[inline]
+fn le_u32(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+}
+
+/// A candidate of the top k: better is a higher score, then a lower row id.
+#[derive(PartialEq)]
+struct Hit(f32, u64, u32);
+
+impl Eq for Hit {}
+
+impl PartialOrd for Hit {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Hit {
+    // (a max-heap of these pops the worst hit first)
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
+    }
+}
+
+/// BM25 (pylance's float32 arithmetic) of the documents of one partition holding the query's
+/// tokens: those holding at least `need` distinct tokens and allowed by `allowed` (a mask
+/// over doc ids, when given). `num_tokens` (u32) and `row_ids` (u64) are little-endian
+/// bytes, one per document. With `k`, only the `k` best (score descending, then row id
+/// ascending). Returns `(doc ids, scores)` in no particular order.
+#[allow(clippy::too_many_arguments)]
+pub fn score_docs(
+    lists: &[ScoredList<'_>],
+    num_tokens: &[u8],
+    row_ids: &[u8],
+    avgdl: f32,
+    need: usize,
+    allowed: Option<&[u8]>,
+    k: Option<usize>,
+) -> Result<(Vec<u32>, Vec<f32>)> {
+    const K1: f32 = 1.2;
+    const B: f32 = 0.75;
+    let n = num_tokens.len() / 4;
+    if num_tokens.len() % 4 != 0 || row_ids.len() != 8 * n || allowed.is_some_and(|a| a.len() != n) {
+        return Err(Error::InvalidInput("score_docs: documents, row ids and mask disagree".into()));
+    }
+    let mut acc = vec![0f32; n];
+    let mut hits = vec![0u16; n];
+    for l in lists {
+        let len = l.docs.len() / 4;
+        if l.docs.len() % 4 != 0 || l.freqs.len() != l.docs.len() {
+            return Err(Error::InvalidInput("score_docs: doc ids and frequencies disagree".into()));
+        }
+        for i in 0..len {
+            let d = le_u32(l.docs, i) as usize;
+            if d >= n {
+                return Err(Error::Corrupt("INVERTED index posting list names a document it does not hold".into()));
+            }
+            let f = le_u32(l.freqs, i) as f32;
+            let dl = le_u32(num_tokens, d) as f32;
+            let norm = K1 * (1.0 - B + B * dl / avgdl);
+            let w = (l.idf * (K1 + 1.0) * f) / (f + norm);
+            for _ in 0..l.times {
+                acc[d] += w;
+            }
+            hits[d] = hits[d].saturating_add(1);
+        }
+    }
+    let need = need.max(1);
+    let row = |d: usize| u64::from_le_bytes(row_ids[8 * d..8 * d + 8].try_into().expect("8 bytes"));
+    let candidates = (0..n).filter(|&d| hits[d] as usize >= need && allowed.is_none_or(|a| a[d] != 0));
+    let found: Vec<Hit> = match k {
+        None => candidates.map(|d| Hit(acc[d], row(d), d as u32)).collect(),
+        Some(0) => Vec::new(),
+        Some(k) => {
+            let mut heap: std::collections::BinaryHeap<Hit> = std::collections::BinaryHeap::with_capacity(k + 1);
+            for d in candidates {
+                let hit = Hit(acc[d], row(d), d as u32);
+                if heap.len() < k {
+                    heap.push(hit);
+                } else if heap.peek().is_some_and(|worst| hit < *worst) {
+                    heap.pop();
+                    heap.push(hit);
+                }
+            }
+            heap.into_vec()
+        }
+    };
+    Ok((found.iter().map(|h| h.2).collect(), found.iter().map(|h| h.0).collect()))
+}
