@@ -548,7 +548,7 @@ def commit_transaction(
                 base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version,
                 new_dataset_flags=new_dataset_flags,
             )
-            data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section)
+            data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section, store)
             path = manifest_name(latest + 1, scheme or naming or "v2")
             if store.put_if_not_exists(path, data):
                 published = True
