@@ -344,3 +344,15 @@ def test_damaged_legacy_files_raise_lancepy_errors(tmp_path, damage):
         ds.to_table()
     assert isinstance(ei.value, (CorruptFileError, LanceError))
     assert "legacy" in str(ei.value) or "Lance file" in str(ei.value) or "corrupt" in str(ei.value)
+
+
+def test_use_legacy_format_is_pylances_deprecated_flag(tmp_path):
+    tab = pa.table({"a": pa.array([1, 2], pa.int64())})
+    with pytest.warns(DeprecationWarning):
+        ds = lancepy.write_dataset(tab, tmp_path / "a", use_legacy_format=True)
+    with pytest.warns(DeprecationWarning):
+        theirs = lance.write_dataset(tab, tmp_path / "b", use_legacy_format=True)
+    assert ds.data_storage_version == theirs.data_storage_version == "0.1"
+    with pytest.warns(DeprecationWarning):
+        frags = lancepy.fragment.write_fragments(tab, tmp_path / "c", use_legacy_format=True)
+    assert (frags[0].files[0].file_major_version, frags[0].files[0].file_minor_version) == (0, 2)

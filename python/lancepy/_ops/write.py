@@ -216,8 +216,8 @@ def write_fragments(
     (`initial_bases`), namespaces and sessions are not supported: giving one raises
     :class:`~lancepy.exceptions.NotSupportedError`.
     """
+    data_storage_version = _legacy_flag(use_legacy_format, data_storage_version)
     for name, value in (
-        ("use_legacy_format", use_legacy_format),
         ("enable_stable_row_ids", enable_stable_row_ids or None),
         ("initial_bases", initial_bases),
         ("namespace_client", namespace_client),
@@ -257,6 +257,17 @@ def write_fragments(
         return Transaction(int(loaded.manifest.get("version", 0)), LanceOperation.Append(frags))  # type: ignore[return-value]
     latest, _ = _commit.latest_version(store)
     return Transaction(latest, LanceOperation.Overwrite(LanceSchema(fields, metadata), frags))  # type: ignore[return-value]
+
+
+def _legacy_flag(use_legacy_format: Optional[bool], data_storage_version: Optional[str]) -> Optional[str]:
+    """pylance's deprecated `use_legacy_format`: ``True`` asks for ``"legacy"``, ``False``
+    for ``"stable"`` (with a ``DeprecationWarning``); ``None`` leaves `data_storage_version`."""
+    if use_legacy_format is None:
+        return data_storage_version
+    import warnings
+
+    warnings.warn("use_legacy_format is deprecated, use data_storage_version instead", DeprecationWarning, stacklevel=3)
+    return "legacy" if use_legacy_format else "stable"
 
 
 def _rows_per_group(value: Optional[int]) -> Optional[int]:
@@ -567,9 +578,9 @@ def write_dataset(
         raise InvalidArgumentError("write_dataset needs a uri (lancepy has no namespace support)")
     if max_rows_per_group <= 0:
         raise InvalidArgumentError("max_rows_per_group must be positive")
+    data_storage_version = _legacy_flag(use_legacy_format, data_storage_version)
     _refuse(
         commit_lock=commit_lock,
-        use_legacy_format=use_legacy_format,
         namespace_client=namespace_client,
         table_id=table_id,
         session=session,
