@@ -377,3 +377,24 @@ def test_schema_evolution_of_a_legacy_dataset(tmp_path):
     for fr in ours.get_fragments():
         for f in fr.metadata.files:
             assert f.fields == sorted(set(f.fields)) and -2 not in f.fields
+
+
+@pytest.mark.s3
+def test_legacy_datasets_on_s3_both_ways(s3):
+    """On a real S3 server (moto on 127.0.0.1, explicit keys): lancepy writes a legacy
+    dataset that pylance appends to and reads, and the other way round."""
+    o = s3.options()
+    table = all_types_table(20)
+    bucket = s3.create_bucket()
+    expected = None
+    for first, second, name in ((lancepy, lance, "a"), (lance, lancepy, "b")):
+        uri = f"s3://{bucket}/{name}.lance"
+        first.write_dataset(table, uri, data_storage_version="legacy", max_rows_per_group=6, storage_options=o)
+        second.write_dataset(table, uri, mode="append", storage_options=o)
+        theirs = lance.dataset(uri, storage_options=o)
+        assert theirs.data_storage_version == "0.1" and _versions(theirs) == {(0, 2)}
+        got = theirs.to_table()
+        expected = got if expected is None else expected
+        assert got.equals(expected)
+        assert lancepy.dataset(uri, storage_options=o).to_table().equals(expected)
+        assert lancepy.dataset(uri, storage_options=o).take([0, 39, 21]).equals(expected.take([0, 39, 21]))
