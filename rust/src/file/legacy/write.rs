@@ -116,21 +116,46 @@ impl LegacyWriter {
         self.pending.push(batch.clone());
         self.pending_rows += batch.num_rows();
         while self.pending_rows >= self.rows_per_batch {
-            let all = self.take_pending()?;
-            let n = self.rows_per_batch;
-            self.write_group(&all.slice(0, n))?;
-            if all.num_rows() > n {
-                self.pending_rows = all.num_rows() - n;
-                self.pending.push(all.slice(n, all.num_rows() - n));
-            }
+            let group = self.take_rows(self.rows_per_batch)?;
+            self.write_group(&group)?;
         }
         Ok(())
+    }
+
+    /// The first `n` pending rows (slices of the batches given; copied only where they
+    /// span several of them).
+    fn take_rows(&mut self, n: usize) -> Result<RecordBatch> {
+        let mut parts = Vec::new();
+        let mut need = n;
+        while need > 0 {
+            let first = self.pending.remove(0);
+            if first.num_rows() > need {
+                parts.push(first.slice(0, need));
+                self.pending.insert(0, first.slice(need, first.num_rows() - need));
+                need = 0;
+            } else {
+                need -= first.num_rows();
+                parts.push(first);
+            }
+        }
+        self.pending_rows -= n;
+        if parts.len() == 1 {
+            return Ok(parts.pop().expect("one"));
+        }
+        Self::concat(parts)
     }
 
     fn take_pending(&mut self) -> Result<RecordBatch> {
         let batches = std::mem::take(&mut self.pending);
         self.pending_rows = 0;
-        let cols = (0..self.schema.fields.len())
+        if batches.len() == 1 {
+            return Ok(batches.into_iter().next().expect("one"));
+        }
+        Self::concat(batches)
+    }
+
+    fn concat(batches: Vec<RecordBatch>) -> Result<RecordBatch> {
+        let cols = (0..batches[0].num_columns())
             .map(|i| {
                 let parts: Vec<&dyn Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
                 arrow_select::concat::concat(&parts).map_err(Error::from)
