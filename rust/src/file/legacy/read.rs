@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{make_array, new_empty_array, Array, ArrayRef, NullArray, UInt32Array};
-use arrow_buffer::{bit_util, BooleanBuffer, Buffer, MutableBuffer};
+use arrow_buffer::{bit_util, BooleanBufferBuilder, Buffer, MutableBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 use prost::Message;
@@ -16,6 +16,14 @@ use crate::file::reader::{fixed_byte_width, fixed_width_array};
 use crate::format::{filepb, tablepb};
 use crate::io::ReaderRef;
 use crate::schema::{LanceField, LanceSchema};
+
+/// A run of rows of one page: the page's (position, number of values), the rows, and the
+/// batch (for messages).
+struct Seg {
+    page: (u64, u64),
+    rows: Range<usize>,
+    batch: usize,
+}
 
 /// An open legacy data file: its schema, batches and page table (read on open).
 #[derive(Debug)]
@@ -114,7 +122,7 @@ impl LegacyFile {
             };
             let value_field =
                 LanceField { data_type: (**value_type).clone(), nullable: false, children: vec![], ..field.clone() };
-            let values = file.read_page(&value_field, (offset, length as u64), 0..length, 0)?;
+            let values = file.read_segments(&value_field, &[Seg { page: (offset, length as u64), rows: 0..length, batch: 0 }])?;
             file.dictionaries.insert(field.id, values);
         }
         Ok(file)
@@ -144,50 +152,62 @@ impl LegacyFile {
         Ok(self.pages[i * nb + batch])
     }
 
-    fn read(&self, range: Range<u64>) -> Result<Buffer> {
-        if range.end > self.size || range.start > range.end {
-            return Err(corrupt(&self.path, format!("bytes {range:?} lie outside the file ({} bytes)", self.size)));
-        }
-        if range.is_empty() {
-            return Ok(Buffer::from(MutableBuffer::new(0)));
-        }
-        let buf = self.io.read_range(range)?;
-        // Values are not aligned in legacy files: copy those that do not start where Arrow
-        // wants them (at most 32-byte alignment, for 256-bit decimals).
-        Ok(if buf.as_ptr().align_offset(32) == 0 { buf } else { Buffer::from_slice_ref(buf.as_slice()) })
-    }
-
-    /// Rows `rows` (within batch `batch`) of `field`.
-    fn read_field(&self, field: &LanceField, batch: usize, rows: Range<usize>) -> Result<ArrayRef> {
+    /// Rows of `field` from several batches, in order: `(batch, rows within it)` each.
+    /// One array, built from one copy of the bytes (no per-batch arrays to concatenate).
+    fn read_field(&self, field: &LanceField, segs: &[(usize, Range<usize>)]) -> Result<ArrayRef> {
         if let DataType::Struct(_) = &field.data_type {
-            let children = field
-                .children
-                .iter()
-                .map(|c| self.read_field(c, batch, rows.clone()).map(|a| a.to_data()))
-                .collect::<Result<Vec<_>>>()?;
-            let data = ArrayDataBuilder::new(field.data_type.clone()).len(rows.len()).child_data(children);
-            return self.build(data);
+            let n: usize = segs.iter().map(|(_, r)| r.len()).sum();
+            let children =
+                field.children.iter().map(|c| self.read_field(c, segs).map(|a| a.to_data())).collect::<Result<Vec<_>>>()?;
+            return self.build(ArrayDataBuilder::new(field.data_type.clone()).len(n).child_data(children));
         }
-        let page = self.page_of(field, batch)?;
-        self.read_page(field, page, rows, batch)
+        let segs = segs
+            .iter()
+            .map(|(b, rows)| Ok(Seg { page: self.page_of(field, *b)?, rows: rows.clone(), batch: *b }))
+            .collect::<Result<Vec<_>>>()?;
+        self.read_segments(field, &segs)
     }
 
     fn build(&self, data: ArrayDataBuilder) -> Result<ArrayRef> {
         data.build().map(make_array).map_err(|e| corrupt(&self.path, format!("decoded data is not valid Arrow: {e}")))
     }
 
-    fn read_page(&self, field: &LanceField, (pos, len): (u64, u64), rows: Range<usize>, batch: usize) -> Result<ArrayRef> {
-        let n = rows.len();
+    /// Bytes `range` of the file (checked against its size; as stored, unaligned).
+    fn read_raw(&self, range: Range<u64>) -> Result<Buffer> {
+        if range.end > self.size || range.start > range.end {
+            return Err(corrupt(&self.path, format!("bytes {range:?} lie outside the file ({} bytes)", self.size)));
+        }
+        if range.is_empty() {
+            return Ok(Buffer::from(MutableBuffer::new(0)));
+        }
+        self.io.read_range(range)
+    }
+
+    /// `w`-byte values of the segments, back to back in one aligned buffer.
+    fn fixed_bytes(&self, segs: &[Seg], w: usize) -> Result<Buffer> {
+        let n: usize = segs.iter().map(|s| s.rows.len()).sum();
+        let mut out = MutableBuffer::new(n * w);
+        for s in segs {
+            let pos = s.page.0;
+            out.extend_from_slice(self.read_raw(pos + (s.rows.start * w) as u64..pos + (s.rows.end * w) as u64)?.as_slice());
+        }
+        Ok(out.into())
+    }
+
+    fn read_segments(&self, field: &LanceField, segs: &[Seg]) -> Result<ArrayRef> {
         let dt = &field.data_type;
-        let values_in_page = match dt {
-            DataType::List(_) | DataType::LargeList(_) => len.saturating_sub(1),
-            _ => len,
-        };
-        if rows.end as u64 > values_in_page {
-            return Err(corrupt(
-                &self.path,
-                format!("rows {rows:?} of field {:?} in batch {batch}: its page holds {values_in_page}", field.name),
-            ));
+        let n: usize = segs.iter().map(|s| s.rows.len()).sum();
+        for s in segs {
+            let values_in_page = match dt {
+                DataType::List(_) | DataType::LargeList(_) => s.page.1.saturating_sub(1),
+                _ => s.page.1,
+            };
+            if s.rows.end as u64 > values_in_page {
+                return Err(corrupt(
+                    &self.path,
+                    format!("rows {:?} of field {:?} in batch {}: its page holds {values_in_page}", s.rows, field.name, s.batch),
+                ));
+            }
         }
         match dt {
             DataType::Null => Ok(Arc::new(NullArray::new(n))),
@@ -197,76 +217,125 @@ impl LegacyFile {
                     .get(&field.id)
                     .ok_or_else(|| corrupt(&self.path, format!("dictionary of {:?} is missing", field.name)))?;
                 let w = fixed_byte_width(key).ok_or_else(|| corrupt(&self.path, format!("dictionary key type {key}")))?;
-                let keys = self.read(pos + (rows.start * w) as u64..pos + (rows.end * w) as u64)?;
+                let keys = self.fixed_bytes(segs, w)?;
                 self.build(ArrayDataBuilder::new(dt.clone()).len(n).add_buffer(keys).add_child_data(values.to_data()))
             }
             DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary => {
-                let positions = self.read(pos + rows.start as u64 * 8..pos + (rows.end as u64 + 1) * 8)?;
-                let p: Vec<i64> =
-                    positions.as_slice().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
-                if p.windows(2).any(|w| w[1] < w[0]) || p[0] < 0 {
-                    return Err(corrupt(&self.path, format!("positions of {:?} do not rise", field.name)));
-                }
-                let bytes = self.read(p[0] as u64..p[n] as u64)?;
                 let large = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
-                let offsets: Buffer = if large {
-                    Buffer::from_iter(p.iter().map(|&x| x - p[0]))
-                } else {
-                    if p[n] - p[0] > i32::MAX as i64 {
-                        return Err(corrupt(&self.path, format!("values of {:?} exceed 2 GiB", field.name)));
+                let mut data = MutableBuffer::new(0);
+                let mut offsets = MutableBuffer::new((n + 1) * if large { 8 } else { 4 });
+                let push = |offsets: &mut MutableBuffer, at: usize| -> Result<()> {
+                    if large {
+                        offsets.push(at as i64);
+                    } else {
+                        let at = i32::try_from(at)
+                            .map_err(|_| corrupt(&self.path, format!("values of {:?} exceed 2 GiB", field.name)))?;
+                        offsets.push(at);
                     }
-                    Buffer::from_iter(p.iter().map(|&x| (x - p[0]) as i32))
+                    Ok(())
                 };
-                let mut data = ArrayDataBuilder::new(dt.clone()).len(n).add_buffer(offsets).add_buffer(bytes);
-                if field.nullable {
-                    let mut nulls = MutableBuffer::new_null(n);
+                push(&mut offsets, 0)?;
+                let mut nulls = field.nullable.then(|| MutableBuffer::new_null(n));
+                let mut row = 0usize;
+                for s in segs {
+                    let pos = s.page.0;
+                    let raw = self.read_raw(pos + s.rows.start as u64 * 8..pos + (s.rows.end as u64 + 1) * 8)?;
+                    let p: Vec<i64> =
+                        raw.as_slice().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+                    if p.windows(2).any(|w| w[1] < w[0]) || p[0] < 0 {
+                        return Err(corrupt(&self.path, format!("positions of {:?} do not rise", field.name)));
+                    }
+                    let bytes = self.read_raw(p[0] as u64..p[p.len() - 1] as u64)?;
+                    let base = data.len();
+                    data.extend_from_slice(bytes.as_slice());
                     for (i, w) in p.windows(2).enumerate() {
-                        if w[0] != w[1] {
-                            bit_util::set_bit(nulls.as_slice_mut(), i);
+                        push(&mut offsets, base + (w[1] - p[0]) as usize)?;
+                        if let Some(nulls) = nulls.as_mut() {
+                            if w[0] != w[1] {
+                                bit_util::set_bit(nulls.as_slice_mut(), row + i);
+                            }
                         }
                     }
-                    data = data.null_bit_buffer(Some(nulls.into()));
+                    row += s.rows.len();
                 }
-                self.build(data)
+                let mut b = ArrayDataBuilder::new(dt.clone()).len(n).add_buffer(offsets.into()).add_buffer(data.into());
+                if let Some(nulls) = nulls {
+                    b = b.null_bit_buffer(Some(nulls.into()));
+                }
+                self.build(b)
             }
             DataType::List(_) | DataType::LargeList(_) => {
                 let large = matches!(dt, DataType::LargeList(_));
                 let w = if large { 8 } else { 4 };
-                let raw = self.read(pos + (rows.start * w) as u64..pos + ((rows.end + 1) * w) as u64)?;
-                let o: Vec<i64> = if large {
-                    raw.as_slice().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-                } else {
-                    raw.as_slice().chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as i64).collect()
+                let mut offsets = MutableBuffer::new((n + 1) * w);
+                let mut child_segs = Vec::with_capacity(segs.len());
+                let mut total = 0i64;
+                let push = |offsets: &mut MutableBuffer, at: i64| -> Result<()> {
+                    if large {
+                        offsets.push(at);
+                    } else {
+                        let at = i32::try_from(at)
+                            .map_err(|_| corrupt(&self.path, format!("list {:?} holds over 2^31 items", field.name)))?;
+                        offsets.push(at);
+                    }
+                    Ok(())
                 };
-                if o[0] < 0 || o.windows(2).any(|w| w[1] < w[0]) {
-                    return Err(corrupt(&self.path, format!("offsets of list {:?} do not rise from 0", field.name)));
+                push(&mut offsets, 0)?;
+                for s in segs {
+                    let pos = s.page.0;
+                    let raw = self.read_raw(pos + (s.rows.start * w) as u64..pos + ((s.rows.end + 1) * w) as u64)?;
+                    let o: Vec<i64> = if large {
+                        raw.as_slice().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
+                    } else {
+                        raw.as_slice()
+                            .chunks_exact(4)
+                            .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")) as i64)
+                            .collect()
+                    };
+                    if o[0] < 0 || o.windows(2).any(|w| w[1] < w[0]) {
+                        return Err(corrupt(&self.path, format!("offsets of list {:?} do not rise from 0", field.name)));
+                    }
+                    for x in &o[1..] {
+                        push(&mut offsets, total + (x - o[0]))?;
+                    }
+                    total += o[o.len() - 1] - o[0];
+                    child_segs.push((s.batch, o[0] as usize..o[o.len() - 1] as usize));
                 }
                 let child = field
                     .children
                     .first()
                     .ok_or_else(|| corrupt(&self.path, format!("list {:?} has no item field", field.name)))?;
-                let items = self.read_field(child, batch, o[0] as usize..o[n] as usize)?;
-                let offsets: Buffer = if large {
-                    Buffer::from_iter(o.iter().map(|&x| x - o[0]))
-                } else {
-                    Buffer::from_iter(o.iter().map(|&x| (x - o[0]) as i32))
-                };
-                self.build(ArrayDataBuilder::new(dt.clone()).len(n).add_buffer(offsets).add_child_data(items.to_data()))
+                let items = self.read_field(child, &child_segs)?;
+                self.build(ArrayDataBuilder::new(dt.clone()).len(n).add_buffer(offsets.into()).add_child_data(items.to_data()))
             }
             DataType::Boolean => {
-                let bytes = self.read(pos + (rows.start / 8) as u64..pos + rows.end.div_ceil(8) as u64)?;
-                Ok(Arc::new(arrow_array::BooleanArray::new(BooleanBuffer::new(bytes, rows.start % 8, n), None)))
+                let mut bits = BooleanBufferBuilder::new(n);
+                for s in segs {
+                    let pos = s.page.0;
+                    let bytes = self.read_raw(pos + (s.rows.start / 8) as u64..pos + s.rows.end.div_ceil(8) as u64)?;
+                    let first = s.rows.start % 8;
+                    bits.append_packed_range(first..first + s.rows.len(), bytes.as_slice());
+                }
+                Ok(Arc::new(arrow_array::BooleanArray::new(bits.finish(), None)))
             }
             DataType::FixedSizeList(item, size) if item.data_type() == &DataType::Boolean => {
-                let s = *size as usize;
+                let k = *size as usize;
                 let bits = LanceField { data_type: DataType::Boolean, children: vec![], ..field.clone() };
-                let items = self.read_page(&bits, (pos, len * s as u64), rows.start * s..rows.end * s, batch)?;
+                let item_segs: Vec<Seg> = segs
+                    .iter()
+                    .map(|s| Seg {
+                        page: (s.page.0, s.page.1 * k as u64),
+                        rows: s.rows.start * k..s.rows.end * k,
+                        batch: s.batch,
+                    })
+                    .collect();
+                let items = self.read_segments(&bits, &item_segs)?;
                 self.build(ArrayDataBuilder::new(dt.clone()).len(n).add_child_data(items.to_data()))
             }
             dt => {
                 let w = fixed_byte_width(dt)
                     .ok_or_else(|| Error::not_supported(format!("{}: type {dt} in a legacy (v1) file", self.path)))?;
-                let bytes = self.read(pos + (rows.start * w) as u64..pos + (rows.end * w) as u64)?;
+                let bytes = self.fixed_bytes(segs, w)?;
                 fixed_width_array(dt, bytes, n).map_err(|e| corrupt(&self.path, e))
             }
         }
@@ -275,27 +344,25 @@ impl LegacyFile {
     /// Rows `start..start + len` of the top-level fields `fields`.
     pub fn read_range(&self, start: u64, len: u64, fields: &[usize]) -> Result<Vec<ArrayRef>> {
         let end = start + len;
-        let mut out = Vec::with_capacity(fields.len());
-        for &fi in fields {
-            let field = &self.schema.fields[fi];
-            let mut parts = Vec::new();
-            for b in 0..self.batch_offsets.len() - 1 {
-                let (bs, be) = (self.batch_offsets[b], self.batch_offsets[b + 1]);
-                let (s, e) = (start.max(bs), end.min(be));
-                if s < e {
-                    parts.push(self.read_field(field, b, (s - bs) as usize..(e - bs) as usize)?);
-                }
+        let mut segs = Vec::new();
+        for b in 0..self.batch_offsets.len() - 1 {
+            let (bs, be) = (self.batch_offsets[b], self.batch_offsets[b + 1]);
+            let (s, e) = (start.max(bs), end.min(be));
+            if s < e {
+                segs.push((b, (s - bs) as usize..(e - bs) as usize));
             }
-            out.push(match parts.len() {
-                0 => new_empty_array(&field.data_type),
-                1 => parts.pop().expect("one"),
-                _ => {
-                    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-                    arrow_select::concat::concat(&refs)?
-                }
-            });
         }
-        Ok(out)
+        fields
+            .iter()
+            .map(|&fi| {
+                let field = &self.schema.fields[fi];
+                if segs.is_empty() {
+                    Ok(new_empty_array(&field.data_type))
+                } else {
+                    self.read_field(field, &segs)
+                }
+            })
+            .collect()
     }
 
     /// The rows at `indices` (any order, repeats allowed) of the top-level fields `fields`.
@@ -340,25 +407,20 @@ impl LegacyFile {
             })
             .collect::<Result<Vec<_>>>()?;
         let picks = UInt32Array::from(picks);
-        let mut out = Vec::with_capacity(fields.len());
-        for &fi in fields {
-            let field = &self.schema.fields[fi];
-            let parts = spans
-                .iter()
-                .map(|&(b, s, e, _)| {
-                    let bs = self.batch_offsets[b];
-                    self.read_field(field, b, (s - bs) as usize..(e - bs) as usize)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let all = if parts.len() == 1 {
-                parts[0].clone()
-            } else {
-                let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-                arrow_select::concat::concat(&refs)?
-            };
-            out.push(arrow_select::take::take(all.as_ref(), &picks, None)?);
-        }
-        Ok(out)
+        let segs: Vec<(usize, Range<usize>)> = spans
+            .iter()
+            .map(|&(b, s, e, _)| {
+                let bs = self.batch_offsets[b];
+                (b, (s - bs) as usize..(e - bs) as usize)
+            })
+            .collect();
+        fields
+            .iter()
+            .map(|&fi| {
+                let all = self.read_field(&self.schema.fields[fi], &segs)?;
+                Ok(arrow_select::take::take(all.as_ref(), &picks, None)?)
+            })
+            .collect()
     }
 }
 
