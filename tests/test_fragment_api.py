@@ -141,10 +141,11 @@ def test_create_refuses_what_pylance_refuses(tmp_path):
         LanceFragment.create(tmp_path / "e", pa.table({"a": [1]}), mode="bogus")
     with pytest.raises(InvalidArgumentError, match="max_rows_per_group"):
         LanceFragment.create(tmp_path / "e", pa.table({"a": [1]}), max_rows_per_group="x")
-    with pytest.raises(NotSupportedError, match="legacy"):
-        LanceFragment.create(tmp_path / "e", pa.table({"a": [1]}), data_storage_version="legacy")
-    with pytest.warns(DeprecationWarning), pytest.raises(NotSupportedError):
-        LanceFragment.create(tmp_path / "e", pa.table({"a": [1]}), use_legacy_format=True)
+    with pytest.raises(NotSupportedError, match="next"):
+        LanceFragment.create(tmp_path / "e", pa.table({"a": [1]}), data_storage_version="next")
+    with pytest.warns(DeprecationWarning):
+        legacy = LanceFragment.create(tmp_path / "e", pa.table({"a": [1]}), use_legacy_format=True)
+    assert (legacy.files[0].file_major_version, legacy.files[0].file_minor_version) == (0, 2)
     for name in ("namespace_client", "table_id", "session"):
         with pytest.raises(NotSupportedError, match=name):
             LanceFragment.create(tmp_path / "e", pa.table({"a": [1]}), **{name: object()})

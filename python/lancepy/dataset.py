@@ -1360,8 +1360,8 @@ def write_dataset(
     :class:`~lancepy.exceptions.SchemaMismatchError` (see :mod:`lancepy._core.conform`).
     `storage_options` configure an object store (see :func:`dataset`). New datasets are
     written with ``data_storage_version`` 2.2 (pylance 14's default) unless told otherwise.
-    `max_rows_per_group` only applies to pylance's legacy format and is ignored, as pylance
-    does for 2.x files. `enable_stable_row_ids` makes a new dataset keep each row's id
+    `max_rows_per_group`: rows per batch of legacy (``"legacy"`` = ``"0.1"``) files (2.x files
+    have no row groups). `use_legacy_format` is deprecated. `enable_stable_row_ids` makes a new dataset keep each row's id
     through compaction and updates (it has no effect on an existing dataset, as in pylance).
     `progress` (pylance's ``FragmentWriteProgress``: ``begin(fragment)`` before a fragment's
     rows are written, ``complete(fragment)`` after) hears about every fragment. Blob
@@ -1373,8 +1373,8 @@ def write_dataset(
     `commit_message` and `transaction_properties` are stored in the transaction;
     `auto_cleanup_options` configures automatic cleanup of a new dataset; `max_page_bytes`
     and `data_cache_bytes` set the page size. Options lancepy does not
-    build (commit locks, namespaces, sessions,
-    the legacy format) raise
+    build (commit locks, namespaces,
+    sessions) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
     if isinstance(uri, LanceDataset):

@@ -114,9 +114,9 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         ``"overwrite"``, or no dataset yet) field ids are numbered from 0. `progress`
         (``begin(fragment)`` / ``complete(fragment)``) hears ``begin`` with the fragment's id
         and data file path before any row is written (``physical_rows`` ``None``), then
-        ``complete``. `max_rows_per_group` only applies to the legacy format and is ignored.
-        `data_storage_version` as in :func:`lancepy.write_dataset`; `use_legacy_format` is
-        deprecated (``True`` asks for the legacy format, which lancepy does not write).
+        ``complete``. `max_rows_per_group` is the rows per batch of a legacy (v1) file (``None``
+        or 0: 1024). `data_storage_version` as in :func:`lancepy.write_dataset`;
+        `use_legacy_format` is deprecated (``True`` asks for the legacy format).
         Data without columns or rows raises :class:`~lancepy.exceptions.EmptyDataError` (an
         ``OSError`` too, as pylance raises). Namespaces and sessions raise
         :class:`~lancepy.exceptions.NotSupportedError`."""
@@ -137,7 +137,8 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
             )
             data_storage_version = "legacy" if use_legacy_format else "stable"
         return create_fragment(
-            dataset_uri, data, fragment_id, schema, progress, mode, data_storage_version, storage_options
+            dataset_uri, data, fragment_id, schema, progress, mode, data_storage_version, storage_options,
+            max_rows_per_group=max_rows_per_group or None,
         )
 
     @property

@@ -28,6 +28,7 @@ from lancepy._table.fragments import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
+    mixes_v1_and_v2,
     normalize_storage_version,
 )
 from lancepy._table.operations import LanceOperation, LanceSchema, Transaction
@@ -61,6 +62,7 @@ def _write(
     max_page_bytes: Optional[int] = None,
     blob_pack_file_size_threshold: Optional[int] = None,
     progress: Any = None,
+    max_rows_per_group: Optional[int] = None,
 ) -> List[FragmentMetadata]:
     """Streams `reader` into new data files (memory bounded by a few pages per column) under
     ``{uri}/{data_dir}/`` (``data_dir=""``: straight under `uri`, a plain base path).
@@ -72,6 +74,7 @@ def _write(
     ``complete`` once its file is written; the stream is then cut into runs of
     `max_rows_per_file` rows, one native write each (a run that `max_bytes_per_file` cuts into
     several fragments announces the later ones with ``begin`` just before ``complete``).
+    `max_rows_per_group` is the rows per batch of legacy (v1) files (default 1024).
     """
     if max_rows_per_file <= 0:
         raise InvalidArgumentError("max_rows_per_file must be positive")
@@ -82,7 +85,8 @@ def _write(
             if not callable(getattr(progress, name, None)):
                 raise InvalidArgumentError(f"progress must have begin(fragment) and complete(fragment) methods; it lacks {name}")
         options = dict(file_tag=file_tag, storage_options=storage_options, data_dir=data_dir, external_blobs=external_blobs,
-                       max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold)
+                       max_page_bytes=max_page_bytes, blob_pack_file_size_threshold=blob_pack_file_size_threshold,
+                       max_rows_per_group=max_rows_per_group)
         out: List[FragmentMetadata] = []
         try:
             for part in row_runs(reader, max_rows_per_file):
@@ -118,6 +122,7 @@ def _write(
         text = _lancepy.write_fragments(
             uri, source, json.dumps(fields), json.dumps(metadata), max_rows_per_file, version, max_bytes_per_file,
             file_tag, storage_options, data_dir, external_blobs, max_page_bytes, blob_pack_file_size_threshold,
+            max_rows_per_group,
         )
     except Exception:
         if failures:
@@ -199,8 +204,8 @@ def write_fragments(
     and the fragments can be committed with ``LanceOperation.Overwrite(schema, fragments)``.
     A new file (and fragment) starts after `max_rows_per_file` rows or about
     `max_bytes_per_file` bytes. `storage_options` configure an object store (``s3://``,
-    ``gs://``, ``az://``; see :func:`lancepy.dataset`). `max_rows_per_group` only applies
-    to the legacy format and is ignored. `progress` (pylance's ``FragmentWriteProgress``:
+    ``gs://``, ``az://``; see :func:`lancepy.dataset`). `max_rows_per_group` is the rows
+    per batch of legacy (v1) files (the other formats have no row groups). `progress` (pylance's ``FragmentWriteProgress``:
     ``begin(fragment)`` / ``complete(fragment)``) hears about every fragment written.
     With `return_transaction` a :class:`lancepy.dataset.Transaction` is returned instead of
     the fragments: ``LanceOperation.Append`` against the latest version when appending to an
@@ -211,8 +216,8 @@ def write_fragments(
     (`initial_bases`), namespaces and sessions are not supported: giving one raises
     :class:`~lancepy.exceptions.NotSupportedError`.
     """
+    data_storage_version = _legacy_flag(use_legacy_format, data_storage_version)
     for name, value in (
-        ("use_legacy_format", use_legacy_format),
         ("enable_stable_row_ids", enable_stable_row_ids or None),
         ("initial_bases", initial_bases),
         ("namespace_client", namespace_client),
@@ -242,6 +247,7 @@ def write_fragments(
         store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
         _bases.normalize_base_store_params(base_store_params), external_blobs=external,
         max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes),
+        max_rows_per_group=_rows_per_group(max_rows_per_group),
     )
     frags = [FragmentMetadata._from_dict(f) for f in made]
     if not return_transaction:
@@ -251,6 +257,26 @@ def write_fragments(
         return Transaction(int(loaded.manifest.get("version", 0)), LanceOperation.Append(frags))  # type: ignore[return-value]
     latest, _ = _commit.latest_version(store)
     return Transaction(latest, LanceOperation.Overwrite(LanceSchema(fields, metadata), frags))  # type: ignore[return-value]
+
+
+def _legacy_flag(use_legacy_format: Optional[bool], data_storage_version: Optional[str]) -> Optional[str]:
+    """pylance's deprecated `use_legacy_format`: ``True`` asks for ``"legacy"``, ``False``
+    for ``"stable"`` (with a ``DeprecationWarning``); ``None`` leaves `data_storage_version`."""
+    if use_legacy_format is None:
+        return data_storage_version
+    import warnings
+
+    warnings.warn("use_legacy_format is deprecated, use data_storage_version instead", DeprecationWarning, stacklevel=3)
+    return "legacy" if use_legacy_format else "stable"
+
+
+def _rows_per_group(value: Optional[int]) -> Optional[int]:
+    """`max_rows_per_group` checked (``None`` or 0: pylance's default, 1024)."""
+    if value is None or value == 0:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgumentError(f"max_rows_per_group must be a positive int, got {value!r}")
+    return value
 
 
 def _fragment_schema(
@@ -294,13 +320,15 @@ def create_fragment(
     mode: str,
     data_storage_version: Optional[str],
     storage_options: Optional[Dict[str, str]],
+    max_rows_per_group: Optional[int] = None,
 ) -> FragmentMetadata:
     """Writes all of `data` as ONE data file of a new fragment of the dataset at
     `dataset_uri` (which need not exist yet) and returns it, numbered `fragment_id` (0 when
     ``None``; a commit renumbers appended fragments anyway). Schema and field ids as in
     :func:`write_fragments` for `mode`. `progress` hears ``begin`` with the fragment as it will
     be (its id and data file path; no fields or rows yet), then ``complete`` with it written.
-    Data without columns or rows raises :class:`~lancepy.exceptions.EmptyDataError`."""
+    Data without columns or rows raises :class:`~lancepy.exceptions.EmptyDataError`.
+    `max_rows_per_group`: rows per batch of a legacy (v1) file."""
     if mode not in ("append", "overwrite", "create"):
         raise InvalidArgumentError(f"mode must be 'append', 'overwrite' or 'create', got {mode!r}")
     if fragment_id is not None and (isinstance(fragment_id, bool) or not isinstance(fragment_id, int) or fragment_id < 0):
@@ -323,7 +351,8 @@ def create_fragment(
         raise EmptyDataError("cannot write a fragment without rows: the data is empty")
     source = pa.RecordBatchReader.from_batches(reader.schema, itertools.chain([first], batches))
     fid = 0 if fragment_id is None else int(fragment_id)
-    major, minor = (int(x) for x in version.split("."))
+    # (legacy files record file version 0.2, as pylance's)
+    major, minor = (0, 2) if version == "0.1" else tuple(int(x) for x in version.split("."))
     name = _new_data_file_name()
     if progress is not None:
         progress.begin(FragmentMetadata._from_dict({
@@ -333,7 +362,8 @@ def create_fragment(
             "physical_rows": None,
         }))
     made = _write(uri, source, fields, metadata, _ONE_FILE_ROWS, version, _ONE_FILE_BYTES, storage_options=options,
-                  external_blobs="refuse", max_page_bytes=page_bytes(reader.schema, None, None))
+                  external_blobs="refuse", max_page_bytes=page_bytes(reader.schema, None, None),
+                  max_rows_per_group=_rows_per_group(max_rows_per_group))
     if len(made) != 1 or len(made[0].files) != 1:
         _commit.delete_written(store, [f"data/{d.path}" for f in made for d in f.files])
         raise InvalidArgumentError(f"the data does not fit one fragment (at most {_ONE_FILE_ROWS} rows)")
@@ -548,9 +578,9 @@ def write_dataset(
         raise InvalidArgumentError("write_dataset needs a uri (lancepy has no namespace support)")
     if max_rows_per_group <= 0:
         raise InvalidArgumentError("max_rows_per_group must be positive")
+    data_storage_version = _legacy_flag(use_legacy_format, data_storage_version)
     _refuse(
         commit_lock=commit_lock,
-        use_legacy_format=use_legacy_format,
         namespace_client=namespace_client,
         table_id=table_id,
         session=session,
@@ -583,12 +613,19 @@ def write_dataset(
             base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
         )
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
+            _refuse_version_mix(version, normalize_storage_version(data_storage_version))
             raise InvalidArgumentError(
                 f"the dataset stores {version} data files; cannot append {data_storage_version} files"
             )
         op = "Append"
     else:
-        version = normalize_storage_version(data_storage_version)
+        if data_storage_version is None and base is not None:
+            # (as pylance: an overwrite keeps the dataset's storage version unless told otherwise)
+            version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
+                base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
+            )
+        else:
+            version = normalize_storage_version(data_storage_version)
         lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
         fields, metadata = lance["fields"], lance["metadata"]
         op = "Overwrite"
@@ -599,7 +636,7 @@ def write_dataset(
     frag_json, written = write_to_targets(
         store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
         store_params, external_blobs=external, max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes),
-        blob_pack_file_size_threshold=blob_pack_file_size_threshold,
+        blob_pack_file_size_threshold=blob_pack_file_size_threshold, max_rows_per_group=max_rows_per_group,
     )
     if op == "Append":
         body: Dict[str, Any] = {"fragments": frag_json}
@@ -621,6 +658,16 @@ def write_dataset(
         new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
     )
     return u, options, store_params, result.manifest
+
+
+def _refuse_version_mix(dataset_version: str, asked: str) -> None:
+    """Appending legacy (v1) files to a 2.x dataset, or 2.x files to a legacy one, raises
+    (pylance's words)."""
+    if mixes_v1_and_v2(dataset_version, asked):
+        raise InvalidArgumentError(
+            f"Cannot append data files in version {asked} to a dataset with default version {dataset_version}: "
+            "V1 and V2 storage versions cannot be mixed"
+        )
 
 
 def merge_transactions(transactions: Any) -> Any:

@@ -48,6 +48,7 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     VERSIONS_DIR,
     WRITER_LIBRARY,
     LoadedManifest,
+    _file_version,
     _fragment_files,
     LEGACY_FILE_VERSION,
     _infer_storage_version,
@@ -152,7 +153,10 @@ def _tombstone_dropped_fields(fragments: List[Dict[str, Any]], kept_ids: set) ->
     for frag in fragments:
         files = []
         for f in _fragment_files(frag):
-            f["fields"] = [i if i in kept_ids or i == -2 else -2 for i in f.get("fields", [])]
+            # (legacy files keep their field ids, sorted, as pylance leaves them: their page
+            # table is indexed by them)
+            if _file_version(f) != LEGACY_FILE_VERSION:
+                f["fields"] = [i if i in kept_ids or i == -2 else -2 for i in f.get("fields", [])]
             files.append(f)
         live = [f for f in files if any(i != -2 for i in f["fields"])]
         frag["files"] = live if live else files[:1]
@@ -548,7 +552,7 @@ def commit_transaction(
                 base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version,
                 new_dataset_flags=new_dataset_flags,
             )
-            data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section)
+            data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section, store)
             path = manifest_name(latest + 1, scheme or naming or "v2")
             if store.put_if_not_exists(path, data):
                 published = True

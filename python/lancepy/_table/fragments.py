@@ -22,19 +22,35 @@ DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 DEFAULT_DATA_STORAGE_VERSION = "2.2"
 
 
-_VERSION_ALIASES = {"stable": "2.2", "2.0": "2.0", "2.1": "2.1", "2.2": "2.2"}
+#: What pylance calls datasets of legacy (v1) data files.
+LEGACY_STORAGE_VERSION = "0.1"
+
+_VERSION_ALIASES = {"stable": "2.2", "2.0": "2.0", "2.1": "2.1", "2.2": "2.2", "legacy": "0.1", "0.1": "0.1"}
+
+
+def is_legacy_version(version: Optional[str]) -> bool:
+    """Whether a (normalized) data storage version is the legacy (v1) format."""
+    return version == LEGACY_STORAGE_VERSION
+
+
+def mixes_v1_and_v2(a: str, b: str) -> bool:
+    """Whether two storage versions are the legacy format and a 2.x one."""
+    return is_legacy_version(a) != is_legacy_version(b)
 
 
 def normalize_storage_version(version: Optional[str]) -> str:
-    """``"2.0"``, ``"2.1"`` or ``"2.2"`` from a user's spelling (``"stable"`` = 2.2)."""
+    """``"0.1"`` (legacy), ``"2.0"``, ``"2.1"`` or ``"2.2"`` from a user's spelling
+    (``"stable"`` = 2.2, ``"legacy"`` = 0.1)."""
     if version is None:
         return DEFAULT_DATA_STORAGE_VERSION
     v = str(version).strip().lower()
     if v in _VERSION_ALIASES:
         return _VERSION_ALIASES[v]
-    if v in ("legacy", "0.1", "0.2", "next", "2.3"):
-        raise UnsupportedError(f"data_storage_version {version!r}: lancepy writes 2.0, 2.1 and 2.2 data files")
-    raise InvalidArgumentError(f"unknown data_storage_version {version!r}; use '2.0', '2.1', '2.2' or 'stable'")
+    if v in ("next", "2.3"):
+        raise UnsupportedError(f"data_storage_version {version!r}: lancepy writes legacy (0.1), 2.0, 2.1 and 2.2 data files")
+    raise InvalidArgumentError(
+        f"unknown data_storage_version {version!r}; use 'legacy', '2.0', '2.1', '2.2' or 'stable'"
+    )
 
 
 class _DataFilePath(str):
@@ -494,4 +510,16 @@ class FragmentMetadata:
         return isinstance(other, FragmentMetadata) and self.to_json() == other.to_json()
 
     def __repr__(self) -> str:
-        return f"FragmentMetadata(id={self.id}, physical_rows={self.physical_rows}, files={[str(f.path) for f in self.files]})"
+        # pylance's layout (its tests look for e.g. "file_major_version=2" in it)
+        files = ", ".join(
+            f"DataFile(path={str(f.path)!r}, fields={list(f.fields)!r}, column_indices={list(f.column_indices or [])!r}, "
+            f"file_major_version={f.file_major_version}, file_minor_version={f.file_minor_version}, "
+            f"file_size_bytes={f.file_size_bytes!r})"
+            for f in self.files
+        )
+        return (
+            f"FragmentMetadata(id={self.id}, files=[{files}], physical_rows={self.physical_rows}, "
+            f"deletion_file={self.deletion_file!r}, row_id_meta={self.row_id_meta!r}, "
+            f"created_at_version_meta={self.created_at_version_meta!r}, "
+            f"last_updated_at_version_meta={self.last_updated_at_version_meta!r}, overlays=[])"
+        )

@@ -129,7 +129,8 @@ mod tests {
         assert_eq!("stable".parse::<FileVersion>().unwrap(), FileVersion::V2_2);
         assert!(matches!("2.3".parse::<FileVersion>(), Err(Error::NotSupported(_))));
         assert!(matches!("next".parse::<FileVersion>(), Err(Error::NotSupported(_))));
-        assert!(matches!("legacy".parse::<FileVersion>(), Err(Error::NotSupported(_))));
+        assert_eq!("legacy".parse::<FileVersion>().unwrap(), FileVersion::Legacy);
+        assert_eq!(FileVersion::from_footer(0, 2).unwrap(), FileVersion::Legacy);
         assert!(matches!("banana".parse::<FileVersion>(), Err(Error::InvalidInput(_))));
         assert_eq!(FileVersion::V2_0.footer_version(), (0, 3));
     }

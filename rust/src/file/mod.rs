@@ -1,6 +1,7 @@
 //! Lance data files: container, schema, reader and writer.
 
 pub mod container;
+pub mod legacy;
 pub mod reader;
 pub mod writer;
 

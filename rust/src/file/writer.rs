@@ -111,6 +111,12 @@ impl FileWriter {
     /// Creates a file whose schema (with its field ids) is given.
     pub fn try_new_with_lance_schema(uri: &str, schema: LanceSchema, options: WriterOptions) -> Result<Self> {
         let arrow_schema = schema.to_arrow();
+        if options.version == FileVersion::Legacy {
+            return Err(Error::not_supported(
+                "the file writer writes file versions 2.0, 2.1 and 2.2; legacy (v1) files are written for datasets only \
+                 (write_dataset(..., data_storage_version=\"legacy\"))",
+            ));
+        }
         if options.version < FileVersion::V2_2 {
             if let Some(f) = schema
                 .all_fields()

@@ -8,6 +8,10 @@ use crate::error::{Error, Result};
 /// Version of the Lance file format (the encodings a file may use).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FileVersion {
+    /// The legacy (v1) format: pages located through a page table, one per field and
+    /// batch (footer 0.2; pylance names datasets of these files "0.1"). See
+    /// [`crate::file::legacy`].
+    Legacy,
     /// 2.0: `ArrayEncoding` trees, one column per field (footer says 0.3).
     V2_0,
     /// 2.1: structural layouts (mini-block, full-zip), u16 mini-block chunk words.
@@ -24,6 +28,7 @@ impl FileVersion {
     /// `(major, minor)` as written in the file footer.
     pub fn footer_version(self) -> (u16, u16) {
         match self {
+            FileVersion::Legacy => (0, 2),
             FileVersion::V2_0 => (0, 3),
             FileVersion::V2_1 => (2, 1),
             FileVersion::V2_2 => (2, 2),
@@ -33,6 +38,7 @@ impl FileVersion {
     /// `(major, minor)` as recorded in a dataset manifest's `DataFile`.
     pub fn manifest_version(self) -> (u32, u32) {
         match self {
+            FileVersion::Legacy => (0, 2),
             FileVersion::V2_0 => (2, 0),
             FileVersion::V2_1 => (2, 1),
             FileVersion::V2_2 => (2, 2),
@@ -45,9 +51,7 @@ impl FileVersion {
             (0, 3) | (2, 0) => Ok(FileVersion::V2_0),
             (2, 1) => Ok(FileVersion::V2_1),
             (2, 2) => Ok(FileVersion::V2_2),
-            (0, 1) | (0, 2) => Err(Error::not_supported(
-                "legacy (v1, version 0.1/0.2) Lance files; only file versions 2.0, 2.1 and 2.2 are supported",
-            )),
+            (0, 1) | (0, 2) => Ok(FileVersion::Legacy),
             (major, minor) => {
                 Err(Error::not_supported(format!("Lance file version {major}.{minor}; only 2.0, 2.1 and 2.2 are supported")))
             }
@@ -60,6 +64,7 @@ impl FileVersion {
             (2, 0) | (0, 3) => Ok(FileVersion::V2_0),
             (2, 1) => Ok(FileVersion::V2_1),
             (2, 2) => Ok(FileVersion::V2_2),
+            (0, 0..=2) => Ok(FileVersion::Legacy),
             (major, minor) => {
                 Err(Error::not_supported(format!("data file version {major}.{minor}; only 2.0, 2.1 and 2.2 are supported")))
             }
@@ -75,6 +80,7 @@ impl FileVersion {
 impl fmt::Display for FileVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            FileVersion::Legacy => "0.1",
             FileVersion::V2_0 => "2.0",
             FileVersion::V2_1 => "2.1",
             FileVersion::V2_2 => "2.2",
@@ -92,9 +98,7 @@ impl FromStr for FileVersion {
             "2.3" | "next" => Err(Error::not_supported(format!(
                 "file version {s:?}: 2.3 is unstable and not implemented; use \"2.0\", \"2.1\" or \"2.2\" (\"stable\")"
             ))),
-            "legacy" | "0.1" | "0.2" | "0.3" => Err(Error::not_supported(format!(
-                "file version {s:?}: the legacy v1 format is not implemented; use \"2.0\", \"2.1\" or \"2.2\""
-            ))),
+            "legacy" | "0.1" | "0.2" => Ok(FileVersion::Legacy),
             _ => {
                 Err(Error::invalid_input(format!("unknown file version {s:?}; expected \"2.0\", \"2.1\", \"2.2\" or \"stable\"")))
             }

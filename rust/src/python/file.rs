@@ -206,7 +206,15 @@ impl PyFileWriter {
         storage_options: Option<StorageOptions>,
     ) -> PyResult<Self> {
         let version: FileVersion = match version {
-            Some(v) => v.parse().py()?,
+            Some(v) => match v.parse().py()? {
+                FileVersion::Legacy => {
+                    return Err(to_pyerr(Error::not_supported(format!(
+                        "file version {v:?}: the file writer writes 2.0, 2.1 and 2.2 (\"stable\"); legacy (v1) files \
+                         are written for datasets (write_dataset(..., data_storage_version=\"legacy\"))"
+                    ))))
+                }
+                other => other,
+            },
             None => FileVersion::DEFAULT,
         };
         let mut options = WriterOptions { version, storage_options: storage_options.unwrap_or_default(), ..Default::default() };

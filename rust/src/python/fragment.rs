@@ -41,7 +41,7 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn Iterator<Item = Re
 /// as in a base path that is not a dataset root). On error every file written is deleted
 /// again.
 #[pyfunction]
-#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data", external_blobs="refuse", max_page_bytes=None, blob_pack_file_max=None))]
+#[pyo3(signature = (uri, data, fields_json, metadata_json, max_rows_per_file, version, max_bytes_per_file=u64::MAX, file_tag=None, storage_options=None, data_dir="data", external_blobs="refuse", max_page_bytes=None, blob_pack_file_max=None, max_rows_per_group=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_fragments(
     py: Python<'_>,
@@ -58,6 +58,7 @@ pub fn write_fragments(
     external_blobs: &str,
     max_page_bytes: Option<u64>,
     blob_pack_file_max: Option<u64>,
+    max_rows_per_group: Option<usize>,
 ) -> PyResult<String> {
     use crate::table::blob_write::ExternalBlobs;
     let external_blobs = match external_blobs {
@@ -86,6 +87,7 @@ pub fn write_fragments(
         external_blobs,
         max_page_bytes,
         blob_pack_file_max,
+        max_rows_per_group: max_rows_per_group.unwrap_or(crate::file::legacy::DEFAULT_ROWS_PER_BATCH),
     };
     run(py, move || {
         let mut created = Vec::new();

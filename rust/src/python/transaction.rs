@@ -27,16 +27,26 @@ pub fn read_manifest<'py>(
 }
 
 /// Encodes a manifest file from its JSON, the raw transaction and the raw index section.
+/// With the dataset's `store`, a legacy (v1) dataset's dictionary values are read from its
+/// data files and written into the manifest (where pylance looks for them).
 #[pyfunction]
-#[pyo3(signature = (manifest_json, transaction=None, index_section=None))]
+#[pyo3(signature = (manifest_json, transaction=None, index_section=None, store=None))]
 pub fn write_manifest<'py>(
     py: Python<'py>,
     manifest_json: &str,
     transaction: Option<Vec<u8>>,
     index_section: Option<Vec<u8>>,
+    store: Option<PyRef<'py, super::dataset::PyStore>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let m: tablepb::Manifest = from_json(manifest_json, "manifest").py()?;
-    let out = manifest::write_manifest(m, transaction.as_deref(), index_section.as_deref()).py()?;
+    let store = store.map(|s| s.inner.clone());
+    let out = run(py, move || {
+        let dictionaries = match &store {
+            Some(s) => manifest::legacy_dictionaries(s, &m)?,
+            None => Vec::new(),
+        };
+        manifest::write_manifest_with_dictionaries(m, transaction.as_deref(), index_section.as_deref(), &dictionaries)
+    })?;
     Ok(PyBytes::new(py, &out))
 }
 

@@ -96,12 +96,55 @@ fn push_prefixed(out: &mut Vec<u8>, msg: &[u8]) -> Result<u64> {
 
 /// Encodes a manifest file. The positions of the index section and of the inline
 /// transaction are filled in; `manifest.transaction_section` is cleared.
-pub fn write_manifest(
+pub fn write_manifest(manifest: tablepb::Manifest, transaction: Option<&[u8]>, index_section: Option<&[u8]>) -> Result<Vec<u8>> {
+    write_manifest_with_dictionaries(manifest, transaction, index_section, &[])
+}
+
+/// The dictionaries a legacy (v1) dataset's manifest must hold: per dictionary field, the
+/// values stored in the first of its data files (under the dataset root) that has it.
+/// Empty for other datasets.
+pub fn legacy_dictionaries(store: &crate::io::Store, manifest: &tablepb::Manifest) -> Result<Vec<(i32, arrow_array::ArrayRef)>> {
+    let legacy = manifest.data_format.as_ref().is_some_and(|f| f.version == "0.1");
+    let ids: Vec<i32> = manifest.fields.iter().filter(|f| f.logical_type.starts_with("dict:")).map(|f| f.id).collect();
+    let mut out = Vec::new();
+    if !legacy {
+        return Ok(out);
+    }
+    for id in ids {
+        let files = manifest.fragments.iter().flat_map(|f| &f.files);
+        for file in files.filter(|d| d.base_id.is_none() && d.fields.contains(&id)) {
+            let uri = store.child_uri(&format!("{}/{}", super::naming::DATA_DIR, file.path));
+            let reader = super::file_cache::open_data_file(store, &uri)?;
+            if let Some(values) = reader.legacy().and_then(|l| l.dictionary(id)) {
+                out.push((id, values.clone()));
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// [`write_manifest`] for a legacy (v1) dataset with dictionary fields: their values go
+/// into the manifest file (first), located by each field's `dictionary`, as pylance keeps
+/// them. Dictionary fields without values in `dictionaries` lose their (stale) location.
+pub fn write_manifest_with_dictionaries(
     mut manifest: tablepb::Manifest,
     transaction: Option<&[u8]>,
     index_section: Option<&[u8]>,
+    dictionaries: &[(i32, arrow_array::ArrayRef)],
 ) -> Result<Vec<u8>> {
     let mut out = Vec::new();
+    for f in manifest.fields.iter_mut() {
+        if f.logical_type.starts_with("dict:") {
+            f.dictionary = None;
+        }
+    }
+    for (id, values) in dictionaries {
+        let pos = crate::file::legacy::encode_dictionary_values(values.as_ref(), 0, &mut out)?;
+        if let Some(f) = manifest.fields.iter_mut().find(|f| f.id == *id) {
+            f.dictionary = Some(crate::format::filepb::Dictionary { offset: pos as i64, length: values.len() as i64 });
+        }
+    }
     manifest.index_section = match index_section {
         Some(s) => Some(push_prefixed(&mut out, s)?),
         None => None,

@@ -184,6 +184,7 @@ mod tests {
             external_blobs: Default::default(),
             max_page_bytes: crate::file::writer::DEFAULT_MAX_PAGE_BYTES,
             blob_pack_file_max: crate::table::blob_write::PACK_FILE_MAX,
+            max_rows_per_group: crate::file::legacy::DEFAULT_ROWS_PER_BATCH,
         };
         let mut files = Vec::new();
         let mut frags =

@@ -9,6 +9,7 @@ use arrow_array::RecordBatch;
 use super::blob_write::{BlobSink, ExternalBlobs};
 use super::naming::{new_data_file_name, DATA_DIR};
 use crate::error::{Error, Result};
+use crate::file::legacy::LegacyWriter;
 use crate::file::reader::field_ids_and_columns;
 use crate::file::{FileVersion, FileWriter, LanceField, LanceSchema, WriterOptions};
 use crate::format::tablepb;
@@ -30,11 +31,18 @@ pub struct FragmentWriteOptions {
     pub max_page_bytes: u64,
     /// Largest blob pack file (see [`super::blob_write::PACK_FILE_MAX`]).
     pub blob_pack_file_max: u64,
+    /// Rows per batch of a legacy (v1) file (pylance's `max_rows_per_group`).
+    pub max_rows_per_group: usize,
 }
 
 /// The `DataFile` entry for a file of `schema` written at `path` (relative to `data/`).
 pub fn data_file_entry(path: String, schema: &LanceSchema, version: FileVersion, size: u64) -> tablepb::DataFile {
-    let (fields, column_indices) = field_ids_and_columns(schema, version);
+    // A legacy file's fields are every field id (parents too), without column indices.
+    let (fields, column_indices) = if version == FileVersion::Legacy {
+        (schema.all_fields().iter().map(|f| f.id).collect(), Vec::new())
+    } else {
+        field_ids_and_columns(schema, version)
+    };
     let (major, minor) = version.manifest_version();
     tablepb::DataFile {
         path,
@@ -47,8 +55,51 @@ pub fn data_file_entry(path: String, schema: &LanceSchema, version: FileVersion,
     }
 }
 
+/// The writer of one data file: a v2 file writer or a legacy (v1) one.
+enum DataWriter {
+    V2(FileWriter),
+    Legacy(LegacyWriter),
+}
+
+impl DataWriter {
+    fn num_rows(&self) -> u64 {
+        match self {
+            DataWriter::V2(w) => w.num_rows(),
+            DataWriter::Legacy(w) => w.num_rows(),
+        }
+    }
+
+    fn written_size(&self) -> u64 {
+        match self {
+            DataWriter::V2(w) => w.written_size(),
+            DataWriter::Legacy(w) => w.written_size(),
+        }
+    }
+
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        match self {
+            DataWriter::V2(w) => w.write_batch(batch),
+            DataWriter::Legacy(w) => w.write_batch(batch),
+        }
+    }
+
+    fn finish(&mut self) -> Result<crate::file::writer::WrittenFile> {
+        match self {
+            DataWriter::V2(w) => w.finish(),
+            DataWriter::Legacy(w) => w.finish(),
+        }
+    }
+
+    fn v2(&mut self) -> Result<&mut FileWriter> {
+        match self {
+            DataWriter::V2(w) => Ok(w),
+            DataWriter::Legacy(_) => Err(Error::not_supported("blob columns in a legacy (v1) data file")),
+        }
+    }
+}
+
 struct OpenFile {
-    writer: FileWriter,
+    writer: DataWriter,
     name: String,
     /// The sidecars of the file's blob columns (when it has any).
     blobs: Option<BlobSink>,
@@ -154,7 +205,16 @@ pub fn write_fragments_named(
                         storage_options: store.options().clone(),
                         max_page_bytes: options.max_page_bytes,
                     };
-                    let writer = FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?;
+                    let writer = if options.version == FileVersion::Legacy {
+                        DataWriter::Legacy(LegacyWriter::try_new(
+                            &uri,
+                            schema.clone(),
+                            options.max_rows_per_group,
+                            store.options(),
+                        )?)
+                    } else {
+                        DataWriter::V2(FileWriter::try_new_with_lance_schema(&uri, schema.clone(), opts)?)
+                    };
                     let blobs = (!blob_columns.is_empty())
                         .then(|| BlobSink::new(store, &rel, options.external_blobs, options.blob_pack_file_max));
                     current.insert(OpenFile { writer, name, blobs })
@@ -170,11 +230,12 @@ pub fn write_fragments_named(
             match file.blobs.as_mut() {
                 None => file.writer.write_batch(&slice)?,
                 Some(sink) => {
+                    let writer = file.writer.v2()?;
                     let mut columns = slice.columns().to_vec();
                     for &i in &blob_columns {
-                        columns[i] = sink.write_column(columns[i].as_ref(), &mut file.writer, &mut on_file)?;
+                        columns[i] = sink.write_column(columns[i].as_ref(), writer, &mut on_file)?;
                     }
-                    let described = RecordBatch::try_new(file.writer.schema(), columns)
+                    let described = RecordBatch::try_new(writer.schema(), columns)
                         .map_err(|e| Error::invalid_input(format!("blob column descriptions: {e}")))?;
                     file.writer.write_batch(&described)?;
                 }
@@ -233,6 +294,7 @@ mod tests {
             external_blobs: Default::default(),
             max_page_bytes: crate::file::writer::DEFAULT_MAX_PAGE_BYTES,
             blob_pack_file_max: crate::table::blob_write::PACK_FILE_MAX,
+            max_rows_per_group: crate::file::legacy::DEFAULT_ROWS_PER_BATCH,
         };
         let mut frags = write_fragments(&store, &schema, vec![Ok(batch(0, 30)), Ok(batch(30, 100))].into_iter(), opts, |f| {
             files.push(f.to_string())

@@ -43,13 +43,19 @@ impl FileReader {
         Self::open_with(open_reader(uri)?)
     }
 
-    /// Opens the file at `uri` (a path or any supported URI) with storage options.
+    /// Opens the file at `uri` (a path or any supported URI) with storage options: a file
+    /// of version 2.0 or above (the single-file API; legacy files are read through datasets,
+    /// as pylance reads them).
     pub fn open_with_options(uri: &str, options: &StorageOptions) -> Result<Self> {
-        Self::open_with(open_reader_with(uri, options)?)
+        Self::open_inner(open_reader_with(uri, options)?, false)
     }
 
-    /// Opens a file through an existing reader.
+    /// Opens a file through an existing reader (legacy files too).
     pub fn open_with(io: ReaderRef) -> Result<Self> {
+        Self::open_inner(io, true)
+    }
+
+    fn open_inner(io: ReaderRef, allow_legacy: bool) -> Result<Self> {
         let path = io.path().to_string();
         // One speculative read of the tail holds the footer and, for most files, all the
         // metadata (on object storage it also tells the size: one request in all).
@@ -60,6 +66,15 @@ impl FileReader {
             )));
         }
         let tail_start = size.saturating_sub(TAIL_READ);
+        if crate::file::legacy::is_legacy_footer(tail.as_slice()) {
+            if !allow_legacy {
+                return Err(Error::not_supported(format!(
+                    "{path}: a legacy (v1, version 0.1/0.2) Lance file; the file reader reads versions 2.0, 2.1 and \
+                     2.2 (legacy files are read as part of a dataset)"
+                )));
+            }
+            return Self::open_legacy(io, size, tail.as_slice(), path);
+        }
         let footer = Footer::parse(&tail.as_slice()[tail.len() - FOOTER_LEN..], size, &path)?;
         let version = FileVersion::from_footer(footer.major, footer.minor)?;
         // Everything from the first metadata byte we need to the end.
@@ -119,6 +134,44 @@ impl FileReader {
             stored,
             file_size: size,
             held: AtomicU64::new(region.len() as u64 + std::mem::size_of::<Self>() as u64),
+            legacy: None,
+        })
+    }
+
+    /// The legacy (v1) file behind this reader, if it is one.
+    pub fn legacy(&self) -> Option<&crate::file::legacy::LegacyFile> {
+        self.legacy.as_deref()
+    }
+
+    /// A legacy (v1) file: its schema and page table are read now; its fields have no v2
+    /// columns (reads go through [`LegacyFile`](crate::file::legacy::LegacyFile)).
+    fn open_legacy(io: ReaderRef, size: u64, tail: &[u8], path: String) -> Result<Self> {
+        let legacy = crate::file::legacy::LegacyFile::open(io.clone(), size, tail)?;
+        let schema = legacy.schema().clone();
+        Ok(Self {
+            io,
+            path,
+            version: FileVersion::Legacy,
+            footer: Footer {
+                column_meta_start: 0,
+                cmo_table_pos: 0,
+                gbo_table_pos: 0,
+                num_global_buffers: 0,
+                num_columns: 0,
+                major: crate::file::legacy::FOOTER_VERSION.0,
+                minor: crate::file::legacy::FOOTER_VERSION.1,
+            },
+            num_rows: legacy.num_rows(),
+            columns: Vec::new(),
+            arrow_schema: schema.to_arrow(),
+            global_buffers: Vec::new(),
+            column_meta: Vec::new(),
+            fields: schema.fields.iter().map(|_| FieldColumns { columns: Vec::new() }).collect(),
+            stored: schema.fields.iter().map(|_| None).collect(),
+            schema,
+            file_size: size,
+            held: AtomicU64::new(std::mem::size_of::<Self>() as u64),
+            legacy: Some(Arc::new(legacy)),
         })
     }
 

@@ -73,6 +73,8 @@ pub struct FileReader {
     /// Bytes of file metadata this reader keeps in memory: the metadata region read on open
     /// plus the buffers of every page state loaded since (see [`FileReader::held_bytes`]).
     held: AtomicU64,
+    /// A legacy (v1) file: read through its page table instead of the v2 columns.
+    legacy: Option<Arc<crate::file::legacy::LegacyFile>>,
 }
 
 impl std::fmt::Debug for FileReader {

@@ -32,6 +32,10 @@ impl FileReader {
                 self.num_rows
             ))
         })?;
+        if let Some(l) = &self.legacy {
+            let arrays = l.read_range(start, len, fields)?;
+            return self.batch(fields, arrays, len);
+        }
         let parallel = fields.len() > 1 && len > 4096;
         let arrays = self.read_fields(fields, RowSelection::Range(start..end), parallel).map_err(|e| self.as_corrupt(e))?;
         self.batch(fields, arrays, len)
@@ -77,6 +81,10 @@ impl FileReader {
     pub fn take(&self, indices: &[u64], fields: &[usize]) -> Result<RecordBatch> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= self.num_rows) {
             return Err(Error::IndexOutOfRange(format!("row {bad} is out of range for {} ({} rows)", self.path, self.num_rows)));
+        }
+        if let Some(l) = &self.legacy {
+            let arrays = l.take(indices, fields)?;
+            return self.batch(fields, arrays, indices.len() as u64);
         }
         let direct = fields.iter().map(|&f| self.direct_rows(f)).collect::<Result<Vec<_>>>()?;
         if direct.iter().all(Option::is_none) {
