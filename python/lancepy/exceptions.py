@@ -24,6 +24,7 @@ __all__ = [
     "SchemaMismatchError",
     "ColumnNotFoundError",
     "IndexOutOfRangeError",
+    "DeletedRowTakeError",
     "LanceIOError",
     "NotFoundError",
     "DatasetNotFoundError",
@@ -71,6 +72,12 @@ class ColumnNotFoundError(InvalidArgumentError, KeyError):
 
 class IndexOutOfRangeError(InvalidArgumentError, IndexError):
     """A row index is outside the file or dataset."""
+
+
+class DeletedRowTakeError(IndexOutOfRangeError, UnsupportedError):
+    """A take of blobs by row id names a deleted or missing row. Also a
+    ``NotImplementedError``, the class pylance raises there (it cannot open blobs of
+    deleted rows)."""
 
 
 class LanceIOError(LanceError, OSError):

@@ -413,6 +413,8 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
                 with_row_address=ROW_ADDRESS in cols,
             )
         ).select(cols)
+        if isinstance(value_func, BatchUDF) and value_func.output_schema is None and phys:
+            call(src.slice(0, 1).to_batches()[0])  # as pylance: the schema of a one-row sample, checked below
         outs = [_as_table(call(b)) for b in src.to_batches()] if phys else []
         if not outs:
             raise InvalidArgumentError(f"fragment {self.fragment_id} has no rows to compute columns for")
