@@ -64,6 +64,8 @@ from lancepy.optimize import CompactionMetrics, DatasetOptimizer
 from lancepy.scanner import ColumnOrdering, LanceScanner
 from lancepy.stats import LanceStats
 from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
+from lancepy import session as _session
+from lancepy.session import DatasetSessionMembers
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.sql import SqlQueryBuilder
@@ -92,7 +94,7 @@ def _reopen(uri: str, version: int, storage_options: StorageOptions, base_store_
     return LanceDataset(uri, version, storage_options=storage_options, base_store_params=base_store_params)
 
 
-class LanceDataset(DatasetArrowMembers, ArrowDataset):
+class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, ArrowDataset):
     """One version of a Lance dataset, a ``pyarrow.dataset.Dataset``. Use :func:`dataset` or :func:`write_dataset`."""
 
     def __init__(
@@ -929,7 +931,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
 
     def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
         """Another version (number or tag) of the same dataset."""
-        return LanceDataset(self._uri, version, storage_options=self._storage_options, base_store_params=self._base_store_params)
+        return _session.checkout(self, version)
 
     def validate(self) -> None:
         """Checks this version's files: every data file's footer and metadata can be read,
@@ -954,7 +956,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         (and, as in pylance, nothing is returned)."""
         latest = self.latest_version
         txn = _commit.new_transaction(latest, "Restore", {"version": self.version})
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
+        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, commit_lock=self._commit_lock)
         self._set_loaded(result.manifest)
 
     def _refresh_latest(self) -> None:
@@ -964,7 +966,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
         rv = self.version if read_version is None else read_version
         txn = _commit.new_transaction(rv, operation, body)
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, written_files=written)
+        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, written_files=written, commit_lock=self._commit_lock)
         self._set_loaded(result.manifest)
 
     # -- modifications ---------------------------------------------------------------------
@@ -1219,16 +1221,13 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         `storage_options` reach a dataset on object storage (commits there use a conditional
         PUT). `commit_message` is stored with the transaction (as pylance); `enable_stable_row_ids`
         gives a dataset this commit creates stable row ids; `base_store_params` go to the
-        returned dataset (see :func:`dataset`). Commit locks (the
-        protocol needs none), detached commits and namespaces are not supported:
-        giving one raises :class:`~lancepy.exceptions.NotSupportedError`. A commit that
+        returned dataset (see :func:`dataset`). `commit_lock` is held around the commit;
+        `detached` makes a detached version (see :mod:`lancepy._table.commit`). Namespaces
+        raise :class:`~lancepy.exceptions.NotSupportedError`. A commit that
         loses races for the next version is retried up to `max_retries` times, and not
         after `commit_timeout` (a ``timedelta`` or seconds; ``None``: no time limit).
         """
-        if commit_lock is not None:
-            raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
         _refuse(
-            detached=detached or None,
             namespace_client=namespace_client,
             table_id=table_id,
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
@@ -1255,9 +1254,9 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
             max_retries=max_retries,
             commit_message=commit_message,
             enable_stable_row_ids=bool(enable_stable_row_ids),
-            timeout_s=_timeout_seconds(commit_timeout),
+            timeout_s=_timeout_seconds(commit_timeout), commit_lock=commit_lock, detached=bool(detached),
         )
-        return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=loaded)
+        return _session.attach(LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=loaded), None, commit_lock)
 
     @staticmethod
     def commit_batch(dest: Union[PathLike, "LanceDataset"], transactions: Sequence["Transaction"], commit_lock: Any = None,
@@ -1296,29 +1295,15 @@ def dataset(
     `asof` (a ``datetime``, naive = local time, or an ISO-8601 string) opens the newest
     version committed at or before that time. Opening lists ``_versions/`` once and reads
     one manifest. `base_store_params` (storage options per base path URI, used instead of
-    `storage_options` for files under that base) reach a multi-base dataset's other roots. Caches, commit
-    locks, sessions and namespaces are pylance's and not supported: giving one raises
+    `storage_options` for files under that base) reach a multi-base dataset's other roots.
+    `session` (a :class:`lancepy.Session`; default: a new one sized by
+    `index_cache_size_bytes` / `metadata_cache_size_bytes`, or the deprecated
+    `index_cache_size` at 20 MiB an entry) holds the caches (see :mod:`lancepy.session`);
+    `commit_lock` (``version -> context manager``) is held around every commit made through
+    this object. `block_size`, `default_scan_options`, `read_params` and namespaces raise
     :class:`~lancepy.exceptions.NotSupportedError`.
     """
-    _refuse(
-        block_size=block_size,
-        commit_lock=commit_lock,
-        index_cache_size=index_cache_size,
-        default_scan_options=default_scan_options,
-        metadata_cache_size_bytes=metadata_cache_size_bytes,
-        index_cache_size_bytes=index_cache_size_bytes,
-        read_params=read_params,
-        session=session,
-        namespace_client=namespace_client,
-        table_id=table_id,
-    )
-    if uri is None:
-        raise InvalidArgumentError("dataset() needs a uri (lancepy has no namespace support)")
-    if asof is not None:
-        if version is not None:
-            raise InvalidArgumentError("give either version or asof, not both")
-        version = _version_asof(_uri(uri), asof, normalize_storage_options(storage_options))
-    return LanceDataset(uri, version, storage_options=storage_options, base_store_params=base_store_params)
+    return _session.open_dataset(LanceDataset, **_args(locals()))
 
 
 def write_dataset(
@@ -1394,4 +1379,4 @@ def write_dataset(
     if isinstance(uri, LanceDataset):
         uri = uri.uri
     u, options, store_params, loaded = _write.write_dataset(**_args(locals()))
-    return LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=loaded)
+    return _session.attach(LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=loaded), None, commit_lock)

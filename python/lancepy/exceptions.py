@@ -26,6 +26,7 @@ __all__ = [
     "IndexOutOfRangeError",
     "DeletedRowTakeError",
     "LanceIOError",
+    "NotSupportedOnStorageError",
     "NotFoundError",
     "DatasetNotFoundError",
     "BasePathNotFoundError",
@@ -82,6 +83,14 @@ class DeletedRowTakeError(IndexOutOfRangeError, UnsupportedError):
 
 class LanceIOError(LanceError, OSError):
     """Reading or writing storage failed."""
+
+
+class NotSupportedOnStorageError(UnsupportedError, LanceIOError):
+    """What a dataset's storage layout does not allow (a detached commit to a dataset with
+    V1 manifest names): a ``NotImplementedError`` and, as pylance raises, an ``OSError``."""
+
+    def __str__(self) -> str:  # (OSError would format errno, strerror)
+        return str(self.args[0]) if self.args else ""
 
 
 class NotFoundError(LanceIOError, FileNotFoundError):

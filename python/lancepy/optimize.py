@@ -204,7 +204,7 @@ class DatasetOptimizer:
                 elif retrain:
                     from lancepy._ops import ivf as _ivf
 
-                    idx = _ivf.load_index(ds._uri, segs[0]["uuid"], ds._storage_options)
+                    idx = _ivf.load_index(ds._uri, segs[0]["uuid"], ds._storage_options, ds.session()._index)
                     dim = idx.centroids.shape[1]
                     params = _ivf_build.IvfParams(
                         kind=idx.kind, metric=idx.metric, num_partitions=idx.num_partitions,
