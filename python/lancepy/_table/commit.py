@@ -625,7 +625,12 @@ def commit_transaction(
                 retries += 1  # version read_version + 1 is taken already
                 _check_retries(store, retries, max_retries, read_version + 1, attempt)
             for v in range(checked + 1, latest + 1):
-                reason = conflicts(txn, load_transaction(store, v))
+                other = load_transaction(store, v)
+                if other is None and _lancepy.open_manifest(store, v) is None:
+                    # Version v was removed (by a cleanup) since we read: as pylance, only the
+                    # versions that still exist are checked.
+                    continue
+                reason = conflicts(txn, other)
                 if reason is not None:
                     raise CommitConflictError(
                         f"commit of {operation_name(txn)} (read version {read_version}) conflicts with version {v}: {reason}"
