@@ -215,3 +215,62 @@ def test_detached_commits_need_v2_manifest_names(tmp_path):
     with pytest.raises(OSError, match="v1 manifest paths"):
         lancepy.LanceDataset.commit(path, lancepy.LanceOperation.Append([frag]), read_version=1, detached=True)
     assert lancepy.dataset(path).to_table() == pa.table({"x": [0]})
+
+
+# -- default_scan_options -------------------------------------------------------------------
+
+_OPTIONS = [
+    {"with_row_id": True},
+    {"with_row_address": True},
+    {"with_row_id": True, "with_row_address": True},
+    {"columns": ["b"]},
+    {"filter": "a > 4"},
+    {"batch_size": 3},
+]
+
+
+def _reads(ds):
+    return {
+        "schema": ds.schema.names,
+        "to_table": ds.to_table().to_pydict(),
+        "columns": ds.to_table(columns=["a"]).to_pydict(),
+        "filter": ds.to_table(filter="a < 3").to_pydict(),
+        "batches": [b.num_rows for b in ds.to_batches()],
+        "head": ds.head(2).to_pydict(),
+        "count": ds.count_rows(),
+        "count_filter": ds.count_rows("a > 7"),
+        "take": ds.take([1, 0]).to_pydict(),
+        "fragment": ds.get_fragments()[0].to_table().to_pydict(),
+        "checkout": ds.checkout_version(1).schema.names,
+    }
+
+
+@pytest.mark.parametrize("options", _OPTIONS, ids=[",".join(f"{k}={v}" for k, v in o.items()) for o in _OPTIONS])
+def test_default_scan_options_read_as_pylance(tmp_path, options):
+    path = str(tmp_path / "o.lance")
+    lancepy.write_dataset(pa.table({"a": list(range(10)), "b": [str(i) for i in range(10)]}), path, max_rows_per_file=4)
+    assert _reads(lancepy.dataset(path, default_scan_options=options)) == _reads(lance.dataset(path, default_scan_options=options))
+    with pytest.raises(InvalidArgumentError, match="no_such_option"):
+        lancepy.dataset(path, default_scan_options={"no_such_option": 1})
+
+
+def test_writes_through_a_dataset_with_default_scan_options_as_pylance(tmp_path):
+    """The system columns a view shows are not part of what is written."""
+    got = {}
+    for lib in (lancepy, lance):
+        path = str(tmp_path / f"{lib.__name__}.lance")
+        lib.write_dataset(pa.table({"a": list(range(10)), "b": [str(i) for i in range(10)]}), path, max_rows_per_file=4)
+        ds = lib.dataset(path, default_scan_options={"with_row_id": True})
+        ds.insert(pa.table({"a": [100], "b": ["x"]}))
+        lib.write_dataset(pa.table({"a": [101], "b": ["y"]}), ds, mode="append")
+        ds.delete("a = 0")
+        ds.update({"b": "'z'"}, where="a = 1")
+        ds.merge_insert("a").when_matched_update_all().when_not_matched_insert_all().execute(
+            pa.table({"a": [2, 200], "b": ["m", "n"]})
+        )
+        ds.add_columns({"c": "a * 2"})
+        ds.create_scalar_index("a", "BTREE")
+        ds.optimize.compact_files()
+        got[lib.__name__] = (lib.dataset(path).to_table().sort_by("a").to_pydict(), ds.schema.names)
+    assert got["lancepy"] == got["lance"]
+    assert got["lancepy"][1] == ["a", "b", "c", "_rowid"]

@@ -171,7 +171,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, ArrowDataset):
 
     @property
     def schema(self) -> pa.Schema:
-        """The Arrow schema of this version."""
+        """The Arrow schema of this version (that of its scans with `default_scan_options`, as pylance)."""
+        return _session.view_schema(self) if self._default_scan_options else self._schema
+
+    @property
+    def _schema(self) -> pa.Schema:
         schema = self._per_version.get("schema")
         if schema is None:
             schema = self._per_version["schema"] = pa.schema(self._snapshot.schema())
@@ -589,34 +593,34 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, ArrowDataset):
         row-address allow/block lists and scan statistics are not built: giving one raises
         :class:`~lancepy.exceptions.NotSupportedError`.
         """
+        o = _session.scan_options(self, _args(locals()))  # (with this object's default_scan_options)
         _refuse(
-            full_text_query=full_text_query,
-            scan_stats_callback=scan_stats_callback,
-            row_addr_allowlist=row_addr_allowlist,
-            row_addr_blocklist=row_addr_blocklist,
+            full_text_query=o["full_text_query"],
+            scan_stats_callback=o["scan_stats_callback"],
+            row_addr_allowlist=o["row_addr_allowlist"],
+            row_addr_blocklist=o["row_addr_blocklist"],
         )
-        scanner = LanceScanner(
-            self._pinned(), columns, filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
-        )
-        scanner._set_order(order_by)
-        scanner._set_late_materialization(late_materialization)
-        scanner._set_blob_handling(blob_handling)
-        if nearest is not None:
-            if order_by:
+        scanner = LanceScanner(self._pinned(), o["columns"], o["filter"], o["limit"], o["offset"], bool(o["with_row_id"]),
+                               bool(o["with_row_address"]), o["batch_size"], o["fragments"])
+        scanner._set_order(o["order_by"])
+        scanner._set_late_materialization(o["late_materialization"])
+        scanner._set_blob_handling(o["blob_handling"])
+        if o["nearest"] is not None:
+            if o["order_by"]:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
-            scanner._set_nearest(nearest, bool(prefilter))
-            scanner._fast_search = bool(fast_search)
-        scanner._set_include_deleted(include_deleted_rows)
-        scanner._use_scalar_index = use_scalar_index is not False
-        scanner._no_scoring_column = bool(disable_scoring_autoprojection)
-        scanner._set_read_ahead(batch_readahead)
-        scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
-        if index_segments is not None:
-            if nearest is None:
+            scanner._set_nearest(o["nearest"], bool(o["prefilter"]))
+            scanner._fast_search = bool(o["fast_search"])
+        scanner._set_include_deleted(o["include_deleted_rows"])
+        scanner._use_scalar_index = o["use_scalar_index"] is not False
+        scanner._no_scoring_column = bool(o["disable_scoring_autoprojection"])
+        scanner._set_read_ahead(o["batch_readahead"])
+        scanner._set_batching(bool(o["strict_batch_size"]), o["batch_size_bytes"])
+        if o["index_segments"] is not None:
+            if o["nearest"] is None:
                 raise InvalidArgumentError("index_segments= restricts a vector search: give nearest= too")
-            if isinstance(index_segments, (str, bytes)):
+            if isinstance(o["index_segments"], (str, bytes)):
                 raise InvalidArgumentError("index_segments takes a list of segment uuids")
-            scanner._index_segments = list(index_segments)
+            scanner._index_segments = list(o["index_segments"])
         return scanner
 
     def to_table(
@@ -1052,7 +1056,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, ArrowDataset):
         metadata has ``lance-schema:unenforced-primary-key`` = ``"true"`` (as pylance); with
         neither, :class:`InvalidArgumentError` (a ``ValueError``)."""
         if on is None:
-            keys = _primary_key(self.schema)
+            keys = _primary_key(self._schema)
             if not keys:
                 raise InvalidArgumentError(
                     "merge_insert needs join keys: pass on=... or mark primary-key fields in the schema "

@@ -14,6 +14,8 @@ commits)::
 
 from __future__ import annotations
 
+import copy
+
 import json
 import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
@@ -63,6 +65,9 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
     ) -> None:
         # The version it was made from, even if `dataset` moves on later (as pylance's).
         self._ds = dataset._pinned()
+        if self._ds._default_scan_options:  # (a fragment's scans ignore them, as pylance's)
+            self._ds = copy.copy(self._ds)
+            self._ds._default_scan_options = None
         self._meta_value: Optional[FragmentMetadata] = fragment
         if fragment is None:
             if fragment_id is None:

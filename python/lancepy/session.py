@@ -18,6 +18,7 @@ pylance's counters of the index cache.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Any, Dict, List, Optional, Union
 
@@ -93,6 +94,8 @@ class DatasetSessionMembers:
 
     _session: Optional[Session] = None
     _commit_lock: Any = None
+    #: pylance's ``default_scan_options``: scanner arguments used where a scan leaves them unset.
+    _default_scan_options: Optional[Dict[str, Any]] = None
 
     def session(self) -> Session:
         """The session holding this dataset's caches (see :mod:`lancepy.session`)."""
@@ -126,12 +129,45 @@ def _cached_manifest(session: Session, uri: str, storage_options: Any, version: 
     return session._metadata.get(_metadata_key(uri, storage_options, version))
 
 
-def attach(ds: Any, session: Optional[Session], commit_lock: Any = None) -> Any:
-    """Gives `ds` `session` (a new one if ``None``) and `commit_lock`; returns `ds`."""
+def attach(ds: Any, session: Optional[Session], commit_lock: Any = None, default_scan_options: Optional[Dict[str, Any]] = None) -> Any:
+    """Gives `ds` `session` (a new one if ``None``), `commit_lock` and `default_scan_options`;
+    returns `ds`."""
     ds._session = Session() if session is None else session
     ds._commit_lock = commit_lock
+    ds._default_scan_options = _check_scan_options(type(ds), default_scan_options)
     _remember(ds)
     return ds
+
+
+def _check_scan_options(cls: Any, options: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise InvalidArgumentError(f"default_scan_options must be a dict of scanner arguments, got {type(options).__name__}")
+    known = set(inspect.signature(cls.scanner).parameters) - {"self"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InvalidArgumentError(f"default_scan_options: unknown scanner options {unknown}")
+    return dict(options)
+
+
+def scan_options(ds: Any, args: Dict[str, Any]) -> Dict[str, Any]:
+    """A scan's arguments, those left ``None`` taken from `ds`'s ``default_scan_options``
+    (as pylance: a default cannot be overridden by ``None``)."""
+    defaults = ds._default_scan_options
+    if not defaults:
+        return args
+    merged = dict(args)
+    for key, value in defaults.items():
+        if merged.get(key) is None:
+            merged[key] = value
+    return merged
+
+
+def view_schema(ds: Any) -> Any:
+    """The schema `ds` shows with ``default_scan_options``: that of a scan with them (system
+    columns such as ``_rowid`` included, as pylance)."""
+    return ds.scanner().projected_schema
 
 
 def checkout(ds: Any, version: Union[int, str]) -> Any:
@@ -140,7 +176,7 @@ def checkout(ds: Any, version: Union[int, str]) -> Any:
     loaded = _cached_manifest(session, ds._uri, ds._storage_options, version)
     other = type(ds)(ds._uri, version, storage_options=ds._storage_options, base_store_params=ds._base_store_params,
                      _loaded=loaded)
-    return attach(other, session, ds._commit_lock)
+    return attach(other, session, ds._commit_lock, ds._default_scan_options)
 
 
 def open_dataset(
@@ -164,8 +200,7 @@ def open_dataset(
     """:func:`lancepy.dataset`, opening an instance of `cls` (``LanceDataset``)."""
     from lancepy._ops.write import _version_asof
 
-    _refuse(block_size=block_size, default_scan_options=default_scan_options, read_params=read_params,
-            namespace_client=namespace_client, table_id=table_id)
+    _refuse(block_size=block_size, read_params=read_params, namespace_client=namespace_client, table_id=table_id)
     if index_cache_size is not None:
         warnings.warn(
             "The 'index_cache_size' parameter is deprecated. Use 'index_cache_size_bytes' instead "
@@ -193,6 +228,7 @@ def open_dataset(
             raise InvalidArgumentError("give either version or asof, not both")
         version = _version_asof(_uri(uri), asof, normalize_storage_options(storage_options))
     loaded = _cached_manifest(session, _uri(uri), normalize_storage_options(storage_options), version)
+    _check_scan_options(cls, default_scan_options)
     ds = cls(uri, version, storage_options=storage_options, base_store_params=base_store_params, _loaded=loaded)
-    return attach(ds, session, commit_lock)
+    return attach(ds, session, commit_lock, default_scan_options)
 

@@ -60,7 +60,7 @@ def _projected(ds: LanceDataset, columns: Any, with_row_id: bool, with_row_addre
     """`read(columns, with_row_id, with_row_address)` for a projection as pylance takes it:
     names (system columns and nested paths included, in the order asked), or a dict of SQL
     expressions (computed columns); `with_row_id` / `with_row_address` append those columns."""
-    schema = ds.schema
+    schema = ds._schema
     if isinstance(columns, dict):
         import pyarrow.dataset as pads
 
