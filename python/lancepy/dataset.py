@@ -111,6 +111,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, ArrowDataset):
         # Storage options per base path URI (instead of the dataset's), for files under it.
         self._base_store_params = _bases.normalize_base_store_params(base_store_params)
         self._store = _lancepy.Store(self._uri, self._storage_options)
+        self._session = _session.Session()  # (its own caches, unless dataset() / checkout_version share one)
         if _loaded is None:
             if isinstance(version, str):
                 version = Tags(self._store).get_version(version)

@@ -99,9 +99,8 @@ class DatasetSessionMembers:
 
     def session(self) -> Session:
         """The session holding this dataset's caches (see :mod:`lancepy.session`)."""
-        if self._session is None:
+        if self._session is None:  # (set by LanceDataset.__init__; kept for objects made otherwise)
             self._session = Session()
-            _remember(self)
         return self._session
 
     @property
