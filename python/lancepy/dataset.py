@@ -1305,8 +1305,9 @@ def dataset(
     `index_cache_size_bytes` / `metadata_cache_size_bytes`, or the deprecated
     `index_cache_size` at 20 MiB an entry) holds the caches (see :mod:`lancepy.session`);
     `commit_lock` (``version -> context manager``) is held around every commit made through
-    this object. `block_size`, `default_scan_options`, `read_params` and namespaces raise
-    :class:`~lancepy.exceptions.NotSupportedError`.
+    this object; `default_scan_options` (scanner arguments) apply to every scan that leaves
+    them unset, and ``schema`` is that of such a scan. `block_size`, `read_params` and
+    namespaces raise :class:`~lancepy.exceptions.NotSupportedError`.
     """
     return _session.open_dataset(LanceDataset, **_args(locals()))
 
@@ -1376,8 +1377,8 @@ def write_dataset(
     `blob_pack_file_size_threshold` caps the shared blob pack files (default 1 GiB).
     `commit_message` and `transaction_properties` are stored in the transaction;
     `auto_cleanup_options` configures automatic cleanup of a new dataset; `max_page_bytes`
-    and `data_cache_bytes` set the page size. Options lancepy does not
-    build (commit locks, namespaces, sessions,
+    and `data_cache_bytes` set the page size; `commit_lock` is held around the commit.
+    Options lancepy does not build (namespaces, sessions,
     the legacy format) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """

@@ -17,8 +17,14 @@ refuse the dataset with :class:`~lancepy.exceptions.UnsupportedError`.
    files are removed again; compatible ones are rebased over: the new manifest is built from
    the latest manifest, not from R's;
 4. the manifest (with the transaction inline) is published with put-if-not-exists under
-   version N+1's name; if another writer took that name, go back to 3;
+   version N+1's name, inside the caller's commit lock if one is given (pylance's
+   ``commit_lock``); if another writer took that name (or the lock says so), go back to 3;
 5. ``latest_version_hint.json`` is updated (best effort).
+
+Versions removed by a cleanup since R are not checked in 3 (as pylance: only the versions
+that still exist are). A *detached* commit (pylance's ``detached=True``) skips 3 and 5: it
+applies the transaction to R alone and publishes ``_versions/d{V}.manifest``, V a random
+u64 with the top bit set, outside the line of versions.
 """
 
 from __future__ import annotations
