@@ -45,7 +45,7 @@ from lancepy._ops import scalar_index as _scalar_index
 from lancepy._ops.scalar_index import DocumentGranularity
 from lancepy._ops import take as _take
 from lancepy._ops import write as _write
-from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY, _version_asof
+from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY
 from lancepy._table import bases as _bases
 from lancepy._table import cleanup as _cleanup
 from lancepy._table import commit as _commit
