@@ -708,3 +708,22 @@ def test_auto_cleanup_runs_every_interval_as_in_pylance(tmp_path, writer) -> Non
     assert "lance.auto_cleanup.interval" not in lancepy.dataset(ds.uri).config()
     with pytest.raises(InvalidArgumentError):
         ds.optimize.enable_auto_cleanup({"interval": 0, "older_than_seconds": 1})
+
+
+def test_a_stale_object_commits_after_cleanup_removed_versions_as_pylance(tmp_path) -> None:
+    """A dataset object opened before versions were cleaned up commits on top of the latest:
+    as pylance, the versions removed since it read are not checked for conflicts (there is
+    nothing left to check), those that remain are."""
+    out = {}
+    for lib_name, lib in (("lancepy", lancepy), ("pylance", lance)):
+        u = str(tmp_path / f"{lib_name}.lance")
+        stale = lib.write_dataset(_table(5), u)
+        for i in range(3):
+            lib.write_dataset(_table(5, start=10 * (i + 1)), u, mode="append")
+        time.sleep(0.05)
+        lib.dataset(u).cleanup_old_versions(older_than=datetime.timedelta(0))
+        assert [v["version"] for v in lib.dataset(u).versions()] == [4]
+        stale.optimize.enable_auto_cleanup({"interval": 100, "older_than_seconds": 3600})
+        latest = lib.dataset(u)
+        out[lib_name] = (latest.version, latest.to_table().to_pylist(), latest.config().get("lance.auto_cleanup.interval"))
+    assert out["lancepy"] == out["pylance"] and out["lancepy"][0] == 5

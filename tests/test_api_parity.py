@@ -304,8 +304,8 @@ def ds(tmp_path):
     "call, option",
     [
         (lambda ds: ds.scanner(row_addr_allowlist=b"\x00"), "row_addr_allowlist"),
-        (lambda ds: ds.insert(pa.table({"a": [1], "b": ["x"]}), commit_lock=object()), "commit_lock"),
-        (lambda ds: lancepy.dataset(ds.uri, session=object()), "session"),
+        (lambda ds: lancepy.dataset(ds.uri, block_size=4096), "block_size"),
+        (lambda ds: lancepy.Session(index_cache_backend="moka://?capacity=1048576"), "index_cache_backend"),
         (lambda ds: lancepy.write_dataset(ds.to_table(), ds.uri, mode="append", namespace_client=object()), "namespace_client"),
     ],
 )

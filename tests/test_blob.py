@@ -131,6 +131,25 @@ def test_deleted_rows(tmp_path, pylance_blobs):
         ds.take_blobs("b", addresses=[1])  # deleted
 
 
+def test_take_blobs_of_deleted_ids_raise_as_pylance(tmp_path, pylance_blobs):
+    """Row ids of deleted rows: both raise a ``NotImplementedError`` with pylance's phrase
+    (lancepy's is also an ``IndexOutOfRangeError``)."""
+    _, values = pylance_blobs
+    path = str(tmp_path / "del_ids.lance")
+    lance.write_dataset(pa.table({"id": list(range(len(SIZES))), "b": values}, schema=SCHEMA), path)
+    ids = lance.dataset(path).to_table(columns=[], with_row_id=True).column("_rowid").to_pylist()
+    lance.dataset(path).delete("id = 1")
+    phrase = "A take operation that includes row addresses must not target deleted"
+    for opened, cls in ((lancepy.dataset(path), IndexOutOfRangeError), (lance.dataset(path), NotImplementedError)):
+        with pytest.raises(NotImplementedError, match=phrase) as got:
+            opened.take_blobs("b", ids=ids)
+        assert isinstance(got.value, cls)
+    kept = [i for i in ids if i != ids[1]]
+    assert [f.read() if f else None for f in lancepy.dataset(path).take_blobs("b", ids=kept)] == [
+        f.read() if f else None for f in lance.dataset(path).take_blobs("b", ids=kept)
+    ]
+
+
 def test_errors(pylance_blobs):
     path, _ = pylance_blobs
     ds = lancepy.dataset(path)

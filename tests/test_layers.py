@@ -37,6 +37,7 @@ LAYERS: List[Tuple[str, int]] = [
     ("lancepy.debug", 4),
     ("lancepy.merge_insert", 4),
     ("lancepy.optimize", 4),
+    ("lancepy.session", 4),
     ("lancepy.dataset", 4),
     ("lancepy.torch", 5),
     ("lancepy.sampler", 5),

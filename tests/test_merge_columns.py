@@ -87,3 +87,32 @@ def test_errors(tmp_path):
     with pytest.raises(InvalidArgumentError):
         frag.merge_columns(_udf, batch_size=0)
     assert lancepy.dataset(path).version == 2  # nothing committed
+
+
+def test_batch_udf_schema_from_a_sample_as_pylance(tmp_path):
+    """A ``batch_udf`` without ``output_schema``: both libraries call it once on a one-row
+    sample for the schema, so a function whose columns change from call to call fails in
+    both, and a steady one gives the same fragment contents."""
+    path = str(tmp_path / "s.lance")
+    _make(path, lancepy)
+    calls = {"n": 0}
+
+    def renamed(batch):
+        calls["n"] += 1
+        return pa.record_batch([batch["a"]], [f"c{calls['n']}"])
+
+    for lib in (lancepy, lance):
+        frag = lib.dataset(path).get_fragments()[0]
+        with pytest.raises(Exception, match="Output schema of function does not match the expected schema"):
+            frag.merge_columns(lib.batch_udf()(renamed))
+    got = []
+    for lib in (lancepy, lance):
+        copy = str(tmp_path / f"copy_{lib.__name__}.lance")
+        shutil.copytree(path, copy)
+        ds = lib.dataset(copy)
+        udf = lib.batch_udf()(lambda b: pa.record_batch([pc.multiply(b["a"], 3)], ["d"]))
+        frags, schemas = zip(*(f.merge_columns(udf, columns=["a"]) for f in ds.get_fragments()))
+        op = lib.LanceOperation.Merge(list(frags), schemas[-1])
+        got.append(lib.LanceDataset.commit(copy, op, read_version=ds.version).to_table().to_pylist())
+    assert got[0] == got[1]
+    assert [r["d"] for r in got[0]] == [3 * r["a"] for r in got[0]]

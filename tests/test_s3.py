@@ -470,8 +470,8 @@ def test_bad_storage_options(s3, bucket, monkeypatch):
         monkeypatch.delenv(k, raising=False)
     with pytest.raises(InvalidArgumentError, match="AWS_EC2_METADATA_DISABLED"):
         lancepy.dataset(uri, storage_options={"aws_endpoint": s3.endpoint, "allow_http": "true"})
-    with pytest.raises(UnsupportedError, match="session"):
-        lancepy.dataset(uri, storage_options=s3.options(), session=object())
+    with pytest.raises(UnsupportedError, match="block_size"):
+        lancepy.dataset(uri, storage_options=s3.options(), block_size=4096)
 
 
 def _take_in_child(uri, o, q):

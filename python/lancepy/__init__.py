@@ -21,6 +21,7 @@ from lancepy._core.storage import io_counts, reader_cache_info, set_reader_cache
 from lancepy._table.bases import DatasetBasePath
 from lancepy.dataset import LanceDataset, LanceOperation, LanceScanner, Transaction, dataset, write_dataset
 from lancepy.fragment import FragmentMetadata, LanceFragment
+from lancepy.session import Session
 from lancepy.blob import BlobColumn
 from lancepy.progress import IndexProgress
 from lancepy.schema import json_to_schema, schema_to_json
@@ -28,6 +29,7 @@ from lancepy.util import sanitize_ts
 from lancepy.udf import batch_udf
 
 __all__ = [
+    "Session",
     "__version__",
     "exceptions",
     "LanceFileReader",

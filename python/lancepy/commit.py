@@ -2,9 +2,10 @@
 
 :class:`CommitConflictError` is :class:`lancepy.exceptions.CommitConflictError` (an
 ``OSError`` with ``retryable``). :data:`CommitLock` is the type of pylance's ``commit_lock=``
-argument, a function ``version -> context manager`` held while that version is committed;
-lancepy commits with a conditional put and takes no external lock, so functions given it
-raise :class:`~lancepy.exceptions.NotSupportedError` naming ``commit_lock``.
+argument, a function ``version -> context manager`` entered before that version's manifest
+is published and left after (with the error, if the publish failed); a lock that raises
+:class:`CommitConflictError` makes the commit retry as if the version were taken (see
+:mod:`lancepy._table.commit`).
 """
 
 from __future__ import annotations

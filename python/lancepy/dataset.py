@@ -45,7 +45,7 @@ from lancepy._ops import scalar_index as _scalar_index
 from lancepy._ops.scalar_index import DocumentGranularity
 from lancepy._ops import take as _take
 from lancepy._ops import write as _write
-from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY, _version_asof
+from lancepy._ops.write import LANCE_COMMIT_MESSAGE_KEY
 from lancepy._table import bases as _bases
 from lancepy._table import cleanup as _cleanup
 from lancepy._table import commit as _commit
@@ -64,6 +64,8 @@ from lancepy.optimize import CompactionMetrics, DatasetOptimizer
 from lancepy.scanner import ColumnOrdering, LanceScanner, scan_columns
 from lancepy.stats import LanceStats
 from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
+from lancepy import session as _session
+from lancepy.session import DatasetSessionMembers
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.sql import SqlQueryBuilder
@@ -92,7 +94,7 @@ def _reopen(uri: str, version: int, storage_options: StorageOptions, base_store_
     return LanceDataset(uri, version, storage_options=storage_options, base_store_params=base_store_params)
 
 
-class LanceDataset(DatasetArrowMembers, ArrowDataset):
+class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, ArrowDataset):
     """One version of a Lance dataset, a ``pyarrow.dataset.Dataset``. Use :func:`dataset` or :func:`write_dataset`."""
 
     def __init__(
@@ -109,6 +111,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         # Storage options per base path URI (instead of the dataset's), for files under it.
         self._base_store_params = _bases.normalize_base_store_params(base_store_params)
         self._store = _lancepy.Store(self._uri, self._storage_options)
+        self._session = _session.Session()  # (its own caches, unless dataset() / checkout_version share one)
         if _loaded is None:
             if isinstance(version, str):
                 version = Tags(self._store).get_version(version)
@@ -169,7 +172,11 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
 
     @property
     def schema(self) -> pa.Schema:
-        """The Arrow schema of this version."""
+        """The Arrow schema of this version (that of its scans with `default_scan_options`, as pylance)."""
+        return _session.view_schema(self) if self._default_scan_options else self._schema
+
+    @property
+    def _schema(self) -> pa.Schema:
         schema = self._per_version.get("schema")
         if schema is None:
             schema = self._per_version["schema"] = pa.schema(self._snapshot.schema())
@@ -587,34 +594,34 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         :mod:`lancepy._ops.fts_search`. Row-address allow/block lists and scan statistics raise
         :class:`~lancepy.exceptions.NotSupportedError`.
         """
+        o = _session.scan_options(self, _args(locals()))  # (with this object's default_scan_options)
         _refuse(
-            scan_stats_callback=scan_stats_callback,
-            row_addr_allowlist=row_addr_allowlist,
-            row_addr_blocklist=row_addr_blocklist,
+            scan_stats_callback=o["scan_stats_callback"],
+            row_addr_allowlist=o["row_addr_allowlist"],
+            row_addr_blocklist=o["row_addr_blocklist"],
         )
-        scanner = LanceScanner(
-            self._pinned(), scan_columns(columns, full_text_query), filter, limit, offset, bool(with_row_id), bool(with_row_address), batch_size, fragments
-        )
-        scanner._set_order(order_by)
-        scanner._set_late_materialization(late_materialization)
-        scanner._set_blob_handling(blob_handling)
-        if nearest is not None:
-            if order_by:
+        scanner = LanceScanner(self._pinned(), scan_columns(o["columns"], o["full_text_query"]), o["filter"], o["limit"], o["offset"], bool(o["with_row_id"]),
+                               bool(o["with_row_address"]), o["batch_size"], o["fragments"])
+        scanner._set_order(o["order_by"])
+        scanner._set_late_materialization(o["late_materialization"])
+        scanner._set_blob_handling(o["blob_handling"])
+        if o["nearest"] is not None:
+            if o["order_by"]:
                 raise UnsupportedError("order_by together with nearest= (results come nearest first)")
-            scanner._set_nearest(nearest, bool(prefilter))
-            scanner._fast_search = bool(fast_search)
-        scanner._set_include_deleted(include_deleted_rows)
-        scanner._set_full_text(full_text_query, bool(prefilter), columns)
-        scanner._use_scalar_index = use_scalar_index is not False
-        scanner._no_scoring_column = bool(disable_scoring_autoprojection)
-        scanner._set_read_ahead(batch_readahead)
-        scanner._set_batching(bool(strict_batch_size), batch_size_bytes)
-        if index_segments is not None:
-            if nearest is None:
+            scanner._set_nearest(o["nearest"], bool(o["prefilter"]))
+            scanner._fast_search = bool(o["fast_search"])
+        scanner._set_include_deleted(o["include_deleted_rows"])
+        scanner._set_full_text(o["full_text_query"], bool(o["prefilter"]), o["columns"])
+        scanner._use_scalar_index = o["use_scalar_index"] is not False
+        scanner._no_scoring_column = bool(o["disable_scoring_autoprojection"])
+        scanner._set_read_ahead(o["batch_readahead"])
+        scanner._set_batching(bool(o["strict_batch_size"]), o["batch_size_bytes"])
+        if o["index_segments"] is not None:
+            if o["nearest"] is None:
                 raise InvalidArgumentError("index_segments= restricts a vector search: give nearest= too")
-            if isinstance(index_segments, (str, bytes)):
+            if isinstance(o["index_segments"], (str, bytes)):
                 raise InvalidArgumentError("index_segments takes a list of segment uuids")
-            scanner._index_segments = list(index_segments)
+            scanner._index_segments = list(o["index_segments"])
         return scanner
 
     def to_table(
@@ -915,7 +922,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
 
     def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
         """Another version (number or tag) of the same dataset."""
-        return LanceDataset(self._uri, version, storage_options=self._storage_options, base_store_params=self._base_store_params)
+        return _session.checkout(self, version)
 
     def validate(self) -> None:
         """Checks this version's files: every data file's footer and metadata can be read,
@@ -940,7 +947,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         (and, as in pylance, nothing is returned)."""
         latest = self.latest_version
         txn = _commit.new_transaction(latest, "Restore", {"version": self.version})
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming)
+        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, commit_lock=self._commit_lock)
         self._set_loaded(result.manifest)
 
     def _refresh_latest(self) -> None:
@@ -950,7 +957,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
         rv = self.version if read_version is None else read_version
         txn = _commit.new_transaction(rv, operation, body)
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, written_files=written)
+        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, written_files=written, commit_lock=self._commit_lock)
         self._set_loaded(result.manifest)
 
     # -- modifications ---------------------------------------------------------------------
@@ -1036,7 +1043,7 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         metadata has ``lance-schema:unenforced-primary-key`` = ``"true"`` (as pylance); with
         neither, :class:`InvalidArgumentError` (a ``ValueError``)."""
         if on is None:
-            keys = _primary_key(self.schema)
+            keys = _primary_key(self._schema)
             if not keys:
                 raise InvalidArgumentError(
                     "merge_insert needs join keys: pass on=... or mark primary-key fields in the schema "
@@ -1205,16 +1212,13 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
         `storage_options` reach a dataset on object storage (commits there use a conditional
         PUT). `commit_message` is stored with the transaction (as pylance); `enable_stable_row_ids`
         gives a dataset this commit creates stable row ids; `base_store_params` go to the
-        returned dataset (see :func:`dataset`). Commit locks (the
-        protocol needs none), detached commits and namespaces are not supported:
-        giving one raises :class:`~lancepy.exceptions.NotSupportedError`. A commit that
+        returned dataset (see :func:`dataset`). `commit_lock` is held around the commit;
+        `detached` makes a detached version (see :mod:`lancepy._table.commit`). Namespaces
+        raise :class:`~lancepy.exceptions.NotSupportedError`. A commit that
         loses races for the next version is retried up to `max_retries` times, and not
         after `commit_timeout` (a ``timedelta`` or seconds; ``None``: no time limit).
         """
-        if commit_lock is not None:
-            raise UnsupportedError("commit_lock: lancepy commits with put-if-not-exists and takes no external lock")
         _refuse(
-            detached=detached or None,
             namespace_client=namespace_client,
             table_id=table_id,
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
@@ -1241,9 +1245,9 @@ class LanceDataset(DatasetArrowMembers, ArrowDataset):
             max_retries=max_retries,
             commit_message=commit_message,
             enable_stable_row_ids=bool(enable_stable_row_ids),
-            timeout_s=_timeout_seconds(commit_timeout),
+            timeout_s=_timeout_seconds(commit_timeout), commit_lock=commit_lock, detached=bool(detached),
         )
-        return LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=loaded)
+        return _session.attach(LanceDataset(uri, storage_options=options, base_store_params=base_store_params, _loaded=loaded), None, commit_lock)
 
     @staticmethod
     def commit_batch(dest: Union[PathLike, "LanceDataset"], transactions: Sequence["Transaction"], commit_lock: Any = None,
@@ -1282,29 +1286,16 @@ def dataset(
     `asof` (a ``datetime``, naive = local time, or an ISO-8601 string) opens the newest
     version committed at or before that time. Opening lists ``_versions/`` once and reads
     one manifest. `base_store_params` (storage options per base path URI, used instead of
-    `storage_options` for files under that base) reach a multi-base dataset's other roots. Caches, commit
-    locks, sessions and namespaces are pylance's and not supported: giving one raises
-    :class:`~lancepy.exceptions.NotSupportedError`.
+    `storage_options` for files under that base) reach a multi-base dataset's other roots.
+    `session` (a :class:`lancepy.Session`; default: a new one sized by
+    `index_cache_size_bytes` / `metadata_cache_size_bytes`, or the deprecated
+    `index_cache_size` at 20 MiB an entry) holds the caches (see :mod:`lancepy.session`);
+    `commit_lock` (``version -> context manager``) is held around every commit made through
+    this object; `default_scan_options` (scanner arguments) apply to every scan that leaves
+    them unset, and ``schema`` is that of such a scan. `block_size`, `read_params` and
+    namespaces raise :class:`~lancepy.exceptions.NotSupportedError`.
     """
-    _refuse(
-        block_size=block_size,
-        commit_lock=commit_lock,
-        index_cache_size=index_cache_size,
-        default_scan_options=default_scan_options,
-        metadata_cache_size_bytes=metadata_cache_size_bytes,
-        index_cache_size_bytes=index_cache_size_bytes,
-        read_params=read_params,
-        session=session,
-        namespace_client=namespace_client,
-        table_id=table_id,
-    )
-    if uri is None:
-        raise InvalidArgumentError("dataset() needs a uri (lancepy has no namespace support)")
-    if asof is not None:
-        if version is not None:
-            raise InvalidArgumentError("give either version or asof, not both")
-        version = _version_asof(_uri(uri), asof, normalize_storage_options(storage_options))
-    return LanceDataset(uri, version, storage_options=storage_options, base_store_params=base_store_params)
+    return _session.open_dataset(LanceDataset, **_args(locals()))
 
 
 def write_dataset(
@@ -1372,12 +1363,11 @@ def write_dataset(
     `blob_pack_file_size_threshold` caps the shared blob pack files (default 1 GiB).
     `commit_message` and `transaction_properties` are stored in the transaction;
     `auto_cleanup_options` configures automatic cleanup of a new dataset; `max_page_bytes`
-    and `data_cache_bytes` set the page size. Options lancepy does not
-    build (commit locks, namespaces,
-    sessions) raise
+    and `data_cache_bytes` set the page size; `commit_lock` is held around the commit.
+    Options lancepy does not build (namespaces, sessions) raise
     :class:`~lancepy.exceptions.NotSupportedError` when given.
     """
     if isinstance(uri, LanceDataset):
         uri = uri.uri
     u, options, store_params, loaded = _write.write_dataset(**_args(locals()))
-    return LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=loaded)
+    return _session.attach(LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=loaded), None, commit_lock)

@@ -24,7 +24,9 @@ __all__ = [
     "SchemaMismatchError",
     "ColumnNotFoundError",
     "IndexOutOfRangeError",
+    "DeletedRowTakeError",
     "LanceIOError",
+    "NotSupportedOnStorageError",
     "NotFoundError",
     "DatasetNotFoundError",
     "BasePathNotFoundError",
@@ -73,8 +75,22 @@ class IndexOutOfRangeError(InvalidArgumentError, IndexError):
     """A row index is outside the file or dataset."""
 
 
+class DeletedRowTakeError(IndexOutOfRangeError, UnsupportedError):
+    """A take of blobs by row id names a deleted or missing row. Also a
+    ``NotImplementedError``, the class pylance raises there (it cannot open blobs of
+    deleted rows)."""
+
+
 class LanceIOError(LanceError, OSError):
     """Reading or writing storage failed."""
+
+
+class NotSupportedOnStorageError(UnsupportedError, LanceIOError):
+    """What a dataset's storage layout does not allow (a detached commit to a dataset with
+    V1 manifest names): a ``NotImplementedError`` and, as pylance raises, an ``OSError``."""
+
+    def __str__(self) -> str:  # (OSError would format errno, strerror)
+        return str(self.args[0]) if self.args else ""
 
 
 class NotFoundError(LanceIOError, FileNotFoundError):

@@ -14,6 +14,8 @@ commits)::
 
 from __future__ import annotations
 
+import copy
+
 import json
 import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
@@ -63,6 +65,9 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
     ) -> None:
         # The version it was made from, even if `dataset` moves on later (as pylance's).
         self._ds = dataset._pinned()
+        if self._ds._default_scan_options:  # (a fragment's scans ignore them, as pylance's)
+            self._ds = copy.copy(self._ds)
+            self._ds._default_scan_options = None
         self._meta_value: Optional[FragmentMetadata] = fragment
         if fragment is None:
             if fragment_id is None:
@@ -414,6 +419,8 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
                 with_row_address=ROW_ADDRESS in cols,
             )
         ).select(cols)
+        if isinstance(value_func, BatchUDF) and value_func.output_schema is None and phys:
+            call(src.slice(0, 1).to_batches()[0])  # as pylance: the schema of a one-row sample, checked below
         outs = [_as_table(call(b)) for b in src.to_batches()] if phys else []
         if not outs:
             raise InvalidArgumentError(f"fragment {self.fragment_id} has no rows to compute columns for")

@@ -46,7 +46,7 @@ class MergeInsertBuilder:
 
     def __init__(self, ds: LanceDataset, on: List[str]) -> None:
         for c in on:
-            if c not in ds.schema.names:
+            if c not in ds._schema.names:
                 raise InvalidArgumentError(f"merge_insert key {c!r} is not a column of the dataset")
         self._ds = ds
         self._on = on
@@ -101,7 +101,7 @@ class MergeInsertBuilder:
         """Dataset rows without a match in the source are deleted (only those for which
         `expr`, a filter over the dataset's columns, holds)."""
         self._delete_not_matched_by_source = True
-        self._delete_condition = compile_filter(expr, self._ds.schema)
+        self._delete_condition = compile_filter(expr, self._ds._schema)
         return self
 
     def use_index(self, use_index: bool) -> "MergeInsertBuilder":
@@ -158,7 +158,7 @@ class MergeInsertBuilder:
         """How :meth:`execute` runs for a source with `schema` (the dataset's by default), as
         an indented tree of lancepy's steps."""
         if schema is not None:
-            align_to_schema(pa.RecordBatchReader.from_batches(schema, iter(())), self._ds.schema, fill_missing=True)
+            align_to_schema(pa.RecordBatchReader.from_batches(schema, iter(())), self._ds._schema, fill_missing=True)
         return "\n".join(self._plan_lines(verbose))
 
     def analyze_plan(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> str:
@@ -209,7 +209,7 @@ class MergeInsertBuilder:
     def _source(self, data_obj: Any, schema: Optional[pa.Schema]) -> Tuple[pa.Table, List[str]]:
         self._check_clauses()
         source = to_record_batch_reader(data_obj, schema).read_all()
-        target = self._ds.schema
+        target = self._ds._schema
         # A source with only some of the columns (the keys among them) updates those columns
         # of matched rows and inserts nulls in the others, as pylance does.
         present = [n for n in target.names if n in source.column_names]
@@ -237,12 +237,12 @@ class MergeInsertBuilder:
                 values = have.column(n).combine_chunks()
                 if n in blobs:
                     values = pa.table(ds._snapshot.blob_values(n, have.column(ROW_ADDRESS).combine_chunks(), values)).column(0)
-                rows = rows.append_column(pa.field(n, values.type, ds.schema.field(n).nullable), values)
+                rows = rows.append_column(pa.field(n, values.type, ds._schema.field(n).nullable), values)
         else:
             for n in missing:
-                t = pa.large_binary() if n in blobs else ds.schema.field(n).type
-                rows = rows.append_column(pa.field(n, t, ds.schema.field(n).nullable), pa.nulls(rows.num_rows, t))
-        return rows.select(ds.schema.names)
+                t = pa.large_binary() if n in blobs else ds._schema.field(n).type
+                rows = rows.append_column(pa.field(n, t, ds._schema.field(n).nullable), pa.nulls(rows.num_rows, t))
+        return rows.select(ds._schema.names)
 
     def _plan(self, source: pa.Table, missing: Sequence[str] = ()) -> Tuple[Dict[str, int], Optional[Tuple[Dict[str, Any], List[str]]]]:
         """Writes the merge's files: the stats and the ``Update`` body and files written to
@@ -253,7 +253,7 @@ class MergeInsertBuilder:
         if addresses is None:
             return stats, None
         updated = stats["num_updated_rows"]
-        planned = replace_rows_uncommitted(ds, addresses, rows, fields_modified=ds.schema.names if updated else ())
+        planned = replace_rows_uncommitted(ds, addresses, rows, fields_modified=ds._schema.names if updated else ())
         return stats, planned
 
     def _decide(

@@ -77,7 +77,7 @@ class _RewriteSource:
                  row_ids: List[int], addresses: List[Any], batch_rows: int = 65536, blob_bytes: int = 64 << 20) -> None:
         manifest = ds._loaded.manifest
         self._ds, self._ids, self._stable = ds, fragment_ids, stable
-        self._blobs = [n for n in ds.schema.names if _blob.blob_field_kind(manifest, n) is not None]
+        self._blobs = [n for n in ds._schema.names if _blob.blob_field_kind(manifest, n) is not None]
         self._with_addresses = with_addresses or bool(self._blobs)
         self._keep_addresses = with_addresses
         self._row_ids, self._addresses = row_ids, addresses
@@ -204,7 +204,7 @@ class DatasetOptimizer:
                 elif retrain:
                     from lancepy._ops import ivf as _ivf
 
-                    idx = _ivf.load_index(ds._uri, segs[0]["uuid"], ds._storage_options)
+                    idx = _ivf.load_index(ds._uri, segs[0]["uuid"], ds._storage_options, ds.session()._index)
                     dim = idx.centroids.shape[1]
                     params = _ivf_build.IvfParams(
                         kind=idx.kind, metric=idx.metric, num_partitions=idx.num_partitions,
@@ -365,7 +365,7 @@ def _resolve_options(ds: LanceDataset, options: Optional[Mapping[str, Any]]) -> 
     out_version = ds.data_storage_version
     if o["data_storage_version"] is not None:
         out_version = normalize_storage_version(o["data_storage_version"])
-        blobs = [n for n in ds.schema.names if _blob.blob_field_kind(ds._loaded.manifest, n)]
+        blobs = [n for n in ds._schema.names if _blob.blob_field_kind(ds._loaded.manifest, n)]
 
         def v2_2(v: str) -> bool:
             return tuple(int(x) for x in v.split(".")[:2]) >= (2, 2)

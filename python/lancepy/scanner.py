@@ -87,7 +87,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def __init__(self, ds: LanceDataset, columns: Any, filter: Any, limit: Optional[int], offset: Optional[int],
                  with_row_id: bool, with_row_address: bool, batch_size: Optional[int], fragments: Optional[Sequence[Any]]) -> None:
         self._ds = ds
-        schema = ds.schema
+        schema = ds._schema
         self._computed: Optional[Dict[str, Any]] = None
         self._projection: Optional[Projection] = None
         if isinstance(columns, dict):
@@ -179,7 +179,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if self._computed is not None or self._nearest is not None:
             raise UnsupportedError("blob_handling='all_binary' with computed columns or nearest= is not supported")
         manifest = self._ds._loaded.manifest
-        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        names = self._columns if self._columns is not None else list(self._ds._schema.names)
         self._blob_values = [c for c in names if _blob.blob_field_kind(manifest, c) is not None]
         if self._blob_values and not self._with_row_address:
             self._with_row_address = True
@@ -191,7 +191,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return
         if isinstance(late, str) or not all(isinstance(c, str) for c in late):
             raise InvalidArgumentError(f"late_materialization must be a bool or a list of column names, got {late!r}")
-        unknown = [c for c in late if c not in self._ds.schema.names]
+        unknown = [c for c in late if c not in self._ds._schema.names]
         if unknown:
             from lancepy.exceptions import ColumnNotFoundError
 
@@ -202,7 +202,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         """Projected columns a filtered scan reads only for the rows that pass the filter."""
         if self._filter is None or self._filter.columns is None or self._late is False or self._filter_system:
             return []
-        projected = self._columns if self._columns is not None else list(self._ds.schema.names)
+        projected = self._columns if self._columns is not None else list(self._ds._schema.names)
         used = set(self._filter.columns)
         late = [c for c in projected if c not in used]
         if isinstance(self._late, list):
@@ -226,7 +226,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         passing rows only: by row address when few pass, else by scanning the batch's rows.
         Offset and limit are applied before the late columns are read."""
         s = self._ds._snapshot
-        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         stream = s.scan_stream(
             early,
             fragment_ids=self._fragment_ids,
@@ -247,7 +247,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         """Whether at most `_TAKE_FRACTION` of the first `_PROBE_ROWS` rows pass the filter (a
         stream's guess at the whole scan, from a read of the filter's columns only)."""
         s = self._ds._snapshot
-        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         probe = pa.table(s.scan(early, fragment_ids=self._fragment_ids, limit=self._PROBE_ROWS, batch_rows=self._PROBE_ROWS))
         if probe.num_rows == 0:
             return True
@@ -260,7 +260,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         scanned for all rows (the same order) and filtered the same way. Both reads run in
         parallel over fragments."""
         s = self._ds._snapshot
-        early = [c for c in (self._read_columns() or list(self._ds.schema.names)) if c not in late]
+        early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         t = pa.table(s.scan(
             early,
             fragment_ids=self._fragment_ids,
@@ -311,7 +311,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if isinstance(nearest, dict) and nearest.get("k") is None and self._limit is not None:
             # (as pylance: without k, the scan's limit is the number of neighbours)
             nearest = dict(nearest, k=self._limit + self._offset)
-        self._nearest = _vector.parse_nearest(nearest, self._ds.schema)
+        self._nearest = _vector.parse_nearest(nearest, self._ds._schema)
         self._prefilter = prefilter
 
     def _set_full_text(self, full_text_query: Any, prefilter: bool, columns: Any = None) -> None:
@@ -348,7 +348,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if self._projection is not None:
             out = self._projection.apply(t, self._ds)
         else:
-            out = t.select(self._columns if self._columns is not None else list(self._ds.schema.names))
+            out = t.select(self._columns if self._columns is not None else list(self._ds._schema.names))
         for n in scored + [n for n in (ROW_ID, ROW_ADDRESS) if n in t.column_names and n not in self._hidden_columns]:
             out = out.append_column(t.schema.field(n), t.column(n))
         return out
@@ -376,7 +376,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return
         if isinstance(order_by, (str, ColumnOrdering)):
             order_by = [order_by]
-        names = self._ds.schema.names
+        names = self._ds._schema.names
         for o in order_by:
             key = ColumnOrdering(o) if isinstance(o, str) else ColumnOrdering(
                 getattr(o, "column_name"), bool(getattr(o, "ascending", True)), bool(getattr(o, "nulls_first", False))
@@ -418,7 +418,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         return self._finish(t)
 
     def _output_names(self, table_names: List[str]) -> List[str]:
-        names = self._columns if self._columns is not None else [n for n in self._ds.schema.names]
+        names = self._columns if self._columns is not None else [n for n in self._ds._schema.names]
         extra = [n for n in (ROW_ID, ROW_ADDRESS) if n in table_names and n not in self._hidden_columns]
         return list(names) + extra
 
@@ -429,7 +429,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             for name in self._blob_values:
                 i = table.schema.get_field_index(name)
                 values = pa.table(s.blob_values(name, addresses, table.column(i).combine_chunks())).column(0)
-                field = pa.field(name, pa.large_binary(), table.schema.field(i).nullable, self._ds.schema.field(name).metadata)
+                field = pa.field(name, pa.large_binary(), table.schema.field(i).nullable, self._ds._schema.field(name).metadata)
                 table = table.set_column(i, field, values)
         if self._computed is not None:
             import pyarrow.dataset as pads
@@ -640,7 +640,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             raise InvalidArgumentError(f"blob_mode must be 'lazy', 'bytes' or 'descriptions', got {blob_mode!r}")
         _check_pandas_options(kwargs)
         manifest = self._ds._loaded.manifest
-        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        names = self._columns if self._columns is not None else list(self._ds._schema.names)
         blobs = [c for c in names if self._computed is None and _blob.blob_field_kind(manifest, c) is not None]
         if not blobs or blob_mode == "descriptions":
             return self.to_table().to_pandas(**kwargs)
@@ -680,7 +680,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     @property
     def dataset_schema(self) -> pa.Schema:
         """The schema of the dataset being scanned."""
-        return self._ds.schema
+        return self._ds._schema
 
     def to_reader(self) -> pa.RecordBatchReader:
         """A ``pyarrow.RecordBatchReader`` over the scan."""
@@ -731,7 +731,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         steps: List[str] = []
         if counting:
             steps.append("Count")
-        names = self._columns if self._columns is not None else list(self._ds.schema.names)
+        names = self._columns if self._columns is not None else list(self._ds._schema.names)
         if counting:
             pass
         elif self._computed is not None:
@@ -780,7 +780,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             if hit is not None:
                 steps.append(f"ScalarIndexQuery: query={hit.query} (candidate rows of fragments "
                              f"{sorted(hit.candidates)} taken by address; other fragments scanned)")
-            read = self._read_columns() or list(self._ds.schema.names)
+            read = self._read_columns() or list(self._ds._schema.names)
             if counting:
                 read = list(self._filter.columns or read) if self._filter is not None else []
             early = [c for c in read if c not in late]

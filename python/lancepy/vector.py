@@ -311,7 +311,7 @@ def _usable_index(
             if base is None:
                 return None
             root = base.path
-        loaded.append((entry, _ivf.load_index(root, entry["uuid"], ds._storage_options)))
+        loaded.append((entry, _ivf.load_index(root, entry["uuid"], ds._storage_options, ds.session()._index)))
     metric = loaded[0][1].metric
     if query.metric_given and query.metric != metric:
         return None  # (a search by another distance than the index's is exact, as in pylance)
@@ -503,15 +503,13 @@ class VectorIndexReader:
         if not 0 <= partition_id < n:
             raise IndexError(f"Partition id {partition_id} is out of range, expected 0 <= partition_id < {n}")
         ds = self.dataset
-        idx = _ivf.load_index(ds.uri, self._uuid, ds._storage_options)
-        start, count = int(idx.offsets[partition_id]), int(idx.lengths[partition_id])
-        columns = {_ivf._ROWID: pa.array(idx.row_ids[start : start + count], pa.uint64())}
-        if with_vector and idx.vectors is not None:
-            dim = idx.vectors.shape[1]
-            values = pa.array(np.ascontiguousarray(idx.vectors[start : start + count]).reshape(-1))
-            columns[_ivf._FLAT] = pa.FixedSizeListArray.from_arrays(values, dim)
-        elif with_vector and idx.codes is not None:
-            codes = np.ascontiguousarray(idx.codes[:, start : start + count].T)
+        idx = _ivf.load_index(ds.uri, self._uuid, ds._storage_options, ds.session()._index)
+        part = idx.partition(partition_id)
+        columns = {_ivf._ROWID: pa.array(part.row_ids, pa.uint64())}
+        if with_vector and idx.kind == "IVF_FLAT":
+            columns[_ivf._FLAT] = pa.FixedSizeListArray.from_arrays(pa.array(part.data.reshape(-1)), idx.dim)
+        elif with_vector and idx.kind == "IVF_PQ":
+            codes = np.ascontiguousarray(part.data.T)
             columns[_ivf._PQ_CODE] = pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1)), idx.num_sub_vectors)
         return pa.table(columns)
 

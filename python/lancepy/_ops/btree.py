@@ -266,7 +266,7 @@ def extend(
 
 def _column_type(ds: "LanceDataset", path: str) -> pa.DataType:
     top, *rest = path.split(".")
-    dtype = ds.schema.field(top).type
+    dtype = ds._schema.field(top).type
     for name in rest:
         dtype = dtype.field(name).type
     return dtype

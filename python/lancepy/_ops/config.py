@@ -91,6 +91,6 @@ def add_bases(
     _commit.check_feature_flags(ds._loaded, write=True, uri=ds._uri)
     txn = _commit.new_transaction(ds.version, "UpdateBases", {"new_bases": entries})
     txn["transaction_properties"] = dict(transaction_properties or {})
-    result = _commit.commit_transaction(ds._store, txn, naming=ds._loaded.naming)
+    result = _commit.commit_transaction(ds._store, txn, naming=ds._loaded.naming, commit_lock=ds._commit_lock)
     ds._set_loaded(result.manifest)
     return ds

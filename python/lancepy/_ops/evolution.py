@@ -33,7 +33,7 @@ def add_columns(
     """See :meth:`LanceDataset.add_columns`."""
     if reader_schema is not None:
         transforms = to_record_batch_reader(transforms, reader_schema)
-    schema = ds.schema
+    schema = ds._schema
     first_id = ds.max_field_id + 1
     if isinstance(transforms, (pa.Field, pa.Schema)) or (
         isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms)
@@ -95,7 +95,7 @@ def _is_null_cast(sql: str) -> bool:
 
 
 def _check_new_names(ds: LanceDataset, new_schema: pa.Schema) -> None:
-    clash = [n for n in new_schema.names if n in ds.schema.names]
+    clash = [n for n in new_schema.names if n in ds._schema.names]
     if clash:
         raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
 
@@ -337,7 +337,7 @@ def alter_columns(ds: LanceDataset, *alterations: Dict[str, Any]) -> None:
             raise ColumnNotFoundError(f'Column "{path}" does not exist (columns are {list(top)})')
         f = top[path]
         if alt.get("data_type") is not None:
-            old_type = ds.schema.field(path).type
+            old_type = ds._schema.field(path).type
             if not _castable(old_type, alt["data_type"]):
                 raise InvalidArgumentError(
                     f'Cannot cast column "{path}" from {_arrow_name(old_type)} to {_arrow_name(alt["data_type"])}'

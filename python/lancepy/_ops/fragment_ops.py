@@ -46,7 +46,7 @@ def _physical_keys(ds: "LanceDataset", fragment_id: int, column: str, columns: L
     """`columns` and the key `column` (a column of the dataset, ``_rowid`` or ``_rowaddr``)
     over every physical row of the fragment, deleted rows included (their keys null)."""
     special = column in (ROW_ID, ROW_ADDRESS)
-    if not special and column not in ds.schema.names:
+    if not special and column not in ds._schema.names:
         raise ColumnNotFoundError(f"column {column!r} does not exist in fragment {fragment_id}")
     read = list(dict.fromkeys(columns + ([] if special else [column])))
     phys = ds._fragment_metadata(fragment_id).physical_rows or 0
@@ -115,7 +115,7 @@ def add_columns_file(ds: "LanceDataset", fragment_id: int, new: pa.Table) -> Tup
         )
     if not new.column_names:
         raise InvalidArgumentError("there are no new columns to add")
-    clash = [n for n in new.column_names if n in ds.schema.names or n in _META_COLUMNS]
+    clash = [n for n in new.column_names if n in ds._schema.names or n in _META_COLUMNS]
     if clash:
         raise InvalidArgumentError(f"columns {clash} already exist in fragment {fragment_id}")
     new_schema = pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in new.schema])
@@ -137,7 +137,7 @@ def sql_columns(
     its value, for every physical row."""
     if not transforms or not all(isinstance(k, str) and isinstance(v, str) for k, v in transforms.items()):
         raise InvalidArgumentError("merge_columns with a dict needs new column names mapped to SQL expressions")
-    schema = ds.schema
+    schema = ds._schema
     compiled = {name: compile_expression(sql, schema) for name, sql in transforms.items()}
     needed = sorted({c for f in compiled.values() for c in (f.columns or schema.names)})
     phys = ds._fragment_metadata(fragment_id).physical_rows or 0
@@ -168,7 +168,7 @@ def merge(
     right = _right_side(data_obj, schema, right_on)
     keys = _physical_keys(ds, fragment_id, left_on, []).column(left_on)
     names = [n for n in right.column_names if n != right_on]
-    both = [n for n in names if n in ds.schema.names]
+    both = [n for n in names if n in ds._schema.names]
     if both:
         raise InvalidArgumentError(f"columns {both} exist in fragment {fragment_id} and in the data to merge")
     positions = _match(keys, right, right_on, left_on)
@@ -200,7 +200,7 @@ def update_columns(
     meta_cols = [n for n in names if n in _META_COLUMNS]
     if meta_cols:
         raise InvalidArgumentError(f"metadata column {meta_cols[0]!r} cannot be updated")
-    missing = [n for n in names if n not in ds.schema.names]
+    missing = [n for n in names if n not in ds._schema.names]
     if missing:
         raise ColumnNotFoundError(f"column {missing[0]!r} does not exist in fragment {fragment_id}")
     if left_on in names:
@@ -210,7 +210,7 @@ def update_columns(
     current = _physical_keys(ds, fragment_id, left_on, names)
     positions = _match(current.column(left_on), right, right_on, left_on)
     matched = pc.is_valid(positions)
-    target = pa.schema([ds.schema.field(n) for n in names])
+    target = pa.schema([ds._schema.field(n) for n in names])
     columns = []
     for n in names:
         try:
@@ -251,7 +251,7 @@ def fragment_from_file(filename: str, ds: "LanceDataset", fragment_id: int) -> F
             f"filename must be a file name under the dataset's data/ directory, got {filename!r}"
         )
     reader = LanceFileReader(ds._store.child_uri(f"data/{filename}"), storage_options=ds._storage_options)
-    got, want = reader.schema, ds.schema
+    got, want = reader.schema, ds._schema
     problems = schema_differences(got, want)
     if problems or got.names != want.names:
         raise SchemaMismatchError(

@@ -325,7 +325,7 @@ def prepare_vector_index(
             raise InvalidArgumentError(f"create_index: {arg} must be a positive integer, got {value!r}")
     ids = ds._field_ids_by_path()
     try:
-        field = ds.schema.field(column)
+        field = ds._schema.field(column)
     except KeyError:
         raise KeyError(f"{column} not found in schema") from None
     if not pa.types.is_fixed_size_list(field.type):

@@ -22,9 +22,8 @@ given, and fragments the index does not cover are searched exactly and merged.
 
 from __future__ import annotations
 
+import copy
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
@@ -81,32 +80,58 @@ _VECTOR_DETAILS = "VectorIndexDetails"
 
 
 @dataclass
+class Partition:
+    """One partition's rows, as read from ``auxiliary.idx`` (an index cache entry)."""
+
+    row_ids: "np.ndarray"  # (rows,) uint64: row addresses
+    data: "np.ndarray"  # IVF_FLAT: (rows, dim) float32; IVF_PQ: (sub_vectors, rows) uint8; IVF_SQ: (rows, dim) uint8
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.row_ids.nbytes + self.data.nbytes)
+
+
+@dataclass
 class IvfIndex:
-    """An IVF index loaded in memory (index files are immutable, so it is cached by uuid)."""
+    """An IVF index's model, loaded in memory; its partitions are read on demand, one at a
+    time, through the index cache of the searching dataset's session (index files are
+    immutable, so both are cached by index uuid)."""
 
     uuid: str
-    kind: str  # "IVF_FLAT" | "IVF_PQ"
+    kind: str  # "IVF_FLAT" | "IVF_PQ" | "IVF_SQ"
     metric: str  # "l2" | "cosine" | "dot"
     centroids: "np.ndarray"  # (partitions, dim) float32
     offsets: "np.ndarray"  # (partitions,) int64: first row of each partition
     lengths: "np.ndarray"  # (partitions,) int64
-    row_ids: "np.ndarray"  # (rows,) uint64, partition by partition
-    vectors: Optional["np.ndarray"] = None  # IVF_FLAT: (rows, dim) float32
-    codes: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, rows) uint8
+    aux_path: str  # auxiliary.idx: the partitions' rows
+    storage_options: Any
+    num_rows: int
     codebook: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, 256, sub_dim) float32
     num_sub_vectors: int = 0
-    sq_codes: Optional["np.ndarray"] = None  # IVF_SQ: (rows, dim) uint8
+    pq_transposed: bool = False  # IVF_PQ: codes stored sub-vector by sub-vector within a partition
     sq_bounds: Optional[Tuple[float, float]] = None  # IVF_SQ: the values' (start, end)
     loss: Optional[float] = None  # the k-means loss recorded in index.idx, if any
+    cache: Any = None  # a ByteLruCache (the session's index cache), or None: nothing kept
+    cache_key: Any = None
 
     @property
     def num_partitions(self) -> int:
         return len(self.lengths)
 
+    @property
+    def dim(self) -> int:
+        return int(self.centroids.shape[1])
 
-_CACHE: "OrderedDict[Tuple[Tuple[Any, ...], str], IvfIndex]" = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-_CACHE_SIZE = 8
+    @property
+    def nbytes(self) -> int:
+        cb = 0 if self.codebook is None else self.codebook.nbytes
+        return int(self.centroids.nbytes + self.offsets.nbytes + self.lengths.nbytes + cb)
+
+    def partition(self, p: int) -> Partition:
+        """Partition `p`'s rows: from the index cache, or read (and cached)."""
+        if self.cache is None:
+            return _read_partition(self, p)
+        return self.cache.get_or_load((self.cache_key, int(p)), lambda: _read_partition(self, p), lambda part: part.nbytes)
 
 
 def _metadata(reader: Any, path: str) -> Dict[str, str]:
@@ -124,21 +149,18 @@ def _buffer_number(md: Dict[str, str], key: str, reader: Any, path: str) -> int:
     return n
 
 
-def load_index(ds_uri: str, uuid: str, storage_options: Any = None) -> IvfIndex:
-    """Opens ``_indices/<uuid>/`` of the dataset at ``ds_uri`` (cached per URI, index and
-    storage options: index files are immutable, but the same URI read with other options
-    may be another store)."""
-    key = (origin_key(ds_uri, storage_options), uuid)
-    with _CACHE_LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-    idx = _load(ds_uri, uuid, storage_options)
-    with _CACHE_LOCK:
-        _CACHE[key] = idx
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+def load_index(ds_uri: str, uuid: str, storage_options: Any = None, cache: Any = None) -> IvfIndex:
+    """Opens ``_indices/<uuid>/`` of the dataset at ``ds_uri``: its model, from `cache` (a
+    session's index cache; keyed by URI, index and storage options: index files are
+    immutable, but the same URI read with other options may be another store) or read and
+    kept there. Its partitions go through the same cache."""
+    key = ("ivf", origin_key(ds_uri, storage_options), uuid)
+    if cache is None:
+        return _load(ds_uri, uuid, storage_options)
+    idx = cache.get_or_load(key, lambda: _load(ds_uri, uuid, storage_options), lambda i: i.nbytes)
+    if idx.cache is not cache:  # (the same model may be in several sessions' caches)
+        idx = copy.copy(idx)
+        idx.cache, idx.cache_key = cache, key
     return idx
 
 
@@ -175,19 +197,13 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     lens = np.asarray(lengths, dtype=np.int64)
     if len(offs) != nparts or len(lens) != nparts or (lens < 0).any() or (offs < 0).any() or (offs + lens > num_rows).any():
         raise CorruptFileError(f"{apath}: partition offsets/lengths do not fit {nparts} partitions of {num_rows} rows")
-    table = areader.read_all().to_table()
-    if _ROWID not in table.column_names:
+    names = areader.schema.names
+    if _ROWID not in names:
         raise CorruptFileError(f"{apath}: no {_ROWID} column")
-    row_ids = table.column(_ROWID).combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
-    idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, row_ids, loss=loss)
+    idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, apath, storage_options, num_rows, loss=loss)
     if kind == "IVF_FLAT":
-        if _FLAT not in table.column_names:
+        if _FLAT not in names:
             raise CorruptFileError(f"{apath}: no {_FLAT!r} column")
-        col = table.column(_FLAT).combine_chunks()
-        values = col.flatten().to_numpy(zero_copy_only=False)
-        if col.type.list_size != dim or len(values) != num_rows * dim:
-            raise CorruptFileError(f"{apath}: {_FLAT!r} vectors do not have the centroids' {dim} dimensions")
-        idx.vectors = np.ascontiguousarray(values, dtype=np.float32).reshape(num_rows, dim)
     elif kind == "IVF_SQ":
         if metric == "dot":
             raise UnsupportedError("IVF_SQ indices with the dot distance are not supported by lancepy (l2 and cosine are)")
@@ -200,13 +216,8 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
             raise CorruptFileError(f"{apath}: 'storage_metadata' is missing or malformed") from None
         if nbits != 8:
             raise UnsupportedError(f"IVF_SQ with {nbits}-bit codes is not supported by lancepy (8-bit codes are)")
-        if sq_dim != dim or _SQ_CODE not in table.column_names:
+        if sq_dim != dim or _SQ_CODE not in names:
             raise CorruptFileError(f"{apath}: no {_SQ_CODE} column of {dim} codes a row")
-        col = table.column(_SQ_CODE).combine_chunks()
-        codes = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint8, copy=False)
-        if col.type.list_size != dim or len(codes) != num_rows * dim:
-            raise CorruptFileError(f"{apath}: SQ codes are not {dim} bytes per row")
-        idx.sq_codes = np.ascontiguousarray(codes.reshape(num_rows, dim))
         idx.sq_bounds = (start, end)
     else:
         try:
@@ -227,21 +238,64 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
             raise CorruptFileError(f"{apath}: the codebook has {cb.size} values, not {m} x 256 x {dim // m}")
         idx.codebook = np.ascontiguousarray(cb.reshape(m, 256, dim // m))
         idx.num_sub_vectors = m
-        if _PQ_CODE not in table.column_names:
+        idx.pq_transposed = transposed
+        if _PQ_CODE not in names:
             raise CorruptFileError(f"{apath}: no {_PQ_CODE} column")
-        col = table.column(_PQ_CODE).combine_chunks()
-        codes = col.flatten().to_numpy(zero_copy_only=False).astype(np.uint8, copy=False)
-        if col.type.list_size != m or len(codes) != num_rows * m:
-            raise CorruptFileError(f"{apath}: PQ codes are not {m} bytes per row")
-        # Kept as (sub-vectors, rows): a partition's codes are then the columns o..o+n.
-        out = np.empty((m, num_rows), dtype=np.uint8)
-        for o, n in zip(offs.tolist(), lens.tolist()):
-            block = codes[o * m : (o + n) * m]
-            out[:, o : o + n] = block.reshape(m, n) if transposed else block.reshape(n, m).T
-        idx.codes = out
-    if len(row_ids) != num_rows:
-        raise CorruptFileError(f"{apath}: {len(row_ids)} row ids for {num_rows} rows")
     return idx
+
+
+def all_rows(idx: IvfIndex) -> Tuple["np.ndarray", "np.ndarray"]:
+    """Every row of the index in file order (partition by partition), read in one pass and
+    not cached: ``(row ids, per-row data)``, the data as rows × dim vectors or SQ codes, or
+    rows × sub-vectors PQ codes (what a rewrite of the index needs)."""
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    column = {"IVF_FLAT": _FLAT, "IVF_SQ": _SQ_CODE}.get(idx.kind, _PQ_CODE)
+    width = idx.num_sub_vectors if idx.kind == "IVF_PQ" else idx.dim
+    table = LanceFileReader(idx.aux_path, idx.storage_options).read_all(columns=[_ROWID, column]).to_table()
+    row_ids = table.column(_ROWID).combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+    col = table.column(column).combine_chunks()
+    values = col.flatten().to_numpy(zero_copy_only=False)
+    n = idx.num_rows
+    if len(row_ids) != n or col.type.list_size != width or len(values) != n * width:
+        raise CorruptFileError(f"{idx.aux_path}: does not hold {n} rows of {width} {column!r} values")
+    if idx.kind == "IVF_FLAT":
+        return row_ids, np.ascontiguousarray(values, dtype=np.float32).reshape(n, width)
+    values = values.astype(np.uint8, copy=False)
+    if idx.kind == "IVF_SQ" or not idx.pq_transposed:
+        return row_ids, np.ascontiguousarray(values.reshape(n, width))
+    out = np.empty((n, width), dtype=np.uint8)
+    for o, k in zip(idx.offsets.tolist(), idx.lengths.tolist()):
+        out[o : o + k] = values[o * width : (o + k) * width].reshape(width, k).T
+    return row_ids, out
+
+
+def _read_partition(idx: IvfIndex, p: int) -> Partition:
+    """Reads partition `p`'s rows from ``auxiliary.idx`` (only those rows)."""
+    import numpy as np
+
+    from lancepy.file import LanceFileReader
+
+    o, n = int(idx.offsets[p]), int(idx.lengths[p])
+    column = {"IVF_FLAT": _FLAT, "IVF_SQ": _SQ_CODE}.get(idx.kind, _PQ_CODE)
+    width = idx.num_sub_vectors if idx.kind == "IVF_PQ" else idx.dim
+    table = LanceFileReader(idx.aux_path, idx.storage_options).read_range(o, n, columns=[_ROWID, column]).to_table()
+    row_ids = table.column(_ROWID).combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+    col = table.column(column).combine_chunks()
+    values = col.flatten().to_numpy(zero_copy_only=False)
+    if len(row_ids) != n or col.type.list_size != width or len(values) != n * width:
+        raise CorruptFileError(f"{idx.aux_path}: partition {p} does not hold {n} rows of {width} {column!r} values")
+    if idx.kind == "IVF_FLAT":
+        data = np.ascontiguousarray(values, dtype=np.float32).reshape(n, width)
+    elif idx.kind == "IVF_SQ":
+        data = np.ascontiguousarray(values.astype(np.uint8, copy=False).reshape(n, width))
+    else:
+        # Kept as (sub-vectors, rows): the native scan reads them sub-vector by sub-vector.
+        codes = values.astype(np.uint8, copy=False)
+        data = np.ascontiguousarray(codes.reshape(width, n) if idx.pq_transposed else codes.reshape(n, width).T)
+    return Partition(row_ids, data)
 
 
 # --------------------------------------------------------------------------------------
@@ -263,26 +317,27 @@ def _distances(idx: IvfIndex, parts: List[int], q: "np.ndarray") -> Tuple["np.nd
     """``(row ids, index distances)`` of every row of partitions ``parts``, in one pass."""
     import numpy as np
 
-    spans = [(int(idx.offsets[p]), int(idx.lengths[p])) for p in parts]
-    rid = np.concatenate([idx.row_ids[o : o + n] for o, n in spans])
-    if idx.vectors is not None:
-        # Scored natively, span by span in parallel, straight from the index's vectors (the
-        # Arrow array wraps the numpy buffer: no copy). Cosine: the stored vectors and the
-        # query are normalized, so it is scored as one minus the inner product, as dot is.
-        flat = pa.array(idx.vectors.reshape(-1))
-        got = _lancepy.span_distances(flat, idx.vectors.shape[1], spans, q.astype(np.float32).tolist(), idx.metric)
-        out = pa.record_batch(got).column(0).to_numpy(zero_copy_only=True)
-        return rid, out
-    if idx.sq_codes is not None:
+    loaded = [idx.partition(p) for p in parts]
+    spans, at = [], 0
+    for part in loaded:
+        spans.append((at, len(part.row_ids)))
+        at += len(part.row_ids)
+    rid = np.concatenate([part.row_ids for part in loaded]) if loaded else np.empty(0, np.uint64)
+    if idx.kind == "IVF_FLAT":
+        # Scored natively, span by span in parallel (the Arrow array wraps the numpy buffer:
+        # no copy). Cosine: the stored vectors and the query are normalized, so it is scored
+        # as one minus the inner product, as dot is.
+        vectors = np.concatenate([part.data for part in loaded]) if loaded else np.empty((0, idx.dim), np.float32)
+        got = _lancepy.span_distances(pa.array(vectors.reshape(-1)), idx.dim, spans, q.astype(np.float32).tolist(), idx.metric)
+        return rid, pa.record_batch(got).column(0).to_numpy(zero_copy_only=True)
+    if idx.kind == "IVF_SQ":
         assert idx.sq_bounds is not None
         q_code = sq_codes(q.astype(np.float32).reshape(1, -1), idx.sq_bounds)[0]
-        codes = np.concatenate([idx.sq_codes[o : o + n] for o, n in spans]) if spans else idx.sq_codes[:0]
+        codes = np.concatenate([part.data for part in loaded]) if loaded else np.empty((0, idx.dim), np.uint8)
         return rid, sq_distances(codes, q_code, idx.sq_bounds)
     m = idx.num_sub_vectors
     cb = idx.codebook
-    codes = idx.codes
-    if not codes.flags.c_contiguous:  # (once: the native scan reads them sub-vector by sub-vector)
-        codes = idx.codes = np.ascontiguousarray(codes)
+    codes = np.ascontiguousarray(np.concatenate([part.data for part in loaded], axis=1)) if loaded else np.empty((m, 0), np.uint8)
     flat_codes = pa.array(codes.reshape(-1))
     if idx.metric == "dot":  # codes of the vectors themselves; 1 - (sum of per-sub-vector dots)
         table = -np.einsum("mkd,md->mk", cb, q.reshape(m, -1))

@@ -586,20 +586,11 @@ def remap(
     from lancepy._ops import ivf as _ivf
 
     idx = _ivf.load_index(ds_uri, entry["uuid"], storage_options)
-    new_rid, keep = moved_rows(idx.row_ids, old_addresses, new_addresses, compacted_fragments, dropped_fragments)
+    row_ids, data = _ivf.all_rows(idx)
+    new_rid, keep = moved_rows(row_ids, old_addresses, new_addresses, compacted_fragments, dropped_fragments)
     parts = np.repeat(np.arange(idx.num_partitions), idx.lengths)
-    data = _index_rows(idx)
     new_rid, data, offsets, lengths = _grouped(new_rid[keep], parts[keep], data[keep], idx.num_partitions)
     return _rewrite(ds_uri, storage_options, idx, new_rid, data, offsets, lengths)
-
-
-def _index_rows(idx: Any) -> "np.ndarray":
-    """An index's per-row data, rows in file order: PQ codes (rows × m) or vectors."""
-    import numpy as np
-
-    if idx.kind == "IVF_SQ":
-        return idx.sq_codes
-    return np.ascontiguousarray(idx.codes.T) if idx.kind == "IVF_PQ" else idx.vectors
 
 
 def _rewrite(
@@ -640,9 +631,10 @@ def extend(
             if idx.centroids.shape != first.centroids.shape or not np.array_equal(idx.centroids, first.centroids):
                 raise NotSupportedError("optimize_indices: merging index segments trained separately (retrain=True rebuilds)")
             # rows of fragments that no longer exist are dropped
-            keep = np.isin((idx.row_ids >> np.uint64(32)).astype(np.int64), np.asarray(sorted(live), dtype=np.int64))
-            row_ids = np.concatenate([idx.row_ids[keep], row_ids])
+            old_rid, old_data = _ivf.all_rows(idx)
+            keep = np.isin((old_rid >> np.uint64(32)).astype(np.int64), np.asarray(sorted(live), dtype=np.int64))
+            row_ids = np.concatenate([old_rid[keep], row_ids])
             parts = np.concatenate([np.repeat(np.arange(idx.num_partitions), idx.lengths)[keep].astype(np.uint32), parts])
-            data = np.concatenate([_index_rows(idx)[keep], data])
+            data = np.concatenate([old_data[keep], data])
     row_ids, data, offsets, lengths = _grouped(row_ids, parts, data, first.num_partitions)
     return _rewrite(ds._uri, ds._storage_options, first, row_ids, data, offsets, lengths)

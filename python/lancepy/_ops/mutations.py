@@ -71,7 +71,7 @@ def delete(
     """See :meth:`LanceDataset.delete`."""
 
     def attempt() -> Dict[str, int]:
-        flt = compile_filter(predicate, ds.schema)
+        flt = compile_filter(predicate, ds._schema)
         if flt is None:
             raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
         addresses = ds._matching_addresses(flt)
@@ -122,7 +122,7 @@ def update(
 def _update_once(ds: LanceDataset, updates: Dict[str, Any], where: Any) -> Dict[str, int]:
     if not updates:
         raise InvalidArgumentError("update needs at least one column to set")
-    schema = ds.schema
+    schema = ds._schema
     for name in updates:
         if name not in schema.names:
             raise InvalidArgumentError(f"cannot update column {name!r}: the dataset has no such column")
@@ -162,7 +162,7 @@ def replace_rows_uncommitted(
     updated, removed, written = ds._write_deletions(addresses)
     new_frags: List[Dict[str, Any]] = []
     if new_rows is not None and new_rows.num_rows > 0:
-        reader = align_to_schema(new_rows.to_reader(), ds.schema)
+        reader = align_to_schema(new_rows.to_reader(), ds._schema)
         frags = _write(
             ds._uri,
             reader,
@@ -189,7 +189,7 @@ def merge(
 ) -> None:
     """See :meth:`LanceDataset.merge`."""
     right_on = left_on if right_on is None else right_on
-    if left_on not in ds.schema.names:
+    if left_on not in ds._schema.names:
         from lancepy.exceptions import ColumnNotFoundError
 
         raise ColumnNotFoundError(f"merge key {left_on!r} is not a column of the dataset")

@@ -72,7 +72,7 @@ def _resolve_column(ds: "LanceDataset", column: str) -> Tuple[str, int, pa.DataT
     if path is None:
         raise KeyError(f"{column} not found in schema")
     parts = path.split(".")
-    field = ds.schema.field(parts[0])
+    field = ds._schema.field(parts[0])
     for part in parts[1:]:
         if not pa.types.is_struct(field.type):
             raise KeyError(f"{column} not found in schema")

@@ -87,11 +87,11 @@ def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
         if kind == "BTree" and not _btree.holds_addresses(ds, e):
             continue  # (stable row ids, as older pylance indexed them: not used)
         column = paths.get(e["fields"][0])
-        if column is None or "." in column or column not in ds.schema.names:
+        if column is None or "." in column or column not in ds._schema.names:
             continue
         idx = out.get(column)
         if idx is None:
-            dtype = ds.schema.field(column).type
+            dtype = ds._schema.field(column).type
             if kind == "LabelList":
                 if not _bitmap.is_list(dtype):
                     continue

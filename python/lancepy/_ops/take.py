@@ -13,7 +13,7 @@ from lancepy import blob as _blob
 from lancepy._core.args import _indices
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops.projection import Projection
-from lancepy.exceptions import IndexOutOfRangeError, InvalidArgumentError
+from lancepy.exceptions import DeletedRowTakeError, InvalidArgumentError
 from lancepy.filters import compile_expression
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +60,7 @@ def _projected(ds: LanceDataset, columns: Any, with_row_id: bool, with_row_addre
     """`read(columns, with_row_id, with_row_address)` for a projection as pylance takes it:
     names (system columns and nested paths included, in the order asked), or a dict of SQL
     expressions (computed columns); `with_row_id` / `with_row_address` append those columns."""
-    schema = ds.schema
+    schema = ds._schema
     if isinstance(columns, dict):
         import pyarrow.dataset as pads
 
@@ -142,7 +142,10 @@ def take_blobs(
         else:
             rows = pa.table(ds._snapshot.take_addresses(wanted, columns=[blob_column], with_row_address=True))
         if rows.num_rows != len(wanted):
-            raise IndexOutOfRangeError(f"take_blobs: some of the {given[0]} name deleted or missing rows")
+            raise DeletedRowTakeError(
+                f"take_blobs: A take operation that includes row addresses must not target deleted rows: some of "
+                f"the {given[0]} name deleted or missing rows"
+            )
     return _blob.open_blob_files(
         ds._store.uri,
         manifest,

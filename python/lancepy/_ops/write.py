@@ -580,7 +580,6 @@ def write_dataset(
         raise InvalidArgumentError("max_rows_per_group must be positive")
     data_storage_version = _legacy_flag(use_legacy_format, data_storage_version)
     _refuse(
-        commit_lock=commit_lock,
         namespace_client=namespace_client,
         table_id=table_id,
         session=session,
@@ -656,6 +655,7 @@ def write_dataset(
         written_files=written,
         data_storage_version=version if op == "Overwrite" else None,
         new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
+        commit_lock=commit_lock,
     )
     return u, options, store_params, result.manifest
 
@@ -700,6 +700,8 @@ def commit_operation(
     commit_message: Optional[str] = None,
     enable_stable_row_ids: bool = False,
     timeout_s: Optional[float] = None,
+    commit_lock: Any = None,
+    detached: bool = False,
 ) -> _commit.LoadedManifest:
     """Commits `operation` (a ``LanceOperation``; `planned`, a ``Transaction`` it came from,
     gives the uuid and properties) on top of `read_version` (required but for ``Overwrite``
@@ -730,5 +732,7 @@ def commit_operation(
         timeout_s=timeout_s,
         # (as in pylance, only a commit that creates the dataset takes it)
         new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
+        commit_lock=commit_lock,
+        detached=detached,
     )
     return result.manifest

@@ -17,8 +17,14 @@ refuse the dataset with :class:`~lancepy.exceptions.UnsupportedError`.
    files are removed again; compatible ones are rebased over: the new manifest is built from
    the latest manifest, not from R's;
 4. the manifest (with the transaction inline) is published with put-if-not-exists under
-   version N+1's name; if another writer took that name, go back to 3;
+   version N+1's name, inside the caller's commit lock if one is given (pylance's
+   ``commit_lock``); if another writer took that name (or the lock says so), go back to 3;
 5. ``latest_version_hint.json`` is updated (best effort).
+
+Versions removed by a cleanup since R are not checked in 3 (as pylance: only the versions
+that still exist are). A *detached* commit (pylance's ``detached=True``) skips 3 and 5: it
+applies the transaction to R alone and publishes ``_versions/d{V}.manifest``, V a random
+u64 with the top bit set, outside the line of versions.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, TypedDict, Union
 from lancepy import _lancepy
 from lancepy._table.cleanup import cleanup_old_versions
 from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table layer's entry points
+    DETACHED_VERSION_MASK,
+    is_detached,
     FLAG_BASE_PATHS,
     FLAG_DELETION_FILES,
     FLAG_DISABLE_TRANSACTION_FILE,
@@ -63,7 +71,14 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     write_hint,
 )
 from lancepy._table.transaction import _body, conflicts, new_transaction, operation_name  # noqa: F401
-from lancepy.exceptions import CommitConflictError, DatasetNotFoundError, InvalidArgumentError, LanceIOError, UnsupportedError
+from lancepy.exceptions import (
+    CommitConflictError,
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    LanceIOError,
+    NotSupportedOnStorageError,
+    UnsupportedError,
+)
 
 __all__ = [
     "FLAG_DELETION_FILES",
@@ -485,12 +500,84 @@ def _auto_cleanup(store: Any, loaded: LoadedManifest) -> None:
         warnings.warn(f"automatic cleanup of {store.uri} after version {loaded.version} failed: {e}", stacklevel=2)
 
 
-def _check_retries(store: Any, retries: int, max_retries: int, version: int, attempt: int) -> None:
+def _check_retries(store: Any, retries: int, max_retries: int, version: int, attempt: int, locked: bool = False) -> None:
     if retries > max_retries:
+        who = "the commit lock raised CommitConflictError for it" if locked else "another writer committed it"
         raise CommitConflictError(
-            f"Commit conflict for version {version}: another writer committed it; gave up committing to "
+            f"Commit conflict for version {version}: {who}; gave up committing to "
             f"{store.uri} after {max_retries} retries ({attempt} attempts)"
         )
+
+
+def _lock(commit_lock: Any, version: int) -> Any:
+    """Enters ``commit_lock(version)`` (pylance's ``commit_lock=``: a function returning a
+    context manager, held while `version`'s manifest is published). ``None`` without a lock;
+    ``False`` when the lock raises :class:`CommitConflictError` (the version counts as taken,
+    as in pylance); any other error from it stops the commit."""
+    if commit_lock is None:
+        return None
+    try:
+        lease = commit_lock(version)
+        lease.__enter__()
+        return lease
+    except CommitConflictError:
+        return False
+    except Exception as e:  # noqa: BLE001 - the user's lock: reported as pylance does
+        raise LanceIOError(f"Error from commit handler: {e}") from e
+
+
+def _unlock(lease: Any, failure: Optional[BaseException]) -> None:
+    """Leaves a lease of :func:`_lock`: cleanly after a publish, with `failure` otherwise."""
+    if not lease:
+        return
+    try:
+        if failure is None:
+            lease.__exit__(None, None, None)
+        else:
+            lease.__exit__(type(failure), failure, failure.__traceback__)
+    except CommitConflictError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise LanceIOError(f"Error from commit handler: {e}") from e
+
+
+def _publish(store: Any, path: str, data: bytes, version: int, commit_lock: Any) -> Tuple[bool, Any]:
+    """Put-if-not-exists of a manifest inside the commit lock: ``(published, lease)``, the
+    lease still to be left with :func:`_unlock` (after the caller has recorded the publish:
+    a lock that fails on release does not undo a published version). ``lease is False``: the
+    lock refused the version."""
+    lease = _lock(commit_lock, version)
+    if lease is False:
+        return False, False
+    try:
+        return bool(store.put_if_not_exists(path, data)), lease
+    except BaseException as e:
+        _unlock(lease, e)
+        raise
+
+
+def _commit_detached(store: Any, txn: Dict[str, Any], txn_bytes: bytes, txn_name: str, *, max_retries: int,
+                     commit_lock: Any, data_storage_version: Optional[str]) -> CommitResult:
+    """A detached commit (pylance's ``detached=True``): the transaction applied to its read
+    version (attached or detached; no conflict checks, nothing rebased) as a version numbered
+    by a random u64 with the top bit set, ``_versions/d{version}.manifest``. The dataset's
+    line of versions, its latest version and its hint do not change."""
+    _, scheme = latest_version(store)
+    if scheme == "v1":
+        raise NotSupportedOnStorageError("detached commits cannot be used with v1 manifest paths")
+    base = load_manifest(store, txn.get("read_version", 0))
+    check_feature_flags(base, write=True, uri=store.uri)
+    for attempt in range(1, max(1, max_retries) + 1):
+        version = random.getrandbits(64) | DETACHED_VERSION_MASK
+        built = build_manifest(base, txn, version, txn_name, store=store, data_storage_version=data_storage_version)
+        data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section)
+        path = manifest_name(version, "v2")
+        published, lease = _publish(store, path, data, version, commit_lock)
+        if published:
+            _unlock(lease, None)
+            return CommitResult(version, LoadedManifest.from_native(_lancepy.Manifest.decode(store, data, version, path, "v2")), attempt)
+        _unlock(lease, LanceIOError("commit failed"))
+    raise CommitConflictError(f"no unused detached version number found in {store.uri} after {max_retries} tries")
 
 
 def commit_transaction(
@@ -503,6 +590,8 @@ def commit_transaction(
     data_storage_version: Optional[str] = None,
     new_dataset_flags: int = 0,
     timeout_s: Optional[float] = None,
+    commit_lock: Any = None,
+    detached: bool = False,
 ) -> CommitResult:
     """Commits `txn` (read version ``txn["read_version"]``) with the protocol above, retrying
     at most `max_retries` times and, with `timeout_s`, not retrying after that many seconds.
@@ -513,7 +602,11 @@ def commit_transaction(
     `written_files` (paths relative to the root, or ``(store, path)`` for files written
     under another base path) are deleted again if the commit fails, so a failed commit
     leaves no trace. `naming` is used for a new dataset; an existing one keeps its scheme.
+    `commit_lock` (pylance's) is held around each try to publish a version's manifest;
+    `detached` makes a detached version (see :func:`_commit_detached`).
     """
+    if commit_lock is not None and not callable(commit_lock):
+        raise InvalidArgumentError(f"commit_lock must be a function version -> context manager, got {type(commit_lock).__name__}")
     files = list(written_files)
     read_version = txn.get("read_version", 0)
     txn_bytes = _lancepy.encode_transaction(json.dumps(txn))
@@ -525,7 +618,11 @@ def commit_transaction(
         # A unique name: no one else writes it, and no reader looks at it before a manifest
         # names it.
         store.put_if_not_exists(txn_path, txn_bytes)
+        if detached:
+            return _commit_detached(store, txn, txn_bytes, txn_name, max_retries=max_retries, commit_lock=commit_lock,
+                                    data_storage_version=data_storage_version)
         checked = read_version
+        locked = False
         rebased: List[int] = []
         retries = 0
         for attempt in itertools.count(1):
@@ -538,7 +635,12 @@ def commit_transaction(
                 retries += 1  # version read_version + 1 is taken already
                 _check_retries(store, retries, max_retries, read_version + 1, attempt)
             for v in range(checked + 1, latest + 1):
-                reason = conflicts(txn, load_transaction(store, v))
+                other = load_transaction(store, v)
+                if other is None and _lancepy.open_manifest(store, v) is None:
+                    # Version v was removed (by a cleanup) since we read: as pylance, only the
+                    # versions that still exist are checked.
+                    continue
+                reason = conflicts(txn, other)
                 if reason is not None:
                     raise CommitConflictError(
                         f"commit of {operation_name(txn)} (read version {read_version}) conflicts with version {v}: {reason}"
@@ -554,8 +656,10 @@ def commit_transaction(
             )
             data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section, store)
             path = manifest_name(latest + 1, scheme or naming or "v2")
-            if store.put_if_not_exists(path, data):
-                published = True
+            published, lease = _publish(store, path, data, latest + 1, commit_lock)
+            locked = lease is False
+            _unlock(lease, None if published else LanceIOError("commit failed"))
+            if published:
                 write_hint(store, latest + 1)
                 loaded = LoadedManifest.from_native(
                     _lancepy.Manifest.decode(store, data, latest + 1, path, scheme or naming or "v2")
@@ -567,7 +671,7 @@ def commit_transaction(
             # one costs a few round trips, and racing writers must spread out or they keep
             # colliding (8 writers on S3 would otherwise exhaust their retries).
             retries += 1
-            _check_retries(store, retries, max_retries, latest + 1, attempt)
+            _check_retries(store, retries, max_retries, latest + 1, attempt, locked)
             if deadline is not None and time.monotonic() >= deadline:
                 raise CommitConflictError(
                     f"gave up committing to {store.uri}: version {latest + 1} was taken and the commit timeout "

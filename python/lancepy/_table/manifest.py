@@ -70,8 +70,21 @@ def _mixed_file_versions(fragments: List[Dict[str, Any]], version: Optional[str]
     )
 
 
+# A detached version (pylance's): a manifest outside the line of versions, numbered by a
+# random u64 with its top bit set, stored as ``_versions/d{version}.manifest`` (the ``d``
+# sorts after every attached manifest name, and listings skip it).
+DETACHED_VERSION_MASK = 0x8000_0000_0000_0000
+
+
+def is_detached(version: Optional[int]) -> bool:
+    """Whether `version` names a detached version."""
+    return version is not None and bool(int(version) & DETACHED_VERSION_MASK)
+
+
 def manifest_name(version: int, naming: str) -> str:
     """The path (relative to the root) of version `version` under `naming` (``v1``/``v2``)."""
+    if is_detached(version):
+        return f"{VERSIONS_DIR}/d{int(version)}.manifest"
     return _lancepy.manifest_path(version, naming)
 
 
@@ -171,7 +184,12 @@ class LoadedManifest:
 
 
 def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:
-    """Loads version `version` (default: the latest)."""
+    """Loads version `version` (default: the latest; a detached version too)."""
+    if is_detached(version):
+        path = manifest_name(int(version), "v2")  # (detached versions imply V2 naming, as in pylance)
+        if not store.exists(path):
+            raise VersionNotFoundError(f"detached version {version} of {store.uri} does not exist ({path})")
+        return LoadedManifest.from_native(_lancepy.Manifest.decode(store, store.read(path), int(version), path, "v2"))
     native = _lancepy.open_manifest(store, version)
     if native is not None:
         return LoadedManifest.from_native(native)
