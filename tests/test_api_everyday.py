@@ -671,12 +671,14 @@ def test_drop_refuses_what_is_not_a_dataset_root(tmp_path) -> None:
     assert (bad / "data").exists()
 
 
-def test_join_and_replace_schema_are_refused_as_in_pylance(uri) -> None:
+def test_join_is_pyarrows_and_replace_schema_is_refused_as_in_pylance(uri) -> None:
     ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
     with pytest.raises(NotImplementedError):
         theirs.join(theirs, "id")
-    with pytest.raises(NotSupportedError):
-        ours.join(ours, "id")
+    # pylance refuses join; lancepy does pyarrow's (tests/test_arrow_dataset.py compares more)
+    t = ours.to_table()
+    got = ours.join(ours, "id", join_type="inner", right_suffix="_r").to_table().sort_by("id")
+    assert got.equals(t.join(t, "id", join_type="inner", right_suffix="_r").sort_by("id"))
     with pytest.raises(NotImplementedError):
         theirs.replace_schema(theirs.schema)
     with pytest.raises(NotSupportedError):

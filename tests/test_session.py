@@ -63,6 +63,29 @@ def test_a_shared_session_serves_manifests_it_holds(tmp_path):
         lancepy.Session(metadata_cache_backend={"kind": "moka"})
 
 
+def test_a_session_never_serves_a_manifest_that_is_gone_or_replaced(tmp_path):
+    """A dataset deleted and written again at the same URI, or a version removed by a cleanup,
+    is read afresh: the session's manifests are checked against their files."""
+    import shutil
+
+    path = str(tmp_path / "r.lance")
+    lancepy.write_dataset(pa.table({"id": [1, 2, 3]}), path)
+    session = lancepy.Session()
+    first = lancepy.dataset(path, version=1, session=session)
+    assert first.to_table().column("id").to_pylist() == [1, 2, 3]
+    shutil.rmtree(path)
+    lancepy.write_dataset(pa.table({"id": [7, 8, 9]}), path)  # version 1 again, other rows
+    again = lancepy.dataset(path, version=1, session=session)
+    assert again.to_table().column("id").to_pylist() == [7, 8, 9] == lance.dataset(path, version=1).to_table().column("id").to_pylist()
+    # A version a cleanup removed is not opened from the cache.
+    ds = lancepy.write_dataset(pa.table({"id": [10]}), path, mode="append")
+    lancepy.dataset(path, version=1, session=session)
+    ds.cleanup_old_versions(older_than=__import__("datetime").timedelta(0))
+    with pytest.raises(Exception) as err:
+        lancepy.dataset(path, version=1, session=session).to_table()
+    assert "1" in str(err.value)
+
+
 # -- the index cache ------------------------------------------------------------------------
 
 

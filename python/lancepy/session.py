@@ -19,12 +19,13 @@ pylance's counters of the index cache.
 from __future__ import annotations
 
 import inspect
+import os
 import warnings
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from lancepy._core.args import _refuse
 from lancepy._core.cache import ByteLruCache
-from lancepy._core.paths import PathLike, _uri
+from lancepy._core.paths import PathLike, _uri, local_path
 from lancepy._core.storage import normalize_storage_options, origin_key
 from lancepy.exceptions import InvalidArgumentError
 
@@ -117,15 +118,38 @@ def _metadata_key(ds_uri: str, storage_options: Any, version: int) -> Any:
     return ("manifest", origin_key(ds_uri, storage_options), int(version))
 
 
+def _stamp(uri: str, manifest_path: str) -> Optional[Tuple[int, int, int, int]]:
+    """The identity of a local manifest file (device, inode, size, mtime), or ``None`` where
+    there is none to check cheaply (object stores, ``memory://``) or the file is gone."""
+    root = local_path(uri)
+    if root is None:
+        return None
+    try:
+        st = os.stat(os.path.join(root, manifest_path))
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _remember(ds: Any) -> None:
+    """Keeps `ds`'s manifest for reopening its version, with its file's identity: a version
+    removed by a cleanup, or a dataset deleted and written again at the same URI, is read
+    afresh instead of answered from the cache. Only local manifests are kept: on an object
+    store the check would cost the request a hit saves."""
     loaded = ds._loaded
-    ds.session()._metadata.put(_metadata_key(ds._uri, ds._storage_options, loaded.version), loaded, loaded.size)
+    stamp = _stamp(ds._uri, loaded.path)
+    if stamp is not None:
+        ds.session()._metadata.put(_metadata_key(ds._uri, ds._storage_options, loaded.version), (loaded, stamp), loaded.size)
 
 
 def _cached_manifest(session: Session, uri: str, storage_options: Any, version: Any) -> Any:
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         return None  # (the latest version, a tag: found by listing)
-    return session._metadata.get(_metadata_key(uri, storage_options, version))
+    hit = session._metadata.get(_metadata_key(uri, storage_options, version))
+    if hit is None:
+        return None
+    loaded, stamp = hit
+    return loaded if _stamp(uri, loaded.path) == stamp else None
 
 
 def attach(ds: Any, session: Optional[Session], commit_lock: Any = None, default_scan_options: Optional[Dict[str, Any]] = None) -> Any:
