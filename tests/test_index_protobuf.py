@@ -6,6 +6,8 @@ output pylance reads (and matches what pylance writes): the prost path must writ
 these bytes and read the same values back from them.
 """
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -100,6 +102,9 @@ def test_damaged_messages_raise_typed_errors():
         _lancepy.decode_ivf(IVF_FULL[:-12])
     with pytest.raises(CorruptFileError, match="shape"):
         _lancepy.decode_tensor_f32(TENSOR.replace(bytes.fromhex("120203"), bytes.fromhex("120204")))
-    float64 = bytes.fromhex("0803120101") + bytes.fromhex("1a08") + bytes(8)
-    with pytest.raises(UnsupportedError, match="FLOAT64"):
-        _lancepy.decode_tensor_f32(float64)
+    uint8 = bytes.fromhex("0804120101") + bytes.fromhex("1a01") + bytes(1)
+    with pytest.raises(UnsupportedError, match="UINT8"):
+        _lancepy.decode_tensor_f32(uint8)
+    # float64 (and float16) tensors are read as float32, as pylance writes them for such vectors
+    float64 = bytes.fromhex("0803120101") + bytes.fromhex("1a08") + struct.pack("<d", 2.5)
+    assert np.asarray(_lancepy.decode_tensor_f32(float64)).tolist() == [2.5]

@@ -70,13 +70,17 @@ class DatasetArrowMembers:
         pinned to this dataset's version."""
         return FilteredDataset(self, expression)
 
-    def sort_by(self, sorting: Any, **kwargs: Any) -> pads.InMemoryDataset:
+    def sort_by(self, sorting: Any, *, null_placement: Optional[str] = None) -> pads.InMemoryDataset:
         """The dataset's rows sorted (pyarrow's ``Dataset.sort_by``: `sorting` is a column
-        name or ``[(name, "ascending" | "descending"), ...]``; `kwargs` are
-        ``pyarrow.compute.SortOptions``' such as ``null_placement``), as pyarrow returns it:
-        an ``InMemoryDataset`` holding every row. For a sorted read of part of the data, pass
-        ``order_by=`` (with ``columns=`` / ``filter=``) to ``scanner`` or ``to_table``."""
-        return pads.InMemoryDataset(self.to_table().sort_by(sorting, **kwargs))  # type: ignore[attr-defined]
+        name or ``[(name, "ascending" | "descending"[, null placement]), ...]``;
+        `null_placement`, ``pyarrow.compute.SortOptions``' one option, is passed on when
+        given), as pyarrow returns it: an ``InMemoryDataset`` holding every row. For a sorted
+        read of part of the data, pass ``order_by=`` (with ``columns=`` / ``filter=``) to
+        ``scanner`` or ``to_table``."""
+        table = self.to_table()  # type: ignore[attr-defined]
+        if null_placement is None:
+            return pads.InMemoryDataset(table.sort_by(sorting))
+        return pads.InMemoryDataset(table.sort_by(sorting, null_placement=null_placement))
 
     def join(self, right_dataset: Any, keys: Any, right_keys: Any = None, join_type: str = "left outer",
              left_suffix: Any = None, right_suffix: Any = None, coalesce_keys: bool = True,
