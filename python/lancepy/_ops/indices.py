@@ -332,11 +332,11 @@ def prepare_vector_index(
         raise TypeError(f"Vector column {column} must be FixedSizeListArray, got {field.type}")
     if not pa.types.is_floating(field.type.value_type):
         raise TypeError(f"Vector column {column} must have floating value type, got {field.type.value_type}")
-    if not pa.types.is_float32(field.type.value_type):
-        # (pylance types an index's centroids and codebook like the vectors; lancepy writes
-        # and reads float32 ones only)
+    # pylance types an index's centroids, PQ codebook and IVF_FLAT vectors like the vectors.
+    value_type = {pa.float16(): "float16", pa.float32(): "float32", pa.float64(): "float64"}.get(field.type.value_type)
+    if value_type is None:
         raise NotSupportedError(
-            f"create_index on {field.type.value_type} vectors: lancepy builds indices of float32 vectors only"
+            f"create_index on {field.type.value_type} vectors: lancepy builds indices of float16, float32 and float64 vectors"
         )
     dim = field.type.list_size
     if kind == "IVF_PQ":
@@ -384,6 +384,7 @@ def prepare_vector_index(
         filter_nan=filter_nan,
         seed=seed,
         transposed=not skip_transpose,
+        value_type=value_type,
     )
     return VectorIndexPlan(column, ids[column], dim, params, name, existing, files_options)
 

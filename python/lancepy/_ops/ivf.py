@@ -111,6 +111,7 @@ class IvfIndex:
     pq_transposed: bool = False  # IVF_PQ: codes stored sub-vector by sub-vector within a partition
     sq_bounds: Optional[Tuple[float, float]] = None  # IVF_SQ: the values' (start, end)
     loss: Optional[float] = None  # the k-means loss recorded in index.idx, if any
+    value_type: str = "float32"  # the centroids' stored float type (pylance's: the vectors')
     cache: Any = None  # a ByteLruCache (the session's index cache), or None: nothing kept
     cache_key: Any = None
 
@@ -149,6 +150,47 @@ def _buffer_number(md: Dict[str, str], key: str, reader: Any, path: str) -> int:
     return n
 
 
+_TENSOR_TYPES = {0: "bfloat16", 1: "float16", 2: "float32", 3: "float64"}
+
+
+def _varint(buf: bytes, i: int) -> Tuple[int, int]:
+    v = shift = 0
+    while i < len(buf) and shift < 64:
+        b = buf[i]
+        v |= (b & 0x7F) << shift
+        i += 1
+        if not b & 0x80:
+            return v, i
+        shift += 7
+    raise CorruptFileError("index protobuf: a truncated varint")
+
+
+def _centroids_type(ivf: bytes) -> str:
+    """The stored float type of an ``IVF`` message's centroids tensor (field 4; its field 1
+    is the ``Tensor`` data type, 0 = bfloat16 when absent). Already validated by
+    ``decode_ivf``: this only walks the fields."""
+    i = 0
+    while i < len(ivf):
+        key, i = _varint(ivf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, i = _varint(ivf, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n, i = _varint(ivf, i)
+            if field == 4:
+                body = ivf[i : i + n]
+                code = _varint(body, 1)[0] if body[:1] == b"\x08" else 0
+                return _TENSOR_TYPES.get(code, f"tensor type {code}")
+            i += n
+        else:
+            raise CorruptFileError(f"index protobuf: wire type {wire}")
+    return "float32"
+
+
 def load_index(ds_uri: str, uuid: str, storage_options: Any = None, cache: Any = None) -> IvfIndex:
     """Opens ``_indices/<uuid>/`` of the dataset at ``ds_uri``: its model, from `cache` (a
     session's index cache; keyed by URI, index and storage options: index files are
@@ -183,7 +225,8 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     if metric not in ("l2", "cosine", "dot"):
         raise UnsupportedError(f"vector indices with the {metric!r} distance are not supported by lancepy")
     # IVF messages and tensors (lance.index.pb) are decoded natively (prost).
-    _, _, tensor, loss = _lancepy.decode_ivf(ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath)))
+    ivf_bytes = ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath))
+    _, _, tensor, loss = _lancepy.decode_ivf(ivf_bytes)
     centroids = None if tensor is None else np.asarray(tensor)
     if centroids is None or centroids.ndim != 2:
         raise CorruptFileError(f"{ipath}: the IVF message has no 2-D centroids tensor")
@@ -200,7 +243,8 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     names = areader.schema.names
     if _ROWID not in names:
         raise CorruptFileError(f"{apath}: no {_ROWID} column")
-    idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, apath, storage_options, num_rows, loss=loss)
+    idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, apath, storage_options, num_rows, loss=loss,
+                   value_type=_centroids_type(ivf_bytes))
     if kind == "IVF_FLAT":
         if _FLAT not in names:
             raise CorruptFileError(f"{apath}: no {_FLAT!r} column")

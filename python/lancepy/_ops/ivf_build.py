@@ -78,11 +78,24 @@ class IvfParams:
     seed: Optional[int]
     transposed: bool = True
     sq_bounds: Optional[Tuple[float, float]] = None  # IVF_SQ: the range its codes span
+    #: The indexed vectors' float type: pylance writes the centroids, the PQ codebook and the
+    #: IVF_FLAT vectors in it ("float16", "float32" or "float64").
+    value_type: str = "float32"
 
 
 # --------------------------------------------------------------------------------------
 # protobuf messages (lance.index.pb), encoded natively (prost)
 # --------------------------------------------------------------------------------------
+
+
+_ARROW_FLOATS = {"float16": pa.float16(), "float32": pa.float32(), "float64": pa.float64()}
+
+
+def _writable_type(value_type: str) -> str:
+    """`value_type` if lancepy can write an index of it (a rewrite keeps an index's type)."""
+    if value_type not in _ARROW_FLOATS:
+        raise NotSupportedError(f"rewriting a vector index of {value_type} vectors: lancepy writes float16, float32 and float64 ones")
+    return value_type
 
 
 def _f32(array: "np.ndarray") -> pa.Array:
@@ -91,19 +104,24 @@ def _f32(array: "np.ndarray") -> pa.Array:
     return pa.array(np.ascontiguousarray(array, dtype=np.float32).reshape(-1), pa.float32())
 
 
-def _tensor_f32(array: "np.ndarray", shape: Sequence[int]) -> bytes:
-    """A float32 ``Tensor`` of `shape` holding `array`'s values in C order."""
-    return _lancepy.encode_tensor_f32(_f32(array), [int(s) for s in shape])
+def _tensor_f32(array: "np.ndarray", shape: Sequence[int], value_type: str = "float32") -> bytes:
+    """A ``Tensor`` of `shape` holding `array`'s values in C order, as `value_type` values."""
+    return _lancepy.encode_tensor_f32(_f32(array), [int(s) for s in shape], value_type)
 
 
 def ivf_message(
-    offsets: Sequence[int], lengths: Sequence[int], centroids: Optional["np.ndarray"] = None, loss: Optional[float] = None
+    offsets: Sequence[int],
+    lengths: Sequence[int],
+    centroids: Optional["np.ndarray"] = None,
+    loss: Optional[float] = None,
+    value_type: str = "float32",
 ) -> bytes:
-    """An ``IVF`` message: partition offsets (2) and lengths (3), centroids tensor (4), loss (5)."""
+    """An ``IVF`` message: partition offsets (2) and lengths (3), centroids tensor (4, as
+    `value_type` values), loss (5)."""
     loss = None if loss is None else float(loss)
     if centroids is None:
         return _lancepy.encode_ivf(list(offsets), list(lengths), loss=loss)
-    return _lancepy.encode_ivf(list(offsets), list(lengths), _f32(centroids), list(centroids.shape), loss)
+    return _lancepy.encode_ivf(list(offsets), list(lengths), _f32(centroids), list(centroids.shape), loss, value_type)
 
 
 def vector_index_details(p: IvfParams) -> bytes:
@@ -522,9 +540,10 @@ def _write_files(
         values = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(data, dtype=np.uint8).reshape(-1), pa.uint8()), dim)
         schema = pa.schema([pa.field("_rowid", pa.uint64()), pa.field("__sq_code", pa.list_(pa.uint8(), dim))])
     else:
-        values = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(data).reshape(-1), pa.float32()), dim)
+        vt = _ARROW_FLOATS[p.value_type]
+        values = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(data, dtype=vt.to_pandas_dtype()).reshape(-1), vt), dim)
         schema = pa.schema(
-            [pa.field("_rowid", pa.uint64()), pa.field("flat", pa.list_(pa.field("item", pa.float32()), dim), nullable=False)]
+            [pa.field("_rowid", pa.uint64()), pa.field("flat", pa.list_(pa.field("item", vt), dim), nullable=False)]
         )
     aux = LanceFileWriter(base + "auxiliary.idx", schema, version="2.2", storage_options=storage_options)
     if n:
@@ -532,7 +551,7 @@ def _write_files(
     aux.add_schema_metadata("distance_type", p.metric)
     aux.add_schema_metadata("lance:ivf", str(aux.add_global_buffer(ivf_message(offsets.tolist(), lengths.tolist()))))
     if p.kind == "IVF_PQ":
-        pos = aux.add_global_buffer(_tensor_f32(codebook, (_PQ_CODEWORDS, dim)))
+        pos = aux.add_global_buffer(_tensor_f32(codebook, (_PQ_CODEWORDS, dim), p.value_type))
         meta = {
             "codebook_position": pos,
             "nbits": 8,
@@ -553,7 +572,7 @@ def _write_files(
     idx = LanceFileWriter(base + "index.idx", marker, version="2.2", storage_options=storage_options)
     idx.add_schema_metadata("lance:index", json.dumps({"type": p.kind, "distance_type": p.metric}, separators=(",", ":")))
     idx.add_schema_metadata("lance:flat", json.dumps([""] * k, separators=(",", ":")))
-    idx.add_schema_metadata("lance:ivf", str(idx.add_global_buffer(ivf_message([0] * k, [0] * k, centroids, loss))))
+    idx.add_schema_metadata("lance:ivf", str(idx.add_global_buffer(ivf_message([0] * k, [0] * k, centroids, loss, p.value_type))))
     idx.close()
     return [
         {"path": "auxiliary.idx", "size_bytes": int(aux.file_size or 0)},
@@ -599,7 +618,7 @@ def _rewrite(
     """Writes a new index with `idx`'s model (centroids, codebook, metric) and these rows."""
     m = idx.num_sub_vectors if idx.kind == "IVF_PQ" else 0
     p = IvfParams(idx.kind, idx.metric, idx.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
-                  None, None, True, None, sq_bounds=idx.sq_bounds)
+                  None, None, True, None, sq_bounds=idx.sq_bounds, value_type=_writable_type(idx.value_type))
     uid = str(_uuid.uuid4())
     base = ds_uri.rstrip("/") + f"/_indices/{uid}/"
     files = _write_files(base, p, idx.num_partitions, idx.centroids.shape[1], m, idx.centroids, idx.loss, idx.codebook,
@@ -621,7 +640,7 @@ def extend(
     first = _ivf.load_index(ds._uri, entries[0]["uuid"], ds._storage_options)
     m = first.num_sub_vectors if first.kind == "IVF_PQ" else 0
     p = IvfParams(first.kind, first.metric, first.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
-                  None, None, True, None, sq_bounds=first.sq_bounds)
+                  None, None, True, None, sq_bounds=first.sq_bounds, value_type=_writable_type(first.value_type))
     dim = first.centroids.shape[1]
     row_ids, parts, data = _encode_rows(ds, column, dim, fragments, first.centroids, first.codebook, m, p, lambda *a: None)
     if merge:
