@@ -257,12 +257,7 @@ def test_bad_arguments_leave_the_dataset_alone(small):
             ds.create_index("emb", "IVF_FLAT", num_partitions=2, **kw)
     with pytest.raises(NotSupportedError):
         ds.create_index(["emb", "id"], "IVF_FLAT")
-    half = lancepy.write_dataset(
-        pa.table({"h": pa.FixedSizeListArray.from_arrays(pa.array(np.ones(4000, np.float16)), 4)}), path + "-f16"
-    )
-    for kind in ("IVF_FLAT", "IVF_PQ"):
-        with pytest.raises(NotSupportedError, match="float32"):
-            half.create_index("h", kind, num_partitions=2, num_sub_vectors=2)
+    # (float16 / float64 vectors are indexed: tests/test_vector_index_f16.py)
     with pytest.raises(InvalidArgumentError, match="256"):
         small_ds = lancepy.write_dataset(table_of(np.ones((100, 4), np.float32)), path + "2")
         small_ds.create_index("emb", "IVF_PQ", num_partitions=1, num_sub_vectors=2)
