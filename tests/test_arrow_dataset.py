@@ -382,3 +382,14 @@ def test_every_pyarrow_member_of_a_filtered_view_is_safe(tmp_path):
             assert result.startswith("raised UnsupportedError"), (name, result)
         else:
             assert result == "ok", (name, result)
+
+
+def test_filtered_view_forwards_only_known_keywords(tmp_path):
+    """A view's read methods pass their keywords on to LanceDataset's fully-typed methods:
+    an unknown keyword is an error there, never ignored."""
+    ds = lancepy.write_dataset(pa.table({"id": list(range(10))}), tmp_path / "d")
+    view = ds.filter(pc.field("id") > 4)
+    for call in (view.scanner, view.to_table, view.to_batches, view.count_rows):
+        with pytest.raises(TypeError, match="bogus"):
+            call(bogus=1)
+    assert view.to_table(limit=2).column("id").to_pylist() == [5, 6]
