@@ -93,3 +93,55 @@ def test_a_legacy_recorded_version_is_fixed_on_commit_as_pylance(tmp_path):
                                                                        file_minor_version=0)]))
     with pytest.raises(LanceIOError, match="mixture of file versions"):
         commit(m)
+
+
+def test_duplicate_fragment_ids_open_and_scan_as_pylance(tmp_path):
+    """lance 0.16 could give two fragments one id. pylance opens and scans such a dataset;
+    lancepy does the same, refuses only what needs the id to name one fragment, and the next
+    commit fails as pylance's does when the files also mix versions."""
+    import json
+
+    from lancepy.exceptions import CorruptFileError, LanceIOError
+
+    uri = str(tmp_path / "d")
+    lancepy.write_dataset(pa.table({"foo": [1, 2, 1, 3]}), uri, max_rows_per_file=1, data_storage_version="2.0")
+    store = lancepy._lancepy.Store(uri)
+    from lancepy._table import commit
+
+    loaded = commit.load_manifest(store)
+    m = json.loads(loaded.json)
+    m["fragments"][2]["id"] = 1
+    m["fragments"].sort(key=lambda f: f["id"])
+    m["data_format"] = {"file_format": "lance", "version": "0.1"}
+    store.put(loaded.path, lancepy._lancepy.write_manifest(json.dumps(m), loaded.transaction, None))
+
+    ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+    assert ours.data_storage_version == theirs.data_storage_version == "0.1"
+    assert [f.fragment_id for f in ours.get_fragments()] == [f.fragment_id for f in theirs.get_fragments()] == [0, 1, 1, 3]
+    assert ours.to_table() == theirs.to_table()
+    assert ours.count_rows() == theirs.count_rows() == 4
+    assert ours.count_rows("foo = 1") == 2
+    assert ours.take([0, 3]) == theirs.take([0, 3])
+    with pytest.raises(CorruptFileError, match="two fragments have id 1"):
+        ours._take_rows([1 << 32])
+    assert ours._take_rows([3 << 32]).to_pylist() == [{"foo": 3}]
+
+    # all files are 2.0: the next commit records it (pylance does the same on its copy)
+    ours.delete("false")
+    assert ours.data_storage_version == "2.0"
+
+    # one file of the legacy format among them: the commit is refused, nothing changes
+    lancepy.write_dataset(pa.table({"foo": [7]}), uri + "-v1", data_storage_version="legacy")
+    legacy = json.loads(commit.load_manifest(lancepy._lancepy.Store(uri + "-v1")).json)["fragments"][0]["files"][0]
+    loaded = commit.load_manifest(store)
+    m = json.loads(loaded.json)
+    m["data_format"] = {"file_format": "lance", "version": "0.1"}
+    m["fragments"][3]["files"] = [dict(legacy, path="../../d-v1/data/" + legacy["path"])]
+    store.put(loaded.path, lancepy._lancepy.write_manifest(json.dumps(m), loaded.transaction, None))
+    ds = lancepy.dataset(uri)
+    version = ds.version
+    with pytest.raises(LanceIOError, match="mixture of file versions"):
+        ds.delete("false")
+    with pytest.raises(OSError, match="mixture of file versions"):
+        lance.dataset(uri).delete("false")
+    assert lancepy.dataset(uri).version == version

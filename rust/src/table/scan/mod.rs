@@ -101,6 +101,7 @@ pub struct TableSnapshot {
     /// The version's manifest, shared with whoever opened it (not copied).
     manifest: Arc<tablepb::Manifest>,
     fragments: Vec<Fragment>,
+    /// Fragment index by id; [`DUPLICATE_ID`] where two fragments share the id.
     by_id: HashMap<u64, usize>,
     bases: BasePaths,
     stable_row_ids: bool,
@@ -116,6 +117,11 @@ impl std::fmt::Debug for TableSnapshot {
         f.debug_struct("TableSnapshot").field("uri", &self.store.uri()).field("fragments", &self.fragments.len()).finish()
     }
 }
+
+/// Marks an id that two fragments share in [`TableSnapshot::by_id`]. lance 0.16 wrote such
+/// manifests; pylance opens and scans them, so lancepy does too, and refuses only what needs
+/// the id to name one fragment (a row address, a fragment by id).
+const DUPLICATE_ID: usize = usize::MAX;
 
 /// Flag bit of datasets with stable row ids.
 const FLAG_STABLE_ROW_IDS: u64 = 2;
@@ -133,7 +139,7 @@ impl TableSnapshot {
         let mut by_id = HashMap::with_capacity(manifest.fragments.len());
         for (i, f) in manifest.fragments.iter().enumerate() {
             if by_id.insert(f.id, i).is_some() {
-                return Err(Error::corrupt(format!("{}: two fragments have id {}", store.uri(), f.id)));
+                by_id.insert(f.id, DUPLICATE_ID);
             }
         }
         let bases = BasePaths::new(store.uri(), &manifest.base_paths)?;
@@ -178,7 +184,15 @@ impl TableSnapshot {
 
     /// Index of the fragment with id `id`.
     pub fn fragment_index(&self, id: u64) -> Result<usize> {
-        self.by_id.get(&id).copied().ok_or_else(|| Error::IndexOutOfRange(format!("the dataset has no fragment with id {id}")))
+        match self.by_id.get(&id).copied() {
+            Some(DUPLICATE_ID) => Err(Error::corrupt(format!(
+                "{}: two fragments have id {id}, so it names no single fragment (a manifest written by lance 0.16; \
+                 roll back to an earlier version or rewrite the dataset)",
+                self.store.uri()
+            ))),
+            Some(i) => Ok(i),
+            None => Err(Error::IndexOutOfRange(format!("the dataset has no fragment with id {id}"))),
+        }
     }
 
     /// Resolves top-level column names (`None` = all) to field indices.
