@@ -150,3 +150,22 @@ def test_plans_name_what_pylance_plans_name(uri, tmp_path):
     plan = ds.scanner(nearest=dict(q, minimum_nprobes=7)).explain_plan()
     assert "minimum_nprobes=7" in plan and "maximum_nprobes=None" in plan
     assert "maximum_nprobes=Some(10)" in ds.scanner(nearest=dict(q, minimum_nprobes=7, maximum_nprobes=10)).explain_plan()
+
+
+@pytest.mark.parametrize("extra", [{}, {"with_row_id": True}, {"filter": "a > 100"}, {"filter": "a > 100", "prefilter": True}])
+def test_nearest_with_computed_columns_equals_pylance(uri, extra):
+    """Expressions in a vector search's projection, ``_cast_list_f16`` among them: the
+    expressions' columns, then ``_distance`` and the system columns asked for."""
+    cols = {"twice": "a * 2", "v16": "_cast_list_f16(vec)", "sx": "s.x"}
+    nearest = {"column": "vec", "q": [150.5, 1.0], "k": 7}
+    ours = lancepy.dataset(uri).to_table(columns=cols, nearest=nearest, **extra)
+    theirs = lance.dataset(uri).to_table(columns=cols, nearest=nearest, **extra)
+    assert ours.schema.field("v16").type == pa.list_(pa.float16(), 2)
+    assert ours == theirs
+
+
+def test_cast_list_f16_takes_only_float_lists(uri):
+    ds = lancepy.dataset(uri)
+    assert ds.to_table(columns={"v": "_cast_list_f16(vec)"}) == lance.dataset(uri).to_table(columns={"v": "_cast_list_f16(vec)"})
+    with pytest.raises(lancepy.exceptions.InvalidArgumentError, match="_cast_list_f16"):
+        ds.to_table(columns={"v": "_cast_list_f16(a)"})

@@ -306,8 +306,6 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def _set_nearest(self, nearest: Dict[str, Any], prefilter: bool) -> None:
-        if self._computed is not None:
-            raise UnsupportedError("nearest= with computed columns (a dict of expressions) is not supported")
         if isinstance(nearest, dict) and nearest.get("k") is None and self._limit is not None:
             # (as pylance: without k, the scan's limit is the number of neighbours)
             nearest = dict(nearest, k=self._limit + self._offset)
@@ -341,6 +339,15 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
 
     def _search_unplaced(self) -> pa.Table:
         t = self._search_raw()
+        if self._computed is not None:
+            # (as pylance: the expressions, then the scores and the system columns asked for)
+            import pyarrow.dataset as pads
+
+            cols = dict(self._computed)
+            for n in ("_distance", _fts.SCORE, ROW_ID, ROW_ADDRESS):
+                if n in t.column_names and n not in cols and n not in self._hidden_columns:
+                    cols[n] = pc.field(n)
+            return pads.dataset(t).to_table(columns=cols)
         if self._projection is None and not self._no_scoring_column:
             return t
         scored = [n for n in ("_distance", _fts.SCORE) if n in t.column_names

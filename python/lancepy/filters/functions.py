@@ -232,6 +232,30 @@ class _Functions:
             raise InvalidArgumentError(f"filters: {node.sql(dialect=_dialect())}: {e}") from None
         return _V(v.expr.cast(t), t)
 
+    def cast_list_f16(self, node: Any) -> _V:
+        """``_cast_list_f16(vectors)``: a list or fixed-size list of float32 (or float16) as
+        the same kind of list of float16 (pylance's projection function, e.g. to halve the
+        bytes of vectors handed to a GPU)."""
+        args = list(node.expressions)
+        if len(args) != 1:
+            raise InvalidArgumentError(f"filters: _cast_list_f16 takes one list column: {node.sql(dialect=_dialect())}")
+        v = self.value(args[0])
+        t = v.type
+        if _is_null_type(t):
+            return v
+        is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+        if not is_list or t.value_type not in (pa.float32(), pa.float16()):
+            raise InvalidArgumentError(f"filters: _cast_list_f16 takes a list of float32 or float16, got {t}")
+        if pa.types.is_fixed_size_list(t):
+            out = pa.list_(pa.float16(), t.list_size)
+        elif pa.types.is_large_list(t):
+            out = pa.large_list(pa.float16())
+        else:
+            out = pa.list_(pa.float16())
+        if v.const is not None:
+            return _const(v.const.cast(out, safe=False))
+        return _V(v.expr.cast(out, safe=False), out)
+
     # -- functions ----------------------------------------------------------------------
 
     def function(self, node: Any) -> _V:
@@ -338,6 +362,8 @@ class _Functions:
             return res
         if name == "arrow_cast" and isinstance(node, exp.Anonymous):
             return self.arrow_cast(node)
+        if name == "_cast_list_f16" and isinstance(node, exp.Anonymous):
+            return self.cast_list_f16(node)
         if name == "is_valid" and isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
             v = self._visit(node.expressions[0], False)
             return _V(pc.is_valid(v.expr), pa.bool_()) if v.const is None else _const(pa.scalar(v.const.is_valid))
