@@ -147,14 +147,15 @@ def test_fragment_sampler_row_ids_match_pylance(both):
     )
 
 
-def test_batch_sampler_honours_with_row_id(both):
-    """pylance's ShardedBatchSampler warns and drops with_row_id; lancepy's returns the ids."""
-    _, lp = both
+def test_batch_sampler_drops_with_row_id_as_pylance_but_warns(both):
+    """pylance's ShardedBatchSampler drops with_row_id (warning only without a filter);
+    lancepy's returns the same batches and warns in both cases."""
+    pl, lp = both
     for flt in (None, "id > 100"):
-        for b in lp_sampler.ShardedBatchSampler(0, 2)(lp, batch_size=32, columns=["id"], with_row_id=True, filter=flt):
-            assert b.schema.names == ["id", "_rowid"]
-            got = lp._take_rows(b.column("_rowid"), columns=["id"]).column("id").to_pylist()
-            assert got == b.column("id").to_pylist()
+        kw = {"batch_size": 32, "columns": ["id"], "with_row_id": True, "filter": flt}
+        with pytest.warns(UserWarning, match="with_row_id is not supported for ShardedBatchSampler"):
+            ours = _sampled(lp_sampler.ShardedBatchSampler(0, 2), lp, **kw)
+        assert ours == _sampled(pl_sampler.ShardedBatchSampler(0, 2), pl, **kw)
 
 
 @pytest.mark.parametrize("world", [1, 2, 3, 5])
@@ -419,6 +420,11 @@ def test_blob_columns_come_as_blob_files(tmp_path):
     got = list(lp_data.LanceDataset(path, 8, to_tensor_fn=read))
     assert [i for ids, _, _ in got for i in ids] == list(range(30))
     assert [v for _, vs, _ in got for v in vs] == values
+    # a batch sampler drops row ids asked for (as pylance's), but still fetches blobs by them
+    for flt in (None, "id >= 0"):
+        sampler = lp_sampler.ShardedBatchSampler(0, 1)
+        got = list(lp_data.LanceDataset(path, 8, to_tensor_fn=read, sampler=sampler, filter=flt))
+        assert [v for _, vs, _ in got for v in vs] == values
     with pytest.raises(NotSupportedError, match="image"):
         next(iter(lp_data.LanceDataset(path, 8)))
 

@@ -22,8 +22,9 @@ runs, and runs left empty are skipped; a batch never spans two fragments.
 Differences from pylance, on purpose: the seeded shuffles use ``seed + epoch`` (pylance's
 :class:`ShardedFragmentSampler` and unfiltered :class:`ShardedBatchSampler` ignore
 ``set_epoch``; at epoch 0 the orders are pylance's), and use their own ``random.Random``
-rather than reseeding the global ``random`` module; :class:`ShardedBatchSampler` honours
-``with_row_id`` (pylance warns and drops it) and, with a filter and ``randomize=True``,
+rather than reseeding the global ``random`` module; :class:`ShardedBatchSampler` drops
+``with_row_id`` as pylance does (its batches are the columns asked for), but warns with or
+without a filter (pylance warns only without one); with a filter and ``randomize=True``, it
 shuffles the order of all of the rank's batches (pylance approximates with a bounded heap);
 :func:`maybe_sample` returns exactly ``n`` distinct rows in batches of at most `batch_size`
 and accepts any filter; ``len(ShardedFixedBatchSampler)`` counts this rank's batches (pylance's
@@ -39,6 +40,7 @@ import abc
 import numbers
 import os
 import random
+import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
@@ -523,7 +525,18 @@ class ShardedBatchSampler(_Sharded, Sampler):
         _refuse_extra("ShardedBatchSampler", args, kwargs)
         batch_size = _positive("batch_size", batch_size)
         readahead = _non_negative("batch_readahead", batch_readahead)
-        read = _take_reader(dataset, columns, bool(with_row_id), by_row_id=filter is not None)
+        if with_row_id:
+            # pylance's batches never carry the row ids, and code written for it expects the
+            # columns alone (a single column becomes a tensor, not a dict): drop them as it does.
+            warnings.warn("with_row_id is not supported for ShardedBatchSampler: its batches hold the columns asked "
+                          "for only (as pylance's); use ShardedFragmentSampler for row ids", UserWarning, stacklevel=2)
+        return self._read(dataset, batch_size, columns, filter, readahead, with_row_id=False)
+
+    def _read(self, dataset: LanceDataset, batch_size: int, columns: Columns, filter: Optional[str], readahead: int,
+              with_row_id: bool) -> Iterator[pa.RecordBatch]:
+        """This rank's batches, with ``_rowid`` where `with_row_id` (for readers that fetch
+        blobs by row id; the public call drops it as pylance does)."""
+        read = _take_reader(dataset, columns, with_row_id, by_row_id=filter is not None)
         return _read_groups(read, self._groups(dataset, batch_size, filter), readahead)
 
 

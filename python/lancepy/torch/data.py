@@ -27,7 +27,8 @@ Where this differs from pylance, and why:
   ``shard_granularity``, ``rank`` or ``world_size`` (pylance's sample is drawn from the whole
   dataset in every process whatever they say); ``dataset_options`` with a dataset object
   raises :class:`~lancepy.exceptions.InvalidArgumentError`.
-* ``with_row_id`` is honoured by every sampler and by ``samples`` (pylance drops it there).
+* ``with_row_id`` is honoured by ``samples`` (pylance drops it there) and by every sampler but
+  :class:`~lancepy.sampler.ShardedBatchSampler`, which drops it with a warning as pylance's does.
 * ``samples`` accepts any filter and yields exactly ``samples`` rows per process in batches of
   at most ``batch_size`` (see :func:`lancepy.sampler.maybe_sample`).
 * ``cache``: an interrupted first pass is read again (and recorded) by the next iteration,
@@ -500,6 +501,11 @@ class LanceDataset(torch.utils.data.IterableDataset):
             )
         else:
             sampler = self.sampler if self.sampler is not None else self._default_sampler()
+            if self._blob_columns and isinstance(sampler, ShardedBatchSampler):
+                # (blobs are fetched by row id, which the public call drops as pylance's does)
+                raw = sampler._read(ds, self.batch_size, self._projection(), self.filter, self.batch_readahead,
+                                    with_row_id=True)
+                return _merge_small(raw, self.batch_size)
             raw = sampler(
                 ds,
                 columns=self._projection(),
