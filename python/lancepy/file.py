@@ -25,7 +25,7 @@ import operator
 import os
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -67,19 +67,26 @@ def stable_version() -> str:
 
 
 class ReaderResults:
-    """Decoded rows, held in lancepy's memory until a consumer imports them.
+    """Decoded rows, held in lancepy's memory until a consumer imports them, in batches of
+    ``batch_size`` rows (the last may be shorter), as pylance's.
 
     Implements ``__arrow_c_stream__`` and ``__arrow_c_schema__``; the buffers are handed
-    over without copying.
+    over without copying, except rows whose batch spans two decoded pieces (those are
+    concatenated).
     """
 
-    __slots__ = ("_inner",)
+    __slots__ = ("_inner", "_batch_size")
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, batch_size: int = 1024) -> None:
         self._inner = inner
+        self._batch_size = batch_size
+
+    def _reader(self) -> pa.RecordBatchReader:
+        raw = pa.RecordBatchReader.from_stream(self._inner)
+        return pa.RecordBatchReader.from_batches(raw.schema, _rebatch(raw, raw.schema, self._batch_size))
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
-        return self._inner.__arrow_c_stream__(requested_schema)
+        return self._reader().__arrow_c_stream__(requested_schema)
 
     def __arrow_c_schema__(self) -> Any:
         return self._inner.__arrow_c_schema__()
@@ -90,18 +97,43 @@ class ReaderResults:
         return self._inner.num_rows
 
     def to_table(self) -> pa.Table:
-        """The rows as a ``pyarrow.Table`` (zero-copy)."""
-        return pa.table(self._inner)
+        """The rows as a ``pyarrow.Table``, one chunk per batch (zero-copy where a batch is
+        one decoded piece)."""
+        return self._reader().read_all()
 
     def to_batches(self) -> pa.RecordBatchReader:
-        """The rows as a ``pyarrow.RecordBatchReader`` (as pylance returns; zero-copy)."""
-        return pa.RecordBatchReader.from_stream(self._inner)
+        """The rows as a ``pyarrow.RecordBatchReader`` (as pylance returns)."""
+        return self._reader()
 
     def __len__(self) -> int:
         return self.num_rows
 
     def __repr__(self) -> str:
         return f"ReaderResults(num_rows={self.num_rows})"
+
+
+def _rebatch(batches: Iterable[pa.RecordBatch], schema: pa.Schema, size: int) -> Iterator[pa.RecordBatch]:
+    """`batches` cut and joined into batches of exactly `size` rows (the last may be shorter)."""
+    pending: List[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        start = 0
+        while start < batch.num_rows:
+            take = min(size - held, batch.num_rows - start)
+            pending.append(batch.slice(start, take))
+            held += take
+            start += take
+            if held == size:
+                yield _joined(pending, schema)
+                pending, held = [], 0
+    if held:
+        yield _joined(pending, schema)
+
+
+def _joined(pieces: List[pa.RecordBatch], schema: pa.Schema) -> pa.RecordBatch:
+    if len(pieces) == 1:
+        return pieces[0]
+    return pa.Table.from_batches(pieces, schema).combine_chunks().to_batches()[0]
 
 
 class BufferDescriptor(NamedTuple):
@@ -257,11 +289,11 @@ class LanceFileReader:
     def read_all(
         self, *, batch_size: int = 1024, batch_readahead: int = 16, columns: Optional[List[str]] = None
     ) -> ReaderResults:
-        """Reads every row. `batch_size` and `batch_readahead` are accepted for pylance's
-        signature: the rows are decoded into lancepy's memory at once either way."""
-        _positive_batch_size(batch_size)
+        """Reads every row, in batches of `batch_size` rows. The rows are decoded at once, so
+        every batch is read ahead (`batch_readahead` is met by any value)."""
+        batch_size = _positive_batch_size(batch_size)
         n = self._reader.num_rows
-        return ReaderResults(self._reader.read_range(0, n, self._cols(columns)))
+        return ReaderResults(self._reader.read_range(0, n, self._cols(columns)), batch_size)
 
     def read_range(
         self,
@@ -272,8 +304,8 @@ class LanceFileReader:
         batch_readahead: int = 16,
         columns: Optional[List[str]] = None,
     ) -> ReaderResults:
-        """Reads ``num_rows`` rows starting at row ``start``."""
-        _positive_batch_size(batch_size)
+        """Reads ``num_rows`` rows starting at row ``start``, in batches of `batch_size` rows."""
+        batch_size = _positive_batch_size(batch_size)
         start, num_rows = operator.index(start), operator.index(num_rows)
         if start < 0 or num_rows < 0:
             raise InvalidArgumentError("start and num_rows must be non-negative")
@@ -282,7 +314,7 @@ class LanceFileReader:
             raise IndexOutOfRangeError(
                 f"rows {start}..{start + num_rows} are outside {self.path} (which has {total} rows)"
             )
-        return ReaderResults(self._reader.read_range(start, num_rows, self._cols(columns)))
+        return ReaderResults(self._reader.read_range(start, num_rows, self._cols(columns)), batch_size)
 
     def take_rows(
         self,
@@ -295,10 +327,11 @@ class LanceFileReader:
         """Reads the rows at ``indices``.
 
         The output follows the order of ``indices`` and repeats are allowed. Only the pieces
-        of the file that hold the requested rows are read and decoded.
+        of the file that hold the requested rows are read and decoded; they come in batches of
+        `batch_size` rows.
         """
-        _positive_batch_size(batch_size)
-        return ReaderResults(self._reader.take(_to_indices(indices), self._cols(columns)))
+        batch_size = _positive_batch_size(batch_size)
+        return ReaderResults(self._reader.take(_to_indices(indices), self._cols(columns)), batch_size)
 
     def to_batches(
         self, batch_size: int = 8192, columns: Optional[List[str]] = None

@@ -172,23 +172,42 @@ impl PyFileReader {
     }
 }
 
-/// Writes one Lance file.
+/// Writes one Lance file. Its methods may be called from several threads at once (as
+/// pylance's): each call takes the writer's lock with the GIL released, so batches written
+/// concurrently are all stored, one call's batches after another's.
 #[pyclass(name = "FileWriter", module = "lancepy._lancepy")]
 pub struct PyFileWriter {
     path: String,
     options: WriterOptions,
-    inner: Mutex<Option<FileWriter>>,
+    state: Mutex<WriterState>,
+}
+
+/// What the lock of [`PyFileWriter`] guards.
+struct WriterState {
+    /// `None` until the schema is known (given, or the first batch's).
+    writer: Option<FileWriter>,
     closed: bool,
 }
 
 impl PyFileWriter {
-    /// The open writer (its schema must be known).
-    fn open_writer(&mut self, what: &str) -> PyResult<&mut FileWriter> {
-        if self.closed {
-            return Err(to_pyerr(Error::invalid_input("the writer is closed")));
-        }
-        self.inner.get_mut().unwrap_or_else(|p| p.into_inner()).as_mut().ok_or_else(|| {
-            to_pyerr(Error::invalid_input(format!("{what}: the schema is not known yet (pass `schema=` or write a batch first)")))
+    /// Runs `f` on the open writer (its schema must be known) under the lock, GIL released.
+    fn with_writer<T: Send>(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        f: impl FnOnce(&mut FileWriter) -> crate::error::Result<T> + Send,
+    ) -> PyResult<T> {
+        run(py, || {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.closed {
+                return Err(Error::invalid_input("the writer is closed"));
+            }
+            match state.writer.as_mut() {
+                Some(w) => f(w),
+                None => Err(Error::invalid_input(format!(
+                    "{what}: the schema is not known yet (pass `schema=` or write a batch first)"
+                ))),
+            }
         })
     }
 }
@@ -233,59 +252,59 @@ impl PyFileWriter {
             }
             None => None,
         };
-        Ok(Self { path, options, inner: Mutex::new(inner), closed: false })
+        Ok(Self { path, options, state: Mutex::new(WriterState { writer: inner, closed: false }) })
     }
 
     /// Appends Arrow data (a record batch, table or stream).
-    fn write_batch(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        if self.closed {
-            return Err(to_pyerr(Error::invalid_input("the writer is closed")));
-        }
+    fn write_batch(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let (schema, batches) = import_batches(data)?;
-        let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
-        if inner.is_none() {
-            let o = self.options.clone();
-            let p = self.path.clone();
-            let s = schema.clone();
-            *inner = Some(run(py, move || FileWriter::try_new(&p, &s, o))?);
-        }
-        let w = inner.as_mut().unwrap();
-        for b in &batches {
-            run(py, || w.write_batch(b))?;
-            py.check_signals()?;
-        }
-        Ok(())
+        run(py, || {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.closed {
+                return Err(Error::invalid_input("the writer is closed"));
+            }
+            if state.writer.is_none() {
+                state.writer = Some(FileWriter::try_new(&self.path, &schema, self.options.clone())?);
+            }
+            let w = state.writer.as_mut().expect("set above");
+            for b in &batches {
+                w.write_batch(b)?;
+            }
+            Ok(())
+        })
     }
 
     /// Finishes the file; returns `(num_rows, file_size)`.
-    fn finish(&mut self, py: Python<'_>) -> PyResult<(u64, u64)> {
-        if self.closed {
-            return Err(to_pyerr(Error::invalid_input("the writer is already closed")));
-        }
-        self.closed = true;
-        let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
-        let Some(w) = inner.as_mut() else {
-            return Err(to_pyerr(Error::invalid_input(
-                "no schema: pass `schema=` or write at least one batch before closing the writer",
-            )));
-        };
-        let written = run(py, || w.finish())?;
-        Ok((written.num_rows, written.size))
+    fn finish(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        run(py, || {
+            let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.closed {
+                return Err(Error::invalid_input("the writer is already closed"));
+            }
+            state.closed = true;
+            let Some(w) = state.writer.as_mut() else {
+                return Err(Error::invalid_input(
+                    "no schema: pass `schema=` or write at least one batch before closing the writer",
+                ));
+            };
+            let written = w.finish()?;
+            Ok((written.num_rows, written.size))
+        })
     }
 
     /// Adds a global buffer; returns its number (1 for the first: buffer 0 is the schema).
-    fn add_global_buffer(&mut self, data: Vec<u8>) -> PyResult<u32> {
-        self.open_writer("add_global_buffer")?.add_global_buffer(data).py()
+    fn add_global_buffer(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<u32> {
+        self.with_writer(py, "add_global_buffer", |w| w.add_global_buffer(data))
     }
 
     /// Sets a schema-level metadata entry, stored when the file is finished.
-    fn add_schema_metadata(&mut self, key: &str, value: &str) -> PyResult<()> {
-        self.open_writer("add_schema_metadata")?.add_schema_metadata(key, value).py()
+    fn add_schema_metadata(&self, py: Python<'_>, key: &str, value: &str) -> PyResult<()> {
+        self.with_writer(py, "add_schema_metadata", |w| w.add_schema_metadata(key, value))
     }
 
     /// The schema being written, if known.
     fn schema(&self) -> Option<ArrowBatches> {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        inner.as_ref().map(|w| ArrowBatches::new(w.schema(), vec![]))
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.writer.as_ref().map(|w| ArrowBatches::new(w.schema(), vec![]))
     }
 }
