@@ -91,13 +91,17 @@ _TAKE = textwrap.dedent(
     uri, n, cols = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
     idx = np.sort(np.random.default_rng(n).choice({rows}, n, replace=False)).tolist()
     c0 = lancepy.io_counts()
-    t = lancepy.dataset(uri).take(idx, columns=cols)
+    ds = lancepy.dataset(uri)
+    t = ds.take(idx, columns=cols)
     c1 = lancepy.io_counts()
+    mine = ds.io_stats_incremental()
     t = lancepy.dataset(uri).take(idx, columns=cols)  # warm now
     c2 = lancepy.io_counts()
     cold = {{k: c1[k] - c0[k] for k in c0}}
     warm = {{k: c2[k] - c1[k] for k in c0}}
-    print(json.dumps({{"rows": t.num_rows, "cold": cold, "warm": warm}}))
+    stats = {{k: getattr(mine, k) for k in mine.__slots__}}
+    print(json.dumps({{"rows": t.num_rows, "cold": cold, "warm": warm, "dataset": stats,
+                      "after": ds.io_stats_snapshot().read_iops}}))
     """
 ).format(rows=ROWS)
 
@@ -126,6 +130,12 @@ def test_cold_take_reads_about_the_rows_it_returns(vectors, n, cols):
     assert 0 < cold["prefetch_requests"] <= n and n * row_bytes <= cold["prefetch_bytes"] <= n * (row_bytes + 2 * PAGE)
     assert warm["prefetch_requests"] == 0
     assert cold["bytes"] <= bound
+    # The dataset object's own counters (pylance's io_stats_*) hold exactly that I/O, and the
+    # second dataset object's take is not counted on the first.
+    mine = result["dataset"]
+    assert (mine["read_iops"], mine["read_bytes"], mine["mapped_bytes"]) == (cold["requests"], cold["bytes"], cold["mapped_bytes"])
+    assert (mine["prefetch_iops"], mine["prefetch_bytes"]) == (cold["prefetch_requests"], cold["prefetch_bytes"])
+    assert result["after"] == 0
 
 
 def test_cold_take_returns_the_rows(vectors):

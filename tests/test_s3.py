@@ -687,3 +687,29 @@ def test_base_store_params_are_used_for_files_under_their_base(s3, bucket):
     assert pylance.dataset(root, storage_options=opts, base_store_params=params).to_table().sort_by("id") == table
     with pytest.raises(InvalidArgumentError):
         lancepy.dataset(root, storage_options=opts, base_store_params={base: "not a dict"})
+
+
+def test_io_stats_on_s3_count_what_each_dataset_sent_and_fetched(s3, bucket, pylance):
+    """Per-dataset I/O statistics against an S3 server: a write counts every byte it put
+    (the objects' sizes as listed), a read counts exactly the GETs the server answered and
+    the bytes it sent, and two dataset objects keep their counts apart."""
+    o = s3.options()
+    uri = f"s3://{bucket}/stats.lance"
+    ds = lancepy.write_dataset(rows(3000), uri, max_rows_per_file=1000, storage_options=o)
+    listed = lancepy._lancepy.Store(uri, o).list("")
+    s = ds.io_stats_incremental()
+    assert s.write_iops == len(listed) and s.written_bytes == sum(size for _, size, _ in listed)
+    a, b = lancepy.dataset(uri, storage_options=o), lancepy.dataset(uri, storage_options=o)
+    a.io_stats_incremental(), b.io_stats_incremental()
+    with s3.log.lock:
+        s3.log.requests.clear()
+    assert a.to_table().num_rows == 3000
+    assert a.take([2999, 5]).column("id").to_pylist() == [2999, 5]
+    with s3.log.lock:
+        gets = [r for r in s3.log.requests if r.method == "GET" and "/stats.lance/" in r.path]
+    got = a.io_stats_incremental()
+    assert got.read_iops == len(gets) > 0 and got.read_bytes == sum(r.sent for r in gets)
+    assert b.io_stats_snapshot().read_iops == 0
+    theirs = pylance.dataset(uri, storage_options=o)
+    theirs.to_table()
+    assert theirs.io_stats_snapshot().read_iops > 0  # the same API on pylance's side

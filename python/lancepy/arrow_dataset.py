@@ -25,6 +25,7 @@ from typing import Any, List, NoReturn, Optional
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from lancepy._core.iostats import dataset_tracker, owner_tracker, track_io
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 
 #: The pyarrow classes lancepy's dataset, fragment and scanner are instances of.
@@ -46,6 +47,7 @@ def _table_of(dataset: Any, what: str) -> pa.Table:
     raise TypeError(f"{what}: right_dataset must be a pyarrow.dataset.Dataset, got {type(dataset).__name__}")
 
 
+@track_io(dataset_tracker)
 class DatasetArrowMembers:
     """The members of ``pyarrow.dataset.Dataset`` that a Lance dataset does not build, and
     its copy (pyarrow's base would go through pickling, which reopens the version)."""
@@ -197,6 +199,7 @@ class FilteredDataset(DatasetArrowMembers, ArrowDataset):
         _refused("FilteredDataset.replace_schema", "a filtered view has its dataset's schema")
 
 
+@track_io(owner_tracker)
 class FragmentArrowMembers:
     """The members of ``pyarrow.dataset.Fragment`` that a Lance fragment does not build."""
 
@@ -211,6 +214,7 @@ class FragmentArrowMembers:
         _refused("LanceFragment.partition_expression", "a Lance dataset has no partitioning")
 
 
+@track_io(owner_tracker)
 class ScannerArrowMembers:
     """The members of ``pyarrow.dataset.Scanner`` that a Lance scanner builds or refuses
     beyond its own: pyarrow's constructors are refused (use ``LanceDataset.scanner``)."""

@@ -35,6 +35,7 @@ from lancepy._core.args import (
     _refuse,
     _timeout_seconds,
 )
+from lancepy._core.iostats import IoStatsMembers, dataset_tracker, track_io
 from lancepy._core.paths import PathLike, _local_path, _uri
 from lancepy._core.storage import StorageOptions, normalize_storage_options
 from lancepy._ops import config as _config
@@ -94,7 +95,8 @@ def _reopen(uri: str, version: int, storage_options: StorageOptions, base_store_
     return LanceDataset(uri, version, storage_options=storage_options, base_store_params=base_store_params)
 
 
-class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, ArrowDataset):
+@track_io(dataset_tracker)
+class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, ArrowDataset):
     """One version of a Lance dataset, a ``pyarrow.dataset.Dataset``. Use :func:`dataset` or :func:`write_dataset`."""
 
     def __init__(
@@ -105,20 +107,23 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, ArrowDataset):
         storage_options: StorageOptions = None,
         base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
         _loaded: Any = None,
+        _io: Any = None,
     ) -> None:
+        self._io = _io if _io is not None else _lancepy.IoTracker()  # (see io_stats_snapshot)
         self._uri = _uri(uri)
         self._storage_options = normalize_storage_options(storage_options)
         # Storage options per base path URI (instead of the dataset's), for files under it.
         self._base_store_params = _bases.normalize_base_store_params(base_store_params)
         self._store = _lancepy.Store(self._uri, self._storage_options)
         self._session = _session.Session()  # (its own caches, unless dataset() / checkout_version share one)
-        if _loaded is None:
-            if isinstance(version, str):
-                version = Tags(self._store).get_version(version)
-            elif version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
-                raise InvalidArgumentError(f"version must be a non-negative int or a tag name, got {version!r}")
-            _loaded = _commit.load_manifest(self._store, version)
-        self._set_loaded(_loaded)
+        with self._io:
+            if _loaded is None:
+                if isinstance(version, str):
+                    version = Tags(self._store).get_version(version)
+                elif version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
+                    raise InvalidArgumentError(f"version must be a non-negative int or a tag name, got {version!r}")
+                _loaded = _commit.load_manifest(self._store, version)
+            self._set_loaded(_loaded)
 
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
         """Moves this object to the version `loaded`. Everything derived from a version
@@ -1369,5 +1374,9 @@ def write_dataset(
     """
     if isinstance(uri, LanceDataset):
         uri = uri.uri
-    u, options, store_params, loaded = _write.write_dataset(**_args(locals()))
-    return _session.attach(LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=loaded), None, commit_lock)
+    args = _args(locals())
+    io = _lancepy.IoTracker()  # (the write counts for the dataset returned, as in pylance)
+    with io:
+        u, options, store_params, loaded = _write.write_dataset(**args)
+    return _session.attach(LanceDataset(u, storage_options=options, base_store_params=store_params, _loaded=loaded, _io=io),
+                           None, commit_lock)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional,
 import pyarrow as pa
 
 # The public names of pylance's ``lance.fragment`` that live in lower layers, re-exported.
+from lancepy._core.iostats import owner_tracker, track_io
 from lancepy._core.conform import align_to_schema, to_record_batch_reader  # noqa: F401
 from lancepy._core.schema import lance_fields_for, schema_differences  # noqa: F401
 from lancepy._ops import fragment_ops as _fragment_ops
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 
+@track_io(owner_tracker)
 class LanceFragment(FragmentArrowMembers, ArrowFragment):
     """One fragment of an open dataset version."""
 

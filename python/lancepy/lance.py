@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from lancepy._core.iostats import IOStats
 from lancepy._table.manifest import needs_migration
 from lancepy.optimize import Compaction, CompactionMetrics, CompactionPlan, CompactionTask, RewriteResult
 
-__all__ = ["Compaction", "CompactionMetrics", "CompactionPlan", "CompactionTask", "RewriteResult", "manifest_needs_migration"]
+__all__ = ["IOStats", "Compaction", "CompactionMetrics", "CompactionPlan", "CompactionTask", "RewriteResult", "manifest_needs_migration"]
 
 
 def manifest_needs_migration(dataset: Any) -> bool:

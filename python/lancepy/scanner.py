@@ -20,6 +20,7 @@ from lancepy._ops import fts_search as _fts
 from lancepy._ops import ivf as _ivf_defaults
 from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
+from lancepy._core.iostats import owner_tracker, track_io
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.arrow_dataset import ArrowScanner, ScannerArrowMembers
@@ -76,6 +77,7 @@ def _compile_scan_filter(filter: Any, schema: pa.Schema) -> Any:
     return flt, used
 
 
+@track_io(owner_tracker)
 class LanceScanner(ScannerArrowMembers, ArrowScanner):
     """A configured read of one dataset version.
 

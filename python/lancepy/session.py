@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from lancepy._core.args import _refuse
 from lancepy._core.cache import ByteLruCache
+from lancepy._core.iostats import dataset_tracker, track_io
 from lancepy._core.paths import PathLike, _uri, local_path
 from lancepy._core.storage import normalize_storage_options, origin_key
 from lancepy.exceptions import InvalidArgumentError
@@ -90,6 +91,7 @@ class _DatasetCaches:
         return self._dataset.session()._index.hit_rate()
 
 
+@track_io(dataset_tracker)
 class DatasetSessionMembers:
     """The members of :class:`lancepy.LanceDataset` about its session and commit lock."""
 
@@ -198,7 +200,7 @@ def checkout(ds: Any, version: Union[int, str]) -> Any:
     session = ds.session()
     loaded = _cached_manifest(session, ds._uri, ds._storage_options, version)
     other = type(ds)(ds._uri, version, storage_options=ds._storage_options, base_store_params=ds._base_store_params,
-                     _loaded=loaded)
+                     _loaded=loaded, _io=ds._io)
     return attach(other, session, ds._commit_lock, ds._default_scan_options)
 
 

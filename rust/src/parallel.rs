@@ -83,6 +83,10 @@ pub fn map_io<T: Send, R: Send>(items: Vec<T>, parallel: bool, f: impl Fn(T) -> 
 }
 
 fn map_on<T: Send, R: Send>(pool: Arc<rayon::ThreadPool>, items: Vec<T>, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
+    // The pool threads count their I/O where the calling thread does (see `crate::io::IoTracker`).
+    let trackers = crate::io::scopes();
+    let trackers = &trackers;
+    let f = move |x: T| crate::io::with_scopes(trackers, || f(x));
     let Some(token) = crate::interrupt::current() else {
         return pool.install(|| items.into_par_iter().map(f).collect());
     };

@@ -86,11 +86,13 @@ def origin_key(uri: str, storage_options: StorageOptions) -> Tuple[Any, ...]:
 
 
 def io_counts() -> Dict[str, int]:
-    """What this process has read from storage since it started, by every dataset and file:
-    ``requests`` (``pread`` calls, ranged GETs) and their ``bytes``; ``mapped_bytes`` copied
-    out of mapped local files (rows of a take: the kernel fetches what is not cached);
-    ``prefetch_requests`` / ``prefetch_bytes`` asked of the kernel ahead of such copies when
-    a take is cold. Take the difference of two calls to measure one operation."""
+    """What this process has read from and written to storage since it started, by every
+    dataset and file: ``requests`` (``pread`` calls, ranged GETs) and their ``bytes``;
+    ``mapped_bytes`` copied out of mapped local files (rows of a take: the kernel fetches what
+    is not cached); ``prefetch_requests`` / ``prefetch_bytes`` asked of the kernel ahead of
+    such copies when a take is cold; ``write_requests`` (objects put, files finished) and
+    ``write_bytes``. Take the difference of two calls to measure one operation; one dataset
+    object's share is its ``io_stats_snapshot()``."""
     from lancepy import _lancepy
 
     return dict(_lancepy.io_counts())

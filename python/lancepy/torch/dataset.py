@@ -17,6 +17,7 @@ import torch.utils.data
 
 import lancepy
 from lancepy import blob as _blob
+from lancepy._core.iostats import owner_tracker, track_io
 from lancepy.dataset import LanceDataset as _Dataset
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
@@ -76,6 +77,7 @@ def _matching_addresses(ds: _Dataset, flt: Any) -> np.ndarray:
 # Map-style dataset
 
 
+@track_io(owner_tracker, dunders=("__getitem__", "__getitems__"))  # (reads count for the dataset's io_stats_*)
 class LanceDataset(torch.utils.data.Dataset):
     """A map-style PyTorch dataset over one pinned version of a Lance dataset.
 

@@ -579,7 +579,9 @@ class Loader:
         native = self._native_layouts()
         if native is not None:
             # Fixed-width columns only, no transform: read on native threads, no Python there.
-            pipe = self.dataset._dataset()._snapshot.take_pipeline(list(native), min(self.threads, self.prefetch + 1))
+            ds = self.dataset._dataset()
+            with ds._io:  # (the pipeline's threads count their reads for the dataset)
+                pipe = ds._snapshot.take_pipeline(list(native), min(self.threads, self.prefetch + 1))
             pool = None
 
             def submit(indices: List[int]) -> Any:

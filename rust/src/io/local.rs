@@ -255,6 +255,7 @@ impl Writer for LocalWriter {
         // No fsync: like the reference, durability against power loss is left to the OS;
         // a killed process cannot lose data already handed to the kernel.
         self.file.into_inner().map_err(|e| Error::io(format!("flushing {}", path.display()), e.into_error()))?;
+        super::count_writes(1, self.pos);
         Ok(self.pos)
     }
 }

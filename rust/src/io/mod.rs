@@ -17,6 +17,7 @@ pub mod uri;
 
 use std::fmt::Debug;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_buffer::Buffer;
@@ -28,11 +29,11 @@ pub use uri::{open_reader, open_reader_with, open_writer, open_writer_with, Orig
 
 use crate::error::{Error, Result};
 
-/// What this process has read, by every reader since it started: for tests, benchmarks and
-/// `analyze_plan` (take the difference of two snapshots). Requests are what reached the
-/// storage (a `pread`, a ranged GET); mapped bytes were copied out of a mapped file (the
-/// kernel fetches what is not cached); prefetched bytes were asked of the kernel ahead of
-/// such copies ([`Reader::prefetch`]).
+/// What was read and written: by the whole process since it started ([`io_counts`]), or
+/// under one [`IoTracker`]. Requests are what reached the storage (a `pread`, a ranged GET);
+/// mapped bytes were copied out of a mapped file (the kernel fetches what is not cached);
+/// prefetched bytes were asked of the kernel ahead of such copies ([`Reader::prefetch`]);
+/// writes count one request per object put or file finished, with its bytes.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct IoCounts {
     /// Read requests made to storage.
@@ -45,31 +46,162 @@ pub struct IoCounts {
     pub prefetch_requests: u64,
     /// Their bytes.
     pub prefetch_bytes: u64,
+    /// Objects put or files finished.
+    pub write_requests: u64,
+    /// Their bytes.
+    pub write_bytes: u64,
 }
 
-static COUNTS: [std::sync::atomic::AtomicU64; 5] = [const { std::sync::atomic::AtomicU64::new(0) }; 5];
+const NUM_COUNTS: usize = 7;
 
-/// The counts so far (see [`IoCounts`]).
+/// A set of counters that I/O is attributed to while it is current: a dataset object's own
+/// statistics (pylance's `io_stats_*`). [`IoTracker::run`] makes it current on the calling
+/// thread; the pool threads that work for that thread ([`crate::parallel`], scan read-ahead,
+/// take pipelines) inherit what was current where their work was handed out ([`scopes`],
+/// [`with_scopes`]). Trackers nest: I/O counts once for every distinct tracker current at
+/// the time.
+#[derive(Debug, Default)]
+pub struct IoTracker {
+    counts: [AtomicU64; NUM_COUNTS],
+}
+
+impl IoTracker {
+    /// A tracker with every count at zero.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> IoCounts {
+        snapshot(&self.counts)
+    }
+
+    /// The counts so far, resetting them to zero (each count is taken and reset at once, so
+    /// I/O running meanwhile is counted in this answer or the next, never lost).
+    pub fn take(&self) -> IoCounts {
+        let c = &self.counts;
+        let get = |i: usize| c[i].swap(0, Ordering::Relaxed);
+        IoCounts {
+            requests: get(0),
+            bytes: get(1),
+            mapped_bytes: get(2),
+            prefetch_requests: get(3),
+            prefetch_bytes: get(4),
+            write_requests: get(5),
+            write_bytes: get(6),
+        }
+    }
+
+    /// Runs `f` with `self` current on this thread (inside whatever trackers already are).
+    pub fn run<R>(self: &Arc<Self>, f: impl FnOnce() -> R) -> R {
+        with_scopes(std::slice::from_ref(self), f)
+    }
+
+    /// Makes `self` current on this thread until [`IoTracker::exit`]: for callers that cannot
+    /// pass a closure (a Python `with` block). Calls must pair up on one thread.
+    pub fn enter(self: &Arc<Self>) {
+        SCOPES.with(|s| s.borrow_mut().push(self.clone()));
+    }
+
+    /// Ends what [`IoTracker::enter`] began: removes the innermost entry of `self`.
+    pub fn exit(self: &Arc<Self>) {
+        SCOPES.with(|s| {
+            let mut s = s.borrow_mut();
+            if let Some(i) = s.iter().rposition(|t| Arc::ptr_eq(t, self)) {
+                s.remove(i);
+            }
+        });
+    }
+}
+
+thread_local! {
+    static SCOPES: std::cell::RefCell<Vec<Arc<IoTracker>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The trackers current on this thread (to hand to work done elsewhere on its behalf).
+pub fn scopes() -> Vec<Arc<IoTracker>> {
+    SCOPES.with(|s| s.borrow().clone())
+}
+
+/// Runs `f` with `trackers` current on this thread, in addition to those already current
+/// (a pool thread's own list is empty); they are removed afterwards, also on unwinding.
+pub fn with_scopes<R>(trackers: &[Arc<IoTracker>], f: impl FnOnce() -> R) -> R {
+    if trackers.is_empty() {
+        return f();
+    }
+    struct Pop(usize);
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            SCOPES.with(|s| {
+                let mut s = s.borrow_mut();
+                let keep = s.len().saturating_sub(self.0);
+                s.truncate(keep);
+            });
+        }
+    }
+    SCOPES.with(|s| s.borrow_mut().extend(trackers.iter().cloned()));
+    let _pop = Pop(trackers.len());
+    f()
+}
+
+static COUNTS: [AtomicU64; NUM_COUNTS] = [const { AtomicU64::new(0) }; NUM_COUNTS];
+
+fn snapshot(c: &[AtomicU64; NUM_COUNTS]) -> IoCounts {
+    let get = |i: usize| c[i].load(Ordering::Relaxed);
+    IoCounts {
+        requests: get(0),
+        bytes: get(1),
+        mapped_bytes: get(2),
+        prefetch_requests: get(3),
+        prefetch_bytes: get(4),
+        write_requests: get(5),
+        write_bytes: get(6),
+    }
+}
+
+/// The process's counts so far (see [`IoCounts`]).
 pub fn io_counts() -> IoCounts {
-    let get = |i: usize| COUNTS[i].load(std::sync::atomic::Ordering::Relaxed);
-    IoCounts { requests: get(0), bytes: get(1), mapped_bytes: get(2), prefetch_requests: get(3), prefetch_bytes: get(4) }
+    snapshot(&COUNTS)
+}
+
+/// Adds `(count i, value)` pairs to the process's counts and to every current tracker.
+fn add(pairs: &[(usize, u64)]) {
+    for &(i, v) in pairs {
+        COUNTS[i].fetch_add(v, Ordering::Relaxed);
+    }
+    SCOPES.with(|s| {
+        let s = s.borrow();
+        for (k, t) in s.iter().enumerate() {
+            // A tracker current twice (nested calls, a pool job run by the thread that handed
+            // it out) counts once.
+            if s[..k].iter().any(|u| Arc::ptr_eq(u, t)) {
+                continue;
+            }
+            for &(i, v) in pairs {
+                t.counts[i].fetch_add(v, Ordering::Relaxed);
+            }
+        }
+    });
 }
 
 /// Counts `requests` reads of `bytes` in all.
 pub(crate) fn count_reads(requests: u64, bytes: u64) {
-    COUNTS[0].fetch_add(requests, std::sync::atomic::Ordering::Relaxed);
-    COUNTS[1].fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    add(&[(0, requests), (1, bytes)]);
 }
 
 /// Counts bytes copied out of a mapped file (once per gather, not per row).
 pub(crate) fn count_mapped(bytes: u64) {
-    COUNTS[2].fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    add(&[(2, bytes)]);
 }
 
 /// Counts ranges handed to the kernel to fetch ahead.
 pub(crate) fn count_prefetch(requests: u64, bytes: u64) {
-    COUNTS[3].fetch_add(requests, std::sync::atomic::Ordering::Relaxed);
-    COUNTS[4].fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    add(&[(3, requests), (4, bytes)]);
+}
+
+/// Counts `requests` objects or files written, of `bytes` in all.
+pub(crate) fn count_writes(requests: u64, bytes: u64) {
+    add(&[(5, requests), (6, bytes)]);
 }
 
 /// Ranges closer than this are read with one request.

@@ -362,6 +362,7 @@ impl Writer for ObjectStoreWriter {
                 rt.block_on(store.put(&self.location, payload)).map_err(|e| self.err(e))?;
             }
         }
+        super::count_writes(1, self.pos);
         Ok(self.pos)
     }
 }

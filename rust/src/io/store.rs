@@ -168,12 +168,16 @@ impl Store {
         match &self.backend {
             Backend::Local(root) => {
                 let p = self.local(root, rel)?;
-                std::fs::read(&p).map(Bytes::from).map_err(|e| io_err("reading", &p, e))
+                let data = std::fs::read(&p).map(Bytes::from).map_err(|e| io_err("reading", &p, e))?;
+                super::count_reads(1, data.len() as u64);
+                Ok(data)
             }
             Backend::Object { store, root } => {
                 let p = self.object(root, rel)?;
                 let store = store.get()?;
-                runtime().block_on(async { store.get(&p).await?.bytes().await }).map_err(|e| self.map_os(rel, e))
+                let data = runtime().block_on(async { store.get(&p).await?.bytes().await }).map_err(|e| self.map_os(rel, e))?;
+                super::count_reads(1, data.len() as u64);
+                Ok(data)
             }
         }
     }
@@ -196,6 +200,7 @@ impl Store {
     /// Writes an object, replacing any existing one. Readers see the old or the new bytes,
     /// never a mixture (local files are written to a staging name and renamed).
     pub fn put(&self, rel: &str, data: Bytes) -> Result<()> {
+        super::count_writes(1, data.len() as u64);
         match &self.backend {
             Backend::Local(root) => {
                 let p = self.local(root, rel)?;
@@ -216,6 +221,7 @@ impl Store {
     /// Writes an object only if none exists under that name; returns `false` (and writes
     /// nothing) if one does. Atomic: of several racing writers exactly one gets `true`.
     pub fn put_if_not_exists(&self, rel: &str, data: Bytes) -> Result<bool> {
+        super::count_writes(1, data.len() as u64);
         match &self.backend {
             Backend::Local(root) => {
                 let p = self.local(root, rel)?;

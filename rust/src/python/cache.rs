@@ -31,11 +31,15 @@ fn set_reader_cache_limits(max_bytes: Option<i128>, max_files: Option<i128>) -> 
     Ok(())
 }
 
-/// `{"requests", "bytes", "mapped_bytes", "prefetch_requests", "prefetch_bytes"}`: what this
-/// process has read from storage since it started (see `crate::io::IoCounts`).
+/// `{"requests", "bytes", "mapped_bytes", "prefetch_requests", "prefetch_bytes",
+/// "write_requests", "write_bytes"}`: what this process has read and written since it
+/// started (see `crate::io::IoCounts`).
 #[pyfunction]
 fn io_counts(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
-    let c = crate::io::io_counts();
+    counts_dict(py, crate::io::io_counts())
+}
+
+fn counts_dict(py: Python<'_>, c: crate::io::IoCounts) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     dict_of(
         py,
         &[
@@ -44,8 +48,46 @@ fn io_counts(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
             ("mapped_bytes", c.mapped_bytes),
             ("prefetch_requests", c.prefetch_requests),
             ("prefetch_bytes", c.prefetch_bytes),
+            ("write_requests", c.write_requests),
+            ("write_bytes", c.write_bytes),
         ],
     )
+}
+
+/// Counters that the I/O done inside `with tracker:` (on this thread, and on the threads
+/// working for it) is added to, besides the process's: one dataset object's statistics.
+#[pyclass(name = "IoTracker", module = "lancepy._lancepy", frozen)]
+pub struct PyIoTracker {
+    inner: std::sync::Arc<crate::io::IoTracker>,
+}
+
+#[pymethods]
+impl PyIoTracker {
+    #[new]
+    fn new() -> Self {
+        Self { inner: crate::io::IoTracker::new() }
+    }
+
+    /// The counts so far (the keys of `io_counts`).
+    fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        counts_dict(py, self.inner.counts())
+    }
+
+    /// The counts so far, resetting them to zero.
+    fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        counts_dict(py, self.inner.take())
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf.get().inner.enter();
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.inner.exit();
+        false
+    }
 }
 
 /// Forgets the cached readers of every file under `root` (a dataset directory deleted
@@ -68,5 +110,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_reader_cache_limits, m)?)?;
     m.add_function(wrap_pyfunction!(evict_cached_files, m)?)?;
     m.add_function(wrap_pyfunction!(io_counts, m)?)?;
+    m.add_class::<PyIoTracker>()?;
     Ok(())
 }

@@ -279,9 +279,14 @@ pub struct BatchStream {
 
 impl BatchStream {
     /// Wraps an iterator that decodes batches on demand.
+    /// The I/O of each batch counts for the trackers current where the stream was made (a
+    /// consumer may pull batches later, from any thread: see `crate::io::IoTracker`).
     pub fn new(schema: SchemaRef, iter: impl Iterator<Item = crate::error::Result<RecordBatch>> + Send + 'static) -> Self {
+        let trackers = crate::io::scopes();
+        let mut iter = iter;
+        let tracked = std::iter::from_fn(move || crate::io::with_scopes(&trackers, || iter.next()));
         let reader =
-            RecordBatchIterator::new(iter.map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e)))), schema.clone());
+            RecordBatchIterator::new(tracked.map(|r| r.map_err(|e| ArrowError::ExternalError(Box::new(e)))), schema.clone());
         Self { schema, reader: Mutex::new(Some(Box::new(reader))) }
     }
 }

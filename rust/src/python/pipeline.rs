@@ -78,18 +78,22 @@ impl TakePipeline {
         for i in 0..threads.max(1) {
             let (receive, finished, snapshot) = (receive.clone(), finished.clone(), snapshot.clone());
             let fields: Vec<(usize, usize)> = planned.iter().map(|c| (c.1, c.2)).collect();
+            // The pipeline's reads count for the trackers current where it was started.
+            let trackers = crate::io::scopes();
             let worker = std::thread::Builder::new()
                 .name(format!("lancepy-take-{i}"))
-                .spawn(move || loop {
-                    // The lock is held only to take the next job.
-                    let job = receive.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    let Ok(job) = job else { return }; // the pipeline is closed
-                    let outcome = catch(|| read_batch(&snapshot, &fields, &job));
-                    let ticket = job.ticket;
-                    drop(job); // its bytes are written: released before the batch is handed back
-                    let mut done = finished.outcomes.lock().unwrap_or_else(|p| p.into_inner());
-                    done.insert(ticket, outcome);
-                    finished.ready.notify_all();
+                .spawn(move || {
+                    crate::io::with_scopes(&trackers, || loop {
+                        // The lock is held only to take the next job.
+                        let job = receive.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                        let Ok(job) = job else { return }; // the pipeline is closed
+                        let outcome = catch(|| read_batch(&snapshot, &fields, &job));
+                        let ticket = job.ticket;
+                        drop(job); // its bytes are written: released before the batch is handed back
+                        let mut done = finished.outcomes.lock().unwrap_or_else(|p| p.into_inner());
+                        done.insert(ticket, outcome);
+                        finished.ready.notify_all();
+                    })
                 })
                 .map_err(|e| Error::Internal(format!("starting a reading thread: {e}")))?;
             workers.push(worker);

@@ -76,9 +76,10 @@ impl ScanStream {
     fn start(&self, tasks: Vec<ScanTask>) -> Round {
         let (tx, rx) = mpsc::sync_channel(1);
         let (snapshot, projection, opts, job) = (self.snapshot.clone(), self.projection.clone(), self.opts, tasks.clone());
+        let trackers = crate::io::scopes();
         crate::parallel::io_pool().spawn(move || {
             // A panic on a pool thread would abort the process: it becomes an error instead.
-            let batches = catch(|| snapshot.run_tasks(job, &projection, opts));
+            let batches = crate::io::with_scopes(&trackers, || catch(|| snapshot.run_tasks(job, &projection, opts)));
             // The stream may have been dropped meanwhile; then nobody wants the batches.
             let _ = tx.send(batches);
         });
