@@ -711,15 +711,16 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def analyze_plan(self, count_rows: bool = False) -> str:
         """Runs the scan (:meth:`to_table`, or :meth:`count_rows` when `count_rows` is true)
         and returns :meth:`explain_plan`'s tree with the time taken, the rows returned and the
-        reads made meanwhile (requests to storage and their bytes, bytes copied out of mapped
-        files: the process's counters, see :func:`lancepy.io_counts`, so reads by other
-        threads in that time count too)."""
-        io0 = _lancepy.io_counts()
+        reads it made (requests to storage and their bytes, bytes copied out of mapped files;
+        counted for this run alone, on every thread working for it, whatever other threads
+        read meanwhile)."""
+        tracker = _lancepy.IoTracker()
         self._rows_scanned = 0
         t0 = time.perf_counter()
-        rows = self.count_rows() if count_rows else self.to_table().num_rows
+        with tracker:
+            rows = self.count_rows() if count_rows else self.to_table().num_rows
         elapsed = time.perf_counter() - t0
-        io = {k: v - io0[k] for k, v in _lancepy.io_counts().items()}
+        io = tracker.counts()
         metrics = {"output_rows": rows, "rows_scanned": self._rows_scanned, "bytes_read": io["bytes"] + io["mapped_bytes"], "iops": io["requests"], "requests": io["requests"]}
         lines = self._plan_lines(True, counting=count_rows, metrics=metrics)
         head = (
