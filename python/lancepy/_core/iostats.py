@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 __all__ = ["IOStats", "track_io"]
@@ -47,6 +48,9 @@ class IOStats:
                 f"write_bytes={self.written_bytes}, mapped_bytes={self.mapped_bytes})")
 
 
+_current = threading.local()  # .tracker: the innermost tracker a wrapper made current here
+
+
 def _tracked_function(fn: Callable[..., Any], tracker_of: Callable[[Any], Optional[Any]]) -> Callable[..., Any]:
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
@@ -56,11 +60,15 @@ def _tracked_function(fn: Callable[..., Any], tracker_of: Callable[[Any], Option
             if tracker is None:
                 return (yield from it)
             while True:
-                with tracker:
-                    try:
+                outer = getattr(_current, "tracker", None)
+                _current.tracker = tracker
+                try:
+                    with tracker:
                         item = next(it)
-                    except StopIteration as stop:
-                        return stop.value
+                except StopIteration as stop:
+                    return stop.value
+                finally:
+                    _current.tracker = outer
                 yield item
 
         return steps
@@ -68,10 +76,15 @@ def _tracked_function(fn: Callable[..., Any], tracker_of: Callable[[Any], Option
     @functools.wraps(fn)
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         tracker = tracker_of(self)
-        if tracker is None:
+        outer = getattr(_current, "tracker", None)
+        if tracker is None or tracker is outer:  # (nested calls of one object: already current)
             return fn(self, *args, **kwargs)
-        with tracker:
-            return fn(self, *args, **kwargs)
+        _current.tracker = tracker
+        try:
+            with tracker:
+                return fn(self, *args, **kwargs)
+        finally:
+            _current.tracker = outer
 
     return call
 
