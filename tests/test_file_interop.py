@@ -337,3 +337,36 @@ def test_reader_results_come_in_pylances_batches(pylance_file, tmp_path, batch_s
             w.write_batch(pa.table({"val": pa.array([b"0" * (1 << 20)], pa.large_binary())}, schema=blob))
     col = LanceFileReader(bpath).read_all(batch_size=max(batch_size, 100)).to_table().column("val")
     assert col.num_chunks == 1 and len(col.chunk(0)) == 100
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_empty_structs_both_ways(pylance_file, tmp_path, version):
+    """A struct without children: one column of one constant page, every row valid, as
+    pylance writes it. Nulls in it, or one nested in another struct, are refused as pylance
+    refuses them (never written as something else)."""
+    from lancepy.exceptions import NotSupportedError
+    from lancepy.file import LanceFileReader, LanceFileWriter
+
+    schema = pa.schema([pa.field("id", pa.int32()), pa.field("empties", pa.struct([]))])
+    table = pa.table({"id": [0, 1, 2, 3], "empties": [{}] * 4}, schema=schema)
+    for name, writer, reader in (("ours", LanceFileWriter, pylance_file.LanceFileReader),
+                                 ("theirs", pylance_file.LanceFileWriter, LanceFileReader),
+                                 ("both", LanceFileWriter, LanceFileReader)):
+        path = str(tmp_path / f"{name}.lance")
+        with writer(path, version=version) as w:
+            w.write_batch(table)
+        got = reader(path).read_all().to_table()
+        assert got == table and got.column("empties").null_count == 0, name
+        assert reader(path).take_rows([1, 3]).to_table() == table.take([1, 3]), name
+    with pytest.raises(NotSupportedError, match="null rows"):
+        with LanceFileWriter(str(tmp_path / "n.lance"), version=version) as w:
+            w.write_batch(pa.table({"e": pa.array([{}, None], pa.struct([]))}))
+    nested = pa.table({"s": pa.array([{"e": {}, "x": 1}], pa.struct([pa.field("e", pa.struct([])), pa.field("x", pa.int64())]))})
+    with pytest.raises(NotSupportedError, match="inside another struct"):
+        with LanceFileWriter(str(tmp_path / "m.lance"), version=version) as w:
+            w.write_batch(nested)
+    path = str(tmp_path / "pm.lance")
+    with pylance_file.LanceFileWriter(path, version=version) as w:
+        w.write_batch(nested)
+    with pytest.raises(NotSupportedError, match="without children"):
+        LanceFileReader(path).read_all()

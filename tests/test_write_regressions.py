@@ -438,3 +438,19 @@ def test_binary_metadata_is_refused_before_anything_is_written(tmp_path):
     good = bad.replace_schema_metadata({"foo": base64.b64encode(blob)})
     lancepy.write_dataset(good, str(tmp_path / "ok"))
     assert lance.dataset(str(tmp_path / "ok")).schema.metadata[b"foo"] == base64.b64encode(blob)
+
+
+def test_datasets_with_empty_struct_columns_both_ways(tmp_path):
+    """pylance's test_empty_structs, both directions: scans and takes of a dataset with a
+    struct column without children."""
+    import lance
+
+    schema = pa.schema([pa.field("id", pa.int32()), pa.field("empties", pa.struct([]))])
+    table = pa.table({"id": list(range(50)), "empties": [{}] * 50}, schema=schema)
+    for writer, reader in ((lancepy, lance), (lance, lancepy), (lancepy, lancepy)):
+        uri = str(tmp_path / f"{writer.__name__}-{reader.__name__}")
+        writer.write_dataset(table, uri, max_rows_per_file=20)
+        ds = reader.dataset(uri)
+        assert ds.to_table() == table
+        assert ds.take([42, 0, 21]) == table.take([42, 0, 21])
+        assert ds.to_table(filter="id > 45") == table.slice(46)

@@ -256,7 +256,8 @@ impl LanceField {
     /// Whether this field is a leaf column in 2.1+ files (everything except struct, list and
     /// map parents; a packed struct is a leaf).
     pub fn is_leaf(&self) -> bool {
-        if self.is_packed_struct() {
+        // (a struct without children is one column of nothing, as pylance writes it)
+        if self.is_packed_struct() || matches!(&self.data_type, DataType::Struct(f) if f.is_empty()) {
             return true;
         }
         !matches!(self.data_type, DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _))
@@ -683,6 +684,9 @@ impl LeafKind {
                 LeafKind::Fsl { dim: *n as usize, item: Box::new(item_kind) }
             }
             dt if dt.is_primitive() => LeafKind::Fixed { bytes: dt.primitive_width().unwrap_or(0) },
+            // A struct without children has no values: stored as pylance stores it, one page
+            // of nothing per column (a constant page), every row valid.
+            Struct(fields) if fields.is_empty() => LeafKind::Null,
             other => return Err(Error::not_supported(format!("{other} as a leaf column"))),
         })
     }

@@ -544,6 +544,9 @@ fn build_array(values: Values, len: usize, data_type: &DataType, nulls: Option<N
     let nulls_len_ok = nulls.as_ref().is_none_or(|n| n.len() == len);
     let builder = ArrayDataBuilder::new(data_type.clone()).len(len).nulls(nulls);
     let data = match values {
+        Values::Null if matches!(data_type, DataType::Struct(f) if f.is_empty()) => {
+            return Ok(Arc::new(arrow_array::StructArray::new_empty_fields(len, None)))
+        }
         Values::Null => return Ok(new_null_array(data_type, len)),
         Values::Bool(mut b) => builder.add_buffer(b.finish().into_inner()),
         Values::Fixed { buf, .. } => builder.add_buffer(buf.into()),

@@ -96,7 +96,7 @@ pub fn leaf_paths(field: &LanceField) -> Result<Vec<(Vec<usize>, LeafPath)>> {
         out: &mut Vec<(Vec<usize>, LeafPath)>,
     ) -> Result<()> {
         match &f.data_type {
-            DataType::Struct(_) if !f.is_packed_struct() => {
+            DataType::Struct(_) if !f.is_leaf() => {
                 kinds.push(NodeKind::Item);
                 for (i, c) in f.children.iter().enumerate() {
                     idx.push(i);

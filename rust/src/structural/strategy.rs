@@ -86,6 +86,22 @@ pub fn encode_leaf_page(
     let path = &leaf.path;
     let flat = path.kinds.len() == 1;
 
+    if matches!(field.data_type, DataType::Struct(ref c) if c.is_empty()) {
+        // A struct without children: one constant page of nothing, every row valid (as
+        // pylance writes it, and it refuses the same cases).
+        if !flat {
+            return Err(Error::not_supported(format!(
+                "field {:?}: a struct without children inside another struct or a list (top-level ones are written)",
+                field.name
+            )));
+        }
+        if null_count > 0 {
+            return Err(Error::not_supported(format!(
+                "field {:?}: null rows of a struct without children (such a column has no way to store them)",
+                field.name
+            )));
+        }
+    }
     // 1. A flat column whose values are all null.
     if flat && !arrow_dictionary && (null_count == array.len() || kind == LeafKind::Null) {
         let layout = enc21::PageLayout {

@@ -4,10 +4,11 @@
 //! source that 2.0 nested fields read their columns through.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow_buffer::Buffer;
-use arrow_schema::SchemaRef;
+use arrow_schema::{DataType, SchemaRef};
 
 use super::gather::Gathered;
 use super::page::{plan_page, Column, Page, PageKind};
@@ -155,6 +156,13 @@ impl FileReader {
         }
         if cols.len() != paths.len() {
             return Err(Error::corrupt(format!("field {:?} has {} leaves but {} columns", f.name, paths.len(), cols.len())));
+        }
+        let nested = paths.iter().any(|(_, p)| p.kinds.len() > 1) || !self.version.is_structural();
+        if nested && f.leaf_fields().iter().any(|l| matches!(&l.data_type, DataType::Struct(c) if c.is_empty())) {
+            return Err(Error::not_supported(format!(
+                "field {:?}: structs without children inside other structs or lists, or in 2.0 files (top-level ones of 2.1+ files are read)",
+                f.name
+            )));
         }
         let leaf_fields = f.leaf_fields();
         Ok(cols.iter().zip(leaf_fields).zip(paths).map(|((&c, lf), (_, p))| (c, lf, p)).collect())
@@ -464,7 +472,14 @@ impl v2_0_nested::ColumnSource for FileReader {
 /// A batch of arrays decoded from `what` (a file, a fragment): the schema came from the same
 /// bytes, so arrays that do not fit it (a wrong length, nulls in a non-nullable column) are
 /// a corrupt file, not a failed Arrow operation. Found by the `file_reader` fuzz target.
-pub fn decoded_batch(schema: SchemaRef, arrays: Vec<ArrayRef>, rows: usize, what: &str) -> Result<RecordBatch> {
+pub fn decoded_batch(schema: SchemaRef, mut arrays: Vec<ArrayRef>, rows: usize, what: &str) -> Result<RecordBatch> {
+    for (a, f) in arrays.iter_mut().zip(schema.fields()) {
+        if matches!(f.data_type(), DataType::Struct(c) if c.is_empty()) && a.null_count() > 0 {
+            // An empty struct's page is a constant page of nothing, which reads as nulls;
+            // pylance writes no nulls for such columns (it refuses them): every row is valid.
+            *a = Arc::new(arrow_array::StructArray::new_empty_fields(a.len(), None));
+        }
+    }
     let opts = RecordBatchOptions::new().with_row_count(Some(rows));
     RecordBatch::try_new_with_options(schema, arrays, &opts)
         .map_err(|e| Error::corrupt(format!("{what}: the decoded columns do not fit the schema: {e}")))
