@@ -356,9 +356,12 @@ def _read_partition(idx: IvfIndex, p: int) -> Partition:
     elif idx.kind == "IVF_SQ":
         data = np.ascontiguousarray(values.astype(np.uint8, copy=False).reshape(n, width))
     else:
-        # Kept as (sub-vectors, rows): the native scan reads them sub-vector by sub-vector.
+        # Kept as (sub-vectors, rows): the native scan reads them sub-vector by sub-vector
+        # (4-bit codes unpacked, a byte a code).
         codes = values.astype(np.uint8, copy=False)
         data = np.ascontiguousarray(codes.reshape(width, n) if idx.pq_transposed else codes.reshape(n, width).T)
+        if idx.nbits == 4:
+            data = np.ascontiguousarray(_pq4.unpack(data.T).T)
     return Partition(row_ids, data)
 
 
@@ -386,13 +389,23 @@ def _distances(idx: IvfIndex, parts: List[int], q: "np.ndarray") -> Tuple["np.nd
 
     loaded = [idx.partition(p) for p in parts]
     if idx.kind == "IVF_PQ" and idx.nbits == 4:
+        # A table per partition (of the query's residual; dot: of the query), its 16 entries a
+        # sub-vector padded to the native kernel's 256 (codes never reach past 15).
         assert idx.codebook is not None
-        rids, dists = [np.empty(0, np.uint64)], [np.empty(0, np.float32)]
-        for p, part in zip(parts, loaded):
-            codes = _pq4.unpack(part.data.T).T  # (sub-vectors, rows)
-            rids.append(part.row_ids)
-            dists.append(_pq4.search_partition(q, idx.centroids[p], idx.codebook, idx.metric, codes))
-        return np.concatenate(rids), np.concatenate(dists)
+        m = idx.num_sub_vectors
+        tables = np.zeros((max(len(parts), 1), m, 256), np.float32)
+        for i, p in enumerate(parts):
+            tables[i, :, : _pq4.CODEWORDS] = _pq4.table_for(q, idx.centroids[p], idx.codebook, idx.metric)
+        spans4, at4 = [], 0
+        for part in loaded:
+            spans4.append((at4, len(part.row_ids)))
+            at4 += len(part.row_ids)
+        codes4 = np.ascontiguousarray(np.concatenate([part.data for part in loaded], axis=1)) if loaded else np.empty((m, 0), np.uint8)
+        rid4 = np.concatenate([part.row_ids for part in loaded]) if loaded else np.empty(0, np.uint64)
+        got = _lancepy.pq_span_distances(pa.array(codes4.reshape(-1)), codes4.shape[1], m, spans4,
+                                         pa.array(tables.reshape(-1)), list(range(len(spans4))))
+        d4 = pa.record_batch(got).column(0).to_numpy(zero_copy_only=True)
+        return rid4, (d4 - np.float32(m - 1)).astype(np.float32) if idx.metric == "dot" else d4
     if idx.metric == "hamming":
         data = np.concatenate([part.data for part in loaded]) if loaded else np.empty((0, idx.dim), np.uint8)
         rid = np.concatenate([part.row_ids for part in loaded]) if loaded else np.empty(0, np.uint64)

@@ -84,28 +84,13 @@ def distance_table(q: "np.ndarray", codebook: "np.ndarray", metric: str) -> "np.
     return np.einsum("mkd,mkd->mk", d, d).astype(np.float32)
 
 
-def partition_distances(table: "np.ndarray", codes: "np.ndarray") -> "np.ndarray":
-    """Float32 sums of `table` entries (m x 16), sub-vector by sub-vector in order, for the
-    rows of `codes` (m x rows, unpacked)."""
+def table_for(q: "np.ndarray", centroid: Optional["np.ndarray"], codebook: "np.ndarray", metric: str) -> "np.ndarray":
+    """The ``m x 16`` table a probed partition is scored with: of the query's residual to
+    `centroid` (L2; cosine, its vectors normalized) or of the query itself (dot: a row's
+    distance is then the table sum minus ``m - 1``)."""
     import numpy as np
 
-    acc = np.zeros(codes.shape[1], np.float32)
-    for j in range(codes.shape[0]):
-        acc += table[j][codes[j]]
-    return acc
-
-
-def search_partition(
-    q: "np.ndarray", centroid: Optional["np.ndarray"], codebook: "np.ndarray", metric: str, codes: "np.ndarray"
-) -> "np.ndarray":
-    """One probed partition's distances: the table of the query's residual to `centroid`
-    (L2 / cosine) or of the query itself (dot); dot distances as ``sum - (m - 1)``."""
-    import numpy as np
-
-    m = codebook.shape[0]
     if metric == "dot":
-        d = partition_distances(distance_table(q, codebook, "dot"), codes)
-        return (d - np.float32(m - 1)).astype(np.float32)
-    resid = (q.astype(np.float32) - centroid.astype(np.float32)).astype(np.float32)
-    return partition_distances(distance_table(resid, codebook, "l2"), codes)
+        return distance_table(q, codebook, "dot")
+    return distance_table((q.astype(np.float32) - centroid.astype(np.float32)).astype(np.float32), codebook, "l2")
 
