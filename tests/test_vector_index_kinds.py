@@ -340,3 +340,23 @@ def test_rewritten_indices_stay_readable(tmp_path, builder, kind):
     a, b = ours.to_table(nearest=nearest, columns=["id"]), theirs.to_table(nearest=nearest, columns=["id"])
     same_result(a, b, exact=exact)
     assert all(i % 5 for i in a["id"].to_pylist())
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_nested_exact_search_matches_pylance(tmp_path, metric, dtype):
+    rng = np.random.default_rng(31)
+    n, dim = 500, 8
+    v = rng.standard_normal((n, dim)).astype(dtype)
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), dim)
+    valid = pa.array(rng.random(n) > 0.05)  # (some null structs: their vectors are skipped)
+    st = pa.StructArray.from_arrays([emb, pa.array(np.arange(n))], names=["embedding", "n"], mask=pa.compute.invert(valid))
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"id": pa.array(np.arange(n), pa.int64()), "data": st}), uri, max_rows_per_file=200)
+    lance.dataset(uri).delete("id = 7")
+    q = rng.standard_normal(dim).astype(np.float32)
+    nearest = {"column": "data.embedding", "q": q, "k": 20, "metric": metric}
+    a = lancepy.dataset(uri).to_table(nearest=nearest, columns=["id"], filter="id > 3", prefilter=True)
+    b = lance.dataset(uri).to_table(nearest=nearest, columns=["id"], filter="id > 3", prefilter=True)
+    same_result(a, b, exact=False)
+    assert a["id"].to_pylist() == b["id"].to_pylist()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from lancepy import _lancepy
 from lancepy._ops.projection import _resolve_path
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lancepy.dataset import LanceDataset
 
-_BATCH_ROWS = 16384
+_BATCH_ROWS = 65536
 _ASSIGN_ROWS = 4096
 
 
@@ -206,6 +207,10 @@ def distances_of(values: Any, q: "np.ndarray", metric: str) -> Tuple["np.ndarray
         raise InvalidArgumentError(f"the hamming distance is for uint8 vectors, not {arr.type.value_type}")
     if not pa.types.is_floating(arr.type.value_type):
         raise InvalidArgumentError(f"a vector column holds floats or bytes, not {arr.type.value_type}")
+    if pa.types.is_float32(arr.type.value_type) and metric in ("l2", "dot") and n:
+        # scored natively (all cores, the kernels of the top-level exact search)
+        got = _lancepy.span_distances(flat, dim, [(0, n)], q.astype(np.float32).tolist(), metric)
+        return pa.record_batch(got).column(0).to_numpy(zero_copy_only=False), valid
     if pa.types.is_float64(arr.type.value_type):
         mat64 = flat.to_numpy(zero_copy_only=False).reshape(n, dim)
         return _float_distances(mat64, q.astype(np.float64), metric), valid
