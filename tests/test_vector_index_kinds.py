@@ -360,3 +360,23 @@ def test_nested_exact_search_matches_pylance(tmp_path, metric, dtype):
     b = lance.dataset(uri).to_table(nearest=nearest, columns=["id"], filter="id > 3", prefilter=True)
     same_result(a, b, exact=False)
     assert a["id"].to_pylist() == b["id"].to_pylist()
+
+
+def test_vector_index_reader_of_4bit_and_hamming(tmp_path):
+    """VectorIndexReader returns 4-bit codes as stored (two a byte) and binary vectors as
+    bytes, for lancepy's and pylance's indices alike."""
+    t, v = float_table(600, 16, 41)
+    lance.write_dataset(t, str(tmp_path / "pq"))
+    lancepy.dataset(str(tmp_path / "pq")).create_index("vector", "IVF_PQ", num_partitions=2, num_sub_vectors=4, num_bits=4)
+    t2, b = binary_table(600, 8, 42)
+    lance.write_dataset(t2, str(tmp_path / "bin"))
+    lance.dataset(str(tmp_path / "bin")).create_index("vector", "IVF_FLAT", num_partitions=2, metric="hamming")
+    from lancepy.vector import VectorIndexReader
+
+    r = VectorIndexReader(lancepy.dataset(str(tmp_path / "pq")), "vector_idx")
+    got = pa.concat_tables([r.read_partition(p, with_vector=True) for p in range(r.num_partitions())])
+    assert got.schema.field("__pq_code").type == pa.list_(pa.uint8(), 2) and got.num_rows == 600
+    r = VectorIndexReader(lancepy.dataset(str(tmp_path / "bin")), "vector_idx")
+    got = pa.concat_tables([r.read_partition(p, with_vector=True) for p in range(r.num_partitions())])
+    rows = (got["_rowid"].to_numpy() & 0xFFFFFFFF).astype(np.int64)
+    np.testing.assert_array_equal(np.stack(got["flat"].to_numpy(zero_copy_only=False)).astype(np.uint8), b[rows])

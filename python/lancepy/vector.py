@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 import pyarrow as pa
 
 from lancepy._ops import ivf as _ivf
+from lancepy._ops import pq4 as _pq4
 from lancepy._ops import vector_columns as _vc
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, NotSupportedError, UnsupportedError
 
@@ -515,7 +516,7 @@ class VectorIndexReader:
     def read_partition(self, partition_id: int, *, with_vector: bool = False) -> pa.Table:
         """The rows of partition `partition_id`: ``_rowid`` (row addresses) and, with
         `with_vector`, the stored vectors (``flat``, IVF_FLAT) or PQ codes (``__pq_code``, one
-        byte per sub-vector, row by row)."""
+        byte per sub-vector, or two 4-bit codes a byte, row by row)."""
         import numpy as np
 
         n = self.num_partitions()
@@ -529,7 +530,9 @@ class VectorIndexReader:
             columns[_ivf._FLAT] = pa.FixedSizeListArray.from_arrays(pa.array(part.data.reshape(-1)), idx.dim)
         elif with_vector and idx.kind == "IVF_PQ":
             codes = np.ascontiguousarray(part.data.T)
-            columns[_ivf._PQ_CODE] = pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1)), idx.num_sub_vectors)
+            if idx.nbits == 4:  # (as stored: two codes a byte)
+                codes = _pq4.pack(codes)
+            columns[_ivf._PQ_CODE] = pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1)), idx.code_bytes)
         return pa.table(columns)
 
 
