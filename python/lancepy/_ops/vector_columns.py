@@ -197,6 +197,8 @@ def distances_of(values: Any, q: "np.ndarray", metric: str) -> Tuple["np.ndarray
     import numpy as np
 
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if isinstance(arr, pa.ExtensionArray):
+        arr = arr.storage  # (a 1-D tensor: the vectors it holds)
     n, dim = len(arr), arr.type.list_size
     valid = np.ones(n, bool) if arr.null_count == 0 else arr.is_valid().to_numpy(zero_copy_only=False)
     flat = arr.values.slice(arr.offset * dim, n * dim)
