@@ -9,11 +9,12 @@ these bytes and read the same values back from them.
 import struct
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from lancepy import _lancepy
 from lancepy._ops import ivf_build
-from lancepy.exceptions import CorruptFileError, UnsupportedError
+from lancepy.exceptions import CorruptFileError, InvalidArgumentError, UnsupportedError
 
 CENTROIDS = (np.arange(12, dtype=np.float32).reshape(4, 3) / 7 - 0.5).astype(np.float32)
 CENTROIDS_HEX = "000000bf6edbb6beb66d5bbe244992bd2849923db86d5b3e6edbb63e0000003f4a92243f9224493fdcb66d3f9224893f"
@@ -102,9 +103,15 @@ def test_damaged_messages_raise_typed_errors():
         _lancepy.decode_ivf(IVF_FULL[:-12])
     with pytest.raises(CorruptFileError, match="shape"):
         _lancepy.decode_tensor_f32(TENSOR.replace(bytes.fromhex("120203"), bytes.fromhex("120204")))
-    uint8 = bytes.fromhex("0804120101") + bytes.fromhex("1a01") + bytes(1)
-    with pytest.raises(UnsupportedError, match="UINT8"):
-        _lancepy.decode_tensor_f32(uint8)
+    uint16 = bytes.fromhex("0805120101") + bytes.fromhex("1a02") + bytes(2)
+    with pytest.raises(UnsupportedError, match="UINT16"):
+        _lancepy.decode_tensor_f32(uint16)
+    # uint8 tensors (the centroids of binary vectors, hamming) are read as their byte values
+    uint8 = bytes.fromhex("0804120102") + bytes.fromhex("1a02") + bytes([7, 255])
+    assert np.asarray(_lancepy.decode_tensor_f32(uint8)).tolist() == [7.0, 255.0]
+    assert _lancepy.encode_tensor_f32(pa.array([7.0, 255.0], pa.float32()), [2], "uint8") == uint8
+    with pytest.raises(InvalidArgumentError, match="uint8"):
+        _lancepy.encode_tensor_f32(pa.array([1.5], pa.float32()), [1], "uint8")
     # float64 (and float16) tensors are read as float32, as pylance writes them for such vectors
     float64 = bytes.fromhex("0803120101") + bytes.fromhex("1a08") + struct.pack("<d", 2.5)
     assert np.asarray(_lancepy.decode_tensor_f32(float64)).tolist() == [2.5]

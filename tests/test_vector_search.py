@@ -145,8 +145,8 @@ def test_bad_queries_raise_clear_errors(uri):
         ds.to_table(nearest={"column": "vec", "q": q, "k": 0})
     with pytest.raises(ValueError, match="metric"):
         ds.to_table(nearest={"column": "vec", "q": q, "metric": "foo"})
-    with pytest.raises(UnsupportedError, match="hamming"):
-        ds.to_table(nearest={"column": "vec", "q": q, "metric": "hamming"})
+    with pytest.raises(InvalidArgumentError, match="hamming is for uint8 vectors"):
+        ds.to_table(nearest={"column": "vec", "q": q, "metric": "hamming"})  # (binary vectors: test_vector_index_kinds.py)
     with pytest.raises(InvalidArgumentError, match="bogus"):
         ds.to_table(nearest={"column": "vec", "q": q, "bogus": 1})
     with pytest.raises(InvalidArgumentError, match="needs 'q'"):

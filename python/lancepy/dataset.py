@@ -362,16 +362,16 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         index_file_version: Optional[str] = None,
         one_pass_ivfpq: bool = False,
     ) -> "LanceDataset":
-        """Builds a vector index on `column` and commits it as a new version (pylance's
-        signature; returns this dataset, now at that version).
+        """Builds a vector index on `column` (``"data.embedding"``: a vector in a struct) and commits
+        it as a new version (pylance's signature; returns this dataset, now at that version).
 
         ``index_type`` is ``"IVF_FLAT"``, ``"IVF_PQ"`` or ``"IVF_SQ"`` (8-bit codes over the
         sample's value range; l2 and cosine), written in pylance 14's on-disk format (pylance
         uses it, lancepy uses pylance's). IVF centroids are trained by k-means on
         ``num_partitions × sample_rate`` random rows (default partitions: one per 4,096 rows
-        for IVF_FLAT, else 8,192, at most 4,096), PQ codebooks (8-bit
-        codes, ``num_sub_vectors`` required) on ``256 × sample_rate`` rows, ``max_iters``
-        Lloyd iterations at most. ``metric``: ``"l2"``, ``"cosine"`` or ``"dot"``. Rows
+        for IVF_FLAT, else 8,192, at most 4,096), PQ codebooks (8-bit codes, or 4-bit with ``num_bits=4``;
+        ``num_sub_vectors`` required) on ``2^num_bits × sample_rate`` rows, ``max_iters`` Lloyd
+        iterations at most. ``metric``: ``"l2"``, ``"cosine"``, ``"dot"``; ``"hamming"`` (IVF_FLAT of uint8 vectors). Rows
         whose vector is null (or, with ``filter_nan``, holds NaN/inf) are left out of the
         index. ``ivf_centroids`` / ``ivf_centroids_file`` (a ``.npy``) and ``pq_codebook``
         skip the training. ``fragment_ids`` indexes only those fragments (the others are

@@ -210,6 +210,7 @@ class DatasetOptimizer:
                         kind=idx.kind, metric=idx.metric, num_partitions=idx.num_partitions,
                         num_sub_vectors=idx.num_sub_vectors or None, sample_rate=_ivf_build.DEFAULT_SAMPLE_RATE,
                         max_iters=_ivf_build.DEFAULT_MAX_ITERS, ivf_centroids=None, pq_codebook=None, filter_nan=True, seed=None,
+                        value_type=_ivf_build._writable_type(idx.value_type), num_bits=idx.nbits,
                     )
                     entry = _ivf_build.build(ds, column, segs[0]["fields"][0], dim, params, None, None, n, None, ds._storage_options)
                     written += [f"_indices/{_commit._uuid_str(entry['uuid'])}/{f['path']}" for f in entry["files"]]

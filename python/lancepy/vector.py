@@ -9,13 +9,16 @@ are searched exactly and merged (the index's candidates are then re-ranked exact
 pylance does). ``use_index=False``, a ``metric`` other than the index's, or a dataset with
 stable row ids give an exact search.
 
-The exact search reads only the vector column, scores it in Rust on all cores (one pass,
+Nested and binary vectors are searched exactly by :mod:`lancepy._ops.vector_columns` (numpy,
+batch by batch). Otherwise the exact search reads only the vector column, scores it in Rust on all cores (one pass,
 memory bounded by one batch per thread), then takes the other columns for the ``k``
 winners alone. Results are pylance's: the same rows, ``_distance`` as pylance defines it
 (squared L2, ``1 - cosine``, ``1 - dot``), nearest first, ties by row id.
 
-The ``nearest`` dictionary takes pylance's keys. ``column``, ``q``, ``k`` (default 10),
-``metric`` (``"l2"`` default, or the index's; ``"cosine"``, ``"dot"``) and
+The ``nearest`` dictionary takes pylance's keys. ``column`` (a vector column, or a dotted
+path to one nested in a struct: ``"data.embedding"``), ``q``, ``k`` (default 10), ``metric``
+(``"l2"`` default, or the index's; ``"cosine"``, ``"dot"``; ``"hamming"``, the only one for
+binary vectors, ``fixed_size_list<uint8>``, and their default: ``q`` cast to bytes) and
 ``distance_range`` shape the result; ``nprobes``, ``minimum_nprobes``, ``maximum_nprobes``,
 ``refine_factor`` and ``use_index`` steer an index search. ``ef``, ``approx_mode``,
 ``search_effort`` and ``query_parallelism`` tune index kinds lancepy does not read (HNSW)
@@ -32,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, 
 import pyarrow as pa
 
 from lancepy._ops import ivf as _ivf
+from lancepy._ops import pq4 as _pq4
+from lancepy._ops import vector_columns as _vc
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, NotSupportedError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DISTANCE = "_distance"
 
-_METRICS = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot"}
+_METRICS = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot", "hamming": "hamming"}
 _INDEX_TUNING = ("nprobes", "minimum_nprobes", "maximum_nprobes", "refine_factor", "ef", "search_effort")
 _KEYS = {"column", "q", "k", "metric", "use_index", "approx_mode", "distance_range", "query_parallelism", *_INDEX_TUNING}
 
@@ -81,13 +86,24 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
         if nearest.get(key) is None:
             raise InvalidArgumentError(f"nearest= needs {key!r}")
     column = nearest["column"]
-    if column not in schema.names:
-        raise ColumnNotFoundError(f"nearest= column {column!r} does not exist; the dataset has {schema.names}")
-    t = schema.field(column).type
+    try:
+        t = _vc.resolve(schema, column)[2].type  # (a column, or a path into structs: "data.embedding")
+    except ColumnNotFoundError:
+        raise ColumnNotFoundError(f"nearest= column {column!r} does not exist; the dataset has {schema.names}") from None
     if isinstance(t, pa.FixedShapeTensorType) and len(t.shape) == 1:
         t = t.storage_type  # (a 1-D tensor column is stored as the vectors it holds)
-    if not (pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type)):
-        raise VectorColumnError(f"nearest= column {column!r} must be a vector column (fixed-size list of floats), not {t}")
+    binary = pa.types.is_fixed_size_list(t) and pa.types.is_uint8(t.value_type)
+    if not (pa.types.is_fixed_size_list(t) and (binary or pa.types.is_floating(t.value_type))):
+        raise VectorColumnError(
+            f"nearest= column {column!r} must be a vector column (fixed-size list of floats, or of uint8), not {t}")
+    metric = nearest.get("metric") or ("hamming" if binary else "l2")
+    if not isinstance(metric, str):
+        raise InvalidArgumentError(f"nearest= 'metric' must be a string, got {metric!r}")
+    if metric.lower() not in _METRICS:
+        raise InvalidArgumentError(f"unknown metric {metric!r}: use 'l2', 'cosine', 'dot' or 'hamming'")
+    if binary != (metric.lower() == "hamming"):
+        raise InvalidArgumentError(f"Distance type {metric} does not support {t.value_type} vectors"
+                                   + (": use 'hamming'" if binary else ": hamming is for uint8 vectors"))
     q = nearest["q"]
     if isinstance(q, pa.ExtensionScalar):
         q = q.value
@@ -99,6 +115,8 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
         qv = np.asarray(q, dtype=np.float32)
     except (TypeError, ValueError) as e:
         raise InvalidArgumentError(f"nearest= 'q' must be a vector of numbers: {e}") from None
+    if binary and qv.ndim == 1:  # (bytes, truncated from floats as pylance casts them)
+        qv = _vc.uint8_query(qv, t.list_size).astype(np.float32)
     if qv.ndim == 2:
         raise UnsupportedError("nearest= with several query vectors at once (a 2-D 'q') is not supported by lancepy yet")
     if qv.ndim != 1:
@@ -112,13 +130,6 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
     k = 10 if k is None else k
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
         raise InvalidArgumentError(f"nearest= 'k' must be a positive integer, got {k!r}")
-    metric = nearest.get("metric") or "l2"
-    if not isinstance(metric, str):
-        raise InvalidArgumentError(f"nearest= 'metric' must be a string, got {metric!r}")
-    if metric.lower() == "hamming":
-        raise UnsupportedError("the hamming metric (for uint8 vectors) is not supported by lancepy yet")
-    if metric.lower() not in _METRICS:
-        raise InvalidArgumentError(f"unknown metric {metric!r}: use 'l2', 'cosine' or 'dot'")
     for key in _INDEX_TUNING + ("query_parallelism",):
         v = nearest.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or v < 0):
@@ -179,8 +190,7 @@ def search(
     if found is None:
         if index_segments is not None:
             raise InvalidArgumentError("index_segments= needs a search that uses the column's vector index")
-        addresses, distances = snap.knn(query.column, query.q.tolist(), query.k, query.metric, fragment_ids, allowed,
-                                        query.distance_range)
+        addresses, distances = _exact(ds, query, query.k, query.metric, fragment_ids, allowed, query.distance_range)
     else:
         addresses, distances = found
     names = list(columns) if columns is not None else list(ds.schema.names)
@@ -206,6 +216,17 @@ def search(
     if offset or limit is not None:
         result = result.slice(offset, limit)
     return result
+
+
+def _exact(
+    ds: "LanceDataset", query: NearestQuery, k: int, metric: str, fragment_ids: Optional[Sequence[int]], allowed: Any,
+    distance_range: Tuple[Optional[float], Optional[float]],
+) -> Tuple[List[int], List[float]]:
+    """Exact search: native for top-level float vectors, else :func:`vector_columns.exact_search`
+    (vectors nested in structs, binary vectors)."""
+    if _vc.needs_python_search(ds.schema, query.column, metric):
+        return _vc.exact_search(ds, query.column, query.q, k, metric, fragment_ids, allowed, distance_range)
+    return ds._snapshot.knn(query.column, query.q.tolist(), k, metric, fragment_ids, allowed, distance_range)
 
 
 def _index_for(ds: "LanceDataset", query: NearestQuery) -> List[Dict[str, Any]]:
@@ -388,17 +409,16 @@ def _index_search(
         addr, dist = addr[top], dist[top]
     uncovered = uncovered_list
     if refine and len(addr):
-        t = pa.table(ds._snapshot.take_addresses(
-            pa.array(addr, pa.uint64()),
-            columns=[query.column],
-            with_row_address=True,
-        ))
-        got = t.column("_rowaddr").to_numpy()
-        col = t.column(query.column).combine_chunks()
-        vecs = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(got), -1)
-        addr, dist = got.astype(np.uint64), _exact_distances(vecs, q, metric).astype(np.float32)
+        got, col = _vc.take_vectors(ds, addr, query.column)
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        if metric == "hamming":
+            dist = _vc.distances_of(col, q, metric)[0]
+        else:
+            vecs = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(got), -1)
+            dist = _exact_distances(vecs, q, metric).astype(np.float32)
+        addr = got.astype(np.uint64)
     if uncovered:
-        a2, d2 = ds._snapshot.knn(query.column, q.tolist(), query.k, metric, uncovered, allowed, (None, None))
+        a2, d2 = _exact(ds, query, query.k, metric, uncovered, allowed, (None, None))
         addr = np.concatenate([addr, np.asarray(a2, dtype=np.uint64)])
         dist = np.concatenate([dist, np.asarray(d2, dtype=np.float32)])
     lo, hi = query.distance_range
@@ -496,7 +516,7 @@ class VectorIndexReader:
     def read_partition(self, partition_id: int, *, with_vector: bool = False) -> pa.Table:
         """The rows of partition `partition_id`: ``_rowid`` (row addresses) and, with
         `with_vector`, the stored vectors (``flat``, IVF_FLAT) or PQ codes (``__pq_code``, one
-        byte per sub-vector, row by row)."""
+        byte per sub-vector, or two 4-bit codes a byte, row by row)."""
         import numpy as np
 
         n = self.num_partitions()
@@ -510,7 +530,9 @@ class VectorIndexReader:
             columns[_ivf._FLAT] = pa.FixedSizeListArray.from_arrays(pa.array(part.data.reshape(-1)), idx.dim)
         elif with_vector and idx.kind == "IVF_PQ":
             codes = np.ascontiguousarray(part.data.T)
-            columns[_ivf._PQ_CODE] = pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1)), idx.num_sub_vectors)
+            if idx.nbits == 4:  # (as stored: two codes a byte)
+                codes = _pq4.pack(codes)
+            columns[_ivf._PQ_CODE] = pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1)), idx.code_bytes)
         return pa.table(columns)
 
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 from lancepy import _lancepy
 from lancepy._core.schema import _field_paths
 from lancepy._core.storage import normalize_storage_options
+from lancepy._ops import vector_columns as _vc
 from lancepy._table.operations import IndexDescription
 from lancepy.exceptions import InvalidArgumentError, LanceError, NotSupportedError
 
@@ -172,7 +173,7 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
                     "dimension": dim,
                     # (cosine codes normalized vectors' residuals: the codebook's own metric is l2)
                     "metric_type": "l2" if idx.metric == "cosine" else idx.metric,
-                    "nbits": 8,
+                    "nbits": idx.nbits,
                     "num_sub_vectors": idx.num_sub_vectors,
                     "transposed": True,
                 }
@@ -298,8 +299,9 @@ def prepare_vector_index(
             raise NotSupportedError(f"create_index({arg}=...): lancepy trains on the CPU, in memory, in one pass")
     if not train:
         raise NotSupportedError("create_index(train=False): lancepy always trains the index it builds")
-    if num_bits != 8:
-        raise NotSupportedError(f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ and SQ codes only")
+    if num_bits not in (4, 8) or (num_bits == 4 and kind != "IVF_PQ"):
+        raise NotSupportedError(
+            f"create_index(num_bits={num_bits}): lancepy writes 8-bit PQ and SQ codes and 4-bit PQ codes only")
     if index_cache_size is not None:
         warnings.warn(
             "create_index(index_cache_size=) has no effect (as in pylance 14)", DeprecationWarning, stacklevel=3
@@ -311,10 +313,11 @@ def prepare_vector_index(
     metric_name = str(metric).lower()
     if metric_name == "euclidean":
         metric_name = "l2"
-    if metric_name not in ("l2", "cosine", "dot"):
-        if metric_name == "hamming":
-            raise NotSupportedError("create_index(metric='hamming'): lancepy indexes float vectors only")
+    if metric_name not in ("l2", "cosine", "dot", "hamming"):
         raise InvalidArgumentError(f"Metric {metric} not supported.")
+    if metric_name == "hamming" and kind != "IVF_FLAT":
+        raise NotSupportedError(f"create_index(index_type={index_type!r}, metric='hamming'): lancepy builds IVF_FLAT "
+                                "indices of binary vectors only")
     for arg, value in (
         ("sample_rate", sample_rate),
         ("max_iters", max_iters),
@@ -324,16 +327,19 @@ def prepare_vector_index(
         if value is not None and (not isinstance(value, int) or value < 1):
             raise InvalidArgumentError(f"create_index: {arg} must be a positive integer, got {value!r}")
     ids = ds._field_ids_by_path()
-    try:
-        field = ds._schema.field(column)
-    except KeyError:
-        raise KeyError(f"{column} not found in schema") from None
+    field = _vc.field_of(ds._schema, column)  # (a top-level column or a path into structs: "data.embedding")
     if not pa.types.is_fixed_size_list(field.type):
         raise TypeError(f"Vector column {column} must be FixedSizeListArray, got {field.type}")
-    if not pa.types.is_floating(field.type.value_type):
+    binary = pa.types.is_uint8(field.type.value_type)
+    if binary != (metric_name == "hamming"):
+        if binary:
+            raise TypeError(f"Vector column {column} holds uint8 (binary) vectors: index them with metric='hamming'")
+        raise TypeError(f"metric='hamming' is for uint8 (binary) vectors; column {column} holds {field.type.value_type}")
+    if not binary and not pa.types.is_floating(field.type.value_type):
         raise TypeError(f"Vector column {column} must have floating value type, got {field.type.value_type}")
     # pylance types an index's centroids, PQ codebook and IVF_FLAT vectors like the vectors.
-    value_type = {pa.float16(): "float16", pa.float32(): "float32", pa.float64(): "float64"}.get(field.type.value_type)
+    value_type = {pa.float16(): "float16", pa.float32(): "float32", pa.float64(): "float64", pa.uint8(): "uint8"}.get(
+        field.type.value_type)
     if value_type is None:
         raise NotSupportedError(
             f"create_index on {field.type.value_type} vectors: lancepy builds indices of float16, float32 and float64 vectors"
@@ -344,6 +350,8 @@ def prepare_vector_index(
             raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
         if num_sub_vectors < 1 or dim % num_sub_vectors:
             raise InvalidArgumentError(f"dimension ({dim}) must be divisible by num_sub_vectors ({num_sub_vectors})")
+        if num_bits == 4 and num_sub_vectors % 2:
+            raise InvalidArgumentError(f"num_sub_vectors must be even for num_bits=4 (two codes a byte), got {num_sub_vectors}")
     elif pq_codebook is not None:
         raise InvalidArgumentError("pq_codebook is for IVF_PQ indices")
     if kind == "IVF_SQ":
@@ -385,6 +393,7 @@ def prepare_vector_index(
         seed=seed,
         transposed=not skip_transpose,
         value_type=value_type,
+        num_bits=num_bits,
     )
     return VectorIndexPlan(column, ids[column], dim, params, name, existing, files_options)
 

@@ -1,4 +1,8 @@
-"""IVF vector indices in pylance's on-disk format (``IVF_FLAT`` and ``IVF_PQ``): reading and searching.
+"""IVF vector indices in pylance's on-disk format (``IVF_FLAT``, ``IVF_PQ``, ``IVF_SQ``): reading and searching.
+
+Beyond what is described below: ``IVF_FLAT`` over binary vectors (``uint8`` centroids and
+vectors, the hamming distance) and 4-bit ``IVF_PQ`` (16 codewords a sub-vector, two codes a
+byte: :mod:`lancepy._ops.pq4`).
 
 An index lives in ``_indices/<uuid>/`` as two Lance files:
 
@@ -31,6 +35,8 @@ import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy._core.storage import origin_key
+from lancepy._ops import pq4 as _pq4
+from lancepy._ops import vector_columns as _vc
 from lancepy.exceptions import CorruptFileError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,7 +90,9 @@ class Partition:
     """One partition's rows, as read from ``auxiliary.idx`` (an index cache entry)."""
 
     row_ids: "np.ndarray"  # (rows,) uint64: row addresses
-    data: "np.ndarray"  # IVF_FLAT: (rows, dim) float32; IVF_PQ: (sub_vectors, rows) uint8; IVF_SQ: (rows, dim) uint8
+    # IVF_FLAT: (rows, dim) float32, or (rows, bytes) uint8 for hamming; IVF_PQ: (code bytes, rows) uint8
+    # (a byte a sub-vector, or two with 4-bit codes); IVF_SQ: (rows, dim) uint8
+    data: "np.ndarray"
 
     @property
     def nbytes(self) -> int:
@@ -99,15 +107,16 @@ class IvfIndex:
 
     uuid: str
     kind: str  # "IVF_FLAT" | "IVF_PQ" | "IVF_SQ"
-    metric: str  # "l2" | "cosine" | "dot"
-    centroids: "np.ndarray"  # (partitions, dim) float32
+    metric: str  # "l2" | "cosine" | "dot" | "hamming" (IVF_FLAT over uint8 vectors)
+    centroids: "np.ndarray"  # (partitions, dim) float32 (hamming: byte values)
     offsets: "np.ndarray"  # (partitions,) int64: first row of each partition
     lengths: "np.ndarray"  # (partitions,) int64
     aux_path: str  # auxiliary.idx: the partitions' rows
     storage_options: Any
     num_rows: int
-    codebook: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, 256, sub_dim) float32
+    codebook: Optional["np.ndarray"] = None  # IVF_PQ: (sub_vectors, 2^nbits, sub_dim) float32
     num_sub_vectors: int = 0
+    nbits: int = 8  # IVF_PQ: bits a code (8, or 4: two codes a byte)
     pq_transposed: bool = False  # IVF_PQ: codes stored sub-vector by sub-vector within a partition
     sq_bounds: Optional[Tuple[float, float]] = None  # IVF_SQ: the values' (start, end)
     loss: Optional[float] = None  # the k-means loss recorded in index.idx, if any
@@ -122,6 +131,11 @@ class IvfIndex:
     @property
     def dim(self) -> int:
         return int(self.centroids.shape[1])
+
+    @property
+    def code_bytes(self) -> int:
+        """IVF_PQ: bytes of code a row."""
+        return self.num_sub_vectors * self.nbits // 8
 
     @property
     def nbytes(self) -> int:
@@ -150,7 +164,7 @@ def _buffer_number(md: Dict[str, str], key: str, reader: Any, path: str) -> int:
     return n
 
 
-_TENSOR_TYPES = {0: "bfloat16", 1: "float16", 2: "float32", 3: "float64"}
+_TENSOR_TYPES = {0: "bfloat16", 1: "float16", 2: "float32", 3: "float64", 4: "uint8"}
 
 
 def _varint(buf: bytes, i: int) -> Tuple[int, int]:
@@ -222,7 +236,7 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
         raise CorruptFileError(f"{ipath}: schema metadata 'lance:index' is missing or malformed") from None
     if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
         raise UnsupportedError(f"vector index type {kind} is not supported by lancepy (IVF_FLAT, IVF_PQ and IVF_SQ are)")
-    if metric not in ("l2", "cosine", "dot"):
+    if metric not in ("l2", "cosine", "dot", "hamming"):
         raise UnsupportedError(f"vector indices with the {metric!r} distance are not supported by lancepy")
     # IVF messages and tensors (lance.index.pb) are decoded natively (prost).
     ivf_bytes = ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath))
@@ -245,6 +259,9 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
         raise CorruptFileError(f"{apath}: no {_ROWID} column")
     idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, apath, storage_options, num_rows, loss=loss,
                    value_type=_centroids_type(ivf_bytes))
+    if metric == "hamming" and (kind != "IVF_FLAT" or idx.value_type != "uint8"):
+        raise UnsupportedError(f"{kind} indices with the hamming distance over {idx.value_type} centroids are not supported "
+                               "by lancepy (IVF_FLAT over uint8 vectors is)")
     if kind == "IVF_FLAT":
         if _FLAT not in names:
             raise CorruptFileError(f"{apath}: no {_FLAT!r} column")
@@ -271,17 +288,19 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
             transposed = bool(pq.get("transposed", False))
         except (KeyError, ValueError, TypeError):
             raise CorruptFileError(f"{apath}: 'storage_metadata' is missing or malformed") from None
-        if nbits != 8:
-            raise UnsupportedError(f"IVF_PQ with {nbits}-bit codes is not supported by lancepy (8-bit codes are)")
-        if m <= 0 or dim % m:
-            raise CorruptFileError(f"{apath}: {m} sub-vectors do not divide dimension {dim}")
+        if nbits not in (4, 8):
+            raise UnsupportedError(f"IVF_PQ with {nbits}-bit codes is not supported by lancepy (8-bit and 4-bit codes are)")
+        if m <= 0 or dim % m or (nbits == 4 and m % 2):
+            raise CorruptFileError(f"{apath}: {m} sub-vectors do not divide dimension {dim} (or not in pairs for 4-bit codes)")
         if not 0 < pos < areader.metadata().num_global_buffers:
             raise CorruptFileError(f"{apath}: the codebook buffer {pos} does not exist")
         cb = np.asarray(_lancepy.decode_tensor_f32(areader.read_global_buffer(pos)))
-        if cb.size != m * 256 * (dim // m):
-            raise CorruptFileError(f"{apath}: the codebook has {cb.size} values, not {m} x 256 x {dim // m}")
-        idx.codebook = np.ascontiguousarray(cb.reshape(m, 256, dim // m))
+        words = 1 << nbits
+        if cb.size != m * words * (dim // m):
+            raise CorruptFileError(f"{apath}: the codebook has {cb.size} values, not {m} x {words} x {dim // m}")
+        idx.codebook = np.ascontiguousarray(cb.reshape(m, words, dim // m))
         idx.num_sub_vectors = m
+        idx.nbits = nbits
         idx.pq_transposed = transposed
         if _PQ_CODE not in names:
             raise CorruptFileError(f"{apath}: no {_PQ_CODE} column")
@@ -297,7 +316,7 @@ def all_rows(idx: IvfIndex) -> Tuple["np.ndarray", "np.ndarray"]:
     from lancepy.file import LanceFileReader
 
     column = {"IVF_FLAT": _FLAT, "IVF_SQ": _SQ_CODE}.get(idx.kind, _PQ_CODE)
-    width = idx.num_sub_vectors if idx.kind == "IVF_PQ" else idx.dim
+    width = idx.code_bytes if idx.kind == "IVF_PQ" else idx.dim
     table = LanceFileReader(idx.aux_path, idx.storage_options).read_all(columns=[_ROWID, column]).to_table()
     row_ids = table.column(_ROWID).combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
     col = table.column(column).combine_chunks()
@@ -306,7 +325,8 @@ def all_rows(idx: IvfIndex) -> Tuple["np.ndarray", "np.ndarray"]:
     if len(row_ids) != n or col.type.list_size != width or len(values) != n * width:
         raise CorruptFileError(f"{idx.aux_path}: does not hold {n} rows of {width} {column!r} values")
     if idx.kind == "IVF_FLAT":
-        return row_ids, np.ascontiguousarray(values, dtype=np.float32).reshape(n, width)
+        dtype = np.uint8 if idx.metric == "hamming" else np.float32
+        return row_ids, np.ascontiguousarray(values, dtype=dtype).reshape(n, width)
     values = values.astype(np.uint8, copy=False)
     if idx.kind == "IVF_SQ" or not idx.pq_transposed:
         return row_ids, np.ascontiguousarray(values.reshape(n, width))
@@ -324,7 +344,7 @@ def _read_partition(idx: IvfIndex, p: int) -> Partition:
 
     o, n = int(idx.offsets[p]), int(idx.lengths[p])
     column = {"IVF_FLAT": _FLAT, "IVF_SQ": _SQ_CODE}.get(idx.kind, _PQ_CODE)
-    width = idx.num_sub_vectors if idx.kind == "IVF_PQ" else idx.dim
+    width = idx.code_bytes if idx.kind == "IVF_PQ" else idx.dim
     table = LanceFileReader(idx.aux_path, idx.storage_options).read_range(o, n, columns=[_ROWID, column]).to_table()
     row_ids = table.column(_ROWID).combine_chunks().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
     col = table.column(column).combine_chunks()
@@ -332,13 +352,16 @@ def _read_partition(idx: IvfIndex, p: int) -> Partition:
     if len(row_ids) != n or col.type.list_size != width or len(values) != n * width:
         raise CorruptFileError(f"{idx.aux_path}: partition {p} does not hold {n} rows of {width} {column!r} values")
     if idx.kind == "IVF_FLAT":
-        data = np.ascontiguousarray(values, dtype=np.float32).reshape(n, width)
+        data = np.ascontiguousarray(values, dtype=np.uint8 if idx.metric == "hamming" else np.float32).reshape(n, width)
     elif idx.kind == "IVF_SQ":
         data = np.ascontiguousarray(values.astype(np.uint8, copy=False).reshape(n, width))
     else:
-        # Kept as (sub-vectors, rows): the native scan reads them sub-vector by sub-vector.
+        # Kept as (sub-vectors, rows): the native scan reads them sub-vector by sub-vector
+        # (4-bit codes unpacked, a byte a code).
         codes = values.astype(np.uint8, copy=False)
         data = np.ascontiguousarray(codes.reshape(width, n) if idx.pq_transposed else codes.reshape(n, width).T)
+        if idx.nbits == 4:
+            data = np.ascontiguousarray(_pq4.unpack(data.T).T)
     return Partition(row_ids, data)
 
 
@@ -351,6 +374,8 @@ def _centroid_distances(idx: IvfIndex, q: "np.ndarray") -> "np.ndarray":
     import numpy as np
 
     c = idx.centroids
+    if idx.metric == "hamming":
+        return _vc.hamming(c.astype(np.uint8), q.astype(np.uint8))
     if idx.metric == "dot":
         return 1.0 - c @ q
     d = c - q
@@ -358,10 +383,33 @@ def _centroid_distances(idx: IvfIndex, q: "np.ndarray") -> "np.ndarray":
 
 
 def _distances(idx: IvfIndex, parts: List[int], q: "np.ndarray") -> Tuple["np.ndarray", "np.ndarray"]:
-    """``(row ids, index distances)`` of every row of partitions ``parts``, in one pass."""
+    """``(row ids, index distances)`` of every row of partitions ``parts``, in one pass
+    (4-bit PQ: partition by partition, each with its own table)."""
     import numpy as np
 
     loaded = [idx.partition(p) for p in parts]
+    if idx.kind == "IVF_PQ" and idx.nbits == 4:
+        # A table per partition (of the query's residual; dot: of the query), its 16 entries a
+        # sub-vector padded to the native kernel's 256 (codes never reach past 15).
+        assert idx.codebook is not None
+        m = idx.num_sub_vectors
+        tables = np.zeros((max(len(parts), 1), m, 256), np.float32)
+        for i, p in enumerate(parts):
+            tables[i, :, : _pq4.CODEWORDS] = _pq4.table_for(q, idx.centroids[p], idx.codebook, idx.metric)
+        spans4, at4 = [], 0
+        for part in loaded:
+            spans4.append((at4, len(part.row_ids)))
+            at4 += len(part.row_ids)
+        codes4 = np.ascontiguousarray(np.concatenate([part.data for part in loaded], axis=1)) if loaded else np.empty((m, 0), np.uint8)
+        rid4 = np.concatenate([part.row_ids for part in loaded]) if loaded else np.empty(0, np.uint64)
+        got = _lancepy.pq_span_distances(pa.array(codes4.reshape(-1)), codes4.shape[1], m, spans4,
+                                         pa.array(tables.reshape(-1)), list(range(len(spans4))))
+        d4 = pa.record_batch(got).column(0).to_numpy(zero_copy_only=True)
+        return rid4, (d4 - np.float32(m - 1)).astype(np.float32) if idx.metric == "dot" else d4
+    if idx.metric == "hamming":
+        data = np.concatenate([part.data for part in loaded]) if loaded else np.empty((0, idx.dim), np.uint8)
+        rid = np.concatenate([part.row_ids for part in loaded]) if loaded else np.empty(0, np.uint64)
+        return rid, _vc.hamming(data, q.astype(np.uint8))
     spans, at = [], 0
     for part in loaded:
         spans.append((at, len(part.row_ids)))
@@ -425,7 +473,7 @@ def search_partitions(
     """
     import numpy as np
 
-    q = np.asarray(q, dtype=np.float32)
+    q = np.asarray(q, dtype=np.uint8 if idx.metric == "hamming" else np.float32)
     if idx.metric == "cosine":
         norm = float(np.linalg.norm(q))
         q = q / norm if norm > 0 else q

@@ -21,6 +21,13 @@ minus its centroid; dot quantizes the vectors themselves). The kernels run in Ru
 (:mod:`lancepy._lancepy`); this module orchestrates, writes the files and builds the
 manifest's ``IndexMetadata``.
 
+Binary vectors (``fixed_size_list<uint8>``, ``metric="hamming"``, IVF_FLAT only): centroids by
+pylance's k-modes (:func:`lancepy._ops.vector_columns.train_kmodes`), written as a uint8
+tensor; the vectors kept as bytes. ``num_bits=4`` (IVF_PQ only): 16 codewords a sub-vector
+trained on ``16 × sample_rate`` rows, codes packed two a byte (:mod:`lancepy._ops.pq4`). A
+vector nested in a struct (``"data.embedding"``) is read through its top-level column; the
+index names the nested field's id, as pylance's does.
+
 Memory: the row ids and PQ codes of every indexed row are held until the file is written
 (``8 + num_sub_vectors`` bytes a row); IVF_FLAT also holds the vectors (the indexed column's
 size), as the file must be written partition by partition.
@@ -38,6 +45,8 @@ import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy._ops import ivf as _ivf_read
+from lancepy._ops import pq4 as _pq4
+from lancepy._ops import vector_columns as _vc
 from lancepy._ops.remap import moved_rows
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
@@ -78,9 +87,10 @@ class IvfParams:
     seed: Optional[int]
     transposed: bool = True
     sq_bounds: Optional[Tuple[float, float]] = None  # IVF_SQ: the range its codes span
-    #: The indexed vectors' float type: pylance writes the centroids, the PQ codebook and the
-    #: IVF_FLAT vectors in it ("float16", "float32" or "float64").
+    #: The indexed vectors' type: pylance writes the centroids, the PQ codebook and the
+    #: IVF_FLAT vectors in it ("float16", "float32", "float64"; "uint8": binary vectors, hamming).
     value_type: str = "float32"
+    num_bits: int = 8  # IVF_PQ: bits a code (8, or 4: two codes a byte)
 
 
 # --------------------------------------------------------------------------------------
@@ -88,13 +98,14 @@ class IvfParams:
 # --------------------------------------------------------------------------------------
 
 
-_ARROW_FLOATS = {"float16": pa.float16(), "float32": pa.float32(), "float64": pa.float64()}
+_ARROW_FLOATS = {"float16": pa.float16(), "float32": pa.float32(), "float64": pa.float64(), "uint8": pa.uint8()}
 
 
 def _writable_type(value_type: str) -> str:
     """`value_type` if lancepy can write an index of it (a rewrite keeps an index's type)."""
     if value_type not in _ARROW_FLOATS:
-        raise NotSupportedError(f"rewriting a vector index of {value_type} vectors: lancepy writes float16, float32 and float64 ones")
+        raise NotSupportedError(
+            f"rewriting a vector index of {value_type} vectors: lancepy writes float16, float32, float64 and uint8 ones")
     return value_type
 
 
@@ -133,7 +144,7 @@ def vector_index_details(p: IvfParams) -> bytes:
     if p.kind != "IVF_PQ":
         return _lancepy.encode_vector_index_details(p.metric, "flat", hints)
     hints += [("lance.pq.sample_rate", str(p.sample_rate)), ("lance.pq.max_iters", str(p.max_iters)), ("lance.pq.kmeans_redos", "1")]
-    return _lancepy.encode_vector_index_details(p.metric, "pq", hints, 8, int(p.num_sub_vectors or 0))
+    return _lancepy.encode_vector_index_details(p.metric, "pq", hints, p.num_bits, int(p.num_sub_vectors or 0))
 
 
 # --------------------------------------------------------------------------------------
@@ -141,16 +152,16 @@ def vector_index_details(p: IvfParams) -> bytes:
 # --------------------------------------------------------------------------------------
 
 
-def _values(batch_values: Any) -> "np.ndarray":
+def _values(batch_values: Any, dtype: Any = None) -> "np.ndarray":
     import numpy as np
 
-    return np.ascontiguousarray(batch_values.to_numpy(zero_copy_only=False), dtype=np.float32)
+    return np.ascontiguousarray(batch_values.to_numpy(zero_copy_only=False), dtype=dtype or np.float32)
 
 
 def _vectors_of(column: Any, dim: int, filter_nan: bool) -> Tuple["np.ndarray", "np.ndarray"]:
-    """``(rows × dim float32 matrix, mask of the rows kept)`` of a fixed-size-list column:
-    null vectors always dropped, vectors with a NaN or infinite value dropped with
-    ``filter_nan``."""
+    """``(rows × dim float32 matrix, mask of the rows kept)`` of a fixed-size-list column
+    (a uint8 matrix for binary vectors): null vectors always dropped, vectors with a NaN or
+    infinite value dropped with ``filter_nan``."""
     import numpy as np
 
     arr = column.combine_chunks() if hasattr(column, "combine_chunks") else column
@@ -163,6 +174,8 @@ def _vectors_of(column: Any, dim: int, filter_nan: bool) -> Tuple["np.ndarray", 
         bad = flat.is_null().to_numpy(zero_copy_only=False).reshape(n, dim).any(axis=1)
         keep &= ~bad
         flat = flat.fill_null(0)
+    if pa.types.is_uint8(flat.type):
+        return _values(flat, np.uint8).reshape(n, dim), keep
     mat = _values(flat).reshape(n, dim)
     if filter_nan:
         keep &= np.isfinite(mat).all(axis=1)
@@ -178,7 +191,8 @@ def _normalized(mat: "np.ndarray") -> "np.ndarray":
 
 
 def _sample(ds: "LanceDataset", column: str, dim: int, fragments: List[Any], want: int, p: IvfParams) -> "np.ndarray":
-    """Up to `want` random live rows of `column` in `fragments` (as a float32 matrix)."""
+    """Up to `want` random live rows of `column` in `fragments` (as a float32 matrix, or
+    uint8 for binary vectors)."""
     import numpy as np
 
     counts = [f.count_rows() for f in fragments]
@@ -191,10 +205,11 @@ def _sample(ds: "LanceDataset", column: str, dim: int, fragments: List[Any], wan
         local = picks[(picks >= start) & (picks < start + n)] - start
         start += n
         if len(local):
-            t = frag.take(local, columns=[column])
-            mat, keep = _vectors_of(t.column(column), dim, p.filter_nan)
+            t = frag.take(local, columns=[_vc.resolve(ds.schema, column)[0]])
+            mat, keep = _vectors_of(_vc.column_values(t, column), dim, p.filter_nan)
             parts.append(mat[keep])
-    return np.concatenate(parts) if parts else np.empty((0, dim), np.float32)
+    dtype = np.uint8 if p.metric == "hamming" else np.float32
+    return np.concatenate(parts) if parts else np.empty((0, dim), dtype)
 
 
 # --------------------------------------------------------------------------------------
@@ -284,22 +299,27 @@ def _encode_rows(
     done = 0
     frag_ids = [f.fragment_id for f in fragments]
     stream = ds._snapshot.scan_stream(
-        [column],
+        [_vc.resolve(ds.schema, column)[0]],
         fragment_ids=frag_ids,
         batch_rows=_ENCODE_BATCH_ROWS,
         with_row_id=True,
     )
+    if p.metric == "hamming":
+        centroids = np.asarray(centroids, dtype=np.uint8)  # (byte values, held as floats by a loaded index)
     report("encode", 0, num_rows)
     while (raw := stream.next_batch()) is not None:
         batch = pa.record_batch(raw)
-        mat, keep = _vectors_of(batch.column(column), dim, p.filter_nan)
+        mat, keep = _vectors_of(_vc.column_values(batch, column), dim, p.filter_nan)
         rid = batch.column("_rowid").to_numpy(zero_copy_only=False)
         if not keep.all():
             mat, rid = np.ascontiguousarray(mat[keep]), rid[keep]
         if p.metric == "cosine":
             mat = _normalized(mat)
-        parts, _ = assign(mat, centroids, p.metric)
-        if p.kind == "IVF_PQ":
+        parts, _ = _vc.hamming_assign(mat, centroids) if p.metric == "hamming" else assign(mat, centroids, p.metric)
+        if p.kind == "IVF_PQ" and p.num_bits == 4:
+            assert codebook is not None
+            data_parts.append(_pq4.pack(_pq4.encode(mat if p.metric == "dot" else mat - centroids[parts], codebook)))
+        elif p.kind == "IVF_PQ":
             if p.metric == "dot":
                 data_parts.append(pq_codes(mat, codebook, m, None, None))
             else:
@@ -313,8 +333,8 @@ def _encode_rows(
         part_parts.append(parts)
         done += batch.num_rows
         report("encode", done, num_rows)
-    width = m if p.kind == "IVF_PQ" else dim
-    dtype = np.uint8 if p.kind in ("IVF_PQ", "IVF_SQ") else np.float32
+    width = m * p.num_bits // 8 if p.kind == "IVF_PQ" else dim
+    dtype = np.uint8 if p.kind in ("IVF_PQ", "IVF_SQ") or p.metric == "hamming" else np.float32
     row_ids = np.concatenate(ids_parts).astype(np.uint64, copy=False) if ids_parts else np.empty(0, np.uint64)
     parts = np.concatenate(part_parts) if part_parts else np.empty(0, np.uint32)
     data = np.concatenate(data_parts) if data_parts else np.empty((0, width), dtype)
@@ -379,7 +399,10 @@ def train(
     num_rows = sum(f.count_rows() for f in fragments)
     k = p.num_partitions
     given_centroids = None
+    words = 1 << p.num_bits  # (PQ codewords a sub-vector)
     if p.ivf_centroids is not None:
+        if p.metric == "hamming":
+            raise NotSupportedError("create_index(ivf_centroids=...) with metric='hamming': lancepy trains binary centroids itself")
         given_centroids = _matrix_arg(p.ivf_centroids, "ivf_centroids", (-1, dim))
         if k is not None and k != len(given_centroids):
             raise InvalidArgumentError(f"ivf_centroids has {len(given_centroids)} centroids, but num_partitions={k}")
@@ -393,9 +416,9 @@ def train(
     # 1. sample
     want = k * p.sample_rate
     if (p.kind == "IVF_PQ" and p.pq_codebook is None) or p.kind == "IVF_SQ":
-        want = max(want, _PQ_CODEWORDS * p.sample_rate)  # (an SQ's range: pylance's 2^8 x sample_rate rows)
+        want = max(want, (words if p.kind == "IVF_PQ" else _PQ_CODEWORDS) * p.sample_rate)  # (an SQ's range: 2^8 x sample_rate rows)
     need_sample = p.ivf_centroids is None or (p.kind == "IVF_PQ" and p.pq_codebook is None) or p.kind == "IVF_SQ"
-    sample = np.empty((0, dim), np.float32)
+    sample = np.empty((0, dim), np.uint8 if p.metric == "hamming" else np.float32)
     if need_sample:
         report("sample", 0, want)
         sample = _sample(ds, column, dim, fragments, want, p)
@@ -414,27 +437,34 @@ def train(
             )
         report("train_ivf", 0, 1)
         ivf_sample = sample[: k * p.sample_rate]
-        centroids, loss = train_ivf(ivf_sample, k, p)
+        if p.metric == "hamming":
+            seed = int(p.seed if p.seed is not None else np.random.default_rng().integers(1 << 62))
+            centroids, loss = _vc.train_kmodes(ivf_sample, k, p.max_iters, seed)
+        else:
+            centroids, loss = train_ivf(ivf_sample, k, p)
         report("train_ivf", 1, 1)
 
     # 3. PQ codebook (trained on residuals, except for dot)
     codebook = None
     if p.kind == "IVF_PQ":
         if p.pq_codebook is not None:
-            codebook = _matrix_arg(p.pq_codebook, "pq_codebook", (m, _PQ_CODEWORDS, dim // m))
+            codebook = _matrix_arg(p.pq_codebook, "pq_codebook", (m, words, dim // m))
         else:
-            if len(sample) < _PQ_CODEWORDS:
+            if len(sample) < words:
                 raise InvalidArgumentError(
-                    f"training a PQ codebook needs at least {_PQ_CODEWORDS} rows, {len(sample)} are indexable"
+                    f"training a PQ codebook needs at least {words} rows, {len(sample)} are indexable"
                 )
             report("train_pq", 0, 1)
-            pq_sample = sample[: _PQ_CODEWORDS * p.sample_rate]  # (pylance's PQ sample: 256 x sample_rate rows)
+            pq_sample = sample[: words * p.sample_rate]  # (pylance's PQ sample: 2^num_bits x sample_rate rows)
             if p.metric != "dot":
                 parts, _ = assign(pq_sample, centroids, p.metric)
                 pq_sample = np.asarray(pq_sample - centroids[parts], dtype=np.float32)
             seed = int(p.seed if p.seed is not None else np.random.default_rng().integers(1 << 62))
-            got = _lancepy.pq_train(pa.array(np.ascontiguousarray(pq_sample).reshape(-1)), dim, m, p.max_iters, seed)
-            codebook = _batch_column(got).reshape(m, _PQ_CODEWORDS, dim // m)
+            if p.num_bits == 4:
+                codebook = _pq4.train_codebook(pq_sample, m, p.max_iters, seed)
+            else:
+                got = _lancepy.pq_train(pa.array(np.ascontiguousarray(pq_sample).reshape(-1)), dim, m, p.max_iters, seed)
+                codebook = _batch_column(got).reshape(m, _PQ_CODEWORDS, dim // m)
             report("train_pq", 1, 1)
 
     # 3b. the SQ's range: the sample's smallest and largest values
@@ -527,23 +557,26 @@ def _write_files(
     n = len(row_ids)
     rid = pa.array(row_ids.astype(np.uint64, copy=False), pa.uint64())
     if p.kind == "IVF_PQ":
-        # Transposed within each partition: sub-vector 0 of every row, then sub-vector 1, ...
-        out = np.empty(n * m, dtype=np.uint8)
+        # Transposed within each partition: code byte 0 of every row, then byte 1, ... (a byte
+        # is a sub-vector's code, or two sub-vectors' 4-bit codes)
+        nb = m * p.num_bits // 8
+        out = np.empty(n * nb, dtype=np.uint8)
         if p.transposed:
             for o, ln in zip(offsets.tolist(), lengths.tolist()):
-                out[o * m : (o + ln) * m] = data[o : o + ln].T.reshape(-1)
+                out[o * nb : (o + ln) * nb] = data[o : o + ln].T.reshape(-1)
         else:
             out[:] = data.reshape(-1)
-        values = pa.FixedSizeListArray.from_arrays(pa.array(out, pa.uint8()), m)
-        schema = pa.schema([pa.field("_rowid", pa.uint64()), pa.field("__pq_code", pa.list_(pa.uint8(), m))])
+        values = pa.FixedSizeListArray.from_arrays(pa.array(out, pa.uint8()), nb)
+        schema = pa.schema([pa.field("_rowid", pa.uint64()), pa.field("__pq_code", pa.list_(pa.uint8(), nb))])
     elif p.kind == "IVF_SQ":
         values = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(data, dtype=np.uint8).reshape(-1), pa.uint8()), dim)
         schema = pa.schema([pa.field("_rowid", pa.uint64()), pa.field("__sq_code", pa.list_(pa.uint8(), dim))])
     else:
         vt = _ARROW_FLOATS[p.value_type]
         values = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(data, dtype=vt.to_pandas_dtype()).reshape(-1), vt), dim)
+        # (pylance's column of binary vectors is nullable, its float ones are not)
         schema = pa.schema(
-            [pa.field("_rowid", pa.uint64()), pa.field("flat", pa.list_(pa.field("item", vt), dim), nullable=False)]
+            [pa.field("_rowid", pa.uint64()), pa.field("flat", pa.list_(pa.field("item", vt), dim), nullable=p.metric == "hamming")]
         )
     aux = LanceFileWriter(base + "auxiliary.idx", schema, version="2.2", storage_options=storage_options)
     if n:
@@ -551,10 +584,10 @@ def _write_files(
     aux.add_schema_metadata("distance_type", p.metric)
     aux.add_schema_metadata("lance:ivf", str(aux.add_global_buffer(ivf_message(offsets.tolist(), lengths.tolist()))))
     if p.kind == "IVF_PQ":
-        pos = aux.add_global_buffer(_tensor_f32(codebook, (_PQ_CODEWORDS, dim), p.value_type))
+        pos = aux.add_global_buffer(_tensor_f32(codebook, (1 << p.num_bits, dim), p.value_type))
         meta = {
             "codebook_position": pos,
-            "nbits": 8,
+            "nbits": p.num_bits,
             "num_sub_vectors": m,
             "dimension": dim,
             "codebook_tensor": [],
@@ -618,7 +651,7 @@ def _rewrite(
     """Writes a new index with `idx`'s model (centroids, codebook, metric) and these rows."""
     m = idx.num_sub_vectors if idx.kind == "IVF_PQ" else 0
     p = IvfParams(idx.kind, idx.metric, idx.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
-                  None, None, True, None, sq_bounds=idx.sq_bounds, value_type=_writable_type(idx.value_type))
+                  None, None, True, None, sq_bounds=idx.sq_bounds, value_type=_writable_type(idx.value_type), num_bits=idx.nbits)
     uid = str(_uuid.uuid4())
     base = ds_uri.rstrip("/") + f"/_indices/{uid}/"
     files = _write_files(base, p, idx.num_partitions, idx.centroids.shape[1], m, idx.centroids, idx.loss, idx.codebook,
@@ -640,7 +673,8 @@ def extend(
     first = _ivf.load_index(ds._uri, entries[0]["uuid"], ds._storage_options)
     m = first.num_sub_vectors if first.kind == "IVF_PQ" else 0
     p = IvfParams(first.kind, first.metric, first.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
-                  None, None, True, None, sq_bounds=first.sq_bounds, value_type=_writable_type(first.value_type))
+                  None, None, True, None, sq_bounds=first.sq_bounds, value_type=_writable_type(first.value_type),
+                  num_bits=first.nbits)
     dim = first.centroids.shape[1]
     row_ids, parts, data = _encode_rows(ds, column, dim, fragments, first.centroids, first.codebook, m, p, lambda *a: None)
     if merge:

@@ -10,8 +10,7 @@ use pyo3::types::PyBytes;
 use super::errors::{run, IntoPyResult};
 use super::ffi::{import_array, FixedValues};
 use crate::error::Error;
-use crate::table::index_proto::{self, Compression, TensorF32, TensorFloat};
-use crate::table::knn::Metric;
+use crate::table::index_proto::{self, Compression, IndexMetric, TensorF32, TensorFloat};
 
 fn view(t: TensorF32) -> FixedValues {
     FixedValues::f32(t.values, t.shape)
@@ -44,7 +43,8 @@ pub fn decode_tensor_f32(py: Python<'_>, data: &[u8]) -> PyResult<FixedValues> {
 }
 
 /// Encodes a `Tensor`: `values` (a float32 Arrow array, row-major) of `shape`, written as
-/// `dtype` values ("float32", "float16" or "float64": the indexed vectors' type).
+/// `dtype` values ("float32", "float16", "float64" or "uint8": the indexed vectors' type;
+/// uint8 values must be whole numbers from 0 to 255).
 #[pyfunction]
 #[pyo3(signature = (values, shape, dtype="float32"))]
 pub fn encode_tensor_f32<'py>(
@@ -83,7 +83,7 @@ pub fn encode_ivf<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
-/// Encodes the `VectorIndexDetails` of an IVF index: `metric` ("l2", "cosine", "dot"),
+/// Encodes the `VectorIndexDetails` of an IVF index: `metric` ("l2", "cosine", "dot", "hamming"),
 /// `compression` ("flat", or "pq" with `num_bits` and `num_sub_vectors`) and the build
 /// settings `runtime_hints`, written in the order given.
 #[pyfunction]
@@ -96,7 +96,7 @@ pub fn encode_vector_index_details<'py>(
     num_bits: u32,
     num_sub_vectors: u32,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let metric = Metric::parse(metric).py()?;
+    let metric = IndexMetric::parse(metric).py()?;
     let compression = match compression.to_ascii_lowercase().as_str() {
         "flat" => Compression::Flat,
         "pq" => Compression::Pq { num_bits, num_sub_vectors },

@@ -18,6 +18,32 @@ use crate::error::{Error, Result};
 use crate::format::indexpb::{self, tensor, vector_index_details, VectorMetricType};
 use crate::table::knn::Metric;
 
+/// The distance an index records (`VectorMetricType`): a search [`Metric`], or hamming
+/// (binary vectors, which lancepy searches outside [`crate::table::knn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexMetric {
+    /// A float distance.
+    Float(Metric),
+    /// Bits that differ between two byte vectors.
+    Hamming,
+}
+
+impl IndexMetric {
+    /// "l2" / "euclidean", "cosine", "dot" or "hamming" (any case).
+    pub fn parse(name: &str) -> Result<Self> {
+        if name.eq_ignore_ascii_case("hamming") {
+            return Ok(Self::Hamming);
+        }
+        Metric::parse(name).map(Self::Float)
+    }
+}
+
+impl From<Metric> for IndexMetric {
+    fn from(m: Metric) -> Self {
+        Self::Float(m)
+    }
+}
+
 /// A float32 tensor: `values` in row-major order, `shape.iter().product() == values.len()`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorF32 {
@@ -65,6 +91,7 @@ fn float_width(data_type: i32) -> Option<usize> {
         tensor::DataType::Float32 => Some(4),
         tensor::DataType::Float16 | tensor::DataType::Bfloat16 => Some(2),
         tensor::DataType::Float64 => Some(8),
+        tensor::DataType::Uint8 => Some(1),
         _ => None,
     }
 }
@@ -74,7 +101,7 @@ fn tensor_f32(t: indexpb::Tensor) -> Result<TensorF32> {
         let name =
             tensor::DataType::try_from(t.data_type).map(|d| d.as_str_name().to_string()).unwrap_or(t.data_type.to_string());
         return Err(Error::NotSupported(format!(
-            "index tensors of data type {name} (only float16, bfloat16, float32 and float64) are not supported by lancepy"
+            "index tensors of data type {name} (only float16, bfloat16, float32, float64 and uint8) are not supported by lancepy"
         )));
     };
     let data = t.data.unwrap_or_default();
@@ -96,6 +123,8 @@ fn tensor_f32(t: indexpb::Tensor) -> Result<TensorF32> {
         Ok(tensor::DataType::Float64) => {
             data.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32).collect::<Vec<f32>>().into()
         }
+        // (the centroids of a hamming index over binary vectors: bytes, each exact as f32)
+        Ok(tensor::DataType::Uint8) => data.iter().map(|&b| f32::from(b)).collect::<Vec<f32>>().into(),
         _ => f32_values(data),
     };
     Ok(TensorF32 { values, shape })
@@ -111,8 +140,8 @@ fn f32_values(data: Bytes) -> ScalarBuffer<f32> {
     data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<f32>>().into()
 }
 
-/// The float type an index tensor is written in: pylance types an index's centroids and
-/// PQ codebook like the vectors indexed.
+/// The value type an index tensor is written in: pylance types an index's centroids and
+/// PQ codebook like the vectors indexed (uint8: the centroids of binary vectors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TensorFloat {
     /// IEEE half precision.
@@ -121,6 +150,8 @@ pub enum TensorFloat {
     F32,
     /// Double precision.
     F64,
+    /// Bytes (binary vectors, hamming distance): each value must be an integer in 0..=255.
+    U8,
 }
 
 impl TensorFloat {
@@ -130,12 +161,13 @@ impl TensorFloat {
             "float16" | "halffloat" => Ok(Self::F16),
             "float32" | "float" => Ok(Self::F32),
             "float64" | "double" => Ok(Self::F64),
-            other => Err(Error::invalid_input(format!("index tensors are float16, float32 or float64, not {other}"))),
+            "uint8" => Ok(Self::U8),
+            other => Err(Error::invalid_input(format!("index tensors are float16, float32, float64 or uint8, not {other}"))),
         }
     }
 }
 
-/// Decodes a `Tensor` message holding float32 values.
+/// Decodes a `Tensor` message as float32 values (float16, bfloat16, float64 and uint8 ones converted).
 pub fn decode_tensor_f32(buf: &[u8]) -> Result<TensorF32> {
     tensor_f32(indexpb::Tensor::decode(buf)?)
 }
@@ -159,6 +191,12 @@ fn tensor_message(values: &[f32], shape: &[u64], float: TensorFloat) -> Result<i
             (tensor::DataType::Float16, values.iter().flat_map(|v| half::f16::from_f32(*v).to_le_bytes()).collect())
         }
         TensorFloat::F64 => (tensor::DataType::Float64, values.iter().flat_map(|v| f64::from(*v).to_le_bytes()).collect()),
+        TensorFloat::U8 => {
+            if let Some(bad) = values.iter().find(|v| !(0.0..=255.0).contains(*v) || v.fract() != 0.0) {
+                return Err(Error::invalid_input(format!("a uint8 tensor cannot hold {bad}")));
+            }
+            (tensor::DataType::Uint8, values.iter().map(|&v| v as u8).collect())
+        }
     };
     Ok(indexpb::Tensor { data_type: data_type as i32, shape: shape.to_vec(), data: Some(data.into()) })
 }
@@ -191,11 +229,16 @@ pub fn encode_ivf(
 
 /// Encodes the `VectorIndexDetails` of an IVF index: its distance, how the vectors are stored
 /// and the build settings (`runtime_hints`, written in the order given).
-pub fn encode_vector_index_details(metric: Metric, compression: Compression, runtime_hints: &[(String, String)]) -> Vec<u8> {
-    let metric_type = match metric {
-        Metric::L2 => VectorMetricType::L2,
-        Metric::Cosine => VectorMetricType::Cosine,
-        Metric::Dot => VectorMetricType::Dot,
+pub fn encode_vector_index_details(
+    metric: impl Into<IndexMetric>,
+    compression: Compression,
+    runtime_hints: &[(String, String)],
+) -> Vec<u8> {
+    let metric_type = match metric.into() {
+        IndexMetric::Float(Metric::L2) => VectorMetricType::L2,
+        IndexMetric::Float(Metric::Cosine) => VectorMetricType::Cosine,
+        IndexMetric::Float(Metric::Dot) => VectorMetricType::Dot,
+        IndexMetric::Hamming => VectorMetricType::Hamming,
     };
     let compression = match compression {
         Compression::Flat => vector_index_details::Compression::Flat(vector_index_details::FlatCompression {}),
@@ -306,8 +349,8 @@ mod tests {
         assert!(corrupt(tensor_bytes(f32, vec![(1 << 62) + 1], vec![0; 4])));
         assert!(corrupt(tensor_bytes(f32, vec![1 << 32, 0], vec![])));
         assert_eq!(decode_tensor_f32(&tensor_bytes(f32, vec![7, 0], vec![])).unwrap().shape, [7, 0]);
-        let other = tensor_bytes(tensor::DataType::Uint8 as i32, vec![1], vec![0; 1]);
-        assert!(matches!(decode_tensor_f32(&other), Err(Error::NotSupported(m)) if m.contains("UINT8")));
+        let other = tensor_bytes(tensor::DataType::Uint16 as i32, vec![1], vec![0; 2]);
+        assert!(matches!(decode_tensor_f32(&other), Err(Error::NotSupported(m)) if m.contains("UINT16")));
         let f16 = tensor::DataType::Float16 as i32;
         assert!(corrupt(tensor_bytes(f16, vec![3], vec![0; 4])));
         assert!(matches!(decode_tensor_f32(&tensor_bytes(99, vec![1], vec![0; 4])), Err(Error::NotSupported(_))));
@@ -333,6 +376,22 @@ mod tests {
         assert_eq!(&decode_ivf(&ivf).unwrap().centroids.unwrap().values[..], &v[..]);
         assert!(TensorFloat::parse("int8").is_err());
         assert_eq!(TensorFloat::parse("halffloat").unwrap(), TensorFloat::F16);
+    }
+
+    #[test]
+    fn uint8_tensors_hold_bytes() {
+        let v = [0.0f32, 1.0, 127.0, 255.0];
+        let bytes = encode_tensor(&v, &[2, 2], TensorFloat::U8).unwrap();
+        let m = indexpb::Tensor::decode(&bytes[..]).unwrap();
+        assert_eq!((m.data_type, m.data.unwrap().to_vec()), (tensor::DataType::Uint8 as i32, vec![0, 1, 127, 255]));
+        assert_eq!(&decode_tensor_f32(&bytes).unwrap().values[..], &v[..]);
+        assert!(encode_tensor(&[256.0], &[1], TensorFloat::U8).is_err());
+        assert!(encode_tensor(&[1.5], &[1], TensorFloat::U8).is_err());
+        assert!(encode_tensor(&[-1.0], &[1], TensorFloat::U8).is_err());
+        assert!(matches!(
+            decode_tensor_f32(&tensor_bytes(tensor::DataType::Uint8 as i32, vec![3], vec![0; 2])),
+            Err(Error::Corrupt(_))
+        ));
     }
 
     #[test]
@@ -387,6 +446,9 @@ mod tests {
             hex("42004a1c0a156c616e63652e6976662e73616d706c655f7261746512033235364a190a136c616e63652e6976662e6d61785f697465727312023530")
         );
         assert_eq!(encode_vector_index_details(Metric::Cosine, Compression::Flat, &[]), hex("08014200"));
+        assert_eq!(encode_vector_index_details(IndexMetric::Hamming, Compression::Flat, &[]), hex("08034200"));
+        assert_eq!(IndexMetric::parse("Hamming").unwrap(), IndexMetric::Hamming);
+        assert_eq!(IndexMetric::parse("l2").unwrap(), IndexMetric::Float(Metric::L2));
         assert_eq!(
             encode_vector_index_details(Metric::Dot, Compression::Pq { num_bits: 8, num_sub_vectors: 16 }, &[]),
             hex("0802220408081010")
