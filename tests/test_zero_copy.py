@@ -77,12 +77,25 @@ def _check_zero_copy(result, expected: pa.Table) -> pa.Table:
 
 def test_read_all_is_zero_copy(written):
     path, table = written
-    _check_zero_copy(LanceFileReader(str(path)).read_all(), table)
+    _check_zero_copy(LanceFileReader(str(path)).read_all(batch_size=1 << 20), table)  # (one batch)
 
 
 def test_read_range_is_zero_copy(written):
     path, table = written
-    _check_zero_copy(LanceFileReader(str(path)).read_range(1000, 3000), table.slice(1000, 3000))
+    _check_zero_copy(LanceFileReader(str(path)).read_range(1000, 3000, batch_size=1 << 20), table.slice(1000, 3000))
+
+
+def test_batches_of_batch_size_are_slices_of_the_decoded_buffers(written):
+    """Cut into batches of `batch_size` rows, the result still shares lancepy's buffers:
+    each chunk views the one decoded buffer (no copy), as the single batch does."""
+    path, table = written
+    result = LanceFileReader(str(path)).read_all(columns=["i64"], batch_size=1000)
+    addresses = result._inner._buffer_addresses()[0]
+    chunks = result.to_table().column("i64").chunks
+    assert [len(c) for c in chunks] == [1000] * 5
+    for c in chunks:
+        assert [b.address for b in c.buffers()[1:] if b is not None] == addresses
+    assert_tables_equal(table.select(["i64"]), pa.table({"i64": pa.chunked_array(chunks)}))
 
 
 def test_take_is_zero_copy(written):
@@ -94,7 +107,7 @@ def test_take_is_zero_copy(written):
 def test_fixed_size_list_values_are_zero_copy(written):
     """The vector column's items buffer (the child) is shared, not copied."""
     path, table = written
-    result = LanceFileReader(str(path)).read_all(columns=["vec"])
+    result = LanceFileReader(str(path)).read_all(columns=["vec"], batch_size=1 << 20)
     first = pa.table(result).column("vec").chunks[0]
     second = pa.table(result).column("vec").chunks[0]
     assert first.values.buffers()[1].address == second.values.buffers()[1].address
