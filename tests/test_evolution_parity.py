@@ -116,3 +116,33 @@ def test_alter_columns_refusals_as_pylance(tmp_path):
         with pytest.raises(ours_raises, match=message):
             ours.alter_columns(alteration)
     assert ours.version == theirs.version == 1
+
+
+@pytest.mark.parametrize("kind", ["IVF_PQ", "BTREE"])
+def test_casting_an_indexed_column_is_refused_as_pylance_refuses_it(tmp_path, kind):
+    """A cast rewrites the column: an index on it would answer for other values. pylance
+    refuses until the index is dropped; so does lancepy, changing nothing."""
+    import numpy as np
+
+    from lancepy.exceptions import IndexedColumnError
+
+    t = pa.table({"vector": pa.FixedSizeListArray.from_arrays(pa.array(np.random.default_rng(0).random(512 * 16, dtype=np.float32)), 16),
+                  "x": pa.array(range(512), pa.int32())})
+    column, new_type = ("vector", pa.list_(pa.float16(), 16)) if kind == "IVF_PQ" else ("x", pa.int64())
+    for lib in (lancepy, lance):
+        ds = lib.write_dataset(t, str(tmp_path / lib.__name__))
+        if kind == "IVF_PQ":
+            ds = ds.create_index("vector", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=4)
+        else:
+            ds.create_scalar_index("x", "BTREE")
+        version = ds.version
+        with pytest.raises(OSError, match="index"):
+            ds.alter_columns({"path": column, "data_type": new_type})
+        assert lib.dataset(str(tmp_path / lib.__name__)).version == version
+        ds.drop_index(ds.list_indices()[0]["name"])
+        ds.alter_columns({"path": column, "data_type": new_type})
+        assert ds.schema.field(column).type == new_type
+    with pytest.raises(IndexedColumnError):
+        ours = lancepy.write_dataset(t, str(tmp_path / "again"))
+        ours.create_scalar_index("x", "BTREE")
+        ours.alter_columns({"path": "x", "data_type": pa.int64()})

@@ -23,6 +23,7 @@ __all__ = [
     "EmptyDataError",
     "SchemaMismatchError",
     "ColumnNotFoundError",
+    "IndexedColumnError",
     "IndexOutOfRangeError",
     "DeletedRowTakeError",
     "LanceIOError",
@@ -61,6 +62,14 @@ class SchemaMismatchError(InvalidArgumentError, OSError):
     ``OSError``, which is what pylance raises for an append whose schema differs."""
 
     def __str__(self) -> str:  # OSError would format (errno, strerror); keep the message.
+        return str(self.args[0]) if self.args else ""
+
+
+class IndexedColumnError(InvalidArgumentError, OSError):
+    """An operation would rewrite a column an index is built on (a cast): drop the index
+    first. Also an ``OSError``, which is what pylance raises there."""
+
+    def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
 
 

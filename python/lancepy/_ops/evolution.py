@@ -15,7 +15,7 @@ from lancepy._core.conform import to_record_batch_reader
 from lancepy._core.evaluate import _evaluate_values
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table, lance_fields_for
 from lancepy._ops.write import _write
-from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, LanceIOError, UnsupportedError
+from lancepy.exceptions import ColumnNotFoundError, IndexedColumnError, InvalidArgumentError, LanceIOError, UnsupportedError
 from lancepy.filters import Filter, compile_expression, parse_sql
 from lancepy.udf import BatchUDF, BatchUDFCheckpoint
 
@@ -354,8 +354,23 @@ def alter_columns(ds: LanceDataset, *alterations: Dict[str, Any]) -> None:
             f["nullable"] = bool(alt["nullable"])
         top = {g.get("name"): g for g in fields if g.get("parent_id", -1) == -1}
     if casts:
+        _refuse_casting_indexed(ds, casts)
         return ds._cast_columns(fields, casts)
     ds._commit("Project", {"schema": fields})
+
+
+def _refuse_casting_indexed(ds: LanceDataset, casts: Dict[str, pa.DataType]) -> None:
+    """A cast rewrites the column's values: an index built on it would describe other values
+    (as pylance, refused until the index is dropped)."""
+    top = {f.get("name"): f.get("id", 0) for f in ds._loaded.manifest.get("fields", []) if f.get("parent_id", -1) == -1}
+    ids = {top[n] for n in casts}
+    names = sorted({e.get("name", "") for e in ds._index_entries() if ids & set(e.get("fields", []))})
+    if names:
+        raise IndexedColumnError(
+            f"Cannot cast column(s) {sorted(casts)} to a new type: they have {len(names)} index(es) attached: {names}. "
+            "A cast rewrites the column's data and invalidates any index on it: drop the index(es) with drop_index() "
+            "first, then create them again after the cast"
+        )
 
 
 def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
