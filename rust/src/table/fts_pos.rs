@@ -1,0 +1,295 @@
+//! Token positions of an INVERTED index built `with_position` (pylance 14's
+//! `positions_layout` `shared_stream_v2`, `positions_codec` `packed_delta_v1`), and the
+//! phrase check that uses them.
+//!
+//! Each token's positions are one byte stream (`_compressed_position`). It holds, for each
+//! posting block of `block_size` documents in turn, the positions of that block's documents:
+//! per document its positions as deltas (the first one absolute, each later one minus the one
+//! before), all of the block's deltas in one sequence, cut into runs of 128 values, each a bit
+//! width (one byte) then the run bit-packed (BitPacker4x, not delta-coded), the last, partial
+//! run as varints. `_position_block_offset` gives the byte where each posting block's
+//! positions start.
+
+use bitpacking::{BitPacker, BitPacker4x};
+
+use crate::error::{Error, Result};
+
+const RUN: usize = 128;
+
+fn write_varint(dst: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        dst.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    dst.push(value as u8);
+}
+
+fn read_varint(src: &[u8], at: &mut usize) -> Result<u32> {
+    let mut value = 0u32;
+    let mut shift = 0u32;
+    while *at < src.len() && shift < 35 {
+        let byte = src[*at];
+        *at += 1;
+        value |= u32::from(byte & 0x7F) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+        shift += 7;
+    }
+    Err(Error::Corrupt("INVERTED index positions: bad varint".into()))
+}
+
+/// The positions stream of one token and the offsets of its posting blocks: `freqs` holds
+/// each document's number of positions (documents in posting order), `positions` all of them
+/// one document after another (ascending within a document).
+pub fn encode(freqs: &[u32], positions: &[u32], block_size: usize) -> Result<(Vec<u8>, Vec<u32>)> {
+    if block_size == 0 {
+        return Err(Error::InvalidInput("positions: block size 0".into()));
+    }
+    if freqs.iter().map(|&f| f as u64).sum::<u64>() != positions.len() as u64 {
+        return Err(Error::InvalidInput("positions: frequencies and positions disagree".into()));
+    }
+    let packer = BitPacker4x::new();
+    let mut buffer = [0u8; RUN * 4];
+    let mut out = Vec::new();
+    let mut offsets = Vec::with_capacity(freqs.len().div_ceil(block_size));
+    let mut at = 0usize;
+    let mut deltas: Vec<u32> = Vec::new();
+    for block in freqs.chunks(block_size) {
+        offsets.push(u32::try_from(out.len()).map_err(|_| Error::InvalidInput("positions stream over 4 GiB".into()))?);
+        deltas.clear();
+        for &f in block {
+            let p = &positions[at..at + f as usize];
+            at += f as usize;
+            for (i, &v) in p.iter().enumerate() {
+                if i > 0 && v < p[i - 1] {
+                    return Err(Error::InvalidInput("positions must ascend within a document".into()));
+                }
+                deltas.push(if i == 0 { v } else { v - p[i - 1] });
+            }
+        }
+        let mut runs = deltas.chunks_exact(RUN);
+        for run in runs.by_ref() {
+            let bits = packer.num_bits(run);
+            let n = packer.compress(run, &mut buffer, bits);
+            out.push(bits);
+            out.extend_from_slice(&buffer[..n]);
+        }
+        runs.remainder().iter().for_each(|&v| write_varint(&mut out, v));
+    }
+    Ok((out, offsets))
+}
+
+/// Every token's positions at once (see [`encode`]): token `t` holds the documents
+/// `starts[t]..starts[t + 1]` of `freqs`, and their positions in order in `positions`.
+pub fn encode_all(starts: &[u64], freqs: &[u32], positions: &[u32], block_size: usize) -> Result<Vec<(Vec<u8>, Vec<u32>)>> {
+    use rayon::prelude::*;
+    if starts.last().is_some_and(|&e| e as usize > freqs.len()) || starts.windows(2).any(|w| w[0] > w[1]) {
+        return Err(Error::InvalidInput("positions: token starts out of range".into()));
+    }
+    let mut pos_at = Vec::with_capacity(freqs.len() + 1);
+    pos_at.push(0usize);
+    for &f in freqs {
+        pos_at.push(pos_at.last().copied().unwrap_or(0) + f as usize);
+    }
+    if *pos_at.last().unwrap_or(&0) != positions.len() {
+        return Err(Error::InvalidInput("positions: frequencies and positions disagree".into()));
+    }
+    starts
+        .par_windows(2)
+        .map(|w| {
+            let (s, e) = (w[0] as usize, w[1] as usize);
+            encode(&freqs[s..e], &positions[pos_at[s]..pos_at[e]], block_size)
+        })
+        .collect()
+}
+
+/// The absolute positions of one token's documents (`freqs` positions each, in posting
+/// order), from its `stream` and block `offsets`.
+pub fn decode(stream: &[u8], offsets: &[u32], freqs: &[u32], block_size: usize) -> Result<Vec<u32>> {
+    if block_size == 0 || offsets.len() != freqs.len().div_ceil(block_size) {
+        return Err(Error::Corrupt(format!(
+            "INVERTED index positions: {} block offsets for {} documents",
+            offsets.len(),
+            freqs.len()
+        )));
+    }
+    let packer = BitPacker4x::new();
+    let mut unpacked = [0u32; RUN];
+    let mut out: Vec<u32> = Vec::with_capacity(freqs.iter().map(|&f| f as usize).sum());
+    for (b, block) in freqs.chunks(block_size).enumerate() {
+        let mut at = offsets[b] as usize;
+        let n: usize = block.iter().map(|&f| f as usize).sum();
+        let mut deltas: Vec<u32> = Vec::with_capacity(n);
+        while n - deltas.len() >= RUN {
+            let bits = *stream.get(at).ok_or_else(|| Error::Corrupt("INVERTED index positions truncated".into()))?;
+            if bits > 32 {
+                return Err(Error::Corrupt(format!("INVERTED index positions: {bits} bits")));
+            }
+            let len = bits as usize * RUN / 8;
+            let packed =
+                stream.get(at + 1..at + 1 + len).ok_or_else(|| Error::Corrupt("INVERTED index positions truncated".into()))?;
+            packer.decompress(packed, &mut unpacked, bits);
+            deltas.extend_from_slice(&unpacked);
+            at += 1 + len;
+        }
+        while deltas.len() < n {
+            deltas.push(read_varint(stream, &mut at)?);
+        }
+        let mut d = 0usize;
+        for &f in block {
+            let mut prev = 0u32;
+            for i in 0..f as usize {
+                prev = if i == 0 { deltas[d] } else { prev.wrapping_add(deltas[d]) };
+                out.push(prev);
+                d += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One query token of a phrase in one partition: its documents (ascending), each one's
+/// number of positions, and the positions, one document after another.
+pub struct PhraseList<'a> {
+    /// doc ids, ascending
+    pub docs: &'a [u32],
+    /// positions per doc
+    pub freqs: &'a [u32],
+    /// the positions, in doc order
+    pub positions: &'a [u32],
+    /// the token's place in the query (its index among the query's tokens)
+    pub query_pos: i32,
+}
+
+/// Whether the tokens form the phrase in one document, as pylance 14 decides it: `lists`
+/// holds each token's positions in the document with its place in the query. With `slop` 0,
+/// the tokens at the query's relative places; with more, pylance's walk over the tokens in
+/// query order (each at most `slop` positions after where the one before puts it, never
+/// before it), every position cursor starting at the token's first position.
+fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
+    lists.sort_unstable_by_key(|l| l.1);
+    if slop == 0 {
+        let (first, q0) = lists[0];
+        return first.iter().any(|&p| {
+            lists[1..].iter().all(|&(pos, q)| {
+                let want = i64::from(p) + i64::from(q) - i64::from(q0);
+                want >= 0 && pos.binary_search(&(want as u32)).is_ok()
+            })
+        });
+    }
+    let mut idx: Vec<usize> = vec![0; lists.len()];
+    let seek = |pos: &[u32], q: i32, least: i32| pos.partition_point(|&p| (p as i64) < i64::from(least) + i64::from(q));
+    loop {
+        let rel = |i: usize, idx: &[usize]| lists[i].0.get(idx[i]).map(|&p| p as i32 - lists[i].1);
+        let mut target: Option<i32> = None;
+        let mut all = true;
+        for i in 0..lists.len().saturating_sub(1) {
+            let (Some(last), Some(next)) = (rel(i, &idx), rel(i + 1, &idx)) else {
+                return false;
+            };
+            let move_to = if last > next { last } else { (last + 1).max(next - slop) };
+            target = target.max(Some(move_to));
+            if !(last <= next && next <= last + slop) {
+                all = false;
+                break;
+            }
+        }
+        if all {
+            return true;
+        }
+        let least = target.expect("a window was checked");
+        for (i, l) in lists.iter().enumerate() {
+            // (after the first round every cursor is at a relative position of at least the
+            // last target, and the next target is past it: the walk ends)
+            idx[i] = seek(l.0, l.1, least);
+        }
+    }
+}
+
+/// The documents holding every token of `lists` as a phrase within `slop` (see
+/// [`phrase_in_doc`]), ascending.
+pub fn phrase_docs(lists: &[PhraseList<'_>], slop: u32) -> Result<Vec<u32>> {
+    if lists.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut starts: Vec<Vec<usize>> = Vec::with_capacity(lists.len());
+    for l in lists {
+        if l.docs.len() != l.freqs.len() {
+            return Err(Error::InvalidInput("phrase: docs and frequencies disagree".into()));
+        }
+        let mut s = Vec::with_capacity(l.freqs.len() + 1);
+        s.push(0usize);
+        for &f in l.freqs {
+            s.push(s.last().copied().unwrap_or(0) + f as usize);
+        }
+        if *s.last().unwrap_or(&0) != l.positions.len() {
+            return Err(Error::InvalidInput("phrase: frequencies and positions disagree".into()));
+        }
+        starts.push(s);
+    }
+    let slop = i32::try_from(slop).map_err(|_| Error::InvalidInput("slop too large".into()))?;
+    let mut cursor = vec![0usize; lists.len()];
+    let mut out = Vec::new();
+    'docs: for (j, &doc) in lists[0].docs.iter().enumerate() {
+        cursor[0] = j;
+        for (i, l) in lists.iter().enumerate().skip(1) {
+            let c = cursor[i] + l.docs[cursor[i]..].partition_point(|&d| d < doc);
+            cursor[i] = c;
+            if c >= l.docs.len() {
+                break 'docs;
+            }
+            if l.docs[c] != doc {
+                continue 'docs;
+            }
+        }
+        let mut per: Vec<(&[u32], i32)> = lists
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (&l.positions[starts[i][cursor[i]]..starts[i][cursor[i] + 1]], l.query_pos))
+            .collect();
+        if phrase_in_doc(&mut per, slop) {
+            out.push(doc);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let freqs: Vec<u32> = (0..300u32).map(|i| 1 + (i * 7) % 40).collect();
+        let mut positions = Vec::new();
+        for (i, &f) in freqs.iter().enumerate() {
+            let mut p = (i as u32) % 5;
+            for k in 0..f {
+                p += k * 3 + 1 + (i as u32 % 200);
+                positions.push(p);
+            }
+        }
+        let (stream, offsets) = encode(&freqs, &positions, 128).unwrap();
+        assert_eq!(offsets.len(), 3);
+        assert_eq!(decode(&stream, &offsets, &freqs, 128).unwrap(), positions);
+        assert!(decode(&stream[..10], &offsets, &freqs, 128).is_err());
+    }
+
+    #[test]
+    fn phrases() {
+        // doc 0: a@1 b@2; doc 1: a@1 b@3; doc 2: b@0 a@1
+        let a = PhraseList { docs: &[0, 1, 2], freqs: &[1, 1, 1], positions: &[1, 1, 1], query_pos: 0 };
+        let b = PhraseList { docs: &[0, 1, 2], freqs: &[1, 1, 1], positions: &[2, 3, 0], query_pos: 1 };
+        assert_eq!(phrase_docs(&[a, b], 0).unwrap(), vec![0]);
+        let a = PhraseList { docs: &[0, 1, 2], freqs: &[1, 1, 1], positions: &[1, 1, 1], query_pos: 0 };
+        let b = PhraseList { docs: &[0, 1, 2], freqs: &[1, 1, 1], positions: &[2, 3, 0], query_pos: 1 };
+        assert_eq!(phrase_docs(&[a, b], 1).unwrap(), vec![0, 1]);
+        // (a repeated token: "x y y x" in "z x y y x")
+        let x = PhraseList { docs: &[0], freqs: &[2], positions: &[1, 4], query_pos: 0 };
+        let y = PhraseList { docs: &[0], freqs: &[2], positions: &[2, 3], query_pos: 1 };
+        let y2 = PhraseList { docs: &[0], freqs: &[2], positions: &[2, 3], query_pos: 2 };
+        let x2 = PhraseList { docs: &[0], freqs: &[2], positions: &[1, 4], query_pos: 3 };
+        assert_eq!(phrase_docs(&[x, y, y2, x2], 0).unwrap(), vec![0]);
+    }
+}
