@@ -92,6 +92,8 @@ def test_phrase_queries_differential(tmp_path, options):
 
 
 def test_phrase_after_compaction_and_without_positions(tmp_path):
+    """lancepy's compaction and optimize_indices keep the positions: both libraries find
+    pylance's phrase rows after each; an index without positions refuses phrases."""
     docs = corpus(33, 900, 2, 40)
     lp = _build(tmp_path, docs, "lancepy", with_position=True)
     lance.dataset(str(lp)).delete("id % 5 = 0")
@@ -100,6 +102,21 @@ def test_phrase_after_compaction_and_without_positions(tmp_path):
         a = lance.dataset(str(lp)).to_table(full_text_query=lance.query.PhraseQuery(text, "text", slop=slop), columns=["id"])
         b = lancepy.dataset(str(lp)).to_table(full_text_query=lq.PhraseQuery(text, "text", slop=slop), columns=["id"])
         assert_same(a, b, limited=False)
+    more = corpus(37, 300, 2, 40)
+    lance.dataset(str(lp)).insert(pa.table({"id": list(range(5000, 5300)), "text": more,
+                                            "title": [d[::-1] if d else d for d in more]}))
+    for text, slop in _phrases(docs + more, 11, 10):  # (the new fragment unindexed: searched flat)
+        a = lance.dataset(str(lp)).to_table(full_text_query=lance.query.PhraseQuery(text, "text", slop=slop), columns=["id"])
+        b = lancepy.dataset(str(lp)).to_table(full_text_query=lq.PhraseQuery(text, "text", slop=slop), columns=["id"])
+        assert_same(a, b, limited=False)
+    lancepy.dataset(str(lp)).optimize.optimize_indices()
+    found_new = False
+    for text, slop in _phrases(more, 12, 15):
+        a = lance.dataset(str(lp)).to_table(full_text_query=lance.query.PhraseQuery(text, "text", slop=slop), columns=["id"])
+        b = lancepy.dataset(str(lp)).to_table(full_text_query=lq.PhraseQuery(text, "text", slop=slop), columns=["id"])
+        assert_same(a, b, limited=False)
+        found_new |= any(i >= 5000 for i in b.column("id").to_pylist())
+    assert found_new
     plain = _build(tmp_path, docs, "plain")
     with pytest.raises(InvalidArgumentError, match="position"):
         lancepy.dataset(str(plain)).to_table(full_text_query=lq.PhraseQuery("dog cat", "text"))

@@ -90,8 +90,7 @@ class MatchQuery(FullTextQuery):
 
 class PhraseQuery(FullTextQuery):
     """Documents of `column` holding the tokens of `query` in order, at most `slop`
-    positions apart (needs an index with ``with_position``; rows of fragments the index does
-    not cover are not searched, as in pylance)."""
+    positions apart (needs an index with ``with_position``)."""
 
     def __init__(
         self, query: str, column: str, *, slop: int = 0, document_granularity: Optional[DocumentGranularity] = None

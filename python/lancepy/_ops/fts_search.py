@@ -14,8 +14,7 @@ or take ``slop``). The filter, when given, picks the rows before the top ``limit
 with ``prefilter``, else after (so fewer may come back), as pylance does. Results come best
 first, ties by row id, with ``_score`` (float32). Deleted rows never come back. Rows of
 fragments the index does not cover are scored as pylance's flat search scores them: with
-the index's statistics plus those rows' own (phrase queries do not search them, as
-pylance's do not)."""
+the index's statistics plus those rows' own (phrase queries: analyzed with positions)."""
 
 from __future__ import annotations
 
@@ -260,6 +259,33 @@ def _flat_scores(
     return addr[keep], score[keep]
 
 
+def _flat_phrase(
+    ds: "LanceDataset", seg: _inverted.InvertedSegment, column: str, tokens: List[str], query_pos: List[int], slop: int,
+    fragments: List[int],
+) -> Tuple["np.ndarray", "np.ndarray"]:
+    """The phrase's rows among the live rows of `fragments` (not in the index), scored as
+    :func:`_flat_scores` scores an AND match of its tokens."""
+    import numpy as np
+
+    t = pa.table(ds._snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
+    addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
+    vocab, ids, offsets, positions = seg.analyzer.analyze(t.column(column).to_pylist(), with_positions=True)
+    where = {w: i for i, w in enumerate(vocab)}
+    if any(tok not in where for tok in tokens):
+        return np.empty(0, np.uint64), np.empty(0, np.float32)
+    doc_of = np.repeat(np.arange(len(addr)), np.diff(offsets))
+    lists = []
+    for tok, qp in zip(tokens, query_pos):
+        hit = ids == where[tok]
+        docs, freqs = np.unique(doc_of[hit], return_counts=True)
+        lists.append((docs.astype("<u4").tobytes(), freqs.astype("<u4").tobytes(),
+                      positions[hit].astype("<u4").tobytes(), int(qp)))
+    found = np.frombuffer(_lancepy.fts_phrase_docs(lists, int(slop)), dtype="<u4")
+    rows, scores = _flat_scores(ds, seg, column, tokens, True, fragments)
+    keep = np.isin(rows, addr[found])
+    return rows[keep], scores[keep]
+
+
 def _allowed(
     ds: "LanceDataset", entry: Dict[str, Any], seg: _inverted.InvertedSegment, frags: List[int]
 ) -> List[Optional[bytes]]:
@@ -341,10 +367,14 @@ def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -
             raise InvalidArgumentError(
                 "phrase query: position is not found but required for phrase queries, try recreating the index with position"
             )
-        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
-        return rows, (scores * boost).astype(np.float32)  # (rows of unindexed fragments: not searched, as pylance)
     covered = {int(f) for f in entry["fragment_ids"]}
     uncovered = [f for f in frags if f not in covered]
+    if q.slop is not None:
+        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
+        if uncovered and tokens:
+            a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered)
+            rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])
+        return rows, (scores * boost).astype(np.float32)
     if q.fuzziness:  # (None, as 0: exact tokens, as pylance 14)
         if uncovered:
             raise NotSupportedError("fuzzy MatchQuery on fragments the INVERTED index does not cover: optimize_indices() first")
