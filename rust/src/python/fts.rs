@@ -238,23 +238,22 @@ pub fn fts_positions_decode<'py>(
 }
 
 /// The documents (u32 bytes, ascending) holding a phrase: `lists` holds, per query token,
-/// `(doc ids, frequencies, positions)` (u32 bytes) and its place in the query.
+/// `(doc ids, frequencies, positions)` (u32 bytes, read in place) and its place in the query.
 #[pyfunction]
 pub fn fts_phrase_docs<'py>(
     py: Python<'py>,
     lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, i32)>,
     slop: u32,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let owned: Vec<(Vec<u32>, Vec<u32>, Vec<u32>, i32)> = lists
+    let views: Vec<crate::table::fts_pos::PhraseList<'_>> = lists
         .iter()
-        .map(|(d, f, p, q)| Ok((u32s(d.as_bytes(), "docs")?, u32s(f.as_bytes(), "freqs")?, u32s(p.as_bytes(), "positions")?, *q)))
-        .collect::<PyResult<_>>()?;
-    let out = run(py, || {
-        let views: Vec<crate::table::fts_pos::PhraseList<'_>> = owned
-            .iter()
-            .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList { docs: d, freqs: f, positions: p, query_pos: *q })
-            .collect();
-        crate::table::fts_pos::phrase_docs(&views, slop)
-    })?;
+        .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList {
+            docs: d.as_bytes(),
+            freqs: f.as_bytes(),
+            positions: p.as_bytes(),
+            query_pos: *q,
+        })
+        .collect();
+    let out = crate::table::fts_pos::phrase_docs(&views, slop).py()?;
     Ok(PyBytes::new(py, &u32_bytes(&out)))
 }

@@ -150,16 +150,22 @@ pub fn decode(stream: &[u8], offsets: &[u32], freqs: &[u32], block_size: usize) 
 }
 
 /// One query token of a phrase in one partition: its documents (ascending), each one's
-/// number of positions, and the positions, one document after another.
+/// number of positions, and the positions, one document after another; all little-endian
+/// `u32` bytes, read in place.
 pub struct PhraseList<'a> {
     /// doc ids, ascending
-    pub docs: &'a [u32],
+    pub docs: &'a [u8],
     /// positions per doc
-    pub freqs: &'a [u32],
+    pub freqs: &'a [u8],
     /// the positions, in doc order
-    pub positions: &'a [u32],
-    /// the token's place in the query (its index among the query's tokens)
+    pub positions: &'a [u8],
+    /// the token's place in the query (its position as the analyzer numbers the query)
     pub query_pos: i32,
+}
+
+#[inline]
+fn le_u32(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
 }
 
 /// Whether the tokens form the phrase in one document, as pylance 14 decides it: `lists`
@@ -213,44 +219,51 @@ pub fn phrase_docs(lists: &[PhraseList<'_>], slop: u32) -> Result<Vec<u32>> {
     if lists.is_empty() {
         return Ok(Vec::new());
     }
-    let mut starts: Vec<Vec<usize>> = Vec::with_capacity(lists.len());
     for l in lists {
-        if l.docs.len() != l.freqs.len() {
-            return Err(Error::InvalidInput("phrase: docs and frequencies disagree".into()));
+        if l.docs.len() % 4 != 0 || l.docs.len() != l.freqs.len() || l.positions.len() % 4 != 0 {
+            return Err(Error::InvalidInput("phrase: docs, frequencies and positions disagree".into()));
         }
-        let mut s = Vec::with_capacity(l.freqs.len() + 1);
-        s.push(0usize);
-        for &f in l.freqs {
-            s.push(s.last().copied().unwrap_or(0) + f as usize);
-        }
-        if *s.last().unwrap_or(&0) != l.positions.len() {
-            return Err(Error::InvalidInput("phrase: frequencies and positions disagree".into()));
-        }
-        starts.push(s);
     }
     let slop = i32::try_from(slop).map_err(|_| Error::InvalidInput("slop too large".into()))?;
-    let mut cursor = vec![0usize; lists.len()];
+    let n = lists.len();
+    // (per list: the document cursor and the index of its first position)
+    let mut cursor = vec![0usize; n];
+    let mut pos_at = vec![0usize; n];
+    let mut buffers: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut out = Vec::new();
-    'docs: for (j, &doc) in lists[0].docs.iter().enumerate() {
-        cursor[0] = j;
-        for (i, l) in lists.iter().enumerate().skip(1) {
-            let c = cursor[i] + l.docs[cursor[i]..].partition_point(|&d| d < doc);
-            cursor[i] = c;
-            if c >= l.docs.len() {
+    let len0 = lists[0].docs.len() / 4;
+    'docs: while cursor[0] < len0 {
+        let doc = le_u32(lists[0].docs, cursor[0]);
+        for i in 1..n {
+            let l = &lists[i];
+            let len = l.docs.len() / 4;
+            while cursor[i] < len && le_u32(l.docs, cursor[i]) < doc {
+                pos_at[i] += le_u32(l.freqs, cursor[i]) as usize;
+                cursor[i] += 1;
+            }
+            if cursor[i] >= len {
                 break 'docs;
             }
-            if l.docs[c] != doc {
+            if le_u32(l.docs, cursor[i]) != doc {
+                pos_at[0] += le_u32(lists[0].freqs, cursor[0]) as usize;
+                cursor[0] += 1;
                 continue 'docs;
             }
         }
-        let mut per: Vec<(&[u32], i32)> = lists
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (&l.positions[starts[i][cursor[i]]..starts[i][cursor[i] + 1]], l.query_pos))
-            .collect();
+        for (i, l) in lists.iter().enumerate() {
+            let f = le_u32(l.freqs, cursor[i]) as usize;
+            if (pos_at[i] + f) * 4 > l.positions.len() {
+                return Err(Error::Corrupt("INVERTED index positions: fewer than the frequencies say".into()));
+            }
+            buffers[i].clear();
+            buffers[i].extend((pos_at[i]..pos_at[i] + f).map(|k| le_u32(l.positions, k)));
+        }
+        let mut per: Vec<(&[u32], i32)> = buffers.iter().zip(lists).map(|(b, l)| (b.as_slice(), l.query_pos)).collect();
         if phrase_in_doc(&mut per, slop) {
             out.push(doc);
         }
+        pos_at[0] += le_u32(lists[0].freqs, cursor[0]) as usize;
+        cursor[0] += 1;
     }
     Ok(out)
 }
@@ -276,20 +289,26 @@ mod tests {
         assert!(decode(&stream[..10], &offsets, &freqs, 128).is_err());
     }
 
+    fn b(v: &[u32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn list<'a>(bufs: &'a [Vec<u8>; 3], q: i32) -> PhraseList<'a> {
+        PhraseList { docs: &bufs[0], freqs: &bufs[1], positions: &bufs[2], query_pos: q }
+    }
+
     #[test]
     fn phrases() {
         // doc 0: a@1 b@2; doc 1: a@1 b@3; doc 2: b@0 a@1
-        let a = PhraseList { docs: &[0, 1, 2], freqs: &[1, 1, 1], positions: &[1, 1, 1], query_pos: 0 };
-        let b = PhraseList { docs: &[0, 1, 2], freqs: &[1, 1, 1], positions: &[2, 3, 0], query_pos: 1 };
-        assert_eq!(phrase_docs(&[a, b], 0).unwrap(), vec![0]);
-        let a = PhraseList { docs: &[0, 1, 2], freqs: &[1, 1, 1], positions: &[1, 1, 1], query_pos: 0 };
-        let b = PhraseList { docs: &[0, 1, 2], freqs: &[1, 1, 1], positions: &[2, 3, 0], query_pos: 1 };
-        assert_eq!(phrase_docs(&[a, b], 1).unwrap(), vec![0, 1]);
-        // (a repeated token: "x y y x" in "z x y y x")
-        let x = PhraseList { docs: &[0], freqs: &[2], positions: &[1, 4], query_pos: 0 };
-        let y = PhraseList { docs: &[0], freqs: &[2], positions: &[2, 3], query_pos: 1 };
-        let y2 = PhraseList { docs: &[0], freqs: &[2], positions: &[2, 3], query_pos: 2 };
-        let x2 = PhraseList { docs: &[0], freqs: &[2], positions: &[1, 4], query_pos: 3 };
-        assert_eq!(phrase_docs(&[x, y, y2, x2], 0).unwrap(), vec![0]);
+        let a = [b(&[0, 1, 2]), b(&[1, 1, 1]), b(&[1, 1, 1])];
+        let bb = [b(&[0, 1, 2]), b(&[1, 1, 1]), b(&[2, 3, 0])];
+        assert_eq!(phrase_docs(&[list(&a, 0), list(&bb, 1)], 0).unwrap(), vec![0]);
+        assert_eq!(phrase_docs(&[list(&a, 0), list(&bb, 1)], 1).unwrap(), vec![0, 1]);
+        // (a repeated token: "x y y x" in "z x y y x"; a document only one token holds)
+        let x = [b(&[0, 5]), b(&[2, 1]), b(&[1, 4, 0])];
+        let y = [b(&[0]), b(&[2]), b(&[2, 3])];
+        assert_eq!(phrase_docs(&[list(&x, 0), list(&y, 1), list(&y, 2), list(&x, 3)], 0).unwrap(), vec![0]);
+        let short = [b(&[0]), b(&[5]), b(&[1])];
+        assert!(phrase_docs(&[list(&short, 0), list(&y, 1)], 0).is_err());
     }
 }
