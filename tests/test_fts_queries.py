@@ -122,6 +122,10 @@ def test_phrase_after_compaction_and_without_positions(tmp_path):
         lancepy.dataset(str(plain)).to_table(full_text_query=lq.PhraseQuery("dog cat", "text"))
     with pytest.raises(InvalidArgumentError, match="slop"):
         lancepy.dataset(str(plain)).to_table(full_text_query=lq.PhraseQuery("dog cat", "text", slop=-1))
+    from lancepy.exceptions import NotSupportedError
+
+    with pytest.raises(NotSupportedError, match="document_granularity"):
+        lq.PhraseQuery("dog cat", "text", document_granularity=lq.DocumentGranularity.LIST_ELEMENT)
 
 
 def _both_queries(rng):
@@ -253,6 +257,10 @@ def test_hybrid_plan_and_arguments(tmp_path):
     t = sc.to_table()
     assert t.column_names[-2:] == ["_relevance_score", "_rowid"] and t.num_rows <= 5
     assert sc.count_rows() == t.num_rows
+    nearest = {"column": "vec", "q": q, "k": 20}
+    whole = ds.to_table(columns=["id"], nearest=nearest, full_text_query="dog")
+    part = ds.to_table(columns=["id"], nearest=nearest, full_text_query="dog", offset=3, limit=5)
+    assert part.equals(whole.slice(3, 5))
     with pytest.raises(InvalidArgumentError, match="rrf_k"):
         ds.to_table(full_text_query="dog", rrf_k=60)
     with pytest.raises(InvalidArgumentError, match="rrf_k"):

@@ -96,6 +96,10 @@ class PhraseQuery(FullTextQuery):
         self, query: str, column: str, *, slop: int = 0, document_granularity: Optional[DocumentGranularity] = None
     ) -> None:
         self.query, self.column, self.slop, self.document_granularity = query, column, slop, document_granularity
+        if document_granularity is not None and str(getattr(document_granularity, "value", document_granularity)) != "row":
+            from lancepy.exceptions import NotSupportedError
+
+            raise NotSupportedError("PhraseQuery(document_granularity=list_element): lancepy indexes rows only")
 
     def query_type(self) -> FullTextQueryType:
         return FullTextQueryType.MATCH_PHRASE

@@ -278,7 +278,8 @@ def _flat_phrase(
     for tok, qp in zip(tokens, query_pos):
         hit = ids == where[tok]
         docs, freqs = np.unique(doc_of[hit], return_counts=True)
-        lists.append((docs.astype("<u4").tobytes(), freqs.astype("<u4").tobytes(),
+        starts = np.concatenate([[0], np.cumsum(freqs)])
+        lists.append((docs.astype("<u4").tobytes(), starts.astype("<u4").tobytes(),
                       positions[hit].astype("<u4").tobytes(), int(qp)))
     found = np.frombuffer(_lancepy.fts_phrase_docs(lists, int(slop)), dtype="<u4")
     rows, scores = _flat_scores(ds, seg, column, tokens, True, fragments)
@@ -370,7 +371,7 @@ def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -
     covered = {int(f) for f in entry["fragment_ids"]}
     uncovered = [f for f in frags if f not in covered]
     if q.slop is not None:
-        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
+        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed)
         if uncovered and tokens:
             a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered)
             rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])

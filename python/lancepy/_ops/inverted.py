@@ -195,6 +195,7 @@ class Partition:
         self._positions = invert.column("_compressed_position").combine_chunks() if has_positions else None
         self._position_offsets = invert.column("_position_block_offset").combine_chunks() if has_positions else None
         self._decoded_positions: Dict[int, bytes] = {}
+        self._position_starts: Dict[int, bytes] = {}
         self.num_tokens_bytes = self.num_tokens.astype("<u4").tobytes()
         self.row_ids_bytes = self.row_ids.astype("<u8").tobytes()
 
@@ -227,6 +228,18 @@ class Partition:
                 self._positions[token_id].as_py(), self._position_offsets[token_id].as_py(), freqs, self._block_size
             )
             self._decoded_positions[token_id] = got
+        return got
+
+    def position_starts_bytes(self, token_id: int) -> bytes:
+        """Where each of a token's documents' positions start in :meth:`positions_bytes`, then
+        their number (u32 bytes, one more than the documents); computed once."""
+        import numpy as np
+
+        got = self._position_starts.get(token_id)
+        if got is None:
+            _, freqs = self.posting(token_id)
+            got = np.concatenate([[0], np.cumsum(freqs, dtype=np.uint64)]).astype("<u4").tobytes()
+            self._position_starts[token_id] = got
         return got
 
     def posting(self, token_id: int) -> Tuple["np.ndarray", "np.ndarray"]:
@@ -322,13 +335,14 @@ class InvertedSegment:
 
     def phrase_search(
         self, tokens: Sequence[str], query_positions: Sequence[int], slop: int,
-        allowed: Optional[Sequence[Optional[bytes]]] = None, k: Optional[int] = None,
+        allowed: Optional[Sequence[Optional[bytes]]] = None,
     ) -> Tuple["np.ndarray", "np.ndarray"]:
         """``(row ids, float32 BM25 scores)`` of the documents holding `tokens` in order, at
         their `query_positions` (as the analyzer numbers the query's tokens, so a removed
         stop word leaves a gap) give or take `slop` positions, each token after the one
         before (pylance's phrase check). Scores as :meth:`search` with every token required
-        (a repeated token scores again). `allowed` / `k` as for :meth:`search`."""
+        (a repeated token scores again), for the documents found only. `allowed` as for
+        :meth:`search`; every document found is returned."""
         import numpy as np
 
         empty = (np.empty(0, np.uint64), np.empty(0, np.float32))
@@ -346,17 +360,28 @@ class InvertedSegment:
                 continue
             lists = []
             for q, tid in zip(query_positions, tids):
-                docs, freqs = part.posting_bytes(int(tid))
-                lists.append((docs, freqs, part.positions_bytes(int(tid)), int(q)))
+                docs, _ = part.posting_bytes(int(tid))
+                lists.append((docs, part.position_starts_bytes(int(tid)), part.positions_bytes(int(tid)), int(q)))
             found = np.frombuffer(_lancepy.fts_phrase_docs(lists, int(slop)), dtype="<u4")
-            mask = np.zeros(len(part.row_ids), np.uint8)
-            mask[found] = 1
-            if allowed is not None and allowed[i] is not None:
-                mask &= np.frombuffer(allowed[i], dtype=np.uint8)
-            r, s = self.search(tokens, True, allowed=[mask.tobytes() if j == i else b"\0" * len(p.row_ids)
-                                                       for j, p in enumerate(self.partitions)], k=k)
-            rows.append(r)
-            scores.append(s)
+            if allowed is not None and allowed[i] is not None and len(found):
+                found = found[np.frombuffer(allowed[i], dtype=np.uint8)[found] != 0]
+            if not len(found):
+                continue
+            # (BM25 of the found documents only, in the float32 order of fts_score_docs)
+            n_docs, avgdl = np.float32(self.num_docs), np.float32(self.avg_doc_length)
+            k1, b = np.float32(K1), np.float32(B)
+            norm = k1 * ((np.float32(1.0) - b) + (b * part.num_tokens[found].astype(np.float32)) / avgdl)
+            acc = np.zeros(len(found), np.float32)
+            for t in uniq:
+                docs, freqs = part.posting(int(part.token_ids[t]))
+                f = freqs[np.searchsorted(docs, found)].astype(np.float32)
+                n = np.float32(self.doc_count(t))
+                idf = np.float32(np.log(np.float32(1.0) + (n_docs - n + np.float32(0.5)) / (n + np.float32(0.5))))
+                w = ((idf * (k1 + np.float32(1.0))) * f) / (f + norm)
+                for _ in range(list(tokens).count(t)):
+                    acc = (acc + w).astype(np.float32)
+            rows.append(part.row_ids[found])
+            scores.append(acc)
         if not rows:
             return empty
         return np.concatenate(rows), np.concatenate(scores).astype(np.float32)

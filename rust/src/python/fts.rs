@@ -238,7 +238,8 @@ pub fn fts_positions_decode<'py>(
 }
 
 /// The documents (u32 bytes, ascending) holding a phrase: `lists` holds, per query token,
-/// `(doc ids, frequencies, positions)` (u32 bytes, read in place) and its place in the query.
+/// `(doc ids, position starts (one more than the docs), positions)` (u32 bytes, read in
+/// place) and its place in the query.
 #[pyfunction]
 pub fn fts_phrase_docs<'py>(
     py: Python<'py>,
@@ -249,7 +250,7 @@ pub fn fts_phrase_docs<'py>(
         .iter()
         .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList {
             docs: d.as_bytes(),
-            freqs: f.as_bytes(),
+            starts: f.as_bytes(),
             positions: p.as_bytes(),
             query_pos: *q,
         })

@@ -149,14 +149,14 @@ pub fn decode(stream: &[u8], offsets: &[u32], freqs: &[u32], block_size: usize) 
     Ok(out)
 }
 
-/// One query token of a phrase in one partition: its documents (ascending), each one's
-/// number of positions, and the positions, one document after another; all little-endian
-/// `u32` bytes, read in place.
+/// One query token of a phrase in one partition: its documents (ascending), where each
+/// one's positions start (one more than the documents: the last is where they end) and the
+/// positions, one document after another; all little-endian `u32` bytes, read in place.
 pub struct PhraseList<'a> {
     /// doc ids, ascending
     pub docs: &'a [u8],
-    /// positions per doc
-    pub freqs: &'a [u8],
+    /// index of each doc's first position, then the number of positions
+    pub starts: &'a [u8],
     /// the positions, in doc order
     pub positions: &'a [u8],
     /// the token's place in the query (its position as the analyzer numbers the query)
@@ -213,57 +213,62 @@ fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
     }
 }
 
+/// The first index in `lo..hi` of the u32 bytes `b` whose value is at least `target`.
+fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if le_u32(b, mid) < target {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// The documents holding every token of `lists` as a phrase within `slop` (see
-/// [`phrase_in_doc`]), ascending.
+/// [`phrase_in_doc`]), ascending. The token with the fewest documents leads; the others are
+/// searched for each of its documents.
 pub fn phrase_docs(lists: &[PhraseList<'_>], slop: u32) -> Result<Vec<u32>> {
     if lists.is_empty() {
         return Ok(Vec::new());
     }
     for l in lists {
-        if l.docs.len() % 4 != 0 || l.docs.len() != l.freqs.len() || l.positions.len() % 4 != 0 {
-            return Err(Error::InvalidInput("phrase: docs, frequencies and positions disagree".into()));
+        if l.docs.len() % 4 != 0 || l.starts.len() != l.docs.len() + 4 || l.positions.len() % 4 != 0 {
+            return Err(Error::InvalidInput("phrase: docs, position starts and positions disagree".into()));
         }
     }
     let slop = i32::try_from(slop).map_err(|_| Error::InvalidInput("slop too large".into()))?;
     let n = lists.len();
-    // (per list: the document cursor and the index of its first position)
+    let lead = (0..n).min_by_key(|&i| lists[i].docs.len()).expect("a list");
     let mut cursor = vec![0usize; n];
-    let mut pos_at = vec![0usize; n];
     let mut buffers: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut out = Vec::new();
-    let len0 = lists[0].docs.len() / 4;
-    'docs: while cursor[0] < len0 {
-        let doc = le_u32(lists[0].docs, cursor[0]);
-        for i in 1..n {
-            let l = &lists[i];
+    'docs: for j in 0..lists[lead].docs.len() / 4 {
+        let doc = le_u32(lists[lead].docs, j);
+        for (i, l) in lists.iter().enumerate() {
             let len = l.docs.len() / 4;
-            while cursor[i] < len && le_u32(l.docs, cursor[i]) < doc {
-                pos_at[i] += le_u32(l.freqs, cursor[i]) as usize;
-                cursor[i] += 1;
-            }
-            if cursor[i] >= len {
+            let c = if i == lead { j } else { lower_bound(l.docs, cursor[i], len, doc) };
+            cursor[i] = c;
+            if c >= len {
                 break 'docs;
             }
-            if le_u32(l.docs, cursor[i]) != doc {
-                pos_at[0] += le_u32(lists[0].freqs, cursor[0]) as usize;
-                cursor[0] += 1;
+            if le_u32(l.docs, c) != doc {
                 continue 'docs;
             }
         }
         for (i, l) in lists.iter().enumerate() {
-            let f = le_u32(l.freqs, cursor[i]) as usize;
-            if (pos_at[i] + f) * 4 > l.positions.len() {
+            let (from, to) = (le_u32(l.starts, cursor[i]) as usize, le_u32(l.starts, cursor[i] + 1) as usize);
+            if from > to || to * 4 > l.positions.len() {
                 return Err(Error::Corrupt("INVERTED index positions: fewer than the frequencies say".into()));
             }
             buffers[i].clear();
-            buffers[i].extend((pos_at[i]..pos_at[i] + f).map(|k| le_u32(l.positions, k)));
+            buffers[i].extend((from..to).map(|k| le_u32(l.positions, k)));
         }
         let mut per: Vec<(&[u32], i32)> = buffers.iter().zip(lists).map(|(b, l)| (b.as_slice(), l.query_pos)).collect();
         if phrase_in_doc(&mut per, slop) {
             out.push(doc);
         }
-        pos_at[0] += le_u32(lists[0].freqs, cursor[0]) as usize;
-        cursor[0] += 1;
     }
     Ok(out)
 }
@@ -294,21 +299,21 @@ mod tests {
     }
 
     fn list<'a>(bufs: &'a [Vec<u8>; 3], q: i32) -> PhraseList<'a> {
-        PhraseList { docs: &bufs[0], freqs: &bufs[1], positions: &bufs[2], query_pos: q }
+        PhraseList { docs: &bufs[0], starts: &bufs[1], positions: &bufs[2], query_pos: q }
     }
 
     #[test]
     fn phrases() {
         // doc 0: a@1 b@2; doc 1: a@1 b@3; doc 2: b@0 a@1
-        let a = [b(&[0, 1, 2]), b(&[1, 1, 1]), b(&[1, 1, 1])];
-        let bb = [b(&[0, 1, 2]), b(&[1, 1, 1]), b(&[2, 3, 0])];
+        let a = [b(&[0, 1, 2]), b(&[0, 1, 2, 3]), b(&[1, 1, 1])];
+        let bb = [b(&[0, 1, 2]), b(&[0, 1, 2, 3]), b(&[2, 3, 0])];
         assert_eq!(phrase_docs(&[list(&a, 0), list(&bb, 1)], 0).unwrap(), vec![0]);
         assert_eq!(phrase_docs(&[list(&a, 0), list(&bb, 1)], 1).unwrap(), vec![0, 1]);
         // (a repeated token: "x y y x" in "z x y y x"; a document only one token holds)
-        let x = [b(&[0, 5]), b(&[2, 1]), b(&[1, 4, 0])];
-        let y = [b(&[0]), b(&[2]), b(&[2, 3])];
+        let x = [b(&[0, 5]), b(&[0, 2, 3]), b(&[1, 4, 0])];
+        let y = [b(&[0]), b(&[0, 2]), b(&[2, 3])];
         assert_eq!(phrase_docs(&[list(&x, 0), list(&y, 1), list(&y, 2), list(&x, 3)], 0).unwrap(), vec![0]);
-        let short = [b(&[0]), b(&[5]), b(&[1])];
+        let short = [b(&[0]), b(&[0, 5]), b(&[1])];
         assert!(phrase_docs(&[list(&short, 0), list(&y, 1)], 0).is_err());
     }
 }
