@@ -363,14 +363,13 @@ def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -
     tokens = [vocab[i] for i in ids]
     allowed = _allowed(ds, entry, seg, frags)
     boost = np.float32(q.boost)
+    covered = {int(f) for f in entry["fragment_ids"]}
+    uncovered = [f for f in frags if f not in covered]
     if q.slop is not None:
         if not seg.analyzer.with_position:
             raise InvalidArgumentError(
                 "phrase query: position is not found but required for phrase queries, try recreating the index with position"
             )
-    covered = {int(f) for f in entry["fragment_ids"]}
-    uncovered = [f for f in frags if f not in covered]
-    if q.slop is not None:
         rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed)
         if uncovered and tokens:
             a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered)
