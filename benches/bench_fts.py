@@ -8,6 +8,10 @@ files. Timed: the INVERTED build (default options) by each library on its own co
 of ``--repeats`` passes over all of them. Checked: for each query the top-10 rows and scores
 lancepy finds on its index against pylance's on pylance's index (same rows, allowing rows
 whose score ties the 10th; scores within 1e-4). Ratios: lancepy time / pylance time.
+
+With ``--phrases N`` (default 100; 0 skips it) the same is done for ``with_position=True``
+indices (build time) and N phrase queries of 2-3 consecutive words cut from the documents
+(``PhraseQuery``, slop 0, ``limit=10``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pyarrow as pa
 
 import lance
 import lancepy
+import lancepy.query
 
 
 def make_docs(n: int, vocab: int, seed: int = 0) -> list:
@@ -46,6 +51,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--phrases", type=int, default=100)
     args = ap.parse_args()
     docs, words, p = make_docs(args.docs, 50_000)
     rng = np.random.default_rng(1)
@@ -66,38 +72,65 @@ def main() -> None:
         def run(ds) -> list:
             return [ds.to_table(full_text_query=q, columns=["id"], limit=10) for q in qs]
 
-        same, worst = 0, 0.0
-        for a, b in zip(run(pl), run(lp)):
-            sa, sb = a.column("_score").to_numpy(), b.column("_score").to_numpy()
-            ok = len(sa) == len(sb)
-            if ok and len(sa):
-                worst = max(worst, float(np.max(np.abs(sa - sb))))
-                cut = sa[-1]
-                da = dict(zip(a.column("id").to_pylist(), sa))
-                db = dict(zip(b.column("id").to_pylist(), sb))
-                ok = np.allclose(sa, sb, atol=1e-4) and all(
-                    (k in da and k in db and abs(da[k] - db[k]) <= 1e-4) or abs(da.get(k, db.get(k)) - cut) <= 1e-4
-                    for k in set(da) | set(db)
-                )
-            same += ok
-        times = {}
-        for name, ds in (("pylance", pl), ("lancepy", lp)):
-            best = float("inf")
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                run(ds)
-                best = min(best, time.perf_counter() - t0)
-            times[name] = best / len(qs)
-        print(f"docs={len(docs)} queries={len(qs)} (limit 10)")
-        print(f"same top-10 rows and scores: {same}/{len(qs)}; largest score difference {worst:.2e}")
-        print(f"build: lancepy {build_lp:.2f} s, pylance {build_pl:.2f} s, ratio {build_lp / build_pl:.2f}")
-        print(
-            f"query: lancepy {times['lancepy'] * 1e3:.2f} ms, pylance {times['pylance'] * 1e3:.2f} ms, "
-            f"ratio {times['lancepy'] / times['pylance']:.2f} (first query of lancepy includes opening the index: "
-            "best of the passes is reported)"
-        )
+        report(pl, lp, run, len(docs), len(qs), build_lp, build_pl, args.repeats, "match")
+        if args.phrases:
+            prng = np.random.default_rng(2)
+            phrases = []
+            for _ in range(args.phrases):
+                w = docs[int(prng.integers(len(docs)))].split()
+                at = int(prng.integers(len(w) - 3))
+                phrases.append(" ".join(w[at:at + int(prng.integers(2, 4))]))
+            for d in (ours, theirs):
+                lance.dataset(d).drop_index("text_idx")
+            t0 = time.perf_counter()
+            lance.dataset(theirs).create_scalar_index("text", "INVERTED", with_position=True)
+            build_pl = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            lancepy.dataset(ours).create_scalar_index("text", "INVERTED", with_position=True)
+            build_lp = time.perf_counter() - t0
+            pl, lp = lance.dataset(theirs), lancepy.dataset(ours)
+
+            def run_phrases(ds) -> list:
+                mod = lancepy.query if isinstance(ds, lancepy.LanceDataset) else lance.query
+                return [ds.to_table(full_text_query=mod.PhraseQuery(q, "text"), columns=["id"], limit=10) for q in phrases]
+
+            report(pl, lp, run_phrases, len(docs), len(phrases), build_lp, build_pl, args.repeats, "phrase (with_position)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def report(pl, lp, run, n_docs: int, n_queries: int, build_lp: float, build_pl: float, repeats: int, what: str) -> None:
+    """Checks lancepy's top-10 against pylance's and prints build and query times."""
+    same, worst = 0, 0.0
+    for a, b in zip(run(pl), run(lp)):
+        sa, sb = a.column("_score").to_numpy(), b.column("_score").to_numpy()
+        ok = len(sa) == len(sb)
+        if ok and len(sa):
+            worst = max(worst, float(np.max(np.abs(sa - sb))))
+            cut = sa[-1]
+            da = dict(zip(a.column("id").to_pylist(), sa))
+            db = dict(zip(b.column("id").to_pylist(), sb))
+            ok = np.allclose(sa, sb, atol=1e-4) and all(
+                (k in da and k in db and abs(da[k] - db[k]) <= 1e-4) or abs(da.get(k, db.get(k)) - cut) <= 1e-4
+                for k in set(da) | set(db)
+            )
+        same += ok
+    times = {}
+    for name, ds in (("pylance", pl), ("lancepy", lp)):
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            run(ds)
+            best = min(best, time.perf_counter() - t0)
+        times[name] = best / n_queries
+    print(f"[{what}] docs={n_docs} queries={n_queries} (limit 10)")
+    print(f"same top-10 rows and scores: {same}/{n_queries}; largest score difference {worst:.2e}")
+    print(f"build: lancepy {build_lp:.2f} s, pylance {build_pl:.2f} s, ratio {build_lp / build_pl:.2f}")
+    print(
+        f"query: lancepy {times['lancepy'] * 1e3:.2f} ms, pylance {times['pylance'] * 1e3:.2f} ms, "
+        f"ratio {times['lancepy'] / times['pylance']:.2f} (first query of lancepy includes opening the index: "
+        "best of the passes is reported)"
+    )
 
 
 if __name__ == "__main__":

@@ -131,10 +131,8 @@ def test_query_objects(small):
         a = lance.dataset(str(small)).to_table(full_text_query=pq)
         b = lancepy.dataset(str(small)).to_table(full_text_query=lq)
         assert_same(a, b)
-    with pytest.raises(NotSupportedError):
+    with pytest.raises(ValueError, match="position"):  # (the index has no positions)
         lancepy.dataset(str(small)).to_table(full_text_query=PhraseQuery("quick brown", "text"))
-    with pytest.raises(NotSupportedError):
-        lancepy.dataset(str(small)).to_table(full_text_query=MatchQuery("dog", "text", fuzziness=1))
 
 
 def test_deletes_and_unindexed_fragments(small):
@@ -264,8 +262,6 @@ def test_create_options_refused(tmp_path):
     path = tmp_path / "d"
     lancepy.write_dataset(pa.table({"text": ["a b", "c"], "n": [1, 2]}), str(path))
     ds = lancepy.dataset(str(path))
-    with pytest.raises(NotSupportedError, match="with_position"):
-        ds.create_scalar_index("text", "INVERTED", with_position=True)
     with pytest.raises(NotSupportedError, match="num_workers"):
         ds.create_scalar_index("text", "INVERTED", num_workers=2)
     with pytest.raises(NotSupportedError, match="base_tokenizer"):
@@ -323,12 +319,11 @@ def test_no_index_and_unbuilt_queries(tmp_path):
         ds.to_table(full_text_query="y")
     ds.create_scalar_index("b", "INVERTED")
     assert ds.head(3, full_text_query="y").column("a").to_pylist() == [1, 0]
-    with pytest.raises(NotSupportedError):
-        ds.to_table(full_text_query="y", nearest={"column": "v", "q": [1.0], "k": 1})
-    with pytest.raises(NotSupportedError, match="MultiMatch"):
-        from lancepy.query import MultiMatchQuery
-
-        ds.to_table(full_text_query=MultiMatchQuery("y", ["b"]))
+    hybrid = ds.to_table(full_text_query="y", nearest={"column": "v", "q": [1.0], "k": 1})
+    assert hybrid.column("a").to_pylist() == [1] and hybrid.column("_distance").to_pylist() == [0.0]
+    assert hybrid.column("_score").to_pylist()[0] > 0 and hybrid.column("_relevance_score").to_pylist()[0] > 0
+    with pytest.raises(NotSupportedError, match="CombinedFields"):
+        ds.to_table(full_text_query=type("CombinedFieldsQuery", (), {})())
 
 
 def test_token_files_equal_pylance(tmp_path):

@@ -570,6 +570,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         disable_scoring_autoprojection: Optional[bool] = None,
         row_addr_allowlist: Optional[bytes] = None,
         row_addr_blocklist: Optional[bytes] = None,
+        rrf_k: Optional[float] = None,
     ) -> "LanceScanner":
         """A scan of this version (see :class:`LanceScanner`).
 
@@ -596,7 +597,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         id; `strict_batch_size` makes every batch but the last exactly `batch_size` rows;
         `batch_size_bytes` cuts batches of about that many bytes; `index_segments` (segment
         uuids) restricts a vector search to those segments of the index. `full_text_query`: see
-        :mod:`lancepy._ops.fts_search`. Row-address allow/block lists and scan statistics raise
+        :mod:`lancepy._ops.fts_search`; with `nearest` too, a hybrid search fused by reciprocal rank
+        (`rrf_k`, default 60: :mod:`lancepy._ops.hybrid`). Row-address allow/block lists and scan statistics raise
         :class:`~lancepy.exceptions.NotSupportedError`.
         """
         o = _session.scan_options(self, _args(locals()))  # (with this object's default_scan_options)
@@ -617,6 +619,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
             scanner._fast_search = bool(o["fast_search"])
         scanner._set_include_deleted(o["include_deleted_rows"])
         scanner._set_full_text(o["full_text_query"], bool(o["prefilter"]), o["columns"])
+        scanner._set_rrf_k(o["rrf_k"])
         scanner._use_scalar_index = o["use_scalar_index"] is not False
         scanner._no_scoring_column = bool(o["disable_scoring_autoprojection"])
         scanner._set_read_ahead(o["batch_readahead"])
@@ -655,6 +658,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         include_deleted_rows: Optional[bool] = None,
         order_by: Optional[List[Any]] = None,
         disable_scoring_autoprojection: Optional[bool] = None,
+        rrf_k: Optional[float] = None,
     ) -> pa.Table:
         """Reads rows (all of them by default) into a ``pyarrow.Table``; the parameters are
         :meth:`scanner`'s."""

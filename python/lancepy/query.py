@@ -1,7 +1,6 @@
 """Full-text query objects (pylance's ``lance.query`` names): what a scanner's
-``full_text_query=`` takes besides a string. lancepy answers :class:`MatchQuery` (without
-fuzziness); the others can be built but raise
-:class:`~lancepy.exceptions.NotSupportedError` when searched."""
+``full_text_query=`` takes besides a string, each answered as pylance 14 answers it (see
+:mod:`lancepy._ops.fts_search`)."""
 
 from __future__ import annotations
 
@@ -59,8 +58,9 @@ class FullTextQuery:
 
 class MatchQuery(FullTextQuery):
     """Documents of `column` holding the tokens of `query`: any of them (``operator`` OR) or
-    all (AND); scores multiplied by `boost`. `fuzziness` other than 0 (fuzzy matching, with
-    `max_expansions` and `prefix_length`) is not built: searching raises NotSupportedError."""
+    all (AND); scores multiplied by `boost`. `fuzziness` other than 0 (``None`` counts as 0, as
+    in pylance 14) matches each query token as the index's tokens within that many edits of
+    it that share its first `prefix_length` bytes, `max_expansions` of them at most in all."""
 
     def __init__(
         self,
@@ -90,20 +90,24 @@ class MatchQuery(FullTextQuery):
 
 class PhraseQuery(FullTextQuery):
     """Documents of `column` holding the tokens of `query` in order, at most `slop`
-    positions apart (needs an index with ``with_position``). Not built in lancepy's search."""
+    positions apart (needs an index with ``with_position``)."""
 
     def __init__(
         self, query: str, column: str, *, slop: int = 0, document_granularity: Optional[DocumentGranularity] = None
     ) -> None:
         self.query, self.column, self.slop, self.document_granularity = query, column, slop, document_granularity
+        if document_granularity is not None and str(getattr(document_granularity, "value", document_granularity)) != "row":
+            from lancepy.exceptions import NotSupportedError
+
+            raise NotSupportedError("PhraseQuery(document_granularity=list_element): lancepy indexes rows only")
 
     def query_type(self) -> FullTextQueryType:
         return FullTextQueryType.MATCH_PHRASE
 
 
 class BoostQuery(FullTextQuery):
-    """`positive` with the scores of documents `negative` matches multiplied by
-    `negative_boost`. Not built in lancepy's search."""
+    """`positive`'s rows, each scoring its `positive` score less `negative_boost` times its
+    `negative` score (where `negative` matches it)."""
 
     def __init__(self, positive: FullTextQuery, negative: FullTextQuery, *, negative_boost: float = 0.5) -> None:
         self.positive, self.negative, self.negative_boost = positive, negative, negative_boost
@@ -113,8 +117,8 @@ class BoostQuery(FullTextQuery):
 
 
 class MultiMatchQuery(FullTextQuery):
-    """`query` matched in each of `columns` (scores weighted by `boosts`). Not built in
-    lancepy's search."""
+    """`query` matched in each of `columns` (scores weighted by `boosts`); a row scores its
+    best column's score."""
 
     def __init__(
         self, query: str, columns: List[str], *, boosts: Optional[List[float]] = None,
@@ -127,7 +131,8 @@ class MultiMatchQuery(FullTextQuery):
 
 
 class BooleanQuery(FullTextQuery):
-    """Sub-queries combined by :class:`Occur`. Not built in lancepy's search."""
+    """Sub-queries combined by :class:`Occur`: rows matching every MUST query (or, without
+    one, any SHOULD query), their MUST and SHOULD scores added, MUST_NOT rows removed."""
 
     def __init__(self, queries: List[Tuple[Occur, Any]]) -> None:
         self.queries = list(queries)

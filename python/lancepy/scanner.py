@@ -17,6 +17,7 @@ from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy import vector as _vector
 from lancepy._ops import fts_search as _fts
+from lancepy._ops import hybrid as _hybrid
 from lancepy._ops import ivf as _ivf_defaults
 from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
@@ -321,12 +322,17 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return
         if isinstance(columns, (list, tuple)) and _fts.SCORE in columns:
             self._score_at = list(columns).index(_fts.SCORE)
-        if self._nearest is not None:
-            raise UnsupportedError("full_text_query together with nearest= (hybrid search) is not built in lancepy")
         if self._computed is not None or self._order:
             raise UnsupportedError("full_text_query with computed columns or order_by is not supported")
         self._fts = _fts.parse(self._ds, full_text_query)
         self._prefilter = prefilter
+
+    def _set_rrf_k(self, rrf_k: Any) -> None:
+        """`rrf_k` of a hybrid search (``nearest`` and ``full_text_query``; see
+        :mod:`lancepy._ops.hybrid`); refused without both."""
+        if rrf_k is not None and (self._nearest is None or self._fts is None):
+            raise InvalidArgumentError("rrf_k= fuses a hybrid search: give both nearest= and full_text_query=")
+        self._rrf_k = _hybrid.check_rrf_k(rrf_k)
 
     def _search(self) -> pa.Table:
         t = self._place_score(self._search_unplaced())
@@ -352,7 +358,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return pads.dataset(t).to_table(columns=cols)
         if self._projection is None and not self._no_scoring_column:
             return t
-        scored = [n for n in ("_distance", _fts.SCORE) if n in t.column_names
+        scored = [n for n in ("_distance", _fts.SCORE, _hybrid.RELEVANCE) if n in t.column_names
                   and (not self._no_scoring_column or (n == _fts.SCORE and self._score_at is not None))]
         if self._projection is not None:
             out = self._projection.apply(t, self._ds)
@@ -363,6 +369,14 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         return out
 
     def _search_raw(self) -> pa.Table:
+        if self._fts is not None and self._nearest is not None:
+            return _hybrid.search(
+                self._ds, self._nearest, self._fts, rrf_k=getattr(self, "_rrf_k", _hybrid.DEFAULT_RRF_K),
+                columns=self._columns, flt=self._filter, prefilter=self._prefilter, limit=self._limit,
+                offset=self._offset, with_row_id=self._with_row_id, with_row_address=self._with_row_address,
+                fragment_ids=self._fragment_ids, evaluate=_evaluate, index_segments=self._index_segments,
+                fast_search=self._fast_search,
+            )
         if self._fts is not None:
             return _fts.search(
                 self._ds, self._fts, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
@@ -753,7 +767,16 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if verbose:
             where += f" {list(frags)}"
         extra = "".join(f", {n}=true" for n, on in (("row_id", self._with_row_id), ("row_addr", self._with_row_address)) if on)
-        if self._fts is not None:
+        if self._fts is not None and self._nearest is not None:
+            if self._limit is not None or self._offset:
+                steps.append(f"Slice: offset={self._offset}, limit={self._limit} (best _relevance_score first)")
+            q = self._nearest
+            vector_line = (f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}; "
+                           + _vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search))
+            steps.extend(_hybrid.plan_lines(getattr(self, "_rrf_k", _hybrid.DEFAULT_RRF_K), vector_line,
+                                            _fts.plan_lines(self._ds, self._fts, self._filter, self._prefilter)))
+            steps.append(f"LanceRead: {where}, projection={names} (the fused rows, taken by address){extra}{read_metrics}")
+        elif self._fts is not None:
             if self._limit is not None or self._offset:
                 steps.append(f"Slice: offset={self._offset}, limit={self._limit} (best scores first, ties by row id)")
             steps.extend(_fts.plan_lines(self._ds, self._fts, self._filter, self._prefilter))

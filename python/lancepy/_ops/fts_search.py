@@ -1,15 +1,20 @@
-"""Full-text search: the scanner's ``full_text_query`` answered from the column's INVERTED
-index (:mod:`lancepy._ops.inverted`), as pylance 14 answers it.
+"""Full-text search: the scanner's ``full_text_query`` answered from the columns' INVERTED
+indices (:mod:`lancepy._ops.inverted`), as pylance 14 answers it.
 
-A query is a string (a match query over the column with an INVERTED index), a dict
-``{"query": text, "columns": [column]}``, or a :class:`lancepy.query.MatchQuery`. Its text is
-analyzed as the index analyzed the documents; each query token (repeats count again) adds
-its BM25 score to the documents holding it (``operator`` AND: only documents holding every
-token). The filter, when given, picks the rows before the top ``limit`` are taken with
-``prefilter``, else after (so fewer may come back), as pylance does. Results come best first, ties by row id, with
-``_score`` (float32). Deleted rows never come back. Rows of fragments the index does not
-cover are scored as pylance's flat search scores them: with the index's statistics plus
-those rows' own."""
+A query is a string (a match query over the indexed column, or every indexed column; in
+double quotes, a phrase), a dict ``{"query": text, "columns": [...]}``, or one of
+:mod:`lancepy.query`'s objects, parsed into a tree: match / phrase leaves (:class:`FtsQuery`),
+multi-match (a row's best column), boost (positive less ``negative_boost`` times negative)
+and boolean (MUST rows with MUST and SHOULD scores added, or any SHOULD row; MUST_NOT rows
+removed). A leaf's text is analyzed as the index analyzed the documents; each query token
+(repeats count again) adds its BM25 score to the documents holding it (``operator`` AND:
+only documents holding every token; fuzzy: the index's tokens within the edit distance
+instead; phrase: only documents holding the tokens at the query's relative positions, give
+or take ``slop``). The filter, when given, picks the rows before the top ``limit`` are taken
+with ``prefilter``, else after (so fewer may come back), as pylance does. Results come best
+first, ties by row id, with ``_score`` (float32). Deleted rows never come back. Rows of
+fragments the index does not cover are scored as pylance's flat search scores them: with
+the index's statistics plus those rows' own (phrase queries: analyzed with positions)."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from lancepy import _lancepy
 from lancepy._ops import inverted as _inverted
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
@@ -31,13 +37,65 @@ SCORE = "_score"
 
 @dataclass
 class FtsQuery:
+    """A match query (``slop`` ``None``) or a phrase query (``slop`` an int) on one column."""
+
     text: str
     column: str
     all_terms: bool = False
     boost: float = 1.0
+    slop: Optional[int] = None
+    fuzziness: Optional[int] = 0
+    max_expansions: int = 50
+    prefix_length: int = 0
+
+    @property
+    def columns(self) -> List[str]:
+        return [self.column]
 
     def plan_text(self, tokens: Sequence[str]) -> str:
-        return f"MatchQuery: column={self.column}, query=[{' '.join(tokens) if tokens else self.text}]"
+        words = " ".join(tokens) if tokens else self.text
+        if self.slop is not None:
+            return f"PhraseQuery: column={self.column}, query=[{words}], slop={self.slop}"
+        extra = f", fuzziness={self.fuzziness}" if self.fuzziness != 0 else ""
+        return f"MatchQuery: column={self.column}, query=[{words}]{extra}"
+
+
+@dataclass
+class FtsMulti:
+    """The same text matched in several columns; a row scores its best column's score."""
+
+    queries: List[FtsQuery]
+
+    @property
+    def columns(self) -> List[str]:
+        return [c for q in self.queries for c in q.columns]
+
+
+@dataclass
+class FtsBoost:
+    """`positive`'s rows, each minus `negative_boost` times its `negative` score."""
+
+    positive: Any
+    negative: Any
+    negative_boost: float
+
+    @property
+    def columns(self) -> List[str]:
+        return self.positive.columns + self.negative.columns
+
+
+@dataclass
+class FtsBoolean:
+    """``must`` (rows matching every one, their scores added), ``should`` (rows matching
+    any, their scores added) and ``must_not`` (rows removed)."""
+
+    must: List[Any]
+    should: List[Any]
+    must_not: List[Any]
+
+    @property
+    def columns(self) -> List[str]:
+        return [c for q in self.must + self.should + self.must_not for c in q.columns]
 
 
 def _index_entries(ds: "LanceDataset") -> Dict[str, List[Dict[str, Any]]]:
@@ -58,16 +116,80 @@ def _index_entries(ds: "LanceDataset") -> Dict[str, List[Dict[str, Any]]]:
     return out
 
 
-def parse(ds: "LanceDataset", full_text_query: Any) -> FtsQuery:
-    """The query `full_text_query` asks, on the column whose index answers it."""
-    from lancepy.query import FullTextOperator, MatchQuery, PhraseQuery
+def _column_of(indexed: Dict[str, Any], column: Optional[str]) -> str:
+    if column is None:
+        if not indexed:
+            raise InvalidArgumentError("full_text_query: no column has an INVERTED index (create_scalar_index(col, 'INVERTED'))")
+        if len(indexed) != 1:
+            raise NotSupportedError(f"full_text_query over several columns {sorted(indexed)} without naming one")
+        return next(iter(indexed))
+    if column not in indexed:
+        raise InvalidArgumentError(f"full_text_query: column {column!r} has no INVERTED index")
+    return column
 
+
+def _is_phrase(text: str) -> bool:
+    """pylance reads a query string in double quotes as a phrase."""
+    return len(text) >= 2 and text.startswith('"') and text.endswith('"')
+
+
+def _text_query(indexed: Dict[str, Any], text: str, column: Optional[str]) -> Any:
+    if column is None and len(indexed) > 1 and not _is_phrase(text):
+        return FtsMulti([FtsQuery(text, c) for c in indexed])  # (every indexed column, as pylance)
+    if _is_phrase(text):
+        return FtsQuery(text[1:-1], _column_of(indexed, column), all_terms=True, slop=0)
+    return FtsQuery(text, _column_of(indexed, column))
+
+
+def _node(indexed: Dict[str, Any], q: Any) -> Any:
+    """The query tree of one of :mod:`lancepy.query`'s objects."""
+    from lancepy.query import BooleanQuery, BoostQuery, FullTextOperator, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
+
+    if isinstance(q, MatchQuery):
+        if q.fuzziness is not None and int(q.fuzziness) < 0:
+            raise InvalidArgumentError(f"MatchQuery(fuzziness={q.fuzziness}): must be at least 0 (or None: automatic)")
+        return FtsQuery(
+            q.query, _column_of(indexed, q.column), all_terms=q.operator == FullTextOperator.AND, boost=float(q.boost),
+            fuzziness=None if q.fuzziness is None else int(q.fuzziness), max_expansions=int(q.max_expansions),
+            prefix_length=int(q.prefix_length),
+        )
+    if isinstance(q, PhraseQuery):
+        if int(q.slop) < 0:
+            raise InvalidArgumentError(f"PhraseQuery(slop={q.slop}): must be at least 0")
+        return FtsQuery(q.query, _column_of(indexed, q.column), all_terms=True, slop=int(q.slop))
+    if isinstance(q, MultiMatchQuery):
+        if not q.columns:
+            raise InvalidArgumentError("MultiMatchQuery: no columns")
+        boosts = [1.0] * len(q.columns) if q.boosts is None else [float(b) for b in q.boosts]
+        if len(boosts) != len(q.columns):
+            raise InvalidArgumentError(f"MultiMatchQuery: {len(q.columns)} columns but {len(boosts)} boosts")
+        op = q.operator if isinstance(q.operator, FullTextOperator) else FullTextOperator(str(q.operator).upper())
+        return FtsMulti([
+            FtsQuery(q.query, _column_of(indexed, c), all_terms=op == FullTextOperator.AND, boost=b)
+            for c, b in zip(q.columns, boosts)
+        ])
+    if isinstance(q, BoostQuery):
+        return FtsBoost(_node(indexed, q.positive), _node(indexed, q.negative), float(q.negative_boost))
+    if isinstance(q, BooleanQuery):
+        parts: Dict[str, List[Any]] = {"MUST": [], "SHOULD": [], "MUST_NOT": []}
+        for occur, sub in q.queries:
+            occur = occur if isinstance(occur, Occur) else Occur(str(occur).upper())
+            parts[occur.value].append(_node(indexed, sub))
+        if not parts["MUST"] and not parts["SHOULD"]:
+            raise InvalidArgumentError("BooleanQuery: at least one MUST or SHOULD query is needed")
+        return FtsBoolean(parts["MUST"], parts["SHOULD"], parts["MUST_NOT"])
+    raise NotSupportedError(
+        f"full_text_query of type {type(q).__name__}: lancepy takes a string, a dict {{'query', 'columns'}} or "
+        "lancepy.query's MatchQuery, PhraseQuery, MultiMatchQuery, BoostQuery and BooleanQuery"
+    )
+
+
+def parse(ds: "LanceDataset", full_text_query: Any) -> Any:
+    """The query tree `full_text_query` asks (leaves on the columns whose indices answer them)."""
     indexed = _index_entries(ds)
-    columns: Optional[List[str]] = None
-    all_terms, boost = False, 1.0
     if isinstance(full_text_query, str):
-        text = full_text_query
-    elif isinstance(full_text_query, dict):
+        return _text_query(indexed, full_text_query, None)
+    if isinstance(full_text_query, dict):
         unknown = set(full_text_query) - {"query", "columns"}
         if unknown:
             raise InvalidArgumentError(f"full_text_query: unknown keys {sorted(unknown)}")
@@ -76,30 +198,12 @@ def parse(ds: "LanceDataset", full_text_query: Any) -> FtsQuery:
             raise InvalidArgumentError("full_text_query: 'query' must be a string")
         cols = full_text_query.get("columns")
         columns = None if cols is None else ([cols] if isinstance(cols, str) else list(cols))
-    elif isinstance(full_text_query, MatchQuery):
-        q = full_text_query
-        if q.fuzziness != 0:
-            raise NotSupportedError("MatchQuery(fuzziness=...): fuzzy matching is not built in lancepy")
-        text, columns = q.query, [q.column]
-        all_terms = q.operator == FullTextOperator.AND
-        boost = float(q.boost)
-    elif isinstance(full_text_query, PhraseQuery):
-        raise NotSupportedError("PhraseQuery: phrase search (positions) is not built in lancepy's full-text search")
-    else:
-        raise NotSupportedError(
-            f"full_text_query of type {type(full_text_query).__name__}: lancepy takes a string, a dict "
-            "{'query', 'columns'} or lancepy.query.MatchQuery"
-        )
-    if columns is None:
-        columns = list(indexed)
-        if not columns:
-            raise InvalidArgumentError("full_text_query: no column has an INVERTED index (create_scalar_index(col, 'INVERTED'))")
-    if len(columns) != 1:
-        raise NotSupportedError(f"full_text_query over several columns {columns}: lancepy searches one column")
-    column = columns[0]
-    if column not in indexed:
-        raise InvalidArgumentError(f"full_text_query: column {column!r} has no INVERTED index")
-    return FtsQuery(text, column, all_terms, boost)
+        if columns is None or len(columns) == 1:
+            return _text_query(indexed, text, None if columns is None else columns[0])
+        if _is_phrase(text):
+            raise NotSupportedError("full_text_query: a phrase over several columns (use PhraseQuery per column)")
+        return FtsMulti([FtsQuery(text, _column_of(indexed, c)) for c in columns])
+    return _node(indexed, full_text_query)
 
 
 def _segments(ds: "LanceDataset", column: str) -> List[Tuple[Dict[str, Any], _inverted.InvertedSegment]]:
@@ -155,6 +259,34 @@ def _flat_scores(
     return addr[keep], score[keep]
 
 
+def _flat_phrase(
+    ds: "LanceDataset", seg: _inverted.InvertedSegment, column: str, tokens: List[str], query_pos: List[int], slop: int,
+    fragments: List[int],
+) -> Tuple["np.ndarray", "np.ndarray"]:
+    """The phrase's rows among the live rows of `fragments` (not in the index), scored as
+    :func:`_flat_scores` scores an AND match of its tokens."""
+    import numpy as np
+
+    t = pa.table(ds._snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
+    addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
+    vocab, ids, offsets, positions = seg.analyzer.analyze(t.column(column).to_pylist(), with_positions=True)
+    where = {w: i for i, w in enumerate(vocab)}
+    if any(tok not in where for tok in tokens):
+        return np.empty(0, np.uint64), np.empty(0, np.float32)
+    doc_of = np.repeat(np.arange(len(addr)), np.diff(offsets))
+    lists = []
+    for tok, qp in zip(tokens, query_pos):
+        hit = ids == where[tok]
+        docs, freqs = np.unique(doc_of[hit], return_counts=True)
+        starts = np.concatenate([[0], np.cumsum(freqs)])
+        lists.append((docs.astype("<u4").tobytes(), starts.astype("<u4").tobytes(),
+                      positions[hit].astype("<u4").tobytes(), int(qp)))
+    found = np.frombuffer(_lancepy.fts_phrase_docs(lists, int(slop)), dtype="<u4")
+    rows, scores = _flat_scores(ds, seg, column, tokens, True, fragments)
+    keep = np.isin(rows, addr[found])
+    return rows[keep], scores[keep]
+
+
 def _allowed(
     ds: "LanceDataset", entry: Dict[str, Any], seg: _inverted.InvertedSegment, frags: List[int]
 ) -> List[Optional[bytes]]:
@@ -180,9 +312,145 @@ def _allowed(
     return out
 
 
+def _levenshtein_within(a: str, b: str, k: int) -> bool:
+    """Whether `a` and `b` are at most `k` single-character edits apart."""
+    if abs(len(a) - len(b)) > k:
+        return False
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+        if min(cur) > k:
+            return False
+        prev = cur
+    return prev[-1] <= k
+
+
+def _expand_fuzzy(seg: _inverted.InvertedSegment, tokens: List[str], q: FtsQuery) -> List[List[str]]:
+    """pylance's fuzzy expansion: per query token (as the simple tokenizer splits the text), the index's tokens within its edit distance
+    (``fuzziness``) sharing its first
+    ``prefix_length`` bytes, in byte order; ``max_expansions`` caps them all together. One
+    list per query token."""
+    vocab = sorted({t for p in seg.partitions for t in p.token_ids}, key=lambda t: t.encode())
+    out: List[List[str]] = []
+    k, n = int(q.fuzziness or 0), 0
+    for token in tokens:
+        prefix = token.encode()[: q.prefix_length]
+        group: List[str] = []
+        out.append(group)
+        for cand in vocab:
+            if n >= q.max_expansions:
+                break
+            if prefix and not cand.encode().startswith(prefix):
+                continue
+            if _levenshtein_within(token, cand, k):
+                group.append(cand)
+                n += 1
+    return out
+
+
+def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(row addresses, scores)`` of one match / phrase query over the live rows of `frags`
+    (with `k`: at least the best `k`, maybe more)."""
+    import numpy as np
+
+    segs = _segments(ds, q.column)
+    if len(segs) != 1:
+        raise NotSupportedError(f"full_text_query: the INVERTED index of {q.column!r} has {len(segs)} segments; lancepy searches one")
+    entry, seg = segs[0]
+    vocab, ids, _, query_pos = seg.analyzer.analyze([q.text])
+    tokens = [vocab[i] for i in ids]
+    allowed = _allowed(ds, entry, seg, frags)
+    boost = np.float32(q.boost)
+    covered = {int(f) for f in entry["fragment_ids"]}
+    uncovered = [f for f in frags if f not in covered]
+    if q.slop is not None:
+        if not seg.analyzer.with_position:
+            raise InvalidArgumentError(
+                "phrase query: position is not found but required for phrase queries, try recreating the index with position"
+            )
+        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed)
+        if uncovered and tokens:
+            a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered)
+            rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])
+        return rows, (scores * boost).astype(np.float32)
+    if q.fuzziness:  # (None, as 0: exact tokens, as pylance 14)
+        if uncovered:
+            raise NotSupportedError("fuzzy MatchQuery on fragments the INVERTED index does not cover: optimize_indices() first")
+        # (pylance splits a fuzzy query's text as the simple tokenizer does, with no filter:
+        # no lower-casing, stemming or stop words)
+        raw_vocab, raw_ids, _, _ = _lancepy.fts_analyze([q.text], "simple", None, False, None, None, False)
+        groups = _expand_fuzzy(seg, [raw_vocab[i] for i in memoryview(raw_ids).cast("I")], q)
+        tokens = [t for g in groups for t in g]
+        if q.all_terms:  # (AND: a row holds some expansion of every query token)
+            if not all(groups):
+                return np.empty(0, np.uint64), np.empty(0, np.float32)
+            rows, scores = seg.search(tokens, False, allowed=allowed)
+            for g in groups:
+                rows_g, _ = seg.search(g, False, allowed=allowed)
+                keep = np.isin(rows, rows_g)
+                rows, scores = rows[keep], scores[keep]
+            return rows, (scores * boost).astype(np.float32)
+    rows, scores = seg.search(tokens, q.all_terms, allowed=allowed, k=k)
+    scores = (scores * boost).astype(np.float32)
+    if uncovered and tokens:
+        a2, s2 = _flat_scores(ds, seg, q.column, tokens, q.all_terms, uncovered)
+        rows = np.concatenate([rows, a2])
+        scores = np.concatenate([scores, (s2 * boost).astype(np.float32)])
+    return rows, scores
+
+
+def _scores_of(ds: "LanceDataset", node: Any, frags: List[int], k: Optional[int]) -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(row addresses, float32 scores)`` of a query tree, unordered."""
+    import numpy as np
+
+    if isinstance(node, FtsQuery):
+        return _leaf(ds, node, frags, k)
+    if isinstance(node, FtsMulti):  # (a row's best column; each column's top k hold the best k)
+        parts = [_scores_of(ds, q, frags, k) for q in node.queries]
+        rows = np.concatenate([r for r, _ in parts]).astype(np.uint64)
+        scores = np.concatenate([s for _, s in parts]).astype(np.float32)
+        order = np.lexsort((-scores, rows))
+        rows, scores = rows[order], scores[order]
+        first = np.ones(len(rows), bool)
+        first[1:] = rows[1:] != rows[:-1]
+        return rows[first], scores[first]
+    if isinstance(node, FtsBoost):
+        rows, scores = _scores_of(ds, node.positive, frags, None)
+        nrows, nscores = _scores_of(ds, node.negative, frags, None)
+        neg = dict(zip(nrows.tolist(), nscores.tolist()))
+        nb = np.float32(node.negative_boost)
+        out = np.asarray([np.float32(s) - nb * np.float32(neg[r]) if r in neg else np.float32(s)
+                          for r, s in zip(rows.tolist(), scores.tolist())], np.float32)
+        return rows, out
+    if isinstance(node, FtsBoolean):
+        acc: Dict[int, Any] = {}
+        for i, q in enumerate(node.must):
+            r, s = _scores_of(ds, q, frags, None)
+            if i == 0:
+                acc = dict(zip(r.tolist(), (np.float32(x) for x in s.tolist())))
+            else:
+                got = dict(zip(r.tolist(), s.tolist()))
+                acc = {row: np.float32(v + np.float32(got[row])) for row, v in acc.items() if row in got}
+        for q in node.should:
+            r, s = _scores_of(ds, q, frags, None)
+            for row, v in zip(r.tolist(), s.tolist()):
+                if row in acc:
+                    acc[row] = np.float32(acc[row] + np.float32(v))
+                elif not node.must:
+                    acc[row] = np.float32(v)
+        for q in node.must_not:
+            r, _ = _scores_of(ds, q, frags, None)
+            for row in r.tolist():
+                acc.pop(row, None)
+        return np.asarray(list(acc), np.uint64), np.asarray(list(acc.values()), np.float32)
+    raise NotSupportedError(f"full_text_query node {type(node).__name__}")  # pragma: no cover - parse makes only these
+
+
 def search(
     ds: "LanceDataset",
-    query: FtsQuery,
+    query: Any,
     *,
     columns: Optional[List[str]],
     flt: Any,
@@ -196,29 +464,35 @@ def search(
 ) -> pa.Table:
     """The rows matching `query`: projected columns, ``_score``, then ``_rowid`` /
     ``_rowaddr``; best first."""
+    rows, scores = ranked(ds, query, flt=flt, prefilter=prefilter, limit=limit, offset=offset,
+                          fragment_ids=fragment_ids, evaluate=evaluate)
+    names = list(columns) if columns is not None else list(ds.schema.names)
+    table = pa.table(ds._snapshot.take_addresses(
+        pa.array(rows, pa.uint64()), columns=names, with_row_id=with_row_id, with_row_address=with_row_address
+    ))
+    result = table.select(names).append_column(pa.field(SCORE, pa.float32()), pa.array(scores, pa.float32()))
+    for n in ("_rowid", "_rowaddr"):
+        if n in table.column_names:
+            result = result.append_column(table.schema.field(n), table.column(n))
+    return result
+
+
+def ranked(
+    ds: "LanceDataset", query: Any, *, flt: Any, prefilter: bool, limit: Optional[int], offset: int,
+    fragment_ids: Optional[Sequence[int]], evaluate: Any,
+) -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(row addresses, scores)`` of the rows `query` returns, best first (ties by row
+    address), the filter applied before (`prefilter`) or after the best rows are taken."""
     import numpy as np
 
     if ds.has_stable_row_ids:
         raise NotSupportedError("full_text_query on a dataset with stable row ids: lancepy searches row-address indices only")
-    segs = _segments(ds, query.column)
-    if len(segs) != 1:
-        raise NotSupportedError(
-            f"full_text_query: the INVERTED index of {query.column!r} has {len(segs)} segments; lancepy searches one"
-        )
-    entry, seg = segs[0]
-    tokens = seg.analyzer.tokens(query.text)
     live = ds._snapshot_rows()
     frags = [f for f in live] if fragment_ids is None else [int(f) for f in fragment_ids if int(f) in live]
-    covered = {int(f) for f in entry["fragment_ids"]}
     end = None if limit is None else offset + limit
     k = end if (flt is None or not prefilter) else None
-    rows, scores = seg.search(tokens, query.all_terms, allowed=_allowed(ds, entry, seg, frags), k=k)
-    scores = (scores * np.float32(query.boost)).astype(np.float32)
-    uncovered = [f for f in frags if f not in covered]
-    if uncovered and tokens:
-        a2, s2 = _flat_scores(ds, seg, query.column, tokens, query.all_terms, uncovered)
-        rows = np.concatenate([rows, a2])
-        scores = np.concatenate([scores, (s2 * np.float32(query.boost)).astype(np.float32)])
+    rows, scores = _scores_of(ds, query, frags, k)
+    rows, scores = np.asarray(rows, np.uint64), np.asarray(scores, np.float32)
     if end is not None and (flt is None or not prefilter) and len(rows) > end:
         # (the rows scoring at least the end-th best: ties at the cut are ordered below)
         kth = np.partition(scores, len(scores) - end)[len(scores) - end] if end else np.float32(np.inf)
@@ -235,26 +509,34 @@ def search(
         keep = np.asarray(mask.to_numpy(zero_copy_only=False), bool)
         rows, scores = rows[keep], scores[keep]
     order = np.lexsort((rows, -scores))[offset:end]
-    rows, scores = rows[order], scores[order]
-    names = list(columns) if columns is not None else list(ds.schema.names)
-    table = pa.table(ds._snapshot.take_addresses(
-        pa.array(rows, pa.uint64()), columns=names, with_row_id=with_row_id, with_row_address=with_row_address
-    ))
-    result = table.select(names).append_column(pa.field(SCORE, pa.float32()), pa.array(scores, pa.float32()))
-    for n in ("_rowid", "_rowaddr"):
-        if n in table.column_names:
-            result = result.append_column(table.schema.field(n), table.column(n))
-    return result
+    return rows[order], scores[order]
 
 
-def plan_lines(ds: "LanceDataset", query: FtsQuery, flt: Any, prefilter: bool) -> List[str]:
+def _leaves(node: Any) -> List[FtsQuery]:
+    if isinstance(node, FtsQuery):
+        return [node]
+    if isinstance(node, FtsMulti):
+        return list(node.queries)
+    if isinstance(node, FtsBoost):
+        return _leaves(node.positive) + _leaves(node.negative)
+    return [q for sub in node.must + node.should + node.must_not for q in _leaves(sub)]
+
+
+def plan_lines(ds: "LanceDataset", query: Any, flt: Any, prefilter: bool) -> List[str]:
     """What ``explain_plan`` says about the search (as pylance's plan names it)."""
-    segs = _segments(ds, query.column)
-    tokens = segs[0][1].analyzer.tokens(query.text) if segs else []
     lines = []
     if flt is not None and not prefilter:
         lines.append(f"Filter: {getattr(flt, 'text', flt)} (postfilter: on the best rows)")
-    lines.append(query.plan_text(tokens) + f" (index {segs[0][0]['name'] if segs else '?'})")
+    if not isinstance(query, FtsQuery):
+        lines.append(f"{type(query).__name__[3:]}Query: " + {
+            FtsMulti: "a row's best score over its columns",
+            FtsBoost: f"positive minus negative_boost={getattr(query, 'negative_boost', '')} times negative",
+            FtsBoolean: "MUST rows plus SHOULD scores, less MUST_NOT rows",
+        }[type(query)])
+    for leaf in _leaves(query):
+        segs = _segments(ds, leaf.column)
+        tokens = segs[0][1].analyzer.tokens(leaf.text) if segs else []
+        lines.append(leaf.plan_text(tokens) + f" (index {segs[0][0]['name'] if segs else '?'})")
     if flt is not None and prefilter:
         lines.append(f"Filter: {getattr(flt, 'text', flt)} (prefilter: before the best rows are taken)")
     return lines

@@ -20,8 +20,12 @@ Layout (checked against files pylance 14.0.2 writes). A segment directory
 * ``invert``: one row per token id: ``_posting`` (list of large_binary: the blocks of the
   posting list, see :mod:`lancepy._lancepy`'s ``fts_posting_*``), ``_max_score`` (f32),
   ``_length`` (u32: documents holding the token) and ``_impacts`` (list of large_binary:
-  per block, the frequency / document-length pairs that bound its scores, two copies); with
-  positions, more columns (not read by lancepy: phrase queries raise NotSupportedError).
+  per block, the frequency / document-length pairs that bound its scores, two copies; lancepy
+  does not write it, pylance reads the index without it). With positions (``with_position``;
+  metadata ``positions_layout`` ``shared_stream_v2``, ``positions_codec`` ``packed_delta_v1``)
+  also ``_compressed_position`` (large_binary: the token's positions stream, see
+  :mod:`lancepy._lancepy`'s ``fts_positions_*``) and ``_position_block_offset`` (list of u32:
+  where each posting block's positions start in it).
 
 Scores are BM25 as pylance computes them, in float32: ``k1 = 1.2``, ``b = 0.75``, idf
 ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the documents of every partition of the segment
@@ -122,8 +126,11 @@ class Analyzer:
     def with_position(self) -> bool:
         return bool(self.params.get("with_position"))
 
-    def analyze(self, texts: Sequence[Optional[str]]) -> Tuple[List[str], "np.ndarray", "np.ndarray", "np.ndarray"]:
-        """``(vocabulary, token ids, per-text offsets, positions)`` of `texts`."""
+    def analyze(
+        self, texts: Sequence[Optional[str]], with_positions: bool = False
+    ) -> Tuple[List[str], "np.ndarray", "np.ndarray", "np.ndarray"]:
+        """``(vocabulary, token ids, per-text offsets, positions)`` of `texts` (positions of
+        one text, or of all with `with_positions`; else empty)."""
         import numpy as np
 
         vocab, ids, offsets, positions = _lancepy.fts_analyze(
@@ -134,6 +141,7 @@ class Analyzer:
             self._language,
             self._stop,
             bool(self.params.get("ascii_folding", False)),
+            with_positions,
         )
         return (
             vocab,
@@ -183,6 +191,11 @@ class Partition:
         self._tail_varint = tail_varint
         self._block_size = block_size
         self._decoded: Dict[int, Tuple[bytes, bytes]] = {}
+        has_positions = "_compressed_position" in invert.column_names
+        self._positions = invert.column("_compressed_position").combine_chunks() if has_positions else None
+        self._position_offsets = invert.column("_position_block_offset").combine_chunks() if has_positions else None
+        self._decoded_positions: Dict[int, bytes] = {}
+        self._position_starts: Dict[int, bytes] = {}
         self.num_tokens_bytes = self.num_tokens.astype("<u4").tobytes()
         self.row_ids_bytes = self.row_ids.astype("<u8").tobytes()
 
@@ -197,12 +210,49 @@ class Partition:
             self._decoded[token_id] = got
         return got
 
+    @property
+    def has_positions(self) -> bool:
+        return self._positions is not None
+
+    def positions_bytes(self, token_id: int) -> bytes:
+        """The positions of a token's documents (u32 bytes, one document's after another, in
+        posting order); decoded once."""
+        got = self._decoded_positions.get(token_id)
+        if got is None:
+            if self._positions is None or self._position_offsets is None:
+                raise NotSupportedError(
+                    "phrase query: the INVERTED index has no positions; recreate it with with_position=True"
+                )
+            _, freqs = self.posting_bytes(token_id)
+            got = _lancepy.fts_positions_decode(
+                self._positions[token_id].as_py(), self._position_offsets[token_id].as_py(), freqs, self._block_size
+            )
+            self._decoded_positions[token_id] = got
+        return got
+
+    def position_starts_bytes(self, token_id: int) -> bytes:
+        """Where each of a token's documents' positions start in :meth:`positions_bytes`, then
+        their number (u32 bytes, one more than the documents); computed once."""
+        import numpy as np
+
+        got = self._position_starts.get(token_id)
+        if got is None:
+            _, freqs = self.posting(token_id)
+            got = np.concatenate([[0], np.cumsum(freqs, dtype=np.uint64)]).astype("<u4").tobytes()
+            self._position_starts[token_id] = got
+        return got
+
     def posting(self, token_id: int) -> Tuple["np.ndarray", "np.ndarray"]:
         """``(doc ids, frequencies)`` of a token."""
         import numpy as np
 
         docs, freqs = self.posting_bytes(token_id)
         return np.frombuffer(docs, dtype="<u4"), np.frombuffer(freqs, dtype="<u4")
+
+    def positions(self, token_id: int) -> "np.ndarray":
+        import numpy as np
+
+        return np.frombuffer(self.positions_bytes(token_id), dtype="<u4")
 
 
 class InvertedSegment:
@@ -283,6 +333,60 @@ class InvertedSegment:
         return np.concatenate(rows), np.concatenate(scores).astype(np.float32)
 
 
+    def phrase_search(
+        self, tokens: Sequence[str], query_positions: Sequence[int], slop: int,
+        allowed: Optional[Sequence[Optional[bytes]]] = None,
+    ) -> Tuple["np.ndarray", "np.ndarray"]:
+        """``(row ids, float32 BM25 scores)`` of the documents holding `tokens` in order, at
+        their `query_positions` (as the analyzer numbers the query's tokens, so a removed
+        stop word leaves a gap) give or take `slop` positions, each token after the one
+        before (pylance's phrase check). Scores as :meth:`search` with every token required
+        (a repeated token scores again), for the documents found only. `allowed` as for
+        :meth:`search`; every document found is returned."""
+        import numpy as np
+
+        empty = (np.empty(0, np.uint64), np.empty(0, np.float32))
+        if not tokens or self.num_docs == 0:
+            return empty
+        if not all(p.has_positions for p in self.partitions):
+            raise NotSupportedError("phrase query: the INVERTED index has no positions; recreate it with with_position=True")
+        uniq = list(dict.fromkeys(tokens))
+        if any(self.doc_count(t) == 0 for t in uniq):
+            return empty
+        rows, scores = [], []
+        for i, part in enumerate(self.partitions):
+            tids = [part.token_ids.get(t) for t in tokens]
+            if any(t is None for t in tids):
+                continue
+            lists = []
+            for q, tid in zip(query_positions, tids):
+                docs, _ = part.posting_bytes(int(tid))
+                lists.append((docs, part.position_starts_bytes(int(tid)), part.positions_bytes(int(tid)), int(q)))
+            found = np.frombuffer(_lancepy.fts_phrase_docs(lists, int(slop)), dtype="<u4")
+            if allowed is not None and allowed[i] is not None and len(found):
+                found = found[np.frombuffer(allowed[i], dtype=np.uint8)[found] != 0]
+            if not len(found):
+                continue
+            # (BM25 of the found documents only, in the float32 order of fts_score_docs)
+            n_docs, avgdl = np.float32(self.num_docs), np.float32(self.avg_doc_length)
+            k1, b = np.float32(K1), np.float32(B)
+            norm = k1 * ((np.float32(1.0) - b) + (b * part.num_tokens[found].astype(np.float32)) / avgdl)
+            acc = np.zeros(len(found), np.float32)
+            for t in uniq:
+                docs, freqs = part.posting(int(part.token_ids[t]))
+                f = freqs[np.searchsorted(docs, found)].astype(np.float32)
+                n = np.float32(self.doc_count(t))
+                idf = np.float32(np.log(np.float32(1.0) + (n_docs - n + np.float32(0.5)) / (n + np.float32(0.5))))
+                w = ((idf * (k1 + np.float32(1.0))) * f) / (f + norm)
+                for _ in range(list(tokens).count(t)):
+                    acc = (acc + w).astype(np.float32)
+            rows.append(part.row_ids[found])
+            scores.append(acc)
+        if not rows:
+            return empty
+        return np.concatenate(rows), np.concatenate(scores).astype(np.float32)
+
+
 def open_segment(ds_uri: str, uuid: str, storage_options: Any = None) -> InvertedSegment:
     """Opens the INVERTED segment `uuid` of the dataset at `ds_uri`."""
     return InvertedSegment(ds_uri.rstrip("/") + f"/_indices/{uuid}/", storage_options)
@@ -350,6 +454,8 @@ def details_bytes(params: Dict[str, Any]) -> List[int]:
 
 FORMAT_VERSION = 2
 INDEX_VERSION = 2
+#: The metadata pylance 14 adds to an index's files when it stores positions.
+POSITIONS_META = {"positions_layout": "shared_stream_v2", "positions_codec": "packed_delta_v1"}
 
 
 def _bm25(idf: "np.ndarray", freqs: "np.ndarray", lengths: "np.ndarray", avgdl: float) -> "np.ndarray":
@@ -381,6 +487,26 @@ class Postings:
     freq: "np.ndarray"
     rows: "np.ndarray"
     doc_len: "np.ndarray"
+    #: with positions: every (token, doc) pair's positions, one pair's after another
+    positions: Optional["np.ndarray"] = None
+
+
+def _pair_starts(freq: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    return np.concatenate([[0], np.cumsum(freq)]).astype(np.int64)
+
+
+def _take_positions(positions: "np.ndarray", freq: "np.ndarray", pairs: "np.ndarray") -> "np.ndarray":
+    """The positions of the (token, doc) pairs `pairs` (indices into `freq`), in that order."""
+    import numpy as np
+
+    starts = _pair_starts(freq)
+    f = freq[pairs].astype(np.int64)
+    if not len(f):
+        return np.empty(0, np.uint32)
+    within = np.arange(int(f.sum()), dtype=np.int64) - np.repeat(_pair_starts(f)[:-1], f)
+    return positions[np.repeat(starts[pairs], f) + within]
 
 
 def read_postings(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[Dict[str, Any], Postings]:
@@ -391,7 +517,8 @@ def read_postings(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[
     seg = open_segment(ds_uri, uuid, storage_options)
     vocab: List[str] = []
     where: Dict[str, int] = {}
-    toks, docs, freqs, rows, lens = [], [], [], [], []
+    toks, docs, freqs, rows, lens, poss = [], [], [], [], [], []
+    with_pos = bool(seg.params.get("with_position"))
     doc_base = 0
     for part in seg.partitions:
         for token, tid in sorted(part.token_ids.items(), key=lambda kv: kv[1]):
@@ -403,13 +530,17 @@ def read_postings(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[
             toks.append(np.full(len(d), gid, np.int64))
             docs.append(d.astype(np.int64) + doc_base)
             freqs.append(f.astype(np.int64))
+            if with_pos:
+                poss.append(part.positions(int(tid)))
         rows.append(part.row_ids)
         lens.append(part.num_tokens.astype(np.int64))
         doc_base += len(part.row_ids)
     cat = (lambda xs, t: np.concatenate(xs).astype(t) if xs else np.empty(0, t))
     tok, doc, freq = cat(toks, np.int64), cat(docs, np.int64), cat(freqs, np.int64)
     order = np.lexsort((doc, tok))
-    return seg.params, Postings(vocab, tok[order], doc[order], freq[order], cat(rows, np.uint64), cat(lens, np.int64))
+    positions = _take_positions(cat(poss, np.uint32), freq, order) if with_pos else None
+    return seg.params, Postings(vocab, tok[order], doc[order], freq[order], cat(rows, np.uint64), cat(lens, np.int64),
+                                positions)
 
 
 def keep_docs(p: Postings, keep: "np.ndarray", rows: "np.ndarray") -> Postings:
@@ -424,7 +555,8 @@ def keep_docs(p: Postings, keep: "np.ndarray", rows: "np.ndarray") -> Postings:
     used[tok] = True
     new_tok = np.cumsum(used) - 1
     vocab = [t for t, u in zip(p.vocab, used) if u]
-    return Postings(vocab, new_tok[tok], doc, freq, np.asarray(rows, np.uint64)[keep], p.doc_len[keep])
+    positions = None if p.positions is None else _take_positions(p.positions, p.freq, np.flatnonzero(pair))
+    return Postings(vocab, new_tok[tok], doc, freq, np.asarray(rows, np.uint64)[keep], p.doc_len[keep], positions)
 
 
 def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_options: Any = None) -> List[Dict[str, Any]]:
@@ -433,8 +565,9 @@ def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_optio
 
     from lancepy.file import LanceFileWriter
 
-    if params.get("with_position"):
-        raise NotSupportedError("INVERTED index with_position=True: lancepy does not write token positions yet")
+    with_pos = bool(params.get("with_position"))
+    if with_pos and p.positions is None:
+        raise InvalidArgumentError("INVERTED index with_position=True: the postings carry no positions")
     block_size = int(params.get("block_size") or 128)
     vocab, tok, doc, freq = p.vocab, p.tok, p.doc.astype(np.uint32), p.freq
     doc_rows, doc_len = np.asarray(p.rows, np.uint64), np.asarray(p.doc_len, np.uint32)
@@ -456,19 +589,25 @@ def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_optio
     max_scores = np.frombuffer(maxes, dtype="<f4")
     files = []
     meta = {"format_version": str(FORMAT_VERSION), "posting_block_size": str(block_size), "posting_tail_codec": "varint_delta_v1"}
-    invert_schema = pa.schema(
-        [
-            pa.field("_posting", pa.list_(pa.large_binary()), nullable=False),
-            pa.field("_max_score", pa.float32(), nullable=False),
-            pa.field("_length", pa.uint32(), nullable=False),
-        ],
-        metadata=meta,
-    )
-    invert = pa.record_batch(
-        [pa.array(postings, pa.list_(pa.large_binary())), pa.array(max_scores, pa.float32()),
-         pa.array(np.diff(starts).astype(np.uint32), pa.uint32())],
-        schema=invert_schema,
-    )
+    if with_pos:
+        meta.update(POSITIONS_META)
+    fields = [
+        pa.field("_posting", pa.list_(pa.large_binary()), nullable=False),
+        pa.field("_max_score", pa.float32(), nullable=False),
+        pa.field("_length", pa.uint32(), nullable=False),
+    ]
+    arrays = [pa.array(postings, pa.list_(pa.large_binary())), pa.array(max_scores, pa.float32()),
+              pa.array(np.diff(starts).astype(np.uint32), pa.uint32())]
+    if with_pos:
+        streams = _lancepy.fts_positions_encode(
+            starts.astype("<u8").tobytes(), np.asarray(freq, np.uint32).astype("<u4").tobytes(),
+            np.asarray(p.positions, np.uint32).astype("<u4").tobytes(), block_size,
+        )
+        fields += [pa.field("_compressed_position", pa.large_binary(), nullable=False),
+                   pa.field("_position_block_offset", pa.list_(pa.uint32()), nullable=False)]
+        arrays += [pa.array([s for s, _ in streams], pa.large_binary()),
+                   pa.array([o for _, o in streams], pa.list_(pa.uint32()))]
+    invert = pa.record_batch(arrays, schema=pa.schema(fields, metadata=meta))
     fst = _lancepy.fts_fst_build(list(vocab), list(range(len(vocab))))
     tokens_schema = pa.schema(
         [
@@ -496,6 +635,7 @@ def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_optio
             "posting_block_size": str(block_size),
             "posting_tail_codec": "varint_delta_v1",
             "token_set_format": "fst",
+            **(POSITIONS_META if with_pos else {}),
         },
     )
     empty_bitmap = bytes(_lancepy.fragment_bitmap([]))
@@ -525,8 +665,11 @@ def _concat(a: Postings, b: Postings) -> Postings:
     doc = np.concatenate([a.doc, b.doc + len(a.rows)])
     freq = np.concatenate([a.freq, b.freq])
     order = np.lexsort((doc, tok))
+    positions = None
+    if a.positions is not None and b.positions is not None:
+        positions = _take_positions(np.concatenate([a.positions, b.positions]), freq, order)
     return Postings(vocab, tok[order], doc[order], freq[order], np.concatenate([a.rows, b.rows]),
-                    np.concatenate([a.doc_len, b.doc_len]))
+                    np.concatenate([a.doc_len, b.doc_len]), positions)
 
 
 def remap(
@@ -583,7 +726,8 @@ def _new_docs(params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "
     """The :class:`Postings` of `texts` alone (documents with at least one token)."""
     import numpy as np
 
-    vocab, ids, offsets, _ = Analyzer(params).analyze(texts)
+    with_pos = bool(params.get("with_position"))
+    vocab, ids, offsets, token_pos = Analyzer(params).analyze(texts, with_positions=with_pos)
     lengths = np.diff(offsets)
     has = lengths > 0
     n_docs = int(has.sum())
@@ -592,4 +736,7 @@ def _new_docs(params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "
     uniq, freq = np.unique(key, return_counts=True)
     tok = (uniq // max(n_docs, 1)).astype(np.int64)
     doc = (uniq % max(n_docs, 1)).astype(np.int64)
-    return Postings(list(vocab), tok, doc, freq.astype(np.int64), np.asarray(row_ids, np.uint64)[has], lengths[has])
+    # (a stable sort by (token, doc) keeps each document's positions ascending)
+    positions = np.asarray(token_pos, np.uint32)[np.argsort(key, kind="stable")] if with_pos else None
+    return Postings(list(vocab), tok, doc, freq.astype(np.int64), np.asarray(row_ids, np.uint64)[has], lengths[has],
+                    positions)

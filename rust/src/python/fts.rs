@@ -20,9 +20,9 @@ fn u32s(bytes: &[u8], what: &str) -> PyResult<Vec<u32>> {
 
 /// Analyzes `texts` (``None`` = no tokens). Returns `(vocabulary in first-seen order, token
 /// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
-/// positions as u32 bytes (for a single text only; empty otherwise))`.
+/// positions as u32 bytes (for a single text, or with `with_positions`; empty otherwise))`.
 #[pyfunction]
-#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding))]
+#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn fts_analyze<'py>(
     py: Python<'py>,
@@ -33,6 +33,7 @@ pub fn fts_analyze<'py>(
     language: Option<String>,
     stop_words: Option<Vec<String>>,
     ascii_folding: bool,
+    with_positions: bool,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let base = fts::BaseTokenizer::parse(base_tokenizer).py()?;
     let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
@@ -45,7 +46,7 @@ pub fn fts_analyze<'py>(
         ascii_folding,
     };
     let (vocab, ids, offsets, positions) = run(py, || {
-        if texts.len() == 1 {
+        if texts.len() == 1 && !with_positions {
             // (one text, a query: positions too)
             let d = texts[0].as_deref().map(|t| analyzer.analyze(t));
             let d = d.unwrap_or(fts::Analyzed { tokens: Vec::new(), positions: Vec::new() });
@@ -62,9 +63,9 @@ pub fn fts_analyze<'py>(
             return Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&d.positions)));
         }
         let refs: Vec<Option<&str>> = texts.iter().map(|t| t.as_deref()).collect();
-        let (vocab, ids, offsets) = analyzer.analyze_corpus(&refs);
+        let (vocab, ids, offsets, positions) = analyzer.analyze_corpus(&refs, with_positions);
         let offsets: Vec<u8> = offsets.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Ok((vocab, u32_bytes(&ids), offsets, Vec::new()))
+        Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&positions)))
     })?;
     Ok((vocab, PyBytes::new(py, &ids), PyBytes::new(py, &offsets), PyBytes::new(py, &positions)))
 }
@@ -170,6 +171,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_posting_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_postings_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_score_docs, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_positions_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_positions_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_phrase_docs, m)?)?;
     Ok(())
 }
 
@@ -197,4 +201,60 @@ pub fn fts_score_docs<'py>(
     let (docs, scores) = run(py, || fts::score_docs(&scored, num_tokens, row_ids, avgdl, need, allowed, k))?;
     let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
+}
+
+/// Every token's positions stream (see [`crate::table::fts_pos::encode_all`]): `starts` u64
+/// bytes (token boundaries over the documents), `freqs` and `positions` u32 bytes. Returns,
+/// per token, `(stream, block offsets)`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn fts_positions_encode<'py>(
+    py: Python<'py>,
+    starts: &[u8],
+    freqs: &[u8],
+    positions: &[u8],
+    block_size: usize,
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Vec<u32>)>> {
+    let starts: Vec<u64> = starts.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    let freqs = u32s(freqs, "freqs")?;
+    let positions = u32s(positions, "positions")?;
+    let lists = run(py, || crate::table::fts_pos::encode_all(&starts, &freqs, &positions, block_size))?;
+    Ok(lists.into_iter().map(|(s, o)| (PyBytes::new(py, &s), o)).collect())
+}
+
+/// The absolute positions (u32 bytes) of one token's documents, `freqs` (u32 bytes) per
+/// document, from its positions `stream` and block `offsets`.
+#[pyfunction]
+pub fn fts_positions_decode<'py>(
+    py: Python<'py>,
+    stream: &[u8],
+    offsets: Vec<u32>,
+    freqs: &[u8],
+    block_size: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let freqs = u32s(freqs, "freqs")?;
+    let out = run(py, || crate::table::fts_pos::decode(stream, &offsets, &freqs, block_size))?;
+    Ok(PyBytes::new(py, &u32_bytes(&out)))
+}
+
+/// The documents (u32 bytes, ascending) holding a phrase: `lists` holds, per query token,
+/// `(doc ids, position starts (one more than the docs), positions)` (u32 bytes, read in
+/// place) and its place in the query.
+#[pyfunction]
+pub fn fts_phrase_docs<'py>(
+    py: Python<'py>,
+    lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, i32)>,
+    slop: u32,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let views: Vec<crate::table::fts_pos::PhraseList<'_>> = lists
+        .iter()
+        .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList {
+            docs: d.as_bytes(),
+            starts: f.as_bytes(),
+            positions: p.as_bytes(),
+            query_pos: *q,
+        })
+        .collect();
+    let out = crate::table::fts_pos::phrase_docs(&views, slop).py()?;
+    Ok(PyBytes::new(py, &u32_bytes(&out)))
 }

@@ -162,8 +162,9 @@ impl Analyzer {
 
     /// Analyzes many texts (`None`: no tokens) in parallel chunks, each base token filtered
     /// once per chunk. Returns the vocabulary in first-seen order, every text's token ids in
-    /// order, and the offsets of each text's ids (`texts.len() + 1`).
-    pub fn analyze_corpus(&self, texts: &[Option<&str>]) -> (Vec<String>, Vec<u32>, Vec<u64>) {
+    /// order, the offsets of each text's ids (`texts.len() + 1`) and, with `with_positions`,
+    /// each token's position (its base token's number in the text; else empty).
+    pub fn analyze_corpus(&self, texts: &[Option<&str>], with_positions: bool) -> (Vec<String>, Vec<u32>, Vec<u64>, Vec<u32>) {
         use rayon::prelude::*;
         use std::collections::HashMap;
         const CHUNK: usize = 2048;
@@ -171,6 +172,7 @@ impl Analyzer {
             vocab: Vec<String>,
             ids: Vec<u32>,
             counts: Vec<u32>,
+            positions: Vec<u32>,
         }
         let chunks: Vec<Local> = texts
             .par_chunks(CHUNK)
@@ -178,11 +180,12 @@ impl Analyzer {
                 let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
                 let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
                 let mut by_token: HashMap<String, u32> = HashMap::new();
-                let mut local = Local { vocab: Vec::new(), ids: Vec::new(), counts: Vec::with_capacity(chunk.len()) };
+                let mut local =
+                    Local { vocab: Vec::new(), ids: Vec::new(), counts: Vec::with_capacity(chunk.len()), positions: Vec::new() };
                 for text in chunk {
                     let before = local.ids.len();
                     if let Some(text) = text {
-                        for raw in self.base_tokens(text) {
+                        for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
                             let id = match seen.get(raw) {
                                 Some(id) => *id,
                                 None => {
@@ -199,6 +202,9 @@ impl Analyzer {
                             };
                             if let Some(id) = id {
                                 local.ids.push(id);
+                                if with_positions {
+                                    local.positions.push(pos as u32);
+                                }
                             }
                         }
                     }
@@ -211,8 +217,10 @@ impl Analyzer {
         let mut vocab: Vec<String> = Vec::new();
         let mut ids: Vec<u32> = Vec::with_capacity(chunks.iter().map(|c| c.ids.len()).sum());
         let mut offsets: Vec<u64> = Vec::with_capacity(texts.len() + 1);
+        let mut positions: Vec<u32> = Vec::new();
         offsets.push(0);
         for chunk in chunks {
+            positions.extend_from_slice(&chunk.positions);
             let map: Vec<u32> = chunk
                 .vocab
                 .into_iter()
@@ -231,7 +239,7 @@ impl Analyzer {
                 offsets.push(at);
             }
         }
-        (vocab, ids, offsets)
+        (vocab, ids, offsets, positions)
     }
 }
 

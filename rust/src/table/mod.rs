@@ -23,6 +23,7 @@ pub mod deletion;
 pub mod file_cache;
 pub mod fts;
 mod fts_fold;
+pub mod fts_pos;
 pub mod index_proto;
 pub mod ivf_train;
 pub mod json;
