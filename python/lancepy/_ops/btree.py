@@ -223,11 +223,12 @@ def read_rows_of(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[p
     """Every ``(value, row id)`` a BTREE segment holds."""
     import numpy as np
 
-    from lancepy.file import LanceFileReader
+    from lancepy._ops.index_file import IndexFile, row_ids_column
 
     base = ds_uri.rstrip("/") + f"/_indices/{uuid}/"
-    table = LanceFileReader(base + PAGE_DATA, storage_options).read_all().to_table()
-    return table.column("values").combine_chunks(), np.asarray(table.column("ids").to_numpy(), dtype=np.uint64)
+    table = IndexFile(base + PAGE_DATA, storage_options).read_all()
+    ids = table.column(row_ids_column(table))
+    return table.column("values").combine_chunks(), np.asarray(ids.to_numpy(), dtype=np.uint64)
 
 
 def extend(
@@ -315,36 +316,53 @@ class BTreeSegment:
     ``page_data.lance`` read when a query needs them."""
 
     def __init__(self, base: str, storage_options: Any = None) -> None:
-        from lancepy.file import LanceFileReader
+        from lancepy._ops.index_file import IndexFile
 
-        self._data = LanceFileReader(base + PAGE_DATA, storage_options)
-        lookup_reader = LanceFileReader(base + PAGE_LOOKUP, storage_options)
-        md = lookup_reader.metadata().schema.metadata or {}
+        # (either file format: pylance before 0.21 wrote legacy (v1) files, see index_file)
+        self._data = IndexFile(base + PAGE_DATA, storage_options)
+        lookup_file = IndexFile(base + PAGE_LOOKUP, storage_options)
+        md = lookup_file.schema_metadata()
         try:
             self.batch_size = int(md.get(b"batch_size", str(BATCH_SIZE).encode()))
         except ValueError:
             raise CorruptFileError(f"{base}{PAGE_LOOKUP}: batch_size {md.get(b'batch_size')!r} is not a number") from None
-        lookup = lookup_reader.read_all().to_table()
+        lookup = lookup_file.read_all()
         self.mins = lookup.column("min").combine_chunks()
         self.maxs = lookup.column("max").combine_chunks()
         self.null_counts = lookup.column("null_count").to_pylist()
+        #: a legacy file's page numbers (its batches), by lookup row
+        self._page_idx = lookup.column("page_idx").to_pylist() if self._data.legacy else None
         self.num_rows = self._data.num_rows()
         #: the column's type
         self.dtype = self.mins.type
         self._all: Optional["np.ndarray"] = None
 
+    @property
+    def legacy(self) -> bool:
+        """Whether the segment's files are legacy (v1) files (older pylance's)."""
+        return self._data.legacy
+
     def all_rows(self) -> "np.ndarray":
         """Every row id the segment holds (read once)."""
         import numpy as np
 
+        from lancepy._ops.index_file import row_ids_column
+
         if self._all is None:
-            ids = self._data.read_all().to_table().column("ids")
-            self._all = np.asarray(ids.to_numpy(), dtype=np.uint64)
+            t = self._data.read_all()
+            self._all = np.asarray(t.column(row_ids_column(t)).to_numpy(), dtype=np.uint64)
         return self._all
 
     def _page(self, page: int) -> pa.Table:
-        start = page * self.batch_size
-        return self._data.read_range(start, min(self.batch_size, self.num_rows - start)).to_table()
+        from lancepy._ops.index_file import row_ids_column
+
+        if self._page_idx is not None:
+            start, n = self._data.batch_range(int(self._page_idx[page]))
+        else:
+            start = page * self.batch_size
+            n = min(self.batch_size, self.num_rows - start)
+        t = self._data.read_range(start, n)
+        return t.rename_columns(["values", "ids"]) if row_ids_column(t) == "row_ids" else t
 
     def _gather(self, pages: Sequence[int], keep: Any) -> "np.ndarray":
         """Row ids of the rows of `pages` for which ``keep(values)`` is true."""
