@@ -1,5 +1,7 @@
 """Scalar index files in pylance's legacy (v1) file format, as pylance before 0.21 wrote
 BTREE indices: lancepy reads them, answers filters from them and names them in its plan.
+(pylance 0.20 wrote BITMAP indices as Lance 2.0 files, keys in no particular order and
+without statistics metadata: that older layout is tested here too.)
 
 The old-layout files are generated here with lancepy's legacy (v1) writer, in the layout of
 pylance 0.20's files (``page_data.lance``: ``values`` and ``row_ids``, both nullable, one
@@ -70,9 +72,36 @@ def write_legacy_btree(directory: str, values: pa.Array, row_ids: pa.Array) -> N
     w.finish()
 
 
+def write_old_bitmap(directory: str, values: pa.Array, row_ids: pa.Array, seed: int = 0) -> None:
+    """Writes a BITMAP segment as pylance 0.20 did: ``bitmap_page_lookup.lance`` as a Lance
+    2.0 file of ``keys`` and ``bitmaps`` (serialized row address sets), the keys in no
+    particular order (here: shuffled), no schema metadata."""
+    from lancepy._ops import bitmap as _bitmap
+    from lancepy.file import LanceFileWriter
+
+    os.makedirs(directory, exist_ok=True)
+    keys, addrs, offsets = _bitmap.group(values, row_ids)
+    blobs = _lancepy.row_addr_maps_serialize(addrs.astype("<u8").tobytes(), [int(o) for o in offsets])
+    order = np.random.default_rng(seed).permutation(len(keys))
+    schema = pa.schema([pa.field("keys", values.type), pa.field("bitmaps", pa.binary())])
+    with LanceFileWriter(os.path.join(directory, "bitmap_page_lookup.lance"), schema, version="2.0") as w:
+        w.write_batch(
+            pa.record_batch([keys.take(pa.array(order)), pa.array([blobs[i] for i in order], pa.binary())], schema=schema)
+        )
+
+
 def replace_with_legacy_btree(path: str, name: str) -> None:
     """Replaces the (lancepy-built) BTREE index `name` of the dataset at `path` by a legacy
     segment over the same rows, committed as pylance 0.20 recorded it (no file list)."""
+    _replace_segment(path, name, write_legacy_btree)
+
+
+def replace_with_old_bitmap(path: str, name: str) -> None:
+    """The same for a BITMAP index, in pylance 0.20's layout."""
+    _replace_segment(path, name, write_old_bitmap)
+
+
+def _replace_segment(path: str, name: str, write) -> None:
     from lancepy._table import commit as _commit
 
     ds = lancepy.dataset(path)
@@ -80,9 +109,7 @@ def replace_with_legacy_btree(path: str, name: str) -> None:
     column = ds.schema.field(entry["fields"][0]).name
     t = ds.to_table(columns=[column], with_row_address=True)
     uid = str(_uuid.uuid4())
-    write_legacy_btree(
-        os.path.join(path, "_indices", uid), t.column(column).combine_chunks(), t.column("_rowaddr").combine_chunks()
-    )
+    write(os.path.join(path, "_indices", uid), t.column(column).combine_chunks(), t.column("_rowaddr").combine_chunks())
     raw = {
         _commit._uuid_str(e["uuid"]): e
         for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]
@@ -157,6 +184,33 @@ def test_legacy_btree_answers_filters(tmp_path, dtype: str, seed: int) -> None:
         assert "ScalarIndexQuery" in plan or "MaterializeIndex" in plan, flt
 
 
+@pytest.mark.parametrize("dtype", ["int64", "string"])
+def test_old_bitmap_layout_answers_filters(tmp_path, dtype: str) -> None:
+    n = 2 * PAGE + 77
+    rng = np.random.default_rng(11)
+    values = pa.array(rng.integers(0, 40, n), pa.int64()) if dtype == "int64" else pa.array(
+        [f"k{v:04d}" for v in rng.integers(0, 40, n)]
+    )
+    data = pa.table({"id": pa.array(range(n), pa.int64()), "v": values})
+    path = str(tmp_path / "ds")
+    lancepy.write_dataset(data, path, max_rows_per_file=3000)
+    lancepy.dataset(path).create_scalar_index("v", "BITMAP", name="v_idx")
+    replace_with_old_bitmap(path, "v_idx")
+    ds, pl = lancepy.dataset(path), lance.dataset(path)
+    filters = ["v = 3", "v IN (0, 39, 77)", "v >= 38", "v < 1 OR v = 20"] if dtype == "int64" else [
+        "v = 'k0003'", "v IN ('k0000', 'k0039', 'x')", "v >= 'k0038'", "v < 'k0001' OR v = 'k0020'"
+    ]
+    for flt in filters:
+        expected = _sorted(pl.to_table(filter=flt, use_scalar_index=False))
+        assert expected.num_rows > 0, flt
+        assert _sorted(ds.to_table(filter=flt)) == expected, flt
+        assert _sorted(pl.to_table(filter=flt)) == expected, flt
+        assert "ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan(), flt
+        plan = pl.scanner(filter=flt).explain_plan()
+        assert "ScalarIndexQuery" in plan or "MaterializeIndex" in plan, flt
+    assert ds.stats.index_stats("v_idx")["indices"][0] == pl.stats.index_stats("v_idx")["indices"][0]
+
+
 def test_compaction_rewrites_legacy_btree_in_new_format(tmp_path) -> None:
     """Compaction remaps a legacy segment into Lance 2.x files (as pylance 14 does: it has no
     legacy writer for scalar indices); both libraries then answer from the new segment."""
@@ -198,6 +252,17 @@ def test_generated_files_match_pylance_0_20_layout(tmp_path) -> None:
         assert pa.schema(mine.schema()) == pa.schema(theirs.schema()), name
         assert mine.schema_metadata() == theirs.schema_metadata() == {}, name
         assert pa.table(mine.read_range(0, mine.num_rows)) == pa.table(theirs.read_range(0, theirs.num_rows)), name
+    bitmap = next(e for e in ds._index_entries() if e["name"] == "bitmap_idx")
+    write_old_bitmap(str(tmp_path / "bm"), t.column("btree").combine_chunks(), t.column("_rowaddr").combine_chunks())
+    theirs = _lancepy.FileReader(os.path.join(FIXTURE, "_indices", bitmap["uuid"], "bitmap_page_lookup.lance"))
+    mine = _lancepy.FileReader(str(tmp_path / "bm" / "bitmap_page_lookup.lance"))
+    assert mine.version == theirs.version == "2.0"
+    assert pa.schema(mine.schema()) == pa.schema(theirs.schema())
+    assert mine.schema_metadata() == theirs.schema_metadata() == {}
+    bt = ds.to_table(columns=["bitmap", "btree"])
+    assert bt.column("bitmap") == bt.column("btree")  # (so the bitmap index's sets are the ones generated here)
+    mine_t, theirs_t = (pa.table(r.read_range(0, r.num_rows)).sort_by("keys") for r in (mine, theirs))
+    assert mine_t == theirs_t
     for flt in ("btree > 2", "bitmap > 2"):
         assert ds.to_table(filter=flt) == pa.table({"bitmap": [3, 4], "btree": [3, 4]})
         assert "ScalarIndexQuery" in ds.scanner(filter=flt).explain_plan()
