@@ -69,12 +69,13 @@ def _index_file(path: str) -> str:
     return f
 
 
-@pytest.mark.parametrize("seed", [3, 4])
-def test_lancepy_writes_legacy_pylance_reads_it(tmp_path, seed: int) -> None:
+@pytest.mark.parametrize("seed,metric", [(3, "l2"), (4, "l2"), (5, "cosine"), (6, "dot")])
+def test_lancepy_writes_legacy_pylance_reads_it(tmp_path, seed: int, metric: str) -> None:
     path = str(tmp_path / "ds")
     lancepy.write_dataset(_table(seed, 1500, nans=seed * 5), path, max_rows_per_file=600)
     ds = lancepy.dataset(path).create_index(
-        "vector", index_type="IVF_PQ", num_partitions=4, num_sub_vectors=8, index_file_version="Legacy", seed=seed
+        "vector", index_type="IVF_PQ", num_partitions=4, num_sub_vectors=8, index_file_version="Legacy", seed=seed,
+        metric=metric,
     )
     assert os.path.basename(_index_file(path)) == "index.idx"  # (one file: no auxiliary.idx)
     with open(_index_file(path), "rb") as f:
@@ -87,7 +88,8 @@ def test_lancepy_writes_legacy_pylance_reads_it(tmp_path, seed: int) -> None:
     _same_results(path, seed)
 
 
-def test_pylance_writes_legacy_lancepy_reads_it(tmp_path) -> None:
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+def test_pylance_writes_legacy_lancepy_reads_it(tmp_path, metric: str) -> None:
     from lancepy._ops import ivf as _ivf
     from lancepy._ops import ivf_build as _build
     from lancepy._ops import ivf_legacy as _legacy
@@ -95,7 +97,7 @@ def test_pylance_writes_legacy_lancepy_reads_it(tmp_path) -> None:
     path = str(tmp_path / "ds")
     lance.write_dataset(_table(5, 1200, nans=7), path)
     lance.dataset(path).create_index(
-        "vector", index_type="IVF_PQ", num_partitions=3, num_sub_vectors=16, index_file_version="Legacy"
+        "vector", index_type="IVF_PQ", num_partitions=3, num_sub_vectors=16, index_file_version="Legacy", metric=metric
     )
     ds = lancepy.dataset(path)
     mine, theirs = _stats(ds), _stats(lance.dataset(path))
@@ -144,8 +146,11 @@ def test_legacy_layout_refusals(tmp_path) -> None:
     ds = lancepy.dataset(path)
     with pytest.raises(NotSupportedError, match="IVF_PQ only"):
         ds.create_index("vector", index_type="IVF_FLAT", num_partitions=2, index_file_version="Legacy")
-    with pytest.raises(NotSupportedError, match="l2"):
-        ds.create_index("vector", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=4, metric="cosine",
-                        index_file_version="Legacy")
     with pytest.raises(InvalidArgumentError):
         ds.create_index("vector", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=4, index_file_version="V9")
+    half = pa.table({"vector": pa.FixedSizeListArray.from_arrays(pa.array(np.ones(64 * 8, np.float16)), 8)})
+    lancepy.write_dataset(half, str(tmp_path / "half"))
+    with pytest.raises(NotSupportedError, match="float16"):
+        lancepy.dataset(str(tmp_path / "half")).create_index(
+            "vector", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=2, index_file_version="Legacy"
+        )

@@ -352,10 +352,10 @@ def prepare_vector_index(
             f"create_index on {field.type.value_type} vectors: lancepy builds indices of float16, float32 and float64 vectors"
         )
     dim = field.type.list_size
-    if legacy and (metric_name != "l2" or value_type != "float32"):
+    if legacy and value_type != "float32":
         raise NotSupportedError(
             f"create_index(index_file_version={index_file_version!r}): lancepy writes legacy IVF_PQ indices of float32 "
-            f"vectors with the l2 distance (not {value_type} vectors, {metric_name})"
+            f"vectors (not {value_type})"
         )
     if kind == "IVF_PQ":
         if num_sub_vectors is None:

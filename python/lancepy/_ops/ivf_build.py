@@ -605,10 +605,9 @@ def _write_legacy(
     storage_options: Any,
 ) -> List[Dict[str, Any]]:
     """Writes an IVF_PQ index in pylance's legacy layout (one ``index.idx``)."""
-    if p.kind != "IVF_PQ" or p.metric != "l2" or p.value_type != "float32":
+    if p.kind != "IVF_PQ" or p.value_type != "float32":
         raise NotSupportedError(
-            f"the legacy index layout: lancepy writes it for IVF_PQ of float32 vectors with the l2 distance "
-            f"(not {p.kind}, {p.value_type}, {p.metric})"
+            f"the legacy index layout: lancepy writes it for IVF_PQ of float32 vectors (not {p.kind} of {p.value_type})"
         )
     data = _ivf_legacy.encode(
         name, column, dataset_version, p.metric, dim, m, row_ids, codes, lengths,
