@@ -375,9 +375,12 @@ class BTreeSegment:
         if self._page_idx is None:
             return t
         t = t.rename_columns(["values", "ids"]) if row_ids_column(t) == "row_ids" else t
+        values = t.column("values").combine_chunks()
+        if not self.null_counts[page] and not values.null_count:
+            return t
         # (the rows were sorted nulls first: the page's first null_count values are its nulls)
         valid = pa.array(np.arange(t.num_rows) >= self.null_counts[page])
-        return t.set_column(0, "values", _with_validity(t.column("values").combine_chunks(), valid))
+        return t.set_column(0, "values", _with_validity(values, valid))
 
     def pages(self) -> pa.Table:
         """Every ``(values, ids)`` row of the segment, page by page."""
