@@ -383,7 +383,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         always builds. Not supported (:class:`~lancepy.exceptions.NotSupportedError`): other
         index types, GPUs, ``shuffle_partition_*``, ``precomputed_partition_dataset``,
         ``streaming_*``, ``train=False``, ``num_bits`` other than 8, multi-column indices,
-        vectors that are not float32, ``index_file_version="Legacy"`` (lancepy writes ``"V3"``).
+        vectors that are not float32, ``index_file_version="Legacy"`` but for IVF_PQ of float32.
         """
         return _index_ops.create_index(
             self,

@@ -223,11 +223,14 @@ def read_rows_of(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[p
     """Every ``(value, row id)`` a BTREE segment holds."""
     import numpy as np
 
-    from lancepy.file import LanceFileReader
+    from lancepy._ops.index_file import IndexFile, row_ids_column
 
     base = ds_uri.rstrip("/") + f"/_indices/{uuid}/"
-    table = LanceFileReader(base + PAGE_DATA, storage_options).read_all().to_table()
-    return table.column("values").combine_chunks(), np.asarray(table.column("ids").to_numpy(), dtype=np.uint64)
+    data = IndexFile(base + PAGE_DATA, storage_options)
+    # (a legacy segment's nulls are known from its page lookup only: read page by page)
+    table = open_segment(ds_uri, uuid, storage_options).pages() if data.legacy else data.read_all()
+    ids = table.column(row_ids_column(table))
+    return table.column("values").combine_chunks(), np.asarray(ids.to_numpy(), dtype=np.uint64)
 
 
 def extend(
@@ -315,36 +318,75 @@ class BTreeSegment:
     ``page_data.lance`` read when a query needs them."""
 
     def __init__(self, base: str, storage_options: Any = None) -> None:
-        from lancepy.file import LanceFileReader
+        from lancepy._ops.index_file import IndexFile
 
-        self._data = LanceFileReader(base + PAGE_DATA, storage_options)
-        lookup_reader = LanceFileReader(base + PAGE_LOOKUP, storage_options)
-        md = lookup_reader.metadata().schema.metadata or {}
+        # (either file format: pylance before 0.21 wrote legacy (v1) files, see index_file)
+        self._data = IndexFile(base + PAGE_DATA, storage_options)
+        lookup_file = IndexFile(base + PAGE_LOOKUP, storage_options)
+        md = lookup_file.schema_metadata()
         try:
             self.batch_size = int(md.get(b"batch_size", str(BATCH_SIZE).encode()))
         except ValueError:
             raise CorruptFileError(f"{base}{PAGE_LOOKUP}: batch_size {md.get(b'batch_size')!r} is not a number") from None
-        lookup = lookup_reader.read_all().to_table()
+        lookup = lookup_file.read_all()
         self.mins = lookup.column("min").combine_chunks()
         self.maxs = lookup.column("max").combine_chunks()
         self.null_counts = lookup.column("null_count").to_pylist()
+        #: a legacy file's page numbers (its batches), by lookup row
+        self._page_idx = lookup.column("page_idx").to_pylist() if self._data.legacy else None
+        if self._page_idx is not None:
+            # A legacy file keeps no validity (a null reads as its slot, an empty string as
+            # null): a page's min and max are null exactly when all its rows are.
+            rows = [self._data.batch_range(int(b))[1] for b in self._page_idx]
+            valid = pa.array([nulls < n for nulls, n in zip(self.null_counts, rows)])
+            self.mins, self.maxs = (_with_validity(a, valid) for a in (self.mins, self.maxs))
         self.num_rows = self._data.num_rows()
         #: the column's type
         self.dtype = self.mins.type
         self._all: Optional["np.ndarray"] = None
 
+    @property
+    def legacy(self) -> bool:
+        """Whether the segment's files are legacy (v1) files (older pylance's)."""
+        return self._data.legacy
+
     def all_rows(self) -> "np.ndarray":
         """Every row id the segment holds (read once)."""
         import numpy as np
 
+        from lancepy._ops.index_file import row_ids_column
+
         if self._all is None:
-            ids = self._data.read_all().to_table().column("ids")
-            self._all = np.asarray(ids.to_numpy(), dtype=np.uint64)
+            t = self._data.read_all()
+            self._all = np.asarray(t.column(row_ids_column(t)).to_numpy(), dtype=np.uint64)
         return self._all
 
     def _page(self, page: int) -> pa.Table:
-        start = page * self.batch_size
-        return self._data.read_range(start, min(self.batch_size, self.num_rows - start)).to_table()
+        import numpy as np
+
+        from lancepy._ops.index_file import row_ids_column
+
+        if self._page_idx is not None:
+            start, n = self._data.batch_range(int(self._page_idx[page]))
+        else:
+            start = page * self.batch_size
+            n = min(self.batch_size, self.num_rows - start)
+        t = self._data.read_range(start, n)
+        if self._page_idx is None:
+            return t
+        t = t.rename_columns(["values", "ids"]) if row_ids_column(t) == "row_ids" else t
+        values = t.column("values").combine_chunks()
+        if not self.null_counts[page] and not values.null_count:
+            return t
+        # (the rows were sorted nulls first: the page's first null_count values are its nulls)
+        valid = pa.array(np.arange(t.num_rows) >= self.null_counts[page])
+        return t.set_column(0, "values", _with_validity(values, valid))
+
+    def pages(self) -> pa.Table:
+        """Every ``(values, ids)`` row of the segment, page by page."""
+        return pa.concat_tables([self._page(p) for p in range(len(self.null_counts))]) if self.null_counts else (
+            pa.table({"values": pa.array([], self.dtype), "ids": pa.array([], pa.uint64())})
+        )
 
     def _gather(self, pages: Sequence[int], keep: Any) -> "np.ndarray":
         """Row ids of the rows of `pages` for which ``keep(values)`` is true."""
@@ -426,6 +468,16 @@ class BTreeSegment:
         """Row ids whose value is NULL."""
         pages = [p for p, n in enumerate(self.null_counts) if n > 0]
         return self._gather(pages, lambda vals: pc.is_null(vals))
+
+
+def _with_validity(values: pa.Array, valid: pa.Array) -> pa.Array:
+    """`values` null exactly where `valid` is false (what a legacy file read as null but
+    `valid` keeps, an empty string or binary, becomes empty again)."""
+    t = values.type
+    if values.null_count and (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                              or pa.types.is_large_binary(t)):
+        values = pc.fill_null(values, pa.scalar("" if "string" in str(t) else b"", t))
+    return pc.if_else(valid, values, pa.scalar(None, t))
 
 
 def _scalar(value: Any, dtype: pa.DataType) -> pa.Scalar:

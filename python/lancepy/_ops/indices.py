@@ -56,6 +56,10 @@ def _index_type(ds: LanceDataset, entry: Dict[str, Any]) -> str:
 
         path = f"{ds._uri}/_indices/{entry['uuid']}/index.idx"
         try:
+            from lancepy._ops import ivf_legacy as _ivf_legacy
+
+            if _ivf_legacy.is_legacy(path, ds._storage_options):
+                return "IVF_PQ"  # (the only type of pylance's legacy vector index layout)
             md = LanceFileReader(path, ds._storage_options).metadata().schema.metadata or {}
             return str(json.loads(md[b"lance:index"])["type"]).upper()
         except (LanceError, KeyError, ValueError, TypeError):
@@ -150,8 +154,7 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
                     "metric_type": idx.metric,
                     "num_partitions": idx.num_partitions,
                     "partitions": [{"size": int(n)} for n in idx.lengths],
-                    # (the only layout lancepy reads: a legacy index fails to load above)
-                    "index_file_version": "V3",
+                    "index_file_version": "V3" if idx.legacy is None else "Legacy",
                     "centroids": idx.centroids.tolist(),
                     "loss": idx.loss,
                 }
@@ -168,6 +171,9 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
                     "metric_type": idx.metric,
                 }
                 if idx.kind == "IVF_SQ" and idx.sq_bounds is not None
+                else {"index_type": "PQ", "nbits": 8, "num_sub_vectors": idx.num_sub_vectors, "dimension": dim,
+                      "metric_type": idx.metric}
+                if idx.legacy is not None  # (pylance's legacy PQ sub-index reports these)
                 else {
                     "index_type": "PQ",
                     "dimension": dim,
@@ -277,9 +283,16 @@ def prepare_vector_index(
     from lancepy.exceptions import IndexAlreadyExistsError
 
     version = getattr(index_file_version, "value", index_file_version)
-    if version is not None and str(version).upper() != "V3":
-        raise NotSupportedError(f"create_index(index_file_version={index_file_version!r}): lancepy writes 'V3' index files")
+    version = "V3" if version is None else str(version)
+    if version.upper() not in ("V3", "LEGACY"):
+        raise InvalidArgumentError(f"create_index: index_file_version must be 'Legacy' or 'V3', got {index_file_version!r}")
+    legacy = version.upper() == "LEGACY"
     kind = str(index_type).upper()
+    if legacy and kind != "IVF_PQ":
+        raise NotSupportedError(
+            f"create_index(index_type={index_type!r}, index_file_version={index_file_version!r}): lancepy writes the "
+            "legacy index layout for IVF_PQ only"
+        )
     if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
         raise NotSupportedError(
             f"create_index(index_type={index_type!r}): lancepy builds IVF_FLAT, IVF_PQ and IVF_SQ vector indices only"
@@ -345,6 +358,11 @@ def prepare_vector_index(
             f"create_index on {field.type.value_type} vectors: lancepy builds indices of float16, float32 and float64 vectors"
         )
     dim = field.type.list_size
+    if legacy and value_type != "float32":
+        raise NotSupportedError(
+            f"create_index(index_file_version={index_file_version!r}): lancepy writes legacy IVF_PQ indices of float32 "
+            f"vectors (not {value_type})"
+        )
     if kind == "IVF_PQ":
         if num_sub_vectors is None:
             raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
@@ -394,6 +412,7 @@ def prepare_vector_index(
         transposed=not skip_transpose,
         value_type=value_type,
         num_bits=num_bits,
+        file_version="Legacy" if legacy else "V3",
     )
     return VectorIndexPlan(column, ids[column], dim, params, name, existing, files_options)
 

@@ -17,6 +17,10 @@ An index lives in ``_indices/<uuid>/`` as two Lance files:
   the codebook, a ``Tensor`` message of ``num_sub_vectors x 256 x (dim / num_sub_vectors)``
   float32, trained on residuals (vector minus its partition's centroid) for L2.
 
+An IVF_PQ index in pylance's legacy layout (``index_file_version="Legacy"``: one raw
+``index.idx``, see :mod:`lancepy._ops.ivf_legacy`) loads into the same :class:`IvfIndex`
+(``legacy`` set) and is searched the same way.
+
 Search follows pylance: partitions are ranked by the distance from the query to their
 centroid, the ``nprobes`` nearest are scanned (PQ: distances from per-sub-vector lookup
 tables, as pylance computes them), deleted rows and rows outside the prefilter are skipped,
@@ -37,6 +41,7 @@ from lancepy import _lancepy
 from lancepy._core.storage import origin_key
 from lancepy._ops import pq4 as _pq4
 from lancepy._ops import vector_columns as _vc
+from lancepy._ops import ivf_legacy as _legacy
 from lancepy.exceptions import CorruptFileError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,6 +128,9 @@ class IvfIndex:
     value_type: str = "float32"  # the centroids' stored float type (pylance's: the vectors')
     cache: Any = None  # a ByteLruCache (the session's index cache), or None: nothing kept
     cache_key: Any = None
+    #: a legacy-layout IVF_PQ index (one raw ``index.idx``, see :mod:`lancepy._ops.ivf_legacy`):
+    #: its model (``aux_path`` is then that file; ``offsets`` still count rows)
+    legacy: Any = None
 
     @property
     def num_partitions(self) -> int:
@@ -227,6 +235,8 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
 
     base = ds_uri.rstrip("/") + f"/_indices/{uuid}/"
     ipath, apath = base + "index.idx", base + "auxiliary.idx"
+    if _legacy.is_legacy(ipath, storage_options):
+        return _load_legacy(uuid, ipath, storage_options)
     ireader = LanceFileReader(ipath, storage_options)
     imd = _metadata(ireader, ipath)
     try:
@@ -307,6 +317,20 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     return idx
 
 
+def _load_legacy(uuid: str, path: str, storage_options: Any) -> IvfIndex:
+    """An IVF_PQ index in pylance's legacy layout (one raw ``index.idx``)."""
+    import numpy as np
+
+    model = _legacy.load(path, storage_options)
+    lengths = model.lengths
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if len(lengths) else lengths
+    return IvfIndex(
+        uuid, "IVF_PQ", model.metric, model.centroids, offsets, lengths, path, storage_options, int(lengths.sum()),
+        codebook=model.codebook, num_sub_vectors=model.num_sub_vectors, loss=model.loss,
+        value_type=_centroids_type(model.ivf), legacy=model,
+    )
+
+
 def all_rows(idx: IvfIndex) -> Tuple["np.ndarray", "np.ndarray"]:
     """Every row of the index in file order (partition by partition), read in one pass and
     not cached: ``(row ids, per-row data)``, the data as rows × dim vectors or SQ codes, or
@@ -315,6 +339,11 @@ def all_rows(idx: IvfIndex) -> Tuple["np.ndarray", "np.ndarray"]:
 
     from lancepy.file import LanceFileReader
 
+    if idx.legacy is not None:
+        got = [_legacy_partition(idx, p) for p in range(idx.num_partitions)]
+        rows = [g[0] for g in got]
+        codes = [g[1] for g in got]
+        return np.concatenate(rows or [np.empty(0, np.uint64)]), np.concatenate(codes or [np.empty((0, idx.num_sub_vectors), np.uint8)])
     column = {"IVF_FLAT": _FLAT, "IVF_SQ": _SQ_CODE}.get(idx.kind, _PQ_CODE)
     width = idx.code_bytes if idx.kind == "IVF_PQ" else idx.dim
     table = LanceFileReader(idx.aux_path, idx.storage_options).read_all(columns=[_ROWID, column]).to_table()
@@ -342,6 +371,9 @@ def _read_partition(idx: IvfIndex, p: int) -> Partition:
 
     from lancepy.file import LanceFileReader
 
+    if idx.legacy is not None:
+        row_ids, codes = _legacy_partition(idx, p)
+        return Partition(row_ids, np.ascontiguousarray(codes.T))
     o, n = int(idx.offsets[p]), int(idx.lengths[p])
     column = {"IVF_FLAT": _FLAT, "IVF_SQ": _SQ_CODE}.get(idx.kind, _PQ_CODE)
     width = idx.code_bytes if idx.kind == "IVF_PQ" else idx.dim
@@ -363,6 +395,13 @@ def _read_partition(idx: IvfIndex, p: int) -> Partition:
         if idx.nbits == 4:
             data = np.ascontiguousarray(_pq4.unpack(data.T).T)
     return Partition(row_ids, data)
+
+
+def _legacy_partition(idx: IvfIndex, p: int) -> Tuple["np.ndarray", "np.ndarray"]:
+    """Partition `p` of a legacy-layout index: ``(row ids, codes as rows × sub-vectors)``."""
+    model = idx.legacy
+    return _legacy.read_partition(idx.aux_path, idx.storage_options, int(model.byte_offsets[p]), int(idx.lengths[p]),
+                                  idx.num_sub_vectors)
 
 
 # --------------------------------------------------------------------------------------

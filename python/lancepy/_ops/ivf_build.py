@@ -47,6 +47,7 @@ from lancepy import _lancepy
 from lancepy._ops import ivf as _ivf_read
 from lancepy._ops import pq4 as _pq4
 from lancepy._ops import vector_columns as _vc
+from lancepy._ops import ivf_legacy as _ivf_legacy
 from lancepy._ops.remap import moved_rows
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
@@ -91,6 +92,9 @@ class IvfParams:
     #: IVF_FLAT vectors in it ("float16", "float32", "float64"; "uint8": binary vectors, hamming).
     value_type: str = "float32"
     num_bits: int = 8  # IVF_PQ: bits a code (8, or 4: two codes a byte)
+    #: the index layout: "V3" (index.idx + auxiliary.idx) or "Legacy" (IVF_PQ only: one raw
+    #: index.idx, see :mod:`lancepy._ops.ivf_legacy`)
+    file_version: str = "V3"
 
 
 # --------------------------------------------------------------------------------------
@@ -504,7 +508,11 @@ def write_segment(
     report("write", 0, 2)
     uid = str(_uuid.UUID(index_uuid)) if index_uuid is not None else str(_uuid.uuid4())
     base = ds._uri.rstrip("/") + f"/_indices/{uid}/"
-    files = _write_files(base, p, k, dim, m, centroids, loss, codebook, row_ids, data, offsets, lengths, storage_options)
+    if p.file_version == "Legacy":
+        files = _write_legacy(base, name, column, ds.version, p, dim, m, centroids, loss, codebook, row_ids, data, lengths,
+                              storage_options)
+    else:
+        files = _write_files(base, p, k, dim, m, centroids, loss, codebook, row_ids, data, offsets, lengths, storage_options)
     report("write", 2, 2)
     bitmap = _lancepy.fragment_bitmap([int(f.fragment_id) for f in fragments])
     return {
@@ -613,6 +621,35 @@ def _write_files(
     ]
 
 
+def _write_legacy(
+    base: str,
+    name: str,
+    column: str,
+    dataset_version: int,
+    p: IvfParams,
+    dim: int,
+    m: int,
+    centroids: "np.ndarray",
+    loss: Optional[float],
+    codebook: "np.ndarray",
+    row_ids: "np.ndarray",
+    codes: "np.ndarray",
+    lengths: "np.ndarray",
+    storage_options: Any,
+) -> List[Dict[str, Any]]:
+    """Writes an IVF_PQ index in pylance's legacy layout (one ``index.idx``)."""
+    if p.kind != "IVF_PQ" or p.value_type != "float32":
+        raise NotSupportedError(
+            f"the legacy index layout: lancepy writes it for IVF_PQ of float32 vectors (not {p.kind} of {p.value_type})"
+        )
+    data = _ivf_legacy.encode(
+        name, column, dataset_version, p.metric, dim, m, row_ids, codes, lengths,
+        lambda offsets, lens: ivf_message(offsets, lens, centroids, loss, p.value_type),
+        _tensor_f32(codebook, (_PQ_CODEWORDS, dim), p.value_type),
+    )
+    return _ivf_legacy.write(base, data, storage_options)
+
+
 # --------------------------------------------------------------------------------------
 # remapping after compaction
 # --------------------------------------------------------------------------------------
@@ -654,6 +691,12 @@ def _rewrite(
                   None, None, True, None, sq_bounds=idx.sq_bounds, value_type=_writable_type(idx.value_type), num_bits=idx.nbits)
     uid = str(_uuid.uuid4())
     base = ds_uri.rstrip("/") + f"/_indices/{uid}/"
+    if idx.legacy is not None:  # (kept in its layout, as pylance remaps and optimizes a legacy index)
+        p.file_version = "Legacy"
+        files = _write_legacy(base, idx.legacy.name, idx.legacy.column, idx.legacy.dataset_version, p,
+                              idx.centroids.shape[1], m, idx.centroids, idx.loss, idx.codebook, row_ids, data, lengths,
+                              storage_options)
+        return uid, files
     files = _write_files(base, p, idx.num_partitions, idx.centroids.shape[1], m, idx.centroids, idx.loss, idx.codebook,
                          row_ids, data, offsets, lengths, storage_options)
     return uid, files

@@ -61,12 +61,32 @@ pub struct PyFileReader {
 
 #[pymethods]
 impl PyFileReader {
+    /// `allow_legacy`: open legacy (v1) files too (index files of older pylance); the
+    /// single-file API reads versions 2.0 and above only, as pylance's.
     #[new]
-    #[pyo3(signature = (path, storage_options=None))]
-    fn new(py: Python<'_>, path: String, storage_options: Option<StorageOptions>) -> PyResult<Self> {
+    #[pyo3(signature = (path, storage_options=None, allow_legacy=false))]
+    fn new(py: Python<'_>, path: String, storage_options: Option<StorageOptions>, allow_legacy: bool) -> PyResult<Self> {
         let options = storage_options.unwrap_or_default();
-        let inner = run(py, || FileReader::open_with_options(&path, &options))?;
+        let inner = run(py, || {
+            if allow_legacy {
+                FileReader::open_any_with_options(&path, &options)
+            } else {
+                FileReader::open_with_options(&path, &options)
+            }
+        })?;
         Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// Row offsets of a legacy (v1) file's batches (0 first, the row count last); `None`
+    /// for a file of version 2.0 or above, which has no batches.
+    #[getter]
+    fn batch_offsets(&self) -> Option<Vec<u64>> {
+        self.inner.legacy().map(|l| l.batch_offsets().to_vec())
+    }
+
+    /// The schema's metadata (a legacy file's too).
+    fn schema_metadata(&self) -> std::collections::HashMap<String, String> {
+        self.inner.schema().metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     #[getter]
@@ -306,5 +326,61 @@ impl PyFileWriter {
     fn schema(&self) -> Option<ArrowBatches> {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.writer.as_ref().map(|w| ArrowBatches::new(w.schema(), vec![]))
+    }
+}
+
+/// Writes one legacy (v1) Lance file with its own schema, as older pylance wrote scalar
+/// index files (`page_data.lance`, `page_lookup.lance` before 0.21): batches of
+/// `rows_per_batch` rows; each batch's rows may be given in any number of calls.
+#[pyclass(name = "LegacyFileWriter", module = "lancepy._lancepy")]
+pub struct PyLegacyFileWriter {
+    inner: Mutex<Option<crate::file::legacy::LegacyWriter>>,
+}
+
+#[pymethods]
+impl PyLegacyFileWriter {
+    #[new]
+    #[pyo3(signature = (path, schema, rows_per_batch, storage_options=None))]
+    fn new(
+        py: Python<'_>,
+        path: String,
+        schema: &Bound<'_, PyAny>,
+        rows_per_batch: usize,
+        storage_options: Option<StorageOptions>,
+    ) -> PyResult<Self> {
+        let schema = import_schema(schema)?;
+        let options = storage_options.unwrap_or_default();
+        let inner = run(py, move || {
+            let schema = crate::schema::LanceSchema::from_arrow(&schema)?;
+            crate::file::legacy::LegacyWriter::try_new(&path, schema, rows_per_batch, &options)
+        })?;
+        Ok(Self { inner: Mutex::new(Some(inner)) })
+    }
+
+    /// Appends Arrow data (a record batch, table or stream).
+    fn write_batch(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let w = self
+            .inner
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+            .ok_or_else(|| to_pyerr(Error::invalid_input("the writer is closed")))?;
+        let (_, batches) = import_batches(data)?;
+        for b in &batches {
+            run(py, || w.write_batch(b))?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the file; returns `(num_rows, file_size)`.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        let mut w = self
+            .inner
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| to_pyerr(Error::invalid_input("the writer is already closed")))?;
+        let written = run(py, || w.finish())?;
+        Ok((written.num_rows, written.size))
     }
 }

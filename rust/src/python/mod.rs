@@ -29,6 +29,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<file::PyFileReader>()?;
     m.add_class::<file::PyFileWriter>()?;
+    m.add_class::<file::PyLegacyFileWriter>()?;
     m.add_class::<ffi::ArrowBatches>()?;
     m.add_class::<ffi::BatchStream>()?;
     m.add_class::<ffi::FixedValues>()?;

@@ -143,6 +143,12 @@ impl LegacyFile {
         *self.batch_offsets.last().expect("starts at 0")
     }
 
+    /// Row offsets of the file's batches: 0 first, the row count last (older pylance's
+    /// scalar indices address a page of an index file by its batch number).
+    pub fn batch_offsets(&self) -> &[u64] {
+        &self.batch_offsets
+    }
+
     fn page_of(&self, field: &LanceField, batch: usize) -> Result<(u64, u64)> {
         let i = (field.id as i64 - self.min_id as i64) as usize;
         let nb = self.batch_offsets.len() - 1;

@@ -50,6 +50,12 @@ impl FileReader {
         Self::open_inner(open_reader_with(uri, options)?, false)
     }
 
+    /// Opens the file at `uri` with storage options, legacy (v1) files too: the index files
+    /// of older pylance (BTREE pages and lookups written before 0.21) are legacy files.
+    pub fn open_any_with_options(uri: &str, options: &StorageOptions) -> Result<Self> {
+        Self::open_inner(open_reader_with(uri, options)?, true)
+    }
+
     /// Opens a file through an existing reader (legacy files too).
     pub fn open_with(io: ReaderRef) -> Result<Self> {
         Self::open_inner(io, true)
