@@ -148,6 +148,9 @@ def test_legacy_layout_refusals(tmp_path) -> None:
         ds.create_index("vector", index_type="IVF_FLAT", num_partitions=2, index_file_version="Legacy")
     with pytest.raises(InvalidArgumentError):
         ds.create_index("vector", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=4, index_file_version="V9")
+    with pytest.raises(NotSupportedError, match="8-bit PQ codes only"):
+        ds.create_index("vector", index_type="IVF_PQ", num_partitions=2, num_sub_vectors=4, num_bits=4,
+                        index_file_version="Legacy")
     half = pa.table({"vector": pa.FixedSizeListArray.from_arrays(pa.array(np.ones(64 * 8, np.float16)), 8)})
     lancepy.write_dataset(half, str(tmp_path / "half"))
     with pytest.raises(NotSupportedError, match="float16"):

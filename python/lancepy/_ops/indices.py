@@ -363,6 +363,11 @@ def prepare_vector_index(
             f"create_index(index_file_version={index_file_version!r}): lancepy writes legacy IVF_PQ indices of float32 "
             f"vectors (not {value_type})"
         )
+    if legacy and num_bits not in (None, 8):
+        raise NotSupportedError(
+            f"create_index(num_bits={num_bits!r}, index_file_version={index_file_version!r}): the legacy index layout "
+            "holds 8-bit PQ codes only"
+        )
     if kind == "IVF_PQ":
         if num_sub_vectors is None:
             raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
