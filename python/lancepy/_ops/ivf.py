@@ -175,16 +175,7 @@ def _buffer_number(md: Dict[str, str], key: str, reader: Any, path: str) -> int:
 _TENSOR_TYPES = {0: "bfloat16", 1: "float16", 2: "float32", 3: "float64", 4: "uint8"}
 
 
-def _varint(buf: bytes, i: int) -> Tuple[int, int]:
-    v = shift = 0
-    while i < len(buf) and shift < 64:
-        b = buf[i]
-        v |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            return v, i
-        shift += 7
-    raise CorruptFileError("index protobuf: a truncated varint")
+_varint = _legacy._varint
 
 
 def _centroids_type(ivf: bytes) -> str:

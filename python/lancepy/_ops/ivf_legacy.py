@@ -71,7 +71,7 @@ def _varint(buf: bytes, i: int) -> Tuple[int, int]:
         if not b & 0x80:
             return v, i
         shift += 7
-    raise CorruptFileError("legacy index protobuf: a truncated varint")
+    raise CorruptFileError("index protobuf: a truncated varint")
 
 
 def _fields(buf: bytes) -> List[Tuple[int, Any]]:

@@ -79,17 +79,7 @@ impl IoTracker {
     /// The counts so far, resetting them to zero (each count is taken and reset at once, so
     /// I/O running meanwhile is counted in this answer or the next, never lost).
     pub fn take(&self) -> IoCounts {
-        let c = &self.counts;
-        let get = |i: usize| c[i].swap(0, Ordering::Relaxed);
-        IoCounts {
-            requests: get(0),
-            bytes: get(1),
-            mapped_bytes: get(2),
-            prefetch_requests: get(3),
-            prefetch_bytes: get(4),
-            write_requests: get(5),
-            write_bytes: get(6),
-        }
+        IoCounts::from_fn(|i| self.counts[i].swap(0, Ordering::Relaxed))
     }
 
     /// Runs `f` with `self` current on this thread (inside whatever trackers already are).
@@ -147,15 +137,21 @@ pub fn with_scopes<R>(trackers: &[Arc<IoTracker>], f: impl FnOnce() -> R) -> R {
 static COUNTS: [AtomicU64; NUM_COUNTS] = [const { AtomicU64::new(0) }; NUM_COUNTS];
 
 fn snapshot(c: &[AtomicU64; NUM_COUNTS]) -> IoCounts {
-    let get = |i: usize| c[i].load(Ordering::Relaxed);
-    IoCounts {
-        requests: get(0),
-        bytes: get(1),
-        mapped_bytes: get(2),
-        prefetch_requests: get(3),
-        prefetch_bytes: get(4),
-        write_requests: get(5),
-        write_bytes: get(6),
+    IoCounts::from_fn(|i| c[i].load(Ordering::Relaxed))
+}
+
+impl IoCounts {
+    /// The counts from `get(i)`, `i` the index of each count in declaration order.
+    fn from_fn(get: impl Fn(usize) -> u64) -> Self {
+        IoCounts {
+            requests: get(0),
+            bytes: get(1),
+            mapped_bytes: get(2),
+            prefetch_requests: get(3),
+            prefetch_bytes: get(4),
+            write_requests: get(5),
+            write_bytes: get(6),
+        }
     }
 }
 
