@@ -3,6 +3,15 @@
     python benches/bench_torch.py                            # both datasets
     python benches/bench_torch.py --quick                    # small sizes: a smoke run
     python benches/bench_torch.py --out benches/RESULTS.md   # also write the Markdown section
+    python benches/bench_torch.py --cold                     # also random batches from storage
+
+``--cold`` reads random batches (map-style, workers=0: lancepy's ``LanceDataset`` and the
+map-style dataset over pylance's ``ds.take``) with the dataset's files evicted from the page
+cache before each (``posix_fadvise(POSIX_FADV_DONTNEED)``, no root needed; benches/_cold.py)
+and reports rows/s and bytes read per row (``mincore`` residency and each library's
+``io_stats_incremental()``) beside the warm figures; loaders that read ahead (worker processes,
+the ``Loader``'s threads, iterable datasets, scans) and in-memory rows are listed as not
+measured cold, with the reason.
 
 Datasets (generated deterministically by bench_file.py's generators, cached in benches/data/,
 written once by lancepy into 4 fragments; every loader reads the same files from a warm page
