@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import time
 from typing import Iterable, List, Sequence
 
 import numpy as np
@@ -95,9 +96,16 @@ class Probe:
     def total(self) -> int:
         return sum(resident_bytes(f) for f in self.files)
 
-    def evict(self) -> int:
-        evict(self.files)
-        self.residual = self.total()
+    def evict(self, tries: int = 4) -> int:
+        """Evicts; again (after 20 ms) while pages stay, up to `tries` times: pages still being
+        read in (the kernel's read-ahead after the untimed open) cannot be dropped until their
+        reads finish."""
+        for i in range(tries):
+            evict(self.files)
+            self.residual = self.total()
+            if self.residual == 0 or i == tries - 1:
+                break
+            time.sleep(0.02)
         return self.residual
 
     def fetched(self) -> int:
