@@ -475,14 +475,14 @@ def cold_batches(uri: str, cols: List[str], batch: int, n_batches: int) -> Dict[
     out: Dict[str, Dict[str, float]] = {}
     probe = _cold.Probe(files)
     for name, make in (("lancepy", lancepy_data), ("pylance", pylance_data)):
-        times, fetched, lib_bytes, residual, rows = [], 0, 0, 0, 0
+        times, fetched, lib_bytes, residuals, rows = [], 0, 0, [], 0
         for b in sets:
             gc.collect()
             _cold.forget_lancepy_readers(uri)
             data, stats, nbytes = make()
             data.__getitems__(probe_rows)  # untimed: the dataset is open, its metadata read
             stats()
-            residual = max(residual, probe.evict())
+            residuals.append(probe.evict())
             t0 = time.perf_counter()
             got = collate_fn(data.__getitems__(b))
             times.append(time.perf_counter() - t0)
@@ -491,11 +491,14 @@ def cold_batches(uri: str, cols: List[str], batch: int, n_batches: int) -> Dict[
             rows += _rows_of(cols[0])(got)
             del data, got, stats, nbytes
         med = statistics.median(times)
+        residual = statistics.median(residuals)
+        big = sum(1 for r in residuals if r > (1 << 20))
         out[name] = {"rate": batch / med, "ms": med * 1e3, "fetched": fetched / rows, "lib": lib_bytes / rows,
-                     "residual": residual}
+                     "residual": residual, "residual_max": max(residuals), "residual_big": big}
         print(f"  cold {name:<8} {batch / med / 1e3:8.1f} k rows/s  {med * 1e3:7.2f} ms/batch  "
               f"{fetched / rows:10,.0f} B/row fetched (mincore)  {lib_bytes / rows:10,.0f} B/row (io_stats)  "
-              f"residual after eviction {residual:,} B", flush=True)
+              f"left after eviction: median {residual:,.0f} B, max {max(residuals):,} B "
+              f"({big} of {len(residuals)} batches > 1 MiB)", flush=True)
     return out
 
 
@@ -528,14 +531,15 @@ def cold_lines(uri: str, cols: List[str], batch: int, args: argparse.Namespace, 
         f"`read_bytes + mapped_bytes`, pylance `read_bytes`). The rows hold ~{row_bytes:,.0f} B of "
         f"{', '.join(cols)} (uncompressed).\n",
         "| random rows | warm rows/s | cold rows/s | cold ms/batch | B/row fetched (mincore) | B/row (io_stats) | "
-        "left resident after eviction |",
+        "left resident after eviction: median, max (batches > 1 MiB) |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, label in (("lancepy", ours_label), ("pylance", theirs_label)):
         c = cold[name]
         w = warm.get(label, {}).get("rate")
         lines.append(f"| {label} | {fmt_rate(w) if w else '–'} | {fmt_rate(c['rate'])} | {c['ms']:,.2f} | "
-                     f"{c['fetched']:,.0f} | {c['lib']:,.0f} | {c['residual']:,} B |")
+                     f"{c['fetched']:,.0f} | {c['lib']:,.0f} | {c['residual']:,.0f} B, {c['residual_max']:,} B "
+                     f"({c['residual_big']} of {args.cold_batches}) |")
     ratio_line = (f"Ratios, cold: pylance time ÷ lancepy time {b['ms'] / a['ms']:.2f}×; lancepy bytes ÷ pylance bytes "
                   f"{a['fetched'] / b['fetched']:.2f}× (mincore), {a['lib'] / b['lib']:.2f}× (io_stats).")
     print("  " + ratio_line, flush=True)
