@@ -63,6 +63,7 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
+import _cold  # noqa: E402  (page-cache eviction and residency, for --cold)
 import bench_file as bf  # noqa: E402  (data generators, machine description, noise accounting)
 import lancepy  # noqa: E402
 
@@ -454,7 +455,6 @@ def cold_batches(uri: str, cols: List[str], batch: int, n_batches: int) -> Dict[
     ``read_bytes``). A fresh object per batch because lancepy maps the files, and pages a live
     mapping has touched cannot be evicted; lancepy's process-wide cache of open files is
     emptied too (after the objects are dropped)."""
-    import _cold
     from lancepy.torch import LanceDataset, ShuffleSampler, collate_fn
 
     files = _cold.data_files(os.path.join(uri, "data"))
@@ -508,14 +508,8 @@ def run_cold(uri: str, cols: List[str], batch: int, args: argparse.Namespace) ->
     print(f"\n  cold mode: {args.cold_batches} batches of {batch} per library, files evicted before each", flush=True)
     cold = cold_batches(uri, cols, batch, args.cold_batches)
     gc.collect()
-    _cold_module().forget_lancepy_readers(uri)
+    _cold.forget_lancepy_readers(uri)
     return cold
-
-
-def _cold_module() -> Any:
-    import _cold
-
-    return _cold
 
 
 def cold_lines(uri: str, cols: List[str], batch: int, args: argparse.Namespace, warm: Dict[str, Dict[str, float]],
