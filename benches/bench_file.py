@@ -4,6 +4,7 @@
     python benches/bench_file.py --quick                # small sizes: a smoke run in seconds
     python benches/bench_file.py --datasets tabular,nested --version 2.1,2.2
     python benches/bench_file.py --out benches/RESULTS.md   # also write the Markdown section
+    python benches/bench_file.py --cold --rows 50000     # also takes from storage (files evicted first)
 
 Datasets (generated deterministically, cached as Arrow IPC in benches/data/, which is
 git-ignored; ``--quick`` uses 1/20 to 1/100 of the rows):
@@ -39,6 +40,13 @@ machine before each measurement, and the output says how much CPU others used me
   pylance reads with ``batch_size=65536`` for scans and 8192 for takes (its default, 1024,
   makes scans ~1.7x slower).
 
+``--cold`` adds takes from storage: before each take, the reader is opened afresh and its
+file evicted from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)`` (no root needed;
+benches/_cold.py); reported are rows/s and bytes read per row, as ``mincore`` residency of the
+file after the take (read-ahead included, the same measure for every reader) and as lancepy's
+own counters (``lancepy.io_counts()``; pylance's and pyarrow's file readers have none), with the
+ratios pylance time ÷ lancepy time and lancepy bytes ÷ pylance bytes.
+
 Ratios are oriented so that > 1 means lancepy is better: lancepy's speed over the other's
 (rows/s or MB/s), and for file size and latency the other's bytes (µs) over lancepy's.
 """
@@ -71,6 +79,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DATA_DIR = os.path.join(HERE, "data")
 RESULTS_MARKER = "## Files (benches/bench_file.py)"
+COLD_RESULTS_MARKER = "## Files, warm and cold takes (benches/bench_file.py --cold)"
 TAKE_SIZES = (1, 100, 1_000, 10_000)
 DATA_FORMAT = 1  # bump when the generators change: cached data is regenerated
 
@@ -529,7 +538,71 @@ def bench_dataset(spec: Spec, table: pa.Table, version: str, args: argparse.Name
             vals = {k: v[kind] for k, v in latency.items()}
             rows.append(Row(f"take 1 row latency{' → Table' if kind == 'table' else ', native result'}", "µs", vals, False,
                             ("< 20 µs", lambda v: None if v.get("lancepy") is None else v["lancepy"] < 20)))
+    if args.cold:
+        # The warm readers go first: pages that a live lancepy reader's mapping has touched
+        # (all of them, after its scans) cannot be evicted.
+        del opened, opened_col, rdrs
+        gc.collect()
+        cold_rows, info["cold"] = cold_takes(readers, n, args.cold_reps, np.random.default_rng(4321))
+        rows += cold_rows
     return rows, info
+
+
+def cold_takes(readers: Dict[str, Tuple[Lib, str]], n: int, reps: int,
+               rng: np.random.Generator) -> Tuple[List[Row], List[str]]:
+    """Takes from storage (``--cold``): for each size and repetition, each reader is opened
+    afresh (untimed: footer and column metadata read), its file is evicted from the page cache (``posix_fadvise(DONTNEED)``, no root needed), then the take is timed (to a
+    Table). Bytes per row: what the take brought into the page cache for the file
+    (``mincore``: read-ahead included, the same measure for every reader) and what the library
+    counted (lancepy: ``io_counts()`` ``bytes + mapped_bytes``; pylance's and pyarrow's file
+    readers have no counters). The repetitions' row sets are the same for every reader."""
+    import _cold
+
+    out: List[Row] = []
+    notes: List[str] = []
+    for size in TAKE_SIZES:
+        if size > n:
+            continue
+        sets = [Indices(*_index_forms(rng.choice(n, size, replace=False))) for _ in range(reps)]
+        rate: Dict[str, Optional[float]] = {}
+        fetched: Dict[str, Optional[float]] = {}
+        counted: Dict[str, Optional[float]] = {}
+        for k, (lib, path) in readers.items():
+            probe = _cold.Probe([path])
+            times, got_bytes, lib_bytes, residual = [], 0, 0, 0
+            for idx in sets:
+                gc.collect()
+                _cold.forget_lancepy_readers(os.path.dirname(path))
+                reader = lib.open(path)
+                residual = max(residual, probe.evict())
+                c0 = lancepy.io_counts()
+                t0 = time.perf_counter()
+                lib.take(reader, idx, {})
+                times.append(time.perf_counter() - t0)
+                c1 = lancepy.io_counts()
+                got_bytes += probe.fetched()
+                lib_bytes += (c1["bytes"] - c0["bytes"]) + (c1["mapped_bytes"] - c0["mapped_bytes"])
+                del reader
+            med = statistics.median(times)
+            rate[k] = size / med
+            fetched[k] = got_bytes / (size * reps)
+            counted[k] = lib_bytes / (size * reps) if isinstance(lib, LancepyLib) else None
+            if residual:
+                notes.append(f"take {size:,} {k}: {residual:,} B of the file stayed cached after eviction")
+            print(f"    cold take {size:,} {k}: {med * 1e3:.3f} ms, {fetched[k]:,.0f} B/row fetched (mincore), "
+                  f"{'–' if counted[k] is None else format(counted[k], ',.0f')} B/row counted; "
+                  f"residual {residual:,} B ({reps} reps)", flush=True)
+        out.append(Row(f"cold take {size:,} → Table", "rows/s", rate, True))
+        out.append(Row(f"cold take {size:,}: bytes read per row (mincore)", "B/row", fetched, False))
+        out.append(Row(f"cold take {size:,}: bytes read per row (library's counters)", "B/row", counted, False))
+        a, b = rate.get("lancepy"), rate.get("pylance")
+        fa, fb = fetched.get("lancepy"), fetched.get("pylance")
+        if a and b and fa and fb:
+            notes.append(f"cold take {size:,}: pylance time ÷ lancepy time {a / b:.2f}×; lancepy bytes ÷ pylance bytes "
+                         f"{fa / fb:.2f}× (mincore); lancepy on pylance's file: time {rate['lancepy_on_pylance'] / b:.2f}×, "
+                         f"bytes {fetched['lancepy_on_pylance'] / fb:.2f}×")
+            print("    " + notes[-1], flush=True)
+    return out, notes
 
 
 def measure_readers(readers: Dict[str, Tuple[Lib, str]], make: Callable[[str, Lib], Callable[[int], Any]],
@@ -683,11 +756,11 @@ def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def write_results(path: str, section: str) -> None:
+def write_results(path: str, section: str, marker: str = RESULTS_MARKER) -> None:
     """Replaces (or adds) this benchmark's section of a Markdown file; other sections stay."""
     existing = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-    if RESULTS_MARKER in existing:
-        before, rest = existing.split(RESULTS_MARKER, 1)
+    if marker in existing:
+        before, rest = existing.split(marker, 1)
         nxt = rest.find("\n## ")
         after = rest[nxt:] if nxt >= 0 else "\n"
     else:
@@ -707,6 +780,11 @@ def main() -> None:
     p.add_argument("--out", help="write the results as Markdown into this file (its own section; others are kept)")
     p.add_argument("--data-dir", default=DATA_DIR, help="where generated data and written files live")
     p.add_argument("--budget", type=float, help="seconds per measurement (default 1.0; 0.05 with --quick)")
+    p.add_argument("--cold", action="store_true",
+                   help="also time takes from storage: each file evicted from the page cache (posix_fadvise, no "
+                        "root needed) before each take; rows/s and bytes read per row")
+    p.add_argument("--cold-reps", type=int, default=7, help="cold takes per size and reader (default 7)")
+    p.add_argument("--rows", type=int, help="rows of every dataset (overrides the defaults and --quick's)")
     p.add_argument("--keep-files", action="store_true", help="keep the written files (for profiling)")
     p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
                    help="before each measurement, wait up to SECONDS for other processes to use < 10%% of the CPUs")
@@ -737,7 +815,7 @@ def main() -> None:
     t_start = time.perf_counter()
     for name in names:
         spec = SPECS[name]
-        nrows = spec.quick_rows if args.quick else spec.rows
+        nrows = args.rows or (spec.quick_rows if args.quick else spec.rows)
         table = load_dataset(spec, nrows, args.data_dir)
         for version in versions:
             load_at = load()
@@ -756,6 +834,8 @@ def main() -> None:
                 f"  {who}: " + " | ".join(info["encodings"][who]) for who in ("lancepy", "pylance")
             )
             print("encodings (per leaf column):\n" + enc)
+            for note in info.get("cold", []):
+                print("  " + note)
             sections.append(
                 f"### {name}, file version {version}\n\n"
                 f"{nrows:,} rows: {spec.describe} ({info['arrow_mb']:,.0f} MB in Arrow); one-column scan of "
@@ -763,6 +843,7 @@ def main() -> None:
                 f"{load_at} when this dataset started; other processes used {other_pct:.0f}% of the CPUs while "
                 f"it was measured.\n\n"
                 + markdown(t)
+                + ("\n\nCold takes (`--cold`):\n\n" + "\n".join(f"- {x}" for x in info["cold"]) if info.get("cold") else "")
                 + "\n\n<details><summary>encodings chosen (per leaf column)</summary>\n\n"
                 + "\n".join(f"- {who}: " + " · ".join(f"`{e}`" for e in info["encodings"][who]) for who in ("lancepy", "pylance"))
                 + "\n\n</details>\n"
@@ -782,9 +863,10 @@ def main() -> None:
     print(f"\nload average (1/5/15 min) before {load_before}, after {load_after}; {elapsed:.0f}s")
 
     if args.out:
+        marker = COLD_RESULTS_MARKER if args.cold else RESULTS_MARKER  # (a cold run keeps the warm section)
         cmd = "python benches/bench_file.py " + " ".join(sys.argv[1:])
         header = (
-            f"{RESULTS_MARKER}\n\n"
+            f"{marker}\n\n"
             f"`{cmd.strip()}` (after a release build: `LANCEPY_PROFILE=release bash scripts/setup.sh`)\n\n"
             f"- machine: {mach['nproc']} CPUs (`nproc`), {mach['cpu']}; Python {mach['python']}\n"
             f"- {mach['versions']}; lancepy commit {mach['commit']}; {mach['date']}\n"
@@ -799,7 +881,7 @@ def main() -> None:
             "`ParquetFile.read_row_groups` of the row groups holding the rows, then `Table.take`.\n"
         )
         summary_md = "### Targets\n\n" + markdown(summ, "l" * len(summ[0])) + "\n"
-        write_results(args.out, header + "\n" + summary_md + "\n" + "\n".join(sections))
+        write_results(args.out, header + "\n" + summary_md + "\n" + "\n".join(sections), marker)
         print(f"written to {args.out}")
 
 

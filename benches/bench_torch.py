@@ -3,6 +3,15 @@
     python benches/bench_torch.py                            # both datasets
     python benches/bench_torch.py --quick                    # small sizes: a smoke run
     python benches/bench_torch.py --out benches/RESULTS.md   # also write the Markdown section
+    python benches/bench_torch.py --cold                     # also random batches from storage
+
+``--cold`` reads random batches (map-style, workers=0: lancepy's ``LanceDataset`` and the
+map-style dataset over pylance's ``ds.take``) with the dataset's files evicted from the page
+cache before each (``posix_fadvise(POSIX_FADV_DONTNEED)``, no root needed; benches/_cold.py)
+and reports rows/s and bytes read per row (``mincore`` residency and each library's
+``io_stats_incremental()``) beside the warm figures; loaders that read ahead (worker processes,
+the ``Loader``'s threads, iterable datasets, scans) and in-memory rows are listed as not
+measured cold, with the reason.
 
 Datasets (generated deterministically by bench_file.py's generators, cached in benches/data/,
 written once by lancepy into 4 fragments; every loader reads the same files from a warm page
@@ -54,10 +63,12 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
+import _cold  # noqa: E402  (page-cache eviction and residency, for --cold)
 import bench_file as bf  # noqa: E402  (data generators, machine description, noise accounting)
 import lancepy  # noqa: E402
 
 RESULTS_MARKER = "## PyTorch loading (benches/bench_torch.py)"
+COLD_RESULTS_MARKER = "## PyTorch loading, warm and cold (benches/bench_torch.py --cold)"
 FRAGMENTS = 4
 
 
@@ -392,8 +403,8 @@ def stage_profile(uri: str, columns: List[str], batch: int, binary: str = "bytes
     sets = [idx[s : s + batch].tolist() for s in range(0, min(len(idx), batches * batch), batch)]
     snap = data._dataset()._snapshot
     stages: Dict[str, Callable[[List[int]], Any]] = {
-        "native take (Rust, GIL released)": lambda b: snap.take(b, columns, False, False),
-        "+ Arrow import (pa.record_batch)": lambda b: pa.record_batch(snap.take(b, columns, False, False)),
+        "native take (Rust, GIL released)": lambda b: snap.take(b, columns=columns),
+        "+ Arrow import (pa.record_batch)": lambda b: pa.record_batch(snap.take(b, columns=columns)),
         "+ conversion = __getitems__": data.__getitems__,
     }
     out: Dict[str, float] = {}
@@ -406,6 +417,140 @@ def stage_profile(uri: str, columns: List[str], batch: int, binary: str = "bytes
             times.append((time.perf_counter() - t0) / len(sets))
         out[name] = statistics.median(times) * 1e6
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# Cold mode (--cold): each measured batch reads from storage, not from the page cache
+
+COLD_NOT_MEASURED = {
+    "workers=2": "its worker processes read batches ahead, so an eviction before a batch cannot make that batch's "
+                 "reads cold",
+    "Loader": "it reads batches ahead on its own threads, so an eviction before a batch cannot make that batch's "
+              "reads cold",
+    "IterableDataset": "it reads ahead (shuffled: whole fragments' batches; scan: sequentially), not one cold take a batch",
+    "contiguous": "a sequential scan (read-ahead is the point)",
+    "SafeLanceDataset": "not measured cold (the same pylance ds.take as the map-style row, plus per-row Python objects)",
+    "in-memory": "in memory: no storage to read",
+}
+
+
+def _cold_reason(label: str) -> str:
+    for key, why in COLD_NOT_MEASURED.items():
+        if key in label:
+            return why
+    return "not measured cold"
+
+
+def cold_batches(uri: str, cols: List[str], batch: int, n_batches: int) -> Dict[str, Dict[str, float]]:
+    """Per library, ``n_batches`` batches of uniform random rows (the first batches of a
+    ``ShuffleSampler(seed=0)`` epoch, the same for both), each read cold: a fresh map-style
+    dataset object per batch (lancepy's ``LanceDataset``; the map-style dataset over pylance's
+    ``ds.take``), opened and given one row of each fragment untimed (metadata read), then the
+    dataset's files evicted from the page cache (``posix_fadvise(DONTNEED)``), then the timed
+    ``__getitems__`` + ``collate_fn`` (what a DataLoader with workers=0 calls per batch).
+
+    Bytes per row: what the batch brought into the page cache for the dataset's files
+    (``mincore``: read-ahead included, the same measure for both) and the library's own
+    ``io_stats_incremental()`` (lancepy: ``read_bytes`` + ``mapped_bytes``; pylance:
+    ``read_bytes``). A fresh object per batch because lancepy maps the files, and pages a live
+    mapping has touched cannot be evicted; lancepy's process-wide cache of open files is
+    emptied too (after the objects are dropped)."""
+    from lancepy.torch import LanceDataset, ShuffleSampler, collate_fn
+
+    files = _cold.data_files(os.path.join(uri, "data"))
+    total = lancepy.dataset(uri).count_rows()
+    per = -(-total // FRAGMENTS)
+    probe_rows = [k * per for k in range(FRAGMENTS) if k * per < total]
+    order = ShuffleSampler(total, seed=0).indices()
+    sets = [order[s : s + batch].tolist() for s in range(0, min(len(order), n_batches * batch), batch)]
+
+    def lancepy_data():
+        data = LanceDataset(uri, columns=cols)
+        return data, lambda: data._dataset().io_stats_incremental(), lambda st: st.read_bytes + st.mapped_bytes
+
+    def pylance_data():
+        data = PylanceTake(uri, cols)
+        return data, data.ds.io_stats_incremental, lambda st: st.read_bytes
+
+    out: Dict[str, Dict[str, float]] = {}
+    probe = _cold.Probe(files)
+    for name, make in (("lancepy", lancepy_data), ("pylance", pylance_data)):
+        times, fetched, lib_bytes, residuals, rows = [], 0, 0, [], 0
+        for b in sets:
+            gc.collect()
+            _cold.forget_lancepy_readers(uri)
+            data, stats, nbytes = make()
+            data.__getitems__(probe_rows)  # untimed: the dataset is open, its metadata read
+            stats()
+            residuals.append(probe.evict())
+            t0 = time.perf_counter()
+            got = collate_fn(data.__getitems__(b))
+            times.append(time.perf_counter() - t0)
+            fetched += probe.fetched()
+            lib_bytes += nbytes(stats())
+            rows += _rows_of(cols[0])(got)
+            del data, got, stats, nbytes
+        med = statistics.median(times)
+        residual = statistics.median(residuals)
+        big = sum(1 for r in residuals if r > (1 << 20))
+        out[name] = {"rate": batch / med, "ms": med * 1e3, "fetched": fetched / rows, "lib": lib_bytes / rows,
+                     "residual": residual, "residual_max": max(residuals), "residual_big": big}
+        print(f"  cold {name:<8} {batch / med / 1e3:8.1f} k rows/s  {med * 1e3:7.2f} ms/batch  "
+              f"{fetched / rows:10,.0f} B/row fetched (mincore)  {lib_bytes / rows:10,.0f} B/row (io_stats)  "
+              f"left after eviction: median {residual:,.0f} B, max {max(residuals):,} B "
+              f"({big} of {len(residuals)} batches > 1 MiB)", flush=True)
+    return out
+
+
+def run_cold(uri: str, cols: List[str], batch: int, args: argparse.Namespace) -> Dict[str, Dict[str, float]]:
+    """The cold batches, measured before the warm loaders: a warm loader's zero-copy tensors or
+    worker processes may keep pages of the files mapped, which no eviction can drop."""
+    print(f"\n  cold mode: {args.cold_batches} batches of {batch} per library, files evicted before each", flush=True)
+    cold = cold_batches(uri, cols, batch, args.cold_batches)
+    gc.collect()
+    _cold.forget_lancepy_readers(uri)
+    return cold
+
+
+def cold_lines(uri: str, cols: List[str], batch: int, args: argparse.Namespace, warm: Dict[str, Dict[str, float]],
+               cold: Dict[str, Dict[str, float]], ours_label: str, theirs_label: str) -> List[str]:
+    """The cold table (lancepy vs pylance, warm figures beside), and the rows not measured cold."""
+    row_bytes = sum(_bytes_per_row(uri, c) for c in cols)
+    a, b = cold["lancepy"], cold["pylance"]
+    lines = [
+        f"Cold (`--cold`): {args.cold_batches} batches of {batch} random rows per library, each batch read with the "
+        f"dataset's files evicted from the page cache (`posix_fadvise(DONTNEED)`, a fresh dataset object per batch, "
+        f"opened untimed); median ms per batch; bytes per row fetched into the page cache for the files "
+        f"(`mincore`, read-ahead included) and as each library counts them (`io_stats_incremental()`: lancepy "
+        f"`read_bytes + mapped_bytes`, pylance `read_bytes`). The rows hold ~{row_bytes:,.0f} B of "
+        f"{', '.join(cols)} (uncompressed).\n",
+        "| random rows | warm rows/s | cold rows/s | cold ms/batch | B/row fetched (mincore) | B/row (io_stats) | "
+        "left resident after eviction: median, max (batches > 1 MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, label in (("lancepy", ours_label), ("pylance", theirs_label)):
+        c = cold[name]
+        w = warm.get(label, {}).get("rate")
+        lines.append(f"| {label} | {fmt_rate(w) if w else '–'} | {fmt_rate(c['rate'])} | {c['ms']:,.2f} | "
+                     f"{c['fetched']:,.0f} | {c['lib']:,.0f} | {c['residual']:,.0f} B, {c['residual_max']:,} B "
+                     f"({c['residual_big']} of {args.cold_batches}) |")
+    ratio_line = (f"Ratios, cold: pylance time ÷ lancepy time {b['ms'] / a['ms']:.2f}×; lancepy bytes ÷ pylance bytes "
+                  f"{a['fetched'] / b['fetched']:.2f}× (mincore), {a['lib'] / b['lib']:.2f}× (io_stats).")
+    print("  " + ratio_line, flush=True)
+    lines += ["", ratio_line, ""]
+    skipped = [k for k in warm if k not in (ours_label, theirs_label)]
+    if skipped:
+        lines.append("Not measured cold:\n")
+        lines += [f"- {k}: {_cold_reason(k)}" for k in skipped]
+        for k in skipped:
+            print(f"  not measured cold: {k}: {_cold_reason(k)}", flush=True)
+        lines.append("")
+    return lines
+
+
+def _bytes_per_row(uri: str, col: str) -> float:
+    t = lancepy.dataset(uri).take([0], columns=[col])
+    return float(t.nbytes)
 
 
 # ----------------------------------------------------------------------------------------
@@ -453,6 +598,8 @@ def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tup
     bf.Noise.other = bf.Noise.capacity = 0.0
     load_at = bf.load()
     print(f"\n== {name}: {rows:,} rows, batches of {batch}; load {load_at}", flush=True)
+    cold = run_cold(uri, cols, batch, args) if args.cold else {}
+    warm(uri)
     res = measure(makers, rounds, before=lambda: warm(uri))
     other_pct = 100.0 * bf.Noise.other / max(1e-9, bf.Noise.capacity)
     prof = stage_profile(uri, cols, batch)
@@ -483,6 +630,9 @@ def bench(name: str, rows: int, args: argparse.Namespace) -> Tuple[str, List[Tup
         lines.append(f"| {k} | {v:,.0f} |")
     lines.append(f"| whole DataLoader step (from rows/s) | {batch / ours['rate'] * 1e6:,.0f} |")
     lines.append("")
+    if args.cold:
+        lines += cold_lines(uri, cols, batch, args, res, cold, "lancepy LanceDataset, random rows, workers=0",
+                            "map-style over pylance ds.take, random rows, workers=0")
     goals: List[Tuple[str, str, Optional[bool]]] = []
     if name == "embeddings":
         goals += [
@@ -540,9 +690,14 @@ def bench_loader(rows: int, args: argparse.Namespace) -> Tuple[str, List[Tuple[s
         makers[label] = (lancepy_loader(uri, cols, batch, t), budget)
     default = f"lancepy Loader, default threads ({Loader_default_threads()}), prefetch=4, not pinned"
     makers[default] = (lancepy_loader(uri, cols, batch, None), budget)
+    pylance_dl0 = "map-style over pylance ds.take, random rows, workers=0"
+    if args.cold:  # (its warm figure beside its cold one)
+        makers[pylance_dl0] = (pylance_take(uri, cols, batch), budget)
     bf.Noise.other = bf.Noise.capacity = 0.0
     load_at = bf.load()
     print(f"\n== loader: {rows:,} rows, batches of {batch}; load {load_at}", flush=True)
+    cold = run_cold(uri, cols, batch, args) if args.cold else {}
+    warm(uri)
     res = measure(makers, args.rounds, before=lambda: warm(uri))
     other_pct = 100.0 * bf.Noise.other / max(1e-9, bf.Noise.capacity)
     ref, base = res[reference]["rate"], res[dl0]["rate"]
@@ -558,6 +713,8 @@ def bench_loader(rows: int, args: argparse.Namespace) -> Tuple[str, List[Tuple[s
         lines.append(f"| {k} | {fmt_rate(v['rate'])} | {v['ttfb'] * 1e3:,.1f} ms | {v['rate'] / ref:.2f}× "
                      f"| {v['rate'] / base:.2f}× |")
     lines.append("")
+    if args.cold:
+        lines += cold_lines(uri, cols, batch, args, res, cold, dl0, pylance_dl0)
     best = max((v["rate"], k) for k, v in res.items() if k.startswith("lancepy Loader"))
     goals: List[Tuple[str, str, Optional[bool]]] = [
         ("(c) best Loader vs LanceDataset + DataLoader workers=0", f"{best[0] / base:.2f}×", best[0] >= base),
@@ -579,6 +736,10 @@ def main() -> None:
     p.add_argument("--loader-rows", type=int, help="rows of the loader dataset (default 200,000; 20,000 with --quick)")
     p.add_argument("--budget", type=float, help="seconds per measurement (default 3; 0.3 with --quick)")
     p.add_argument("--rounds", type=int, help="rounds per loader (default 3; 1 with --quick)")
+    p.add_argument("--cold", action="store_true",
+                   help="also read random batches cold: the dataset's files evicted from the page cache before each "
+                        "(posix_fadvise, no root needed); rows/s and bytes read per row, lancepy and pylance")
+    p.add_argument("--cold-batches", type=int, help="cold batches per library (default 20; 5 with --quick)")
     p.add_argument("--out", help="write the results as Markdown into this file (its own section; others are kept)")
     p.add_argument("--data-dir", default=bf.DATA_DIR)
     p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
@@ -586,6 +747,7 @@ def main() -> None:
     args = p.parse_args()
     args.budget = args.budget if args.budget is not None else (0.3 if args.quick else 3.0)
     args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
+    args.cold_batches = args.cold_batches if args.cold_batches is not None else (5 if args.quick else 20)
     bf.Noise.quiet_wait = args.wait_quiet
     torch, _ = _require()
     mach = bf.machine()
@@ -609,9 +771,10 @@ def main() -> None:
         goal_lines.append(f"| {label} | {value} | {met} |")
     print("\n" + "\n".join(goal_lines))
     if args.out:
+        marker = COLD_RESULTS_MARKER if args.cold else RESULTS_MARKER  # (a cold run keeps the warm section)
         cmd = "python benches/bench_torch.py " + " ".join(sys.argv[1:])
         header = (
-            f"{RESULTS_MARKER}\n\n"
+            f"{marker}\n\n"
             f"`{cmd.strip()}` (after a release build: `LANCEPY_PROFILE=release bash scripts/setup.sh`)\n\n"
             f"- machine: {mach['nproc']} CPUs (`nproc`), {mach['cpu']}; Python {mach['python']}\n"
             f"- {mach['versions']}, torch {torch.__version__}; lancepy commit {mach['commit']}; {mach['date']}\n"
@@ -624,8 +787,8 @@ def main() -> None:
         path = args.out
         existing = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
         section = header + "\n" + "\n\n".join(sections) + "\n"
-        if RESULTS_MARKER in existing:
-            before, rest = existing.split(RESULTS_MARKER, 1)
+        if marker in existing:
+            before, rest = existing.split(marker, 1)
             nxt = rest.find("\n## ")
             after = rest[nxt:] if nxt >= 0 else "\n"
         else:
