@@ -93,6 +93,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         schema = ds._schema
         self._computed: Optional[Dict[str, Any]] = None
         self._projection: Optional[Projection] = None
+        self._rrf_k = _hybrid.DEFAULT_RRF_K  # (a hybrid search's, see _set_rrf_k)
         if isinstance(columns, dict):
             self._computed = {n: compile_expression(e, schema).expression if isinstance(e, str) else e for n, e in columns.items()}
             self._columns: Optional[List[str]] = None
@@ -349,13 +350,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         t = self._search_raw()
         if self._computed is not None:
             # (as pylance: the expressions, then the scores and the system columns asked for)
-            import pyarrow.dataset as pads
-
-            cols = dict(self._computed)
-            for n in ("_distance", _fts.SCORE, ROW_ID, ROW_ADDRESS):
-                if n in t.column_names and n not in cols and n not in self._hidden_columns:
-                    cols[n] = pc.field(n)
-            return pads.dataset(t).to_table(columns=cols)
+            return self._computed_columns(t, ("_distance", _fts.SCORE, ROW_ID, ROW_ADDRESS))
         if self._projection is None and not self._no_scoring_column:
             return t
         scored = [n for n in ("_distance", _fts.SCORE, _hybrid.RELEVANCE) if n in t.column_names
@@ -371,7 +366,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def _search_raw(self) -> pa.Table:
         if self._fts is not None and self._nearest is not None:
             return _hybrid.search(
-                self._ds, self._nearest, self._fts, rrf_k=getattr(self, "_rrf_k", _hybrid.DEFAULT_RRF_K),
+                self._ds, self._nearest, self._fts, rrf_k=self._rrf_k,
                 columns=self._columns, flt=self._filter, prefilter=self._prefilter, limit=self._limit,
                 offset=self._offset, with_row_id=self._with_row_id, with_row_address=self._with_row_address,
                 fragment_ids=self._fragment_ids, evaluate=_evaluate, index_segments=self._index_segments,
@@ -445,6 +440,17 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         extra = [n for n in (ROW_ID, ROW_ADDRESS) if n in table_names and n not in self._hidden_columns]
         return list(names) + extra
 
+    def _computed_columns(self, table: pa.Table, kept: Sequence[str]) -> pa.Table:
+        """The projection's expressions over `table`, then those of the `kept` columns it has
+        (not hidden, not named by an expression)."""
+        import pyarrow.dataset as pads
+
+        cols = dict(self._computed or {})
+        for n in kept:
+            if n in table.column_names and n not in cols and n not in self._hidden_columns:
+                cols[n] = pc.field(n)
+        return pads.dataset(table).to_table(columns=cols)
+
     def _finish(self, table: pa.Table) -> pa.Table:
         if self._blob_values:
             s = self._ds._snapshot
@@ -455,13 +461,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
                 field = pa.field(name, pa.large_binary(), table.schema.field(i).nullable, self._ds._schema.field(name).metadata)
                 table = table.set_column(i, field, values)
         if self._computed is not None:
-            import pyarrow.dataset as pads
-
-            cols = dict(self._computed)
-            for n in (ROW_ID, ROW_ADDRESS):
-                if n in table.column_names:
-                    cols[n] = pc.field(n)
-            return pads.dataset(table).to_table(columns=cols)
+            return self._computed_columns(table, (ROW_ID, ROW_ADDRESS))
         if self._projection is not None:
             out = self._projection.apply(table, self._ds)
             for n in (ROW_ID, ROW_ADDRESS):
@@ -773,7 +773,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             q = self._nearest
             vector_line = (f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}; "
                            + _vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search))
-            steps.extend(_hybrid.plan_lines(getattr(self, "_rrf_k", _hybrid.DEFAULT_RRF_K), vector_line,
+            steps.extend(_hybrid.plan_lines(self._rrf_k, vector_line,
                                             _fts.plan_lines(self._ds, self._fts, self._filter, self._prefilter)))
             steps.append(f"LanceRead: {where}, projection={names} (the fused rows, taken by address){extra}{read_metrics}")
         elif self._fts is not None:
