@@ -182,8 +182,11 @@ def test_a_conflicting_commit_refuses_the_backfill_and_leaves_nothing(spark, tmp
     def udf(batch):
         import os
 
-        if not os.path.exists(marker):  # another writer commits while the job runs
-            open(marker, "w").close()
+        try:  # another writer commits while the job runs, once (O_EXCL: tasks run side by side)
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            pass
+        else:
             lancepy.dataset(uri).delete("id = 1 OR id >= 0")
         return pa.RecordBatch.from_arrays([pc.multiply(batch.column("id"), 2)], names=["twice"])
 
