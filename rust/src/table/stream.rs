@@ -31,6 +31,8 @@ pub struct ScanStream {
     rounds_ahead: usize,
     /// The rounds read ahead, oldest first.
     ahead: VecDeque<Round>,
+    /// Most rows of a batch handed out (tasks may read more at a time).
+    out_rows: usize,
 }
 
 /// A round being read on the I/O pool.
@@ -64,7 +66,16 @@ impl ScanStream {
             round,
             rounds_ahead: read_ahead.div_ceil(round),
             ahead: VecDeque::new(),
+            out_rows: usize::MAX,
         }
+    }
+
+    /// Hands out what the tasks read in batches of at most `rows` rows (zero-copy slices),
+    /// for tasks planned larger than the batches asked for (see
+    /// [`TableSnapshot::read_unit_rows`]).
+    pub fn cut_into(mut self, rows: u64) -> Self {
+        self.out_rows = usize::try_from(rows).unwrap_or(usize::MAX).max(1);
+        self
     }
 
     fn take_round(&mut self) -> Vec<ScanTask> {
@@ -147,7 +158,20 @@ impl Iterator for ScanStream {
                 return None;
             }
             match self.next_round() {
-                Ok(batches) => self.ready.extend(batches),
+                Ok(batches) => {
+                    for b in batches {
+                        if b.num_rows() <= self.out_rows {
+                            self.ready.push_back(b);
+                            continue;
+                        }
+                        let mut at = 0;
+                        while at < b.num_rows() {
+                            let len = self.out_rows.min(b.num_rows() - at);
+                            self.ready.push_back(b.slice(at, len));
+                            at += len;
+                        }
+                    }
+                }
                 Err(e) => {
                     self.tasks.clear();
                     self.ahead.clear();
