@@ -238,6 +238,24 @@ mod tests {
     }
 
     #[test]
+    fn read_units_are_cut_into_the_batches_asked_for() {
+        let (snap, _, _) = snapshot();
+        let proj = snap.projection(None).unwrap();
+        let opts = ScanOptions::default();
+        // 8-byte rows: a unit is a multiple of the batch, capped at 64K rows.
+        assert_eq!(snap.read_unit_rows(&proj, 7), 7 * (65_536 / 7));
+        assert_eq!(snap.read_unit_rows(&proj, 100_000), 100_000);
+        assert_eq!(snap.read_unit_rows(&proj, 0), 65_536);
+        for (read_rows, out_rows) in [(20, 7), (30, 30), (7, 3), (100, 1)] {
+            let tasks = snap.plan_scan(None, 3, Some(90), read_rows, opts).unwrap();
+            let batches: Vec<RecordBatch> =
+                ScanStream::new(snap.clone(), tasks, proj.clone(), opts, None).cut_into(out_rows).map(|b| b.unwrap()).collect();
+            assert!(batches.iter().all(|b| b.num_rows() as u64 <= out_rows && b.num_rows() > 0));
+            assert_eq!(ids(batches.into_iter().map(Ok)), (3..93).collect::<Vec<_>>(), "{read_rows} / {out_rows}");
+        }
+    }
+
+    #[test]
     fn an_error_read_ahead_ends_the_stream() {
         let (snap, store, files) = snapshot();
         let proj = snap.projection(None).unwrap();
