@@ -631,7 +631,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             read_ahead=self._read_ahead,
         )
         for t, _ in self._filtered_stream(stream):
-            yield from self._finish(t).to_batches()
+            yield from self._finish(t).to_batches(max_chunksize=self._batch_size)
 
     def _filtered_stream(self, stream: Any) -> Iterator[Any]:
         """The rows of `stream`'s batches that pass the filter, after the scan's offset and

@@ -31,6 +31,8 @@ pub struct ScanStream {
     rounds_ahead: usize,
     /// The rounds read ahead, oldest first.
     ahead: VecDeque<Round>,
+    /// Most rows of a batch handed out (tasks may read more at a time).
+    out_rows: usize,
 }
 
 /// A round being read on the I/O pool.
@@ -64,7 +66,16 @@ impl ScanStream {
             round,
             rounds_ahead: read_ahead.div_ceil(round),
             ahead: VecDeque::new(),
+            out_rows: usize::MAX,
         }
+    }
+
+    /// Hands out what the tasks read in batches of at most `rows` rows (zero-copy slices),
+    /// for tasks planned larger than the batches asked for (see
+    /// [`TableSnapshot::read_unit_rows`]).
+    pub fn cut_into(mut self, rows: u64) -> Self {
+        self.out_rows = usize::try_from(rows).unwrap_or(usize::MAX).max(1);
+        self
     }
 
     fn take_round(&mut self) -> Vec<ScanTask> {
@@ -147,7 +158,20 @@ impl Iterator for ScanStream {
                 return None;
             }
             match self.next_round() {
-                Ok(batches) => self.ready.extend(batches),
+                Ok(batches) => {
+                    for b in batches {
+                        if b.num_rows() <= self.out_rows {
+                            self.ready.push_back(b);
+                            continue;
+                        }
+                        let mut at = 0;
+                        while at < b.num_rows() {
+                            let len = self.out_rows.min(b.num_rows() - at);
+                            self.ready.push_back(b.slice(at, len));
+                            at += len;
+                        }
+                    }
+                }
                 Err(e) => {
                     self.tasks.clear();
                     self.ahead.clear();
@@ -210,6 +234,24 @@ mod tests {
             let tasks = snap.plan_scan(None, 0, None, 7, opts).unwrap();
             let stream = ScanStream::new(snap.clone(), tasks, proj.clone(), opts, read_ahead);
             assert_eq!(ids(stream), (0..100).collect::<Vec<_>>(), "read_ahead {read_ahead:?}");
+        }
+    }
+
+    #[test]
+    fn read_units_are_cut_into_the_batches_asked_for() {
+        let (snap, _, _) = snapshot();
+        let proj = snap.projection(None).unwrap();
+        let opts = ScanOptions::default();
+        // 8-byte rows: a unit is a multiple of the batch, capped at 64K rows.
+        assert_eq!(snap.read_unit_rows(&proj, 7), 7 * (65_536 / 7));
+        assert_eq!(snap.read_unit_rows(&proj, 100_000), 100_000);
+        assert_eq!(snap.read_unit_rows(&proj, 0), 65_536);
+        for (read_rows, out_rows) in [(20, 7), (30, 30), (7, 3), (100, 1)] {
+            let tasks = snap.plan_scan(None, 3, Some(90), read_rows, opts).unwrap();
+            let batches: Vec<RecordBatch> =
+                ScanStream::new(snap.clone(), tasks, proj.clone(), opts, None).cut_into(out_rows).map(|b| b.unwrap()).collect();
+            assert!(batches.iter().all(|b| b.num_rows() as u64 <= out_rows && b.num_rows() > 0));
+            assert_eq!(ids(batches.into_iter().map(Ok)), (3..93).collect::<Vec<_>>(), "{read_rows} / {out_rows}");
         }
     }
 
