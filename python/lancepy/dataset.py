@@ -190,18 +190,12 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def data_storage_version(self) -> str:
         """The data file version new files are written with (``"2.0"``, ``"2.1"``, ``"2.2"``)."""
-        fmt = self._loaded.manifest.get("data_format") or {}
-        m = self._loaded.manifest
-        return fmt.get("version") or _commit._infer_storage_version(m.get("fragments", []), m.get("writer_feature_flags", 0))
+        return self._loaded.data_storage_version
 
     @property
     def max_field_id(self) -> int:
         """Largest field id used by the schema or any data file."""
-        ids = [f.get("id", 0) for f in self._loaded.manifest.get("fields", [])]
-        for frag in self._loaded.manifest.get("fragments", []):
-            for df in frag.get("files", []):
-                ids.extend(df.get("fields", []))
-        return max(ids, default=-1)
+        return self._loaded.max_field_id
 
     @property
     def manifest_naming(self) -> str:
@@ -215,7 +209,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def has_stable_row_ids(self) -> bool:
         """Whether row ids survive compaction and updates (``enable_stable_row_ids``)."""
-        return bool(self._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+        return self._loaded.stable_row_ids
 
     @property
     def stats(self) -> "LanceStats":

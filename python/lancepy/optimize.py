@@ -455,7 +455,7 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
     as pylance 14's)."""
     from lancepy._ops import btree as _btree
 
-    stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+    stable = ds._loaded.stable_row_ids
     ids = set(fragment_ids)
     return [
         e for e in ds._index_entries()
@@ -472,7 +472,7 @@ def _rewrite(
     committing them; their ids are 0 until :func:`_commit_rewrites` reserves some."""
     import numpy as np
 
-    stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+    stable = ds._loaded.stable_row_ids
     ids = [f.get("id", 0) for f in fragments]
     remap = bool(_remappable_indices(ds, ids))
     row_ids: List[int] = []

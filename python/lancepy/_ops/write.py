@@ -608,9 +608,7 @@ def write_dataset(
         fields = base.manifest.get("fields", [])
         metadata = base.manifest.get("schema_metadata", {})
         reader = align_to_schema(reader, _schema_of(fields, metadata), fill_missing=True)
-        version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
-            base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
-        )
+        version = base.data_storage_version
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
             _refuse_version_mix(version, normalize_storage_version(data_storage_version))
             raise InvalidArgumentError(
@@ -620,9 +618,7 @@ def write_dataset(
     else:
         if data_storage_version is None and base is not None:
             # (as pylance: an overwrite keeps the dataset's storage version unless told otherwise)
-            version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
-                base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
-            )
+            version = base.data_storage_version
         else:
             version = normalize_storage_version(data_storage_version)
         lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
