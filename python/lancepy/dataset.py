@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import datetime
 import os
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -31,7 +31,6 @@ from lancepy._core.args import (
     DEFAULT_CONFLICT_RETRIES,
     DEFAULT_RETRY_TIMEOUT,
     _args,
-    _indices,
     _refuse,
     _timeout_seconds,
 )
@@ -58,7 +57,6 @@ from lancepy._table.operations import IndexDescription, LanceOperation, LanceSch
 from lancepy._table.tags import Tags
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
 from lancepy.exceptions import CorruptFileError, DatasetNotFoundError, InvalidArgumentError, LanceError, UnsupportedError, VersionNotFoundError
-from lancepy.filters import Filter
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
@@ -86,9 +84,6 @@ __all__ = [
     "write_dataset",
     "LANCE_COMMIT_MESSAGE_KEY",
 ]
-
-_T = TypeVar("_T")
-
 
 def _reopen(uri: str, version: int, storage_options: StorageOptions, base_store_params: Any) -> "LanceDataset":
     """A pickled :class:`LanceDataset` again (see ``LanceDataset.__reduce__``)."""
@@ -293,11 +288,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     def _index_entries(self) -> List[Dict[str, Any]]:
         """The index section's entries (uuid, fields, fragment ids, ...), decoded."""
         return _index_ops._index_entries(self)
-
-    def _index_type(self, entry: Dict[str, Any]) -> str:
-        """An index's type name as pylance reports it: vector indices name theirs in their
-        file (schema metadata ``lance:index``); the others by their details message."""
-        return _index_ops._index_type(self, entry)
 
     def describe_indices(self) -> List["IndexDescription"]:
         """One :class:`IndexDescription` per index name (its segments together), as pylance:
@@ -885,11 +875,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         are skipped."""
         return _take._take_rows(self, row_ids, columns, with_row_id, with_row_address)
 
-    def _addresses_of_row_ids(self, ids: Any) -> pa.Array:
-        """The addresses of stable row ids (unknown and deleted ids left out), in order. The
-        id → address map of this version is built once (one scan of row ids, no columns)."""
-        return _take._addresses_of_row_ids(self, ids)
-
     take_rows = _take_rows
 
     def sql(self, sql: str) -> "SqlQueryBuilder":
@@ -965,20 +950,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     # -- modifications ---------------------------------------------------------------------
 
-    def _matching_addresses(self, flt: Filter, fragment_ids: Optional[List[int]] = None) -> pa.Array:
-        """Row addresses of the live rows matching a filter (in `fragment_ids` only, if
-        given), in one pass."""
-        return _mutations._matching_addresses(self, flt, fragment_ids)
-
-    def _retry_on_conflict(
-        self, attempt: Callable[[], _T], conflict_retries: int, retry_timeout: datetime.timedelta
-    ) -> _T:
-        """Runs `attempt` (read this version, write, commit). When its commit loses to a
-        concurrent incompatible commit (say, a delete of the same fragment), the files it wrote
-        are already gone; the latest version is re-read and the operation applied again, up to
-        `conflict_retries` times within `retry_timeout` (pylance's semantics)."""
-        return _mutations._retry_on_conflict(self, attempt, conflict_retries, retry_timeout)
-
     def delete(
         self,
         predicate: Any,
@@ -1005,9 +976,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         schema, config and older versions stay."""
         return _mutations.truncate_table(self)
 
-    def _write_deletions(self, addresses: pa.Array) -> Any:
-        return _mutations._write_deletions(self, addresses)
-
     def update(
         self,
         updates: Dict[str, Any],
@@ -1024,13 +992,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         Returns ``{"num_rows_updated": n}``.
         """
         return _mutations.update(self, updates, where, conflict_retries, retry_timeout, data_storage_version)
-
-    def _update_once(self, updates: Dict[str, Any], where: Any) -> Dict[str, int]:
-        return _mutations._update_once(self, updates, where)
-
-    def _replace_rows(self, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()) -> None:
-        """Deletes rows at `addresses` and appends `new_rows`, as one Update transaction."""
-        return _mutations._replace_rows(self, addresses, new_rows, fields_modified)
 
     def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
         """Adds the columns of `data_obj` by a left join of this dataset's column `left_on`
@@ -1118,23 +1079,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """
         return _evolution.add_columns(self, transforms, read_columns, reader_schema, batch_size)
 
-    def _check_new_names(self, new_schema: pa.Schema) -> None:
-        return _evolution._check_new_names(self, new_schema)
-
-    def _add_computed_columns(self, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int,
-                              batch_size: Optional[int] = None) -> None:
-        """Calls `fn` as pylance does: per fragment, on runs of `batch_size` (default 1024)
-        physical rows with the deleted ones left out (a run may be short, or empty); the
-        results are laid over the fragment's physical rows, deleted rows getting nulls.
-        `read_columns` may name ``_rowid`` / ``_rowaddr``."""
-        return _evolution._add_computed_columns(self, fn, read_columns, first_id, batch_size)
-
-    def _add_precomputed_columns(self, values: pa.Table, first_id: int) -> None:
-        return _evolution._add_precomputed_columns(self, values, first_id)
-
-    def _attach_new_columns(self, new_tables: List[pa.Table], first_id: int) -> None:
-        return _evolution._attach_new_columns(self, new_tables, first_id)
-
     def drop_columns(self, columns: List[str]) -> None:
         """Removes columns (metadata only: their field ids are tombstoned in data files)."""
         return _evolution.drop_columns(self, columns)
@@ -1149,11 +1093,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         tombstoned (a ``Merge`` transaction); other columns are not touched.
         """
         return _evolution.alter_columns(self, *alterations)
-
-    def _cast_columns(self, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
-        """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
-        apart from the types."""
-        return _evolution._cast_columns(self, fields, casts)
 
     # -- maintenance -----------------------------------------------------------------------
 

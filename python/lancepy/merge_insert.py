@@ -15,6 +15,7 @@ from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.schema import ROW_ADDRESS
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
 from lancepy.filters import Filter, FilterLike, compile_filter
+from lancepy._ops import mutations as _mutations
 from lancepy._ops.mutations import replace_rows_uncommitted
 from lancepy.fragment import align_to_schema, to_record_batch_reader
 from lancepy.scanner import _evaluate
@@ -134,7 +135,7 @@ class MergeInsertBuilder:
                 self._ds._commit("Update", *planned)
             return stats
 
-        return self._ds._retry_on_conflict(attempt, self._conflict_retries, self._retry_timeout)
+        return _mutations._retry_on_conflict(self._ds, attempt, self._conflict_retries, self._retry_timeout)
 
     def execute_uncommitted(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> Tuple[Any, Dict[str, int]]:
         """Writes the merge's files without committing: returns ``(Transaction, stats)``, the
