@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import datetime
-import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import pyarrow as pa
@@ -35,7 +34,7 @@ from lancepy._core.args import (
     _timeout_seconds,
 )
 from lancepy._core.iostats import IoStatsMembers, dataset_tracker, track_io
-from lancepy._core.paths import PathLike, _local_path, _uri
+from lancepy._core.paths import PathLike, _uri
 from lancepy._core.storage import StorageOptions, normalize_storage_options
 from lancepy._ops import config as _config
 from lancepy._ops import evolution as _evolution
@@ -53,10 +52,11 @@ from lancepy._table.commit import AutoCleanupConfig
 from lancepy._table.bases import DatasetBasePath
 from lancepy._table.cleanup import CleanupStats
 from lancepy._table.manifest import _summary_entry, _version_entry
-from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction, _transaction_from_json
+from lancepy._table import operations as _operations
+from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction
 from lancepy._table.tags import Tags
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
-from lancepy.exceptions import CorruptFileError, DatasetNotFoundError, InvalidArgumentError, LanceError, UnsupportedError, VersionNotFoundError
+from lancepy.exceptions import CorruptFileError, InvalidArgumentError, UnsupportedError
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
@@ -796,37 +796,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         (a ``ValueError``). A path that does not exist raises
         :class:`~lancepy.exceptions.DatasetNotFoundError` unless `ignore_not_found` is true.
         The manifests go first, so an interrupted drop leaves no dataset behind, only files."""
-        uri = _uri(base_uri)
-        store = _lancepy.Store(uri, normalize_storage_options(storage_options))
-        versions, _ = _commit.list_versions(store)
-        if not versions and not store.root_exists():
-            if ignore_not_found:
-                return
-            raise DatasetNotFoundError(f"cannot drop {uri}: it does not exist")
-        readable = False
-        for v in sorted(versions, reverse=True):
-            try:
-                _commit.load_manifest(store, v)
-            except LanceError:  # corrupt, or unreadable for another reason: not proof of a dataset
-                continue
-            readable = True
-            break
-        if not readable:
-            raise InvalidArgumentError(
-                f"refusing to drop {uri}: no readable Lance manifest in _versions/, so it is not a dataset root "
-                "(a path holding only data files or unreadable manifests needs a storage-level delete)"
-            )
-        objects = [path for path, _, _ in store.list("")]
-        manifests = {p for p in objects if p.startswith(_commit.VERSIONS_DIR + "/")}
-        store.delete(sorted(manifests))
-        local = _local_path(uri)
-        if local is not None and os.path.isdir(local):
-            import shutil
-
-            shutil.rmtree(local)
-            _lancepy.evict_cached_files(uri)
-        else:
-            store.delete([p for p in objects if p not in manifests])
+        _cleanup.drop_dataset(_uri(base_uri), normalize_storage_options(storage_options), ignore_not_found)
 
     def read_transaction(self, version: int) -> Optional["Transaction"]:
         """The transaction that created version `version`: a :class:`Transaction` whose
@@ -835,26 +805,12 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         :class:`~lancepy.exceptions.VersionNotFoundError`. An operation lancepy has no class
         for (``ReserveFragments``, ``CreateIndex``, ...) is a bare
         :class:`LanceOperation.BaseOperation`, as in pylance."""
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise InvalidArgumentError(f"version must be an int, got {version!r}")
-        versions, _ = _commit.list_versions(self._store)
-        if version not in versions:
-            raise VersionNotFoundError(f"{self._uri} has no version {version}")
-        txn = _commit.load_transaction(self._store, version)
-        return None if txn is None else _transaction_from_json(txn)
+        return _operations.read_transaction(self._store, version)
 
     def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
         """The transactions of the `recent_transactions` versions up to this one, newest
         first (``None`` for a version without a readable transaction)."""
-        if not isinstance(recent_transactions, int) or isinstance(recent_transactions, bool) or recent_transactions < 0:
-            raise InvalidArgumentError(f"recent_transactions must be a non-negative int, got {recent_transactions!r}")
-        versions, _ = _commit.list_versions(self._store)
-        wanted = [v for v in sorted(versions, reverse=True) if v <= self.version][:recent_transactions]
-        out = []
-        for v in wanted:
-            txn = _commit.load_transaction(self._store, v)
-            out.append(None if txn is None else _transaction_from_json(txn))
-        return out
+        return _operations.recent_transactions(self._store, self.version, recent_transactions)
 
     def replace_schema(self, schema: Any) -> None:
         """Not built, as in pylance: use :meth:`replace_schema_metadata` or
