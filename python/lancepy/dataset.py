@@ -60,7 +60,7 @@ from lancepy.exceptions import CorruptFileError, InvalidArgumentError, Unsupport
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
-from lancepy.scanner import ColumnOrdering, LanceScanner, scan_columns
+from lancepy.scanner import ColumnOrdering, LanceScanner
 from lancepy.stats import LanceStats
 from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
 from lancepy import session as _session
@@ -586,35 +586,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         :class:`~lancepy.exceptions.NotSupportedError`.
         """
         o = _session.scan_options(self, _args(locals()))  # (with this object's default_scan_options)
-        _refuse(
-            scan_stats_callback=o["scan_stats_callback"],
-            row_addr_allowlist=o["row_addr_allowlist"],
-            row_addr_blocklist=o["row_addr_blocklist"],
-        )
-        scanner = LanceScanner(self._pinned(), scan_columns(o["columns"], o["full_text_query"]), o["filter"], o["limit"], o["offset"], bool(o["with_row_id"]),
-                               bool(o["with_row_address"]), o["batch_size"], o["fragments"])
-        scanner._set_order(o["order_by"])
-        scanner._set_late_materialization(o["late_materialization"])
-        scanner._set_blob_handling(o["blob_handling"])
-        if o["nearest"] is not None:
-            if o["order_by"]:
-                raise UnsupportedError("order_by together with nearest= (results come nearest first)")
-            scanner._set_nearest(o["nearest"], bool(o["prefilter"]))
-            scanner._fast_search = bool(o["fast_search"])
-        scanner._set_include_deleted(o["include_deleted_rows"])
-        scanner._set_full_text(o["full_text_query"], bool(o["prefilter"]), o["columns"])
-        scanner._set_rrf_k(o["rrf_k"])
-        scanner._use_scalar_index = o["use_scalar_index"] is not False
-        scanner._no_scoring_column = bool(o["disable_scoring_autoprojection"])
-        scanner._set_read_ahead(o["batch_readahead"])
-        scanner._set_batching(bool(o["strict_batch_size"]), o["batch_size_bytes"])
-        if o["index_segments"] is not None:
-            if o["nearest"] is None:
-                raise InvalidArgumentError("index_segments= restricts a vector search: give nearest= too")
-            if isinstance(o["index_segments"], (str, bytes)):
-                raise InvalidArgumentError("index_segments takes a list of segment uuids")
-            scanner._index_segments = list(o["index_segments"])
-        return scanner
+        return LanceScanner._from_options(self._pinned(), o)
 
     def to_table(
         self,
