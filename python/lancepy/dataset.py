@@ -1093,12 +1093,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
             table_id=table_id,
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
         )
-        planned: Optional[Transaction] = None
-        if isinstance(operation, Transaction):
-            planned, operation = operation, operation.operation
-            read_version = planned.read_version
-        if not isinstance(operation, LanceOperation.BaseOperation):
-            raise InvalidArgumentError(f"commit needs a LanceOperation or a Transaction, got {type(operation).__name__}")
         if isinstance(base_uri, LanceDataset):
             storage_options = base_uri._storage_options if storage_options is None else storage_options
             if base_store_params is None:
@@ -1110,7 +1104,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
             _lancepy.Store(uri, options),
             operation,
             read_version,
-            planned=planned,
             naming="v1" if enable_v2_manifest_paths is False else "v2",
             max_retries=max_retries,
             commit_message=commit_message,

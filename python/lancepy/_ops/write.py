@@ -690,7 +690,6 @@ def commit_operation(
     operation: Any,
     read_version: Optional[int],
     *,
-    planned: Any = None,
     naming: str = "v2",
     max_retries: int = 20,
     commit_message: Optional[str] = None,
@@ -699,11 +698,17 @@ def commit_operation(
     commit_lock: Any = None,
     detached: bool = False,
 ) -> _commit.LoadedManifest:
-    """Commits `operation` (a ``LanceOperation``; `planned`, a ``Transaction`` it came from,
-    gives the uuid and properties) on top of `read_version` (required but for ``Overwrite``
+    """Commits `operation` (a ``LanceOperation``, or a ``Transaction``, whose read version,
+    uuid and properties are used) on top of `read_version` (required but for ``Overwrite``
     and ``Restore``, which default to the latest) of the
     dataset at `store`: :meth:`lancepy.LanceDataset.commit` without the dataset object.
     Returns the new version's manifest."""
+    planned: Optional[Transaction] = None
+    if isinstance(operation, Transaction):
+        planned, operation = operation, operation.operation
+        read_version = planned.read_version
+    if not isinstance(operation, LanceOperation.BaseOperation):
+        raise InvalidArgumentError(f"commit needs a LanceOperation or a Transaction, got {type(operation).__name__}")
     uri = store.uri
     latest, _ = _commit.latest_version(store)
     if read_version is None:
