@@ -369,40 +369,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ``streaming_*``, ``train=False``, ``num_bits`` other than 8, multi-column indices,
         vectors that are not float32, ``index_file_version="Legacy"`` but for IVF_PQ of float32.
         """
-        return _index_ops.create_index(
-            self,
-            column,
-            index_type,
-            name,
-            metric,
-            replace,
-            num_partitions,
-            ivf_centroids,
-            pq_codebook,
-            num_sub_vectors,
-            accelerator,
-            index_cache_size,
-            shuffle_partition_batches,
-            shuffle_partition_concurrency,
-            ivf_centroids_file,
-            precomputed_partition_dataset,
-            storage_options,
-            filter_nan,
-            train,
-            fragment_ids,
-            index_uuid,
-            target_partition_size=target_partition_size,
-            streaming_sample_rate=streaming_sample_rate,
-            streaming_coreset_rate=streaming_coreset_rate,
-            streaming_refine_passes=streaming_refine_passes,
-            skip_transpose=skip_transpose,
-            progress_callback=progress_callback,
-            sample_rate=sample_rate,
-            max_iters=max_iters,
-            num_bits=num_bits,
-            seed=seed,
-            index_file_version=index_file_version, one_pass_ivfpq=one_pass_ivfpq,
-        )
+        return _index_ops.create_index(self, **_args(locals()))
 
     def create_scalar_index(
         self, column: Union[str, List[str]], index_type: Any, name: Optional[str] = None, *, replace: bool = True,
