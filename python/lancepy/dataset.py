@@ -53,12 +53,13 @@ from lancepy._table.bases import DatasetBasePath
 from lancepy._table.cleanup import CleanupStats
 from lancepy._table.manifest import _summary_entry, _version_entry
 from lancepy._table import operations as _operations
+from lancepy._table import validate as _validate
 from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction
 from lancepy._table.tags import Tags
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
-from lancepy.exceptions import CorruptFileError, InvalidArgumentError, UnsupportedError
+from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
-from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
+from lancepy.merge_insert import MergeInsertBuilder
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
 from lancepy.scanner import ColumnOrdering, LanceScanner
 from lancepy.stats import LanceStats
@@ -716,14 +717,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Rows ``start`` (inclusive) to ``end`` (exclusive) by position in scan order (deleted
         rows not counted), as one offset/limit scan; `end` past the last row stops there.
         `columns` is a list of names or a dict of output names to SQL expressions."""
-        for name, value in (("start", start), ("end", end)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
-        if start < 0:
-            raise InvalidArgumentError(f"start must be non-negative, got {start}")
-        if end < start:
-            raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
-        return self.scanner(columns=columns, offset=start, limit=end - start).to_table()
+        return _take.slice_rows(self, start, end, columns)
 
     @staticmethod
     def drop(
@@ -813,13 +807,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         deletion file can be read and matches its record. Raises
         :class:`~lancepy.exceptions.CorruptFileError` listing every problem found (the
         ``lancepy validate`` command also checks every manifest)."""
-        from lancepy._table.validate import _validate_version
-
-        problems: List[str] = []
-        checked = {"manifests": 0, "data_files": 0, "deletion_files": 0}
-        _validate_version(self._store, self._loaded, problems, checked, self._storage_options)
-        if problems:
-            raise CorruptFileError(f"{self._uri} version {self.version} is damaged: " + "; ".join(problems))
+        _validate.validate_version(self._store, self._loaded, self._storage_options)
 
     def checkout_latest(self) -> None:
         """Moves this object to the latest version (in place, as pylance does)."""
@@ -828,10 +816,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     def restore(self) -> None:
         """Makes this (older) version the latest, as a new version; this object moves to it
         (and, as in pylance, nothing is returned)."""
-        latest = self.latest_version
-        txn = _commit.new_transaction(latest, "Restore", {"version": self.version})
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, commit_lock=self._commit_lock)
-        self._set_loaded(result.manifest)
+        body = {"version": self.version}
+        self._set_loaded(_commit.commit_body(self._store, self.latest_version, "Restore", body, naming=self._loaded.naming,
+                                             commit_lock=self._commit_lock))
 
     def _refresh_latest(self) -> None:
         self._set_loaded(_commit.load_manifest(self._store))
@@ -839,9 +826,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     def _commit(self, operation: str, body: Dict[str, Any], written: Sequence[str] = (), read_version: Optional[int] = None) -> None:
         _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
         rv = self.version if read_version is None else read_version
-        txn = _commit.new_transaction(rv, operation, body)
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, written_files=written, commit_lock=self._commit_lock)
-        self._set_loaded(result.manifest)
+        self._set_loaded(_commit.commit_body(self._store, rv, operation, body, naming=self._loaded.naming, written=written,
+                                             commit_lock=self._commit_lock))
 
     # -- modifications ---------------------------------------------------------------------
 
@@ -901,15 +887,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         Without `on`, the keys are the schema's unenforced primary key: the fields whose
         metadata has ``lance-schema:unenforced-primary-key`` = ``"true"`` (as pylance); with
         neither, :class:`InvalidArgumentError` (a ``ValueError``)."""
-        if on is None:
-            keys = _primary_key(self._schema)
-            if not keys:
-                raise InvalidArgumentError(
-                    "merge_insert needs join keys: pass on=... or mark primary-key fields in the schema "
-                    f"(field metadata {PRIMARY_KEY_METADATA!r} = 'true')"
-                )
-            return MergeInsertBuilder(self, keys)
-        return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
+        return MergeInsertBuilder._keyed(self, on)
 
     def insert(
         self,

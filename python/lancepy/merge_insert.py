@@ -4,7 +4,7 @@ returns."""
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,6 +61,19 @@ class MergeInsertBuilder:
         self._conflict_retries = DEFAULT_CONFLICT_RETRIES
         self._retry_timeout = DEFAULT_RETRY_TIMEOUT
         self._use_index = True
+
+    @classmethod
+    def _keyed(cls, ds: LanceDataset, on: Union[str, List[str], None]) -> "MergeInsertBuilder":
+        """``ds.merge_insert(on)``: keys `on` (a name or names), else the schema's primary key."""
+        if on is None:
+            keys = _primary_key(ds._schema)
+            if not keys:
+                raise InvalidArgumentError(
+                    "merge_insert needs join keys: pass on=... or mark primary-key fields in the schema "
+                    f"(field metadata {PRIMARY_KEY_METADATA!r} = 'true')"
+                )
+            return cls(ds, keys)
+        return cls(ds, [on] if isinstance(on, str) else list(on))
 
     def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
         """How often a merge whose commit conflicts with a concurrent one is re-applied to the

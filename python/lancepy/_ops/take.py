@@ -20,6 +20,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
 
 
+def slice_rows(ds: LanceDataset, start: int, end: int, columns: Any = None) -> pa.Table:
+    """See :meth:`LanceDataset.slice`: rows `start` to `end` in scan order, one offset/limit scan."""
+    for name, value in (("start", start), ("end", end)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
+    if start < 0:
+        raise InvalidArgumentError(f"start must be non-negative, got {start}")
+    if end < start:
+        raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
+    return ds.scanner(columns=columns, offset=start, limit=end - start).to_table()
+
+
 def sample(
     ds: LanceDataset,
     num_rows: int,
