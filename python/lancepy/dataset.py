@@ -55,9 +55,11 @@ from lancepy._table.manifest import _summary_entry, _version_entry
 from lancepy._table import operations as _operations
 from lancepy._table import validate as _validate
 from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction
+from lancepy._table.snapshot import VersionState
+from lancepy._table import tags as _tags
 from lancepy._table.tags import Tags
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
-from lancepy.exceptions import InvalidArgumentError, UnsupportedError
+from lancepy.exceptions import UnsupportedError
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import MergeInsertBuilder
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
@@ -113,13 +115,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         self._store = _lancepy.Store(self._uri, self._storage_options)
         self._session = _session.Session()  # (its own caches, unless dataset() / checkout_version share one)
         with self._io:
-            if _loaded is None:
-                if isinstance(version, str):
-                    version = Tags(self._store).get_version(version)
-                elif version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
-                    raise InvalidArgumentError(f"version must be a non-negative int or a tag name, got {version!r}")
-                _loaded = _commit.load_manifest(self._store, version)
-            self._set_loaded(_loaded)
+            self._set_loaded(_tags.load_version(self._store, version) if _loaded is None else _loaded)
 
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
         """Moves this object to the version `loaded`. Everything derived from a version
@@ -128,16 +124,10 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ...), and so that :meth:`_pinned` views keep theirs."""
         _commit.check_feature_flags(loaded, write=False, uri=self._uri)
         self._loaded = loaded
-        if loaded.native is not None:
-            self._snapshot = _lancepy.TableSnapshot.from_manifest(
-                self._uri, loaded.native, self._storage_options, self._base_store_params
-            )
-        else:
-            self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options, self._base_store_params)
-        # Per-version caches (the Arrow schema, fragment row counts, the stable row id map, a
-        # vector search's deleted rows): built on first use, keyed by name, dropped with the
-        # version; one dict shared with this version's pinned views.
-        self._per_version: Dict[str, Any] = {}
+        # The native snapshot and the per-version caches (see VersionState), shared with this
+        # version's pinned views.
+        self._per_version = VersionState.open(self._uri, loaded, self._storage_options, self._base_store_params)
+        self._snapshot = self._per_version.snapshot
 
     def _pinned(self) -> "LanceDataset":
         """This version as an object of its own that never moves (fragments, scanners and
@@ -178,10 +168,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     @property
     def _schema(self) -> pa.Schema:
-        schema = self._per_version.get("schema")
-        if schema is None:
-            schema = self._per_version["schema"] = pa.schema(self._snapshot.schema())
-        return schema
+        return self._per_version.schema()
 
     @property
     def data_storage_version(self) -> str:
@@ -441,12 +428,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         return _version_entry(self.version, self._loaded.manifest)
 
     def _snapshot_rows(self) -> Dict[int, Any]:
-        rows = self._per_version.get("fragment_rows")
-        if rows is None:
-            rows = self._per_version["fragment_rows"] = {
-                fid: (phys, live) for fid, phys, live in self._snapshot.fragment_rows()
-            }
-        return rows
+        return self._per_version.fragment_rows()
 
     def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
         """The fragments of this version. `filter` (pylance's partition pruning) is not
@@ -457,19 +439,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     def _fragment_id_set(self) -> frozenset:
         """The ids of this version's fragments (per-version cache)."""
-        ids = self._per_version.get("fragment_ids")
-        if ids is None:
-            ids = self._per_version["fragment_ids"] = frozenset(self._loaded.fragment_ids)
-        return ids
+        return self._per_version.fragment_ids()
 
     def _fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
         """The manifest entry of fragment `fragment_id` of this version."""
-        by_id = self._per_version.get("fragments_by_id")
-        if by_id is None:
-            by_id = self._per_version["fragments_by_id"] = {
-                f.get("id", 0): f for f in self._loaded.manifest.get("fragments", [])
-            }
-        return FragmentMetadata._from_dict(by_id[fragment_id])
+        return self._per_version.fragment_metadata(fragment_id)
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         """The fragment with id `fragment_id`, or ``None``."""
@@ -669,11 +643,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Live rows (matching `filter`); the keyword parameters are :meth:`scanner`'s."""
         args = _args(locals())
         if all(v is None for v in args.values()):
-            # The manifest's row counts less deletions, once per version.
-            count = self._per_version.get("count_rows")
-            if count is None:
-                count = self._per_version["count_rows"] = self._snapshot.count_rows()
-            return count
+            return self._per_version.count_rows()  # (the manifest's row counts less deletions)
         return self.scanner(**args).count_rows()
 
     def head(
