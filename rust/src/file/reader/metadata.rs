@@ -127,7 +127,9 @@ impl FileReader {
             }
             column_meta.push(region.slice_with_length((pos - base) as usize, len as usize));
         }
-        let fields = map_fields_to_columns(&schema, version, column_meta.len(), &path)?;
+        let two_column_strings =
+            if version.is_structural() { Vec::new() } else { two_column_strings(&schema, &column_meta, &path)? };
+        let fields = map_fields_to_columns(&schema, version, column_meta.len(), &two_column_strings, &path)?;
         let arrow_schema = schema.to_arrow();
         let stored = schema.fields.iter().map(|f| f.is_legacy_blob().then(|| f.legacy_blob_file_field())).collect();
         Ok(Self {
@@ -143,6 +145,7 @@ impl FileReader {
             column_meta,
             fields,
             stored,
+            two_column_strings,
             file_size: size,
             held: AtomicU64::new(region.len() as u64 + std::mem::size_of::<Self>() as u64),
             legacy: None,
@@ -179,6 +182,7 @@ impl FileReader {
             column_meta: Vec::new(),
             fields: schema.fields.iter().map(|_| FieldColumns { columns: Vec::new() }).collect(),
             stored: schema.fields.iter().map(|_| None).collect(),
+            two_column_strings: Vec::new(),
             schema,
             file_size: size,
             held: AtomicU64::new(std::mem::size_of::<Self>() as u64),
@@ -458,17 +462,53 @@ fn map_fields_to_columns(
     schema: &LanceSchema,
     version: FileVersion,
     num_columns: usize,
+    two_column_strings: &[usize],
     path: &str,
 ) -> Result<Vec<FieldColumns>> {
     let mut next = 0usize;
     let mut out = Vec::with_capacity(schema.fields.len());
     for f in &schema.fields {
-        let count = if version.is_structural() { f.leaf_fields().len() } else { v2_0_nested::column_count(f) };
+        let count = if version.is_structural() {
+            f.leaf_fields().len()
+        } else {
+            v2_0_nested::file_column_count(f, next, &|c| two_column_strings.binary_search(&c).is_ok())
+        };
         out.push(FieldColumns { columns: (next..next + count).collect() });
         next += count;
     }
     if next != num_columns {
         return Err(Error::corrupt(format!("{path}: the schema needs {next} columns but the file has {num_columns}")));
+    }
+    Ok(out)
+}
+
+/// The columns of a 2.0 file (sorted) that start a string or binary field stored in the
+/// two-column layout of pylance before 0.14 (a `List` page of offsets, then a column of
+/// bytes: see [`v2_0_nested::is_string_like`]); found from each such field's first page.
+fn two_column_strings(schema: &LanceSchema, column_meta: &[Buffer], path: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut next = 0usize;
+    for f in schema.fields.iter().flat_map(v2_0_nested::column_fields) {
+        let col = next;
+        next += 1;
+        if !v2_0_nested::is_string_like(f) {
+            continue;
+        }
+        let Some(meta) = column_meta.get(col) else { break }; // (the count is checked by the caller)
+        let ctx = format!("{path}: column {col}");
+        let meta = file2::ColumnMetadata::decode(meta.as_slice())
+            .map_err(|e| Error::corrupt(format!("{ctx}: invalid ColumnMetadata: {e}")))?;
+        let Some(page) = meta.pages.first() else { continue };
+        let (url, value) = unpack_any(&page.encoding, &ctx)?;
+        if url != TYPE_URL_ARRAY_ENCODING {
+            continue;
+        }
+        let encoding =
+            enc20::ArrayEncoding::decode(value).map_err(|e| Error::corrupt(format!("{ctx}: invalid ArrayEncoding: {e}")))?;
+        if let Some(enc20::array_encoding::ArrayEncoding::List(_)) = encoding.array_encoding {
+            out.push(col);
+            next += 1; // the bytes
+        }
     }
     Ok(out)
 }

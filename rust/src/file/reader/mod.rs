@@ -69,6 +69,9 @@ pub struct FileReader {
     /// Per top-level field, how its pages are decoded when that differs from the schema: a
     /// legacy blob column's descriptions (see [`LanceField::legacy_blob_file_field`]).
     stored: Vec<Option<LanceField>>,
+    /// 2.0 files of pylance before 0.14: the columns (sorted) of string and binary fields
+    /// stored as offsets over a second column of bytes.
+    two_column_strings: Vec<usize>,
     file_size: u64,
     /// Bytes of file metadata this reader keeps in memory: the metadata region read on open
     /// plus the buffers of every page state loaded since (see [`FileReader::held_bytes`]).

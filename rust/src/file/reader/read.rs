@@ -223,8 +223,11 @@ impl FileReader {
     /// The first column of top-level field `field` if it is a nested field of a 2.0 file
     /// (one with child fields: read by [`v2_0_nested`]).
     fn nested_v2_0_column(&self, field: usize) -> Option<usize> {
-        let nested = !self.version.is_structural() && !self.schema.fields[field].children.is_empty();
-        nested.then(|| self.fields[field].columns.first().copied()).flatten()
+        let first = self.fields[field].columns.first().copied();
+        let nested = !self.version.is_structural()
+            && (!self.schema.fields[field].children.is_empty()
+                || first.is_some_and(|c| self.two_column_strings.binary_search(&c).is_ok()));
+        nested.then_some(first).flatten()
     }
 
     /// Reads the selected rows of one leaf column, which holds `column_rows` rows.
@@ -456,6 +459,10 @@ impl v2_0_nested::ColumnSource for FileReader {
 
     fn fetch(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
         self.io.read_ranges(ranges)
+    }
+
+    fn two_column_string(&self, col: usize) -> bool {
+        self.two_column_strings.binary_search(&col).is_ok()
     }
 
     fn read_column(&self, col: usize, field: &LanceField, column_rows: u64, ranges: &[Range<u64>]) -> Result<ArrayRef> {

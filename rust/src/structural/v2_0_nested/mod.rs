@@ -78,6 +78,24 @@ pub fn column_count(field: &LanceField) -> usize {
     column_fields(field).len()
 }
 
+/// Whether `field` holds strings or binary values: what files of pylance before 0.14 (file
+/// version 2.0 as first released, written as "0.3") stored as a `List` page of offsets over
+/// a second column of `uint8` items, where later 2.0 writers use one `Binary` column.
+pub fn is_string_like(field: &LanceField) -> bool {
+    matches!(field.data_type, DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary)
+}
+
+/// Number of file columns of `field` whose first column is `col`, where `two_columns(c)`
+/// says whether the string-like field at column `c` is stored in the two-column layout
+/// (see [`is_string_like`]); [`column_count`] otherwise.
+pub fn file_column_count(field: &LanceField, col: usize, two_columns: &dyn Fn(usize) -> bool) -> usize {
+    let mut next = col;
+    for f in column_fields(field) {
+        next += if is_string_like(f) && two_columns(next) { 2 } else { 1 };
+    }
+    next - col
+}
+
 /// Refuses fields a 2.0 file cannot hold (before anything is written).
 pub fn check_writable(field: &LanceField) -> Result<()> {
     for f in column_fields(field) {

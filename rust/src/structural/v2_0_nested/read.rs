@@ -10,7 +10,7 @@ use arrow_array::{Array, ArrayRef, GenericListArray, OffsetSizeTrait, StructArra
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef};
 
-use super::{check_writable, column_count, is_single_column};
+use super::{check_writable, file_column_count, is_single_column, is_string_like};
 use crate::encodings::DataBlock;
 use crate::error::{Error, Result};
 use crate::format::enc20;
@@ -41,6 +41,11 @@ pub trait ColumnSource {
     /// Reads rows `ranges` (sorted, non-overlapping) of single column `col`, which stores
     /// `field` and must hold `column_rows` rows.
     fn read_column(&self, col: usize, field: &LanceField, column_rows: u64, ranges: &[Range<u64>]) -> Result<ArrayRef>;
+    /// Whether the string-like field at column `col` is stored as offsets over a second
+    /// column of bytes (see [`is_string_like`]).
+    fn two_column_string(&self, _col: usize) -> bool {
+        false
+    }
 }
 
 /// Reads rows `ranges` (sorted, non-overlapping) of `field`, whose first column is `col`
@@ -55,6 +60,9 @@ pub fn read_field(
     crate::interrupt::check()?; // Ctrl-C between the columns of a nested field
     if let DataType::FixedSizeList(_, _) | DataType::Map(_, _) = field.data_type {
         check_writable(field)?;
+    }
+    if is_string_like(field) && src.two_column_string(col) {
+        return read_two_column_string(src, field, col, num_rows, ranges);
     }
     if is_single_column(field) {
         return src.read_column(col, field, num_rows, ranges);
@@ -71,7 +79,7 @@ pub fn read_field(
                     return Err(Error::corrupt(format!("{CTX}: field {:?} read {} values for {count} rows", c.name, a.len())));
                 }
                 children.push(a);
-                child_col += column_count(c);
+                child_col += file_column_count(c, child_col, &|k| src.two_column_string(k));
             }
             if fields.is_empty() {
                 return Ok(Arc::new(StructArray::new_empty_fields(count as usize, None)));
@@ -85,6 +93,44 @@ pub fn read_field(
         DataType::LargeList(item) => read_list::<i64>(src, field, item, col, num_rows, ranges),
         dt => Err(Error::not_supported(format!("field {:?} of type {dt} in a file of version 2.0", field.name))),
     }
+}
+
+/// A string or binary field stored as a list of `uint8` (offsets in column `col`, bytes in
+/// column `col + 1`): read as that list, then its offsets and bytes taken as the field's.
+fn read_two_column_string(
+    src: &impl ColumnSource,
+    field: &LanceField,
+    col: usize,
+    num_rows: u64,
+    ranges: &[Range<u64>],
+) -> Result<ArrayRef> {
+    let large = matches!(field.data_type, DataType::LargeUtf8 | DataType::LargeBinary);
+    let bytes =
+        LanceField { name: "item".into(), data_type: DataType::UInt8, nullable: false, children: vec![], ..field.clone() };
+    let item = Arc::new(bytes.to_arrow());
+    let list_type = if large { DataType::LargeList(item.clone()) } else { DataType::List(item.clone()) };
+    let list_field = LanceField { data_type: list_type, children: vec![bytes], ..field.clone() };
+    let list = if large {
+        read_list::<i64>(src, &list_field, &item, col, num_rows, ranges)?
+    } else {
+        read_list::<i32>(src, &list_field, &item, col, num_rows, ranges)?
+    };
+    let data = list.to_data();
+    let values = data.child_data().first().ok_or_else(|| Error::Internal("a list without items".into()))?;
+    if values.null_count() > 0 {
+        return Err(Error::corrupt(format!("{CTX}: string {:?}: its bytes column has nulls", field.name)));
+    }
+    // Same offsets and validity over the item bytes: a valid string array when the bytes
+    // are (checked: UTF-8 for strings).
+    let out = arrow_data::ArrayData::builder(field.data_type.clone())
+        .len(data.len())
+        .offset(data.offset())
+        .nulls(data.nulls().cloned())
+        .add_buffer(data.buffers()[0].clone())
+        .add_buffer(values.buffers()[0].slice_with_length(values.offset(), values.len()))
+        .build()
+        .map_err(|e| Error::corrupt(format!("{CTX}: string {:?}: {e}", field.name)))?;
+    Ok(arrow_array::make_array(out))
 }
 
 fn check_struct_column(pages: &[PageRef], num_rows: u64, name: &str) -> Result<()> {
