@@ -365,12 +365,14 @@ def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -
     boost = np.float32(q.boost)
     covered = {int(f) for f in entry["fragment_ids"]}
     uncovered = [f for f in frags if f not in covered]
+    if q.boost <= 0:
+        k = None  # (a boost of 0 or less reorders the scores: the unboosted best k are not the best)
     if q.slop is not None:
         if not seg.analyzer.with_position:
             raise InvalidArgumentError(
                 "phrase query: position is not found but required for phrase queries, try recreating the index with position"
             )
-        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed)
+        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
         if uncovered and tokens:
             a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered)
             rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])

@@ -164,7 +164,7 @@ pub struct PhraseList<'a> {
 }
 
 #[inline]
-fn le_u32(b: &[u8], i: usize) -> u32 {
+pub(crate) fn le_u32(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
 }
 
@@ -173,7 +173,7 @@ fn le_u32(b: &[u8], i: usize) -> u32 {
 /// the tokens at the query's relative places; with more, pylance's walk over the tokens in
 /// query order (each at most `slop` positions after where the one before puts it, never
 /// before it), every position cursor starting at the token's first position.
-fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
+pub(crate) fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
     lists.sort_unstable_by_key(|l| l.1);
     if slop == 0 {
         let (first, q0) = lists[0];
@@ -214,7 +214,7 @@ fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
 }
 
 /// The first index in `lo..hi` of the u32 bytes `b` whose value is at least `target`.
-fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -> usize {
+pub(crate) fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -> usize {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if le_u32(b, mid) < target {
