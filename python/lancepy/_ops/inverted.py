@@ -150,6 +150,17 @@ class Analyzer:
             np.frombuffer(positions, dtype="<u4"),
         )
 
+    def query_tokens(self, text: str) -> Tuple[List[str], List[int]]:
+        """``(tokens, positions)`` of one text, in order (repeats kept); the native analyzer
+        is built once."""
+        native = self.__dict__.get("_native")
+        if native is None:
+            native = self.__dict__["_native"] = _lancepy.FtsAnalyzer(
+                str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
+                self._language, self._stop, bool(self.params.get("ascii_folding", False)),
+            )
+        return native.tokens(text)
+
     def tokens(self, text: str) -> List[str]:
         """The tokens of one text, in order (repeats kept)."""
         vocab, ids, _, _ = self.analyze([text])
@@ -372,8 +383,9 @@ class InvertedSegment:
         stop word leaves a gap) give or take `slop` positions, each token after the one
         before (pylance's phrase check). Scores as :meth:`search` with every token required
         (a repeated token scores again), for the documents found only. `allowed` as for
-        :meth:`search`; with `k`, the best `k` of each partition (positions checked best
-        first until `k` documents hold the phrase), else every document found."""
+        :meth:`search`; with `k`, the best `k` of each partition (positions checked only for
+        documents that would enter them; block bounds skip runs of documents), else every
+        document found."""
         import numpy as np
 
         empty = (np.empty(0, np.uint64), np.empty(0, np.float32))
@@ -395,7 +407,8 @@ class InvertedSegment:
             for q, tid in zip(query_positions, tids):
                 docs, _ = part.posting_bytes(int(tid))
                 lists.append((docs, part.position_starts_bytes(int(tid)), part.positions_bytes(int(tid)), int(q)))
-            terms = [(list(tokens).index(t), idfs[t][1], list(tokens).count(t)) for t in uniq]
+            terms = [(list(tokens).index(t), idfs[t][1], list(tokens).count(t), part.bounds_bytes(int(part.token_ids[t])))
+                     for t in uniq]
             mask = allowed[i] if allowed is not None else None
             docs_b, scores_b = _lancepy.fts_phrase_top_k(
                 lists, int(slop), terms, part.num_tokens_bytes, part.row_ids_bytes, avgdl, mask, k

@@ -19,6 +19,55 @@ fn u32s(bytes: &[u8], what: &str) -> PyResult<Vec<u32>> {
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
 }
 
+fn analyzer_of(
+    base_tokenizer: &str,
+    max_token_length: Option<usize>,
+    lower_case: bool,
+    language: Option<String>,
+    stop_words: Option<Vec<String>>,
+    ascii_folding: bool,
+) -> PyResult<fts::Analyzer> {
+    let base = fts::BaseTokenizer::parse(base_tokenizer).py()?;
+    let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
+    Ok(fts::Analyzer {
+        base,
+        max_token_length,
+        lower_case,
+        stemmer,
+        stop_words: stop_words.map(|w| w.into_iter().collect()),
+        ascii_folding,
+    })
+}
+
+/// An analyzer built once (from an index's parameters, as [`fts_analyze`] takes them), for
+/// query texts.
+#[pyclass(name = "FtsAnalyzer", module = "lancepy._lancepy", frozen)]
+pub struct PyFtsAnalyzer {
+    inner: fts::Analyzer,
+}
+
+#[pymethods]
+impl PyFtsAnalyzer {
+    #[new]
+    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding))]
+    fn new(
+        base_tokenizer: &str,
+        max_token_length: Option<usize>,
+        lower_case: bool,
+        language: Option<String>,
+        stop_words: Option<Vec<String>>,
+        ascii_folding: bool,
+    ) -> PyResult<Self> {
+        Ok(Self { inner: analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding)? })
+    }
+
+    /// `(tokens, positions)` of one text, in order (repeats kept).
+    fn tokens(&self, text: &str) -> (Vec<String>, Vec<u32>) {
+        let d = self.inner.analyze(text);
+        (d.tokens, d.positions)
+    }
+}
+
 /// Analyzes `texts` (``None`` = no tokens). Returns `(vocabulary in first-seen order, token
 /// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
 /// positions as u32 bytes (for a single text, or with `with_positions`; empty otherwise))`.
@@ -36,16 +85,7 @@ pub fn fts_analyze<'py>(
     ascii_folding: bool,
     with_positions: bool,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let base = fts::BaseTokenizer::parse(base_tokenizer).py()?;
-    let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
-    let analyzer = fts::Analyzer {
-        base,
-        max_token_length,
-        lower_case,
-        stemmer,
-        stop_words: stop_words.map(|w| w.into_iter().collect()),
-        ascii_folding,
-    };
+    let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding)?;
     let (vocab, ids, offsets, positions) = run(py, || {
         if texts.len() == 1 && !with_positions {
             // (one text, a query: positions too)
@@ -166,6 +206,7 @@ pub fn fts_postings_encode<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_analyze, m)?)?;
+    m.add_class::<PyFtsAnalyzer>()?;
     m.add_function(wrap_pyfunction!(fts_fst_entries, m)?)?;
     m.add_function(wrap_pyfunction!(fts_fst_build, m)?)?;
     m.add_function(wrap_pyfunction!(fts_posting_decode, m)?)?;
@@ -312,7 +353,7 @@ pub fn fts_top_k<'py>(
 
 /// The documents of a partition holding a phrase, scored, best first up to `k` (see
 /// [`fts_topk::phrase_top_k`]): `lists` as for [`fts_phrase_docs`], `terms` per distinct
-/// token `(index of one of its lists, idf, times)`. Returns `(doc ids u32 bytes, scores f32
+/// token `(index of one of its lists, idf, times, block bounds)`. Returns `(doc ids u32 bytes, scores f32
 /// bytes)`.
 #[pyfunction]
 #[pyo3(signature = (lists, slop, terms, num_tokens, row_ids, avgdl, allowed, k))]
@@ -321,7 +362,7 @@ pub fn fts_phrase_top_k<'py>(
     py: Python<'py>,
     lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, i32)>,
     slop: u32,
-    terms: Vec<(usize, f32, u32)>,
+    terms: Vec<(usize, f32, u32, Bound<'py, PyBytes>)>,
     num_tokens: &[u8],
     row_ids: &[u8],
     avgdl: f32,
@@ -337,8 +378,10 @@ pub fn fts_phrase_top_k<'py>(
             query_pos: *q,
         })
         .collect();
-    let terms: Vec<fts_topk::PhraseTerm> =
-        terms.into_iter().map(|(list, idf, times)| fts_topk::PhraseTerm { list, idf, times }).collect();
+    let terms: Vec<fts_topk::PhraseTerm<'_>> = terms
+        .iter()
+        .map(|(list, idf, times, bounds)| fts_topk::PhraseTerm { list: *list, idf: *idf, times: *times, bounds: bounds.as_bytes() })
+        .collect();
     let (docs, scores) = fts_topk::phrase_top_k(&views, slop, &terms, num_tokens, row_ids, avgdl, allowed, k).py()?;
     let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))

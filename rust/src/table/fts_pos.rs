@@ -226,6 +226,20 @@ pub(crate) fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -
     lo
 }
 
+/// [`lower_bound`] found by galloping from `lo` (steps of 1, 2, 4, ...): cheap when the
+/// value is near `lo`, as when walking a dense list in step with another.
+pub(crate) fn gallop(b: &[u8], lo: usize, hi: usize, target: u32) -> usize {
+    if lo >= hi || le_u32(b, lo) >= target {
+        return lo;
+    }
+    let mut step = 1;
+    while lo + step < hi && le_u32(b, lo + step) < target {
+        step *= 2;
+    }
+    // (the value at lo + step / 2 is below target; the one at lo + step, if any, is not)
+    lower_bound(b, lo + step / 2 + 1, (lo + step + 1).min(hi), target)
+}
+
 /// The documents holding every token of `lists` as a phrase within `slop` (see
 /// [`phrase_in_doc`]), ascending. The token with the fewest documents leads; the others are
 /// searched for each of its documents.
@@ -248,7 +262,7 @@ pub fn phrase_docs(lists: &[PhraseList<'_>], slop: u32) -> Result<Vec<u32>> {
         let doc = le_u32(lists[lead].docs, j);
         for (i, l) in lists.iter().enumerate() {
             let len = l.docs.len() / 4;
-            let c = if i == lead { j } else { lower_bound(l.docs, cursor[i], len, doc) };
+            let c = if i == lead { j } else { gallop(l.docs, cursor[i], len, doc) };
             cursor[i] = c;
             if c >= len {
                 break 'docs;
@@ -300,6 +314,17 @@ mod tests {
 
     fn list<'a>(bufs: &'a [Vec<u8>; 3], q: i32) -> PhraseList<'a> {
         PhraseList { docs: &bufs[0], starts: &bufs[1], positions: &bufs[2], query_pos: q }
+    }
+
+    #[test]
+    fn gallop_is_lower_bound() {
+        let v: Vec<u32> = (0..300u32).map(|i| i * 3 + (i % 4)).collect();
+        let bytes = b(&v);
+        for lo in [0usize, 1, 5, 100, 299, 300] {
+            for target in 0..1000u32 {
+                assert_eq!(gallop(&bytes, lo, 300, target), lower_bound(&bytes, lo, 300, target), "{lo} {target}");
+            }
+        }
     }
 
     #[test]

@@ -7,20 +7,20 @@
 //! document in doc-id order (MaxScore: lists whose bounds together cannot reach the current
 //! k-th score are only probed for documents the others found), and skips every run of
 //! documents whose block bounds together stay below it; an AND query walks its shortest list.
-//! A phrase query scores every document holding all its tokens (no positions needed), then
-//! checks positions best first until k documents hold the phrase.
+//! A phrase query walks its shortest list the same way (its tokens' block bounds skip runs
+//! of documents), scores each document holding every token from the frequencies, and checks
+//! positions only for documents whose score would enter the best k phrase documents so far.
 //!
 //! Pruning only drops documents whose bound is below the k-th score (strictly: a document
 //! scoring as much with a lower row id still wins the tie), and every kept document is scored
 //! as [`crate::table::fts::score_docs`] scores it, in the same float32 order, so the top k
 //! are exactly those of the exhaustive scorer.
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::error::{Error, Result};
 use crate::table::fts::{bm25_weight, Hit};
-use crate::table::fts_pos::{le_u32, lower_bound, phrase_in_doc, PhraseList};
+use crate::table::fts_pos::{gallop, le_u32, lower_bound, phrase_in_doc, PhraseList};
 
 /// Documents per block bound.
 pub const BOUND_BLOCK: usize = 128;
@@ -249,9 +249,40 @@ impl Walk<'_, '_> {
         }
     }
 
+    /// Scores every document of list `s` first (each looked up in the others), so that a
+    /// short list of high weights (a rare token) sets the k-th score before the walk. Returns
+    /// the documents scored, ascending.
+    fn seed(&mut self, s: usize) -> Vec<u32> {
+        let m = self.lists.len();
+        let mut cursor = vec![0usize; m];
+        let mut seeded = Vec::with_capacity(self.lists[s].len());
+        for j in 0..self.lists[s].len() {
+            let d = self.lists[s].doc(j);
+            if !self.allowed(d) {
+                continue;
+            }
+            for i in 0..m {
+                let l = &self.lists[i];
+                cursor[i] = if i == s { j } else { gallop(l.docs, cursor[i], l.len(), d) };
+                self.weights[i] = (cursor[i] < l.len() && l.doc(cursor[i]) == d).then(|| self.weight(i, cursor[i], d));
+            }
+            self.offer(d);
+            seeded.push(d);
+        }
+        seeded
+    }
+
     /// OR of the lists (MaxScore with block bounds).
     fn any_term(&mut self) {
         let m = self.lists.len();
+        // (a list much shorter than the longest, with the highest bound, is scored first)
+        let longest = self.lists.iter().map(BoundedList::len).max().unwrap_or(0);
+        let peak = |l: &BoundedList<'_>| (0..l.blocks()).map(|b| l.bound(b)).fold(0f32, f32::max);
+        let short = (0..m)
+            .filter(|&i| self.lists[i].len() * 8 <= longest)
+            .max_by(|&a, &b| peak(&self.lists[a]).total_cmp(&peak(&self.lists[b])));
+        let seeded = short.map(|s| self.seed(s)).unwrap_or_default();
+        let mut next_seeded = 0;
         let mut cursor = vec![0usize; m];
         let mut order: Vec<usize> = (0..m).collect();
         let whole: Vec<f32> = self.lists.iter().map(|l| (0..l.blocks()).map(|b| l.bound(b)).fold(0f32, f32::max)).collect();
@@ -280,7 +311,7 @@ impl Walk<'_, '_> {
                 // (no document in d..=end can reach the top k)
                 for &i in &order[lazy..] {
                     let l = &self.lists[i];
-                    cursor[i] = if end == u32::MAX { l.len() } else { lower_bound(l.docs, cursor[i], l.len(), end + 1) };
+                    cursor[i] = if end == u32::MAX { l.len() } else { gallop(l.docs, cursor[i], l.len(), end + 1) };
                 }
                 continue;
             }
@@ -296,8 +327,11 @@ impl Walk<'_, '_> {
                     self.weights[i] = None;
                 }
             }
-            if !self.allowed(d) {
-                continue;
+            while next_seeded < seeded.len() && seeded[next_seeded] < d {
+                next_seeded += 1;
+            }
+            if !self.allowed(d) || seeded.get(next_seeded) == Some(&d) {
+                continue; // (left out, or scored already)
             }
             // (the probed lists' bounds for this document's blocks)
             let mut rest = 0f32;
@@ -334,7 +368,7 @@ impl Walk<'_, '_> {
                 if end == u32::MAX {
                     return;
                 }
-                j = lower_bound(self.lists[lead].docs, j, len, end + 1);
+                j = gallop(self.lists[lead].docs, j, len, end + 1);
                 continue;
             }
             j += 1;
@@ -354,25 +388,32 @@ impl Walk<'_, '_> {
 
 /// One distinct phrase token's part of the score: which of the phrase's lists holds its
 /// documents, its idf, and how often the phrase holds it.
-pub struct PhraseTerm {
+pub struct PhraseTerm<'a> {
     /// index into the phrase's lists (one whose token this is)
     pub list: usize,
     /// the token's idf
     pub idf: f32,
     /// how often the query holds the token
     pub times: u32,
+    /// [`block_bounds`] of the token's posting list, little-endian f32
+    pub bounds: &'a [u8],
+}
+
+impl PhraseTerm<'_> {
+    fn bound(&self, b: usize) -> f32 {
+        le_f32(self.bounds, b) * self.idf * self.times as f32 * SLACK
+    }
 }
 
 /// The documents of a partition holding the phrase `lists` within `slop` (see
 /// [`crate::table::fts_pos::phrase_docs`]), scored as an AND match of its distinct tokens
-/// `terms` (in their order); with `k`, the best `k` only (score descending, then row id:
-/// positions are checked best first until `k` documents hold the phrase). `allowed` as for
-/// [`top_k`]. Returns `(doc ids, scores)`.
+/// `terms` (in their order); with `k`, the best `k` only (score descending, then row id; see
+/// [`phrase_walk`]). `allowed` as for [`top_k`]. Returns `(doc ids, scores)`.
 #[allow(clippy::too_many_arguments)]
 pub fn phrase_top_k(
     lists: &[PhraseList<'_>],
     slop: u32,
-    terms: &[PhraseTerm],
+    terms: &[PhraseTerm<'_>],
     num_tokens: &[u8],
     row_ids: &[u8],
     avgdl: f32,
@@ -388,13 +429,16 @@ pub fn phrase_top_k(
             return Err(Error::InvalidInput("phrase: docs, position starts and positions disagree".into()));
         }
     }
-    if terms.iter().any(|t| t.list >= lists.len()) {
-        return Err(Error::InvalidInput("phrase: a term names no list".into()));
+    if terms.iter().any(|t| t.list >= lists.len() || t.bounds.len() != 4 * (lists[t.list].docs.len() / 4).div_ceil(BOUND_BLOCK)) {
+        return Err(Error::InvalidInput("phrase: a term names no list, or its block bounds disagree with it".into()));
     }
     let slop = i32::try_from(slop).map_err(|_| Error::InvalidInput("slop too large".into()))?;
     let m = lists.len();
     if m == 0 || k == Some(0) {
         return Ok((Vec::new(), Vec::new()));
+    }
+    if let Some(k) = k {
+        return phrase_walk(lists, slop, terms, num_tokens, row_ids, avgdl, allowed, k);
     }
     // (the documents holding every token, each with its place in every list)
     let lead = (0..m).min_by_key(|&i| lists[i].docs.len()).expect("a list");
@@ -405,7 +449,7 @@ pub fn phrase_top_k(
         let doc = le_u32(lists[lead].docs, j);
         for (i, l) in lists.iter().enumerate() {
             let len = l.docs.len() / 4;
-            let c = if i == lead { j } else { lower_bound(l.docs, cursor[i], len, doc) };
+            let c = if i == lead { j } else { gallop(l.docs, cursor[i], len, doc) };
             cursor[i] = c;
             if c >= len {
                 break 'docs;
@@ -435,6 +479,7 @@ pub fn phrase_top_k(
         places.extend_from_slice(&cursor);
     }
     let mut buffers: Vec<Vec<u32>> = vec![Vec::new(); m];
+    let mut spans: Vec<&[u8]> = vec![&[]; m];
     let mut holds = |h: &Hit| -> Result<bool> {
         let at = &places[h.2 as usize * m..(h.2 as usize + 1) * m];
         for (i, l) in lists.iter().enumerate() {
@@ -442,8 +487,14 @@ pub fn phrase_top_k(
             if from > to || to * 4 > l.positions.len() {
                 return Err(Error::Corrupt("INVERTED index positions: fewer than the frequencies say".into()));
             }
-            buffers[i].clear();
-            buffers[i].extend((from..to).map(|p| le_u32(l.positions, p)));
+            spans[i] = &l.positions[4 * from..4 * to];
+        }
+        if slop == 0 {
+            return Ok(exact_phrase(lists, &spans));
+        }
+        for (buffer, span) in buffers.iter_mut().zip(&spans) {
+            buffer.clear();
+            buffer.extend((0..span.len() / 4).map(|p| le_u32(span, p)));
         }
         let mut per: Vec<(&[u32], i32)> = buffers.iter().zip(lists).map(|(b, l)| (b.as_slice(), l.query_pos)).collect();
         Ok(phrase_in_doc(&mut per, slop))
@@ -451,28 +502,152 @@ pub fn phrase_top_k(
     let doc_of = |h: &Hit| le_u32(lists[lead].docs, places[h.2 as usize * m + lead]);
     let mut out_docs = Vec::new();
     let mut out_scores = Vec::new();
-    match k {
-        None => {
-            for h in &hits {
-                if holds(h)? {
-                    out_docs.push(doc_of(h));
-                    out_scores.push(h.0);
-                }
-            }
-        }
-        Some(k) => {
-            // (best first: a max-heap of reversed hits pops the best)
-            let mut heap: BinaryHeap<Reverse<Hit>> = hits.into_iter().map(Reverse).collect();
-            while out_docs.len() < k {
-                let Some(Reverse(h)) = heap.pop() else { break };
-                if holds(&h)? {
-                    out_docs.push(doc_of(&h));
-                    out_scores.push(h.0);
-                }
-            }
+    for h in &hits {
+        if holds(h)? {
+            out_docs.push(doc_of(h));
+            out_scores.push(h.0);
         }
     }
     Ok((out_docs, out_scores))
+}
+
+/// A document's positions of list `l`, where it is at `at` in the list (u32 bytes).
+fn doc_positions<'a>(l: &PhraseList<'a>, at: usize) -> Result<&'a [u8]> {
+    let (from, to) = (le_u32(l.starts, at) as usize, le_u32(l.starts, at + 1) as usize);
+    if from > to || to * 4 > l.positions.len() {
+        return Err(Error::Corrupt("INVERTED index positions: fewer than the frequencies say".into()));
+    }
+    Ok(&l.positions[4 * from..4 * to])
+}
+
+/// [`phrase_top_k`] with `k`: the shortest list leads, in doc order; a document is scored
+/// from the frequencies first, and its positions are checked only when that score would
+/// enter the best `k` found so far; runs of documents whose block bounds together stay below
+/// the k-th score are skipped.
+#[allow(clippy::too_many_arguments)]
+fn phrase_walk(
+    lists: &[PhraseList<'_>],
+    slop: i32,
+    terms: &[PhraseTerm<'_>],
+    num_tokens: &[u8],
+    row_ids: &[u8],
+    avgdl: f32,
+    allowed: Option<&[u8]>,
+    k: usize,
+) -> Result<(Vec<u32>, Vec<f32>)> {
+    let n = num_tokens.len() / 4;
+    let m = lists.len();
+    let lead = (0..m).min_by_key(|&i| lists[i].docs.len()).expect("a list");
+    let len = lists[lead].docs.len() / 4;
+    let mut cursor = vec![0usize; m];
+    let mut block = vec![0usize; terms.len()];
+    let mut heap: BinaryHeap<Hit> = BinaryHeap::with_capacity(k + 1);
+    let mut spans: Vec<&[u8]> = vec![&[]; m];
+    let mut buffers: Vec<Vec<u32>> = vec![Vec::new(); m];
+    let mut j = 0;
+    'docs: while j < len {
+        let d = le_u32(lists[lead].docs, j);
+        let threshold = if heap.len() < k { f32::NEG_INFINITY } else { heap.peek().map_or(f32::NEG_INFINITY, |h| h.0) };
+        if threshold > f32::NEG_INFINITY {
+            let (mut ub, mut end) = (0f32, u32::MAX);
+            for (t, b) in terms.iter().zip(block.iter_mut()) {
+                let l = &lists[t.list];
+                let (tl, blocks) = (l.docs.len() / 4, t.bounds.len() / 4);
+                while *b < blocks && le_u32(l.docs, ((*b + 1) * BOUND_BLOCK).min(tl) - 1) < d {
+                    *b += 1;
+                }
+                if *b >= blocks {
+                    break 'docs; // (a token holds no document from here on)
+                }
+                ub += t.bound(*b);
+                end = end.min(le_u32(l.docs, ((*b + 1) * BOUND_BLOCK).min(tl) - 1));
+            }
+            if ub * SLACK < threshold {
+                if end == u32::MAX {
+                    break;
+                }
+                j = gallop(lists[lead].docs, j, len, end + 1);
+                continue;
+            }
+        }
+        for (i, l) in lists.iter().enumerate() {
+            let ll = l.docs.len() / 4;
+            let c = if i == lead { j } else { gallop(l.docs, cursor[i], ll, d) };
+            cursor[i] = c;
+            if c >= ll {
+                break 'docs;
+            }
+            if le_u32(l.docs, c) != d {
+                j += 1;
+                continue 'docs;
+            }
+        }
+        j += 1;
+        if d as usize >= n {
+            return Err(Error::Corrupt("INVERTED index posting list names a document it does not hold".into()));
+        }
+        if allowed.is_some_and(|a| a[d as usize] == 0) {
+            continue;
+        }
+        let dl = le_u32(num_tokens, d as usize) as f32;
+        let mut acc = 0f32;
+        for t in terms {
+            let l = &lists[t.list];
+            let (from, to) = (le_u32(l.starts, cursor[t.list]), le_u32(l.starts, cursor[t.list] + 1));
+            let w = bm25_weight(t.idf, to.wrapping_sub(from) as f32, dl, avgdl);
+            for _ in 0..t.times {
+                acc += w;
+            }
+        }
+        let row = u64::from_le_bytes(row_ids[8 * d as usize..8 * d as usize + 8].try_into().expect("8 bytes"));
+        let hit = Hit(acc, row, d);
+        if heap.len() == k && !heap.peek().is_some_and(|worst| hit < *worst) {
+            continue;
+        }
+        for (i, l) in lists.iter().enumerate() {
+            spans[i] = doc_positions(l, cursor[i])?;
+        }
+        let found = if slop == 0 {
+            exact_phrase(lists, &spans)
+        } else {
+            for (buffer, span) in buffers.iter_mut().zip(&spans) {
+                buffer.clear();
+                buffer.extend((0..span.len() / 4).map(|p| le_u32(span, p)));
+            }
+            let mut per: Vec<(&[u32], i32)> = buffers.iter().zip(lists).map(|(b, l)| (b.as_slice(), l.query_pos)).collect();
+            phrase_in_doc(&mut per, slop)
+        };
+        if found {
+            heap.push(hit);
+            if heap.len() > k {
+                heap.pop();
+            }
+        }
+    }
+    let found = heap.into_vec();
+    Ok((found.iter().map(|h| h.2).collect(), found.iter().map(|h| h.0).collect()))
+}
+
+/// Whether the u32 bytes `b` (ascending) hold `target`.
+fn holds_u32(b: &[u8], target: u32) -> bool {
+    let n = b.len() / 4;
+    let at = lower_bound(b, 0, n, target);
+    at < n && le_u32(b, at) == target
+}
+
+/// [`phrase_in_doc`] with slop 0, on one document's positions in place (`spans[i]`: list
+/// `i`'s positions there, u32 bytes): some offset puts every token at its place in the query.
+/// The token with the fewest positions anchors the offsets tried.
+fn exact_phrase(lists: &[PhraseList<'_>], spans: &[&[u8]]) -> bool {
+    let anchor = (0..spans.len()).min_by_key(|&i| spans[i].len()).expect("a list");
+    let qa = i64::from(lists[anchor].query_pos);
+    (0..spans[anchor].len() / 4).any(|j| {
+        let p = i64::from(le_u32(spans[anchor], j));
+        lists.iter().zip(spans).enumerate().all(|(i, (l, span))| {
+            let want = p + i64::from(l.query_pos) - qa;
+            i == anchor || (0..=i64::from(u32::MAX)).contains(&want) && holds_u32(span, want as u32)
+        })
+    })
 }
 
 #[cfg(test)]
@@ -557,6 +732,93 @@ mod tests {
     }
 
     #[test]
+    fn exact_phrase_equals_phrase_check() {
+        let mut rng = Rng(99);
+        for _ in 0..3000 {
+            let m = 1 + rng.below(4) as usize;
+            let pos: Vec<Vec<u32>> = (0..m)
+                .map(|_| {
+                    let mut v: Vec<u32> = (0..rng.below(6)).map(|_| rng.below(12) as u32).collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                })
+                .collect();
+            let qs: Vec<i32> = (0..m).map(|_| rng.below(4) as i32).collect();
+            let bytes: Vec<Vec<u8>> = pos.iter().map(|p| b32(p)).collect();
+            let lists: Vec<PhraseList<'_>> =
+                qs.iter().map(|&q| PhraseList { docs: &[], starts: &[], positions: &[], query_pos: q }).collect();
+            let spans: Vec<&[u8]> = bytes.iter().map(|b| b.as_slice()).collect();
+            let mut per: Vec<(&[u32], i32)> = pos.iter().zip(&qs).map(|(p, &q)| (p.as_slice(), q)).collect();
+            assert_eq!(exact_phrase(&lists, &spans), phrase_in_doc(&mut per, 0), "{pos:?} {qs:?}");
+        }
+    }
+
+    #[test]
+    fn phrase_walk_equals_all_found() {
+        // (seeded random documents of three tokens with positions; the walk's best k are the
+        // first k of every document found, ranked)
+        for seed in 1..40u64 {
+            let mut rng = Rng(seed * 104729);
+            let n = 1 + rng.below(1500) as usize;
+            let mut lens = vec![0u32; n];
+            let mut per_token: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = vec![Default::default(); 3];
+            for d in 0..n {
+                let words: Vec<usize> = (0..1 + rng.below(12)).map(|_| rng.below(if seed % 2 == 0 { 3 } else { 5 }) as usize).collect();
+                lens[d] = words.len() as u32;
+                for (t, (docs, freqs, pos)) in per_token.iter_mut().enumerate() {
+                    let at: Vec<u32> = (0..words.len()).filter(|&p| words[p] == t).map(|p| p as u32).collect();
+                    if !at.is_empty() {
+                        docs.push(d as u32);
+                        freqs.push(at.len() as u32);
+                        pos.extend(at);
+                    }
+                }
+            }
+            let avgdl = lens.iter().sum::<u32>() as f32 / n as f32;
+            let num_tokens = b32(&lens);
+            let rows: Vec<u8> = (0..n as u64).map(|i| (i * 7919) % 10007).flat_map(|r| r.to_le_bytes()).collect();
+            let owned: Vec<[Vec<u8>; 4]> = per_token
+                .iter()
+                .map(|(docs, freqs, pos)| {
+                    let starts: Vec<u32> = std::iter::once(0).chain(freqs.iter().scan(0, |a, &f| { *a += f; Some(*a) })).collect();
+                    let bounds = block_bounds(&b32(docs), &b32(freqs), &num_tokens, avgdl).unwrap();
+                    [b32(docs), b32(&starts), b32(pos), bounds.iter().flat_map(|v| v.to_le_bytes()).collect()]
+                })
+                .collect();
+            let query: Vec<(usize, i32)> = match seed % 3 {
+                0 => vec![(0, 0), (1, 1)],
+                1 => vec![(1, 0), (0, 1), (1, 2)],
+                _ => vec![(2, 0), (0, 2)],
+            };
+            let lists: Vec<PhraseList<'_>> = query
+                .iter()
+                .map(|&(t, q)| PhraseList { docs: &owned[t][0], starts: &owned[t][1], positions: &owned[t][2], query_pos: q })
+                .collect();
+            let mut uniq: Vec<usize> = Vec::new();
+            query.iter().for_each(|&(t, _)| if !uniq.contains(&t) { uniq.push(t) });
+            let terms: Vec<PhraseTerm<'_>> = uniq
+                .iter()
+                .map(|&t| PhraseTerm {
+                    list: query.iter().position(|&(x, _)| x == t).unwrap(),
+                    idf: 0.5 + t as f32,
+                    times: query.iter().filter(|&&(x, _)| x == t).count() as u32,
+                    bounds: &owned[t][3],
+                })
+                .collect();
+            let row_of: Vec<u64> = (0..n as u64).map(|i| (i * 7919) % 10007).collect();
+            for slop in [0u32, 1, 2] {
+                let (d, s) = phrase_top_k(&lists, slop, &terms, &num_tokens, &rows, avgdl, None, None).unwrap();
+                let all = sorted(d, s, &row_of);
+                for k in [1usize, 2, 5, 20] {
+                    let (d, s) = phrase_top_k(&lists, slop, &terms, &num_tokens, &rows, avgdl, None, Some(k)).unwrap();
+                    assert_eq!(sorted(d, s, &row_of), all[..k.min(all.len())].to_vec(), "seed {seed} slop {slop} k {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn bounds_check_input() {
         let lens = b32(&[3, 3]);
         assert!(block_bounds(&b32(&[1, 0]), &b32(&[1, 1]), &lens, 3.0).is_err());
@@ -573,8 +835,15 @@ mod tests {
             PhraseList { docs: &a[0], starts: &a[1], positions: &a[2], query_pos: 0 },
             PhraseList { docs: &bb[0], starts: &bb[1], positions: &bb[2], query_pos: 1 },
         ];
-        let terms = [PhraseTerm { list: 0, idf: 1.0, times: 1 }, PhraseTerm { list: 1, idf: 1.0, times: 1 }];
         let lens = b32(&[4, 4, 8]);
+        let bounds: Vec<Vec<u8>> = [&a, &bb]
+            .iter()
+            .map(|x| block_bounds(&x[0], &b32(&[1, 1, 2]), &lens, 5.0).unwrap().iter().flat_map(|v| v.to_le_bytes()).collect())
+            .collect();
+        let terms = [
+            PhraseTerm { list: 0, idf: 1.0, times: 1, bounds: &bounds[0] },
+            PhraseTerm { list: 1, idf: 1.0, times: 1, bounds: &bounds[1] },
+        ];
         let rows: Vec<u8> = [5u64, 6, 7].iter().flat_map(|r| r.to_le_bytes()).collect();
         let (d, s) = phrase_top_k(&lists, 0, &terms, &lens, &rows, 5.0, None, None).unwrap();
         assert_eq!(d, vec![0, 2]);
