@@ -380,7 +380,12 @@ pub fn fts_phrase_top_k<'py>(
         .collect();
     let terms: Vec<fts_topk::PhraseTerm<'_>> = terms
         .iter()
-        .map(|(list, idf, times, bounds)| fts_topk::PhraseTerm { list: *list, idf: *idf, times: *times, bounds: bounds.as_bytes() })
+        .map(|(list, idf, times, bounds)| fts_topk::PhraseTerm {
+            list: *list,
+            idf: *idf,
+            times: *times,
+            bounds: bounds.as_bytes(),
+        })
         .collect();
     let (docs, scores) = fts_topk::phrase_top_k(&views, slop, &terms, num_tokens, row_ids, avgdl, allowed, k).py()?;
     let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();

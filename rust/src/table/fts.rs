@@ -547,7 +547,18 @@ pub const B: f32 = 0.75;
 /// frequency there, `dl` the document's token count.
 #[inline]
 pub fn bm25_weight(idf: f32, f: f32, dl: f32, avgdl: f32) -> f32 {
-    let norm = K1 * (1.0 - B + B * dl / avgdl);
+    bm25_weight_normed(idf, f, bm25_norm(dl, avgdl))
+}
+
+/// The document-length part of [`bm25_weight`] (the same for every token of a document).
+#[inline]
+pub fn bm25_norm(dl: f32, avgdl: f32) -> f32 {
+    K1 * (1.0 - B + B * dl / avgdl)
+}
+
+/// [`bm25_weight`] from the document's [`bm25_norm`].
+#[inline]
+pub fn bm25_weight_normed(idf: f32, f: f32, norm: f32) -> f32 {
     (idf * (K1 + 1.0) * f) / (f + norm)
 }
 

@@ -19,7 +19,7 @@
 use std::collections::BinaryHeap;
 
 use crate::error::{Error, Result};
-use crate::table::fts::{bm25_weight, Hit};
+use crate::table::fts::{bm25_norm, bm25_weight, bm25_weight_normed, Hit};
 use crate::table::fts_pos::{gallop, le_u32, lower_bound, phrase_in_doc, PhraseList};
 
 /// Documents per block bound.
@@ -146,6 +146,7 @@ pub fn top_k(
         heap: BinaryHeap::with_capacity(k + 1),
         block: vec![0; m],
         weights: vec![None; m],
+        range: None,
     };
     if need > 1 {
         walk.all_terms();
@@ -168,6 +169,8 @@ struct Walk<'a, 'b> {
     block: Vec<usize>,
     /// per list, its weight in the current document (`None`: not there)
     weights: Vec<Option<f32>>,
+    /// the last [`Walk::range_bound`]: its bound and last document (valid up to it)
+    range: Option<(f32, u32)>,
 }
 
 impl Walk<'_, '_> {
@@ -198,6 +201,10 @@ impl Walk<'_, '_> {
     /// their bounds and the last doc id they all cover (up to it, every document's score is
     /// at most that sum); `None` when some list is exhausted and `stop_if_exhausted`.
     fn range_bound(&mut self, d: u32, stop_if_exhausted: bool) -> Option<(f32, u32)> {
+        // (documents come in ascending order: the last range holds until its end)
+        if let Some((ub, end)) = self.range.filter(|&(_, end)| d <= end) {
+            return Some((ub, end));
+        }
         let mut ub = 0f32;
         let mut end = u32::MAX;
         for (i, l) in self.lists.iter().enumerate() {
@@ -214,7 +221,8 @@ impl Walk<'_, '_> {
             ub += l.bound(*b);
             end = end.min(l.last_of(*b));
         }
-        Some((ub * SLACK, end))
+        self.range = Some((ub * SLACK, end));
+        self.range
     }
 
     /// Where `d` is in list `i` (searched within its current block), if it is there.
@@ -544,11 +552,12 @@ fn phrase_walk(
     let mut heap: BinaryHeap<Hit> = BinaryHeap::with_capacity(k + 1);
     let mut spans: Vec<&[u8]> = vec![&[]; m];
     let mut buffers: Vec<Vec<u32>> = vec![Vec::new(); m];
+    let mut range: Option<(f32, u32)> = None;
     let mut j = 0;
     'docs: while j < len {
         let d = le_u32(lists[lead].docs, j);
         let threshold = if heap.len() < k { f32::NEG_INFINITY } else { heap.peek().map_or(f32::NEG_INFINITY, |h| h.0) };
-        if threshold > f32::NEG_INFINITY {
+        if threshold > f32::NEG_INFINITY && range.is_none_or(|(_, end)| d > end) {
             let (mut ub, mut end) = (0f32, u32::MAX);
             for (t, b) in terms.iter().zip(block.iter_mut()) {
                 let l = &lists[t.list];
@@ -562,13 +571,15 @@ fn phrase_walk(
                 ub += t.bound(*b);
                 end = end.min(le_u32(l.docs, ((*b + 1) * BOUND_BLOCK).min(tl) - 1));
             }
-            if ub * SLACK < threshold {
-                if end == u32::MAX {
-                    break;
-                }
-                j = gallop(lists[lead].docs, j, len, end + 1);
-                continue;
+            range = Some((ub * SLACK, end));
+        }
+        // (the bound of the range holding d, computed when d left the last one)
+        if let Some((_, end)) = range.filter(|&(ub, end)| d <= end && ub < threshold) {
+            if end == u32::MAX {
+                break;
             }
+            j = gallop(lists[lead].docs, j, len, end + 1);
+            continue;
         }
         for (i, l) in lists.iter().enumerate() {
             let ll = l.docs.len() / 4;
@@ -589,12 +600,12 @@ fn phrase_walk(
         if allowed.is_some_and(|a| a[d as usize] == 0) {
             continue;
         }
-        let dl = le_u32(num_tokens, d as usize) as f32;
+        let norm = bm25_norm(le_u32(num_tokens, d as usize) as f32, avgdl);
         let mut acc = 0f32;
         for t in terms {
             let l = &lists[t.list];
             let (from, to) = (le_u32(l.starts, cursor[t.list]), le_u32(l.starts, cursor[t.list] + 1));
-            let w = bm25_weight(t.idf, to.wrapping_sub(from) as f32, dl, avgdl);
+            let w = bm25_weight_normed(t.idf, to.wrapping_sub(from) as f32, norm);
             for _ in 0..t.times {
                 acc += w;
             }
@@ -764,7 +775,8 @@ mod tests {
             let mut lens = vec![0u32; n];
             let mut per_token: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = vec![Default::default(); 3];
             for d in 0..n {
-                let words: Vec<usize> = (0..1 + rng.below(12)).map(|_| rng.below(if seed % 2 == 0 { 3 } else { 5 }) as usize).collect();
+                let words: Vec<usize> =
+                    (0..1 + rng.below(12)).map(|_| rng.below(if seed % 2 == 0 { 3 } else { 5 }) as usize).collect();
                 lens[d] = words.len() as u32;
                 for (t, (docs, freqs, pos)) in per_token.iter_mut().enumerate() {
                     let at: Vec<u32> = (0..words.len()).filter(|&p| words[p] == t).map(|p| p as u32).collect();
@@ -781,7 +793,12 @@ mod tests {
             let owned: Vec<[Vec<u8>; 4]> = per_token
                 .iter()
                 .map(|(docs, freqs, pos)| {
-                    let starts: Vec<u32> = std::iter::once(0).chain(freqs.iter().scan(0, |a, &f| { *a += f; Some(*a) })).collect();
+                    let starts: Vec<u32> = std::iter::once(0)
+                        .chain(freqs.iter().scan(0, |a, &f| {
+                            *a += f;
+                            Some(*a)
+                        }))
+                        .collect();
                     let bounds = block_bounds(&b32(docs), &b32(freqs), &num_tokens, avgdl).unwrap();
                     [b32(docs), b32(&starts), b32(pos), bounds.iter().flat_map(|v| v.to_le_bytes()).collect()]
                 })
@@ -796,7 +813,11 @@ mod tests {
                 .map(|&(t, q)| PhraseList { docs: &owned[t][0], starts: &owned[t][1], positions: &owned[t][2], query_pos: q })
                 .collect();
             let mut uniq: Vec<usize> = Vec::new();
-            query.iter().for_each(|&(t, _)| if !uniq.contains(&t) { uniq.push(t) });
+            query.iter().for_each(|&(t, _)| {
+                if !uniq.contains(&t) {
+                    uniq.push(t)
+                }
+            });
             let terms: Vec<PhraseTerm<'_>> = uniq
                 .iter()
                 .map(|&t| PhraseTerm {
