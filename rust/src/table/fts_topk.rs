@@ -360,11 +360,13 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// AND of the lists: the shortest one leads, the others are searched for its documents.
+    /// AND of the lists: the shortest one leads, the others are searched (galloping from
+    /// where the last search ended) for its documents.
     fn all_terms(&mut self) {
         let m = self.lists.len();
         let lead = (0..m).min_by_key(|&i| self.lists[i].len()).expect("a list");
         let len = self.lists[lead].len();
+        let mut cursor = vec![0usize; m];
         let mut j = 0;
         'docs: while j < len {
             let d = self.lists[lead].doc(j);
@@ -384,10 +386,16 @@ impl Walk<'_, '_> {
                 continue;
             }
             for i in 0..m {
-                match self.find(i, d) {
-                    Some(at) => self.weights[i] = Some(self.weight(i, at, d)),
-                    None => continue 'docs,
+                let l = &self.lists[i];
+                let at = if i == lead { j - 1 } else { gallop(l.docs, cursor[i], l.len(), d) };
+                cursor[i] = at;
+                if at >= l.len() {
+                    return;
                 }
+                if l.doc(at) != d {
+                    continue 'docs;
+                }
+                self.weights[i] = Some(self.weight(i, at, d));
             }
             self.offer(d);
         }
