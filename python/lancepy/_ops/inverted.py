@@ -121,6 +121,7 @@ class Analyzer:
         self._stop = stop
         max_len = p.get("max_token_length")
         self._max_len = int(max_len) if max_len is not None else None
+        self._native: Any = None  # (the native analyzer of query texts, built on first use)
 
     @property
     def with_position(self) -> bool:
@@ -153,9 +154,9 @@ class Analyzer:
     def query_tokens(self, text: str) -> Tuple[List[str], List[int]]:
         """``(tokens, positions)`` of one text, in order (repeats kept); the native analyzer
         is built once."""
-        native = self.__dict__.get("_native")
+        native = self._native
         if native is None:
-            native = self.__dict__["_native"] = _lancepy.FtsAnalyzer(
+            native = self._native = _lancepy.FtsAnalyzer(
                 str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
                 self._language, self._stop, bool(self.params.get("ascii_folding", False)),
             )
