@@ -131,6 +131,8 @@ def report(pl, lp, run, n_docs: int, n_queries: int, build_lp: float, build_pl: 
         f"ratio {times['lancepy'] / times['pylance']:.2f} (first query of lancepy includes opening the index: "
         "best of the passes is reported)"
     )
+    print(f"queries/s: lancepy {1 / times['lancepy']:.0f}, pylance {1 / times['pylance']:.0f}, "
+          f"lancepy / pylance {times['pylance'] / times['lancepy']:.2f} (goal: at least 1.5)")
 
 
 if __name__ == "__main__":

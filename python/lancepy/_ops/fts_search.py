@@ -99,7 +99,15 @@ class FtsBoolean:
 
 
 def _index_entries(ds: "LanceDataset") -> Dict[str, List[Dict[str, Any]]]:
-    """The INVERTED index segments of each column that has one (the first index by name)."""
+    """The INVERTED index segments of each column that has one (the first index by name);
+    found once per version."""
+    got = ds._per_version.get("fts_index_entries")
+    if got is None:
+        got = ds._per_version["fts_index_entries"] = _find_index_entries(ds)
+    return got
+
+
+def _find_index_entries(ds: "LanceDataset") -> Dict[str, List[Dict[str, Any]]]:
     from lancepy._core.schema import _field_paths
 
     paths = _field_paths(ds._loaded.manifest.get("fields", []))
@@ -350,27 +358,42 @@ def _expand_fuzzy(seg: _inverted.InvertedSegment, tokens: List[str], q: FtsQuery
     return out
 
 
+def _leaf_context(
+    ds: "LanceDataset", column: str, frags: List[int]
+) -> Tuple[Dict[str, Any], _inverted.InvertedSegment, List[Optional[bytes]], List[int]]:
+    """What a search of `column` over the live rows of `frags` needs that does not depend on
+    the query: the index entry, its opened segment, the documents it may return per
+    partition (see :func:`_allowed`) and the fragments it does not cover. Cached with the
+    version."""
+    key = ("fts_leaf", column, tuple(frags))
+    got = ds._per_version.get(key)
+    if got is None:
+        segs = _segments(ds, column)
+        if len(segs) != 1:
+            raise NotSupportedError(f"full_text_query: the INVERTED index of {column!r} has {len(segs)} segments; lancepy searches one")
+        entry, seg = segs[0]
+        covered = {int(f) for f in entry["fragment_ids"]}
+        got = (entry, seg, _allowed(ds, entry, seg, frags), [f for f in frags if f not in covered])
+        ds._per_version[key] = got
+    return got
+
+
 def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -> Tuple["np.ndarray", "np.ndarray"]:
     """``(row addresses, scores)`` of one match / phrase query over the live rows of `frags`
     (with `k`: at least the best `k`, maybe more)."""
     import numpy as np
 
-    segs = _segments(ds, q.column)
-    if len(segs) != 1:
-        raise NotSupportedError(f"full_text_query: the INVERTED index of {q.column!r} has {len(segs)} segments; lancepy searches one")
-    entry, seg = segs[0]
-    vocab, ids, _, query_pos = seg.analyzer.analyze([q.text])
-    tokens = [vocab[i] for i in ids]
-    allowed = _allowed(ds, entry, seg, frags)
+    entry, seg, allowed, uncovered = _leaf_context(ds, q.column, frags)
+    tokens, query_pos = seg.analyzer.query_tokens(q.text)
     boost = np.float32(q.boost)
-    covered = {int(f) for f in entry["fragment_ids"]}
-    uncovered = [f for f in frags if f not in covered]
+    if q.boost <= 0:
+        k = None  # (a boost of 0 or less reorders the scores: the unboosted best k are not the best)
     if q.slop is not None:
         if not seg.analyzer.with_position:
             raise InvalidArgumentError(
                 "phrase query: position is not found but required for phrase queries, try recreating the index with position"
             )
-        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed)
+        rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
         if uncovered and tokens:
             a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered)
             rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])

@@ -121,6 +121,7 @@ class Analyzer:
         self._stop = stop
         max_len = p.get("max_token_length")
         self._max_len = int(max_len) if max_len is not None else None
+        self._native: Any = None  # (the native analyzer of query texts, built on first use)
 
     @property
     def with_position(self) -> bool:
@@ -150,10 +151,28 @@ class Analyzer:
             np.frombuffer(positions, dtype="<u4"),
         )
 
+    def query_tokens(self, text: str) -> Tuple[List[str], List[int]]:
+        """``(tokens, positions)`` of one text, in order (repeats kept); the native analyzer
+        is built once."""
+        native = self._native
+        if native is None:
+            native = self._native = _lancepy.FtsAnalyzer(
+                str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
+                self._language, self._stop, bool(self.params.get("ascii_folding", False)),
+            )
+        return native.tokens(text)
+
     def tokens(self, text: str) -> List[str]:
         """The tokens of one text, in order (repeats kept)."""
         vocab, ids, _, _ = self.analyze([text])
         return [vocab[i] for i in ids]
+
+
+def _f32(x: float) -> float:
+    """`x` rounded to float32 (as a Python float)."""
+    import numpy as np
+
+    return float(np.float32(x))
 
 
 def _metadata_dict(reader: Any) -> Dict[str, str]:
@@ -198,6 +217,18 @@ class Partition:
         self._position_starts: Dict[int, bytes] = {}
         self.num_tokens_bytes = self.num_tokens.astype("<u4").tobytes()
         self.row_ids_bytes = self.row_ids.astype("<u8").tobytes()
+        #: the segment's average document length (float32), set by the segment
+        self.avgdl = 0.0
+        self._bounds: Dict[int, bytes] = {}
+
+    def bounds_bytes(self, token_id: int) -> bytes:
+        """The block bounds of a token's posting list (f32 bytes: per 128 documents, the
+        largest BM25 weight with idf 1; see ``_lancepy.fts_block_bounds``); computed once."""
+        got = self._bounds.get(token_id)
+        if got is None:
+            docs, freqs = self.posting_bytes(token_id)
+            got = self._bounds[token_id] = _lancepy.fts_block_bounds(docs, freqs, self.num_tokens_bytes, self.avgdl)
+        return got
 
     def posting_bytes(self, token_id: int) -> Tuple[bytes, bytes]:
         """``(doc ids, frequencies)`` of a token as little-endian u32 bytes (decoded once)."""
@@ -280,6 +311,21 @@ class InvertedSegment:
         self.num_docs = sum(len(p.row_ids) for p in self.partitions)
         total = sum(p.total_tokens for p in self.partitions)
         self.avg_doc_length = (total / self.num_docs) if self.num_docs else 0.0
+        for p in self.partitions:
+            p.avgdl = _f32(self.avg_doc_length)
+        self._idf: Dict[str, Tuple[int, float]] = {}
+
+    def idf(self, token: str) -> Tuple[int, float]:
+        """``(documents holding `token`, its idf as float32)`` over every partition (cached)."""
+        got = self._idf.get(token)
+        if got is None:
+            import numpy as np
+
+            n = self.doc_count(token)
+            nd, nf = np.float32(self.num_docs), np.float32(n)
+            idf = np.float32(np.log(np.float32(1.0) + (nd - nf + np.float32(0.5)) / (nf + np.float32(0.5))))
+            got = self._idf[token] = (n, float(idf))
+        return got
 
     def doc_count(self, token: str) -> int:
         """Documents (of every partition) holding `token`."""
@@ -303,28 +349,24 @@ class InvertedSegment:
         uniq = list(dict.fromkeys(tokens))
         if not uniq or self.num_docs == 0:
             return np.empty(0, np.uint64), np.empty(0, np.float32)
-        n_docs = np.float32(self.num_docs)
-        avgdl = float(np.float32(self.avg_doc_length))
-        counts = {t: self.doc_count(t) for t in uniq}
-        if all_terms and any(c == 0 for c in counts.values()):
+        avgdl = _f32(self.avg_doc_length)
+        idfs = {t: self.idf(t) for t in uniq}
+        if all_terms and any(c == 0 for c, _ in idfs.values()):
             return np.empty(0, np.uint64), np.empty(0, np.float32)
         rows, scores = [], []
         for i, part in enumerate(self.partitions):
-            lists = []
-            for t in uniq:
-                tid = part.token_ids.get(t)
-                if tid is None:
-                    continue
-                n = np.float32(counts[t])
-                idf = np.float32(np.log(np.float32(1.0) + (n_docs - n + np.float32(0.5)) / (n + np.float32(0.5))))
-                docs, freqs = part.posting_bytes(int(tid))
-                lists.append((docs, freqs, float(idf), tokens.count(t)))
-            if not lists:
+            present = [(t, part.token_ids.get(t)) for t in uniq]
+            present = [(t, int(tid)) for t, tid in present if tid is not None]
+            if not present:
                 continue
             mask = allowed[i] if allowed is not None else None
-            docs_b, scores_b = _lancepy.fts_score_docs(
-                lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, len(uniq) if all_terms else 1, mask, k
-            )
+            need = len(uniq) if all_terms else 1
+            if k is None:  # (every document: scored exhaustively)
+                lists = [(*part.posting_bytes(tid), idfs[t][1], tokens.count(t)) for t, tid in present]
+                docs_b, scores_b = _lancepy.fts_score_docs(lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, need, mask, k)
+            else:  # (the best k: block-max pruning, the same documents and scores)
+                lists = [(*part.posting_bytes(tid), part.bounds_bytes(tid), idfs[t][1], tokens.count(t)) for t, tid in present]
+                docs_b, scores_b = _lancepy.fts_top_k(lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, need, mask, k)
             found = np.frombuffer(docs_b, dtype="<u4")
             rows.append(part.row_ids[found])
             scores.append(np.frombuffer(scores_b, dtype="<f4") * np.float32(boost))
@@ -335,14 +377,16 @@ class InvertedSegment:
 
     def phrase_search(
         self, tokens: Sequence[str], query_positions: Sequence[int], slop: int,
-        allowed: Optional[Sequence[Optional[bytes]]] = None,
+        allowed: Optional[Sequence[Optional[bytes]]] = None, k: Optional[int] = None,
     ) -> Tuple["np.ndarray", "np.ndarray"]:
         """``(row ids, float32 BM25 scores)`` of the documents holding `tokens` in order, at
         their `query_positions` (as the analyzer numbers the query's tokens, so a removed
         stop word leaves a gap) give or take `slop` positions, each token after the one
         before (pylance's phrase check). Scores as :meth:`search` with every token required
         (a repeated token scores again), for the documents found only. `allowed` as for
-        :meth:`search`; every document found is returned."""
+        :meth:`search`; with `k`, the best `k` of each partition (positions checked only for
+        documents that would enter them; block bounds skip runs of documents), else every
+        document found."""
         import numpy as np
 
         empty = (np.empty(0, np.uint64), np.empty(0, np.float32))
@@ -351,8 +395,10 @@ class InvertedSegment:
         if not all(p.has_positions for p in self.partitions):
             raise NotSupportedError("phrase query: the INVERTED index has no positions; recreate it with with_position=True")
         uniq = list(dict.fromkeys(tokens))
-        if any(self.doc_count(t) == 0 for t in uniq):
+        idfs = {t: self.idf(t) for t in uniq}
+        if any(c == 0 for c, _ in idfs.values()):
             return empty
+        avgdl = _f32(self.avg_doc_length)
         rows, scores = [], []
         for i, part in enumerate(self.partitions):
             tids = [part.token_ids.get(t) for t in tokens]
@@ -362,26 +408,16 @@ class InvertedSegment:
             for q, tid in zip(query_positions, tids):
                 docs, _ = part.posting_bytes(int(tid))
                 lists.append((docs, part.position_starts_bytes(int(tid)), part.positions_bytes(int(tid)), int(q)))
-            found = np.frombuffer(_lancepy.fts_phrase_docs(lists, int(slop)), dtype="<u4")
-            if allowed is not None and allowed[i] is not None and len(found):
-                found = found[np.frombuffer(allowed[i], dtype=np.uint8)[found] != 0]
-            if not len(found):
-                continue
-            # (BM25 of the found documents only, in the float32 order of fts_score_docs)
-            n_docs, avgdl = np.float32(self.num_docs), np.float32(self.avg_doc_length)
-            k1, b = np.float32(K1), np.float32(B)
-            norm = k1 * ((np.float32(1.0) - b) + (b * part.num_tokens[found].astype(np.float32)) / avgdl)
-            acc = np.zeros(len(found), np.float32)
-            for t in uniq:
-                docs, freqs = part.posting(int(part.token_ids[t]))
-                f = freqs[np.searchsorted(docs, found)].astype(np.float32)
-                n = np.float32(self.doc_count(t))
-                idf = np.float32(np.log(np.float32(1.0) + (n_docs - n + np.float32(0.5)) / (n + np.float32(0.5))))
-                w = ((idf * (k1 + np.float32(1.0))) * f) / (f + norm)
-                for _ in range(list(tokens).count(t)):
-                    acc = (acc + w).astype(np.float32)
-            rows.append(part.row_ids[found])
-            scores.append(acc)
+            terms = [(list(tokens).index(t), idfs[t][1], list(tokens).count(t), part.bounds_bytes(int(part.token_ids[t])))
+                     for t in uniq]
+            mask = allowed[i] if allowed is not None else None
+            docs_b, scores_b = _lancepy.fts_phrase_top_k(
+                lists, int(slop), terms, part.num_tokens_bytes, part.row_ids_bytes, avgdl, mask, k
+            )
+            found = np.frombuffer(docs_b, dtype="<u4")
+            if len(found):
+                rows.append(part.row_ids[found])
+                scores.append(np.frombuffer(scores_b, dtype="<f4"))
         if not rows:
             return empty
         return np.concatenate(rows), np.concatenate(scores).astype(np.float32)

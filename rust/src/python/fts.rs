@@ -6,6 +6,7 @@ use pyo3::types::PyBytes;
 
 use super::errors::{run, IntoPyResult};
 use crate::table::fts;
+use crate::table::fts_topk;
 
 fn u32_bytes(values: &[u32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -16,6 +17,55 @@ fn u32s(bytes: &[u8], what: &str) -> PyResult<Vec<u32>> {
         return Err(crate::error::Error::InvalidInput(format!("{what} must be a whole number of u32"))).py();
     }
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+}
+
+fn analyzer_of(
+    base_tokenizer: &str,
+    max_token_length: Option<usize>,
+    lower_case: bool,
+    language: Option<String>,
+    stop_words: Option<Vec<String>>,
+    ascii_folding: bool,
+) -> PyResult<fts::Analyzer> {
+    let base = fts::BaseTokenizer::parse(base_tokenizer).py()?;
+    let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
+    Ok(fts::Analyzer {
+        base,
+        max_token_length,
+        lower_case,
+        stemmer,
+        stop_words: stop_words.map(|w| w.into_iter().collect()),
+        ascii_folding,
+    })
+}
+
+/// An analyzer built once (from an index's parameters, as [`fts_analyze`] takes them), for
+/// query texts.
+#[pyclass(name = "FtsAnalyzer", module = "lancepy._lancepy", frozen)]
+pub struct PyFtsAnalyzer {
+    inner: fts::Analyzer,
+}
+
+#[pymethods]
+impl PyFtsAnalyzer {
+    #[new]
+    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding))]
+    fn new(
+        base_tokenizer: &str,
+        max_token_length: Option<usize>,
+        lower_case: bool,
+        language: Option<String>,
+        stop_words: Option<Vec<String>>,
+        ascii_folding: bool,
+    ) -> PyResult<Self> {
+        Ok(Self { inner: analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding)? })
+    }
+
+    /// `(tokens, positions)` of one text, in order (repeats kept).
+    fn tokens(&self, text: &str) -> (Vec<String>, Vec<u32>) {
+        let d = self.inner.analyze(text);
+        (d.tokens, d.positions)
+    }
 }
 
 /// Analyzes `texts` (``None`` = no tokens). Returns `(vocabulary in first-seen order, token
@@ -35,16 +85,7 @@ pub fn fts_analyze<'py>(
     ascii_folding: bool,
     with_positions: bool,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let base = fts::BaseTokenizer::parse(base_tokenizer).py()?;
-    let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
-    let analyzer = fts::Analyzer {
-        base,
-        max_token_length,
-        lower_case,
-        stemmer,
-        stop_words: stop_words.map(|w| w.into_iter().collect()),
-        ascii_folding,
-    };
+    let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding)?;
     let (vocab, ids, offsets, positions) = run(py, || {
         if texts.len() == 1 && !with_positions {
             // (one text, a query: positions too)
@@ -165,6 +206,7 @@ pub fn fts_postings_encode<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_analyze, m)?)?;
+    m.add_class::<PyFtsAnalyzer>()?;
     m.add_function(wrap_pyfunction!(fts_fst_entries, m)?)?;
     m.add_function(wrap_pyfunction!(fts_fst_build, m)?)?;
     m.add_function(wrap_pyfunction!(fts_posting_decode, m)?)?;
@@ -174,6 +216,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_positions_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_positions_decode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_phrase_docs, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_block_bounds, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_top_k, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_phrase_top_k, m)?)?;
     Ok(())
 }
 
@@ -257,4 +302,92 @@ pub fn fts_phrase_docs<'py>(
         .collect();
     let out = crate::table::fts_pos::phrase_docs(&views, slop).py()?;
     Ok(PyBytes::new(py, &u32_bytes(&out)))
+}
+
+/// The block bounds (f32 bytes) of one posting list, `docs` and `freqs` u32 bytes, over the
+/// documents' token counts `num_tokens` (u32 bytes) (see [`fts_topk::block_bounds`]).
+#[pyfunction]
+pub fn fts_block_bounds<'py>(
+    py: Python<'py>,
+    docs: &[u8],
+    freqs: &[u8],
+    num_tokens: &[u8],
+    avgdl: f32,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let bounds = fts_topk::block_bounds(docs, freqs, num_tokens, avgdl).py()?;
+    let out: Vec<u8> = bounds.iter().flat_map(|b| b.to_le_bytes()).collect();
+    Ok(PyBytes::new(py, &out))
+}
+
+/// The exact top `k` of a partition with block-max pruning (see [`fts_topk::top_k`]):
+/// `lists` holds, per distinct query token, `(doc ids, frequencies, block bounds, idf,
+/// times)`; the rest as for [`fts_score_docs`]. Returns `(doc ids u32 bytes, scores f32
+/// bytes)`.
+#[pyfunction]
+#[pyo3(signature = (lists, num_tokens, row_ids, avgdl, need, allowed, k))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn fts_top_k<'py>(
+    py: Python<'py>,
+    lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, f32, u32)>,
+    num_tokens: &[u8],
+    row_ids: &[u8],
+    avgdl: f32,
+    need: usize,
+    allowed: Option<&[u8]>,
+    k: usize,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let views: Vec<fts_topk::BoundedList<'_>> = lists
+        .iter()
+        .map(|(d, f, b, idf, times)| fts_topk::BoundedList {
+            docs: d.as_bytes(),
+            freqs: f.as_bytes(),
+            bounds: b.as_bytes(),
+            idf: *idf,
+            times: *times,
+        })
+        .collect();
+    let (docs, scores) = fts_topk::top_k(&views, num_tokens, row_ids, avgdl, need, allowed, k).py()?;
+    let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
+}
+
+/// The documents of a partition holding a phrase, scored, best first up to `k` (see
+/// [`fts_topk::phrase_top_k`]): `lists` as for [`fts_phrase_docs`], `terms` per distinct
+/// token `(index of one of its lists, idf, times, block bounds)`. Returns `(doc ids u32 bytes, scores f32
+/// bytes)`.
+#[pyfunction]
+#[pyo3(signature = (lists, slop, terms, num_tokens, row_ids, avgdl, allowed, k))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn fts_phrase_top_k<'py>(
+    py: Python<'py>,
+    lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, i32)>,
+    slop: u32,
+    terms: Vec<(usize, f32, u32, Bound<'py, PyBytes>)>,
+    num_tokens: &[u8],
+    row_ids: &[u8],
+    avgdl: f32,
+    allowed: Option<&[u8]>,
+    k: Option<usize>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let views: Vec<crate::table::fts_pos::PhraseList<'_>> = lists
+        .iter()
+        .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList {
+            docs: d.as_bytes(),
+            starts: f.as_bytes(),
+            positions: p.as_bytes(),
+            query_pos: *q,
+        })
+        .collect();
+    let terms: Vec<fts_topk::PhraseTerm<'_>> = terms
+        .iter()
+        .map(|(list, idf, times, bounds)| fts_topk::PhraseTerm {
+            list: *list,
+            idf: *idf,
+            times: *times,
+            bounds: bounds.as_bytes(),
+        })
+        .collect();
+    let (docs, scores) = fts_topk::phrase_top_k(&views, slop, &terms, num_tokens, row_ids, avgdl, allowed, k).py()?;
+    let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
 }

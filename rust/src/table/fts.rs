@@ -518,9 +518,10 @@ fn le_u32(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
 }
 
-/// A candidate of the top k: better is a higher score, then a lower row id.
+/// A candidate of the top k: better is a higher score, then a lower row id (a greater `Hit`
+/// is a worse one, so a max-heap pops the worst first).
 #[derive(PartialEq)]
-struct Hit(f32, u64, u32);
+pub(crate) struct Hit(pub(crate) f32, pub(crate) u64, pub(crate) u32);
 
 impl Eq for Hit {}
 
@@ -535,6 +536,30 @@ impl Ord for Hit {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
     }
+}
+
+/// BM25's `k1`.
+pub const K1: f32 = 1.2;
+/// BM25's `b`.
+pub const B: f32 = 0.75;
+
+/// One token's BM25 weight in one document (pylance's float32 order of operations): `f` its
+/// frequency there, `dl` the document's token count.
+#[inline]
+pub fn bm25_weight(idf: f32, f: f32, dl: f32, avgdl: f32) -> f32 {
+    bm25_weight_normed(idf, f, bm25_norm(dl, avgdl))
+}
+
+/// The document-length part of [`bm25_weight`] (the same for every token of a document).
+#[inline]
+pub fn bm25_norm(dl: f32, avgdl: f32) -> f32 {
+    K1 * (1.0 - B + B * dl / avgdl)
+}
+
+/// [`bm25_weight`] from the document's [`bm25_norm`].
+#[inline]
+pub fn bm25_weight_normed(idf: f32, f: f32, norm: f32) -> f32 {
+    (idf * (K1 + 1.0) * f) / (f + norm)
 }
 
 /// BM25 (pylance's float32 arithmetic) of the documents of one partition holding the query's
@@ -552,8 +577,6 @@ pub fn score_docs(
     allowed: Option<&[u8]>,
     k: Option<usize>,
 ) -> Result<(Vec<u32>, Vec<f32>)> {
-    const K1: f32 = 1.2;
-    const B: f32 = 0.75;
     let n = num_tokens.len() / 4;
     if num_tokens.len() % 4 != 0 || row_ids.len() != 8 * n || allowed.is_some_and(|a| a.len() != n) {
         return Err(Error::InvalidInput("score_docs: documents, row ids and mask disagree".into()));
@@ -570,10 +593,7 @@ pub fn score_docs(
             if d >= n {
                 return Err(Error::Corrupt("INVERTED index posting list names a document it does not hold".into()));
             }
-            let f = le_u32(l.freqs, i) as f32;
-            let dl = le_u32(num_tokens, d) as f32;
-            let norm = K1 * (1.0 - B + B * dl / avgdl);
-            let w = (l.idf * (K1 + 1.0) * f) / (f + norm);
+            let w = bm25_weight(l.idf, le_u32(l.freqs, i) as f32, le_u32(num_tokens, d) as f32, avgdl);
             for _ in 0..l.times {
                 acc[d] += w;
             }

@@ -164,7 +164,7 @@ pub struct PhraseList<'a> {
 }
 
 #[inline]
-fn le_u32(b: &[u8], i: usize) -> u32 {
+pub(crate) fn le_u32(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
 }
 
@@ -173,7 +173,7 @@ fn le_u32(b: &[u8], i: usize) -> u32 {
 /// the tokens at the query's relative places; with more, pylance's walk over the tokens in
 /// query order (each at most `slop` positions after where the one before puts it, never
 /// before it), every position cursor starting at the token's first position.
-fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
+pub(crate) fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
     lists.sort_unstable_by_key(|l| l.1);
     if slop == 0 {
         let (first, q0) = lists[0];
@@ -214,7 +214,7 @@ fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
 }
 
 /// The first index in `lo..hi` of the u32 bytes `b` whose value is at least `target`.
-fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -> usize {
+pub(crate) fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -> usize {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if le_u32(b, mid) < target {
@@ -224,6 +224,20 @@ fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -> usize {
         }
     }
     lo
+}
+
+/// [`lower_bound`] found by galloping from `lo` (steps of 1, 2, 4, ...): cheap when the
+/// value is near `lo`, as when walking a dense list in step with another.
+pub(crate) fn gallop(b: &[u8], lo: usize, hi: usize, target: u32) -> usize {
+    if lo >= hi || le_u32(b, lo) >= target {
+        return lo;
+    }
+    let mut step = 1;
+    while lo + step < hi && le_u32(b, lo + step) < target {
+        step *= 2;
+    }
+    // (the value at lo + step / 2 is below target; the one at lo + step, if any, is not)
+    lower_bound(b, lo + step / 2 + 1, (lo + step + 1).min(hi), target)
 }
 
 /// The documents holding every token of `lists` as a phrase within `slop` (see
@@ -248,7 +262,7 @@ pub fn phrase_docs(lists: &[PhraseList<'_>], slop: u32) -> Result<Vec<u32>> {
         let doc = le_u32(lists[lead].docs, j);
         for (i, l) in lists.iter().enumerate() {
             let len = l.docs.len() / 4;
-            let c = if i == lead { j } else { lower_bound(l.docs, cursor[i], len, doc) };
+            let c = if i == lead { j } else { gallop(l.docs, cursor[i], len, doc) };
             cursor[i] = c;
             if c >= len {
                 break 'docs;
@@ -300,6 +314,17 @@ mod tests {
 
     fn list<'a>(bufs: &'a [Vec<u8>; 3], q: i32) -> PhraseList<'a> {
         PhraseList { docs: &bufs[0], starts: &bufs[1], positions: &bufs[2], query_pos: q }
+    }
+
+    #[test]
+    fn gallop_is_lower_bound() {
+        let v: Vec<u32> = (0..300u32).map(|i| i * 3 + (i % 4)).collect();
+        let bytes = b(&v);
+        for lo in [0usize, 1, 5, 100, 299, 300] {
+            for target in 0..1000u32 {
+                assert_eq!(gallop(&bytes, lo, 300, target), lower_bound(&bytes, lo, 300, target), "{lo} {target}");
+            }
+        }
     }
 
     #[test]

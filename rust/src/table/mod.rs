@@ -24,6 +24,7 @@ pub mod file_cache;
 pub mod fts;
 mod fts_fold;
 pub mod fts_pos;
+pub mod fts_topk;
 pub mod index_proto;
 pub mod ivf_train;
 pub mod json;
