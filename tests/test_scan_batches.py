@@ -10,6 +10,11 @@ said. pylance is the oracle for the rows.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import lance
 import numpy as np
 import pyarrow as pa
@@ -85,3 +90,32 @@ def test_readahead_counts_batches_not_read_units(ds_path, readahead):
     batches = list(got)
     assert all(b.num_rows <= 500 for b in batches)
     assert pa.Table.from_batches(batches).equals(lance.dataset(ds_path).to_table(columns=["a"]))
+
+
+def test_wide_rows_are_read_a_few_megabytes_at_a_time(tmp_path):
+    """Read units are sized by the bytes of the rows: a scan of large binary values in small
+    batches reads ~8 MiB per decoding thread ahead of the batch it hands out, not 64K rows
+    (here the whole 26 MB column at once). Two decoding threads (``LANCEPY_THREADS``), in a
+    fresh process."""
+    rng = np.random.default_rng(5)
+    n, size = 400, 64_000
+    data = rng.integers(0, 256, n * size, dtype=np.uint8).tobytes()
+    offsets = pa.py_buffer(np.arange(0, (n + 1) * size, size, dtype=np.int32).tobytes())
+    values = pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(data)])
+    path = str(tmp_path / "wide.lance")
+    lancepy.write_dataset(pa.table({"id": np.arange(n), "b": values}), path)
+    script = (
+        "import sys, json, lancepy\n"
+        "ds = lancepy.dataset(sys.argv[1]); ds.io_stats_incremental()\n"
+        "stream = iter(ds.to_batches(batch_size=2, columns=['b']))\n"
+        "first = next(stream); io = ds.io_stats_incremental()\n"
+        "rest = [b.num_rows for b in stream]\n"
+        "print(json.dumps([first.column('b').to_pylist()[1].hex(), io.read_bytes + io.mapped_bytes, sum(rest), max(rest)]))\n"
+    )
+    env = dict(os.environ, LANCEPY_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    second, read, rest, largest = json.loads(out.stdout)
+    assert bytes.fromhex(second) == data[size : 2 * size]
+    assert read <= 2 * (8 << 20) + (1 << 20), read
+    assert rest == n - 2 and largest <= 2

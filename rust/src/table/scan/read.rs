@@ -234,14 +234,35 @@ impl TableSnapshot {
         if batch_rows >= READ_UNIT_ROWS {
             return batch_rows;
         }
-        // Bytes of a row once decoded; variable-width and nested values counted as 64.
-        let row_bytes: u64 = projection
+        // Bytes of a row: of the projected values when all are fixed-width; else of the
+        // widest fragment's stored rows, every column counted (images or documents can make
+        // a row megabytes); unknown (no recorded file sizes): read batch by batch.
+        let fixed: Option<u64> = projection
             .iter()
-            .map(|&f| fixed_byte_width(self.schema.fields[f].output_arrow().data_type()).map_or(64, |w| w.max(1) as u64))
-            .sum::<u64>()
-            .max(1);
-        let rows = READ_UNIT_ROWS.min(READ_UNIT_BYTES / row_bytes);
+            .map(|&f| fixed_byte_width(self.schema.fields[f].output_arrow().data_type()).map(|w| w.max(1) as u64))
+            .sum();
+        let Some(row_bytes) = fixed.or_else(|| self.stored_row_bytes()) else { return batch_rows };
+        let rows = READ_UNIT_ROWS.min(READ_UNIT_BYTES / row_bytes.max(1));
         batch_rows * (rows / batch_rows).max(1)
+    }
+
+    /// The largest bytes per row of any fragment's data files (`None` when a file's size is
+    /// not recorded).
+    fn stored_row_bytes(&self) -> Option<u64> {
+        let mut widest = 1u64;
+        for frag in &self.manifest.fragments {
+            let mut bytes = 0u64;
+            for file in &frag.files {
+                if file.file_size_bytes == 0 {
+                    return None;
+                }
+                bytes = bytes.saturating_add(file.file_size_bytes);
+            }
+            if frag.physical_rows > 0 {
+                widest = widest.max(bytes.div_ceil(frag.physical_rows));
+            }
+        }
+        Some(widest)
     }
 
     /// Runs one scan task.
