@@ -840,7 +840,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return n if self._limit is None else min(n, self._limit)
         cols = self._filter.columns
         total, skip, remaining = 0, self._offset, self._limit
-        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072)
+        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072, coalesce=True)
         for t in _stream_tables(stream, 131072):
             total += pc.sum(_evaluate(t, self._filter).cast(pa.int64())).as_py() or 0
         total = max(total - skip, 0)

@@ -33,7 +33,7 @@ pub struct PySnapshot {
 }
 
 fn scan_options(with_row_id: bool, with_row_address: bool, include_deleted: bool) -> ScanOptions {
-    ScanOptions { with_row_id, with_row_address, include_deleted }
+    ScanOptions { with_row_id, with_row_address, include_deleted, ..Default::default() }
 }
 
 impl PySnapshot {
@@ -125,14 +125,17 @@ impl PySnapshot {
         let frags = self.fragment_indices(fragment_ids).py()?;
         let batches = run(py, || {
             let tasks = s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)?;
+            let opts = s.admission_for(&tasks, opts);
             s.run_tasks(tasks, &projection, opts)
         })?;
         Ok(ArrowBatches::new(s.output_schema(&projection, opts), batches))
     }
 
     /// A scan decoded on demand, a few tasks at a time, `read_ahead` tasks read ahead
-    /// (default: one round on object storage, none locally).
-    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false, read_ahead=None))]
+    /// (default: one round on object storage, none locally). With `coalesce`, consecutive
+    /// batches (of fragments smaller than `batch_rows`) come concatenated into batches of up
+    /// to `batch_rows` rows.
+    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false, read_ahead=None, coalesce=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan_stream(
         &self,
@@ -146,6 +149,7 @@ impl PySnapshot {
         with_row_address: bool,
         include_deleted: bool,
         read_ahead: Option<usize>,
+        coalesce: bool,
     ) -> PyResult<BatchStream> {
         let opts = scan_options(with_row_id, with_row_address, include_deleted);
         let s = self.inner.clone();
@@ -153,7 +157,7 @@ impl PySnapshot {
         let frags = self.fragment_indices(fragment_ids).py()?;
         let tasks = run(py, || s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts))?;
         let schema = s.output_schema(&projection, opts);
-        let stream = ScanStream::new(s, tasks, projection, opts, read_ahead);
+        let stream = ScanStream::new(s, tasks, projection, opts, read_ahead).with_batch_rows(batch_rows, coalesce);
         Ok(BatchStream::new(schema, stream))
     }
 

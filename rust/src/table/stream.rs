@@ -7,6 +7,11 @@
 //! rounds' latencies; locally none is (decoding is the work, and the consumer asking for
 //! the next batch is what starts it). Memory stays bounded by the current round and the
 //! rounds read ahead.
+//!
+//! Given the scan's batch size ([`ScanStream::with_batch_rows`]), a round also takes more
+//! tasks while they hold fewer rows than a batch per core (fragments smaller than a batch
+//! make tasks of a few rows; one round each would pay a pool's hand-off per few rows), and
+//! can coalesce consecutive batches into batches of up to that size.
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -31,6 +36,10 @@ pub struct ScanStream {
     rounds_ahead: usize,
     /// The rounds read ahead, oldest first.
     ahead: VecDeque<Round>,
+    /// Rows a round reaches before it stops taking tasks (beyond its first `round`).
+    round_rows: u64,
+    /// Concatenate consecutive batches of a round into batches of up to this many rows.
+    coalesce: Option<u64>,
 }
 
 /// A round being read on the I/O pool.
@@ -55,6 +64,7 @@ impl ScanStream {
     ) -> Self {
         let round = crate::parallel::cpu_pool().current_num_threads().max(1);
         let read_ahead = read_ahead.unwrap_or(if snapshot.is_remote() { round } else { 0 });
+        let opts = snapshot.admission_for(&tasks, opts);
         Self {
             snapshot,
             tasks: tasks.into(),
@@ -64,12 +74,61 @@ impl ScanStream {
             round,
             rounds_ahead: read_ahead.div_ceil(round),
             ahead: VecDeque::new(),
+            round_rows: 0,
+            coalesce: None,
         }
     }
 
+    /// Rounds take tasks until they hold a batch of `batch_rows` rows per core (at least a
+    /// task per core); with `coalesce`, the batches of a round are concatenated into batches
+    /// of up to `batch_rows` rows (a batch is never split).
+    pub fn with_batch_rows(mut self, batch_rows: u64, coalesce: bool) -> Self {
+        let batch_rows = batch_rows.max(1);
+        self.round_rows = batch_rows.saturating_mul(self.round as u64);
+        self.coalesce = coalesce.then_some(batch_rows);
+        self
+    }
+
     fn take_round(&mut self) -> Vec<ScanTask> {
-        let n = self.round.min(self.tasks.len());
+        let mut n = self.round.min(self.tasks.len());
+        let mut rows: u64 = self.tasks.iter().take(n).map(|t| t.rows.end - t.rows.start).sum();
+        while n < self.tasks.len() && rows < self.round_rows {
+            rows += self.tasks[n].rows.end - self.tasks[n].rows.start;
+            n += 1;
+        }
         self.tasks.drain(..n).collect()
+    }
+
+    /// `batches` with runs of consecutive ones concatenated up to the coalescing size.
+    fn coalesced(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let Some(max) = self.coalesce else { return Ok(batches) };
+        if batches.len() < 2 {
+            return Ok(batches);
+        }
+        let mut out = Vec::new();
+        let mut run: Vec<RecordBatch> = Vec::new();
+        let mut rows = 0u64;
+        let flush = |run: &mut Vec<RecordBatch>, out: &mut Vec<RecordBatch>| -> Result<()> {
+            match run.len() {
+                0 => {}
+                1 => out.push(run.pop().expect("one batch")),
+                _ => {
+                    out.push(arrow_select::concat::concat_batches(&run[0].schema(), run.iter())?);
+                    run.clear();
+                }
+            }
+            Ok(())
+        };
+        for b in batches {
+            if rows + b.num_rows() as u64 > max {
+                flush(&mut run, &mut out)?;
+                rows = 0;
+            }
+            rows += b.num_rows() as u64;
+            run.push(b);
+        }
+        flush(&mut run, &mut out)?;
+        Ok(out)
     }
 
     /// Starts reading `tasks` on the I/O pool.
@@ -146,7 +205,7 @@ impl Iterator for ScanStream {
             if self.tasks.is_empty() && self.ahead.is_empty() {
                 return None;
             }
-            match self.next_round() {
+            match self.next_round().and_then(|b| self.coalesced(b)) {
                 Ok(batches) => self.ready.extend(batches),
                 Err(e) => {
                     self.tasks.clear();
