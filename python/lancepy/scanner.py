@@ -238,6 +238,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             with_row_id=self._with_row_id,
             with_row_address=True,
             read_ahead=self._read_ahead,
+            coalesce=True,
         )
         for t, scanned in self._filtered_stream(stream):
             values = self._late_values(t.column(ROW_ADDRESS).combine_chunks(), late, scanned)
@@ -629,6 +630,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             with_row_address=self._with_row_address,
             include_deleted=self._include_deleted,
             read_ahead=self._read_ahead,
+            coalesce=True,
         )
         for t, _ in self._filtered_stream(stream):
             yield from self._finish(t).to_batches()
