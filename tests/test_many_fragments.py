@@ -103,6 +103,9 @@ def test_coalesced_stream_returns_the_same_rows_in_order(many):
     ]
     assert _rows(pa.concat_tables(plain)) == _rows(pa.concat_tables(merged))
     assert len(merged) < len(plain) and all(t.num_rows <= 64 for t in merged)
+    whole = pa.table(ds._snapshot.scan(["id", "x"], batch_rows=64, coalesce=True, with_row_address=True))
+    assert whole.column("id").num_chunks == len(merged)
+    assert _rows(whole.select(["id", "x"])) == _rows(pa.concat_tables(plain))
 
 
 def _big_files(uri: str, files: int) -> None:

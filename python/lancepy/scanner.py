@@ -271,6 +271,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             fragment_ids=self._fragment_ids,
             with_row_id=self._with_row_id,
             with_row_address=True,
+            coalesce=True,
         ))
         mask = _evaluate(t, self._filter)
         scanned = t.num_rows
@@ -279,7 +280,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if t.num_rows <= scanned * self._TAKE_FRACTION:
             values = pa.table(s.take_addresses(t.column(ROW_ADDRESS).combine_chunks(), columns=late))
         else:
-            values = pa.table(s.scan(late, fragment_ids=self._fragment_ids))
+            values = pa.table(s.scan(late, fragment_ids=self._fragment_ids, coalesce=True))
             values = values.filter(mask).slice(self._offset)
         for name in late:
             t = t.append_column(values.schema.field(name), values.column(name))

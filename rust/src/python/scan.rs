@@ -104,8 +104,10 @@ impl PySnapshot {
         })
     }
 
-    /// Reads a whole scan at once (fragments in parallel).
-    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=131072, with_row_id=false, with_row_address=false, include_deleted=false))]
+    /// Reads a whole scan at once (fragments in parallel). With `coalesce`, consecutive
+    /// batches (of fragments smaller than `batch_rows`) come concatenated into batches of up
+    /// to `batch_rows` rows.
+    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=131072, with_row_id=false, with_row_address=false, include_deleted=false, coalesce=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -118,6 +120,7 @@ impl PySnapshot {
         with_row_id: bool,
         with_row_address: bool,
         include_deleted: bool,
+        coalesce: bool,
     ) -> PyResult<ArrowBatches> {
         let opts = scan_options(with_row_id, with_row_address, include_deleted);
         let s = &self.inner;
@@ -126,7 +129,12 @@ impl PySnapshot {
         let batches = run(py, || {
             let tasks = s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)?;
             let opts = s.admission_for(&tasks, opts);
-            s.run_tasks(tasks, &projection, opts)
+            let batches = s.run_tasks(tasks, &projection, opts)?;
+            if coalesce {
+                crate::table::stream::coalesce_batches(batches, batch_rows.max(1))
+            } else {
+                Ok(batches)
+            }
         })?;
         Ok(ArrowBatches::new(s.output_schema(&projection, opts), batches))
     }

@@ -101,34 +101,10 @@ impl ScanStream {
 
     /// `batches` with runs of consecutive ones concatenated up to the coalescing size.
     fn coalesced(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
-        let Some(max) = self.coalesce else { return Ok(batches) };
-        if batches.len() < 2 {
-            return Ok(batches);
+        match self.coalesce {
+            Some(max) => coalesce_batches(batches, max),
+            None => Ok(batches),
         }
-        let mut out = Vec::new();
-        let mut run: Vec<RecordBatch> = Vec::new();
-        let mut rows = 0u64;
-        let flush = |run: &mut Vec<RecordBatch>, out: &mut Vec<RecordBatch>| -> Result<()> {
-            match run.len() {
-                0 => {}
-                1 => out.push(run.pop().expect("one batch")),
-                _ => {
-                    out.push(arrow_select::concat::concat_batches(&run[0].schema(), run.iter())?);
-                    run.clear();
-                }
-            }
-            Ok(())
-        };
-        for b in batches {
-            if rows + b.num_rows() as u64 > max {
-                flush(&mut run, &mut out)?;
-                rows = 0;
-            }
-            rows += b.num_rows() as u64;
-            run.push(b);
-        }
-        flush(&mut run, &mut out)?;
-        Ok(out)
     }
 
     /// Starts reading `tasks` on the I/O pool.
@@ -192,6 +168,38 @@ impl ScanStream {
         }
         self.finish(current)
     }
+}
+
+/// `batches` with runs of consecutive ones concatenated into batches of up to `max_rows`
+/// rows (a batch is never split; one over `max_rows` stays as it is).
+pub fn coalesce_batches(batches: Vec<RecordBatch>, max_rows: u64) -> Result<Vec<RecordBatch>> {
+    if batches.len() < 2 {
+        return Ok(batches);
+    }
+    let mut out = Vec::new();
+    let mut run: Vec<RecordBatch> = Vec::new();
+    let mut rows = 0u64;
+    let flush = |run: &mut Vec<RecordBatch>, out: &mut Vec<RecordBatch>| -> Result<()> {
+        match run.len() {
+            0 => {}
+            1 => out.extend(run.pop()),
+            _ => {
+                out.push(arrow_select::concat::concat_batches(&run[0].schema(), run.iter())?);
+                run.clear();
+            }
+        }
+        Ok(())
+    };
+    for b in batches {
+        if rows + b.num_rows() as u64 > max_rows {
+            flush(&mut run, &mut out)?;
+            rows = 0;
+        }
+        rows += b.num_rows() as u64;
+        run.push(b);
+    }
+    flush(&mut run, &mut out)?;
+    Ok(out)
 }
 
 impl Iterator for ScanStream {
