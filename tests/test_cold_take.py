@@ -217,3 +217,46 @@ def test_small_columns_kept_whole_give_the_table_values(tmp_path):
     full = ds.to_table()
     idx = list(range(0, full.num_rows, 5))
     assert ds.take(idx).equals(full.take(pa.array(idx)))
+
+
+def test_one_row_of_a_many_page_binary_column_reads_one_repetition_index(tmp_path):
+    """Variable-width values stored row by row (images, documents) are found through each
+    page's repetition index; a take fetches the indexes of the pages it touches only. Before,
+    the first take of a file fetched every page's index (a one-row take of a 20-page column
+    read 20 of them)."""
+    from lancepy.file import LanceFileReader
+
+    rng = np.random.default_rng(3)
+    n, size = 20_000, 2_000  # 40 MB: several 8 MiB pages of ~4,000 rows, a 32 KB index each
+    data = rng.integers(0, 256, n * size, dtype=np.uint8).tobytes()
+    offsets = pa.py_buffer(np.arange(0, (n + 1) * size, size, dtype=np.int32).tobytes())
+    values = pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(data)])
+    uri = str(tmp_path / "blobs.lance")
+    lancepy.write_dataset(pa.table({"b": values}), uri)
+    (path,) = [os.path.join(uri, "data", f) for f in os.listdir(os.path.join(uri, "data"))]
+    pages = len(LanceFileReader(path).metadata().columns[0].pages)
+    assert pages >= 4, "the column must span several pages"
+    index_bytes = (n // pages + 2) * 8
+
+    def read_bytes(take):
+        c0 = lancepy.io_counts()
+        got = take()
+        c1 = lancepy.io_counts()
+        return got, c1["bytes"] - c0["bytes"]
+
+    for rows in ([n - 7], [5, n - 7]):
+        reader = LanceFileReader(path)
+        got, read = read_bytes(lambda: reader.take_rows(rows).to_table())
+        assert got.column("b").to_pylist() == [data[r * size : (r + 1) * size] for r in rows]
+        # The footer and metadata (64 KiB at most) and one index per page touched.
+        assert read <= (64 << 10) + len(rows) * index_bytes, (rows, read)
+        ds = lancepy.dataset(uri)
+        got, read = read_bytes(lambda: ds.take(rows))
+        assert got.column("b").to_pylist() == [data[r * size : (r + 1) * size] for r in rows]
+        assert read <= (64 << 10) + len(rows) * index_bytes, (rows, read)
+    # Every page touched: every index read once, and the values right.
+    reader = LanceFileReader(path)
+    rows = list(range(0, n, n // pages // 2))
+    got, read = read_bytes(lambda: reader.take_rows(rows).to_table())
+    assert got.column("b").to_pylist() == [data[r * size : (r + 1) * size] for r in rows]
+    assert read >= pages * (n // pages - 2) * 4

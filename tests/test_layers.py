@@ -152,7 +152,7 @@ def test_no_import_cycles() -> None:
 
 #: Most modules stay under 1,000 lines. ``lancepy.dataset`` is the public API in pylance's
 #: shape: ~90 methods whose signatures and docstrings are the API; their logic lives below.
-LIMITS = {"lancepy.dataset": 1400}
+LIMITS = {"lancepy.dataset": 1175}
 
 
 def test_no_module_is_huge() -> None:

@@ -50,7 +50,9 @@ def many(tmp_path_factory):
         lib.write_dataset(_table(1000, seed=2, start=2000), uri, mode="append", max_rows_per_file=10)
         lib.dataset(uri).delete("id % 13 = 0 OR (id >= 500 AND id < 530)")
         out[writer] = uri
-    return out
+    yield out
+    for uri in out.values():  # (the process-wide reader cache forgets their files)
+        lancepy.LanceDataset.drop(uri)
 
 
 FILTERS = [
@@ -109,7 +111,7 @@ def test_coalesced_stream_returns_the_same_rows_in_order(many):
 
 
 def _big_files(uri: str, files: int) -> None:
-    """`files` data files over 64 KiB each (held open, not in memory, by the reader cache)."""
+    """`files` data files over 16 KiB each (held open, not in memory, by the reader cache)."""
     rng = np.random.default_rng(5)
     n = 10000 * files
     lancepy.write_dataset(pa.table({"v": rng.random(n)}), uri, max_rows_per_file=10000)
@@ -155,6 +157,8 @@ def test_a_scan_over_more_files_than_the_cache_holds_evicts_none_of_its_readers(
         assert _requests(lambda: h.count_rows("v > 0.5")) == warm
     finally:
         lancepy.set_reader_cache_limits(max_bytes=before["max_bytes"], max_files=before["max_files"])
+        for uri in (hot, cold):
+            lancepy.LanceDataset.drop(uri)
 
 
 def test_ten_thousand_fragments_count_as_pylance_and_leak_no_descriptor(tmp_path):
@@ -173,3 +177,5 @@ def test_ten_thousand_fragments_count_as_pylance_and_leak_no_descriptor(tmp_path
     assert ds.count_rows("id < 5000") == lance.dataset(uri).count_rows("id < 5000") == 4500
     info = lancepy.reader_cache_info()
     assert info["open_files"] <= info["max_files"] and info["bytes"] <= info["max_bytes"]
+    lancepy.LanceDataset.drop(uri)
+    assert lancepy.reader_cache_info()["files"] < info["files"]

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import copy
 import datetime
-import os
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -31,12 +30,11 @@ from lancepy._core.args import (
     DEFAULT_CONFLICT_RETRIES,
     DEFAULT_RETRY_TIMEOUT,
     _args,
-    _indices,
     _refuse,
     _timeout_seconds,
 )
 from lancepy._core.iostats import IoStatsMembers, dataset_tracker, track_io
-from lancepy._core.paths import PathLike, _local_path, _uri
+from lancepy._core.paths import PathLike, _uri
 from lancepy._core.storage import StorageOptions, normalize_storage_options
 from lancepy._ops import config as _config
 from lancepy._ops import evolution as _evolution
@@ -54,15 +52,18 @@ from lancepy._table.commit import AutoCleanupConfig
 from lancepy._table.bases import DatasetBasePath
 from lancepy._table.cleanup import CleanupStats
 from lancepy._table.manifest import _summary_entry, _version_entry
-from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction, _transaction_from_json
+from lancepy._table import operations as _operations
+from lancepy._table import validate as _validate
+from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction
+from lancepy._table.snapshot import VersionState
+from lancepy._table import tags as _tags
 from lancepy._table.tags import Tags
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
-from lancepy.exceptions import CorruptFileError, DatasetNotFoundError, InvalidArgumentError, LanceError, UnsupportedError, VersionNotFoundError
-from lancepy.filters import Filter
+from lancepy.exceptions import UnsupportedError
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
-from lancepy.merge_insert import PRIMARY_KEY_METADATA, MergeInsertBuilder, _primary_key
+from lancepy.merge_insert import MergeInsertBuilder
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
-from lancepy.scanner import ColumnOrdering, LanceScanner, scan_columns
+from lancepy.scanner import ColumnOrdering, LanceScanner
 from lancepy.stats import LanceStats
 from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
 from lancepy import session as _session
@@ -86,9 +87,6 @@ __all__ = [
     "write_dataset",
     "LANCE_COMMIT_MESSAGE_KEY",
 ]
-
-_T = TypeVar("_T")
-
 
 def _reopen(uri: str, version: int, storage_options: StorageOptions, base_store_params: Any) -> "LanceDataset":
     """A pickled :class:`LanceDataset` again (see ``LanceDataset.__reduce__``)."""
@@ -117,13 +115,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         self._store = _lancepy.Store(self._uri, self._storage_options)
         self._session = _session.Session()  # (its own caches, unless dataset() / checkout_version share one)
         with self._io:
-            if _loaded is None:
-                if isinstance(version, str):
-                    version = Tags(self._store).get_version(version)
-                elif version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
-                    raise InvalidArgumentError(f"version must be a non-negative int or a tag name, got {version!r}")
-                _loaded = _commit.load_manifest(self._store, version)
-            self._set_loaded(_loaded)
+            self._set_loaded(_tags.load_version(self._store, version) if _loaded is None else _loaded)
 
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
         """Moves this object to the version `loaded`. Everything derived from a version
@@ -132,16 +124,10 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ...), and so that :meth:`_pinned` views keep theirs."""
         _commit.check_feature_flags(loaded, write=False, uri=self._uri)
         self._loaded = loaded
-        if loaded.native is not None:
-            self._snapshot = _lancepy.TableSnapshot.from_manifest(
-                self._uri, loaded.native, self._storage_options, self._base_store_params
-            )
-        else:
-            self._snapshot = _lancepy.TableSnapshot(self._uri, loaded.json, self._storage_options, self._base_store_params)
-        # Per-version caches (the Arrow schema, fragment row counts, the stable row id map, a
-        # vector search's deleted rows): built on first use, keyed by name, dropped with the
-        # version; one dict shared with this version's pinned views.
-        self._per_version: Dict[str, Any] = {}
+        # The native snapshot and the per-version caches (see VersionState), shared with this
+        # version's pinned views.
+        self._per_version = VersionState.open(self._uri, loaded, self._storage_options, self._base_store_params)
+        self._snapshot = self._per_version.snapshot
 
     def _pinned(self) -> "LanceDataset":
         """This version as an object of its own that never moves (fragments, scanners and
@@ -182,26 +168,17 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     @property
     def _schema(self) -> pa.Schema:
-        schema = self._per_version.get("schema")
-        if schema is None:
-            schema = self._per_version["schema"] = pa.schema(self._snapshot.schema())
-        return schema
+        return self._per_version.schema()
 
     @property
     def data_storage_version(self) -> str:
         """The data file version new files are written with (``"2.0"``, ``"2.1"``, ``"2.2"``)."""
-        fmt = self._loaded.manifest.get("data_format") or {}
-        m = self._loaded.manifest
-        return fmt.get("version") or _commit._infer_storage_version(m.get("fragments", []), m.get("writer_feature_flags", 0))
+        return self._loaded.data_storage_version
 
     @property
     def max_field_id(self) -> int:
         """Largest field id used by the schema or any data file."""
-        ids = [f.get("id", 0) for f in self._loaded.manifest.get("fields", [])]
-        for frag in self._loaded.manifest.get("fragments", []):
-            for df in frag.get("files", []):
-                ids.extend(df.get("fields", []))
-        return max(ids, default=-1)
+        return self._loaded.max_field_id
 
     @property
     def manifest_naming(self) -> str:
@@ -215,7 +192,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def has_stable_row_ids(self) -> bool:
         """Whether row ids survive compaction and updates (``enable_stable_row_ids``)."""
-        return bool(self._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+        return self._loaded.stable_row_ids
 
     @property
     def stats(self) -> "LanceStats":
@@ -300,11 +277,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """The index section's entries (uuid, fields, fragment ids, ...), decoded."""
         return _index_ops._index_entries(self)
 
-    def _index_type(self, entry: Dict[str, Any]) -> str:
-        """An index's type name as pylance reports it: vector indices name theirs in their
-        file (schema metadata ``lance:index``); the others by their details message."""
-        return _index_ops._index_type(self, entry)
-
     def describe_indices(self) -> List["IndexDescription"]:
         """One :class:`IndexDescription` per index name (its segments together), as pylance:
         type URL, rows indexed (live rows of the fragments it covers), field ids and names,
@@ -385,40 +357,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ``streaming_*``, ``train=False``, ``num_bits`` other than 8, multi-column indices,
         vectors that are not float32, ``index_file_version="Legacy"`` but for IVF_PQ of float32.
         """
-        return _index_ops.create_index(
-            self,
-            column,
-            index_type,
-            name,
-            metric,
-            replace,
-            num_partitions,
-            ivf_centroids,
-            pq_codebook,
-            num_sub_vectors,
-            accelerator,
-            index_cache_size,
-            shuffle_partition_batches,
-            shuffle_partition_concurrency,
-            ivf_centroids_file,
-            precomputed_partition_dataset,
-            storage_options,
-            filter_nan,
-            train,
-            fragment_ids,
-            index_uuid,
-            target_partition_size=target_partition_size,
-            streaming_sample_rate=streaming_sample_rate,
-            streaming_coreset_rate=streaming_coreset_rate,
-            streaming_refine_passes=streaming_refine_passes,
-            skip_transpose=skip_transpose,
-            progress_callback=progress_callback,
-            sample_rate=sample_rate,
-            max_iters=max_iters,
-            num_bits=num_bits,
-            seed=seed,
-            index_file_version=index_file_version, one_pass_ivfpq=one_pass_ivfpq,
-        )
+        return _index_ops.create_index(self, **_args(locals()))
 
     def create_scalar_index(
         self, column: Union[str, List[str]], index_type: Any, name: Optional[str] = None, *, replace: bool = True,
@@ -489,12 +428,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         return _version_entry(self.version, self._loaded.manifest)
 
     def _snapshot_rows(self) -> Dict[int, Any]:
-        rows = self._per_version.get("fragment_rows")
-        if rows is None:
-            rows = self._per_version["fragment_rows"] = {
-                fid: (phys, live) for fid, phys, live in self._snapshot.fragment_rows()
-            }
-        return rows
+        return self._per_version.fragment_rows()
 
     def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
         """The fragments of this version. `filter` (pylance's partition pruning) is not
@@ -505,19 +439,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     def _fragment_id_set(self) -> frozenset:
         """The ids of this version's fragments (per-version cache)."""
-        ids = self._per_version.get("fragment_ids")
-        if ids is None:
-            ids = self._per_version["fragment_ids"] = frozenset(self._loaded.fragment_ids)
-        return ids
+        return self._per_version.fragment_ids()
 
     def _fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
         """The manifest entry of fragment `fragment_id` of this version."""
-        by_id = self._per_version.get("fragments_by_id")
-        if by_id is None:
-            by_id = self._per_version["fragments_by_id"] = {
-                f.get("id", 0): f for f in self._loaded.manifest.get("fragments", [])
-            }
-        return FragmentMetadata._from_dict(by_id[fragment_id])
+        return self._per_version.fragment_metadata(fragment_id)
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         """The fragment with id `fragment_id`, or ``None``."""
@@ -602,35 +528,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         :class:`~lancepy.exceptions.NotSupportedError`.
         """
         o = _session.scan_options(self, _args(locals()))  # (with this object's default_scan_options)
-        _refuse(
-            scan_stats_callback=o["scan_stats_callback"],
-            row_addr_allowlist=o["row_addr_allowlist"],
-            row_addr_blocklist=o["row_addr_blocklist"],
-        )
-        scanner = LanceScanner(self._pinned(), scan_columns(o["columns"], o["full_text_query"]), o["filter"], o["limit"], o["offset"], bool(o["with_row_id"]),
-                               bool(o["with_row_address"]), o["batch_size"], o["fragments"])
-        scanner._set_order(o["order_by"])
-        scanner._set_late_materialization(o["late_materialization"])
-        scanner._set_blob_handling(o["blob_handling"])
-        if o["nearest"] is not None:
-            if o["order_by"]:
-                raise UnsupportedError("order_by together with nearest= (results come nearest first)")
-            scanner._set_nearest(o["nearest"], bool(o["prefilter"]))
-            scanner._fast_search = bool(o["fast_search"])
-        scanner._set_include_deleted(o["include_deleted_rows"])
-        scanner._set_full_text(o["full_text_query"], bool(o["prefilter"]), o["columns"])
-        scanner._set_rrf_k(o["rrf_k"])
-        scanner._use_scalar_index = o["use_scalar_index"] is not False
-        scanner._no_scoring_column = bool(o["disable_scoring_autoprojection"])
-        scanner._set_read_ahead(o["batch_readahead"])
-        scanner._set_batching(bool(o["strict_batch_size"]), o["batch_size_bytes"])
-        if o["index_segments"] is not None:
-            if o["nearest"] is None:
-                raise InvalidArgumentError("index_segments= restricts a vector search: give nearest= too")
-            if isinstance(o["index_segments"], (str, bytes)):
-                raise InvalidArgumentError("index_segments takes a list of segment uuids")
-            scanner._index_segments = list(o["index_segments"])
-        return scanner
+        return LanceScanner._from_options(self._pinned(), o)
 
     def to_table(
         self,
@@ -745,11 +643,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Live rows (matching `filter`); the keyword parameters are :meth:`scanner`'s."""
         args = _args(locals())
         if all(v is None for v in args.values()):
-            # The manifest's row counts less deletions, once per version.
-            count = self._per_version.get("count_rows")
-            if count is None:
-                count = self._per_version["count_rows"] = self._snapshot.count_rows()
-            return count
+            return self._per_version.count_rows()  # (the manifest's row counts less deletions)
         return self.scanner(**args).count_rows()
 
     def head(
@@ -793,14 +687,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Rows ``start`` (inclusive) to ``end`` (exclusive) by position in scan order (deleted
         rows not counted), as one offset/limit scan; `end` past the last row stops there.
         `columns` is a list of names or a dict of output names to SQL expressions."""
-        for name, value in (("start", start), ("end", end)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
-        if start < 0:
-            raise InvalidArgumentError(f"start must be non-negative, got {start}")
-        if end < start:
-            raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
-        return self.scanner(columns=columns, offset=start, limit=end - start).to_table()
+        return _take.slice_rows(self, start, end, columns)
 
     @staticmethod
     def drop(
@@ -812,37 +699,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         (a ``ValueError``). A path that does not exist raises
         :class:`~lancepy.exceptions.DatasetNotFoundError` unless `ignore_not_found` is true.
         The manifests go first, so an interrupted drop leaves no dataset behind, only files."""
-        uri = _uri(base_uri)
-        store = _lancepy.Store(uri, normalize_storage_options(storage_options))
-        versions, _ = _commit.list_versions(store)
-        if not versions and not store.root_exists():
-            if ignore_not_found:
-                return
-            raise DatasetNotFoundError(f"cannot drop {uri}: it does not exist")
-        readable = False
-        for v in sorted(versions, reverse=True):
-            try:
-                _commit.load_manifest(store, v)
-            except LanceError:  # corrupt, or unreadable for another reason: not proof of a dataset
-                continue
-            readable = True
-            break
-        if not readable:
-            raise InvalidArgumentError(
-                f"refusing to drop {uri}: no readable Lance manifest in _versions/, so it is not a dataset root "
-                "(a path holding only data files or unreadable manifests needs a storage-level delete)"
-            )
-        objects = [path for path, _, _ in store.list("")]
-        manifests = {p for p in objects if p.startswith(_commit.VERSIONS_DIR + "/")}
-        store.delete(sorted(manifests))
-        local = _local_path(uri)
-        if local is not None and os.path.isdir(local):
-            import shutil
-
-            shutil.rmtree(local)
-            _lancepy.evict_cached_files(uri)
-        else:
-            store.delete([p for p in objects if p not in manifests])
+        _cleanup.drop_dataset(_uri(base_uri), normalize_storage_options(storage_options), ignore_not_found)
 
     def read_transaction(self, version: int) -> Optional["Transaction"]:
         """The transaction that created version `version`: a :class:`Transaction` whose
@@ -851,26 +708,12 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         :class:`~lancepy.exceptions.VersionNotFoundError`. An operation lancepy has no class
         for (``ReserveFragments``, ``CreateIndex``, ...) is a bare
         :class:`LanceOperation.BaseOperation`, as in pylance."""
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise InvalidArgumentError(f"version must be an int, got {version!r}")
-        versions, _ = _commit.list_versions(self._store)
-        if version not in versions:
-            raise VersionNotFoundError(f"{self._uri} has no version {version}")
-        txn = _commit.load_transaction(self._store, version)
-        return None if txn is None else _transaction_from_json(txn)
+        return _operations.read_transaction(self._store, version)
 
     def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
         """The transactions of the `recent_transactions` versions up to this one, newest
         first (``None`` for a version without a readable transaction)."""
-        if not isinstance(recent_transactions, int) or isinstance(recent_transactions, bool) or recent_transactions < 0:
-            raise InvalidArgumentError(f"recent_transactions must be a non-negative int, got {recent_transactions!r}")
-        versions, _ = _commit.list_versions(self._store)
-        wanted = [v for v in sorted(versions, reverse=True) if v <= self.version][:recent_transactions]
-        out = []
-        for v in wanted:
-            txn = _commit.load_transaction(self._store, v)
-            out.append(None if txn is None else _transaction_from_json(txn))
-        return out
+        return _operations.recent_transactions(self._store, self.version, recent_transactions)
 
     def replace_schema(self, schema: Any) -> None:
         """Not built, as in pylance: use :meth:`replace_schema_metadata` or
@@ -890,11 +733,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         with stable row ids, those ids (as pylance's ``take_rows``). Deleted and unknown rows
         are skipped."""
         return _take._take_rows(self, row_ids, columns, with_row_id, with_row_address)
-
-    def _addresses_of_row_ids(self, ids: Any) -> pa.Array:
-        """The addresses of stable row ids (unknown and deleted ids left out), in order. The
-        id → address map of this version is built once (one scan of row ids, no columns)."""
-        return _take._addresses_of_row_ids(self, ids)
 
     take_rows = _take_rows
 
@@ -939,13 +777,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         deletion file can be read and matches its record. Raises
         :class:`~lancepy.exceptions.CorruptFileError` listing every problem found (the
         ``lancepy validate`` command also checks every manifest)."""
-        from lancepy._table.validate import _validate_version
-
-        problems: List[str] = []
-        checked = {"manifests": 0, "data_files": 0, "deletion_files": 0}
-        _validate_version(self._store, self._loaded, problems, checked, self._storage_options)
-        if problems:
-            raise CorruptFileError(f"{self._uri} version {self.version} is damaged: " + "; ".join(problems))
+        _validate.validate_version(self._store, self._loaded, self._storage_options)
 
     def checkout_latest(self) -> None:
         """Moves this object to the latest version (in place, as pylance does)."""
@@ -954,10 +786,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     def restore(self) -> None:
         """Makes this (older) version the latest, as a new version; this object moves to it
         (and, as in pylance, nothing is returned)."""
-        latest = self.latest_version
-        txn = _commit.new_transaction(latest, "Restore", {"version": self.version})
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, commit_lock=self._commit_lock)
-        self._set_loaded(result.manifest)
+        body = {"version": self.version}
+        self._set_loaded(_commit.commit_body(self._store, self.latest_version, "Restore", body, naming=self._loaded.naming,
+                                             commit_lock=self._commit_lock))
 
     def _refresh_latest(self) -> None:
         self._set_loaded(_commit.load_manifest(self._store))
@@ -965,25 +796,10 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     def _commit(self, operation: str, body: Dict[str, Any], written: Sequence[str] = (), read_version: Optional[int] = None) -> None:
         _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
         rv = self.version if read_version is None else read_version
-        txn = _commit.new_transaction(rv, operation, body)
-        result = _commit.commit_transaction(self._store, txn, naming=self._loaded.naming, written_files=written, commit_lock=self._commit_lock)
-        self._set_loaded(result.manifest)
+        self._set_loaded(_commit.commit_body(self._store, rv, operation, body, naming=self._loaded.naming, written=written,
+                                             commit_lock=self._commit_lock))
 
     # -- modifications ---------------------------------------------------------------------
-
-    def _matching_addresses(self, flt: Filter, fragment_ids: Optional[List[int]] = None) -> pa.Array:
-        """Row addresses of the live rows matching a filter (in `fragment_ids` only, if
-        given), in one pass."""
-        return _mutations._matching_addresses(self, flt, fragment_ids)
-
-    def _retry_on_conflict(
-        self, attempt: Callable[[], _T], conflict_retries: int, retry_timeout: datetime.timedelta
-    ) -> _T:
-        """Runs `attempt` (read this version, write, commit). When its commit loses to a
-        concurrent incompatible commit (say, a delete of the same fragment), the files it wrote
-        are already gone; the latest version is re-read and the operation applied again, up to
-        `conflict_retries` times within `retry_timeout` (pylance's semantics)."""
-        return _mutations._retry_on_conflict(self, attempt, conflict_retries, retry_timeout)
 
     def delete(
         self,
@@ -1011,9 +827,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         schema, config and older versions stay."""
         return _mutations.truncate_table(self)
 
-    def _write_deletions(self, addresses: pa.Array) -> Any:
-        return _mutations._write_deletions(self, addresses)
-
     def update(
         self,
         updates: Dict[str, Any],
@@ -1031,13 +844,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """
         return _mutations.update(self, updates, where, conflict_retries, retry_timeout, data_storage_version)
 
-    def _update_once(self, updates: Dict[str, Any], where: Any) -> Dict[str, int]:
-        return _mutations._update_once(self, updates, where)
-
-    def _replace_rows(self, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()) -> None:
-        """Deletes rows at `addresses` and appends `new_rows`, as one Update transaction."""
-        return _mutations._replace_rows(self, addresses, new_rows, fields_modified)
-
     def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
         """Adds the columns of `data_obj` by a left join of this dataset's column `left_on`
         with its column `right_on` (default: the same name). Rows without a match get
@@ -1051,15 +857,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         Without `on`, the keys are the schema's unenforced primary key: the fields whose
         metadata has ``lance-schema:unenforced-primary-key`` = ``"true"`` (as pylance); with
         neither, :class:`InvalidArgumentError` (a ``ValueError``)."""
-        if on is None:
-            keys = _primary_key(self._schema)
-            if not keys:
-                raise InvalidArgumentError(
-                    "merge_insert needs join keys: pass on=... or mark primary-key fields in the schema "
-                    f"(field metadata {PRIMARY_KEY_METADATA!r} = 'true')"
-                )
-            return MergeInsertBuilder(self, keys)
-        return MergeInsertBuilder(self, [on] if isinstance(on, str) else list(on))
+        return MergeInsertBuilder._keyed(self, on)
 
     def insert(
         self,
@@ -1124,23 +922,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """
         return _evolution.add_columns(self, transforms, read_columns, reader_schema, batch_size)
 
-    def _check_new_names(self, new_schema: pa.Schema) -> None:
-        return _evolution._check_new_names(self, new_schema)
-
-    def _add_computed_columns(self, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], first_id: int,
-                              batch_size: Optional[int] = None) -> None:
-        """Calls `fn` as pylance does: per fragment, on runs of `batch_size` (default 1024)
-        physical rows with the deleted ones left out (a run may be short, or empty); the
-        results are laid over the fragment's physical rows, deleted rows getting nulls.
-        `read_columns` may name ``_rowid`` / ``_rowaddr``."""
-        return _evolution._add_computed_columns(self, fn, read_columns, first_id, batch_size)
-
-    def _add_precomputed_columns(self, values: pa.Table, first_id: int) -> None:
-        return _evolution._add_precomputed_columns(self, values, first_id)
-
-    def _attach_new_columns(self, new_tables: List[pa.Table], first_id: int) -> None:
-        return _evolution._attach_new_columns(self, new_tables, first_id)
-
     def drop_columns(self, columns: List[str]) -> None:
         """Removes columns (metadata only: their field ids are tombstoned in data files)."""
         return _evolution.drop_columns(self, columns)
@@ -1155,11 +936,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         tombstoned (a ``Merge`` transaction); other columns are not touched.
         """
         return _evolution.alter_columns(self, *alterations)
-
-    def _cast_columns(self, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
-        """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
-        apart from the types."""
-        return _evolution._cast_columns(self, fields, casts)
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -1232,12 +1008,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
             table_id=table_id,
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
         )
-        planned: Optional[Transaction] = None
-        if isinstance(operation, Transaction):
-            planned, operation = operation, operation.operation
-            read_version = planned.read_version
-        if not isinstance(operation, LanceOperation.BaseOperation):
-            raise InvalidArgumentError(f"commit needs a LanceOperation or a Transaction, got {type(operation).__name__}")
         if isinstance(base_uri, LanceDataset):
             storage_options = base_uri._storage_options if storage_options is None else storage_options
             if base_store_params is None:
@@ -1249,7 +1019,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
             _lancepy.Store(uri, options),
             operation,
             read_version,
-            planned=planned,
             naming="v1" if enable_v2_manifest_paths is False else "v2",
             max_retries=max_retries,
             commit_message=commit_message,

@@ -27,6 +27,7 @@ from lancepy._core.iostats import owner_tracker, track_io
 from lancepy._core.conform import align_to_schema, to_record_batch_reader  # noqa: F401
 from lancepy._core.schema import lance_fields_for, schema_differences  # noqa: F401
 from lancepy._ops import fragment_ops as _fragment_ops
+from lancepy._ops import mutations as _mutations
 from lancepy._ops import take as _take_ops
 from lancepy._ops.write import _write, create_fragment, row_runs, write_fragments  # noqa: F401
 from lancepy._table.fragments import (  # noqa: F401
@@ -170,7 +171,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         flt = compile_filter(predicate, self._ds.schema)
         if flt is None:
             raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-        return self._delete_addresses(self._ds._matching_addresses(flt, [self.fragment_id]))
+        return self._delete_addresses(_mutations._matching_addresses(self._ds, flt, [self.fragment_id]))
 
     def delete_rows(self, offsets: Iterable[int]) -> Optional[FragmentMetadata]:
         """Marks the rows at `offsets` (physical row offsets inside this fragment, 0-based)

@@ -4,7 +4,7 @@ returns."""
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,6 +15,7 @@ from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.schema import ROW_ADDRESS
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
 from lancepy.filters import Filter, FilterLike, compile_filter
+from lancepy._ops import mutations as _mutations
 from lancepy._ops.mutations import replace_rows_uncommitted
 from lancepy.fragment import align_to_schema, to_record_batch_reader
 from lancepy.scanner import _evaluate
@@ -60,6 +61,19 @@ class MergeInsertBuilder:
         self._conflict_retries = DEFAULT_CONFLICT_RETRIES
         self._retry_timeout = DEFAULT_RETRY_TIMEOUT
         self._use_index = True
+
+    @classmethod
+    def _keyed(cls, ds: LanceDataset, on: Union[str, List[str], None]) -> "MergeInsertBuilder":
+        """``ds.merge_insert(on)``: keys `on` (a name or names), else the schema's primary key."""
+        if on is None:
+            keys = _primary_key(ds._schema)
+            if not keys:
+                raise InvalidArgumentError(
+                    "merge_insert needs join keys: pass on=... or mark primary-key fields in the schema "
+                    f"(field metadata {PRIMARY_KEY_METADATA!r} = 'true')"
+                )
+            return cls(ds, keys)
+        return cls(ds, [on] if isinstance(on, str) else list(on))
 
     def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
         """How often a merge whose commit conflicts with a concurrent one is re-applied to the
@@ -134,7 +148,7 @@ class MergeInsertBuilder:
                 self._ds._commit("Update", *planned)
             return stats
 
-        return self._ds._retry_on_conflict(attempt, self._conflict_retries, self._retry_timeout)
+        return _mutations._retry_on_conflict(self._ds, attempt, self._conflict_retries, self._retry_timeout)
 
     def execute_uncommitted(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> Tuple[Any, Dict[str, int]]:
         """Writes the merge's files without committing: returns ``(Transaction, stats)``, the

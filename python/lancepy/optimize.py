@@ -21,6 +21,7 @@ from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy._ops import indices as _index_ops
 from lancepy._table import commit as _commit
 from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config
 from lancepy._table.fragments import FragmentMetadata
@@ -183,7 +184,7 @@ class DatasetOptimizer:
         for n in names:
             if n not in by_name:
                 raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._uri}")
-            kind = ds._index_type(by_name[n][0])
+            kind = _index_ops._index_type(ds, by_name[n][0])
             if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree", "Bitmap", "LabelList", "Inverted"):
                 raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
         paths = {v: k for k, v in ds._field_ids_by_path().items()}
@@ -198,7 +199,7 @@ class DatasetOptimizer:
                 column = paths[segs[0]["fields"][0]]
                 covered = set().union(*(set(e["fragment_ids"]) for e in segs))
                 fresh = [f for f in live if f.fragment_id not in covered]
-                btree = ds._index_type(segs[0]) in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
+                btree = _index_ops._index_type(ds, segs[0]) in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
                 if retrain and btree:
                     fresh, covered = live, set()  # (a BTREE index has no model: rebuilt from all rows)
                 elif retrain:
@@ -221,11 +222,11 @@ class DatasetOptimizer:
                     continue
                 merge = num_indices_to_merge != 0 and not (retrain and btree)
                 if btree:
-                    if ds._index_type(segs[0]) == "Inverted":
+                    if _index_ops._index_type(ds, segs[0]) == "Inverted":
                         from lancepy._ops import inverted as _inverted
 
                         uid, files = _inverted.extend(ds, column, segs, [f.fragment_id for f in fresh], merge, bool(retrain))
-                    elif ds._index_type(segs[0]) in ("Bitmap", "LabelList"):
+                    elif _index_ops._index_type(ds, segs[0]) in ("Bitmap", "LabelList"):
                         from lancepy._ops import bitmap as _bitmap
 
                         _bitmap.check_addresses(ds)
@@ -242,7 +243,7 @@ class DatasetOptimizer:
                 written += [f"_indices/{uid}/{f['path']}" for f in files]
                 base = dict(raw[segs[0]["uuid"]])
                 ids = sorted(({f.fragment_id for f in live} & covered if merge else set()) | {f.fragment_id for f in fresh})
-                if ds._index_type(segs[0]) == "BTree":
+                if _index_ops._index_type(ds, segs[0]) == "BTree":
                     base["index_version"] = _btree.index_version(ds)
                 base.update({
                     "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
@@ -455,13 +456,13 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
     as pylance 14's)."""
     from lancepy._ops import btree as _btree
 
-    stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+    stable = ds._loaded.stable_row_ids
     ids = set(fragment_ids)
     return [
         e for e in ds._index_entries()
         if set(e["fragment_ids"]) & ids
-        and (_btree.holds_addresses(ds, e) if ds._index_type(e) == "BTree"
-             else ds._index_type(e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList", "Inverted") and not stable)
+        and (_btree.holds_addresses(ds, e) if _index_ops._index_type(ds, e) == "BTree"
+             else _index_ops._index_type(ds, e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList", "Inverted") and not stable)
     ]
 
 
@@ -472,7 +473,7 @@ def _rewrite(
     committing them; their ids are 0 until :func:`_commit_rewrites` reserves some."""
     import numpy as np
 
-    stable = bool(ds._loaded.manifest.get("reader_feature_flags", 0) & _commit.FLAG_STABLE_ROW_IDS)
+    stable = ds._loaded.stable_row_ids
     ids = [f.get("id", 0) for f in fragments]
     remap = bool(_remappable_indices(ds, ids))
     row_ids: List[int] = []
@@ -611,7 +612,7 @@ def _remap_indices(
         from lancepy._ops import inverted as _inverted
 
         remap_segment = {"BTree": _btree.remap, "Bitmap": _bitmap.remap, "LabelList": _bitmap.remap,
-                         "Inverted": _inverted.remap}.get(ds._index_type(e), _ivf_build.remap)
+                         "Inverted": _inverted.remap}.get(_index_ops._index_type(ds, e), _ivf_build.remap)
         uid, files = remap_segment(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
         written += [f"_indices/{uid}/{f['path']}" for f in files]
         raw = details[e["uuid"]]

@@ -21,6 +21,7 @@ from lancepy._ops import hybrid as _hybrid
 from lancepy._ops import ivf as _ivf_defaults
 from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
+from lancepy._core.args import _refuse
 from lancepy._core.iostats import owner_tracker, track_io
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
@@ -144,6 +145,41 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         self._use_scalar_index = True
         self._no_scoring_column = False
         self._rows_scanned = 0  # rows read before filtering (what analyze_plan reports)
+
+    @classmethod
+    def _from_options(cls, ds: LanceDataset, o: Dict[str, Any]) -> "LanceScanner":
+        """The scanner of :meth:`LanceDataset.scanner` over `ds` (a pinned version): `o` is
+        that method's arguments by name, ``default_scan_options`` already applied; options
+        lancepy does not build are refused here."""
+        _refuse(
+            scan_stats_callback=o["scan_stats_callback"],
+            row_addr_allowlist=o["row_addr_allowlist"],
+            row_addr_blocklist=o["row_addr_blocklist"],
+        )
+        scanner = cls(ds, scan_columns(o["columns"], o["full_text_query"]), o["filter"], o["limit"], o["offset"],
+                      bool(o["with_row_id"]), bool(o["with_row_address"]), o["batch_size"], o["fragments"])
+        scanner._set_order(o["order_by"])
+        scanner._set_late_materialization(o["late_materialization"])
+        scanner._set_blob_handling(o["blob_handling"])
+        if o["nearest"] is not None:
+            if o["order_by"]:
+                raise UnsupportedError("order_by together with nearest= (results come nearest first)")
+            scanner._set_nearest(o["nearest"], bool(o["prefilter"]))
+            scanner._fast_search = bool(o["fast_search"])
+        scanner._set_include_deleted(o["include_deleted_rows"])
+        scanner._set_full_text(o["full_text_query"], bool(o["prefilter"]), o["columns"])
+        scanner._set_rrf_k(o["rrf_k"])
+        scanner._use_scalar_index = o["use_scalar_index"] is not False
+        scanner._no_scoring_column = bool(o["disable_scoring_autoprojection"])
+        scanner._set_read_ahead(o["batch_readahead"])
+        scanner._set_batching(bool(o["strict_batch_size"]), o["batch_size_bytes"])
+        if o["index_segments"] is not None:
+            if o["nearest"] is None:
+                raise InvalidArgumentError("index_segments= restricts a vector search: give nearest= too")
+            if isinstance(o["index_segments"], (str, bytes)):
+                raise InvalidArgumentError("index_segments takes a list of segment uuids")
+            scanner._index_segments = list(o["index_segments"])
+        return scanner
 
     def _set_batching(self, strict: bool, batch_size_bytes: Optional[int]) -> None:
         if batch_size_bytes is not None:
@@ -634,7 +670,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             coalesce=True,
         )
         for t, _ in self._filtered_stream(stream):
-            yield from self._finish(t).to_batches()
+            yield from self._finish(t).to_batches(max_chunksize=self._batch_size)
 
     def _filtered_stream(self, stream: Any) -> Iterator[Any]:
         """The rows of `stream`'s batches that pass the filter, after the scan's offset and

@@ -49,7 +49,7 @@ def reader_cache_info() -> Dict[str, int]:
     ``open_files`` (those of them holding an open file descriptor), ``bytes`` (what they hold
     in memory), and its limits ``max_bytes`` / ``max_files``.
 
-    A local data file of at most 64 KiB is read whole when opened and closed at once: its
+    A local data file of at most 16 KiB is read whole when opened and closed at once: its
     reader serves later reads from memory and holds no descriptor (it counts in ``files``
     and ``bytes``, not in ``open_files``).
 

@@ -39,7 +39,7 @@ def add_columns(
         isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms)
     ):
         new_schema = pa.schema([transforms] if isinstance(transforms, pa.Field) else list(transforms))
-        ds._check_new_names(new_schema)
+        _check_new_names(ds, new_schema)
         for f in new_schema:
             if not f.nullable:
                 raise InvalidArgumentError(f"all-null column {f.name!r} must be nullable")
@@ -59,14 +59,14 @@ def add_columns(
             types = {n: _evaluate_values(empty, f.expression, None).type for n, f in compiled.items()}
             return add_columns(ds, pa.schema([pa.field(n, t) for n, t in types.items()]))
         fn, needed = sql_function(schema, compiled)
-        return ds._add_computed_columns(fn, needed, first_id, batch_size)
+        return _add_computed_columns(ds, fn, needed, first_id, batch_size)
     if callable(transforms):
         cols = read_columns if read_columns is not None else schema.names
-        return ds._add_computed_columns(transforms, cols, first_id, batch_size)
+        return _add_computed_columns(ds, transforms, cols, first_id, batch_size)
     if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(
         transforms, "__arrow_c_stream__"
     ):
-        return ds._add_precomputed_columns(
+        return _add_precomputed_columns(ds, 
             pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id
         )
     raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
@@ -107,7 +107,10 @@ def _add_computed_columns(
     first_id: int,
     batch_size: Optional[int] = None,
 ) -> None:
-    """See :meth:`LanceDataset._add_computed_columns`."""
+    """Calls `fn` as pylance does: per fragment, on runs of `batch_size` (default 1024)
+    physical rows with the deleted ones left out (a run may be short, or empty); the
+    results are laid over the fragment's physical rows, deleted rows getting nulls.
+    `read_columns` may name ``_rowid`` / ``_rowaddr``."""
     if batch_size is None:
         batch_size = _UDF_BATCH_SIZE
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
@@ -116,7 +119,7 @@ def _add_computed_columns(
         fragment_values(ds, fn, read_columns, frag.get("id", 0), batch_size)
         for frag in ds._loaded.manifest.get("fragments", [])
     ]
-    ds._attach_new_columns(new_tables, first_id)
+    _attach_new_columns(ds, new_tables, first_id)
     if isinstance(fn, BatchUDF) and fn.cache is not None:
         fn.cache.cleanup()
 
@@ -208,7 +211,7 @@ def _add_precomputed_columns(ds: LanceDataset, values: pa.Table, first_id: int) 
             keep[pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
             chunk = _spread_over_physical_rows(chunk, keep)
         new_tables.append(chunk)
-    ds._attach_new_columns(new_tables, first_id)
+    _attach_new_columns(ds, new_tables, first_id)
 
 
 def _attach_new_columns(ds: LanceDataset, new_tables: List[pa.Table], first_id: int) -> None:
@@ -216,7 +219,7 @@ def _attach_new_columns(ds: LanceDataset, new_tables: List[pa.Table], first_id: 
     if not frags:
         raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
     new_schema = nullable_schema(new_tables[0].schema)
-    ds._check_new_names(new_schema)
+    _check_new_names(ds, new_schema)
     lance = lance_fields_for(new_schema, first_id)
     written: List[str] = []
     files: Dict[int, Dict[str, Any]] = {}
@@ -355,7 +358,7 @@ def alter_columns(ds: LanceDataset, *alterations: Dict[str, Any]) -> None:
         top = {g.get("name"): g for g in fields if g.get("parent_id", -1) == -1}
     if casts:
         _refuse_casting_indexed(ds, casts)
-        return ds._cast_columns(fields, casts)
+        return _cast_columns(ds, fields, casts)
     ds._commit("Project", {"schema": fields})
 
 
@@ -374,7 +377,8 @@ def _refuse_casting_indexed(ds: LanceDataset, casts: Dict[str, pa.DataType]) -> 
 
 
 def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
-    """See :meth:`LanceDataset._cast_columns`."""
+    """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
+    apart from the types."""
     by_old_name = {f.get("name"): f for f in ds._loaded.manifest.get("fields", []) if f.get("parent_id", -1) == -1}
     new_fields = []
     for old_name, new_type in casts.items():

@@ -31,7 +31,7 @@ def list_indices(ds: LanceDataset) -> List[Dict[str, Any]]:
         out.append(
             {
                 "name": e["name"],
-                "type": ds._index_type(e),
+                "type": _index_type(ds, e),
                 "uuid": e["uuid"],
                 "fields": [names.get(f, str(f)) for f in e["fields"]],
                 "version": e["dataset_version"],
@@ -49,7 +49,8 @@ def _index_entries(ds: LanceDataset) -> List[Dict[str, Any]]:
 
 
 def _index_type(ds: LanceDataset, entry: Dict[str, Any]) -> str:
-    """See :meth:`LanceDataset._index_type`."""
+    """An index's type name as pylance reports it: vector indices name theirs in their
+    file (schema metadata ``lance:index``); the others by their details message."""
     details = str(entry.get("details_type") or "").rsplit(".", 1)[-1]
     if details == "VectorIndexDetails":
         from lancepy.file import LanceFileReader
@@ -109,7 +110,7 @@ def describe_indices(ds: LanceDataset) -> List["IndexDescription"]:
                 fields=list(first["fields"]),
                 field_names=[names.get(f, str(f)) for f in first["fields"]],
                 total_size_bytes=sum(seg["size_bytes"] for seg in segments),
-                index_type=ds._index_type(first),
+                index_type=_index_type(ds, first),
                 segments=segments,
             )
         )

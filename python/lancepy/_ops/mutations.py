@@ -17,6 +17,7 @@ from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.conform import align_to_schema, to_record_batch_reader
 from lancepy._core.evaluate import _evaluate, _evaluate_values, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS
+from lancepy._ops import evolution as _evolution
 from lancepy._ops.write import _write
 from lancepy._table.fragments import DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, normalize_storage_version
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError
@@ -29,7 +30,8 @@ _T = TypeVar("_T")
 
 
 def _matching_addresses(ds: LanceDataset, flt: Filter, fragment_ids: Optional[List[int]] = None) -> pa.Array:
-    """See :meth:`LanceDataset._matching_addresses`."""
+    """Row addresses of the live rows matching a filter (in `fragment_ids` only, if
+    given), in one pass."""
     stream = ds._snapshot.scan_stream(
         flt.columns,
         fragment_ids=fragment_ids,
@@ -46,7 +48,10 @@ def _matching_addresses(ds: LanceDataset, flt: Filter, fragment_ids: Optional[Li
 def _retry_on_conflict(
     ds: LanceDataset, attempt: Callable[[], _T], conflict_retries: int, retry_timeout: datetime.timedelta
 ) -> _T:
-    """See :meth:`LanceDataset._retry_on_conflict`."""
+    """Runs `attempt` (read this version, write, commit). When its commit loses to a
+    concurrent incompatible commit (say, a delete of the same fragment), the files it wrote
+    are already gone; the latest version is re-read and the operation applied again, up to
+    `conflict_retries` times within `retry_timeout` (pylance's semantics)."""
     if conflict_retries < 0:
         raise InvalidArgumentError(f"conflict_retries must be >= 0, got {conflict_retries}")
     deadline = time.monotonic() + retry_timeout.total_seconds()
@@ -75,13 +80,13 @@ def delete(
         flt = compile_filter(predicate, ds._schema)
         if flt is None:
             raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-        addresses = ds._matching_addresses(flt)
-        updated, removed, written = ds._write_deletions(addresses)
+        addresses = _matching_addresses(ds, flt)
+        updated, removed, written = _write_deletions(ds, addresses)
         body = {"updated_fragments": updated, "deleted_fragment_ids": removed, "predicate": flt.text}
         ds._commit("Delete", body, written)
         return {"num_deleted_rows": len(addresses)}
 
-    return ds._retry_on_conflict(attempt, conflict_retries, retry_timeout)
+    return _retry_on_conflict(ds, attempt, conflict_retries, retry_timeout)
 
 
 def truncate_table(ds: LanceDataset) -> None:
@@ -117,7 +122,7 @@ def update(
         raise InvalidArgumentError(
             f"the dataset stores {ds.data_storage_version} data files; cannot write {data_storage_version} files"
         )
-    return ds._retry_on_conflict(lambda: ds._update_once(updates, where), conflict_retries, retry_timeout)
+    return _retry_on_conflict(ds, lambda: _update_once(ds, updates, where), conflict_retries, retry_timeout)
 
 
 def _update_once(ds: LanceDataset, updates: Dict[str, Any], where: Any) -> Dict[str, int]:
@@ -143,14 +148,14 @@ def _update_once(ds: LanceDataset, updates: Dict[str, Any], where: Any) -> Dict[
             arr = pa.array([value] * table.num_rows, type=target)
         new_columns[name] = arr
     rows = pa.table({n: (new_columns[n] if n in new_columns else table.column(n)) for n in schema.names})
-    ds._replace_rows(table.column(ROW_ADDRESS).combine_chunks(), rows, fields_modified=list(updates))
+    _replace_rows(ds, table.column(ROW_ADDRESS).combine_chunks(), rows, fields_modified=list(updates))
     return {"num_rows_updated": table.num_rows}
 
 
 def _replace_rows(
     ds: LanceDataset, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()
 ) -> None:
-    """See :meth:`LanceDataset._replace_rows`."""
+    """Deletes rows at `addresses` and appends `new_rows`, as one Update transaction."""
     body, written = replace_rows_uncommitted(ds, addresses, new_rows, fields_modified)
     ds._commit("Update", body, written)
 
@@ -160,7 +165,7 @@ def replace_rows_uncommitted(
 ) -> Tuple[Dict[str, Any], List[str]]:
     """Writes what :func:`_replace_rows` commits (deletion files, new data files) and returns
     the ``Update`` transaction's body and the files written, without committing."""
-    updated, removed, written = ds._write_deletions(addresses)
+    updated, removed, written = _write_deletions(ds, addresses)
     new_frags: List[Dict[str, Any]] = []
     if new_rows is not None and new_rows.num_rows > 0:
         reader = align_to_schema(new_rows.to_reader(), ds._schema)
@@ -202,7 +207,7 @@ def merge(
     new_names = [n for n in right.column_names if n != right_on]
     if not new_names:
         raise InvalidArgumentError("the data to merge has no columns besides the key")
-    ds._check_new_names(right.select(new_names).schema)
+    _evolution._check_new_names(ds, right.select(new_names).schema)
     # The last row of a repeated key wins (as in pylance): look keys up back to front.
     right = right.take(pa.array(range(right.num_rows - 1, -1, -1), pa.int64()))
     right_keys = right.column(right_on)
@@ -213,4 +218,4 @@ def merge(
         raise InvalidArgumentError(f"cannot join {left_on!r} ({left_keys.type}) with {right_on!r}: {e}") from None
     positions = pc.index_in(left_keys, value_set=right_keys.combine_chunks())
     values = right.select(new_names).take(positions)
-    ds._add_precomputed_columns(values, ds.max_field_id + 1)
+    _evolution._add_precomputed_columns(ds, values, ds.max_field_id + 1)

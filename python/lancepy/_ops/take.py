@@ -20,6 +20,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
 
 
+def slice_rows(ds: LanceDataset, start: int, end: int, columns: Any = None) -> pa.Table:
+    """See :meth:`LanceDataset.slice`: rows `start` to `end` in scan order, one offset/limit scan."""
+    for name, value in (("start", start), ("end", end)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
+    if start < 0:
+        raise InvalidArgumentError(f"start must be non-negative, got {start}")
+    if end < start:
+        raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
+    return ds.scanner(columns=columns, offset=start, limit=end - start).to_table()
+
+
 def sample(
     ds: LanceDataset,
     num_rows: int,
@@ -51,7 +63,7 @@ def _take_rows(
     """See :meth:`LanceDataset._take_rows`."""
     wanted = _indices(row_ids)
     if ds.has_stable_row_ids:
-        wanted = ds._addresses_of_row_ids(wanted)
+        wanted = _addresses_of_row_ids(ds, wanted)
     return _projected(ds, columns, with_row_id, with_row_address, None,
                       lambda cols, rid, addr: ds._snapshot.take_addresses(wanted, columns=cols, with_row_id=rid, with_row_address=addr))
 
@@ -88,7 +100,8 @@ def _projected(ds: LanceDataset, columns: Any, with_row_id: bool, with_row_addre
 
 
 def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
-    """See :meth:`LanceDataset._addresses_of_row_ids`."""
+    """The addresses of stable row ids (unknown and deleted ids left out), in order. The
+    id → address map of this version is built once (one scan of row ids, no columns)."""
     import numpy as np
 
     cache = ds._per_version.get("row_id_map")

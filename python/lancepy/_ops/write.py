@@ -608,9 +608,7 @@ def write_dataset(
         fields = base.manifest.get("fields", [])
         metadata = base.manifest.get("schema_metadata", {})
         reader = align_to_schema(reader, _schema_of(fields, metadata), fill_missing=True)
-        version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
-            base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
-        )
+        version = base.data_storage_version
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
             _refuse_version_mix(version, normalize_storage_version(data_storage_version))
             raise InvalidArgumentError(
@@ -620,9 +618,7 @@ def write_dataset(
     else:
         if data_storage_version is None and base is not None:
             # (as pylance: an overwrite keeps the dataset's storage version unless told otherwise)
-            version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
-                base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
-            )
+            version = base.data_storage_version
         else:
             version = normalize_storage_version(data_storage_version)
         lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
@@ -694,7 +690,6 @@ def commit_operation(
     operation: Any,
     read_version: Optional[int],
     *,
-    planned: Any = None,
     naming: str = "v2",
     max_retries: int = 20,
     commit_message: Optional[str] = None,
@@ -703,11 +698,17 @@ def commit_operation(
     commit_lock: Any = None,
     detached: bool = False,
 ) -> _commit.LoadedManifest:
-    """Commits `operation` (a ``LanceOperation``; `planned`, a ``Transaction`` it came from,
-    gives the uuid and properties) on top of `read_version` (required but for ``Overwrite``
+    """Commits `operation` (a ``LanceOperation``, or a ``Transaction``, whose read version,
+    uuid and properties are used) on top of `read_version` (required but for ``Overwrite``
     and ``Restore``, which default to the latest) of the
     dataset at `store`: :meth:`lancepy.LanceDataset.commit` without the dataset object.
     Returns the new version's manifest."""
+    planned: Optional[Transaction] = None
+    if isinstance(operation, Transaction):
+        planned, operation = operation, operation.operation
+        read_version = planned.read_version
+    if not isinstance(operation, LanceOperation.BaseOperation):
+        raise InvalidArgumentError(f"commit needs a LanceOperation or a Transaction, got {type(operation).__name__}")
     uri = store.uri
     latest, _ = _commit.latest_version(store)
     if read_version is None:

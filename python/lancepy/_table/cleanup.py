@@ -17,7 +17,7 @@ from lancepy._core.paths import _local_path
 from lancepy._table import bases as _bases
 from lancepy._table import manifest as _manifest
 from lancepy._table.tags import Tags
-from lancepy.exceptions import InvalidArgumentError
+from lancepy.exceptions import DatasetNotFoundError, InvalidArgumentError, LanceError
 
 _INDICES_DIR = "_indices"
 
@@ -132,3 +132,38 @@ def cleanup_old_versions(
         deletion_files_removed=count("_deletions"),
         index_files_removed=count(_INDICES_DIR),
     )
+
+
+def drop_dataset(uri: str, storage_options: Any, ignore_not_found: Optional[bool]) -> None:
+    """Deletes the dataset at `uri` and everything under it, manifests first; see
+    :meth:`LanceDataset.drop` (a root without a readable manifest is refused)."""
+    store = _lancepy.Store(uri, storage_options)
+    versions, _ = _manifest.list_versions(store)
+    if not versions and not store.root_exists():
+        if ignore_not_found:
+            return
+        raise DatasetNotFoundError(f"cannot drop {uri}: it does not exist")
+    readable = False
+    for v in sorted(versions, reverse=True):
+        try:
+            _manifest.load_manifest(store, v)
+        except LanceError:  # corrupt, or unreadable for another reason: not proof of a dataset
+            continue
+        readable = True
+        break
+    if not readable:
+        raise InvalidArgumentError(
+            f"refusing to drop {uri}: no readable Lance manifest in _versions/, so it is not a dataset root "
+            "(a path holding only data files or unreadable manifests needs a storage-level delete)"
+        )
+    objects = [path for path, _, _ in store.list("")]
+    manifests = {p for p in objects if p.startswith(_manifest.VERSIONS_DIR + "/")}
+    store.delete(sorted(manifests))
+    local = _local_path(uri)
+    if local is not None and os.path.isdir(local):
+        import shutil
+
+        shutil.rmtree(local)
+        _lancepy.evict_cached_files(uri)
+    else:
+        store.delete([p for p in objects if p not in manifests])

@@ -686,6 +686,22 @@ def commit_transaction(
         raise
 
 
+def commit_body(
+    store: Any,
+    read_version: int,
+    operation: str,
+    body: Dict[str, Any],
+    *,
+    naming: Optional[str] = None,
+    written: Iterable[Union[str, Tuple[Any, str]]] = (),
+    commit_lock: Any = None,
+) -> LoadedManifest:
+    """Commits operation `operation` (its transaction body `body`) on top of `read_version`
+    with :func:`commit_transaction`; returns the new version's manifest."""
+    txn = new_transaction(read_version, operation, body)
+    return commit_transaction(store, txn, naming=naming, written_files=written, commit_lock=commit_lock).manifest
+
+
 def delete_written(store: Any, files: Iterable[Union[str, Tuple[Any, str]]]) -> None:
     """Deletes files a failed write or commit left: paths relative to `store`'s root, or
     ``(store, path)`` under another base. Best effort: the error that matters is the

@@ -182,6 +182,29 @@ class LoadedManifest:
         """``Manifest.writer_feature_flags``."""
         return int(self.native.writer_feature_flags)
 
+    @property
+    def stable_row_ids(self) -> bool:
+        """Whether the dataset keeps stable row ids (reader flag :data:`FLAG_STABLE_ROW_IDS`)."""
+        return bool(self.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+
+    @property
+    def data_storage_version(self) -> str:
+        """The data file version of this version's files (``"2.0"``, ``"2.1"``, ...): the one
+        recorded, else the one inferred from its files and writer flags (older manifests)."""
+        m = self.manifest
+        return (m.get("data_format") or {}).get("version") or _infer_storage_version(
+            m.get("fragments", []), m.get("writer_feature_flags", 0)
+        )
+
+    @property
+    def max_field_id(self) -> int:
+        """The largest field id the schema or any data file uses (-1 if none)."""
+        ids = [f.get("id", 0) for f in self.manifest.get("fields", [])]
+        for frag in self.manifest.get("fragments", []):
+            for df in frag.get("files", []):
+                ids.extend(df.get("fields", []))
+        return max(ids, default=-1)
+
 
 def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:
     """Loads version `version` (default: the latest; a detached version too)."""

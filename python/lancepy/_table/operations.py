@@ -17,7 +17,7 @@ from lancepy._core.args import _refuse
 from lancepy._core.schema import _schema_of, lance_fields_for
 from lancepy._table import commit as _commit
 from lancepy._table.fragments import DataFile, FragmentMetadata
-from lancepy.exceptions import CorruptFileError, InvalidArgumentError
+from lancepy.exceptions import CorruptFileError, InvalidArgumentError, VersionNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -602,3 +602,28 @@ def _transaction_from_json(txn: Dict[str, Any]) -> "Transaction":
     return Transaction(
         int(txn.get("read_version", 0)), op, str(txn.get("uuid", "")), dict(txn.get("transaction_properties") or {})
     )
+
+
+def read_transaction(store: Any, version: int) -> Optional[Transaction]:
+    """The transaction that made version `version` of the dataset in `store` (``None`` if it
+    carries no readable one); see :meth:`LanceDataset.read_transaction`."""
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise InvalidArgumentError(f"version must be an int, got {version!r}")
+    versions, _ = _commit.list_versions(store)
+    if version not in versions:
+        raise VersionNotFoundError(f"{store.uri} has no version {version}")
+    txn = _commit.load_transaction(store, version)
+    return None if txn is None else _transaction_from_json(txn)
+
+
+def recent_transactions(store: Any, version: int, count: int) -> List[Optional[Transaction]]:
+    """The transactions of the `count` versions up to `version`, newest first (``None`` for a
+    version without a readable one); see :meth:`LanceDataset.get_transactions`."""
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise InvalidArgumentError(f"recent_transactions must be a non-negative int, got {count!r}")
+    versions, _ = _commit.list_versions(store)
+    out: List[Optional[Transaction]] = []
+    for v in [v for v in sorted(versions, reverse=True) if v <= version][:count]:
+        txn = _commit.load_transaction(store, v)
+        out.append(None if txn is None else _transaction_from_json(txn))
+    return out

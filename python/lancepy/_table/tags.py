@@ -136,3 +136,13 @@ def _parse_time(text: Any) -> Optional[datetime.datetime]:
         return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def load_version(store: Any, version: Union[int, str, None]) -> _manifest.LoadedManifest:
+    """Version `version` of the dataset in `store`: a number, a tag name, or ``None`` (the
+    latest)."""
+    if isinstance(version, str):
+        version = Tags(store).get_version(version)
+    elif version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
+        raise InvalidArgumentError(f"version must be a non-negative int or a tag name, got {version!r}")
+    return _manifest.load_manifest(store, version)

@@ -8,8 +8,18 @@ from typing import Any, Dict, List, Optional
 
 from lancepy import _lancepy
 from lancepy._table.fragments import FragmentMetadata
-from lancepy.exceptions import LanceError
+from lancepy.exceptions import CorruptFileError, LanceError
 from lancepy.file import LanceFileReader
+
+
+def validate_version(store: Any, loaded: Any, storage_options: Optional[Dict[str, str]] = None) -> None:
+    """Checks the files of version `loaded` (see :meth:`LanceDataset.validate`); raises
+    :class:`CorruptFileError` listing every problem found."""
+    problems: List[str] = []
+    checked = {"manifests": 0, "data_files": 0, "deletion_files": 0}
+    _validate_version(store, loaded, problems, checked, storage_options)
+    if problems:
+        raise CorruptFileError(f"{store.uri} version {loaded.version} is damaged: " + "; ".join(problems))
 
 
 def _validate_version(

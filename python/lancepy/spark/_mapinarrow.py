@@ -623,9 +623,7 @@ def _prepare_write(
         metadata = base.manifest.get("schema_metadata", {})
         target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
         _check_append_schema(source, target)
-        version = (base.manifest.get("data_format") or {}).get("version") or _commit._infer_storage_version(
-            base.manifest.get("fragments", []), base.manifest.get("writer_feature_flags", 0)
-        )
+        version = base.data_storage_version
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
             raise InvalidArgumentError(f"the dataset stores {version} data files; cannot append {data_storage_version} files")
         operation = "Append"

@@ -147,7 +147,7 @@ def add_columns(
                 + "; ".join(sorted(str(_schema_from(s)) for s in schemas))
             )
         new_schema = _schema_from(schemas.pop())
-        ds._check_new_names(new_schema)
+        _evolution._check_new_names(ds, new_schema)
         lance = lance_fields_for(new_schema, plan.first_id)
         files = {fid: r["file"] for fid, r in results.items()}
         kept = [f"{_m.DATA_DIR}/{f['path']}" for f in files.values()]

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from lancepy._core.conform import align_to_schema
 from lancepy._core.schema import ROW_ADDRESS
+from lancepy._ops import mutations as _mutations
 from lancepy._ops.write import DEFAULT_MAX_ROWS_PER_FILE, _write
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, LanceError, SchemaMismatchError
 from lancepy.spark import _mapinarrow as _m
@@ -301,7 +302,7 @@ def _commit(ds: "LanceDataset", store: Any, job_tag: str, results: List[Dict[str
     addresses = np.concatenate([np.frombuffer(bytes.fromhex(r["deletes"]), "<u8") for r in results] or [np.array([], "<u8")])
     if not frags and not len(addresses):
         return stats
-    updated, removed, written = ds._write_deletions(pa.array(addresses, pa.uint64()))
+    updated, removed, written = _mutations._write_deletions(ds, pa.array(addresses, pa.uint64()))
     ids = {f.get("name"): f.get("id") for f in ds._loaded.manifest.get("fields", [])}
     body = {
         "removed_fragment_ids": removed,

@@ -163,9 +163,15 @@ impl PySnapshot {
         let s = self.inner.clone();
         let projection = s.projection(columns.as_deref()).py()?;
         let frags = self.fragment_indices(fragment_ids).py()?;
-        let tasks = run(py, || s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts))?;
+        let read_rows = s.read_unit_rows(&projection, batch_rows);
+        // `read_ahead` counts batches of `batch_rows`; the stream reads tasks of `read_rows`.
+        let read_ahead = read_ahead.map(|n| (n as u64).saturating_mul(batch_rows.max(1)).div_ceil(read_rows) as usize);
+        let tasks = run(py, || s.plan_scan(frags.as_deref(), offset, limit, read_rows, opts))?;
         let schema = s.output_schema(&projection, opts);
-        let stream = ScanStream::new(s, tasks, projection, opts, read_ahead).with_batch_rows(batch_rows, coalesce);
+        let stream = ScanStream::new(s, tasks, projection, opts, read_ahead)
+            .with_round_rows(read_rows)
+            .coalesce_into(batch_rows, coalesce)
+            .cut_into(batch_rows);
         Ok(BatchStream::new(schema, stream))
     }
 

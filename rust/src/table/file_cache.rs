@@ -40,8 +40,8 @@ pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
 /// Default most readers kept with an open file.
 pub const DEFAULT_MAX_FILES: usize = 1024;
 /// Local files up to this size are read whole on opening and held in memory (the open's
-/// read of the file's tail covers such a file anyway).
-pub const RESIDENT_MAX_BYTES: u64 = 64 * 1024;
+/// read of a local file's tail, 16 KiB, covers such a file anyway).
+pub const RESIDENT_MAX_BYTES: u64 = 16 * 1024;
 
 /// Openings after which the bytes of every cached reader are measured anew (readers grow
 /// after they are cached, as page metadata loads on first use; in between, a reader's bytes

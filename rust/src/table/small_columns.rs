@@ -55,15 +55,10 @@ impl TableSnapshot {
         requests: &[(usize, u64)],
         fragments: &[usize],
     ) -> Result<Option<ArrayRef>> {
-        if requests.len() < MIN_TAKE_ROWS || self.is_remote() {
+        if !self.small_column_qualifies(fidx, requests) {
             return Ok(None);
         }
         let field = self.schema().fields[fidx].output_arrow();
-        let qualifies = matches!(fixed_byte_width(field.data_type()), Some(w) if w <= MAX_VALUE_BYTES)
-            && !matches!(field.data_type(), DataType::FixedSizeList(..) | DataType::FixedSizeBinary(_));
-        if !qualifies {
-            return Ok(None);
-        }
         // Fragments not decided yet are decoded together: a cold take waits on the disk for
         // each, so they go to the I/O pool, all in flight at once.
         let undecided: Vec<usize> = {
@@ -94,6 +89,26 @@ impl TableSnapshot {
             .collect::<Result<_>>()?;
         let refs: Vec<&dyn Array> = columns.iter().map(|c| c.as_ref()).collect();
         Ok(Some(arrow_select::interleave::interleave(&refs, &index)?))
+    }
+
+    /// Whether [`TableSnapshot::take_small_column`] would read field `fidx` of some of
+    /// `fragments` whole now (the first take of them in this snapshot).
+    pub(super) fn small_column_pending(&self, fidx: usize, requests: &[(usize, u64)], fragments: &[usize]) -> bool {
+        if !self.small_column_qualifies(fidx, requests) {
+            return false;
+        }
+        let kept = self.small_columns().columns.lock().unwrap_or_else(|p| p.into_inner());
+        fragments.iter().any(|fi| !kept.contains_key(&(fidx, *fi)))
+    }
+
+    /// Whether field `fidx` may be kept whole for a take of `requests`.
+    fn small_column_qualifies(&self, fidx: usize, requests: &[(usize, u64)]) -> bool {
+        if requests.len() < MIN_TAKE_ROWS || self.is_remote() {
+            return false;
+        }
+        let field = self.schema().fields[fidx].output_arrow();
+        matches!(fixed_byte_width(field.data_type()), Some(w) if w <= MAX_VALUE_BYTES)
+            && !matches!(field.data_type(), DataType::FixedSizeList(..) | DataType::FixedSizeBinary(_))
     }
 
     /// Field `fidx` of fragment `fi`, decoded whole (every physical row) and kept, if it fits.

@@ -8,10 +8,11 @@
 //! the next batch is what starts it). Memory stays bounded by the current round and the
 //! rounds read ahead.
 //!
-//! Given the scan's batch size ([`ScanStream::with_batch_rows`]), a round also takes more
-//! tasks while they hold fewer rows than a batch per core (fragments smaller than a batch
-//! make tasks of a few rows; one round each would pay a pool's hand-off per few rows), and
-//! can coalesce consecutive batches into batches of up to that size.
+//! Given the rows a task is planned to read ([`ScanStream::with_round_rows`]), a round also
+//! takes more tasks while they hold fewer rows than that per core (fragments smaller than a
+//! task make tasks of a few rows; one round each would pay a pool's hand-off per few rows),
+//! and can coalesce consecutive batches into batches of up to the batch size
+//! ([`ScanStream::coalesce_into`]).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -40,6 +41,8 @@ pub struct ScanStream {
     round_rows: u64,
     /// Concatenate consecutive batches of a round into batches of up to this many rows.
     coalesce: Option<u64>,
+    /// Most rows of a batch handed out (tasks may read more at a time).
+    out_rows: usize,
 }
 
 /// A round being read on the I/O pool.
@@ -76,16 +79,29 @@ impl ScanStream {
             ahead: VecDeque::new(),
             round_rows: 0,
             coalesce: None,
+            out_rows: usize::MAX,
         }
     }
 
-    /// Rounds take tasks until they hold a batch of `batch_rows` rows per core (at least a
-    /// task per core); with `coalesce`, the batches of a round are concatenated into batches
-    /// of up to `batch_rows` rows (a batch is never split).
-    pub fn with_batch_rows(mut self, batch_rows: u64, coalesce: bool) -> Self {
-        let batch_rows = batch_rows.max(1);
-        self.round_rows = batch_rows.saturating_mul(self.round as u64);
-        self.coalesce = coalesce.then_some(batch_rows);
+    /// Rounds take tasks until they hold `task_rows` rows per core (at least a task per
+    /// core): tasks of fragments smaller than that are read many to a round.
+    pub fn with_round_rows(mut self, task_rows: u64) -> Self {
+        self.round_rows = task_rows.max(1).saturating_mul(self.round as u64);
+        self
+    }
+
+    /// With `coalesce`, the batches of a round are concatenated into batches of up to `rows`
+    /// rows (a batch is never split here; see [`ScanStream::cut_into`]).
+    pub fn coalesce_into(mut self, rows: u64, coalesce: bool) -> Self {
+        self.coalesce = coalesce.then_some(rows.max(1));
+        self
+    }
+
+    /// Hands out what the tasks read in batches of at most `rows` rows (zero-copy slices),
+    /// for tasks planned larger than the batches asked for (see
+    /// [`TableSnapshot::read_unit_rows`]).
+    pub fn cut_into(mut self, rows: u64) -> Self {
+        self.out_rows = usize::try_from(rows).unwrap_or(usize::MAX).max(1);
         self
     }
 
@@ -214,7 +230,20 @@ impl Iterator for ScanStream {
                 return None;
             }
             match self.next_round().and_then(|b| self.coalesced(b)) {
-                Ok(batches) => self.ready.extend(batches),
+                Ok(batches) => {
+                    for b in batches {
+                        if b.num_rows() <= self.out_rows {
+                            self.ready.push_back(b);
+                            continue;
+                        }
+                        let mut at = 0;
+                        while at < b.num_rows() {
+                            let len = self.out_rows.min(b.num_rows() - at);
+                            self.ready.push_back(b.slice(at, len));
+                            at += len;
+                        }
+                    }
+                }
                 Err(e) => {
                     self.tasks.clear();
                     self.ahead.clear();
@@ -277,6 +306,24 @@ mod tests {
             let tasks = snap.plan_scan(None, 0, None, 7, opts).unwrap();
             let stream = ScanStream::new(snap.clone(), tasks, proj.clone(), opts, read_ahead);
             assert_eq!(ids(stream), (0..100).collect::<Vec<_>>(), "read_ahead {read_ahead:?}");
+        }
+    }
+
+    #[test]
+    fn read_units_are_cut_into_the_batches_asked_for() {
+        let (snap, _, _) = snapshot();
+        let proj = snap.projection(None).unwrap();
+        let opts = ScanOptions::default();
+        // 8-byte rows: a unit is a multiple of the batch, capped at 64K rows.
+        assert_eq!(snap.read_unit_rows(&proj, 7), 7 * (65_536 / 7));
+        assert_eq!(snap.read_unit_rows(&proj, 100_000), 100_000);
+        assert_eq!(snap.read_unit_rows(&proj, 0), 65_536);
+        for (read_rows, out_rows) in [(20, 7), (30, 30), (7, 3), (100, 1)] {
+            let tasks = snap.plan_scan(None, 3, Some(90), read_rows, opts).unwrap();
+            let batches: Vec<RecordBatch> =
+                ScanStream::new(snap.clone(), tasks, proj.clone(), opts, None).cut_into(out_rows).map(|b| b.unwrap()).collect();
+            assert!(batches.iter().all(|b| b.num_rows() as u64 <= out_rows && b.num_rows() > 0));
+            assert_eq!(ids(batches.into_iter().map(Ok)), (3..93).collect::<Vec<_>>(), "{read_rows} / {out_rows}");
         }
     }
 

@@ -61,9 +61,9 @@ impl FileReader {
             return Ok(None);
         }
         let column = self.column_ref(cols[0])?;
-        let live: Vec<&Page> = column.pages.iter().filter(|p| p.num_rows > 0).collect();
+        let live: Vec<(usize, &Page)> = column.pages.iter().enumerate().filter(|(_, p)| p.num_rows > 0).collect();
         let mut next = 0u64;
-        for p in &live {
+        for (_, p) in &live {
             let PageKind::FullZip(layout) = &p.kind else { return Ok(None) };
             let plain = match (&layout.kind, fixed) {
                 (fullzip::ValueKind::Fixed { bits, dim: page_dim, item_bits, validity_bytes }, Some((width, dim, item))) => {
@@ -85,34 +85,32 @@ impl FileReader {
         if next != self.num_rows {
             return Ok(None);
         }
-        if fixed.is_none() {
-            // Variable rows are found through each page's repetition index.
-            let kind = LeafKind::of_field(f)?;
-            self.load_states(&live.iter().map(|&p| (p, &kind)).collect::<Vec<_>>())?;
-        }
+        // Variable rows are found through each page's repetition index, fetched when a take
+        // first touches the page (see [`FileReader::rep_indexes`]): a one-row take of a
+        // column of many pages reads one index, not all of them.
         let mut pages = Vec::with_capacity(live.len());
-        for p in live {
+        for (page, p) in live {
             let (position, len) = p.buffers[0];
-            let rows = match fixed {
-                Some((width, _, _)) => {
+            let len_bytes = match (fixed, &p.kind) {
+                (Some((width, _, _)), _) => {
                     if p.num_rows.checked_mul(width as u64).is_none_or(|bytes| bytes > len) {
                         return Err(Error::corrupt(format!("{}: full-zip rows lie beyond the page's data buffer", self.path)));
                     }
-                    None
+                    0
                 }
-                None => match (&p.kind, p.state.get().map(|s| s.as_ref())) {
-                    (PageKind::FullZip(l), Some(PageState::FullZip(FullZipState { rep_index: Some(idx) })))
-                        if idx.rows() == p.num_rows =>
-                    {
-                        let fullzip::ValueKind::Variable { offset_bits, .. } = l.kind else { return Ok(None) };
-                        Some((idx.clone(), offset_bits as usize / 8))
+                (None, PageKind::FullZip(l)) => {
+                    let fullzip::ValueKind::Variable { offset_bits, .. } = l.kind else { return Ok(None) };
+                    if !l.has_rep_index() {
+                        return Err(Error::corrupt(format!("{}: variable full-zip page without a repetition index", self.path)));
                     }
-                    _ => return Err(Error::corrupt(format!("{}: variable full-zip page without a repetition index", self.path))),
-                },
+                    offset_bits as usize / 8
+                }
+                (None, _) => return Ok(None),
             };
-            pages.push(DirectPage { first_row: p.first_row, num_rows: p.num_rows, position, rows });
+            pages.push(DirectPage { first_row: p.first_row, num_rows: p.num_rows, position, page, len_bytes });
         }
-        Ok(Some(DirectRows { width: fixed.map(|(w, _, _)| w), pages }))
+        let kind = if fixed.is_none() { Some(LeafKind::of_field(f)?) } else { None };
+        Ok(Some(DirectRows { width: fixed.map(|(w, _, _)| w), column: cols[0], kind, pages }))
     }
 
     /// Tells the storage that the values of `rows` (any order) of a field laid out as `plan`
@@ -120,18 +118,27 @@ impl FileReader {
     /// when they are not in memory, their reads start now, all together (see
     /// [`crate::io::Reader::prefetch`]). Call it once for all the rows of a take, not per run.
     pub fn prefetch_rows(&self, plan: &DirectRows, rows: &[u64]) {
+        // A page whose index cannot be read is reported by the gather that follows.
+        let indexes = match plan.width {
+            Some(_) => Vec::new(),
+            None => match self.rep_indexes(plan, rows) {
+                Ok(indexes) => indexes,
+                Err(_) => return,
+            },
+        };
         let range = |k: usize| -> Option<Range<u64>> {
             let r = rows[k];
-            let p = self.direct_page(plan, r).ok()?;
-            match (plan.width, &p.rows) {
-                (Some(w), _) => {
+            let i = self.direct_page_index(plan, r).ok()?;
+            let p = &plan.pages[i];
+            match plan.width {
+                Some(w) => {
                     let start = p.position + (r - p.first_row) * w as u64;
                     Some(start..start + w as u64)
                 }
-                (None, Some((idx, _))) => {
+                None => {
+                    let idx = indexes.get(i).copied().flatten()?;
                     Some(p.position + idx.offset(r - p.first_row)..p.position + idx.offset(r - p.first_row + 1))
                 }
-                (None, None) => None,
             }
         };
         self.io.prefetch(rows.len(), &range);
@@ -312,19 +319,59 @@ impl FileReader {
 
     /// The page of `plan` holding row `r`.
     fn direct_page<'p>(&self, plan: &'p DirectRows, r: u64) -> Result<&'p DirectPage> {
+        Ok(&plan.pages[self.direct_page_index(plan, r)?])
+    }
+
+    /// The index in `plan.pages` of the page holding row `r`.
+    fn direct_page_index(&self, plan: &DirectRows, r: u64) -> Result<usize> {
         let page = plan.pages.partition_point(|p| p.first_row + p.num_rows <= r);
-        plan.pages
-            .get(page)
-            .ok_or_else(|| Error::IndexOutOfRange(format!("row {r} is out of range for {} ({} rows)", self.path, self.num_rows)))
+        if page < plan.pages.len() {
+            Ok(page)
+        } else {
+            Err(Error::IndexOutOfRange(format!("row {r} is out of range for {} ({} rows)", self.path, self.num_rows)))
+        }
+    }
+
+    /// The repetition index of each page of a variable-width `plan` that `rows` touch
+    /// (`None` for the others), the missing ones fetched together in one read and kept in
+    /// the pages' cached state.
+    fn rep_indexes(&self, plan: &DirectRows, rows: &[u64]) -> Result<Vec<Option<&RepIndex>>> {
+        let kind = plan.kind.as_ref().ok_or_else(|| Error::Internal("fixed-width rows have no repetition index".into()))?;
+        let column = self.column_ref(plan.column)?;
+        let mut touched = vec![false; plan.pages.len()];
+        for &r in rows {
+            touched[self.direct_page_index(plan, r)?] = true;
+        }
+        let page_of = |i: usize| -> Result<&Page> {
+            column.pages.get(plan.pages[i].page).ok_or_else(|| Error::Internal("a planned page is missing".into()))
+        };
+        let wanted = (0..touched.len()).filter(|&i| touched[i]).map(|i| Ok((page_of(i)?, kind))).collect::<Result<Vec<_>>>()?;
+        self.load_states(&wanted)?;
+        (0..touched.len())
+            .map(|i| {
+                if !touched[i] {
+                    return Ok(None);
+                }
+                let page = page_of(i)?;
+                match page.state.get().map(|s| s.as_ref()) {
+                    Some(PageState::FullZip(FullZipState { rep_index: Some(idx) })) if idx.rows() == page.num_rows => {
+                        Ok(Some(idx))
+                    }
+                    _ => Err(Error::corrupt(format!("{}: variable full-zip page without a repetition index", self.path))),
+                }
+            })
+            .collect()
     }
 
     /// Where each variable-width value of `rows` lies: (file position, bytes including the
     /// length prefix, bytes of the prefix).
     fn value_spans(&self, plan: &DirectRows, rows: &[u64]) -> Result<Vec<(u64, usize, usize)>> {
+        let indexes = self.rep_indexes(plan, rows)?;
         let mut spans = Vec::with_capacity(rows.len());
         for &r in rows {
-            let p = self.direct_page(plan, r)?;
-            let (idx, len_bytes) = p.rows.as_ref().ok_or_else(|| Error::Internal("variable rows without an index".into()))?;
+            let i = self.direct_page_index(plan, r)?;
+            let (p, idx) = (&plan.pages[i], indexes[i].ok_or_else(|| Error::Internal("variable rows without an index".into()))?);
+            let len_bytes = &p.len_bytes;
             let (s, e) = (idx.offset(r - p.first_row), idx.offset(r - p.first_row + 1));
             let span = usize::try_from(e.saturating_sub(s))
                 .map_err(|_| Error::corrupt(format!("{}: a full-zip value is too large", self.path)))?;
@@ -371,6 +418,10 @@ impl FileReader {
 pub struct DirectRows {
     /// Bytes of one value (fixed width), or `None` for variable-width values.
     pub width: Option<usize>,
+    /// The file column holding the values.
+    column: usize,
+    /// Variable width: the values' leaf kind (to parse the pages' repetition indexes).
+    kind: Option<LeafKind>,
     pages: Vec<DirectPage>,
 }
 
@@ -380,8 +431,10 @@ struct DirectPage {
     num_rows: u64,
     /// Absolute file position of the page's values.
     position: u64,
-    /// Variable width: the page's repetition index and the bytes of each value's length prefix.
-    rows: Option<(RepIndex, usize)>,
+    /// The page's index among the column's pages.
+    page: usize,
+    /// Variable width: the bytes of each value's length prefix (0 for fixed width).
+    len_bytes: usize,
 }
 
 /// Values gathered by [`FileReader::gather_rows`], possibly from several files.

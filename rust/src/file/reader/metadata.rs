@@ -21,8 +21,12 @@ use crate::schema::LanceSchema;
 use crate::structural::fullzip::{self};
 use crate::structural::{v2_0, v2_0_nested};
 
-/// Bytes read from the end of a file when opening it.
+/// Bytes read from the end of a file when opening it: where a request costs a round trip
+/// (object storage), enough for most files' metadata in one request; where small reads are
+/// cheap (local files), less, so a cold open of a file for a few rows does not bring 64 KiB
+/// into the page cache (a second read fetches the rest of larger metadata).
 const TAIL_READ: u64 = 64 * 1024;
+const LOCAL_TAIL_READ: u64 = 16 * 1024;
 
 fn unpack_any(enc: &Option<file2::Encoding>, what: &str) -> Result<(String, bytes::Bytes)> {
     match enc.as_ref().and_then(|e| e.location.as_ref()) {
@@ -65,13 +69,14 @@ impl FileReader {
         let path = io.path().to_string();
         // One speculative read of the tail holds the footer and, for most files, all the
         // metadata (on object storage it also tells the size: one request in all).
-        let (size, tail) = io.read_tail(TAIL_READ)?;
+        let tail_len = if io.cheap_small_reads() { LOCAL_TAIL_READ } else { TAIL_READ };
+        let (size, tail) = io.read_tail(tail_len)?;
         if size < FOOTER_LEN as u64 {
             return Err(Error::corrupt(format!(
                 "{path}: {size} bytes is too small to be a Lance file (the footer alone is {FOOTER_LEN} bytes)"
             )));
         }
-        let tail_start = size.saturating_sub(TAIL_READ);
+        let tail_start = size.saturating_sub(tail_len);
         if crate::file::legacy::is_legacy_footer(tail.as_slice()) {
             if !allow_legacy {
                 return Err(Error::not_supported(format!(

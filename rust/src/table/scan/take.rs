@@ -66,15 +66,38 @@ impl TableSnapshot {
         // straight into its place in the output, across fragments, in request order.
         let fragments = fragments_of(requests);
         let direct = projection.iter().map(|&f| self.direct_column(f, &fragments)).collect::<Result<Vec<_>>>()?;
-        // Their reads start now (when not cached), and go on while other columns decode.
-        for d in direct.iter().flatten() {
-            d.prefetch(requests);
-        }
         // Small columns (a label next to vectors) picked out of columns decoded whole.
-        let mut small = Vec::with_capacity(projection.len());
-        for (&f, d) in projection.iter().zip(&direct) {
-            small.push(if d.is_none() { self.take_small_column(f, requests, &fragments)? } else { None });
-        }
+        let small_columns = || -> Result<Vec<Option<ArrayRef>>> {
+            projection
+                .iter()
+                .zip(&direct)
+                .map(|(&f, d)| if d.is_none() { self.take_small_column(f, requests, &fragments) } else { Ok(None) })
+                .collect()
+        };
+        // The direct columns' reads start now (when not cached), and go on while other
+        // columns decode. Asking the kernel for many cold rows blocks while it queues them;
+        // when a small column is still to be read whole (the first take of a version), it is
+        // read meanwhile on this thread, so both columns' reads are in flight together
+        // instead of the small column's waiting behind every row of the vectors.
+        let prefetch = || {
+            for d in direct.iter().flatten() {
+                d.prefetch(requests);
+            }
+        };
+        let reading_small = direct.iter().any(Option::is_some)
+            && projection.iter().zip(&direct).any(|(&f, d)| d.is_none() && self.small_column_pending(f, requests, &fragments));
+        let small = if reading_small {
+            let trackers = crate::io::scopes();
+            std::thread::scope(|s| {
+                let prefetching = s.spawn(|| crate::io::with_scopes(&trackers, prefetch));
+                let small = small_columns();
+                prefetching.join().map_err(|_| Error::Internal("the prefetch of a take panicked".into()))?;
+                small
+            })?
+        } else {
+            prefetch();
+            small_columns()?
+        };
         let rest: Vec<usize> = projection
             .iter()
             .zip(direct.iter().zip(&small))
