@@ -105,8 +105,7 @@ def test_checkouts_share_their_parents_counts_as_pylances(tmp_path):
 
 def test_streams_count_for_their_dataset_whoever_consumes_them(tmp_path):
     uri = str(tmp_path / "d")
-    # Files over 16 KiB: lancepy holds smaller ones in memory once opened (no I/O after).
-    lancepy.write_dataset(_table(30000), uri, max_rows_per_file=10000)
+    lancepy.write_dataset(_table(30000), uri, max_rows_per_file=4000)
     a, b = lancepy.dataset(uri), lancepy.dataset(uri)
     a.io_stats_incremental(), b.io_stats_incremental()
     reader = a.scanner(batch_size=1000).to_reader()
@@ -173,8 +172,7 @@ def test_parallel_scans_count_their_pool_threads(tmp_path):
 @pytest.mark.parametrize("threads", [2, 4])
 def test_threads_sharing_or_not_a_dataset_keep_their_counts_apart(tmp_path, threads):
     uri = str(tmp_path / "d")
-    # Files over 16 KiB: lancepy holds smaller ones in memory once opened (no I/O after).
-    lancepy.write_dataset(_table(20000), uri, max_rows_per_file=10000)
+    lancepy.write_dataset(_table(10000), uri, max_rows_per_file=2500)
     objs = [lancepy.dataset(uri) for _ in range(threads)]
     for o in objs:
         o.io_stats_incremental()

@@ -83,10 +83,14 @@ impl ScanStream {
         }
     }
 
-    /// Rounds take tasks until they hold `task_rows` rows per core (at least a task per
-    /// core): tasks of fragments smaller than that are read many to a round.
+    /// Locally, rounds take tasks until they hold `task_rows` rows per core (at least a task
+    /// per core): tasks of fragments smaller than that are read many to a round. On object
+    /// storage a round stays a task per core: rounds are what is read ahead there, and a
+    /// round of many small fragments would fetch them all ahead of the consumer.
     pub fn with_round_rows(mut self, task_rows: u64) -> Self {
-        self.round_rows = task_rows.max(1).saturating_mul(self.round as u64);
+        if !self.snapshot.is_remote() {
+            self.round_rows = task_rows.max(1).saturating_mul(self.round as u64);
+        }
         self
     }
 
