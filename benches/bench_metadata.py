@@ -5,7 +5,7 @@ The dataset is written by `--writer` (lancepy by default) as `--versions` append
 `--versions` versions. Then, each library in a process of its own, best of `--repeat`:
 
 * open latest, open version 1 (a fresh dataset object each time);
-* ``count_rows()`` and ``count_rows("x > 0.5")``;
+* ``count_rows()`` and ``count_rows("x > 0.5")``; ``to_table(filter="x > 0.5")``;
 * ``versions()``; ``get_fragments()``;
 * ``take`` of 100 rows spread over the fragments.
 
@@ -37,6 +37,7 @@ OPS = [
     "open version 1",
     "count_rows()",
     'count_rows("x > 0.5")',
+    'to_table(filter="x > 0.5")',
     "versions()",
     "get_fragments()",
     "take 100 rows",
@@ -91,12 +92,19 @@ def measure(lib_name: str, uri: str, repeat: int) -> Dict[str, float]:
         "open version 1": best(lambda _: lib.dataset(uri, version=1), fresh=False),
         "count_rows()": best(lambda ds: ds.count_rows()),
         'count_rows("x > 0.5")': best(lambda ds: ds.count_rows("x > 0.5")),
+        'to_table(filter="x > 0.5")': best(lambda ds: ds.to_table(filter="x > 0.5")),
         "versions()": best(lambda ds: ds.versions()),
         "get_fragments()": best(lambda ds: ds.get_fragments()),
         "take 100 rows": best(lambda ds: ds.take(rows)),
     }
     # The answers must agree between the libraries (checked by the parent).
-    out["_check"] = [n, first.count_rows("x > 0.5"), len(first.versions()), len(first.get_fragments())]  # type: ignore[assignment]
+    out["_check"] = [
+        n,
+        first.count_rows("x > 0.5"),
+        first.to_table(filter="x > 0.5").num_rows,
+        len(first.versions()),
+        len(first.get_fragments()),
+    ]  # type: ignore[assignment]
     return out
 
 

@@ -199,9 +199,9 @@ def test_reader_cache_stays_within_its_byte_budget(tmp_path):
             info = lancepy.reader_cache_info()
             assert info["bytes"] <= budget and info["files"] >= 1
         lancepy.set_reader_cache_limits(max_files=2)
-        assert lancepy.reader_cache_info()["files"] <= 2
+        assert lancepy.reader_cache_info()["open_files"] <= 2
         ds.to_table(columns=["id"])
-        assert lancepy.reader_cache_info()["files"] <= 2
+        assert lancepy.reader_cache_info()["open_files"] <= 2
         # Dropping the dataset forgets its readers.
         lancepy.set_reader_cache_limits(max_bytes=1 << 40, max_files=1 << 20)
         ds.to_table()

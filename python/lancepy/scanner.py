@@ -274,6 +274,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             with_row_id=self._with_row_id,
             with_row_address=True,
             read_ahead=self._read_ahead,
+            coalesce=True,
         )
         for t, scanned in self._filtered_stream(stream):
             values = self._late_values(t.column(ROW_ADDRESS).combine_chunks(), late, scanned)
@@ -306,6 +307,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             fragment_ids=self._fragment_ids,
             with_row_id=self._with_row_id,
             with_row_address=True,
+            coalesce=True,
         ))
         mask = _evaluate(t, self._filter)
         scanned = t.num_rows
@@ -314,7 +316,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if t.num_rows <= scanned * self._TAKE_FRACTION:
             values = pa.table(s.take_addresses(t.column(ROW_ADDRESS).combine_chunks(), columns=late))
         else:
-            values = pa.table(s.scan(late, fragment_ids=self._fragment_ids))
+            values = pa.table(s.scan(late, fragment_ids=self._fragment_ids, coalesce=True))
             values = values.filter(mask).slice(self._offset)
         for name in late:
             t = t.append_column(values.schema.field(name), values.column(name))
@@ -665,6 +667,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             with_row_address=self._with_row_address,
             include_deleted=self._include_deleted,
             read_ahead=self._read_ahead,
+            coalesce=True,
         )
         for t, _ in self._filtered_stream(stream):
             yield from self._finish(t).to_batches(max_chunksize=self._batch_size)
@@ -876,7 +879,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return n if self._limit is None else min(n, self._limit)
         cols = self._filter.columns
         total, skip, remaining = 0, self._offset, self._limit
-        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072)
+        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072, coalesce=True)
         for t in _stream_tables(stream, 131072):
             total += pc.sum(_evaluate(t, self._filter).cast(pa.int64())).as_py() or 0
         total = max(total - skip, 0)

@@ -183,7 +183,7 @@ def search(
         fragment_ids = sorted(f for f in wanted if f in ds._snapshot_rows())
     allowed = None
     if flt is not None and prefilter:
-        t = pa.table(snap.scan(flt.columns, fragment_ids=fragment_ids, with_row_address=True))
+        t = pa.table(snap.scan(flt.columns, fragment_ids=fragment_ids, with_row_address=True, coalesce=True))
         mask = evaluate(t, flt)
         allowed = t.column("_rowaddr").filter(mask).combine_chunks()
     found = _index_search(ds, query, fragment_ids, allowed, index_segments)

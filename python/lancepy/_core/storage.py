@@ -46,7 +46,12 @@ def normalize_storage_options(options: StorageOptions) -> Optional[Dict[str, str
 
 def reader_cache_info() -> Dict[str, int]:
     """What the process-wide cache of open data files holds: ``files`` (readers kept),
-    ``bytes`` (metadata they hold in memory), and its limits ``max_bytes`` / ``max_files``.
+    ``open_files`` (those of them holding an open file descriptor), ``bytes`` (what they hold
+    in memory), and its limits ``max_bytes`` / ``max_files``.
+
+    A local data file of at most 16 KiB is read whole when opened and closed at once: its
+    reader serves later reads from memory and holds no descriptor (it counts in ``files``
+    and ``bytes``, not in ``open_files``).
 
     A reader is cached per file URI *and* per store it was read from (storage options and
     the cloud environment variables), so a dataset opened with other credentials, another
@@ -61,9 +66,13 @@ def reader_cache_info() -> Dict[str, int]:
 
 def set_reader_cache_limits(max_bytes: Optional[int] = None, max_files: Optional[int] = None) -> None:
     """Sets the limits of the cache of open data files (``None`` keeps a limit as it is) and
-    evicts down to them. Defaults: 256 MiB and 1,024 files, or the environment variables
+    evicts down to them. ``max_bytes`` bounds what every reader holds; ``max_files`` the
+    readers holding an open file descriptor (readers of small files held in memory hold none).
+    Defaults: 256 MiB and 1,024 files, or the environment variables
     ``LANCEPY_READER_CACHE_BYTES`` / ``LANCEPY_READER_CACHE_FILES`` read at first use.
-    ``max_files=0`` turns the cache off (every read opens its files anew)."""
+    ``max_files=0`` turns the cache off (every read opens its files anew). A scan over more
+    data files than the cache holds keeps the readers it opens only while there is room,
+    evicting none."""
     from lancepy import _lancepy
 
     for name, value in (("max_bytes", max_bytes), ("max_files", max_files)):

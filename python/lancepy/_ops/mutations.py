@@ -37,6 +37,7 @@ def _matching_addresses(ds: LanceDataset, flt: Filter, fragment_ids: Optional[Li
         fragment_ids=fragment_ids,
         batch_rows=131072,
         with_row_address=True,
+        coalesce=True,
     )
     parts: List[pa.Array] = []
     for table in _stream_tables(stream, 1 << 20):

@@ -10,12 +10,21 @@ fn invalid(msg: String) -> PyErr {
     to_pyerr(Error::invalid_input(msg))
 }
 
-/// `{"files", "bytes", "max_bytes", "max_files"}`: what the cache of open data files holds
-/// now and its limits.
+/// `{"files", "open_files", "bytes", "max_bytes", "max_files"}`: what the cache of open data
+/// files holds now and its limits.
 #[pyfunction]
 fn reader_cache_info(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let i = crate::table::file_cache::info();
-    dict_of(py, &[("files", i.files as u64), ("bytes", i.bytes), ("max_bytes", i.max_bytes), ("max_files", i.max_files as u64)])
+    dict_of(
+        py,
+        &[
+            ("files", i.files as u64),
+            ("open_files", i.open_files as u64),
+            ("bytes", i.bytes),
+            ("max_bytes", i.max_bytes),
+            ("max_files", i.max_files as u64),
+        ],
+    )
 }
 
 /// Sets the limits of the cache of open data files (`None` keeps one as it is) and evicts

@@ -33,7 +33,7 @@ pub struct PySnapshot {
 }
 
 fn scan_options(with_row_id: bool, with_row_address: bool, include_deleted: bool) -> ScanOptions {
-    ScanOptions { with_row_id, with_row_address, include_deleted }
+    ScanOptions { with_row_id, with_row_address, include_deleted, ..Default::default() }
 }
 
 impl PySnapshot {
@@ -104,8 +104,10 @@ impl PySnapshot {
         })
     }
 
-    /// Reads a whole scan at once (fragments in parallel).
-    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=131072, with_row_id=false, with_row_address=false, include_deleted=false))]
+    /// Reads a whole scan at once (fragments in parallel). With `coalesce`, consecutive
+    /// batches (of fragments smaller than `batch_rows`) come concatenated into batches of up
+    /// to `batch_rows` rows.
+    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=131072, with_row_id=false, with_row_address=false, include_deleted=false, coalesce=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -118,6 +120,7 @@ impl PySnapshot {
         with_row_id: bool,
         with_row_address: bool,
         include_deleted: bool,
+        coalesce: bool,
     ) -> PyResult<ArrowBatches> {
         let opts = scan_options(with_row_id, with_row_address, include_deleted);
         let s = &self.inner;
@@ -125,14 +128,22 @@ impl PySnapshot {
         let frags = self.fragment_indices(fragment_ids).py()?;
         let batches = run(py, || {
             let tasks = s.plan_scan(frags.as_deref(), offset, limit, batch_rows, opts)?;
-            s.run_tasks(tasks, &projection, opts)
+            let opts = s.admission_for(&tasks, opts);
+            let batches = s.run_tasks(tasks, &projection, opts)?;
+            if coalesce {
+                crate::table::stream::coalesce_batches(batches, batch_rows.max(1))
+            } else {
+                Ok(batches)
+            }
         })?;
         Ok(ArrowBatches::new(s.output_schema(&projection, opts), batches))
     }
 
     /// A scan decoded on demand, a few tasks at a time, `read_ahead` tasks read ahead
-    /// (default: one round on object storage, none locally).
-    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false, read_ahead=None))]
+    /// (default: one round on object storage, none locally). With `coalesce`, consecutive
+    /// batches (of fragments smaller than `batch_rows`) come concatenated into batches of up
+    /// to `batch_rows` rows.
+    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false, read_ahead=None, coalesce=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan_stream(
         &self,
@@ -146,6 +157,7 @@ impl PySnapshot {
         with_row_address: bool,
         include_deleted: bool,
         read_ahead: Option<usize>,
+        coalesce: bool,
     ) -> PyResult<BatchStream> {
         let opts = scan_options(with_row_id, with_row_address, include_deleted);
         let s = self.inner.clone();
@@ -156,7 +168,10 @@ impl PySnapshot {
         let read_ahead = read_ahead.map(|n| (n as u64).saturating_mul(batch_rows.max(1)).div_ceil(read_rows) as usize);
         let tasks = run(py, || s.plan_scan(frags.as_deref(), offset, limit, read_rows, opts))?;
         let schema = s.output_schema(&projection, opts);
-        let stream = ScanStream::new(s, tasks, projection, opts, read_ahead).cut_into(batch_rows);
+        let stream = ScanStream::new(s, tasks, projection, opts, read_ahead)
+            .with_round_rows(read_rows)
+            .coalesce_into(batch_rows, coalesce)
+            .cut_into(batch_rows);
         Ok(BatchStream::new(schema, stream))
     }
 

@@ -12,24 +12,41 @@
 //! that endpoint, and credentials that may not read a file get the store's refusal, not bytes
 //! fetched earlier with other credentials.
 //!
+//! A local file of at most [`RESIDENT_MAX_BYTES`] is read whole when it is opened (one read,
+//! the one its footer needs anyway) and closed: its reader serves every later read from
+//! memory and holds no file descriptor. Other readers keep their file open.
+//!
 //! Readers are evicted least recently used first when the bytes they hold
-//! ([`FileReader::held_bytes`]) pass a budget, or their number passes a limit (each local one
-//! holds a file descriptor), and as soon as the file is deleted through a [`Store`]
-//! (cleanup, dropping a dataset, a failed write's rollback). Limits default to
-//! [`DEFAULT_MAX_BYTES`] / [`DEFAULT_MAX_FILES`], overridable with the environment variables
-//! `LANCEPY_READER_CACHE_BYTES` / `LANCEPY_READER_CACHE_FILES` or [`set_limits`].
+//! ([`FileReader::held_bytes`], and a resident file's contents) pass a budget, or the number
+//! of readers holding an open file passes a limit (each holds a file descriptor), and as soon
+//! as the file is deleted through a [`Store`] (cleanup, dropping a dataset, a failed write's
+//! rollback). Limits default to [`DEFAULT_MAX_BYTES`] / [`DEFAULT_MAX_FILES`], overridable
+//! with the environment variables `LANCEPY_READER_CACHE_BYTES` / `LANCEPY_READER_CACHE_FILES`
+//! or [`set_limits`]; a file limit of 0 turns the cache off.
+//!
+//! A scan over more files than the cache holds passes once over each ([`Admission::IfRoom`]):
+//! the readers it opens are kept only while there is room, instead of evicting readers that
+//! are used again for readers that are not.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::file::FileReader;
-use crate::io::{Origin, Store};
+use crate::io::{BufferReader, Origin, ReaderRef, ResolvedUri, Store};
 
 /// Default budget of the bytes held by cached readers.
 pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
-/// Default most readers kept open.
+/// Default most readers kept with an open file.
 pub const DEFAULT_MAX_FILES: usize = 1024;
+/// Local files up to this size are read whole on opening and held in memory (the open's
+/// read of a local file's tail, 16 KiB, covers such a file anyway).
+pub const RESIDENT_MAX_BYTES: u64 = 16 * 1024;
+
+/// Openings after which the bytes of every cached reader are measured anew (readers grow
+/// after they are cached, as page metadata loads on first use; in between, a reader's bytes
+/// are those measured when it was last found or opened through the cache).
+const REMEASURE_EVERY: u32 = 256;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
@@ -40,6 +57,28 @@ struct Key {
 struct Entry {
     reader: Arc<FileReader>,
     last_use: u64,
+    /// The file's bytes held in memory (a resident file), else 0.
+    resident: u64,
+    /// The reader's bytes as last measured, with `resident` (counted in [`Cache::bytes`]).
+    counted: u64,
+}
+
+impl Entry {
+    fn weight(&self) -> u64 {
+        self.reader.held_bytes() + self.resident
+    }
+}
+
+/// Whether a file opened on a cache miss is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Admission {
+    /// Kept, evicting the least recently used readers past the limits.
+    #[default]
+    Always,
+    /// Kept only while the cache has room for it: a read that passes once over more files
+    /// than the cache holds (a scan of many small fragments) would otherwise evict every
+    /// reader it finds, its own included, before they are used again.
+    IfRoom,
 }
 
 /// What the cache holds now, and its limits.
@@ -47,17 +86,26 @@ struct Entry {
 pub struct CacheInfo {
     /// Readers kept.
     pub files: usize,
+    /// Of those, readers holding an open file (the others hold their file in memory).
+    pub open_files: usize,
     /// Bytes they hold.
     pub bytes: u64,
     /// Budget of bytes.
     pub max_bytes: u64,
-    /// Most readers kept.
+    /// Most readers kept with an open file.
     pub max_files: usize,
 }
 
 struct Cache {
     entries: HashMap<Key, Entry>,
+    /// The keys by last use, oldest first (`Entry::last_use` is the position): readers
+    /// holding an open file (`[0]`) and resident ones (`[1]`).
+    order: [BTreeMap<u64, Key>; 2],
     clock: u64,
+    /// Sum of `Entry::counted`.
+    bytes: u64,
+    /// Openings since the bytes were last measured in full.
+    since_measure: u32,
     max_bytes: u64,
     max_files: usize,
 }
@@ -72,7 +120,10 @@ fn cache() -> MutexGuard<'static, Cache> {
         .get_or_init(|| {
             Mutex::new(Cache {
                 entries: HashMap::new(),
+                order: [BTreeMap::new(), BTreeMap::new()],
                 clock: 0,
+                bytes: 0,
+                since_measure: 0,
                 max_bytes: env_limit("LANCEPY_READER_CACHE_BYTES").unwrap_or(DEFAULT_MAX_BYTES),
                 max_files: env_limit("LANCEPY_READER_CACHE_FILES").map_or(DEFAULT_MAX_FILES, |n| n as usize),
             })
@@ -81,71 +132,168 @@ fn cache() -> MutexGuard<'static, Cache> {
         .unwrap_or_else(|p| p.into_inner())
 }
 
+fn kind(resident: u64) -> usize {
+    usize::from(resident > 0)
+}
+
 impl Cache {
     fn tick(&mut self) -> u64 {
         self.clock += 1;
         self.clock
     }
 
-    fn bytes(&self) -> u64 {
-        self.entries.values().map(|e| e.reader.held_bytes()).sum()
+    fn open_files(&self) -> usize {
+        self.order[0].len()
     }
 
-    /// Evicts least recently used readers until both limits hold. Readers grow after they
-    /// are cached (page metadata loads on first use), so the total is measured anew.
-    fn shrink(&mut self) {
-        let mut bytes = self.bytes();
-        if bytes <= self.max_bytes && self.entries.len() <= self.max_files {
-            return;
+    fn within_limits(&self) -> bool {
+        if self.max_files == 0 {
+            return self.entries.is_empty();
         }
-        let mut by_age: Vec<(u64, Key, u64)> =
-            self.entries.iter().map(|(k, e)| (e.last_use, k.clone(), e.reader.held_bytes())).collect();
-        by_age.sort_unstable_by_key(|(t, _, _)| *t);
-        for (_, key, held) in by_age {
-            if bytes <= self.max_bytes && self.entries.len() <= self.max_files {
-                break;
-            }
-            self.entries.remove(&key);
-            bytes = bytes.saturating_sub(held);
+        self.bytes <= self.max_bytes && self.open_files() <= self.max_files
+    }
+
+    /// Measures every reader's bytes anew.
+    fn measure(&mut self) {
+        let mut total = 0;
+        for e in self.entries.values_mut() {
+            e.counted = e.weight();
+            total += e.counted;
+        }
+        self.bytes = total;
+        self.since_measure = 0;
+    }
+
+    /// The cached reader of `key`, now the most recently used one.
+    fn hit(&mut self, key: &Key) -> Option<Arc<FileReader>> {
+        let now = self.tick();
+        let e = self.entries.get_mut(key)?;
+        let order = &mut self.order[kind(e.resident)];
+        let k = order.remove(&e.last_use).unwrap_or_else(|| key.clone());
+        order.insert(now, k);
+        e.last_use = now;
+        let weight = e.weight();
+        self.bytes = self.bytes - e.counted + weight;
+        e.counted = weight;
+        Some(e.reader.clone())
+    }
+
+    fn remove(&mut self, key: &Key) {
+        if let Some(e) = self.entries.remove(key) {
+            self.order[kind(e.resident)].remove(&e.last_use);
+            self.bytes -= e.counted;
         }
     }
+
+    fn insert(&mut self, key: Key, reader: Arc<FileReader>, resident: u64) {
+        self.remove(&key);
+        let now = self.tick();
+        let entry = Entry { reader, last_use: now, resident, counted: 0 };
+        let counted = entry.weight();
+        self.bytes += counted;
+        self.order[kind(resident)].insert(now, key.clone());
+        self.entries.insert(key, Entry { counted, ..entry });
+        self.since_measure += 1;
+        self.shrink();
+    }
+
+    /// Whether a reader weighing `weight` bytes (`resident`: holding no open file) fits
+    /// without evicting another.
+    fn has_room(&self, weight: u64, resident: bool) -> bool {
+        self.max_files > 0
+            && (resident || self.open_files() < self.max_files)
+            && self.bytes.saturating_add(weight) <= self.max_bytes
+    }
+
+    /// Evicts least recently used readers until both limits hold: readers holding an open
+    /// file while there are too many of those, the least recently used of all while there
+    /// are too many bytes.
+    fn shrink(&mut self) {
+        if self.since_measure >= REMEASURE_EVERY {
+            self.measure();
+        }
+        while !self.within_limits() {
+            let too_many_files = self.open_files() > self.max_files;
+            let from = match (self.order[0].first_key_value(), self.order[1].first_key_value()) {
+                (Some(_), _) if too_many_files => 0,
+                (Some((a, _)), Some((b, _))) => usize::from(b < a),
+                (Some(_), None) => 0,
+                (None, Some(_)) => 1,
+                (None, None) => break,
+            };
+            let Some((_, key)) = self.order[from].pop_first() else { break };
+            if let Some(e) = self.entries.remove(&key) {
+                self.bytes -= e.counted;
+            }
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(&Key) -> bool) {
+        let gone: Vec<Key> = self.entries.keys().filter(|k| !keep(k)).cloned().collect();
+        for k in &gone {
+            self.remove(k);
+        }
+    }
+}
+
+/// Opens the file `resolved` names (`uri` in messages): a local file of at most
+/// [`RESIDENT_MAX_BYTES`] is read whole and closed. Returns the reader and the bytes of the
+/// file it holds in memory (0 if it reads the file as needed).
+fn open(resolved: ResolvedUri, uri: &str) -> Result<(Arc<FileReader>, u64)> {
+    let local = matches!(resolved, ResolvedUri::Local(_));
+    let io = resolved.open_reader(uri)?;
+    if local {
+        let size = io.size()?;
+        if size > 0 && size <= RESIDENT_MAX_BYTES {
+            let data = io.read_range(0..size)?;
+            let whole: ReaderRef = Arc::new(BufferReader::new(io.path(), data));
+            drop(io); // closes the file
+            return Ok((Arc::new(FileReader::open_with(whole)?), size));
+        }
+    }
+    Ok((Arc::new(FileReader::open_with(io)?), 0))
 }
 
 /// The reader of the data file at `uri`, read through `store` (whose options for that URI
 /// decide where the bytes come from): cached, or opened and cached.
 pub fn open_data_file(store: &Store, uri: &str) -> Result<Arc<FileReader>> {
+    open_data_file_as(store, uri, Admission::Always)
+}
+
+/// [`open_data_file`], keeping a reader opened on a miss as `admission` says.
+pub fn open_data_file_as(store: &Store, uri: &str, admission: Admission) -> Result<Arc<FileReader>> {
     let resolved = store.resolve_uri(uri)?;
     let key = Key { uri: uri.to_string(), origin: resolved.origin() };
-    {
-        let mut c = cache();
-        let now = c.tick();
-        if let Some(e) = c.entries.get_mut(&key) {
-            e.last_use = now;
-            return Ok(e.reader.clone());
-        }
+    if let Some(r) = cache().hit(&key) {
+        return Ok(r);
     }
     // Opened without the lock: other files are opened (and found) meanwhile. Two threads
     // opening the same file both read its metadata; the second insert wins, both are valid.
-    let reader = Arc::new(resolved.open_reader(uri).and_then(FileReader::open_with).map_err(|e| match e {
+    let (reader, resident) = open(resolved, uri).map_err(|e| match e {
         Error::NotFound(m) => Error::NotFound(format!("data file {uri} is missing ({m})")),
         other => other,
-    })?);
+    })?;
     let mut c = cache();
-    let now = c.tick();
-    c.entries.insert(key, Entry { reader: reader.clone(), last_use: now });
-    c.shrink();
+    if admission == Admission::Always || c.has_room(reader.held_bytes() + resident, resident > 0) {
+        c.insert(key, reader.clone(), resident);
+    }
     Ok(reader)
+}
+
+/// The most readers the cache keeps with an open file.
+pub fn max_files() -> usize {
+    cache().max_files
 }
 
 /// Forgets every cached reader of the file at `uri` (whatever its origin): it was deleted.
 pub fn evict(uri: &str) {
-    cache().entries.retain(|k, _| k.uri != uri);
+    cache().retain(|k| k.uri != uri);
 }
 
 /// Forgets every cached reader of a file under `root` (a dataset directory that was dropped).
 pub fn evict_under(root: &str) {
     let root = root.trim_end_matches('/');
-    cache().entries.retain(|k, _| !k.uri.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')));
+    cache().retain(|k| !k.uri.strip_prefix(root).is_some_and(|rest| rest.starts_with('/')));
 }
 
 /// Sets the limits (`None` keeps a limit as it is) and evicts down to them.
@@ -157,18 +305,29 @@ pub fn set_limits(max_bytes: Option<u64>, max_files: Option<usize>) {
     if let Some(n) = max_files {
         c.max_files = n;
     }
+    c.measure();
     c.shrink();
 }
 
 /// What the cache holds now.
 pub fn info() -> CacheInfo {
-    let c = cache();
-    CacheInfo { files: c.entries.len(), bytes: c.bytes(), max_bytes: c.max_bytes, max_files: c.max_files }
+    let mut c = cache();
+    c.measure();
+    CacheInfo {
+        files: c.entries.len(),
+        open_files: c.open_files(),
+        bytes: c.bytes,
+        max_bytes: c.max_bytes,
+        max_files: c.max_files,
+    }
 }
 
 /// Empties the cache.
 pub fn clear() {
-    cache().entries.clear();
+    let mut c = cache();
+    c.entries.clear();
+    c.order = [BTreeMap::new(), BTreeMap::new()];
+    c.bytes = 0;
 }
 
 #[cfg(test)]
@@ -180,7 +339,9 @@ mod tests {
         use crate::file::{FileWriter, WriterOptions};
         use arrow_array::{ArrayRef, Int64Array, RecordBatch};
         let uri = format!("{root}/{name}");
-        let batch = RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from_iter_values(0..rows)) as ArrayRef)]).unwrap();
+        // Values that do not compress: the size follows the rows.
+        let values = (0..rows).map(|i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as i64);
+        let batch = RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from_iter_values(values)) as ArrayRef)]).unwrap();
         let mut w = FileWriter::try_new(&uri, &batch.schema(), WriterOptions::default()).unwrap();
         w.write_batch(&batch).unwrap();
         w.finish().unwrap();
@@ -232,6 +393,47 @@ mod tests {
         };
         assert_eq!(s3("a"), s3("a"));
         assert_ne!(s3("a"), s3("b"), "other credentials, another origin");
+
+        // A read passing once over more files than the cache holds keeps the readers found.
+        clear();
+        set_limits(Some(u64::MAX), Some(2));
+        let hot: Vec<_> = uris[..2].iter().map(|u| open_data_file(&store, u).unwrap()).collect();
+        let once = open_data_file_as(&store, &uris[2], Admission::IfRoom).unwrap();
+        assert_eq!(once.num_rows(), 1000);
+        assert_eq!((info().files, info().open_files), (2, 2), "no room: not kept, nothing evicted");
+        for (u, h) in uris[..2].iter().zip(&hot) {
+            assert!(Arc::ptr_eq(h, &open_data_file_as(&store, u, Admission::IfRoom).unwrap()));
+        }
+        evict(&uris[0]);
+        open_data_file_as(&store, &uris[2], Admission::IfRoom).unwrap();
+        assert_eq!(info().files, 2, "room: kept");
+
+        // Small local files are read whole and closed: their readers hold no open file, so
+        // the file limit leaves them be, and the byte budget counts their contents.
+        clear();
+        let dir = std::env::temp_dir().join(format!("file-cache-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let local_root = dir.to_str().unwrap().to_string();
+        let local = Store::open(&local_root).unwrap();
+        let small: Vec<String> = (0..3).map(|i| write_file(&local_root, &format!("s{i}.lance"), 100)).collect();
+        let big = write_file(&local_root, "big.lance", 20_000);
+        assert!(std::fs::metadata(&big).unwrap().len() > RESIDENT_MAX_BYTES);
+        set_limits(Some(u64::MAX), Some(1));
+        for u in &small {
+            open_data_file(&local, u).unwrap();
+        }
+        open_data_file(&local, &big).unwrap();
+        assert_eq!((info().files, info().open_files), (4, 1));
+        assert!(info().bytes >= small.iter().map(|u| std::fs::metadata(u).unwrap().len()).sum::<u64>());
+        let r = open_data_file(&local, &small[0]).unwrap();
+        std::fs::remove_file(&small[0]).unwrap();
+        let got = r.read_range(0, 100, &[0]).unwrap();
+        assert_eq!(got.num_rows(), 100, "served from memory once the file is gone");
+        set_limits(None, Some(0));
+        assert_eq!(info().files, 0, "a file limit of 0 turns the cache off");
+        open_data_file(&local, &small[1]).unwrap();
+        assert_eq!(info().files, 0);
+        std::fs::remove_dir_all(&dir).unwrap();
         set_limits(Some(DEFAULT_MAX_BYTES), Some(DEFAULT_MAX_FILES));
     }
 }

@@ -7,6 +7,12 @@
 //! rounds' latencies; locally none is (decoding is the work, and the consumer asking for
 //! the next batch is what starts it). Memory stays bounded by the current round and the
 //! rounds read ahead.
+//!
+//! Given the rows a task is planned to read ([`ScanStream::with_round_rows`]), a round also
+//! takes more tasks while they hold fewer rows than that per core (fragments smaller than a
+//! task make tasks of a few rows; one round each would pay a pool's hand-off per few rows),
+//! and can coalesce consecutive batches into batches of up to the batch size
+//! ([`ScanStream::coalesce_into`]).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -31,6 +37,10 @@ pub struct ScanStream {
     rounds_ahead: usize,
     /// The rounds read ahead, oldest first.
     ahead: VecDeque<Round>,
+    /// Rows a round reaches before it stops taking tasks (beyond its first `round`).
+    round_rows: u64,
+    /// Concatenate consecutive batches of a round into batches of up to this many rows.
+    coalesce: Option<u64>,
     /// Most rows of a batch handed out (tasks may read more at a time).
     out_rows: usize,
 }
@@ -57,6 +67,7 @@ impl ScanStream {
     ) -> Self {
         let round = crate::parallel::cpu_pool().current_num_threads().max(1);
         let read_ahead = read_ahead.unwrap_or(if snapshot.is_remote() { round } else { 0 });
+        let opts = snapshot.admission_for(&tasks, opts);
         Self {
             snapshot,
             tasks: tasks.into(),
@@ -66,8 +77,28 @@ impl ScanStream {
             round,
             rounds_ahead: read_ahead.div_ceil(round),
             ahead: VecDeque::new(),
+            round_rows: 0,
+            coalesce: None,
             out_rows: usize::MAX,
         }
+    }
+
+    /// Locally, rounds take tasks until they hold `task_rows` rows per core (at least a task
+    /// per core): tasks of fragments smaller than that are read many to a round. On object
+    /// storage a round stays a task per core: rounds are what is read ahead there, and a
+    /// round of many small fragments would fetch them all ahead of the consumer.
+    pub fn with_round_rows(mut self, task_rows: u64) -> Self {
+        if !self.snapshot.is_remote() {
+            self.round_rows = task_rows.max(1).saturating_mul(self.round as u64);
+        }
+        self
+    }
+
+    /// With `coalesce`, the batches of a round are concatenated into batches of up to `rows`
+    /// rows (a batch is never split here; see [`ScanStream::cut_into`]).
+    pub fn coalesce_into(mut self, rows: u64, coalesce: bool) -> Self {
+        self.coalesce = coalesce.then_some(rows.max(1));
+        self
     }
 
     /// Hands out what the tasks read in batches of at most `rows` rows (zero-copy slices),
@@ -79,8 +110,21 @@ impl ScanStream {
     }
 
     fn take_round(&mut self) -> Vec<ScanTask> {
-        let n = self.round.min(self.tasks.len());
+        let mut n = self.round.min(self.tasks.len());
+        let mut rows: u64 = self.tasks.iter().take(n).map(|t| t.rows.end - t.rows.start).sum();
+        while n < self.tasks.len() && rows < self.round_rows {
+            rows += self.tasks[n].rows.end - self.tasks[n].rows.start;
+            n += 1;
+        }
         self.tasks.drain(..n).collect()
+    }
+
+    /// `batches` with runs of consecutive ones concatenated up to the coalescing size.
+    fn coalesced(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        match self.coalesce {
+            Some(max) => coalesce_batches(batches, max),
+            None => Ok(batches),
+        }
     }
 
     /// Starts reading `tasks` on the I/O pool.
@@ -146,6 +190,38 @@ impl ScanStream {
     }
 }
 
+/// `batches` with runs of consecutive ones concatenated into batches of up to `max_rows`
+/// rows (a batch is never split; one over `max_rows` stays as it is).
+pub fn coalesce_batches(batches: Vec<RecordBatch>, max_rows: u64) -> Result<Vec<RecordBatch>> {
+    if batches.len() < 2 {
+        return Ok(batches);
+    }
+    let mut out = Vec::new();
+    let mut run: Vec<RecordBatch> = Vec::new();
+    let mut rows = 0u64;
+    let flush = |run: &mut Vec<RecordBatch>, out: &mut Vec<RecordBatch>| -> Result<()> {
+        match run.len() {
+            0 => {}
+            1 => out.extend(run.pop()),
+            _ => {
+                out.push(arrow_select::concat::concat_batches(&run[0].schema(), run.iter())?);
+                run.clear();
+            }
+        }
+        Ok(())
+    };
+    for b in batches {
+        if rows + b.num_rows() as u64 > max_rows {
+            flush(&mut run, &mut out)?;
+            rows = 0;
+        }
+        rows += b.num_rows() as u64;
+        run.push(b);
+    }
+    flush(&mut run, &mut out)?;
+    Ok(out)
+}
+
 impl Iterator for ScanStream {
     type Item = Result<RecordBatch>;
 
@@ -157,7 +233,7 @@ impl Iterator for ScanStream {
             if self.tasks.is_empty() && self.ahead.is_empty() {
                 return None;
             }
-            match self.next_round() {
+            match self.next_round().and_then(|b| self.coalesced(b)) {
                 Ok(batches) => {
                     for b in batches {
                         if b.num_rows() <= self.out_rows {

@@ -31,6 +31,7 @@ use crate::format::tablepb;
 use crate::io::Store;
 use crate::table::bases::BasePaths;
 use crate::table::deletion::DeletionVector;
+use crate::table::file_cache::Admission;
 
 mod blob;
 mod read;
@@ -53,6 +54,9 @@ pub struct ScanOptions {
     pub with_row_address: bool,
     /// Read deleted rows too (used to write new columns that cover every physical row).
     pub include_deleted: bool,
+    /// Whether the readers of data files opened on a miss of the reader cache are kept
+    /// (see [`TableSnapshot::admission_for`]).
+    pub admission: Admission,
 }
 
 /// A piece of a scan: a physical row range of one fragment.
@@ -225,8 +229,33 @@ impl TableSnapshot {
 
     /// Opens a data file (under the dataset root or one of the manifest's base paths).
     fn open_file(&self, file: &tablepb::DataFile) -> Result<Arc<FileReader>> {
-        super::file_cache::open_data_file(&self.store, &self.bases.data_file_uri(file)?)
+        self.open_file_as(file, Admission::Always)
+    }
+
+    /// [`TableSnapshot::open_file`], keeping a reader opened on a cache miss as `admission` says.
+    fn open_file_as(&self, file: &tablepb::DataFile, admission: Admission) -> Result<Arc<FileReader>> {
+        super::file_cache::open_data_file_as(&self.store, &self.bases.data_file_uri(file)?, admission)
             .map_err(|e| self.bases.explain_missing(file.base_id, self.store.options(), e))
+    }
+
+    /// `opts` for running `tasks`: a scan that passes over more data files than the reader
+    /// cache keeps reads each file once, so the files it opens are kept only where there is
+    /// room ([`Admission::IfRoom`]); evicting readers for them would evict the readers of
+    /// files used again (this scan's own next time included) for readers never used again.
+    pub fn admission_for(&self, tasks: &[ScanTask], opts: ScanOptions) -> ScanOptions {
+        let limit = super::file_cache::max_files();
+        let mut files = 0usize;
+        let mut last = None;
+        for t in tasks {
+            if last != Some(t.fragment) {
+                files += self.manifest.fragments[t.fragment].files.len();
+                last = Some(t.fragment);
+            }
+            if files > limit {
+                return ScanOptions { admission: Admission::IfRoom, ..opts };
+            }
+        }
+        opts
     }
 
     /// Whether the dataset lives on object storage (requests, not a local file system).

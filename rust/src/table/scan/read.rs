@@ -76,7 +76,7 @@ impl TableSnapshot {
         for (file_idx, wanted) in by_file {
             crate::interrupt::check()?;
             let file = &frag.files[file_idx];
-            let reader = self.open_file(file)?;
+            let reader = self.open_file_as(file, opts.admission)?;
             let mut file_fields = Vec::with_capacity(wanted.len());
             for &(_, col, id) in &wanted {
                 let f = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id));
