@@ -434,8 +434,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """The fragments of this version. `filter` (pylance's partition pruning) is not
         supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`."""
         _refuse(filter=filter)
-        pinned = self._pinned()
-        return [LanceFragment(pinned, fid) for fid in self._loaded.fragment_ids]
+        return LanceFragment._of_version(LanceFragment._version_of(self), self._loaded.fragment_ids)
 
     def _fragment_id_set(self) -> frozenset:
         """The ids of this version's fragments (per-version cache)."""

@@ -66,11 +66,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
     def __init__(
         self, dataset: "LanceDataset", fragment_id: Optional[int], *, fragment: Optional[FragmentMetadata] = None
     ) -> None:
-        # The version it was made from, even if `dataset` moves on later (as pylance's).
-        self._ds = dataset._pinned()
-        if self._ds._default_scan_options:  # (a fragment's scans ignore them, as pylance's)
-            self._ds = copy.copy(self._ds)
-            self._ds._default_scan_options = None
+        self._ds = self._version_of(dataset)
         self._meta_value: Optional[FragmentMetadata] = fragment
         if fragment is None:
             if fragment_id is None:
@@ -80,6 +76,29 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
             self._id = int(fragment_id)
         else:
             self._id = fragment.id
+
+    @staticmethod
+    def _version_of(dataset: "LanceDataset") -> "LanceDataset":
+        """The dataset a fragment of `dataset` reads: the version it was made from, even if
+        `dataset` moves on later (as pylance's), without default scan options (a fragment's
+        scans ignore them, as pylance's)."""
+        pinned = dataset._pinned()
+        if pinned._default_scan_options:
+            pinned = copy.copy(pinned)
+            pinned._default_scan_options = None
+        return pinned
+
+    @classmethod
+    def _of_version(cls, version: "LanceDataset", fragment_ids: Iterable[int]) -> List["LanceFragment"]:
+        """Fragments `fragment_ids`, taken from the manifest of `version` (a dataset from
+        :meth:`_version_of`): no membership check per fragment (``get_fragments`` of 10,000
+        fragments made 20,000 tracked calls for them)."""
+        out = []
+        for fid in fragment_ids:
+            frag = cls.__new__(cls)
+            frag._ds, frag._meta_value, frag._id = version, None, int(fid)
+            out.append(frag)
+        return out
 
     def __reduce__(self) -> Any:
         # The dataset pickles as its URI, version and options; the fragment as its id there.
