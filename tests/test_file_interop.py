@@ -370,3 +370,33 @@ def test_empty_structs_both_ways(pylance_file, tmp_path, version):
         w.write_batch(nested)
     with pytest.raises(NotSupportedError, match="without children"):
         LanceFileReader(path).read_all()
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("dim,rows", [(1, 1), (3, 5), (9, 3000)])
+@pytest.mark.parametrize("item_type", [pa.int32(), pa.float64(), pa.int8()])
+def test_fixed_size_lists_whose_items_are_all_null_from_pylance(tmp_path, version, dim, rows, item_type):
+    """pylance stores a page of fixed-size lists whose items are all null as full-zip
+    values holding only the items' validity bitmap (item values: a constant without a
+    value); lancepy refused the page as an unsupported encoding (found by
+    test_file_hypothesis)."""
+    import lance
+    from lance.file import LanceFileWriter as PylanceWriter
+
+    import lancepy
+    from lancepy.file import LanceFileReader as Reader
+
+    mask = pa.array(np.arange(rows) % 3 == 1) if rows > 2 else None
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array([None] * (rows * dim), item_type), dim, mask=mask)
+    table = pa.table({"v": vectors, "id": pa.array(np.arange(rows))})
+    path = str(tmp_path / "f.lance")
+    with PylanceWriter(path, version=version) as w:
+        w.write_batch(table)
+    reader = Reader(path)
+    assert reader.read_all().to_table().equals(table)
+    idx = sorted({rows - 1, 0, rows // 2})
+    assert reader.take_rows(idx).to_table().equals(table.take(idx))
+    assert reader.read_range(rows // 2, rows - rows // 2).to_table().equals(table.slice(rows // 2))
+    uri = str(tmp_path / "d.lance")
+    lance.write_dataset(table, uri, data_storage_version=version)
+    assert lancepy.dataset(uri).to_table().equals(table)

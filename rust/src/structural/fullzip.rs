@@ -117,11 +117,18 @@ impl FullZipLayout {
                             }
                             (Some(*dim), *b, validity_bytes)
                         }
+                        // Every item null (pylance writes this when a page's items all are):
+                        // each value is its items' validity bitmap alone; the items decode
+                        // as nulls of the column's width (`item_bits` 0).
+                        Compression::Constant { value: None } if *has_validity && dim.div_ceil(8) * 8 == bits => {
+                            (Some(*dim), 0, dim.div_ceil(8))
+                        }
                         _ => return Err(Error::not_supported(format!("full-zip value encoding {}", comp.describe()))),
                     },
                     _ => return Err(Error::not_supported(format!("full-zip value encoding {}", comp.describe()))),
                 };
-                if bits == 0 || bits % 8 != 0 || item_bits == 0 || item_bits % 8 != 0 {
+                let null_items = dim.is_some() && item_bits == 0 && validity_bytes > 0;
+                if bits == 0 || bits % 8 != 0 || (item_bits == 0 && !null_items) || item_bits % 8 != 0 {
                     return Err(Error::not_supported(format!("full-zip values of {bits} bits with {item_bits}-bit items")));
                 }
                 ValueKind::Fixed { bits, dim, item_bits, validity_bytes }
@@ -354,11 +361,14 @@ pub fn decode_levels(layout: &FullZipLayout, bytes: &[u8], num_levels: Option<u6
     }
     let values = match &layout.kind {
         ValueKind::Fixed { dim: Some(dim), item_bits, .. } => DataBlock::FixedSizeList(FixedSizeListBlock {
-            child: Box::new(DataBlock::Fixed(FixedWidthBlock {
-                data: fixed_out.into(),
-                bits_per_value: *item_bits,
-                num_values: visible * dim,
-            })),
+            child: Box::new(match item_bits {
+                0 => DataBlock::Empty { num_values: visible * dim }, // (every item null)
+                _ => DataBlock::Fixed(FixedWidthBlock {
+                    data: fixed_out.into(),
+                    bits_per_value: *item_bits,
+                    num_values: visible * dim,
+                }),
+            }),
             dimension: *dim,
             item_validity: item_validity.map(|mut b| b.finish().into_inner()),
         }),
