@@ -12,6 +12,26 @@ fn u32_bytes(values: &[u32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// A phrase's per-token lists handed over from Python as `(doc ids, position starts,
+/// positions, place in the query)`, viewed in place.
+type PhraseArgs<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, i32);
+
+fn phrase_views<'a>(lists: &'a [PhraseArgs<'_>]) -> Vec<crate::table::fts_pos::PhraseList<'a>> {
+    lists
+        .iter()
+        .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList {
+            docs: d.as_bytes(),
+            starts: f.as_bytes(),
+            positions: p.as_bytes(),
+            query_pos: *q,
+        })
+        .collect()
+}
+
 fn u32s(bytes: &[u8], what: &str) -> PyResult<Vec<u32>> {
     if bytes.len() % 4 != 0 {
         return Err(crate::error::Error::InvalidInput(format!("{what} must be a whole number of u32"))).py();
@@ -244,7 +264,7 @@ pub fn fts_score_docs<'py>(
     let scored: Vec<fts::ScoredList<'_>> =
         views.iter().map(|&(docs, freqs, idf, times)| fts::ScoredList { docs, freqs, idf, times }).collect();
     let (docs, scores) = run(py, || fts::score_docs(&scored, num_tokens, row_ids, avgdl, need, allowed, k))?;
-    let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
+    let scores = f32_bytes(&scores);
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
 }
 
@@ -286,20 +306,8 @@ pub fn fts_positions_decode<'py>(
 /// `(doc ids, position starts (one more than the docs), positions)` (u32 bytes, read in
 /// place) and its place in the query.
 #[pyfunction]
-pub fn fts_phrase_docs<'py>(
-    py: Python<'py>,
-    lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, i32)>,
-    slop: u32,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let views: Vec<crate::table::fts_pos::PhraseList<'_>> = lists
-        .iter()
-        .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList {
-            docs: d.as_bytes(),
-            starts: f.as_bytes(),
-            positions: p.as_bytes(),
-            query_pos: *q,
-        })
-        .collect();
+pub fn fts_phrase_docs<'py>(py: Python<'py>, lists: Vec<PhraseArgs<'py>>, slop: u32) -> PyResult<Bound<'py, PyBytes>> {
+    let views = phrase_views(&lists);
     let out = crate::table::fts_pos::phrase_docs(&views, slop).py()?;
     Ok(PyBytes::new(py, &u32_bytes(&out)))
 }
@@ -315,7 +323,7 @@ pub fn fts_block_bounds<'py>(
     avgdl: f32,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let bounds = fts_topk::block_bounds(docs, freqs, num_tokens, avgdl).py()?;
-    let out: Vec<u8> = bounds.iter().flat_map(|b| b.to_le_bytes()).collect();
+    let out = f32_bytes(&bounds);
     Ok(PyBytes::new(py, &out))
 }
 
@@ -347,7 +355,7 @@ pub fn fts_top_k<'py>(
         })
         .collect();
     let (docs, scores) = fts_topk::top_k(&views, num_tokens, row_ids, avgdl, need, allowed, k).py()?;
-    let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
+    let scores = f32_bytes(&scores);
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
 }
 
@@ -360,7 +368,7 @@ pub fn fts_top_k<'py>(
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn fts_phrase_top_k<'py>(
     py: Python<'py>,
-    lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, i32)>,
+    lists: Vec<PhraseArgs<'py>>,
     slop: u32,
     terms: Vec<(usize, f32, u32, Bound<'py, PyBytes>)>,
     num_tokens: &[u8],
@@ -369,15 +377,7 @@ pub fn fts_phrase_top_k<'py>(
     allowed: Option<&[u8]>,
     k: Option<usize>,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let views: Vec<crate::table::fts_pos::PhraseList<'_>> = lists
-        .iter()
-        .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList {
-            docs: d.as_bytes(),
-            starts: f.as_bytes(),
-            positions: p.as_bytes(),
-            query_pos: *q,
-        })
-        .collect();
+    let views = phrase_views(&lists);
     let terms: Vec<fts_topk::PhraseTerm<'_>> = terms
         .iter()
         .map(|(list, idf, times, bounds)| fts_topk::PhraseTerm {
@@ -388,6 +388,6 @@ pub fn fts_phrase_top_k<'py>(
         })
         .collect();
     let (docs, scores) = fts_topk::phrase_top_k(&views, slop, &terms, num_tokens, row_ids, avgdl, allowed, k).py()?;
-    let scores: Vec<u8> = scores.iter().flat_map(|s| s.to_le_bytes()).collect();
+    let scores = f32_bytes(&scores);
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
 }
