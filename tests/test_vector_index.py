@@ -69,13 +69,16 @@ def search_both(path, nearest, **kw):
 
 def assert_same(ours, theirs):
     """Same distances; same rows, except that rows tied on a PQ distance (identical codes)
-    may come in another order or be cut at k differently (pylance keeps any of them)."""
+    may come in another order, and rows as far as the k-th within the distances' tolerance
+    may be cut at k differently: each library sums a PQ distance's float32 parts in its own
+    order, so a row 1e-5 from the k-th can be in or out (a CI run saw row 9 of a search of a
+    pylance-optimized index differ so, both at 127.0453)."""
     a, b = ours.column("_distance").to_numpy(), theirs.column("_distance").to_numpy()
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
     ra, rb = ours.column("_rowid").to_pylist(), theirs.column("_rowid").to_pylist()
     ia, ib = ours.column("id").to_pylist(), theirs.column("id").to_pylist()
     for i in range(len(a)):
-        tied = np.isclose(a, a[i], rtol=1e-6, atol=0).sum() > 1
+        tied = np.isclose(a, a[i], rtol=1e-6, atol=0).sum() > 1 or np.isclose(a[i], a[-1], rtol=1e-4, atol=1e-4)
         if not tied:
             assert (ra[i], ia[i]) == (rb[i], ib[i]), f"row {i}: {ra} vs {rb}"
 
