@@ -73,7 +73,17 @@ def test_indices_of_non_float32_vectors_built_and_compacted_keep_their_type(tmp_
             nearest = {"column": "vector", "q": q, "k": 10, "nprobes": 4}
             a = ours.to_table(nearest=nearest, columns=["id"])
             b = lance.dataset(uri).to_table(nearest=nearest, columns=["id"])
-            assert set(a["id"].to_pylist()) == set(b["id"].to_pylist())
+            ia, ib = a["id"].to_pylist(), b["id"].to_pylist()
+            da, db = a["_distance"].to_numpy(), b["_distance"].to_numpy()
+            np.testing.assert_allclose(np.sort(da), np.sort(db), rtol=1e-3, atol=1e-3)
+            # The same rows, but for one a library keeps at the cut and the other does not:
+            # its distance is the k-th's within the tolerance (float sums in another order;
+            # a CI run saw one such swap with float16 vectors).
+            kth = max(da.max(), db.max())
+            only = set(ia) ^ set(ib)
+            for ids, dist in ((ia, da), (ib, db)):
+                for r, d in zip(ids, dist):
+                    assert r not in only or np.isclose(d, kth, rtol=1e-3, atol=1e-3), (r, d, kth, ia, ib)
         assert "ANN" in lance.dataset(uri).scanner(nearest={"column": "vector", "q": q, "k": 3}).explain_plan()
 
     check()
