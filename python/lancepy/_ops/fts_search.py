@@ -110,7 +110,7 @@ def _index_entries(ds: "LanceDataset") -> Dict[str, List[Dict[str, Any]]]:
 def _find_index_entries(ds: "LanceDataset") -> Dict[str, List[Dict[str, Any]]]:
     from lancepy._core.schema import _field_paths
 
-    paths = _field_paths(ds._loaded.manifest.get("fields", []))
+    paths = _field_paths(ds._loaded.fields)
     out: Dict[str, List[Dict[str, Any]]] = {}
     for e in ds._index_entries():
         if not str(e.get("details_type") or "").endswith("InvertedIndexDetails") or len(e["fields"]) != 1:

@@ -25,7 +25,7 @@ def list_indices(ds: LanceDataset) -> List[Dict[str, Any]]:
     """See :meth:`LanceDataset.list_indices`."""
     if ds._loaded.index_section is None:
         return []
-    names = _field_paths(ds._loaded.manifest.get("fields", []))
+    names = _field_paths(ds._loaded.fields)
     out = []
     for e in _lancepy.index_section_entries(ds._loaded.index_section):
         out.append(
@@ -82,7 +82,7 @@ def describe_indices(ds: LanceDataset) -> List["IndexDescription"]:
     """See :meth:`LanceDataset.describe_indices`."""
     if ds._loaded.index_section is None:
         return []
-    names = _field_paths(ds._loaded.manifest.get("fields", []))
+    names = _field_paths(ds._loaded.fields)
     rows = ds._snapshot_rows()
     by_name: Dict[str, List[Dict[str, Any]]] = {}
     for e in _lancepy.index_section_entries(ds._loaded.index_section):

@@ -77,7 +77,7 @@ def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
     from lancepy._core.schema import _field_paths
 
     out: Dict[str, _Index] = {}
-    paths = _field_paths(ds._loaded.manifest.get("fields", []))
+    paths = _field_paths(ds._loaded.fields)
     for e in ds._index_entries():
         kind = _KINDS.get(str(e.get("details_type") or "").rsplit(".", 1)[-1])
         if kind is None or len(e["fields"]) != 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
 from lancepy.exceptions import (
@@ -109,12 +109,39 @@ class LoadedManifest:
     (`json`) only when something asks for it, once.
     """
 
-    __slots__ = ("native", "_json", "_manifest")
+    __slots__ = ("native", "_json", "_manifest", "_parts")
 
     def __init__(self, native: Any) -> None:
         self.native = native
         self._json: Optional[str] = None
         self._manifest: Optional[Dict[str, Any]] = None
+        self._parts: Dict[str, Any] = {}
+
+    def _part(self, key: str, native_json: Callable[[], str]) -> Any:
+        """The manifest's top-level entry `key` as the whole manifest's dict has it, decoded
+        on its own (from `native_json`) unless the whole manifest already is: the schema
+        alone need not decode every fragment of a large dataset."""
+        if self._manifest is not None:
+            return self._manifest.get(key)
+        value = self._parts.get(key)
+        if value is None:
+            value = self._parts[key] = json.loads(native_json())
+        return value
+
+    @property
+    def fields(self) -> List[Dict[str, Any]]:
+        """The schema's fields (``Manifest.fields``, as in `manifest`; treat as read-only)."""
+        return self._part("fields", self.native.fields_json) or []
+
+    @property
+    def schema_metadata(self) -> Dict[str, Any]:
+        """``Manifest.schema_metadata`` as in `manifest` (treat as read-only)."""
+        return self._part("schema_metadata", self.native.schema_metadata_json) or {}
+
+    @property
+    def config(self) -> Dict[str, str]:
+        """``Manifest.config``: the dataset's configuration (treat as read-only)."""
+        return self._part("config", self.native.config_json) or {}
 
     @classmethod
     def from_native(cls, native: Any) -> "LoadedManifest":
@@ -191,6 +218,9 @@ class LoadedManifest:
     def data_storage_version(self) -> str:
         """The data file version of this version's files (``"2.0"``, ``"2.1"``, ...): the one
         recorded, else the one inferred from its files and writer flags (older manifests)."""
+        recorded = self.native.data_format_version
+        if recorded:
+            return str(recorded)
         m = self.manifest
         return (m.get("data_format") or {}).get("version") or _infer_storage_version(
             m.get("fragments", []), m.get("writer_feature_flags", 0)
@@ -199,11 +229,7 @@ class LoadedManifest:
     @property
     def max_field_id(self) -> int:
         """The largest field id the schema or any data file uses (-1 if none)."""
-        ids = [f.get("id", 0) for f in self.manifest.get("fields", [])]
-        for frag in self.manifest.get("fragments", []):
-            for df in frag.get("files", []):
-                ids.extend(df.get("fields", []))
-        return max(ids, default=-1)
+        return int(self.native.max_field_id)
 
 
 def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:

@@ -91,6 +91,39 @@ impl PyManifest {
         self.inner.transaction.as_ref().map(|b| PyBytes::new(py, b))
     }
 
+    /// `Manifest.data_format.version` (`"2.0"`, `"2.1"`, ...), or `None` where the manifest
+    /// records none (older manifests: the version is then inferred from the files).
+    #[getter]
+    fn data_format_version(&self) -> Option<String> {
+        let f = self.inner.manifest.data_format.as_ref()?;
+        (!f.version.is_empty()).then(|| f.version.clone())
+    }
+
+    /// The largest field id the schema or any data file uses (-1 if none).
+    #[getter]
+    fn max_field_id(&self) -> i64 {
+        let m = &self.inner.manifest;
+        let schema = m.fields.iter().map(|f| i64::from(f.id));
+        let files = m.fragments.iter().flat_map(|f| f.files.iter()).flat_map(|d| d.fields.iter().map(|&i| i64::from(i)));
+        schema.chain(files).max().unwrap_or(-1)
+    }
+
+    /// `Manifest.fields` (the schema) as JSON: what `json()` gives under `"fields"`, without
+    /// the fragments (whose JSON grows with the dataset).
+    fn fields_json(&self, py: Python<'_>) -> PyResult<String> {
+        run(py, || to_json(&self.inner.manifest.fields))
+    }
+
+    /// `Manifest.schema_metadata` as JSON (as under `"schema_metadata"` in `json()`).
+    fn schema_metadata_json(&self, py: Python<'_>) -> PyResult<String> {
+        run(py, || to_json(&self.inner.manifest.schema_metadata))
+    }
+
+    /// `Manifest.config` as JSON (as under `"config"` in `json()`).
+    fn config_json(&self, py: Python<'_>) -> PyResult<String> {
+        run(py, || to_json(&self.inner.manifest.config))
+    }
+
     /// The whole `Manifest` message as JSON (the shape `read_manifest` gives).
     fn json(&self, py: Python<'_>) -> PyResult<String> {
         run(py, || to_json(self.inner.manifest.as_ref()))
