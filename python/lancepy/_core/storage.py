@@ -90,7 +90,10 @@ def origin_key(uri: str, storage_options: StorageOptions) -> Tuple[Any, ...]:
     variables the clients read). Caches keyed by it never serve what one dataset object read
     with some credentials, endpoint or region to another opened with different ones."""
     options = normalize_storage_options(storage_options) or {}
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_CLOUD_ENV_PREFIXES)))
+    if "://" not in uri or uri.startswith("file://"):
+        env: Tuple[Tuple[str, str], ...] = ()  # (a local file: no cloud client reads it)
+    else:
+        env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_CLOUD_ENV_PREFIXES)))
     return (uri, tuple(sorted(options.items())), env)
 
 
