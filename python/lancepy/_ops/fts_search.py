@@ -215,26 +215,47 @@ def parse(ds: "LanceDataset", full_text_query: Any) -> Any:
 
 
 def _segments(ds: "LanceDataset", column: str) -> List[Tuple[Dict[str, Any], _inverted.InvertedSegment]]:
-    """The column's index segments, opened (cached with the version)."""
-    cache = ds._per_version.setdefault("fts_segments", {})
-    out = []
-    for e in _index_entries(ds).get(column, []):
-        seg = cache.get(e["uuid"])
-        if seg is None:
-            seg = cache[e["uuid"]] = _inverted.open_segment(ds._uri, e["uuid"], ds._storage_options)
-        out.append((e, seg))
-    return out
+    """The column's index, opened (cached with the version): ``[(entry, segment)]``, or
+    ``[]`` when the column has none. An index of several segments (pylance's delta
+    segments) is opened as one searchable segment; its entry then has the segments' uuids
+    joined by ``+`` and the union of their fragments."""
+    entries = _index_entries(ds).get(column, [])
+    if not entries:
+        return []
+    uuids = [str(e["uuid"]) for e in entries]
+    key = ("fts_segment", tuple(uuids))
+    seg = ds._per_version.get(key)
+    if seg is None:
+        seg = ds._per_version[key] = _inverted.open_segment(ds._uri, uuids, ds._storage_options)
+    if len(entries) == 1:
+        return [(entries[0], seg)]
+    covered = sorted(set().union(*({int(f) for f in e["fragment_ids"]} for e in entries)))
+    return [(dict(entries[0], uuid="+".join(uuids), fragment_ids=covered), seg)]
+
+
+def _unindexed_rows(ds: "LanceDataset", column: str, fragments: List[int], rows_filter: Any) -> pa.Table:
+    """`column` and ``_rowaddr`` of the live rows of `fragments` that `rows_filter` (a
+    prefilter: ``(filter, evaluate)``, or ``None``) keeps: what pylance's flat search reads,
+    its BM25 statistics over those rows only."""
+    if rows_filter is None:
+        return pa.table(ds._snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
+    flt, evaluate = rows_filter
+    names = list(dict.fromkeys([column, *(flt.columns or ds.schema.names)]))
+    t = pa.table(ds._snapshot.scan(names, fragment_ids=fragments, with_row_address=True, batch_rows=131072))
+    mask = pa.chunked_array([evaluate(t, flt)]).combine_chunks().fill_null(False)
+    return t.filter(mask).select([column, "_rowaddr"])
 
 
 def _flat_scores(
     ds: "LanceDataset", seg: _inverted.InvertedSegment, column: str, tokens: List[str], all_terms: bool,
-    fragments: List[int],
+    fragments: List[int], rows_filter: Any = None,
 ) -> Tuple["np.ndarray", "np.ndarray"]:
-    """Scores of the live rows of `fragments` (not in the index), as pylance's flat search:
-    BM25 over the index's documents and these rows together."""
+    """Scores of the live rows of `fragments` (not in the index) that `rows_filter` keeps
+    (see :func:`_unindexed_rows`), as pylance's flat search: BM25 over the index's documents
+    and these rows together."""
     import numpy as np
 
-    t = pa.table(ds._snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
+    t = _unindexed_rows(ds, column, fragments, rows_filter)
     addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
     vocab, ids, offsets, _ = seg.analyzer.analyze(t.column(column).to_pylist())
     lengths = np.diff(offsets)
@@ -269,13 +290,13 @@ def _flat_scores(
 
 def _flat_phrase(
     ds: "LanceDataset", seg: _inverted.InvertedSegment, column: str, tokens: List[str], query_pos: List[int], slop: int,
-    fragments: List[int],
+    fragments: List[int], rows_filter: Any = None,
 ) -> Tuple["np.ndarray", "np.ndarray"]:
-    """The phrase's rows among the live rows of `fragments` (not in the index), scored as
-    :func:`_flat_scores` scores an AND match of its tokens."""
+    """The phrase's rows among the live rows of `fragments` (not in the index) that
+    `rows_filter` keeps, scored as :func:`_flat_scores` scores an AND match of its tokens."""
     import numpy as np
 
-    t = pa.table(ds._snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
+    t = _unindexed_rows(ds, column, fragments, rows_filter)
     addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
     vocab, ids, offsets, positions = seg.analyzer.analyze(t.column(column).to_pylist(), with_positions=True)
     where = {w: i for i, w in enumerate(vocab)}
@@ -290,7 +311,7 @@ def _flat_phrase(
         lists.append((docs.astype("<u4").tobytes(), starts.astype("<u4").tobytes(),
                       positions[hit].astype("<u4").tobytes(), int(qp)))
     found = np.frombuffer(_lancepy.fts_phrase_docs(lists, int(slop)), dtype="<u4")
-    rows, scores = _flat_scores(ds, seg, column, tokens, True, fragments)
+    rows, scores = _flat_scores(ds, seg, column, tokens, True, fragments, rows_filter)
     keep = np.isin(rows, addr[found])
     return rows[keep], scores[keep]
 
@@ -369,8 +390,8 @@ def _leaf_context(
     got = ds._per_version.get(key)
     if got is None:
         segs = _segments(ds, column)
-        if len(segs) != 1:
-            raise NotSupportedError(f"full_text_query: the INVERTED index of {column!r} has {len(segs)} segments; lancepy searches one")
+        if not segs:
+            raise InvalidArgumentError(f"full_text_query: column {column!r} has no INVERTED index")
         entry, seg = segs[0]
         covered = {int(f) for f in entry["fragment_ids"]}
         got = (entry, seg, _allowed(ds, entry, seg, frags), [f for f in frags if f not in covered])
@@ -378,9 +399,12 @@ def _leaf_context(
     return got
 
 
-def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -> Tuple["np.ndarray", "np.ndarray"]:
+def _leaf(
+    ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int], rows_filter: Any = None
+) -> Tuple["np.ndarray", "np.ndarray"]:
     """``(row addresses, scores)`` of one match / phrase query over the live rows of `frags`
-    (with `k`: at least the best `k`, maybe more)."""
+    (with `k`: at least the best `k`, maybe more; `rows_filter`: a prefilter, which rows of
+    fragments the index does not cover are read, see :func:`_unindexed_rows`)."""
     import numpy as np
 
     entry, seg, allowed, uncovered = _leaf_context(ds, q.column, frags)
@@ -395,7 +419,7 @@ def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -
             )
         rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
         if uncovered and tokens:
-            a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered)
+            a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered, rows_filter)
             rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])
         return rows, (scores * boost).astype(np.float32)
     if q.fuzziness:  # (None, as 0: exact tokens, as pylance 14)
@@ -418,20 +442,23 @@ def _leaf(ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int]) -
     rows, scores = seg.search(tokens, q.all_terms, allowed=allowed, k=k)
     scores = (scores * boost).astype(np.float32)
     if uncovered and tokens:
-        a2, s2 = _flat_scores(ds, seg, q.column, tokens, q.all_terms, uncovered)
+        a2, s2 = _flat_scores(ds, seg, q.column, tokens, q.all_terms, uncovered, rows_filter)
         rows = np.concatenate([rows, a2])
         scores = np.concatenate([scores, (s2 * boost).astype(np.float32)])
     return rows, scores
 
 
-def _scores_of(ds: "LanceDataset", node: Any, frags: List[int], k: Optional[int]) -> Tuple["np.ndarray", "np.ndarray"]:
-    """``(row addresses, float32 scores)`` of a query tree, unordered."""
+def _scores_of(
+    ds: "LanceDataset", node: Any, frags: List[int], k: Optional[int], rows_filter: Any = None
+) -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(row addresses, float32 scores)`` of a query tree, unordered (`rows_filter`: see
+    :func:`_leaf`)."""
     import numpy as np
 
     if isinstance(node, FtsQuery):
-        return _leaf(ds, node, frags, k)
+        return _leaf(ds, node, frags, k, rows_filter)
     if isinstance(node, FtsMulti):  # (a row's best column; each column's top k hold the best k)
-        parts = [_scores_of(ds, q, frags, k) for q in node.queries]
+        parts = [_scores_of(ds, q, frags, k, rows_filter) for q in node.queries]
         rows = np.concatenate([r for r, _ in parts]).astype(np.uint64)
         scores = np.concatenate([s for _, s in parts]).astype(np.float32)
         order = np.lexsort((-scores, rows))
@@ -440,8 +467,8 @@ def _scores_of(ds: "LanceDataset", node: Any, frags: List[int], k: Optional[int]
         first[1:] = rows[1:] != rows[:-1]
         return rows[first], scores[first]
     if isinstance(node, FtsBoost):
-        rows, scores = _scores_of(ds, node.positive, frags, None)
-        nrows, nscores = _scores_of(ds, node.negative, frags, None)
+        rows, scores = _scores_of(ds, node.positive, frags, None, rows_filter)
+        nrows, nscores = _scores_of(ds, node.negative, frags, None, rows_filter)
         neg = dict(zip(nrows.tolist(), nscores.tolist()))
         nb = np.float32(node.negative_boost)
         out = np.asarray([np.float32(s) - nb * np.float32(neg[r]) if r in neg else np.float32(s)
@@ -450,21 +477,21 @@ def _scores_of(ds: "LanceDataset", node: Any, frags: List[int], k: Optional[int]
     if isinstance(node, FtsBoolean):
         acc: Dict[int, Any] = {}
         for i, q in enumerate(node.must):
-            r, s = _scores_of(ds, q, frags, None)
+            r, s = _scores_of(ds, q, frags, None, rows_filter)
             if i == 0:
                 acc = dict(zip(r.tolist(), (np.float32(x) for x in s.tolist())))
             else:
                 got = dict(zip(r.tolist(), s.tolist()))
                 acc = {row: np.float32(v + np.float32(got[row])) for row, v in acc.items() if row in got}
         for q in node.should:
-            r, s = _scores_of(ds, q, frags, None)
+            r, s = _scores_of(ds, q, frags, None, rows_filter)
             for row, v in zip(r.tolist(), s.tolist()):
                 if row in acc:
                     acc[row] = np.float32(acc[row] + np.float32(v))
                 elif not node.must:
                     acc[row] = np.float32(v)
         for q in node.must_not:
-            r, _ = _scores_of(ds, q, frags, None)
+            r, _ = _scores_of(ds, q, frags, None, rows_filter)
             for row in r.tolist():
                 acc.pop(row, None)
         return np.asarray(list(acc), np.uint64), np.asarray(list(acc.values()), np.float32)
@@ -514,7 +541,8 @@ def ranked(
     frags = [f for f in live] if fragment_ids is None else [int(f) for f in fragment_ids if int(f) in live]
     end = None if limit is None else offset + limit
     k = end if (flt is None or not prefilter) else None
-    rows, scores = _scores_of(ds, query, frags, k)
+    rows_filter = (flt, evaluate) if flt is not None and prefilter else None
+    rows, scores = _scores_of(ds, query, frags, k, rows_filter)
     rows, scores = np.asarray(rows, np.uint64), np.asarray(scores, np.float32)
     if end is not None and (flt is None or not prefilter) and len(rows) > end:
         # (the rows scoring at least the end-th best: ties at the cut are ordered below)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -287,27 +287,42 @@ class Partition:
 
 
 class InvertedSegment:
-    """One INVERTED index segment opened for queries."""
+    """An INVERTED index opened for queries: one segment, or several segments of one index
+    searched as one (pylance's delta segments, from ``optimize_indices(num_indices_to_merge=0)``):
+    their partitions side by side, BM25 statistics (documents, average length, documents per
+    token) over all of them, as pylance scores them."""
 
-    def __init__(self, base: str, storage_options: Any = None) -> None:
+    def __init__(self, base: Union[str, Sequence[str]], storage_options: Any = None) -> None:
         from lancepy.file import LanceFileReader
 
-        reader = LanceFileReader(base + METADATA, storage_options)
-        md = _metadata_dict(reader)
-        try:
-            params = json.loads(md.get("params", "{}"))
-            partitions = [int(p) for p in json.loads(md.get("partitions", "[]"))]
-        except (ValueError, TypeError) as e:
-            raise CorruptFileError(f"{base}{METADATA}: bad metadata ({e})") from None
-        self.params = dict(DEFAULT_PARAMS, **params)
+        bases = [base] if isinstance(base, str) else list(base)
+        if not bases:
+            raise InvalidArgumentError("an INVERTED index needs at least one segment")
+        self.partitions: List[Partition] = []
+        self.params: Dict[str, Any] = {}
+        for i, b in enumerate(bases):
+            reader = LanceFileReader(b + METADATA, storage_options)
+            md = _metadata_dict(reader)
+            try:
+                params = dict(DEFAULT_PARAMS, **json.loads(md.get("params", "{}")))
+                partitions = [int(p) for p in json.loads(md.get("partitions", "[]"))]
+            except (ValueError, TypeError) as e:
+                raise CorruptFileError(f"{b}{METADATA}: bad metadata ({e})") from None
+            if i == 0:
+                self.params = params
+            elif params != self.params:
+                raise NotSupportedError(
+                    f"INVERTED index segments analyzed differently ({bases[0]}: {self.params}, {b}: {params}): "
+                    "lancepy searches segments of one analyzer together"
+                )
+            codec = md.get("posting_tail_codec")
+            if codec is None:
+                codec = "varint_delta_v1" if md.get("format_version") == "2" else "fixed32"
+            if codec not in ("varint_delta_v1", "fixed32"):
+                raise NotSupportedError(f"INVERTED index posting_tail_codec {codec!r} is not known to lancepy")
+            block_size = int(md.get("posting_block_size", "128"))
+            self.partitions += [Partition(b, p, codec == "varint_delta_v1", block_size, storage_options) for p in partitions]
         self.analyzer = Analyzer(self.params)
-        codec = md.get("posting_tail_codec")
-        if codec is None:
-            codec = "varint_delta_v1" if md.get("format_version") == "2" else "fixed32"
-        if codec not in ("varint_delta_v1", "fixed32"):
-            raise NotSupportedError(f"INVERTED index posting_tail_codec {codec!r} is not known to lancepy")
-        block_size = int(md.get("posting_block_size", "128"))
-        self.partitions = [Partition(base, p, codec == "varint_delta_v1", block_size, storage_options) for p in partitions]
         self.num_docs = sum(len(p.row_ids) for p in self.partitions)
         total = sum(p.total_tokens for p in self.partitions)
         self.avg_doc_length = (total / self.num_docs) if self.num_docs else 0.0
@@ -423,9 +438,11 @@ class InvertedSegment:
         return np.concatenate(rows), np.concatenate(scores).astype(np.float32)
 
 
-def open_segment(ds_uri: str, uuid: str, storage_options: Any = None) -> InvertedSegment:
-    """Opens the INVERTED segment `uuid` of the dataset at `ds_uri`."""
-    return InvertedSegment(ds_uri.rstrip("/") + f"/_indices/{uuid}/", storage_options)
+def open_segment(ds_uri: str, uuid: Union[str, Sequence[str]], storage_options: Any = None) -> InvertedSegment:
+    """Opens the INVERTED segment `uuid` of the dataset at `ds_uri` (several uuids: the
+    segments of one index, searched together)."""
+    uuids = [uuid] if isinstance(uuid, str) else list(uuid)
+    return InvertedSegment([ds_uri.rstrip("/") + f"/_indices/{u}/" for u in uuids], storage_options)
 
 
 def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
@@ -732,18 +749,17 @@ def extend(
 ) -> Tuple[str, List[Dict[str, Any]]]:
     """One new segment holding the documents of every segment in `entries` (one INVERTED
     index) and those of the rows of `fragments` (added since), as ``optimize_indices`` merges
-    them; with `retrain`, the rows of `fragments` only, with the index's params. A delta
-    segment (``merge=False``) is not built."""
+    them; with `retrain`, or for a delta segment (``merge=False``: pylance's
+    ``num_indices_to_merge=0``, searched together with the others), the rows of `fragments`
+    only, with the index's params."""
     import uuid as _uuid
 
     import numpy as np
 
     from lancepy._ops import btree as _btree
 
-    if not merge and not retrain:
-        raise NotSupportedError("optimize_indices(num_indices_to_merge=0) on an INVERTED index: lancepy merges its segments")
     params, p = read_postings(ds._uri, entries[0]["uuid"], ds._storage_options)
-    if retrain:
+    if retrain or not merge:  # (a delta segment, or a rebuild: the rows of `fragments` only)
         p, entries = _new_docs(params, [], np.empty(0, np.uint64)), entries[:1]
     for e in entries[1:]:
         other_params, q = read_postings(ds._uri, e["uuid"], ds._storage_options)
