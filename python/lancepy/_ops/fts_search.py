@@ -14,7 +14,9 @@ or take ``slop``). The filter, when given, picks the rows before the top ``limit
 with ``prefilter``, else after (so fewer may come back), as pylance does. Results come best
 first, ties by row id, with ``_score`` (float32). Deleted rows never come back. Rows of
 fragments the index does not cover are scored as pylance's flat search scores them: with
-the index's statistics plus those rows' own (phrase queries: analyzed with positions)."""
+the index's statistics plus those rows' own (phrase queries: analyzed with positions; with
+a prefilter, only the rows it keeps). An index of several segments (pylance's delta
+segments) is searched as one, BM25 statistics over all its segments."""
 
 from __future__ import annotations
 
