@@ -122,13 +122,16 @@ def sort_order(values: pa.Array) -> pa.Array:
     return pa.array(np.concatenate([nulls, present[order]]).astype(np.int64), pa.int64())
 
 
-def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tuple[pa.Array, pa.Array]:
+def collect(
+    ds: "LanceDataset", column: str, fragment_ids: Sequence[int], row_ids: bool = False
+) -> Tuple[pa.Array, pa.Array]:
     """The live rows of `column` (a field path, ``a.b`` inside struct ``a``) in the non-empty
     list `fragment_ids`: ``(values, row addresses)`` (addresses even with stable row ids, as
-    pylance 14 stores them)."""
+    pylance 14 stores them in BTREE indices), or ``(values, row ids)`` with `row_ids`."""
     top, *path = column.split(".")
     stream = ds._snapshot.scan_stream(
-        [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_address=True
+        [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS,
+        with_row_address=not row_ids, with_row_id=row_ids,
     )
     values: List[pa.Array] = []
     ids: List[pa.Array] = []
@@ -138,7 +141,7 @@ def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tup
         for name in path:  # a struct's field: null where the struct is null
             value = pc.struct_field(value, [value.type.get_field_index(name)])
         values.append(value)
-        ids.append(batch.column("_rowaddr").cast(pa.uint64()))
+        ids.append(batch.column("_rowid" if row_ids else "_rowaddr").cast(pa.uint64()))
     return pa.concat_arrays(values), pa.concat_arrays(ids)
 
 

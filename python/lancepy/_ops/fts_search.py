@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy._ops import inverted as _inverted
+from lancepy._ops import take as _take
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -322,7 +323,9 @@ def _allowed(
     ds: "LanceDataset", entry: Dict[str, Any], seg: _inverted.InvertedSegment, frags: List[int]
 ) -> List[Optional[bytes]]:
     """Per partition of `seg`, which documents a search of `frags` may return (a byte per
-    document; ``None``: all): rows of those fragments, not deleted. Cached with the version."""
+    document; ``None``: all): rows of those fragments, not deleted (with stable row ids, the
+    index's documents are row ids: those of live rows whose address is in `frags`). Cached
+    with the version."""
     import numpy as np
 
     from lancepy.vector import _deleted_addresses
@@ -332,10 +335,15 @@ def _allowed(
     if got is not None:
         return got
     searched = np.asarray(sorted(set(frags)), dtype=np.int64)
-    deleted = _deleted_addresses(ds)
+    stable = ds.has_stable_row_ids
+    deleted = np.empty(0, np.uint64) if stable else _deleted_addresses(ds)
     out: List[Optional[bytes]] = []
     for part in seg.partitions:
-        ok = np.isin((part.row_ids >> np.uint64(32)).astype(np.int64), searched)
+        if stable:
+            addresses, ok = _take.addresses_of_ids(ds, part.row_ids)
+            ok &= np.isin((addresses >> np.uint64(32)).astype(np.int64), searched)
+        else:
+            ok = np.isin((part.row_ids >> np.uint64(32)).astype(np.int64), searched)
         if len(deleted):
             ok &= ~np.isin(part.row_ids, deleted)
         out.append(None if ok.all() else ok.astype(np.uint8).tobytes())
@@ -410,6 +418,12 @@ def _leaf(
     import numpy as np
 
     entry, seg, allowed, uncovered = _leaf_context(ds, q.column, frags)
+    if ds.has_stable_row_ids:  # (the index's documents are stable row ids: `allowed` keeps live ones only)
+        def addresses(found: "np.ndarray") -> "np.ndarray":
+            return _take.addresses_of_ids(ds, found)[0]
+    else:
+        def addresses(found: "np.ndarray") -> "np.ndarray":
+            return found
     tokens, query_pos = seg.analyzer.query_tokens(q.text)
     boost = np.float32(q.boost)
     if q.boost <= 0:
@@ -420,6 +434,7 @@ def _leaf(
                 "phrase query: position is not found but required for phrase queries, try recreating the index with position"
             )
         rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
+        rows = addresses(rows)
         if uncovered and tokens:
             a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered, rows_filter)
             rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])
@@ -440,8 +455,9 @@ def _leaf(
                 rows_g, _ = seg.search(g, False, allowed=allowed)
                 keep = np.isin(rows, rows_g)
                 rows, scores = rows[keep], scores[keep]
-            return rows, (scores * boost).astype(np.float32)
+            return addresses(rows), (scores * boost).astype(np.float32)
     rows, scores = seg.search(tokens, q.all_terms, allowed=allowed, k=k)
+    rows = addresses(rows)
     scores = (scores * boost).astype(np.float32)
     if uncovered and tokens:
         a2, s2 = _flat_scores(ds, seg, q.column, tokens, q.all_terms, uncovered, rows_filter)
@@ -537,8 +553,6 @@ def ranked(
     address), the filter applied before (`prefilter`) or after the best rows are taken."""
     import numpy as np
 
-    if ds.has_stable_row_ids:
-        raise NotSupportedError("full_text_query on a dataset with stable row ids: lancepy searches row-address indices only")
     live = ds._snapshot_rows()
     frags = [f for f in live] if fragment_ids is None else [int(f) for f in fragment_ids if int(f) in live]
     end = None if limit is None else offset + limit

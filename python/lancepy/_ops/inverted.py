@@ -766,7 +766,7 @@ def extend(
         if other_params != params:
             raise NotSupportedError("optimize_indices: INVERTED segments with different analyzer params")
         p = _concat(p, q)
-    values, addr = _btree.collect(ds, column, list(fragments))
+    values, addr = _btree.collect(ds, column, list(fragments), row_ids=ds.has_stable_row_ids)
     uid = str(_uuid.uuid4())
     base = ds._uri.rstrip("/") + f"/_indices/{uid}/"
     scratch = _new_docs(params, values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), np.uint64))

@@ -228,8 +228,6 @@ def _create_inverted(
         raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no scalar index build progress")
     if fragment_ids is not None:
         raise NotSupportedError("create_scalar_index(fragment_ids=): distributed INVERTED builds are not built in lancepy")
-    if ds.has_stable_row_ids:
-        raise NotSupportedError("INVERTED index on a dataset with stable row ids: lancepy builds row-address indices only")
     params = _inverted.check_params({k: v for k, v in options.items() if k not in ("memory_limit", "num_workers")})
     path, field_id, dtype = _resolve_column(ds, column)
     if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
@@ -249,7 +247,8 @@ def _create_inverted(
         texts: List[Optional[str]] = []
         ids = np.empty(0, np.uint64)
         if fragments:
-            values, addr = _btree.collect(ds, path, fragments)
+            # (documents are row addresses, or stable row ids where the dataset keeps them, as pylance)
+            values, addr = _btree.collect(ds, path, fragments, row_ids=ds.has_stable_row_ids)
             texts, ids = values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), dtype=np.uint64)
         files = _inverted.write_segment(ds._uri.rstrip("/") + f"/_indices/{uid}/", params, texts, ids, ds._storage_options)
     except BaseException:

@@ -4,7 +4,7 @@ samples. The functions behind :class:`LanceDataset`'s take methods."""
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,6 +17,8 @@ from lancepy.exceptions import DeletedRowTakeError, InvalidArgumentError
 from lancepy.filters import compile_expression
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
     from lancepy.dataset import LanceDataset
 
 
@@ -104,6 +106,28 @@ def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
     id → address map of this version is built once (one scan of row ids, no columns)."""
     import numpy as np
 
+    want = np.asarray(ids.to_numpy(zero_copy_only=False) if isinstance(ids, pa.Array) else ids, dtype=np.uint64)
+    addrs, found = addresses_of_ids(ds, want)
+    return pa.array(addrs[found], pa.uint64())
+
+
+def addresses_of_ids(ds: LanceDataset, ids: "np.ndarray") -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(addresses, found)`` of stable row ids `ids` (uint64), aligned with them: `found`
+    is False for unknown and deleted ids (their address is then meaningless)."""
+    import numpy as np
+
+    sorted_ids, addrs = _row_id_map(ds)
+    if not len(sorted_ids):
+        return np.zeros(len(ids), np.uint64), np.zeros(len(ids), bool)
+    pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+    return addrs[pos], sorted_ids[pos] == ids
+
+
+def _row_id_map(ds: LanceDataset) -> Tuple["np.ndarray", "np.ndarray"]:
+    """This version's live stable row ids, sorted, and their addresses (built once per
+    version: one scan of row ids, no columns)."""
+    import numpy as np
+
     cache = ds._per_version.get("row_id_map")
     if cache is None:
         t = pa.table(
@@ -119,13 +143,7 @@ def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
         addr = t.column(ROW_ADDRESS).to_numpy().astype(np.uint64)
         order = np.argsort(rid, kind="stable")
         cache = ds._per_version["row_id_map"] = (rid[order], addr[order])
-    sorted_ids, addrs = cache
-    want = np.asarray(ids.to_numpy(zero_copy_only=False) if isinstance(ids, pa.Array) else ids, dtype=np.uint64)
-    if not len(sorted_ids):
-        return pa.array([], pa.uint64())
-    pos = np.minimum(np.searchsorted(sorted_ids, want), len(sorted_ids) - 1)
-    found = sorted_ids[pos] == want
-    return pa.array(addrs[pos[found]], pa.uint64())
+    return cache
 
 
 def take_blobs(
