@@ -265,7 +265,7 @@ def test_create_options_refused(tmp_path):
     with pytest.raises(NotSupportedError, match="num_workers"):
         ds.create_scalar_index("text", "INVERTED", num_workers=2)
     with pytest.raises(NotSupportedError, match="base_tokenizer"):
-        ds.create_scalar_index("text", "INVERTED", base_tokenizer="ngram")
+        ds.create_scalar_index("text", "INVERTED", base_tokenizer="icu")
     with pytest.raises(NotSupportedError, match="stop words"):
         ds.create_scalar_index("text", "INVERTED", language="German")
     with pytest.raises(TypeError):

@@ -368,16 +368,19 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         base_tokenizer: Optional[str] = None, language: Optional[str] = None, max_token_length: Optional[int] = None,
         lower_case: Optional[bool] = None, stem: Optional[bool] = None, remove_stop_words: Optional[bool] = None,
         custom_stop_words: Optional[List[str]] = None, ascii_folding: Optional[bool] = None,
+        min_ngram_length: Optional[int] = None, max_ngram_length: Optional[int] = None, prefix_only: Optional[bool] = None,
     ) -> None:
         """Builds a scalar index on `column` and commits it as a new version (pylance 14's
-        signature). ``"BTREE"``, ``"BITMAP"`` and ``"LABEL_LIST"`` are built, in pylance 14's
-        on-disk formats (pylance uses them, and lancepy's filters use pylance's); the
-        other types pylance knows raise :class:`~lancepy.exceptions.NotSupportedError` (a
+        signature). ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"`` and ``"INVERTED"`` / ``"FTS"``
+        (tokenizers ``simple``, ``whitespace``, ``raw``, ``ngram``) are built, in pylance 14's
+        on-disk formats (pylance uses them, and lancepy's filters and searches use pylance's);
+        the other types pylance knows raise :class:`~lancepy.exceptions.NotSupportedError` (a
         ``NotImplementedError``). Default name ``<column>_idx``; an index of that name is
         replaced unless ``replace=False`` (then :class:`IndexAlreadyExistsError`).
         ``train=False`` commits an empty index, as pylance. Not supported: ``fragment_ids``
-        (``ValueError``, as pylance), ``progress_callback`` and the INVERTED/FTS options
-        (``format_version``, ``document_granularity``, the tokenizer and build keywords)."""
+        (``ValueError``, as pylance), ``progress_callback``, INVERTED ``memory_limit`` /
+        ``num_workers`` / ``document_granularity="list_element"`` and the tokenizers
+        pylance loads language models for."""
         _scalar_index.create_scalar_index(self, **_args(locals()))
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:

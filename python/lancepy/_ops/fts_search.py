@@ -424,7 +424,11 @@ def _leaf(
     else:
         def addresses(found: "np.ndarray") -> "np.ndarray":
             return found
-    tokens, query_pos = seg.analyzer.query_tokens(q.text)
+    flat_tokens, flat_pos = seg.analyzer.query_tokens(q.text)
+    # (the index's search counts a token repeated at one position once: n-grams all sit at
+    # position 0, so a repeated n-gram counts once there; pylance's flat search counts repeats)
+    pairs = list(dict.fromkeys(zip(flat_tokens, flat_pos)))
+    tokens, query_pos = [t for t, _ in pairs], [p for _, p in pairs]
     boost = np.float32(q.boost)
     if q.boost <= 0:
         k = None  # (a boost of 0 or less reorders the scores: the unboosted best k are not the best)
@@ -436,7 +440,7 @@ def _leaf(
         rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
         rows = addresses(rows)
         if uncovered and tokens:
-            a2, s2 = _flat_phrase(ds, seg, q.column, tokens, [int(p) for p in query_pos], q.slop, uncovered, rows_filter)
+            a2, s2 = _flat_phrase(ds, seg, q.column, flat_tokens, [int(p) for p in flat_pos], q.slop, uncovered, rows_filter)
             rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])
         return rows, (scores * boost).astype(np.float32)
     if q.fuzziness:  # (None, as 0: exact tokens, as pylance 14)
@@ -460,7 +464,7 @@ def _leaf(
     rows = addresses(rows)
     scores = (scores * boost).astype(np.float32)
     if uncovered and tokens:
-        a2, s2 = _flat_scores(ds, seg, q.column, tokens, q.all_terms, uncovered, rows_filter)
+        a2, s2 = _flat_scores(ds, seg, q.column, flat_tokens, q.all_terms, uncovered, rows_filter)
         rows = np.concatenate([rows, a2])
         scores = np.concatenate([scores, (s2 * boost).astype(np.float32)])
     return rows, scores

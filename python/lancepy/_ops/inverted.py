@@ -99,10 +99,18 @@ class Analyzer:
         p = self.params
         if p.get("lance_tokenizer", "text") not in ("text", None):
             raise NotSupportedError(f"INVERTED index lance_tokenizer {p.get('lance_tokenizer')!r}: lancepy analyzes text only")
-        if p.get("base_tokenizer", "simple") not in ("simple", "whitespace", "raw"):
+        if p.get("base_tokenizer", "simple") not in ("simple", "whitespace", "raw", "ngram"):
             raise NotSupportedError(
-                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has 'simple', 'whitespace' and 'raw'"
+                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has 'simple', 'whitespace', 'raw' and 'ngram'"
             )
+        self._ngram: Optional[Tuple[int, int, bool]] = None
+        if p.get("base_tokenizer") == "ngram":
+            lo, hi = int(p.get("min_ngram_length", 3)), int(p.get("max_ngram_length", 3))
+            if lo < 1 or hi < lo:
+                raise InvalidArgumentError(
+                    f"ngram tokenizer: min_ngram_length ({lo}) must be at least 1 and at most max_ngram_length ({hi})"
+                )
+            self._ngram = (lo, hi, bool(p.get("prefix_only", False)))
         for k in _UNBUILT:
             if p.get(k):
                 raise NotSupportedError(f"INVERTED index option {k}=True is not built in lancepy")
@@ -143,6 +151,7 @@ class Analyzer:
             self._stop,
             bool(self.params.get("ascii_folding", False)),
             with_positions,
+            self._ngram,
         )
         return (
             vocab,
@@ -158,7 +167,7 @@ class Analyzer:
         if native is None:
             native = self._native = _lancepy.FtsAnalyzer(
                 str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
-                self._language, self._stop, bool(self.params.get("ascii_folding", False)),
+                self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram,
             )
         return native.tokens(text)
 
@@ -457,6 +466,10 @@ def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
         params[k] = v
     if isinstance(params["base_tokenizer"], str):
         params["base_tokenizer"] = params["base_tokenizer"].lower()
+    if params["base_tokenizer"] == "ngram":  # (pylance: no stemming or stop words for n-grams unless asked)
+        for k in ("stem", "remove_stop_words"):
+            if options.get(k) is None:
+                params[k] = False
     if params["max_token_length"] is not None and int(params["max_token_length"]) <= 0:
         raise InvalidArgumentError("max_token_length must be positive")
     if int(params["block_size"]) % 128 or int(params["block_size"]) <= 0:

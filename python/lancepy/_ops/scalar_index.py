@@ -53,6 +53,9 @@ FTS_OPTIONS = (
     "remove_stop_words",
     "custom_stop_words",
     "ascii_folding",
+    "min_ngram_length",
+    "max_ngram_length",
+    "prefix_only",
 )
 
 

@@ -46,8 +46,9 @@ fn analyzer_of(
     language: Option<String>,
     stop_words: Option<Vec<String>>,
     ascii_folding: bool,
+    ngram: Option<(usize, usize, bool)>,
 ) -> PyResult<fts::Analyzer> {
-    let base = fts::BaseTokenizer::parse(base_tokenizer).py()?;
+    let base = fts::BaseTokenizer::parse(base_tokenizer, ngram).py()?;
     let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
     Ok(fts::Analyzer {
         base,
@@ -69,7 +70,7 @@ pub struct PyFtsAnalyzer {
 #[pymethods]
 impl PyFtsAnalyzer {
     #[new]
-    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding))]
+    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None))]
     fn new(
         base_tokenizer: &str,
         max_token_length: Option<usize>,
@@ -77,8 +78,9 @@ impl PyFtsAnalyzer {
         language: Option<String>,
         stop_words: Option<Vec<String>>,
         ascii_folding: bool,
+        ngram: Option<(usize, usize, bool)>,
     ) -> PyResult<Self> {
-        Ok(Self { inner: analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding)? })
+        Ok(Self { inner: analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram)? })
     }
 
     /// `(tokens, positions)` of one text, in order (repeats kept).
@@ -92,7 +94,7 @@ impl PyFtsAnalyzer {
 /// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
 /// positions as u32 bytes (for a single text, or with `with_positions`; empty otherwise))`.
 #[pyfunction]
-#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false))]
+#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn fts_analyze<'py>(
     py: Python<'py>,
@@ -104,8 +106,9 @@ pub fn fts_analyze<'py>(
     stop_words: Option<Vec<String>>,
     ascii_folding: bool,
     with_positions: bool,
+    ngram: Option<(usize, usize, bool)>,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding)?;
+    let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram)?;
     let (vocab, ids, offsets, positions) = run(py, || {
         if texts.len() == 1 && !with_positions {
             // (one text, a query: positions too)

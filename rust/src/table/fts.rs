@@ -1,6 +1,6 @@
 //! Full-text search (INVERTED index) codecs in pylance 14's on-disk format.
 //!
-//! * the text analyzer (base tokenizer `simple` / `whitespace` / `raw`, then long-token
+//! * the text analyzer (base tokenizer `simple` / `whitespace` / `raw` / `ngram`, then long-token
 //!   removal, lower-casing, stemming, stop-word removal and ASCII folding, in that order, as
 //!   pylance chains its filters);
 //! * the token set: an FST (the `fst` crate's map format) from token to token id;
@@ -43,20 +43,58 @@ pub enum BaseTokenizer {
     Whitespace,
     /// the whole text, one token
     Raw,
+    /// every run of `min` to `max` characters of the whole text (spaces included), shortest
+    /// first at each start; with `prefix_only`, those starting at the first character only
+    Ngram {
+        /// fewest characters of a token (at least 1)
+        min: usize,
+        /// most characters of a token (at least `min`)
+        max: usize,
+        /// only the text's prefixes
+        prefix_only: bool,
+    },
 }
 
 impl BaseTokenizer {
-    /// The tokenizer pylance names `name`.
-    pub fn parse(name: &str) -> Result<Self> {
+    /// The tokenizer pylance names `name` (`ngram`: `(min_ngram_length, max_ngram_length,
+    /// prefix_only)`, pylance's defaults `(3, 3, false)` when `None`).
+    pub fn parse(name: &str, ngram: Option<(usize, usize, bool)>) -> Result<Self> {
         match name {
             "simple" => Ok(Self::Simple),
             "whitespace" => Ok(Self::Whitespace),
             "raw" => Ok(Self::Raw),
+            "ngram" => {
+                let (min, max, prefix_only) = ngram.unwrap_or((3, 3, false));
+                if min == 0 || max < min {
+                    return Err(Error::InvalidInput(format!(
+                        "ngram tokenizer: min_ngram_length ({min}) must be at least 1 and at most max_ngram_length ({max})"
+                    )));
+                }
+                Ok(Self::Ngram { min, max, prefix_only })
+            }
             other => Err(Error::NotSupported(format!(
-                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace and raw tokenizers"
+                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw and ngram tokenizers"
             ))),
         }
     }
+}
+
+/// The n-grams of `text` for [`BaseTokenizer::Ngram`].
+fn ngrams(text: &str, min: usize, max: usize, prefix_only: bool) -> Vec<&str> {
+    // (byte offsets of every character start, and of the end)
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+    let chars = bounds.len() - 1;
+    let starts = if prefix_only { chars.min(1) } else { chars };
+    let mut out = Vec::new();
+    for start in 0..starts {
+        for n in min..=max {
+            if start + n > chars {
+                break;
+            }
+            out.push(&text[bounds[start]..bounds[start + n]]);
+        }
+    }
+    out
 }
 
 /// The stemming algorithm of a pylance `language` name.
@@ -112,6 +150,16 @@ impl Analyzer {
             BaseTokenizer::Raw => vec![text],
             BaseTokenizer::Simple => text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect(),
             BaseTokenizer::Whitespace => text.split(|c: char| c.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect(),
+            BaseTokenizer::Ngram { min, max, prefix_only } => ngrams(text, min, max, prefix_only),
+        }
+    }
+
+    /// The position recorded for the `pos`-th base token: its number, except for n-grams,
+    /// which all sit at position 0 (as tantivy's n-gram tokenizer numbers them).
+    fn position(&self, pos: usize) -> u32 {
+        match self.base {
+            BaseTokenizer::Ngram { .. } => 0,
+            _ => u32::try_from(pos).unwrap_or(u32::MAX),
         }
     }
 
@@ -154,7 +202,7 @@ impl Analyzer {
         for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
             if let Some(token) = self.filter(raw, stemmer.as_ref()) {
                 out.tokens.push(token);
-                out.positions.push(pos as u32);
+                out.positions.push(self.position(pos));
             }
         }
         out
@@ -203,7 +251,7 @@ impl Analyzer {
                             if let Some(id) = id {
                                 local.ids.push(id);
                                 if with_positions {
-                                    local.positions.push(pos as u32);
+                                    local.positions.push(self.position(pos));
                                 }
                             }
                         }
@@ -477,6 +525,30 @@ mod tests {
         let one: Vec<u8> = 1u32.to_le_bytes().to_vec();
         let lists = [ScoredList { docs: &bad, freqs: &one, idf: 1.0, times: 1 }];
         assert!(score_docs(&lists, &lens, &rows, 4.0, 1, None, None).is_err());
+    }
+
+    #[test]
+    fn ngram_tokens() {
+        let tri = BaseTokenizer::parse("ngram", None).unwrap();
+        assert_eq!(tri, BaseTokenizer::Ngram { min: 3, max: 3, prefix_only: false });
+        let a = Analyzer {
+            base: tri,
+            max_token_length: None,
+            lower_case: true,
+            stemmer: None,
+            stop_words: None,
+            ascii_folding: true,
+        };
+        let d = a.analyze("Café x");
+        assert_eq!(d.tokens, ["caf", "afe", "fe ", "e x"]); // (accents folded after the split; spaces kept)
+        assert_eq!(d.positions, [0, 0, 0, 0]);
+        assert!(a.analyze("ab").tokens.is_empty());
+        let pre = Analyzer { base: BaseTokenizer::parse("ngram", Some((1, 3, true))).unwrap(), ..a.clone() };
+        assert_eq!(pre.analyze("日本語x").tokens, ["日", "日本", "日本語"]);
+        let two = Analyzer { base: BaseTokenizer::parse("ngram", Some((1, 2, false))).unwrap(), ..a };
+        assert_eq!(two.analyze("abc").tokens, ["a", "ab", "b", "bc", "c"]);
+        assert!(BaseTokenizer::parse("ngram", Some((0, 2, false))).is_err());
+        assert!(BaseTokenizer::parse("ngram", Some((3, 2, false))).is_err());
     }
 
     #[test]
