@@ -19,6 +19,7 @@ __all__ = [
     "PhraseQuery",
     "BoostQuery",
     "MultiMatchQuery",
+    "CombinedFieldsQuery",
     "BooleanQuery",
 ]
 
@@ -128,6 +129,23 @@ class MultiMatchQuery(FullTextQuery):
 
     def query_type(self) -> FullTextQueryType:
         return FullTextQueryType.MULTI_MATCH
+
+
+class CombinedFieldsQuery(FullTextQuery):
+    """`query` matched in `columns` taken together as one field (BM25F, as pylance 14 scores
+    it): a row's term frequency and length are those of its columns added up, each times its
+    column's weight in `boosts` (each at least 1; default 1); a term's document frequency is
+    its largest in any one column, the document count and average length those of the
+    columns' indices together. ``operator`` AND: every term in at least one column."""
+
+    def __init__(
+        self, query: str, columns: List[str], *, boosts: Optional[List[float]] = None,
+        operator: FullTextOperator = FullTextOperator.OR,
+    ) -> None:
+        self.query, self.columns, self.boosts, self.operator = query, list(columns), boosts, operator
+
+    def query_type(self) -> FullTextQueryType:
+        return FullTextQueryType.COMBINED_FIELDS
 
 
 class BooleanQuery(FullTextQuery):

@@ -75,6 +75,21 @@ class FtsMulti:
 
 
 @dataclass
+class FtsCombined:
+    """`text` in `fields` taken together as one field (BM25F: pylance's CombinedFieldsQuery),
+    each field's frequencies and lengths times its weight in `boosts`."""
+
+    text: str
+    fields: List[str]
+    boosts: List[float]
+    all_terms: bool = False
+
+    @property
+    def columns(self) -> List[str]:
+        return list(self.fields)
+
+
+@dataclass
 class FtsBoost:
     """`positive`'s rows, each minus `negative_boost` times its `negative` score."""
 
@@ -154,7 +169,16 @@ def _text_query(indexed: Dict[str, Any], text: str, column: Optional[str]) -> An
 
 def _node(indexed: Dict[str, Any], q: Any) -> Any:
     """The query tree of one of :mod:`lancepy.query`'s objects."""
-    from lancepy.query import BooleanQuery, BoostQuery, FullTextOperator, MatchQuery, MultiMatchQuery, Occur, PhraseQuery
+    from lancepy.query import (
+        BooleanQuery,
+        BoostQuery,
+        CombinedFieldsQuery,
+        FullTextOperator,
+        MatchQuery,
+        MultiMatchQuery,
+        Occur,
+        PhraseQuery,
+    )
 
     if isinstance(q, MatchQuery):
         if q.fuzziness is not None and int(q.fuzziness) < 0:
@@ -179,6 +203,8 @@ def _node(indexed: Dict[str, Any], q: Any) -> Any:
             FtsQuery(q.query, _column_of(indexed, c), all_terms=op == FullTextOperator.AND, boost=b)
             for c, b in zip(q.columns, boosts)
         ])
+    if isinstance(q, CombinedFieldsQuery):
+        return _combined_node(indexed, q)
     if isinstance(q, BoostQuery):
         return FtsBoost(_node(indexed, q.positive), _node(indexed, q.negative), float(q.negative_boost))
     if isinstance(q, BooleanQuery):
@@ -193,6 +219,38 @@ def _node(indexed: Dict[str, Any], q: Any) -> Any:
         f"full_text_query of type {type(q).__name__}: lancepy takes a string, a dict {{'query', 'columns'}} or "
         "lancepy.query's MatchQuery, PhraseQuery, MultiMatchQuery, BoostQuery and BooleanQuery"
     )
+
+
+#: pylance's bounds on a CombinedFieldsQuery column weight
+_MAX_FIELD_BOOST = 1048576.0
+
+
+def _combined_node(indexed: Dict[str, Any], q: Any) -> FtsCombined:
+    """The tree of a ``CombinedFieldsQuery``, its columns and weights checked as pylance does."""
+    import math
+
+    from lancepy.query import FullTextOperator
+
+    columns = list(q.columns)
+    if not columns:
+        raise InvalidArgumentError("CombinedFieldsQuery: no columns")
+    boosts = [1.0] * len(columns) if q.boosts is None else [float(b) for b in q.boosts]
+    if len(boosts) != len(columns):
+        raise InvalidArgumentError(f"The number of boosts ({len(boosts)}) must match the number of columns ({len(columns)})")
+    for c, b in zip(columns, boosts):
+        if not (math.isfinite(b) and 1.0 <= b <= _MAX_FIELD_BOOST):
+            raise InvalidArgumentError(
+                f"combined_fields boost for column {c!r} must be a finite value in [1, {int(_MAX_FIELD_BOOST)}], got {b}"
+            )
+    missing = [c for c in columns if c not in indexed]
+    if len(missing) == len(columns):
+        raise InvalidArgumentError(f"CombinedFieldsQuery: none of the columns {columns} has an INVERTED index")
+    if missing:
+        raise NotSupportedError(
+            f"CombinedFieldsQuery over columns without an INVERTED index {missing}: lancepy scores indexed columns only"
+        )
+    op = q.operator if isinstance(q.operator, FullTextOperator) else FullTextOperator(str(q.operator).upper())
+    return FtsCombined(q.query, columns, boosts, all_terms=op == FullTextOperator.AND)
 
 
 def parse(ds: "LanceDataset", full_text_query: Any) -> Any:
@@ -470,6 +528,93 @@ def _leaf(
     return rows, scores
 
 
+def _doc_lengths(ds: "LanceDataset", entry: Dict[str, Any], seg: _inverted.InvertedSegment) -> Tuple["np.ndarray", "np.ndarray"]:
+    """The index's documents (row addresses or ids, sorted) and their token counts, over every
+    partition; built once per version."""
+    import numpy as np
+
+    key = ("fts_doc_lengths", entry["uuid"])
+    got = ds._per_version.get(key)
+    if got is None:
+        rows = np.concatenate([p.row_ids for p in seg.partitions]) if seg.partitions else np.empty(0, np.uint64)
+        lengths = np.concatenate([p.num_tokens for p in seg.partitions]) if seg.partitions else np.empty(0, np.uint32)
+        order = np.argsort(rows, kind="stable")
+        got = ds._per_version[key] = (rows[order], lengths[order].astype(np.float32))
+    return got
+
+
+def _combined(ds: "LanceDataset", node: FtsCombined, frags: List[int]) -> Tuple["np.ndarray", "np.ndarray"]:
+    """``(row addresses, float32 scores)`` of a combined-fields query (BM25F, as pylance 14
+    scores it): per row, a term's frequency and the row's length are the fields' own added
+    up, each times its field's weight; a term's document frequency is its largest in any one
+    field; the document count is the largest of the fields' indices, the average length their
+    weighted token totals over it. A repeated query term counts once."""
+    import numpy as np
+
+    ctxs = [_leaf_context(ds, c, frags) for c in node.fields]
+    if any(uncovered for _, _, _, uncovered in ctxs):
+        raise NotSupportedError(
+            "CombinedFieldsQuery over fragments an INVERTED index does not cover: optimize_indices() first"
+        )
+    params = [{k: v for k, v in seg.params.items() if k not in ("with_position", "block_size")} for _, seg, _, _ in ctxs]
+    if any(p != params[0] for p in params[1:]):
+        raise InvalidArgumentError("CombinedFieldsQuery: the columns' INVERTED indices must share one tokenizer configuration")
+    empty = (np.empty(0, np.uint64), np.empty(0, np.float32))
+    terms = list(dict.fromkeys(ctxs[0][1].analyzer.query_tokens(node.text)[0]))
+    if not terms:
+        return empty
+    weights = [np.float32(b) for b in node.boosts]
+    n_docs = max(seg.num_docs for _, seg, _, _ in ctxs)
+    if n_docs == 0:
+        return empty
+    total = sum(float(w) * sum(p.total_tokens for p in seg.partitions) for w, (_, seg, _, _) in zip(weights, ctxs))
+    avgdl = np.float32(total / n_docs)
+    nd = np.float32(n_docs)
+    idf = []
+    for t in terms:
+        n = np.float32(max(seg.doc_count(t) for _, seg, _, _ in ctxs))
+        idf.append(np.float32(np.log(np.float32(1.0) + (nd - n + np.float32(0.5)) / (n + np.float32(0.5)))))
+    # (row, term, weighted frequency) of every allowed posting of every field
+    rows_l, term_l, tf_l = [], [], []
+    for w, (_, seg, allowed, _) in zip(weights, ctxs):
+        for i, part in enumerate(seg.partitions):
+            mask = None if allowed[i] is None else np.frombuffer(allowed[i], dtype=np.uint8).astype(bool)
+            for j, t in enumerate(terms):
+                tid = part.token_ids.get(t)
+                if tid is None:
+                    continue
+                docs, freqs = part.posting(int(tid))
+                if mask is not None:
+                    keep = mask[docs]
+                    docs, freqs = docs[keep], freqs[keep]
+                rows_l.append(part.row_ids[docs])
+                term_l.append(np.full(len(docs), j, np.int64))
+                tf_l.append(freqs.astype(np.float32) * w)
+    if not rows_l:
+        return empty
+    rows, where = np.unique(np.concatenate(rows_l), return_inverse=True)
+    tf = np.zeros((len(rows), len(terms)), np.float32)
+    np.add.at(tf, (where, np.concatenate(term_l)), np.concatenate(tf_l))
+    dl = np.zeros(len(rows), np.float32)
+    for w, (entry, seg, _, _) in zip(weights, ctxs):
+        docs, lengths = _doc_lengths(ds, entry, seg)
+        if not len(docs):
+            continue
+        pos = np.minimum(np.searchsorted(docs, rows), len(docs) - 1)
+        dl += np.where(docs[pos] == rows, lengths[pos], np.float32(0)) * w
+    k1, b = np.float32(_inverted.K1), np.float32(_inverted.B)
+    norm = k1 * (np.float32(1.0) - b + b * dl / avgdl)
+    scores = np.zeros(len(rows), np.float32)
+    for j in range(len(terms)):
+        f = tf[:, j]
+        scores += np.where(f > 0, idf[j] * ((k1 + np.float32(1.0)) * f / (f + norm)), np.float32(0)).astype(np.float32)
+    keep = (tf > 0).all(axis=1) if node.all_terms else (tf > 0).any(axis=1)
+    rows, scores = rows[keep], scores[keep]
+    if ds.has_stable_row_ids:
+        rows = _take.addresses_of_ids(ds, rows)[0]
+    return rows, scores.astype(np.float32)
+
+
 def _scores_of(
     ds: "LanceDataset", node: Any, frags: List[int], k: Optional[int], rows_filter: Any = None
 ) -> Tuple["np.ndarray", "np.ndarray"]:
@@ -479,6 +624,8 @@ def _scores_of(
 
     if isinstance(node, FtsQuery):
         return _leaf(ds, node, frags, k, rows_filter)
+    if isinstance(node, FtsCombined):
+        return _combined(ds, node, frags)
     if isinstance(node, FtsMulti):  # (a row's best column; each column's top k hold the best k)
         parts = [_scores_of(ds, q, frags, k, rows_filter) for q in node.queries]
         rows = np.concatenate([r for r, _ in parts]).astype(np.uint64)
@@ -586,6 +733,8 @@ def ranked(
 def _leaves(node: Any) -> List[FtsQuery]:
     if isinstance(node, FtsQuery):
         return [node]
+    if isinstance(node, FtsCombined):
+        return []
     if isinstance(node, FtsMulti):
         return list(node.queries)
     if isinstance(node, FtsBoost):
@@ -599,10 +748,12 @@ def plan_lines(ds: "LanceDataset", query: Any, flt: Any, prefilter: bool) -> Lis
     if flt is not None and not prefilter:
         lines.append(f"Filter: {getattr(flt, 'text', flt)} (postfilter: on the best rows)")
     if not isinstance(query, FtsQuery):
-        lines.append(f"{type(query).__name__[3:]}Query: " + {
+        name = "CombinedFields" if isinstance(query, FtsCombined) else type(query).__name__[3:]
+        lines.append(f"{name}Query: " + {
             FtsMulti: "a row's best score over its columns",
             FtsBoost: f"positive minus negative_boost={getattr(query, 'negative_boost', '')} times negative",
             FtsBoolean: "MUST rows plus SHOULD scores, less MUST_NOT rows",
+            FtsCombined: f"columns=[{', '.join(getattr(query, 'fields', []))}], query={getattr(query, 'text', '')}",
         }[type(query)])
     for leaf in _leaves(query):
         segs = _segments(ds, leaf.column)
