@@ -55,7 +55,7 @@ from lancepy._table.manifest import _summary_entry, _version_entry
 from lancepy._table import operations as _operations
 from lancepy._table import validate as _validate
 from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction
-from lancepy._table.snapshot import VersionState
+from lancepy._table.snapshot import DatasetView
 from lancepy._table import tags as _tags
 from lancepy._table.tags import Tags
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
@@ -63,7 +63,7 @@ from lancepy.exceptions import UnsupportedError
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import MergeInsertBuilder
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
-from lancepy.scanner import ColumnOrdering, LanceScanner
+from lancepy.scanner import ColumnOrdering, LanceScanner, slice_rows
 from lancepy.stats import LanceStats
 from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
 from lancepy import session as _session
@@ -108,26 +108,23 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         _io: Any = None,
     ) -> None:
         self._io = _io if _io is not None else _lancepy.IoTracker()  # (see io_stats_snapshot)
-        self._uri = _uri(uri)
-        self._storage_options = normalize_storage_options(storage_options)
+        uri, options = _uri(uri), normalize_storage_options(storage_options)
         # Storage options per base path URI (instead of the dataset's), for files under it.
-        self._base_store_params = _bases.normalize_base_store_params(base_store_params)
-        self._store = _lancepy.Store(self._uri, self._storage_options)
-        self._session = _session.Session()  # (its own caches, unless dataset() / checkout_version share one)
+        params = _bases.normalize_base_store_params(base_store_params)
+        store = _lancepy.Store(uri, options)
         with self._io:
-            self._set_loaded(_tags.load_version(self._store, version) if _loaded is None else _loaded)
+            loaded = _tags.load_version(store, version) if _loaded is None else _loaded
+            _commit.check_feature_flags(loaded, write=False, uri=uri)
+            # (its own session, unless dataset() / checkout_version share one: session.attach)
+            self._view = DatasetView(uri, options, params, store, _session.Session(), None, self._io, loaded)
 
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
-        """Moves this object to the version `loaded`. Everything derived from a version
-        lives in the attributes set here, all replaced (never mutated), so that nothing of
-        the previous version survives a move (a delete, an append, a compaction, a restore,
-        ...), and so that :meth:`_pinned` views keep theirs."""
+        """Moves this object to the version `loaded`: its one :class:`DatasetView` (the
+        version's native snapshot and every per-version cache) is replaced, never mutated,
+        so that nothing of the previous version survives a move (a delete, an append, a
+        compaction, a restore, ...), and so that :meth:`_pinned` views keep theirs."""
         _commit.check_feature_flags(loaded, write=False, uri=self._uri)
-        self._loaded = loaded
-        # The native snapshot and the per-version caches (see VersionState), shared with this
-        # version's pinned views.
-        self._per_version = VersionState.open(self._uri, loaded, self._storage_options, self._base_store_params)
-        self._snapshot = self._per_version.snapshot
+        self._view = self._view.at(loaded)
 
     def _pinned(self) -> "LanceDataset":
         """This version as an object of its own that never moves (fragments, scanners and
@@ -680,13 +677,13 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     ) -> pa.Table:
         """`num_rows` live rows picked uniformly at random without replacement (in random
         order, or in scan order when `randomize_order` is false)."""
-        return _take.sample(self, num_rows, columns, randomize_order)
+        return _take.sample(self._view, num_rows, columns, randomize_order)
 
     def slice(self, start: int, end: int, columns: Union[List[str], Dict[str, str], None] = None) -> pa.Table:
         """Rows ``start`` (inclusive) to ``end`` (exclusive) by position in scan order (deleted
         rows not counted), as one offset/limit scan; `end` past the last row stops there.
         `columns` is a list of names or a dict of output names to SQL expressions."""
-        return _take.slice_rows(self, start, end, columns)
+        return slice_rows(self, start, end, columns)
 
     @staticmethod
     def drop(
@@ -725,13 +722,13 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Rows at `indices` (positions in scan order, deleted rows not counted), in that order
         (repeats allowed), read by one native call over the fragments in parallel. `columns`:
         names (``_rowid`` / ``_rowaddr`` / ``_rowoffset`` and nested paths too) or SQL expressions."""
-        return _take.take(self, indices, columns, with_row_id, with_row_address)
+        return _take.take(self._view, indices, columns, with_row_id, with_row_address)
 
     def _take_rows(self, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         """Rows by row id: row addresses (``fragment_id << 32 | offset``), or, on a dataset
         with stable row ids, those ids (as pylance's ``take_rows``). Deleted and unknown rows
         are skipped."""
-        return _take._take_rows(self, row_ids, columns, with_row_id, with_row_address)
+        return _take._take_rows(self._view, row_ids, columns, with_row_id, with_row_address)
 
     take_rows = _take_rows
 
@@ -762,7 +759,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         blob columns of 2.0 / 2.1 files are supported; a column that is not a blob column
         raises :class:`~lancepy.exceptions.InvalidArgumentError`.
         """
-        return _take.take_blobs(self, blob_column, ids, addresses, indices, buffer_size=buffer_size)
+        return _take.take_blobs(self._view, blob_column, ids, addresses, indices, buffer_size=buffer_size)
 
     # -- versions --------------------------------------------------------------------------
 

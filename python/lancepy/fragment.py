@@ -369,7 +369,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         # by address: with stable row ids, _take_rows would read these as row ids
         return pa.table(
             self._ds._snapshot.take_addresses(
-                picked, columns=_take_ops._plain_columns(self._ds, columns), with_row_address=with_row_address
+                picked, columns=_take_ops._plain_columns(columns), with_row_address=with_row_address
             )
         )
 

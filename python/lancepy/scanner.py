@@ -394,7 +394,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         scored = [n for n in ("_distance", _fts.SCORE, _hybrid.RELEVANCE) if n in t.column_names
                   and (not self._no_scoring_column or (n == _fts.SCORE and self._score_at is not None))]
         if self._projection is not None:
-            out = self._projection.apply(t, self._ds)
+            out = self._projection.apply(t, self._ds._view)
         else:
             out = t.select(self._columns if self._columns is not None else list(self._ds._schema.names))
         for n in scored + [n for n in (ROW_ID, ROW_ADDRESS) if n in t.column_names and n not in self._hidden_columns]:
@@ -501,7 +501,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if self._computed is not None:
             return self._computed_columns(table, (ROW_ID, ROW_ADDRESS))
         if self._projection is not None:
-            out = self._projection.apply(table, self._ds)
+            out = self._projection.apply(table, self._ds._view)
             for n in (ROW_ID, ROW_ADDRESS):
                 if n in table.column_names and n not in self._hidden_columns:
                     out = out.append_column(table.schema.field(n), table.column(n))
@@ -908,3 +908,15 @@ def _check_pandas_options(options: Dict[str, Any]) -> None:
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"to_pandas() got unexpected keyword argument(s) {unknown}; pyarrow's are {sorted(known)}")
+
+
+def slice_rows(ds: Any, start: int, end: int, columns: Any = None) -> pa.Table:
+    """See :meth:`LanceDataset.slice`: rows `start` to `end` in scan order, one offset/limit scan."""
+    for name, value in (("start", start), ("end", end)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
+    if start < 0:
+        raise InvalidArgumentError(f"start must be non-negative, got {start}")
+    if end < start:
+        raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
+    return ds.scanner(columns=columns, offset=start, limit=end - start).to_table()

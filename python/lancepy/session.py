@@ -28,6 +28,7 @@ from lancepy._core.cache import ByteLruCache
 from lancepy._core.iostats import dataset_tracker, track_io
 from lancepy._core.paths import PathLike, _uri, local_path
 from lancepy._core.storage import normalize_storage_options, origin_key
+from lancepy._table.snapshot import DatasetView
 from lancepy.exceptions import InvalidArgumentError
 
 __all__ = ["Session", "DEFAULT_INDEX_CACHE_SIZE", "DEFAULT_METADATA_CACHE_SIZE"]
@@ -93,18 +94,53 @@ class _DatasetCaches:
 
 @track_io(dataset_tracker)
 class DatasetSessionMembers:
-    """The members of :class:`lancepy.LanceDataset` about its session and commit lock."""
+    """The members of :class:`lancepy.LanceDataset` about its session and commit lock, and
+    its :class:`~lancepy._table.snapshot.DatasetView` (``_view``: the one object holding its
+    version; the private names below read it, for the public and integration layers)."""
 
-    _session: Optional[Session] = None
-    _commit_lock: Any = None
+    _view: DatasetView
     #: pylance's ``default_scan_options``: scanner arguments used where a scan leaves them unset.
     _default_scan_options: Optional[Dict[str, Any]] = None
 
     def session(self) -> Session:
         """The session holding this dataset's caches (see :mod:`lancepy.session`)."""
-        if self._session is None:  # (set by LanceDataset.__init__; kept for objects made otherwise)
-            self._session = Session()
-        return self._session
+        return self._view.session
+
+    @property
+    def _session(self) -> Session:
+        return self._view.session
+
+    @property
+    def _commit_lock(self) -> Any:
+        return self._view.commit_lock
+
+    @property
+    def _uri(self) -> str:
+        return self._view.uri
+
+    @property
+    def _storage_options(self) -> Any:
+        return self._view.storage_options
+
+    @property
+    def _base_store_params(self) -> Any:
+        return self._view.base_store_params
+
+    @property
+    def _store(self) -> Any:
+        return self._view.store
+
+    @property
+    def _loaded(self) -> Any:
+        return self._view.loaded
+
+    @property
+    def _per_version(self) -> Any:
+        return self._view.state
+
+    @property
+    def _snapshot(self) -> Any:
+        return self._view.state.snapshot
 
     @property
     def _ds(self) -> _DatasetCaches:
@@ -157,8 +193,7 @@ def _cached_manifest(session: Session, uri: str, storage_options: Any, version: 
 def attach(ds: Any, session: Optional[Session], commit_lock: Any = None, default_scan_options: Optional[Dict[str, Any]] = None) -> Any:
     """Gives `ds` `session` (a new one if ``None``), `commit_lock` and `default_scan_options`;
     returns `ds`."""
-    ds._session = Session() if session is None else session
-    ds._commit_lock = commit_lock
+    ds._view = ds._view.with_session(Session() if session is None else session, commit_lock)
     ds._default_scan_options = _check_scan_options(type(ds), default_scan_options)
     _remember(ds)
     return ds
