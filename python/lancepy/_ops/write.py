@@ -24,7 +24,6 @@ from lancepy._table import bases as _bases
 from lancepy._table import commit as _commit
 from lancepy._table.commit import _auto_cleanup_config
 from lancepy._table.fragments import (
-    DEFAULT_DATA_STORAGE_VERSION,
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
@@ -300,7 +299,8 @@ def _fragment_schema(
     metadata = loaded.manifest.get("schema_metadata", {})
     target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
     reader = align_to_schema(reader, target)
-    version = (loaded.manifest.get("data_format") or {}).get("version") or DEFAULT_DATA_STORAGE_VERSION
+    # (recorded in the manifest, or inferred from its files where an old one records none)
+    version = loaded.data_storage_version
     if data_storage_version is not None:
         version = normalize_storage_version(data_storage_version)
     return loaded, reader, fields, metadata, version
