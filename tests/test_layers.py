@@ -198,7 +198,7 @@ NOT_YET_ON_VIEW = {
     "lancepy._ops.bitmap", "lancepy._ops.btree", "lancepy._ops.config", "lancepy._ops.evolution",
     "lancepy._ops.fragment_ops", "lancepy._ops.fts_search", "lancepy._ops.hybrid", "lancepy._ops.indices",
     "lancepy._ops.inverted", "lancepy._ops.ivf_build", "lancepy._ops.mutations", "lancepy._ops.scalar_index",
-    "lancepy._ops.scalar_query", "lancepy._ops.vector_columns", "lancepy._ops.write",
+    "lancepy._ops.scalar_query", "lancepy._ops.vector_columns",
 }
 
 
