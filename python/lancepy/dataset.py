@@ -811,17 +811,17 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         conflicts, re-applies the delete to the latest version (`conflict_retries` times within
         `retry_timeout`). Returns ``{"num_deleted_rows": n}`` as pylance does.
         """
-        return _mutations.delete(
-            self,
+        return self._installed(_mutations.delete(
+            self._view,
             predicate,
             conflict_retries=conflict_retries,
             retry_timeout=retry_timeout,
-        )
+        ))
 
     def truncate_table(self) -> None:
         """Removes every row (a ``Delete`` of every fragment, as pylance commits it); the
         schema, config and older versions stay."""
-        return _mutations.truncate_table(self)
+        self._install(_mutations.truncate_table(self._view))
 
     def update(
         self,
@@ -838,14 +838,14 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         it re-apply itself to the latest version (`conflict_retries`, `retry_timeout`).
         Returns ``{"num_rows_updated": n}``.
         """
-        return _mutations.update(self, updates, where, conflict_retries, retry_timeout, data_storage_version)
+        return self._installed(_mutations.update(self._view, updates, where, conflict_retries, retry_timeout, data_storage_version))
 
     def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
         """Adds the columns of `data_obj` by a left join of this dataset's column `left_on`
         with its column `right_on` (default: the same name). Rows without a match get
         nulls; where `data_obj` repeats a key, its last row is used (as in pylance). Existing
         data files are not rewritten (a ``Merge`` transaction)."""
-        return _mutations.merge(self, data_obj, left_on, right_on, schema)
+        self._install(_mutations.merge(self._view, data_obj, left_on, right_on, schema))
 
     def merge_insert(self, on: Union[str, List[str], None] = None) -> "MergeInsertBuilder":
         """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods.
@@ -916,11 +916,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         fragment, on runs of `batch_size` physical rows (default 1024) with the deleted
         ones left out; `read_columns` may name ``_rowid`` and ``_rowaddr``.
         """
-        return _evolution.add_columns(self, transforms, read_columns, reader_schema, batch_size)
+        self._install(_evolution.add_columns(self._view, transforms, read_columns, reader_schema, batch_size))
 
     def drop_columns(self, columns: List[str]) -> None:
         """Removes columns (metadata only: their field ids are tombstoned in data files)."""
-        return _evolution.drop_columns(self, columns)
+        self._install(_evolution.drop_columns(self._view, columns))
 
     def alter_columns(self, *alterations: Dict[str, Any]) -> None:
         """Renames columns, changes their nullability or their data type.
@@ -931,7 +931,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         data file with the cast values under the same field id, the old file's entry for it is
         tombstoned (a ``Merge`` transaction); other columns are not touched.
         """
-        return _evolution.alter_columns(self, *alterations)
+        self._install(_evolution.alter_columns(self._view, *alterations))
 
     # -- maintenance -----------------------------------------------------------------------
 

@@ -190,7 +190,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         flt = compile_filter(predicate, self._ds.schema)
         if flt is None:
             raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-        return self._delete_addresses(_mutations._matching_addresses(self._ds, flt, [self.fragment_id]))
+        return self._delete_addresses(_mutations._matching_addresses(self._ds._view, flt, [self.fragment_id]))
 
     def delete_rows(self, offsets: Iterable[int]) -> Optional[FragmentMetadata]:
         """Marks the rows at `offsets` (physical row offsets inside this fragment, 0-based)

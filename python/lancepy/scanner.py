@@ -21,13 +21,14 @@ from lancepy._ops import hybrid as _hybrid
 from lancepy._ops import ivf as _ivf_defaults
 from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
+from lancepy._ops.scan import compile_scan_filter as _compile_scan_filter
 from lancepy._core.args import _refuse
 from lancepy._core.iostats import owner_tracker, track_io
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.arrow_dataset import ArrowScanner, ScannerArrowMembers
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
-from lancepy.filters import compile_expression, compile_filter
+from lancepy.filters import compile_expression
 from lancepy.fragment import LanceFragment
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,20 +64,6 @@ def _default_batch_size() -> int:
     if value <= 0:
         raise InvalidArgumentError(f"LANCE_DEFAULT_BATCH_SIZE must be a positive integer, got {text!r}")
     return value
-
-
-def _compile_scan_filter(filter: Any, schema: pa.Schema) -> Any:
-    """The compiled filter and the system columns (``_rowid``, ``_rowaddr``) it refers to.
-    Those are compiled as uint64 columns the scan reads alongside."""
-    if not isinstance(filter, str) or not any(n in filter for n in (ROW_ID, ROW_ADDRESS)):
-        return compile_filter(filter, schema), ()
-    extended = schema
-    for n in (ROW_ID, ROW_ADDRESS):
-        if n not in schema.names:
-            extended = extended.append(pa.field(n, pa.uint64()))
-    flt = compile_filter(filter, extended)
-    used = tuple(n for n in (ROW_ID, ROW_ADDRESS) if n not in schema.names and (flt.columns is None or n in flt.columns))
-    return flt, used
 
 
 @track_io(owner_tracker)

@@ -106,6 +106,16 @@ class DatasetSessionMembers:
         """The session holding this dataset's caches (see :mod:`lancepy.session`)."""
         return self._view.session
 
+    def _install(self, view: DatasetView) -> None:
+        """Moves this object to `view`, the dataset at the version an operation committed."""
+        self._view = view
+
+    def _installed(self, committed: Tuple[DatasetView, Any]) -> Any:
+        """Moves this object to the view of `committed` (an operation's ``(view, result)``);
+        returns the result."""
+        self._view, result = committed
+        return result
+
     @property
     def _session(self) -> Session:
         return self._view.session

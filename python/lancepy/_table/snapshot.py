@@ -180,3 +180,9 @@ class DatasetView:
     def count_rows(self) -> int:
         """Live rows of this version (per-version cache)."""
         return self.state.count_rows()
+
+    def index_entries(self) -> List[Dict[str, Any]]:
+        """The index section's entries (uuid, name, fields, fragment ids, ...), decoded once
+        per version (treat as read-only)."""
+        section = self.loaded.index_section
+        return self.state.cached("index_entries", lambda: [] if section is None else list(_lancepy.index_section_entries(section)))
