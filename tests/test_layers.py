@@ -192,14 +192,6 @@ DATASET_PRIVATE = {
 }
 #: The public layer's classes, which the lower layers never take as an argument.
 PUBLIC_CLASSES = ("LanceDataset", "LanceFragment", "LanceScanner")
-#: Operations-layer modules not yet converted to take a ``DatasetView`` (issue 23): this list
-#: only shrinks (a listed module that is already clean fails the test too, so that it leaves).
-NOT_YET_ON_VIEW = {
-    "lancepy._ops.bitmap", "lancepy._ops.btree", "lancepy._ops.config",
-    "lancepy._ops.fragment_ops", "lancepy._ops.fts_search", "lancepy._ops.hybrid", "lancepy._ops.indices",
-    "lancepy._ops.inverted", "lancepy._ops.ivf_build", "lancepy._ops.scalar_index",
-    "lancepy._ops.scalar_query", "lancepy._ops.vector_columns",
-}
 
 
 def dataset_uses(path: pathlib.Path) -> List[Tuple[int, str]]:
@@ -228,13 +220,11 @@ def lower_modules() -> Dict[str, pathlib.Path]:
 
 def test_operations_and_table_layers_take_a_view_not_a_dataset() -> None:
     modules = lower_modules()
-    bad = {m: uses for m, p in modules.items() if m not in NOT_YET_ON_VIEW and (uses := dataset_uses(p))}
+    assert "lancepy._ops.take" in modules and "lancepy._table.commit" in modules
+    bad = {m: uses for m, p in modules.items() if (uses := dataset_uses(p))}
     assert not bad, "modules reading a dataset instead of a DatasetView:\n" + "\n".join(
         f"{m}:{line}: {what}" for m, uses in sorted(bad.items()) for line, what in uses
     )
-    clean = sorted(m for m in NOT_YET_ON_VIEW if m in modules and not dataset_uses(modules[m]))
-    assert not clean, f"converted modules still listed in NOT_YET_ON_VIEW: {clean}"
-    assert NOT_YET_ON_VIEW <= set(modules), sorted(NOT_YET_ON_VIEW - set(modules))
 
 
 def test_the_view_checker_sees_a_dataset_read(tmp_path: pathlib.Path) -> None:

@@ -117,7 +117,7 @@ def _replace_segment(path: str, name: str, write) -> None:
     old = raw[entry["uuid"]]
     new = {k: v for k, v in old.items() if k not in ("files", "index_version")}
     new.update({"uuid": {"uuid": list(_uuid.UUID(uid).bytes)}, "created_at": int(time.time() * 1000)})
-    ds._commit("CreateIndex", {"new_indices": [new], "removed_indices": [old]}, [])
+    _commit.commit_on(ds._view, "CreateIndex", {"new_indices": [new], "removed_indices": [old]}, [])
 
 
 def _values(seed: int, n: int, dtype: str) -> pa.Array:

@@ -217,36 +217,36 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     def update_config(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Sets config keys (a ``None`` value deletes the key; `replace` drops every key not
         given) as a new version; returns the new config."""
-        return _config.update_config(self, values, replace=replace)
+        return self._installed(_config.update_config(self._view, values, replace=replace))
 
     def delete_config_keys(self, keys: List[str]) -> None:
         """Deletes config keys (missing ones are ignored) as a new version."""
-        return _config.delete_config_keys(self, keys)
+        self._install(_config.delete_config_keys(self._view, keys))
 
     def update_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Updates the table metadata like :meth:`update_config`; returns the new metadata."""
-        return _config.update_metadata(self, values, replace=replace)
+        return self._installed(_config.update_metadata(self._view, values, replace=replace))
 
     def update_schema_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Updates the schema metadata like :meth:`update_config`; returns the new schema
         metadata."""
-        return _config.update_schema_metadata(self, values, replace=replace)
+        return self._installed(_config.update_schema_metadata(self._view, values, replace=replace))
 
     def replace_schema_metadata(self, new_metadata: Dict[str, str]) -> None:
         """Replaces the whole schema metadata."""
-        return _config.replace_schema_metadata(self, new_metadata)
+        self._install(_config.replace_schema_metadata(self._view, new_metadata))
 
     def update_field_metadata(self, field_updates: Dict[str, Dict[str, Optional[str]]], *, replace: bool = False) -> None:
         """Updates the metadata of fields, named by path (``"a"``, ``"s.x"`` for a struct
         child), like :meth:`update_config`."""
-        return _config.update_field_metadata(self, field_updates, replace=replace)
+        self._install(_config.update_field_metadata(self._view, field_updates, replace=replace))
 
     def replace_field_metadata(self, field_name: str, new_metadata: Dict[str, str]) -> None:
         """Replaces the whole metadata of one field (named by path)."""
-        return _config.replace_field_metadata(self, field_name, new_metadata)
+        self._install(_config.replace_field_metadata(self._view, field_name, new_metadata))
 
     def _field_ids_by_path(self) -> Dict[str, int]:
-        return _config._field_ids_by_path(self)
+        return self._view.loaded.field_ids_by_path
 
     @property
     def tags(self) -> "Tags":
@@ -268,24 +268,24 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ``name``, ``type`` (``"IVF_PQ"``, ``"IVF_FLAT"``, ``"BTree"``, ...), ``uuid``,
         ``fields`` (column names), ``version`` (the dataset version it was built on),
         ``fragment_ids`` (the fragments it covers, a set) and ``base_id``."""
-        return _index_ops.list_indices(self)
+        return _index_ops.list_indices(self._view)
 
     def _index_entries(self) -> List[Dict[str, Any]]:
         """The index section's entries (uuid, fields, fragment ids, ...), decoded."""
-        return _index_ops._index_entries(self)
+        return self._view.index_entries()
 
     def describe_indices(self) -> List["IndexDescription"]:
         """One :class:`IndexDescription` per index name (its segments together), as pylance:
         type URL, rows indexed (live rows of the fragments it covers), field ids and names,
         segments, and the bytes of its files."""
-        return _index_ops.describe_indices(self)
+        return _index_ops.describe_indices(self._view)
 
     def index_statistics(self, index_name: str) -> Dict[str, Any]:
         """Statistics of the index `index_name` (pylance's keys): type, segments, indexed and
         unindexed fragments and rows; for IVF indices also each segment's metric, partitions
         (sizes) and sub-index, for BTREE ones each segment's min, max and pages, BITMAP /
         LABEL_LIST ones ``num_bitmaps``; other scalar indices' hold the uuid and type only."""
-        return _index_ops.index_statistics(self, index_name)
+        return _index_ops.index_statistics(self._view, index_name)
 
     def drop_index(self, name: str) -> None:
         """Removes the index `name` (every segment of it) from the dataset: a new version
@@ -293,7 +293,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         transaction with the index among its removed ones). The index files stay until
         :meth:`cleanup_old_versions` removes them with the versions that use them. An unknown
         name raises :class:`~lancepy.exceptions.IndexNotFoundError`."""
-        return _index_ops.drop_index(self, name)
+        self._install(_index_ops.drop_index(self._view, name))
 
     def create_index(
         self,
@@ -354,7 +354,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ``streaming_*``, ``train=False``, ``num_bits`` other than 8, multi-column indices,
         vectors that are not float32, ``index_file_version="Legacy"`` but for IVF_PQ of float32.
         """
-        return _index_ops.create_index(self, **_args(locals()))
+        self._install(_index_ops.create_index(self._view, **_args(locals())))
+        return self
 
     def create_scalar_index(
         self, column: Union[str, List[str]], index_type: Any, name: Optional[str] = None, *, replace: bool = True,
@@ -375,7 +376,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ``train=False`` commits an empty index, as pylance. Not supported: ``fragment_ids``
         (``ValueError``, as pylance), ``progress_callback`` and the INVERTED/FTS options
         (``format_version``, ``document_granularity``, the tokenizer and build keywords)."""
-        _scalar_index.create_scalar_index(self, **_args(locals()))
+        self._install(_scalar_index.create_scalar_index(self._view, **_args(locals())))
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
         """The base paths this version registers, by id: other roots holding some of its
@@ -413,7 +414,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         name in ``target_bases``. Ids not given are assigned (largest so far + 1); a name or
         path that is already registered is an :class:`InvalidArgumentError`. Returns self,
         now at the new version."""
-        return _config.add_bases(self, new_bases, transaction_properties)
+        self._install(_config.add_bases(self._view, new_bases, transaction_properties))
+        return self
 
     def versions(self) -> List[Dict[str, Any]]:
         """Every committed version: ``{"version", "timestamp", "metadata"}``, oldest first."""
@@ -788,12 +790,6 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     def _refresh_latest(self) -> None:
         self._set_loaded(_commit.load_manifest(self._store))
-
-    def _commit(self, operation: str, body: Dict[str, Any], written: Sequence[str] = (), read_version: Optional[int] = None) -> None:
-        _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
-        rv = self.version if read_version is None else read_version
-        self._set_loaded(_commit.commit_body(self._store, rv, operation, body, naming=self._loaded.naming, written=written,
-                                             commit_lock=self._commit_lock))
 
     # -- modifications ---------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops import indices as _index_ops
 from lancepy._table import commit as _commit
-from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config
+from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config, commit_on
 from lancepy._table.fragments import FragmentMetadata
 from lancepy.exceptions import (
     CommitConflictError,
@@ -184,7 +184,7 @@ class DatasetOptimizer:
         for n in names:
             if n not in by_name:
                 raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._uri}")
-            kind = _index_ops._index_type(ds, by_name[n][0])
+            kind = _index_ops._index_type(ds._view, by_name[n][0])
             if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree", "Bitmap", "LabelList", "Inverted"):
                 raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
         paths = {v: k for k, v in ds._field_ids_by_path().items()}
@@ -199,7 +199,7 @@ class DatasetOptimizer:
                 column = paths[segs[0]["fields"][0]]
                 covered = set().union(*(set(e["fragment_ids"]) for e in segs))
                 fresh = [f for f in live if f.fragment_id not in covered]
-                btree = _index_ops._index_type(ds, segs[0]) in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
+                btree = _index_ops._index_type(ds._view, segs[0]) in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
                 if retrain and btree:
                     fresh, covered = live, set()  # (a BTREE index has no model: rebuilt from all rows)
                 elif retrain:
@@ -213,7 +213,7 @@ class DatasetOptimizer:
                         max_iters=_ivf_build.DEFAULT_MAX_ITERS, ivf_centroids=None, pq_codebook=None, filter_nan=True, seed=None,
                         value_type=_ivf_build._writable_type(idx.value_type), num_bits=idx.nbits,
                     )
-                    entry = _ivf_build.build(ds, column, segs[0]["fields"][0], dim, params, None, None, n, None, ds._storage_options)
+                    entry = _ivf_build.build(ds._view, column, segs[0]["fields"][0], dim, params, None, None, n, None, ds._storage_options)
                     written += [f"_indices/{_commit._uuid_str(entry['uuid'])}/{f['path']}" for f in entry["files"]]
                     new_entries.append(entry)
                     removed += [raw[e["uuid"]] for e in segs]
@@ -222,29 +222,29 @@ class DatasetOptimizer:
                     continue
                 merge = num_indices_to_merge != 0 and not (retrain and btree)
                 if btree:
-                    if _index_ops._index_type(ds, segs[0]) == "Inverted":
+                    if _index_ops._index_type(ds._view, segs[0]) == "Inverted":
                         from lancepy._ops import inverted as _inverted
 
-                        uid, files = _inverted.extend(ds, column, segs, [f.fragment_id for f in fresh], merge, bool(retrain))
-                    elif _index_ops._index_type(ds, segs[0]) in ("Bitmap", "LabelList"):
+                        uid, files = _inverted.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge, bool(retrain))
+                    elif _index_ops._index_type(ds._view, segs[0]) in ("Bitmap", "LabelList"):
                         from lancepy._ops import bitmap as _bitmap
 
-                        _bitmap.check_addresses(ds)
-                        uid, files = _bitmap.extend(ds, column, segs, [f.fragment_id for f in fresh], merge)
-                    elif merge and not all(_btree.holds_addresses(ds, e) for e in segs):
+                        _bitmap.check_addresses(ds._view)
+                        uid, files = _bitmap.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
+                    elif merge and not all(_btree.holds_addresses(ds._view, e) for e in segs):
                         raise NotSupportedError(
                             f"optimize_indices: the BTREE index {n!r} holds stable row ids (an older pylance's); "
                             "retrain=True rebuilds it"
                         )
                     else:
-                        uid, files = _btree.extend(ds, column, segs, [f.fragment_id for f in fresh], merge)
+                        uid, files = _btree.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
                 else:
-                    uid, files = _ivf_build.extend(ds, column, segs, fresh, merge)
+                    uid, files = _ivf_build.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
                 written += [f"_indices/{uid}/{f['path']}" for f in files]
                 base = dict(raw[segs[0]["uuid"]])
                 ids = sorted(({f.fragment_id for f in live} & covered if merge else set()) | {f.fragment_id for f in fresh})
-                if _index_ops._index_type(ds, segs[0]) == "BTree":
-                    base["index_version"] = _btree.index_version(ds)
+                if _index_ops._index_type(ds._view, segs[0]) == "BTree":
+                    base["index_version"] = _btree.index_version(ds._view)
                 base.update({
                     "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
                     "fragment_bitmap": list(_lancepy.fragment_bitmap(ids)),
@@ -259,7 +259,7 @@ class DatasetOptimizer:
             ds._store.delete(written)
             raise
         if new_entries:
-            ds._commit("CreateIndex", {"new_indices": new_entries, "removed_indices": removed}, written)
+            ds._install(commit_on(ds._view, "CreateIndex", {"new_indices": new_entries, "removed_indices": removed}, written))
 
     def enable_auto_cleanup(self, auto_cleanup_config: AutoCleanupConfig) -> None:
         """Turns on automatic cleanup (pylance's table config): from now on every
@@ -461,8 +461,8 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
     return [
         e for e in ds._index_entries()
         if set(e["fragment_ids"]) & ids
-        and (_btree.holds_addresses(ds, e) if _index_ops._index_type(ds, e) == "BTree"
-             else _index_ops._index_type(ds, e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList", "Inverted") and not stable)
+        and (_btree.holds_addresses(ds._view, e) if _index_ops._index_type(ds._view, e) == "BTree"
+             else _index_ops._index_type(ds._view, e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList", "Inverted") and not stable)
     ]
 
 
@@ -549,7 +549,7 @@ def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> Compacti
                 )
         n_new = sum(len(g["new_fragments"]) for g in groups)
         if n_new:
-            ds._commit("ReserveFragments", {"num_fragments": n_new})
+            ds._install(commit_on(ds._view, "ReserveFragments", {"num_fragments": n_new}))
             next_id = int(ds._loaded.manifest["max_fragment_id"]) - n_new + 1
             for g in groups:
                 for nf in g["new_fragments"]:
@@ -567,7 +567,7 @@ def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> Compacti
     except BaseException:
         ds._store.delete(written)
         raise
-    ds._commit("Rewrite", body, written, read_version=read_version)
+    ds._install(commit_on(ds._view, "Rewrite", body, written, read_version=read_version))
     for r in results:
         for name in ("fragments_removed", "fragments_added", "files_removed", "files_added"):
             setattr(metrics, name, getattr(metrics, name) + getattr(r.metrics, name))
@@ -612,7 +612,7 @@ def _remap_indices(
         from lancepy._ops import inverted as _inverted
 
         remap_segment = {"BTree": _btree.remap, "Bitmap": _bitmap.remap, "LabelList": _bitmap.remap,
-                         "Inverted": _inverted.remap}.get(_index_ops._index_type(ds, e), _ivf_build.remap)
+                         "Inverted": _inverted.remap}.get(_index_ops._index_type(ds._view, e), _ivf_build.remap)
         uid, files = remap_segment(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
         written += [f"_indices/{uid}/{f['path']}" for f in files]
         raw = details[e["uuid"]]

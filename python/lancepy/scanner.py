@@ -350,7 +350,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             self._score_at = list(columns).index(_fts.SCORE)
         if self._computed is not None or self._order:
             raise UnsupportedError("full_text_query with computed columns or order_by is not supported")
-        self._fts = _fts.parse(self._ds, full_text_query)
+        self._fts = _fts.parse(self._ds._view, full_text_query)
         self._prefilter = prefilter
 
     def _set_rrf_k(self, rrf_k: Any) -> None:
@@ -391,7 +391,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def _search_raw(self) -> pa.Table:
         if self._fts is not None and self._nearest is not None:
             return _hybrid.search(
-                self._ds, self._nearest, self._fts, rrf_k=self._rrf_k,
+                self._ds._view, self._nearest, self._fts, rrf_k=self._rrf_k,
                 columns=self._columns, flt=self._filter, prefilter=self._prefilter, limit=self._limit,
                 offset=self._offset, with_row_id=self._with_row_id, with_row_address=self._with_row_address,
                 fragment_ids=self._fragment_ids, evaluate=_evaluate, index_segments=self._index_segments,
@@ -399,13 +399,13 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             )
         if self._fts is not None:
             return _fts.search(
-                self._ds, self._fts, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
+                self._ds._view, self._fts, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
                 limit=self._limit, offset=self._offset,
                 with_row_id=self._with_row_id, with_row_address=self._with_row_address,
                 fragment_ids=self._fragment_ids, evaluate=_evaluate,
             )
         return _vector.search(
-            self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
+            self._ds._view, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
             limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
             with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
             index_segments=self._index_segments, fast_search=self._fast_search,
@@ -544,7 +544,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         (``use_scalar_index=False``, deleted rows asked for, or no index answers the filter)."""
         if not self._use_scalar_index or self._include_deleted or self._filter is None:
             return None
-        return _scalar_query.plan(self._ds, self._filter, self._fragment_ids)
+        return _scalar_query.plan(self._ds._view, self._filter, self._fragment_ids)
 
     def _indexed_rows(self, hit: _scalar_query.IndexPrefilter, columns: Optional[List[str]]) -> pa.Table:
         """The rows passing the filter, in scan order: of a covered fragment, its candidate
@@ -552,7 +552,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         s = self._ds._snapshot
         order = self._fragment_ids
         if order is None:
-            order = [int(f.get("id", 0)) for f in self._ds._loaded.manifest.get("fragments", [])]
+            order = [int(f.get("id", 0)) for f in self._ds._view.loaded.fragment_entries]
         rows = dict(with_row_id=self._with_row_id, with_row_address=self._with_row_address)
         parts: List[pa.Table] = []
         run: List[int] = []
@@ -788,7 +788,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             steps.append("Project: " + ", ".join(f"{k} := {v}" for k, v in self._computed.items()))
         else:
             steps.append(f"Project: {names}")
-        frags = self._fragment_ids if self._fragment_ids is not None else [f.get("id", 0) for f in self._ds._loaded.manifest.get("fragments", [])]
+        frags = self._fragment_ids if self._fragment_ids is not None else [f.get("id", 0) for f in self._ds._view.loaded.fragment_entries]
         where = f"uri={self._ds.uri}, version={self._ds.version}, fragments={len(frags)}"
         if verbose:
             where += f" {list(frags)}"
@@ -798,14 +798,14 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
                 steps.append(f"Slice: offset={self._offset}, limit={self._limit} (best _relevance_score first)")
             q = self._nearest
             vector_line = (f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}; "
-                           + _vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search))
+                           + _vector.search_plan(self._ds._view, q, self._fragment_ids, self._index_segments, self._fast_search))
             steps.extend(_hybrid.plan_lines(self._rrf_k, vector_line,
-                                            _fts.plan_lines(self._ds, self._fts, self._filter, self._prefilter)))
+                                            _fts.plan_lines(self._ds._view, self._fts, self._filter, self._prefilter)))
             steps.append(f"LanceRead: {where}, projection={names} (the fused rows, taken by address){extra}{read_metrics}")
         elif self._fts is not None:
             if self._limit is not None or self._offset:
                 steps.append(f"Slice: offset={self._offset}, limit={self._limit} (best scores first, ties by row id)")
-            steps.extend(_fts.plan_lines(self._ds, self._fts, self._filter, self._prefilter))
+            steps.extend(_fts.plan_lines(self._ds._view, self._fts, self._filter, self._prefilter))
             steps.append(f"LanceRead: {where}, projection={names} (the matched rows, taken by address){extra}{read_metrics}")
         elif self._nearest is not None:
             q = self._nearest
@@ -814,7 +814,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             steps.append(f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}, use_index={q.use_index}, "
                          f"minimum_nprobes={lo}, maximum_nprobes={'None' if hi is None else f'Some({hi})'}, "
                          f"refine_factor={q.refine_factor}" + (f", {'pre' if self._prefilter else 'post'}filter" if self._filter else ""))
-            search = _vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search)
+            search = _vector.search_plan(self._ds._view, q, self._fragment_ids, self._index_segments, self._fast_search)
             if metrics is not None:
                 knn = f"KNNVectorDistance: metric={q.metric}"
                 search = search.replace(knn, f"{knn}, metrics=[output_rows={metrics['output_rows']}]", 1)

@@ -88,6 +88,17 @@ def _projected(view: DatasetView, columns: Any, with_row_id: bool, with_row_addr
     return out
 
 
+def take_in_fragment(view: DatasetView, fragment_id: int, indices: Any, columns: Optional[List[str]] = None,
+                     with_row_address: bool = False) -> pa.Table:
+    """Rows of fragment `fragment_id` at `indices`, positions among its live rows (what
+    ``LanceFragment.take`` reads); `columns`: top-level names (``None``: all)."""
+    addresses = pa.table(view.snapshot.scan([], fragment_ids=[int(fragment_id)], batch_rows=1 << 20,
+                                            with_row_address=True)).column(ROW_ADDRESS)
+    picked = addresses.take(pa.array(indices, pa.int64())).combine_chunks()
+    # (by address: with stable row ids, a take of row ids would read these as ids)
+    return pa.table(view.snapshot.take_addresses(picked, columns=_plain_columns(columns), with_row_address=with_row_address))
+
+
 def _addresses_of_row_ids(view: DatasetView, ids: Any) -> pa.Array:
     """The addresses of stable row ids (unknown and deleted ids left out), in order. The
     id → address map of this version is built once (one scan of row ids, no columns)."""

@@ -182,7 +182,7 @@ class DatasetView:
         return self.state.count_rows()
 
     def index_entries(self) -> List[Dict[str, Any]]:
-        """The index section's entries (uuid, name, fields, fragment ids, ...), decoded once
-        per version (treat as read-only)."""
+        """The index section's entries (uuid, name, fields, fragment ids, ...), decoded anew
+        on each call (the caller may change them: a transaction takes them)."""
         section = self.loaded.index_section
-        return self.state.cached("index_entries", lambda: [] if section is None else list(_lancepy.index_section_entries(section)))
+        return [] if section is None else list(_lancepy.index_section_entries(section))
