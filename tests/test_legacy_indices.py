@@ -112,7 +112,7 @@ def _replace_segment(path: str, name: str, write) -> None:
     write(os.path.join(path, "_indices", uid), t.column(column).combine_chunks(), t.column("_rowaddr").combine_chunks())
     raw = {
         _commit._uuid_str(e["uuid"]): e
-        for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]
+        for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]
     }
     old = raw[entry["uuid"]]
     new = {k: v for k, v in old.items() if k not in ("files", "index_version")}

@@ -123,7 +123,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         version's native snapshot and every per-version cache) is replaced, never mutated,
         so that nothing of the previous version survives a move (a delete, an append, a
         compaction, a restore, ...), and so that :meth:`_pinned` views keep theirs."""
-        _commit.check_feature_flags(loaded, write=False, uri=self._uri)
+        _commit.check_feature_flags(loaded, write=False, uri=self._view.uri)
         self._view = self._view.at(loaded)
 
     def _pinned(self) -> "LanceDataset":
@@ -141,22 +141,22 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def uri(self) -> str:
         """Where the dataset is."""
-        return self._uri
+        return self._view.uri
 
     @property
     def storage_options(self) -> Optional[Dict[str, str]]:
         """The storage options the dataset was opened with (credentials, endpoint, ...)."""
-        return None if self._storage_options is None else dict(self._storage_options)
+        return None if self._view.storage_options is None else dict(self._view.storage_options)
 
     @property
     def version(self) -> int:
         """The version this object reads."""
-        return self._loaded.version
+        return self._view.loaded.version
 
     @property
     def latest_version(self) -> int:
         """The newest committed version (found by listing ``_versions/``)."""
-        return _commit.latest_version(self._store)[0]
+        return _commit.latest_version(self._view.store)[0]
 
     @property
     def schema(self) -> pa.Schema:
@@ -165,31 +165,31 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     @property
     def _schema(self) -> pa.Schema:
-        return self._per_version.schema()
+        return self._view.state.schema()
 
     @property
     def data_storage_version(self) -> str:
         """The data file version new files are written with (``"2.0"``, ``"2.1"``, ``"2.2"``)."""
-        return self._loaded.data_storage_version
+        return self._view.loaded.data_storage_version
 
     @property
     def max_field_id(self) -> int:
         """Largest field id used by the schema or any data file."""
-        return self._loaded.max_field_id
+        return self._view.loaded.max_field_id
 
     @property
     def manifest_naming(self) -> str:
         """``"v1"`` or ``"v2"``."""
-        return self._loaded.naming
+        return self._view.loaded.naming
 
     def config(self) -> Dict[str, str]:
         """The table config (a method, as in pylance)."""
-        return dict(self._loaded.manifest.get("config", {}))
+        return self._view.loaded.config
 
     @property
     def has_stable_row_ids(self) -> bool:
         """Whether row ids survive compaction and updates (``enable_stable_row_ids``)."""
-        return self._loaded.stable_row_ids
+        return self._view.loaded.stable_row_ids
 
     @property
     def stats(self) -> "LanceStats":
@@ -199,20 +199,19 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def metadata(self) -> Dict[str, str]:
         """The table metadata (``Manifest.table_metadata``)."""
-        return dict(self._loaded.manifest.get("table_metadata") or {})
+        return self._view.loaded.table_metadata
 
     @property
     def schema_metadata(self) -> Dict[str, str]:
         """The schema metadata, decoded as text."""
-        md = self._loaded.manifest.get("schema_metadata") or {}
-        return {k: bytes(v).decode("utf-8", "replace") for k, v in md.items()}
+        return self._view.loaded.schema_metadata_text
 
     @property
     def lance_schema(self) -> "LanceSchema":
         """The schema with its Lance field ids (for :class:`LanceOperation.Project` /
         :class:`LanceOperation.Merge`)."""
-        m = self._loaded.manifest
-        return LanceSchema(m.get("fields", []), m.get("schema_metadata", {}))
+        loaded = self._view.loaded
+        return LanceSchema(loaded.fields, loaded.schema_metadata)
 
     def update_config(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Sets config keys (a ``None`` value deletes the key; `replace` drops every key not
@@ -251,7 +250,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def tags(self) -> "Tags":
         """The dataset's tags."""
-        return Tags(self._store, self.version)
+        return Tags(self._view.store, self.version)
 
     @property
     def optimize(self) -> "DatasetOptimizer":
@@ -261,7 +260,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def has_index(self) -> bool:
         """Whether this version carries indices (created by another tool)."""
-        return self._loaded.index_section is not None and bool(_lancepy.describe_index_section(self._loaded.index_section))
+        return self._view.loaded.index_section is not None and bool(_lancepy.describe_index_section(self._view.loaded.index_section))
 
     def list_indices(self) -> List[Dict[str, Any]]:
         """The indices of this version, one dict per index segment as pylance lists them:
@@ -382,7 +381,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """The base paths this version registers, by id: other roots holding some of its
         files (the source of a shallow clone, other buckets). The dataset's own root is not
         included unless registered."""
-        return _bases.base_paths_of(self._loaded.manifest)
+        return _bases.base_paths_of(self._view.loaded.manifest)
 
     def shallow_clone(
         self,
@@ -402,9 +401,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         dataset's. Raises :class:`DatasetAlreadyExistsError` if a dataset exists at
         `target_path`; a failed clone leaves no version behind.
         """
-        options = self._storage_options if storage_options is None else normalize_storage_options(storage_options)
+        options = self._view.storage_options if storage_options is None else normalize_storage_options(storage_options)
         target = _uri(target_path)
-        _bases.shallow_clone(self._store, target, reference, options)
+        _bases.shallow_clone(self._view.store, target, reference, options)
         return LanceDataset(target, storage_options=options)
 
     def add_bases(
@@ -420,28 +419,28 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     def versions(self) -> List[Dict[str, Any]]:
         """Every committed version: ``{"version", "timestamp", "metadata"}``, oldest first."""
         # One native call: every manifest read in parallel, only the summary fields decoded.
-        return [_summary_entry(row) for row in _lancepy.version_summaries(self._store)]
+        return [_summary_entry(row) for row in _lancepy.version_summaries(self._view.store)]
 
     def get_version(self) -> Dict[str, Any]:
         """This version: ``{"version", "timestamp", "metadata"}`` as in :meth:`versions`."""
-        return _version_entry(self.version, self._loaded.manifest)
+        return _version_entry(self.version, self._view.loaded.manifest)
 
     def _snapshot_rows(self) -> Dict[int, Any]:
-        return self._per_version.fragment_rows()
+        return self._view.state.fragment_rows()
 
     def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
         """The fragments of this version. `filter` (pylance's partition pruning) is not
         supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`."""
         _refuse(filter=filter)
-        return LanceFragment._of_version(LanceFragment._version_of(self), self._loaded.fragment_ids)
+        return LanceFragment._of_version(LanceFragment._version_of(self), self._view.loaded.fragment_ids)
 
     def _fragment_id_set(self) -> frozenset:
         """The ids of this version's fragments (per-version cache)."""
-        return self._per_version.fragment_ids()
+        return self._view.state.fragment_ids()
 
     def _fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
         """The manifest entry of fragment `fragment_id` of this version."""
-        return self._per_version.fragment_metadata(fragment_id)
+        return self._view.state.fragment_metadata(fragment_id)
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         """The fragment with id `fragment_id`, or ``None``."""
@@ -454,11 +453,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         return self.count_rows()
 
     def __repr__(self) -> str:
-        return f"LanceDataset({self._uri!r}, version={self.version})"
+        return f"LanceDataset({self._view.uri!r}, version={self.version})"
 
     def __reduce__(self) -> Any:
         # Pickled as where and which version it is (it reopens that version, e.g. in a worker).
-        return _reopen, (self._uri, self.version, self._storage_options, self._base_store_params)
+        return _reopen, (self._view.uri, self.version, self._view.storage_options, self._view.base_store_params)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -641,7 +640,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Live rows (matching `filter`); the keyword parameters are :meth:`scanner`'s."""
         args = _args(locals())
         if all(v is None for v in args.values()):
-            return self._per_version.count_rows()  # (the manifest's row counts less deletions)
+            return self._view.state.count_rows()  # (the manifest's row counts less deletions)
         return self.scanner(**args).count_rows()
 
     def head(
@@ -706,12 +705,12 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         :class:`~lancepy.exceptions.VersionNotFoundError`. An operation lancepy has no class
         for (``ReserveFragments``, ``CreateIndex``, ...) is a bare
         :class:`LanceOperation.BaseOperation`, as in pylance."""
-        return _operations.read_transaction(self._store, version)
+        return _operations.read_transaction(self._view.store, version)
 
     def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
         """The transactions of the `recent_transactions` versions up to this one, newest
         first (``None`` for a version without a readable transaction)."""
-        return _operations.recent_transactions(self._store, self.version, recent_transactions)
+        return _operations.recent_transactions(self._view.store, self.version, recent_transactions)
 
     def replace_schema(self, schema: Any) -> None:
         """Not built, as in pylance: use :meth:`replace_schema_metadata` or
@@ -775,7 +774,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         deletion file can be read and matches its record. Raises
         :class:`~lancepy.exceptions.CorruptFileError` listing every problem found (the
         ``lancepy validate`` command also checks every manifest)."""
-        _validate.validate_version(self._store, self._loaded, self._storage_options)
+        _validate.validate_version(self._view.store, self._view.loaded, self._view.storage_options)
 
     def checkout_latest(self) -> None:
         """Moves this object to the latest version (in place, as pylance does)."""
@@ -785,11 +784,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Makes this (older) version the latest, as a new version; this object moves to it
         (and, as in pylance, nothing is returned)."""
         body = {"version": self.version}
-        self._set_loaded(_commit.commit_body(self._store, self.latest_version, "Restore", body, naming=self._loaded.naming,
-                                             commit_lock=self._commit_lock))
+        self._set_loaded(_commit.commit_body(self._view.store, self.latest_version, "Restore", body, naming=self._view.loaded.naming,
+                                             commit_lock=self._view.commit_lock))
 
     def _refresh_latest(self) -> None:
-        self._set_loaded(_commit.load_manifest(self._store))
+        self._set_loaded(_commit.load_manifest(self._view.store))
 
     # -- modifications ---------------------------------------------------------------------
 
@@ -880,9 +879,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """
         args = _args(locals())
         args.pop("data")
-        args["storage_options"] = self._storage_options if storage_options is None else storage_options
-        ds = write_dataset(data, self._uri, **args)
-        self._set_loaded(ds._loaded)
+        args["storage_options"] = self._view.storage_options if storage_options is None else storage_options
+        ds = write_dataset(data, self._view.uri, **args)
+        self._set_loaded(ds._view.loaded)
 
     # -- schema evolution ------------------------------------------------------------------
 
@@ -953,8 +952,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """
         _refuse(delete_rate_limit=delete_rate_limit, versions=versions, delete_concurrency=delete_concurrency)
         return _cleanup.cleanup_old_versions(
-            self._store,
-            self._uri,
+            self._view.store,
+            self._view.uri,
             older_than=older_than,
             retain_versions=retain_versions,
             delete_unverified=delete_unverified,
@@ -1001,9 +1000,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
         )
         if isinstance(base_uri, LanceDataset):
-            storage_options = base_uri._storage_options if storage_options is None else storage_options
+            storage_options = base_uri._view.storage_options if storage_options is None else storage_options
             if base_store_params is None:
-                base_store_params = base_uri._base_store_params
+                base_store_params = base_uri._view.base_store_params
             base_uri = base_uri.uri
         uri = _uri(base_uri)
         options = normalize_storage_options(storage_options)

@@ -215,12 +215,12 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         from lancepy._table.validate import _validate_fragment
         from lancepy.exceptions import CorruptFileError
 
-        store = self._ds._store
+        store = self._ds._view.store
         sizes = {p: size for p, size, _ in store.list("data")}
         problems: List[str] = []
         checked = {"data_files": 0, "deletion_files": 0}
         _validate_fragment(
-            store, self._ds._snapshot, self._meta._data, sizes, problems, checked, self._ds._storage_options
+            store, self._ds._view.snapshot, self._meta._data, sizes, problems, checked, self._ds._view.storage_options
         )
         if problems:
             raise CorruptFileError(f"{self._ds.uri} fragment {self.fragment_id} is damaged: " + "; ".join(problems))
@@ -228,7 +228,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
     def _delete_addresses(self, addresses: Any) -> Optional[FragmentMetadata]:
         if len(addresses) == 0:
             return self._meta
-        for fid, frag_json in self._ds._snapshot.delete_rows(addresses, self._ds.version):
+        for fid, frag_json in self._ds._view.snapshot.delete_rows(addresses, self._ds.version):
             if fid == self.fragment_id:
                 return None if frag_json is None else FragmentMetadata._from_dict(json.loads(frag_json))
         return self._meta
@@ -425,7 +425,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
             raise ColumnNotFoundError(f"merge_columns: no columns {missing} in the dataset")
         phys = self.physical_rows
         src = pa.table(
-            ds._snapshot.scan(
+            ds._view.snapshot.scan(
                 [c for c in cols if c not in (ROW_ID, ROW_ADDRESS)],
                 fragment_ids=[self.fragment_id],
                 batch_rows=batch_size or max(phys, 1),

@@ -190,7 +190,7 @@ class MergeInsertBuilder:
         stats, planned = self._plan(source, missing)
         elapsed = time.perf_counter() - t0
         written = list(planned[1]) if planned is not None else []
-        store = self._ds._store
+        store = self._ds._view.store
         listed: Dict[str, int] = {}
         for folder in {p.rsplit("/", 1)[0] for p in written if isinstance(p, str) and "/" in p}:
             listed.update({path: size for path, size, _ in store.list(folder)})
@@ -243,16 +243,16 @@ class MergeInsertBuilder:
         if not missing:
             return rows
         ds = self._ds
-        manifest = ds._loaded.manifest
+        manifest = ds._view.loaded.manifest
         blobs = {n for n in missing if _blob.blob_field_kind(manifest, n) is not None}
         if addresses is not None:
-            have = pa.table(ds._snapshot.take_addresses(addresses, columns=missing, with_row_address=True))
+            have = pa.table(ds._view.snapshot.take_addresses(addresses, columns=missing, with_row_address=True))
             if have.num_rows != rows.num_rows:
                 raise CommitConflictError("merge_insert: matched rows changed while they were read")
             for n in missing:
                 values = have.column(n).combine_chunks()
                 if n in blobs:
-                    values = pa.table(ds._snapshot.blob_values(n, have.column(ROW_ADDRESS).combine_chunks(), values)).column(0)
+                    values = pa.table(ds._view.snapshot.blob_values(n, have.column(ROW_ADDRESS).combine_chunks(), values)).column(0)
                 rows = rows.append_column(pa.field(n, values.type, ds._schema.field(n).nullable), values)
         else:
             for n in missing:

@@ -205,7 +205,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return
         if self._computed is not None or self._nearest is not None:
             raise UnsupportedError("blob_handling='all_binary' with computed columns or nearest= is not supported")
-        manifest = self._ds._loaded.manifest
+        manifest = self._ds._view.loaded.manifest
         names = self._columns if self._columns is not None else list(self._ds._schema.names)
         self._blob_values = [c for c in names if _blob.blob_field_kind(manifest, c) is not None]
         if self._blob_values and not self._with_row_address:
@@ -252,7 +252,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         `late`) first, evaluates the filter per batch, and reads the `late` columns for the
         passing rows only: by row address when few pass, else by scanning the batch's rows.
         Offset and limit are applied before the late columns are read."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         stream = s.scan_stream(
             early,
@@ -274,7 +274,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def _few_pass(self, late: List[str]) -> bool:
         """Whether at most `_TAKE_FRACTION` of the first `_PROBE_ROWS` rows pass the filter (a
         stream's guess at the whole scan, from a read of the filter's columns only)."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         probe = pa.table(s.scan(early, fragment_ids=self._fragment_ids, limit=self._PROBE_ROWS, batch_rows=self._PROBE_ROWS))
         if probe.num_rows == 0:
@@ -287,7 +287,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         filtered; then the late columns are taken for the passing rows if few pass, else
         scanned for all rows (the same order) and filtered the same way. Both reads run in
         parallel over fragments."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         t = pa.table(s.scan(
             early,
@@ -313,7 +313,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
 
     def _late_values(self, addr: pa.Array, late: List[str], scanned: int) -> pa.Table:
         """Columns `late` at row addresses `addr` (ascending within each fragment), in that order."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         if len(addr) <= scanned * self._TAKE_FRACTION:
             return pa.table(s.take_addresses(addr, columns=late))
         frag = pc.shift_right(addr, 32)
@@ -478,7 +478,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
 
     def _finish(self, table: pa.Table) -> pa.Table:
         if self._blob_values:
-            s = self._ds._snapshot
+            s = self._ds._view.snapshot
             addresses = table.column(ROW_ADDRESS).combine_chunks()
             for name in self._blob_values:
                 i = table.schema.get_field_index(name)
@@ -498,7 +498,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def _scan_table(self, offset: int = 0, limit: Optional[int] = None, batch_rows: int = 131072) -> pa.Table:
         """The scan's columns and rows (before filtering), read at once."""
         return pa.table(
-            self._ds._snapshot.scan(
+            self._ds._view.snapshot.scan(
                 self._read_columns(),
                 fragment_ids=self._fragment_ids,
                 offset=offset,
@@ -549,7 +549,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def _indexed_rows(self, hit: _scalar_query.IndexPrefilter, columns: Optional[List[str]]) -> pa.Table:
         """The rows passing the filter, in scan order: of a covered fragment, its candidate
         rows (taken by address); runs of other fragments scanned. Offset and limit not applied."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         order = self._fragment_ids
         if order is None:
             order = [int(f.get("id", 0)) for f in self._ds._view.loaded.fragment_entries]
@@ -614,7 +614,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if self._order:
             yield from self._ordered_table().to_batches(max_chunksize=self._batch_size)
             return
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         if self._filter is None:
             stream = s.scan_stream(
                 self._read_columns(),
@@ -688,7 +688,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if blob_mode not in ("lazy", "bytes", "descriptions"):
             raise InvalidArgumentError(f"blob_mode must be 'lazy', 'bytes' or 'descriptions', got {blob_mode!r}")
         _check_pandas_options(kwargs)
-        manifest = self._ds._loaded.manifest
+        manifest = self._ds._view.loaded.manifest
         names = self._columns if self._columns is not None else list(self._ds._schema.names)
         blobs = [c for c in names if self._computed is None and _blob.blob_field_kind(manifest, c) is not None]
         if not blobs or blob_mode == "descriptions":
@@ -701,9 +701,9 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         table = scan.to_table()
         addresses = table.column(ROW_ADDRESS).to_pylist()
         files = {
-            c: _blob.open_blob_files(self._ds._store.uri, manifest, self._ds._storage_options, c, addresses,
+            c: _blob.open_blob_files(self._ds._view.store.uri, manifest, self._ds._view.storage_options, c, addresses,
                                      table.column(c).to_pylist(), _blob.DEFAULT_BLOB_BUFFER_SIZE,
-                                     self._ds._base_store_params)
+                                     self._ds._view.base_store_params)
             for c in blobs
         }
         order = table.column_names if self._with_row_address else [c for c in table.column_names if c != ROW_ADDRESS]
@@ -855,7 +855,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return self._search().num_rows
         if self._include_deleted:
             return self.to_table().num_rows  # (deleted rows counted, as the scan returns them)
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         if self._filter is None:
             n = s.count_rows(self._fragment_ids)
             n = max(n - self._offset, 0)

@@ -94,9 +94,10 @@ class _DatasetCaches:
 
 @track_io(dataset_tracker)
 class DatasetSessionMembers:
-    """The members of :class:`lancepy.LanceDataset` about its session and commit lock, and
-    its :class:`~lancepy._table.snapshot.DatasetView` (``_view``: the one object holding its
-    version; the private names below read it, for the public and integration layers)."""
+    """The members of :class:`lancepy.LanceDataset` about its session and commit lock, which
+    its :class:`~lancepy._table.snapshot.DatasetView` holds (``_view``: the one object holding
+    its version, its store, session and commit lock), and installing the view an operation
+    committed."""
 
     _view: DatasetView
     #: pylance's ``default_scan_options``: scanner arguments used where a scan leaves them unset.
@@ -115,42 +116,6 @@ class DatasetSessionMembers:
         returns the result."""
         self._view, result = committed
         return result
-
-    @property
-    def _session(self) -> Session:
-        return self._view.session
-
-    @property
-    def _commit_lock(self) -> Any:
-        return self._view.commit_lock
-
-    @property
-    def _uri(self) -> str:
-        return self._view.uri
-
-    @property
-    def _storage_options(self) -> Any:
-        return self._view.storage_options
-
-    @property
-    def _base_store_params(self) -> Any:
-        return self._view.base_store_params
-
-    @property
-    def _store(self) -> Any:
-        return self._view.store
-
-    @property
-    def _loaded(self) -> Any:
-        return self._view.loaded
-
-    @property
-    def _per_version(self) -> Any:
-        return self._view.state
-
-    @property
-    def _snapshot(self) -> Any:
-        return self._view.state.snapshot
 
     @property
     def _ds(self) -> _DatasetCaches:
@@ -184,10 +149,10 @@ def _remember(ds: Any) -> None:
     removed by a cleanup, or a dataset deleted and written again at the same URI, is read
     afresh instead of answered from the cache. Only local manifests are kept: on an object
     store the check would cost the request a hit saves."""
-    loaded = ds._loaded
-    stamp = _stamp(ds._uri, loaded.path)
+    loaded = ds._view.loaded
+    stamp = _stamp(ds._view.uri, loaded.path)
     if stamp is not None:
-        ds.session()._metadata.put(_metadata_key(ds._uri, ds._storage_options, loaded.version), (loaded, stamp), loaded.size)
+        ds.session()._metadata.put(_metadata_key(ds._view.uri, ds._view.storage_options, loaded.version), (loaded, stamp), loaded.size)
 
 
 def _cached_manifest(session: Session, uri: str, storage_options: Any, version: Any) -> Any:
@@ -243,10 +208,10 @@ def view_schema(ds: Any) -> Any:
 def checkout(ds: Any, version: Union[int, str]) -> Any:
     """``ds.checkout_version(version)``: another version, with the same session and lock."""
     session = ds.session()
-    loaded = _cached_manifest(session, ds._uri, ds._storage_options, version)
-    other = type(ds)(ds._uri, version, storage_options=ds._storage_options, base_store_params=ds._base_store_params,
+    loaded = _cached_manifest(session, ds._view.uri, ds._view.storage_options, version)
+    other = type(ds)(ds._view.uri, version, storage_options=ds._view.storage_options, base_store_params=ds._view.base_store_params,
                      _loaded=loaded, _io=ds._io)
-    return attach(other, session, ds._commit_lock, ds._default_scan_options)
+    return attach(other, session, ds._view.commit_lock, ds._default_scan_options)
 
 
 def open_dataset(

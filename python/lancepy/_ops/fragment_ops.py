@@ -123,10 +123,7 @@ def add_columns_file(view: "DatasetView", fragment_id: int, new: pa.Table) -> Tu
     lance = lance_fields_for(new_schema, view.max_field_id + 1)
     own = meta._manifest_json()
     own["files"] = own["files"] + [_write_columns(view, new, lance["fields"], lance["metadata"])]
-    m = view.loaded.manifest
-    return FragmentMetadata._from_dict(own), LanceSchema(
-        m.get("fields", []) + lance["fields"], m.get("schema_metadata", {})
-    )
+    return FragmentMetadata._from_dict(own), LanceSchema(view.loaded.fields + lance["fields"], view.loaded.schema_metadata)
 
 
 def sql_columns(
@@ -225,15 +222,14 @@ def update_columns(
         [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns], schema=target
     )
 
-    manifest = view.loaded.manifest
-    all_fields = manifest.get("fields", [])
+    all_fields = view.loaded.fields
     top_ids = [next(f["id"] for f in all_fields if f.get("parent_id", -1) == -1 and f.get("name") == n) for n in names]
     modified = [i for top in top_ids for i in _subtree_ids(all_fields, top)]
     sub = [f for f in all_fields if f.get("id") in set(modified)]
     meta = view.fragment_metadata(fragment_id)._manifest_json()
     for df in meta["files"]:  # the old values stay in their files, no longer served
         df["fields"] = [_TOMBSTONE if i in set(modified) else i for i in df.get("fields", [])]
-    written = _write_columns(view, new, sub, manifest.get("schema_metadata", {}))
+    written = _write_columns(view, new, sub, view.loaded.schema_metadata)
     meta["files"].append(written)
     out = FragmentMetadata._from_dict(meta)
     # the fields modified are those the new file stores (a struct's leaves, as pylance says)
@@ -263,14 +259,13 @@ def fragment_from_file(filename: str, view: "DatasetView", fragment_id: int) -> 
         raise EmptyDataError(f"{filename} has no rows")
     # Which field ids the file's columns stand for is the writer's rule: ask it, with one row
     # written to memory under the dataset's field ids.
-    manifest = view.loaded.manifest
     probe = pa.table(reader.read_range(0, 1).to_table())
     probe_uri = f"memory://lancepy-probe-{id(probe)}-{fragment_id}"
     text = _lancepy.write_fragments(
         probe_uri,
         probe.to_reader(),
-        json.dumps(manifest.get("fields", [])),
-        json.dumps(manifest.get("schema_metadata", {})),
+        json.dumps(view.loaded.fields),
+        json.dumps(view.loaded.schema_metadata),
         1,
         reader.version,
         1 << 62,

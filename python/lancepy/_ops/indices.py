@@ -26,7 +26,7 @@ def list_indices(view: "DatasetView") -> List[Dict[str, Any]]:
     """See :meth:`LanceDataset.list_indices`."""
     if view.loaded.index_section is None:
         return []
-    names = _field_paths(view.loaded.manifest.get("fields", []))
+    names = _field_paths(view.loaded.fields)
     out = []
     for e in _lancepy.index_section_entries(view.loaded.index_section):
         out.append(
@@ -77,7 +77,7 @@ def describe_indices(view: "DatasetView") -> List["IndexDescription"]:
     """See :meth:`LanceDataset.describe_indices`."""
     if view.loaded.index_section is None:
         return []
-    names = _field_paths(view.loaded.manifest.get("fields", []))
+    names = _field_paths(view.loaded.fields)
     rows = view.fragment_rows()
     by_name: Dict[str, List[Dict[str, Any]]] = {}
     for e in _lancepy.index_section_entries(view.loaded.index_section):

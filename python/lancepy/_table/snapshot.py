@@ -62,7 +62,7 @@ class VersionState(dict):
 
     def fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
         """The manifest entry of fragment `fragment_id`."""
-        by_id = self.cached("fragments_by_id", lambda: {f.get("id", 0): f for f in self.loaded.manifest.get("fragments", [])})
+        by_id = self.cached("fragments_by_id", lambda: {f.get("id", 0): f for f in self.loaded.fragment_entries})
         return FragmentMetadata._from_dict(by_id[fragment_id])
 
     def count_rows(self) -> int:

@@ -268,14 +268,14 @@ def _merge_bucket(
         fragments: List[Dict[str, Any]] = []
         if rows is not None and rows.num_rows:
             made = _write(
-                ds._uri,
+                ds._view.uri,
                 align_to_schema(rows.to_reader(), ds.schema),
-                ds._loaded.manifest.get("fields", []),
-                ds._loaded.manifest.get("schema_metadata", {}),
+                ds._view.loaded.fields,
+                ds._view.loaded.schema_metadata,
                 DEFAULT_MAX_ROWS_PER_FILE,
                 ds.data_storage_version,
                 file_tag=tag,
-                storage_options=ds._storage_options,
+                storage_options=ds._view.storage_options,
             )
             fragments = [f._manifest_json() for f in made]
     except LanceError as e:
