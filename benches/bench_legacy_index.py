@@ -79,7 +79,7 @@ def legacy_btree(path: str, name: str) -> None:
     w.write_batch(pa.record_batch([pa.array(mins, values.type), pa.array(maxs, values.type), pa.array(nulls, pa.uint32()),
                                    pa.array(range(len(mins)), pa.uint32())], schema=lschema))
     w.finish()
-    raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]}
+    raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]}
     old = raw[entry["uuid"]]
     new = {k: v for k, v in old.items() if k not in ("files", "index_version")}
     new.update({"uuid": {"uuid": list(_uuid.UUID(uid).bytes)}, "created_at": int(time.time() * 1000)})

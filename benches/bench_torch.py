@@ -401,7 +401,7 @@ def stage_profile(uri: str, columns: List[str], batch: int, binary: str = "bytes
     data = LanceDataset(uri, columns=columns, binary=binary)
     idx = ShuffleSampler(data, seed=1).indices()
     sets = [idx[s : s + batch].tolist() for s in range(0, min(len(idx), batches * batch), batch)]
-    snap = data._dataset()._snapshot
+    snap = data._dataset()._view.snapshot
     stages: Dict[str, Callable[[List[int]], Any]] = {
         "native take (Rust, GIL released)": lambda b: snap.take(b, columns=columns),
         "+ Arrow import (pa.record_batch)": lambda b: pa.record_batch(snap.take(b, columns=columns)),

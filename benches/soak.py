@@ -456,7 +456,7 @@ def main() -> int:
     expected = referenced_by_pylance(uri, kept)
     kept_txn = set()
     for v in kept:
-        tf = lancepy.dataset(uri, version=v)._loaded.manifest.get("transaction_file")
+        tf = lancepy.dataset(uri, version=v)._view.loaded.manifest.get("transaction_file")
         if tf:
             kept_txn.add(f"_transactions/{tf}")
     manifests = {p for p in after if p.startswith("_versions/") and p.endswith(".manifest")}

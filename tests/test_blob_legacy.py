@@ -234,7 +234,7 @@ def test_descriptions_asking_for_more_bytes_than_the_file_has_are_corrupt(tmp_pa
         [pa.array([0] * n, pa.uint64()), pa.array([size // 2] * n, pa.uint64())], names=["position", "size"]
     )
     with pytest.raises(CorruptFileError, match="ask for"):
-        ds._snapshot.blob_values("b", pa.array([0] * n, pa.uint64()), descriptions)
+        ds._view.snapshot.blob_values("b", pa.array([0] * n, pa.uint64()), descriptions)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

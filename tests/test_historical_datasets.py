@@ -56,3 +56,26 @@ def test_appends_and_deletes_by_lancepy_stay_readable_by_pylance(v013):
     got = lancepy.dataset(v013).to_table()
     assert got.equals(lance.dataset(v013).to_table())
     assert got.column("strings").to_pylist() == ["foo", "baz", "qux"]
+
+
+def _file_versions(fragments):
+    return sorted({(f.file_major_version, f.file_minor_version) for frag in fragments for f in frag.files})
+
+
+def test_fragments_appended_to_a_manifest_without_data_format_use_its_files_version(v013, tmp_path):
+    # The 0.13 manifest records no data_format: the version of new files is inferred from
+    # the dataset's own files (2.0), as pylance 14 does, not lancepy's default for new data.
+    theirs = str(tmp_path / "theirs.lance")
+    shutil.copytree(v013, theirs)
+    more = pa.table({"numbers": [7, 8], "strings": ["qux", None], "bins": [b"qux", b""], "more_numbers": [8, 9]},
+                    schema=lance.dataset(v013).schema)
+    ours = lancepy.fragment.write_fragments(more, v013, mode="append")
+    expected = lance.fragment.write_fragments(more, theirs, mode="append")
+    assert _file_versions(ours) == _file_versions(expected) == [(2, 0)]
+    lancepy.LanceDataset.commit(v013, lancepy.LanceOperation.Append(ours), read_version=1)
+    lance.LanceDataset.commit(theirs, lance.LanceOperation.Append(expected), read_version=1)
+    want = lance.dataset(theirs).to_table()
+    assert lance.dataset(v013).to_table().equals(want)
+    assert lancepy.dataset(v013).to_table().equals(want)
+    assert lancepy.dataset(theirs).to_table().equals(lancepy.dataset(v013).to_table())
+    assert lancepy.dataset(v013).data_storage_version == lance.dataset(v013).data_storage_version == "2.0"

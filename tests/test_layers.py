@@ -180,3 +180,65 @@ def test_the_checker_sees_an_upward_import(tmp_path: pathlib.Path) -> None:
     got = runtime_imports(src, {"lancepy.dataset", "lancepy._table.commit", "lancepy._table"}, "lancepy._table.m")
     assert set(got) == {"lancepy.dataset", "lancepy._table.commit"}
     assert layer_of("lancepy._table.commit") == 2 and layer_of("lancepy.torch.loader") == 5
+
+
+#: A dataset's private state and the private methods of ``LanceDataset``: the table and
+#: operations layers take a ``DatasetView`` (``lancepy._table.snapshot``) instead, and never
+#: read these from another object (``self._x`` of their own classes is theirs).
+DATASET_PRIVATE = {
+    "_loaded", "_per_version", "_snapshot", "_view", "_commit", "_schema", "_store", "_uri", "_storage_options",
+    "_base_store_params", "_session", "_commit_lock", "_io", "_set_loaded", "_refresh_latest", "_take_rows",
+    "_index_entries", "_fragment_metadata", "_snapshot_rows", "_field_ids_by_path", "_fragment_id_set", "_pinned",
+}
+#: The public layer's classes, which the lower layers never take as an argument.
+PUBLIC_CLASSES = ("LanceDataset", "LanceFragment", "LanceScanner")
+
+
+def dataset_uses(path: pathlib.Path) -> List[Tuple[int, str]]:
+    """Where `path` reads a dataset's private state or takes a public-layer object: an
+    attribute of :data:`DATASET_PRIVATE` read from anything but ``self`` / ``cls``, a
+    parameter annotated with a class of :data:`PUBLIC_CLASSES` or named ``ds``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr in DATASET_PRIVATE:
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append((node.lineno, f"reads .{node.attr}"))
+        elif isinstance(node, ast.arg):
+            text = ast.unparse(node.annotation) if node.annotation is not None else ""
+            if node.arg == "ds" or any(c in text for c in PUBLIC_CLASSES):
+                found.append((node.lineno, f"takes {node.arg}: {text or '?'}"))
+    return found
+
+
+def lower_modules() -> Dict[str, pathlib.Path]:
+    return {
+        module_name(p): p
+        for p in PACKAGE.rglob("*.py")
+        if module_name(p).startswith(("lancepy._ops.", "lancepy._table."))
+    }
+
+
+def test_operations_and_table_layers_take_a_view_not_a_dataset() -> None:
+    modules = lower_modules()
+    assert "lancepy._ops.take" in modules and "lancepy._table.commit" in modules
+    bad = {m: uses for m, p in modules.items() if (uses := dataset_uses(p))}
+    assert not bad, "modules reading a dataset instead of a DatasetView:\n" + "\n".join(
+        f"{m}:{line}: {what}" for m, uses in sorted(bad.items()) for line, what in uses
+    )
+
+
+def test_the_view_checker_sees_a_dataset_read(tmp_path: pathlib.Path) -> None:
+    """The analysis itself, on planted violations and on what is allowed."""
+    src = tmp_path / "m.py"
+    src.write_text(
+        "def f(view, other: 'LanceDataset', ds):\n"
+        "    a = view.loaded\n"
+        "    b = other._loaded.manifest\n"
+        "    return getattr(view, 'x'), view.state.snapshot, other._per_version\n"
+        "class C:\n"
+        "    def g(self):\n"
+        "        return self._store\n"
+    )
+    assert sorted(dataset_uses(src)) == [
+        (1, "takes ds: ?"), (1, "takes other: 'LanceDataset'"), (3, "reads ._loaded"), (4, "reads ._per_version")
+    ]

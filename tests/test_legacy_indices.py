@@ -112,12 +112,12 @@ def _replace_segment(path: str, name: str, write) -> None:
     write(os.path.join(path, "_indices", uid), t.column(column).combine_chunks(), t.column("_rowaddr").combine_chunks())
     raw = {
         _commit._uuid_str(e["uuid"]): e
-        for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]
+        for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]
     }
     old = raw[entry["uuid"]]
     new = {k: v for k, v in old.items() if k not in ("files", "index_version")}
     new.update({"uuid": {"uuid": list(_uuid.UUID(uid).bytes)}, "created_at": int(time.time() * 1000)})
-    ds._commit("CreateIndex", {"new_indices": [new], "removed_indices": [old]}, [])
+    _commit.commit_on(ds._view, "CreateIndex", {"new_indices": [new], "removed_indices": [old]}, [])
 
 
 def _values(seed: int, n: int, dtype: str) -> pa.Array:

@@ -32,7 +32,7 @@ def test_each_rule(tmp_path):
     ds.delete("a < 2")
     ds.create_scalar_index("a", "BTREE")
     ds = lancepy.dataset(uri)
-    manifest, entries = ds._loaded.manifest, ds._index_entries()
+    manifest, entries = ds._view.loaded.manifest, ds._index_entries()
     assert not needs_migration(manifest, entries)
     m = copy.deepcopy(manifest)
     m["writer_version"] = None
@@ -80,7 +80,7 @@ def test_a_legacy_recorded_version_is_fixed_on_commit_as_pylance(tmp_path):
 
     uri = str(tmp_path / "d")
     lancepy.write_dataset(pa.table({"a": range(10)}), uri, data_storage_version="2.0")
-    m = json.loads(lancepy.dataset(uri)._loaded.json)
+    m = json.loads(lancepy.dataset(uri)._view.loaded.json)
     m["data_format"] = {"file_format": "lance", "version": "0.1"}
 
     def commit(manifest):

@@ -35,7 +35,7 @@ def _whole(loaded: LoadedManifest):
 def _check(uri: str) -> None:
     ds = lancepy.dataset(uri)
     for v in [x["version"] for x in ds.versions()]:
-        parts = load_manifest(ds._store, v)
+        parts = load_manifest(ds._view.store, v)
         whole = _whole(parts)
         assert parts.fields == whole.get("fields", [])
         assert parts.schema_metadata == (whole.get("schema_metadata") or {})
@@ -61,14 +61,14 @@ def test_parts_equal_the_whole_manifest(tmp_path, writer):
     ds = lib.dataset(uri)
     ds.add_columns({"z": "id * 2"})
     lib.write_dataset(_table(5), uri, mode="append")
-    assert lancepy.dataset(uri)._loaded.config.get("lance.test") == "1"
+    assert lancepy.dataset(uri)._view.loaded.config.get("lance.test") == "1"
     _check(uri)
 
 
 def test_parts_after_the_whole_manifest_was_decoded(tmp_path):
     uri = str(tmp_path / "d.lance")
     lancepy.write_dataset(_table(), uri)
-    loaded = lancepy.dataset(uri)._loaded
+    loaded = lancepy.dataset(uri)._view.loaded
     fresh = LoadedManifest.from_native(loaded.native)
     whole = fresh.manifest  # decoded first: the parts come from it
     assert fresh.fields is whole["fields"]
@@ -79,7 +79,7 @@ def test_old_manifest_without_a_recorded_storage_version(tmp_path):
     src = DATA / "pylance-0.13.0_string_encoding.lance"
     uri = str(tmp_path / "old.lance")
     shutil.copytree(src, uri)
-    loaded = lancepy.dataset(uri)._loaded
+    loaded = lancepy.dataset(uri)._view.loaded
     assert loaded.native.data_format_version is None or loaded.native.data_format_version == (
         _whole(loaded).get("data_format") or {}
     ).get("version")

@@ -98,14 +98,14 @@ def test_seeded_generated_filters_count_as_pylance(many):
 
 def test_coalesced_stream_returns_the_same_rows_in_order(many):
     ds = lancepy.dataset(many["pylance"])
-    plain = [pa.table(b) for b in iter(ds._snapshot.scan_stream(["id", "x"], batch_rows=64).next_batch, None)]
+    plain = [pa.table(b) for b in iter(ds._view.snapshot.scan_stream(["id", "x"], batch_rows=64).next_batch, None)]
     merged = [
         pa.table(b)
-        for b in iter(ds._snapshot.scan_stream(["id", "x"], batch_rows=64, coalesce=True).next_batch, None)
+        for b in iter(ds._view.snapshot.scan_stream(["id", "x"], batch_rows=64, coalesce=True).next_batch, None)
     ]
     assert _rows(pa.concat_tables(plain)) == _rows(pa.concat_tables(merged))
     assert len(merged) < len(plain) and all(t.num_rows <= 64 for t in merged)
-    whole = pa.table(ds._snapshot.scan(["id", "x"], batch_rows=64, coalesce=True, with_row_address=True))
+    whole = pa.table(ds._view.snapshot.scan(["id", "x"], batch_rows=64, coalesce=True, with_row_address=True))
     assert whole.column("id").num_chunks == len(merged)
     assert _rows(whole.select(["id", "x"])) == _rows(pa.concat_tables(plain))
 

@@ -54,7 +54,7 @@ def raw_entries(uri: str) -> List[Dict[str, Any]]:
     import json
 
     ds = lancepy.dataset(uri)
-    return json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]
+    return json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]
 
 
 def lookup_table(uri: str, entry: Dict[str, Any]) -> pa.Table:

@@ -55,7 +55,7 @@ def twin_datasets(tmp_path: Any, n: int = 10_000) -> tuple:
 
 def index_entries(uri: str) -> List[Dict[str, Any]]:
     ds = lancepy.dataset(uri)
-    return json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]
+    return json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]
 
 
 def segment_dir(uri: str, entry: Dict[str, Any]) -> str:

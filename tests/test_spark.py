@@ -500,7 +500,7 @@ def test_files_of_a_driver_that_died_before_committing_are_removed_by_cleanup(tm
     committed = _data_files(uri)
     target = pa.schema([pa.field("id", pa.int64())])
     ds = lancepy.dataset(uri)
-    m = ds._loaded.manifest
+    m = ds._view.loaded.manifest
     plan = lspark._WritePlan(
         uri=uri, storage_options=None, target=target, fields_json=json.dumps(m["fields"]),
         metadata_json=json.dumps(m.get("schema_metadata", {})), version="2.1", max_rows_per_file=10,

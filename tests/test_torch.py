@@ -123,7 +123,7 @@ def test_large_binary_values_copied_straight_into_bytes(tmp_path, version):
     lancepy.dataset(path).delete("id % 11 = 4")
     live = lancepy.dataset(path).to_table()
     ds = LanceDataset(path, columns=["image", "label", "id"])
-    direct = ds._dataset()._snapshot.take_bytes([0, 1], "image")
+    direct = ds._dataset()._view.snapshot.take_bytes([0, 1], "image")
     assert (direct is None) == (version == "2.0")
     idx = [5, 0, 399, 5, len(ds) - 1, 250]
     batch = ds.__getitems__(idx)

@@ -670,7 +670,7 @@ def test_batch_into_nullable_vectors_fall_back(tmp_path):
 
 def test_take_into_rejects_bad_outputs(wide_uri):
     uri, DIM = wide_uri, WIDE
-    snap = lancepy.dataset(uri)._snapshot
+    snap = lancepy.dataset(uri)._view.snapshot
     emb = np.zeros((2, DIM), np.float32)
     assert snap.take_into([0, 5], "emb", emb) is True
     want = lancepy.dataset(uri).take([0, 5], columns=["emb"]).column("emb").to_pylist()
@@ -785,7 +785,7 @@ def test_native_pipeline_bad_indices_at_their_batch_and_early_stop(wide_uri, nat
 
 
 def test_take_pipeline_rejects_bad_use(wide_uri):
-    snap = lancepy.dataset(wide_uri)._snapshot
+    snap = lancepy.dataset(wide_uri)._view.snapshot
     with pytest.raises(InvalidArgumentError, match="fixed width"):
         snap.take_pipeline(["caption"], 2)
     with pytest.raises(ColumnNotFoundError):
@@ -822,7 +822,7 @@ def test_take_pipeline_rejects_bad_use(wide_uri):
 def test_native_writers_never_share_memory(wide_uri):
     """Two batches in flight into the same array (or overlapping views) are refused: no two
     native writers ever hold the same bytes."""
-    snap = lancepy.dataset(wide_uri)._snapshot
+    snap = lancepy.dataset(wide_uri)._view.snapshot
     pipe = snap.take_pipeline(["emb"], 1)
     big = np.zeros((4, WIDE), np.float32)
     rows = list(range(800)) * 100  # ~20 MB for the one reading thread: `a` waits behind it

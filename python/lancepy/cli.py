@@ -93,7 +93,7 @@ def inspect_dataset(uri: str, version: Optional[int] = None, storage_options: Op
     from lancepy.dataset import LanceDataset
 
     ds = LanceDataset(uri, version, storage_options=storage_options)
-    m = ds._loaded.manifest
+    m = ds._view.loaded.manifest
     rows = ds._snapshot_rows()
     fragments = []
     for f in ds.get_fragments():
@@ -108,8 +108,8 @@ def inspect_dataset(uri: str, version: Optional[int] = None, storage_options: Op
                 "deletion_file": f.deletion_file(),
             }
         )
-    listing = ds._store.list("")
-    versions, _ = _commit.list_versions(ds._store)
+    listing = ds._view.store.list("")
+    versions, _ = _commit.list_versions(ds._view.store)
     return {
         "kind": "dataset",
         "uri": ds.uri,
@@ -193,7 +193,7 @@ def list_versions(uri: str, storage_options: Optional[Dict[str, str]] = None) ->
     from lancepy._table.tags import Tags
 
     latest = LanceDataset(uri, storage_options=storage_options)
-    for name, t in Tags(latest._store).list().items():
+    for name, t in Tags(latest._view.store).list().items():
         tags.setdefault(t["version"], []).append(name)
     out = []
     for v in sorted(versions):

@@ -55,7 +55,7 @@ from lancepy._table.manifest import _summary_entry, _version_entry
 from lancepy._table import operations as _operations
 from lancepy._table import validate as _validate
 from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction
-from lancepy._table.snapshot import VersionState
+from lancepy._table.snapshot import DatasetView
 from lancepy._table import tags as _tags
 from lancepy._table.tags import Tags
 from lancepy.arrow_dataset import ArrowDataset, DatasetArrowMembers
@@ -63,7 +63,7 @@ from lancepy.exceptions import UnsupportedError
 from lancepy.fragment import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, LanceFragment
 from lancepy.merge_insert import MergeInsertBuilder
 from lancepy.optimize import CompactionMetrics, DatasetOptimizer
-from lancepy.scanner import ColumnOrdering, LanceScanner
+from lancepy.scanner import ColumnOrdering, LanceScanner, slice_rows
 from lancepy.stats import LanceStats
 from lancepy.vector import VectorIndexReader  # noqa: F401  (pylance's lance.dataset.VectorIndexReader)
 from lancepy import session as _session
@@ -108,26 +108,23 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         _io: Any = None,
     ) -> None:
         self._io = _io if _io is not None else _lancepy.IoTracker()  # (see io_stats_snapshot)
-        self._uri = _uri(uri)
-        self._storage_options = normalize_storage_options(storage_options)
+        uri, options = _uri(uri), normalize_storage_options(storage_options)
         # Storage options per base path URI (instead of the dataset's), for files under it.
-        self._base_store_params = _bases.normalize_base_store_params(base_store_params)
-        self._store = _lancepy.Store(self._uri, self._storage_options)
-        self._session = _session.Session()  # (its own caches, unless dataset() / checkout_version share one)
+        params = _bases.normalize_base_store_params(base_store_params)
+        store = _lancepy.Store(uri, options)
         with self._io:
-            self._set_loaded(_tags.load_version(self._store, version) if _loaded is None else _loaded)
+            loaded = _tags.load_version(store, version) if _loaded is None else _loaded
+            _commit.check_feature_flags(loaded, write=False, uri=uri)
+            # (its own session, unless dataset() / checkout_version share one: session.attach)
+            self._view = DatasetView(uri, options, params, store, _session.Session(), None, self._io, loaded)
 
     def _set_loaded(self, loaded: _commit.LoadedManifest) -> None:
-        """Moves this object to the version `loaded`. Everything derived from a version
-        lives in the attributes set here, all replaced (never mutated), so that nothing of
-        the previous version survives a move (a delete, an append, a compaction, a restore,
-        ...), and so that :meth:`_pinned` views keep theirs."""
-        _commit.check_feature_flags(loaded, write=False, uri=self._uri)
-        self._loaded = loaded
-        # The native snapshot and the per-version caches (see VersionState), shared with this
-        # version's pinned views.
-        self._per_version = VersionState.open(self._uri, loaded, self._storage_options, self._base_store_params)
-        self._snapshot = self._per_version.snapshot
+        """Moves this object to the version `loaded`: its one :class:`DatasetView` (the
+        version's native snapshot and every per-version cache) is replaced, never mutated,
+        so that nothing of the previous version survives a move (a delete, an append, a
+        compaction, a restore, ...), and so that :meth:`_pinned` views keep theirs."""
+        _commit.check_feature_flags(loaded, write=False, uri=self._view.uri)
+        self._view = self._view.at(loaded)
 
     def _pinned(self) -> "LanceDataset":
         """This version as an object of its own that never moves (fragments, scanners and
@@ -144,22 +141,22 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def uri(self) -> str:
         """Where the dataset is."""
-        return self._uri
+        return self._view.uri
 
     @property
     def storage_options(self) -> Optional[Dict[str, str]]:
         """The storage options the dataset was opened with (credentials, endpoint, ...)."""
-        return None if self._storage_options is None else dict(self._storage_options)
+        return None if self._view.storage_options is None else dict(self._view.storage_options)
 
     @property
     def version(self) -> int:
         """The version this object reads."""
-        return self._loaded.version
+        return self._view.loaded.version
 
     @property
     def latest_version(self) -> int:
         """The newest committed version (found by listing ``_versions/``)."""
-        return _commit.latest_version(self._store)[0]
+        return _commit.latest_version(self._view.store)[0]
 
     @property
     def schema(self) -> pa.Schema:
@@ -168,31 +165,31 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     @property
     def _schema(self) -> pa.Schema:
-        return self._per_version.schema()
+        return self._view.state.schema()
 
     @property
     def data_storage_version(self) -> str:
         """The data file version new files are written with (``"2.0"``, ``"2.1"``, ``"2.2"``)."""
-        return self._loaded.data_storage_version
+        return self._view.loaded.data_storage_version
 
     @property
     def max_field_id(self) -> int:
         """Largest field id used by the schema or any data file."""
-        return self._loaded.max_field_id
+        return self._view.loaded.max_field_id
 
     @property
     def manifest_naming(self) -> str:
         """``"v1"`` or ``"v2"``."""
-        return self._loaded.naming
+        return self._view.loaded.naming
 
     def config(self) -> Dict[str, str]:
         """The table config (a method, as in pylance)."""
-        return dict(self._loaded.manifest.get("config", {}))
+        return self._view.loaded.config
 
     @property
     def has_stable_row_ids(self) -> bool:
         """Whether row ids survive compaction and updates (``enable_stable_row_ids``)."""
-        return self._loaded.stable_row_ids
+        return self._view.loaded.stable_row_ids
 
     @property
     def stats(self) -> "LanceStats":
@@ -202,59 +199,58 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def metadata(self) -> Dict[str, str]:
         """The table metadata (``Manifest.table_metadata``)."""
-        return dict(self._loaded.manifest.get("table_metadata") or {})
+        return self._view.loaded.table_metadata
 
     @property
     def schema_metadata(self) -> Dict[str, str]:
         """The schema metadata, decoded as text."""
-        md = self._loaded.manifest.get("schema_metadata") or {}
-        return {k: bytes(v).decode("utf-8", "replace") for k, v in md.items()}
+        return self._view.loaded.schema_metadata_text
 
     @property
     def lance_schema(self) -> "LanceSchema":
         """The schema with its Lance field ids (for :class:`LanceOperation.Project` /
         :class:`LanceOperation.Merge`)."""
-        m = self._loaded.manifest
-        return LanceSchema(m.get("fields", []), m.get("schema_metadata", {}))
+        loaded = self._view.loaded
+        return LanceSchema(loaded.fields, loaded.schema_metadata)
 
     def update_config(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Sets config keys (a ``None`` value deletes the key; `replace` drops every key not
         given) as a new version; returns the new config."""
-        return _config.update_config(self, values, replace=replace)
+        return self._installed(_config.update_config(self._view, values, replace=replace))
 
     def delete_config_keys(self, keys: List[str]) -> None:
         """Deletes config keys (missing ones are ignored) as a new version."""
-        return _config.delete_config_keys(self, keys)
+        self._install(_config.delete_config_keys(self._view, keys))
 
     def update_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Updates the table metadata like :meth:`update_config`; returns the new metadata."""
-        return _config.update_metadata(self, values, replace=replace)
+        return self._installed(_config.update_metadata(self._view, values, replace=replace))
 
     def update_schema_metadata(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Updates the schema metadata like :meth:`update_config`; returns the new schema
         metadata."""
-        return _config.update_schema_metadata(self, values, replace=replace)
+        return self._installed(_config.update_schema_metadata(self._view, values, replace=replace))
 
     def replace_schema_metadata(self, new_metadata: Dict[str, str]) -> None:
         """Replaces the whole schema metadata."""
-        return _config.replace_schema_metadata(self, new_metadata)
+        self._install(_config.replace_schema_metadata(self._view, new_metadata))
 
     def update_field_metadata(self, field_updates: Dict[str, Dict[str, Optional[str]]], *, replace: bool = False) -> None:
         """Updates the metadata of fields, named by path (``"a"``, ``"s.x"`` for a struct
         child), like :meth:`update_config`."""
-        return _config.update_field_metadata(self, field_updates, replace=replace)
+        self._install(_config.update_field_metadata(self._view, field_updates, replace=replace))
 
     def replace_field_metadata(self, field_name: str, new_metadata: Dict[str, str]) -> None:
         """Replaces the whole metadata of one field (named by path)."""
-        return _config.replace_field_metadata(self, field_name, new_metadata)
+        self._install(_config.replace_field_metadata(self._view, field_name, new_metadata))
 
     def _field_ids_by_path(self) -> Dict[str, int]:
-        return _config._field_ids_by_path(self)
+        return self._view.loaded.field_ids_by_path
 
     @property
     def tags(self) -> "Tags":
         """The dataset's tags."""
-        return Tags(self._store, self.version)
+        return Tags(self._view.store, self.version)
 
     @property
     def optimize(self) -> "DatasetOptimizer":
@@ -264,31 +260,31 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     @property
     def has_index(self) -> bool:
         """Whether this version carries indices (created by another tool)."""
-        return self._loaded.index_section is not None and bool(_lancepy.describe_index_section(self._loaded.index_section))
+        return self._view.loaded.index_section is not None and bool(_lancepy.describe_index_section(self._view.loaded.index_section))
 
     def list_indices(self) -> List[Dict[str, Any]]:
         """The indices of this version, one dict per index segment as pylance lists them:
         ``name``, ``type`` (``"IVF_PQ"``, ``"IVF_FLAT"``, ``"BTree"``, ...), ``uuid``,
         ``fields`` (column names), ``version`` (the dataset version it was built on),
         ``fragment_ids`` (the fragments it covers, a set) and ``base_id``."""
-        return _index_ops.list_indices(self)
+        return _index_ops.list_indices(self._view)
 
     def _index_entries(self) -> List[Dict[str, Any]]:
         """The index section's entries (uuid, fields, fragment ids, ...), decoded."""
-        return _index_ops._index_entries(self)
+        return self._view.index_entries()
 
     def describe_indices(self) -> List["IndexDescription"]:
         """One :class:`IndexDescription` per index name (its segments together), as pylance:
         type URL, rows indexed (live rows of the fragments it covers), field ids and names,
         segments, and the bytes of its files."""
-        return _index_ops.describe_indices(self)
+        return _index_ops.describe_indices(self._view)
 
     def index_statistics(self, index_name: str) -> Dict[str, Any]:
         """Statistics of the index `index_name` (pylance's keys): type, segments, indexed and
         unindexed fragments and rows; for IVF indices also each segment's metric, partitions
         (sizes) and sub-index, for BTREE ones each segment's min, max and pages, BITMAP /
         LABEL_LIST ones ``num_bitmaps``; other scalar indices' hold the uuid and type only."""
-        return _index_ops.index_statistics(self, index_name)
+        return _index_ops.index_statistics(self._view, index_name)
 
     def drop_index(self, name: str) -> None:
         """Removes the index `name` (every segment of it) from the dataset: a new version
@@ -296,7 +292,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         transaction with the index among its removed ones). The index files stay until
         :meth:`cleanup_old_versions` removes them with the versions that use them. An unknown
         name raises :class:`~lancepy.exceptions.IndexNotFoundError`."""
-        return _index_ops.drop_index(self, name)
+        self._install(_index_ops.drop_index(self._view, name))
 
     def create_index(
         self,
@@ -357,7 +353,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ``streaming_*``, ``train=False``, ``num_bits`` other than 8, multi-column indices,
         vectors that are not float32, ``index_file_version="Legacy"`` but for IVF_PQ of float32.
         """
-        return _index_ops.create_index(self, **_args(locals()))
+        self._install(_index_ops.create_index(self._view, **_args(locals())))
+        return self
 
     def create_scalar_index(
         self, column: Union[str, List[str]], index_type: Any, name: Optional[str] = None, *, replace: bool = True,
@@ -381,13 +378,13 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         (``ValueError``, as pylance), ``progress_callback``, INVERTED ``memory_limit`` /
         ``num_workers`` / ``document_granularity="list_element"`` and the tokenizers
         pylance loads language models for."""
-        _scalar_index.create_scalar_index(self, **_args(locals()))
+        self._install(_scalar_index.create_scalar_index(self._view, **_args(locals())))
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
         """The base paths this version registers, by id: other roots holding some of its
         files (the source of a shallow clone, other buckets). The dataset's own root is not
         included unless registered."""
-        return _bases.base_paths_of(self._loaded.manifest)
+        return _bases.base_paths_of(self._view.loaded.manifest)
 
     def shallow_clone(
         self,
@@ -407,9 +404,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         dataset's. Raises :class:`DatasetAlreadyExistsError` if a dataset exists at
         `target_path`; a failed clone leaves no version behind.
         """
-        options = self._storage_options if storage_options is None else normalize_storage_options(storage_options)
+        options = self._view.storage_options if storage_options is None else normalize_storage_options(storage_options)
         target = _uri(target_path)
-        _bases.shallow_clone(self._store, target, reference, options)
+        _bases.shallow_clone(self._view.store, target, reference, options)
         return LanceDataset(target, storage_options=options)
 
     def add_bases(
@@ -419,33 +416,34 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         name in ``target_bases``. Ids not given are assigned (largest so far + 1); a name or
         path that is already registered is an :class:`InvalidArgumentError`. Returns self,
         now at the new version."""
-        return _config.add_bases(self, new_bases, transaction_properties)
+        self._install(_config.add_bases(self._view, new_bases, transaction_properties))
+        return self
 
     def versions(self) -> List[Dict[str, Any]]:
         """Every committed version: ``{"version", "timestamp", "metadata"}``, oldest first."""
         # One native call: every manifest read in parallel, only the summary fields decoded.
-        return [_summary_entry(row) for row in _lancepy.version_summaries(self._store)]
+        return [_summary_entry(row) for row in _lancepy.version_summaries(self._view.store)]
 
     def get_version(self) -> Dict[str, Any]:
         """This version: ``{"version", "timestamp", "metadata"}`` as in :meth:`versions`."""
-        return _version_entry(self.version, self._loaded.manifest)
+        return _version_entry(self.version, self._view.loaded.manifest)
 
     def _snapshot_rows(self) -> Dict[int, Any]:
-        return self._per_version.fragment_rows()
+        return self._view.state.fragment_rows()
 
     def get_fragments(self, filter: Any = None) -> List[LanceFragment]:
         """The fragments of this version. `filter` (pylance's partition pruning) is not
         supported: giving one raises :class:`~lancepy.exceptions.NotSupportedError`."""
         _refuse(filter=filter)
-        return LanceFragment._of_version(LanceFragment._version_of(self), self._loaded.fragment_ids)
+        return LanceFragment._of_version(LanceFragment._version_of(self), self._view.loaded.fragment_ids)
 
     def _fragment_id_set(self) -> frozenset:
         """The ids of this version's fragments (per-version cache)."""
-        return self._per_version.fragment_ids()
+        return self._view.state.fragment_ids()
 
     def _fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
         """The manifest entry of fragment `fragment_id` of this version."""
-        return self._per_version.fragment_metadata(fragment_id)
+        return self._view.state.fragment_metadata(fragment_id)
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         """The fragment with id `fragment_id`, or ``None``."""
@@ -458,11 +456,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         return self.count_rows()
 
     def __repr__(self) -> str:
-        return f"LanceDataset({self._uri!r}, version={self.version})"
+        return f"LanceDataset({self._view.uri!r}, version={self.version})"
 
     def __reduce__(self) -> Any:
         # Pickled as where and which version it is (it reopens that version, e.g. in a worker).
-        return _reopen, (self._uri, self.version, self._storage_options, self._base_store_params)
+        return _reopen, (self._view.uri, self.version, self._view.storage_options, self._view.base_store_params)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -645,7 +643,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Live rows (matching `filter`); the keyword parameters are :meth:`scanner`'s."""
         args = _args(locals())
         if all(v is None for v in args.values()):
-            return self._per_version.count_rows()  # (the manifest's row counts less deletions)
+            return self._view.state.count_rows()  # (the manifest's row counts less deletions)
         return self.scanner(**args).count_rows()
 
     def head(
@@ -683,13 +681,13 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     ) -> pa.Table:
         """`num_rows` live rows picked uniformly at random without replacement (in random
         order, or in scan order when `randomize_order` is false)."""
-        return _take.sample(self, num_rows, columns, randomize_order)
+        return _take.sample(self._view, num_rows, columns, randomize_order)
 
     def slice(self, start: int, end: int, columns: Union[List[str], Dict[str, str], None] = None) -> pa.Table:
         """Rows ``start`` (inclusive) to ``end`` (exclusive) by position in scan order (deleted
         rows not counted), as one offset/limit scan; `end` past the last row stops there.
         `columns` is a list of names or a dict of output names to SQL expressions."""
-        return _take.slice_rows(self, start, end, columns)
+        return slice_rows(self, start, end, columns)
 
     @staticmethod
     def drop(
@@ -710,12 +708,12 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         :class:`~lancepy.exceptions.VersionNotFoundError`. An operation lancepy has no class
         for (``ReserveFragments``, ``CreateIndex``, ...) is a bare
         :class:`LanceOperation.BaseOperation`, as in pylance."""
-        return _operations.read_transaction(self._store, version)
+        return _operations.read_transaction(self._view.store, version)
 
     def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
         """The transactions of the `recent_transactions` versions up to this one, newest
         first (``None`` for a version without a readable transaction)."""
-        return _operations.recent_transactions(self._store, self.version, recent_transactions)
+        return _operations.recent_transactions(self._view.store, self.version, recent_transactions)
 
     def replace_schema(self, schema: Any) -> None:
         """Not built, as in pylance: use :meth:`replace_schema_metadata` or
@@ -728,13 +726,13 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Rows at `indices` (positions in scan order, deleted rows not counted), in that order
         (repeats allowed), read by one native call over the fragments in parallel. `columns`:
         names (``_rowid`` / ``_rowaddr`` / ``_rowoffset`` and nested paths too) or SQL expressions."""
-        return _take.take(self, indices, columns, with_row_id, with_row_address)
+        return _take.take(self._view, indices, columns, with_row_id, with_row_address)
 
     def _take_rows(self, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         """Rows by row id: row addresses (``fragment_id << 32 | offset``), or, on a dataset
         with stable row ids, those ids (as pylance's ``take_rows``). Deleted and unknown rows
         are skipped."""
-        return _take._take_rows(self, row_ids, columns, with_row_id, with_row_address)
+        return _take._take_rows(self._view, row_ids, columns, with_row_id, with_row_address)
 
     take_rows = _take_rows
 
@@ -765,7 +763,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         blob columns of 2.0 / 2.1 files are supported; a column that is not a blob column
         raises :class:`~lancepy.exceptions.InvalidArgumentError`.
         """
-        return _take.take_blobs(self, blob_column, ids, addresses, indices, buffer_size=buffer_size)
+        return _take.take_blobs(self._view, blob_column, ids, addresses, indices, buffer_size=buffer_size)
 
     # -- versions --------------------------------------------------------------------------
 
@@ -779,7 +777,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         deletion file can be read and matches its record. Raises
         :class:`~lancepy.exceptions.CorruptFileError` listing every problem found (the
         ``lancepy validate`` command also checks every manifest)."""
-        _validate.validate_version(self._store, self._loaded, self._storage_options)
+        _validate.validate_version(self._view.store, self._view.loaded, self._view.storage_options)
 
     def checkout_latest(self) -> None:
         """Moves this object to the latest version (in place, as pylance does)."""
@@ -789,17 +787,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Makes this (older) version the latest, as a new version; this object moves to it
         (and, as in pylance, nothing is returned)."""
         body = {"version": self.version}
-        self._set_loaded(_commit.commit_body(self._store, self.latest_version, "Restore", body, naming=self._loaded.naming,
-                                             commit_lock=self._commit_lock))
+        self._set_loaded(_commit.commit_body(self._view.store, self.latest_version, "Restore", body, naming=self._view.loaded.naming,
+                                             commit_lock=self._view.commit_lock))
 
     def _refresh_latest(self) -> None:
-        self._set_loaded(_commit.load_manifest(self._store))
-
-    def _commit(self, operation: str, body: Dict[str, Any], written: Sequence[str] = (), read_version: Optional[int] = None) -> None:
-        _commit.check_feature_flags(self._loaded, write=True, uri=self._uri)
-        rv = self.version if read_version is None else read_version
-        self._set_loaded(_commit.commit_body(self._store, rv, operation, body, naming=self._loaded.naming, written=written,
-                                             commit_lock=self._commit_lock))
+        self._set_loaded(_commit.load_manifest(self._view.store))
 
     # -- modifications ---------------------------------------------------------------------
 
@@ -817,17 +809,17 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         conflicts, re-applies the delete to the latest version (`conflict_retries` times within
         `retry_timeout`). Returns ``{"num_deleted_rows": n}`` as pylance does.
         """
-        return _mutations.delete(
-            self,
+        return self._installed(_mutations.delete(
+            self._view,
             predicate,
             conflict_retries=conflict_retries,
             retry_timeout=retry_timeout,
-        )
+        ))
 
     def truncate_table(self) -> None:
         """Removes every row (a ``Delete`` of every fragment, as pylance commits it); the
         schema, config and older versions stay."""
-        return _mutations.truncate_table(self)
+        self._install(_mutations.truncate_table(self._view))
 
     def update(
         self,
@@ -844,14 +836,14 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         it re-apply itself to the latest version (`conflict_retries`, `retry_timeout`).
         Returns ``{"num_rows_updated": n}``.
         """
-        return _mutations.update(self, updates, where, conflict_retries, retry_timeout, data_storage_version)
+        return self._installed(_mutations.update(self._view, updates, where, conflict_retries, retry_timeout, data_storage_version))
 
     def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None) -> None:
         """Adds the columns of `data_obj` by a left join of this dataset's column `left_on`
         with its column `right_on` (default: the same name). Rows without a match get
         nulls; where `data_obj` repeats a key, its last row is used (as in pylance). Existing
         data files are not rewritten (a ``Merge`` transaction)."""
-        return _mutations.merge(self, data_obj, left_on, right_on, schema)
+        self._install(_mutations.merge(self._view, data_obj, left_on, right_on, schema))
 
     def merge_insert(self, on: Union[str, List[str], None] = None) -> "MergeInsertBuilder":
         """Upserts keyed on column(s) `on`; configure with the ``when_*`` methods.
@@ -890,9 +882,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """
         args = _args(locals())
         args.pop("data")
-        args["storage_options"] = self._storage_options if storage_options is None else storage_options
-        ds = write_dataset(data, self._uri, **args)
-        self._set_loaded(ds._loaded)
+        args["storage_options"] = self._view.storage_options if storage_options is None else storage_options
+        ds = write_dataset(data, self._view.uri, **args)
+        self._set_loaded(ds._view.loaded)
 
     # -- schema evolution ------------------------------------------------------------------
 
@@ -922,11 +914,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         fragment, on runs of `batch_size` physical rows (default 1024) with the deleted
         ones left out; `read_columns` may name ``_rowid`` and ``_rowaddr``.
         """
-        return _evolution.add_columns(self, transforms, read_columns, reader_schema, batch_size)
+        self._install(_evolution.add_columns(self._view, transforms, read_columns, reader_schema, batch_size))
 
     def drop_columns(self, columns: List[str]) -> None:
         """Removes columns (metadata only: their field ids are tombstoned in data files)."""
-        return _evolution.drop_columns(self, columns)
+        self._install(_evolution.drop_columns(self._view, columns))
 
     def alter_columns(self, *alterations: Dict[str, Any]) -> None:
         """Renames columns, changes their nullability or their data type.
@@ -937,7 +929,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         data file with the cast values under the same field id, the old file's entry for it is
         tombstoned (a ``Merge`` transaction); other columns are not touched.
         """
-        return _evolution.alter_columns(self, *alterations)
+        self._install(_evolution.alter_columns(self._view, *alterations))
 
     # -- maintenance -----------------------------------------------------------------------
 
@@ -963,8 +955,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """
         _refuse(delete_rate_limit=delete_rate_limit, versions=versions, delete_concurrency=delete_concurrency)
         return _cleanup.cleanup_old_versions(
-            self._store,
-            self._uri,
+            self._view.store,
+            self._view.uri,
             older_than=older_than,
             retain_versions=retain_versions,
             delete_unverified=delete_unverified,
@@ -1011,9 +1003,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
             namespace_client_managed_versioning=namespace_client_managed_versioning or None,
         )
         if isinstance(base_uri, LanceDataset):
-            storage_options = base_uri._storage_options if storage_options is None else storage_options
+            storage_options = base_uri._view.storage_options if storage_options is None else storage_options
             if base_store_params is None:
-                base_store_params = base_uri._base_store_params
+                base_store_params = base_uri._view.base_store_params
             base_uri = base_uri.uri
         uri = _uri(base_uri)
         options = normalize_storage_options(storage_options)

@@ -119,13 +119,13 @@ def _fragment(frag: Dict[str, Any]) -> Dict[str, Any]:
 def format_schema(dataset: "LanceDataset") -> str:
     """The dataset's Lance schema (field ids, parents, logical types, encodings, metadata),
     line for line as pylance prints it (metadata entries sorted by key)."""
-    m = dataset._loaded.manifest
+    m = dataset._view.loaded.manifest
     return _rustfmt.render(_rustfmt.schema_value(m.get("fields") or [], m.get("schema_metadata")), pretty=True)
 
 
 def format_manifest(dataset: "LanceDataset") -> str:
     """The manifest of the dataset's version: schema, fragments, version, config."""
-    m = dataset._loaded.manifest
+    m = dataset._view.loaded.manifest
     shown = {
         "schema": _schema(m),
         "version": dataset.version,
@@ -173,7 +173,7 @@ def format_fragment(fragment: Any, dataset: "LanceDataset") -> str:
     each holds, its deletion file and row count, line for line as pylance prints it."""
     meta = fragment.metadata if hasattr(fragment, "metadata") and not hasattr(fragment, "to_json") else fragment
     frag = meta.to_json()
-    m = dataset._loaded.manifest
+    m = dataset._view.loaded.manifest
     fields, metadata = m.get("fields") or [], m.get("schema_metadata")
     files = [
         _rustfmt.struct(

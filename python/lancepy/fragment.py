@@ -113,7 +113,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         or ``Rewrite``. A file of another schema raises
         :class:`~lancepy.exceptions.SchemaMismatchError`, a missing one
         :class:`~lancepy.exceptions.NotFoundError`."""
-        return _fragment_ops.fragment_from_file(filename, dataset._pinned(), fragment_id)
+        return _fragment_ops.fragment_from_file(filename, dataset._view, fragment_id)
 
     @staticmethod
     def create(
@@ -190,7 +190,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         flt = compile_filter(predicate, self._ds.schema)
         if flt is None:
             raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-        return self._delete_addresses(_mutations._matching_addresses(self._ds, flt, [self.fragment_id]))
+        return self._delete_addresses(_mutations._matching_addresses(self._ds._view, flt, [self.fragment_id]))
 
     def delete_rows(self, offsets: Iterable[int]) -> Optional[FragmentMetadata]:
         """Marks the rows at `offsets` (physical row offsets inside this fragment, 0-based)
@@ -215,12 +215,12 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         from lancepy._table.validate import _validate_fragment
         from lancepy.exceptions import CorruptFileError
 
-        store = self._ds._store
+        store = self._ds._view.store
         sizes = {p: size for p, size, _ in store.list("data")}
         problems: List[str] = []
         checked = {"data_files": 0, "deletion_files": 0}
         _validate_fragment(
-            store, self._ds._snapshot, self._meta._data, sizes, problems, checked, self._ds._storage_options
+            store, self._ds._view.snapshot, self._meta._data, sizes, problems, checked, self._ds._view.storage_options
         )
         if problems:
             raise CorruptFileError(f"{self._ds.uri} fragment {self.fragment_id} is damaged: " + "; ".join(problems))
@@ -228,7 +228,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
     def _delete_addresses(self, addresses: Any) -> Optional[FragmentMetadata]:
         if len(addresses) == 0:
             return self._meta
-        for fid, frag_json in self._ds._snapshot.delete_rows(addresses, self._ds.version):
+        for fid, frag_json in self._ds._view.snapshot.delete_rows(addresses, self._ds.version):
             if fid == self.fragment_id:
                 return None if frag_json is None else FragmentMetadata._from_dict(json.loads(frag_json))
         return self._meta
@@ -364,14 +364,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         return self._take(indices, columns, False)
 
     def _take(self, indices: Any, columns: Any, with_row_address: bool) -> pa.Table:
-        addresses = self._ds.scanner(columns=[], fragments=[self], with_row_address=True).to_table().column("_rowaddr")
-        picked = addresses.take(pa.array(indices, pa.int64())).combine_chunks()
-        # by address: with stable row ids, _take_rows would read these as row ids
-        return pa.table(
-            self._ds._snapshot.take_addresses(
-                picked, columns=_take_ops._plain_columns(self._ds, columns), with_row_address=with_row_address
-            )
-        )
+        return _take_ops.take_in_fragment(self._ds._view, self.fragment_id, indices, columns, with_row_address)
 
     def merge_columns(
         self,
@@ -402,7 +395,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         if isinstance(value_func, dict):
             if columns is not None:
                 raise InvalidArgumentError("merge_columns: columns= applies to functions, not to SQL expressions")
-            return _fragment_ops.sql_columns(self._ds, self.fragment_id, value_func, batch_size)
+            return _fragment_ops.sql_columns(self._ds._view, self.fragment_id, value_func, batch_size)
         if isinstance(value_func, (pa.Table, pa.RecordBatch)):
             return self._merge_precomputed(pa.Table.from_batches(value_func.to_batches(), value_func.schema).to_reader(),
                                            reader_schema)
@@ -432,7 +425,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
             raise ColumnNotFoundError(f"merge_columns: no columns {missing} in the dataset")
         phys = self.physical_rows
         src = pa.table(
-            ds._snapshot.scan(
+            ds._view.snapshot.scan(
                 [c for c in cols if c not in (ROW_ID, ROW_ADDRESS)],
                 fragment_ids=[self.fragment_id],
                 batch_rows=batch_size or max(phys, 1),
@@ -451,7 +444,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
             raise InvalidArgumentError(
                 f"value_func returned {new.num_rows} rows for fragment {self.fragment_id}, which has {phys}"
             )
-        return _fragment_ops.add_columns_file(ds, self.fragment_id, new)
+        return _fragment_ops.add_columns_file(ds._view, self.fragment_id, new)
 
     def _merge_precomputed(self, batches: Any, reader_schema: Optional[pa.Schema]) -> Tuple[FragmentMetadata, "LanceSchema"]:
         """:meth:`merge_columns` of new columns given as batches (an iterator of record
@@ -469,7 +462,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         if new.num_rows != self.physical_rows:
             raise InvalidArgumentError(
                 f"merge_columns: {new.num_rows} rows given for fragment {self.fragment_id}, which has {self.physical_rows}")
-        return _fragment_ops.add_columns_file(self._ds, self.fragment_id, new.combine_chunks())
+        return _fragment_ops.add_columns_file(self._ds._view, self.fragment_id, new.combine_chunks())
 
     def merge(
         self, data_obj: Any, left_on: str, right_on: Optional[str] = None, schema: Optional[pa.Schema] = None
@@ -482,7 +475,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         ``LanceOperation.Merge(fragments, schema)``. A key column missing on either side
         raises :class:`~lancepy.exceptions.ColumnNotFoundError`; a data column the dataset
         has already, :class:`~lancepy.exceptions.InvalidArgumentError`."""
-        return _fragment_ops.merge(self._ds, self.fragment_id, data_obj, left_on, right_on, schema)
+        return _fragment_ops.merge(self._ds._view, self.fragment_id, data_obj, left_on, right_on, schema)
 
     def update_columns(
         self,
@@ -505,7 +498,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         ("does not exist"); a metadata column (``_rowid``, ``_rowaddr``, ...) or the join
         column among those to update, :class:`~lancepy.exceptions.InvalidArgumentError`."""
         return _fragment_ops.update_columns(
-            self._ds, self.fragment_id, data_obj, left_on, right_on, schema, with_offsets
+            self._ds._view, self.fragment_id, data_obj, left_on, right_on, schema, with_offsets
         )
 
     def open_session(

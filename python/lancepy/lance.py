@@ -17,4 +17,4 @@ def manifest_needs_migration(dataset: Any) -> bool:
     """Whether the latest manifest of `dataset` (a :class:`lancepy.LanceDataset`) lacks facts
     that current writers record (see :func:`lancepy._table.manifest.needs_migration`)."""
     latest = dataset.checkout_version(dataset.latest_version)
-    return needs_migration(latest._loaded.manifest, latest._index_entries())
+    return needs_migration(latest._view.loaded.manifest, latest._index_entries())

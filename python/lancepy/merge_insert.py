@@ -17,6 +17,7 @@ from lancepy.exceptions import CommitConflictError, InvalidArgumentError, Schema
 from lancepy.filters import Filter, FilterLike, compile_filter
 from lancepy._ops import mutations as _mutations
 from lancepy._ops.mutations import replace_rows_uncommitted
+from lancepy._table.commit import commit_on
 from lancepy.fragment import align_to_schema, to_record_batch_reader
 from lancepy.scanner import _evaluate
 
@@ -142,13 +143,14 @@ class MergeInsertBuilder:
         """
         source, missing = self._source(data_obj, schema)
 
-        def attempt() -> Dict[str, int]:
+        def attempt(view: Any) -> Dict[str, int]:
+            self._ds._install(view)  # (the latest version, when a conflict made this a retry)
             stats, planned = self._plan(source, missing)
             if planned is not None:
-                self._ds._commit("Update", *planned)
+                self._ds._install(commit_on(view, "Update", *planned))
             return stats
 
-        return _mutations._retry_on_conflict(self._ds, attempt, self._conflict_retries, self._retry_timeout)
+        return _mutations._retry_on_conflict(self._ds._view, attempt, self._conflict_retries, self._retry_timeout)
 
     def execute_uncommitted(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> Tuple[Any, Dict[str, int]]:
         """Writes the merge's files without committing: returns ``(Transaction, stats)``, the
@@ -188,7 +190,7 @@ class MergeInsertBuilder:
         stats, planned = self._plan(source, missing)
         elapsed = time.perf_counter() - t0
         written = list(planned[1]) if planned is not None else []
-        store = self._ds._store
+        store = self._ds._view.store
         listed: Dict[str, int] = {}
         for folder in {p.rsplit("/", 1)[0] for p in written if isinstance(p, str) and "/" in p}:
             listed.update({path: size for path, size, _ in store.list(folder)})
@@ -241,16 +243,16 @@ class MergeInsertBuilder:
         if not missing:
             return rows
         ds = self._ds
-        manifest = ds._loaded.manifest
+        manifest = ds._view.loaded.manifest
         blobs = {n for n in missing if _blob.blob_field_kind(manifest, n) is not None}
         if addresses is not None:
-            have = pa.table(ds._snapshot.take_addresses(addresses, columns=missing, with_row_address=True))
+            have = pa.table(ds._view.snapshot.take_addresses(addresses, columns=missing, with_row_address=True))
             if have.num_rows != rows.num_rows:
                 raise CommitConflictError("merge_insert: matched rows changed while they were read")
             for n in missing:
                 values = have.column(n).combine_chunks()
                 if n in blobs:
-                    values = pa.table(ds._snapshot.blob_values(n, have.column(ROW_ADDRESS).combine_chunks(), values)).column(0)
+                    values = pa.table(ds._view.snapshot.blob_values(n, have.column(ROW_ADDRESS).combine_chunks(), values)).column(0)
                 rows = rows.append_column(pa.field(n, values.type, ds._schema.field(n).nullable), values)
         else:
             for n in missing:
@@ -267,7 +269,7 @@ class MergeInsertBuilder:
         if addresses is None:
             return stats, None
         updated = stats["num_updated_rows"]
-        planned = replace_rows_uncommitted(ds, addresses, rows, fields_modified=ds._schema.names if updated else ())
+        planned = replace_rows_uncommitted(ds._view, addresses, rows, fields_modified=ds._schema.names if updated else ())
         return stats, planned
 
     def _decide(

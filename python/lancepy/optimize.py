@@ -23,7 +23,7 @@ from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops import indices as _index_ops
 from lancepy._table import commit as _commit
-from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config
+from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config, commit_on
 from lancepy._table.fragments import FragmentMetadata
 from lancepy.exceptions import (
     CommitConflictError,
@@ -76,7 +76,7 @@ class _RewriteSource:
 
     def __init__(self, ds: LanceDataset, fragment_ids: List[int], stable: bool, with_addresses: bool,
                  row_ids: List[int], addresses: List[Any], batch_rows: int = 65536, blob_bytes: int = 64 << 20) -> None:
-        manifest = ds._loaded.manifest
+        manifest = ds._view.loaded.manifest
         self._ds, self._ids, self._stable = ds, fragment_ids, stable
         self._blobs = [n for n in ds._schema.names if _blob.blob_field_kind(manifest, n) is not None]
         self._with_addresses = with_addresses or bool(self._blobs)
@@ -85,7 +85,7 @@ class _RewriteSource:
         self._batch_rows, self._blob_bytes = batch_rows, blob_bytes
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         stream = s.scan_stream(
             None,
             fragment_ids=self._ids,
@@ -116,7 +116,7 @@ class _RewriteSource:
             for i, n in enumerate(pc.struct_field(t.column(name), "size").to_pylist()):
                 sizes[i] += n or 0
         start = 0
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         while start < t.num_rows:
             stop, total = start + 1, sizes[start]
             while stop < t.num_rows and total + sizes[stop] <= self._blob_bytes:
@@ -135,7 +135,7 @@ class _RewriteSource:
         batches = self._batches()
         first = next(batches, None)
         if first is None:
-            empty = pa.table(self._ds._snapshot.scan(None, fragment_ids=self._ids, limit=0, batch_rows=1))
+            empty = pa.table(self._ds._view.snapshot.scan(None, fragment_ids=self._ids, limit=0, batch_rows=1))
             for name in self._blobs:
                 i = empty.schema.get_field_index(name)
                 empty = empty.set_column(i, pa.field(name, pa.large_binary()), pa.array([], pa.large_binary()))
@@ -183,12 +183,12 @@ class DatasetOptimizer:
         names = list(by_name) if index_names is None else list(index_names)
         for n in names:
             if n not in by_name:
-                raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._uri}")
-            kind = _index_ops._index_type(ds, by_name[n][0])
+                raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._view.uri}")
+            kind = _index_ops._index_type(ds._view, by_name[n][0])
             if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree", "Bitmap", "LabelList", "Inverted"):
                 raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
         paths = {v: k for k, v in ds._field_ids_by_path().items()}
-        raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]} if entries else {}
+        raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]} if entries else {}
         live = ds.get_fragments()
         new_entries: List[Dict[str, Any]] = []
         removed: List[Dict[str, Any]] = []
@@ -199,13 +199,13 @@ class DatasetOptimizer:
                 column = paths[segs[0]["fields"][0]]
                 covered = set().union(*(set(e["fragment_ids"]) for e in segs))
                 fresh = [f for f in live if f.fragment_id not in covered]
-                btree = _index_ops._index_type(ds, segs[0]) in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
+                btree = _index_ops._index_type(ds._view, segs[0]) in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
                 if retrain and btree:
                     fresh, covered = live, set()  # (a BTREE index has no model: rebuilt from all rows)
                 elif retrain:
                     from lancepy._ops import ivf as _ivf
 
-                    idx = _ivf.load_index(ds._uri, segs[0]["uuid"], ds._storage_options, ds.session()._index)
+                    idx = _ivf.load_index(ds._view.uri, segs[0]["uuid"], ds._view.storage_options, ds.session()._index)
                     dim = idx.centroids.shape[1]
                     params = _ivf_build.IvfParams(
                         kind=idx.kind, metric=idx.metric, num_partitions=idx.num_partitions,
@@ -213,7 +213,7 @@ class DatasetOptimizer:
                         max_iters=_ivf_build.DEFAULT_MAX_ITERS, ivf_centroids=None, pq_codebook=None, filter_nan=True, seed=None,
                         value_type=_ivf_build._writable_type(idx.value_type), num_bits=idx.nbits,
                     )
-                    entry = _ivf_build.build(ds, column, segs[0]["fields"][0], dim, params, None, None, n, None, ds._storage_options)
+                    entry = _ivf_build.build(ds._view, column, segs[0]["fields"][0], dim, params, None, None, n, None, ds._view.storage_options)
                     written += [f"_indices/{_commit._uuid_str(entry['uuid'])}/{f['path']}" for f in entry["files"]]
                     new_entries.append(entry)
                     removed += [raw[e["uuid"]] for e in segs]
@@ -222,29 +222,29 @@ class DatasetOptimizer:
                     continue
                 merge = num_indices_to_merge != 0 and not (retrain and btree)
                 if btree:
-                    if _index_ops._index_type(ds, segs[0]) == "Inverted":
+                    if _index_ops._index_type(ds._view, segs[0]) == "Inverted":
                         from lancepy._ops import inverted as _inverted
 
-                        uid, files = _inverted.extend(ds, column, segs, [f.fragment_id for f in fresh], merge, bool(retrain))
-                    elif _index_ops._index_type(ds, segs[0]) in ("Bitmap", "LabelList"):
+                        uid, files = _inverted.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge, bool(retrain))
+                    elif _index_ops._index_type(ds._view, segs[0]) in ("Bitmap", "LabelList"):
                         from lancepy._ops import bitmap as _bitmap
 
-                        _bitmap.check_addresses(ds)
-                        uid, files = _bitmap.extend(ds, column, segs, [f.fragment_id for f in fresh], merge)
-                    elif merge and not all(_btree.holds_addresses(ds, e) for e in segs):
+                        _bitmap.check_addresses(ds._view)
+                        uid, files = _bitmap.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
+                    elif merge and not all(_btree.holds_addresses(ds._view, e) for e in segs):
                         raise NotSupportedError(
                             f"optimize_indices: the BTREE index {n!r} holds stable row ids (an older pylance's); "
                             "retrain=True rebuilds it"
                         )
                     else:
-                        uid, files = _btree.extend(ds, column, segs, [f.fragment_id for f in fresh], merge)
+                        uid, files = _btree.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
                 else:
-                    uid, files = _ivf_build.extend(ds, column, segs, fresh, merge)
+                    uid, files = _ivf_build.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
                 written += [f"_indices/{uid}/{f['path']}" for f in files]
                 base = dict(raw[segs[0]["uuid"]])
                 ids = sorted(({f.fragment_id for f in live} & covered if merge else set()) | {f.fragment_id for f in fresh})
-                if _index_ops._index_type(ds, segs[0]) == "BTree":
-                    base["index_version"] = _btree.index_version(ds)
+                if _index_ops._index_type(ds._view, segs[0]) == "BTree":
+                    base["index_version"] = _btree.index_version(ds._view)
                 base.update({
                     "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
                     "fragment_bitmap": list(_lancepy.fragment_bitmap(ids)),
@@ -256,10 +256,10 @@ class DatasetOptimizer:
                 if merge or retrain:
                     removed += [raw[e["uuid"]] for e in segs]
         except BaseException:
-            ds._store.delete(written)
+            ds._view.store.delete(written)
             raise
         if new_entries:
-            ds._commit("CreateIndex", {"new_indices": new_entries, "removed_indices": removed}, written)
+            ds._install(commit_on(ds._view, "CreateIndex", {"new_indices": new_entries, "removed_indices": removed}, written))
 
     def enable_auto_cleanup(self, auto_cleanup_config: AutoCleanupConfig) -> None:
         """Turns on automatic cleanup (pylance's table config): from now on every
@@ -367,7 +367,7 @@ def _resolve_options(ds: LanceDataset, options: Optional[Mapping[str, Any]]) -> 
     out_version = ds.data_storage_version
     if o["data_storage_version"] is not None:
         out_version = normalize_storage_version(o["data_storage_version"])
-        blobs = [n for n in ds._schema.names if _blob.blob_field_kind(ds._loaded.manifest, n)]
+        blobs = [n for n in ds._schema.names if _blob.blob_field_kind(ds._view.loaded.manifest, n)]
 
         def v2_2(v: str) -> bool:
             return tuple(int(x) for x in v.split(".")[:2]) >= (2, 2)
@@ -393,7 +393,7 @@ def _plan_groups(ds: LanceDataset, o: Dict[str, Any]) -> List[List[Dict[str, Any
     target, materialize = o["target_rows_per_fragment"], o["materialize_deletions"]
     excluded = set(o["excluded_fragment_ids"])
     rows = ds._snapshot_rows()
-    frags = ds._loaded.manifest.get("fragments", [])
+    frags = ds._view.loaded.fragment_entries
 
     def too_many_deletions(f: Dict[str, Any]) -> bool:
         phys, live = rows[f.get("id", 0)]
@@ -456,13 +456,13 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
     as pylance 14's)."""
     from lancepy._ops import btree as _btree
 
-    stable = ds._loaded.stable_row_ids
+    stable = ds._view.loaded.stable_row_ids
     ids = set(fragment_ids)
     return [
         e for e in ds._index_entries()
         if set(e["fragment_ids"]) & ids
-        and (_btree.holds_addresses(ds, e) if _index_ops._index_type(ds, e) == "BTree"
-             else _index_ops._index_type(ds, e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList", "Inverted") and not stable)
+        and (_btree.holds_addresses(ds._view, e) if _index_ops._index_type(ds._view, e) == "BTree"
+             else _index_ops._index_type(ds._view, e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList", "Inverted") and not stable)
     ]
 
 
@@ -473,7 +473,7 @@ def _rewrite(
     committing them; their ids are 0 until :func:`_commit_rewrites` reserves some."""
     import numpy as np
 
-    stable = ds._loaded.stable_row_ids
+    stable = ds._view.loaded.stable_row_ids
     ids = [f.get("id", 0) for f in fragments]
     remap = bool(_remappable_indices(ds, ids))
     row_ids: List[int] = []
@@ -483,9 +483,9 @@ def _rewrite(
     # one), of equal size.
     live = sum(ds._snapshot_rows()[i][1] for i in ids)
     per_file = max(1, -(-live // max(1, live // o["target_rows_per_fragment"])))
-    made = _write(ds._uri, data, ds._loaded.manifest.get("fields", []), ds._loaded.manifest.get("schema_metadata", {}),
+    made = _write(ds._view.uri, data, ds._view.loaded.fields, ds._view.loaded.schema_metadata,
                   per_file, o["data_storage_version"],
-                  o["max_bytes_per_file"] or DEFAULT_MAX_BYTES_PER_FILE, storage_options=ds._storage_options,
+                  o["max_bytes_per_file"] or DEFAULT_MAX_BYTES_PER_FILE, storage_options=ds._view.storage_options,
                   **({} if file_tag is None else {"file_tag": file_tag}))
     new = [m._manifest_json() for m in made]
     start = 0
@@ -549,8 +549,8 @@ def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> Compacti
                 )
         n_new = sum(len(g["new_fragments"]) for g in groups)
         if n_new:
-            ds._commit("ReserveFragments", {"num_fragments": n_new})
-            next_id = int(ds._loaded.manifest["max_fragment_id"]) - n_new + 1
+            ds._install(commit_on(ds._view, "ReserveFragments", {"num_fragments": n_new}))
+            next_id = int(ds._view.loaded.manifest["max_fragment_id"]) - n_new + 1
             for g in groups:
                 for nf in g["new_fragments"]:
                     nf["id"] = next_id
@@ -565,9 +565,9 @@ def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> Compacti
             moved = [(g, r._old_addresses) for g, r in zip(groups, results) if r._old_addresses is not None]
             body["rewritten_indices"] = _remap_indices(ds, remap, groups, moved, written)
     except BaseException:
-        ds._store.delete(written)
+        ds._view.store.delete(written)
         raise
-    ds._commit("Rewrite", body, written, read_version=read_version)
+    ds._install(commit_on(ds._view, "Rewrite", body, written, read_version=read_version))
     for r in results:
         for name in ("fragments_removed", "fragments_added", "files_removed", "files_added"):
             setattr(metrics, name, getattr(metrics, name) + getattr(r.metrics, name))
@@ -587,7 +587,7 @@ def _remap_indices(
     from lancepy._ops import btree as _btree
     from lancepy._ops import ivf_build as _ivf_build
 
-    details = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]}
+    details = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]}
     new_addresses = [
         (np.uint64(nf["id"]) << np.uint64(32)) + np.arange(nf["physical_rows"], dtype=np.uint64)
         for g, _ in moved for nf in g["new_fragments"]
@@ -612,8 +612,8 @@ def _remap_indices(
         from lancepy._ops import inverted as _inverted
 
         remap_segment = {"BTree": _btree.remap, "Bitmap": _bitmap.remap, "LabelList": _bitmap.remap,
-                         "Inverted": _inverted.remap}.get(_index_ops._index_type(ds, e), _ivf_build.remap)
-        uid, files = remap_segment(ds._uri, ds._storage_options, e, old, new, compacted, dropped)
+                         "Inverted": _inverted.remap}.get(_index_ops._index_type(ds._view, e), _ivf_build.remap)
+        uid, files = remap_segment(ds._view.uri, ds._view.storage_options, e, old, new, compacted, dropped)
         written += [f"_indices/{uid}/{f['path']}" for f in files]
         raw = details[e["uuid"]]
         out.append({
@@ -743,7 +743,7 @@ def _execute(task: CompactionTask, dataset: LanceDataset, file_tag: Optional[str
     """:meth:`CompactionTask.execute`; `file_tag` goes into the new data files' names (so
     that a distributed job finds the files of its failed attempts: lancepy.spark)."""
     ds = dataset if dataset.version == task.read_version else dataset.checkout_version(task.read_version)
-    live = {f.get("id", 0): f for f in ds._loaded.manifest.get("fragments", [])}
+    live = {f.get("id", 0): f for f in ds._view.loaded.fragment_entries}
     mine = [f._manifest_json() for f in task.fragments]
     missing = [f["id"] for f in mine if f.get("id", 0) not in live]
     if missing:
@@ -802,7 +802,7 @@ class Compaction:
             for task in plan.tasks:
                 results.append(task.execute(dataset))
         except BaseException:
-            dataset._store.delete([p for r in results for p in _written(r)])
+            dataset._view.store.delete([p for r in results for p in _written(r)])
             raise
         return _commit_rewrites(dataset, results)
 

@@ -154,7 +154,7 @@ class _LiveIndex:
     def _deleted_offsets(self, fragment_id: int) -> np.ndarray:
         d = self._deleted.get(fragment_id)
         if d is None:
-            t = pa.table(self._ds._snapshot.deleted_rows(fragment_id))
+            t = pa.table(self._ds._view.snapshot.deleted_rows(fragment_id))
             d = np.sort(t.column(0).to_numpy().astype(np.int64)) if t.num_rows else np.empty(0, np.int64)
             self._deleted[fragment_id] = d
         return d

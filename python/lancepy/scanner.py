@@ -21,13 +21,14 @@ from lancepy._ops import hybrid as _hybrid
 from lancepy._ops import ivf as _ivf_defaults
 from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
+from lancepy._ops.scan import compile_scan_filter as _compile_scan_filter
 from lancepy._core.args import _refuse
 from lancepy._core.iostats import owner_tracker, track_io
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.arrow_dataset import ArrowScanner, ScannerArrowMembers
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
-from lancepy.filters import compile_expression, compile_filter
+from lancepy.filters import compile_expression
 from lancepy.fragment import LanceFragment
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,20 +64,6 @@ def _default_batch_size() -> int:
     if value <= 0:
         raise InvalidArgumentError(f"LANCE_DEFAULT_BATCH_SIZE must be a positive integer, got {text!r}")
     return value
-
-
-def _compile_scan_filter(filter: Any, schema: pa.Schema) -> Any:
-    """The compiled filter and the system columns (``_rowid``, ``_rowaddr``) it refers to.
-    Those are compiled as uint64 columns the scan reads alongside."""
-    if not isinstance(filter, str) or not any(n in filter for n in (ROW_ID, ROW_ADDRESS)):
-        return compile_filter(filter, schema), ()
-    extended = schema
-    for n in (ROW_ID, ROW_ADDRESS):
-        if n not in schema.names:
-            extended = extended.append(pa.field(n, pa.uint64()))
-    flt = compile_filter(filter, extended)
-    used = tuple(n for n in (ROW_ID, ROW_ADDRESS) if n not in schema.names and (flt.columns is None or n in flt.columns))
-    return flt, used
 
 
 @track_io(owner_tracker)
@@ -218,7 +205,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return
         if self._computed is not None or self._nearest is not None:
             raise UnsupportedError("blob_handling='all_binary' with computed columns or nearest= is not supported")
-        manifest = self._ds._loaded.manifest
+        manifest = self._ds._view.loaded.manifest
         names = self._columns if self._columns is not None else list(self._ds._schema.names)
         self._blob_values = [c for c in names if _blob.blob_field_kind(manifest, c) is not None]
         if self._blob_values and not self._with_row_address:
@@ -265,7 +252,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         `late`) first, evaluates the filter per batch, and reads the `late` columns for the
         passing rows only: by row address when few pass, else by scanning the batch's rows.
         Offset and limit are applied before the late columns are read."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         stream = s.scan_stream(
             early,
@@ -287,7 +274,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def _few_pass(self, late: List[str]) -> bool:
         """Whether at most `_TAKE_FRACTION` of the first `_PROBE_ROWS` rows pass the filter (a
         stream's guess at the whole scan, from a read of the filter's columns only)."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         probe = pa.table(s.scan(early, fragment_ids=self._fragment_ids, limit=self._PROBE_ROWS, batch_rows=self._PROBE_ROWS))
         if probe.num_rows == 0:
@@ -300,7 +287,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         filtered; then the late columns are taken for the passing rows if few pass, else
         scanned for all rows (the same order) and filtered the same way. Both reads run in
         parallel over fragments."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         early = [c for c in (self._read_columns() or list(self._ds._schema.names)) if c not in late]
         t = pa.table(s.scan(
             early,
@@ -326,7 +313,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
 
     def _late_values(self, addr: pa.Array, late: List[str], scanned: int) -> pa.Table:
         """Columns `late` at row addresses `addr` (ascending within each fragment), in that order."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         if len(addr) <= scanned * self._TAKE_FRACTION:
             return pa.table(s.take_addresses(addr, columns=late))
         frag = pc.shift_right(addr, 32)
@@ -363,7 +350,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             self._score_at = list(columns).index(_fts.SCORE)
         if self._computed is not None or self._order:
             raise UnsupportedError("full_text_query with computed columns or order_by is not supported")
-        self._fts = _fts.parse(self._ds, full_text_query)
+        self._fts = _fts.parse(self._ds._view, full_text_query)
         self._prefilter = prefilter
 
     def _set_rrf_k(self, rrf_k: Any) -> None:
@@ -394,7 +381,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         scored = [n for n in ("_distance", _fts.SCORE, _hybrid.RELEVANCE) if n in t.column_names
                   and (not self._no_scoring_column or (n == _fts.SCORE and self._score_at is not None))]
         if self._projection is not None:
-            out = self._projection.apply(t, self._ds)
+            out = self._projection.apply(t, self._ds._view)
         else:
             out = t.select(self._columns if self._columns is not None else list(self._ds._schema.names))
         for n in scored + [n for n in (ROW_ID, ROW_ADDRESS) if n in t.column_names and n not in self._hidden_columns]:
@@ -404,7 +391,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def _search_raw(self) -> pa.Table:
         if self._fts is not None and self._nearest is not None:
             return _hybrid.search(
-                self._ds, self._nearest, self._fts, rrf_k=self._rrf_k,
+                self._ds._view, self._nearest, self._fts, rrf_k=self._rrf_k,
                 columns=self._columns, flt=self._filter, prefilter=self._prefilter, limit=self._limit,
                 offset=self._offset, with_row_id=self._with_row_id, with_row_address=self._with_row_address,
                 fragment_ids=self._fragment_ids, evaluate=_evaluate, index_segments=self._index_segments,
@@ -412,13 +399,13 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             )
         if self._fts is not None:
             return _fts.search(
-                self._ds, self._fts, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
+                self._ds._view, self._fts, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
                 limit=self._limit, offset=self._offset,
                 with_row_id=self._with_row_id, with_row_address=self._with_row_address,
                 fragment_ids=self._fragment_ids, evaluate=_evaluate,
             )
         return _vector.search(
-            self._ds, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
+            self._ds._view, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
             limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
             with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
             index_segments=self._index_segments, fast_search=self._fast_search,
@@ -491,7 +478,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
 
     def _finish(self, table: pa.Table) -> pa.Table:
         if self._blob_values:
-            s = self._ds._snapshot
+            s = self._ds._view.snapshot
             addresses = table.column(ROW_ADDRESS).combine_chunks()
             for name in self._blob_values:
                 i = table.schema.get_field_index(name)
@@ -501,7 +488,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if self._computed is not None:
             return self._computed_columns(table, (ROW_ID, ROW_ADDRESS))
         if self._projection is not None:
-            out = self._projection.apply(table, self._ds)
+            out = self._projection.apply(table, self._ds._view)
             for n in (ROW_ID, ROW_ADDRESS):
                 if n in table.column_names and n not in self._hidden_columns:
                     out = out.append_column(table.schema.field(n), table.column(n))
@@ -511,7 +498,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
     def _scan_table(self, offset: int = 0, limit: Optional[int] = None, batch_rows: int = 131072) -> pa.Table:
         """The scan's columns and rows (before filtering), read at once."""
         return pa.table(
-            self._ds._snapshot.scan(
+            self._ds._view.snapshot.scan(
                 self._read_columns(),
                 fragment_ids=self._fragment_ids,
                 offset=offset,
@@ -557,15 +544,15 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         (``use_scalar_index=False``, deleted rows asked for, or no index answers the filter)."""
         if not self._use_scalar_index or self._include_deleted or self._filter is None:
             return None
-        return _scalar_query.plan(self._ds, self._filter, self._fragment_ids)
+        return _scalar_query.plan(self._ds._view, self._filter, self._fragment_ids)
 
     def _indexed_rows(self, hit: _scalar_query.IndexPrefilter, columns: Optional[List[str]]) -> pa.Table:
         """The rows passing the filter, in scan order: of a covered fragment, its candidate
         rows (taken by address); runs of other fragments scanned. Offset and limit not applied."""
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         order = self._fragment_ids
         if order is None:
-            order = [int(f.get("id", 0)) for f in self._ds._loaded.manifest.get("fragments", [])]
+            order = [int(f.get("id", 0)) for f in self._ds._view.loaded.fragment_entries]
         rows = dict(with_row_id=self._with_row_id, with_row_address=self._with_row_address)
         parts: List[pa.Table] = []
         run: List[int] = []
@@ -627,7 +614,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if self._order:
             yield from self._ordered_table().to_batches(max_chunksize=self._batch_size)
             return
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         if self._filter is None:
             stream = s.scan_stream(
                 self._read_columns(),
@@ -701,7 +688,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         if blob_mode not in ("lazy", "bytes", "descriptions"):
             raise InvalidArgumentError(f"blob_mode must be 'lazy', 'bytes' or 'descriptions', got {blob_mode!r}")
         _check_pandas_options(kwargs)
-        manifest = self._ds._loaded.manifest
+        manifest = self._ds._view.loaded.manifest
         names = self._columns if self._columns is not None else list(self._ds._schema.names)
         blobs = [c for c in names if self._computed is None and _blob.blob_field_kind(manifest, c) is not None]
         if not blobs or blob_mode == "descriptions":
@@ -714,9 +701,9 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         table = scan.to_table()
         addresses = table.column(ROW_ADDRESS).to_pylist()
         files = {
-            c: _blob.open_blob_files(self._ds._store.uri, manifest, self._ds._storage_options, c, addresses,
+            c: _blob.open_blob_files(self._ds._view.store.uri, manifest, self._ds._view.storage_options, c, addresses,
                                      table.column(c).to_pylist(), _blob.DEFAULT_BLOB_BUFFER_SIZE,
-                                     self._ds._base_store_params)
+                                     self._ds._view.base_store_params)
             for c in blobs
         }
         order = table.column_names if self._with_row_address else [c for c in table.column_names if c != ROW_ADDRESS]
@@ -801,7 +788,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             steps.append("Project: " + ", ".join(f"{k} := {v}" for k, v in self._computed.items()))
         else:
             steps.append(f"Project: {names}")
-        frags = self._fragment_ids if self._fragment_ids is not None else [f.get("id", 0) for f in self._ds._loaded.manifest.get("fragments", [])]
+        frags = self._fragment_ids if self._fragment_ids is not None else [f.get("id", 0) for f in self._ds._view.loaded.fragment_entries]
         where = f"uri={self._ds.uri}, version={self._ds.version}, fragments={len(frags)}"
         if verbose:
             where += f" {list(frags)}"
@@ -811,14 +798,14 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
                 steps.append(f"Slice: offset={self._offset}, limit={self._limit} (best _relevance_score first)")
             q = self._nearest
             vector_line = (f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}; "
-                           + _vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search))
+                           + _vector.search_plan(self._ds._view, q, self._fragment_ids, self._index_segments, self._fast_search))
             steps.extend(_hybrid.plan_lines(self._rrf_k, vector_line,
-                                            _fts.plan_lines(self._ds, self._fts, self._filter, self._prefilter)))
+                                            _fts.plan_lines(self._ds._view, self._fts, self._filter, self._prefilter)))
             steps.append(f"LanceRead: {where}, projection={names} (the fused rows, taken by address){extra}{read_metrics}")
         elif self._fts is not None:
             if self._limit is not None or self._offset:
                 steps.append(f"Slice: offset={self._offset}, limit={self._limit} (best scores first, ties by row id)")
-            steps.extend(_fts.plan_lines(self._ds, self._fts, self._filter, self._prefilter))
+            steps.extend(_fts.plan_lines(self._ds._view, self._fts, self._filter, self._prefilter))
             steps.append(f"LanceRead: {where}, projection={names} (the matched rows, taken by address){extra}{read_metrics}")
         elif self._nearest is not None:
             q = self._nearest
@@ -827,7 +814,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             steps.append(f"NearestNeighbours: column={q.column}, k={q.k}, metric={q.metric}, use_index={q.use_index}, "
                          f"minimum_nprobes={lo}, maximum_nprobes={'None' if hi is None else f'Some({hi})'}, "
                          f"refine_factor={q.refine_factor}" + (f", {'pre' if self._prefilter else 'post'}filter" if self._filter else ""))
-            search = _vector.search_plan(self._ds, q, self._fragment_ids, self._index_segments, self._fast_search)
+            search = _vector.search_plan(self._ds._view, q, self._fragment_ids, self._index_segments, self._fast_search)
             if metrics is not None:
                 knn = f"KNNVectorDistance: metric={q.metric}"
                 search = search.replace(knn, f"{knn}, metrics=[output_rows={metrics['output_rows']}]", 1)
@@ -868,7 +855,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return self._search().num_rows
         if self._include_deleted:
             return self.to_table().num_rows  # (deleted rows counted, as the scan returns them)
-        s = self._ds._snapshot
+        s = self._ds._view.snapshot
         if self._filter is None:
             n = s.count_rows(self._fragment_ids)
             n = max(n - self._offset, 0)
@@ -908,3 +895,15 @@ def _check_pandas_options(options: Dict[str, Any]) -> None:
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"to_pandas() got unexpected keyword argument(s) {unknown}; pyarrow's are {sorted(known)}")
+
+
+def slice_rows(ds: Any, start: int, end: int, columns: Any = None) -> pa.Table:
+    """See :meth:`LanceDataset.slice`: rows `start` to `end` in scan order, one offset/limit scan."""
+    for name, value in (("start", start), ("end", end)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
+    if start < 0:
+        raise InvalidArgumentError(f"start must be non-negative, got {start}")
+    if end < start:
+        raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
+    return ds.scanner(columns=columns, offset=start, limit=end - start).to_table()

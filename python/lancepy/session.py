@@ -28,6 +28,7 @@ from lancepy._core.cache import ByteLruCache
 from lancepy._core.iostats import dataset_tracker, track_io
 from lancepy._core.paths import PathLike, _uri, local_path
 from lancepy._core.storage import normalize_storage_options, origin_key
+from lancepy._table.snapshot import DatasetView
 from lancepy.exceptions import InvalidArgumentError
 
 __all__ = ["Session", "DEFAULT_INDEX_CACHE_SIZE", "DEFAULT_METADATA_CACHE_SIZE"]
@@ -93,18 +94,28 @@ class _DatasetCaches:
 
 @track_io(dataset_tracker)
 class DatasetSessionMembers:
-    """The members of :class:`lancepy.LanceDataset` about its session and commit lock."""
+    """The members of :class:`lancepy.LanceDataset` about its session and commit lock, which
+    its :class:`~lancepy._table.snapshot.DatasetView` holds (``_view``: the one object holding
+    its version, its store, session and commit lock), and installing the view an operation
+    committed."""
 
-    _session: Optional[Session] = None
-    _commit_lock: Any = None
+    _view: DatasetView
     #: pylance's ``default_scan_options``: scanner arguments used where a scan leaves them unset.
     _default_scan_options: Optional[Dict[str, Any]] = None
 
     def session(self) -> Session:
         """The session holding this dataset's caches (see :mod:`lancepy.session`)."""
-        if self._session is None:  # (set by LanceDataset.__init__; kept for objects made otherwise)
-            self._session = Session()
-        return self._session
+        return self._view.session
+
+    def _install(self, view: DatasetView) -> None:
+        """Moves this object to `view`, the dataset at the version an operation committed."""
+        self._view = view
+
+    def _installed(self, committed: Tuple[DatasetView, Any]) -> Any:
+        """Moves this object to the view of `committed` (an operation's ``(view, result)``);
+        returns the result."""
+        self._view, result = committed
+        return result
 
     @property
     def _ds(self) -> _DatasetCaches:
@@ -138,10 +149,10 @@ def _remember(ds: Any) -> None:
     removed by a cleanup, or a dataset deleted and written again at the same URI, is read
     afresh instead of answered from the cache. Only local manifests are kept: on an object
     store the check would cost the request a hit saves."""
-    loaded = ds._loaded
-    stamp = _stamp(ds._uri, loaded.path)
+    loaded = ds._view.loaded
+    stamp = _stamp(ds._view.uri, loaded.path)
     if stamp is not None:
-        ds.session()._metadata.put(_metadata_key(ds._uri, ds._storage_options, loaded.version), (loaded, stamp), loaded.size)
+        ds.session()._metadata.put(_metadata_key(ds._view.uri, ds._view.storage_options, loaded.version), (loaded, stamp), loaded.size)
 
 
 def _cached_manifest(session: Session, uri: str, storage_options: Any, version: Any) -> Any:
@@ -157,8 +168,7 @@ def _cached_manifest(session: Session, uri: str, storage_options: Any, version: 
 def attach(ds: Any, session: Optional[Session], commit_lock: Any = None, default_scan_options: Optional[Dict[str, Any]] = None) -> Any:
     """Gives `ds` `session` (a new one if ``None``), `commit_lock` and `default_scan_options`;
     returns `ds`."""
-    ds._session = Session() if session is None else session
-    ds._commit_lock = commit_lock
+    ds._view = ds._view.with_session(Session() if session is None else session, commit_lock)
     ds._default_scan_options = _check_scan_options(type(ds), default_scan_options)
     _remember(ds)
     return ds
@@ -198,10 +208,10 @@ def view_schema(ds: Any) -> Any:
 def checkout(ds: Any, version: Union[int, str]) -> Any:
     """``ds.checkout_version(version)``: another version, with the same session and lock."""
     session = ds.session()
-    loaded = _cached_manifest(session, ds._uri, ds._storage_options, version)
-    other = type(ds)(ds._uri, version, storage_options=ds._storage_options, base_store_params=ds._base_store_params,
+    loaded = _cached_manifest(session, ds._view.uri, ds._view.storage_options, version)
+    other = type(ds)(ds._view.uri, version, storage_options=ds._view.storage_options, base_store_params=ds._view.base_store_params,
                      _loaded=loaded, _io=ds._io)
-    return attach(other, session, ds._commit_lock, ds._default_scan_options)
+    return attach(other, session, ds._view.commit_lock, ds._default_scan_options)
 
 
 def open_dataset(

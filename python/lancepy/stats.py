@@ -20,7 +20,7 @@ class LanceStats:
     def dataset_stats(self, max_rows_per_group: int = 1024) -> Dict[str, int]:
         """``{"num_deleted_rows", "num_fragments", "num_small_files"}`` (fragments with
         fewer than `max_rows_per_group` physical rows are small), as pylance reports."""
-        frags = self._ds._loaded.manifest.get("fragments", [])
+        frags = self._ds._view.loaded.fragment_entries
         rows = self._ds._snapshot_rows()
         return {
             "num_deleted_rows": sum(phys - live for phys, live in rows.values()),
@@ -38,13 +38,13 @@ class LanceStats:
         from lancepy.file import LanceFileReader
 
         ds = self._ds
-        m = ds._loaded.manifest
+        m = ds._view.loaded.manifest
         totals: Dict[int, int] = {}
         for frag in m.get("fragments", []):
             for df in frag.get("files", []):
                 if df.get("base_id") is not None:
                     raise UnsupportedError("data_stats of data files under other base paths is not supported")
-                reader = LanceFileReader(ds._store.child_uri(f"data/{df['path']}"), ds._storage_options)
+                reader = LanceFileReader(ds._view.store.child_uri(f"data/{df['path']}"), ds._view.storage_options)
                 columns = reader.file_statistics().columns
                 for fid, col in zip(df.get("fields", []), df.get("column_indices", [])):
                     if fid >= 0 and 0 <= col < len(columns):

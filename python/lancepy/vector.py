@@ -42,7 +42,7 @@ from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, NotSup
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
     from lancepy.filters import Filter
 
 DISTANCE = "_distance"
@@ -158,7 +158,7 @@ def parse_nearest(nearest: Mapping[str, Any], schema: pa.Schema) -> NearestQuery
 
 
 def search(
-    ds: "LanceDataset",
+    view: "DatasetView",
     query: NearestQuery,
     *,
     columns: Optional[List[str]],
@@ -176,27 +176,27 @@ def search(
     """Runs a search: projected columns, ``_distance``, then ``_rowid`` / ``_rowaddr``.
     With `fast_search` (pylance's), only the rows the column's index covers are searched:
     fragments added since it was built are not, and without an index nothing is found."""
-    snap = ds._snapshot
+    snap = view.snapshot
     if fast_search:
-        covered = {int(f) for e in _index_for(ds, query) for f in e["fragment_ids"]}
+        covered = {int(f) for e in _index_for(view, query) for f in e["fragment_ids"]}
         wanted = covered if fragment_ids is None else covered & {int(f) for f in fragment_ids}
-        fragment_ids = sorted(f for f in wanted if f in ds._snapshot_rows())
+        fragment_ids = sorted(f for f in wanted if f in view.fragment_rows())
     allowed = None
     if flt is not None and prefilter:
         t = pa.table(snap.scan(flt.columns, fragment_ids=fragment_ids, with_row_address=True, coalesce=True))
         mask = evaluate(t, flt)
         allowed = t.column("_rowaddr").filter(mask).combine_chunks()
-    found = _index_search(ds, query, fragment_ids, allowed, index_segments)
+    found = _index_search(view, query, fragment_ids, allowed, index_segments)
     if found is None:
         if index_segments is not None:
             raise InvalidArgumentError("index_segments= needs a search that uses the column's vector index")
-        addresses, distances = _exact(ds, query, query.k, query.metric, fragment_ids, allowed, query.distance_range)
+        addresses, distances = _exact(view, query, query.k, query.metric, fragment_ids, allowed, query.distance_range)
     else:
         addresses, distances = found
-    names = list(columns) if columns is not None else list(ds.schema.names)
+    names = list(columns) if columns is not None else list(view.schema.names)
     read = names
     if flt is not None and not prefilter:
-        extra = [c for c in (flt.columns or ds.schema.names) if c not in names]
+        extra = [c for c in (flt.columns or view.schema.names) if c not in names]
         read = names + extra
     addr = pa.array(addresses, pa.uint64())
     table = pa.table(snap.take_addresses(
@@ -219,26 +219,26 @@ def search(
 
 
 def _exact(
-    ds: "LanceDataset", query: NearestQuery, k: int, metric: str, fragment_ids: Optional[Sequence[int]], allowed: Any,
+    view: "DatasetView", query: NearestQuery, k: int, metric: str, fragment_ids: Optional[Sequence[int]], allowed: Any,
     distance_range: Tuple[Optional[float], Optional[float]],
 ) -> Tuple[List[int], List[float]]:
     """Exact search: native for top-level float vectors, else :func:`vector_columns.exact_search`
     (vectors nested in structs, binary vectors)."""
-    if _vc.needs_python_search(ds.schema, query.column, metric):
-        return _vc.exact_search(ds, query.column, query.q, k, metric, fragment_ids, allowed, distance_range)
-    return ds._snapshot.knn(query.column, query.q.tolist(), k, metric, fragment_ids, allowed, distance_range)
+    if _vc.needs_python_search(view.schema, query.column, metric):
+        return _vc.exact_search(view, query.column, query.q, k, metric, fragment_ids, allowed, distance_range)
+    return view.snapshot.knn(query.column, query.q.tolist(), k, metric, fragment_ids, allowed, distance_range)
 
 
-def _index_for(ds: "LanceDataset", query: NearestQuery) -> List[Dict[str, Any]]:
+def _index_for(view: "DatasetView", query: NearestQuery) -> List[Dict[str, Any]]:
     """The manifest entries (segments) of the vector index a search can use, or [] (exact
     search). An index appended to by ``optimize_indices(num_indices_to_merge=0)`` has several
     segments of one name, each covering its own fragments."""
-    if not query.use_index or ds._loaded.index_section is None or ds.has_stable_row_ids:
+    if not query.use_index or view.loaded.index_section is None or view.stable_row_ids:
         return []  # (indices of stable-row-id datasets hold row ids, not addresses: searched exactly)
-    field_id = ds._field_ids_by_path().get(query.column)
+    field_id = view.loaded.field_ids_by_path.get(query.column)
     if field_id is None:
         return []
-    entries = _ivf.vector_indices(ds._loaded.index_section, field_id)
+    entries = _ivf.vector_indices(view.loaded.index_section, field_id)
     return [e for e in entries if e["name"] == entries[0]["name"]] if entries else []
 
 
@@ -265,20 +265,20 @@ def _exact_distances(vectors: "np.ndarray", q: "np.ndarray", metric: str) -> "np
         return (1.0 - dots / norms).astype(np.float32)
 
 
-def _deleted_addresses(ds: "LanceDataset") -> "np.ndarray":
+def _deleted_addresses(view: "DatasetView") -> "np.ndarray":
     """Sorted addresses of this version's deleted rows (cached with the version)."""
     import numpy as np
 
-    cached = ds._per_version.get("ivf_deleted")
+    cached = view.state.get("ivf_deleted")
     if cached is not None:
         return cached
     parts = []
-    for fid, (phys, live) in ds._snapshot_rows().items():
+    for fid, (phys, live) in view.fragment_rows().items():
         if live < phys:
-            offs = pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()
+            offs = pa.table(view.snapshot.deleted_rows(fid)).column(0).to_numpy()
             parts.append((np.uint64(fid) << np.uint64(32)) | offs.astype(np.uint64))
     out = np.sort(np.concatenate(parts)) if parts else np.empty(0, np.uint64)
-    ds._per_version["ivf_deleted"] = out
+    view.state["ivf_deleted"] = out
     return out
 
 
@@ -310,11 +310,11 @@ def _segment_filter(
 
 
 def _usable_index(
-    ds: "LanceDataset", query: NearestQuery, index_segments: Optional[Sequence[str]] = None
+    view: "DatasetView", query: NearestQuery, index_segments: Optional[Sequence[str]] = None
 ) -> Optional[Tuple[List[Dict[str, Any]], List[Tuple[Dict[str, Any], Any]]]]:
     """The index segments a search uses (those of `index_segments` when given) and each
     loaded, or None when the search is exact (no index, or one of another metric)."""
-    segments = _index_for(ds, query)
+    segments = _index_for(view, query)
     if not segments:
         return None
     if index_segments is not None:
@@ -326,13 +326,13 @@ def _usable_index(
         segments = [e for e in segments if str(e["uuid"]) in wanted]
     loaded = []
     for entry in segments:
-        root = ds.uri
+        root = view.uri
         if entry["base_id"] is not None:
-            base = ds.base_paths().get(entry["base_id"])
+            base = view.base_paths().get(entry["base_id"])
             if base is None:
                 return None
             root = base.path
-        loaded.append((entry, _ivf.load_index(root, entry["uuid"], ds._storage_options, ds.session()._index)))
+        loaded.append((entry, _ivf.load_index(root, entry["uuid"], view.storage_options, view.session._index)))
     metric = loaded[0][1].metric
     if query.metric_given and query.metric != metric:
         return None  # (a search by another distance than the index's is exact, as in pylance)
@@ -342,16 +342,16 @@ def _usable_index(
 
 
 def search_plan(
-    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]],
+    view: "DatasetView", query: NearestQuery, fragment_ids: Optional[Sequence[int]],
     index_segments: Optional[Sequence[str]] = None, fast_search: bool = False,
 ) -> str:
     """How :func:`search` finds the nearest rows, in one line of an explained plan: with
     the index (and which fragments it covers) and/or exactly (``KNNVectorDistance``, as
     pylance names its exact search) over the fragments the index does not cover."""
-    frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
-    usable = _usable_index(ds, query, index_segments)
+    frags = list(view.fragment_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
+    usable = _usable_index(view, query, index_segments)
     if fast_search:
-        covered_all = {int(f) for e in _index_for(ds, query) for f in e["fragment_ids"]}
+        covered_all = {int(f) for e in _index_for(view, query) for f in e["fragment_ids"]}
         frags = [f for f in frags if f in covered_all]
     if usable is None:
         return f"KNNVectorDistance: metric={query.metric}, exact search of {len(frags)} fragment(s)"
@@ -368,7 +368,7 @@ def search_plan(
 
 
 def _index_search(
-    ds: "LanceDataset", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array],
+    view: "DatasetView", query: NearestQuery, fragment_ids: Optional[Sequence[int]], allowed: Optional[pa.Array],
     index_segments: Optional[Sequence[str]] = None,
 ) -> Optional[Tuple[List[int], List[float]]]:
     """Searches with the column's IVF index (merging an exact search of the fragments it
@@ -377,16 +377,16 @@ def _index_search(
     fragments they do not cover exactly (pylance's rule)."""
     import numpy as np
 
-    usable = _usable_index(ds, query, index_segments)
+    usable = _usable_index(view, query, index_segments)
     if usable is None:
         return None
     segments, loaded = usable
     metric = loaded[0][1].metric
-    frags = list(ds._snapshot_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
+    frags = list(view.fragment_rows()) if fragment_ids is None else [int(f) for f in fragment_ids]
     if index_segments is not None and fragment_ids is None:
         # only the chosen segments' rows
         frags = sorted({f for e in segments for f in e["fragment_ids"]} & set(frags))
-    deleted = _deleted_addresses(ds)
+    deleted = _deleted_addresses(view)
     allowed_arr = None if allowed is None else np.sort(allowed.to_numpy(zero_copy_only=False).astype(np.uint64))
     uncovered = set(frags)
     q = query.q
@@ -409,7 +409,7 @@ def _index_search(
         addr, dist = addr[top], dist[top]
     uncovered = uncovered_list
     if refine and len(addr):
-        got, col = _vc.take_vectors(ds, addr, query.column)
+        got, col = _vc.take_vectors(view, addr, query.column)
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         if metric == "hamming":
             dist = _vc.distances_of(col, q, metric)[0]
@@ -418,7 +418,7 @@ def _index_search(
             dist = _exact_distances(vecs, q, metric).astype(np.float32)
         addr = got.astype(np.uint64)
     if uncovered:
-        a2, d2 = _exact(ds, query, query.k, metric, uncovered, allowed, (None, None))
+        a2, d2 = _exact(view, query, query.k, metric, uncovered, allowed, (None, None))
         addr = np.concatenate([addr, np.asarray(a2, dtype=np.uint64)])
         dist = np.concatenate([dist, np.asarray(d2, dtype=np.float32)])
     lo, hi = query.distance_range
@@ -522,8 +522,8 @@ class VectorIndexReader:
         n = self.num_partitions()
         if not 0 <= partition_id < n:
             raise IndexError(f"Partition id {partition_id} is out of range, expected 0 <= partition_id < {n}")
-        ds = self.dataset
-        idx = _ivf.load_index(ds.uri, self._uuid, ds._storage_options, ds.session()._index)
+        view = self.dataset._view
+        idx = _ivf.load_index(view.uri, self._uuid, view.storage_options, view.session._index)
         part = idx.partition(partition_id)
         columns = {_ivf._ROWID: pa.array(part.row_ids, pa.uint64())}
         if with_vector and idx.kind == "IVF_FLAT":
@@ -537,7 +537,7 @@ class VectorIndexReader:
 
 
 def train_ivf_centroids_on_accelerator(
-    dataset: "LanceDataset",
+    view: "DatasetView",
     column: str,
     k: int,
     metric_type: str,
@@ -565,13 +565,13 @@ def train_ivf_centroids_on_accelerator(
     for name, value in (("k", k), ("batch_size", batch_size), ("sample_rate", sample_rate)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
-    field = dataset.schema.field(column)
+    field = view.schema.field(column)
     if not (pa.types.is_fixed_size_list(field.type) and pa.types.is_floating(field.type.value_type)):
         raise VectorColumnError(f"column {column!r} must be a vector column (fixed-size list of floats), not {field.type}")
-    total = dataset.count_rows()
+    total = view.count_rows()
     want = min(total, k * sample_rate)
     rows = np.sort(np.random.default_rng().choice(total, size=want, replace=False)) if want < total else np.arange(total)
-    parts = [dataset.take(rows[i : i + batch_size], columns=[column]).column(0) for i in range(0, len(rows), batch_size)]
+    parts = [view.take(rows[i : i + batch_size], columns=[column]).column(0) for i in range(0, len(rows), batch_size)]
     vectors = pa.chunked_array([c for p in parts for c in p.chunks], field.type).combine_chunks()
     if vectors.null_count:
         vectors = vectors.filter(vectors.is_valid())

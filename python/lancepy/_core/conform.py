@@ -205,7 +205,7 @@ def _source(data: Any) -> Any:
     if hasattr(data, "to_reader") and hasattr(data, "projected_schema"):
         reader = data.to_reader()  # a pyarrow dataset Scanner or a lancepy scanner: streamed
         return reader.schema, reader, False
-    if hasattr(data, "_loaded") and hasattr(data, "scanner"):
+    if hasattr(data, "_view") and hasattr(data, "scanner"):
 
         reader = _lancepy_dataset_reader(data)  # a lancepy dataset (blob columns as values)
         return reader.schema, reader, False
@@ -266,7 +266,7 @@ def _checked_stream(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Ite
 def _lancepy_dataset_reader(ds: Any) -> pa.RecordBatchReader:
     """A lancepy dataset's rows, streamed, with its blob columns as their values (still
     marked ``lance-encoding:blob``, so that a copy stores them as blobs again)."""
-    blobs = {n for n in ds._schema.names if _blob.blob_field_kind(ds._loaded.manifest, n) is not None}
+    blobs = {n for n in ds._schema.names if _blob.blob_field_kind(ds._view.loaded.manifest, n) is not None}
     reader = ds.scanner(blob_handling="all_binary").to_reader()
     if not blobs:
         return reader

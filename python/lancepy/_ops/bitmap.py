@@ -38,7 +38,7 @@ from lancepy.exceptions import CorruptFileError, NotSupportedError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 LOOKUP = "bitmap_page_lookup.lance"
 DETAILS_TYPE_URL = "/lance.table.BitmapIndexDetails"
@@ -50,10 +50,10 @@ LABEL_LIST_INDEX_VERSION = 1
 LABEL_LIST_NULLS_KEY = "lance:label_list_nulls"
 
 
-def check_addresses(ds: "LanceDataset") -> None:
-    """Raises :class:`NotSupportedError` where `ds` has stable row ids: there pylance 14's
+def check_addresses(view: "DatasetView") -> None:
+    """Raises :class:`NotSupportedError` where `view` has stable row ids: there pylance 14's
     BITMAP index holds stable row ids, which lancepy does not build or search yet."""
-    if ds.has_stable_row_ids:
+    if view.stable_row_ids:
         raise NotSupportedError(
             "BITMAP index on a dataset with stable row ids: pylance 14 keys it by row id, which lancepy "
             "does not build or search yet"
@@ -297,9 +297,9 @@ def remap(ds_uri: str, storage_options: Any, entry: Dict[str, Any], *args: Any) 
 
 
 def extend(
-    ds: "LanceDataset", column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool
+    view: "DatasetView", column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool
 ) -> Tuple[str, List[Dict[str, Any]]]:
     """A BITMAP index with the rows of `fragments` added (see :func:`lancepy._ops.btree.extend`)."""
     labels = str(entries[0].get("details_type") or "").endswith("LabelListIndexDetails")
     reader = read_list_rows if labels else read_rows
-    return _btree.extend(ds, column, entries, fragments, merge, read_rows=reader, write=write_segment)
+    return _btree.extend(view, column, entries, fragments, merge, read_rows=reader, write=write_segment)

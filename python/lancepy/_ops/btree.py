@@ -31,7 +31,7 @@ from lancepy.exceptions import CorruptFileError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 PAGE_DATA = "page_data.lance"
 PAGE_LOOKUP = "page_lookup.lance"
@@ -45,14 +45,14 @@ INDEX_VERSION = 0
 INDEX_VERSION_ADDRESSES = 1
 
 
-def index_version(ds: "LanceDataset") -> int:
-    """The ``index_version`` of a BTREE segment lancepy writes for `ds` (as pylance 14)."""
-    return INDEX_VERSION_ADDRESSES if ds.has_stable_row_ids else INDEX_VERSION
+def index_version(view: "DatasetView") -> int:
+    """The ``index_version`` of a BTREE segment lancepy writes for `view` (as pylance 14)."""
+    return INDEX_VERSION_ADDRESSES if view.stable_row_ids else INDEX_VERSION
 
 
-def holds_addresses(ds: "LanceDataset", entry: Dict[str, Any]) -> bool:
+def holds_addresses(view: "DatasetView", entry: Dict[str, Any]) -> bool:
     """Whether the BTREE segment `entry` holds row addresses (else stable row ids)."""
-    return not ds.has_stable_row_ids or int(entry.get("index_version") or 0) >= INDEX_VERSION_ADDRESSES
+    return not view.stable_row_ids or int(entry.get("index_version") or 0) >= INDEX_VERSION_ADDRESSES
 _SCAN_BATCH_ROWS = 65536
 
 
@@ -123,13 +123,13 @@ def sort_order(values: pa.Array) -> pa.Array:
 
 
 def collect(
-    ds: "LanceDataset", column: str, fragment_ids: Sequence[int], row_ids: bool = False
+    view: "DatasetView", column: str, fragment_ids: Sequence[int], row_ids: bool = False
 ) -> Tuple[pa.Array, pa.Array]:
     """The live rows of `column` (a field path, ``a.b`` inside struct ``a``) in the non-empty
     list `fragment_ids`: ``(values, row addresses)`` (addresses even with stable row ids, as
     pylance 14 stores them in BTREE indices), or ``(values, row ids)`` with `row_ids`."""
     top, *path = column.split(".")
-    stream = ds._snapshot.scan_stream(
+    stream = view.snapshot.scan_stream(
         [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS,
         with_row_address=not row_ids, with_row_id=row_ids,
     )
@@ -237,7 +237,7 @@ def read_rows_of(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[p
 
 
 def extend(
-    ds: "LanceDataset",
+    view: "DatasetView",
     column: str,
     entries: List[Dict[str, Any]],
     fragments: Sequence[int],
@@ -254,25 +254,25 @@ def extend(
 
     import numpy as np
 
-    dtype = _column_type(ds, column)
-    values, ids = collect(ds, column, fragments) if fragments else (pa.array([], dtype), pa.array([], pa.uint64()))
+    dtype = _column_type(view, column)
+    values, ids = collect(view, column, fragments) if fragments else (pa.array([], dtype), pa.array([], pa.uint64()))
     if merge:
-        live = np.asarray(sorted(f.fragment_id for f in ds.get_fragments()), dtype=np.int64)
+        live = np.asarray(sorted(view.fragment_ids), dtype=np.int64)
         parts_v, parts_i = [values], [ids]
         for e in entries:
-            old_values, rid = (read_rows or read_rows_of)(ds._uri, e["uuid"], ds._storage_options)
+            old_values, rid = (read_rows or read_rows_of)(view.uri, e["uuid"], view.storage_options)
             keep = pa.array(np.isin((rid >> np.uint64(32)).astype(np.int64), live))
             parts_v.append(old_values.cast(dtype).filter(keep))
             parts_i.append(pa.array(rid, pa.uint64()).filter(keep))
         values, ids = pa.concat_arrays(parts_v), pa.concat_arrays(parts_i)
     uid = str(_uuid.uuid4())
-    files = (write or write_segment)(ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options)
+    files = (write or write_segment)(view.uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, view.storage_options)
     return uid, files
 
 
-def _column_type(ds: "LanceDataset", path: str) -> pa.DataType:
+def _column_type(view: "DatasetView", path: str) -> pa.DataType:
     top, *rest = path.split(".")
-    dtype = ds._schema.field(top).type
+    dtype = view.schema.field(top).type
     for name in rest:
         dtype = dtype.field(name).type
     return dtype

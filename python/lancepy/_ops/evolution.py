@@ -14,60 +14,62 @@ import pyarrow.compute as pc
 from lancepy._core.conform import to_record_batch_reader
 from lancepy._core.evaluate import _evaluate_values
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID, _as_table, lance_fields_for
+from lancepy._ops.scan import count_matching
 from lancepy._ops.write import _write
+from lancepy._table.commit import commit_on
 from lancepy.exceptions import ColumnNotFoundError, IndexedColumnError, InvalidArgumentError, LanceIOError, UnsupportedError
 from lancepy.filters import Filter, compile_expression, parse_sql
 from lancepy.udf import BatchUDF, BatchUDFCheckpoint
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 
 def add_columns(
-    ds: LanceDataset,
+    view: DatasetView,
     transforms: Any,
     read_columns: Optional[List[str]] = None,
     reader_schema: Optional[pa.Schema] = None,
     batch_size: Optional[int] = None,
-) -> None:
+) -> "DatasetView":
     """See :meth:`LanceDataset.add_columns`."""
     if reader_schema is not None:
         transforms = to_record_batch_reader(transforms, reader_schema)
-    schema = ds._schema
-    first_id = ds.max_field_id + 1
+    schema = view.schema
+    first_id = view.max_field_id + 1
     if isinstance(transforms, (pa.Field, pa.Schema)) or (
         isinstance(transforms, list) and transforms and all(isinstance(f, pa.Field) for f in transforms)
     ):
         new_schema = pa.schema([transforms] if isinstance(transforms, pa.Field) else list(transforms))
-        _check_new_names(ds, new_schema)
+        _check_new_names(view, new_schema)
         for f in new_schema:
             if not f.nullable:
                 raise InvalidArgumentError(f"all-null column {f.name!r} must be nullable")
         lance = lance_fields_for(new_schema, first_id)
-        fields = ds._loaded.manifest.get("fields", []) + lance["fields"]
-        frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
-        ds._commit(
+        fields = view.loaded.fields + lance["fields"]
+        frags = copy.deepcopy(view.loaded.fragment_entries)
+        return commit_on(
+            view,
             "Merge",
-            {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})},
+            {"fragments": frags, "schema": fields, "schema_metadata": view.loaded.schema_metadata},
         )
-        return
     if isinstance(transforms, dict):
         compiled = {n: compile_expression(e, schema) if isinstance(e, str) else e for n, e in transforms.items()}
         if transforms and all(isinstance(e, str) and _is_null_cast(e) for e in transforms.values()):
             # Only ``CAST(NULL AS type)``s, as pylance: all-null columns, a metadata-only change.
             empty = schema.empty_table()
             types = {n: _evaluate_values(empty, f.expression, None).type for n, f in compiled.items()}
-            return add_columns(ds, pa.schema([pa.field(n, t) for n, t in types.items()]))
+            return add_columns(view, pa.schema([pa.field(n, t) for n, t in types.items()]))
         fn, needed = sql_function(schema, compiled)
-        return _add_computed_columns(ds, fn, needed, first_id, batch_size)
+        return _add_computed_columns(view, fn, needed, first_id, batch_size)
     if callable(transforms):
         cols = read_columns if read_columns is not None else schema.names
-        return _add_computed_columns(ds, transforms, cols, first_id, batch_size)
+        return _add_computed_columns(view, transforms, cols, first_id, batch_size)
     if isinstance(transforms, (pa.Table, pa.RecordBatchReader, pa.RecordBatch)) or hasattr(
         transforms, "__arrow_c_stream__"
     ):
-        return _add_precomputed_columns(ds, 
-            pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id
+        return _add_precomputed_columns(
+            view, pa.table(transforms) if not isinstance(transforms, pa.Table) else transforms, first_id
         )
     raise InvalidArgumentError(f"add_columns cannot use a {type(transforms).__name__}")
 
@@ -94,19 +96,19 @@ def _is_null_cast(sql: str) -> bool:
     return type(node).__name__ == "Cast" and type(node.this).__name__ == "Null"
 
 
-def _check_new_names(ds: LanceDataset, new_schema: pa.Schema) -> None:
-    clash = [n for n in new_schema.names if n in ds._schema.names]
+def _check_new_names(view: DatasetView, new_schema: pa.Schema) -> None:
+    clash = [n for n in new_schema.names if n in view.schema.names]
     if clash:
         raise InvalidArgumentError(f"columns {clash} already exist in the dataset")
 
 
 def _add_computed_columns(
-    ds: LanceDataset,
+    view: DatasetView,
     fn: Callable[[pa.RecordBatch], Any],
     read_columns: List[str],
     first_id: int,
     batch_size: Optional[int] = None,
-) -> None:
+) -> "DatasetView":
     """Calls `fn` as pylance does: per fragment, on runs of `batch_size` (default 1024)
     physical rows with the deleted ones left out (a run may be short, or empty); the
     results are laid over the fragment's physical rows, deleted rows getting nulls.
@@ -116,16 +118,17 @@ def _add_computed_columns(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
     new_tables = [
-        fragment_values(ds, fn, read_columns, frag.get("id", 0), batch_size)
-        for frag in ds._loaded.manifest.get("fragments", [])
+        fragment_values(view, fn, read_columns, frag.get("id", 0), batch_size)
+        for frag in view.loaded.fragment_entries
     ]
-    _attach_new_columns(ds, new_tables, first_id)
+    committed = _attach_new_columns(view, new_tables, first_id)
     if isinstance(fn, BatchUDF) and fn.cache is not None:
         fn.cache.cleanup()
+    return committed
 
 
 def fragment_values(
-    ds: LanceDataset, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], fid: int, batch_size: int
+    view: DatasetView, fn: Callable[[pa.RecordBatch], Any], read_columns: List[str], fid: int, batch_size: int
 ) -> pa.Table:
     """`fn`'s new columns for fragment `fid`, called as :func:`_add_computed_columns` calls
     it (runs of `batch_size` physical rows, deleted ones left out), laid over the fragment's
@@ -134,10 +137,10 @@ def fragment_values(
 
     want_id, want_addr = ROW_ID in read_columns, ROW_ADDRESS in read_columns
     columns = [c for c in read_columns if c not in (ROW_ID, ROW_ADDRESS)]
-    phys, live = ds._snapshot_rows()[fid]
+    phys, live = view.fragment_rows()[fid]
     # Every physical row, so the new file lines up with the fragment's other files.
     src = pa.table(
-        ds._snapshot.scan(
+        view.snapshot.scan(
             columns,
             fragment_ids=[fid],
             batch_rows=1 << 40,
@@ -149,7 +152,7 @@ def fragment_values(
     src = src.select(read_columns).combine_chunks()
     keep = np.ones(phys, dtype=bool)
     if live < phys:
-        keep[pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+        keep[pa.table(view.snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
     outs = []
     for start in range(0, phys, batch_size):
         live_rows = np.flatnonzero(keep[start : start + batch_size]) + start
@@ -185,8 +188,8 @@ def _udf_result(fn: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch, frag
     return out
 
 
-def _add_precomputed_columns(ds: LanceDataset, values: pa.Table, first_id: int) -> None:
-    total = ds.count_rows()
+def _add_precomputed_columns(view: DatasetView, values: pa.Table, first_id: int) -> "DatasetView":
+    total = view.count_rows()
     # (pylance's messages, and its OSError: the values come as a stream)
     if values.num_rows < total:
         raise LanceIOError(
@@ -199,39 +202,39 @@ def _add_precomputed_columns(ds: LanceDataset, values: pa.Table, first_id: int) 
         )
     new_tables = []
     start = 0
-    for frag in ds._loaded.manifest.get("fragments", []):
+    for frag in view.loaded.fragment_entries:
         fid = frag.get("id", 0)
-        phys, live = ds._snapshot_rows()[fid]
+        phys, live = view.fragment_rows()[fid]
         chunk = values.slice(start, live)
         start += live
         if live != phys:
             import numpy as np
 
             keep = np.ones(phys, dtype=bool)
-            keep[pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
+            keep[pa.table(view.snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
             chunk = _spread_over_physical_rows(chunk, keep)
         new_tables.append(chunk)
-    _attach_new_columns(ds, new_tables, first_id)
+    return _attach_new_columns(view, new_tables, first_id)
 
 
-def _attach_new_columns(ds: LanceDataset, new_tables: List[pa.Table], first_id: int) -> None:
-    frags = ds._loaded.manifest.get("fragments", [])
+def _attach_new_columns(view: DatasetView, new_tables: List[pa.Table], first_id: int) -> "DatasetView":
+    frags = view.loaded.fragment_entries
     if not frags:
         raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
     new_schema = nullable_schema(new_tables[0].schema)
-    _check_new_names(ds, new_schema)
+    _check_new_names(view, new_schema)
     lance = lance_fields_for(new_schema, first_id)
     written: List[str] = []
     files: Dict[int, Dict[str, Any]] = {}
     try:
         for frag, table in zip(frags, new_tables):
             fid = frag.get("id", 0)
-            files[fid] = new_columns_file(ds, fid, table, new_schema, lance)
+            files[fid] = new_columns_file(view, fid, table, new_schema, lance)
             written.append(f"data/{files[fid]['path']}")
     except BaseException:
-        ds._store.delete(written)
+        view.store.delete(written)
         raise
-    commit_new_columns(ds, files, lance, written)
+    return commit_new_columns(view, files, lance, written)
 
 
 def nullable_schema(schema: pa.Schema) -> pa.Schema:
@@ -240,7 +243,7 @@ def nullable_schema(schema: pa.Schema) -> pa.Schema:
 
 
 def new_columns_file(
-    ds: LanceDataset,
+    view: DatasetView,
     fid: int,
     table: pa.Table,
     new_schema: pa.Schema,
@@ -250,7 +253,7 @@ def new_columns_file(
     """Writes `table` (new columns, one row per physical row of fragment `fid`, cast to
     `new_schema`; `lance`: their fields from ``lance_fields_for``) as one new data file;
     its manifest entry. `file_tag` goes into the file's name."""
-    phys = ds._snapshot_rows()[fid][0]
+    phys = view.fragment_rows()[fid][0]
     if table.num_rows != phys:
         raise InvalidArgumentError(f"the new columns have {table.num_rows} rows for fragment {fid}, which has {phys}")
     try:
@@ -259,47 +262,48 @@ def new_columns_file(
         raise InvalidArgumentError(f"fragment {fid}'s new columns lack {e}") from None
     table = pa.Table.from_arrays(cols, schema=new_schema)
     made = _write(
-        ds._uri,
+        view.uri,
         table.to_reader(),
         lance["fields"],
         lance["metadata"],
         max(phys, 1),
-        ds.data_storage_version,
+        view.data_storage_version,
         file_tag=file_tag,
-        storage_options=ds._storage_options,
+        storage_options=view.storage_options,
     )
     if len(made) != 1:
-        ds._store.delete([f"data/{d.path}" for f in made for d in f.files])
+        view.store.delete([f"data/{d.path}" for f in made for d in f.files])
         raise InvalidArgumentError("internal error: expected one data file per fragment")
     return made[0]._manifest_json()["files"][0]
 
 
 def commit_new_columns(
-    ds: LanceDataset, files: Dict[int, Dict[str, Any]], lance: Dict[str, Any], written: List[str]
-) -> None:
-    """Commits one ``Merge``: every fragment of `ds`'s version with its new data file from
+    view: DatasetView, files: Dict[int, Dict[str, Any]], lance: Dict[str, Any], written: List[str]
+) -> "DatasetView":
+    """Commits one ``Merge``: every fragment of `view`'s version with its new data file from
     `files` (by fragment id; every fragment must have one) and the schema extended by
     `lance`'s fields. `written` (the new files) are deleted if the commit fails."""
-    frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
+    frags = copy.deepcopy(view.loaded.fragment_entries)
     lacking = [f.get("id", 0) for f in frags if f.get("id", 0) not in files]
     if lacking:
-        ds._store.delete(written)
+        view.store.delete(written)
         raise InvalidArgumentError(f"internal error: no new data file for fragments {lacking}")
     for frag in frags:
         frag["files"] = frag.get("files", []) + [files[frag.get("id", 0)]]
-    fields = ds._loaded.manifest.get("fields", []) + lance["fields"]
-    ds._commit(
+    fields = view.loaded.fields + lance["fields"]
+    return commit_on(
+            view,
         "Merge",
-        {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})},
+        {"fragments": frags, "schema": fields, "schema_metadata": view.loaded.schema_metadata},
         written,
     )
 
 
-def drop_columns(ds: LanceDataset, columns: List[str]) -> None:
+def drop_columns(view: DatasetView, columns: List[str]) -> "DatasetView":
     """See :meth:`LanceDataset.drop_columns`."""
     if isinstance(columns, str):
         columns = [columns]
-    fields = ds._loaded.manifest.get("fields", [])
+    fields = view.loaded.fields
     names = [f.get("name") for f in fields if f.get("parent_id", -1) == -1]
     missing = [c for c in columns if c not in names]
     if missing:
@@ -317,14 +321,14 @@ def drop_columns(ds: LanceDataset, columns: List[str]) -> None:
                 drop_ids.add(f.get("id", 0))
                 changed = True
     kept = [f for f in fields if f.get("id", 0) not in drop_ids]
-    ds._commit("Project", {"schema": kept})
+    return commit_on(view, "Project", {"schema": kept})
 
 
-def alter_columns(ds: LanceDataset, *alterations: Dict[str, Any]) -> None:
+def alter_columns(view: DatasetView, *alterations: Dict[str, Any]) -> "DatasetView":
     """See :meth:`LanceDataset.alter_columns`."""
     if len(alterations) == 1 and isinstance(alterations[0], list):
         alterations = tuple(alterations[0])
-    fields = copy.deepcopy(ds._loaded.manifest.get("fields", []))
+    fields = copy.deepcopy(view.loaded.fields)
     top = {f.get("name"): f for f in fields if f.get("parent_id", -1) == -1}
     casts: Dict[str, pa.DataType] = {}
     for alt in alterations:
@@ -340,7 +344,7 @@ def alter_columns(ds: LanceDataset, *alterations: Dict[str, Any]) -> None:
             raise ColumnNotFoundError(f'Column "{path}" does not exist (columns are {list(top)})')
         f = top[path]
         if alt.get("data_type") is not None:
-            old_type = ds._schema.field(path).type
+            old_type = view.schema.field(path).type
             if not _castable(old_type, alt["data_type"]):
                 raise InvalidArgumentError(
                     f'Cannot cast column "{path}" from {_arrow_name(old_type)} to {_arrow_name(alt["data_type"])}'
@@ -352,22 +356,22 @@ def alter_columns(ds: LanceDataset, *alterations: Dict[str, Any]) -> None:
             f["name"] = alt["name"]
         if "nullable" in alt and alt["nullable"] is not None:
             if not alt["nullable"] and f.get("nullable", False):
-                if ds.count_rows(filter=f"`{path}` IS NULL") > 0:
+                if count_matching(view, f"`{path}` IS NULL") > 0:
                     raise InvalidArgumentError(f"cannot make {path!r} non-nullable: it contains nulls")
             f["nullable"] = bool(alt["nullable"])
         top = {g.get("name"): g for g in fields if g.get("parent_id", -1) == -1}
     if casts:
-        _refuse_casting_indexed(ds, casts)
-        return _cast_columns(ds, fields, casts)
-    ds._commit("Project", {"schema": fields})
+        _refuse_casting_indexed(view, casts)
+        return _cast_columns(view, fields, casts)
+    return commit_on(view, "Project", {"schema": fields})
 
 
-def _refuse_casting_indexed(ds: LanceDataset, casts: Dict[str, pa.DataType]) -> None:
+def _refuse_casting_indexed(view: DatasetView, casts: Dict[str, pa.DataType]) -> None:
     """A cast rewrites the column's values: an index built on it would describe other values
     (as pylance, refused until the index is dropped)."""
-    top = {f.get("name"): f.get("id", 0) for f in ds._loaded.manifest.get("fields", []) if f.get("parent_id", -1) == -1}
+    top = {f.get("name"): f.get("id", 0) for f in view.loaded.fields if f.get("parent_id", -1) == -1}
     ids = {top[n] for n in casts}
-    names = sorted({e.get("name", "") for e in ds._index_entries() if ids & set(e.get("fields", []))})
+    names = sorted({e.get("name", "") for e in view.index_entries() if ids & set(e.get("fields", []))})
     if names:
         raise IndexedColumnError(
             f"Cannot cast column(s) {sorted(casts)} to a new type: they have {len(names)} index(es) attached: {names}. "
@@ -376,10 +380,10 @@ def _refuse_casting_indexed(ds: LanceDataset, casts: Dict[str, pa.DataType]) -> 
         )
 
 
-def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> None:
+def _cast_columns(view: DatasetView, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> "DatasetView":
     """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
     apart from the types."""
-    by_old_name = {f.get("name"): f for f in ds._loaded.manifest.get("fields", []) if f.get("parent_id", -1) == -1}
+    by_old_name = {f.get("name"): f for f in view.loaded.fields if f.get("parent_id", -1) == -1}
     new_fields = []
     for old_name, new_type in casts.items():
         old = by_old_name[old_name]
@@ -393,13 +397,13 @@ def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[st
         target.update({k: v for k, v in lance[0].items() if k in ("logical_type", "encoding", "type")})
         new_fields.append(lance[0] | {"name": target["name"], "nullable": target.get("nullable", True)})
     ids = {f.get("id", 0) for f in new_fields}
-    frags = copy.deepcopy(ds._loaded.manifest.get("fragments", []))
+    frags = copy.deepcopy(view.loaded.fragment_entries)
     written: List[str] = []
     try:
         for frag in frags:
             fid = frag.get("id", 0)
             src = pa.table(
-                ds._snapshot.scan(
+                view.snapshot.scan(
                     list(casts),
                     fragment_ids=[fid],
                     batch_rows=1 << 40,
@@ -415,13 +419,13 @@ def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[st
             names = [f["name"] for f in new_fields]
             table = pa.Table.from_arrays(cols, names=names)
             made = _write(
-                ds._uri,
+                view.uri,
                 table.to_reader(),
                 new_fields,
                 {},
                 max(src.num_rows, 1),
-                ds.data_storage_version,
-                storage_options=ds._storage_options,
+                view.data_storage_version,
+                storage_options=view.storage_options,
             )
             df = made[0]._manifest_json()["files"][0]
             written.append(f"data/{df['path']}")
@@ -429,10 +433,10 @@ def _cast_columns(ds: LanceDataset, fields: List[Dict[str, Any]], casts: Dict[st
                 old_file["fields"] = [-2 if i in ids else i for i in old_file.get("fields", [])]
             frag["files"] = frag.get("files", []) + [df]
     except BaseException:
-        ds._store.delete(written)
+        view.store.delete(written)
         raise
-    body = {"fragments": frags, "schema": fields, "schema_metadata": ds._loaded.manifest.get("schema_metadata", {})}
-    ds._commit("Merge", body, written)
+    body = {"fragments": frags, "schema": fields, "schema_metadata": view.loaded.schema_metadata}
+    return commit_on(view, "Merge", body, written)
 
 
 #: Rows per call of an ``add_columns`` function when no ``batch_size`` is given (pylance's).

@@ -33,7 +33,7 @@ from lancepy.file import LanceFileReader
 from lancepy.filters import compile_expression
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 #: Columns a scan can add that no data file stores (they cannot be written or updated).
 _META_COLUMNS = (ROW_ID, ROW_ADDRESS, "_rowoffset", "_row_created_at_version", "_row_last_updated_at_version")
@@ -42,16 +42,16 @@ _META_COLUMNS = (ROW_ID, ROW_ADDRESS, "_rowoffset", "_row_created_at_version", "
 _TOMBSTONE = -2
 
 
-def _physical_keys(ds: "LanceDataset", fragment_id: int, column: str, columns: List[str]) -> pa.Table:
+def _physical_keys(view: "DatasetView", fragment_id: int, column: str, columns: List[str]) -> pa.Table:
     """`columns` and the key `column` (a column of the dataset, ``_rowid`` or ``_rowaddr``)
     over every physical row of the fragment, deleted rows included (their keys null)."""
     special = column in (ROW_ID, ROW_ADDRESS)
-    if not special and column not in ds._schema.names:
+    if not special and column not in view.schema.names:
         raise ColumnNotFoundError(f"column {column!r} does not exist in fragment {fragment_id}")
     read = list(dict.fromkeys(columns + ([] if special else [column])))
-    phys = ds._fragment_metadata(fragment_id).physical_rows or 0
+    phys = view.fragment_metadata(fragment_id).physical_rows or 0
     table = pa.table(
-        ds._snapshot.scan(
+        view.snapshot.scan(
             read,
             fragment_ids=[fragment_id],
             batch_rows=max(phys, 1),
@@ -92,57 +92,54 @@ def _match(left_keys: Any, right: pa.Table, right_on: str, left_on: str) -> pa.A
 
 
 def _write_columns(
-    ds: "LanceDataset", table: pa.Table, fields: List[Dict[str, Any]], metadata: Dict[str, Any]
+    view: "DatasetView", table: pa.Table, fields: List[Dict[str, Any]], metadata: Dict[str, Any]
 ) -> Dict[str, Any]:
     """`table` (one row per physical row of a fragment) as one new data file of the dataset;
     its manifest entry (``DataFile`` JSON)."""
     rows = max(table.num_rows, 1)
     made = _write(
-        ds.uri, table.to_reader(), fields, metadata, rows, ds.data_storage_version, storage_options=ds._storage_options
+        view.uri, table.to_reader(), fields, metadata, rows, view.data_storage_version, storage_options=view.storage_options
     )
     if len(made) != 1 or len(made[0].files) != 1:
         raise InvalidArgumentError("internal error: expected one data file for the fragment")
     return made[0]._manifest_json()["files"][0]
 
 
-def add_columns_file(ds: "LanceDataset", fragment_id: int, new: pa.Table) -> Tuple[FragmentMetadata, LanceSchema]:
+def add_columns_file(view: "DatasetView", fragment_id: int, new: pa.Table) -> Tuple[FragmentMetadata, LanceSchema]:
     """The fragment with one more data file holding `new` (new columns, one row per physical
     row), and the dataset's schema extended by them (field ids from ``max_field_id + 1``)."""
-    meta = ds._fragment_metadata(fragment_id)
+    meta = view.fragment_metadata(fragment_id)
     if new.num_rows != meta.physical_rows:
         raise InvalidArgumentError(
             f"the new columns have {new.num_rows} rows; fragment {fragment_id} has {meta.physical_rows}"
         )
     if not new.column_names:
         raise InvalidArgumentError("there are no new columns to add")
-    clash = [n for n in new.column_names if n in ds._schema.names or n in _META_COLUMNS]
+    clash = [n for n in new.column_names if n in view.schema.names or n in _META_COLUMNS]
     if clash:
         raise InvalidArgumentError(f"columns {clash} already exist in fragment {fragment_id}")
     new_schema = pa.schema([pa.field(f.name, f.type, True, f.metadata) for f in new.schema])
     new = pa.Table.from_arrays([c.combine_chunks() for c in new.columns], schema=new_schema)
-    lance = lance_fields_for(new_schema, ds.max_field_id + 1)
+    lance = lance_fields_for(new_schema, view.max_field_id + 1)
     own = meta._manifest_json()
-    own["files"] = own["files"] + [_write_columns(ds, new, lance["fields"], lance["metadata"])]
-    m = ds._loaded.manifest
-    return FragmentMetadata._from_dict(own), LanceSchema(
-        m.get("fields", []) + lance["fields"], m.get("schema_metadata", {})
-    )
+    own["files"] = own["files"] + [_write_columns(view, new, lance["fields"], lance["metadata"])]
+    return FragmentMetadata._from_dict(own), LanceSchema(view.loaded.fields + lance["fields"], view.loaded.schema_metadata)
 
 
 def sql_columns(
-    ds: "LanceDataset", fragment_id: int, transforms: Dict[str, str], batch_size: Optional[int]
+    view: "DatasetView", fragment_id: int, transforms: Dict[str, str], batch_size: Optional[int]
 ) -> Tuple[FragmentMetadata, LanceSchema]:
     """See :meth:`lancepy.fragment.LanceFragment.merge_columns` with a dict: new columns
     named by its keys, each the value of the SQL expression (over the dataset's columns) of
     its value, for every physical row."""
     if not transforms or not all(isinstance(k, str) and isinstance(v, str) for k, v in transforms.items()):
         raise InvalidArgumentError("merge_columns with a dict needs new column names mapped to SQL expressions")
-    schema = ds._schema
+    schema = view.schema
     compiled = {name: compile_expression(sql, schema) for name, sql in transforms.items()}
     needed = sorted({c for f in compiled.values() for c in (f.columns or schema.names)})
-    phys = ds._fragment_metadata(fragment_id).physical_rows or 0
+    phys = view.fragment_metadata(fragment_id).physical_rows or 0
     src = pa.table(
-        ds._snapshot.scan(
+        view.snapshot.scan(
             needed, fragment_ids=[fragment_id], batch_rows=batch_size or max(phys, 1), include_deleted=True
         )
     )
@@ -152,11 +149,11 @@ def sql_columns(
         parts.append(pa.table({n: _evaluate_values(t, f.expression, None) for n, f in compiled.items()}))
     if not parts:
         raise InvalidArgumentError(f"fragment {fragment_id} has no rows to compute columns for")
-    return add_columns_file(ds, fragment_id, pa.concat_tables(parts))
+    return add_columns_file(view, fragment_id, pa.concat_tables(parts))
 
 
 def merge(
-    ds: "LanceDataset",
+    view: "DatasetView",
     fragment_id: int,
     data_obj: Any,
     left_on: str,
@@ -166,13 +163,13 @@ def merge(
     """See :meth:`lancepy.fragment.LanceFragment.merge`."""
     right_on = left_on if right_on is None else right_on
     right = _right_side(data_obj, schema, right_on)
-    keys = _physical_keys(ds, fragment_id, left_on, []).column(left_on)
+    keys = _physical_keys(view, fragment_id, left_on, []).column(left_on)
     names = [n for n in right.column_names if n != right_on]
-    both = [n for n in names if n in ds._schema.names]
+    both = [n for n in names if n in view.schema.names]
     if both:
         raise InvalidArgumentError(f"columns {both} exist in fragment {fragment_id} and in the data to merge")
     positions = _match(keys, right, right_on, left_on)
-    return add_columns_file(ds, fragment_id, right.select(names).take(positions))
+    return add_columns_file(view, fragment_id, right.select(names).take(positions))
 
 
 def _subtree_ids(fields: List[Dict[str, Any]], top: int) -> List[int]:
@@ -185,7 +182,7 @@ def _subtree_ids(fields: List[Dict[str, Any]], top: int) -> List[int]:
 
 
 def update_columns(
-    ds: "LanceDataset",
+    view: "DatasetView",
     fragment_id: int,
     data_obj: Any,
     left_on: str,
@@ -200,17 +197,17 @@ def update_columns(
     meta_cols = [n for n in names if n in _META_COLUMNS]
     if meta_cols:
         raise InvalidArgumentError(f"metadata column {meta_cols[0]!r} cannot be updated")
-    missing = [n for n in names if n not in ds._schema.names]
+    missing = [n for n in names if n not in view.schema.names]
     if missing:
         raise ColumnNotFoundError(f"column {missing[0]!r} does not exist in fragment {fragment_id}")
     if left_on in names:
         raise InvalidArgumentError(f"the join column {left_on!r} cannot be updated")
     if not names:
         raise InvalidArgumentError("the data has no columns to update besides the join column")
-    current = _physical_keys(ds, fragment_id, left_on, names)
+    current = _physical_keys(view, fragment_id, left_on, names)
     positions = _match(current.column(left_on), right, right_on, left_on)
     matched = pc.is_valid(positions)
-    target = pa.schema([ds._schema.field(n) for n in names])
+    target = pa.schema([view.schema.field(n) for n in names])
     columns = []
     for n in names:
         try:
@@ -225,15 +222,14 @@ def update_columns(
         [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns], schema=target
     )
 
-    manifest = ds._loaded.manifest
-    all_fields = manifest.get("fields", [])
+    all_fields = view.loaded.fields
     top_ids = [next(f["id"] for f in all_fields if f.get("parent_id", -1) == -1 and f.get("name") == n) for n in names]
     modified = [i for top in top_ids for i in _subtree_ids(all_fields, top)]
     sub = [f for f in all_fields if f.get("id") in set(modified)]
-    meta = ds._fragment_metadata(fragment_id)._manifest_json()
+    meta = view.fragment_metadata(fragment_id)._manifest_json()
     for df in meta["files"]:  # the old values stay in their files, no longer served
         df["fields"] = [_TOMBSTONE if i in set(modified) else i for i in df.get("fields", [])]
-    written = _write_columns(ds, new, sub, manifest.get("schema_metadata", {}))
+    written = _write_columns(view, new, sub, view.loaded.schema_metadata)
     meta["files"].append(written)
     out = FragmentMetadata._from_dict(meta)
     # the fields modified are those the new file stores (a struct's leaves, as pylance says)
@@ -244,14 +240,14 @@ def update_columns(
     return out, fields_modified, bytes(_lancepy.fragment_bitmap(hits))
 
 
-def fragment_from_file(filename: str, ds: "LanceDataset", fragment_id: int) -> FragmentMetadata:
+def fragment_from_file(filename: str, view: "DatasetView", fragment_id: int) -> FragmentMetadata:
     """See :meth:`lancepy.fragment.LanceFragment.create_from_file`."""
     if not isinstance(filename, str) or not filename or filename.startswith("/") or ".." in filename.split("/"):
         raise InvalidArgumentError(
             f"filename must be a file name under the dataset's data/ directory, got {filename!r}"
         )
-    reader = LanceFileReader(ds._store.child_uri(f"data/{filename}"), storage_options=ds._storage_options)
-    got, want = reader.schema, ds._schema
+    reader = LanceFileReader(view.store.child_uri(f"data/{filename}"), storage_options=view.storage_options)
+    got, want = reader.schema, view.schema
     problems = schema_differences(got, want)
     if problems or got.names != want.names:
         raise SchemaMismatchError(
@@ -263,14 +259,13 @@ def fragment_from_file(filename: str, ds: "LanceDataset", fragment_id: int) -> F
         raise EmptyDataError(f"{filename} has no rows")
     # Which field ids the file's columns stand for is the writer's rule: ask it, with one row
     # written to memory under the dataset's field ids.
-    manifest = ds._loaded.manifest
     probe = pa.table(reader.read_range(0, 1).to_table())
     probe_uri = f"memory://lancepy-probe-{id(probe)}-{fragment_id}"
     text = _lancepy.write_fragments(
         probe_uri,
         probe.to_reader(),
-        json.dumps(manifest.get("fields", [])),
-        json.dumps(manifest.get("schema_metadata", {})),
+        json.dumps(view.loaded.fields),
+        json.dumps(view.loaded.schema_metadata),
         1,
         reader.version,
         1 << 62,

@@ -33,7 +33,7 @@ from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 SCORE = "_score"
 
@@ -116,21 +116,21 @@ class FtsBoolean:
         return [c for q in self.must + self.should + self.must_not for c in q.columns]
 
 
-def _index_entries(ds: "LanceDataset") -> Dict[str, List[Dict[str, Any]]]:
+def _index_entries(view: "DatasetView") -> Dict[str, List[Dict[str, Any]]]:
     """The INVERTED index segments of each column that has one (the first index by name);
     found once per version."""
-    got = ds._per_version.get("fts_index_entries")
+    got = view.state.get("fts_index_entries")
     if got is None:
-        got = ds._per_version["fts_index_entries"] = _find_index_entries(ds)
+        got = view.state["fts_index_entries"] = _find_index_entries(view)
     return got
 
 
-def _find_index_entries(ds: "LanceDataset") -> Dict[str, List[Dict[str, Any]]]:
+def _find_index_entries(view: "DatasetView") -> Dict[str, List[Dict[str, Any]]]:
     from lancepy._core.schema import _field_paths
 
-    paths = _field_paths(ds._loaded.fields)
+    paths = _field_paths(view.loaded.fields)
     out: Dict[str, List[Dict[str, Any]]] = {}
-    for e in ds._index_entries():
+    for e in view.index_entries():
         if not str(e.get("details_type") or "").endswith("InvertedIndexDetails") or len(e["fields"]) != 1:
             continue
         column = paths.get(e["fields"][0])
@@ -253,9 +253,9 @@ def _combined_node(indexed: Dict[str, Any], q: Any) -> FtsCombined:
     return FtsCombined(q.query, columns, boosts, all_terms=op == FullTextOperator.AND)
 
 
-def parse(ds: "LanceDataset", full_text_query: Any) -> Any:
+def parse(view: "DatasetView", full_text_query: Any) -> Any:
     """The query tree `full_text_query` asks (leaves on the columns whose indices answer them)."""
-    indexed = _index_entries(ds)
+    indexed = _index_entries(view)
     if isinstance(full_text_query, str):
         return _text_query(indexed, full_text_query, None)
     if isinstance(full_text_query, dict):
@@ -275,40 +275,40 @@ def parse(ds: "LanceDataset", full_text_query: Any) -> Any:
     return _node(indexed, full_text_query)
 
 
-def _segments(ds: "LanceDataset", column: str) -> List[Tuple[Dict[str, Any], _inverted.InvertedSegment]]:
+def _segments(view: "DatasetView", column: str) -> List[Tuple[Dict[str, Any], _inverted.InvertedSegment]]:
     """The column's index, opened (cached with the version): ``[(entry, segment)]``, or
     ``[]`` when the column has none. An index of several segments (pylance's delta
     segments) is opened as one searchable segment; its entry then has the segments' uuids
     joined by ``+`` and the union of their fragments."""
-    entries = _index_entries(ds).get(column, [])
+    entries = _index_entries(view).get(column, [])
     if not entries:
         return []
     uuids = [str(e["uuid"]) for e in entries]
     key = ("fts_segment", tuple(uuids))
-    seg = ds._per_version.get(key)
+    seg = view.state.get(key)
     if seg is None:
-        seg = ds._per_version[key] = _inverted.open_segment(ds._uri, uuids, ds._storage_options)
+        seg = view.state[key] = _inverted.open_segment(view.uri, uuids, view.storage_options)
     if len(entries) == 1:
         return [(entries[0], seg)]
     covered = sorted(set().union(*({int(f) for f in e["fragment_ids"]} for e in entries)))
     return [(dict(entries[0], uuid="+".join(uuids), fragment_ids=covered), seg)]
 
 
-def _unindexed_rows(ds: "LanceDataset", column: str, fragments: List[int], rows_filter: Any) -> pa.Table:
+def _unindexed_rows(view: "DatasetView", column: str, fragments: List[int], rows_filter: Any) -> pa.Table:
     """`column` and ``_rowaddr`` of the live rows of `fragments` that `rows_filter` (a
     prefilter: ``(filter, evaluate)``, or ``None``) keeps: what pylance's flat search reads,
     its BM25 statistics over those rows only."""
     if rows_filter is None:
-        return pa.table(ds._snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
+        return pa.table(view.snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
     flt, evaluate = rows_filter
-    names = list(dict.fromkeys([column, *(flt.columns or ds.schema.names)]))
-    t = pa.table(ds._snapshot.scan(names, fragment_ids=fragments, with_row_address=True, batch_rows=131072))
+    names = list(dict.fromkeys([column, *(flt.columns or view.schema.names)]))
+    t = pa.table(view.snapshot.scan(names, fragment_ids=fragments, with_row_address=True, batch_rows=131072))
     mask = pa.chunked_array([evaluate(t, flt)]).combine_chunks().fill_null(False)
     return t.filter(mask).select([column, "_rowaddr"])
 
 
 def _flat_scores(
-    ds: "LanceDataset", seg: _inverted.InvertedSegment, column: str, tokens: List[str], all_terms: bool,
+    view: "DatasetView", seg: _inverted.InvertedSegment, column: str, tokens: List[str], all_terms: bool,
     fragments: List[int], rows_filter: Any = None,
 ) -> Tuple["np.ndarray", "np.ndarray"]:
     """Scores of the live rows of `fragments` (not in the index) that `rows_filter` keeps
@@ -316,7 +316,7 @@ def _flat_scores(
     and these rows together."""
     import numpy as np
 
-    t = _unindexed_rows(ds, column, fragments, rows_filter)
+    t = _unindexed_rows(view, column, fragments, rows_filter)
     addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
     vocab, ids, offsets, _ = seg.analyzer.analyze(t.column(column).to_pylist())
     lengths = np.diff(offsets)
@@ -350,14 +350,14 @@ def _flat_scores(
 
 
 def _flat_phrase(
-    ds: "LanceDataset", seg: _inverted.InvertedSegment, column: str, tokens: List[str], query_pos: List[int], slop: int,
+    view: "DatasetView", seg: _inverted.InvertedSegment, column: str, tokens: List[str], query_pos: List[int], slop: int,
     fragments: List[int], rows_filter: Any = None,
 ) -> Tuple["np.ndarray", "np.ndarray"]:
     """The phrase's rows among the live rows of `fragments` (not in the index) that
     `rows_filter` keeps, scored as :func:`_flat_scores` scores an AND match of its tokens."""
     import numpy as np
 
-    t = _unindexed_rows(ds, column, fragments, rows_filter)
+    t = _unindexed_rows(view, column, fragments, rows_filter)
     addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
     vocab, ids, offsets, positions = seg.analyzer.analyze(t.column(column).to_pylist(), with_positions=True)
     where = {w: i for i, w in enumerate(vocab)}
@@ -372,13 +372,13 @@ def _flat_phrase(
         lists.append((docs.astype("<u4").tobytes(), starts.astype("<u4").tobytes(),
                       positions[hit].astype("<u4").tobytes(), int(qp)))
     found = np.frombuffer(_lancepy.fts_phrase_docs(lists, int(slop)), dtype="<u4")
-    rows, scores = _flat_scores(ds, seg, column, tokens, True, fragments, rows_filter)
+    rows, scores = _flat_scores(view, seg, column, tokens, True, fragments, rows_filter)
     keep = np.isin(rows, addr[found])
     return rows[keep], scores[keep]
 
 
 def _allowed(
-    ds: "LanceDataset", entry: Dict[str, Any], seg: _inverted.InvertedSegment, frags: List[int]
+    view: "DatasetView", entry: Dict[str, Any], seg: _inverted.InvertedSegment, frags: List[int]
 ) -> List[Optional[bytes]]:
     """Per partition of `seg`, which documents a search of `frags` may return (a byte per
     document; ``None``: all): rows of those fragments, not deleted (with stable row ids, the
@@ -389,23 +389,23 @@ def _allowed(
     from lancepy.vector import _deleted_addresses
 
     key = ("fts_allowed", entry["uuid"], tuple(frags))
-    got = ds._per_version.get(key)
+    got = view.state.get(key)
     if got is not None:
         return got
     searched = np.asarray(sorted(set(frags)), dtype=np.int64)
-    stable = ds.has_stable_row_ids
-    deleted = np.empty(0, np.uint64) if stable else _deleted_addresses(ds)
+    stable = view.stable_row_ids
+    deleted = np.empty(0, np.uint64) if stable else _deleted_addresses(view)
     out: List[Optional[bytes]] = []
     for part in seg.partitions:
         if stable:
-            addresses, ok = _take.addresses_of_ids(ds, part.row_ids)
+            addresses, ok = _take.addresses_of_ids(view, part.row_ids)
             ok &= np.isin((addresses >> np.uint64(32)).astype(np.int64), searched)
         else:
             ok = np.isin((part.row_ids >> np.uint64(32)).astype(np.int64), searched)
         if len(deleted):
             ok &= ~np.isin(part.row_ids, deleted)
         out.append(None if ok.all() else ok.astype(np.uint8).tobytes())
-    ds._per_version[key] = out
+    view.state[key] = out
     return out
 
 
@@ -448,37 +448,37 @@ def _expand_fuzzy(seg: _inverted.InvertedSegment, tokens: List[str], q: FtsQuery
 
 
 def _leaf_context(
-    ds: "LanceDataset", column: str, frags: List[int]
+    view: "DatasetView", column: str, frags: List[int]
 ) -> Tuple[Dict[str, Any], _inverted.InvertedSegment, List[Optional[bytes]], List[int]]:
     """What a search of `column` over the live rows of `frags` needs that does not depend on
     the query: the index entry, its opened segment, the documents it may return per
     partition (see :func:`_allowed`) and the fragments it does not cover. Cached with the
     version."""
     key = ("fts_leaf", column, tuple(frags))
-    got = ds._per_version.get(key)
+    got = view.state.get(key)
     if got is None:
-        segs = _segments(ds, column)
+        segs = _segments(view, column)
         if not segs:
             raise InvalidArgumentError(f"full_text_query: column {column!r} has no INVERTED index")
         entry, seg = segs[0]
         covered = {int(f) for f in entry["fragment_ids"]}
-        got = (entry, seg, _allowed(ds, entry, seg, frags), [f for f in frags if f not in covered])
-        ds._per_version[key] = got
+        got = (entry, seg, _allowed(view, entry, seg, frags), [f for f in frags if f not in covered])
+        view.state[key] = got
     return got
 
 
 def _leaf(
-    ds: "LanceDataset", q: FtsQuery, frags: List[int], k: Optional[int], rows_filter: Any = None
+    view: "DatasetView", q: FtsQuery, frags: List[int], k: Optional[int], rows_filter: Any = None
 ) -> Tuple["np.ndarray", "np.ndarray"]:
     """``(row addresses, scores)`` of one match / phrase query over the live rows of `frags`
     (with `k`: at least the best `k`, maybe more; `rows_filter`: a prefilter, which rows of
     fragments the index does not cover are read, see :func:`_unindexed_rows`)."""
     import numpy as np
 
-    entry, seg, allowed, uncovered = _leaf_context(ds, q.column, frags)
-    if ds.has_stable_row_ids:  # (the index's documents are stable row ids: `allowed` keeps live ones only)
+    entry, seg, allowed, uncovered = _leaf_context(view, q.column, frags)
+    if view.stable_row_ids:  # (the index's documents are stable row ids: `allowed` keeps live ones only)
         def addresses(found: "np.ndarray") -> "np.ndarray":
-            return _take.addresses_of_ids(ds, found)[0]
+            return _take.addresses_of_ids(view, found)[0]
     else:
         def addresses(found: "np.ndarray") -> "np.ndarray":
             return found
@@ -498,7 +498,7 @@ def _leaf(
         rows, scores = seg.phrase_search(tokens, [int(p) for p in query_pos], q.slop, allowed=allowed, k=k)
         rows = addresses(rows)
         if uncovered and tokens:
-            a2, s2 = _flat_phrase(ds, seg, q.column, flat_tokens, [int(p) for p in flat_pos], q.slop, uncovered, rows_filter)
+            a2, s2 = _flat_phrase(view, seg, q.column, flat_tokens, [int(p) for p in flat_pos], q.slop, uncovered, rows_filter)
             rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])
         return rows, (scores * boost).astype(np.float32)
     if q.fuzziness:  # (None, as 0: exact tokens, as pylance 14)
@@ -522,28 +522,28 @@ def _leaf(
     rows = addresses(rows)
     scores = (scores * boost).astype(np.float32)
     if uncovered and tokens:
-        a2, s2 = _flat_scores(ds, seg, q.column, flat_tokens, q.all_terms, uncovered, rows_filter)
+        a2, s2 = _flat_scores(view, seg, q.column, flat_tokens, q.all_terms, uncovered, rows_filter)
         rows = np.concatenate([rows, a2])
         scores = np.concatenate([scores, (s2 * boost).astype(np.float32)])
     return rows, scores
 
 
-def _doc_lengths(ds: "LanceDataset", entry: Dict[str, Any], seg: _inverted.InvertedSegment) -> Tuple["np.ndarray", "np.ndarray"]:
+def _doc_lengths(view: "DatasetView", entry: Dict[str, Any], seg: _inverted.InvertedSegment) -> Tuple["np.ndarray", "np.ndarray"]:
     """The index's documents (row addresses or ids, sorted) and their token counts, over every
     partition; built once per version."""
     import numpy as np
 
     key = ("fts_doc_lengths", entry["uuid"])
-    got = ds._per_version.get(key)
+    got = view.state.get(key)
     if got is None:
         rows = np.concatenate([p.row_ids for p in seg.partitions]) if seg.partitions else np.empty(0, np.uint64)
         lengths = np.concatenate([p.num_tokens for p in seg.partitions]) if seg.partitions else np.empty(0, np.uint32)
         order = np.argsort(rows, kind="stable")
-        got = ds._per_version[key] = (rows[order], lengths[order].astype(np.float32))
+        got = view.state[key] = (rows[order], lengths[order].astype(np.float32))
     return got
 
 
-def _combined(ds: "LanceDataset", node: FtsCombined, frags: List[int]) -> Tuple["np.ndarray", "np.ndarray"]:
+def _combined(view: "DatasetView", node: FtsCombined, frags: List[int]) -> Tuple["np.ndarray", "np.ndarray"]:
     """``(row addresses, float32 scores)`` of a combined-fields query (BM25F, as pylance 14
     scores it): per row, a term's frequency and the row's length are the fields' own added
     up, each times its field's weight; a term's document frequency is its largest in any one
@@ -551,7 +551,7 @@ def _combined(ds: "LanceDataset", node: FtsCombined, frags: List[int]) -> Tuple[
     weighted token totals over it. A repeated query term counts once."""
     import numpy as np
 
-    ctxs = [_leaf_context(ds, c, frags) for c in node.fields]
+    ctxs = [_leaf_context(view, c, frags) for c in node.fields]
     if any(uncovered for _, _, _, uncovered in ctxs):
         raise NotSupportedError(
             "CombinedFieldsQuery over fragments an INVERTED index does not cover: optimize_indices() first"
@@ -597,7 +597,7 @@ def _combined(ds: "LanceDataset", node: FtsCombined, frags: List[int]) -> Tuple[
     np.add.at(tf, (where, np.concatenate(term_l)), np.concatenate(tf_l))
     dl = np.zeros(len(rows), np.float32)
     for w, (entry, seg, _, _) in zip(weights, ctxs):
-        docs, lengths = _doc_lengths(ds, entry, seg)
+        docs, lengths = _doc_lengths(view, entry, seg)
         if not len(docs):
             continue
         pos = np.minimum(np.searchsorted(docs, rows), len(docs) - 1)
@@ -610,24 +610,24 @@ def _combined(ds: "LanceDataset", node: FtsCombined, frags: List[int]) -> Tuple[
         scores += np.where(f > 0, idf[j] * ((k1 + np.float32(1.0)) * f / (f + norm)), np.float32(0)).astype(np.float32)
     keep = (tf > 0).all(axis=1) if node.all_terms else (tf > 0).any(axis=1)
     rows, scores = rows[keep], scores[keep]
-    if ds.has_stable_row_ids:
-        rows = _take.addresses_of_ids(ds, rows)[0]
+    if view.stable_row_ids:
+        rows = _take.addresses_of_ids(view, rows)[0]
     return rows, scores.astype(np.float32)
 
 
 def _scores_of(
-    ds: "LanceDataset", node: Any, frags: List[int], k: Optional[int], rows_filter: Any = None
+    view: "DatasetView", node: Any, frags: List[int], k: Optional[int], rows_filter: Any = None
 ) -> Tuple["np.ndarray", "np.ndarray"]:
     """``(row addresses, float32 scores)`` of a query tree, unordered (`rows_filter`: see
     :func:`_leaf`)."""
     import numpy as np
 
     if isinstance(node, FtsQuery):
-        return _leaf(ds, node, frags, k, rows_filter)
+        return _leaf(view, node, frags, k, rows_filter)
     if isinstance(node, FtsCombined):
-        return _combined(ds, node, frags)
+        return _combined(view, node, frags)
     if isinstance(node, FtsMulti):  # (a row's best column; each column's top k hold the best k)
-        parts = [_scores_of(ds, q, frags, k, rows_filter) for q in node.queries]
+        parts = [_scores_of(view, q, frags, k, rows_filter) for q in node.queries]
         rows = np.concatenate([r for r, _ in parts]).astype(np.uint64)
         scores = np.concatenate([s for _, s in parts]).astype(np.float32)
         order = np.lexsort((-scores, rows))
@@ -636,8 +636,8 @@ def _scores_of(
         first[1:] = rows[1:] != rows[:-1]
         return rows[first], scores[first]
     if isinstance(node, FtsBoost):
-        rows, scores = _scores_of(ds, node.positive, frags, None, rows_filter)
-        nrows, nscores = _scores_of(ds, node.negative, frags, None, rows_filter)
+        rows, scores = _scores_of(view, node.positive, frags, None, rows_filter)
+        nrows, nscores = _scores_of(view, node.negative, frags, None, rows_filter)
         neg = dict(zip(nrows.tolist(), nscores.tolist()))
         nb = np.float32(node.negative_boost)
         out = np.asarray([np.float32(s) - nb * np.float32(neg[r]) if r in neg else np.float32(s)
@@ -646,21 +646,21 @@ def _scores_of(
     if isinstance(node, FtsBoolean):
         acc: Dict[int, Any] = {}
         for i, q in enumerate(node.must):
-            r, s = _scores_of(ds, q, frags, None, rows_filter)
+            r, s = _scores_of(view, q, frags, None, rows_filter)
             if i == 0:
                 acc = dict(zip(r.tolist(), (np.float32(x) for x in s.tolist())))
             else:
                 got = dict(zip(r.tolist(), s.tolist()))
                 acc = {row: np.float32(v + np.float32(got[row])) for row, v in acc.items() if row in got}
         for q in node.should:
-            r, s = _scores_of(ds, q, frags, None, rows_filter)
+            r, s = _scores_of(view, q, frags, None, rows_filter)
             for row, v in zip(r.tolist(), s.tolist()):
                 if row in acc:
                     acc[row] = np.float32(acc[row] + np.float32(v))
                 elif not node.must:
                     acc[row] = np.float32(v)
         for q in node.must_not:
-            r, _ = _scores_of(ds, q, frags, None, rows_filter)
+            r, _ = _scores_of(view, q, frags, None, rows_filter)
             for row in r.tolist():
                 acc.pop(row, None)
         return np.asarray(list(acc), np.uint64), np.asarray(list(acc.values()), np.float32)
@@ -668,7 +668,7 @@ def _scores_of(
 
 
 def search(
-    ds: "LanceDataset",
+    view: "DatasetView",
     query: Any,
     *,
     columns: Optional[List[str]],
@@ -683,10 +683,10 @@ def search(
 ) -> pa.Table:
     """The rows matching `query`: projected columns, ``_score``, then ``_rowid`` /
     ``_rowaddr``; best first."""
-    rows, scores = ranked(ds, query, flt=flt, prefilter=prefilter, limit=limit, offset=offset,
+    rows, scores = ranked(view, query, flt=flt, prefilter=prefilter, limit=limit, offset=offset,
                           fragment_ids=fragment_ids, evaluate=evaluate)
-    names = list(columns) if columns is not None else list(ds.schema.names)
-    table = pa.table(ds._snapshot.take_addresses(
+    names = list(columns) if columns is not None else list(view.schema.names)
+    table = pa.table(view.snapshot.take_addresses(
         pa.array(rows, pa.uint64()), columns=names, with_row_id=with_row_id, with_row_address=with_row_address
     ))
     result = table.select(names).append_column(pa.field(SCORE, pa.float32()), pa.array(scores, pa.float32()))
@@ -697,19 +697,19 @@ def search(
 
 
 def ranked(
-    ds: "LanceDataset", query: Any, *, flt: Any, prefilter: bool, limit: Optional[int], offset: int,
+    view: "DatasetView", query: Any, *, flt: Any, prefilter: bool, limit: Optional[int], offset: int,
     fragment_ids: Optional[Sequence[int]], evaluate: Any,
 ) -> Tuple["np.ndarray", "np.ndarray"]:
     """``(row addresses, scores)`` of the rows `query` returns, best first (ties by row
     address), the filter applied before (`prefilter`) or after the best rows are taken."""
     import numpy as np
 
-    live = ds._snapshot_rows()
+    live = view.fragment_rows()
     frags = [f for f in live] if fragment_ids is None else [int(f) for f in fragment_ids if int(f) in live]
     end = None if limit is None else offset + limit
     k = end if (flt is None or not prefilter) else None
     rows_filter = (flt, evaluate) if flt is not None and prefilter else None
-    rows, scores = _scores_of(ds, query, frags, k, rows_filter)
+    rows, scores = _scores_of(view, query, frags, k, rows_filter)
     rows, scores = np.asarray(rows, np.uint64), np.asarray(scores, np.float32)
     if end is not None and (flt is None or not prefilter) and len(rows) > end:
         # (the rows scoring at least the end-th best: ties at the cut are ordered below)
@@ -722,7 +722,7 @@ def ranked(
     if flt is not None and len(rows):
         order = np.argsort(rows)
         rows, scores = rows[order], scores[order]
-        t = pa.table(ds._snapshot.take_addresses(pa.array(rows, pa.uint64()), columns=list(flt.columns or ds.schema.names)))
+        t = pa.table(view.snapshot.take_addresses(pa.array(rows, pa.uint64()), columns=list(flt.columns or view.schema.names)))
         mask = pa.chunked_array([evaluate(t, flt)]).combine_chunks().fill_null(False)
         keep = np.asarray(mask.to_numpy(zero_copy_only=False), bool)
         rows, scores = rows[keep], scores[keep]
@@ -742,7 +742,7 @@ def _leaves(node: Any) -> List[FtsQuery]:
     return [q for sub in node.must + node.should + node.must_not for q in _leaves(sub)]
 
 
-def plan_lines(ds: "LanceDataset", query: Any, flt: Any, prefilter: bool) -> List[str]:
+def plan_lines(view: "DatasetView", query: Any, flt: Any, prefilter: bool) -> List[str]:
     """What ``explain_plan`` says about the search (as pylance's plan names it)."""
     lines = []
     if flt is not None and not prefilter:
@@ -756,7 +756,7 @@ def plan_lines(ds: "LanceDataset", query: Any, flt: Any, prefilter: bool) -> Lis
             FtsCombined: f"columns=[{', '.join(getattr(query, 'fields', []))}], query={getattr(query, 'text', '')}",
         }[type(query)])
     for leaf in _leaves(query):
-        segs = _segments(ds, leaf.column)
+        segs = _segments(view, leaf.column)
         tokens = segs[0][1].analyzer.tokens(leaf.text) if segs else []
         lines.append(leaf.plan_text(tokens) + f" (index {segs[0][0]['name'] if segs else '?'})")
     if flt is not None and prefilter:

@@ -23,7 +23,7 @@ from lancepy._ops import fts_search as _fts
 from lancepy.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 DEFAULT_RRF_K = 60.0
 RELEVANCE = "_relevance_score"
@@ -39,7 +39,7 @@ def check_rrf_k(rrf_k: Any) -> float:
 
 
 def search(
-    ds: "LanceDataset", nearest: Any, fts_query: Any, *, rrf_k: float, columns: Optional[List[str]], flt: Any,
+    view: "DatasetView", nearest: Any, fts_query: Any, *, rrf_k: float, columns: Optional[List[str]], flt: Any,
     prefilter: bool, limit: Optional[int], offset: int, with_row_id: bool, with_row_address: bool,
     fragment_ids: Optional[Sequence[int]], evaluate: Any, index_segments: Any, fast_search: bool,
 ) -> pa.Table:
@@ -50,13 +50,13 @@ def search(
     from lancepy import vector as _vector
 
     vec = _vector.search(
-        ds, nearest, columns=[], flt=flt, prefilter=prefilter, limit=None, offset=0, with_row_id=False,
+        view, nearest, columns=[], flt=flt, prefilter=prefilter, limit=None, offset=0, with_row_id=False,
         with_row_address=True, fragment_ids=fragment_ids, evaluate=evaluate, index_segments=index_segments,
         fast_search=fast_search,
     )
     v_rows = np.asarray(vec.column("_rowaddr").to_numpy(zero_copy_only=False), np.uint64)
     v_dist = vec.column("_distance").to_pylist()
-    f_rows, f_scores = _fts.ranked(ds, fts_query, flt=flt, prefilter=prefilter, limit=int(nearest.k), offset=0,
+    f_rows, f_scores = _fts.ranked(view, fts_query, flt=flt, prefilter=prefilter, limit=int(nearest.k), offset=0,
                                    fragment_ids=fragment_ids, evaluate=evaluate)
     fused: dict = {}
     for lst in (v_rows.tolist(), f_rows.tolist()):
@@ -70,8 +70,8 @@ def search(
     rows, rel = rows[order], rel[order]
     dist = dict(zip(v_rows.tolist(), v_dist))
     score = dict(zip(f_rows.tolist(), f_scores.tolist()))
-    names = list(columns) if columns is not None else list(ds.schema.names)
-    table = pa.table(ds._snapshot.take_addresses(
+    names = list(columns) if columns is not None else list(view.schema.names)
+    table = pa.table(view.snapshot.take_addresses(
         pa.array(rows, pa.uint64()), columns=names, with_row_id=with_row_id, with_row_address=with_row_address
     ))
     out = table.select(names)

@@ -15,23 +15,24 @@ from lancepy._core.schema import _field_paths
 from lancepy._core.storage import normalize_storage_options
 from lancepy._ops import vector_columns as _vc
 from lancepy._table.operations import IndexDescription
+from lancepy._table.commit import commit_on
 from lancepy.exceptions import InvalidArgumentError, LanceError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 
-def list_indices(ds: LanceDataset) -> List[Dict[str, Any]]:
+def list_indices(view: "DatasetView") -> List[Dict[str, Any]]:
     """See :meth:`LanceDataset.list_indices`."""
-    if ds._loaded.index_section is None:
+    if view.loaded.index_section is None:
         return []
-    names = _field_paths(ds._loaded.fields)
+    names = _field_paths(view.loaded.fields)
     out = []
-    for e in _lancepy.index_section_entries(ds._loaded.index_section):
+    for e in _lancepy.index_section_entries(view.loaded.index_section):
         out.append(
             {
                 "name": e["name"],
-                "type": _index_type(ds, e),
+                "type": _index_type(view, e),
                 "uuid": e["uuid"],
                 "fields": [names.get(f, str(f)) for f in e["fields"]],
                 "version": e["dataset_version"],
@@ -42,26 +43,20 @@ def list_indices(ds: LanceDataset) -> List[Dict[str, Any]]:
     return out
 
 
-def _index_entries(ds: LanceDataset) -> List[Dict[str, Any]]:
-    """See :meth:`LanceDataset._index_entries`."""
-    section = ds._loaded.index_section
-    return [] if section is None else list(_lancepy.index_section_entries(section))
-
-
-def _index_type(ds: LanceDataset, entry: Dict[str, Any]) -> str:
+def _index_type(view: "DatasetView", entry: Dict[str, Any]) -> str:
     """An index's type name as pylance reports it: vector indices name theirs in their
     file (schema metadata ``lance:index``); the others by their details message."""
     details = str(entry.get("details_type") or "").rsplit(".", 1)[-1]
     if details == "VectorIndexDetails":
         from lancepy.file import LanceFileReader
 
-        path = f"{ds._uri}/_indices/{entry['uuid']}/index.idx"
+        path = f"{view.uri}/_indices/{entry['uuid']}/index.idx"
         try:
             from lancepy._ops import ivf_legacy as _ivf_legacy
 
-            if _ivf_legacy.is_legacy(path, ds._storage_options):
+            if _ivf_legacy.is_legacy(path, view.storage_options):
                 return "IVF_PQ"  # (the only type of pylance's legacy vector index layout)
-            md = LanceFileReader(path, ds._storage_options).metadata().schema.metadata or {}
+            md = LanceFileReader(path, view.storage_options).metadata().schema.metadata or {}
             return str(json.loads(md[b"lance:index"])["type"]).upper()
         except (LanceError, KeyError, ValueError, TypeError):
             return "Vector"
@@ -78,20 +73,20 @@ def _index_type(ds: LanceDataset, entry: Dict[str, Any]) -> str:
     return known.get(details, details.removesuffix("IndexDetails") or "Unknown")
 
 
-def describe_indices(ds: LanceDataset) -> List["IndexDescription"]:
+def describe_indices(view: "DatasetView") -> List["IndexDescription"]:
     """See :meth:`LanceDataset.describe_indices`."""
-    if ds._loaded.index_section is None:
+    if view.loaded.index_section is None:
         return []
-    names = _field_paths(ds._loaded.fields)
-    rows = ds._snapshot_rows()
+    names = _field_paths(view.loaded.fields)
+    rows = view.fragment_rows()
     by_name: Dict[str, List[Dict[str, Any]]] = {}
-    for e in _lancepy.index_section_entries(ds._loaded.index_section):
+    for e in _lancepy.index_section_entries(view.loaded.index_section):
         by_name.setdefault(e["name"], []).append(e)
     out = []
     for name, entries in by_name.items():
         segments = []
         for e in entries:
-            files = ds._store.list(f"_indices/{e['uuid']}")
+            files = view.store.list(f"_indices/{e['uuid']}")
             segments.append(
                 {
                     "uuid": e["uuid"],
@@ -110,22 +105,22 @@ def describe_indices(ds: LanceDataset) -> List["IndexDescription"]:
                 fields=list(first["fields"]),
                 field_names=[names.get(f, str(f)) for f in first["fields"]],
                 total_size_bytes=sum(seg["size_bytes"] for seg in segments),
-                index_type=_index_type(ds, first),
+                index_type=_index_type(view, first),
                 segments=segments,
             )
         )
     return out
 
 
-def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
+def index_statistics(view: "DatasetView", index_name: str) -> Dict[str, Any]:
     """See :meth:`LanceDataset.index_statistics`."""
     from lancepy.exceptions import IndexNotFoundError
 
-    found = [d for d in ds.describe_indices() if d.name == index_name]
+    found = [d for d in describe_indices(view) if d.name == index_name]
     if not found:
-        raise IndexNotFoundError(f'Index "{index_name}" not found: no such index in version {ds.version} of {ds._uri}')
+        raise IndexNotFoundError(f'Index "{index_name}" not found: no such index in version {view.version} of {view.uri}')
     desc = found[0]
-    rows = ds._snapshot_rows()
+    rows = view.fragment_rows()
     covered = set().union(*(seg["fragment_ids"] for seg in desc.segments))
     live = [f for f in rows if rows[f][1] > 0 or f in covered]
     segments = []
@@ -134,24 +129,24 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
         if desc.index_type == "BTree":
             from lancepy._ops import btree as _btree
 
-            info = _btree.segment_statistics(ds._uri, seg["uuid"], ds._storage_options)
+            info = _btree.segment_statistics(view.uri, seg["uuid"], view.storage_options)
         if desc.index_type == "Inverted":
             from lancepy._ops import inverted as _inverted
 
-            seg_ = _inverted.open_segment(ds._uri, seg["uuid"], ds._storage_options)
+            seg_ = _inverted.open_segment(view.uri, seg["uuid"], view.storage_options)
             info = {"params": seg_.params, "num_tokens": sum(len(p.token_ids) for p in seg_.partitions),
                     "num_docs": seg_.num_docs}
         if desc.index_type in ("Bitmap", "LabelList"):
             from lancepy._ops import bitmap as _bitmap
 
-            info = _bitmap.segment_statistics(ds._uri, seg["uuid"], ds._storage_options)
+            info = _bitmap.segment_statistics(view.uri, seg["uuid"], view.storage_options)
         if desc.index_type in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
             from lancepy._ops import ivf as _ivf
 
-            idx = _ivf.load_index(ds._uri, seg["uuid"], ds._storage_options)
+            idx = _ivf.load_index(view.uri, seg["uuid"], view.storage_options)
             info.update(
                 {
-                    "uri": f"{ds._uri}/_indices/{seg['uuid']}/index.idx",
+                    "uri": f"{view.uri}/_indices/{seg['uuid']}/index.idx",
                     "metric_type": idx.metric,
                     "num_partitions": idx.num_partitions,
                     "partitions": [{"size": int(n)} for n in idx.lengths],
@@ -201,27 +196,27 @@ def index_statistics(ds: LanceDataset, index_name: str) -> Dict[str, Any]:
         "num_indexed_rows_per_delta": [
             sum(rows[f][1] for f in seg["fragment_ids"] if f in rows) for seg in desc.segments
         ],
-        "updated_at_timestamp_ms": max(int(e.get("created_at") or 0) for e in _raw_entries(ds, index_name)),
+        "updated_at_timestamp_ms": max(int(e.get("created_at") or 0) for e in _raw_entries(view, index_name)),
     }
 
 
-def _raw_entries(ds: LanceDataset, name: str) -> List[Dict[str, Any]]:
+def _raw_entries(view: "DatasetView", name: str) -> List[Dict[str, Any]]:
     """The segments named `name`, as the index section's JSON holds them (all fields)."""
-    section = ds._loaded.index_section
+    section = view.loaded.index_section
     entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
     return [e for e in entries if e.get("name") == name]
 
 
-def drop_index(ds: LanceDataset, name: str) -> None:
+def drop_index(view: "DatasetView", name: str) -> "DatasetView":
     """See :meth:`LanceDataset.drop_index`."""
     from lancepy.exceptions import IndexNotFoundError
 
-    section = ds._loaded.index_section
+    section = view.loaded.index_section
     entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
     removed = [e for e in entries if e.get("name") == name]
     if not removed:
-        raise IndexNotFoundError(f"index {name!r} does not exist in version {ds.version} of {ds._uri}")
-    ds._commit("CreateIndex", {"new_indices": [], "removed_indices": removed})
+        raise IndexNotFoundError(f"index {name!r} does not exist in version {view.version} of {view.uri}")
+    return commit_on(view, "CreateIndex", {"new_indices": [], "removed_indices": removed})
 
 
 def _check_accelerator(accelerator: Any) -> None:
@@ -241,7 +236,7 @@ def _check_accelerator(accelerator: Any) -> None:
 
 
 def prepare_vector_index(
-    ds: LanceDataset,
+    view: "DatasetView",
     column: Union[str, List[str]],
     index_type: str,
     name: Optional[str] = None,
@@ -340,8 +335,8 @@ def prepare_vector_index(
     ):
         if value is not None and (not isinstance(value, int) or value < 1):
             raise InvalidArgumentError(f"create_index: {arg} must be a positive integer, got {value!r}")
-    ids = ds._field_ids_by_path()
-    field = _vc.field_of(ds._schema, column)  # (a top-level column or a path into structs: "data.embedding")
+    ids = view.loaded.field_ids_by_path
+    field = _vc.field_of(view.schema, column)  # (a top-level column or a path into structs: "data.embedding")
     if not pa.types.is_fixed_size_list(field.type):
         raise TypeError(f"Vector column {column} must be FixedSizeListArray, got {field.type}")
     binary = pa.types.is_uint8(field.type.value_type)
@@ -391,19 +386,19 @@ def prepare_vector_index(
         with open(ivf_centroids_file, "rb") as f:
             ivf_centroids = np.load(f)
     name = name if name is not None else f"{column}_idx"
-    section = ds._loaded.index_section
+    section = view.loaded.index_section
     entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
     existing = [e for e in entries if e.get("name") == name]
     if existing and not replace:
         raise IndexAlreadyExistsError(f"Index name '{name}' already exists, use replace=True to overwrite it")
     if num_partitions is None and target_partition_size is not None and ivf_centroids is None:
         rows = (
-            ds.count_rows()
+            view.count_rows()
             if fragment_ids is None
-            else sum(f.count_rows() for f in ds.get_fragments() if f.fragment_id in set(fragment_ids))
+            else sum(live for fid, (_, live) in view.fragment_rows().items() if fid in set(fragment_ids))
         )
         num_partitions = min(max(1, rows // target_partition_size), _ivf_build.MAX_PARTITIONS)
-    files_options = ds._storage_options if storage_options is None else normalize_storage_options(storage_options)
+    files_options = view.storage_options if storage_options is None else normalize_storage_options(storage_options)
     params = _ivf_build.IvfParams(
         kind=kind,
         metric=metric_name,
@@ -438,7 +433,7 @@ class VectorIndexPlan:
 
 
 def create_index(
-    ds: LanceDataset,
+    view: "DatasetView",
     column: Union[str, List[str]],
     index_type: str,
     name: Optional[str] = None,
@@ -472,12 +467,12 @@ def create_index(
     seed: Optional[int] = None,
     index_file_version: Optional[str] = None,
     one_pass_ivfpq: bool = False,
-) -> "LanceDataset":
+) -> "DatasetView":
     """See :meth:`LanceDataset.create_index`."""
     from lancepy._ops import ivf_build as _ivf_build
 
     plan = prepare_vector_index(
-        ds, column, index_type, name, metric, replace, num_partitions, ivf_centroids, pq_codebook, num_sub_vectors,
+        view, column, index_type, name, metric, replace, num_partitions, ivf_centroids, pq_codebook, num_sub_vectors,
         accelerator, index_cache_size, shuffle_partition_batches, shuffle_partition_concurrency, ivf_centroids_file,
         precomputed_partition_dataset, storage_options, filter_nan, train, fragment_ids, index_uuid,
         target_partition_size=target_partition_size, streaming_sample_rate=streaming_sample_rate,
@@ -487,10 +482,10 @@ def create_index(
         one_pass_ivfpq=one_pass_ivfpq,
     )
     entry = _ivf_build.build(
-        ds, plan.column, plan.field_id, plan.dim, plan.params, fragment_ids, index_uuid, plan.name, progress_callback,
+        view, plan.column, plan.field_id, plan.dim, plan.params, fragment_ids, index_uuid, plan.name, progress_callback,
         plan.storage_options,
     )
-    ds._commit("CreateIndex", {"new_indices": [entry], "removed_indices": plan.existing})
+    view = commit_on(view, "CreateIndex", {"new_indices": [entry], "removed_indices": plan.existing})
     if progress_callback is not None:
         progress_callback(_ivf_build.IndexBuildProgress("commit", 1, 1))
-    return ds
+    return view

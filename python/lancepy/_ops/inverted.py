@@ -758,7 +758,7 @@ def remap(
 
 
 def extend(
-    ds: Any, column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool, retrain: bool = False
+    view: "DatasetView", column: str, entries: List[Dict[str, Any]], fragments: Sequence[int], merge: bool, retrain: bool = False
 ) -> Tuple[str, List[Dict[str, Any]]]:
     """One new segment holding the documents of every segment in `entries` (one INVERTED
     index) and those of the rows of `fragments` (added since), as ``optimize_indices`` merges
@@ -771,19 +771,19 @@ def extend(
 
     from lancepy._ops import btree as _btree
 
-    params, p = read_postings(ds._uri, entries[0]["uuid"], ds._storage_options)
+    params, p = read_postings(view.uri, entries[0]["uuid"], view.storage_options)
     if retrain or not merge:  # (a delta segment, or a rebuild: the rows of `fragments` only)
         p, entries = _new_docs(params, [], np.empty(0, np.uint64)), entries[:1]
     for e in entries[1:]:
-        other_params, q = read_postings(ds._uri, e["uuid"], ds._storage_options)
+        other_params, q = read_postings(view.uri, e["uuid"], view.storage_options)
         if other_params != params:
             raise NotSupportedError("optimize_indices: INVERTED segments with different analyzer params")
         p = _concat(p, q)
-    values, addr = _btree.collect(ds, column, list(fragments), row_ids=ds.has_stable_row_ids)
+    values, addr = _btree.collect(view, column, list(fragments), row_ids=view.stable_row_ids)
     uid = str(_uuid.uuid4())
-    base = ds._uri.rstrip("/") + f"/_indices/{uid}/"
+    base = view.uri.rstrip("/") + f"/_indices/{uid}/"
     scratch = _new_docs(params, values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), np.uint64))
-    files = write_postings(base, params, _concat(p, scratch), ds._storage_options)
+    files = write_postings(base, params, _concat(p, scratch), view.storage_options)
     return uid, files
 
 

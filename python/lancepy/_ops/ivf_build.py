@@ -48,13 +48,14 @@ from lancepy._ops import ivf as _ivf_read
 from lancepy._ops import pq4 as _pq4
 from lancepy._ops import vector_columns as _vc
 from lancepy._ops import ivf_legacy as _ivf_legacy
+from lancepy._ops import take as _take
 from lancepy._ops.remap import moved_rows
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 #: Rows per partition aimed at when ``num_partitions`` is not given (pylance 14's defaults).
 TARGET_PARTITION_SIZE = {"IVF_FLAT": 4096, "IVF_PQ": 8192, "IVF_SQ": 8192}
@@ -194,12 +195,13 @@ def _normalized(mat: "np.ndarray") -> "np.ndarray":
     return np.ascontiguousarray(mat / norms, dtype=np.float32)
 
 
-def _sample(ds: "LanceDataset", column: str, dim: int, fragments: List[Any], want: int, p: IvfParams) -> "np.ndarray":
+def _sample(view: "DatasetView", column: str, dim: int, fragments: List[int], want: int, p: IvfParams) -> "np.ndarray":
     """Up to `want` random live rows of `column` in `fragments` (as a float32 matrix, or
     uint8 for binary vectors)."""
     import numpy as np
 
-    counts = [f.count_rows() for f in fragments]
+    live_rows = view.fragment_rows()
+    counts = [live_rows[f][1] for f in fragments]
     total = sum(counts)
     rng = np.random.default_rng(p.seed)
     picks = np.arange(total) if want >= total else np.sort(rng.choice(total, size=want, replace=False))
@@ -209,7 +211,7 @@ def _sample(ds: "LanceDataset", column: str, dim: int, fragments: List[Any], wan
         local = picks[(picks >= start) & (picks < start + n)] - start
         start += n
         if len(local):
-            t = frag.take(local, columns=[_vc.resolve(ds.schema, column)[0]])
+            t = _take.take_in_fragment(view, frag, local, [_vc.resolve(view.schema, column)[0]])
             mat, keep = _vectors_of(_vc.column_values(t, column), dim, p.filter_nan)
             parts.append(mat[keep])
     dtype = np.uint8 if p.metric == "hamming" else np.float32
@@ -282,10 +284,10 @@ def pq_codes(mat: "np.ndarray", codebook: "np.ndarray", m: int, centroids: Optio
 
 
 def _encode_rows(
-    ds: "LanceDataset",
+    view: "DatasetView",
     column: str,
     dim: int,
-    fragments: List[Any],
+    fragments: List[int],
     centroids: "np.ndarray",
     codebook: Optional["np.ndarray"],
     m: int,
@@ -296,14 +298,14 @@ def _encode_rows(
     partitions, codes or vectors)``, in scan order."""
     import numpy as np
 
-    num_rows = sum(f.count_rows() for f in fragments)
+    num_rows = sum(view.fragment_rows()[f][1] for f in fragments)
     ids_parts: List[Any] = []
     part_parts: List[Any] = []
     data_parts: List[Any] = []
     done = 0
-    frag_ids = [f.fragment_id for f in fragments]
-    stream = ds._snapshot.scan_stream(
-        [_vc.resolve(ds.schema, column)[0]],
+    frag_ids = list(fragments)
+    stream = view.snapshot.scan_stream(
+        [_vc.resolve(view.schema, column)[0]],
         fragment_ids=frag_ids,
         batch_rows=_ENCODE_BATCH_ROWS,
         with_row_id=True,
@@ -346,7 +348,7 @@ def _encode_rows(
 
 
 def build(
-    ds: "LanceDataset",
+    view: "DatasetView",
     column: str,
     field_id: int,
     dim: int,
@@ -364,20 +366,21 @@ def build(
         if progress is not None:
             progress(IndexBuildProgress(stage, done, total))
 
-    fragments = _fragments(ds, fragment_ids)
-    trained = train(ds, column, dim, p, fragments, report)
-    return write_segment(ds, column, field_id, dim, p, trained, fragments, index_uuid, name, report, storage_options)
+    fragments = _fragments(view, fragment_ids)
+    trained = train(view, column, dim, p, fragments, report)
+    return write_segment(view, column, field_id, dim, p, trained, fragments, index_uuid, name, report, storage_options)
 
 
-def _fragments(ds: "LanceDataset", fragment_ids: Optional[List[int]]) -> List[Any]:
-    """The dataset's fragments, or those of `fragment_ids` (all in this version)."""
-    fragments = ds.get_fragments()
+def _fragments(view: "DatasetView", fragment_ids: Optional[List[int]]) -> List[int]:
+    """The ids of the dataset's fragments, or of those of `fragment_ids` (all in this
+    version), in manifest order."""
+    fragments = list(view.fragment_ids)
     if fragment_ids is not None:
         wanted = set(int(f) for f in fragment_ids)
-        missing = wanted - {f.fragment_id for f in fragments}
+        missing = wanted - set(fragments)
         if missing:
-            raise InvalidArgumentError(f"fragment_ids: fragments {sorted(missing)} are not in version {ds.version}")
-        fragments = [f for f in fragments if f.fragment_id in wanted]
+            raise InvalidArgumentError(f"fragment_ids: fragments {sorted(missing)} are not in version {view.version}")
+        fragments = [f for f in fragments if f in wanted]
     return fragments
 
 
@@ -393,14 +396,14 @@ class Trained:
 
 
 def train(
-    ds: "LanceDataset", column: str, dim: int, p: IvfParams, fragments: List[Any],
+    view: "DatasetView", column: str, dim: int, p: IvfParams, fragments: List[int],
     report: Callable[[str, int, int], None],
 ) -> Trained:
     """Steps 1-3 of :func:`build`: samples `fragments` and trains (or takes from `p`) the
     centroids and the PQ codebook; for IVF_SQ, sets ``p.sq_bounds``."""
     import numpy as np
 
-    num_rows = sum(f.count_rows() for f in fragments)
+    num_rows = sum(view.fragment_rows()[f][1] for f in fragments)
     k = p.num_partitions
     given_centroids = None
     words = 1 << p.num_bits  # (PQ codewords a sub-vector)
@@ -425,7 +428,7 @@ def train(
     sample = np.empty((0, dim), np.uint8 if p.metric == "hamming" else np.float32)
     if need_sample:
         report("sample", 0, want)
-        sample = _sample(ds, column, dim, fragments, want, p)
+        sample = _sample(view, column, dim, fragments, want, p)
         report("sample", len(sample), want)
         if p.metric == "cosine":
             sample = _normalized(sample)
@@ -480,13 +483,13 @@ def train(
 
 
 def write_segment(
-    ds: "LanceDataset",
+    view: "DatasetView",
     column: str,
     field_id: int,
     dim: int,
     p: IvfParams,
     trained: Trained,
-    fragments: List[Any],
+    fragments: List[int],
     index_uuid: Optional[str],
     name: str,
     report: Callable[[str, int, int], None],
@@ -499,7 +502,7 @@ def write_segment(
     centroids, loss, codebook, m = trained.centroids, trained.loss, trained.codebook, trained.m
     k = len(centroids)
     # 4. encode every row
-    row_ids, parts, data = _encode_rows(ds, column, dim, fragments, centroids, codebook, m, p, report)
+    row_ids, parts, data = _encode_rows(view, column, dim, fragments, centroids, codebook, m, p, report)
 
     # 5. group by partition
     row_ids, data, offsets, lengths = _grouped(row_ids, parts, data, k)
@@ -507,19 +510,19 @@ def write_segment(
     # 6. write the files
     report("write", 0, 2)
     uid = str(_uuid.UUID(index_uuid)) if index_uuid is not None else str(_uuid.uuid4())
-    base = ds._uri.rstrip("/") + f"/_indices/{uid}/"
+    base = view.uri.rstrip("/") + f"/_indices/{uid}/"
     if p.file_version == "Legacy":
-        files = _write_legacy(base, name, column, ds.version, p, dim, m, centroids, loss, codebook, row_ids, data, lengths,
+        files = _write_legacy(base, name, column, view.version, p, dim, m, centroids, loss, codebook, row_ids, data, lengths,
                               storage_options)
     else:
         files = _write_files(base, p, k, dim, m, centroids, loss, codebook, row_ids, data, offsets, lengths, storage_options)
     report("write", 2, 2)
-    bitmap = _lancepy.fragment_bitmap([int(f.fragment_id) for f in fragments])
+    bitmap = _lancepy.fragment_bitmap([int(f) for f in fragments])
     return {
         "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
         "fields": [field_id],
         "name": name,
-        "dataset_version": ds.version,
+        "dataset_version": view.version,
         "fragment_bitmap": list(bitmap),
         "index_details": {"type_url": "/lance.index.pb.VectorIndexDetails", "value": list(vector_index_details(p))},
         "index_version": 1,
@@ -703,7 +706,7 @@ def _rewrite(
 
 
 def extend(
-    ds: "LanceDataset", column: str, entries: List[Dict[str, Any]], fragments: List[Any], merge: bool
+    view: "DatasetView", column: str, entries: List[Dict[str, Any]], fragments: List[int], merge: bool
 ) -> Tuple[str, List[Dict[str, Any]]]:
     """Adds the rows of `fragments` to an index with the model of the first of `entries`
     (segments of one index, from ``index_section_entries``): with `merge`, one new segment
@@ -713,16 +716,16 @@ def extend(
 
     from lancepy._ops import ivf as _ivf
 
-    first = _ivf.load_index(ds._uri, entries[0]["uuid"], ds._storage_options)
+    first = _ivf.load_index(view.uri, entries[0]["uuid"], view.storage_options)
     m = first.num_sub_vectors if first.kind == "IVF_PQ" else 0
     p = IvfParams(first.kind, first.metric, first.num_partitions, m or None, DEFAULT_SAMPLE_RATE, DEFAULT_MAX_ITERS,
                   None, None, True, None, sq_bounds=first.sq_bounds, value_type=_writable_type(first.value_type),
                   num_bits=first.nbits)
     dim = first.centroids.shape[1]
-    row_ids, parts, data = _encode_rows(ds, column, dim, fragments, first.centroids, first.codebook, m, p, lambda *a: None)
+    row_ids, parts, data = _encode_rows(view, column, dim, fragments, first.centroids, first.codebook, m, p, lambda *a: None)
     if merge:
-        live = {f.fragment_id for f in ds.get_fragments()}
-        olds = [first] + [_ivf.load_index(ds._uri, e["uuid"], ds._storage_options) for e in entries[1:]]
+        live = view.fragment_id_set()
+        olds = [first] + [_ivf.load_index(view.uri, e["uuid"], view.storage_options) for e in entries[1:]]
         for idx in olds:
             if idx.centroids.shape != first.centroids.shape or not np.array_equal(idx.centroids, first.centroids):
                 raise NotSupportedError("optimize_indices: merging index segments trained separately (retrain=True rebuilds)")
@@ -733,4 +736,4 @@ def extend(
             parts = np.concatenate([np.repeat(np.arange(idx.num_partitions), idx.lengths)[keep].astype(np.uint32), parts])
             data = np.concatenate([old_data[keep], data])
     row_ids, data, offsets, lengths = _grouped(row_ids, parts, data, first.num_partitions)
-    return _rewrite(ds._uri, ds._storage_options, first, row_ids, data, offsets, lengths)
+    return _rewrite(view.uri, view.storage_options, first, row_ids, data, offsets, lengths)

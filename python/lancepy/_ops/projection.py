@@ -15,7 +15,7 @@ from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.exceptions import ColumnNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 ROW_OFFSET = "_rowoffset"
 SYSTEM_COLUMNS = (ROW_ID, ROW_ADDRESS, ROW_OFFSET)
@@ -77,7 +77,7 @@ class Projection:
         """Whether `names` asks for more than a list of distinct top-level columns."""
         return len(set(names)) != len(names) or any(n not in schema.names for n in names)
 
-    def apply(self, table: pa.Table, ds: "LanceDataset", offsets: Optional[pa.Array] = None) -> pa.Table:
+    def apply(self, table: pa.Table, view: "DatasetView", offsets: Optional[pa.Array] = None) -> pa.Table:
         """The projection's columns from `table` (which holds :attr:`read` and the system
         columns asked for). `offsets` are the rows' offsets when the caller knows them (a
         take by offset); otherwise they are computed from the row addresses."""
@@ -87,7 +87,7 @@ class Projection:
         for n in self.names:
             if n == ROW_OFFSET:
                 if offsets is None:
-                    offsets = row_offsets(ds, table.column(ROW_ADDRESS))
+                    offsets = row_offsets(view, table.column(ROW_ADDRESS))
                 col = offsets if isinstance(offsets, pa.ChunkedArray) else pa.chunked_array([offsets])
                 fields.append(pa.field(n, pa.uint64(), nullable=not given))
             elif n in self._paths:
@@ -105,20 +105,20 @@ class Projection:
         return pa.Table.from_arrays(cols, schema=pa.schema(fields))
 
 
-def row_offsets(ds: "LanceDataset", addresses: Any) -> pa.Array:
+def row_offsets(view: "DatasetView", addresses: Any) -> pa.Array:
     """Each row address's offset in the dataset (its position in an unfiltered scan of this
     version, deleted rows not counted), as uint64. Computed from the fragments' row counts
     and deletion vectors, which are kept per version."""
-    table = ds._per_version.get("row_offset_table")
+    table = view.state.get("row_offset_table")
     if table is None:
         base = 0
         table = {}
-        for f in ds.get_fragments():
-            fid = f.fragment_id
-            deleted = np.sort(pa.table(ds._snapshot.deleted_rows(fid)).column(0).to_numpy().astype(np.int64))
+        rows = view.fragment_rows()
+        for fid in view.fragment_ids:
+            deleted = np.sort(pa.table(view.snapshot.deleted_rows(fid)).column(0).to_numpy().astype(np.int64))
             table[fid] = (base, deleted)
-            base += f.count_rows()
-        ds._per_version["row_offset_table"] = table
+            base += rows[fid][1]
+        view.state["row_offset_table"] = table
     addr = addresses.to_numpy() if isinstance(addresses, pa.ChunkedArray) else np.asarray(addresses)
     addr = addr.astype(np.uint64)
     frag = (addr >> np.uint64(32)).astype(np.int64)

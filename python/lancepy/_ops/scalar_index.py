@@ -18,10 +18,11 @@ from lancepy import _lancepy
 from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
 from lancepy._table import commit as _commit
+from lancepy._table.commit import commit_on
 from lancepy.exceptions import IndexAlreadyExistsError, InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 #: The scalar index types pylance 14 accepts, in its order.
 PYLANCE_SCALAR_TYPES = (
@@ -67,15 +68,15 @@ class DocumentGranularity(str, Enum):
     LIST_ELEMENT = "list_element"
 
 
-def _resolve_column(ds: "LanceDataset", column: str) -> Tuple[str, int, pa.DataType]:
+def _resolve_column(view: "DatasetView", column: str) -> Tuple[str, int, pa.DataType]:
     """The column's path as the schema spells it, its field id and type; matched exactly,
     else ignoring case (as pylance looks it up). KeyError when there is no such column."""
-    ids = ds._field_ids_by_path()
+    ids = view.loaded.field_ids_by_path
     path = column if column in ids else next((p for p in ids if p.lower() == column.lower()), None)
     if path is None:
         raise KeyError(f"{column} not found in schema")
     parts = path.split(".")
-    field = ds._schema.field(parts[0])
+    field = view.schema.field(parts[0])
     for part in parts[1:]:
         if not pa.types.is_struct(field.type):
             raise KeyError(f"{column} not found in schema")
@@ -84,7 +85,7 @@ def _resolve_column(ds: "LanceDataset", column: str) -> Tuple[str, int, pa.DataT
 
 
 def create_scalar_index(
-    ds: "LanceDataset",
+    view: "DatasetView",
     column: Union[str, List[str]],
     index_type: Any,
     name: Optional[str] = None,
@@ -97,7 +98,7 @@ def create_scalar_index(
     format_version: Optional[Union[int, str]] = None,
     document_granularity: Any = DocumentGranularity.ROW,
     **fts_options: Any,
-) -> None:
+) -> "DatasetView":
     """See :meth:`LanceDataset.create_scalar_index`. `fts_options`: the values of the
     :data:`FTS_OPTIONS` keywords (``None`` = not given)."""
     unknown = sorted(set(fts_options) - set(FTS_OPTIONS))
@@ -127,7 +128,7 @@ def create_scalar_index(
         )
     given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None]
     if kind in ("INVERTED", "FTS"):
-        return _create_inverted(ds, column, name, replace, train, index_uuid, progress_callback, format_version,
+        return _create_inverted(view, column, name, replace, train, index_uuid, progress_callback, format_version,
                                 document_granularity, fragment_ids, fts_options)
     if given:
         raise NotSupportedError(
@@ -146,7 +147,7 @@ def create_scalar_index(
         raise InvalidArgumentError(
             f"{kind} distributed indexing uses create_index_uncommitted(..., index_type=\"{kind}\", fragment_ids=...)"
         )
-    path, field_id, dtype = _resolve_column(ds, column)
+    path, field_id, dtype = _resolve_column(view, column)
     if kind == "LABEL_LIST":
         if not _bitmap.is_list(dtype) or not _btree.indexable(dtype.value_type):
             raise TypeError(f"LABEL_LIST index column {column} must be a list of scalars (got {dtype})")
@@ -156,28 +157,28 @@ def create_scalar_index(
             f"decimal, fixed-size-binary, or temporal (got {dtype})"
         )
     name = name if name is not None else f"{path}_idx"
-    existing = [e for e in ds._index_entries() if e["name"] == name]
+    existing = [e for e in view.index_entries() if e["name"] == name]
     if existing and not replace:
         raise IndexAlreadyExistsError(
             f"Index name '{name}' already exists, please specify a different name or use replace=True"
         )
     uid = str(_uuid.UUID(str(index_uuid))) if index_uuid is not None else str(_uuid.uuid4())
-    fragments = [int(f.fragment_id) for f in ds.get_fragments()] if train else []
-    read_version = ds.version
+    fragments = list(view.fragment_ids) if train else []
+    read_version = view.version
     if kind != "BTREE":
-        _bitmap.check_addresses(ds)
+        _bitmap.check_addresses(view)
     builder = _btree if kind == "BTREE" else _bitmap
     names = [_btree.PAGE_DATA, _btree.PAGE_LOOKUP] if kind == "BTREE" else [_bitmap.LOOKUP]
     written = [f"_indices/{uid}/{n}" for n in names]
     try:
         values, ids = (pa.array([], dtype), pa.array([], pa.uint64()))
         if fragments:
-            values, ids = _btree.collect(ds, path, fragments)
+            values, ids = _btree.collect(view, path, fragments)
         files = builder.write_segment(
-            ds._uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, ds._storage_options
+            view.uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, view.storage_options
         )
     except BaseException:
-        _commit.delete_written(ds._store, written)
+        _commit.delete_written(view.store, written)
         raise
     entry = {
         "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
@@ -190,30 +191,31 @@ def create_scalar_index(
             "value": [],
         },
         "index_version": {"BITMAP": _bitmap.INDEX_VERSION, "LABEL_LIST": _bitmap.LABEL_LIST_INDEX_VERSION}.get(
-            kind, _btree.index_version(ds) if kind == "BTREE" else 0
+            kind, _btree.index_version(view) if kind == "BTREE" else 0
         ),
         "created_at": int(time.time() * 1000),
         "base_id": None,
         "files": files,
         "covering_fields": [],
     }
-    removed = _removed_entries(ds, name) if existing else []
-    ds._commit("CreateIndex", {"new_indices": [entry], "removed_indices": removed}, written=written, read_version=read_version)
+    removed = _removed_entries(view, name) if existing else []
+    return commit_on(view, "CreateIndex", {"new_indices": [entry], "removed_indices": removed}, written=written,
+                     read_version=read_version)
 
 
-def _removed_entries(ds: "LanceDataset", name: str) -> List[Dict[str, Any]]:
+def _removed_entries(view: "DatasetView", name: str) -> List[Dict[str, Any]]:
     """Every segment named `name`, in the JSON form a CreateIndex transaction carries."""
     import json
 
-    section = ds._loaded.index_section
+    section = view.loaded.index_section
     entries = json.loads(_lancepy.index_section_to_json(section))["indices"] if section is not None else []
     return [e for e in entries if e.get("name") == name]
 
 
 def _create_inverted(
-    ds: "LanceDataset", column: str, name: Optional[str], replace: bool, train: bool, index_uuid: Optional[str],
+    view: "DatasetView", column: str, name: Optional[str], replace: bool, train: bool, index_uuid: Optional[str],
     progress_callback: Any, format_version: Any, document_granularity: Any, fragment_ids: Any, options: Dict[str, Any],
-) -> None:
+) -> "DatasetView":
     """An INVERTED (full-text search) index of a string column, in pylance 14's format
     (:mod:`lancepy._ops.inverted`)."""
     import numpy as np
@@ -232,18 +234,18 @@ def _create_inverted(
     if fragment_ids is not None:
         raise NotSupportedError("create_scalar_index(fragment_ids=): distributed INVERTED builds are not built in lancepy")
     params = _inverted.check_params({k: v for k, v in options.items() if k not in ("memory_limit", "num_workers")})
-    path, field_id, dtype = _resolve_column(ds, column)
+    path, field_id, dtype = _resolve_column(view, column)
     if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
         raise TypeError(f"INVERTED index column {column} must be string or large string (got {dtype})")
     name = name if name is not None else f"{path}_idx"
-    existing = [e for e in ds._index_entries() if e["name"] == name]
+    existing = [e for e in view.index_entries() if e["name"] == name]
     if existing and not replace:
         raise IndexAlreadyExistsError(
             f"Index name '{name}' already exists, please specify a different name or use replace=True"
         )
     uid = str(_uuid.UUID(str(index_uuid))) if index_uuid is not None else str(_uuid.uuid4())
-    fragments = [int(f.fragment_id) for f in ds.get_fragments()] if train else []
-    read_version = ds.version
+    fragments = list(view.fragment_ids) if train else []
+    read_version = view.version
     names = ["part_0_invert.lance", "part_0_tokens.lance", "part_0_docs.lance", _inverted.METADATA]
     written = [f"_indices/{uid}/{n}" for n in names]
     try:
@@ -251,11 +253,11 @@ def _create_inverted(
         ids = np.empty(0, np.uint64)
         if fragments:
             # (documents are row addresses, or stable row ids where the dataset keeps them, as pylance)
-            values, addr = _btree.collect(ds, path, fragments, row_ids=ds.has_stable_row_ids)
+            values, addr = _btree.collect(view, path, fragments, row_ids=view.stable_row_ids)
             texts, ids = values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), dtype=np.uint64)
-        files = _inverted.write_segment(ds._uri.rstrip("/") + f"/_indices/{uid}/", params, texts, ids, ds._storage_options)
+        files = _inverted.write_segment(view.uri.rstrip("/") + f"/_indices/{uid}/", params, texts, ids, view.storage_options)
     except BaseException:
-        _commit.delete_written(ds._store, written)
+        _commit.delete_written(view.store, written)
         raise
     entry = {
         "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
@@ -270,5 +272,6 @@ def _create_inverted(
         "files": files,
         "covering_fields": [],
     }
-    removed = _removed_entries(ds, name) if existing else []
-    ds._commit("CreateIndex", {"new_indices": [entry], "removed_indices": removed}, written=written, read_version=read_version)
+    removed = _removed_entries(view, name) if existing else []
+    return commit_on(view, "CreateIndex", {"new_indices": [entry], "removed_indices": removed}, written=written,
+                     read_version=read_version)

@@ -31,7 +31,7 @@ from lancepy.exceptions import LanceError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
     from lancepy.filters import Filter
 
 
@@ -72,26 +72,26 @@ class _Index:
 _KINDS = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList"}
 
 
-def _btree_indices(ds: "LanceDataset") -> Dict[str, _Index]:
+def _btree_indices(view: "DatasetView") -> Dict[str, _Index]:
     """The BTREE or BITMAP index of each column that has one (the first by name when several)."""
     from lancepy._core.schema import _field_paths
 
     out: Dict[str, _Index] = {}
-    paths = _field_paths(ds._loaded.fields)
-    for e in ds._index_entries():
+    paths = _field_paths(view.loaded.fields)
+    for e in view.index_entries():
         kind = _KINDS.get(str(e.get("details_type") or "").rsplit(".", 1)[-1])
         if kind is None or len(e["fields"]) != 1:
             continue
-        if kind in ("Bitmap", "LabelList") and ds.has_stable_row_ids:
+        if kind in ("Bitmap", "LabelList") and view.stable_row_ids:
             continue  # (pylance 14 keys it by stable row id: not used)
-        if kind == "BTree" and not _btree.holds_addresses(ds, e):
+        if kind == "BTree" and not _btree.holds_addresses(view, e):
             continue  # (stable row ids, as older pylance indexed them: not used)
         column = paths.get(e["fields"][0])
-        if column is None or "." in column or column not in ds._schema.names:
+        if column is None or "." in column or column not in view.schema.names:
             continue
         idx = out.get(column)
         if idx is None:
-            dtype = ds._schema.field(column).type
+            dtype = view.schema.field(column).type
             if kind == "LabelList":
                 if not _bitmap.is_list(dtype):
                     continue
@@ -164,19 +164,19 @@ class _Planner:
 
     _FLIP = {"GT": "LT", "GTE": "LTE", "LT": "GT", "LTE": "GTE", "EQ": "EQ"}
 
-    def __init__(self, ds: "LanceDataset", indices: Dict[str, _Index]) -> None:
-        self.ds = ds
+    def __init__(self, view: "DatasetView", indices: Dict[str, _Index]) -> None:
+        self.view = view
         self.indices = indices
         self._open: Dict[str, List[Any]] = {}
 
     def _segments(self, idx: _Index) -> List[Any]:
         if idx.name not in self._open:
             # (segments never change: kept with the version, lookup tables loaded once)
-            opened = self.ds._per_version.setdefault("btree_segments", {})
+            opened = self.view.state.setdefault("btree_segments", {})
             module = _btree if idx.kind == "BTree" else _bitmap
             for u in idx.segments:
                 if u not in opened:
-                    opened[u] = module.open_segment(self.ds._uri, u, self.ds._storage_options)
+                    opened[u] = module.open_segment(self.view.uri, u, self.view.storage_options)
             segments = [opened[u] for u in idx.segments]
             if any(seg.dtype != idx.dtype for seg in segments):
                 # built before the column's type changed: its values are not the column's
@@ -387,7 +387,7 @@ class _Planner:
         """The rows (deleted ones too) of the fragments `idx` covers."""
         return sum(
             int(f.get("physical_rows", 0))
-            for f in self.ds._loaded.manifest.get("fragments", [])
+            for f in self.view.loaded.fragment_entries
             if int(f.get("id", 0)) in idx.fragments
         )
 
@@ -444,7 +444,7 @@ class _Planner:
         if first.kind == "LabelList":  # (null and empty lists are in no bitmap: every row)
             universe = np.concatenate([np.empty(0, np.uint64)] + [
                 (np.uint64(int(f.get("id", 0))) << np.uint64(32)) + np.arange(int(f.get("physical_rows", 0)), dtype=np.uint64)
-                for f in self.ds._loaded.manifest.get("fragments", [])
+                for f in self.view.loaded.fragment_entries
                 if int(f.get("id", 0)) in first.fragments
             ])
         else:
@@ -492,22 +492,22 @@ def _sql_value(v: Any) -> str:
     return repr(v)
 
 
-def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Sequence[int]]) -> Optional[IndexPrefilter]:
+def plan(view: "DatasetView", flt: Optional["Filter"], fragment_ids: Optional[Sequence[int]]) -> Optional[IndexPrefilter]:
     """The index prefilter for `flt` over the scan's fragments, or ``None`` when no BTREE
     index answers any part of it (then the scan reads every row)."""
     import numpy as np
 
     if flt is None or flt.columns is None:
         return None
-    indices = ds._per_version.get("btree_indices")
+    indices = view.state.get("btree_indices")
     if indices is None:
-        indices = ds._per_version["btree_indices"] = _btree_indices(ds)
+        indices = view.state["btree_indices"] = _btree_indices(view)
     if not indices or not any(c in indices for c in flt.columns):
         return None
     from lancepy.filters.parsing import parse_sql
 
     try:
-        planner = _Planner(ds, indices)
+        planner = _Planner(view, indices)
         answer = planner.visit(parse_sql(flt.text))
     except (LanceError, pa.ArrowException, OverflowError):
         return None  # an index that cannot be read, or a stale one: the plain scan answers
@@ -515,7 +515,7 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
         return None
     scanned = set(int(f) for f in fragment_ids) if fragment_ids is not None else None
     covered = set.intersection(*(idx.fragments for idx in answer.used.values()))
-    live = [int(f.get("id", 0)) for f in ds._loaded.manifest.get("fragments", [])]
+    live = [int(f.get("id", 0)) for f in view.loaded.fragment_entries]
     covered = {f for f in live if f in covered and (scanned is None or f in scanned)}
     if not covered:
         return None  # (the index covers none of the fragments scanned)
@@ -525,7 +525,7 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
     for fid in covered:
         lo, hi = np.searchsorted(frags, [fid, fid + 1])
         mine = addresses[lo:hi]
-        deleted = pa.table(ds._snapshot.deleted_rows(fid)).column("row_offset").to_numpy()
+        deleted = pa.table(view.snapshot.deleted_rows(fid)).column("row_offset").to_numpy()
         if len(deleted) and len(mine):
             offsets = (mine & np.uint64(0xFFFFFFFF)).astype(np.uint32)
             mine = mine[~np.isin(offsets, deleted)]

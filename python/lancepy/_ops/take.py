@@ -1,5 +1,6 @@
 """Random access by row: takes by offset, by row id and by row address, blob takes, and
-samples. The functions behind :class:`LanceDataset`'s take methods."""
+samples, over one version (a :class:`~lancepy._table.snapshot.DatasetView`). The functions
+behind :class:`LanceDataset`'s take methods."""
 
 from __future__ import annotations
 
@@ -19,29 +20,17 @@ from lancepy.filters import compile_expression
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from lancepy.dataset import LanceDataset
-
-
-def slice_rows(ds: LanceDataset, start: int, end: int, columns: Any = None) -> pa.Table:
-    """See :meth:`LanceDataset.slice`: rows `start` to `end` in scan order, one offset/limit scan."""
-    for name, value in (("start", start), ("end", end)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise InvalidArgumentError(f"{name} must be an int, got {value!r}")
-    if start < 0:
-        raise InvalidArgumentError(f"start must be non-negative, got {start}")
-    if end < start:
-        raise InvalidArgumentError(f"end ({end}) must be >= start ({start})")
-    return ds.scanner(columns=columns, offset=start, limit=end - start).to_table()
+    from lancepy._table.snapshot import DatasetView
 
 
 def sample(
-    ds: LanceDataset,
+    view: DatasetView,
     num_rows: int,
     columns: Union[List[str], Dict[str, str], None] = None,
     randomize_order: bool = True,
 ) -> pa.Table:
     """See :meth:`LanceDataset.sample`."""
-    total = ds.count_rows()
+    total = view.count_rows()
     if not isinstance(num_rows, int) or isinstance(num_rows, bool) or num_rows < 0:
         raise InvalidArgumentError(f"num_rows must be a non-negative int, got {num_rows!r}")
     if num_rows > total:
@@ -49,32 +38,32 @@ def sample(
     indices = random.sample(range(total), num_rows)
     if not randomize_order:
         indices.sort()
-    return ds.take(indices, columns)
+    return take(view, indices, columns, False, False)
 
 
-def take(ds: LanceDataset, indices: Any, columns: Any, with_row_id: bool, with_row_address: bool) -> pa.Table:
+def take(view: DatasetView, indices: Any, columns: Any, with_row_id: bool, with_row_address: bool) -> pa.Table:
     """See :meth:`LanceDataset.take`."""
     offsets = _indices(indices)
-    return _projected(ds, columns, with_row_id, with_row_address, offsets,
-                      lambda cols, rid, addr: ds._snapshot.take(offsets, columns=cols, with_row_id=rid, with_row_address=addr))
+    return _projected(view, columns, with_row_id, with_row_address, offsets,
+                      lambda cols, rid, addr: view.snapshot.take(offsets, columns=cols, with_row_id=rid, with_row_address=addr))
 
 
 def _take_rows(
-    ds: LanceDataset, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False
+    view: DatasetView, row_ids: Any, columns: Any = None, with_row_id: bool = False, with_row_address: bool = False
 ) -> pa.Table:
     """See :meth:`LanceDataset._take_rows`."""
     wanted = _indices(row_ids)
-    if ds.has_stable_row_ids:
-        wanted = _addresses_of_row_ids(ds, wanted)
-    return _projected(ds, columns, with_row_id, with_row_address, None,
-                      lambda cols, rid, addr: ds._snapshot.take_addresses(wanted, columns=cols, with_row_id=rid, with_row_address=addr))
+    if view.stable_row_ids:
+        wanted = _addresses_of_row_ids(view, wanted)
+    return _projected(view, columns, with_row_id, with_row_address, None,
+                      lambda cols, rid, addr: view.snapshot.take_addresses(wanted, columns=cols, with_row_id=rid, with_row_address=addr))
 
 
-def _projected(ds: LanceDataset, columns: Any, with_row_id: bool, with_row_address: bool, offsets: Any, read: Any) -> pa.Table:
+def _projected(view: DatasetView, columns: Any, with_row_id: bool, with_row_address: bool, offsets: Any, read: Any) -> pa.Table:
     """`read(columns, with_row_id, with_row_address)` for a projection as pylance takes it:
     names (system columns and nested paths included, in the order asked), or a dict of SQL
     expressions (computed columns); `with_row_id` / `with_row_address` append those columns."""
-    schema = ds._schema
+    schema = view.schema
     if isinstance(columns, dict):
         import pyarrow.dataset as pads
 
@@ -94,44 +83,55 @@ def _projected(ds: LanceDataset, columns: Any, with_row_id: bool, with_row_addre
     t = pa.table(read(proj.read, proj.row_id or with_row_id, proj.row_address or with_row_address))
     if offsets is not None and proj.row_offset:
         offsets = pc.cast(offsets if isinstance(offsets, pa.Array) else pa.array(offsets, pa.int64()), pa.uint64())
-    out = proj.apply(t, ds, offsets if proj.row_offset else None)
+    out = proj.apply(t, view, offsets if proj.row_offset else None)
     for n, on in ((ROW_ID, with_row_id), (ROW_ADDRESS, with_row_address)):
         if on:
             out = out.append_column(t.schema.field(n), t.column(n))
     return out
 
 
-def _addresses_of_row_ids(ds: LanceDataset, ids: Any) -> pa.Array:
+def take_in_fragment(view: DatasetView, fragment_id: int, indices: Any, columns: Optional[List[str]] = None,
+                     with_row_address: bool = False) -> pa.Table:
+    """Rows of fragment `fragment_id` at `indices`, positions among its live rows (what
+    ``LanceFragment.take`` reads); `columns`: top-level names (``None``: all)."""
+    addresses = pa.table(view.snapshot.scan([], fragment_ids=[int(fragment_id)], batch_rows=1 << 20,
+                                            with_row_address=True)).column(ROW_ADDRESS)
+    picked = addresses.take(pa.array(indices, pa.int64())).combine_chunks()
+    # (by address: with stable row ids, a take of row ids would read these as ids)
+    return pa.table(view.snapshot.take_addresses(picked, columns=_plain_columns(columns), with_row_address=with_row_address))
+
+
+def _addresses_of_row_ids(view: DatasetView, ids: Any) -> pa.Array:
     """The addresses of stable row ids (unknown and deleted ids left out), in order. The
     id → address map of this version is built once (one scan of row ids, no columns)."""
     import numpy as np
 
     want = np.asarray(ids.to_numpy(zero_copy_only=False) if isinstance(ids, pa.Array) else ids, dtype=np.uint64)
-    addrs, found = addresses_of_ids(ds, want)
+    addrs, found = addresses_of_ids(view, want)
     return pa.array(addrs[found], pa.uint64())
 
 
-def addresses_of_ids(ds: LanceDataset, ids: "np.ndarray") -> Tuple["np.ndarray", "np.ndarray"]:
+def addresses_of_ids(view: DatasetView, ids: "np.ndarray") -> Tuple["np.ndarray", "np.ndarray"]:
     """``(addresses, found)`` of stable row ids `ids` (uint64), aligned with them: `found`
     is False for unknown and deleted ids (their address is then meaningless)."""
     import numpy as np
 
-    sorted_ids, addrs = _row_id_map(ds)
+    sorted_ids, addrs = _row_id_map(view)
     if not len(sorted_ids):
         return np.zeros(len(ids), np.uint64), np.zeros(len(ids), bool)
     pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
     return addrs[pos], sorted_ids[pos] == ids
 
 
-def _row_id_map(ds: LanceDataset) -> Tuple["np.ndarray", "np.ndarray"]:
+def _row_id_map(view: DatasetView) -> Tuple["np.ndarray", "np.ndarray"]:
     """This version's live stable row ids, sorted, and their addresses (built once per
     version: one scan of row ids, no columns)."""
     import numpy as np
 
-    cache = ds._per_version.get("row_id_map")
+    cache = view.state.get("row_id_map")
     if cache is None:
         t = pa.table(
-            ds._snapshot.scan(
+            view.snapshot.scan(
                 [],
                 fragment_ids=None,
                 batch_rows=1 << 20,
@@ -142,12 +142,12 @@ def _row_id_map(ds: LanceDataset) -> Tuple["np.ndarray", "np.ndarray"]:
         rid = t.column(ROW_ID).to_numpy().astype(np.uint64)
         addr = t.column(ROW_ADDRESS).to_numpy().astype(np.uint64)
         order = np.argsort(rid, kind="stable")
-        cache = ds._per_version["row_id_map"] = (rid[order], addr[order])
+        cache = view.state["row_id_map"] = (rid[order], addr[order])
     return cache
 
 
 def take_blobs(
-    ds: LanceDataset,
+    view: DatasetView,
     blob_column: str,
     ids: Optional[Union[List[int], pa.Array]] = None,
     addresses: Optional[Union[List[int], pa.Array]] = None,
@@ -160,36 +160,36 @@ def take_blobs(
     given = [n for n, v in (("ids", ids), ("addresses", addresses), ("indices", indices)) if v is not None]
     if len(given) != 1:
         raise InvalidArgumentError("take_blobs: give exactly one of ids, addresses or indices")
-    manifest = ds._loaded.manifest
+    manifest = view.loaded.manifest
     kind = _blob.blob_field_kind(manifest, blob_column)
     if kind is None:
         raise InvalidArgumentError(f"column {blob_column!r} is not a blob column")
     if indices is not None:
-        rows = ds.take(indices, [blob_column], with_row_address=True)
+        rows = take(view, indices, [blob_column], False, True)
     else:
         wanted = _indices(addresses if addresses is not None else ids)
         if ids is not None:
-            rows = ds._take_rows(wanted, [blob_column], with_row_address=True)
+            rows = _take_rows(view, wanted, [blob_column], with_row_address=True)
         else:
-            rows = pa.table(ds._snapshot.take_addresses(wanted, columns=[blob_column], with_row_address=True))
+            rows = pa.table(view.snapshot.take_addresses(wanted, columns=[blob_column], with_row_address=True))
         if rows.num_rows != len(wanted):
             raise DeletedRowTakeError(
                 f"take_blobs: A take operation that includes row addresses must not target deleted rows: some of "
                 f"the {given[0]} name deleted or missing rows"
             )
     return _blob.open_blob_files(
-        ds._store.uri,
+        view.store.uri,
         manifest,
-        ds._storage_options,
+        view.storage_options,
         blob_column,
         rows.column("_rowaddr").to_pylist(),
         rows.column(blob_column).to_pylist(),
         buffer_size,
-        ds._base_store_params,
+        view.base_store_params,
     )
 
 
-def _plain_columns(ds: LanceDataset, columns: Any) -> Optional[List[str]]:
+def _plain_columns(columns: Any) -> Optional[List[str]]:
     if columns is None:
         return None
     if isinstance(columns, dict):

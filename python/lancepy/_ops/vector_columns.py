@@ -23,7 +23,7 @@ from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from lancepy.dataset import LanceDataset
+    from lancepy._table.snapshot import DatasetView
 
 _BATCH_ROWS = 65536
 _ASSIGN_ROWS = 4096
@@ -227,7 +227,7 @@ def distances_of(values: Any, q: "np.ndarray", metric: str) -> Tuple["np.ndarray
 
 
 def exact_search(
-    ds: "LanceDataset",
+    view: "DatasetView",
     column: str,
     q: "np.ndarray",
     k: int,
@@ -241,7 +241,7 @@ def exact_search(
     restricts the rows; distances in ``[lower, upper)`` of `distance_range` only."""
     import numpy as np
 
-    top, _, _ = resolve(ds.schema, column)
+    top, _, _ = resolve(view.schema, column)
     ok = None
     if allowed is not None:
         ok = np.sort(np.asarray(allowed.to_numpy(zero_copy_only=False) if hasattr(allowed, "to_numpy") else allowed,
@@ -252,7 +252,7 @@ def exact_search(
     lo, hi = distance_range
     if frags is not None and not frags:
         return [], []
-    stream = ds._snapshot.scan_stream([top], fragment_ids=frags, batch_rows=_BATCH_ROWS, with_row_address=True)
+    stream = view.snapshot.scan_stream([top], fragment_ids=frags, batch_rows=_BATCH_ROWS, with_row_address=True)
     while (raw := stream.next_batch()) is not None:
         batch = pa.record_batch(raw)
         d, valid = distances_of(column_values(batch, column), q, metric)
@@ -271,11 +271,11 @@ def exact_search(
     return best_a.tolist(), best_d.tolist()
 
 
-def take_vectors(ds: "LanceDataset", addresses: "np.ndarray", column: str) -> Tuple["np.ndarray", Any]:
+def take_vectors(view: "DatasetView", addresses: "np.ndarray", column: str) -> Tuple["np.ndarray", Any]:
     """``(row addresses, values of column)`` of rows at `addresses` (nested paths read by
     their top-level column)."""
     import numpy as np
 
-    top, _, _ = resolve(ds.schema, column)
-    t = pa.table(ds._snapshot.take_addresses(pa.array(addresses, pa.uint64()), columns=[top], with_row_address=True))
+    top, _, _ = resolve(view.schema, column)
+    t = pa.table(view.snapshot.take_addresses(pa.array(addresses, pa.uint64()), columns=[top], with_row_address=True))
     return t.column("_rowaddr").to_numpy().astype(np.uint64), column_values(t, column)

@@ -9,7 +9,7 @@ import itertools
 import json
 import os
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
@@ -24,7 +24,6 @@ from lancepy._table import bases as _bases
 from lancepy._table import commit as _commit
 from lancepy._table.commit import _auto_cleanup_config
 from lancepy._table.fragments import (
-    DEFAULT_DATA_STORAGE_VERSION,
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     FragmentMetadata,
@@ -41,9 +40,6 @@ from lancepy.exceptions import (
     VersionNotFoundError,
 )
 from lancepy.file import page_bytes
-
-if TYPE_CHECKING:
-    from lancepy.dataset import LanceDataset
 
 
 def _write(
@@ -169,7 +165,7 @@ def row_runs(reader: pa.RecordBatchReader, rows: int) -> Iterator[pa.RecordBatch
 
 def write_fragments(
     data: Any,
-    dataset_uri: Union[str, "os.PathLike[str]", "LanceDataset"],
+    dataset_uri: Union[str, "os.PathLike[str]", Any],  # (or a dataset: its uri and storage_options)
     schema: Optional[pa.Schema] = None,
     *,
     return_transaction: bool = False,
@@ -229,10 +225,10 @@ def write_fragments(
     if mode not in ("append", "overwrite", "create"):
         raise InvalidArgumentError(f"mode must be 'append', 'overwrite' or 'create', got {mode!r}")
     external = _blob.external_blob_handling(external_blob_mode, allow_external_blob_outside_bases)
-    if hasattr(dataset_uri, "uri") and hasattr(dataset_uri, "_storage_options"):
+    if hasattr(dataset_uri, "uri") and hasattr(dataset_uri, "storage_options"):  # (a dataset)
         if storage_options is None:
-            storage_options = dataset_uri._storage_options  # type: ignore[union-attr]
-        dataset_uri = dataset_uri.uri  # type: ignore[union-attr]
+            storage_options = dataset_uri.storage_options
+        dataset_uri = dataset_uri.uri
 
 
     uri = expand_path(os.fspath(dataset_uri))
@@ -241,7 +237,7 @@ def write_fragments(
     reader = to_record_batch_reader(data, schema)
     loaded, reader, fields, metadata, version = _fragment_schema(store, reader, mode, data_storage_version)
 
-    registered = (loaded.manifest.get("base_paths") or []) if loaded is not None else []
+    registered = loaded.base_paths if loaded is not None else []
     targets = _target_bases(target_bases, target_all_bases, registered)
     made, _ = write_to_targets(
         store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
@@ -254,7 +250,7 @@ def write_fragments(
         return frags
 
     if loaded is not None:
-        return Transaction(int(loaded.manifest.get("version", 0)), LanceOperation.Append(frags))  # type: ignore[return-value]
+        return Transaction(loaded.version, LanceOperation.Append(frags))  # type: ignore[return-value]
     latest, _ = _commit.latest_version(store)
     return Transaction(latest, LanceOperation.Overwrite(LanceSchema(fields, metadata), frags))  # type: ignore[return-value]
 
@@ -296,11 +292,10 @@ def _fragment_schema(
         lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
         return None, reader, lance["fields"], lance["metadata"], version
     _commit.check_feature_flags(loaded, write=True, uri=store.uri)
-    fields = loaded.manifest.get("fields", [])
-    metadata = loaded.manifest.get("schema_metadata", {})
-    target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
-    reader = align_to_schema(reader, target)
-    version = (loaded.manifest.get("data_format") or {}).get("version") or DEFAULT_DATA_STORAGE_VERSION
+    fields, metadata = loaded.fields, loaded.schema_metadata
+    reader = align_to_schema(reader, loaded.arrow_schema)
+    # (recorded in the manifest, or inferred from its files where an old one records none)
+    version = loaded.data_storage_version
     if data_storage_version is not None:
         version = normalize_storage_version(data_storage_version)
     return loaded, reader, fields, metadata, version
@@ -605,9 +600,8 @@ def write_dataset(
     if base is not None:
         _commit.check_feature_flags(base, write=True, uri=u)
     if mode == "append" and base is not None:
-        fields = base.manifest.get("fields", [])
-        metadata = base.manifest.get("schema_metadata", {})
-        reader = align_to_schema(reader, _schema_of(fields, metadata), fill_missing=True)
+        fields, metadata = base.fields, base.schema_metadata
+        reader = align_to_schema(reader, base.arrow_schema, fill_missing=True)
         version = base.data_storage_version
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
             _refuse_version_mix(version, normalize_storage_version(data_storage_version))
@@ -627,7 +621,7 @@ def write_dataset(
     registered = _bases.register_initial_bases(initial_bases) if initial_bases else []
     store_params = _bases.normalize_base_store_params(base_store_params)
     targets = _target_bases(target_bases, target_all_bases,
-                            registered or (base.manifest.get("base_paths") or [] if base is not None else []))
+                            registered or (base.base_paths if base is not None else []))
     frag_json, written = write_to_targets(
         store, reader, fields, metadata, targets, max_rows_per_file, version, max_bytes_per_file, progress, options,
         store_params, external_blobs=external, max_page_bytes=page_bytes(reader.schema, data_cache_bytes, max_page_bytes),

@@ -70,6 +70,7 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     manifest_name,
     write_hint,
 )
+from lancepy._table.snapshot import DatasetView
 from lancepy._table.transaction import _body, conflicts, new_transaction, operation_name  # noqa: F401
 from lancepy.exceptions import (
     CommitConflictError,
@@ -700,6 +701,30 @@ def commit_body(
     with :func:`commit_transaction`; returns the new version's manifest."""
     txn = new_transaction(read_version, operation, body)
     return commit_transaction(store, txn, naming=naming, written_files=written, commit_lock=commit_lock).manifest
+
+
+def commit_on(
+    view: DatasetView,
+    operation: str,
+    body: Dict[str, Any],
+    written: Iterable[Union[str, Tuple[Any, str]]] = (),
+    read_version: Optional[int] = None,
+) -> DatasetView:
+    """Commits operation `operation` (body `body`, files `written`) on top of `view`'s version
+    (or `read_version`), under its commit lock; returns the dataset at the new version (the
+    caller installs it: ``LanceDataset`` swaps its view)."""
+    check_feature_flags(view.loaded, write=True, uri=view.uri)
+    rv = view.version if read_version is None else read_version
+    loaded = commit_body(view.store, rv, operation, body, naming=view.naming, written=written, commit_lock=view.commit_lock)
+    check_feature_flags(loaded, write=False, uri=view.uri)
+    return view.at(loaded)
+
+
+def latest_view(view: DatasetView) -> DatasetView:
+    """`view`'s dataset at its latest version."""
+    loaded = load_manifest(view.store)
+    check_feature_flags(loaded, write=False, uri=view.uri)
+    return view.at(loaded)
 
 
 def delete_written(store: Any, files: Iterable[Union[str, Tuple[Any, str]]]) -> None:

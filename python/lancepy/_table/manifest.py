@@ -8,6 +8,7 @@ import json
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
+from lancepy._core.schema import _schema_of
 from lancepy.exceptions import (
     CorruptFileError,
     DatasetNotFoundError,
@@ -109,13 +110,13 @@ class LoadedManifest:
     (`json`) only when something asks for it, once.
     """
 
-    __slots__ = ("native", "_json", "_manifest", "_parts")
+    __slots__ = ("native", "_json", "_manifest", "_derived")
 
     def __init__(self, native: Any) -> None:
         self.native = native
         self._json: Optional[str] = None
         self._manifest: Optional[Dict[str, Any]] = None
-        self._parts: Dict[str, Any] = {}
+        self._derived: Dict[str, Any] = {}  # (values decoded from this version's manifest, once)
 
     def _part(self, key: str, native_json: Callable[[], str]) -> Any:
         """The manifest's top-level entry `key` as the whole manifest's dict has it, decoded
@@ -123,25 +124,10 @@ class LoadedManifest:
         alone need not decode every fragment of a large dataset."""
         if self._manifest is not None:
             return self._manifest.get(key)
-        value = self._parts.get(key)
-        if value is None:
-            value = self._parts[key] = json.loads(native_json())
-        return value
-
-    @property
-    def fields(self) -> List[Dict[str, Any]]:
-        """The schema's fields (``Manifest.fields``, as in `manifest`; treat as read-only)."""
-        return self._part("fields", self.native.fields_json) or []
-
-    @property
-    def schema_metadata(self) -> Dict[str, Any]:
-        """``Manifest.schema_metadata`` as in `manifest` (treat as read-only)."""
-        return self._part("schema_metadata", self.native.schema_metadata_json) or {}
-
-    @property
-    def config(self) -> Dict[str, str]:
-        """``Manifest.config``: the dataset's configuration (treat as read-only)."""
-        return self._part("config", self.native.config_json) or {}
+        name = "part:" + key
+        if name not in self._derived:
+            self._derived[name] = json.loads(native_json())
+        return self._derived[name]
 
     @classmethod
     def from_native(cls, native: Any) -> "LoadedManifest":
@@ -223,13 +209,73 @@ class LoadedManifest:
             return str(recorded)
         m = self.manifest
         return (m.get("data_format") or {}).get("version") or _infer_storage_version(
-            m.get("fragments", []), m.get("writer_feature_flags", 0)
+            self.fragment_entries, m.get("writer_feature_flags", 0)
         )
 
     @property
     def max_field_id(self) -> int:
         """The largest field id the schema or any data file uses (-1 if none)."""
         return int(self.native.max_field_id)
+
+    # Typed parts of the message, decoded once per version (treat them as read-only).
+
+    @property
+    def fields(self) -> List[Dict[str, Any]]:
+        """The schema's field entries (``id``, ``parent_id``, ``name``, ``logical_type``, ...),
+        parents before children."""
+        return self._part("fields", self.native.fields_json) or []
+
+    @property
+    def fragment_entries(self) -> List[Dict[str, Any]]:
+        """The fragments' manifest entries, in manifest order (``FragmentMetadata`` decodes one)."""
+        return self.manifest.get("fragments", [])
+
+    @property
+    def schema_metadata(self) -> Dict[str, Any]:
+        """The schema metadata: key → bytes (as a list of ints, as the message holds it)."""
+        return self._part("schema_metadata", self.native.schema_metadata_json) or {}
+
+    @property
+    def schema_metadata_text(self) -> Dict[str, str]:
+        """The schema metadata decoded as text."""
+        return {k: bytes(v).decode("utf-8", "replace") for k, v in self.schema_metadata.items()}
+
+    @property
+    def config(self) -> Dict[str, str]:
+        """The table config (a copy)."""
+        return dict(self._part("config", self.native.config_json) or {})
+
+    @property
+    def table_metadata(self) -> Dict[str, str]:
+        """The table metadata (a copy)."""
+        return dict(self.manifest.get("table_metadata") or {})
+
+    @property
+    def base_paths(self) -> List[Dict[str, Any]]:
+        """The registered base paths' entries."""
+        return self.manifest.get("base_paths") or []
+
+    @property
+    def field_ids_by_path(self) -> Dict[str, int]:
+        """Field id of every field by its path (``"s.x"`` for a struct's child)."""
+        found = self._derived.get("field_ids_by_path")
+        if found is None:
+            by_id = {f.get("id", 0): f for f in self.fields}
+
+            def path(f: Dict[str, Any]) -> str:
+                parent = by_id.get(f.get("parent_id", -1))
+                return f.get("name", "") if parent is None else f"{path(parent)}.{f.get('name', '')}"
+
+            found = self._derived["field_ids_by_path"] = {path(f): f.get("id", 0) for f in self.fields}
+        return found
+
+    @property
+    def arrow_schema(self) -> Any:
+        """The schema as a ``pyarrow.Schema`` (from the field entries)."""
+        found = self._derived.get("arrow_schema")
+        if found is None:
+            found = self._derived["arrow_schema"] = _schema_of(self.fields, self.schema_metadata)
+        return found
 
 
 def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:

@@ -5,7 +5,7 @@ state; nothing derived from a version outlives it."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import pyarrow as pa
 
@@ -62,9 +62,127 @@ class VersionState(dict):
 
     def fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
         """The manifest entry of fragment `fragment_id`."""
-        by_id = self.cached("fragments_by_id", lambda: {f.get("id", 0): f for f in self.loaded.manifest.get("fragments", [])})
+        by_id = self.cached("fragments_by_id", lambda: {f.get("id", 0): f for f in self.loaded.fragment_entries})
         return FragmentMetadata._from_dict(by_id[fragment_id])
 
     def count_rows(self) -> int:
         """Live rows: the manifest's row counts less deletions."""
         return self.cached("count_rows", self.snapshot.count_rows)
+
+
+class DatasetView:
+    """A dataset at one version, as the table and operations layers take it: where it is
+    (`uri`, `storage_options`, `base_store_params`, the `store`), what serves it (`session`:
+    its caches; `commit_lock`; `io`: its I/O counters) and the version (`loaded`: the
+    :class:`LoadedManifest`; `state`: the :class:`VersionState` with the native snapshot and
+    the per-version caches). Immutable: a dataset that moves to another version, or is given
+    another session, holds a new view (:meth:`at`, :meth:`with_session`); nothing else
+    carries a version's state."""
+
+    __slots__ = ("uri", "storage_options", "base_store_params", "store", "session", "commit_lock", "io", "loaded", "state")
+
+    def __init__(
+        self,
+        uri: str,
+        storage_options: Any,
+        base_store_params: Optional[Dict[str, Any]],
+        store: Any,
+        session: Any,
+        commit_lock: Any,
+        io: Any,
+        loaded: LoadedManifest,
+        state: Optional[VersionState] = None,
+    ) -> None:
+        values = (uri, storage_options, base_store_params, store, session, commit_lock, io, loaded)
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
+        if state is None:
+            state = VersionState.open(uri, loaded, storage_options, base_store_params)
+        object.__setattr__(self, "state", state)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a DatasetView is immutable (cannot set {name!r}): make another one")
+
+    def _replace(self, **changes: Any) -> "DatasetView":
+        values = {name: getattr(self, name) for name in self.__slots__}
+        values.update(changes)
+        return DatasetView(**values)
+
+    def at(self, loaded: LoadedManifest) -> "DatasetView":
+        """The same dataset at version `loaded` (a new native snapshot and new caches)."""
+        return self._replace(loaded=loaded, state=None)
+
+    def with_session(self, session: Any, commit_lock: Any) -> "DatasetView":
+        """This version served by `session` and `commit_lock` (the version's caches kept)."""
+        return self._replace(session=session, commit_lock=commit_lock)
+
+    def __repr__(self) -> str:
+        return f"DatasetView({self.uri!r}, version={self.version})"
+
+    # -- the version ----------------------------------------------------------------------
+
+    @property
+    def snapshot(self) -> Any:
+        """The native ``TableSnapshot`` of this version (scans, takes, counts, search)."""
+        return self.state.snapshot
+
+    @property
+    def version(self) -> int:
+        """The version number."""
+        return self.loaded.version
+
+    @property
+    def naming(self) -> str:
+        """The manifest naming scheme (``"v1"`` / ``"v2"``)."""
+        return self.loaded.naming
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The version's Arrow schema (per-version cache)."""
+        return self.state.schema()
+
+    @property
+    def data_storage_version(self) -> str:
+        """The data file version of this version's files (recorded or inferred)."""
+        return self.loaded.data_storage_version
+
+    @property
+    def max_field_id(self) -> int:
+        """The largest field id the schema or any data file uses."""
+        return self.loaded.max_field_id
+
+    @property
+    def stable_row_ids(self) -> bool:
+        """Whether the dataset keeps stable row ids."""
+        return self.loaded.stable_row_ids
+
+    @property
+    def fragment_ids(self) -> List[int]:
+        """The ids of the fragments, in manifest order."""
+        return self.loaded.fragment_ids
+
+    def fragment_id_set(self) -> frozenset:
+        """The ids of the fragments, as a set (per-version cache)."""
+        return self.state.fragment_ids()
+
+    def fragment_rows(self) -> Dict[int, Tuple[int, int]]:
+        """Fragment id → (physical rows, live rows) (per-version cache)."""
+        return self.state.fragment_rows()
+
+    def fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
+        """The manifest entry of fragment `fragment_id`."""
+        return self.state.fragment_metadata(fragment_id)
+
+    def fragments(self) -> List[FragmentMetadata]:
+        """Every fragment's manifest entry, in manifest order."""
+        return [self.fragment_metadata(fid) for fid in self.loaded.fragment_ids]
+
+    def count_rows(self) -> int:
+        """Live rows of this version (per-version cache)."""
+        return self.state.count_rows()
+
+    def index_entries(self) -> List[Dict[str, Any]]:
+        """The index section's entries (uuid, name, fields, fragment ids, ...), decoded anew
+        on each call (the caller may change them: a transaction takes them)."""
+        section = self.loaded.index_section
+        return [] if section is None else list(_lancepy.index_section_entries(section))

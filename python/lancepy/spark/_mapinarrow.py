@@ -619,8 +619,8 @@ def _prepare_write(
         _commit.check_feature_flags(base, write=True, uri=u)
     source = _vector_schema(source, vector_columns)
     if mode == "append" and base is not None:
-        fields = base.manifest.get("fields", [])
-        metadata = base.manifest.get("schema_metadata", {})
+        fields = base.fields
+        metadata = base.schema_metadata
         target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
         _check_append_schema(source, target)
         version = base.data_storage_version
@@ -856,7 +856,7 @@ def _plan_read(
         projected = schema
     compile_filter(filter, schema)  # bad filters fail here, not in the tasks
     # Blob columns are read as their values (binary), not as their descriptions.
-    manifest = ds._loaded.manifest
+    manifest = ds._view.loaded.manifest
     projected = pa.schema(
         [pa.field(f.name, pa.large_binary(), f.nullable) if _blob.blob_field_kind(manifest, f.name) else f for f in projected],
         metadata=projected.metadata,

@@ -147,13 +147,13 @@ def add_columns(
                 + "; ".join(sorted(str(_schema_from(s)) for s in schemas))
             )
         new_schema = _schema_from(schemas.pop())
-        _evolution._check_new_names(ds, new_schema)
+        _evolution._check_new_names(ds._view, new_schema)
         lance = lance_fields_for(new_schema, plan.first_id)
         files = {fid: r["file"] for fid, r in results.items()}
         kept = [f"{_m.DATA_DIR}/{f['path']}" for f in files.values()]
         _m._delete_job_files(store, job_tag, keep=kept)
         try:
-            _evolution.commit_new_columns(ds, files, lance, kept)
+            ds._install(_evolution.commit_new_columns(ds._view, files, lance, kept))
         except CommitConflictError as e:
             raise CommitConflictError(
                 f"lancepy.spark.add_columns started from version {plan.version} and cannot commit: {e}. "
@@ -204,11 +204,11 @@ def _run_fragment(plan: _Plan, fid: int, tid: int) -> Dict[str, Any]:
     ``{"error"}`` for a refusal the driver raises (lancepy's errors, not Spark's)."""
     ds = _m._open_dataset(plan.uri, plan.version, plan.storage_options)
     try:
-        table = _evolution.fragment_values(ds, plan.function(ds.schema), plan.columns, fid, plan.batch_size)
+        table = _evolution.fragment_values(ds._view, plan.function(ds.schema), plan.columns, fid, plan.batch_size)
         new_schema = _evolution.nullable_schema(table.schema)
         lance = lance_fields_for(new_schema, plan.first_id)
         tag = f"{plan.job_tag}-{fid}-{tid}"
-        written = _evolution.new_columns_file(ds, fid, table, new_schema, lance, file_tag=tag)
+        written = _evolution.new_columns_file(ds._view, fid, table, new_schema, lance, file_tag=tag)
     except LanceError as e:
         return {"error": str(e), "kind": type(e).__name__}
     return {"schema": _schema_text(new_schema), "file": written}

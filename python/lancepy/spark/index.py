@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from lancepy._ops import indices as _indices
 from lancepy._ops import ivf_build as _ivf_build
+from lancepy._table.commit import commit_on
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, NotSupportedError
 from lancepy.spark import _mapinarrow as _m
 
@@ -93,7 +94,7 @@ def create_index(
     ds = _m._open_dataset(os.fspath(uri), None, so)
     try:
         plan = _indices.prepare_vector_index(
-            ds, column, index_type, name, metric, replace, num_partitions, ivf_centroids, pq_codebook,
+            ds._view, column, index_type, name, metric, replace, num_partitions, ivf_centroids, pq_codebook,
             num_sub_vectors, storage_options=so, **options,
         )
     except TypeError as e:
@@ -103,7 +104,8 @@ def create_index(
     fragments = ds.get_fragments()
     if not fragments:
         raise InvalidArgumentError("lancepy.spark.create_index: the dataset has no rows to index")
-    trained = _ivf_build.train(ds, plan.column, plan.dim, plan.params, fragments, lambda *_: None)
+    trained = _ivf_build.train(ds._view, plan.column, plan.dim, plan.params, [f.fragment_id for f in fragments],
+                               lambda *_: None)
     groups = _groups([(f.fragment_id, f.count_rows()) for f in fragments],
                      num_segments or _m._parallelism(spark))
     job_tag = uuid.uuid4().hex
@@ -122,7 +124,7 @@ def create_index(
         _delete_segments(store, job_tag, len(groups), keep=kept)
         read_version = ds.version
         try:
-            ds._commit("CreateIndex", {"new_indices": entries, "removed_indices": plan.existing})
+            ds._install(commit_on(ds._view, "CreateIndex", {"new_indices": entries, "removed_indices": plan.existing}))
         except CommitConflictError as e:
             raise CommitConflictError(
                 f"lancepy.spark.create_index started from version {read_version} and cannot commit: {e}. "
@@ -178,9 +180,9 @@ def _task(
         ds = _m._open_dataset(uri, version, storage_options)
         for b in batches:
             for i in b.column(0).to_pylist():
-                fragments = _ivf_build._fragments(ds, groups[i])
+                fragments = _ivf_build._fragments(ds._view, groups[i])
                 entry = _ivf_build.write_segment(
-                    ds, plan.column, plan.field_id, plan.dim, plan.params, trained, fragments,
+                    ds._view, plan.column, plan.field_id, plan.dim, plan.params, trained, fragments,
                     _segment_uuid(job_tag, i, ctx.attemptNumber()), plan.name, lambda *_: None, plan.storage_options,
                 )
                 yield pa.RecordBatch.from_arrays(

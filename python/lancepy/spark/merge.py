@@ -32,6 +32,7 @@ from lancepy._core.conform import align_to_schema
 from lancepy._core.schema import ROW_ADDRESS
 from lancepy._ops import mutations as _mutations
 from lancepy._ops.write import DEFAULT_MAX_ROWS_PER_FILE, _write
+from lancepy._table.commit import commit_on
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, LanceError, SchemaMismatchError
 from lancepy.spark import _mapinarrow as _m
 from lancepy.spark.backfill import _error
@@ -267,14 +268,14 @@ def _merge_bucket(
         fragments: List[Dict[str, Any]] = []
         if rows is not None and rows.num_rows:
             made = _write(
-                ds._uri,
+                ds._view.uri,
                 align_to_schema(rows.to_reader(), ds.schema),
-                ds._loaded.manifest.get("fields", []),
-                ds._loaded.manifest.get("schema_metadata", {}),
+                ds._view.loaded.fields,
+                ds._view.loaded.schema_metadata,
                 DEFAULT_MAX_ROWS_PER_FILE,
                 ds.data_storage_version,
                 file_tag=tag,
-                storage_options=ds._storage_options,
+                storage_options=ds._view.storage_options,
             )
             fragments = [f._manifest_json() for f in made]
     except LanceError as e:
@@ -302,8 +303,8 @@ def _commit(ds: "LanceDataset", store: Any, job_tag: str, results: List[Dict[str
     addresses = np.concatenate([np.frombuffer(bytes.fromhex(r["deletes"]), "<u8") for r in results] or [np.array([], "<u8")])
     if not frags and not len(addresses):
         return stats
-    updated, removed, written = _mutations._write_deletions(ds, pa.array(addresses, pa.uint64()))
-    ids = {f.get("name"): f.get("id") for f in ds._loaded.manifest.get("fields", [])}
+    updated, removed, written = _mutations._write_deletions(ds._view, pa.array(addresses, pa.uint64()))
+    ids = {f.get("name"): f.get("id") for f in ds._view.loaded.fields}
     body = {
         "removed_fragment_ids": removed,
         "updated_fragments": updated,
@@ -312,7 +313,7 @@ def _commit(ds: "LanceDataset", store: Any, job_tag: str, results: List[Dict[str
     }
     read_version = ds.version
     try:
-        ds._commit("Update", body, list(written) + kept)
+        ds._install(commit_on(ds._view, "Update", body, list(written) + kept))
     except CommitConflictError as e:
         raise CommitConflictError(
             f"lancepy.spark.merge_insert started from version {read_version} and cannot commit: {e}. "

@@ -462,7 +462,7 @@ class LanceDataset(torch.utils.data.IterableDataset):
         if isinstance(self.columns, dict):
             return []
         names = list(self.columns) if self.columns else list(ds.schema.names)
-        manifest = ds._loaded.manifest
+        manifest = ds._view.loaded.manifest
         return [c for c in names if c in ds.schema.names and _blob.blob_field_kind(manifest, c) is not None]
 
     # -- reading --------------------------------------------------------------------------

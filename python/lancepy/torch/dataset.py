@@ -143,7 +143,7 @@ class LanceDataset(torch.utils.data.Dataset):
         self._columns = cols
         # Blob columns (images, audio, video stored as blobs) are read as their values, not
         # as the descriptions a scan returns: binary columns for the converters.
-        manifest = ds._loaded.manifest
+        manifest = ds._view.loaded.manifest
         self._blob_columns = [c for c in cols if _blob.blob_field_kind(manifest, c) is not None]
         self._fields = [
             pa.field(c, pa.large_binary(), schema.field(c).nullable) if c in self._blob_columns else schema.field(c)
@@ -231,7 +231,7 @@ class LanceDataset(torch.utils.data.Dataset):
     def _native_take(self, where: List[int], by_address: bool, columns: List[str]) -> Any:
         """The native take of `columns` at logical indices or row addresses; blob columns
         as their values (fetched with ranged reads from their descriptions)."""
-        snapshot = self._dataset()._snapshot
+        snapshot = self._dataset()._view.snapshot
         blobs = [c for c in columns if c in self._blob_columns] if self._blob_columns else None
         if not blobs:
             return _native_take(snapshot, where, by_address, columns)
@@ -268,7 +268,7 @@ class LanceDataset(torch.utils.data.Dataset):
         returns, with the GIL released: one copy from the file into the batch."""
         if not self._bytes_columns and allocate is None:
             return self._convert.native(self._take(indices))
-        snapshot = self._dataset()._snapshot
+        snapshot = self._dataset()._view.snapshot
         where, by_address = self._where(indices)
         ready: Dict[str, Any] = {}
         for name in self._bytes_columns:
@@ -428,7 +428,7 @@ class LanceIterableDataset(torch.utils.data.IterableDataset):
         if consecutive and data._addresses is None and not self._rows_stored_whole and not data._blob_columns:
             # Consecutive rows: a range scan. (Vectors and binary values are copied faster
             # by a take: one copy per page out of the mapped file, no decoding.)
-            return data._dataset()._snapshot.scan(
+            return data._dataset()._view.snapshot.scan(
                 data._columns,
                 fragment_ids=None,
                 offset=first,

@@ -581,7 +581,7 @@ class Loader:
             # Fixed-width columns only, no transform: read on native threads, no Python there.
             ds = self.dataset._dataset()
             with ds._io:  # (the pipeline's threads count their reads for the dataset)
-                pipe = ds._snapshot.take_pipeline(list(native), min(self.threads, self.prefetch + 1))
+                pipe = ds._view.snapshot.take_pipeline(list(native), min(self.threads, self.prefetch + 1))
             pool = None
 
             def submit(indices: List[int]) -> Any:
