@@ -20,7 +20,7 @@ sort is not stable), so a reader must not rely on any order within one value.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -122,26 +122,35 @@ def sort_order(values: pa.Array) -> pa.Array:
     return pa.array(np.concatenate([nulls, present[order]]).astype(np.int64), pa.int64())
 
 
-def collect(
+def column_batches(
     view: "DatasetView", column: str, fragment_ids: Sequence[int], row_ids: bool = False
-) -> Tuple[pa.Array, pa.Array]:
+) -> Iterator[Tuple[pa.Array, pa.Array]]:
     """The live rows of `column` (a field path, ``a.b`` inside struct ``a``) in the non-empty
-    list `fragment_ids`: ``(values, row addresses)`` (addresses even with stable row ids, as
-    pylance 14 stores them in BTREE indices), or ``(values, row ids)`` with `row_ids`."""
+    list `fragment_ids`, a scan batch at a time: ``(values, row addresses)``, or ``(values,
+    row ids)`` with `row_ids`."""
     top, *path = column.split(".")
     stream = view.snapshot.scan_stream(
         [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS,
         with_row_address=not row_ids, with_row_id=row_ids,
     )
-    values: List[pa.Array] = []
-    ids: List[pa.Array] = []
     while (raw := stream.next_batch()) is not None:
         batch = pa.record_batch(raw)
         value = batch.column(top)
         for name in path:  # a struct's field: null where the struct is null
             value = pc.struct_field(value, [value.type.get_field_index(name)])
+        yield value, batch.column("_rowid" if row_ids else "_rowaddr").cast(pa.uint64())
+
+
+def collect(
+    view: "DatasetView", column: str, fragment_ids: Sequence[int], row_ids: bool = False
+) -> Tuple[pa.Array, pa.Array]:
+    """:func:`column_batches` all at once: ``(values, row addresses)`` (addresses even with
+    stable row ids, as pylance 14 stores them in BTREE indices), or ``(values, row ids)``."""
+    values: List[pa.Array] = []
+    ids: List[pa.Array] = []
+    for value, rows in column_batches(view, column, fragment_ids, row_ids):
         values.append(value)
-        ids.append(batch.column("_rowid" if row_ids else "_rowaddr").cast(pa.uint64()))
+        ids.append(rows)
     return pa.concat_arrays(values), pa.concat_arrays(ids)
 
 

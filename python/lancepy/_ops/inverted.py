@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSupportedError
@@ -533,15 +534,6 @@ def _bm25(idf: "np.ndarray", freqs: "np.ndarray", lengths: "np.ndarray", avgdl: 
     return ((idf * (k1 + np.float32(1.0)) * f) / (f + norm)).astype(np.float32)  # (pylance's order of operations)
 
 
-def write_segment(
-    base: str, params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "np.ndarray", storage_options: Any = None
-) -> List[Dict[str, Any]]:
-    """Writes one segment (one partition) indexing `texts` (the rows `row_ids`, ascending)
-    under `base` (ending in ``/``). Returns the files with their sizes, in the order pylance
-    lists them in ``IndexMetadata.files``."""
-    return write_postings(base, params, _new_docs(params, texts, row_ids), storage_options)
-
-
 @dataclass
 class Postings:
     """A whole index in memory: `vocab` (token id -> token); the (token, doc, frequency)
@@ -627,6 +619,93 @@ def keep_docs(p: Postings, keep: "np.ndarray", rows: "np.ndarray") -> Postings:
 
 def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_options: Any = None) -> List[Dict[str, Any]]:
     """Writes `p` as one segment of one partition under `base`; returns the files."""
+    return write_partition(base, 0, params, p, storage_options) + write_metadata(base, params, [0], storage_options)
+
+
+#: Estimated build memory per byte of text and per document (the analyzed tokens, the
+#: (token, document, frequency) triples and their sort, the Python strings).
+_BUILD_BYTES_PER_TEXT_BYTE = 12
+_BUILD_BYTES_PER_DOC = 160
+#: pylance's default build memory (2 GiB, per worker; lancepy builds with one).
+DEFAULT_MEMORY_LIMIT_MIB = 2048
+
+
+def build_partitions(
+    base: str, params: Dict[str, Any], batches: Iterable[Tuple[pa.Array, pa.Array]], memory_limit_mib: Optional[int],
+    storage_options: Any = None, written: Optional[List[str]] = None,
+) -> List[Dict[str, Any]]:
+    """Writes one segment under `base` from `batches` of ``(texts, row ids)`` (ascending row
+    ids), in bounded memory: the documents are gathered until their estimated build memory
+    reaches `memory_limit_mib` (default :data:`DEFAULT_MEMORY_LIMIT_MIB`), then written as a
+    partition of their own (as pylance's builder flushes a worker's partition), and so on.
+    Statistics for queries are those of all partitions together; each partition's block
+    bounds are its own, as pylance writes them. The names of the files, as written, are added
+    to `written` (for a rollback). Returns the files, in the order written."""
+    import numpy as np
+
+    limit = (DEFAULT_MEMORY_LIMIT_MIB if memory_limit_mib is None else int(memory_limit_mib)) << 20
+    files: List[Dict[str, Any]] = []
+    pids: List[int] = []
+    texts: List[Optional[str]] = []
+    rows: List["np.ndarray"] = []
+    used = 0
+
+    def flush() -> None:
+        nonlocal texts, rows, used
+        ids = np.concatenate(rows) if rows else np.empty(0, np.uint64)
+        pid = len(pids)
+        if written is not None:  # (named before they are written: a failed write is rolled back whole)
+            written.extend(f"part_{pid}_{kind}.lance" for kind in ("invert", "tokens", "docs"))
+        files.extend(write_partition(base, pid, params, _new_docs(params, texts, ids), storage_options))
+        pids.append(pid)
+        texts, rows, used = [], [], 0
+
+    for values, ids in batches:
+        chunk = values.to_pylist()
+        texts.extend(chunk)
+        rows.append(np.asarray(ids.to_numpy(zero_copy_only=False), np.uint64))
+        size = pc.sum(pc.binary_length(values)).as_py() or 0
+        used += size * _BUILD_BYTES_PER_TEXT_BYTE + len(chunk) * _BUILD_BYTES_PER_DOC
+        if used >= limit:
+            flush()
+    if texts or not pids:
+        flush()
+    if written is not None:
+        written.append(METADATA)
+    files.extend(write_metadata(base, params, pids, storage_options))
+    return files
+
+
+def write_metadata(base: str, params: Dict[str, Any], partitions: Sequence[int], storage_options: Any = None) -> List[Dict[str, Any]]:
+    """Writes the segment's metadata file (its params and partitions) under `base`."""
+    from lancepy.file import LanceFileWriter
+
+    with_pos = bool(params.get("with_position"))
+    block_size = int(params.get("block_size") or 128)
+    md_schema = pa.schema(
+        [pa.field("deleted_fragments", pa.binary(), nullable=False)],
+        metadata={
+            "format_version": str(FORMAT_VERSION),
+            "params": json.dumps({k: params.get(k, v) for k, v in DEFAULT_PARAMS.items()}, separators=(",", ":")),
+            "partitions": json.dumps([int(p) for p in partitions], separators=(",", ":")),
+            "posting_block_size": str(block_size),
+            "posting_tail_codec": "varint_delta_v1",
+            "token_set_format": "fst",
+            **(POSITIONS_META if with_pos else {}),
+        },
+    )
+    empty_bitmap = bytes(_lancepy.fragment_bitmap([]))
+    md = pa.record_batch([pa.array([empty_bitmap], pa.binary())], schema=md_schema)
+    with LanceFileWriter(base + METADATA, md.schema, version="2.2", storage_options=storage_options) as w:
+        w.write_batch(md)
+    return [{"path": METADATA, "size_bytes": int(w.file_size or 0)}]
+
+
+def write_partition(
+    base: str, pid: int, params: Dict[str, Any], p: Postings, storage_options: Any = None
+) -> List[Dict[str, Any]]:
+    """Writes `p` as partition `pid` of the segment under `base` (its ``part_<pid>_*``
+    files: posting lists, token set, documents); returns the files."""
     import numpy as np
 
     from lancepy.file import LanceFileWriter
@@ -692,22 +771,8 @@ def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_optio
         metadata={"total_tokens": str(total_tokens)},
     )
     docs = pa.record_batch([pa.array(doc_rows, pa.uint64()), pa.array(doc_len, pa.uint32())], schema=docs_schema)
-    md_schema = pa.schema(
-        [pa.field("deleted_fragments", pa.binary(), nullable=False)],
-        metadata={
-            "format_version": str(FORMAT_VERSION),
-            "params": json.dumps({k: params.get(k, v) for k, v in DEFAULT_PARAMS.items()}, separators=(",", ":")),
-            "partitions": "[0]",
-            "posting_block_size": str(block_size),
-            "posting_tail_codec": "varint_delta_v1",
-            "token_set_format": "fst",
-            **(POSITIONS_META if with_pos else {}),
-        },
-    )
-    empty_bitmap = bytes(_lancepy.fragment_bitmap([]))
-    md = pa.record_batch([pa.array([empty_bitmap], pa.binary())], schema=md_schema)
     for name, batch in (
-        ("part_0_invert.lance", invert), ("part_0_tokens.lance", tokens), ("part_0_docs.lance", docs), (METADATA, md)
+        (f"part_{pid}_invert.lance", invert), (f"part_{pid}_tokens.lance", tokens), (f"part_{pid}_docs.lance", docs)
     ):
         with LanceFileWriter(base + name, batch.schema, version="2.2", storage_options=storage_options) as w:
             if batch.num_rows:

@@ -218,13 +218,13 @@ def _create_inverted(
 ) -> "DatasetView":
     """An INVERTED (full-text search) index of a string column, in pylance 14's format
     (:mod:`lancepy._ops.inverted`)."""
-    import numpy as np
-
     from lancepy._ops import inverted as _inverted
 
-    for k in ("memory_limit", "num_workers"):
-        if options.get(k) is not None:
-            raise NotSupportedError(f"create_scalar_index({k}=): lancepy builds the INVERTED index in one pass, in memory")
+    if options.get("num_workers") not in (None, 1):
+        raise NotSupportedError("create_scalar_index(num_workers=): lancepy builds the INVERTED index with one worker")
+    memory_limit = options.get("memory_limit")
+    if memory_limit is not None and (isinstance(memory_limit, bool) or not isinstance(memory_limit, int) or memory_limit <= 0):
+        raise InvalidArgumentError(f"create_scalar_index(memory_limit=): a positive number of MiB, got {memory_limit!r}")
     if format_version is not None and str(format_version) != str(_inverted.FORMAT_VERSION):
         raise NotSupportedError(f"create_scalar_index(format_version={format_version!r}): lancepy writes INVERTED format 2 only")
     if str(getattr(document_granularity, "value", document_granularity)).lower() != "row":
@@ -246,19 +246,18 @@ def _create_inverted(
     uid = str(_uuid.UUID(str(index_uuid))) if index_uuid is not None else str(_uuid.uuid4())
     fragments = list(view.fragment_ids) if train else []
     read_version = view.version
-    names = ["part_0_invert.lance", "part_0_tokens.lance", "part_0_docs.lance", _inverted.METADATA]
-    written = [f"_indices/{uid}/{n}" for n in names]
+    names: List[str] = []
     try:
-        texts: List[Optional[str]] = []
-        ids = np.empty(0, np.uint64)
-        if fragments:
-            # (documents are row addresses, or stable row ids where the dataset keeps them, as pylance)
-            values, addr = _btree.collect(view, path, fragments, row_ids=view.stable_row_ids)
-            texts, ids = values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), dtype=np.uint64)
-        files = _inverted.write_segment(view.uri.rstrip("/") + f"/_indices/{uid}/", params, texts, ids, view.storage_options)
+        # (documents are row addresses, or stable row ids where the dataset keeps them, as pylance;
+        # the column is read a scan batch at a time, partitions written as the memory budget fills)
+        batches = _btree.column_batches(view, path, fragments, row_ids=view.stable_row_ids) if fragments else iter(())
+        files = _inverted.build_partitions(
+            view.uri.rstrip("/") + f"/_indices/{uid}/", params, batches, memory_limit, view.storage_options, written=names
+        )
     except BaseException:
-        _commit.delete_written(view.store, written)
+        _commit.delete_written(view.store, [f"_indices/{uid}/{n}" for n in names])
         raise
+    written = [f"_indices/{uid}/{f['path']}" for f in files]
     entry = {
         "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
         "fields": [field_id],
