@@ -259,3 +259,25 @@ def test_damaged_messages_raise_lancepy_errors() -> None:
                                      pa.array(np.arange(512, dtype=np.float32)), 1)
     with pytest.raises(InvalidArgumentError, match="32-bit"):
         _inverted.check_params({"max_token_length": 1 << 40})
+
+
+def test_damaged_legacy_offsets_are_corrupt_not_overflow(tmp_path) -> None:
+    """A legacy file whose IVF stage claims offsets past the file (up to 2^64 - 1, which does
+    not fit numpy's int64) is refused as corrupt."""
+    from lancepy._ops import ivf_legacy as _legacy
+
+    codebook = pa.array(np.arange(256 * 2, dtype=np.float32))
+    for bad in (2**64 - 1, 2**63, 10_000):
+        msg = _lancepy.encode_legacy_index(
+            "i", "v", 1, "l2", 2, [bad], [0], pa.array([0.0, 1.0], pa.float32()), codebook, 1
+        )
+        f = tmp_path / "index.idx"
+        f.write_bytes(struct.pack("<I", len(msg)) + msg + struct.pack("<QHH", 0, 0, 1) + b"LANC")
+        assert _legacy.is_legacy(str(f))
+        with pytest.raises(CorruptFileError, match="offsets"):
+            _legacy.load(str(f))
+    # the same file with a fitting offset loads
+    msg = _lancepy.encode_legacy_index("i", "v", 1, "l2", 2, [0], [0], pa.array([0.0, 1.0], pa.float32()), codebook, 1)
+    f.write_bytes(struct.pack("<I", len(msg)) + msg + struct.pack("<QHH", 0, 0, 1) + b"LANC")
+    model = _legacy.load(str(f))
+    assert (model.name, model.column, model.dim, model.metric, model.centroids_type) == ("i", "v", 2, "l2", "float32")

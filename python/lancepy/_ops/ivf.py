@@ -219,6 +219,8 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     offsets, lengths, _, _ = _lancepy.decode_ivf(areader.read_global_buffer(_buffer_number(amd, "lance:ivf", areader, apath)))
     nparts, dim = centroids.shape
     num_rows = areader.num_rows()
+    if max(offsets + lengths, default=0) > num_rows:  # (before numpy: a damaged varint may not fit an int64)
+        raise CorruptFileError(f"{apath}: partition offsets/lengths reach past its {num_rows} rows")
     offs = np.asarray(offsets, dtype=np.int64)
     lens = np.asarray(lengths, dtype=np.int64)
     if len(offs) != nparts or len(lens) != nparts or (lens < 0).any() or (offs < 0).any() or (offs + lens > num_rows).any():

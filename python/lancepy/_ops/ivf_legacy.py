@@ -122,6 +122,8 @@ def load(path: str, storage_options: Any = None) -> LegacyModel:
     if cb.size != m * _PQ_CODEWORDS * (dim // m):
         raise CorruptFileError(f"{path}: the codebook has {cb.size} values, not {m} x {_PQ_CODEWORDS} x {dim // m}")
     offsets, lengths, loss = ivf["offsets"], ivf["lengths"], ivf["loss"]
+    if max(offsets + lengths, default=0) > pos:  # (before numpy: a damaged varint may not fit an int64)
+        raise CorruptFileError(f"{path}: partition offsets/lengths reach past byte {pos}")
     offs = np.asarray(offsets, dtype=np.int64)
     lens = np.asarray(lengths, dtype=np.int64)
     k = centroids.shape[0]
