@@ -11,6 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "protos/rowids.proto",
         "protos/transaction.proto",
         "protos/index.proto",
+        "protos/index_details.proto",
     ];
     for p in &protos {
         println!("cargo:rerun-if-changed={p}");

@@ -242,3 +242,77 @@ def test_the_view_checker_sees_a_dataset_read(tmp_path: pathlib.Path) -> None:
     assert sorted(dataset_uses(src)) == [
         (1, "takes ds: ?"), (1, "takes other: 'LanceDataset'"), (3, "reads ._loaded"), (4, "reads ._per_version")
     ]
+
+
+def hand_coded_protobuf(path: pathlib.Path) -> List[str]:
+    """Where a module encodes or decodes protobuf wire format by hand (issue 23: every index
+    message goes through prost in Rust). Per function (and the module's top level): a
+    function named like a varint helper; a field key built as ``field << 3 | wire``; a key
+    split by ``>> 3`` and ``& 7`` together; varint bytes built or read with ``& 0x7F`` and
+    ``0x80`` together."""
+
+    def const(node: ast.AST, *values: int) -> bool:
+        return isinstance(node, ast.Constant) and type(node.value) is int and node.value in values
+
+    found: List[str] = []
+
+    def scan(scope: ast.AST, name: str) -> None:
+        seen: Set[str] = set()
+        todo = list(ast.iter_child_nodes(scope))
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if "varint" in node.name.lower() and not isinstance(node, ast.ClassDef):
+                    found.append(f"{path.name}:{node.lineno}: a varint helper {node.name}()")
+                scan(node, node.name)
+                continue
+            if isinstance(node, ast.BinOp):
+                op, left, right = node.op, node.left, node.right
+                if isinstance(op, ast.BitOr) and isinstance(left, ast.BinOp) and isinstance(left.op, ast.LShift):
+                    if const(left.right, 3):
+                        found.append(f"{path.name}:{node.lineno}: a field key built by hand in {name}")
+                if isinstance(op, ast.RShift) and const(right, 3):
+                    seen.add("split")
+                if isinstance(op, ast.BitAnd) and const(right, 7):
+                    seen.add("wire")
+                if isinstance(op, ast.BitAnd) and const(right, 0x7F):
+                    seen.add("7 bits")
+                if isinstance(op, (ast.BitAnd, ast.BitOr)) and (const(right, 0x80) or const(left, 0x80)):
+                    seen.add("continuation")
+            todo.extend(ast.iter_child_nodes(node))
+        if {"split", "wire"} <= seen:
+            found.append(f"{path.name}: a field key split by hand (>> 3, & 7) in {name}")
+        if {"7 bits", "continuation"} <= seen:
+            found.append(f"{path.name}: varint bytes coded by hand (& 0x7F, 0x80) in {name}")
+
+    scan(ast.parse(path.read_text()), "<module>")
+    return found
+
+
+def test_no_protobuf_is_coded_by_hand() -> None:
+    found = [f for p in sorted(PACKAGE.rglob("*.py")) for f in hand_coded_protobuf(p)]
+    assert not found, "protobuf wire format coded in Python (use the prost bindings in _lancepy):\n" + "\n".join(found)
+
+
+def test_the_protobuf_checker_sees_hand_coding(tmp_path: pathlib.Path) -> None:
+    """The scan itself: the helpers lancepy had before the prost bindings are each caught;
+    shifts and masks for other purposes are not."""
+    planted = {
+        "helper.py": "def _uvarint(v):\n    return bytes([v])\n",
+        "key.py": "def key(field, wire):\n    return bytes([field << 3 | wire])\n",
+        "walk.py": "def walk(buf, i):\n    k = buf[i]\n    return k >> 3, k & 7\n",
+        "bytes.py": (
+            "def enc(v):\n    out = bytearray()\n    while v >= 0x80:\n"
+            "        out.append((v & 0x7F) | 0x80)\n        v >>= 7\n    out.append(v)\n    return bytes(out)\n"
+        ),
+    }
+    for name, text in planted.items():
+        (tmp_path / name).write_text(text)
+        assert hand_coded_protobuf(tmp_path / name), name
+    clean = tmp_path / "clean.py"
+    clean.write_text(
+        "def f(frag, off, nbits, flags):\n"
+        "    addr = frag << 32 | off\n    nbytes = (nbits + 7) >> 3\n    return addr, nbytes, flags & 0x80\n"
+        "codec = 'varint_delta_v1'\n"
+    )
+    assert hand_coded_protobuf(clean) == []

@@ -91,7 +91,6 @@ def test_lancepy_writes_legacy_pylance_reads_it(tmp_path, seed: int, metric: str
 @pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
 def test_pylance_writes_legacy_lancepy_reads_it(tmp_path, metric: str) -> None:
     from lancepy._ops import ivf as _ivf
-    from lancepy._ops import ivf_build as _build
     from lancepy._ops import ivf_legacy as _legacy
 
     path = str(tmp_path / "ds")
@@ -111,7 +110,7 @@ def test_pylance_writes_legacy_lancepy_reads_it(tmp_path, metric: str) -> None:
     model = idx.legacy
     data = _legacy.encode(
         model.name, model.column, model.dataset_version, model.metric, model.dim, model.num_sub_vectors, rows, codes,
-        idx.lengths, lambda o, n: _build.ivf_message(o, n, idx.centroids, idx.loss), _build._tensor_f32(idx.codebook, (256, DIM)),
+        idx.lengths, idx.centroids, idx.loss, idx.codebook,
     )
     with open(f, "rb") as fh:
         assert data == fh.read()

@@ -188,7 +188,7 @@ class IoTracker:
     def __enter__(self) -> "IoTracker": ...
     def __exit__(self, *args: Any) -> bool: ...
 
-# -- vector index protobuf messages (index_proto.rs) -----------------------------------------
+# -- index protobuf messages (index_proto.rs) -----------------------------------------------
 
 def decode_ivf(data: bytes) -> Tuple[List[int], List[int], Optional[FixedValues], Optional[float]]: ...
 def decode_tensor_f32(data: bytes) -> FixedValues: ...
@@ -203,3 +203,37 @@ def encode_tensor_f32(values: Any, shape: List[int]) -> bytes: ...
 def encode_vector_index_details(
     metric: str, compression: str, runtime_hints: List[Tuple[str, str]], num_bits: int = 8, num_sub_vectors: int = 0
 ) -> bytes: ...
+def decode_ivf_message(data: bytes) -> Dict[str, Any]: ...
+def decode_legacy_index(data: bytes) -> Dict[str, Any]: ...
+def encode_legacy_index(
+    name: str,
+    column: str,
+    dataset_version: int,
+    metric: str,
+    dimension: int,
+    offsets: List[int],
+    lengths: List[int],
+    centroids: Any,
+    codebook: Any,
+    num_sub_vectors: int,
+    loss: Optional[float] = None,
+    num_bits: int = 8,
+    dtype: str = "float32",
+) -> bytes: ...
+def encode_inverted_index_details(
+    *,
+    base_tokenizer: Optional[str],
+    language: str,
+    with_position: bool = False,
+    max_token_length: Optional[int] = None,
+    lower_case: bool = False,
+    stem: bool = False,
+    remove_stop_words: bool = False,
+    ascii_folding: bool = False,
+    min_ngram_length: int = 0,
+    max_ngram_length: int = 0,
+    prefix_only: bool = False,
+    block_size: int = 0,
+    format_version: int = 0,
+) -> bytes: ...
+def decode_index_details(type_url: str, value: bytes) -> Dict[str, Any]: ...

@@ -475,6 +475,9 @@ def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
         raise InvalidArgumentError("max_token_length must be positive")
     if int(params["block_size"]) % 128 or int(params["block_size"]) <= 0:
         raise InvalidArgumentError(f"block_size must be a positive multiple of 128, got {params['block_size']}")
+    for key in ("max_token_length", "block_size", "min_ngram_length", "max_ngram_length"):
+        if params[key] is not None and not 0 <= int(params[key]) <= 0xFFFF_FFFF:
+            raise InvalidArgumentError(f"{key} must be a 32-bit unsigned number, got {params[key]}")
     Analyzer(params)  # (refuses what lancepy cannot analyze)
     if params["stem"]:
         try:
@@ -489,34 +492,25 @@ def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def details_bytes(params: Dict[str, Any]) -> List[int]:
-    """The ``InvertedIndexDetails`` message pylance 14 commits with the index (protobuf:
-    1 base_tokenizer, 2 language as a JSON string, 3 with_position, 4 max_token_length,
-    5 lower_case, 6 stem, 7 remove_stop_words, 8 ascii_folding, 9 / 10 min / max ngram
-    length, 11 prefix_only, 12 block_size, 15 format_version; defaults left out)."""
-
-    def varint(v: int) -> bytes:
-        out = bytearray()
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-        return bytes(out)
-
-    def string(field: int, s: str) -> bytes:
-        b = s.encode()
-        return varint(field << 3 | 2) + varint(len(b)) + b
-
-    def number(field: int, v: Any) -> bytes:
-        return varint(field << 3) + varint(int(v)) if v else b""
-
-    out = string(1, str(params["base_tokenizer"])) + string(2, json.dumps(str(params["language"])))
-    out += number(3, params["with_position"])
-    out += number(4, params["max_token_length"])
-    for field, key in ((5, "lower_case"), (6, "stem"), (7, "remove_stop_words"), (8, "ascii_folding")):
-        out += number(field, params[key])
-    out += number(9, params["min_ngram_length"]) + number(10, params["max_ngram_length"])
-    out += number(11, params["prefix_only"]) + number(12, params["block_size"]) + number(15, FORMAT_VERSION)
-    return list(out)
+    """The ``InvertedIndexDetails`` message pylance 14 commits with the index (encoded
+    natively: ``_lancepy.encode_inverted_index_details``; zero values left out)."""
+    mtl = params["max_token_length"]
+    data = _lancepy.encode_inverted_index_details(
+        base_tokenizer=str(params["base_tokenizer"]),
+        language=str(params["language"]),
+        with_position=bool(params["with_position"]),
+        max_token_length=None if mtl is None else int(mtl),
+        lower_case=bool(params["lower_case"]),
+        stem=bool(params["stem"]),
+        remove_stop_words=bool(params["remove_stop_words"]),
+        ascii_folding=bool(params["ascii_folding"]),
+        min_ngram_length=int(params["min_ngram_length"]),
+        max_ngram_length=int(params["max_ngram_length"]),
+        prefix_only=bool(params["prefix_only"]),
+        block_size=int(params["block_size"]),
+        format_version=FORMAT_VERSION,
+    )
+    return list(data)
 
 
 FORMAT_VERSION = 2

@@ -172,38 +172,6 @@ def _buffer_number(md: Dict[str, str], key: str, reader: Any, path: str) -> int:
     return n
 
 
-_TENSOR_TYPES = {0: "bfloat16", 1: "float16", 2: "float32", 3: "float64", 4: "uint8"}
-
-
-_varint = _legacy._varint
-
-
-def _centroids_type(ivf: bytes) -> str:
-    """The stored float type of an ``IVF`` message's centroids tensor (field 4; its field 1
-    is the ``Tensor`` data type, 0 = bfloat16 when absent). Already validated by
-    ``decode_ivf``: this only walks the fields."""
-    i = 0
-    while i < len(ivf):
-        key, i = _varint(ivf, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            _, i = _varint(ivf, i)
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        elif wire == 2:
-            n, i = _varint(ivf, i)
-            if field == 4:
-                body = ivf[i : i + n]
-                code = _varint(body, 1)[0] if body[:1] == b"\x08" else 0
-                return _TENSOR_TYPES.get(code, f"tensor type {code}")
-            i += n
-        else:
-            raise CorruptFileError(f"index protobuf: wire type {wire}")
-    return "float32"
-
-
 def load_index(ds_uri: str, uuid: str, storage_options: Any = None, cache: Any = None) -> IvfIndex:
     """Opens ``_indices/<uuid>/`` of the dataset at ``ds_uri``: its model, from `cache` (a
     session's index cache; keyed by URI, index and storage options: index files are
@@ -240,8 +208,8 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     if metric not in ("l2", "cosine", "dot", "hamming"):
         raise UnsupportedError(f"vector indices with the {metric!r} distance are not supported by lancepy")
     # IVF messages and tensors (lance.index.pb) are decoded natively (prost).
-    ivf_bytes = ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath))
-    _, _, tensor, loss = _lancepy.decode_ivf(ivf_bytes)
+    ivf = _lancepy.decode_ivf_message(ireader.read_global_buffer(_buffer_number(imd, "lance:ivf", ireader, ipath)))
+    tensor, loss = ivf["centroids"], ivf["loss"]
     centroids = None if tensor is None else np.asarray(tensor)
     if centroids is None or centroids.ndim != 2:
         raise CorruptFileError(f"{ipath}: the IVF message has no 2-D centroids tensor")
@@ -251,6 +219,8 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     offsets, lengths, _, _ = _lancepy.decode_ivf(areader.read_global_buffer(_buffer_number(amd, "lance:ivf", areader, apath)))
     nparts, dim = centroids.shape
     num_rows = areader.num_rows()
+    if max(offsets + lengths, default=0) > num_rows:  # (before numpy: a damaged varint may not fit an int64)
+        raise CorruptFileError(f"{apath}: partition offsets/lengths reach past its {num_rows} rows")
     offs = np.asarray(offsets, dtype=np.int64)
     lens = np.asarray(lengths, dtype=np.int64)
     if len(offs) != nparts or len(lens) != nparts or (lens < 0).any() or (offs < 0).any() or (offs + lens > num_rows).any():
@@ -259,7 +229,7 @@ def _load(ds_uri: str, uuid: str, storage_options: Any) -> IvfIndex:
     if _ROWID not in names:
         raise CorruptFileError(f"{apath}: no {_ROWID} column")
     idx = IvfIndex(uuid, kind, metric, np.ascontiguousarray(centroids), offs, lens, apath, storage_options, num_rows, loss=loss,
-                   value_type=_centroids_type(ivf_bytes))
+                   value_type=str(ivf["centroids_type"]))
     if metric == "hamming" and (kind != "IVF_FLAT" or idx.value_type != "uint8"):
         raise UnsupportedError(f"{kind} indices with the hamming distance over {idx.value_type} centroids are not supported "
                                "by lancepy (IVF_FLAT over uint8 vectors is)")
@@ -318,7 +288,7 @@ def _load_legacy(uuid: str, path: str, storage_options: Any) -> IvfIndex:
     return IvfIndex(
         uuid, "IVF_PQ", model.metric, model.centroids, offsets, lengths, path, storage_options, int(lengths.sum()),
         codebook=model.codebook, num_sub_vectors=model.num_sub_vectors, loss=model.loss,
-        value_type=_centroids_type(model.ivf), legacy=model,
+        value_type=model.centroids_type, legacy=model,
     )
 
 

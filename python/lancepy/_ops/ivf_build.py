@@ -646,9 +646,7 @@ def _write_legacy(
             f"the legacy index layout: lancepy writes it for IVF_PQ of float32 vectors (not {p.kind} of {p.value_type})"
         )
     data = _ivf_legacy.encode(
-        name, column, dataset_version, p.metric, dim, m, row_ids, codes, lengths,
-        lambda offsets, lens: ivf_message(offsets, lens, centroids, loss, p.value_type),
-        _tensor_f32(codebook, (_PQ_CODEWORDS, dim), p.value_type),
+        name, column, dataset_version, p.metric, dim, m, row_ids, codes, lengths, centroids, loss, codebook, p.value_type
     )
     return _ivf_legacy.write(base, data, storage_options)
 

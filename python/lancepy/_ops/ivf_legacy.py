@@ -17,14 +17,16 @@ what pylance 14.0.2 writes):
 * a 16-byte footer: ``p`` as uint64, version major 0 and minor 1 (uint16 each), ``LANC``.
 
 pylance tells the layouts apart by that footer version (0.0/0.1: this one). This module
-decodes and encodes the file; :mod:`lancepy._ops.ivf` searches it like a V3 index.
+decodes and encodes the file (the ``Index`` message natively, by prost:
+``_lancepy.decode_legacy_index`` / ``encode_legacy_index``); :mod:`lancepy._ops.ivf`
+searches it like a V3 index.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from lancepy import _lancepy
 from lancepy._core.paths import expand_path
@@ -37,8 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
 FILE_NAME = "index.idx"
 _MAGIC = b"LANC"
 _FOOTER = 16
-_METRICS = {0: "l2", 1: "cosine", 2: "dot", 3: "hamming"}
-_METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
+_METRICS = ("l2", "cosine", "dot")
+_PQ_CODEWORDS = 256
 
 
 def _reader(path: str, storage_options: Any) -> Any:
@@ -58,73 +60,6 @@ def is_legacy(path: str, storage_options: Any = None) -> bool:
 
 
 # --------------------------------------------------------------------------------------
-# protobuf walking (the IVF and Tensor messages themselves are decoded natively)
-# --------------------------------------------------------------------------------------
-
-
-def _varint(buf: bytes, i: int) -> Tuple[int, int]:
-    v = shift = 0
-    while i < len(buf) and shift < 64:
-        b = buf[i]
-        v |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            return v, i
-        shift += 7
-    raise CorruptFileError("index protobuf: a truncated varint")
-
-
-def _fields(buf: bytes) -> List[Tuple[int, Any]]:
-    """``(field number, value)`` of every field of a message: ints for varints, bytes for
-    length-delimited fields (fixed-width fields are skipped)."""
-    out: List[Tuple[int, Any]] = []
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            v, i = _varint(buf, i)
-            out.append((field, v))
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        elif wire == 2:
-            n, i = _varint(buf, i)
-            if i + n > len(buf):
-                raise CorruptFileError("legacy index protobuf: a field runs past its message")
-            out.append((field, buf[i : i + n]))
-            i += n
-        else:
-            raise CorruptFileError(f"legacy index protobuf: wire type {wire}")
-    return out
-
-
-def _key(field: int, wire: int) -> bytes:
-    return _uvarint(field << 3 | wire)
-
-
-def _uvarint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _int(field: int, v: int) -> bytes:
-    return _key(field, 0) + _uvarint(v) if v else b""
-
-
-def _bytes(field: int, data: bytes) -> bytes:
-    return _key(field, 2) + _uvarint(len(data)) + data
-
-
-# --------------------------------------------------------------------------------------
 # reading
 # --------------------------------------------------------------------------------------
 
@@ -138,7 +73,7 @@ class LegacyModel:
     dataset_version: int
     metric: str
     dim: int
-    ivf: bytes  # the IVF message (centroids, byte offsets, row counts, loss)
+    centroids_type: str  # the type the IVF stage stores its centroids in ("float32", ...)
     byte_offsets: "np.ndarray"  # (partitions,) int64
     lengths: "np.ndarray"  # (partitions,) int64
     centroids: "np.ndarray"  # (partitions, dim) float32
@@ -160,49 +95,44 @@ def load(path: str, storage_options: Any = None) -> LegacyModel:
     (n,) = struct.unpack("<I", bytes(r.read_range(pos, 4)))
     if pos + 4 + n > size - _FOOTER:
         raise CorruptFileError(f"{path}: the index message ({n} bytes at {pos}) runs past the footer")
-    msg = _fields(bytes(r.read_range(pos + 4, n)))
-    name = next((bytes(v).decode() for f, v in msg if f == 1), "")
-    columns = [bytes(v).decode() for f, v in msg if f == 2]
-    version = next((v for f, v in msg if f == 3), 0)
-    vector = next((v for f, v in msg if f == 5), None)
+    msg = _lancepy.decode_legacy_index(bytes(r.read_range(pos + 4, n)))
+    vector = msg["vector_index"]
     if vector is None:
         raise CorruptFileError(f"{path}: the index message has no vector index")
-    vfields = _fields(vector)
-    dim = next((v for f, v in vfields if f == 2), 0)
-    metric = _METRICS.get(next((v for f, v in vfields if f == 4), 0), "unknown")
-    if metric not in _METRIC_CODES:
+    dim, metric = vector["dimension"], vector["metric_type"]
+    if metric not in _METRICS:
         raise UnsupportedError(f"{path}: legacy vector indices with the {metric!r} distance are not supported by lancepy")
-    stages = [_fields(v) for f, v in vfields if f == 3]
-    kinds = [s[0][0] if s else None for s in stages]
-    if kinds != [2, 3]:
-        names = {1: "FLAT", 2: "IVF", 3: "PQ", 4: "TRANSFORM (OPQ)", 5: "DISKANN"}
-        raise UnsupportedError(
-            f"{path}: a legacy vector index of stages {[names.get(k, k) for k in kinds]}; lancepy reads IVF then PQ"
-        )
-    ivf = stages[0][0][1]
-    offsets, lengths, tensor, loss = _lancepy.decode_ivf(ivf)
-    if tensor is None:
+    stages = vector["stages"]
+    kinds = [s["stage"] for s in stages]
+    if kinds != ["ivf", "pq"]:
+        names = [str(k).upper() if k != "transform" else "TRANSFORM (OPQ)" for k in kinds]
+        raise UnsupportedError(f"{path}: a legacy vector index of stages {names}; lancepy reads IVF then PQ")
+    ivf, pq = stages
+    if ivf["centroids"] is None:
         raise UnsupportedError(f"{path}: the IVF stage keeps its centroids in the deprecated float list; lancepy reads tensors")
-    centroids = np.ascontiguousarray(np.asarray(tensor), dtype=np.float32)
-    pq = dict(_fields(stages[1][0][1]))
-    nbits, m, pq_dim = pq.get(1, 0), pq.get(2, 0), pq.get(3, 0)
+    centroids = np.ascontiguousarray(np.asarray(ivf["centroids"]), dtype=np.float32)
+    nbits, m, pq_dim = pq["num_bits"], pq["num_sub_vectors"], pq["dimension"]
     if nbits != 8:
         raise UnsupportedError(f"{path}: PQ with {nbits}-bit codes is not supported by lancepy (8-bit codes are)")
     if centroids.ndim != 2 or centroids.shape[1] != dim or pq_dim != dim or m <= 0 or dim % m:
         raise CorruptFileError(f"{path}: centroids {centroids.shape}, {m} sub-vectors and dimension {dim} do not agree")
-    if 5 not in pq:
+    if pq["codebook"] is None:
         raise UnsupportedError(f"{path}: the PQ stage keeps its codebook in the deprecated float list; lancepy reads tensors")
-    cb = np.asarray(_lancepy.decode_tensor_f32(pq[5]), dtype=np.float32)
-    if cb.size != m * 256 * (dim // m):
-        raise CorruptFileError(f"{path}: the codebook has {cb.size} values, not {m} x 256 x {dim // m}")
+    cb = np.asarray(pq["codebook"], dtype=np.float32)
+    if cb.size != m * _PQ_CODEWORDS * (dim // m):
+        raise CorruptFileError(f"{path}: the codebook has {cb.size} values, not {m} x {_PQ_CODEWORDS} x {dim // m}")
+    offsets, lengths, loss = ivf["offsets"], ivf["lengths"], ivf["loss"]
+    if max(offsets + lengths, default=0) > pos:  # (before numpy: a damaged varint may not fit an int64)
+        raise CorruptFileError(f"{path}: partition offsets/lengths reach past byte {pos}")
     offs = np.asarray(offsets, dtype=np.int64)
     lens = np.asarray(lengths, dtype=np.int64)
     k = centroids.shape[0]
     if len(offs) != k or len(lens) != k or (offs < 0).any() or (lens < 0).any() or (offs + lens * (m + 8) > pos).any():
         raise CorruptFileError(f"{path}: partition offsets/lengths do not fit {k} partitions before byte {pos}")
+    columns = msg["columns"]
     return LegacyModel(
-        name, columns[0] if columns else "", int(version), metric, int(dim), ivf, offs, lens, centroids,
-        loss, np.ascontiguousarray(cb.reshape(m, 256, dim // m)), int(m),
+        msg["name"], columns[0] if columns else "", int(msg["dataset_version"]), metric, int(dim), str(ivf["centroids_type"]),
+        offs, lens, centroids, loss, np.ascontiguousarray(cb.reshape(m, _PQ_CODEWORDS, dim // m)), int(m),
     )
 
 
@@ -233,16 +163,19 @@ def encode(
     row_ids: "np.ndarray",
     codes: "np.ndarray",
     lengths: "np.ndarray",
-    ivf_message: Callable[[Sequence[int], Sequence[int]], bytes],
-    codebook_tensor: bytes,
+    centroids: "np.ndarray",
+    loss: Optional[float],
+    codebook: "np.ndarray",
+    value_type: str = "float32",
 ) -> bytes:
     """The bytes of a legacy ``index.idx``: rows (`row_ids`, `codes` as rows × `m`) grouped
-    by partition (`lengths` rows each, in order), then the ``Index`` message and the footer.
-    ``ivf_message(byte offsets, lengths)`` encodes the IVF stage (with the centroids);
-    `codebook_tensor` is the PQ codebook's ``Tensor`` (shape ``(256, dim)``, as pylance writes it)."""
+    by partition (`lengths` rows each, in order), then the ``Index`` message (the IVF stage
+    with `centroids` and `loss`; the PQ stage with `codebook`, written with shape
+    ``(256, dim)`` as pylance writes it; tensors as `value_type` values) and the footer."""
     import numpy as np
+    import pyarrow as pa
 
-    if metric not in _METRIC_CODES:
+    if metric not in _METRICS:
         raise UnsupportedError(f"a legacy vector index with the {metric!r} distance")
     codes = np.ascontiguousarray(codes, dtype=np.uint8).reshape(len(row_ids), m)
     ids = np.ascontiguousarray(row_ids, dtype="<u8")
@@ -255,10 +188,14 @@ def encode(
             parts += [codes[start : start + n].tobytes(), ids[start : start + n].tobytes()]
             pos += n * (m + 8)
             start += n
-    ivf = ivf_message(offsets, [int(x) for x in lengths])
-    pq = _int(1, 8) + _int(2, m) + _int(3, dim) + _bytes(5, codebook_tensor)
-    vector = _int(1, 1) + _int(2, dim) + _bytes(3, _bytes(2, ivf)) + _bytes(3, _bytes(3, pq)) + _int(4, _METRIC_CODES[metric])
-    index = _bytes(1, name.encode()) + _bytes(2, column.encode()) + _int(3, dataset_version) + _bytes(5, vector)
+
+    def f32(a: "np.ndarray") -> pa.Array:
+        return pa.array(np.ascontiguousarray(a, dtype=np.float32).reshape(-1), pa.float32())
+
+    index = _lancepy.encode_legacy_index(
+        name, column, int(dataset_version), metric, int(dim), offsets, [int(x) for x in lengths], f32(centroids),
+        f32(codebook), int(m), loss=None if loss is None else float(loss), num_bits=8, dtype=value_type,
+    )
     body = b"".join(parts)
     return body + struct.pack("<I", len(index)) + index + struct.pack("<QHH", len(body), 0, 1) + _MAGIC
 

@@ -1,16 +1,21 @@
-//! Bindings of [`crate::table::index_proto`]: the protobuf messages of IVF vector indices
-//! (`IVF`, `Tensor`, `VectorIndexDetails`), decoded and encoded by prost. Float32 values go
-//! out as [`FixedValues`] (numpy views of the decoded buffer, no copy) and come in as float32
-//! Arrow arrays.
+//! Bindings of [`crate::table::index_proto`], [`crate::table::index_legacy`] and
+//! [`crate::table::index_details`]: the protobuf messages of indices (`IVF`, `Tensor`,
+//! `VectorIndexDetails`, the legacy layout's `Index`, the manifest's `index_details`),
+//! decoded and encoded by prost. Float32 values go out as [`FixedValues`] (numpy views of
+//! the decoded buffer, no copy) and come in as float32 Arrow arrays; messages go out as
+//! dicts.
 
 use arrow_array::{Array, Float32Array};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use super::errors::{run, IntoPyResult};
 use super::ffi::{import_array, FixedValues};
 use crate::error::Error;
-use crate::table::index_proto::{self, Compression, IndexMetric, TensorF32, TensorFloat};
+use crate::format::indexpb::{vector_index_details, VectorIndexDetails};
+use crate::table::index_details::{self, IndexDetails, InvertedIndexDetails};
+use crate::table::index_legacy::{self, IvfStageInput, LegacyStage, PqStageInput};
+use crate::table::index_proto::{self, Compression, IndexMetric, IvfMessage, TensorF32, TensorFloat};
 
 fn view(t: TensorF32) -> FixedValues {
     FixedValues::f32(t.values, t.shape)
@@ -109,8 +114,258 @@ pub fn encode_vector_index_details<'py>(
     Ok(PyBytes::new(py, &index_proto::encode_vector_index_details(metric, compression, &runtime_hints)))
 }
 
+fn ivf_dict<'py>(py: Python<'py>, m: IvfMessage) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("offsets", m.offsets)?;
+    d.set_item("lengths", m.lengths)?;
+    d.set_item("centroids_type", m.centroids.as_ref().map(|t| t.stored))?;
+    d.set_item("centroids", m.centroids.map(view))?;
+    d.set_item("loss", m.loss)?;
+    Ok(d)
+}
+
+/// Decodes an `IVF` message as a dict: `offsets`, `lengths`, `centroids` (a float32 view of
+/// the tensor's shape, or None), `centroids_type` (the type the centroids were stored in:
+/// "float32", "float16", "bfloat16", "float64" or "uint8"; None without centroids) and `loss`.
+#[pyfunction]
+pub fn decode_ivf_message<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let m = run(py, || index_proto::decode_ivf(data))?;
+    ivf_dict(py, m)
+}
+
+fn metric_str(metric_type: i32) -> String {
+    index_legacy::metric_name(metric_type).map(str::to_string).unwrap_or_else(|| format!("unknown metric {metric_type}"))
+}
+
+/// Decodes the `Index` message of a legacy vector index file: a dict of `name`, `columns`,
+/// `dataset_version`, `index_type` (0: vector) and `vector_index` (None, or a dict of
+/// `spec_version`, `dimension`, `metric_type` ("l2", "cosine", "dot", "hamming" or
+/// "unknown metric N") and `stages`: one dict per stage, its kind under `stage` ("ivf": the
+/// keys of [`decode_ivf_message`]; "pq": `num_bits`, `num_sub_vectors`, `dimension`,
+/// `codebook` (float32 view or None), `codebook_type`; "transform": `position`, `shape`,
+/// `type`; "flat"; "diskann"; None for a stage message with no stage set)).
+#[pyfunction]
+pub fn decode_legacy_index<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    let m = run(py, || index_legacy::decode_legacy_index(data))?;
+    let d = PyDict::new(py);
+    d.set_item("name", m.name)?;
+    d.set_item("columns", m.columns)?;
+    d.set_item("dataset_version", m.dataset_version)?;
+    d.set_item("index_type", m.index_type)?;
+    let vector = match m.vector {
+        None => None,
+        Some(v) => {
+            let vd = PyDict::new(py);
+            vd.set_item("spec_version", v.spec_version)?;
+            vd.set_item("dimension", v.dimension)?;
+            vd.set_item("metric_type", metric_str(v.metric_type))?;
+            let mut stages = Vec::with_capacity(v.stages.len());
+            for st in v.stages {
+                let sd = match st {
+                    LegacyStage::Ivf(ivf) => {
+                        let sd = ivf_dict(py, ivf)?;
+                        sd.set_item("stage", "ivf")?;
+                        sd
+                    }
+                    LegacyStage::Pq(pq) => {
+                        let sd = PyDict::new(py);
+                        sd.set_item("stage", "pq")?;
+                        sd.set_item("num_bits", pq.num_bits)?;
+                        sd.set_item("num_sub_vectors", pq.num_sub_vectors)?;
+                        sd.set_item("dimension", pq.dimension)?;
+                        sd.set_item("codebook_type", pq.codebook.as_ref().map(|t| t.stored))?;
+                        sd.set_item("codebook", pq.codebook.map(view))?;
+                        sd
+                    }
+                    LegacyStage::Transform { position, shape, kind } => {
+                        let sd = PyDict::new(py);
+                        sd.set_item("stage", "transform")?;
+                        sd.set_item("position", position)?;
+                        sd.set_item("shape", shape)?;
+                        sd.set_item("type", if kind == 0 { "OPQ".to_string() } else { format!("unknown transform {kind}") })?;
+                        sd
+                    }
+                    other => {
+                        let sd = PyDict::new(py);
+                        let name = match other {
+                            LegacyStage::Flat => Some("flat"),
+                            LegacyStage::DiskAnn => Some("diskann"),
+                            _ => None,
+                        };
+                        sd.set_item("stage", name)?;
+                        sd
+                    }
+                };
+                stages.push(sd);
+            }
+            vd.set_item("stages", stages)?;
+            Some(vd)
+        }
+    };
+    d.set_item("vector_index", vector)?;
+    Ok(d)
+}
+
+/// Encodes the `Index` message of a legacy IVF_PQ index over `column`: the IVF stage (each
+/// partition's byte `offsets` in the file, its row count `lengths`, the `centroids` as a
+/// float32 Arrow array of `len(lengths) x dimension` values, the k-means `loss`), then the
+/// PQ stage (`num_sub_vectors`, `num_bits`, the `codebook`: float32, `2^num_bits x
+/// dimension` values), the tensors written as `dtype` values.
+#[pyfunction]
+#[pyo3(signature = (name, column, dataset_version, metric, dimension, offsets, lengths, centroids, codebook, num_sub_vectors, loss=None, num_bits=8, dtype="float32"))]
+#[allow(clippy::too_many_arguments)]
+pub fn encode_legacy_index<'py>(
+    py: Python<'py>,
+    name: &str,
+    column: &str,
+    dataset_version: u64,
+    metric: &str,
+    dimension: u32,
+    offsets: Vec<u64>,
+    lengths: Vec<u64>,
+    centroids: &Bound<'py, PyAny>,
+    codebook: &Bound<'py, PyAny>,
+    num_sub_vectors: u32,
+    loss: Option<f64>,
+    num_bits: u32,
+    dtype: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let metric = IndexMetric::parse(metric).py()?;
+    let float = TensorFloat::parse(dtype).py()?;
+    let centroids = f32_values(centroids, "centroids")?;
+    let codebook = f32_values(codebook, "codebook")?;
+    let out = run(py, || {
+        index_legacy::encode_legacy_index(
+            name,
+            column,
+            dataset_version,
+            metric,
+            dimension,
+            IvfStageInput { offsets: &offsets, lengths: &lengths, centroids: &centroids, loss },
+            PqStageInput { num_bits, num_sub_vectors, codebook: &codebook },
+            float,
+        )
+    })?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Encodes `InvertedIndexDetails` (the `index_details` of a full-text index) from its
+/// fields; `language` is the language's name ("English"), stored as a JSON string; zero and
+/// false values are left out, as pylance writes them.
+#[pyfunction]
+#[pyo3(signature = (*, base_tokenizer, language, with_position=false, max_token_length=None, lower_case=false, stem=false, remove_stop_words=false, ascii_folding=false, min_ngram_length=0, max_ngram_length=0, prefix_only=false, block_size=0, format_version=0))]
+#[allow(clippy::too_many_arguments)]
+pub fn encode_inverted_index_details<'py>(
+    py: Python<'py>,
+    base_tokenizer: Option<String>,
+    language: String,
+    with_position: bool,
+    max_token_length: Option<u32>,
+    lower_case: bool,
+    stem: bool,
+    remove_stop_words: bool,
+    ascii_folding: bool,
+    min_ngram_length: u32,
+    max_ngram_length: u32,
+    prefix_only: bool,
+    block_size: u32,
+    format_version: u32,
+) -> Bound<'py, PyBytes> {
+    let m = InvertedIndexDetails {
+        base_tokenizer,
+        language,
+        with_position,
+        max_token_length,
+        lower_case,
+        stem,
+        remove_stop_words,
+        ascii_folding,
+        min_ngram_length,
+        max_ngram_length,
+        prefix_only,
+        block_size,
+        format_version,
+    };
+    PyBytes::new(py, &index_details::encode_inverted_index_details(&m))
+}
+
+fn vector_details_dict<'py>(py: Python<'py>, v: VectorIndexDetails) -> PyResult<Bound<'py, PyDict>> {
+    use vector_index_details::Compression as C;
+    let d = PyDict::new(py);
+    d.set_item("metric_type", metric_str(v.metric_type))?;
+    d.set_item("target_partition_size", v.target_partition_size)?;
+    d.set_item("target_num_partitions", v.target_num_partitions)?;
+    let hnsw = match v.hnsw_index_config {
+        None => None,
+        Some(h) => {
+            let hd = PyDict::new(py);
+            hd.set_item("max_connections", h.max_connections)?;
+            hd.set_item("construction_ef", h.construction_ef)?;
+            hd.set_item("max_level", h.max_level)?;
+            Some(hd)
+        }
+    };
+    d.set_item("hnsw", hnsw)?;
+    let (kind, num_bits, num_sub_vectors) = match v.compression {
+        None => (None, None, None),
+        Some(C::Flat(_)) => (Some("flat"), None, None),
+        Some(C::Pq(pq)) => (Some("pq"), Some(pq.num_bits), Some(pq.num_sub_vectors)),
+        Some(C::Sq(sq)) => (Some("sq"), Some(sq.num_bits), None),
+        Some(C::Rq(rq)) => {
+            d.set_item("rotation_type", if rq.rotation_type == 1 { "matrix" } else { "fast" })?;
+            (Some("rq"), Some(rq.num_bits), None)
+        }
+    };
+    d.set_item("compression", kind)?;
+    d.set_item("num_bits", num_bits)?;
+    d.set_item("num_sub_vectors", num_sub_vectors)?;
+    let hints = PyDict::new(py);
+    for h in v.runtime_hints {
+        hints.set_item(h.key, h.value)?;
+    }
+    d.set_item("runtime_hints", hints)?;
+    Ok(d)
+}
+
+/// Decodes the `index_details` of an index entry: its `type_url` and `value` bytes, as a
+/// dict of the message's fields (`{}` for the messages without fields: BTree, Bitmap,
+/// LabelList, NGram, ZoneMap; InvertedIndexDetails: its fields, `language` unquoted,
+/// `base_tokenizer` / `max_token_length` None when absent; VectorIndexDetails: `metric_type`,
+/// `compression` ("flat", "pq", "sq", "rq" or None) with `num_bits` / `num_sub_vectors`,
+/// `runtime_hints` as a dict in stored order, `hnsw`, `target_partition_size`,
+/// `target_num_partitions`). Another type URL raises NotSupportedError.
+#[pyfunction]
+pub fn decode_index_details<'py>(py: Python<'py>, type_url: &str, value: &[u8]) -> PyResult<Bound<'py, PyDict>> {
+    match run(py, || index_details::decode_index_details(type_url, value))? {
+        IndexDetails::Empty(_) => Ok(PyDict::new(py)),
+        IndexDetails::Vector(v) => vector_details_dict(py, v),
+        IndexDetails::Inverted(m) => {
+            let d = PyDict::new(py);
+            d.set_item("base_tokenizer", m.base_tokenizer)?;
+            d.set_item("language", m.language)?;
+            d.set_item("with_position", m.with_position)?;
+            d.set_item("max_token_length", m.max_token_length)?;
+            d.set_item("lower_case", m.lower_case)?;
+            d.set_item("stem", m.stem)?;
+            d.set_item("remove_stop_words", m.remove_stop_words)?;
+            d.set_item("ascii_folding", m.ascii_folding)?;
+            d.set_item("min_ngram_length", m.min_ngram_length)?;
+            d.set_item("max_ngram_length", m.max_ngram_length)?;
+            d.set_item("prefix_only", m.prefix_only)?;
+            d.set_item("block_size", m.block_size)?;
+            d.set_item("format_version", m.format_version)?;
+            Ok(d)
+        }
+    }
+}
+
 /// Registers the index protobuf bindings.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(decode_ivf_message, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_legacy_index, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_legacy_index, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_inverted_index_details, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_index_details, m)?)?;
     m.add_function(wrap_pyfunction!(decode_ivf, m)?)?;
     m.add_function(wrap_pyfunction!(decode_tensor_f32, m)?)?;
     m.add_function(wrap_pyfunction!(encode_ivf, m)?)?;

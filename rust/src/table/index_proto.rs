@@ -51,6 +51,9 @@ pub struct TensorF32 {
     pub values: ScalarBuffer<f32>,
     /// The dimensions, outermost first (at least one).
     pub shape: Vec<usize>,
+    /// The type the values were stored in ("float32", "float16", "bfloat16", "float64" or
+    /// "uint8"): pylance stores an index's tensors in the indexed vectors' type.
+    pub stored: &'static str,
 }
 
 /// The contents of an `IVF` message.
@@ -96,7 +99,7 @@ fn float_width(data_type: i32) -> Option<usize> {
     }
 }
 
-fn tensor_f32(t: indexpb::Tensor) -> Result<TensorF32> {
+pub(crate) fn tensor_f32(t: indexpb::Tensor) -> Result<TensorF32> {
     let Some(width) = float_width(t.data_type) else {
         let name =
             tensor::DataType::try_from(t.data_type).map(|d| d.as_str_name().to_string()).unwrap_or(t.data_type.to_string());
@@ -113,6 +116,13 @@ fn tensor_f32(t: indexpb::Tensor) -> Result<TensorF32> {
         return Err(Error::corrupt(format!("index tensor of shape {:?} holds {} bytes", t.shape, data.len())));
     }
     let shape = t.shape.iter().map(|&d| d as usize).collect();
+    let stored = match tensor::DataType::try_from(t.data_type) {
+        Ok(tensor::DataType::Float16) => "float16",
+        Ok(tensor::DataType::Bfloat16) => "bfloat16",
+        Ok(tensor::DataType::Float64) => "float64",
+        Ok(tensor::DataType::Uint8) => "uint8",
+        _ => "float32",
+    };
     let values = match tensor::DataType::try_from(t.data_type) {
         Ok(tensor::DataType::Float16) => {
             data.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect::<Vec<f32>>().into()
@@ -127,7 +137,7 @@ fn tensor_f32(t: indexpb::Tensor) -> Result<TensorF32> {
         Ok(tensor::DataType::Uint8) => data.iter().map(|&b| f32::from(b)).collect::<Vec<f32>>().into(),
         _ => f32_values(data),
     };
-    Ok(TensorF32 { values, shape })
+    Ok(TensorF32 { values, shape, stored })
 }
 
 /// Little-endian float32 bytes (a multiple of 4) as values: no copy when the bytes are
@@ -175,12 +185,16 @@ pub fn decode_tensor_f32(buf: &[u8]) -> Result<TensorF32> {
 /// Decodes an `IVF` message. The deprecated flat `centroids` list is not read (pylance has
 /// written `centroids_tensor` since its file format 2 indices); `centroids` is `None` then.
 pub fn decode_ivf(buf: &[u8]) -> Result<IvfMessage> {
-    let m = indexpb::Ivf::decode(buf)?;
+    ivf_message(indexpb::Ivf::decode(buf)?)
+}
+
+/// The contents of a decoded `IVF` message (its tensor checked).
+pub(crate) fn ivf_message(m: indexpb::Ivf) -> Result<IvfMessage> {
     let centroids = m.centroids_tensor.map(tensor_f32).transpose()?;
     Ok(IvfMessage { offsets: m.offsets, lengths: m.lengths, centroids, loss: m.loss })
 }
 
-fn tensor_message(values: &[f32], shape: &[u64], float: TensorFloat) -> Result<indexpb::Tensor> {
+pub(crate) fn tensor_message(values: &[f32], shape: &[u64], float: TensorFloat) -> Result<indexpb::Tensor> {
     let count = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     if shape.is_empty() || count != Some(values.len() as u64) {
         return Err(Error::invalid_input(format!("a tensor of shape {shape:?} cannot hold {} values", values.len())));
@@ -222,9 +236,19 @@ pub fn encode_ivf(
     loss: Option<f64>,
     float: TensorFloat,
 ) -> Result<Vec<u8>> {
+    Ok(ivf_proto(offsets, lengths, centroids, loss, float)?.encode_to_vec())
+}
+
+/// The `IVF` message [`encode_ivf`] writes.
+pub(crate) fn ivf_proto(
+    offsets: &[u64],
+    lengths: &[u64],
+    centroids: Option<(&[f32], &[u64])>,
+    loss: Option<f64>,
+    float: TensorFloat,
+) -> Result<indexpb::Ivf> {
     let centroids_tensor = centroids.map(|(values, shape)| tensor_message(values, shape, float)).transpose()?;
-    let m = indexpb::Ivf { centroids: vec![], offsets: offsets.to_vec(), lengths: lengths.to_vec(), centroids_tensor, loss };
-    Ok(m.encode_to_vec())
+    Ok(indexpb::Ivf { centroids: vec![], offsets: offsets.to_vec(), lengths: lengths.to_vec(), centroids_tensor, loss })
 }
 
 /// Encodes the `VectorIndexDetails` of an IVF index: its distance, how the vectors are stored
@@ -292,7 +316,7 @@ mod tests {
         assert_eq!(m.lengths, lengths);
         assert_eq!(m.loss, Some(12.625));
         let t = m.centroids.unwrap();
-        assert_eq!(t.shape, [4, 3]);
+        assert_eq!((t.shape.as_slice(), t.stored), (&[4, 3][..], "float32"));
         assert_eq!(&t.values[..], &c[..]);
     }
 

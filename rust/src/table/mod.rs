@@ -14,7 +14,9 @@
 //! * [`rowids`] — row-id sequences of datasets with stable row ids;
 //! * [`scan`] — the data path: scans and takes over many fragments in one call;
 //! * [`knn`] — exact nearest-neighbour search over a vector column;
-//! * [`index_proto`] — the protobuf messages of IVF vector indices;
+//! * [`index_proto`] — the protobuf messages of IVF vector indices; [`index_legacy`] — the
+//!   `Index` message of pylance's legacy vector index file; [`index_details`] — the
+//!   manifest's `index_details` messages;
 //! * [`write`] — writing new fragments (data files) from Arrow batches.
 
 pub mod bases;
@@ -25,6 +27,8 @@ pub mod fts;
 mod fts_fold;
 pub mod fts_pos;
 pub mod fts_topk;
+pub mod index_details;
+pub mod index_legacy;
 pub mod index_proto;
 pub mod ivf_train;
 pub mod json;

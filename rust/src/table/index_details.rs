@@ -1,0 +1,150 @@
+//! The `index_details` of a manifest's index entries (`IndexMetadata.index_details`, a
+//! protobuf `Any`): the type URL names the message (`/lance.table.BTreeIndexDetails`,
+//! `/lance.table.InvertedIndexDetails`, `/lance.index.pb.VectorIndexDetails`, ...) and the
+//! value is its bytes (`protos/index_details.proto`, `protos/index.proto`).
+//!
+//! [`decode_index_details`] reads the messages lancepy knows; damaged bytes give
+//! [`Error::Corrupt`], an unknown type URL [`Error::NotSupported`].
+//! [`encode_inverted_index_details`] writes the full-text one as pylance 14 does (the
+//! language as a JSON string, zero values left out).
+
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::format::indexpb;
+use crate::format::pb::lance::table as tablepb;
+
+pub use tablepb::InvertedIndexDetails;
+
+/// A decoded `index_details` message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IndexDetails {
+    /// A message without fields (`BTreeIndexDetails`, `BitmapIndexDetails`,
+    /// `LabelListIndexDetails`, `NGramIndexDetails`, `ZoneMapIndexDetails`): its name.
+    Empty(&'static str),
+    /// A full-text index's tokenizer and storage settings; `language` already unquoted.
+    Inverted(InvertedIndexDetails),
+    /// A vector index's parameters.
+    Vector(indexpb::VectorIndexDetails),
+}
+
+const EMPTY: [&str; 5] =
+    ["BTreeIndexDetails", "BitmapIndexDetails", "LabelListIndexDetails", "NGramIndexDetails", "ZoneMapIndexDetails"];
+
+/// The message name of a type URL: what follows its last `/`, without the package
+/// (`"/lance.table.BTreeIndexDetails"` -> `"BTreeIndexDetails"`), and the package.
+fn split_type_url(type_url: &str) -> (&str, &str) {
+    let full = type_url.rsplit('/').next().unwrap_or(type_url);
+    match full.rfind('.') {
+        Some(i) => (&full[..i], &full[i + 1..]),
+        None => ("", full),
+    }
+}
+
+/// Decodes the `index_details` `value` of type `type_url`.
+pub fn decode_index_details(type_url: &str, value: &[u8]) -> Result<IndexDetails> {
+    let (package, name) = split_type_url(type_url);
+    match (package, name) {
+        ("lance.table", n) if EMPTY.contains(&n) => {
+            // (an empty message still has to be well-formed: unknown fields are skipped)
+            let _ = tablepb::BTreeIndexDetails::decode(value)?;
+            Ok(IndexDetails::Empty(EMPTY.iter().find(|e| **e == n).expect("listed")))
+        }
+        ("lance.table", "InvertedIndexDetails") => {
+            let mut m = InvertedIndexDetails::decode(value)?;
+            if !m.language.is_empty() {
+                m.language = serde_json::from_str::<String>(&m.language).map_err(|_| {
+                    Error::corrupt(format!("InvertedIndexDetails: language {:?} is not a JSON string", m.language))
+                })?;
+            }
+            Ok(IndexDetails::Inverted(m))
+        }
+        ("lance.index.pb", "VectorIndexDetails") => Ok(IndexDetails::Vector(indexpb::VectorIndexDetails::decode(value)?)),
+        _ => Err(Error::not_supported(format!("index details of type {type_url:?} are not read by lancepy"))),
+    }
+}
+
+/// Encodes `InvertedIndexDetails`; `details.language` is the plain language name ("English"),
+/// stored as a JSON string.
+pub fn encode_inverted_index_details(details: &InvertedIndexDetails) -> Vec<u8> {
+    let mut m = details.clone();
+    m.language = serde_json::to_string(&details.language).expect("a string serializes");
+    m.encode_to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pylance_fts() -> InvertedIndexDetails {
+        InvertedIndexDetails {
+            base_tokenizer: Some("whitespace".into()),
+            language: "English".into(),
+            with_position: true,
+            max_token_length: Some(40),
+            min_ngram_length: 3,
+            max_ngram_length: 3,
+            block_size: 128,
+            format_version: 2,
+            ..Default::default()
+        }
+    }
+
+    // What pylance 14.0.2 commits for `create_scalar_index("t", "INVERTED", with_position=True,
+    // base_tokenizer="whitespace", max_token_length=40, stem=False, remove_stop_words=False,
+    // ascii_folding=False, lower_case=False)`.
+    const PYLANCE: &[u8] = &[
+        10, 10, 119, 104, 105, 116, 101, 115, 112, 97, 99, 101, 18, 9, 34, 69, 110, 103, 108, 105, 115, 104, 34, 24, 1, 32, 40,
+        72, 3, 80, 3, 96, 128, 1, 120, 2,
+    ];
+
+    #[test]
+    fn inverted_bytes_and_round_trip() {
+        assert_eq!(encode_inverted_index_details(&pylance_fts()), PYLANCE);
+        let got = decode_index_details("/lance.table.InvertedIndexDetails", PYLANCE).unwrap();
+        assert_eq!(got, IndexDetails::Inverted(pylance_fts()));
+    }
+
+    #[test]
+    fn empty_and_vector_details() {
+        assert_eq!(
+            decode_index_details("/lance.table.BTreeIndexDetails", &[]).unwrap(),
+            IndexDetails::Empty("BTreeIndexDetails")
+        );
+        // an unknown field is skipped, a broken one is not
+        assert!(decode_index_details("/lance.table.BitmapIndexDetails", &[0x08, 0x01]).is_ok());
+        assert!(matches!(decode_index_details("/lance.table.BitmapIndexDetails", &[0x0a, 0x05]), Err(Error::Corrupt(_))));
+        let IndexDetails::Vector(v) = decode_index_details("/lance.index.pb.VectorIndexDetails", &[0x08, 0x02]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(v.metric_type, 2);
+        assert!(matches!(decode_index_details("/lance.table.FooIndexDetails", &[]), Err(Error::NotSupported(_))));
+        assert!(matches!(decode_index_details("BTreeIndexDetails", &[]), Err(Error::NotSupported(_))));
+    }
+
+    #[test]
+    fn bad_language_truncated_and_garbage_are_errors() {
+        let m = InvertedIndexDetails { language: "English".into(), ..Default::default() }.encode_to_vec();
+        assert!(matches!(decode_index_details("/lance.table.InvertedIndexDetails", &m), Err(Error::Corrupt(_))));
+        for n in 0..PYLANCE.len() {
+            let _ = decode_index_details("/lance.table.InvertedIndexDetails", &PYLANCE[..n]);
+        }
+        assert!(decode_index_details("/lance.table.InvertedIndexDetails", &PYLANCE[..5]).is_err());
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..300 {
+            let garbage: Vec<u8> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect();
+            for url in
+                ["/lance.table.InvertedIndexDetails", "/lance.index.pb.VectorIndexDetails", "/lance.table.BTreeIndexDetails"]
+            {
+                let _ = decode_index_details(url, &garbage);
+            }
+        }
+    }
+}
