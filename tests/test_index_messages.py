@@ -27,7 +27,7 @@ def _details(path: str) -> dict:
     """``{index name: (type_url, value bytes)}`` of the dataset's latest version, as stored."""
     ds = lancepy.dataset(path)
     out = {}
-    for e in json.loads(_lancepy.index_section_to_json(ds._loaded.index_section))["indices"]:
+    for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]:
         d = e["index_details"]
         out[e["name"]] = (d["type_url"], bytes(d["value"]))
     return out
