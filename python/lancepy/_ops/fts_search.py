@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._core.evaluate import _evaluate
 from lancepy._ops import inverted as _inverted
 from lancepy._ops import take as _take
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
@@ -294,16 +295,91 @@ def _segments(view: "DatasetView", column: str) -> List[Tuple[Dict[str, Any], _i
     return [(dict(entries[0], uuid="+".join(uuids), fragment_ids=covered), seg)]
 
 
+def _mask(evaluate: Any, table: pa.Table, flt: Any) -> pa.Array:
+    """`flt` over `table` as one boolean array, nulls false (``evaluate`` gives an array or a
+    chunked array)."""
+    got = evaluate(table, flt)
+    if isinstance(got, pa.ChunkedArray):
+        got = got.combine_chunks() if got.num_chunks else pa.array([], pa.bool_())
+    return got.fill_null(False)
+
+
+class _Prefilter:
+    """A filter applied before the best rows are taken: which of the searched rows pass it
+    (their addresses, read once per query with the filter's columns)."""
+
+    #: prefilters whose passing rows (and their documents per index) a version keeps
+    CACHED = 8
+
+    def __init__(self, view: "DatasetView", flt: Any, evaluate: Any, frags: List[int]) -> None:
+        self.view, self.flt, self.evaluate, self.frags = view, flt, evaluate, frags
+        self._passing: Optional["np.ndarray"] = None
+        text = getattr(flt, "text", None)
+        # (the version's results for this filter text, the last CACHED filters kept)
+        self._cache: Optional[Dict[Any, Any]] = None
+        if isinstance(text, str) and evaluate is _evaluate:  # (the scanner's evaluation: results depend on the text only)
+            recent = view.state.setdefault("fts_prefilters", {})
+            key = (text, tuple(frags))
+            self._cache = recent.pop(key, None) or {}
+            recent[key] = self._cache
+            while len(recent) > self.CACHED:
+                recent.pop(next(iter(recent)))
+
+    def passing(self) -> "np.ndarray":
+        """The sorted addresses of the live rows of the searched fragments that pass."""
+        import numpy as np
+
+        if self._passing is None and self._cache is not None:
+            self._passing = self._cache.get("passing")
+        if self._passing is None:
+            names = list(self.flt.columns or self.view.schema.names)
+            found = []
+            if self.frags:
+                stream = self.view.snapshot.scan_stream(names, fragment_ids=self.frags, with_row_address=True, batch_rows=131072)
+                while (raw := stream.next_batch()) is not None:
+                    t = pa.Table.from_batches([pa.record_batch(raw)])
+                    mask = _mask(self.evaluate, t, self.flt)
+                    found.append(np.asarray(t.column("_rowaddr").filter(mask).to_numpy(), np.uint64))
+            self._passing = np.sort(np.concatenate(found)) if found else np.empty(0, np.uint64)
+            if self._cache is not None:
+                self._cache["passing"] = self._passing
+        return self._passing
+
+    def restrict(self, seg: _inverted.InvertedSegment, allowed: List[Optional[bytes]]) -> List[Optional[bytes]]:
+        """`allowed` (per partition of `seg`) less the documents whose rows do not pass."""
+        import numpy as np
+
+        key = ("restrict", id(seg), tuple(id(m) for m in allowed))
+        if self._cache is not None and key in self._cache:
+            return self._cache[key][0]
+        passing = self.passing()
+        out: List[Optional[bytes]] = []
+        for part, mask in zip(seg.partitions, allowed):
+            rows = part.row_ids
+            if self.view.stable_row_ids:
+                rows, known = _take.addresses_of_ids(self.view, rows)
+            else:
+                known = np.ones(len(rows), bool)
+            pos = np.minimum(np.searchsorted(passing, rows), max(len(passing) - 1, 0))
+            ok = known & (passing[pos] == rows) if len(passing) else np.zeros(len(rows), bool)
+            if mask is not None:
+                ok &= np.frombuffer(mask, dtype=np.uint8).astype(bool)
+            out.append(ok.astype(np.uint8).tobytes())
+        if self._cache is not None:  # (the objects keyed by id are kept alive with the result)
+            self._cache[key] = (out, seg, allowed)
+        return out
+
+
 def _unindexed_rows(view: "DatasetView", column: str, fragments: List[int], rows_filter: Any) -> pa.Table:
     """`column` and ``_rowaddr`` of the live rows of `fragments` that `rows_filter` (a
-    prefilter: ``(filter, evaluate)``, or ``None``) keeps: what pylance's flat search reads,
-    its BM25 statistics over those rows only."""
+    :class:`_Prefilter`, or ``None``) keeps: what pylance's flat search reads, its BM25
+    statistics over those rows only."""
     if rows_filter is None:
         return pa.table(view.snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
-    flt, evaluate = rows_filter
+    flt, evaluate = rows_filter.flt, rows_filter.evaluate
     names = list(dict.fromkeys([column, *(flt.columns or view.schema.names)]))
     t = pa.table(view.snapshot.scan(names, fragment_ids=fragments, with_row_address=True, batch_rows=131072))
-    mask = pa.chunked_array([evaluate(t, flt)]).combine_chunks().fill_null(False)
+    mask = _mask(evaluate, t, flt)
     return t.filter(mask).select([column, "_rowaddr"])
 
 
@@ -476,6 +552,8 @@ def _leaf(
     import numpy as np
 
     entry, seg, allowed, uncovered = _leaf_context(view, q.column, frags)
+    if rows_filter is not None:
+        allowed = rows_filter.restrict(seg, allowed)
     if view.stable_row_ids:  # (the index's documents are stable row ids: `allowed` keeps live ones only)
         def addresses(found: "np.ndarray") -> "np.ndarray":
             return _take.addresses_of_ids(view, found)[0]
@@ -543,7 +621,9 @@ def _doc_lengths(view: "DatasetView", entry: Dict[str, Any], seg: _inverted.Inve
     return got
 
 
-def _combined(view: "DatasetView", node: FtsCombined, frags: List[int]) -> Tuple["np.ndarray", "np.ndarray"]:
+def _combined(
+    view: "DatasetView", node: FtsCombined, frags: List[int], rows_filter: Any = None
+) -> Tuple["np.ndarray", "np.ndarray"]:
     """``(row addresses, float32 scores)`` of a combined-fields query (BM25F, as pylance 14
     scores it): per row, a term's frequency and the row's length are the fields' own added
     up, each times its field's weight; a term's document frequency is its largest in any one
@@ -552,6 +632,8 @@ def _combined(view: "DatasetView", node: FtsCombined, frags: List[int]) -> Tuple
     import numpy as np
 
     ctxs = [_leaf_context(view, c, frags) for c in node.fields]
+    if rows_filter is not None:
+        ctxs = [(e, seg, rows_filter.restrict(seg, allowed), u) for e, seg, allowed, u in ctxs]
     if any(uncovered for _, _, _, uncovered in ctxs):
         raise NotSupportedError(
             "CombinedFieldsQuery over fragments an INVERTED index does not cover: optimize_indices() first"
@@ -625,7 +707,7 @@ def _scores_of(
     if isinstance(node, FtsQuery):
         return _leaf(view, node, frags, k, rows_filter)
     if isinstance(node, FtsCombined):
-        return _combined(view, node, frags)
+        return _combined(view, node, frags, rows_filter)
     if isinstance(node, FtsMulti):  # (a row's best column; each column's top k hold the best k)
         parts = [_scores_of(view, q, frags, k, rows_filter) for q in node.queries]
         rows = np.concatenate([r for r, _ in parts]).astype(np.uint64)
@@ -707,11 +789,11 @@ def ranked(
     live = view.fragment_rows()
     frags = [f for f in live] if fragment_ids is None else [int(f) for f in fragment_ids if int(f) in live]
     end = None if limit is None else offset + limit
-    k = end if (flt is None or not prefilter) else None
-    rows_filter = (flt, evaluate) if flt is not None and prefilter else None
-    rows, scores = _scores_of(view, query, frags, k, rows_filter)
+    # (a prefilter picks the documents searched: the best `end` of those are the answer)
+    rows_filter = _Prefilter(view, flt, evaluate, frags) if flt is not None and prefilter else None
+    rows, scores = _scores_of(view, query, frags, end, rows_filter)
     rows, scores = np.asarray(rows, np.uint64), np.asarray(scores, np.float32)
-    if end is not None and (flt is None or not prefilter) and len(rows) > end:
+    if end is not None and len(rows) > end:
         # (the rows scoring at least the end-th best: ties at the cut are ordered below)
         kth = np.partition(scores, len(scores) - end)[len(scores) - end] if end else np.float32(np.inf)
         near = scores >= kth
@@ -719,11 +801,11 @@ def ranked(
     if not prefilter:  # (the best `offset + limit` rows, then the filter)
         order = np.lexsort((rows, -scores))[:end]
         rows, scores = rows[order], scores[order]
-    if flt is not None and len(rows):
+    if flt is not None and not prefilter and len(rows):  # (a postfilter: on the best rows)
         order = np.argsort(rows)
         rows, scores = rows[order], scores[order]
         t = pa.table(view.snapshot.take_addresses(pa.array(rows, pa.uint64()), columns=list(flt.columns or view.schema.names)))
-        mask = pa.chunked_array([evaluate(t, flt)]).combine_chunks().fill_null(False)
+        mask = _mask(evaluate, t, flt)
         keep = np.asarray(mask.to_numpy(zero_copy_only=False), bool)
         rows, scores = rows[keep], scores[keep]
     order = np.lexsort((rows, -scores))[offset:end]
