@@ -220,3 +220,29 @@ def test_no_cache_outside_the_per_version_state(tmp_path):
     ds.delete("id = 1")
     check(ds, seq)
     assert set(vars(ds)) == fresh_attrs
+
+
+def test_a_dataset_holds_one_immutable_view_and_operations_return_a_new_one(tmp_path):
+    """A dataset's version is one ``DatasetView``: immutable, replaced (never changed) when
+    the dataset moves; an operation of the operations layer returns the view it committed
+    and leaves the dataset where it is until the public layer installs it."""
+    from lancepy._ops import mutations as _mutations
+    from lancepy._table.snapshot import DatasetView
+
+    uri = str(tmp_path / "v.lance")
+    ds = lancepy.write_dataset(pa.table({"id": pa.array(range(10), pa.int64())}), uri, max_rows_per_file=4)
+    first = ds._view
+    assert isinstance(first, DatasetView) and set(vars(ds)) <= {"_io", "_view", "_default_scan_options"}
+    with pytest.raises(AttributeError):
+        first.loaded = None
+    view, counts = _mutations.delete(first, "id < 3")
+    assert counts == {"num_deleted_rows": 3}
+    assert (view.version, first.version, ds.version) == (2, 1, 1)  # (the dataset has not moved)
+    assert ds._view is first and first.count_rows() == 10 and view.count_rows() == 7
+    assert view.state is not first.state and view.session is first.session and view.store is first.store
+    ds.checkout_latest()
+    assert ds.version == 2 and ds.count_rows() == 7 and ds._view is not view
+    ds.update({"id": "id + 100"}, where="id = 9")
+    assert ds.version == 3 and first.version == 1 and first.count_rows() == 10
+    assert lancepy.dataset(uri, version=1).to_table().equals(pa.table({"id": pa.array(range(10), pa.int64())}))
+    assert sorted(ds.to_table().column("id").to_pylist()) == [3, 4, 5, 6, 7, 8, 109]

@@ -48,6 +48,8 @@ from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSuppor
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from lancepy._table.snapshot import DatasetView
+
 DETAILS_TYPE_URL = "/lance.table.InvertedIndexDetails"
 METADATA = "metadata.lance"
 K1 = 1.2

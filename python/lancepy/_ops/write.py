@@ -18,7 +18,7 @@ from lancepy._core import blobschema as _blob
 from lancepy._core.args import _refuse
 from lancepy._core.conform import align_to_schema, to_record_batch_reader
 from lancepy._core.paths import PathLike, _local_path, _uri, expand_path
-from lancepy._core.schema import _schema_of, lance_fields_for
+from lancepy._core.schema import lance_fields_for
 from lancepy._core.storage import StorageOptions, normalize_storage_options
 from lancepy._table import bases as _bases
 from lancepy._table import commit as _commit

@@ -173,10 +173,6 @@ class DatasetView:
         """The manifest entry of fragment `fragment_id`."""
         return self.state.fragment_metadata(fragment_id)
 
-    def fragments(self) -> List[FragmentMetadata]:
-        """Every fragment's manifest entry, in manifest order."""
-        return [self.fragment_metadata(fid) for fid in self.loaded.fragment_ids]
-
     def count_rows(self) -> int:
         """Live rows of this version (per-version cache)."""
         return self.state.count_rows()
