@@ -9,6 +9,10 @@ of ``--repeats`` passes over all of them. Checked: for each query the top-10 row
 lancepy finds on its index against pylance's on pylance's index (same rows, allowing rows
 whose score ties the 10th; scores within 1e-4). Ratios: lancepy time / pylance time.
 
+With ``--prefilter`` (default on; ``--no-prefilter`` skips it) the match queries run again
+with ``filter="id % 10 < 3", prefilter=True`` (30% of the rows pass; one filter for all
+queries, as a tenant or category filter is).
+
 With ``--phrases N`` (default 100; 0 skips it) the same is done for ``with_position=True``
 indices (build time) and N phrase queries of 2-3 consecutive words cut from the documents
 (``PhraseQuery``, slop 0, ``limit=10``).
@@ -52,6 +56,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--phrases", type=int, default=100)
+    ap.add_argument("--prefilter", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args()
     docs, words, p = make_docs(args.docs, 50_000)
     rng = np.random.default_rng(1)
@@ -73,6 +78,13 @@ def main() -> None:
             return [ds.to_table(full_text_query=q, columns=["id"], limit=10) for q in qs]
 
         report(pl, lp, run, len(docs), len(qs), build_lp, build_pl, args.repeats, "match")
+        if args.prefilter:
+            def run_prefiltered(ds) -> list:
+                return [ds.to_table(full_text_query=q, columns=["id"], limit=10, filter="id % 10 < 3", prefilter=True)
+                        for q in qs]
+
+            report(pl, lp, run_prefiltered, len(docs), len(qs), build_lp, build_pl, args.repeats,
+                   "match, prefilter id % 10 < 3")
         if args.phrases:
             prng = np.random.default_rng(2)
             phrases = []
