@@ -106,20 +106,74 @@ def _float_order_key(values: pa.Array) -> "np.ndarray":
     return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
 
 
+def _int_keys(values: pa.Array) -> Optional["np.ndarray"]:
+    """The (non-null) integer, boolean or temporal `values` as a numpy integer array whose
+    order is theirs, or ``None`` for other types."""
+    import numpy as np
+
+    t = values.type
+    if pa.types.is_temporal(t):
+        if pa.types.is_time64(t) or pa.types.is_date64(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t):
+            values = values.view(pa.int64())
+        elif t.bit_width == 32:
+            values = values.view(pa.int32())
+        else:  # pragma: no cover - every Arrow temporal type is 32 or 64 bits wide
+            return None
+    elif pa.types.is_boolean(values.type):
+        values = values.cast(pa.uint8())
+    elif not pa.types.is_integer(t):
+        return None
+    return np.asarray(values.to_numpy(zero_copy_only=False))
+
+
+def key_order(keys: "np.ndarray") -> "np.ndarray":
+    """Positions (int64) that sort the integer array `keys` ascending, ties in position
+    order. Where ``(key - min)`` and the position fit together in 64 bits (any column of a
+    few billion rows whose values span less than 2**(64 - bits of the row count)), one
+    sort of the packed words (numpy's vectorised sort) does it; else a stable argsort.
+    Memory: one 8-byte word per key beyond `keys` (the packed words become the answer)."""
+    import numpy as np
+
+    n = len(keys)
+    if n == 0:
+        return np.empty(0, np.int64)
+    lo, hi = int(keys.min()), int(keys.max())
+    bits = max(1, (n - 1).bit_length())
+    if (hi - lo).bit_length() + bits > 64:
+        return np.argsort(keys, kind="stable").astype(np.int64, copy=False)
+    if keys.dtype == np.uint64:
+        packed = keys - np.uint64(lo)
+    else:  # (hi - lo < 2**63: the difference is exact in int64, and not negative)
+        packed = (keys.astype(np.int64) - np.int64(lo)).view(np.uint64)
+    np.left_shift(packed, np.uint64(bits), out=packed)
+    np.bitwise_or(packed, np.arange(n, dtype=np.uint64), out=packed)
+    packed.sort()
+    np.bitwise_and(packed, np.uint64((1 << bits) - 1), out=packed)
+    return packed.view(np.int64)
+
+
 def sort_order(values: pa.Array) -> pa.Array:
     """Positions of `values` in index order: nulls first, then ascending values (floats in
     total order)."""
     import numpy as np
 
-    valid = values.is_valid()
-    nulls = np.flatnonzero(~np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
-    present = np.flatnonzero(np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
-    non_null = values.take(pa.array(present, pa.int64()))
-    if pa.types.is_floating(values.type):
-        order = np.argsort(_float_order_key(non_null), kind="stable")
+    if values.null_count:
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        nulls, present = np.flatnonzero(~valid), np.flatnonzero(valid)
+        non_null = values.take(pa.array(present, pa.int64()))
     else:
+        nulls, present, non_null = np.empty(0, np.int64), None, values
+    keys = _float_order_key(non_null) if pa.types.is_floating(values.type) else _int_keys(non_null)
+    if keys is None:
         order = np.asarray(pc.sort_indices(non_null).to_numpy(zero_copy_only=False))
-    return pa.array(np.concatenate([nulls, present[order]]).astype(np.int64), pa.int64())
+    elif pa.types.is_floating(values.type):
+        # (ties need no order: numpy's unstable argsort is the fastest that gives positions)
+        order = np.argsort(keys)
+    else:
+        order = key_order(keys)
+    if present is not None:
+        order = present[order]
+    return pa.array(np.concatenate([nulls, order]).astype(np.int64, copy=False) if len(nulls) else order, pa.int64())
 
 
 def collect(ds: "LanceDataset", column: str, fragment_ids: Sequence[int]) -> Tuple[pa.Array, pa.Array]:
