@@ -398,6 +398,39 @@ class BTreeSegment:
         #: the column's type
         self.dtype = self.mins.type
         self._all: Optional["np.ndarray"] = None
+        #: integer columns without null pages: the pages' first and last values (int64,
+        #: non-decreasing), for a binary search instead of comparing every page
+        self._int_bounds: Optional[Tuple["np.ndarray", "np.ndarray"]] = None
+        t = self.dtype
+        if (
+            (pa.types.is_signed_integer(t) or t in (pa.uint8(), pa.uint16(), pa.uint32()))
+            and self._page_idx is None
+            and not self.mins.null_count
+            and not self.maxs.null_count
+        ):
+            import numpy as np
+
+            self._int_bounds = (
+                np.asarray(self.mins.to_numpy(), dtype=np.int64),
+                np.asarray(self.maxs.to_numpy(), dtype=np.int64),
+            )
+
+    def _int_range(self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool) -> Optional[Tuple[int, int]]:
+        """The range as inclusive int64 bounds ``(lo, hi)`` for a segment with
+        :attr:`_int_bounds`, when both ends are Python ints (or open); else ``None`` (the
+        general path compares in Arrow)."""
+        if self._int_bounds is None:
+            return None
+        out = []
+        for v, inclusive, step, open_end in ((low, low_inclusive, 1, -(2**63)), (high, high_inclusive, -1, 2**63 - 1)):
+            if v is None:
+                out.append(open_end)
+                continue
+            if type(v) is not int or not -(2**63) <= v <= 2**63 - 1:
+                return None  # (a literal past int64: the filter compares it as a double)
+            out.append(v if inclusive else v + step)
+        # (an exclusive bound at an end of int64: an empty range, or the other end)
+        return max(out[0], -(2**63)), min(out[1], 2**63 - 1)
 
     @property
     def legacy(self) -> bool:
@@ -460,6 +493,14 @@ class BTreeSegment:
         end). Pages of nulls only are never included; a NaN bound never excludes a page."""
         import numpy as np
 
+        bounds = self._int_range(low, low_inclusive, high, high_inclusive)
+        if bounds is not None:  # (pages in value order: those reaching the range are consecutive)
+            mins, maxs = self._int_bounds  # type: ignore[misc]
+            if bounds[0] > bounds[1]:
+                return []
+            first = int(np.searchsorted(maxs, bounds[0], "left"))
+            end = int(np.searchsorted(mins, bounds[1], "right"))
+            return list(range(first, end))
         keep = pc.is_valid(self.maxs)
         floats = pa.types.is_floating(self.maxs.type)
         if low is not None:
@@ -495,7 +536,22 @@ class BTreeSegment:
 
         if pages is None:
             pages = self.pages_overlapping(low, low_inclusive, high, high_inclusive)
+        bounds = self._int_range(low, low_inclusive, high, high_inclusive)
+        if bounds is not None and not any(self.null_counts[p] for p in pages):
+            return self._gather_int(pages, bounds[0], bounds[1])
         return self._gather(pages, keep)
+
+    def _gather_int(self, pages: Sequence[int], lo: int, hi: int) -> "np.ndarray":
+        """Row ids of the rows of `pages` (integer values, no nulls) with ``lo <= value <= hi``."""
+        import numpy as np
+
+        out = [np.empty(0, np.uint64)]
+        for page in pages:
+            t = self._page(page)
+            values = np.asarray(t.column("values").to_numpy()).astype(np.int64, copy=False)
+            mask = (values == lo) if lo == hi else ((values >= lo) & (values <= hi))
+            out.append(np.asarray(t.column("ids").to_numpy(), dtype=np.uint64)[mask])
+        return np.concatenate(out) if len(out) > 2 else out[-1]
 
     def search_in(self, values: Sequence[Any]) -> "np.ndarray":
         """Row ids whose value is one of `values` (plus NaN rows, for floats), each page read
