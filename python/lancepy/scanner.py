@@ -23,7 +23,7 @@ from lancepy._ops import scalar_query as _scalar_query
 from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
 from lancepy._core.args import _refuse
 from lancepy._core.iostats import owner_tracker, track_io
-from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
+from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _filtered, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.arrow_dataset import ArrowScanner, ScannerArrowMembers
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
@@ -573,7 +573,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         def add(t: pa.Table) -> None:
             self._rows_scanned += t.num_rows
             if t.num_rows:
-                parts.append(t.filter(_evaluate(t, self._filter)))
+                parts.append(_filtered(t, self._filter))
 
         for fid in order + [None]:
             if fid is not None and fid not in hit.candidates:

@@ -20,6 +20,8 @@ sort is not stable), so a reader must not rely on any order within one value.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -37,6 +39,8 @@ PAGE_DATA = "page_data.lance"
 PAGE_LOOKUP = "page_lookup.lance"
 #: Rows per logical page (pylance's ``DEFAULT_BTREE_BATCH_SIZE``).
 BATCH_SIZE = 4096
+#: Decoded pages an opened integer segment keeps (64 × 4096 rows × 16 bytes: 4 MiB at most)
+PAGE_CACHE = 64
 DETAILS_TYPE_URL = "/lance.table.BTreeIndexDetails"
 #: ``IndexMetadata.index_version`` pylance 14 writes for a BTREE index: 0, or 1 where the
 #: dataset has stable row ids (1 = the ``ids`` are row addresses; a 0 index of such a
@@ -401,6 +405,8 @@ class BTreeSegment:
         #: integer columns without null pages: the pages' first and last values (int64,
         #: non-decreasing), for a binary search instead of comparing every page
         self._int_bounds: Optional[Tuple["np.ndarray", "np.ndarray"]] = None
+        self._pages: "OrderedDict[int, Tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+        self._lock = threading.Lock()
         t = self.dtype
         if (
             (pa.types.is_signed_integer(t) or t in (pa.uint8(), pa.uint16(), pa.uint32()))
@@ -547,11 +553,31 @@ class BTreeSegment:
 
         out = [np.empty(0, np.uint64)]
         for page in pages:
-            t = self._page(page)
-            values = np.asarray(t.column("values").to_numpy()).astype(np.int64, copy=False)
+            values, ids = self._int_page(page)
             mask = (values == lo) if lo == hi else ((values >= lo) & (values <= hi))
-            out.append(np.asarray(t.column("ids").to_numpy(), dtype=np.uint64)[mask])
+            out.append(ids[mask])
         return np.concatenate(out) if len(out) > 2 else out[-1]
+
+    def _int_page(self, page: int) -> Tuple["np.ndarray", "np.ndarray"]:
+        """Page `page` of an integer segment as ``(values int64, ids uint64)``; the last
+        :data:`PAGE_CACHE` pages read are kept (as pylance's index cache keeps pages)."""
+        import numpy as np
+
+        with self._lock:
+            hit = self._pages.get(page)
+            if hit is not None:
+                self._pages.move_to_end(page)
+                return hit
+        t = self._page(page)
+        got = (
+            np.asarray(t.column("values").to_numpy()).astype(np.int64, copy=False),
+            np.asarray(t.column("ids").to_numpy(), dtype=np.uint64),
+        )
+        with self._lock:
+            self._pages[page] = got
+            while len(self._pages) > PAGE_CACHE:
+                self._pages.popitem(last=False)
+        return got
 
     def search_in(self, values: Sequence[Any]) -> "np.ndarray":
         """Row ids whose value is one of `values` (plus NaN rows, for floats), each page read

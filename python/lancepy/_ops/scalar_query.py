@@ -622,12 +622,19 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
         return None  # (the index covers none of the fragments scanned)
     addresses = _sorted_unique(answer.addresses)
     frags = (addresses >> np.uint64(32)).astype(np.int64)
+    # (the fragments holding candidates, each with its run of addresses)
+    starts = np.flatnonzero(np.concatenate([[True], frags[1:] != frags[:-1]])) if len(frags) else np.empty(0, np.int64)
+    ends = np.append(starts[1:], len(frags))
+    runs = {int(frags[s]): (int(s), int(e)) for s, e in zip(starts, ends)}
+    none = addresses[:0]
+    with_deletions = ds._per_version.cached("fragments_with_deletions", lambda: frozenset(
+        int(f.get("id", 0)) for f in ds._loaded.manifest.get("fragments", []) if f.get("deletion_file")
+    ))
     candidates: Dict[int, "np.ndarray"] = {}
     for fid in covered:
-        lo, hi = np.searchsorted(frags, [fid, fid + 1])
-        mine = addresses[lo:hi]
-        candidates[fid] = mine
-        if not len(mine):
+        run = runs.get(fid)
+        mine = candidates[fid] = none if run is None else addresses[run[0]:run[1]]
+        if not len(mine) or fid not in with_deletions:
             continue
         deleted = pa.table(ds._snapshot.deleted_rows(fid)).column("row_offset").to_numpy()
         if len(deleted) and len(mine):
