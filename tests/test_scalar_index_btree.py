@@ -667,3 +667,17 @@ def test_sort_order_equals_a_stable_reference_sort(seed: int) -> None:
         assert_arrays_equal(values.take(want), values.take(order), name)
         if not pa.types.is_string(values.type):  # (integers: ties in row order, as a stable sort)
             assert order.to_pylist() == want.to_pylist(), name
+
+
+def test_key_order_at_the_ends_of_each_integer_type() -> None:
+    """The three sorts of :func:`key_order` (16-bit radix, packed words, argsort) at the ends
+    of every integer type equal numpy's stable argsort."""
+    from lancepy._ops.btree import key_order
+
+    for dt in (np.int8, np.int16, np.uint8, np.uint16, np.int32, np.uint32, np.uint64, np.int64):
+        info = np.iinfo(dt)
+        spans = ((int(info.min), min(int(info.max), int(info.min) + 65535)), (max(int(info.min), int(info.max) - 65535), int(info.max)),
+                 (int(info.min), int(info.max)), (-5, 2**40) if info.bits == 64 and info.min else (0, int(info.max)))
+        for lo, hi in spans:
+            keys = np.random.default_rng(lo % 97).integers(lo, hi, 5000, dtype=dt, endpoint=True)
+            assert (key_order(keys) == np.argsort(keys, kind="stable")).all(), (dt, lo, hi)

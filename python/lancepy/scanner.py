@@ -565,7 +565,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         s = self._ds._snapshot
         order = self._fragment_ids
         if order is None:
-            order = [int(f.get("id", 0)) for f in self._ds._loaded.manifest.get("fragments", [])]
+            order = _scalar_query.fragment_order(self._ds)
         rows = dict(with_row_id=self._with_row_id, with_row_address=self._with_row_address)
         parts: List[pa.Table] = []
         run: List[int] = []

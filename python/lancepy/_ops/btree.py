@@ -132,7 +132,8 @@ def _int_keys(values: pa.Array) -> Optional["np.ndarray"]:
 
 def key_order(keys: "np.ndarray") -> "np.ndarray":
     """Positions (int64) that sort the integer array `keys` ascending, ties in position
-    order. Where ``(key - min)`` and the position fit together in 64 bits (any column of a
+    order. Where the keys span fewer than 2**16 values, a radix sort of 16-bit keys; where
+    ``(key - min)`` and the position fit together in 64 bits (any column of a
     few billion rows whose values span less than 2**(64 - bits of the row count)), one
     sort of the packed words (numpy's vectorised sort) does it; else a stable argsort.
     Memory: one 8-byte word per key beyond `keys` (the packed words become the answer)."""
@@ -142,6 +143,10 @@ def key_order(keys: "np.ndarray") -> "np.ndarray":
     if n == 0:
         return np.empty(0, np.int64)
     lo, hi = int(keys.min()), int(keys.max())
+    if hi - lo < 2**16:  # (few distinct values: numpy's stable sort of 16-bit keys is a radix sort)
+        diff = keys - np.uint64(lo) if keys.dtype == np.uint64 else np.subtract(keys, lo, dtype=np.int64)
+        small = diff.astype(np.uint16)
+        return np.argsort(small, kind="stable").astype(np.int64, copy=False)
     bits = max(1, (n - 1).bit_length())
     if (hi - lo).bit_length() + bits > 64:
         return np.argsort(keys, kind="stable").astype(np.int64, copy=False)

@@ -590,6 +590,13 @@ def _sql_value(v: Any) -> str:
     return repr(v)
 
 
+def fragment_order(ds: "LanceDataset") -> List[int]:
+    """The ids of the version's fragments in manifest (scan) order (kept with the version)."""
+    return ds._per_version.cached(
+        "fragment_order", lambda: [int(f.get("id", 0)) for f in ds._loaded.manifest.get("fragments", [])]
+    )
+
+
 def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Sequence[int]]) -> Optional[IndexPrefilter]:
     """The index prefilter for `flt` over the scan's fragments, or ``None`` when no BTREE
     index answers any part of it (then the scan reads every row)."""
@@ -616,7 +623,7 @@ def plan(ds: "LanceDataset", flt: Optional["Filter"], fragment_ids: Optional[Seq
         return None
     scanned = set(int(f) for f in fragment_ids) if fragment_ids is not None else None
     covered = set.intersection(*(idx.fragments for idx in answer.used.values()))
-    live = [int(f.get("id", 0)) for f in ds._loaded.manifest.get("fragments", [])]
+    live = fragment_order(ds)
     covered = {f for f in live if f in covered and (scanned is None or f in scanned)}
     if not covered:
         return None  # (the index covers none of the fragments scanned)
