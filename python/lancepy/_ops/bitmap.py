@@ -154,7 +154,8 @@ def write_segment(
 
 
 def decode(blobs: Sequence[Optional[bytes]]) -> "np.ndarray":
-    """The row addresses of the serialized sets `blobs` (``None`` = empty), concatenated."""
+    """The row addresses of the serialized sets `blobs` (``None`` = empty), concatenated
+    (a read-only view of the decoded bytes)."""
     import numpy as np
 
     data, _, full = _lancepy.row_addr_maps_deserialize([b if b is not None else b"\0\0\0\0" for b in blobs])
@@ -163,7 +164,7 @@ def decode(blobs: Sequence[Optional[bytes]]) -> "np.ndarray":
             f"BITMAP index: a bitmap holds whole fragments {sorted({f for _, f in full})} "
             "(written without row offsets); lancepy reads only per-row bitmaps"
         )
-    return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+    return np.frombuffer(data, dtype="<u8").astype(np.uint64, copy=False)
 
 
 def decode_each(blobs: Sequence[Optional[bytes]]) -> Tuple["np.ndarray", "np.ndarray"]:
