@@ -681,3 +681,35 @@ def test_key_order_at_the_ends_of_each_integer_type() -> None:
         for lo, hi in spans:
             keys = np.random.default_rng(lo % 97).integers(lo, hi, 5000, dtype=dt, endpoint=True)
             assert (key_order(keys) == np.argsort(keys, kind="stable")).all(), (dt, lo, hi)
+
+
+def test_columns_rewritten_in_place_leave_the_index_as_pylance_prunes_it(tmp_path: Any) -> None:
+    """An ``Update`` that rewrites an indexed column of a fragment in place (``update_columns``)
+    takes that fragment out of the column's indices, as pylance's commit does (else the index
+    answers with the old values); lancepy's own ``update`` (rows deleted and appended) keeps the
+    fragment covered; indexed results equal the scan throughout."""
+    t = pa.table({"a": pa.array(range(6000)), "b": pa.array(range(6000))})
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for uri in (ours, theirs):
+        lance.write_dataset(t, uri, max_rows_per_file=2000)
+        lancepy.dataset(uri).create_scalar_index("a", "BTREE")
+        lancepy.dataset(uri).create_scalar_index("b", "BTREE")
+    rows = pa.table({"_rowid": pa.array([5, 7], pa.uint64()), "a": pa.array([777777, -3])})
+    frag, fields = lancepy.dataset(ours).get_fragments()[0].update_columns(rows)
+    lancepy.LanceDataset.commit(ours, lancepy.LanceOperation.Update(updated_fragments=[frag], fields_modified=fields),
+                                read_version=3)
+    pfrag, pfields = lance.dataset(theirs).get_fragments()[0].update_columns(rows)
+    lance.LanceDataset.commit(theirs, lance.LanceOperation.Update(updated_fragments=[pfrag], fields_modified=pfields),
+                              read_version=3)
+    ds = lancepy.dataset(ours)
+    covered = {i["name"]: sorted(i["fragment_ids"]) for i in ds.list_indices()}
+    assert covered == {i["name"]: sorted(i["fragment_ids"]) for i in lance.dataset(theirs).list_indices()}
+    assert covered == {"a_idx": [1, 2], "b_idx": [0, 1, 2]}
+    for flt in ("a = 777777", "a = 5", "a = -3", "a < 10", "b = 5", "a >= 1990 AND a < 2010"):
+        want = ds.to_table(filter=flt, use_scalar_index=False)
+        assert_tables_equal(want, ds.to_table(filter=flt), flt)
+        assert lance.dataset(ours).count_rows(flt) == want.num_rows, flt
+    ds.update({"b": "b + 1"}, where="a < 3000")
+    assert {i["name"]: sorted(i["fragment_ids"]) for i in ds.list_indices()} == covered
+    for flt in ("b = 6", "b = 2500", "a = 777777"):
+        assert_tables_equal(ds.to_table(filter=flt, use_scalar_index=False), ds.to_table(filter=flt), flt)
