@@ -525,8 +525,8 @@ def _plan_simple(planner: "_Planner", parts: List[tuple]) -> Any:
         found.append((idx, _OPS[sym], v))
     if len(found) == 1:
         return planner.compare(*found[0])
-    (a, aop, av), (b, bop, bv) = found
-    if a is not b:
+    a = found[0][0]
+    if found[1][0] is not a:
         return _NO_VALUE
     lows = [(op, v) for _, op, v in found if op in ("GT", "GTE")]
     highs = [(op, v) for _, op, v in found if op in ("LT", "LTE")]
