@@ -14,6 +14,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import lancepy
@@ -633,3 +634,82 @@ def test_more_column_types_equal_pylances(tmp_path: Any) -> None:
     for flt in ("i8 = 7", "f32 > 2.5", "ls = 'x17'", "dt IS NULL", "i8 IN (1, 2)"):
         assert "ScalarIndexQuery" in pl.scanner(filter=flt).explain_plan(True), flt
         assert pl.count_rows(flt) == lance.dataset(theirs).count_rows(flt) == lancepy.dataset(ours).count_rows(flt), flt
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sort_order_equals_a_stable_reference_sort(seed: int) -> None:
+    """The build's sort (one sort of packed (value - min, position) words where they fit in
+    64 bits, else an argsort) puts every type's values in index order: nulls first, then
+    ascending, integers' ties in row order; checked against Arrow's stable sort on seeded
+    random columns, extremes included (ranges too wide to pack)."""
+    from lancepy._ops import btree as _btree
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 3000))
+    mask = rng.random(n) < (0.1 if seed % 2 else 0.0)
+    wide = seed % 3 == 0
+    i64 = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64) if wide else rng.integers(-50, 50, n)
+    u64 = rng.integers(2**64 - 1000 if not wide else 0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+    columns = {
+        "i64": pa.array(i64, pa.int64(), mask=mask),
+        "i8": pa.array(rng.integers(-128, 128, n), pa.int8(), mask=mask),
+        "u64": pa.array(u64, pa.uint64(), mask=mask),
+        "u16": pa.array(rng.integers(0, 2**16, n), pa.uint16(), mask=mask),
+        "b": pa.array(rng.random(n) < 0.5, pa.bool_(), mask=mask),
+        "ts": pa.array(rng.integers(-(10**12), 10**12, n), pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "d32": pa.array(rng.integers(-1000, 1000, n), pa.int32()).cast(pa.date32()),
+        "s": pa.array([f"v{v}" for v in rng.integers(0, 40, n)], pa.string(), mask=mask),
+    }
+    for name, values in columns.items():
+        order = _btree.sort_order(values)
+        assert sorted(order.to_pylist()) == list(range(n)), name
+        want = pc.sort_indices(pa.table({"v": values}), sort_keys=[("v", "ascending", "at_start")])
+        assert_arrays_equal(values.take(want), values.take(order), name)
+        if not pa.types.is_string(values.type):  # (integers: ties in row order, as a stable sort)
+            assert order.to_pylist() == want.to_pylist(), name
+
+
+def test_key_order_at_the_ends_of_each_integer_type() -> None:
+    """The three sorts of :func:`key_order` (16-bit radix, packed words, argsort) at the ends
+    of every integer type equal numpy's stable argsort."""
+    from lancepy._ops.btree import key_order
+
+    for dt in (np.int8, np.int16, np.uint8, np.uint16, np.int32, np.uint32, np.uint64, np.int64):
+        info = np.iinfo(dt)
+        spans = ((int(info.min), min(int(info.max), int(info.min) + 65535)), (max(int(info.min), int(info.max) - 65535), int(info.max)),
+                 (int(info.min), int(info.max)), (-5, 2**40) if info.bits == 64 and info.min else (0, int(info.max)))
+        for lo, hi in spans:
+            keys = np.random.default_rng(lo % 97).integers(lo, hi, 5000, dtype=dt, endpoint=True)
+            assert (key_order(keys) == np.argsort(keys, kind="stable")).all(), (dt, lo, hi)
+
+
+def test_columns_rewritten_in_place_leave_the_index_as_pylance_prunes_it(tmp_path: Any) -> None:
+    """An ``Update`` that rewrites an indexed column of a fragment in place (``update_columns``)
+    takes that fragment out of the column's indices, as pylance's commit does (else the index
+    answers with the old values); lancepy's own ``update`` (rows deleted and appended) keeps the
+    fragment covered; indexed results equal the scan throughout."""
+    t = pa.table({"a": pa.array(range(6000)), "b": pa.array(range(6000))})
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for uri in (ours, theirs):
+        lance.write_dataset(t, uri, max_rows_per_file=2000)
+        lancepy.dataset(uri).create_scalar_index("a", "BTREE")
+        lancepy.dataset(uri).create_scalar_index("b", "BTREE")
+    rows = pa.table({"_rowid": pa.array([5, 7], pa.uint64()), "a": pa.array([777777, -3])})
+    frag, fields = lancepy.dataset(ours).get_fragments()[0].update_columns(rows)
+    lancepy.LanceDataset.commit(ours, lancepy.LanceOperation.Update(updated_fragments=[frag], fields_modified=fields),
+                                read_version=3)
+    pfrag, pfields = lance.dataset(theirs).get_fragments()[0].update_columns(rows)
+    lance.LanceDataset.commit(theirs, lance.LanceOperation.Update(updated_fragments=[pfrag], fields_modified=pfields),
+                              read_version=3)
+    ds = lancepy.dataset(ours)
+    covered = {i["name"]: sorted(i["fragment_ids"]) for i in ds.list_indices()}
+    assert covered == {i["name"]: sorted(i["fragment_ids"]) for i in lance.dataset(theirs).list_indices()}
+    assert covered == {"a_idx": [1, 2], "b_idx": [0, 1, 2]}
+    for flt in ("a = 777777", "a = 5", "a = -3", "a < 10", "b = 5", "a >= 1990 AND a < 2010"):
+        want = ds.to_table(filter=flt, use_scalar_index=False)
+        assert_tables_equal(want, ds.to_table(filter=flt), flt)
+        assert lance.dataset(ours).count_rows(flt) == want.num_rows, flt
+    ds.update({"b": "b + 1"}, where="a < 3000")
+    assert {i["name"]: sorted(i["fragment_ids"]) for i in ds.list_indices()} == covered
+    for flt in ("b = 6", "b = 2500", "a = 777777"):
+        assert_tables_equal(ds.to_table(filter=flt, use_scalar_index=False), ds.to_table(filter=flt), flt)

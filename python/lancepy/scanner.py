@@ -24,7 +24,7 @@ from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
 from lancepy._ops.scan import compile_scan_filter as _compile_scan_filter
 from lancepy._core.args import _refuse
 from lancepy._core.iostats import owner_tracker, track_io
-from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _stream_tables
+from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _filtered, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.arrow_dataset import ArrowScanner, ScannerArrowMembers
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
@@ -552,7 +552,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         s = self._ds._view.snapshot
         order = self._fragment_ids
         if order is None:
-            order = [int(f.get("id", 0)) for f in self._ds._view.loaded.fragment_entries]
+            order = _scalar_query.fragment_order(self._ds._view)
         rows = dict(with_row_id=self._with_row_id, with_row_address=self._with_row_address)
         parts: List[pa.Table] = []
         run: List[int] = []
@@ -560,7 +560,7 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         def add(t: pa.Table) -> None:
             self._rows_scanned += t.num_rows
             if t.num_rows:
-                parts.append(t.filter(_evaluate(t, self._filter)))
+                parts.append(_filtered(t, self._filter))
 
         for fid in order + [None]:
             if fid is not None and fid not in hit.candidates:

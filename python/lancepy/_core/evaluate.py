@@ -51,6 +51,26 @@ def _evaluate(table: pa.Table, flt: Filter) -> pa.ChunkedArray:
     return pc.fill_null(mask, False)
 
 
+def _filtered(table: pa.Table, flt: Filter) -> pa.Table:
+    """The rows of `table` where `flt` is true (NULL counts as false), in order: one Acero
+    filter node, which costs less than evaluating a mask and filtering by it where the
+    table is a few rows (an indexed point query's)."""
+    try:
+        from pyarrow import acero
+    except ImportError:  # pragma: no cover - pyarrow without Acero
+        acero = None
+    if acero is None or table.num_columns == 0:
+        return table.filter(_evaluate(table, flt))
+    plan = acero.Declaration.from_sequence([
+        acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+        acero.Declaration("filter", acero.FilterNodeOptions(flt.expression)),
+    ])
+    try:
+        return plan.to_table(use_threads=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidArgumentError(f"Invalid user input: cannot evaluate filter {flt.text!r}: {e}") from None
+
+
 def _evaluate_values(table: pa.Table, expr: Any, target: Optional[pa.DataType]) -> pa.Array:
     try:
         col = evaluate_expression(table, expr)

@@ -89,9 +89,10 @@ def group(values: pa.Array, ids: pa.Array) -> Tuple[pa.Array, "np.ndarray", "np.
     import numpy as np
 
     addrs = np.asarray(ids.to_numpy(zero_copy_only=False), dtype=np.uint64)
-    order = np.argsort(addrs, kind="stable")
-    addrs = addrs[order]
-    values = values.take(pa.array(order, pa.int64()))
+    if len(addrs) > 1 and not bool(np.all(addrs[1:] >= addrs[:-1])):  # (a scan's come in order)
+        order = np.argsort(addrs, kind="stable")
+        addrs = addrs[order]
+        values = values.take(pa.array(order, pa.int64()))
     encoded = pc.dictionary_encode(values)
     dictionary = encoded.dictionary
     key_order = np.asarray(_btree.sort_order(dictionary).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -99,9 +100,12 @@ def group(values: pa.Array, ids: pa.Array) -> Tuple[pa.Array, "np.ndarray", "np.
     rank[key_order] = np.arange(len(dictionary))
     codes = encoded.indices
     has_null = codes.null_count > 0
-    code = np.asarray(codes.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
-    slot = np.where(code < 0, 0, rank[np.maximum(code, 0)] + (1 if has_null else 0))
-    by_key = np.argsort(slot, kind="stable")
+    if has_null:
+        code = np.asarray(codes.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        slot = np.where(code < 0, 0, rank[np.maximum(code, 0)] + 1)
+    else:  # (one pass: each row's key rank)
+        slot = rank[np.asarray(codes.to_numpy(zero_copy_only=False))]
+    by_key = _btree.key_order(slot)  # (stable: ascending addresses within a key)
     counts = np.bincount(slot, minlength=len(dictionary) + (1 if has_null else 0))
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     keys = dictionary.take(pa.array(key_order, pa.int64()))
@@ -150,7 +154,8 @@ def write_segment(
 
 
 def decode(blobs: Sequence[Optional[bytes]]) -> "np.ndarray":
-    """The row addresses of the serialized sets `blobs` (``None`` = empty), concatenated."""
+    """The row addresses of the serialized sets `blobs` (``None`` = empty), concatenated
+    (a read-only view of the decoded bytes)."""
     import numpy as np
 
     data, _, full = _lancepy.row_addr_maps_deserialize([b if b is not None else b"\0\0\0\0" for b in blobs])
@@ -159,7 +164,7 @@ def decode(blobs: Sequence[Optional[bytes]]) -> "np.ndarray":
             f"BITMAP index: a bitmap holds whole fragments {sorted({f for _, f in full})} "
             "(written without row offsets); lancepy reads only per-row bitmaps"
         )
-    return np.frombuffer(data, dtype="<u8").astype(np.uint64)
+    return np.frombuffer(data, dtype="<u8").astype(np.uint64, copy=False)
 
 
 def decode_each(blobs: Sequence[Optional[bytes]]) -> Tuple["np.ndarray", "np.ndarray"]:

@@ -20,6 +20,8 @@ sort is not stable), so a reader must not rely on any order within one value.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -37,6 +39,8 @@ PAGE_DATA = "page_data.lance"
 PAGE_LOOKUP = "page_lookup.lance"
 #: Rows per logical page (pylance's ``DEFAULT_BTREE_BATCH_SIZE``).
 BATCH_SIZE = 4096
+#: Decoded pages an opened integer segment keeps (64 × 4096 rows × 16 bytes: 4 MiB at most)
+PAGE_CACHE = 64
 DETAILS_TYPE_URL = "/lance.table.BTreeIndexDetails"
 #: ``IndexMetadata.index_version`` pylance 14 writes for a BTREE index: 0, or 1 where the
 #: dataset has stable row ids (1 = the ``ids`` are row addresses; a 0 index of such a
@@ -106,20 +110,79 @@ def _float_order_key(values: pa.Array) -> "np.ndarray":
     return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
 
 
+def _int_keys(values: pa.Array) -> Optional["np.ndarray"]:
+    """The (non-null) integer, boolean or temporal `values` as a numpy integer array whose
+    order is theirs, or ``None`` for other types."""
+    import numpy as np
+
+    t = values.type
+    if pa.types.is_temporal(t):
+        if pa.types.is_time64(t) or pa.types.is_date64(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t):
+            values = values.view(pa.int64())
+        elif t.bit_width == 32:
+            values = values.view(pa.int32())
+        else:  # pragma: no cover - every Arrow temporal type is 32 or 64 bits wide
+            return None
+    elif pa.types.is_boolean(values.type):
+        values = values.cast(pa.uint8())
+    elif not pa.types.is_integer(t):
+        return None
+    return np.asarray(values.to_numpy(zero_copy_only=False))
+
+
+def key_order(keys: "np.ndarray") -> "np.ndarray":
+    """Positions (int64) that sort the integer array `keys` ascending, ties in position
+    order. Where the keys span fewer than 2**16 values, a radix sort of 16-bit keys; where
+    ``(key - min)`` and the position fit together in 64 bits (any column of a
+    few billion rows whose values span less than 2**(64 - bits of the row count)), one
+    sort of the packed words (numpy's vectorised sort) does it; else a stable argsort.
+    Memory: one 8-byte word per key beyond `keys` (the packed words become the answer)."""
+    import numpy as np
+
+    n = len(keys)
+    if n == 0:
+        return np.empty(0, np.int64)
+    lo, hi = int(keys.min()), int(keys.max())
+    if hi - lo < 2**16:  # (few distinct values: numpy's stable sort of 16-bit keys is a radix sort)
+        diff = keys - np.uint64(lo) if keys.dtype == np.uint64 else np.subtract(keys, lo, dtype=np.int64)
+        small = diff.astype(np.uint16)
+        return np.argsort(small, kind="stable").astype(np.int64, copy=False)
+    bits = max(1, (n - 1).bit_length())
+    if (hi - lo).bit_length() + bits > 64:
+        return np.argsort(keys, kind="stable").astype(np.int64, copy=False)
+    if keys.dtype == np.uint64:
+        packed = keys - np.uint64(lo)
+    else:  # (hi - lo < 2**63: the difference is exact in int64, and not negative)
+        packed = (keys.astype(np.int64) - np.int64(lo)).view(np.uint64)
+    np.left_shift(packed, np.uint64(bits), out=packed)
+    np.bitwise_or(packed, np.arange(n, dtype=np.uint64), out=packed)
+    packed.sort()
+    np.bitwise_and(packed, np.uint64((1 << bits) - 1), out=packed)
+    return packed.view(np.int64)
+
+
 def sort_order(values: pa.Array) -> pa.Array:
     """Positions of `values` in index order: nulls first, then ascending values (floats in
     total order)."""
     import numpy as np
 
-    valid = values.is_valid()
-    nulls = np.flatnonzero(~np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
-    present = np.flatnonzero(np.asarray(valid.to_numpy(zero_copy_only=False), dtype=bool))
-    non_null = values.take(pa.array(present, pa.int64()))
-    if pa.types.is_floating(values.type):
-        order = np.argsort(_float_order_key(non_null), kind="stable")
+    if values.null_count:
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        nulls, present = np.flatnonzero(~valid), np.flatnonzero(valid)
+        non_null = values.take(pa.array(present, pa.int64()))
     else:
+        nulls, present, non_null = np.empty(0, np.int64), None, values
+    keys = _float_order_key(non_null) if pa.types.is_floating(values.type) else _int_keys(non_null)
+    if keys is None:
         order = np.asarray(pc.sort_indices(non_null).to_numpy(zero_copy_only=False))
-    return pa.array(np.concatenate([nulls, present[order]]).astype(np.int64), pa.int64())
+    elif pa.types.is_floating(values.type):
+        # (ties need no order: numpy's unstable argsort is the fastest that gives positions)
+        order = np.argsort(keys)
+    else:
+        order = key_order(keys)
+    if present is not None:
+        order = present[order]
+    return pa.array(np.concatenate([nulls, order]).astype(np.int64, copy=False) if len(nulls) else order, pa.int64())
 
 
 def column_batches(
@@ -356,6 +419,41 @@ class BTreeSegment:
         #: the column's type
         self.dtype = self.mins.type
         self._all: Optional["np.ndarray"] = None
+        #: integer columns without null pages: the pages' first and last values (int64,
+        #: non-decreasing), for a binary search instead of comparing every page
+        self._int_bounds: Optional[Tuple["np.ndarray", "np.ndarray"]] = None
+        self._pages: "OrderedDict[int, Tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+        self._lock = threading.Lock()
+        t = self.dtype
+        if (
+            (pa.types.is_signed_integer(t) or t in (pa.uint8(), pa.uint16(), pa.uint32()))
+            and self._page_idx is None
+            and not self.mins.null_count
+            and not self.maxs.null_count
+        ):
+            import numpy as np
+
+            self._int_bounds = (
+                np.asarray(self.mins.to_numpy(), dtype=np.int64),
+                np.asarray(self.maxs.to_numpy(), dtype=np.int64),
+            )
+
+    def _int_range(self, low: Any, low_inclusive: bool, high: Any, high_inclusive: bool) -> Optional[Tuple[int, int]]:
+        """The range as inclusive int64 bounds ``(lo, hi)`` for a segment with
+        :attr:`_int_bounds`, when both ends are Python ints (or open); else ``None`` (the
+        general path compares in Arrow)."""
+        if self._int_bounds is None:
+            return None
+        out = []
+        for v, inclusive, step, open_end in ((low, low_inclusive, 1, -(2**63)), (high, high_inclusive, -1, 2**63 - 1)):
+            if v is None:
+                out.append(open_end)
+                continue
+            if type(v) is not int or not -(2**63) <= v <= 2**63 - 1:
+                return None  # (a literal past int64: the filter compares it as a double)
+            out.append(v if inclusive else v + step)
+        # (an exclusive bound at an end of int64: an empty range, or the other end)
+        return max(out[0], -(2**63)), min(out[1], 2**63 - 1)
 
     @property
     def legacy(self) -> bool:
@@ -418,6 +516,14 @@ class BTreeSegment:
         end). Pages of nulls only are never included; a NaN bound never excludes a page."""
         import numpy as np
 
+        bounds = self._int_range(low, low_inclusive, high, high_inclusive)
+        if bounds is not None:  # (pages in value order: those reaching the range are consecutive)
+            mins, maxs = self._int_bounds  # type: ignore[misc]
+            if bounds[0] > bounds[1]:
+                return []
+            first = int(np.searchsorted(maxs, bounds[0], "left"))
+            end = int(np.searchsorted(mins, bounds[1], "right"))
+            return list(range(first, end))
         keep = pc.is_valid(self.maxs)
         floats = pa.types.is_floating(self.maxs.type)
         if low is not None:
@@ -453,7 +559,42 @@ class BTreeSegment:
 
         if pages is None:
             pages = self.pages_overlapping(low, low_inclusive, high, high_inclusive)
+        bounds = self._int_range(low, low_inclusive, high, high_inclusive)
+        if bounds is not None and not any(self.null_counts[p] for p in pages):
+            return self._gather_int(pages, bounds[0], bounds[1])
         return self._gather(pages, keep)
+
+    def _gather_int(self, pages: Sequence[int], lo: int, hi: int) -> "np.ndarray":
+        """Row ids of the rows of `pages` (integer values, no nulls) with ``lo <= value <= hi``."""
+        import numpy as np
+
+        out = [np.empty(0, np.uint64)]
+        for page in pages:
+            values, ids = self._int_page(page)
+            mask = (values == lo) if lo == hi else ((values >= lo) & (values <= hi))
+            out.append(ids[mask])
+        return np.concatenate(out) if len(out) > 2 else out[-1]
+
+    def _int_page(self, page: int) -> Tuple["np.ndarray", "np.ndarray"]:
+        """Page `page` of an integer segment as ``(values int64, ids uint64)``; the last
+        :data:`PAGE_CACHE` pages read are kept (as pylance's index cache keeps pages)."""
+        import numpy as np
+
+        with self._lock:
+            hit = self._pages.get(page)
+            if hit is not None:
+                self._pages.move_to_end(page)
+                return hit
+        t = self._page(page)
+        got = (
+            np.asarray(t.column("values").to_numpy()).astype(np.int64, copy=False),
+            np.asarray(t.column("ids").to_numpy(), dtype=np.uint64),
+        )
+        with self._lock:
+            self._pages[page] = got
+            while len(self._pages) > PAGE_CACHE:
+                self._pages.popitem(last=False)
+        return got
 
     def search_in(self, values: Sequence[Any]) -> "np.ndarray":
         """Row ids whose value is one of `values` (plus NaN rows, for floats), each page read

@@ -245,6 +245,22 @@ class _Planner:
         found = [seg.search_range(low, low_inc, high, high_inc, p) for seg, p in zip(segments, pages)]
         return _Answer(np.concatenate(found), f"[{text}]@{idx.name}(BTree)", {idx.name: idx}, exact)
 
+    def compare(self, idx: _Index, op: str, v: Any) -> Optional[_Answer]:
+        """``column <op> v`` (`op`: ``EQ``, ``GT``, ``GTE``, ``LT``, ``LTE``; `v` a literal's
+        value as :func:`_literal` gives it)."""
+        text = f"{idx.column} {_SYMBOLS[op]} {_sql_value(v)}"
+        if op == "EQ":
+            return self._range(idx, v, True, v, True, text)
+        if op in ("GT", "GTE"):
+            return self._range(idx, v, op == "GTE", None, False, text)
+        return self._range(idx, None, False, v, op == "LTE", text)
+
+    def between(self, idx: _Index, lop: str, low: Any, hop: str, high: Any) -> Optional[_Answer]:
+        """``column <lop> low AND column <hop> high`` (`lop`: ``GT`` / ``GTE``, `hop`:
+        ``LT`` / ``LTE``) as one range (as pylance plans it)."""
+        text = f"{idx.column} {_SYMBOLS[lop]} {_sql_value(low)} && {idx.column} {_SYMBOLS[hop]} {_sql_value(high)}"
+        return self._range(idx, low, lop == "GTE", high, hop == "LTE", text)
+
     def visit(self, node: Any) -> Optional[_Answer]:
         import numpy as np
         from sqlglot import exp
@@ -298,12 +314,7 @@ class _Planner:
             v = _literal(other, idx.dtype)
             if v is _NO_VALUE:
                 return None
-            text = f"{idx.column} {dict(EQ='=', GT='>', GTE='>=', LT='<', LTE='<=')[op]} {_sql_value(v)}"
-            if op == "EQ":
-                return self._range(idx, v, True, v, True, text)
-            if op in ("GT", "GTE"):
-                return self._range(idx, v, op == "GTE", None, False, text)
-            return self._range(idx, None, False, v, op == "LTE", text)
+            return self.compare(idx, op, v)
         if isinstance(node, exp.Between):
             idx = self._column(node.this)
             if idx is None:
@@ -379,9 +390,7 @@ class _Planner:
         if len(lows) != 1 or len(highs) != 1:
             return None
         (idx, lop, low), (_, hop, high) = lows[0], highs[0]
-        sym = {"GT": ">", "GTE": ">=", "LT": "<", "LTE": "<="}
-        text = f"{idx.column} {sym[lop]} {_sql_value(low)} && {idx.column} {sym[hop]} {_sql_value(high)}"
-        return self._range(idx, low, lop == "GTE", high, hop == "LTE", text)
+        return self.between(idx, lop, low, hop, high)
 
     def _covered_rows(self, idx: _Index) -> int:
         """The rows (deleted ones too) of the fragments `idx` covers."""
@@ -453,6 +462,95 @@ class _Planner:
         return _Answer(rest, f"NOT({inner.text})", {first.name: first, **inner.used}, False)
 
 
+_SYMBOLS = {"EQ": "=", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<="}
+_OPS = {"=": "EQ", ">": "GT", ">=": "GTE", "<": "LT", "<=": "LTE"}
+#: ``column <op> literal``: an unquoted name, a comparison, an integer, a decimal number or a
+#: quoted string without quotes or backslashes in it
+_COMPARISON = r"([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|=|<|>)\s*(-?)(\d+(?:\.\d+)?|'[^'\\]*')"
+_SIMPLE = None
+
+
+def _simple_parts(text: str) -> Optional[List[tuple]]:
+    """The comparisons of a filter that is one ``column <op> literal`` or two joined by
+    ``AND``, as ``(column, op, sign, literal text)``; ``None`` for any other filter (and for
+    a column named like an SQL keyword), which the SQL parser reads. What this returns is
+    what parsing would give the planner (see :meth:`_Planner.visit`): it only spares the
+    parse of the commonest indexed filters."""
+    global _SIMPLE
+    import re
+
+    if _SIMPLE is None:
+        from lancepy.filters.parsing import _dialect
+
+        keywords = frozenset(k.upper() for k in _dialect().tokenizer_class.KEYWORDS)
+        _SIMPLE = (re.compile(rf"\s*{_COMPARISON}(?:\s+(?i:AND)\s+{_COMPARISON})?\s*", re.ASCII), keywords)
+    pattern, keywords = _SIMPLE
+    m = pattern.fullmatch(text)
+    if m is None:
+        return None
+    g = m.groups()
+    parts = [g[0:4]] + ([g[4:8]] if g[4] is not None else [])
+    if any(p[0].upper() in keywords for p in parts):
+        return None
+    return parts
+
+
+def _simple_literal(sign: str, text: str, dtype: pa.DataType) -> Any:
+    """A literal of :func:`_simple_parts` as :func:`_literal` reads the parsed one."""
+    if text.startswith("'"):
+        if sign or not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+            return _NO_VALUE
+        return text[1:-1]
+    if not (pa.types.is_integer(dtype) or pa.types.is_floating(dtype)):
+        return _NO_VALUE
+    value: Any = float(text) if "." in text else int(text)
+    value = -value if sign else value
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:
+        return _NO_VALUE
+    return value
+
+
+def _plan_simple(planner: "_Planner", parts: List[tuple]) -> Any:
+    """The answer for :func:`_simple_parts`' comparisons, as :meth:`_Planner.visit` gives it
+    for the parsed filter; ``_NO_VALUE`` when that shape is not one handled here (the
+    parser's path decides)."""
+    found = []
+    for column, sym, sign, text in parts:
+        idx = planner.indices.get(column)
+        if idx is None or idx.kind == "LabelList" or not _supported(idx.dtype):
+            return _NO_VALUE if len(parts) > 1 else None
+        v = _simple_literal(sign, text, idx.dtype)
+        if v is _NO_VALUE:
+            return _NO_VALUE if len(parts) > 1 else None
+        found.append((idx, _OPS[sym], v))
+    if len(found) == 1:
+        return planner.compare(*found[0])
+    a = found[0][0]
+    if found[1][0] is not a:
+        return _NO_VALUE
+    lows = [(op, v) for _, op, v in found if op in ("GT", "GTE")]
+    highs = [(op, v) for _, op, v in found if op in ("LT", "LTE")]
+    if len(lows) != 1 or len(highs) != 1:
+        return _NO_VALUE
+    return planner.between(a, lows[0][0], lows[0][1], highs[0][0], highs[0][1])
+
+
+def _sorted_unique(a: "np.ndarray") -> "np.ndarray":
+    """The distinct values of `a` (uint64) ascending, without a sort when already so."""
+    import numpy as np
+
+    a = a.astype(np.uint64, copy=False)
+    if len(a) < 2:
+        return a
+    if bool(np.all(a[1:] > a[:-1])):
+        return a
+    a = np.sort(a)
+    keep = np.empty(len(a), dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
 def _exact(dtype: pa.DataType, *bounds: Any) -> bool:
     """Whether an index's answer for a comparison of a `dtype` column with `bounds` is
     exactly its rows (no NaN candidates, no comparison in another type)."""
@@ -492,6 +590,11 @@ def _sql_value(v: Any) -> str:
     return repr(v)
 
 
+def fragment_order(view: "DatasetView") -> List[int]:
+    """The ids of the version's fragments in manifest (scan) order (kept with the version)."""
+    return view.state.cached("fragment_order", lambda: [int(f.get("id", 0)) for f in view.loaded.fragment_entries])
+
+
 def plan(view: "DatasetView", flt: Optional["Filter"], fragment_ids: Optional[Sequence[int]]) -> Optional[IndexPrefilter]:
     """The index prefilter for `flt` over the scan's fragments, or ``None`` when no BTREE
     index answers any part of it (then the scan reads every row)."""
@@ -508,23 +611,36 @@ def plan(view: "DatasetView", flt: Optional["Filter"], fragment_ids: Optional[Se
 
     try:
         planner = _Planner(view, indices)
-        answer = planner.visit(parse_sql(flt.text))
+        parts = _simple_parts(flt.text)
+        answer = _plan_simple(planner, parts) if parts is not None else _NO_VALUE
+        if answer is _NO_VALUE:
+            answer = planner.visit(parse_sql(flt.text))
     except (LanceError, pa.ArrowException, OverflowError):
         return None  # an index that cannot be read, or a stale one: the plain scan answers
     if answer is None:
         return None
     scanned = set(int(f) for f in fragment_ids) if fragment_ids is not None else None
     covered = set.intersection(*(idx.fragments for idx in answer.used.values()))
-    live = [int(f.get("id", 0)) for f in view.loaded.fragment_entries]
+    live = fragment_order(view)
     covered = {f for f in live if f in covered and (scanned is None or f in scanned)}
     if not covered:
         return None  # (the index covers none of the fragments scanned)
-    addresses = np.unique(answer.addresses.astype(np.uint64, copy=False))
+    addresses = _sorted_unique(answer.addresses)
     frags = (addresses >> np.uint64(32)).astype(np.int64)
+    # (the fragments holding candidates, each with its run of addresses)
+    starts = np.flatnonzero(np.concatenate([[True], frags[1:] != frags[:-1]])) if len(frags) else np.empty(0, np.int64)
+    ends = np.append(starts[1:], len(frags))
+    runs = {int(frags[s]): (int(s), int(e)) for s, e in zip(starts, ends)}
+    none = addresses[:0]
+    with_deletions = view.state.cached("fragments_with_deletions", lambda: frozenset(
+        int(f.get("id", 0)) for f in view.loaded.fragment_entries if f.get("deletion_file")
+    ))
     candidates: Dict[int, "np.ndarray"] = {}
     for fid in covered:
-        lo, hi = np.searchsorted(frags, [fid, fid + 1])
-        mine = addresses[lo:hi]
+        run = runs.get(fid)
+        mine = candidates[fid] = none if run is None else addresses[run[0]:run[1]]
+        if not len(mine) or fid not in with_deletions:
+            continue
         deleted = pa.table(view.snapshot.deleted_rows(fid)).column("row_offset").to_numpy()
         if len(deleted) and len(mine):
             offsets = (mine & np.uint64(0xFFFFFFFF)).astype(np.uint32)

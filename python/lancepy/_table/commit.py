@@ -148,6 +148,38 @@ def _rewrite_indices(
     return _lancepy.index_section_from_json(json.dumps({"indices": entries}))
 
 
+def _prune_rewritten_fields(
+    section: bytes, fragments: List[Dict[str, Any]], updated: Dict[int, Dict[str, Any]], modified: set
+) -> bytes:
+    """The index section after an ``Update`` that rewrote the fields `modified` of some of
+    the `updated` fragments in place (new data files for them, as ``update_columns``
+    writes): indices of those fields stop claiming those fragments, whose indexed values
+    are no longer the column's (as pylance prunes them). Fragments whose files serving the
+    fields did not change (only rows deleted, lancepy's delete-and-append update) stay
+    covered."""
+
+    def serving(frag: Dict[str, Any]) -> List[Any]:
+        return sorted(
+            (str(f.get("path")), tuple(f.get("fields", [])))
+            for f in _fragment_files(frag)
+            if modified & {int(x) for x in f.get("fields", [])}
+        )
+
+    before = {int(f.get("id", 0)): f for f in fragments}
+    rewritten = {fid for fid, f in updated.items() if fid in before and serving(before[fid]) != serving(f)}
+    if not rewritten:
+        return section
+    covered = {e["uuid"]: set(e["fragment_ids"]) for e in _lancepy.index_section_entries(section)}
+    entries = json.loads(_lancepy.index_section_to_json(section))["indices"]
+    changed = False
+    for e in entries:
+        ids = covered.get(_uuid_str(e.get("uuid") or {}), set())
+        if modified & {int(x) for x in e.get("fields", [])} and ids & rewritten:
+            e["fragment_bitmap"] = list(_lancepy.fragment_bitmap(sorted(ids - rewritten)))
+            changed = True
+    return _lancepy.index_section_from_json(json.dumps({"indices": entries})) if changed else section
+
+
 def _assign_ids(fragments: List[Dict[str, Any]], next_id: int) -> int:
     for f in fragments:
         f["id"] = next_id
@@ -235,6 +267,9 @@ def build_manifest(
     elif name == "Update":
         updated = {f["id"]: f for f in body.get("updated_fragments", [])}
         removed = set(body.get("removed_fragment_ids", []))
+        modified = {int(i) for i in body.get("fields_modified") or []}
+        if modified and index_section is not None:
+            index_section = _prune_rewritten_fields(index_section, fragments, updated, modified)
         fragments = [updated.get(f.get("id", 0), f) for f in fragments if f.get("id", 0) not in removed]
         new = body.get("new_fragments", [])
         next_id = _assign_ids(new, next_id)
