@@ -87,7 +87,7 @@ def build(tmp_path: Any, seed: int) -> tuple:
 def test_light_plan_equals_the_parsed_plan(tmp_path: Any, seed: int) -> None:
     t, _, ours, _ = build(tmp_path, seed)
     ds = lancepy.dataset(ours)
-    indices = sq._btree_indices(ds)
+    indices = sq._btree_indices(ds._view)
     rng = np.random.default_rng(100 + seed)
     light = 0
     for _ in range(150):
@@ -96,12 +96,12 @@ def test_light_plan_equals_the_parsed_plan(tmp_path: Any, seed: int) -> None:
         if parts is None:
             assert "date" in flt, flt  # (a keyword: only the parser knows it names a column)
             continue
-        planner = sq._Planner(ds, indices)
+        planner = sq._Planner(ds._view, indices)
         got = sq._plan_simple(planner, parts)
         if got is sq._NO_VALUE:
             continue
         light += 1
-        want = sq._Planner(ds, indices).visit(parse_sql(flt))
+        want = sq._Planner(ds._view, indices).visit(parse_sql(flt))
         assert (got is None) == (want is None), flt
         if got is not None:
             assert got.text == want.text and got.exact == want.exact and set(got.used) == set(want.used), flt
@@ -188,7 +188,7 @@ def test_extreme_integer_bounds(tmp_path: Any) -> None:
     for flt in filters:
         got = ds.to_table(filter=flt)
         # the same index searched by comparing every page in Arrow (the general path)
-        segments = general._per_version.setdefault("btree_segments", {})
+        segments = general._view.state.setdefault("btree_segments", {})
         general.to_table(filter="a = 0 OR b = 0 OR c = 0")  # (opens the segments)
         for seg in segments.values():
             seg._int_bounds = None
