@@ -15,7 +15,7 @@ commits)::
 from __future__ import annotations
 
 import copy
-
+import gc
 import json
 import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
@@ -94,10 +94,18 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         :meth:`_version_of`): no membership check per fragment (``get_fragments`` of 10,000
         fragments made 20,000 tracked calls for them)."""
         out = []
-        for fid in fragment_ids:
-            frag = cls.__new__(cls)
-            frag._ds, frag._meta_value, frag._id = version, None, int(fid)
-            out.append(frag)
+        # (thousands of small objects at once: the cyclic collector, run on every 700
+        # allocations, would walk the process's objects again and again meanwhile)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for fid in fragment_ids:
+                frag = cls.__new__(cls)
+                frag._ds, frag._meta_value, frag._id = version, None, int(fid)
+                out.append(frag)
+        finally:
+            if collecting:
+                gc.enable()
         return out
 
     def __reduce__(self) -> Any:

@@ -117,32 +117,30 @@ class BoostQuery(FullTextQuery):
         return FullTextQueryType.BOOST
 
 
-class MultiMatchQuery(FullTextQuery):
-    """`query` matched in each of `columns` (scores weighted by `boosts`); a row scores its
-    best column's score."""
+class _ColumnsQuery(FullTextQuery):
+    """A text matched over several columns, each with a weight (pylance's arguments)."""
 
     def __init__(
         self, query: str, columns: List[str], *, boosts: Optional[List[float]] = None,
         operator: FullTextOperator = FullTextOperator.OR,
     ) -> None:
         self.query, self.columns, self.boosts, self.operator = query, list(columns), boosts, operator
+
+
+class MultiMatchQuery(_ColumnsQuery):
+    """`query` matched in each of `columns` (scores weighted by `boosts`); a row scores its
+    best column's score."""
 
     def query_type(self) -> FullTextQueryType:
         return FullTextQueryType.MULTI_MATCH
 
 
-class CombinedFieldsQuery(FullTextQuery):
+class CombinedFieldsQuery(_ColumnsQuery):
     """`query` matched in `columns` taken together as one field (BM25F, as pylance 14 scores
     it): a row's term frequency and length are those of its columns added up, each times its
     column's weight in `boosts` (each at least 1; default 1); a term's document frequency is
     its largest in any one column, the document count and average length those of the
     columns' indices together. ``operator`` AND: every term in at least one column."""
-
-    def __init__(
-        self, query: str, columns: List[str], *, boosts: Optional[List[float]] = None,
-        operator: FullTextOperator = FullTextOperator.OR,
-    ) -> None:
-        self.query, self.columns, self.boosts, self.operator = query, list(columns), boosts, operator
 
     def query_type(self) -> FullTextQueryType:
         return FullTextQueryType.COMBINED_FIELDS

@@ -19,6 +19,8 @@ pub mod parallel;
 pub mod schema;
 pub mod structural;
 pub mod table;
+#[cfg(test)]
+pub(crate) mod test_bytes;
 
 #[cfg(feature = "python")]
 mod python;

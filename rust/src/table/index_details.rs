@@ -132,14 +132,7 @@ mod tests {
         assert!(decode_index_details("/lance.table.InvertedIndexDetails", &PYLANCE[..5]).is_err());
         let mut state = 0x2545_f491_4f6c_dd1du64;
         for len in 0..300 {
-            let garbage: Vec<u8> = (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
+            let garbage = crate::test_bytes::garbage(&mut state, len);
             for url in
                 ["/lance.table.InvertedIndexDetails", "/lance.index.pb.VectorIndexDetails", "/lance.table.BTreeIndexDetails"]
             {

@@ -299,14 +299,7 @@ mod tests {
         assert!(matches!(decode_legacy_index(&full[..full.len() - 3]), Err(Error::Corrupt(_))));
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for len in 0..400 {
-            let garbage: Vec<u8> = (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
+            let garbage = crate::test_bytes::garbage(&mut state, len);
             let _ = decode_legacy_index(&garbage);
         }
     }

@@ -448,14 +448,7 @@ mod tests {
         assert!(matches!(decode_ivf(&[0x17]), Err(Error::Corrupt(_))));
         let mut state = 0x2545_f491_4f6c_dd1du64;
         for len in 0..400 {
-            let garbage: Vec<u8> = (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
+            let garbage = crate::test_bytes::garbage(&mut state, len);
             let _ = decode_ivf(&garbage);
             let _ = decode_tensor_f32(&garbage);
         }
