@@ -374,13 +374,18 @@ def _unindexed_rows(view: "DatasetView", column: str, fragments: List[int], rows
     """`column` and ``_rowaddr`` of the live rows of `fragments` that `rows_filter` (a
     :class:`_Prefilter`, or ``None``) keeps: what pylance's flat search reads, its BM25
     statistics over those rows only."""
+    import numpy as np
+
+    t = pa.table(view.snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
     if rows_filter is None:
-        return pa.table(view.snapshot.scan([column], fragment_ids=fragments, with_row_address=True, batch_rows=131072))
-    flt, evaluate = rows_filter.flt, rows_filter.evaluate
-    names = list(dict.fromkeys([column, *(flt.columns or view.schema.names)]))
-    t = pa.table(view.snapshot.scan(names, fragment_ids=fragments, with_row_address=True, batch_rows=131072))
-    mask = _mask(evaluate, t, flt)
-    return t.filter(mask).select([column, "_rowaddr"])
+        return t
+    # (the rows the prefilter passes are known already, the unindexed fragments' included)
+    passing = rows_filter.passing()
+    rows = np.asarray(t.column("_rowaddr").to_numpy(), np.uint64)
+    if not len(passing):
+        return t.slice(0, 0)
+    pos = np.minimum(np.searchsorted(passing, rows), len(passing) - 1)
+    return t.filter(pa.array(passing[pos] == rows))
 
 
 def _flat_scores(
