@@ -21,9 +21,12 @@ FILTER_BATCH_ROWS = 65536
 
 
 def _stream_tables(stream: Any, min_rows: int) -> Iterator[pa.Table]:
-    """The batches of a native scan stream as tables of at least `min_rows` rows (the last
-    may hold fewer): evaluating a filter costs a fixed ~0.1 ms per call, and a scan over
-    many small fragments gives one small batch per fragment."""
+    """The batches of a native scan stream as tables of at least half `min_rows` rows (the
+    last may hold fewer): evaluating a filter costs a fixed ~0.1 ms per call, and a scan
+    over many small fragments gives one small batch per fragment. A coalescing stream
+    (``coalesce=True``) hands out batches just short of its batch size (whole fragments'
+    rows): those pass as they are, not joined in pairs."""
+    min_rows = max(min_rows // 2, 1)
     pending: List[pa.Table] = []
     held = 0
     while (b := stream.next_batch()) is not None:

@@ -66,11 +66,42 @@ def _register(name: str, fn: Callable, in_types: Dict[str, pa.DataType], out_typ
     return name
 
 
+_SWAPPED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _total_cmp_constant(op: str, a: pa.Array, c: float) -> pa.Array:
+    """`a <op> c` in total order, for a constant `c` that is neither NaN nor zero: IEEE
+    comparison agrees with total order there except at NaNs (IEEE: unordered; total order:
+    a NaN with the sign bit clear above every number, one with it set below), which are
+    mended afterwards. One pass over the values and one over the NaN test, where the key
+    transform takes five, and no array is made of the constant."""
+    x = np.asarray(a.to_numpy(zero_copy_only=False), dtype=np.float64)
+    out = _TOTAL_OPS[op](x, c)
+    nan = np.isnan(x)
+    if op not in ("eq", "ne") and nan.any():
+        above = ~np.signbit(x[nan])
+        out[nan] = above if op in ("gt", "ge") else ~above
+    mask = None if a.null_count == 0 else ~_validity(a, len(a))
+    return pa.array(out, type=pa.bool_(), mask=mask)
+
+
+def _usable_constant(s: Any) -> bool:
+    """Whether scalar `s` is a constant :func:`_total_cmp_constant` handles."""
+    if not isinstance(s, pa.Scalar) or not s.is_valid:
+        return False
+    c = s.as_py()
+    return c == c and c != 0.0
+
+
 def _udf_total_cmp(op: str) -> str:
     cmp = _TOTAL_OPS[op]
 
     def fn(ctx: Any, a: Any, b: Any) -> pa.Array:
         n = ctx.batch_length
+        if not isinstance(a, pa.Scalar) and _usable_constant(b):
+            return _total_cmp_constant(op, a, b.as_py())
+        if not isinstance(b, pa.Scalar) and _usable_constant(a):
+            return _total_cmp_constant(_SWAPPED[op], b, a.as_py())
         valid = _validity(a, n) & _validity(b, n)
         out = cmp(_total_key(_float_values(a, n)), _total_key(_float_values(b, n)))
         return pa.array(out, type=pa.bool_(), mask=~valid)

@@ -39,8 +39,12 @@ pub struct ScanStream {
     ahead: VecDeque<Round>,
     /// Rows a round reaches before it stops taking tasks (beyond its first `round`).
     round_rows: u64,
-    /// Concatenate consecutive batches of a round into batches of up to this many rows.
+    /// Concatenate consecutive batches into batches of up to this many rows.
     coalesce: Option<u64>,
+    /// The last batches of the rounds consumed so far, fewer rows together than `coalesce`:
+    /// held for the next round's to join (rounds of many small fragments would otherwise
+    /// end each in a small batch, and the consumer joins or evaluates one more).
+    carry: Vec<RecordBatch>,
     /// Most rows of a batch handed out (tasks may read more at a time).
     out_rows: usize,
 }
@@ -79,6 +83,7 @@ impl ScanStream {
             ahead: VecDeque::new(),
             round_rows: 0,
             coalesce: None,
+            carry: Vec::new(),
             out_rows: usize::MAX,
         }
     }
@@ -94,8 +99,8 @@ impl ScanStream {
         self
     }
 
-    /// With `coalesce`, the batches of a round are concatenated into batches of up to `rows`
-    /// rows (a batch is never split here; see [`ScanStream::cut_into`]).
+    /// With `coalesce`, consecutive batches are concatenated into batches of up to `rows`
+    /// rows, across rounds (a batch is never split here; see [`ScanStream::cut_into`]).
     pub fn coalesce_into(mut self, rows: u64, coalesce: bool) -> Self {
         self.coalesce = coalesce.then_some(rows.max(1));
         self
@@ -119,12 +124,22 @@ impl ScanStream {
         self.tasks.drain(..n).collect()
     }
 
-    /// `batches` with runs of consecutive ones concatenated up to the coalescing size.
-    fn coalesced(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
-        match self.coalesce {
-            Some(max) => coalesce_batches(batches, max),
-            None => Ok(batches),
+    /// A round's `batches` with runs of consecutive ones concatenated up to the coalescing
+    /// size; while rounds remain, the last run, if short of it, is held back for the next.
+    fn coalesced(&mut self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let Some(max) = self.coalesce else {
+            return Ok(batches);
+        };
+        let mut runs = coalesce_runs(std::mem::take(&mut self.carry).into_iter().chain(batches), max);
+        let more = !(self.tasks.is_empty() && self.ahead.is_empty());
+        if more {
+            if let Some(last) = runs.last() {
+                if last.iter().map(|b| b.num_rows() as u64).sum::<u64>() < max {
+                    self.carry = runs.pop().unwrap_or_default();
+                }
+            }
         }
+        runs.into_iter().map(concat_run).collect()
     }
 
     /// Starts reading `tasks` on the I/O pool.
@@ -196,30 +211,36 @@ pub fn coalesce_batches(batches: Vec<RecordBatch>, max_rows: u64) -> Result<Vec<
     if batches.len() < 2 {
         return Ok(batches);
     }
-    let mut out = Vec::new();
+    coalesce_runs(batches, max_rows).into_iter().map(concat_run).collect()
+}
+
+/// `batches` cut into runs of consecutive batches of up to `max_rows` rows together (a
+/// batch over `max_rows` is a run of its own).
+fn coalesce_runs(batches: impl IntoIterator<Item = RecordBatch>, max_rows: u64) -> Vec<Vec<RecordBatch>> {
+    let mut runs: Vec<Vec<RecordBatch>> = Vec::new();
     let mut run: Vec<RecordBatch> = Vec::new();
     let mut rows = 0u64;
-    let flush = |run: &mut Vec<RecordBatch>, out: &mut Vec<RecordBatch>| -> Result<()> {
-        match run.len() {
-            0 => {}
-            1 => out.extend(run.pop()),
-            _ => {
-                out.push(arrow_select::concat::concat_batches(&run[0].schema(), run.iter())?);
-                run.clear();
-            }
-        }
-        Ok(())
-    };
     for b in batches {
-        if rows + b.num_rows() as u64 > max_rows {
-            flush(&mut run, &mut out)?;
+        if !run.is_empty() && rows + b.num_rows() as u64 > max_rows {
+            runs.push(std::mem::take(&mut run));
             rows = 0;
         }
         rows += b.num_rows() as u64;
         run.push(b);
     }
-    flush(&mut run, &mut out)?;
-    Ok(out)
+    if !run.is_empty() {
+        runs.push(run);
+    }
+    runs
+}
+
+/// One batch of a run's batches (the batch itself when the run has one).
+fn concat_run(mut run: Vec<RecordBatch>) -> Result<RecordBatch> {
+    if run.len() == 1 {
+        return Ok(run.pop().expect("a run of one batch"));
+    }
+    let schema = run.first().map(|b| b.schema()).ok_or_else(|| Error::internal("an empty run of batches"))?;
+    Ok(arrow_select::concat::concat_batches(&schema, run.iter())?)
 }
 
 impl Iterator for ScanStream {
@@ -231,9 +252,16 @@ impl Iterator for ScanStream {
                 return Some(Ok(b));
             }
             if self.tasks.is_empty() && self.ahead.is_empty() {
-                return None;
+                if self.carry.is_empty() {
+                    return None;
+                }
             }
-            match self.next_round().and_then(|b| self.coalesced(b)) {
+            let batches = if self.tasks.is_empty() && self.ahead.is_empty() {
+                concat_run(std::mem::take(&mut self.carry)).map(|b| vec![b])
+            } else {
+                self.next_round().and_then(|b| self.coalesced(b))
+            };
+            match batches {
                 Ok(batches) => {
                     for b in batches {
                         if b.num_rows() <= self.out_rows {
@@ -251,6 +279,7 @@ impl Iterator for ScanStream {
                 Err(e) => {
                     self.tasks.clear();
                     self.ahead.clear();
+                    self.carry.clear();
                     return Some(Err(e));
                 }
             }
@@ -344,5 +373,26 @@ mod tests {
         let rest: Vec<_> = stream.collect();
         assert!(rest.last().unwrap().is_err(), "{:?}", rest.iter().map(|r| r.is_ok()).collect::<Vec<_>>());
         assert!(rest[..rest.len() - 1].iter().all(|r| r.is_ok()));
+    }
+
+    #[test]
+    fn coalesced_batches_fill_up_across_rounds() {
+        // Tasks of at most 7 rows (files of 30), rounds of a task per core: rounds end short
+        // of the rows asked for, and their last rows join the next round's.
+        let (snap, _, _) = snapshot();
+        let proj = snap.projection(None).unwrap();
+        let opts = ScanOptions::default();
+        for (read_ahead, rows) in [(None, 20), (Some(2), 20), (None, 7), (None, 1000), (Some(5), 33)] {
+            let tasks = snap.plan_scan(None, 0, None, 7, opts).unwrap();
+            let batches: Vec<RecordBatch> = ScanStream::new(snap.clone(), tasks, proj.clone(), opts, read_ahead)
+                .coalesce_into(rows, true)
+                .map(|b| b.unwrap())
+                .collect();
+            let sizes: Vec<usize> = batches.iter().map(|b| b.num_rows()).collect();
+            // Greedy across rounds: no two neighbours would have fitted in one batch.
+            assert!(sizes.windows(2).all(|w| (w[0] + w[1]) as u64 > rows), "{rows}: {sizes:?}");
+            assert!(sizes.iter().all(|&n| n as u64 <= rows.max(7)), "{rows}: {sizes:?}");
+            assert_eq!(ids(batches.into_iter().map(Ok)), (0..100).collect::<Vec<_>>(), "{rows}");
+        }
     }
 }
