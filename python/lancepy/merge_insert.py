@@ -19,7 +19,7 @@ from lancepy._ops import mutations as _mutations
 from lancepy._ops.mutations import replace_rows_uncommitted
 from lancepy._table.commit import commit_on
 from lancepy.fragment import align_to_schema, to_record_batch_reader
-from lancepy.scanner import _evaluate
+from lancepy._core.evaluate import _evaluate
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy.dataset import LanceDataset
