@@ -87,7 +87,8 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         read and sorted first; a nearest-neighbour search runs first). With
         ``strict_batch_size`` every batch but the last has exactly ``batch_size`` rows; with
         ``batch_size_bytes`` batches hold about that many bytes (at least one row)."""
-        return self._plan.to_batches()
+        # (A generator of its own: every step runs with the dataset's I/O tracker current.)
+        yield from self._plan.to_batches()
 
     def count_rows(self) -> int:
         """Rows the scan returns."""

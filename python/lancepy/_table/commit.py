@@ -60,7 +60,6 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     _fragment_files,
     LEGACY_FILE_VERSION,
     _infer_storage_version,
-    _mixed_file_versions,
     infer_file_version,
     check_feature_flags,
     latest_version,
@@ -212,10 +211,76 @@ def _tombstone_dropped_fields(fragments: List[Dict[str, Any]], kept_ids: set) ->
 
 @dataclass
 class BuiltManifest:
-    """A manifest ready to encode."""
+    """A manifest ready to encode: `manifest` whole, or (an append) `manifest` without its
+    fragments, which are `base`'s followed by `appended` (see :meth:`encode`)."""
 
     manifest: Dict[str, Any]
     index_section: Optional[bytes]
+    base: Any = None
+    appended: Optional[List[Dict[str, Any]]] = None
+
+    def encode(self, txn_bytes: Optional[bytes], store: Any = None) -> bytes:
+        """The manifest file's bytes (with `store`, a legacy dataset's dictionaries too)."""
+        if self.base is None:
+            return _lancepy.write_manifest(json.dumps(self.manifest), txn_bytes, self.index_section, store)
+        return _lancepy.write_manifest(json.dumps(self.manifest), txn_bytes, self.index_section, store,
+                                       base=self.base, appended=json.dumps(self.appended or []))
+
+
+def _appends_only(base: Optional[LoadedManifest], name: str, data_storage_version: Optional[str]) -> bool:
+    """Whether a commit of `name` onto `base` is built without decoding `base`'s fragments:
+    an append to a manifest that records its (non-legacy) data storage version, so that
+    nothing after the operation needs the existing fragments one by one."""
+    if name != "Append" or base is None:
+        return False
+    recorded = base.native.data_format_version
+    return bool(recorded) and recorded != LEGACY_FILE_VERSION and data_storage_version != LEGACY_FILE_VERSION
+
+
+def _build_append(base: LoadedManifest, body: Dict[str, Any], version: int, transaction_file: str,
+                  data_storage_version: Optional[str]) -> BuiltManifest:
+    """:func:`build_manifest` of an Append (see :func:`_appends_only`): the base manifest's
+    fields but its fragments (decoded natively), the new fragments numbered after the
+    largest id ever used, and what depends on every fragment (feature flags) from the base's
+    native summaries and the new fragments."""
+    m: Dict[str, Any] = json.loads(base.native.json_without_fragments())
+    m.pop("fragments", None)
+    ids = base.native.fragment_ids
+    recorded = m.get("max_fragment_id")
+    next_id = max([*ids, *([recorded] if recorded is not None else [])], default=-1) + 1
+    new = body.get("fragments", [])
+    next_id = _assign_ids(new, next_id)
+    summary = _FragmentSummary(
+        count=len(ids) + len(new),
+        has_deletions=base.native.has_deletions or any(_has_deletions(f) for f in new),
+        file_versions=set(base.native.data_file_versions) | _file_versions(new),
+    )
+    _finish_manifest(m, new, summary, next_id, version, transaction_file, data_storage_version)
+    return BuiltManifest(m, base.index_section, base=base.native, appended=new)
+
+
+@dataclass
+class _FragmentSummary:
+    """What the end of a commit needs of the new version's fragments."""
+
+    count: int
+    has_deletions: bool
+    file_versions: set
+
+
+def _file_versions(fragments: List[Dict[str, Any]]) -> set:
+    return {(int(d.get("file_major_version", 0) or 0), int(d.get("file_minor_version", 0) or 0))
+            for f in fragments for d in f.get("files", [])}
+
+
+def _mixed_versions(versions: set, version: Optional[str]) -> bool:
+    """Whether data files of `versions` ((major, minor) pairs) include another 2.x version
+    than the dataset's `version`."""
+    try:
+        want = tuple(int(x) for x in str(version).split(".")[:2])
+    except ValueError:
+        return False
+    return want[0] == 2 and any(v != want for v in versions)
 
 
 def build_manifest(
@@ -236,9 +301,12 @@ def build_manifest(
     name = operation_name(txn)
     # Fresh copies (parsing JSON text is much faster than deepcopy).
     body = json.loads(json.dumps(_body(txn)))
-    old = base.manifest if base is not None else None
+    if _appends_only(base, name, data_storage_version):
+        return _build_append(base, body, version, transaction_file, data_storage_version)
     index_section = base.index_section if base is not None else None
+    # (One decode of the base manifest: a fresh dict this function may change.)
     m: Dict[str, Any] = json.loads(base.json) if base is not None else {}
+    old = m if base is not None else None
     fragments: List[Dict[str, Any]] = m.get("fragments", [])
     next_id = _max_fragment_id(old) + 1
 
@@ -392,23 +460,12 @@ def build_manifest(
     # Fragments stay in id order, as pylance keeps them (its validate() requires it): a
     # Rewrite's new fragments have new, larger ids than the ones they replace.
     fragments.sort(key=lambda f: f.get("id", 0))
-    if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
-        _assign_row_ids(m, fragments)
     m["fragments"] = fragments
-    m["version"] = version
-    m["version_aux_data"] = 0
-    now = time.time()
-    m["timestamp"] = {"seconds": int(now), "nanos": int((now % 1) * 1e9)}
-    m["tag"] = ""
-    m["transaction_file"] = transaction_file
-    m["writer_version"] = {"library": WRITER_LIBRARY, "version": _lancepy.__version__}
-    if fragments or next_id > 0:
-        m["max_fragment_id"] = max(next_id - 1, 0)
     fmt = m.get("data_format") or {}
-    if data_storage_version is not None:
-        fmt = {"file_format": "lance", "version": data_storage_version}
-    elif not fmt.get("version"):
-        fmt = {"file_format": "lance", "version": _infer_storage_version(fragments, m.get("writer_feature_flags", 0))}
+    if data_storage_version is None and not fmt.get("version"):
+        m["data_format"] = {"file_format": "lance",
+                            "version": _infer_storage_version(fragments, m.get("writer_feature_flags", 0))}
+    fmt = m.get("data_format") or {}
     if fmt.get("version") == LEGACY_FILE_VERSION and data_storage_version is None:
         # (as pylance: lance 0.16 could record "0.1" for datasets of v2 files; the next commit
         # fixes it, unless the files mix versions)
@@ -417,11 +474,35 @@ def build_manifest(
         except InvalidArgumentError as e:
             raise LanceIOError(f"The dataset contains a mixture of file versions.  You will need to rollback to an earlier version: {e}") from None
         if actual is not None and actual != LEGACY_FILE_VERSION:
-            fmt = {"file_format": "lance", "version": actual}
+            m["data_format"] = {"file_format": "lance", "version": actual}
+    summary = _FragmentSummary(len(fragments), any(_has_deletions(f) for f in fragments), _file_versions(fragments))
+    _finish_manifest(m, fragments, summary, next_id, version, transaction_file, data_storage_version)
+    return BuiltManifest(m, index_section)
+
+
+def _finish_manifest(m: Dict[str, Any], fragments: List[Dict[str, Any]], summary: _FragmentSummary, next_id: int,
+                     version: int, transaction_file: str, data_storage_version: Optional[str]) -> None:
+    """What every commit sets last: stable row ids for `fragments` that have none, the
+    version's own fields (number, time, writer, transaction file, largest fragment id), the
+    data storage format and the feature flags that follow from the fragments (`summary`)."""
+    if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
+        _assign_row_ids(m, fragments)
+    m["version"] = version
+    m["version_aux_data"] = 0
+    now = time.time()
+    m["timestamp"] = {"seconds": int(now), "nanos": int((now % 1) * 1e9)}
+    m["tag"] = ""
+    m["transaction_file"] = transaction_file
+    m["writer_version"] = {"library": WRITER_LIBRARY, "version": _lancepy.__version__}
+    if summary.count or next_id > 0:
+        m["max_fragment_id"] = max(next_id - 1, 0)
+    fmt = m.get("data_format") or {}
+    if data_storage_version is not None:
+        fmt = {"file_format": "lance", "version": data_storage_version}
     m["data_format"] = fmt
     reader = m.get("reader_feature_flags", 0) & ~(FLAG_DELETION_FILES | FLAG_TABLE_CONFIG | FLAG_BASE_PATHS)
     writer = m.get("writer_feature_flags", 0) & ~(FLAG_DELETION_FILES | FLAG_TABLE_CONFIG | FLAG_BASE_PATHS)
-    if any(_has_deletions(f) for f in fragments):
+    if summary.has_deletions:
         reader |= FLAG_DELETION_FILES
         writer |= FLAG_DELETION_FILES
     if m.get("config"):
@@ -429,7 +510,7 @@ def build_manifest(
     if m.get("base_paths"):
         reader |= FLAG_BASE_PATHS
         writer |= FLAG_BASE_PATHS
-    if _mixed_file_versions(fragments, fmt.get("version")):
+    if _mixed_versions(summary.file_versions, fmt.get("version")):
         # Data files of another version than the dataset's (e.g. compacted into 2.1): pylance
         # reads them only with this flag (once set it stays, as pylance keeps it).
         reader |= FLAG_MIXED_DATA_FILE_VERSIONS
@@ -439,7 +520,6 @@ def build_manifest(
     m.pop("index_section", None)
     m.pop("inline_transaction_position", None)
     m.pop("transaction_section", None)
-    return BuiltManifest(m, index_section)
 
 
 def _apply_update_map(values: Dict[str, Any], update: Optional[Dict[str, Any]], *, as_bytes: bool = False) -> Dict[str, Any]:
@@ -514,7 +594,7 @@ def _auto_cleanup(store: Any, loaded: LoadedManifest) -> None:
     """After a commit: the table's automatic cleanup, when its config asks for it at this
     version (as pylance: every `interval`-th version, versions older than `older_than`, the
     two newest and tagged ones kept). A failure is a warning: the commit itself has landed."""
-    config = loaded.manifest.get("config") or {}
+    config = loaded.config
     interval_text = config.get(AUTO_CLEANUP_INTERVAL)
     if not interval_text:
         return
@@ -606,7 +686,7 @@ def _commit_detached(store: Any, txn: Dict[str, Any], txn_bytes: bytes, txn_name
     for attempt in range(1, max(1, max_retries) + 1):
         version = random.getrandbits(64) | DETACHED_VERSION_MASK
         built = build_manifest(base, txn, version, txn_name, store=store, data_storage_version=data_storage_version)
-        data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section)
+        data = built.encode(txn_bytes)
         path = manifest_name(version, "v2")
         published, lease = _publish(store, path, data, version, commit_lock)
         if published:
@@ -690,7 +770,7 @@ def commit_transaction(
                 base, txn, latest + 1, txn_name, store=store, data_storage_version=data_storage_version,
                 new_dataset_flags=new_dataset_flags,
             )
-            data = _lancepy.write_manifest(json.dumps(built.manifest), txn_bytes, built.index_section, store)
+            data = built.encode(txn_bytes, store)
             path = manifest_name(latest + 1, scheme or naming or "v2")
             published, lease = _publish(store, path, data, latest + 1, commit_lock)
             locked = lease is False

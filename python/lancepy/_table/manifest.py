@@ -56,21 +56,6 @@ KNOWN_WRITER_FLAGS = 1 | 2 | 4 | 8 | 16 | 32 | 256
 WRITER_LIBRARY = "lancepy"
 
 
-def _mixed_file_versions(fragments: List[Dict[str, Any]], version: Optional[str]) -> bool:
-    """Whether a data file of `fragments` has another 2.x version than the dataset's."""
-    try:
-        want = tuple(int(x) for x in str(version).split(".")[:2])
-    except ValueError:
-        return False
-    if want[0] != 2:
-        return False
-    return any(
-        (int(d.get("file_major_version", 0) or 0), int(d.get("file_minor_version", 0) or 0)) != want
-        for f in fragments
-        for d in f.get("files", [])
-    )
-
-
 # A detached version (pylance's): a manifest outside the line of versions, numbered by a
 # random u64 with its top bit set, stored as ``_versions/d{version}.manifest`` (the ``d``
 # sorts after every attached manifest name, and listings skip it).
@@ -248,12 +233,12 @@ class LoadedManifest:
     @property
     def table_metadata(self) -> Dict[str, str]:
         """The table metadata (a copy)."""
-        return dict(self.manifest.get("table_metadata") or {})
+        return dict(self._part("table_metadata", self.native.table_metadata_json) or {})
 
     @property
     def base_paths(self) -> List[Dict[str, Any]]:
         """The registered base paths' entries."""
-        return self.manifest.get("base_paths") or []
+        return self._part("base_paths", self.native.base_paths_json) or []
 
     @property
     def field_ids_by_path(self) -> Dict[str, int]:

@@ -71,13 +71,15 @@ impl PyStore {
     }
 
     /// Writes (or atomically replaces) an object.
-    fn put(&self, py: Python<'_>, rel: &str, data: Vec<u8>) -> PyResult<()> {
-        run(py, || self.inner.put(rel, Bytes::from(data)))
+    fn put(&self, py: Python<'_>, rel: &str, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let data = Bytes::copy_from_slice(&super::errors::bytes_arg(data)?);
+        run(py, || self.inner.put(rel, data))
     }
 
     /// Creates an object unless it exists; returns whether this call created it.
-    fn put_if_not_exists(&self, py: Python<'_>, rel: &str, data: Vec<u8>) -> PyResult<bool> {
-        run(py, || self.inner.put_if_not_exists(rel, Bytes::from(data)))
+    fn put_if_not_exists(&self, py: Python<'_>, rel: &str, data: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let data = Bytes::copy_from_slice(&super::errors::bytes_arg(data)?);
+        run(py, || self.inner.put_if_not_exists(rel, data))
     }
 
     /// Deletes objects (missing ones are ignored).

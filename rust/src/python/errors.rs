@@ -109,3 +109,13 @@ impl<T> IntoPyResult<T> for crate::error::Result<T> {
         self.map_err(to_pyerr)
     }
 }
+
+/// A bytes-like argument: a `bytes` object borrowed as it is, anything else pyo3 turns into
+/// bytes (a `bytearray`, a list of ints) copied. (pyo3 extracts a `Vec<u8>` item by item,
+/// even from `bytes`: a megabyte costs tens of milliseconds.)
+pub fn bytes_arg<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
+    if let Ok(b) = obj.downcast::<pyo3::types::PyBytes>() {
+        return Ok(std::borrow::Cow::Borrowed(b.as_bytes()));
+    }
+    Ok(std::borrow::Cow::Owned(obj.extract::<Vec<u8>>()?))
+}

@@ -16,11 +16,12 @@ use crate::table::manifest;
 #[pyfunction]
 pub fn read_manifest<'py>(
     py: Python<'py>,
-    data: Vec<u8>,
+    data: &Bound<'py, PyAny>,
     path: &str,
 ) -> PyResult<(String, Option<Bound<'py, PyBytes>>, Option<Bound<'py, PyBytes>>)> {
+    let data = Bytes::copy_from_slice(&super::errors::bytes_arg(data)?);
     let (json, index, txn) = run(py, || -> Result<_> {
-        let m = manifest::read_manifest(Bytes::from(data), path)?;
+        let m = manifest::read_manifest(data, path)?;
         Ok((to_json(&m.manifest)?, m.index_section, m.transaction))
     })?;
     Ok((json, index.map(|b| PyBytes::new(py, &b)), txn.map(|b| PyBytes::new(py, &b))))
@@ -29,16 +30,43 @@ pub fn read_manifest<'py>(
 /// Encodes a manifest file from its JSON, the raw transaction and the raw index section.
 /// With the dataset's `store`, a legacy (v1) dataset's dictionary values are read from its
 /// data files and written into the manifest (where pylance looks for them).
+///
+/// With `base` (a decoded manifest) and `appended` (a JSON list of fragments), the new
+/// manifest's fragments are `base`'s followed by `appended`, ordered by id (a stable sort),
+/// and `manifest_json`'s own fragments must be empty: a commit that only adds fragments
+/// never turns the existing ones into JSON and back.
 #[pyfunction]
-#[pyo3(signature = (manifest_json, transaction=None, index_section=None, store=None))]
+#[pyo3(signature = (manifest_json, transaction=None, index_section=None, store=None, *, base=None, appended=None))]
 pub fn write_manifest<'py>(
     py: Python<'py>,
     manifest_json: &str,
     transaction: Option<Vec<u8>>,
     index_section: Option<Vec<u8>>,
     store: Option<PyRef<'py, super::dataset::PyStore>>,
+    base: Option<PyRef<'py, super::manifest::PyManifest>>,
+    appended: Option<&str>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let m: tablepb::Manifest = from_json(manifest_json, "manifest").py()?;
+    let mut m: tablepb::Manifest = from_json(manifest_json, "manifest").py()?;
+    if let Some(base) = &base {
+        if !m.fragments.is_empty() {
+            return Err(super::errors::to_pyerr(crate::error::Error::invalid_input(
+                "write_manifest: fragments given both in the JSON and as a base",
+            )));
+        }
+        let added: Vec<tablepb::DataFragment> = match appended {
+            Some(text) => from_json(text, "fragments").py()?,
+            None => Vec::new(),
+        };
+        let mut fragments = Vec::with_capacity(base.inner.manifest.fragments.len() + added.len());
+        fragments.extend(base.inner.manifest.fragments.iter().cloned());
+        fragments.extend(added);
+        fragments.sort_by_key(|f| f.id);
+        m.fragments = fragments;
+    } else if appended.is_some() {
+        return Err(super::errors::to_pyerr(crate::error::Error::invalid_input(
+            "write_manifest: appended fragments need a base manifest",
+        )));
+    }
     let store = store.map(|s| s.inner.clone());
     let out = run(py, move || {
         let dictionaries = match &store {
@@ -52,7 +80,8 @@ pub fn write_manifest<'py>(
 
 /// Decodes a `Transaction` message to JSON.
 #[pyfunction]
-pub fn decode_transaction(data: Vec<u8>, path: &str) -> PyResult<String> {
+pub fn decode_transaction(data: &Bound<'_, PyAny>, path: &str) -> PyResult<String> {
+    let data = super::errors::bytes_arg(data)?;
     to_json(&manifest::read_transaction(&data, path).py()?).py()
 }
 

@@ -1,0 +1,112 @@
+"""An append builds its manifest without turning the existing fragments into JSON (issue 23:
+commits cost flat in fragments): the base's fragments stay native and only the new ones
+cross as JSON. The manifest must be the one the generic path builds from every fragment,
+whatever the base holds (deletions, a deleted last fragment, stable row ids, table config,
+pylance's manifests, 2.0 files), and pylance must read the result."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pyarrow as pa
+import pytest
+
+import lance
+import lancepy
+from lancepy import _lancepy
+from lancepy._table import commit as C
+from lancepy._table.manifest import load_manifest
+
+CASES = ["plain", "deletions", "last_fragment_deleted", "stable_row_ids", "config", "pylance", "v2_0", "v2_1"]
+
+
+def _table(start: int, n: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()), "s": [f"s{i}" for i in range(start, start + n)]})
+
+
+def _dataset(tmp_path, case: str) -> str:
+    uri = str(tmp_path / case)
+    t = _table(0, 100)
+    if case == "pylance":
+        lance.write_dataset(t, uri, max_rows_per_file=30)
+    else:
+        version = {"v2_0": "2.0", "v2_1": "2.1"}.get(case)
+        lancepy.write_dataset(t, uri, max_rows_per_file=30, enable_stable_row_ids=case == "stable_row_ids",
+                              data_storage_version=version)
+    ds = lancepy.dataset(uri)
+    if case == "deletions":
+        ds.delete("id % 7 = 0")
+    elif case == "last_fragment_deleted":
+        ds.delete("id >= 90")  # the last fragment (rows 90..99) goes: the largest id is no fragment's
+    elif case == "config":
+        ds.update_config({"team": "ml"})
+    return uri
+
+
+def _decoded(data: bytes) -> dict:
+    text, index, txn = _lancepy.read_manifest(data, "test.manifest")
+    m = json.loads(text)
+    m.pop("timestamp")
+    return m
+
+
+@pytest.mark.parametrize("with_deletion", [False, True])
+@pytest.mark.parametrize("case", CASES)
+def test_an_append_builds_the_manifest_the_generic_path_builds(tmp_path, case, with_deletion, monkeypatch):
+    uri = _dataset(tmp_path, case)
+    store = lancepy.dataset(uri)._view.store
+    base = load_manifest(store, lancepy.dataset(uri).version)
+    new = []
+    for f in copy.deepcopy(base.manifest["fragments"][:2]):
+        f.pop("row_id_sequence", None)
+        if not with_deletion:
+            f.pop("deletion_file", None)
+        new.append(f)
+    txn = C.new_transaction(base.version, "Append", {"fragments": new})
+    assert C._appends_only(base, "Append", None)
+    fast = C.build_manifest(base, txn, base.version + 1, "t.txn")
+    assert fast.base is not None and "fragments" not in fast.manifest
+    monkeypatch.setattr(C, "_appends_only", lambda *a: False)
+    slow = C.build_manifest(base, txn, base.version + 1, "t.txn")
+    assert slow.base is None
+    got, want = _decoded(fast.encode(b"")), _decoded(slow.encode(b""))
+    assert got == want
+    ids = [f["id"] for f in got["fragments"]]
+    assert ids == sorted(ids) and len(ids) == len(base.manifest["fragments"]) + 2
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_appends_stay_readable_by_pylance(tmp_path, case):
+    uri = _dataset(tmp_path, case)
+    want = lancepy.dataset(uri).to_table()
+    for start in (1000, 2000):
+        lancepy.write_dataset(_table(start, 40), uri, mode="append", max_rows_per_file=25)
+        want = pa.concat_tables([want, _table(start, 40)])
+    theirs = lance.dataset(uri)
+    theirs.validate()
+    assert theirs.to_table().sort_by("id").equals(want.sort_by("id"))
+    assert lancepy.dataset(uri).to_table().sort_by("id").equals(want.sort_by("id"))
+    if case == "stable_row_ids":
+        ours = lancepy.dataset(uri).to_table(with_row_id=True).column("_rowid").to_pylist()
+        assert ours == theirs.to_table(with_row_id=True).column("_rowid").to_pylist()
+        assert len(set(ours)) == len(ours)
+
+
+def test_a_legacy_or_unrecorded_format_takes_the_generic_path(tmp_path):
+    uri = str(tmp_path / "legacy")
+    lancepy.write_dataset(_table(0, 10), uri, data_storage_version="legacy")
+    base = load_manifest(lancepy.dataset(uri)._view.store, 1)
+    assert not C._appends_only(base, "Append", None)
+    assert not C._appends_only(base, "Delete", None)
+    lancepy.write_dataset(_table(10, 10), uri, mode="append")
+    assert lance.dataset(uri).count_rows() == 20
+
+
+def test_write_manifest_refuses_fragments_given_twice(tmp_path):
+    uri = _dataset(tmp_path, "plain")
+    base = load_manifest(lancepy.dataset(uri)._view.store, 1)
+    with pytest.raises(lancepy.exceptions.LanceError):
+        _lancepy.write_manifest(base.json, None, None, None, base=base.native, appended="[]")
+    with pytest.raises(lancepy.exceptions.LanceError):
+        _lancepy.write_manifest(base.native.json_without_fragments(), None, None, None, appended="[]")
