@@ -1,6 +1,6 @@
-"""An append builds its manifest without turning the existing fragments into JSON (issue 23:
-commits cost flat in fragments): the base's fragments stay native and only the new ones
-cross as JSON. The manifest must be the one the generic path builds from every fragment,
+"""Appends, deletes and updates build their manifest without turning the existing fragments
+into JSON (issue 23: commits cost flat in fragments): the base's fragments stay native and
+only the removed, replaced and new ones cross as JSON. The manifest must be the one the generic path builds from every fragment,
 whatever the base holds (deletions, a deleted last fragment, stable row ids, table config,
 pylance's manifests, 2.0 files), and pylance must read the result."""
 
@@ -51,38 +51,65 @@ def _decoded(data: bytes) -> dict:
     return m
 
 
+def _body(op: str, frags: list, with_deletion: bool) -> dict:
+    """A synthetic `op` over the base's fragments `frags` (copies of its own entries: the
+    manifests are compared, never read)."""
+    frags = copy.deepcopy(frags)
+    for f in frags:
+        f.pop("row_id_sequence", None)
+    copies = [dict(f) for f in frags[:2]]
+    if not with_deletion:
+        for f in copies:
+            f.pop("deletion_file", None)
+    if op == "Append":
+        return {"fragments": copies}
+    touched = dict(frags[0])
+    if with_deletion:
+        touched["deletion_file"] = {"file_type": 1, "read_version": 1, "id": 77, "num_deleted_rows": 3}
+    else:
+        touched.pop("deletion_file", None)
+    gone = [frags[-1]["id"], 10_000]  # (an id the base lacks is ignored)
+    if op == "Delete":
+        return {"updated_fragments": [touched, dict(frags[-1])], "deleted_fragment_ids": gone, "predicate": "x"}
+    return {"updated_fragments": [touched], "removed_fragment_ids": gone, "new_fragments": copies,
+            "fields_modified": []}
+
+
+@pytest.mark.parametrize("op", ["Append", "Delete", "Update"])
 @pytest.mark.parametrize("with_deletion", [False, True])
 @pytest.mark.parametrize("case", CASES)
-def test_an_append_builds_the_manifest_the_generic_path_builds(tmp_path, case, with_deletion, monkeypatch):
+def test_a_commit_builds_the_manifest_the_generic_path_builds(tmp_path, case, with_deletion, op, monkeypatch):
     uri = _dataset(tmp_path, case)
     store = lancepy.dataset(uri)._view.store
     base = load_manifest(store, lancepy.dataset(uri).version)
-    new = []
-    for f in copy.deepcopy(base.manifest["fragments"][:2]):
-        f.pop("row_id_sequence", None)
-        if not with_deletion:
-            f.pop("deletion_file", None)
-        new.append(f)
-    txn = C.new_transaction(base.version, "Append", {"fragments": new})
-    assert C._appends_only(base, "Append", None)
+    body = _body(op, base.manifest["fragments"], with_deletion)
+    txn = C.new_transaction(base.version, op, body)
+    assert C._keeps_fragments(base, op, body, None)
     fast = C.build_manifest(base, txn, base.version + 1, "t.txn")
     assert fast.base is not None and "fragments" not in fast.manifest
-    monkeypatch.setattr(C, "_appends_only", lambda *a: False)
+    monkeypatch.setattr(C, "_keeps_fragments", lambda *a: False)
     slow = C.build_manifest(base, txn, base.version + 1, "t.txn")
     assert slow.base is None
     got, want = _decoded(fast.encode(b"")), _decoded(slow.encode(b""))
     assert got == want
     ids = [f["id"] for f in got["fragments"]]
-    assert ids == sorted(ids) and len(ids) == len(base.manifest["fragments"]) + 2
+    assert ids == sorted(ids)
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_appends_stay_readable_by_pylance(tmp_path, case):
+def test_appends_deletes_and_updates_stay_readable_by_pylance(tmp_path, case):
     uri = _dataset(tmp_path, case)
     want = lancepy.dataset(uri).to_table()
     for start in (1000, 2000):
         lancepy.write_dataset(_table(start, 40), uri, mode="append", max_rows_per_file=25)
         want = pa.concat_tables([want, _table(start, 40)])
+    ds = lancepy.dataset(uri)
+    ds.delete("id = 1005 OR id < 3")
+    ds.update({"s": "'updated'"}, where="id >= 2030")
+    ds.update({"id": "id + 10000"}, where="id = 1010")  # (the updated rows move to a new fragment)
+    want = pa.Table.from_pylist(
+        [{"id": (r["id"] + 10000 if r["id"] == 1010 else r["id"]), "s": "updated" if r["id"] >= 2030 else r["s"]}
+         for r in want.to_pylist() if not (r["id"] == 1005 or r["id"] < 3)], schema=want.schema)
     theirs = lance.dataset(uri)
     theirs.validate()
     assert theirs.to_table().sort_by("id").equals(want.sort_by("id"))
@@ -93,12 +120,24 @@ def test_appends_stay_readable_by_pylance(tmp_path, case):
         assert len(set(ours)) == len(ours)
 
 
+def test_an_update_that_prunes_indices_takes_the_generic_path(tmp_path):
+    uri = _dataset(tmp_path, "plain")
+    ds = lancepy.dataset(uri)
+    ds.create_scalar_index("id", "BTREE")
+    base = load_manifest(ds._view.store, lancepy.dataset(uri).version)
+    assert not C._keeps_fragments(base, "Update", {"fields_modified": [0]}, None)
+    assert C._keeps_fragments(base, "Update", {"fields_modified": []}, None)
+    ds.update({"id": "id + 1"}, where="id < 10")
+    assert lance.dataset(uri).to_table(filter="id = 5").num_rows == 1
+    assert sorted(lancepy.dataset(uri).to_table(filter="id < 11").column("id").to_pylist()) == sorted([*range(1, 11), 10])
+
+
 def test_a_legacy_or_unrecorded_format_takes_the_generic_path(tmp_path):
     uri = str(tmp_path / "legacy")
     lancepy.write_dataset(_table(0, 10), uri, data_storage_version="legacy")
     base = load_manifest(lancepy.dataset(uri)._view.store, 1)
-    assert not C._appends_only(base, "Append", None)
-    assert not C._appends_only(base, "Delete", None)
+    assert not C._keeps_fragments(base, "Append", {}, None)
+    assert not C._keeps_fragments(base, "Delete", {}, None)
     lancepy.write_dataset(_table(10, 10), uri, mode="append")
     assert lance.dataset(uri).count_rows() == 20
 

@@ -84,7 +84,8 @@ def test_a_legacy_recorded_version_is_fixed_on_commit_as_pylance(tmp_path):
     m["data_format"] = {"file_format": "lance", "version": "0.1"}
 
     def commit(manifest):
-        base = types.SimpleNamespace(manifest=manifest, json=json.dumps(manifest), index_section=None)
+        native = types.SimpleNamespace(data_format_version=manifest["data_format"]["version"])
+        base = types.SimpleNamespace(manifest=manifest, json=json.dumps(manifest), index_section=None, native=native)
         txn = new_transaction(1, "Delete", {"updated_fragments": [], "deleted_fragment_ids": [], "predicate": "false"})
         return build_manifest(base, txn, 2, "t.txn").manifest["data_format"]["version"]
 

@@ -218,45 +218,66 @@ class BuiltManifest:
     index_section: Optional[bytes]
     base: Any = None
     appended: Optional[List[Dict[str, Any]]] = None
+    removed: Optional[List[int]] = None
+    replaced: Optional[List[Dict[str, Any]]] = None
 
     def encode(self, txn_bytes: Optional[bytes], store: Any = None) -> bytes:
         """The manifest file's bytes (with `store`, a legacy dataset's dictionaries too)."""
         if self.base is None:
             return _lancepy.write_manifest(json.dumps(self.manifest), txn_bytes, self.index_section, store)
         return _lancepy.write_manifest(json.dumps(self.manifest), txn_bytes, self.index_section, store,
-                                       base=self.base, appended=json.dumps(self.appended or []))
+                                       base=self.base, appended=json.dumps(self.appended or []),
+                                       removed=list(self.removed or []), replaced=json.dumps(self.replaced or []))
 
 
-def _appends_only(base: Optional[LoadedManifest], name: str, data_storage_version: Optional[str]) -> bool:
-    """Whether a commit of `name` onto `base` is built without decoding `base`'s fragments:
-    an append to a manifest that records its (non-legacy) data storage version, so that
-    nothing after the operation needs the existing fragments one by one."""
-    if name != "Append" or base is None:
+#: Operations that keep most fragments as they are: built by :func:`_build_delta`.
+_DELTA_OPERATIONS = ("Append", "Delete", "Update")
+
+
+def _keeps_fragments(base: Optional[LoadedManifest], name: str, body: Dict[str, Any],
+                     data_storage_version: Optional[str]) -> bool:
+    """Whether a commit of `name` onto `base` is built without decoding `base`'s fragments
+    (:func:`_build_delta`): an append, delete or update of a manifest that records its
+    (non-legacy) data storage version, so that nothing after the operation needs the
+    existing fragments one by one; not an update whose rewritten columns prune the indices
+    (that looks at every fragment's files)."""
+    if name not in _DELTA_OPERATIONS or base is None:
+        return False
+    if name == "Update" and body.get("fields_modified") and base.index_section is not None:
         return False
     recorded = base.native.data_format_version
     return bool(recorded) and recorded != LEGACY_FILE_VERSION and data_storage_version != LEGACY_FILE_VERSION
 
 
-def _build_append(base: LoadedManifest, body: Dict[str, Any], version: int, transaction_file: str,
-                  data_storage_version: Optional[str]) -> BuiltManifest:
-    """:func:`build_manifest` of an Append (see :func:`_appends_only`): the base manifest's
-    fields but its fragments (decoded natively), the new fragments numbered after the
-    largest id ever used, and what depends on every fragment (feature flags) from the base's
-    native summaries and the new fragments."""
+def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version: int, transaction_file: str,
+                 data_storage_version: Optional[str]) -> BuiltManifest:
+    """:func:`build_manifest` of an Append, Delete or Update (see :func:`_keeps_fragments`):
+    the base manifest's fields but its fragments (which stay native), the fragments the
+    operation removes, replaces and adds, new ones numbered after the largest id ever used,
+    and what depends on every fragment (feature flags) from a native summary of the kept
+    ones and the changed ones."""
     m: Dict[str, Any] = json.loads(base.native.json_without_fragments())
     m.pop("fragments", None)
     ids = base.native.fragment_ids
     recorded = m.get("max_fragment_id")
     next_id = max([*ids, *([recorded] if recorded is not None else [])], default=-1) + 1
-    new = body.get("fragments", [])
+    if name == "Append":
+        removed: List[int] = []
+        replaced: List[Dict[str, Any]] = []
+        new = body.get("fragments", [])
+    else:
+        present = set(ids)
+        removed = sorted(set(body.get("deleted_fragment_ids" if name == "Delete" else "removed_fragment_ids", [])))
+        # (a replacement of a fragment the base lacks, or one also removed, is dropped)
+        replaced = [f for f in body.get("updated_fragments", []) if f["id"] in present and f["id"] not in removed]
+        new = body.get("new_fragments", []) if name == "Update" else []
     next_id = _assign_ids(new, next_id)
-    summary = _FragmentSummary(
-        count=len(ids) + len(new),
-        has_deletions=base.native.has_deletions or any(_has_deletions(f) for f in new),
-        file_versions=set(base.native.data_file_versions) | _file_versions(new),
-    )
-    _finish_manifest(m, new, summary, next_id, version, transaction_file, data_storage_version)
-    return BuiltManifest(m, base.index_section, base=base.native, appended=new)
+    count, deletions, versions = base.native.fragment_summary(removed + [f["id"] for f in replaced])
+    changed = sorted(replaced, key=lambda f: f["id"]) + new
+    summary = _FragmentSummary(count + len(changed), deletions or any(_has_deletions(f) for f in changed),
+                               set(versions) | _file_versions(changed))
+    _finish_manifest(m, changed, summary, next_id, version, transaction_file, data_storage_version)
+    return BuiltManifest(m, base.index_section, base=base.native, appended=new, removed=removed, replaced=replaced)
 
 
 @dataclass
@@ -301,8 +322,8 @@ def build_manifest(
     name = operation_name(txn)
     # Fresh copies (parsing JSON text is much faster than deepcopy).
     body = json.loads(json.dumps(_body(txn)))
-    if _appends_only(base, name, data_storage_version):
-        return _build_append(base, body, version, transaction_file, data_storage_version)
+    if _keeps_fragments(base, name, body, data_storage_version):
+        return _build_delta(base, name, body, version, transaction_file, data_storage_version)
     index_section = base.index_section if base is not None else None
     # (One decode of the base manifest: a fresh dict this function may change.)
     m: Dict[str, Any] = json.loads(base.json) if base is not None else {}

@@ -132,32 +132,31 @@ impl PyManifest {
         run(py, || to_json(&self.inner.manifest.config))
     }
 
-    /// Whether a fragment has a deletion file that deletes rows (or names a file).
-    #[getter]
-    fn has_deletions(&self) -> bool {
-        self.inner
-            .manifest
-            .fragments
-            .iter()
-            .any(|f| f.deletion_file.as_ref().is_some_and(|d| d.num_deleted_rows > 0 || d.id != 0))
-    }
-
-    /// The distinct `(file_major_version, file_minor_version)` pairs of the data files, sorted.
-    #[getter]
-    fn data_file_versions(&self) -> Vec<(u32, u32)> {
-        let mut seen: Vec<(u32, u32)> = Vec::new();
-        for d in self.inner.manifest.fragments.iter().flat_map(|f| f.files.iter()) {
-            let v = (d.file_major_version, d.file_minor_version);
-            if !seen.contains(&v) {
-                seen.push(v);
+    /// `(fragments, has_deletions, data_file_versions)` of the fragments whose ids are not in
+    /// `exclude`: how many there are, whether one has a deletion file that deletes rows (or
+    /// names a file), and the distinct `(file_major_version, file_minor_version)` pairs of
+    /// their data files, sorted. What a commit that keeps most fragments as they are needs
+    /// of them.
+    #[pyo3(signature = (exclude=Vec::new()))]
+    fn fragment_summary(&self, exclude: Vec<u64>) -> (usize, bool, Vec<(u32, u32)>) {
+        let exclude: std::collections::HashSet<u64> = exclude.into_iter().collect();
+        let (mut count, mut deletions, mut versions) = (0usize, false, Vec::<(u32, u32)>::new());
+        for f in self.inner.manifest.fragments.iter().filter(|f| !exclude.contains(&f.id)) {
+            count += 1;
+            deletions |= f.deletion_file.as_ref().is_some_and(|d| d.num_deleted_rows > 0 || d.id != 0);
+            for d in &f.files {
+                let v = (d.file_major_version, d.file_minor_version);
+                if !versions.contains(&v) {
+                    versions.push(v);
+                }
             }
         }
-        seen.sort_unstable();
-        seen
+        versions.sort_unstable();
+        (count, deletions, versions)
     }
 
     /// The whole message as JSON with no fragments (`"fragments": []`): what a commit that
-    /// only adds fragments changes, without the part that grows with the dataset.
+    /// keeps most fragments as they are changes, without the part that grows with the dataset.
     fn json_without_fragments(&self, py: Python<'_>) -> PyResult<String> {
         run(py, || {
             // (A clone of the fragments costs a few milliseconds at 10,000 fragments; their

@@ -31,12 +31,15 @@ pub fn read_manifest<'py>(
 /// With the dataset's `store`, a legacy (v1) dataset's dictionary values are read from its
 /// data files and written into the manifest (where pylance looks for them).
 ///
-/// With `base` (a decoded manifest) and `appended` (a JSON list of fragments), the new
-/// manifest's fragments are `base`'s followed by `appended`, ordered by id (a stable sort),
-/// and `manifest_json`'s own fragments must be empty: a commit that only adds fragments
-/// never turns the existing ones into JSON and back.
+/// With `base` (a decoded manifest), the new manifest's fragments are `base`'s less those
+/// whose ids are in `removed`, each replaced by the fragment of its id in `replaced` (a JSON
+/// list) where there is one, followed by `appended` (a JSON list), ordered by id (a stable
+/// sort); `manifest_json`'s own fragments must then be empty. A commit that changes a few
+/// fragments never turns the others into JSON and back.
 #[pyfunction]
-#[pyo3(signature = (manifest_json, transaction=None, index_section=None, store=None, *, base=None, appended=None))]
+#[pyo3(signature = (manifest_json, transaction=None, index_section=None, store=None, *, base=None, appended=None,
+                    removed=Vec::new(), replaced=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn write_manifest<'py>(
     py: Python<'py>,
     manifest_json: &str,
@@ -45,26 +48,34 @@ pub fn write_manifest<'py>(
     store: Option<PyRef<'py, super::dataset::PyStore>>,
     base: Option<PyRef<'py, super::manifest::PyManifest>>,
     appended: Option<&str>,
+    removed: Vec<u64>,
+    replaced: Option<&str>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut m: tablepb::Manifest = from_json(manifest_json, "manifest").py()?;
+    let list = |text: Option<&str>| -> PyResult<Vec<tablepb::DataFragment>> {
+        text.map(|t| from_json(t, "fragments").py()).transpose().map(Option::unwrap_or_default)
+    };
     if let Some(base) = &base {
         if !m.fragments.is_empty() {
             return Err(super::errors::to_pyerr(crate::error::Error::invalid_input(
                 "write_manifest: fragments given both in the JSON and as a base",
             )));
         }
-        let added: Vec<tablepb::DataFragment> = match appended {
-            Some(text) => from_json(text, "fragments").py()?,
-            None => Vec::new(),
-        };
-        let mut fragments = Vec::with_capacity(base.inner.manifest.fragments.len() + added.len());
-        fragments.extend(base.inner.manifest.fragments.iter().cloned());
+        let removed: std::collections::HashSet<u64> = removed.into_iter().collect();
+        let mut replaced: std::collections::HashMap<u64, tablepb::DataFragment> =
+            list(replaced)?.into_iter().map(|f| (f.id, f)).collect();
+        let added = list(appended)?;
+        let kept = &base.inner.manifest.fragments;
+        let mut fragments = Vec::with_capacity(kept.len() + added.len());
+        for f in kept.iter().filter(|f| !removed.contains(&f.id)) {
+            fragments.push(replaced.remove(&f.id).unwrap_or_else(|| f.clone()));
+        }
         fragments.extend(added);
         fragments.sort_by_key(|f| f.id);
         m.fragments = fragments;
-    } else if appended.is_some() {
+    } else if appended.is_some() || replaced.is_some() || !removed.is_empty() {
         return Err(super::errors::to_pyerr(crate::error::Error::invalid_input(
-            "write_manifest: appended fragments need a base manifest",
+            "write_manifest: fragment changes need a base manifest",
         )));
     }
     let store = store.map(|s| s.inner.clone());
