@@ -766,7 +766,7 @@ class ScanPlan:
             steps.append("Project: " + ", ".join(f"{k} := {v}" for k, v in self._computed.items()))
         else:
             steps.append(f"Project: {names}")
-        frags = self._fragment_ids if self._fragment_ids is not None else [f.get("id", 0) for f in self._view.loaded.fragment_entries]
+        frags = self._fragment_ids if self._fragment_ids is not None else self._view.loaded.fragment_ids
         where = f"uri={self._view.uri}, version={self._view.version}, fragments={len(frags)}"
         if verbose:
             where += f" {list(frags)}"
