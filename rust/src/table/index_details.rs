@@ -106,6 +106,24 @@ mod tests {
     }
 
     #[test]
+    fn code_analyzer_and_document_granularity() {
+        // pylance 14 keeps the "code" analyzer's flags in field 13 (a message) and
+        // `document_granularity` in field 14 (1: list_element)
+        let mut m = pylance_fts();
+        m.code_analyzer = Some(tablepb::CodeAnalyzerConfig {
+            split_identifiers: true,
+            split_on_numerics: true,
+            preserve_original: true,
+            index_operators: false,
+        });
+        m.document_granularity = 1;
+        let bytes = encode_inverted_index_details(&m);
+        assert!(bytes.windows(8).any(|w| w == [0x6a, 6, 8, 1, 16, 1, 24, 1]));
+        assert!(bytes.windows(2).any(|w| w == [0x70, 1]));
+        assert_eq!(decode_index_details("/lance.table.InvertedIndexDetails", &bytes).unwrap(), IndexDetails::Inverted(m));
+    }
+
+    #[test]
     fn empty_and_vector_details() {
         assert_eq!(
             decode_index_details("/lance.table.BTreeIndexDetails", &[]).unwrap(),
