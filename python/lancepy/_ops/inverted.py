@@ -573,19 +573,20 @@ def partition_postings(part: Partition, with_positions: bool) -> Postings:
     import numpy as np
 
     vocab: List[str] = []
-    toks, docs, freqs, poss = [], [], [], []
+    docs, freqs, poss = [], [], []
     for token, tid in sorted(part.token_ids.items(), key=lambda kv: kv[1]):
-        d, f = part.posting(int(tid))
-        toks.append(np.full(len(d), len(vocab), np.int64))
+        d, f = part.posting_bytes(int(tid))
         vocab.append(token)
-        docs.append(d.astype(np.int64))
-        freqs.append(f.astype(np.int64))
+        docs.append(d)
+        freqs.append(f)
         if with_positions:
-            poss.append(part.positions(int(tid)))
-    cat = (lambda xs, t: np.concatenate(xs).astype(t) if xs else np.empty(0, t))
+            poss.append(part.positions_bytes(int(tid)))
+    counts = np.fromiter((len(d) // 4 for d in docs), np.int64, len(docs))
+    u32 = (lambda xs: np.frombuffer(b"".join(xs), dtype="<u4"))
     # (posting lists hold their documents in order: (token, doc) order already)
-    return Postings(vocab, cat(toks, np.int64), cat(docs, np.int64), cat(freqs, np.int64), part.row_ids.copy(),
-                    part.num_tokens.astype(np.int64), cat(poss, np.uint32) if with_positions else None)
+    return Postings(vocab, np.repeat(np.arange(len(vocab), dtype=np.int64), counts), u32(docs).astype(np.int64),
+                    u32(freqs).astype(np.int64), part.row_ids.copy(), part.num_tokens.astype(np.int64),
+                    u32(poss).astype(np.uint32) if with_positions else None)
 
 
 def read_postings(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[Dict[str, Any], Postings]:
