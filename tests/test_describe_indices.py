@@ -5,6 +5,7 @@ by pylance and by lancepy, on the same dataset read by both libraries."""
 from __future__ import annotations
 
 import random
+import warnings
 
 import lance
 import lancepy
@@ -52,6 +53,10 @@ def assert_same_descriptions(path: str) -> None:
             for key in _SEGMENT:
                 assert getattr(s, key) == getattr(t, key), (a.name, key)
             assert s.fragment_ids == set(t.fragment_ids), a.name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (pylance's list_indices)
+        theirs_listed = [(i["name"], i["uuid"]) for i in lance.dataset(path).list_indices()]
+    assert [(i["name"], i["uuid"]) for i in lancepy.dataset(path).list_indices()] == theirs_listed
 
 
 def _scalar_and_vector(ds, lib: str) -> None:
@@ -104,6 +109,9 @@ def test_pylance_only_kinds(tmp_path) -> None:
     ds.create_scalar_index("lt", "INVERTED", document_granularity=DocumentGranularity.LIST_ELEMENT)
     ds.create_scalar_index("u", "INVERTED", name="u_ngram", base_tokenizer="ngram", min_ngram_length=2,
                            max_ngram_length=4, prefix_only=True, block_size=256, custom_stop_words=["the"])
+    ds.create_scalar_index("u", "NGRAM", name="u_trigrams")
+    ds.create_scalar_index("x", "ZONEMAP", name="x_zones")
+    ds.create_scalar_index("x", "BLOOMFILTER", name="x_bloom")
     assert_same_descriptions(path)
     got = {d.name: d.details for d in lancepy.dataset(path).describe_indices()}
     assert got["hnsw_sq"]["hnsw"] == {"max_connections": 8, "construction_ef": 50, "max_level": 7}
@@ -112,6 +120,7 @@ def test_pylance_only_kinds(tmp_path) -> None:
         "code", True, True)
     assert got["lt_list_element_idx"]["document_granularity"] == "list_element"
     assert got["u_ngram"]["custom_stop_words"] is None  # (pylance does not keep them in the manifest)
+    assert got["u_trigrams"] == got["x_zones"] == got["x_bloom"] == {}
 
 
 @pytest.mark.parametrize("seed", range(6))

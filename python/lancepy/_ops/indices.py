@@ -41,7 +41,7 @@ def list_indices(view: "DatasetView") -> List[Dict[str, Any]]:
                 "base_id": e["base_id"],
             }
         )
-    return out
+    return sorted(out, key=lambda d: d["name"])  # (by name, as pylance lists them; segments in manifest order)
 
 
 def _index_type(view: "DatasetView", entry: Dict[str, Any]) -> str:
@@ -115,10 +115,17 @@ def describe_indices(view: "DatasetView") -> List["IndexDescription"]:
                 total_size_bytes=sum(seg.size_bytes or 0 for seg in segments),
                 index_type=_index_type(view, first),
                 segments=segments,
-                details=index_details(first["details_type"], first["details_value"]),
+                details=_details_of(name, first),
             )
         )
     return out
+
+
+def _details_of(name: str, entry: Dict[str, Any]) -> Dict[str, Any]:
+    try:
+        return index_details(entry["details_type"], entry["details_value"])
+    except NotSupportedError as e:
+        raise NotSupportedError(f"describe_indices: index {name!r}: {e}") from None
 
 
 #: The InvertedIndexDetails fields pylance reports as they are stored, in its order (between
