@@ -61,6 +61,53 @@ def test_partitioned_index_is_merged_by_optimize(tmp_path):
     assert_same(lance.dataset(path).to_table(full_text_query="data index", columns=["id"]), after, limited=False)
 
 
+@pytest.mark.parametrize("builder", ["lancepy", "pylance"])
+def test_partitioned_merge_streams_partitions(tmp_path, monkeypatch, builder):
+    """optimize_indices merges a partitioned index one partition at a time (never two of the
+    old partitions open together): each old partition becomes one of the new segment, the
+    appended rows another; lancepy and pylance answer from the merged index as from one
+    index built over all the rows at once (same rows and scores)."""
+    import weakref
+
+    from lancepy._ops import inverted as _inverted
+
+    lib = lancepy if builder == "lancepy" else lance
+    docs = corpus(75, 9000, 3, 40)
+    path = _build(tmp_path, "p", docs, lib, memory_limit=1)
+    old_parts = len(_partitions(path))
+    if builder == "lancepy":
+        assert old_parts > 2
+    extra = corpus(76, 1500, 3, 40)
+    lance.write_dataset(pa.table({"id": list(range(9000, 10500)), "text": extra}), path, mode="append")
+    alive, most = [0], [0]
+    opened = _inverted.Partition.__init__
+
+    def counting(self, *args, **kwargs):
+        opened(self, *args, **kwargs)
+        alive[0] += 1
+        most[0] = max(most[0], alive[0])
+        weakref.finalize(self, lambda: alive.__setitem__(0, alive[0] - 1))
+
+    monkeypatch.setattr(_inverted.Partition, "__init__", counting)
+    lancepy.dataset(path).optimize.optimize_indices()
+    monkeypatch.undo()
+    assert most[0] == 1
+    lance.dataset(path).delete("id % 9 = 4")  # (the appended rows too, as in `whole`)
+    assert len(_partitions(path)) == old_parts + 1
+    (desc,) = lance.dataset(path).describe_indices()
+    assert desc.num_rows_indexed == lance.dataset(path).count_rows()
+    whole = _build(tmp_path, "whole", docs + extra, lancepy)  # (one index over every row, the same deletions)
+    rng = random.Random(77)
+    for _ in range(25):
+        text = " ".join(rng.choices(WORDS[:40], k=rng.randint(1, 3)))
+        q = lq.PhraseQuery(text, "text") if rng.random() < 0.3 else lq.MatchQuery(text, "text")
+        pq = lance.query.PhraseQuery(text, "text") if isinstance(q, lq.PhraseQuery) else lance.query.MatchQuery(text, "text")
+        kw = {"columns": ["id"], **({"limit": 10} if rng.random() < 0.5 else {})}
+        want = lancepy.dataset(whole).to_table(full_text_query=q, **kw)
+        assert_same(want, lancepy.dataset(path).to_table(full_text_query=q, **kw), limited="limit" in kw)
+        assert_same(want, lance.dataset(path).to_table(full_text_query=pq, **kw), limited="limit" in kw)
+
+
 def test_build_options_checked(tmp_path):
     path = str(tmp_path / "d")
     lance.write_dataset(pa.table({"text": ["a b", "c d"]}), path)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy._core.evaluate import _evaluate
@@ -243,13 +244,6 @@ def _combined_node(indexed: Dict[str, Any], q: Any) -> FtsCombined:
             raise InvalidArgumentError(
                 f"combined_fields boost for column {c!r} must be a finite value in [1, {int(_MAX_FIELD_BOOST)}], got {b}"
             )
-    missing = [c for c in columns if c not in indexed]
-    if len(missing) == len(columns):
-        raise InvalidArgumentError(f"CombinedFieldsQuery: none of the columns {columns} has an INVERTED index")
-    if missing:
-        raise NotSupportedError(
-            f"CombinedFieldsQuery over columns without an INVERTED index {missing}: lancepy scores indexed columns only"
-        )
     op = q.operator if isinstance(q.operator, FullTextOperator) else FullTextOperator(str(q.operator).upper())
     return FtsCombined(q.query, columns, boosts, all_terms=op == FullTextOperator.AND)
 
@@ -612,8 +606,8 @@ def _leaf(
 
 
 def _doc_lengths(view: "DatasetView", entry: Dict[str, Any], seg: _inverted.InvertedSegment) -> Tuple["np.ndarray", "np.ndarray"]:
-    """The index's documents (row addresses or ids, sorted) and their token counts, over every
-    partition; built once per version."""
+    """The index's documents (row addresses, sorted; with stable row ids those of the live
+    rows) and their token counts, over every partition; built once per version."""
     import numpy as np
 
     key = ("fts_doc_lengths", entry["uuid"])
@@ -621,9 +615,80 @@ def _doc_lengths(view: "DatasetView", entry: Dict[str, Any], seg: _inverted.Inve
     if got is None:
         rows = np.concatenate([p.row_ids for p in seg.partitions]) if seg.partitions else np.empty(0, np.uint64)
         lengths = np.concatenate([p.num_tokens for p in seg.partitions]) if seg.partitions else np.empty(0, np.uint32)
+        if view.stable_row_ids:
+            rows, known = _take.addresses_of_ids(view, rows)
+            rows, lengths = rows[known], lengths[known]
         order = np.argsort(rows, kind="stable")
         got = view.state[key] = (rows[order], lengths[order].astype(np.float32))
     return got
+
+
+def _check_combined_columns(view: "DatasetView", columns: List[str]) -> None:
+    """pylance's checks of a combined-fields query's columns, in its order: each one exists
+    and holds text (strings or lists of strings); then one at least has an INVERTED index."""
+    from lancepy.exceptions import ColumnNotFoundError
+
+    indexed = _index_entries(view)
+    for c in columns:
+        if c in indexed:
+            continue
+        t: Any = view.schema
+        for part in c.split("."):  # (a nested column by its dotted path)
+            i = t.get_field_index(part) if isinstance(t, (pa.Schema, pa.StructType)) else -1
+            if i < 0:
+                raise ColumnNotFoundError(f"CombinedFieldsQuery: FTS field path {c!r} does not exist in the dataset schema")
+            t = t.field(i).type
+        inner = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) else t
+        if not (pa.types.is_string(inner) or pa.types.is_large_string(inner)):
+            raise InvalidArgumentError(f"CombinedFieldsQuery: FTS field {c!r} must be strings or lists of strings, got {t}")
+        if view.schema.get_field_index(c) < 0:
+            raise NotSupportedError(f"CombinedFieldsQuery: nested column {c!r} without an INVERTED index (lancepy reads top-level ones)")
+    if not any(c in indexed for c in columns):
+        raise InvalidArgumentError(f"CombinedFieldsQuery: combined_fields requires an inverted index on at least one of {columns}")
+
+
+def _flat_field(
+    view: "DatasetView", column: str, analyzer: _inverted.Analyzer, terms: List[str], fragments: List[int], rows_filter: Any
+) -> Tuple[int, float, "np.ndarray", List[Tuple["np.ndarray", int, "np.ndarray"]], "np.ndarray", "np.ndarray"]:
+    """One combined-fields column over the live rows of `fragments` its index does not cover
+    (all of them, for a column without one), analyzed with the query's analyzer as pylance's
+    flat search does (a list's items one text): its documents (rows with a token), tokens,
+    each term's document count, postings ``(rows, term, freq)`` of the rows `rows_filter` (a
+    prefilter) keeps, and its rows and their lengths. Unlike a single column's flat search
+    (:func:`_flat_scores`), pylance counts the statistics over every such row, the prefilter's
+    rejects included."""
+    import numpy as np
+
+    t = _unindexed_rows(view, column, fragments, None)
+    addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
+    passing = None
+    if rows_filter is not None:
+        ok = rows_filter.passing()
+        pos = np.minimum(np.searchsorted(ok, addr), max(len(ok) - 1, 0))
+        passing = (ok[pos] == addr) if len(ok) else np.zeros(len(addr), bool)
+    col = t.column(column).combine_chunks() if t.num_rows else pa.array([], pa.string())
+    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):  # (a row's items, one after another)
+        items = pc.list_flatten(col)
+        owner = np.asarray(pc.list_parent_indices(col).to_numpy(zero_copy_only=False), np.int64)
+    else:
+        items, owner = col, np.arange(len(col), dtype=np.int64)
+    vocab, ids, offsets, _ = analyzer.analyze(items.to_pylist())
+    doc_of = np.repeat(owner, np.diff(offsets))
+    lengths = np.bincount(doc_of, minlength=len(addr)).astype(np.int64)
+    where = {w: i for i, w in enumerate(vocab)}
+    df = np.zeros(len(terms), np.int64)
+    postings = []
+    for j, term in enumerate(terms):
+        i = where.get(term)
+        if i is None:
+            continue
+        per_doc = np.bincount(doc_of[ids == i], minlength=len(addr))
+        nz = per_doc > 0
+        df[j] = int(nz.sum())
+        if passing is not None:
+            nz &= passing
+        postings.append((addr[nz], j, per_doc[nz].astype(np.float32)))
+    return int((lengths > 0).sum()), float(lengths.sum()), df, postings, addr, lengths.astype(np.float32)
 
 
 def _combined(
@@ -632,59 +697,81 @@ def _combined(
     """``(row addresses, float32 scores)`` of a combined-fields query (BM25F, as pylance 14
     scores it): per row, a term's frequency and the row's length are the fields' own added
     up, each times its field's weight; a term's document frequency is its largest in any one
-    field; the document count is the largest of the fields' indices, the average length their
-    weighted token totals over it. A repeated query term counts once."""
+    field; the document count is the largest of the fields', the average length their
+    weighted token totals over it. A field's statistics are its index's plus those of the
+    rows it does not cover (see :func:`_flat_field`); a column without an index is all such
+    rows, analyzed as the first indexed column's index analyzes. A repeated query term counts once."""
     import numpy as np
 
-    ctxs = [_leaf_context(view, c, frags) for c in node.fields]
+    _check_combined_columns(view, node.fields)
+    indexed = _index_entries(view)
+    ctxs = {c: _leaf_context(view, c, frags) for c in node.fields if c in indexed}
     if rows_filter is not None:
-        ctxs = [(e, seg, rows_filter.restrict(seg, allowed), u) for e, seg, allowed, u in ctxs]
-    if any(uncovered for _, _, _, uncovered in ctxs):
-        raise NotSupportedError(
-            "CombinedFieldsQuery over fragments an INVERTED index does not cover: optimize_indices() first"
-        )
-    params = [{k: v for k, v in seg.params.items() if k not in ("with_position", "block_size")} for _, seg, _, _ in ctxs]
+        ctxs = {c: (e, seg, rows_filter.restrict(seg, allowed), u) for c, (e, seg, allowed, u) in ctxs.items()}
+    params = [{k: v for k, v in seg.params.items() if k not in ("with_position", "block_size")} for _, seg, _, _ in ctxs.values()]
     if any(p != params[0] for p in params[1:]):
         raise InvalidArgumentError("CombinedFieldsQuery: the columns' INVERTED indices must share one tokenizer configuration")
+    analyzer = next(iter(ctxs.values()))[1].analyzer
     empty = (np.empty(0, np.uint64), np.empty(0, np.float32))
-    terms = list(dict.fromkeys(ctxs[0][1].analyzer.query_tokens(node.text)[0]))
+    terms = list(dict.fromkeys(analyzer.query_tokens(node.text)[0]))
     if not terms:
         return empty
     weights = [np.float32(b) for b in node.boosts]
-    n_docs = max(seg.num_docs for _, seg, _, _ in ctxs)
-    if n_docs == 0:
+    n_docs, total, df = 0, 0.0, np.zeros(len(terms), np.int64)
+    # (row address, term, weighted frequency) of every allowed posting of every field; each
+    # field's rows (sorted) and their lengths
+    rows_l, term_l, tf_l, lengths_of = [], [], [], []
+    for c, w in zip(node.fields, weights):
+        f_docs, f_total, f_df = 0, 0.0, np.zeros(len(terms), np.int64)
+        f_rows, f_lens = [], []
+        ctx = ctxs.get(c)
+        if ctx is not None:
+            entry, seg, allowed, uncovered = ctx
+            f_docs, f_total = seg.num_docs, float(sum(p.total_tokens for p in seg.partitions))
+            f_df += [seg.doc_count(t) for t in terms]
+            for i, part in enumerate(seg.partitions):
+                mask = None if allowed[i] is None else np.frombuffer(allowed[i], dtype=np.uint8).astype(bool)
+                for j, t in enumerate(terms):
+                    tid = part.token_ids.get(t)
+                    if tid is None:
+                        continue
+                    docs, freqs = part.posting(int(tid))
+                    if mask is not None:
+                        keep = mask[docs]
+                        docs, freqs = docs[keep], freqs[keep]
+                    rows = part.row_ids[docs]
+                    rows_l.append(_take.addresses_of_ids(view, rows)[0] if view.stable_row_ids else rows)
+                    term_l.append(np.full(len(docs), j, np.int64))
+                    tf_l.append(freqs.astype(np.float32) * w)
+            docs_, lens_ = _doc_lengths(view, entry, seg)
+            f_rows.append(docs_)
+            f_lens.append(lens_)
+        else:
+            uncovered = frags
+        if uncovered:
+            u_docs, u_total, u_df, postings, u_rows, u_lens = _flat_field(view, c, analyzer, terms, uncovered, rows_filter)
+            f_docs, f_total, f_df = f_docs + u_docs, f_total + u_total, f_df + u_df
+            for rows, j, freqs in postings:
+                rows_l.append(rows)
+                term_l.append(np.full(len(rows), j, np.int64))
+                tf_l.append(freqs * w)
+            f_rows.append(u_rows)
+            f_lens.append(u_lens)
+        n_docs, total, df = max(n_docs, f_docs), total + float(w) * f_total, np.maximum(df, f_df)
+        rows_f = np.concatenate(f_rows) if f_rows else np.empty(0, np.uint64)
+        order = np.argsort(rows_f, kind="stable")
+        lengths_of.append((w, rows_f[order], (np.concatenate(f_lens) if f_lens else np.empty(0, np.float32))[order]))
+    if n_docs == 0 or not rows_l:
         return empty
-    total = sum(float(w) * sum(p.total_tokens for p in seg.partitions) for w, (_, seg, _, _) in zip(weights, ctxs))
     avgdl = np.float32(total / n_docs)
     nd = np.float32(n_docs)
-    idf = []
-    for t in terms:
-        n = np.float32(max(seg.doc_count(t) for _, seg, _, _ in ctxs))
-        idf.append(np.float32(np.log(np.float32(1.0) + (nd - n + np.float32(0.5)) / (n + np.float32(0.5)))))
-    # (row, term, weighted frequency) of every allowed posting of every field
-    rows_l, term_l, tf_l = [], [], []
-    for w, (_, seg, allowed, _) in zip(weights, ctxs):
-        for i, part in enumerate(seg.partitions):
-            mask = None if allowed[i] is None else np.frombuffer(allowed[i], dtype=np.uint8).astype(bool)
-            for j, t in enumerate(terms):
-                tid = part.token_ids.get(t)
-                if tid is None:
-                    continue
-                docs, freqs = part.posting(int(tid))
-                if mask is not None:
-                    keep = mask[docs]
-                    docs, freqs = docs[keep], freqs[keep]
-                rows_l.append(part.row_ids[docs])
-                term_l.append(np.full(len(docs), j, np.int64))
-                tf_l.append(freqs.astype(np.float32) * w)
-    if not rows_l:
-        return empty
-    rows, where = np.unique(np.concatenate(rows_l), return_inverse=True)
+    idf = [np.float32(np.log(np.float32(1.0) + (nd - np.float32(n) + np.float32(0.5)) / (np.float32(n) + np.float32(0.5))))
+           for n in df]
+    rows, where = np.unique(np.concatenate(rows_l).astype(np.uint64), return_inverse=True)
     tf = np.zeros((len(rows), len(terms)), np.float32)
     np.add.at(tf, (where, np.concatenate(term_l)), np.concatenate(tf_l))
     dl = np.zeros(len(rows), np.float32)
-    for w, (entry, seg, _, _) in zip(weights, ctxs):
-        docs, lengths = _doc_lengths(view, entry, seg)
+    for w, docs, lengths in lengths_of:
         if not len(docs):
             continue
         pos = np.minimum(np.searchsorted(docs, rows), len(docs) - 1)
@@ -696,10 +783,7 @@ def _combined(
         f = tf[:, j]
         scores += np.where(f > 0, idf[j] * ((k1 + np.float32(1.0)) * f / (f + norm)), np.float32(0)).astype(np.float32)
     keep = (tf > 0).all(axis=1) if node.all_terms else (tf > 0).any(axis=1)
-    rows, scores = rows[keep], scores[keep]
-    if view.stable_row_ids:
-        rows = _take.addresses_of_ids(view, rows)[0]
-    return rows, scores.astype(np.float32)
+    return rows[keep], scores[keep].astype(np.float32)
 
 
 def _scores_of(

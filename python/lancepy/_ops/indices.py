@@ -4,6 +4,7 @@ functions behind :class:`LanceDataset`'s index methods."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
@@ -14,7 +15,7 @@ from lancepy import _lancepy
 from lancepy._core.schema import _field_paths
 from lancepy._core.storage import normalize_storage_options
 from lancepy._ops import vector_columns as _vc
-from lancepy._table.operations import IndexDescription
+from lancepy._table.operations import IndexDescription, IndexSegmentDescription
 from lancepy._table.commit import commit_on
 from lancepy.exceptions import InvalidArgumentError, LanceError, NotSupportedError
 
@@ -40,7 +41,7 @@ def list_indices(view: "DatasetView") -> List[Dict[str, Any]]:
                 "base_id": e["base_id"],
             }
         )
-    return out
+    return sorted(out, key=lambda d: d["name"])  # (by name, as pylance lists them; segments in manifest order)
 
 
 def _index_type(view: "DatasetView", entry: Dict[str, Any]) -> str:
@@ -83,19 +84,26 @@ def describe_indices(view: "DatasetView") -> List["IndexDescription"]:
     for e in _lancepy.index_section_entries(view.loaded.index_section):
         by_name.setdefault(e["name"], []).append(e)
     out = []
-    for name, entries in by_name.items():
+    for name, entries in sorted(by_name.items()):  # (by name, as pylance lists them)
         segments = []
         for e in entries:
-            files = view.store.list(f"_indices/{e['uuid']}")
+            size = e["files_size"]
+            if size is None:  # (an entry that lists no files: the files under its directory)
+                size = sum(n for _, n, _ in view.store.list(f"_indices/{e['uuid']}"))
+            created = e["created_at"]
             segments.append(
-                {
-                    "uuid": e["uuid"],
-                    "dataset_version": e["dataset_version"],
-                    "fragment_ids": set(e["fragment_ids"]),
-                    "size_bytes": sum(size for _, size, _ in files),
-                }
+                IndexSegmentDescription(
+                    uuid=e["uuid"],
+                    dataset_version_at_last_update=e["dataset_version"],
+                    fragment_ids=set(e["fragment_ids"]),
+                    index_version=int(e["index_version"] or 0),
+                    created_at=None if created is None else _dt.datetime.fromtimestamp(created / 1000, _dt.timezone.utc),
+                    size_bytes=size,
+                    base_id=e["base_id"],
+                    covering_fields=list(e["covering_fields"]),
+                )
             )
-        covered = set().union(*(seg["fragment_ids"] for seg in segments))
+        covered = set().union(*(seg.fragment_ids for seg in segments))
         first = entries[0]
         out.append(
             IndexDescription(
@@ -104,12 +112,65 @@ def describe_indices(view: "DatasetView") -> List["IndexDescription"]:
                 num_rows_indexed=sum(rows[f][1] for f in covered if f in rows),
                 fields=list(first["fields"]),
                 field_names=[names.get(f, str(f)) for f in first["fields"]],
-                total_size_bytes=sum(seg["size_bytes"] for seg in segments),
+                total_size_bytes=sum(seg.size_bytes or 0 for seg in segments),
                 index_type=_index_type(view, first),
                 segments=segments,
+                details=_details_of(name, first),
             )
         )
     return out
+
+
+def _details_of(name: str, entry: Dict[str, Any]) -> Dict[str, Any]:
+    try:
+        return index_details(entry["details_type"], entry["details_value"])
+    except NotSupportedError as e:
+        raise NotSupportedError(f"describe_indices: index {name!r}: {e}") from None
+
+
+#: The InvertedIndexDetails fields pylance reports as they are stored, in its order (between
+#: them: ``lance_tokenizer``, ``custom_stop_words``, the code analyzer's flags).
+_INVERTED_KEYS = (
+    "lance_tokenizer", "base_tokenizer", "language", "with_position", "max_token_length", "lower_case", "stem",
+    "remove_stop_words", "custom_stop_words", "ascii_folding", "min_ngram_length", "max_ngram_length", "prefix_only",
+    "block_size", "split_identifiers", "split_on_numerics", "preserve_original", "index_operators",
+    "document_granularity",
+)
+_CODE_FLAGS = ("split_identifiers", "split_on_numerics", "preserve_original", "index_operators")
+
+
+def index_details(type_url: str, value: bytes) -> Dict[str, Any]:
+    """An index entry's ``index_details`` (decoded natively) in the shape pylance 14's
+    ``IndexDescription.details`` has: ``{}`` for the messages without fields; an INVERTED
+    index's analyzer settings (pylance's keys; ``lance_tokenizer`` and ``custom_stop_words``
+    are not stored, so None; no ``format_version``); a vector index's ``metric_type`` (upper
+    case), ``target_partition_size`` / ``target_num_partitions`` when set, ``hnsw`` when it has
+    a graph, ``compression`` unless its vectors are stored flat, and ``runtime_hints``. A type
+    lancepy does not read raises NotSupportedError."""
+    d = _lancepy.decode_index_details("/" + str(type_url).lstrip("/"), bytes(value))
+    if not d:
+        return {}
+    if "metric_type" in d:
+        out: Dict[str, Any] = {"metric_type": str(d["metric_type"]).upper()}
+        for k in ("target_partition_size", "target_num_partitions"):
+            if d.get(k):
+                out[k] = d[k]
+        if d.get("hnsw") is not None:
+            out["hnsw"] = dict(d["hnsw"])
+        kind = d.get("compression")
+        if kind == "pq":
+            out["compression"] = {"type": "pq", "num_bits": d["num_bits"], "num_sub_vectors": d["num_sub_vectors"]}
+        elif kind == "sq":
+            out["compression"] = {"type": "sq", "num_bits": d["num_bits"]}
+        elif kind == "rq":
+            out["compression"] = {"type": "rq", "num_bits": d["num_bits"], "rotation_type": d["rotation_type"]}
+        out["runtime_hints"] = dict(d["runtime_hints"])
+        return out
+    code = d.get("code_analyzer") or {}
+    values = dict(d, lance_tokenizer=None, custom_stop_words=None, **{k: bool(code.get(k, False)) for k in _CODE_FLAGS})
+    if values.get("base_tokenizer") is None:  # (not recorded by old writers: the default)
+        values["base_tokenizer"] = "simple"
+    return {k: values[k] for k in _INVERTED_KEYS}
 
 
 def index_statistics(view: "DatasetView", index_name: str) -> Dict[str, Any]:
@@ -121,32 +182,32 @@ def index_statistics(view: "DatasetView", index_name: str) -> Dict[str, Any]:
         raise IndexNotFoundError(f'Index "{index_name}" not found: no such index in version {view.version} of {view.uri}')
     desc = found[0]
     rows = view.fragment_rows()
-    covered = set().union(*(seg["fragment_ids"] for seg in desc.segments))
+    covered = set().union(*(seg.fragment_ids for seg in desc.segments))
     live = [f for f in rows if rows[f][1] > 0 or f in covered]
     segments = []
     for seg in desc.segments:
-        info: Dict[str, Any] = {"index_type": desc.index_type, "uuid": seg["uuid"]}
+        info: Dict[str, Any] = {"index_type": desc.index_type, "uuid": seg.uuid}
         if desc.index_type == "BTree":
             from lancepy._ops import btree as _btree
 
-            info = _btree.segment_statistics(view.uri, seg["uuid"], view.storage_options)
+            info = _btree.segment_statistics(view.uri, seg.uuid, view.storage_options)
         if desc.index_type == "Inverted":
             from lancepy._ops import inverted as _inverted
 
-            seg_ = _inverted.open_segment(view.uri, seg["uuid"], view.storage_options)
+            seg_ = _inverted.open_segment(view.uri, seg.uuid, view.storage_options)
             info = {"params": seg_.params, "num_tokens": sum(len(p.token_ids) for p in seg_.partitions),
                     "num_docs": seg_.num_docs}
         if desc.index_type in ("Bitmap", "LabelList"):
             from lancepy._ops import bitmap as _bitmap
 
-            info = _bitmap.segment_statistics(view.uri, seg["uuid"], view.storage_options)
+            info = _bitmap.segment_statistics(view.uri, seg.uuid, view.storage_options)
         if desc.index_type in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
             from lancepy._ops import ivf as _ivf
 
-            idx = _ivf.load_index(view.uri, seg["uuid"], view.storage_options)
+            idx = _ivf.load_index(view.uri, seg.uuid, view.storage_options)
             info.update(
                 {
-                    "uri": f"{view.uri}/_indices/{seg['uuid']}/index.idx",
+                    "uri": f"{view.uri}/_indices/{seg.uuid}/index.idx",
                     "metric_type": idx.metric,
                     "num_partitions": idx.num_partitions,
                     "partitions": [{"size": int(n)} for n in idx.lengths],
@@ -194,7 +255,7 @@ def index_statistics(view: "DatasetView", index_name: str) -> Dict[str, Any]:
         "num_unindexed_fragments": len([f for f in live if f not in covered]),
         "num_unindexed_rows": sum(rows[f][1] for f in live if f not in covered),
         "num_indexed_rows_per_delta": [
-            sum(rows[f][1] for f in seg["fragment_ids"] if f in rows) for seg in desc.segments
+            sum(rows[f][1] for f in seg.fragment_ids if f in rows) for seg in desc.segments
         ],
         "updated_at_timestamp_ms": max(int(e.get("created_at") or 0) for e in _raw_entries(view, index_name)),
     }
@@ -414,6 +475,7 @@ def prepare_vector_index(
         value_type=value_type,
         num_bits=num_bits,
         file_version="Legacy" if legacy else "V3",
+        target_partition_size=target_partition_size,
     )
     return VectorIndexPlan(column, ids[column], dim, params, name, existing, files_options)
 

@@ -298,6 +298,25 @@ class Partition:
         return np.frombuffer(self.positions_bytes(token_id), dtype="<u4")
 
 
+def segment_layout(base: str, storage_options: Any = None) -> Tuple[Dict[str, Any], List[int], bool, int]:
+    """What a segment's metadata file says (its partitions are not read): ``(params,
+    partition ids, whether posting tails are varint-coded, posting block size)``."""
+    from lancepy.file import LanceFileReader
+
+    md = _metadata_dict(LanceFileReader(base + METADATA, storage_options))
+    try:
+        params = dict(DEFAULT_PARAMS, **json.loads(md.get("params", "{}")))
+        partitions = [int(p) for p in json.loads(md.get("partitions", "[]"))]
+    except (ValueError, TypeError) as e:
+        raise CorruptFileError(f"{base}{METADATA}: bad metadata ({e})") from None
+    codec = md.get("posting_tail_codec")
+    if codec is None:
+        codec = "varint_delta_v1" if md.get("format_version") == "2" else "fixed32"
+    if codec not in ("varint_delta_v1", "fixed32"):
+        raise NotSupportedError(f"INVERTED index posting_tail_codec {codec!r} is not known to lancepy")
+    return params, partitions, codec == "varint_delta_v1", int(md.get("posting_block_size", "128"))
+
+
 class InvertedSegment:
     """An INVERTED index opened for queries: one segment, or several segments of one index
     searched as one (pylance's delta segments, from ``optimize_indices(num_indices_to_merge=0)``):
@@ -305,21 +324,13 @@ class InvertedSegment:
     token) over all of them, as pylance scores them."""
 
     def __init__(self, base: Union[str, Sequence[str]], storage_options: Any = None) -> None:
-        from lancepy.file import LanceFileReader
-
         bases = [base] if isinstance(base, str) else list(base)
         if not bases:
             raise InvalidArgumentError("an INVERTED index needs at least one segment")
         self.partitions: List[Partition] = []
         self.params: Dict[str, Any] = {}
         for i, b in enumerate(bases):
-            reader = LanceFileReader(b + METADATA, storage_options)
-            md = _metadata_dict(reader)
-            try:
-                params = dict(DEFAULT_PARAMS, **json.loads(md.get("params", "{}")))
-                partitions = [int(p) for p in json.loads(md.get("partitions", "[]"))]
-            except (ValueError, TypeError) as e:
-                raise CorruptFileError(f"{b}{METADATA}: bad metadata ({e})") from None
+            params, partitions, tail_varint, block_size = segment_layout(b, storage_options)
             if i == 0:
                 self.params = params
             elif params != self.params:
@@ -327,13 +338,7 @@ class InvertedSegment:
                     f"INVERTED index segments analyzed differently ({bases[0]}: {self.params}, {b}: {params}): "
                     "lancepy searches segments of one analyzer together"
                 )
-            codec = md.get("posting_tail_codec")
-            if codec is None:
-                codec = "varint_delta_v1" if md.get("format_version") == "2" else "fixed32"
-            if codec not in ("varint_delta_v1", "fixed32"):
-                raise NotSupportedError(f"INVERTED index posting_tail_codec {codec!r} is not known to lancepy")
-            block_size = int(md.get("posting_block_size", "128"))
-            self.partitions += [Partition(b, p, codec == "varint_delta_v1", block_size, storage_options) for p in partitions]
+            self.partitions += [Partition(b, p, tail_varint, block_size, storage_options) for p in partitions]
         self.analyzer = Analyzer(self.params)
         self.num_docs = sum(len(p.row_ids) for p in self.partitions)
         total = sum(p.total_tokens for p in self.partitions)
@@ -563,6 +568,27 @@ def _take_positions(positions: "np.ndarray", freq: "np.ndarray", pairs: "np.ndar
     return positions[np.repeat(starts[pairs], f) + within]
 
 
+def partition_postings(part: Partition, with_positions: bool) -> Postings:
+    """One partition's contents as :class:`Postings` (tokens in token id order)."""
+    import numpy as np
+
+    vocab: List[str] = []
+    docs, freqs, poss = [], [], []
+    for token, tid in sorted(part.token_ids.items(), key=lambda kv: kv[1]):
+        d, f = part.posting_bytes(int(tid))
+        vocab.append(token)
+        docs.append(d)
+        freqs.append(f)
+        if with_positions:
+            poss.append(part.positions_bytes(int(tid)))
+    counts = np.fromiter((len(d) // 4 for d in docs), np.int64, len(docs))
+    u32 = (lambda xs: np.frombuffer(b"".join(xs), dtype="<u4"))
+    # (posting lists hold their documents in order: (token, doc) order already)
+    return Postings(vocab, np.repeat(np.arange(len(vocab), dtype=np.int64), counts), u32(docs).astype(np.int64),
+                    u32(freqs).astype(np.int64), part.row_ids.copy(), part.num_tokens.astype(np.int64),
+                    u32(poss).astype(np.uint32) if with_positions else None)
+
+
 def read_postings(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[Dict[str, Any], Postings]:
     """A segment's params and contents (its partitions merged: docs one after another, tokens
     by first partition, then first appearance)."""
@@ -628,7 +654,7 @@ DEFAULT_MEMORY_LIMIT_MIB = 2048
 
 def build_partitions(
     base: str, params: Dict[str, Any], batches: Iterable[Tuple[pa.Array, pa.Array]], memory_limit_mib: Optional[int],
-    storage_options: Any = None, written: Optional[List[str]] = None,
+    storage_options: Any = None, written: Optional[List[str]] = None, first_partition: int = 0,
 ) -> List[Dict[str, Any]]:
     """Writes one segment under `base` from `batches` of ``(texts, row ids)`` (ascending row
     ids), in bounded memory: the documents are gathered until their estimated build memory
@@ -636,7 +662,9 @@ def build_partitions(
     partition of their own (as pylance's builder flushes a worker's partition), and so on.
     Statistics for queries are those of all partitions together; each partition's block
     bounds are its own, as pylance writes them. The names of the files, as written, are added
-    to `written` (for a rollback). Returns the files, in the order written."""
+    to `written` (for a rollback). With `first_partition`, partitions ``0 ..
+    first_partition - 1`` are written already (see :func:`extend`): the new ones follow
+    them, and the metadata lists them all. Returns the files, in the order written."""
     import numpy as np
 
     limit = (DEFAULT_MEMORY_LIMIT_MIB if memory_limit_mib is None else int(memory_limit_mib)) << 20
@@ -649,7 +677,7 @@ def build_partitions(
     def flush() -> None:
         nonlocal texts, rows, used
         ids = np.concatenate(rows) if rows else np.empty(0, np.uint64)
-        pid = len(pids)
+        pid = first_partition + len(pids)
         if written is not None:  # (named before they are written: a failed write is rolled back whole)
             written.extend(f"part_{pid}_{kind}.lance" for kind in ("invert", "tokens", "docs"))
         files.extend(write_partition(base, pid, params, _new_docs(params, texts, ids), storage_options))
@@ -664,11 +692,11 @@ def build_partitions(
         used += size * _BUILD_BYTES_PER_TEXT_BYTE + len(chunk) * _BUILD_BYTES_PER_DOC
         if used >= limit:
             flush()
-    if texts or not pids:
+    if texts or not (pids or first_partition):
         flush()
     if written is not None:
         written.append(METADATA)
-    files.extend(write_metadata(base, params, pids, storage_options))
+    files.extend(write_metadata(base, params, list(range(first_partition)) + pids, storage_options))
     return files
 
 
@@ -777,28 +805,6 @@ def write_partition(
     return files
 
 
-def _concat(a: Postings, b: Postings) -> Postings:
-    """`a`'s docs then `b`'s, tokens of `a` first, then `b`'s new ones."""
-    import numpy as np
-
-    where = {t: i for i, t in enumerate(a.vocab)}
-    vocab = list(a.vocab)
-    for t in b.vocab:
-        if t not in where:
-            where[t] = len(vocab)
-            vocab.append(t)
-    b_ids = np.asarray([where[t] for t in b.vocab], np.int64)
-    tok = np.concatenate([a.tok, b_ids[b.tok] if len(b.tok) else np.empty(0, np.int64)])
-    doc = np.concatenate([a.doc, b.doc + len(a.rows)])
-    freq = np.concatenate([a.freq, b.freq])
-    order = np.lexsort((doc, tok))
-    positions = None
-    if a.positions is not None and b.positions is not None:
-        positions = _take_positions(np.concatenate([a.positions, b.positions]), freq, order)
-    return Postings(vocab, tok[order], doc[order], freq[order], np.concatenate([a.rows, b.rows]),
-                    np.concatenate([a.doc_len, b.doc_len]), positions)
-
-
 def remap(
     ds_uri: str, storage_options: Any, entry: Dict[str, Any], old_addresses: "np.ndarray", new_addresses: "np.ndarray",
     compacted_fragments: Sequence[int], dropped_fragments: Sequence[int],
@@ -825,27 +831,52 @@ def extend(
     index) and those of the rows of `fragments` (added since), as ``optimize_indices`` merges
     them; with `retrain`, or for a delta segment (``merge=False``: pylance's
     ``num_indices_to_merge=0``, searched together with the others), the rows of `fragments`
-    only, with the index's params."""
+    only, with the index's params. In bounded memory: the segments' partitions are copied one
+    at a time, each a partition of the new segment (queries score with the statistics of all
+    partitions together, so the answers are those of one partition), and the new rows are
+    read a scan batch at a time into partitions of their own (see :func:`build_partitions`).
+    Files of a merge that fails are removed."""
     import uuid as _uuid
-
-    import numpy as np
 
     from lancepy._ops import btree as _btree
 
-    params, p = read_postings(view.uri, entries[0]["uuid"], view.storage_options)
+    layouts = [(str(e["uuid"]), segment_layout(view.uri.rstrip("/") + f"/_indices/{e['uuid']}/", view.storage_options))
+               for e in entries]
+    params = layouts[0][1][0]
+    if any(layout[0] != params for _, layout in layouts[1:]):
+        raise NotSupportedError("optimize_indices: INVERTED segments with different analyzer params")
     if retrain or not merge:  # (a delta segment, or a rebuild: the rows of `fragments` only)
-        p, entries = _new_docs(params, [], np.empty(0, np.uint64)), entries[:1]
-    for e in entries[1:]:
-        other_params, q = read_postings(view.uri, e["uuid"], view.storage_options)
-        if other_params != params:
-            raise NotSupportedError("optimize_indices: INVERTED segments with different analyzer params")
-        p = _concat(p, q)
-    values, addr = _btree.collect(view, column, list(fragments), row_ids=view.stable_row_ids)
+        layouts = []
     uid = str(_uuid.uuid4())
     base = view.uri.rstrip("/") + f"/_indices/{uid}/"
-    scratch = _new_docs(params, values.to_pylist(), np.asarray(addr.to_numpy(zero_copy_only=False), np.uint64))
-    files = write_postings(base, params, _concat(p, scratch), view.storage_options)
+    names: List[str] = []
+    files: List[Dict[str, Any]] = []
+    try:
+        pid = 0
+        for old, (_, partitions, tail_varint, block_size) in layouts:
+            old_base = view.uri.rstrip("/") + f"/_indices/{old}/"
+            for p in partitions:
+                names.extend(f"part_{pid}_{kind}.lance" for kind in ("invert", "tokens", "docs"))
+                files.extend(_copy_partition(old_base, p, tail_varint, block_size, base, pid, params, view.storage_options))
+                pid += 1
+        # (documents are row ids where the index holds them, as its own)
+        batches = _btree.column_batches(view, column, list(fragments), row_ids=view.stable_row_ids) if fragments else iter(())
+        files.extend(build_partitions(base, params, batches, None, view.storage_options, written=names, first_partition=pid))
+    except BaseException:
+        view.store.delete([f"_indices/{uid}/{n}" for n in names])
+        raise
     return uid, files
+
+
+def _copy_partition(
+    old_base: str, old_pid: int, tail_varint: bool, block_size: int, base: str, pid: int, params: Dict[str, Any],
+    storage_options: Any,
+) -> List[Dict[str, Any]]:
+    """Partition `old_pid` of the segment under `old_base` written again as partition `pid`
+    under `base` (only it in memory, for as long as this call)."""
+    part = Partition(old_base, old_pid, tail_varint, block_size, storage_options)
+    postings = partition_postings(part, bool(params.get("with_position")))
+    return write_partition(base, pid, params, postings, storage_options)
 
 
 def _new_docs(params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "np.ndarray") -> Postings:

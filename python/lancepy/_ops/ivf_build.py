@@ -96,6 +96,8 @@ class IvfParams:
     #: the index layout: "V3" (index.idx + auxiliary.idx) or "Legacy" (IVF_PQ only: one raw
     #: index.idx, see :mod:`lancepy._ops.ivf_legacy`)
     file_version: str = "V3"
+    #: the rows per partition the build was asked for (recorded in the index's details)
+    target_partition_size: Optional[int] = None
 
 
 # --------------------------------------------------------------------------------------
@@ -141,15 +143,19 @@ def ivf_message(
 
 
 def vector_index_details(p: IvfParams) -> bytes:
-    """``VectorIndexDetails``: metric (1), PQ parameters (4) or flat (8), build parameters (9)."""
+    """``VectorIndexDetails``: metric (1), the target partition size asked for (2), PQ
+    parameters (4), SQ (5) or flat (8), build parameters (9)."""
     hints = [("lance.ivf.sample_rate", str(p.sample_rate)), ("lance.ivf.max_iters", str(p.max_iters))]
+    tps = int(p.target_partition_size or 0)
     if p.kind == "IVF_SQ":
         hints += [("lance.sq.sample_rate", str(p.sample_rate))]
-        return _lancepy.encode_vector_index_details(p.metric, "sq", hints, 8, 0)
+        return _lancepy.encode_vector_index_details(p.metric, "sq", hints, 8, 0, target_partition_size=tps)
     if p.kind != "IVF_PQ":
-        return _lancepy.encode_vector_index_details(p.metric, "flat", hints)
+        return _lancepy.encode_vector_index_details(p.metric, "flat", hints, target_partition_size=tps)
     hints += [("lance.pq.sample_rate", str(p.sample_rate)), ("lance.pq.max_iters", str(p.max_iters)), ("lance.pq.kmeans_redos", "1")]
-    return _lancepy.encode_vector_index_details(p.metric, "pq", hints, p.num_bits, int(p.num_sub_vectors or 0))
+    return _lancepy.encode_vector_index_details(
+        p.metric, "pq", hints, p.num_bits, int(p.num_sub_vectors or 0), target_partition_size=tps
+    )
 
 
 # --------------------------------------------------------------------------------------

@@ -5,10 +5,11 @@ protocol writes."""
 from __future__ import annotations
 
 import copy
+import datetime as _dt
 import uuid as _uuid
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
 
 import pyarrow as pa
 
@@ -241,6 +242,21 @@ class Transaction:
 
 
 @dataclass
+class IndexSegmentDescription:
+    """One segment (manifest entry) of an index (:attr:`IndexDescription.segments`), pylance's
+    fields; `fragment_ids` is a set (pylance's is its own ``Bitmap`` of the same ids)."""
+
+    uuid: str
+    dataset_version_at_last_update: int
+    fragment_ids: Set[int]
+    index_version: int
+    created_at: Optional[_dt.datetime]
+    size_bytes: Optional[int]
+    base_id: Optional[int]
+    covering_fields: List[int]
+
+
+@dataclass
 class IndexDescription:
     """One index of a dataset version (:meth:`LanceDataset.describe_indices`), pylance's fields."""
 
@@ -251,8 +267,10 @@ class IndexDescription:
     field_names: List[str]
     total_size_bytes: int
     index_type: str
-    segments: List[Dict[str, Any]]
-    """One dict per segment: uuid, dataset_version, fragment_ids, size_bytes."""
+    segments: List[IndexSegmentDescription]
+    details: Dict[str, Any]
+    """The index's parameters as pylance reports them: ``{}`` for BTree, Bitmap and LabelList;
+    an INVERTED index's analyzer; a vector index's metric, compression and runtime hints."""
 
     @property
     def num_segments(self) -> int:

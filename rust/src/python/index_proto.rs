@@ -90,9 +90,10 @@ pub fn encode_ivf<'py>(
 
 /// Encodes the `VectorIndexDetails` of an IVF index: `metric` ("l2", "cosine", "dot", "hamming"),
 /// `compression` ("flat", or "pq" with `num_bits` and `num_sub_vectors`) and the build
-/// settings `runtime_hints`, written in the order given.
+/// settings `runtime_hints`, written in the order given; `target_partition_size` when the
+/// build was asked for it (0: left out).
 #[pyfunction]
-#[pyo3(signature = (metric, compression, runtime_hints, num_bits=8, num_sub_vectors=0))]
+#[pyo3(signature = (metric, compression, runtime_hints, num_bits=8, num_sub_vectors=0, target_partition_size=0))]
 pub fn encode_vector_index_details<'py>(
     py: Python<'py>,
     metric: &str,
@@ -100,6 +101,7 @@ pub fn encode_vector_index_details<'py>(
     runtime_hints: Vec<(String, String)>,
     num_bits: u32,
     num_sub_vectors: u32,
+    target_partition_size: u64,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let metric = IndexMetric::parse(metric).py()?;
     let compression = match compression.to_ascii_lowercase().as_str() {
@@ -111,7 +113,8 @@ pub fn encode_vector_index_details<'py>(
                 .py()
         }
     };
-    Ok(PyBytes::new(py, &index_proto::encode_vector_index_details(metric, compression, &runtime_hints)))
+    let bytes = index_proto::encode_vector_index_details_sized(metric, compression, &runtime_hints, target_partition_size);
+    Ok(PyBytes::new(py, &bytes))
 }
 
 fn ivf_dict<'py>(py: Python<'py>, m: IvfMessage) -> PyResult<Bound<'py, PyDict>> {
@@ -285,6 +288,8 @@ pub fn encode_inverted_index_details<'py>(
         prefix_only,
         block_size,
         format_version,
+        code_analyzer: None,
+        document_granularity: 0,
     };
     PyBytes::new(py, &index_details::encode_inverted_index_details(&m))
 }
@@ -330,7 +335,9 @@ fn vector_details_dict<'py>(py: Python<'py>, v: VectorIndexDetails) -> PyResult<
 /// Decodes the `index_details` of an index entry: its `type_url` and `value` bytes, as a
 /// dict of the message's fields (`{}` for the messages without fields: BTree, Bitmap,
 /// LabelList, NGram, ZoneMap; InvertedIndexDetails: its fields, `language` unquoted,
-/// `base_tokenizer` / `max_token_length` None when absent; VectorIndexDetails: `metric_type`,
+/// `base_tokenizer` / `max_token_length` None when absent, `code_analyzer` (the "code"
+/// analyzer's flags, a dict, or None) and `document_granularity` ("row" or "list_element";
+/// another value raises NotSupportedError); VectorIndexDetails: `metric_type`,
 /// `compression` ("flat", "pq", "sq", "rq" or None) with `num_bits` / `num_sub_vectors`,
 /// `runtime_hints` as a dict in stored order, `hnsw`, `target_partition_size`,
 /// `target_num_partitions`). Another type URL raises NotSupportedError.
@@ -354,6 +361,28 @@ pub fn decode_index_details<'py>(py: Python<'py>, type_url: &str, value: &[u8]) 
             d.set_item("prefix_only", m.prefix_only)?;
             d.set_item("block_size", m.block_size)?;
             d.set_item("format_version", m.format_version)?;
+            let code = match m.code_analyzer {
+                None => None,
+                Some(c) => {
+                    let cd = PyDict::new(py);
+                    cd.set_item("split_identifiers", c.split_identifiers)?;
+                    cd.set_item("split_on_numerics", c.split_on_numerics)?;
+                    cd.set_item("preserve_original", c.preserve_original)?;
+                    cd.set_item("index_operators", c.index_operators)?;
+                    Some(cd)
+                }
+            };
+            d.set_item("code_analyzer", code)?;
+            let granularity = match m.document_granularity {
+                0 => "row",
+                1 => "list_element",
+                n => {
+                    let e =
+                        Error::not_supported(format!("InvertedIndexDetails: document_granularity {n} is not known to lancepy"));
+                    return Err::<Bound<'py, PyDict>, Error>(e).py();
+                }
+            };
+            d.set_item("document_granularity", granularity)?;
             Ok(d)
         }
     }

@@ -150,7 +150,9 @@ pub fn describe_index_section(section: Vec<u8>) -> PyResult<Vec<(String, Vec<i32
 }
 
 /// Each index of a raw `IndexSection` as a dict: `name`, `fields`, `uuid`,
-/// `dataset_version`, `fragment_ids`, `details_type`, `index_version`, `base_id`.
+/// `dataset_version`, `fragment_ids`, `details_type`, `index_version`, `base_id`,
+/// `details_value` (the details message's bytes), `created_at` (ms since the epoch, or None),
+/// `covering_fields`, `files_size` (the listed files' total size; None when none are listed).
 #[pyfunction]
 pub fn index_section_entries<'py>(py: Python<'py>, section: Vec<u8>) -> PyResult<Vec<Bound<'py, pyo3::types::PyDict>>> {
     use pyo3::types::PyDictMethods;
@@ -167,6 +169,10 @@ pub fn index_section_entries<'py>(py: Python<'py>, section: Vec<u8>) -> PyResult
             d.set_item("details_type", e.details_type)?;
             d.set_item("index_version", e.index_version)?;
             d.set_item("base_id", e.base_id)?;
+            d.set_item("details_value", pyo3::types::PyBytes::new(py, &e.details_value))?;
+            d.set_item("created_at", e.created_at)?;
+            d.set_item("covering_fields", e.covering_fields)?;
+            d.set_item("files_size", e.files_size)?;
             Ok(d)
         })
         .collect()

@@ -20,7 +20,8 @@ pub use tablepb::InvertedIndexDetails;
 #[derive(Debug, Clone, PartialEq)]
 pub enum IndexDetails {
     /// A message without fields (`BTreeIndexDetails`, `BitmapIndexDetails`,
-    /// `LabelListIndexDetails`, `NGramIndexDetails`, `ZoneMapIndexDetails`): its name.
+    /// `LabelListIndexDetails`, `NGramIndexDetails`, `ZoneMapIndexDetails`, and
+    /// `lance.index.pb.BloomFilterIndexDetails` as pylance 14 writes it): its name.
     Empty(&'static str),
     /// A full-text index's tokenizer and storage settings; `language` already unquoted.
     Inverted(InvertedIndexDetails),
@@ -60,6 +61,11 @@ pub fn decode_index_details(type_url: &str, value: &[u8]) -> Result<IndexDetails
             Ok(IndexDetails::Inverted(m))
         }
         ("lance.index.pb", "VectorIndexDetails") => Ok(IndexDetails::Vector(indexpb::VectorIndexDetails::decode(value)?)),
+        ("lance.index.pb", "BloomFilterIndexDetails") => {
+            // (pylance 14 writes it empty; a well-formed message is all that is checked)
+            let _ = tablepb::BTreeIndexDetails::decode(value)?;
+            Ok(IndexDetails::Empty("BloomFilterIndexDetails"))
+        }
         _ => Err(Error::not_supported(format!("index details of type {type_url:?} are not read by lancepy"))),
     }
 }
@@ -106,6 +112,24 @@ mod tests {
     }
 
     #[test]
+    fn code_analyzer_and_document_granularity() {
+        // pylance 14 keeps the "code" analyzer's flags in field 13 (a message) and
+        // `document_granularity` in field 14 (1: list_element)
+        let mut m = pylance_fts();
+        m.code_analyzer = Some(tablepb::CodeAnalyzerConfig {
+            split_identifiers: true,
+            split_on_numerics: true,
+            preserve_original: true,
+            index_operators: false,
+        });
+        m.document_granularity = 1;
+        let bytes = encode_inverted_index_details(&m);
+        assert!(bytes.windows(8).any(|w| w == [0x6a, 6, 8, 1, 16, 1, 24, 1]));
+        assert!(bytes.windows(2).any(|w| w == [0x70, 1]));
+        assert_eq!(decode_index_details("/lance.table.InvertedIndexDetails", &bytes).unwrap(), IndexDetails::Inverted(m));
+    }
+
+    #[test]
     fn empty_and_vector_details() {
         assert_eq!(
             decode_index_details("/lance.table.BTreeIndexDetails", &[]).unwrap(),
@@ -119,6 +143,10 @@ mod tests {
         };
         assert_eq!(v.metric_type, 2);
         assert!(matches!(decode_index_details("/lance.table.FooIndexDetails", &[]), Err(Error::NotSupported(_))));
+        assert_eq!(
+            decode_index_details("/lance.index.pb.BloomFilterIndexDetails", &[]).unwrap(),
+            IndexDetails::Empty("BloomFilterIndexDetails")
+        );
         assert!(matches!(decode_index_details("BTreeIndexDetails", &[]), Err(Error::NotSupported(_))));
     }
 

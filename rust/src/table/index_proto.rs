@@ -258,6 +258,17 @@ pub fn encode_vector_index_details(
     compression: Compression,
     runtime_hints: &[(String, String)],
 ) -> Vec<u8> {
+    encode_vector_index_details_sized(metric, compression, runtime_hints, 0)
+}
+
+/// [`encode_vector_index_details`] with the rows per partition the build was asked for
+/// (`target_partition_size`, field 2; 0: not asked, left out).
+pub fn encode_vector_index_details_sized(
+    metric: impl Into<IndexMetric>,
+    compression: Compression,
+    runtime_hints: &[(String, String)],
+    target_partition_size: u64,
+) -> Vec<u8> {
     let metric_type = match metric.into() {
         IndexMetric::Float(Metric::L2) => VectorMetricType::L2,
         IndexMetric::Float(Metric::Cosine) => VectorMetricType::Cosine,
@@ -279,6 +290,7 @@ pub fn encode_vector_index_details(
         .collect();
     indexpb::VectorIndexDetails {
         metric_type: metric_type as i32,
+        target_partition_size,
         compression: Some(compression),
         runtime_hints,
         ..Default::default()
@@ -463,6 +475,8 @@ mod tests {
             hex("42004a1c0a156c616e63652e6976662e73616d706c655f7261746512033235364a190a136c616e63652e6976662e6d61785f697465727312023530")
         );
         assert_eq!(encode_vector_index_details(Metric::Cosine, Compression::Flat, &[]), hex("08014200"));
+        // target_partition_size 400 (field 2) between the metric and the compression, as pylance writes it
+        assert_eq!(encode_vector_index_details_sized(Metric::Cosine, Compression::Flat, &[], 400), hex("08011090034200"));
         assert_eq!(encode_vector_index_details(IndexMetric::Hamming, Compression::Flat, &[]), hex("08034200"));
         assert_eq!(IndexMetric::parse("Hamming").unwrap(), IndexMetric::Hamming);
         assert_eq!(IndexMetric::parse("l2").unwrap(), IndexMetric::Float(Metric::L2));

@@ -226,6 +226,14 @@ pub struct IndexEntry {
     pub index_version: Option<i32>,
     /// The base path (see `base_paths`) holding the index files, if not the dataset's own.
     pub base_id: Option<u32>,
+    /// `index_details` value bytes (empty if absent).
+    pub details_value: Vec<u8>,
+    /// When the index was created, milliseconds since the Unix epoch, if recorded.
+    pub created_at: Option<u64>,
+    /// `covering_fields` as stored.
+    pub covering_fields: Vec<i32>,
+    /// Total size of the files the entry lists (`None` when it lists none).
+    pub files_size: Option<u64>,
 }
 
 /// Every index of an `IndexSection`, with its uuid and fragment bitmap decoded.
@@ -250,9 +258,13 @@ pub fn index_entries(section: &[u8]) -> Result<Vec<IndexEntry>> {
                 uuid: uuid.hyphenated().to_string(),
                 dataset_version: i.dataset_version,
                 fragment_ids,
+                files_size: if i.files.is_empty() { None } else { Some(i.files.iter().map(|f| f.size_bytes).sum()) },
+                details_value: i.index_details.as_ref().map(|d| d.value.to_vec()).unwrap_or_default(),
                 details_type: i.index_details.map(|d| d.type_url).unwrap_or_default(),
                 index_version: i.index_version,
                 base_id: i.base_id,
+                created_at: i.created_at,
+                covering_fields: i.covering_fields,
             })
         })
         .collect()
