@@ -1,21 +1,24 @@
 """Scalar index builds (BTREE, BITMAP, LABEL_LIST) in bounded memory: an external sort of the
 indexed column, with build progress.
 
-The column is read a scan batch at a time. While the rows read so far fit the memory budget
-(``memory_limit`` MiB of column data, values and row addresses together; default
-:data:`DEFAULT_MEMORY_LIMIT_MIB`, 1 GiB) they are kept, and a column that fits is indexed
-in memory as before (one sort, the fastest way). Once they do not fit, the rows held are
-sorted into a *run*, spilled to a file of a temporary local directory (Arrow IPC, batches
-of :data:`RUN_BATCH_ROWS` rows), and so on; at the end the runs are merged k ways and the
-merged rows stream straight into the index's pages (BTREE) or bitmaps (BITMAP, LABEL_LIST).
-The temporary directory is removed whether the build succeeds or fails.
+``memory_limit`` (MiB; default :data:`DEFAULT_MEMORY_LIMIT_MIB`, 1 GiB: pylance 14 takes the
+option, for its INVERTED builds) is the build's working memory for the column. Sorting rows
+takes about 2.5 times their size (the rows, the sort order, the sorted copy), so the column
+is read a scan batch at a time and its rows (values and row addresses) are kept while they
+are at most a third of the budget: a column that fits is indexed in memory as before (one
+sort, the fastest way). Once they are more, the rows held are sorted into a *run*, spilled to
+a file of a temporary local directory (Arrow IPC, batches of :data:`RUN_BATCH_ROWS` rows),
+and so on; at the end the runs are merged k ways and the merged rows stream straight into
+the index's pages (BTREE) or bitmaps (BITMAP, LABEL_LIST). The temporary directory is
+removed whether the build succeeds or fails.
 
-Memory: the rows of one run (at most the budget), their sorted copy while the run is
-sorted, and, while merging, a window of every run (together at most half the budget, at
-least one batch of each) plus the rows being written (one page, or one chunk of bitmaps).
+Memory while merging: a window of every run (together a quarter of the budget, but at least
+one batch of each run), the rows taken from the windows in one step and their sorted copy
+(each at most as much), plus the page or bitmaps being written. A LABEL_LIST build also
+keeps the row addresses of its null lists (8 bytes each) until the file is written.
 
-The order is the in-memory build's, so the files are the same bytes: rows sorted by value
-(nulls first, floats in IEEE total order), ties in scan order (floats' ties excepted: the
+The order is the in-memory build's, so the files are the same: rows sorted by value (nulls
+first, floats in IEEE total order), ties in scan order (floats' ties excepted: the
 in-memory build's float sort is not stable, and neither is pylance's, so the order of rows
 with one float value may differ; the pages' values and lookup do not). A run holds
 consecutive scan rows and the merge takes ties from the earlier run first.
@@ -39,7 +42,7 @@ from lancepy.progress import IndexProgress
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-#: The sort's memory budget when ``memory_limit`` is not given (MiB of column data).
+#: The build's memory budget for the column when ``memory_limit`` is not given (MiB).
 DEFAULT_MEMORY_LIMIT_MIB = 1024
 #: Bytes per unit of ``memory_limit``.
 MIB = 1 << 20
@@ -82,13 +85,15 @@ def _key(c: pa.Array, i: int) -> Any:
 
 
 class ExternalSort:
-    """Rows ``(values, ids)`` added a batch at a time, kept while they fit `budget` bytes,
-    else spilled as sorted runs under a temporary directory (made in `tmp_dir`, default the
-    system's). A context manager: leaving it removes the directory."""
+    """Rows ``(values, ids)`` added a batch at a time, kept while they are at most a third of
+    `budget` bytes, else spilled as sorted runs under a temporary directory (made in
+    `tmp_dir`, default the system's). A context manager: leaving it removes the directory."""
 
     def __init__(self, dtype: pa.DataType, budget: int, tmp_dir: Optional[str] = None) -> None:
         self.dtype = dtype
         self.budget = budget
+        #: the most bytes of rows held (a run): sorting them takes about 2.5 times as much
+        self.run_bytes = max(1, budget // 3)
         self.rows = 0
         self._tmp_parent = tmp_dir
         self._dir: Optional[str] = None
@@ -122,7 +127,7 @@ class ExternalSort:
         self._ids.append(ids)
         self.rows += len(values)
         self._held += values.nbytes + ids.nbytes
-        if self._held > self.budget:
+        if self._held > self.run_bytes:
             self._spill()
 
     def held(self) -> Tuple[pa.Array, pa.Array]:
@@ -162,7 +167,7 @@ class ExternalSort:
         total_bytes = sum(b for _, _, b in self.runs)
         total_batches = sum(n for _, n, _ in self.runs) or 1
         per_batch = max(1, total_bytes // total_batches)
-        window = max(1, (self.budget // 2) // (per_batch * max(1, len(cursors))))
+        window = max(1, (self.budget // 4) // (per_batch * max(1, len(cursors))))
         done = 0
         if progress is not None:
             progress(IndexProgress("start", "merge_runs", 0, self.rows, "rows"))
@@ -266,8 +271,8 @@ def build_segment(
     tmp_dir: Optional[str] = None,
 ) -> List[Dict[str, Any]]:
     """Writes the files of one BTREE, BITMAP or LABEL_LIST (`kind`) segment under `base`
-    from `batches` of ``(values, row addresses)``, sorting in memory when the column fits
-    ``memory_limit`` MiB (:func:`budget_bytes`), else externally (spilling to a temporary
+    from `batches` of ``(values, row addresses)``, sorting in memory when the column can be
+    sorted in ``memory_limit`` MiB (:func:`budget_bytes`), else externally (spilling to a temporary
     directory under `tmp_dir`). `progress` hears the ``load_data`` stage (rows read) and,
     when runs were spilled, ``merge_runs`` (rows merged). Returns the files."""
     import numpy as np
