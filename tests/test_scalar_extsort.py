@@ -177,7 +177,9 @@ def test_real_mib_budget_spills(tmp_path: Any) -> None:
     seen: List[IndexProgress] = []
     lancepy.dataset(str(tmp_path / "ext")).create_scalar_index("x", "BTREE", memory_limit=1, progress_callback=seen.append)
     assert any(e.stage == "merge_runs" for e in seen)
-    assert segment_files(str(tmp_path / "mem"), "x_idx") == segment_files(str(tmp_path / "ext"), "x_idx")
+    assert_same_segment(str(tmp_path / "mem"), str(tmp_path / "ext"), "x_idx", "x", "BTREE")
+    assert segment_files(str(tmp_path / "mem"), "x_idx")["page_data.lance"] == segment_files(
+        str(tmp_path / "ext"), "x_idx")["page_data.lance"]
     assert rows(lance.dataset(str(tmp_path / "ext")), "x = 777") == np.flatnonzero(
         t.column("x").to_numpy() == 777).tolist()
 
