@@ -244,8 +244,11 @@ def test_argument_errors_leave_the_dataset_unchanged(tmp_path: Any) -> None:
         ds.create_scalar_index("i", "BTREE", with_position=True, base_tokenizer="raw")
     with pytest.raises(NotSupportedError, match="format_version"):
         ds.create_scalar_index("i", "BTREE", format_version=2)
-    with pytest.raises(NotSupportedError, match="progress_callback"):
-        ds.create_scalar_index("i", "BTREE", progress_callback=print)
+    with pytest.raises(InvalidArgumentError, match="progress_callback"):
+        ds.create_scalar_index("i", "BTREE", progress_callback="print")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(InvalidArgumentError, match="memory_limit"):
+            ds.create_scalar_index("i", "BTREE", memory_limit=bad)
     with pytest.raises(InvalidArgumentError, match="create_index_uncommitted"):
         ds.create_scalar_index("i", "BTREE", fragment_ids=[0])
     with pytest.raises(KeyError, match="nope"):

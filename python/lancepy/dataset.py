@@ -370,14 +370,13 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Builds a scalar index on `column` and commits it as a new version (pylance 14's
         signature). ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"`` and ``"INVERTED"`` / ``"FTS"``
         (tokenizers ``simple``, ``whitespace``, ``raw``, ``ngram``) are built, in pylance 14's
-        on-disk formats (pylance uses them, and lancepy's filters and searches use pylance's);
-        the other types pylance knows raise :class:`~lancepy.exceptions.NotSupportedError` (a
-        ``NotImplementedError``). Default name ``<column>_idx``; an index of that name is
-        replaced unless ``replace=False`` (then :class:`IndexAlreadyExistsError`).
-        ``train=False`` commits an empty index, as pylance. Not supported: ``fragment_ids``
-        (``ValueError``, as pylance), ``progress_callback``, INVERTED ``memory_limit`` /
-        ``num_workers`` / ``document_granularity="list_element"`` and the tokenizers
-        pylance loads language models for."""
+        on-disk formats; other types raise :class:`~lancepy.exceptions.NotSupportedError`.
+        Default name ``<column>_idx``, replaced unless ``replace=False`` (then
+        :class:`IndexAlreadyExistsError`); ``train=False`` commits an empty index. ``memory_limit``
+        (MiB): INVERTED's build budget; BTREE/BITMAP/LABEL_LIST's sort budget (default 1 GiB; a
+        larger column is sorted in runs spilled to a temporary directory). ``progress_callback``
+        gets :class:`~lancepy.progress.IndexProgress` events. Not supported: ``fragment_ids``
+        (``ValueError``, as pylance), ``num_workers`` > 1, ``document_granularity="list_element"``."""
         self._install(_scalar_index.create_scalar_index(self._view, **_args(locals())))
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:

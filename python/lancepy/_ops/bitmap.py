@@ -26,7 +26,7 @@ hold row addresses.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -122,18 +122,33 @@ def write_segment(
     by their elements. Returns the file with its size, as ``IndexMetadata.files`` lists it."""
     import numpy as np
 
-    from lancepy.file import LanceFileWriter
-
     dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
     label_list = is_list(dtype)
-    null_lists = b""
+    nulls = np.empty(0, np.uint64)
     if label_list:
         if values.type != dtype:
             values = values.cast(dtype)
-        nulls = np.asarray(ids.filter(values.is_null()).to_numpy(zero_copy_only=False), dtype=np.uint64)
-        null_lists = _lancepy.row_addr_maps_serialize(np.sort(nulls).astype("<u8").tobytes(), [0, len(nulls)])[0]
+        nulls = np.sort(np.asarray(ids.filter(values.is_null()).to_numpy(zero_copy_only=False), dtype=np.uint64))
         values, ids = flatten(values, ids)
         dtype = dtype.value_type
+    return write_flat(base, dtype, values, ids, storage_options, label_list, nulls)
+
+
+def _null_lists(nulls: "np.ndarray") -> bytes:
+    """The serialized set of the row addresses `nulls` (sorted) of a LABEL_LIST's null lists."""
+    return _lancepy.row_addr_maps_serialize(nulls.astype("<u8").tobytes(), [0, len(nulls)])[0]
+
+
+def write_flat(
+    base: str, dtype: pa.DataType, values: pa.Array, ids: pa.Array, storage_options: Any = None,
+    label_list: bool = False, nulls: Optional["np.ndarray"] = None,
+) -> List[Dict[str, Any]]:
+    """:func:`write_segment` of the keys `values` (a LABEL_LIST's list elements, with
+    `label_list`, its null lists' sorted row addresses `nulls`)."""
+    import numpy as np
+
+    from lancepy.file import LanceFileWriter
+
     if values.type != dtype:
         values = values.cast(dtype)
     if len(values):
@@ -141,16 +156,72 @@ def write_segment(
         blobs = _lancepy.row_addr_maps_serialize(addrs.astype("<u8").tobytes(), [int(o) for o in offsets])
     else:
         keys, blobs = pa.array([], dtype), []
-        addrs = np.empty(0, np.uint64)
     schema = lookup_schema(dtype, len(keys), label_list)
     with LanceFileWriter(base + LOOKUP, schema, version="2.2", storage_options=storage_options) as writer:
         if label_list:
             # (the rows whose list is null, in global buffer 1, as the metadata says)
-            if writer.add_global_buffer(null_lists) != 1:
+            if writer.add_global_buffer(_null_lists(nulls if nulls is not None else np.empty(0, np.uint64))) != 1:
                 raise CorruptFileError(f"{base}{LOOKUP}: the null lists' buffer is not global buffer 1")
         if len(keys):
             writer.write_batch(pa.record_batch([keys, pa.array(blobs, pa.binary())], schema=schema))
     return [{"path": LOOKUP, "size_bytes": int(writer.file_size or 0)}]
+
+
+def write_sorted(
+    base: str, dtype: pa.DataType, chunks: Iterable[Tuple[pa.Array, pa.Array]], storage_options: Any = None,
+    label_list: bool = False, nulls: Optional["np.ndarray"] = None,
+) -> List[Dict[str, Any]]:
+    """:func:`write_flat` of rows already in key order, given in `chunks` of ``(keys, row
+    addresses)``: each chunk's bitmaps are written as it comes, but its last key, which the
+    next chunk may continue, is held until then. The same bytes as :func:`write_flat`."""
+    import numpy as np
+
+    from lancepy.file import LanceFileWriter
+
+    schema = lookup_schema(dtype, 0, label_list)
+    count = 0
+    pending: Optional[Tuple[pa.Array, "np.ndarray"]] = None  # (the last key, its addresses)
+
+    def emit(keys: pa.Array, addrs: "np.ndarray", offsets: Sequence[int]) -> None:
+        nonlocal count
+        blobs = _lancepy.row_addr_maps_serialize(addrs.astype("<u8").tobytes(), [int(o) for o in offsets])
+        writer.write_batch(pa.record_batch([keys, pa.array(blobs, pa.binary())], schema=schema))
+        count += len(keys)
+
+    with LanceFileWriter(base + LOOKUP, schema, version="2.2", storage_options=storage_options) as writer:
+        if label_list:
+            if writer.add_global_buffer(_null_lists(nulls if nulls is not None else np.empty(0, np.uint64))) != 1:
+                raise CorruptFileError(f"{base}{LOOKUP}: the null lists' buffer is not global buffer 1")
+        for values, ids in chunks:
+            if values.type != dtype:
+                values = values.cast(dtype)
+            if not len(values):
+                continue
+            keys, addrs, offsets = group(values, ids)
+            if pending is not None:
+                if _same_key(pending[0], keys.slice(0, 1)):
+                    first = np.sort(np.concatenate([pending[1], addrs[: offsets[1]]]))
+                    addrs = np.concatenate([first, addrs[offsets[1]:]])
+                    offsets = np.concatenate([[0], offsets[1:] + len(pending[1])])
+                else:
+                    emit(pending[0], pending[1], [0, len(pending[1])])
+            last = len(keys) - 1
+            if last:
+                emit(keys.slice(0, last), addrs[: offsets[last]], offsets[: last + 1])
+            pending = (keys.slice(last, 1), addrs[offsets[last]:].copy())
+        if pending is not None:
+            emit(pending[0], pending[1], [0, len(pending[1])])
+        # (the count is known at the end: the schema's metadata is set when the file is closed)
+        writer.add_schema_metadata(STATS_KEY, json.dumps({"num_bitmaps": count}, separators=(",", ":")))
+    return [{"path": LOOKUP, "size_bytes": int(writer.file_size or 0)}]
+
+
+def _same_key(a: pa.Array, b: pa.Array) -> bool:
+    """Whether the one-value arrays `a` and `b` hold the same key (as :func:`group`'s
+    dictionary encoding tells keys apart: NaN is one key, -0.0 and 0.0 are two)."""
+    if a.null_count or b.null_count:
+        return bool(a.null_count and b.null_count)
+    return len(pc.unique(pa.concat_arrays([a, b]))) == 1
 
 
 def decode(blobs: Sequence[Optional[bytes]]) -> "np.ndarray":

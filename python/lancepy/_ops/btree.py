@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -161,9 +161,9 @@ def key_order(keys: "np.ndarray") -> "np.ndarray":
     return packed.view(np.int64)
 
 
-def sort_order(values: pa.Array) -> pa.Array:
+def sort_order(values: pa.Array, stable: bool = False) -> pa.Array:
     """Positions of `values` in index order: nulls first, then ascending values (floats in
-    total order)."""
+    total order). Ties keep their order, except floats' unless `stable`."""
     import numpy as np
 
     if values.null_count:
@@ -177,7 +177,7 @@ def sort_order(values: pa.Array) -> pa.Array:
         order = np.asarray(pc.sort_indices(non_null).to_numpy(zero_copy_only=False))
     elif pa.types.is_floating(values.type):
         # (ties need no order: numpy's unstable argsort is the fastest that gives positions)
-        order = np.argsort(keys)
+        order = np.argsort(keys, kind="stable" if stable else None)
     else:
         order = key_order(keys)
     if present is not None:
@@ -223,37 +223,82 @@ def write_segment(
     """Sorts the rows and writes ``page_data.lance`` and ``page_lookup.lance`` under `base`
     (the segment directory, ending in ``/``). Returns the files with their sizes, in the
     order pylance lists them in ``IndexMetadata.files``."""
-    from lancepy.file import LanceFileWriter
-
     dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
     if values.type != dtype:
         values = values.cast(dtype)
     order = sort_order(values)
-    values, ids = values.take(order), ids.take(order)
-    n = len(values)
+    return write_sorted(base, dtype, [(values.take(order), ids.take(order))], storage_options)
+
+
+def write_sorted(
+    base: str, dtype: pa.DataType, chunks: Iterable[Tuple[pa.Array, pa.Array]], storage_options: Any = None
+) -> List[Dict[str, Any]]:
+    """Writes the segment's files under `base` from rows already in index order, given in
+    `chunks` of ``(values, ids)`` of any length: each page is written as soon as it is full,
+    so only one page (and the lookup's first and last values) is held. Returns the files as
+    :func:`write_segment` does."""
+    from lancepy.file import LanceFileWriter
+
+    dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
     dschema = data_schema(dtype)
     null_counts: List[int] = []
+    firsts: List[pa.Array] = []
+    lasts: List[pa.Array] = []
+    pending_v: List[pa.Array] = []
+    pending_i: List[pa.Array] = []
+    held = 0
+
+    def page(vals: pa.Array, rows: pa.Array) -> None:
+        data.write_batch(pa.record_batch([vals, rows], schema=dschema))
+        null_counts.append(vals.null_count)
+
+    def bounds(vals: pa.Array, starts: List[int], ends: List[int]) -> None:
+        # (pages' first and last values, as pylance: not their min and max; copies, so
+        # that the pages themselves are not kept)
+        firsts.append(vals.take(pa.array(starts, pa.int64())))
+        lasts.append(vals.take(pa.array(ends, pa.int64())))
+
     with LanceFileWriter(base + PAGE_DATA, dschema, version="2.2", storage_options=storage_options) as data:
-        for start in range(0, n, BATCH_SIZE):
-            vals = values.slice(start, min(BATCH_SIZE, n - start))
-            data.write_batch(pa.record_batch([vals, ids.slice(start, len(vals))], schema=dschema))
-            null_counts.append(vals.null_count)
+        for values, ids in chunks:
+            if values.type != dtype:
+                values = values.cast(dtype)
+            n, start = len(values), 0
+            if held:  # (complete the page begun by the last chunk)
+                start = min(BATCH_SIZE - held, n)
+                pending_v.append(values.slice(0, start))
+                pending_i.append(ids.slice(0, start))
+                held += start
+                if held < BATCH_SIZE:
+                    continue
+                vals = pa.concat_arrays(pending_v)
+                page(vals, pa.concat_arrays(pending_i))
+                bounds(vals, [0], [BATCH_SIZE - 1])
+                pending_v, pending_i, held = [], [], 0
+            starts = list(range(start, n - BATCH_SIZE + 1, BATCH_SIZE))
+            for p in starts:
+                page(values.slice(p, BATCH_SIZE), ids.slice(p, BATCH_SIZE))
+            if starts:
+                bounds(values, starts, [p + BATCH_SIZE - 1 for p in starts])
+                start = starts[-1] + BATCH_SIZE
+            if start < n:
+                pending_v, pending_i, held = [values.slice(start)], [ids.slice(start)], n - start
+        if held:
+            vals = pa.concat_arrays(pending_v)
+            page(vals, pa.concat_arrays(pending_i))
+            bounds(vals, [0], [held - 1])
     num_pages = len(null_counts)
-    firsts = pa.array([p * BATCH_SIZE for p in range(num_pages)], pa.int64())
-    lasts = pa.array([min((p + 1) * BATCH_SIZE, n) - 1 for p in range(num_pages)], pa.int64())
     lschema = lookup_schema(dtype)
-    lookup_batch = pa.record_batch(
-        [
-            values.take(firsts),  # (a page's first and last values, as pylance: not its min and max)
-            values.take(lasts),
-            pa.array(null_counts, pa.uint32()),
-            pa.array(range(num_pages), pa.uint32()),
-        ],
-        schema=lschema,
-    )
     with LanceFileWriter(base + PAGE_LOOKUP, lschema, version="2.2", storage_options=storage_options) as lookup:
         if num_pages:
-            lookup.write_batch(lookup_batch)
+            lookup.write_batch(pa.record_batch(
+                [
+                    pa.concat_arrays(firsts),
+                    pa.concat_arrays(lasts),
+                    pa.array(null_counts, pa.uint32()),
+                    pa.array(range(num_pages), pa.uint32()),
+                ],
+                schema=lschema,
+            ))
     return [
         {"path": PAGE_DATA, "size_bytes": int(data.file_size or 0)},
         {"path": PAGE_LOOKUP, "size_bytes": int(lookup.file_size or 0)},

@@ -655,6 +655,7 @@ DEFAULT_MEMORY_LIMIT_MIB = 2048
 def build_partitions(
     base: str, params: Dict[str, Any], batches: Iterable[Tuple[pa.Array, pa.Array]], memory_limit_mib: Optional[int],
     storage_options: Any = None, written: Optional[List[str]] = None, first_partition: int = 0,
+    progress: Any = None,
 ) -> List[Dict[str, Any]]:
     """Writes one segment under `base` from `batches` of ``(texts, row ids)`` (ascending row
     ids), in bounded memory: the documents are gathered until their estimated build memory
@@ -664,8 +665,17 @@ def build_partitions(
     bounds are its own, as pylance writes them. The names of the files, as written, are added
     to `written` (for a rollback). With `first_partition`, partitions ``0 ..
     first_partition - 1`` are written already (see :func:`extend`): the new ones follow
-    them, and the metadata lists them all. Returns the files, in the order written."""
+    them, and the metadata lists them all. `progress` (a callable, or ``None``) hears
+    :class:`~lancepy.progress.IndexProgress` events as pylance 14 reports them: stage
+    ``tokenize_docs`` (rows read) and ``write_metadata`` (files). Returns the files, in the
+    order written."""
     import numpy as np
+
+    from lancepy.progress import IndexProgress
+
+    def report(event: str, stage: str, done: int, total: Optional[int], unit: str) -> None:
+        if progress is not None:
+            progress(IndexProgress(event, stage, done, total, unit))
 
     limit = (DEFAULT_MEMORY_LIMIT_MIB if memory_limit_mib is None else int(memory_limit_mib)) << 20
     files: List[Dict[str, Any]] = []
@@ -673,6 +683,7 @@ def build_partitions(
     texts: List[Optional[str]] = []
     rows: List["np.ndarray"] = []
     used = 0
+    docs = 0
 
     def flush() -> None:
         nonlocal texts, rows, used
@@ -684,6 +695,7 @@ def build_partitions(
         pids.append(pid)
         texts, rows, used = [], [], 0
 
+    report("start", "tokenize_docs", 0, None, "rows")
     for values, ids in batches:
         chunk = values.to_pylist()
         texts.extend(chunk)
@@ -692,11 +704,17 @@ def build_partitions(
         used += size * _BUILD_BYTES_PER_TEXT_BYTE + len(chunk) * _BUILD_BYTES_PER_DOC
         if used >= limit:
             flush()
+        docs += len(chunk)
+        report("progress", "tokenize_docs", docs, None, "rows")
     if texts or not (pids or first_partition):
         flush()
+    report("complete", "tokenize_docs", docs, None, "rows")
     if written is not None:
         written.append(METADATA)
+    report("start", "write_metadata", 0, 1, "files")
     files.extend(write_metadata(base, params, list(range(first_partition)) + pids, storage_options))
+    report("progress", "write_metadata", 1, 1, "files")
+    report("complete", "write_metadata", 1, 1, "files")
     return files
 
 

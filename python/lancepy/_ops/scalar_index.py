@@ -17,6 +17,7 @@ import pyarrow as pa
 from lancepy import _lancepy
 from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
+from lancepy._ops import extsort as _extsort
 from lancepy._table import commit as _commit
 from lancepy._table.commit import commit_on
 from lancepy.exceptions import IndexAlreadyExistsError, InvalidArgumentError, NotSupportedError
@@ -104,6 +105,8 @@ def create_scalar_index(
     unknown = sorted(set(fts_options) - set(FTS_OPTIONS))
     if unknown:
         raise InvalidArgumentError(f"create_scalar_index: unknown options {unknown}")
+    if progress_callback is not None and not callable(progress_callback):
+        raise InvalidArgumentError(f"create_scalar_index(progress_callback=): a callable, got {progress_callback!r}")
     if isinstance(column, (list, tuple)):
         if len(column) != 1:
             raise NotImplementedError("Scalar indices currently only support a single column")
@@ -126,7 +129,8 @@ def create_scalar_index(
             f"create_scalar_index(index_type={index_type!r}): lancepy builds BTREE, BITMAP, LABEL_LIST and INVERTED scalar indices only (for now); "
             f"it reads the other kinds pylance writes"
         )
-    given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None]
+    # (memory_limit: the INVERTED build's budget, and the sort's of the other kinds)
+    given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None and k != "memory_limit"]
     if kind in ("INVERTED", "FTS"):
         return _create_inverted(view, column, name, replace, train, index_uuid, progress_callback, format_version,
                                 document_granularity, fragment_ids, fts_options)
@@ -141,12 +145,12 @@ def create_scalar_index(
             f"create_scalar_index(document_granularity={document_granularity!r}): an INVERTED/FTS option, "
             f"not an option of a {kind} index"
         )
-    if progress_callback is not None:
-        raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no scalar index build progress")
     if fragment_ids is not None:
         raise InvalidArgumentError(
             f"{kind} distributed indexing uses create_index_uncommitted(..., index_type=\"{kind}\", fragment_ids=...)"
         )
+    memory_limit = fts_options.get("memory_limit")
+    _extsort.budget_bytes(memory_limit)  # (checked before anything is read)
     path, field_id, dtype = _resolve_column(view, column)
     if kind == "LABEL_LIST":
         if not _bitmap.is_list(dtype) or not _btree.indexable(dtype.value_type):
@@ -171,11 +175,12 @@ def create_scalar_index(
     names = [_btree.PAGE_DATA, _btree.PAGE_LOOKUP] if kind == "BTREE" else [_bitmap.LOOKUP]
     written = [f"_indices/{uid}/{n}" for n in names]
     try:
-        values, ids = (pa.array([], dtype), pa.array([], pa.uint64()))
-        if fragments:
-            values, ids = _btree.collect(view, path, fragments)
-        files = builder.write_segment(
-            view.uri.rstrip("/") + f"/_indices/{uid}/", dtype, values, ids, view.storage_options
+        # (the column a scan batch at a time, sorted in memory when it fits memory_limit,
+        # else externally: lancepy._ops.extsort)
+        batches = _btree.column_batches(view, path, fragments) if fragments else iter(())
+        files = _extsort.build_segment(
+            kind, view.uri.rstrip("/") + f"/_indices/{uid}/", dtype, batches, memory_limit, view.storage_options,
+            progress_callback,
         )
     except BaseException:
         _commit.delete_written(view.store, written)
@@ -229,8 +234,6 @@ def _create_inverted(
         raise NotSupportedError(f"create_scalar_index(format_version={format_version!r}): lancepy writes INVERTED format 2 only")
     if str(getattr(document_granularity, "value", document_granularity)).lower() != "row":
         raise NotSupportedError(f"create_scalar_index(document_granularity={document_granularity!r}): lancepy indexes rows only")
-    if progress_callback is not None:
-        raise NotSupportedError("create_scalar_index(progress_callback=): lancepy reports no scalar index build progress")
     if fragment_ids is not None:
         raise NotSupportedError("create_scalar_index(fragment_ids=): distributed INVERTED builds are not built in lancepy")
     params = _inverted.check_params({k: v for k, v in options.items() if k not in ("memory_limit", "num_workers")})
@@ -252,7 +255,8 @@ def _create_inverted(
         # the column is read a scan batch at a time, partitions written as the memory budget fills)
         batches = _btree.column_batches(view, path, fragments, row_ids=view.stable_row_ids) if fragments else iter(())
         files = _inverted.build_partitions(
-            view.uri.rstrip("/") + f"/_indices/{uid}/", params, batches, memory_limit, view.storage_options, written=names
+            view.uri.rstrip("/") + f"/_indices/{uid}/", params, batches, memory_limit, view.storage_options, written=names,
+            progress=progress_callback,
         )
     except BaseException:
         _commit.delete_written(view.store, [f"_indices/{uid}/{n}" for n in names])
