@@ -58,6 +58,16 @@ class _StaleIndex(LanceError):
     """An index that no longer describes its column (the plain scan answers instead)."""
 
 
+def _other_zeros(dtype: pa.DataType, values: Sequence[Any]) -> List[float]:
+    """For a float column, the zero of the other sign of each zero in `values`: SQL (and
+    pylance) has -0.0 = 0.0, so an IN list finds both (an index keeps them as two keys)."""
+    import math
+
+    if not pa.types.is_floating(dtype):
+        return []
+    return [math.copysign(0.0, -math.copysign(1.0, v)) for v in values if isinstance(v, float) and v == 0.0]
+
+
 @dataclass
 class _Index:
     name: str
@@ -332,7 +342,10 @@ class _Planner:
             values = [_literal(e, idx.dtype) for e in node.expressions]
             if any(v is _NO_VALUE for v in values):
                 return None
-            addresses = np.concatenate([seg.search_in(values) for seg in self._segments(idx)])
+            lookups = list(values) + _other_zeros(idx.dtype, values)
+            addresses = np.concatenate([seg.search_in(lookups) for seg in self._segments(idx)])
+            if len(lookups) > len(values):
+                addresses = np.unique(addresses)  # (the index may hold both zeros as one key)
             text = f"[{idx.column} = {_sql_value(values[0])}]@{idx.name}({idx.kind})"
             for v in values[1:]:  # (pylance's plan: IN as ORed equalities)
                 text = f"OR({text},[{idx.column} = {_sql_value(v)}]@{idx.name}({idx.kind}))"
