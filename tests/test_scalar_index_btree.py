@@ -142,7 +142,8 @@ def test_train_false_is_an_empty_index_as_pylances(tmp_path: Any) -> None:
 def random_filters(rng: np.random.Generator, t: pa.Table, count: int) -> List[str]:
     ints = [v for v in t.column("i").to_pylist() if v is not None]
     strs = [v for v in t.column("s").to_pylist() if v is not None]
-    out = ["i IS NULL", "i IS NOT NULL", "s IS NULL", "f IS NULL", "f > 1.5", "f < -2.0", "b = true"]
+    out = ["i IS NULL", "i IS NOT NULL", "s IS NULL", "f IS NULL", "f > 1.5", "f < -2.0", "b = true",
+           "f IN (0.0, 1.5)", "f IN (-0.0)", "f = 0.0", "f NOT IN (0.0)"]  # (both zeros are in f)
     for _ in range(count):
         a, b = sorted(int(x) for x in rng.choice(ints, 2))
         s1, s2 = sorted(str(x) for x in rng.choice(strs, 2))
