@@ -547,34 +547,63 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
         return _scalar_query.plan(self._ds._view, self._filter, self._fragment_ids)
 
     def _indexed_rows(self, hit: _scalar_query.IndexPrefilter, columns: Optional[List[str]]) -> pa.Table:
-        """The rows passing the filter, in scan order: of a covered fragment, its candidate
-        rows (taken by address); runs of other fragments scanned. Offset and limit not applied."""
+        """The rows passing the filter, in scan order: of covered fragments, their candidate
+        rows (taken by address, a run of covered fragments in one take, which decodes its
+        fragments in parallel; not filtered again when the index answered the whole filter
+        exactly); runs of other fragments scanned. Offset and limit not applied."""
+        import numpy as np
+
         s = self._ds._view.snapshot
         order = self._fragment_ids
         if order is None:
             order = _scalar_query.fragment_order(self._ds._view)
         rows = dict(with_row_id=self._with_row_id, with_row_address=self._with_row_address)
         parts: List[pa.Table] = []
-        run: List[int] = []
+        scan_run: List[int] = []
+        take_run: List[Any] = []
 
-        def add(t: pa.Table) -> None:
+        def add(t: pa.Table, exact: bool) -> None:
             self._rows_scanned += t.num_rows
             if t.num_rows:
-                parts.append(_filtered(t, self._filter))
+                parts.append(t if exact else _filtered(t, self._filter))
 
-        for fid in order + [None]:
-            if fid is not None and fid not in hit.candidates:
-                run.append(fid)
+        def flush() -> None:
+            if scan_run:
+                add(pa.table(s.scan(columns, fragment_ids=scan_run, batch_rows=131072, **rows)), False)
+                scan_run.clear()
+            if take_run:
+                wanted = take_run[0] if len(take_run) == 1 else np.concatenate(take_run)
+                add(pa.table(s.take_addresses(pa.array(wanted, pa.uint64()), columns=columns, **rows)), hit.exact)
+                take_run.clear()
+
+        for fid in order:
+            if fid not in hit.candidates:
+                if take_run:
+                    flush()
+                scan_run.append(fid)
                 continue
-            if run:
-                add(pa.table(s.scan(columns, fragment_ids=run, batch_rows=131072, **rows)))
-                run = []
-            if fid is not None and len(hit.candidates[fid]):
-                add(pa.table(s.take_addresses(pa.array(hit.candidates[fid], pa.uint64()), columns=columns, **rows)))
+            if scan_run:
+                flush()
+            if len(hit.candidates[fid]):
+                take_run.append(hit.candidates[fid])
+        flush()
         parts = [p for p in parts if p.num_rows]
         if not parts:
             return pa.table(s.scan(columns, fragment_ids=order[:1], limit=0, batch_rows=1, **rows))
         return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    def _indexed_count(self, hit: _scalar_query.IndexPrefilter) -> int:
+        """Rows passing a filter the index answered exactly: the candidates of the covered
+        fragments (no row read) and the rows of the others that pass it."""
+        order = self._fragment_ids
+        if order is None:
+            order = _scalar_query.fragment_order(self._ds._view)
+        n = sum(len(hit.candidates[f]) for f in order if f in hit.candidates)
+        rest = [f for f in order if f not in hit.candidates]
+        if rest:
+            t = pa.table(self._ds._view.snapshot.scan(self._filter.columns, fragment_ids=rest, batch_rows=131072))
+            n += _filtered(t, self._filter).num_rows if t.num_rows else 0
+        return n
 
     def _empty(self) -> pa.Table:
         return self._scan_table(limit=0, batch_rows=1)
@@ -862,7 +891,8 @@ class LanceScanner(ScannerArrowMembers, ArrowScanner):
             return n if self._limit is None else min(n, self._limit)
         hit = self._index_prefilter()
         if hit is not None:
-            n = max(self._indexed_rows(hit, self._filter.columns).num_rows - self._offset, 0)
+            n = self._indexed_count(hit) if hit.exact else self._indexed_rows(hit, self._filter.columns).num_rows
+            n = max(n - self._offset, 0)
             return n if self._limit is None else min(n, self._limit)
         cols = self._filter.columns
         total, skip, remaining = 0, self._offset, self._limit
