@@ -1,10 +1,10 @@
 """Indexed queries the index answers exactly (issue 25): where BTREE / BITMAP indices answer
-the whole filter exactly, the taken rows are not filtered again, and a run of covered
-fragments is taken in one call (its fragments decoded in parallel). Seeded differential
-tests: results (values, row ids, row addresses, counts) equal the unindexed scan's, with
-nulls, deletions, fragments the index does not cover, stable row ids and NaN; which filters
-count as exactly answered; and a take of ordered addresses across fragments equals the
-per-fragment takes and a take in shuffled order."""
+the whole filter exactly, the taken rows are not filtered again (and counted without being
+read). Seeded differential tests: results (values, row ids, row addresses, counts) equal the
+unindexed scan's, with nulls, deletions, fragments the index does not cover, stable row ids
+and NaN; which filters count as exactly answered; and a take of addresses in (fragment, row)
+order across fragments (read per fragment and concatenated) equals the per-fragment takes
+and a take in shuffled order."""
 
 from __future__ import annotations
 
