@@ -52,7 +52,8 @@ impl LocalReader {
                 // SAFETY: a mapping is only sound while nobody changes the file. Lance data
                 // files are immutable: written once under a unique name, then only read or
                 // deleted (deleting keeps a mapped file's pages alive). Readers copy bytes
-                // out of the mapping and check every range against the size the file had
+                // out of the mapping, or hand out buffers over it that hold it alive
+                // (`resident_slice`), and check every range against the size the file had
                 // when opened, which the mapping must cover.
                 let map = unsafe { memmap2::Mmap::map(&self.file) }.ok()?;
                 // Advice only changes how pages are read, never what the mapping holds.
@@ -166,7 +167,8 @@ impl Reader for LocalReader {
         4096
     }
 
-    /// All coalesced requests land in one allocation (many small allocations, their zeroing
+    /// Resident ranges are slices of the mapping (see [`LocalReader::resident_slice`]); all
+    /// other coalesced requests land in one allocation (many small allocations, their zeroing
     /// and page faults would otherwise dominate random-access reads).
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Buffer>> {
         if ranges.len() <= 1 {
