@@ -11,15 +11,19 @@ left out, which only widens the set) and ``OR`` (union, when every side is answe
 within the rows of its index. The
 answer is a set of *candidate* row addresses, a superset of the matching live rows of the
 covered fragments: the scan reads those rows and still applies the whole filter to them, so
-literal coercions, NaN and three-valued logic stay the filter's business. Fragments the
-index does not cover are scanned as usual. A BTREE index holds row addresses, also where the
+literal coercions, NaN and three-valued logic stay the filter's business. Where the whole
+filter is answered exactly (comparisons, ``IN``, ``IS NULL`` of BTREE or BITMAP columns with
+literals of the column's own type, no float column, joined by ``AND`` / ``OR``, nothing left
+out), the candidates are the matching live rows themselves and the filter is not applied to
+them again (:attr:`IndexPrefilter.exact`). Fragments the index does not cover are scanned as
+usual. A BTREE index holds row addresses, also where the
 dataset has stable row ids (pylance 14 writes and remaps it so, marked ``index_version`` 1
 there; an index of such a dataset at version 0 holds row ids and is not used).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set
 
 import pyarrow as pa
@@ -52,6 +56,9 @@ class IndexPrefilter:
     #: pylance-style description of the index query, e.g. ``[i = 7]@i_idx(BTree)``
     query: str
     indices: List[str] = field(default_factory=list)
+    #: whether the candidates are exactly the rows where the whole filter is true (no part
+    #: of it left out, every part exact): then the scan takes them without filtering again
+    exact: bool = False
 
 
 class _StaleIndex(LanceError):
@@ -167,6 +174,8 @@ class _Answer:
     #: whether `addresses` are exactly the indexed rows where the part is true (not a
     #: superset): only such a part can be complemented for ``NOT``
     exact: bool = False
+    #: whether every part of the filter below this node was answered (none left out)
+    complete: bool = True
 
 
 class _Planner:
@@ -288,13 +297,14 @@ class _Planner:
             if not parts:
                 return None
             if len(parts) == 1:
-                return parts[0]
+                return replace(parts[0], complete=False)  # (the other side left to the filter)
             a, b = parts
             return _Answer(
                 np.intersect1d(a.addresses, b.addresses),
                 f"AND({a.text},{b.text})",
                 {**a.used, **b.used},
                 a.exact and b.exact,
+                a.complete and b.complete,
             )
         if isinstance(node, exp.Or):
             left, right = self.visit(node.this), self.visit(node.expression)
@@ -305,6 +315,7 @@ class _Planner:
                 f"OR({left.text},{right.text})",
                 {**left.used, **right.used},
                 left.exact and right.exact,
+                left.complete and right.complete,
             )
         if isinstance(node, exp.Not):
             return self._complement(self.visit(node.this))
@@ -438,7 +449,7 @@ class _Planner:
                 return None
             inner = self.visit(inner_node)
             if inner is None or not inner.exact:
-                return other  # (the NOT part left to the filter: a superset still)
+                return replace(other, complete=False)  # (the NOT part left to the filter: a superset still)
             texts = [other.text, other.text]
             texts[i] = f"NOT({inner.text})"
             return _Answer(
@@ -446,6 +457,7 @@ class _Planner:
                 f"AND({texts[0]},{texts[1]})",
                 {**other.used, **inner.used},
                 other.exact,
+                False,  # (rows where the negated part is NULL are in it: the filter drops them)
             )
         return None
 
@@ -566,7 +578,8 @@ def _sorted_unique(a: "np.ndarray") -> "np.ndarray":
 
 def _exact(dtype: pa.DataType, *bounds: Any) -> bool:
     """Whether an index's answer for a comparison of a `dtype` column with `bounds` is
-    exactly its rows (no NaN candidates, no comparison in another type)."""
+    exactly its rows (no NaN candidates, no comparison in another type: an integer bound
+    fits the column's type, else the filter compares in a wider one, or as doubles)."""
     if pa.types.is_floating(dtype):
         return False
     for v in bounds:
@@ -574,7 +587,17 @@ def _exact(dtype: pa.DataType, *bounds: Any) -> bool:
             continue
         if isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool) and not pa.types.is_integer(dtype)):
             return False
+        if isinstance(v, int) and not isinstance(v, bool) and not _fits(v, dtype):
+            return False
     return True
+
+
+def _fits(v: int, dtype: pa.DataType) -> bool:
+    """Whether integer `v` is a value of integer type `dtype`."""
+    bits = dtype.bit_width
+    if pa.types.is_signed_integer(dtype):
+        return -(1 << (bits - 1)) <= v < (1 << (bits - 1))
+    return 0 <= v < (1 << bits)
 
 
 def _like_prefix(pattern: str) -> str:
@@ -659,5 +682,6 @@ def plan(view: "DatasetView", flt: Optional["Filter"], fragment_ids: Optional[Se
             offsets = (mine & np.uint64(0xFFFFFFFF)).astype(np.uint32)
             mine = mine[~np.isin(offsets, deleted)]
         candidates[fid] = mine
-    return IndexPrefilter(candidates=candidates, query=answer.text, indices=sorted(answer.used))
+    exact = answer.exact and answer.complete and all(idx.kind in ("BTree", "Bitmap") for idx in answer.used.values())
+    return IndexPrefilter(candidates=candidates, query=answer.text, indices=sorted(answer.used), exact=exact)
 

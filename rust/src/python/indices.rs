@@ -237,14 +237,15 @@ pub fn row_addr_maps_serialize<'py>(
 #[allow(clippy::type_complexity)]
 pub fn row_addr_maps_deserialize<'py>(
     py: Python<'py>,
-    blobs: Vec<Vec<u8>>,
+    blobs: Vec<pyo3::pybacked::PyBackedBytes>,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<usize>, Vec<(usize, u32)>)> {
+    // (`PyBackedBytes`: the bytes objects' own buffers, not a list of ints read one by one)
     let (addrs, lengths, full) = run(py, || {
         let mut addrs: Vec<u8> = Vec::new();
         let mut lengths = Vec::with_capacity(blobs.len());
         let mut full = Vec::new();
         for (i, blob) in blobs.iter().enumerate() {
-            let d = crate::table::row_addr_map::deserialize(blob)?;
+            let d = crate::table::row_addr_map::deserialize(&blob[..])?;
             lengths.push(d.addresses.len());
             d.addresses.iter().for_each(|a| addrs.extend_from_slice(&a.to_le_bytes()));
             full.extend(d.full_fragments.into_iter().map(|f| (i, f)));

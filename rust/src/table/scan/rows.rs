@@ -136,16 +136,25 @@ impl TableSnapshot {
     /// unless `include_deleted`.
     pub fn address_requests(&self, addresses: &[u64], include_deleted: bool) -> Result<Vec<(usize, u64)>> {
         let mut requests = Vec::with_capacity(addresses.len());
+        // The fragment of the previous address, its rows and deletions: addresses mostly
+        // come grouped by fragment (an index's answer), so each fragment is looked up once.
+        let mut last: Option<(u64, usize, u64, Option<Arc<DeletionVector>>)> = None;
         for &a in addresses {
-            let fi = self.fragment_index(a >> 32)?;
-            let off = a & 0xFFFF_FFFF;
-            if off >= self.physical_rows(fi)? {
-                return Err(Error::IndexOutOfRange(format!("row address {a}: fragment {} has no row {off}", a >> 32)));
+            let id = a >> 32;
+            if last.as_ref().is_none_or(|l| l.0 != id) {
+                let fi = self.fragment_index(id)?;
+                let deleted = if include_deleted { None } else { self.deletions(fi)? };
+                last = Some((id, fi, self.physical_rows(fi)?, deleted));
             }
-            if !include_deleted && self.deletions(fi)?.is_some_and(|d| d.contains(off as u32)) {
+            let (_, fi, rows, deleted) = last.as_ref().expect("set above");
+            let off = a & 0xFFFF_FFFF;
+            if off >= *rows {
+                return Err(Error::IndexOutOfRange(format!("row address {a}: fragment {id} has no row {off}")));
+            }
+            if deleted.as_ref().is_some_and(|d| d.contains(off as u32)) {
                 continue;
             }
-            requests.push((fi, off));
+            requests.push((*fi, off));
         }
         Ok(requests)
     }

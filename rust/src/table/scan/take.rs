@@ -173,17 +173,32 @@ impl TableSnapshot {
     /// Takes `requests` of the fields `projection` (plus `_rowid` / `_rowaddr` if asked) by
     /// decoding the sorted distinct rows of each fragment, then putting them in request order.
     fn take_decoded(&self, requests: &[(usize, u64)], projection: &[usize], opts: ScanOptions) -> Result<Vec<ArrayRef>> {
+        // Requests in (fragment, offset) order, without repeats (an index's answer): each
+        // fragment's run is read as it is, and the runs' rows are concatenated.
+        let ordered = requests.windows(2).all(|w| w[0] < w[1]);
         // Sorted unique offsets per fragment.
-        let mut per_frag: HashMap<usize, Vec<u64>> = HashMap::new();
-        for &(fi, off) in requests {
-            per_frag.entry(fi).or_default().push(off);
-        }
-        let mut groups: Vec<(usize, Vec<u64>)> = per_frag.into_iter().collect();
-        groups.sort_unstable_by_key(|(fi, _)| *fi);
-        for (_, offs) in &mut groups {
-            offs.sort_unstable();
-            offs.dedup();
-        }
+        let groups: Vec<(usize, Vec<u64>)> = if ordered {
+            let mut groups: Vec<(usize, Vec<u64>)> = Vec::new();
+            for &(fi, off) in requests {
+                match groups.last_mut() {
+                    Some((f, offs)) if *f == fi => offs.push(off),
+                    _ => groups.push((fi, vec![off])),
+                }
+            }
+            groups
+        } else {
+            let mut per_frag: HashMap<usize, Vec<u64>> = HashMap::new();
+            for &(fi, off) in requests {
+                per_frag.entry(fi).or_default().push(off);
+            }
+            let mut groups: Vec<(usize, Vec<u64>)> = per_frag.into_iter().collect();
+            groups.sort_unstable_by_key(|(fi, _)| *fi);
+            for (_, offs) in &mut groups {
+                offs.sort_unstable();
+                offs.dedup();
+            }
+            groups
+        };
         let read_opts = ScanOptions { include_deleted: true, ..opts };
         let job = |(fi, offs): &(usize, Vec<u64>)| self.read_fragment(*fi, projection, Rows::Offsets(offs), read_opts);
         let (items, parallel) = (groups.iter().collect(), groups.len() > 1);
@@ -191,6 +206,17 @@ impl TableSnapshot {
         let schema = self.output_schema(projection, opts);
         if batches.is_empty() {
             return Ok(schema.fields().iter().map(|f| new_empty_array(f.data_type())).collect());
+        }
+        if ordered {
+            if batches.len() == 1 {
+                return Ok(batches[0].columns().to_vec());
+            }
+            return (0..schema.fields().len())
+                .map(|c| {
+                    let columns: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
+                    arrow_select::concat::concat(&columns).map_err(Error::from)
+                })
+                .collect();
         }
         // (batch, row in batch) of each request: one copy into place (no concatenation first).
         let index: Vec<(usize, usize)> = requests
