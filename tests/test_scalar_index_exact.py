@@ -108,7 +108,7 @@ def test_exact_answers_equal_the_scan(tmp_path: Any, seed: int) -> None:
     exact = 0
     for _ in range(50):
         flt = gen_filter(rng, t)
-        hit = lp.scanner(filter=flt)._index_prefilter()
+        hit = lp.scanner(filter=flt)._plan._index_prefilter()
         exact += bool(hit is not None and hit.exact)
         _check(lp, lp_plain, flt)
     assert exact > 25
@@ -121,7 +121,7 @@ def test_exact_answers_with_stable_row_ids(tmp_path: Any) -> None:
     exact = 0
     for _ in range(30):
         flt = gen_filter(rng, t)
-        hit = lp.scanner(filter=flt)._index_prefilter()
+        hit = lp.scanner(filter=flt)._plan._index_prefilter()
         exact += bool(hit is not None and hit.exact)
         _check(lp, lp_plain, flt)
     assert exact > 5
@@ -144,7 +144,7 @@ def test_which_answers_are_exact(tmp_path: Any) -> None:
     _, plain, ours = build(tmp_path, 4)
     lp, lp_plain = lancepy.dataset(ours), lancepy.dataset(plain)
     for flt in EXACT + NOT_EXACT:
-        hit = lp.scanner(filter=flt)._index_prefilter()
+        hit = lp.scanner(filter=flt)._plan._index_prefilter()
         assert hit is not None, flt
         assert hit.exact == (flt in EXACT), flt
         _check(lp, lp_plain, flt)
