@@ -628,7 +628,7 @@ def _sql_value(v: Any) -> str:
 
 def fragment_order(view: "DatasetView") -> List[int]:
     """The ids of the version's fragments in manifest (scan) order (kept with the version)."""
-    return view.state.cached("fragment_order", lambda: [int(f.get("id", 0)) for f in view.loaded.fragment_entries])
+    return view.state.cached("fragment_order", lambda: list(view.loaded.fragment_ids))
 
 
 def plan(view: "DatasetView", flt: Optional["Filter"], fragment_ids: Optional[Sequence[int]]) -> Optional[IndexPrefilter]:
