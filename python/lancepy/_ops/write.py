@@ -646,7 +646,6 @@ def write_dataset(
         data_storage_version=version if op == "Overwrite" else None,
         new_dataset_flags=_commit.FLAG_STABLE_ROW_IDS if enable_stable_row_ids else 0,
         commit_lock=commit_lock,
-        base=base,
     )
     return u, options, store_params, result.manifest
 

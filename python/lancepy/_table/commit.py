@@ -729,7 +729,6 @@ def commit_transaction(
     timeout_s: Optional[float] = None,
     commit_lock: Any = None,
     detached: bool = False,
-    base: Optional[LoadedManifest] = None,
 ) -> CommitResult:
     """Commits `txn` (read version ``txn["read_version"]``) with the protocol above, retrying
     at most `max_retries` times and, with `timeout_s`, not retrying after that many seconds.
@@ -741,11 +740,7 @@ def commit_transaction(
     under another base path) are deleted again if the commit fails, so a failed commit
     leaves no trace. `naming` is used for a new dataset; an existing one keeps its scheme.
     `commit_lock` (pylance's) is held around each try to publish a version's manifest;
-    `detached` makes a detached version (see :func:`_commit_detached`). `base`, the manifest
-    of the read version where the caller has it, is the first try's base: that try publishes
-    version ``read_version + 1`` without listing the versions first (as pylance: the
-    put-if-not-exists finds a concurrent writer), so a commit costs the same however many
-    versions there are.
+    `detached` makes a detached version (see :func:`_commit_detached`).
     """
     if commit_lock is not None and not callable(commit_lock):
         raise InvalidArgumentError(f"commit_lock must be a function version -> context manager, got {type(commit_lock).__name__}")
@@ -767,33 +762,29 @@ def commit_transaction(
         locked = False
         rebased: List[int] = []
         retries = 0
-        hint = base if base is not None and base.version == read_version and read_version > 0 else None
         for attempt in itertools.count(1):
-            if attempt == 1 and hint is not None:
-                latest, scheme, base = read_version, hint.naming, hint
-            else:
-                latest, scheme = latest_version(store)
-                if read_version > latest:
+            latest, scheme = latest_version(store)
+            if read_version > latest:
+                raise CommitConflictError(
+                    f"read version {read_version} is newer than the latest version {latest} of {store.uri}"
+                )
+            if attempt == 1 and latest > read_version:
+                retries += 1  # version read_version + 1 is taken already
+                _check_retries(store, retries, max_retries, read_version + 1, attempt)
+            for v in range(checked + 1, latest + 1):
+                other = load_transaction(store, v)
+                if other is None and _lancepy.open_manifest(store, v) is None:
+                    # Version v was removed (by a cleanup) since we read: as pylance, only the
+                    # versions that still exist are checked.
+                    continue
+                reason = conflicts(txn, other)
+                if reason is not None:
                     raise CommitConflictError(
-                        f"read version {read_version} is newer than the latest version {latest} of {store.uri}"
+                        f"commit of {operation_name(txn)} (read version {read_version}) conflicts with version {v}: {reason}"
                     )
-                if attempt == 1 and latest > read_version:
-                    retries += 1  # version read_version + 1 is taken already
-                    _check_retries(store, retries, max_retries, read_version + 1, attempt)
-                for v in range(checked + 1, latest + 1):
-                    other = load_transaction(store, v)
-                    if other is None and _lancepy.open_manifest(store, v) is None:
-                        # Version v was removed (by a cleanup) since we read: as pylance, only the
-                        # versions that still exist are checked.
-                        continue
-                    reason = conflicts(txn, other)
-                    if reason is not None:
-                        raise CommitConflictError(
-                            f"commit of {operation_name(txn)} (read version {read_version}) conflicts with version {v}: {reason}"
-                        )
-                    rebased.append(v)
-                checked = latest
-                base = load_manifest(store, latest) if latest > 0 else None
+                rebased.append(v)
+            checked = latest
+            base = load_manifest(store, latest) if latest > 0 else None
             if base is not None:
                 check_feature_flags(base, write=True, uri=store.uri)
             built = build_manifest(
@@ -841,14 +832,11 @@ def commit_body(
     naming: Optional[str] = None,
     written: Iterable[Union[str, Tuple[Any, str]]] = (),
     commit_lock: Any = None,
-    base: Optional[LoadedManifest] = None,
 ) -> LoadedManifest:
     """Commits operation `operation` (its transaction body `body`) on top of `read_version`
-    (whose manifest is `base` where the caller has it) with :func:`commit_transaction`;
-    returns the new version's manifest."""
+    with :func:`commit_transaction`; returns the new version's manifest."""
     txn = new_transaction(read_version, operation, body)
-    return commit_transaction(store, txn, naming=naming, written_files=written, commit_lock=commit_lock,
-                              base=base).manifest
+    return commit_transaction(store, txn, naming=naming, written_files=written, commit_lock=commit_lock).manifest
 
 
 def commit_on(
@@ -863,8 +851,7 @@ def commit_on(
     caller installs it: ``LanceDataset`` swaps its view)."""
     check_feature_flags(view.loaded, write=True, uri=view.uri)
     rv = view.version if read_version is None else read_version
-    loaded = commit_body(view.store, rv, operation, body, naming=view.naming, written=written, commit_lock=view.commit_lock,
-                         base=view.loaded if rv == view.version else None)
+    loaded = commit_body(view.store, rv, operation, body, naming=view.naming, written=written, commit_lock=view.commit_lock)
     check_feature_flags(loaded, write=False, uri=view.uri)
     return view.at(loaded)
 
