@@ -154,3 +154,32 @@ def test_no_indices_and_unknown_details(tmp_path) -> None:
         from lancepy._ops.indices import index_details
 
         index_details("/lance.table.SomethingIndexDetails", b"")
+
+
+@pytest.mark.parametrize("mtl", [None, 40, 7])
+def test_max_token_length_none_means_no_limit_as_in_pylance(tmp_path, mtl):
+    """pylance 14 takes ``max_token_length`` among its keyword options: left out it is 40,
+    ``None`` drops no token. lancepy's keyword defaults to 40, so ``None`` is told apart."""
+    long_word = "x" * 50
+    table = pa.table({"text": [f"short {long_word}", "short words", "sevenzz token"]})
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    for uri in (ours, theirs):
+        lancepy.write_dataset(table, uri)
+    lancepy.dataset(ours).create_scalar_index("text", "INVERTED", max_token_length=mtl)
+    lance.dataset(theirs).create_scalar_index("text", "INVERTED", max_token_length=mtl)
+    assert lancepy.dataset(ours).describe_indices()[0].details == lance.dataset(theirs).describe_indices()[0].details
+    for uri in (ours, theirs):
+        for lib in (lancepy, lance):
+            for word in (long_word, "sevenzz"):
+                got = lib.dataset(uri).to_table(full_text_query=word).num_rows
+                want = lance.dataset(theirs).to_table(full_text_query=word).num_rows
+                assert got == want, (uri, lib.__name__, word)
+    assert lance.dataset(theirs).to_table(full_text_query=long_word).num_rows == (1 if mtl is None else 0)
+
+
+def test_max_token_length_left_out_is_forty(tmp_path):
+    uri = str(tmp_path / "d")
+    lancepy.write_dataset(pa.table({"text": ["a " + "y" * 45]}), uri)
+    lancepy.dataset(uri).create_scalar_index("text", "INVERTED")
+    assert lance.dataset(uri).describe_indices()[0].details["max_token_length"] == 40
+    lancepy.dataset(uri).create_scalar_index("text", "BTREE", name="b", max_token_length=40)  # (the default: not an INVERTED option given)

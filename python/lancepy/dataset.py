@@ -362,7 +362,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         progress_callback: Optional[Callable[[Any], None]] = None, format_version: Optional[Union[int, str]] = None,
         document_granularity: DocumentGranularity = DocumentGranularity.ROW, with_position: Optional[bool] = None,
         block_size: Optional[int] = None, memory_limit: Optional[int] = None, num_workers: Optional[int] = None,
-        base_tokenizer: Optional[str] = None, language: Optional[str] = None, max_token_length: Optional[int] = None,
+        base_tokenizer: Optional[str] = None, language: Optional[str] = None, max_token_length: Optional[int] = 40,
         lower_case: Optional[bool] = None, stem: Optional[bool] = None, remove_stop_words: Optional[bool] = None,
         custom_stop_words: Optional[List[str]] = None, ascii_folding: Optional[bool] = None,
         min_ngram_length: Optional[int] = None, max_ngram_length: Optional[int] = None, prefix_only: Optional[bool] = None,
@@ -375,7 +375,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         :class:`IndexAlreadyExistsError`); ``train=False`` commits an empty index. ``memory_limit``
         (MiB): INVERTED's build budget; BTREE/BITMAP/LABEL_LIST's sort budget (default 1 GiB; a
         larger column is sorted in runs spilled to a temporary directory). ``progress_callback``
-        gets :class:`~lancepy.progress.IndexProgress` events. Not supported: ``fragment_ids``
+        gets :class:`~lancepy.progress.IndexProgress` events. INVERTED ``max_token_length``:
+        longer tokens are dropped (default 40; ``None``: none is). Not supported: ``fragment_ids``
         (``ValueError``, as pylance), ``num_workers`` > 1, ``document_granularity="list_element"``."""
         self._install(_scalar_index.create_scalar_index(self._view, **_args(locals())))
 

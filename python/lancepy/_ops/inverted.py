@@ -467,7 +467,7 @@ def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
     default). Raises for values lancepy cannot honour."""
     params = dict(DEFAULT_PARAMS)
     for k, v in options.items():
-        if v is None:
+        if v is None and k != "max_token_length":  # (max_token_length=None: no limit, as pylance)
             continue
         if k not in params:
             raise InvalidArgumentError(f"create_scalar_index: unknown INVERTED option {k}")

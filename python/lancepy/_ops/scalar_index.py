@@ -130,7 +130,10 @@ def create_scalar_index(
             f"it reads the other kinds pylance writes"
         )
     # (memory_limit: the INVERTED build's budget, and the sort's of the other kinds)
-    given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None and k != "memory_limit"]
+    from lancepy._ops import inverted as _inverted
+
+    given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None and k != "memory_limit"
+             and not (k == "max_token_length" and fts_options[k] == _inverted.DEFAULT_PARAMS[k])]
     if kind in ("INVERTED", "FTS"):
         return _create_inverted(view, column, name, replace, train, index_uuid, progress_callback, format_version,
                                 document_granularity, fragment_ids, fts_options)
