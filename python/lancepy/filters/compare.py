@@ -24,10 +24,10 @@ from lancepy.filters.typed import (
     _is_null_type,
     _null_bool,
 )
+from lancepy.filters.udfs import _SWAPPED as _CMP_SWAP
 from lancepy.filters.udfs import _udf_total_cmp
 
 _CMP_FUNCS = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
-_CMP_SWAP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 _CMP_NEGATE = {"eq": "ne", "ne": "eq", "lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
 
 

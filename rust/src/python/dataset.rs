@@ -72,13 +72,13 @@ impl PyStore {
 
     /// Writes (or atomically replaces) an object.
     fn put(&self, py: Python<'_>, rel: &str, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let data = Bytes::copy_from_slice(&super::errors::bytes_arg(data)?);
+        let data = super::errors::bytes_arg(data)?;
         run(py, || self.inner.put(rel, data))
     }
 
     /// Creates an object unless it exists; returns whether this call created it.
     fn put_if_not_exists(&self, py: Python<'_>, rel: &str, data: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let data = Bytes::copy_from_slice(&super::errors::bytes_arg(data)?);
+        let data = super::errors::bytes_arg(data)?;
         run(py, || self.inner.put_if_not_exists(rel, data))
     }
 

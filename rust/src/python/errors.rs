@@ -110,12 +110,12 @@ impl<T> IntoPyResult<T> for crate::error::Result<T> {
     }
 }
 
-/// A bytes-like argument: a `bytes` object borrowed as it is, anything else pyo3 turns into
-/// bytes (a `bytearray`, a list of ints) copied. (pyo3 extracts a `Vec<u8>` item by item,
-/// even from `bytes`: a megabyte costs tens of milliseconds.)
-pub fn bytes_arg<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
+/// A bytes-like argument as `Bytes`: a `bytes` object copied once, anything else pyo3 turns
+/// into bytes (a `bytearray`, a list of ints) taken as extracted. (pyo3 extracts a `Vec<u8>`
+/// item by item, even from `bytes`: a megabyte costs tens of milliseconds.)
+pub fn bytes_arg(obj: &Bound<'_, PyAny>) -> PyResult<bytes::Bytes> {
     if let Ok(b) = obj.downcast::<pyo3::types::PyBytes>() {
-        return Ok(std::borrow::Cow::Borrowed(b.as_bytes()));
+        return Ok(bytes::Bytes::copy_from_slice(b.as_bytes()));
     }
-    Ok(std::borrow::Cow::Owned(obj.extract::<Vec<u8>>()?))
+    Ok(bytes::Bytes::from(obj.extract::<Vec<u8>>()?))
 }

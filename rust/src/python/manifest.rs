@@ -35,7 +35,7 @@ impl PyManifest {
         path: String,
         naming: &str,
     ) -> PyResult<Self> {
-        let data = Bytes::copy_from_slice(&super::errors::bytes_arg(data)?);
+        let data = super::errors::bytes_arg(data)?;
         let naming = match naming {
             "v1" => ManifestNaming::V1,
             "v2" => ManifestNaming::V2,

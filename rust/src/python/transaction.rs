@@ -19,7 +19,7 @@ pub fn read_manifest<'py>(
     data: &Bound<'py, PyAny>,
     path: &str,
 ) -> PyResult<(String, Option<Bound<'py, PyBytes>>, Option<Bound<'py, PyBytes>>)> {
-    let data = Bytes::copy_from_slice(&super::errors::bytes_arg(data)?);
+    let data = super::errors::bytes_arg(data)?;
     let (json, index, txn) = run(py, || -> Result<_> {
         let m = manifest::read_manifest(data, path)?;
         Ok((to_json(&m.manifest)?, m.index_section, m.transaction))
