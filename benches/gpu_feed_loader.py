@@ -213,7 +213,10 @@ def main():
 
     root = a.dir or tempfile.mkdtemp()
     path = os.path.join(root, "emb.lance")
-    make_data(path, a.rows, a.dim, a.files)
+    if os.path.exists(path):  # --dir of an earlier run: its data (same seed) is reused
+        log("write_s", "reused")
+    else:
+        make_data(path, a.rows, a.dim, a.files)
 
     # The ceiling: the same rows as one in-memory numpy array, gathered per batch.
     t = lancepy.dataset(path).to_table()

@@ -705,6 +705,7 @@ def test_cuda_epoch_equals_getitems(wide_uri, mode, fixed_only, monkeypatch):
     loader = Loader(data, 37, threads=3, prefetch=5, seed=4, pin_memory=True,
                     device=None if mode == "pinned" else "cuda")
     assert (loader._native_layouts() is not None) == (fixed_only and mode != "readers")
+    assert (loader._ring_layouts() is not None) == (fixed_only and mode == "current")
     order = ShuffleSampler(len(data), seed=4)
     want = list(order)
     k = 0
@@ -720,6 +721,61 @@ def test_cuda_epoch_equals_getitems(wide_uri, mode, fixed_only, monkeypatch):
         _assert_same({n: (v.cpu() if isinstance(v, torch.Tensor) else v) for n, v in batch.items()},
                      data.__getitems__(idx))
     assert k == len(data)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("filtered", [False, True])
+def test_cuda_ring_matches_the_pipeline(wide_uri, filtered, monkeypatch):
+    """The ring of page-locked slots (the default with a CUDA device) hands out exactly what the
+    per-batch pipeline does: a partial epoch, the rest resumed from state_dict in another
+    Loader while the GPU falls behind (batches kept on the device, each step queued behind a
+    sleep: slots wait for their copies), then a whole next epoch."""
+
+    def run(ring: bool):
+        monkeypatch.setattr(Loader, "_ring", ring)
+        data = LanceDataset(wide_uri, columns=["id", "emb", "label"], filter="id % 3 != 1" if filtered else None)
+        kw = dict(threads=2, prefetch=2, seed=3, pin_memory=True, device="cuda")
+        first = Loader(data, 37, **kw)
+        assert (first._ring_layouts() is not None) == ring
+        it = iter(first)
+        out = [next(it) for _ in range(3)]
+        state = first.state_dict()
+        it.close()  # stopped early: its readers finish, its slots go
+        second = Loader(data, 37, **kw)
+        second.load_state_dict(state)
+        for batch in second:
+            torch.cuda._sleep(2_000_000)
+            out.append(batch)
+        second.set_epoch(1)
+        out.extend(second)
+        return [{k: v.cpu() for k, v in b.items()} for b in out], state
+
+    with_ring, state = run(True)
+    without, state2 = run(False)
+    assert state == state2
+    assert len(with_ring) == len(without)
+    for a, b in zip(with_ring, without):
+        _assert_same(a, b)
+    assert sum(len(b["id"]) for b in with_ring[3:]) - sum(len(b["id"]) for b in with_ring[:3]) > 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_ring_nulls_fill_or_raise_at_their_batch(tmp_path):
+    n = 300
+    score = pa.array([None if i in (200, 201) else float(i) for i in range(n)], pa.float64())
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(n * WIDE, dtype=np.float32)), WIDE)
+    path = str(tmp_path / "nulls.lance")
+    lancepy.write_dataset(pa.table({"v": vec, "score": score}), path, max_rows_per_file=100)
+    kw = dict(shuffle=False, pin_memory=True, device="cuda", drop_last=True)
+    loader = Loader(path, 50, fill_null=-1.0, **kw)
+    assert loader._ring_layouts() is not None
+    filled = [b["score"].cpu() for b in loader]
+    assert len(filled) == 6 and filled[4][0].item() == -1.0 and filled[4][2].item() == 202.0
+    got = []
+    with pytest.raises(NullValuesError):
+        for b in Loader(path, 50, **kw):
+            got.append(b)
+    assert len(got) == 4  # raised at its batch's turn
 
 
 # -- the native pipeline (fixed-width columns, no transform: no Python on the reading side) ---

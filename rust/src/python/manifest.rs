@@ -7,8 +7,6 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use bytes::Bytes;
-
 use super::dataset::PyStore;
 use super::errors::{run, to_pyerr};
 use crate::error::Error;

@@ -12,6 +12,7 @@ mod indices;
 mod manifest;
 mod outputs;
 mod pipeline;
+mod ring;
 mod scan;
 mod transaction;
 
@@ -38,6 +39,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyRangeReader>()?;
     m.add_class::<scan::PySnapshot>()?;
     m.add_class::<pipeline::TakePipeline>()?;
+    m.add_class::<ring::TakeRing>()?;
     m.add_function(wrap_pyfunction!(dataset::list_versions, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::copy_object, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::manifest_path, m)?)?;

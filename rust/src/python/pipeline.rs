@@ -59,18 +59,24 @@ pub struct TakePipeline {
     next_ticket: AtomicU64,
 }
 
+/// `(name, field index, bytes per row)` of each of `columns`; an error for a column that is not
+/// of a fixed width.
+pub(super) fn plan_columns(snapshot: &TableSnapshot, columns: Vec<String>) -> Result<Vec<(String, usize, usize)>> {
+    let projection = snapshot.projection(Some(&columns))?;
+    let schema = snapshot.output_schema(&projection, ScanOptions::default());
+    let mut planned = Vec::with_capacity(columns.len());
+    for ((name, &fidx), field) in columns.into_iter().zip(&projection).zip(schema.fields()) {
+        let width = fixed_byte_width(field.data_type())
+            .ok_or_else(|| Error::invalid_input(format!("column {name:?} ({}) is not of a fixed width", field.data_type())))?;
+        planned.push((name, fidx, width));
+    }
+    Ok(planned)
+}
+
 impl TakePipeline {
     /// A pipeline over `snapshot` reading `columns` (each a fixed-width type) on `threads` threads.
     pub fn start(snapshot: Arc<TableSnapshot>, columns: Vec<String>, threads: usize) -> Result<Self> {
-        let projection = snapshot.projection(Some(&columns))?;
-        let schema = snapshot.output_schema(&projection, ScanOptions::default());
-        let mut planned = Vec::with_capacity(columns.len());
-        for ((name, &fidx), field) in columns.into_iter().zip(&projection).zip(schema.fields()) {
-            let width = fixed_byte_width(field.data_type()).ok_or_else(|| {
-                Error::invalid_input(format!("column {name:?} ({}) is not of a fixed width", field.data_type()))
-            })?;
-            planned.push((name, fidx, width));
-        }
+        let planned = plan_columns(&snapshot, columns)?;
         let (send, receive) = mpsc::channel::<Job>();
         let receive = Arc::new(Mutex::new(receive));
         let finished = Arc::new(Finished::default());
@@ -87,7 +93,7 @@ impl TakePipeline {
                         // The lock is held only to take the next job.
                         let job = receive.lock().unwrap_or_else(|p| p.into_inner()).recv();
                         let Ok(job) = job else { return }; // the pipeline is closed
-                        let outcome = catch(|| read_batch(&snapshot, &fields, &job));
+                        let outcome = catch(|| read_batch(&snapshot, &fields, &job.indices, job.addresses, &job.outputs));
                         let ticket = job.ticket;
                         drop(job); // its bytes are written: released before the batch is handed back
                         let mut done = finished.outcomes.lock().unwrap_or_else(|p| p.into_inner());
@@ -117,22 +123,32 @@ impl TakePipeline {
     }
 }
 
-/// Reads one batch: each column gathered straight from the files when stored row by row, else
-/// decoded and copied. `Ok(false)` when a decoded column holds nulls (or is not plain fixed-width
-/// values after all).
-fn read_batch(snapshot: &TableSnapshot, columns: &[(usize, usize)], job: &Job) -> Result<bool> {
-    let requests =
-        if job.addresses { snapshot.address_requests(&job.indices, false)? } else { snapshot.index_requests(&job.indices)? };
-    if requests.len() != job.indices.len() {
+/// Reads one batch (the rows at logical `indices`, or at row addresses with `addresses`) into
+/// `outputs` (`(address, bytes)` per column): each column gathered straight from the files when
+/// stored row by row, else decoded and copied. `Ok(false)` when a decoded column holds nulls (or
+/// is not plain fixed-width values after all).
+///
+/// The caller guarantees that each output span is writable memory of exactly `bytes` bytes that
+/// stays alive, and that nothing else writes it, until this function returns.
+pub(super) fn read_batch(
+    snapshot: &TableSnapshot,
+    columns: &[(usize, usize)],
+    indices: &[u64],
+    addresses: bool,
+    outputs: &[(usize, usize)],
+) -> Result<bool> {
+    let requests = if addresses { snapshot.address_requests(indices, false)? } else { snapshot.index_requests(indices)? };
+    if requests.len() != indices.len() {
         return Err(Error::invalid_input("some row addresses are of deleted rows"));
     }
-    for (&(fidx, _), &(ptr, len)) in columns.iter().zip(&job.outputs) {
-        // SAFETY: `submit` checked that the array at `ptr` is writable, C-contiguous and `len`
-        // bytes long, and the pipeline holds a reference to it until `wait` hands the batch back,
-        // which happens only after this function returned (the outcome is published last), or
-        // until every worker has stopped (`shut_down`, run before the references are dropped).
-        // The job's claim holds these bytes: no other native writer of lancepy's (another job,
-        // `take_into`) gets them until this job is done.
+    for (&(fidx, _), &(ptr, len)) in columns.iter().zip(outputs) {
+        // SAFETY: the caller's contract above. `TakePipeline::submit` checked that the array at
+        // `ptr` is writable, C-contiguous and `len` bytes long, and the pipeline holds a reference
+        // to it until `wait` hands the batch back, which happens only after this function
+        // returned (the outcome is published last), or until every worker has stopped
+        // (`shut_down`, run before the references are dropped); `TakeRing` does the same per
+        // slot. The job's (or ring's) claim holds these bytes: no other native writer of
+        // lancepy's (another job, `take_into`) gets them meanwhile.
         let dest = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
         if snapshot.take_fixed_into(&requests, fidx, dest)? {
             continue;

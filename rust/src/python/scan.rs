@@ -241,6 +241,24 @@ impl PySnapshot {
         super::pipeline::TakePipeline::start(self.inner.clone(), columns, threads).py()
     }
 
+    /// A [`TakeRing`](super::ring::TakeRing) reading fixed-width `columns` of this version at
+    /// `indices` (logical row indices, or row addresses with `addresses`), in batches of
+    /// `batch_size`, on `threads` native threads, into `slots` (per slot, one writable
+    /// C-contiguous array per column of `batch_size` rows).
+    #[pyo3(signature = (columns, slots, indices, batch_size, threads, *, addresses=false))]
+    fn take_ring(
+        &self,
+        columns: Vec<String>,
+        slots: Vec<Vec<Bound<'_, PyAny>>>,
+        indices: &Bound<'_, PyAny>,
+        batch_size: usize,
+        threads: usize,
+        addresses: bool,
+    ) -> PyResult<super::ring::TakeRing> {
+        let indices = super::file::extract_indices(indices, || "row indices are 64-bit".to_string())?;
+        super::ring::TakeRing::start(self.inner.clone(), columns, slots, indices, batch_size, threads, addresses)
+    }
+
     /// The values of binary column `column` at logical `indices` (or, with `addresses`, at
     /// row addresses, deleted rows skipped) as a list of `bytes`, each copied once straight out
     /// of the file; `None` when some fragment does not store the column row by row (then use

@@ -2,7 +2,6 @@
 //! and encoded from JSON, and the index section helpers a commit uses (prune, filter and
 //! rebase the indices it carries over).
 
-use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
