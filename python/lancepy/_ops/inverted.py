@@ -718,22 +718,31 @@ def build_partitions(
     return files
 
 
+#: The keys of a segment's metadata that say how its partitions' files are laid out.
+_LAYOUT_KEYS = ("format_version", "posting_block_size", "posting_tail_codec", "token_set_format", *POSITIONS_META)
+
+
+def _layout(params: Dict[str, Any]) -> Dict[str, str]:
+    """The layout keys of the metadata of a segment lancepy writes with `params`."""
+    return {
+        "format_version": str(FORMAT_VERSION),
+        "posting_block_size": str(int(params.get("block_size") or 128)),
+        "posting_tail_codec": "varint_delta_v1",
+        "token_set_format": "fst",
+        **(POSITIONS_META if params.get("with_position") else {}),
+    }
+
+
 def write_metadata(base: str, params: Dict[str, Any], partitions: Sequence[int], storage_options: Any = None) -> List[Dict[str, Any]]:
     """Writes the segment's metadata file (its params and partitions) under `base`."""
     from lancepy.file import LanceFileWriter
 
-    with_pos = bool(params.get("with_position"))
-    block_size = int(params.get("block_size") or 128)
     md_schema = pa.schema(
         [pa.field("deleted_fragments", pa.binary(), nullable=False)],
         metadata={
-            "format_version": str(FORMAT_VERSION),
             "params": json.dumps({k: params.get(k, v) for k, v in DEFAULT_PARAMS.items()}, separators=(",", ":")),
             "partitions": json.dumps([int(p) for p in partitions], separators=(",", ":")),
-            "posting_block_size": str(block_size),
-            "posting_tail_codec": "varint_delta_v1",
-            "token_set_format": "fst",
-            **(POSITIONS_META if with_pos else {}),
+            **_layout(params),
         },
     )
     empty_bitmap = bytes(_lancepy.fragment_bitmap([]))
@@ -858,6 +867,8 @@ def extend(
 
     from lancepy._ops import btree as _btree
 
+    from lancepy.file import LanceFileReader
+
     layouts = [(str(e["uuid"]), segment_layout(view.uri.rstrip("/") + f"/_indices/{e['uuid']}/", view.storage_options))
                for e in entries]
     params = layouts[0][1][0]
@@ -871,11 +882,20 @@ def extend(
     files: List[Dict[str, Any]] = []
     try:
         pid = 0
+        want = _layout(params)
         for old, (_, partitions, tail_varint, block_size) in layouts:
             old_base = view.uri.rstrip("/") + f"/_indices/{old}/"
+            md = _metadata_dict(LanceFileReader(old_base + METADATA, view.storage_options))
+            # Partitions laid out as the new segment declares are copied as they are (a partition's
+            # files name no partition id and score with their own statistics); others are decoded
+            # and written again in the new layout.
+            as_is = {k: md.get(k) for k in _LAYOUT_KEYS} == {k: want.get(k) for k in _LAYOUT_KEYS}
             for p in partitions:
                 names.extend(f"part_{pid}_{kind}.lance" for kind in ("invert", "tokens", "docs"))
-                files.extend(_copy_partition(old_base, p, tail_varint, block_size, base, pid, params, view.storage_options))
+                if as_is:
+                    files.extend(_copy_files(view.store, f"_indices/{old}/part_{p}_", f"_indices/{uid}/part_{pid}_"))
+                else:
+                    files.extend(_copy_partition(old_base, p, tail_varint, block_size, base, pid, params, view.storage_options))
                 pid += 1
         # (documents are row ids where the index holds them, as its own)
         batches = _btree.column_batches(view, column, list(fragments), row_ids=view.stable_row_ids) if fragments else iter(())
@@ -884,6 +904,17 @@ def extend(
         view.store.delete([f"_indices/{uid}/{n}" for n in names])
         raise
     return uid, files
+
+
+def _copy_files(store: Any, old_prefix: str, new_prefix: str) -> List[Dict[str, Any]]:
+    """A partition's three files copied byte for byte, one at a time, to `new_prefix`."""
+    files = []
+    for kind in ("invert", "tokens", "docs"):
+        data = store.read(f"{old_prefix}{kind}.lance")
+        store.put(f"{new_prefix}{kind}.lance", data)
+        files.append({"path": f"{new_prefix.rsplit('/', 1)[1]}{kind}.lance", "size_bytes": len(data)})
+        del data
+    return files
 
 
 def _copy_partition(
