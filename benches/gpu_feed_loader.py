@@ -34,6 +34,8 @@ import pyarrow as pa
 import torch
 
 RESULTS = {}
+#: The file under $OUT that collects RESULTS (gpu_train_profile.py, which imports this, sets its own).
+JSON_NAME = "gpu_feed.json"
 
 
 def log(key, value):
@@ -41,7 +43,7 @@ def log(key, value):
     print(json.dumps({key: value}), flush=True)
     out = os.environ.get("OUT")
     if out:
-        with open(os.path.join(out, "gpu_feed.json"), "w") as f:
+        with open(os.path.join(out, JSON_NAME), "w") as f:
             json.dump(RESULTS, f, indent=1)
 
 

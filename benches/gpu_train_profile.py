@@ -25,7 +25,6 @@ time spent getting the batch (`next()` + the copy call) and the model's step:
 Prints one JSON line per measurement and a summary; writes $OUT/gpu_train_profile.json when OUT is set.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -37,18 +36,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_feed_loader import make_data  # noqa: E402  (the same data as gpu_feed_loader.py)
+import gpu_feed_loader  # noqa: E402  (the same data and JSON lines as gpu_feed_loader.py)
+from gpu_feed_loader import log, make_data  # noqa: E402
 
-RESULTS = {}
-
-
-def log(key, value):
-    RESULTS[key] = value
-    print(json.dumps({key: value}), flush=True)
-    out = os.environ.get("OUT")
-    if out:
-        with open(os.path.join(out, "gpu_train_profile.json"), "w") as f:
-            json.dump(RESULTS, f, indent=1)
+gpu_feed_loader.JSON_NAME = "gpu_train_profile.json"
 
 
 def main():
