@@ -21,6 +21,7 @@ from lancepy import _lancepy
 from lancepy import blob as _blob
 from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy._ops import extsort as _extsort
 from lancepy._ops import indices as _index_ops
 from lancepy._table import commit as _commit
 from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config, commit_on
@@ -237,7 +238,9 @@ class DatasetOptimizer:
                             "retrain=True rebuilds it"
                         )
                     else:
-                        uid, files = _btree.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
+                        # (merged a few pages at a time; in memory when a segment cannot be streamed)
+                        done = _extsort.merge_btree(ds._view, column, segs, [f.fragment_id for f in fresh]) if merge else None
+                        uid, files = done or _btree.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
                 else:
                     uid, files = _ivf_build.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
                 written += [f"_indices/{uid}/{f['path']}" for f in files]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,6 +41,8 @@ from lancepy.progress import IndexProgress
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+    from lancepy._table.snapshot import DatasetView
 
 #: The build's memory budget for the column when ``memory_limit`` is not given (MiB).
 DEFAULT_MEMORY_LIMIT_MIB = 1024
@@ -156,14 +158,15 @@ class ExternalSort:
                 batches += 1
         self.runs.append((path, batches, values.nbytes + ids.nbytes))
 
-    def merged(self, progress: Progress = None) -> Iterator[Tuple[pa.Array, pa.Array]]:
+    def merged(self, progress: Progress = None, extra: Sequence[Any] = ()) -> Iterator[Tuple[pa.Array, pa.Array]]:
         """Every row added, sorted, in chunks ``(values, ids)`` (the rows still held are
-        spilled as the last run first). Each step takes, from every run's window, the rows
-        that sort before the smallest window end (ties to the earlier run), so at least one
-        window is used up per step."""
+        spilled as the last run first), merged with the rows of `extra` cursors (already in
+        index order: an existing segment's, see :class:`_SegmentCursor`). Each step takes,
+        from every run's window, the rows that sort before the smallest window end (ties to
+        the earlier run), so at least one window is used up per step."""
         if self._values:
             self._spill()
-        cursors = [_RunCursor(path, n) for path, n, _ in self.runs]
+        cursors = [_RunCursor(path, n) for path, n, _ in self.runs] + list(extra)
         total_bytes = sum(b for _, _, b in self.runs)
         total_batches = sum(n for _, n, _ in self.runs) or 1
         per_batch = max(1, total_bytes // total_batches)
@@ -307,3 +310,133 @@ def build_segment(
             return _btree.write_sorted(base, key_type, chunks, storage_options)
         return _bitmap.write_sorted(base, key_type, chunks, storage_options, label_list, nulls)
 
+
+
+class _NotInOrder(Exception):
+    """An existing segment's rows are not in this build's index order (another writer's
+    null or float order): it cannot be merged as a stream."""
+
+
+class _SegmentCursor:
+    """An existing BTREE segment's rows in its index order, `pages` pages at a time, rows of
+    fragments not in `live` left out. Checks as it goes that the order is this build's
+    (nulls first, then ascending keys), else raises :class:`_NotInOrder`."""
+
+    def __init__(self, segment: "_btree.BTreeSegment", dtype: pa.DataType, live: "np.ndarray", pages: int) -> None:
+        self._segment = segment
+        self._dtype = dtype
+        self._live = live
+        self._pages = max(1, pages)
+        self._next = 0
+        self._count = len(segment.null_counts)
+        self._last: Optional[pa.Scalar] = None  # the last valid key seen
+        self.values: Optional[pa.Array] = None
+        self.ids: Optional[pa.Array] = None
+        self.keys: pa.Array = pa.array([], pa.int64())
+
+    def _check(self, keys: pa.Array) -> None:
+        nulls = keys.null_count
+        if nulls:
+            if self._last is not None or not pc.all(keys.slice(0, nulls).is_null()).as_py():
+                raise _NotInOrder("nulls after values")
+        valid = keys.slice(nulls)
+        if not len(valid):
+            return
+        if len(valid) > 1 and pc.any(pc.less(valid.slice(1), valid.slice(0, len(valid) - 1))).as_py():
+            raise _NotInOrder("values out of order")
+        if self._last is not None and pc.less(valid[0], self._last).as_py():
+            raise _NotInOrder("values out of order between pages")
+        self._last = valid[len(valid) - 1]
+
+    def fill(self, window: int) -> bool:
+        """Reads the next pages when the current rows are used up; whether rows remain.
+        (`window`, the spilled runs' unit, is not this cursor's: it reads `pages` pages.)"""
+        import numpy as np
+
+        from lancepy._ops.index_file import row_ids_column
+
+        if self.values is not None and len(self.values):
+            return True
+        while self._next < self._count:
+            stop = min(self._count, self._next + self._pages)
+            tables = [self._segment._page(p) for p in range(self._next, stop)]
+            self._next = stop
+            t = pa.concat_tables(tables)
+            values = t.column("values").combine_chunks()
+            if values.type != self._dtype:
+                values = values.cast(self._dtype)
+            ids = t.column(row_ids_column(t)).combine_chunks().cast(pa.uint64())
+            keys = comparable(values)
+            self._check(keys)
+            frags = (np.asarray(ids.to_numpy(zero_copy_only=False), np.uint64) >> np.uint64(32)).astype(np.int64)
+            keep = np.isin(frags, self._live)
+            if not keep.all():
+                mask = pa.array(keep)
+                values, ids, keys = values.filter(mask), ids.filter(mask), keys.filter(mask)
+            if len(values):
+                self.values, self.ids, self.keys = values, ids, keys
+                return True
+        self.values = None
+        return False
+
+    def take(self, n: int) -> Tuple[pa.Array, pa.Array]:
+        """The first `n` rows held, removed."""
+        assert self.values is not None and self.ids is not None
+        out = self.values.slice(0, n), self.ids.slice(0, n)
+        self.values, self.ids, self.keys = self.values.slice(n), self.ids.slice(n), self.keys.slice(n)
+        return out
+
+    def close(self) -> None:
+        self.values = self.ids = None
+
+
+#: The most pages of an existing segment a merge holds at a time (per segment; fewer when
+#: the budget asks: see :func:`merge_btree`).
+MERGE_PAGES = 64
+
+
+def merge_btree(
+    view: "DatasetView",
+    column: str,
+    entries: List[Dict[str, Any]],
+    fragments: Sequence[int],
+    memory_limit: Any = None,
+    progress: Progress = None,
+) -> Optional[Tuple[str, List[Dict[str, Any]]]]:
+    """One new BTREE segment holding the rows of the segments `entries` (those of fragments
+    still live) and the rows of `fragments` (appended since), in bounded memory: the new rows
+    are sorted as a build sorts them (spilled past ``memory_limit``), and the old segments'
+    pages, already in index order, are merged with them a few pages at a time; no segment is
+    read whole. Returns the new uuid and files, or ``None`` (nothing written) when a segment
+    cannot be streamed (a legacy file, or rows in another order than this build's): then
+    :func:`lancepy._ops.btree.extend` merges in memory."""
+    import uuid as _uuid
+
+    import numpy as np
+
+    dtype = _btree._column_type(view, column)
+    dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
+    segments = [_btree.open_segment(view.uri, e["uuid"], view.storage_options) for e in entries]
+    if any(seg.legacy for seg in segments):
+        return None
+    live = np.asarray(sorted(view.fragment_ids), dtype=np.int64)
+    uid = str(_uuid.uuid4())
+    base = view.uri.rstrip("/") + f"/_indices/{uid}/"
+    budget = budget_bytes(memory_limit)
+    with ExternalSort(dtype, budget) as sorter:
+        batches = _btree.column_batches(view, column, list(fragments)) if fragments else iter(())
+        for values, ids in _loaded(batches, progress):
+            sorter.add(values, ids)
+        # (a quarter of the budget for the windows of the segments and of the spilled runs;
+        # a page of rows takes ~24 bytes a row for 8-byte values)
+        pages = max(1, min(MERGE_PAGES, budget // 4 // (len(segments) + 1) // (_btree.BATCH_SIZE * 24)))
+        cursors = [_SegmentCursor(seg, dtype, live, pages) for seg in segments]
+        try:
+            files = _btree.write_sorted(base, dtype, sorter.merged(progress, extra=cursors), view.storage_options)
+        except _NotInOrder:
+            view.store.delete([f"_indices/{uid}/{name}" for name in (_btree.PAGE_DATA, _btree.PAGE_LOOKUP)])
+            return None
+        except BaseException:
+            view.store.delete([f"_indices/{uid}/{name}" for name in (_btree.PAGE_DATA, _btree.PAGE_LOOKUP)])
+            raise
+    return uid, files

@@ -1,0 +1,150 @@
+"""optimize_indices merges a BTREE index a few pages at a time (lancepy._ops.extsort.merge_btree):
+the old segments are never read whole, the appended rows are sorted as a build sorts them, and
+the merged segment holds exactly the live rows, in index order, answering as a scan does, for
+lancepy and for pylance. Segments in another order fall back to the in-memory merge."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancepy
+from conftest import assert_tables_equal
+from lancepy._ops import btree as _btree
+from lancepy._ops import extsort as _extsort
+
+lance = pytest.importorskip("lance")
+
+N = 6000
+
+
+def _column(kind: str, n: int, seed: int) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    nulls = rng.random(n) < 0.05
+    if kind == "int":
+        return pa.array(rng.integers(-500, 500, n), pa.int64(), mask=nulls)
+    if kind == "float":
+        vals = rng.choice([-0.0, 0.0, np.nan, np.inf, -np.inf, 1.5, -2.25], n)
+        vals = np.where(rng.random(n) < 0.5, rng.standard_normal(n).round(2), vals)
+        return pa.array(vals, pa.float64(), mask=nulls)
+    if kind == "string":
+        return pa.array([f"k{v:03d}" for v in rng.integers(0, 300, n)], pa.string(), mask=nulls)
+    return pa.array(rng.integers(0, 10**6, n), pa.int64(), mask=nulls).cast(pa.timestamp("ms"))
+
+
+def _table(kind: str, n: int, seed: int, start: int) -> pa.Table:
+    return pa.table({"id": np.arange(start, start + n), "v": _column(kind, n, seed)})
+
+
+FILTERS = {
+    "int": ["v = 17", "v < -300", "v >= 250 AND v < 260", "v IS NULL", "v IN (3, 200, -7)"],
+    "float": ["v = 0.0", "v < -1.0", "v > 1.0", "v IS NULL", "v = 1.5", "v = -0.0"],
+    "string": ["v = 'k017'", "v < 'k010'", "v >= 'k290'", "v IS NULL"],
+    "timestamp": ["v < TIMESTAMP '1970-01-01 00:01:40'", "v IS NULL"],
+}
+
+
+@pytest.mark.parametrize("builder", ["lancepy", "pylance"])
+@pytest.mark.parametrize("kind", ["int", "float", "string", "timestamp"])
+def test_merge_streams_pages_and_answers_as_a_scan(tmp_path: Any, monkeypatch: Any, kind: str, builder: str) -> None:
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(_table(kind, N, 1, 0), uri, max_rows_per_file=2000)
+    (lancepy if builder == "lancepy" else lance).dataset(uri).create_scalar_index("v", "BTREE")
+    lance.write_dataset(_table(kind, 3000, 2, N), uri, mode="append", max_rows_per_file=1500)
+    ds = lancepy.dataset(uri)
+    ds.delete("id < 2000 OR id % 11 = 3")  # the first fragment gone whole, rows of the others
+    # The oracle: the in-memory merge, on a copy.
+    copy = str(tmp_path / "copy")
+    shutil.copytree(uri, copy)
+    with monkeypatch.context() as m:
+        m.setattr(_extsort, "merge_btree", lambda *a, **k: None)
+        lancepy.dataset(copy).optimize.optimize_indices()
+    (in_memory,) = lancepy.dataset(copy).list_indices()
+    want_rows = _btree.open_segment(copy, in_memory["uuid"]).pages()
+
+    # The old segments are streamed: never read whole, never merged in memory.
+    def whole(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a segment read whole")
+
+    monkeypatch.setattr(_btree, "read_rows_of", whole)
+    monkeypatch.setattr(_btree.BTreeSegment, "pages", whole)
+    monkeypatch.setattr(_btree, "extend", whole)
+    monkeypatch.setattr(_extsort, "MERGE_PAGES", 1)
+    lancepy.dataset(uri).optimize.optimize_indices()
+    monkeypatch.undo()
+
+    ds = lancepy.dataset(uri)
+    (entry,) = ds.list_indices()
+    assert entry["fragment_ids"] == {f.fragment_id for f in ds.get_fragments()}
+    seg = _btree.open_segment(uri, entry["uuid"])
+    rows = seg.pages()
+    # The rows of the in-memory merge (those of live fragments), each once, in index order
+    # (nulls first, then ascending keys).
+    def pairs(t: pa.Table) -> Any:
+        return sorted(zip(t.column("ids").to_pylist(), map(repr, t.column("values").to_pylist())))
+
+    assert pairs(rows) == pairs(want_rows)
+    live = {f.fragment_id for f in ds.get_fragments()}
+    assert {i >> 32 for i in rows.column("ids").to_pylist()} <= live
+    keys = _extsort.comparable(rows.column("values").combine_chunks())
+    nulls = keys.null_count
+    assert keys.slice(0, nulls).null_count == nulls
+    valid = np.asarray(keys.slice(nulls).to_numpy(zero_copy_only=False)) if kind != "string" else keys.slice(nulls).to_pylist()
+    assert all(a <= b for a, b in zip(valid[:-1], valid[1:]))
+
+    pl = lance.dataset(uri)
+    for flt in FILTERS[kind]:
+        scan = ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True).sort_by("_rowaddr")
+        if kind != "timestamp":  # (timestamp literals are compared by a scan)
+            assert "@v_idx(BTree)" in ds.scanner(filter=flt).explain_plan(), flt
+        assert_tables_equal(scan, ds.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"), flt)
+        assert_tables_equal(scan, pl.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"), flt)
+
+
+def test_segment_in_another_order_falls_back_to_the_in_memory_merge(tmp_path: Any, monkeypatch: Any) -> None:
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(_table("int", N, 3, 0), uri, max_rows_per_file=2000)
+    lancepy.dataset(uri).create_scalar_index("v", "BTREE")
+    lance.write_dataset(_table("int", 1000, 4, N), uri, mode="append")
+
+    def out_of_order(self: Any, keys: Any) -> None:
+        raise _extsort._NotInOrder("planted")
+
+    monkeypatch.setattr(_extsort._SegmentCursor, "_check", out_of_order)
+    calls = []
+    extend = _btree.extend
+    monkeypatch.setattr(_btree, "extend", lambda *a, **k: calls.append(1) or extend(*a, **k))
+    ds = lancepy.dataset(uri)
+    (old,) = ds.list_indices()
+    ds.optimize.optimize_indices()
+    assert calls == [1]
+    (entry,) = lancepy.dataset(uri).list_indices()
+    # Nothing of the abandoned attempt is left (at most its empty directory, on a local disk).
+    for d in set(os.listdir(os.path.join(uri, "_indices"))) - {old["uuid"], entry["uuid"]}:
+        assert os.listdir(os.path.join(uri, "_indices", d)) == []
+    flt = "v BETWEEN -20 AND 20"
+    assert_tables_equal(
+        ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True).sort_by("_rowaddr"),
+        lancepy.dataset(uri).to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"),
+        flt,
+    )
+
+
+def test_cursor_refuses_rows_out_of_order() -> None:
+    cursor = _extsort._SegmentCursor.__new__(_extsort._SegmentCursor)
+    cursor._last = None
+    cursor._check(pa.array([None, None, 1, 2, 2, 5]))
+    cursor._check(pa.array([5, 9]))
+    for bad in ([None, 10], [4, 6]):
+        with pytest.raises(_extsort._NotInOrder):
+            cursor._check(pa.array(bad, pa.int64()))
+    cursor._last = None
+    with pytest.raises(_extsort._NotInOrder):
+        cursor._check(pa.array([1, None, 2]))
+    with pytest.raises(_extsort._NotInOrder):
+        cursor._check(pa.array([3, 1]))
