@@ -1,12 +1,13 @@
-"""Merging a BTREE index after an append (``optimize_indices``): wall time and peak memory,
+"""Merging a BTREE or BITMAP index after an append (``optimize_indices``): wall time and peak memory,
 lancepy's page-streaming merge against its in-memory merge and pylance 14's.
 
-One int64 column of `--rows` random values (a BTREE index built by each library on its own
-copy), then `--append` more rows; each merge runs in a fresh process: ``optimize_indices()``,
+One int64 column of `--rows` random values (1,000 distinct ones with `--kind BITMAP`; the
+index built by each library on its own copy), then `--append` more rows; each merge runs in a fresh process: ``optimize_indices()``,
 timed, with the process's peak resident memory above what it held before the call (``VmHWM``
 less ``VmRSS`` before, from ``/proc/self/status``).
 
     python benches/bench_btree_merge.py --rows 8000000 --append 800000
+    python benches/bench_btree_merge.py --rows 8000000 --append 800000 --kind BITMAP
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ lib, path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 L = __import__("lance" if lib == "pylance" else "lancepy")
 if mode == "in-memory":
     from lancepy._ops import extsort
-    extsort.merge_btree = lambda *a, **k: None
+    extsort.merge_btree = extsort.merge_bitmap = lambda *a, **k: None
 
 def status(key):
     with open("/proc/self/status") as f:
@@ -40,7 +41,7 @@ before = status("VmRSS")
 t = time.perf_counter()
 ds.optimize.optimize_indices()
 secs = time.perf_counter() - t
-print(json.dumps({"seconds": secs, "peak": status("VmHWM") - before, "rows": L.dataset(path).count_rows("v < 1099511627")}))
+print(json.dumps({"seconds": secs, "peak": status("VmHWM") - before, "rows": L.dataset(path).count_rows("v < 1099511627" if sys.argv[4] == "BTREE" else "v < 1")}))
 """
 
 
@@ -48,6 +49,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=8_000_000)
     ap.add_argument("--append", type=int, default=800_000)
+    ap.add_argument("--kind", choices=["BTREE", "BITMAP"], default="BTREE")
     a = ap.parse_args()
     import lance
     import numpy as np
@@ -58,23 +60,24 @@ def main() -> None:
     root = tempfile.mkdtemp(prefix="btree-merge-")
     try:
         rng = np.random.default_rng(0)
-        base = pa.table({"v": rng.integers(0, 1 << 40, a.rows)})
-        extra = pa.table({"v": rng.integers(0, 1 << 40, a.append)})
+        top = 1 << 40 if a.kind == "BTREE" else 1000
+        base = pa.table({"v": rng.integers(0, top, a.rows)})
+        extra = pa.table({"v": rng.integers(0, top, a.append)})
         paths = {}
         for name, lib in (("lancepy", lancepy), ("lancepy (in memory)", lancepy), ("pylance", lance)):
             path = os.path.join(root, name.replace(" ", "_").replace("(", "").replace(")", ""))
             lance.write_dataset(base, path, max_rows_per_file=1_000_000)
-            lib.dataset(path).create_scalar_index("v", "BTREE")
+            lib.dataset(path).create_scalar_index("v", a.kind)
             lance.write_dataset(extra, path, mode="append")
             paths[name] = path
-        print(f"merge of a BTREE index: {a.rows:,} rows + {a.append:,} appended (int64)")
+        print(f"merge of a {a.kind} index: {a.rows:,} rows + {a.append:,} appended (int64)")
         print(f"{'':22}{'seconds':>9}{'peak MiB':>10}{'hits':>7}")
         out = {}
         for name, path in paths.items():
             lib = "pylance" if name == "pylance" else "lancepy"
             mode = "in-memory" if "memory" in name else "stream"
             env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-            res = subprocess.run([sys.executable, "-c", _CHILD, lib, path, mode], capture_output=True, text=True, env=env, check=True)
+            res = subprocess.run([sys.executable, "-c", _CHILD, lib, path, mode, a.kind], capture_output=True, text=True, env=env, check=True)
             r = json.loads(res.stdout.strip().splitlines()[-1])
             out[name] = r
             print(f"{name:22}{r['seconds']:9.2f}{r['peak'] / 2**20:10.1f}{r['rows']:7}")

@@ -317,22 +317,22 @@ class _NotInOrder(Exception):
     null or float order): it cannot be merged as a stream."""
 
 
-class _SegmentCursor:
-    """An existing BTREE segment's rows in its index order, `pages` pages at a time, rows of
-    fragments not in `live` left out. Checks as it goes that the order is this build's
-    (nulls first, then ascending keys), else raises :class:`_NotInOrder`."""
+class _SortedCursor:
+    """An existing segment's rows in its index order, read a window at a time (subclasses:
+    `_rows()`, the next window ``(values, ids)`` or ``None`` at the end), rows of fragments
+    not in `live` left out. Checks as it goes that the order is this build's (nulls first,
+    then ascending keys), else raises :class:`_NotInOrder`."""
 
-    def __init__(self, segment: "_btree.BTreeSegment", dtype: pa.DataType, live: "np.ndarray", pages: int) -> None:
-        self._segment = segment
+    def __init__(self, dtype: pa.DataType, live: "np.ndarray") -> None:
         self._dtype = dtype
         self._live = live
-        self._pages = max(1, pages)
-        self._next = 0
-        self._count = len(segment.null_counts)
         self._last: Optional[pa.Scalar] = None  # the last valid key seen
         self.values: Optional[pa.Array] = None
         self.ids: Optional[pa.Array] = None
         self.keys: pa.Array = pa.array([], pa.int64())
+
+    def _rows(self) -> Optional[Tuple[pa.Array, pa.Array]]:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def _check(self, keys: pa.Array) -> None:
         nulls = keys.null_count
@@ -345,27 +345,20 @@ class _SegmentCursor:
         if len(valid) > 1 and pc.any(pc.less(valid.slice(1), valid.slice(0, len(valid) - 1))).as_py():
             raise _NotInOrder("values out of order")
         if self._last is not None and pc.less(valid[0], self._last).as_py():
-            raise _NotInOrder("values out of order between pages")
+            raise _NotInOrder("values out of order between windows")
         self._last = valid[len(valid) - 1]
 
     def fill(self, window: int) -> bool:
-        """Reads the next pages when the current rows are used up; whether rows remain.
-        (`window`, the spilled runs' unit, is not this cursor's: it reads `pages` pages.)"""
+        """Reads the next window when the current rows are used up; whether rows remain.
+        (`window`, the spilled runs' unit, is not this cursor's.)"""
         import numpy as np
-
-        from lancepy._ops.index_file import row_ids_column
 
         if self.values is not None and len(self.values):
             return True
-        while self._next < self._count:
-            stop = min(self._count, self._next + self._pages)
-            tables = [self._segment._page(p) for p in range(self._next, stop)]
-            self._next = stop
-            t = pa.concat_tables(tables)
-            values = t.column("values").combine_chunks()
+        while (rows := self._rows()) is not None:
+            values, ids = rows
             if values.type != self._dtype:
                 values = values.cast(self._dtype)
-            ids = t.column(row_ids_column(t)).combine_chunks().cast(pa.uint64())
             keys = comparable(values)
             self._check(keys)
             frags = (np.asarray(ids.to_numpy(zero_copy_only=False), np.uint64) >> np.uint64(32)).astype(np.int64)
@@ -390,6 +383,69 @@ class _SegmentCursor:
         self.values = self.ids = None
 
 
+class _SegmentCursor(_SortedCursor):
+    """A BTREE segment's rows, `pages` pages at a time."""
+
+    def __init__(self, segment: "_btree.BTreeSegment", dtype: pa.DataType, live: "np.ndarray", pages: int) -> None:
+        super().__init__(dtype, live)
+        self._segment = segment
+        self._pages = max(1, pages)
+        self._next = 0
+        self._count = len(segment.null_counts)
+
+    def _rows(self) -> Optional[Tuple[pa.Array, pa.Array]]:
+        from lancepy._ops.index_file import row_ids_column
+
+        if self._next >= self._count:
+            return None
+        stop = min(self._count, self._next + self._pages)
+        t = pa.concat_tables([self._segment._page(p) for p in range(self._next, stop)])
+        self._next = stop
+        return t.column("values").combine_chunks(), t.column(row_ids_column(t)).combine_chunks().cast(pa.uint64())
+
+
+class _BitmapCursor(_SortedCursor):
+    """A BITMAP segment's rows (a row per address of each key's bitmap), keys read `keys` at
+    a time from its lookup file and their bitmaps decoded a few at a time, until `rows` rows
+    (one key's rows at least)."""
+
+    def __init__(self, base: str, dtype: pa.DataType, live: "np.ndarray", keys: int, rows: int, storage_options: Any) -> None:
+        from lancepy.file import LanceFileReader
+
+        super().__init__(dtype, live)
+        self._reader = LanceFileReader(base + _bitmap.LOOKUP, storage_options)
+        self._count = self._reader.num_rows()
+        self._next = 0
+        self._keys_per_read = max(1, keys)
+        self._rows_per_window = max(1, rows)
+        self._held_keys: Optional[pa.Array] = None
+        self._held_blobs: List[Optional[bytes]] = []
+
+    def _rows(self) -> Optional[Tuple[pa.Array, pa.Array]]:
+        import numpy as np
+
+        if not self._held_blobs:
+            if self._next >= self._count:
+                return None
+            n = min(self._keys_per_read, self._count - self._next)
+            t = self._reader.read_range(self._next, n, columns=["keys", "bitmaps"]).to_table()
+            self._next += n
+            self._held_keys = t.column("keys").combine_chunks()
+            self._held_blobs = t.column("bitmaps").to_pylist()
+        assert self._held_keys is not None
+        # Keys while their rows (the bitmaps' serialized sizes: at least a byte or so a row)
+        # stay under the window; one key at least.
+        take, size = 0, 0
+        while take < len(self._held_blobs) and (take == 0 or size < self._rows_per_window):
+            size += len(self._held_blobs[take] or b"")
+            take += 1
+        addrs, offsets = _bitmap.decode_each(self._held_blobs[:take])
+        keys = self._held_keys.slice(0, take)
+        self._held_keys, self._held_blobs = self._held_keys.slice(take), self._held_blobs[take:]
+        repeat = np.repeat(np.arange(take), np.diff(offsets))
+        return keys.take(pa.array(repeat, pa.int64())), pa.array(np.asarray(addrs, np.uint64), pa.uint64())
+
+
 #: The most pages of an existing segment a merge holds at a time (per segment; fewer when
 #: the budget asks: see :func:`merge_btree`).
 MERGE_PAGES = 64
@@ -410,33 +466,81 @@ def merge_btree(
     read whole. Returns the new uuid and files, or ``None`` (nothing written) when a segment
     cannot be streamed (a legacy file, or rows in another order than this build's): then
     :func:`lancepy._ops.btree.extend` merges in memory."""
+    segments = [_btree.open_segment(view.uri, e["uuid"], view.storage_options) for e in entries]
+    if any(seg.legacy for seg in segments):
+        return None
+    budget = budget_bytes(memory_limit)
+    # (a quarter of the budget for the windows of the segments and of the spilled runs;
+    # a page of rows takes ~24 bytes a row for 8-byte values)
+    pages = max(1, min(MERGE_PAGES, budget // 4 // (len(segments) + 1) // (_btree.BATCH_SIZE * 24)))
+
+    def cursors(dtype: pa.DataType, live: "np.ndarray") -> List[_SortedCursor]:
+        return [_SegmentCursor(seg, dtype, live, pages) for seg in segments]
+
+    def write(base: str, dtype: pa.DataType, chunks: Iterable[Tuple[pa.Array, pa.Array]]) -> List[Dict[str, Any]]:
+        return _btree.write_sorted(base, dtype, chunks, view.storage_options)
+
+    return _merge(view, column, fragments, budget, progress, cursors, write, (_btree.PAGE_DATA, _btree.PAGE_LOOKUP))
+
+
+def merge_bitmap(
+    view: "DatasetView",
+    column: str,
+    entries: List[Dict[str, Any]],
+    fragments: Sequence[int],
+    memory_limit: Any = None,
+    progress: Progress = None,
+) -> Optional[Tuple[str, List[Dict[str, Any]]]]:
+    """:func:`merge_btree` for BITMAP segments (not LABEL_LIST ones): each old segment's keys
+    are read a few at a time and their bitmaps decoded into rows, which merge with the new
+    rows into the new segment's bitmaps."""
+    budget = budget_bytes(memory_limit)
+    rows = max(_btree.BATCH_SIZE, min(MERGE_PAGES * _btree.BATCH_SIZE, budget // 4 // (len(entries) + 1) // 24))
+
+    def cursors(dtype: pa.DataType, live: "np.ndarray") -> List[_SortedCursor]:
+        return [
+            _BitmapCursor(view.uri.rstrip("/") + f"/_indices/{e['uuid']}/", dtype, live, 256, rows, view.storage_options)
+            for e in entries
+        ]
+
+    def write(base: str, dtype: pa.DataType, chunks: Iterable[Tuple[pa.Array, pa.Array]]) -> List[Dict[str, Any]]:
+        return _bitmap.write_sorted(base, dtype, chunks, view.storage_options)
+
+    return _merge(view, column, fragments, budget, progress, cursors, write, (_bitmap.LOOKUP,))
+
+
+def _merge(
+    view: "DatasetView",
+    column: str,
+    fragments: Sequence[int],
+    budget: int,
+    progress: Progress,
+    cursors: Callable[[pa.DataType, "np.ndarray"], List[_SortedCursor]],
+    write: Callable[[str, pa.DataType, Iterable[Tuple[pa.Array, pa.Array]]], List[Dict[str, Any]]],
+    names: Sequence[str],
+) -> Optional[Tuple[str, List[Dict[str, Any]]]]:
+    """The merge of :func:`merge_btree` / :func:`merge_bitmap`: the rows of `fragments` sorted
+    (externally past `budget`) and merged with the old segments' `cursors` into `write`; the
+    files `names` of a merge that fails or meets rows out of order are removed."""
     import uuid as _uuid
 
     import numpy as np
 
     dtype = _btree._column_type(view, column)
     dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
-    segments = [_btree.open_segment(view.uri, e["uuid"], view.storage_options) for e in entries]
-    if any(seg.legacy for seg in segments):
-        return None
     live = np.asarray(sorted(view.fragment_ids), dtype=np.int64)
     uid = str(_uuid.uuid4())
     base = view.uri.rstrip("/") + f"/_indices/{uid}/"
-    budget = budget_bytes(memory_limit)
     with ExternalSort(dtype, budget) as sorter:
         batches = _btree.column_batches(view, column, list(fragments)) if fragments else iter(())
         for values, ids in _loaded(batches, progress):
             sorter.add(values, ids)
-        # (a quarter of the budget for the windows of the segments and of the spilled runs;
-        # a page of rows takes ~24 bytes a row for 8-byte values)
-        pages = max(1, min(MERGE_PAGES, budget // 4 // (len(segments) + 1) // (_btree.BATCH_SIZE * 24)))
-        cursors = [_SegmentCursor(seg, dtype, live, pages) for seg in segments]
         try:
-            files = _btree.write_sorted(base, dtype, sorter.merged(progress, extra=cursors), view.storage_options)
+            files = write(base, dtype, sorter.merged(progress, extra=cursors(dtype, live)))
         except _NotInOrder:
-            view.store.delete([f"_indices/{uid}/{name}" for name in (_btree.PAGE_DATA, _btree.PAGE_LOOKUP)])
+            view.store.delete([f"_indices/{uid}/{name}" for name in names])
             return None
         except BaseException:
-            view.store.delete([f"_indices/{uid}/{name}" for name in (_btree.PAGE_DATA, _btree.PAGE_LOOKUP)])
+            view.store.delete([f"_indices/{uid}/{name}" for name in names])
             raise
     return uid, files
