@@ -30,11 +30,8 @@ if mode == "in-memory":
     from lancepy._ops import extsort
     extsort.merge_btree = extsort.merge_bitmap = lambda *a, **k: None
 
-def status(key):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
+sys.path.insert(0, sys.argv[-1])
+from _child import status
 
 ds = L.dataset(path)
 before = status("VmRSS")
@@ -77,7 +74,7 @@ def main() -> None:
             lib = "pylance" if name == "pylance" else "lancepy"
             mode = "in-memory" if "memory" in name else "stream"
             env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-            res = subprocess.run([sys.executable, "-c", _CHILD, lib, path, mode, a.kind], capture_output=True, text=True, env=env, check=True)
+            res = subprocess.run([sys.executable, "-c", _CHILD, lib, path, mode, a.kind, HERE], capture_output=True, text=True, env=env, check=True)
             r = json.loads(res.stdout.strip().splitlines()[-1])
             out[name] = r
             print(f"{name:22}{r['seconds']:9.2f}{r['peak'] / 2**20:10.1f}{r['rows']:7}")

@@ -36,11 +36,8 @@ import json, sys, time
 lib, path = sys.argv[1], sys.argv[2]
 L = __import__("lance" if lib == "pylance" else "lancepy")
 
-def status(key):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
+sys.path.insert(0, sys.argv[-1])
+from _child import status
 
 ds = L.dataset(path)
 before = status("VmRSS")
@@ -94,7 +91,7 @@ def main() -> None:
         lance.write_dataset(pa.table({"id": list(range(len(docs), len(docs) + len(extra))), "text": extra}), path, mode="append")
         env = dict(os.environ, PYTHONPATH=pkg) if pkg else dict(os.environ)
         lib = "pylance" if builder is lance else "lancepy"
-        out = subprocess.run([sys.executable, "-c", _CHILD, lib, path], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", _CHILD, lib, path, HERE], env=env, capture_output=True, text=True, check=True)
         got = json.loads(out.stdout.strip().splitlines()[-1])
         got["partitions"] = parts
         rows[name] = got

@@ -210,7 +210,23 @@ class ExternalSort:
             progress(IndexProgress("complete", "merge_runs", done, self.rows, "rows"))
 
 
-class _RunCursor:
+class _Window:
+    """A merge input's current window of rows (`values`, `ids`, and `keys`, their
+    :func:`comparable` form), taken from the front."""
+
+    values: Optional[pa.Array] = None
+    ids: Optional[pa.Array] = None
+    keys: pa.Array
+
+    def take(self, n: int) -> Tuple[pa.Array, pa.Array]:
+        """The first `n` rows of the window, removed from it."""
+        assert self.values is not None and self.ids is not None
+        out = self.values.slice(0, n), self.ids.slice(0, n)
+        self.values, self.ids, self.keys = self.values.slice(n), self.ids.slice(n), self.keys.slice(n)
+        return out
+
+
+class _RunCursor(_Window):
     """A spilled run read a window of batches at a time."""
 
     def __init__(self, path: str, num_batches: int) -> None:
@@ -237,13 +253,6 @@ class _RunCursor:
         self.ids = pa.concat_arrays([b.column(1) for b in batches])
         self.keys = comparable(self.values)
         return True
-
-    def take(self, n: int) -> Tuple[pa.Array, pa.Array]:
-        """The first `n` rows of the window, removed from it."""
-        assert self.values is not None and self.ids is not None
-        out = self.values.slice(0, n), self.ids.slice(0, n)
-        self.values, self.ids, self.keys = self.values.slice(n), self.ids.slice(n), self.keys.slice(n)
-        return out
 
     def close(self) -> None:
         self._file.close()
@@ -317,7 +326,7 @@ class _NotInOrder(Exception):
     null or float order): it cannot be merged as a stream."""
 
 
-class _SortedCursor:
+class _SortedCursor(_Window):
     """An existing segment's rows in its index order, read a window at a time (subclasses:
     `_rows()`, the next window ``(values, ids)`` or ``None`` at the end), rows of fragments
     not in `live` left out. Checks as it goes that the order is this build's (nulls first,
@@ -371,13 +380,6 @@ class _SortedCursor:
                 return True
         self.values = None
         return False
-
-    def take(self, n: int) -> Tuple[pa.Array, pa.Array]:
-        """The first `n` rows held, removed."""
-        assert self.values is not None and self.ids is not None
-        out = self.values.slice(0, n), self.ids.slice(0, n)
-        self.values, self.ids, self.keys = self.values.slice(n), self.ids.slice(n), self.keys.slice(n)
-        return out
 
     def close(self) -> None:
         self.values = self.ids = None
