@@ -435,17 +435,18 @@ class _BitmapCursor(_SortedCursor):
             self._held_keys = t.column("keys").combine_chunks()
             self._held_blobs = t.column("bitmaps").to_pylist()
         assert self._held_keys is not None
-        # Keys while their rows (the bitmaps' serialized sizes: at least a byte or so a row)
-        # stay under the window; one key at least.
-        take, size = 0, 0
-        while take < len(self._held_blobs) and (take == 0 or size < self._rows_per_window):
-            size += len(self._held_blobs[take] or b"")
-            take += 1
-        addrs, offsets = _bitmap.decode_each(self._held_blobs[:take])
+        # Keys decoded one by one while their rows stay under the window (one key at least:
+        # a bitmap's serialized size says little of its rows, a run of a million is a few bytes).
+        parts: List["np.ndarray"] = []
+        rows = 0
+        while len(parts) < len(self._held_blobs) and (not parts or rows < self._rows_per_window):
+            parts.append(np.asarray(_bitmap.decode([self._held_blobs[len(parts)]]), np.uint64))
+            rows += len(parts[-1])
+        take = len(parts)
         keys = self._held_keys.slice(0, take)
         self._held_keys, self._held_blobs = self._held_keys.slice(take), self._held_blobs[take:]
-        repeat = np.repeat(np.arange(take), np.diff(offsets))
-        return keys.take(pa.array(repeat, pa.int64())), pa.array(np.asarray(addrs, np.uint64), pa.uint64())
+        repeat = np.repeat(np.arange(take), [len(a) for a in parts])
+        return keys.take(pa.array(repeat, pa.int64())), pa.array(np.concatenate(parts), pa.uint64())
 
 
 #: The most pages of an existing segment a merge holds at a time (per segment; fewer when
