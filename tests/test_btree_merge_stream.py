@@ -197,3 +197,179 @@ def test_bitmap_merge_streams_keys_and_answers_as_a_scan(tmp_path: Any, monkeypa
         scan = ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True).sort_by("_rowaddr")
         assert_tables_equal(scan, ds.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"), flt)
         assert_tables_equal(scan, pl.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"), flt)
+
+
+def _lists(n: int, seed: int, start: int) -> pa.Table:
+    """A LABEL_LIST column: lists of 0-3 labels, some null lists and null elements."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.05:
+            rows.append(None)
+        else:
+            rows.append([None if rng.random() < 0.03 else f"l{v:02d}" for v in rng.integers(0, 40, rng.integers(0, 4))])
+    return pa.table({"id": np.arange(start, start + n), "tags": pa.array(rows, pa.list_(pa.string()))})
+
+
+def _assert_same_lookup(uri: str, uuid: str, other: str, other_uuid: str, label_list: bool = False) -> None:
+    """The two segments' lookup files hold the same keys, the same sets (byte for byte), the
+    same metadata and (LABEL_LIST) the same null lists; written in other batches, their pages
+    may be cut elsewhere."""
+    from lancepy._ops import bitmap as _bitmap
+    from lancepy.file import LanceFileReader
+
+    a = LanceFileReader(os.path.join(uri, "_indices", uuid, _bitmap.LOOKUP))
+    b = LanceFileReader(os.path.join(other, "_indices", other_uuid, _bitmap.LOOKUP))
+    ta, tb = a.read_all().to_table(), b.read_all().to_table()
+    assert ta.schema.metadata == tb.schema.metadata
+    assert list(map(repr, ta.column("keys").to_pylist())) == list(map(repr, tb.column("keys").to_pylist()))  # (NaN too)
+    assert ta.column("bitmaps").to_pylist() == tb.column("bitmaps").to_pylist()
+    if label_list:
+        assert a.read_global_buffer(1) == b.read_global_buffer(1)
+
+
+LIST_FILTERS = [
+    "array_has_any(tags, ['l03', 'l17'])",
+    "array_has_all(tags, ['l01', 'l02'])",
+    "NOT array_has_any(tags, ['l05'])",
+    "tags IS NULL",
+]
+
+
+@pytest.mark.parametrize("builder", ["lancepy", "pylance"])
+@pytest.mark.parametrize("deleted", [False, True])
+def test_label_list_merge_streams_keys_and_answers_as_a_scan(
+    tmp_path: Any, monkeypatch: Any, builder: str, deleted: bool
+) -> None:
+    from lancepy._ops import bitmap as _bitmap
+
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(_lists(N, 7, 0), uri, max_rows_per_file=2000)
+    (lancepy if builder == "lancepy" else lance).dataset(uri).create_scalar_index("tags", "LABEL_LIST")
+    lance.write_dataset(_lists(3000, 8, N), uri, mode="append", max_rows_per_file=1500)
+    if deleted:
+        lancepy.dataset(uri).delete("id < 2000 OR id % 11 = 3")
+    copy = str(tmp_path / "copy")
+    shutil.copytree(uri, copy)
+    with monkeypatch.context() as m:
+        m.setattr(_extsort, "merge_bitmap", lambda *a, **k: None)
+        lancepy.dataset(copy).optimize.optimize_indices()
+    (in_memory,) = lancepy.dataset(copy).list_indices()
+
+    def whole(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a segment read whole")
+
+    with monkeypatch.context() as m:
+        m.setattr(_bitmap, "read_rows", whole)
+        m.setattr(_bitmap, "read_list_rows", whole)
+        m.setattr(_bitmap, "extend", whole)
+        m.setattr(_extsort, "MERGE_KEYS", 7)  # (many windows of old keys)
+        lancepy.dataset(uri).optimize.optimize_indices()
+    ds = lancepy.dataset(uri)
+    (entry,) = ds.list_indices()
+    assert entry["fragment_ids"] == {f.fragment_id for f in ds.get_fragments()}
+    # The same rows and null lists as the in-memory merge.
+    assert _bitmap.read_list_rows(uri, entry["uuid"])[1].tolist() == _bitmap.read_list_rows(copy, in_memory["uuid"])[1].tolist()
+    if builder == "lancepy" or deleted:  # (a pylance bitmap a merge copies keeps pylance's bytes)
+        _assert_same_lookup(uri, entry["uuid"], copy, in_memory["uuid"], label_list=True)
+    pl = lance.dataset(uri)
+    for flt in LIST_FILTERS:
+        scan = ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True).sort_by("_rowaddr")
+        assert_tables_equal(scan, ds.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"), flt)
+        assert_tables_equal(scan, pl.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"), flt)
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "string"])
+def test_bitmap_merge_of_live_segments_copies_their_sets(tmp_path: Any, monkeypatch: Any, kind: str) -> None:
+    """Nothing deleted: each old key's set is copied as it is, over many windows of keys and
+    several segments, and the file holds what the in-memory merge's holds."""
+    from lancepy import _lancepy
+    from lancepy._ops import bitmap as _bitmap
+
+    uri = str(tmp_path / "ds")
+    t = _table(kind, N, 9, 0)
+    if kind == "int":
+        t = t.set_column(1, "v", pc.divide(t.column("v"), 25))
+    lancepy.write_dataset(t, uri, max_rows_per_file=2000)
+    ds = lancepy.dataset(uri)
+    ds.create_scalar_index("v", "BITMAP")
+    lancepy.write_dataset(_table(kind, 2000, 10, N), uri, mode="append")
+    lancepy.dataset(uri).optimize.optimize_indices(num_indices_to_merge=0)  # (a second segment)
+    lancepy.write_dataset(_table(kind, 1500, 11, N + 2000), uri, mode="append")
+    assert len(lancepy.dataset(uri).list_indices()) == 2
+    copy = str(tmp_path / "copy")
+    shutil.copytree(uri, copy)
+    with monkeypatch.context() as m:
+        m.setattr(_extsort, "merge_bitmap", lambda *a, **k: None)
+        lancepy.dataset(copy).optimize.optimize_indices()
+    lives = []
+    union = _lancepy.row_addr_maps_union
+
+    def spy(blobs: Any, offsets: Any, live: Any = None) -> Any:
+        lives.append(live)
+        return union(blobs, offsets, live)
+
+    with monkeypatch.context() as m:
+        m.setattr(_extsort, "MERGE_KEYS", 5)
+        m.setattr(_extsort._lancepy, "row_addr_maps_union", spy)
+        lancepy.dataset(uri).optimize.optimize_indices()
+    assert lives and all(live is None for live in lives)  # (no fragment to leave out)
+    (entry,) = lancepy.dataset(uri).list_indices()
+    (in_memory,) = lancepy.dataset(copy).list_indices()
+    _assert_same_lookup(uri, entry["uuid"], copy, in_memory["uuid"])
+    pl, ds = lance.dataset(uri), lancepy.dataset(uri)
+    for flt in FILTERS[kind][:4]:
+        scan = ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True).sort_by("_rowaddr")
+        assert_tables_equal(scan, pl.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"), flt)
+
+
+def test_bitmap_segment_keys_out_of_order_fall_back(tmp_path: Any, monkeypatch: Any) -> None:
+    from lancepy._ops import bitmap as _bitmap
+
+    stream = _extsort._KeyStream(pa.int64(), check=True)
+    stream._check(pa.array([None, 1, 4]))
+    stream._check(pa.array([5, 9]))
+    for bad in ([None, 10], [9, 12], [11, 11]):
+        with pytest.raises(_extsort._NotInOrder):
+            stream._check(pa.array(bad, pa.int64()))
+
+    uri = str(tmp_path / "ds")
+    lancepy.write_dataset(pa.table({"id": np.arange(3000), "v": np.arange(3000) % 30}), uri)
+    lancepy.dataset(uri).create_scalar_index("v", "BITMAP")
+    lancepy.write_dataset(pa.table({"id": np.arange(3000, 3500), "v": np.arange(500) % 40}), uri, mode="append")
+
+    def out_of_order(self: Any, keys: Any) -> None:
+        raise _extsort._NotInOrder("planted")
+
+    monkeypatch.setattr(_extsort._LookupStream, "_check", out_of_order)
+    calls = []
+    extend = _bitmap.extend
+    monkeypatch.setattr(_bitmap, "extend", lambda *a, **k: calls.append(1) or extend(*a, **k))
+    ds = lancepy.dataset(uri)
+    (old,) = ds.list_indices()
+    ds.optimize.optimize_indices()
+    assert calls == [1]
+    (entry,) = lancepy.dataset(uri).list_indices()
+    for d in set(os.listdir(os.path.join(uri, "_indices"))) - {old["uuid"], entry["uuid"]}:
+        assert os.listdir(os.path.join(uri, "_indices", d)) == []
+    assert lancepy.dataset(uri).count_rows("v = 35") == 12
+
+
+def test_rows_held_at_the_merge_are_not_spilled() -> None:
+    """ExternalSort.merged serves the rows it still holds from memory (a run file only for
+    what was spilled before), in the order a full spill would give."""
+    rng = np.random.default_rng(3)
+    values = [pa.array(rng.integers(0, 50, 4000)) for _ in range(3)]
+    ids = [pa.array(np.arange(i * 4000, (i + 1) * 4000, dtype=np.uint64)) for i in range(3)]
+    with _extsort.ExternalSort(pa.int64(), 3 * 64_000) as sorter:
+        for v, i in zip(values, ids):
+            sorter.add(v, i)
+        assert sorter.spilled and len(sorter.runs) == 1 and len(sorter.held()[0]) == 4000
+        got = list(sorter.merged())
+        assert len(sorter.runs) == 1  # (the held rows were not written out)
+    v = pa.concat_arrays([g[0] for g in got])
+    i = pa.concat_arrays([g[1] for g in got])
+    order = np.argsort(np.concatenate([a.to_numpy() for a in values]), kind="stable")
+    assert v.to_numpy().tolist() == np.concatenate([a.to_numpy() for a in values])[order].tolist()
+    assert i.to_numpy().tolist() == order.tolist()

@@ -231,10 +231,8 @@ class DatasetOptimizer:
                         from lancepy._ops import bitmap as _bitmap
 
                         _bitmap.check_addresses(ds._view)
-                        labels = _index_ops._index_type(ds._view, segs[0]) == "LabelList"
-                        # (BITMAP: merged a few keys at a time; in memory when a segment cannot be streamed)
-                        done = (_extsort.merge_bitmap(ds._view, column, segs, [f.fragment_id for f in fresh])
-                                if merge and not labels else None)
+                        # (merged key by key; in memory when a segment's keys are in another order)
+                        done = _extsort.merge_bitmap(ds._view, column, segs, [f.fragment_id for f in fresh]) if merge else None
                         uid, files = done or _bitmap.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
                     elif merge and not all(_btree.holds_addresses(ds._view, e) for e in segs):
                         raise NotSupportedError(

@@ -26,7 +26,7 @@ hold row addresses.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -172,45 +172,64 @@ def write_sorted(
     label_list: bool = False, nulls: Optional["np.ndarray"] = None,
 ) -> List[Dict[str, Any]]:
     """:func:`write_flat` of rows already in key order, given in `chunks` of ``(keys, row
-    addresses)``: each chunk's bitmaps are written as it comes, but its last key, which the
-    next chunk may continue, is held until then. The same bytes as :func:`write_flat`."""
+    addresses)`` (see :func:`keyed_sets`). The same bytes as :func:`write_flat`."""
+    return write_keyed(base, dtype, keyed_sets(chunks, dtype), storage_options, label_list, nulls)
+
+
+def keyed_sets(chunks: Iterable[Tuple[pa.Array, pa.Array]], dtype: pa.DataType) -> Iterator[Tuple[pa.Array, List[bytes]]]:
+    """The rows `chunks` of ``(keys, row addresses)``, in key order, as chunks of ``(distinct
+    keys, their serialized sets)``, each key in one chunk only: a chunk's last key, which the
+    next chunk may continue, is held until then."""
+    import numpy as np
+
+    pending: Optional[Tuple[pa.Array, "np.ndarray"]] = None  # (the last key, its addresses)
+
+    def sets(addrs: "np.ndarray", offsets: Sequence[int]) -> List[bytes]:
+        return _lancepy.row_addr_maps_serialize(addrs.astype("<u8").tobytes(), [int(o) for o in offsets])
+
+    for values, ids in chunks:
+        if values.type != dtype:
+            values = values.cast(dtype)
+        if not len(values):
+            continue
+        keys, addrs, offsets = group(values, ids)
+        if pending is not None:
+            if _same_key(pending[0], keys.slice(0, 1)):
+                first = np.sort(np.concatenate([pending[1], addrs[: offsets[1]]]))
+                addrs = np.concatenate([first, addrs[offsets[1]:]])
+                offsets = np.concatenate([[0], offsets[1:] + len(pending[1])])
+            else:
+                yield pending[0], sets(pending[1], [0, len(pending[1])])
+        last = len(keys) - 1
+        if last:
+            yield keys.slice(0, last), sets(addrs[: offsets[last]], offsets[: last + 1])
+        pending = (keys.slice(last, 1), addrs[offsets[last]:].copy())
+    if pending is not None:
+        yield pending[0], sets(pending[1], [0, len(pending[1])])
+
+
+def write_keyed(
+    base: str, dtype: pa.DataType, chunks: Iterable[Tuple[pa.Array, List[bytes]]], storage_options: Any = None,
+    label_list: bool = False, nulls: Optional["np.ndarray"] = None,
+) -> List[Dict[str, Any]]:
+    """Writes ``bitmap_page_lookup.lance`` under `base` from `chunks` of ``(keys, serialized
+    sets)`` in index order, each key once (a LABEL_LIST's, with `label_list`, and its null
+    lists' sorted row addresses `nulls`), a chunk at a time. Returns the file as
+    :func:`write_segment` does."""
     import numpy as np
 
     from lancepy.file import LanceFileWriter
 
     schema = lookup_schema(dtype, 0, label_list)
     count = 0
-    pending: Optional[Tuple[pa.Array, "np.ndarray"]] = None  # (the last key, its addresses)
-
-    def emit(keys: pa.Array, addrs: "np.ndarray", offsets: Sequence[int]) -> None:
-        nonlocal count
-        blobs = _lancepy.row_addr_maps_serialize(addrs.astype("<u8").tobytes(), [int(o) for o in offsets])
-        writer.write_batch(pa.record_batch([keys, pa.array(blobs, pa.binary())], schema=schema))
-        count += len(keys)
-
     with LanceFileWriter(base + LOOKUP, schema, version="2.2", storage_options=storage_options) as writer:
         if label_list:
             if writer.add_global_buffer(_null_lists(nulls if nulls is not None else np.empty(0, np.uint64))) != 1:
                 raise CorruptFileError(f"{base}{LOOKUP}: the null lists' buffer is not global buffer 1")
-        for values, ids in chunks:
-            if values.type != dtype:
-                values = values.cast(dtype)
-            if not len(values):
-                continue
-            keys, addrs, offsets = group(values, ids)
-            if pending is not None:
-                if _same_key(pending[0], keys.slice(0, 1)):
-                    first = np.sort(np.concatenate([pending[1], addrs[: offsets[1]]]))
-                    addrs = np.concatenate([first, addrs[offsets[1]:]])
-                    offsets = np.concatenate([[0], offsets[1:] + len(pending[1])])
-                else:
-                    emit(pending[0], pending[1], [0, len(pending[1])])
-            last = len(keys) - 1
-            if last:
-                emit(keys.slice(0, last), addrs[: offsets[last]], offsets[: last + 1])
-            pending = (keys.slice(last, 1), addrs[offsets[last]:].copy())
-        if pending is not None:
-            emit(pending[0], pending[1], [0, len(pending[1])])
+        for keys, blobs in chunks:
+            if len(keys):
+                writer.write_batch(pa.record_batch([keys, pa.array(blobs, pa.binary())], schema=schema))
+                count += len(keys)
         # (the count is known at the end: the schema's metadata is set when the file is closed)
         writer.add_schema_metadata(STATS_KEY, json.dumps({"num_bitmaps": count}, separators=(",", ":")))
     return [{"path": LOOKUP, "size_bytes": int(writer.file_size or 0)}]

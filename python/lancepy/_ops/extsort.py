@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List,
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancepy import _lancepy
 from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
 from lancepy.exceptions import InvalidArgumentError
@@ -138,14 +139,19 @@ class ExternalSort:
             return pa.array([], self.dtype), pa.array([], pa.uint64())
         return pa.concat_arrays(self._values), pa.concat_arrays(self._ids)
 
-    def _spill(self) -> None:
+    def _sorted_held(self) -> Tuple[pa.Array, pa.Array]:
+        """The rows held, sorted (stable: ties in the order added), and no longer held."""
         values, ids = self.held()
         self._values, self._ids, self._held = [], [], 0
+        if len(values):
+            order = _btree.sort_order(values, stable=True)
+            values, ids = values.take(order), ids.take(order)
+        return values, ids
+
+    def _spill(self) -> None:
+        values, ids = self._sorted_held()
         if not len(values):
             return
-        order = _btree.sort_order(values, stable=True)
-        values, ids = values.take(order), ids.take(order)
-        del order
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="lancepy-sort-", dir=self._tmp_parent)
         path = os.path.join(self._dir, f"run_{len(self.runs)}.arrow")
@@ -161,14 +167,21 @@ class ExternalSort:
     def merged(self, progress: Progress = None, extra: Sequence[Any] = ()) -> Iterator[Tuple[pa.Array, pa.Array]]:
         """Every row added, sorted, in chunks ``(values, ids)`` (the rows still held are
         spilled as the last run first), merged with the rows of `extra` cursors (already in
-        index order: an existing segment's, see :class:`_SegmentCursor`). Each step takes,
-        from every run's window, the rows that sort before the smallest window end (ties to
-        the earlier run), so at least one window is used up per step."""
-        if self._values:
-            self._spill()
-        cursors = [_RunCursor(path, n) for path, n, _ in self.runs] + list(extra)
+        index order: an existing segment's, see :class:`_SegmentCursor`). The rows still held
+        are sorted in memory and merged as the last run (no file: they are a run's size at
+        most). Each step takes, from every run's window, the rows that sort before the
+        smallest window end (ties to the earlier run), so at least one window is used up per
+        step."""
+        cursors: List[_Window] = [_RunCursor(path, n) for path, n, _ in self.runs]
         total_bytes = sum(b for _, _, b in self.runs)
-        total_batches = sum(n for _, n, _ in self.runs) or 1
+        total_batches = sum(n for _, n, _ in self.runs)
+        if self._values:
+            values, ids = self._sorted_held()
+            cursors.append(_HeldCursor(values, ids))
+            total_bytes += values.nbytes + ids.nbytes
+            total_batches += -(-len(values) // RUN_BATCH_ROWS)
+        cursors += list(extra)
+        total_batches = total_batches or 1
         per_batch = max(1, total_bytes // total_batches)
         window = max(1, (self.budget // 4) // (per_batch * max(1, len(cursors))))
         done = 0
@@ -218,6 +231,12 @@ class _Window:
     ids: Optional[pa.Array] = None
     keys: pa.Array
 
+    def fill(self, window: int) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def take(self, n: int) -> Tuple[pa.Array, pa.Array]:
         """The first `n` rows of the window, removed from it."""
         assert self.values is not None and self.ids is not None
@@ -258,6 +277,36 @@ class _RunCursor(_Window):
         self._file.close()
 
 
+class _HeldCursor(_Window):
+    """The rows held in memory at the merge (sorted), served a window at a time."""
+
+    def __init__(self, values: pa.Array, ids: pa.Array) -> None:
+        self._all = (values, ids)
+        self._next = 0
+        self.values: Optional[pa.Array] = None
+        self.ids: Optional[pa.Array] = None
+        self.keys: pa.Array = pa.array([], pa.int64())
+
+    def fill(self, window: int) -> bool:
+        """The next `window` batches' rows when the current ones are used up; whether rows
+        remain."""
+        if self.values is not None and len(self.values):
+            return True
+        values, ids = self._all
+        if self._next >= len(values):
+            self.values = None
+            return False
+        n = min(len(values) - self._next, window * RUN_BATCH_ROWS)
+        self.values, self.ids = values.slice(self._next, n), ids.slice(self._next, n)
+        self.keys = comparable(self.values)
+        self._next += n
+        return True
+
+    def close(self) -> None:
+        self._all = (pa.array([], pa.int64()), pa.array([], pa.uint64()))
+        self.values = self.ids = None
+
+
 def _loaded(batches: Iterable[Tuple[pa.Array, pa.Array]], progress: Progress) -> Iterator[Tuple[pa.Array, pa.Array]]:
     """`batches`, reporting the ``load_data`` stage (rows read) as they are read."""
     done = 0
@@ -270,6 +319,21 @@ def _loaded(batches: Iterable[Tuple[pa.Array, pa.Array]], progress: Progress) ->
             progress(IndexProgress("progress", "load_data", done, None, "rows"))
     if progress is not None:
         progress(IndexProgress("complete", "load_data", done, None, "rows"))
+
+
+def _elements(
+    rows: Iterable[Tuple[pa.Array, pa.Array]], dtype: pa.DataType, null_lists: List["np.ndarray"]
+) -> Iterator[Tuple[pa.Array, pa.Array]]:
+    """A LABEL_LIST index's rows: the elements of the lists `rows` with their row addresses
+    (the addresses of null lists appended to `null_lists`)."""
+    import numpy as np
+
+    for values, ids in rows:
+        if values.type != dtype:
+            values = values.cast(dtype)
+        if values.null_count:
+            null_lists.append(np.asarray(ids.filter(values.is_null()).to_numpy(zero_copy_only=False), np.uint64))
+        yield _bitmap.flatten(values, ids)
 
 
 def build_segment(
@@ -294,18 +358,9 @@ def build_segment(
     dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
     key_type = dtype.value_type if label_list else dtype
     null_lists: List["np.ndarray"] = []
-
-    def flat(source: Iterable[Tuple[pa.Array, pa.Array]]) -> Iterator[Tuple[pa.Array, pa.Array]]:
-        for values, ids in source:  # (a LABEL_LIST index is keyed by the lists' elements)
-            if values.type != dtype:
-                values = values.cast(dtype)
-            if values.null_count:
-                null_lists.append(np.asarray(ids.filter(values.is_null()).to_numpy(zero_copy_only=False), np.uint64))
-            yield _bitmap.flatten(values, ids)
-
     rows = _loaded(batches, progress)
     with ExternalSort(key_type, budget, tmp_dir) as sorter:
-        for values, ids in flat(rows) if label_list else rows:
+        for values, ids in _elements(rows, dtype, null_lists) if label_list else rows:
             sorter.add(values, ids)
         nulls = np.sort(np.concatenate(null_lists)) if null_lists else np.empty(0, np.uint64)
         if not sorter.spilled:
@@ -406,49 +461,6 @@ class _SegmentCursor(_SortedCursor):
         return t.column("values").combine_chunks(), t.column(row_ids_column(t)).combine_chunks().cast(pa.uint64())
 
 
-class _BitmapCursor(_SortedCursor):
-    """A BITMAP segment's rows (a row per address of each key's bitmap), keys read `keys` at
-    a time from its lookup file and their bitmaps decoded a few at a time, until `rows` rows
-    (one key's rows at least)."""
-
-    def __init__(self, base: str, dtype: pa.DataType, live: "np.ndarray", keys: int, rows: int, storage_options: Any) -> None:
-        from lancepy.file import LanceFileReader
-
-        super().__init__(dtype, live)
-        self._reader = LanceFileReader(base + _bitmap.LOOKUP, storage_options)
-        self._count = self._reader.num_rows()
-        self._next = 0
-        self._keys_per_read = max(1, keys)
-        self._rows_per_window = max(1, rows)
-        self._held_keys: Optional[pa.Array] = None
-        self._held_blobs: List[Optional[bytes]] = []
-
-    def _rows(self) -> Optional[Tuple[pa.Array, pa.Array]]:
-        import numpy as np
-
-        if not self._held_blobs:
-            if self._next >= self._count:
-                return None
-            n = min(self._keys_per_read, self._count - self._next)
-            t = self._reader.read_range(self._next, n, columns=["keys", "bitmaps"]).to_table()
-            self._next += n
-            self._held_keys = t.column("keys").combine_chunks()
-            self._held_blobs = t.column("bitmaps").to_pylist()
-        assert self._held_keys is not None
-        # Keys decoded one by one while their rows stay under the window (one key at least:
-        # a bitmap's serialized size says little of its rows, a run of a million is a few bytes).
-        parts: List["np.ndarray"] = []
-        rows = 0
-        while len(parts) < len(self._held_blobs) and (not parts or rows < self._rows_per_window):
-            parts.append(np.asarray(_bitmap.decode([self._held_blobs[len(parts)]]), np.uint64))
-            rows += len(parts[-1])
-        take = len(parts)
-        keys = self._held_keys.slice(0, take)
-        self._held_keys, self._held_blobs = self._held_keys.slice(take), self._held_blobs[take:]
-        repeat = np.repeat(np.arange(take), [len(a) for a in parts])
-        return keys.take(pa.array(repeat, pa.int64())), pa.array(np.concatenate(parts), pa.uint64())
-
-
 #: The most pages of an existing segment a merge holds at a time (per segment; fewer when
 #: the budget asks: see :func:`merge_btree`).
 MERGE_PAGES = 64
@@ -494,22 +506,196 @@ def merge_bitmap(
     memory_limit: Any = None,
     progress: Progress = None,
 ) -> Optional[Tuple[str, List[Dict[str, Any]]]]:
-    """:func:`merge_btree` for BITMAP segments (not LABEL_LIST ones): each old segment's keys
-    are read a few at a time and their bitmaps decoded into rows, which merge with the new
-    rows into the new segment's bitmaps."""
-    budget = budget_bytes(memory_limit)
-    rows = max(_btree.BATCH_SIZE, min(MERGE_PAGES * _btree.BATCH_SIZE, budget // 4 // (len(entries) + 1) // 24))
+    """:func:`merge_btree` for BITMAP and LABEL_LIST segments, merged key by key: the new
+    rows are sorted (spilled past ``memory_limit``) and grouped into each key's set of row
+    addresses; the old segments' keys and sets are read :data:`MERGE_KEYS` at a time; each
+    key's sets are joined natively (:func:`lancepy._lancepy.row_addr_maps_union`): a
+    fragment that one set holds is copied as it is, not decoded, and fragments no longer in
+    the dataset are left out. A LABEL_LIST's null lists (8 bytes a row) are held until the
+    file is written. Returns ``None`` (nothing written) when a segment's keys are not in this
+    build's order: then :func:`lancepy._ops.bitmap.extend` merges in memory."""
+    import uuid as _uuid
 
-    def cursors(dtype: pa.DataType, live: "np.ndarray") -> List[_SortedCursor]:
-        return [
-            _BitmapCursor(view.uri.rstrip("/") + f"/_indices/{e['uuid']}/", dtype, live, 256, rows, view.storage_options)
-            for e in entries
-        ]
+    import numpy as np
 
-    def write(base: str, dtype: pa.DataType, chunks: Iterable[Tuple[pa.Array, pa.Array]]) -> List[Dict[str, Any]]:
-        return _bitmap.write_sorted(base, dtype, chunks, view.storage_options)
+    from lancepy.file import LanceFileReader
 
-    return _merge(view, column, fragments, budget, progress, cursors, write, (_bitmap.LOOKUP,))
+    label_list = str(entries[0].get("details_type") or "").endswith("LabelListIndexDetails")
+    dtype = _btree._column_type(view, column)
+    dtype = dtype.storage_type if isinstance(dtype, pa.ExtensionType) else dtype
+    key_type = dtype.value_type if label_list else dtype
+    live = sorted(view.fragment_ids)
+    kept = set(live)
+    # (the sets are copied whole unless a segment covers fragments since removed)
+    drop = live if any(not set(e["fragment_ids"]) <= kept for e in entries) else None
+    uid = str(_uuid.uuid4())
+    base = view.uri.rstrip("/") + f"/_indices/{uid}/"
+    null_lists: List["np.ndarray"] = []
+    streams: List[_KeyStream] = []
+    with ExternalSort(key_type, budget_bytes(memory_limit)) as sorter:
+        rows = _loaded(_btree.column_batches(view, column, list(fragments)) if fragments else iter(()), progress)
+        for values, ids in _elements(rows, dtype, null_lists) if label_list else rows:
+            sorter.add(values, ids)
+        try:
+            for e in entries:
+                reader = LanceFileReader(view.uri.rstrip("/") + f"/_indices/{e['uuid']}/{_bitmap.LOOKUP}", view.storage_options)
+                if label_list:
+                    old = _bitmap.null_list_rows(reader)
+                    null_lists.append(old[np.isin((old >> np.uint64(32)).astype(np.int64), live)])
+                streams.append(_LookupStream(reader, key_type))
+            streams.append(_SetStream(_bitmap.keyed_sets(sorter.merged(progress), key_type), key_type))
+            nulls = np.sort(np.concatenate(null_lists)) if null_lists else np.empty(0, np.uint64)
+            files = _bitmap.write_keyed(base, key_type, _merged_sets(streams, drop), view.storage_options, label_list, nulls)
+        except _NotInOrder:
+            view.store.delete([f"_indices/{uid}/{_bitmap.LOOKUP}"])
+            return None
+        except BaseException:
+            view.store.delete([f"_indices/{uid}/{_bitmap.LOOKUP}"])
+            raise
+    return uid, files
+
+
+#: Keys of an old BITMAP segment read at a time by a merge.
+MERGE_KEYS = 1024
+#: A serialized empty row-address set (no fragment).
+_EMPTY_SET = b"\0\0\0\0"
+
+
+class _KeyStream:
+    """A key-level merge input: distinct keys in index order, each with its serialized set
+    of row addresses, a window at a time (`keys`, `cmp` their :func:`comparable` form,
+    `blobs`); subclasses give `_next()`, the next window or ``None`` at the end."""
+
+    def __init__(self, dtype: pa.DataType, check: bool) -> None:
+        self._dtype = dtype
+        self._check_order = check
+        self._started = False
+        self._last: Optional[pa.Scalar] = None
+        self.keys: Optional[pa.Array] = None
+        self.cmp: pa.Array = pa.array([], pa.int64())
+        self.blobs: List[bytes] = []
+
+    def _next(self) -> Optional[Tuple[pa.Array, List[Optional[bytes]]]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.keys = None
+
+    def fill(self) -> bool:
+        """Reads the next window when the current one is used up; whether keys remain."""
+        while self.keys is None or not len(self.keys):
+            window = self._next()
+            if window is None:
+                self.keys = None
+                return False
+            keys, blobs = window
+            if keys.type != self._dtype:
+                keys = keys.cast(self._dtype)
+            self.keys, self.cmp = keys, comparable(keys)
+            self.blobs = [b if b is not None else _EMPTY_SET for b in blobs]
+            if self._check_order:
+                self._check(self.cmp)
+        return True
+
+    def _check(self, cmp: pa.Array) -> None:
+        """Raises :class:`_NotInOrder` unless the keys ascend strictly (the null key first)."""
+        nulls = cmp.null_count
+        if nulls and (nulls > 1 or self._started or cmp[0].is_valid):
+            raise _NotInOrder("a null key after other keys")
+        self._started = True
+        valid = cmp.slice(nulls)
+        if not len(valid):
+            return
+        if len(valid) > 1 and pc.any(pc.less_equal(valid.slice(1), valid.slice(0, len(valid) - 1))).as_py():
+            raise _NotInOrder("keys out of order")
+        if self._last is not None and pc.less_equal(valid[0], self._last).as_py():
+            raise _NotInOrder("keys out of order between windows")
+        self._last = valid[len(valid) - 1]
+
+    def end(self) -> Any:
+        """The window's last key (comparable form; ``None``: the null key)."""
+        return _key(self.cmp, len(self.cmp) - 1)
+
+    def take_upto(self, end: Any) -> Tuple[pa.Array, pa.Array, List[bytes]]:
+        """The window's keys up to `end` (``None``: the null key only), removed from it."""
+        assert self.keys is not None
+        n = self.cmp.null_count
+        if end is not None:
+            n += pc.sum(pc.less_equal(self.cmp.slice(n), pa.scalar(end, self.cmp.type))).as_py() or 0
+        out = self.keys.slice(0, n), self.cmp.slice(0, n), self.blobs[:n]
+        self.keys, self.cmp, self.blobs = self.keys.slice(n), self.cmp.slice(n), self.blobs[n:]
+        return out
+
+
+class _LookupStream(_KeyStream):
+    """An old BITMAP / LABEL_LIST segment's keys and sets, :data:`MERGE_KEYS` at a time, its
+    order checked as it is read."""
+
+    def __init__(self, reader: Any, dtype: pa.DataType) -> None:
+        super().__init__(dtype, check=True)
+        self._reader = reader
+        self._count = reader.num_rows()
+        self._at = 0
+
+    def _next(self) -> Optional[Tuple[pa.Array, List[Optional[bytes]]]]:
+        if self._at >= self._count:
+            return None
+        n = min(MERGE_KEYS, self._count - self._at)
+        t = self._reader.read_range(self._at, n, columns=["keys", "bitmaps"]).to_table()
+        self._at += n
+        return t.column("keys").combine_chunks(), t.column("bitmaps").to_pylist()
+
+
+class _SetStream(_KeyStream):
+    """The new rows' keys and sets (:func:`lancepy._ops.bitmap.keyed_sets`)."""
+
+    def __init__(self, chunks: Iterator[Tuple[pa.Array, List[bytes]]], dtype: pa.DataType) -> None:
+        super().__init__(dtype, check=False)
+        self._chunks = chunks
+
+    def _next(self) -> Optional[Tuple[pa.Array, List[Optional[bytes]]]]:
+        return next(self._chunks, None)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        super().close()
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def _merged_sets(streams: List[_KeyStream], live: Optional[List[int]]) -> Iterator[Tuple[pa.Array, List[bytes]]]:
+    """The keys of every stream, each once, in index order, with the union of their sets
+    (fragments not in `live` left out, unless it is ``None``); keys whose set is left empty
+    are dropped. Each step takes from every window the keys up to the smallest window end,
+    so every key's sets meet in one step and one window at least is used up."""
+    import numpy as np
+
+    try:
+        while True:
+            active = [s for s in streams if s.fill()]
+            if not active:
+                return
+            ends = [s.end() for s in active]
+            end = None if any(e is None for e in ends) else min(ends)
+            parts = [p for p in (s.take_upto(end) for s in active) if len(p[0])]
+            keys = pa.concat_arrays([p[0] for p in parts])
+            blobs = [b for p in parts for b in p[2]]
+            if len(parts) > 1:
+                order = _btree.sort_order(keys, stable=True)
+                keys, cmp = keys.take(order), pa.concat_arrays([p[1] for p in parts]).take(order)
+                blobs = [blobs[i] for i in order.to_pylist()]
+                prev, nxt = cmp.slice(0, len(cmp) - 1), cmp.slice(1)
+                same = pc.or_(pc.fill_null(pc.equal(nxt, prev), False), pc.and_(nxt.is_null(), prev.is_null()))
+                starts = np.flatnonzero(~np.concatenate([[False], np.asarray(same.to_numpy(zero_copy_only=False), bool)]))
+            else:
+                starts = np.arange(len(keys))
+            offsets = np.append(starts, len(keys))
+            sets = _lancepy.row_addr_maps_union(blobs, offsets.tolist(), live)
+            keep = [i for i, b in enumerate(sets) if b != _EMPTY_SET]
+            yield keys.take(pa.array(starts[keep], pa.int64())), [sets[i] for i in keep]
+    finally:
+        for s in streams:
+            s.close()
 
 
 def _merge(

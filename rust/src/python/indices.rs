@@ -230,6 +230,37 @@ pub fn row_addr_maps_serialize<'py>(
     Ok(blobs.iter().map(|b| PyBytes::new(py, b)).collect())
 }
 
+/// BITMAP / LABEL_LIST index bitmaps joined: for each group `blobs[offsets[i] ..
+/// offsets[i + 1]]` of serialized row-address sets, their union without the fragments not
+/// in `live` (any order; `None`: keep every fragment). Fragments only one set holds are
+/// copied as they are, not decoded. Malformed bytes raise `CorruptFileError`.
+#[pyfunction]
+#[pyo3(signature = (blobs, offsets, live=None))]
+pub fn row_addr_maps_union<'py>(
+    py: Python<'py>,
+    blobs: Vec<pyo3::pybacked::PyBackedBytes>,
+    offsets: Vec<usize>,
+    live: Option<Vec<u32>>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    if offsets.windows(2).any(|w| w[0] > w[1]) || offsets.last().is_some_and(|&o| o > blobs.len()) {
+        return Err(crate::error::Error::InvalidInput("offsets must ascend within the blobs".into())).py();
+    }
+    let live = live.map(|mut l| {
+        l.sort_unstable();
+        l
+    });
+    let out: Vec<Vec<u8>> = run(py, || {
+        offsets
+            .windows(2)
+            .map(|w| {
+                let sets: Vec<&[u8]> = blobs[w[0]..w[1]].iter().map(|b| &b[..]).collect();
+                crate::table::row_addr_map::union(&sets, live.as_deref())
+            })
+            .collect()
+    })?;
+    Ok(out.iter().map(|b| PyBytes::new(py, b)).collect())
+}
+
 /// The inverse of [`row_addr_maps_serialize`]: `(addresses as little-endian u64 bytes, the
 /// number of addresses of each set, [(set, fragment)] for fragments a set holds whole)`.
 /// Malformed bytes raise `CorruptFileError`.

@@ -59,6 +59,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(indices::fragment_bitmap, m)?)?;
     m.add_function(wrap_pyfunction!(indices::row_addr_maps_serialize, m)?)?;
     m.add_function(wrap_pyfunction!(indices::row_addr_maps_deserialize, m)?)?;
+    m.add_function(wrap_pyfunction!(indices::row_addr_maps_union, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::primary_key, m)?)?;
     m.add_function(wrap_pyfunction!(indices::ivf_assign, m)?)?;
     m.add_function(wrap_pyfunction!(indices::pq_train, m)?)?;

@@ -82,6 +82,80 @@ pub fn deserialize(data: &[u8]) -> Result<Decoded> {
     Ok(out)
 }
 
+/// One fragment's part of a serialized set: its id and its bitmap's bytes (`None`: the
+/// fragment held whole).
+type Part<'a> = (u32, Option<&'a [u8]>);
+
+/// The fragments' parts of one serialized set, as they are (not decoded).
+fn parts(data: &[u8]) -> Result<Vec<Part<'_>>> {
+    let mut pos = 0usize;
+    let n = read_u32(data, &mut pos)? as usize;
+    // (each part takes 8 bytes at least: a count the data cannot hold is corrupt, not allocated)
+    if n > (data.len() - pos) / 8 {
+        return Err(Error::corrupt(format!("row address map: {n} fragments in {} bytes", data.len())));
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let frag = read_u32(data, &mut pos)?;
+        let size = read_u32(data, &mut pos)? as usize;
+        if size == 0 {
+            out.push((frag, None));
+            continue;
+        }
+        let bytes = data
+            .get(pos..pos + size)
+            .ok_or_else(|| Error::corrupt(format!("row address map: fragment {frag}'s bitmap is truncated")))?;
+        pos += size;
+        out.push((frag, Some(bytes)));
+    }
+    if pos != data.len() {
+        return Err(Error::corrupt(format!("row address map: {} trailing bytes", data.len() - pos)));
+    }
+    Ok(out)
+}
+
+/// The serialized union of the serialized sets `sets`, without the fragments not in `live`
+/// (ascending; `None`: every fragment). A fragment that only one set holds keeps its bitmap's
+/// bytes as they are (nothing decoded: merging segments that cover other fragments is a
+/// copy); one that several hold is decoded and its bitmaps joined; a fragment held whole by
+/// any set is held whole.
+pub fn union(sets: &[&[u8]], live: Option<&[u32]>) -> Result<Vec<u8>> {
+    let mut all: Vec<Part<'_>> = Vec::new();
+    for data in sets {
+        all.extend(parts(data)?.into_iter().filter(|(f, _)| live.is_none_or(|l| l.binary_search(f).is_ok())));
+    }
+    all.sort_by_key(|(f, _)| *f); // (stable: sets' parts are each ascending already)
+    let mut out = Vec::with_capacity(4 + all.iter().map(|(_, b)| 8 + b.map_or(0, <[u8]>::len)).sum::<usize>());
+    out.extend_from_slice(&[0u8; 4]);
+    let mut count = 0u32;
+    let mut i = 0;
+    while i < all.len() {
+        let frag = all[i].0;
+        let j = i + all[i..].iter().take_while(|(f, _)| *f == frag).count();
+        let same = &all[i..j];
+        out.extend_from_slice(&frag.to_le_bytes());
+        if same.iter().any(|(_, b)| b.is_none()) {
+            out.extend_from_slice(&0u32.to_le_bytes());
+        } else if let [(_, Some(bytes))] = same {
+            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(bytes);
+        } else {
+            let mut joined = RoaringBitmap::new();
+            for (_, bytes) in same {
+                let bytes = bytes.expect("parts held whole were handled above");
+                joined |= RoaringBitmap::deserialize_from(bytes)
+                    .map_err(|e| Error::corrupt(format!("row address map: fragment {frag}: not a roaring bitmap: {e}")))?;
+            }
+            out.extend_from_slice(&(joined.serialized_size() as u32).to_le_bytes());
+            joined.serialize_into(&mut out).expect("writing to a Vec cannot fail");
+        }
+        count += 1;
+        i = j;
+    }
+    out[..4].copy_from_slice(&count.to_le_bytes());
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +184,30 @@ mod tests {
         assert_eq!(d.full_fragments, vec![7]);
         assert!(deserialize(&data[..6]).is_err());
         assert!(deserialize(&[1, 0, 0, 0, 1, 0, 0, 0, 9, 0, 0, 0, 1, 2]).is_err());
+    }
+
+    #[test]
+    fn union_copies_joins_and_drops_fragments() {
+        let a: Vec<u64> = [(0..50u64).collect::<Vec<_>>(), ((2u64 << 32)..(2u64 << 32) + 9).collect()].concat();
+        let b: Vec<u64> = [((2u64 << 32) + 5..(2u64 << 32) + 20).collect::<Vec<_>>(), ((7u64 << 32)..(7u64 << 32) + 3).collect()].concat();
+        let (sa, sb) = (serialize(&a), serialize(&b));
+        let mut want: Vec<u64> = a.iter().chain(b.iter()).copied().collect();
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(union(&[&sa, &sb], None).unwrap(), serialize(&want));
+        let live: Vec<u64> = want.iter().copied().filter(|x| x >> 32 != 2).collect();
+        assert_eq!(union(&[&sa, &sb], Some(&[0, 7])).unwrap(), serialize(&live));
+        assert_eq!(union(&[&sa], None).unwrap(), sa);
+        assert_eq!(union(&[], None).unwrap(), serialize(&[]));
+        // a fragment held whole stays whole
+        let mut whole = 1u32.to_le_bytes().to_vec();
+        whole.extend_from_slice(&2u32.to_le_bytes());
+        whole.extend_from_slice(&0u32.to_le_bytes());
+        let d = deserialize(&union(&[&sa, &whole], None).unwrap()).unwrap();
+        assert_eq!(d.full_fragments, vec![2]);
+        assert_eq!(d.addresses, (0..50u64).collect::<Vec<_>>());
+        // hostile counts and truncations are errors, not allocations or panics
+        assert!(union(&[&[255, 255, 255, 255]], None).is_err());
+        assert!(union(&[&sa[..sa.len() - 1]], None).is_err());
     }
 }
