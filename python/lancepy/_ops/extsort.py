@@ -51,6 +51,9 @@ DEFAULT_MEMORY_LIMIT_MIB = 1024
 MIB = 1 << 20
 #: Rows per batch of a spilled run (the unit the merge reads).
 RUN_BATCH_ROWS = _btree.BATCH_SIZE
+#: The most batches of a run a merge step takes (fewer when the budget asks): larger steps
+#: only hold more, each step's sort costs no less.
+MERGE_WINDOW = 256
 
 Progress = Optional[Callable[[IndexProgress], None]]
 
@@ -183,7 +186,7 @@ class ExternalSort:
         cursors += list(extra)
         total_batches = total_batches or 1
         per_batch = max(1, total_bytes // total_batches)
-        window = max(1, (self.budget // 4) // (per_batch * max(1, len(cursors))))
+        window = max(1, min(MERGE_WINDOW, (self.budget // 4) // (per_batch * max(1, len(cursors)))))
         done = 0
         if progress is not None:
             progress(IndexProgress("start", "merge_runs", 0, self.rows, "rows"))
@@ -508,7 +511,7 @@ def merge_bitmap(
 ) -> Optional[Tuple[str, List[Dict[str, Any]]]]:
     """:func:`merge_btree` for BITMAP and LABEL_LIST segments, merged key by key: the new
     rows are sorted (spilled past ``memory_limit``) and grouped into each key's set of row
-    addresses; the old segments' keys and sets are read :data:`MERGE_KEYS` at a time; each
+    addresses; the old segments' keys and sets are read a few MiB at a time; each
     key's sets are joined natively (:func:`lancepy._lancepy.row_addr_maps_union`): a
     fragment that one set holds is copied as it is, not decoded, and fragments no longer in
     the dataset are left out. A LABEL_LIST's null lists (8 bytes a row) are held until the
@@ -555,8 +558,10 @@ def merge_bitmap(
     return uid, files
 
 
-#: Keys of an old BITMAP segment read at a time by a merge.
-MERGE_KEYS = 1024
+#: The most keys of an old BITMAP segment a merge reads at a time: fewer when their sets
+#: are large (about :data:`MERGE_SET_BYTES` of sets a read).
+MERGE_KEYS = 4096
+MERGE_SET_BYTES = 4 << 20
 #: A serialized empty row-address set (no fragment).
 _EMPTY_SET = b"\0\0\0\0"
 
@@ -628,22 +633,27 @@ class _KeyStream:
 
 
 class _LookupStream(_KeyStream):
-    """An old BITMAP / LABEL_LIST segment's keys and sets, :data:`MERGE_KEYS` at a time, its
-    order checked as it is read."""
+    """An old BITMAP / LABEL_LIST segment's keys and sets, up to :data:`MERGE_KEYS` at a time
+    (about :data:`MERGE_SET_BYTES` of sets), its order checked as it is read."""
 
     def __init__(self, reader: Any, dtype: pa.DataType) -> None:
         super().__init__(dtype, check=True)
         self._reader = reader
         self._count = reader.num_rows()
         self._at = 0
+        self._per_read = min(MERGE_KEYS, 64)
 
     def _next(self) -> Optional[Tuple[pa.Array, List[Optional[bytes]]]]:
         if self._at >= self._count:
             return None
-        n = min(MERGE_KEYS, self._count - self._at)
+        n = min(self._per_read, self._count - self._at)
         t = self._reader.read_range(self._at, n, columns=["keys", "bitmaps"]).to_table()
         self._at += n
-        return t.column("keys").combine_chunks(), t.column("bitmaps").to_pylist()
+        blobs = t.column("bitmaps")
+        # (the next read sized by this one's bytes a key: a few large sets, or many small ones)
+        per_key = max(1, blobs.nbytes // max(1, n))
+        self._per_read = max(1, min(MERGE_KEYS, MERGE_SET_BYTES // per_key))
+        return t.column("keys").combine_chunks(), blobs.to_pylist()
 
 
 class _SetStream(_KeyStream):
