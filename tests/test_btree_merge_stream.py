@@ -285,7 +285,6 @@ def test_bitmap_merge_of_live_segments_copies_their_sets(tmp_path: Any, monkeypa
     """Nothing deleted: each old key's set is copied as it is, over many windows of keys and
     several segments, and the file holds what the in-memory merge's holds."""
     from lancepy import _lancepy
-    from lancepy._ops import bitmap as _bitmap
 
     uri = str(tmp_path / "ds")
     t = _table(kind, N, 9, 0)

@@ -20,7 +20,6 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 import lancepy

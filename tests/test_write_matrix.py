@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 
 import lance
-import pandas as pd
 import pyarrow as pa
 import pytest
 

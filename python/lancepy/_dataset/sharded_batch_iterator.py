@@ -7,7 +7,7 @@ from __future__ import annotations
 import operator
 import os
 import warnings
-from typing import Dict, Iterator, List, Optional, Union
+from typing import Dict, Iterator, List, Union
 
 import pyarrow as pa
 
