@@ -3,7 +3,9 @@
 ``python benches/bench_fts.py [--docs 100000] [--queries 200] [--repeats 3]``: synthetic
 documents of 20-200 words drawn from a Zipf vocabulary of 50,000 made-up words (seeded,
 nothing downloaded), written once by pylance and copied so both libraries index the same
-files. Timed: the INVERTED build (default options) by each library on its own copy, once; the
+files. Timed: the INVERTED build (default options) by each library on its own copy, once, in
+a fresh process (its peak resident memory above what it held before the call, ``VmHWM`` less
+``VmRSS``, is reported too); the
 ``--queries`` random queries of 1-3 words (``limit=10``), each library on its own index, best
 of ``--repeats`` passes over all of them. Checked: for each query the top-10 rows and scores
 lancepy finds on its index against pylance's on pylance's index (same rows, allowing rows
@@ -21,8 +23,11 @@ indices (build time) and N phrase queries of 2-3 consecutive words cut from the 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -50,6 +55,29 @@ def make_docs(n: int, vocab: int, seed: int = 0) -> list:
     return out, words, p
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+_BUILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[4])
+from _child import status
+L = __import__("lance" if sys.argv[1] == "pylance" else "lancepy")
+ds = L.dataset(sys.argv[2])
+before = status("VmRSS")
+t = time.perf_counter()
+ds.create_scalar_index("text", "INVERTED", with_position=sys.argv[3] == "1")
+print(json.dumps({"seconds": time.perf_counter() - t, "peak": status("VmHWM") - before}))
+"""
+
+
+def build(lib: str, path: str, with_position: bool) -> dict:
+    """Builds the index in a fresh process: its seconds and peak bytes."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(HERE), "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-c", _BUILD, lib, path, "1" if with_position else "0", HERE],
+                         capture_output=True, text=True, env=env, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=100_000)
@@ -66,12 +94,8 @@ def main() -> None:
         ours, theirs = os.path.join(root, "ours"), os.path.join(root, "theirs")
         lance.write_dataset(pa.table({"id": np.arange(len(docs)), "text": docs}), theirs)
         shutil.copytree(theirs, ours)
-        t0 = time.perf_counter()
-        lance.dataset(theirs).create_scalar_index("text", "INVERTED")
-        build_pl = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        lancepy.dataset(ours).create_scalar_index("text", "INVERTED")
-        build_lp = time.perf_counter() - t0
+        build_pl = build("pylance", theirs, False)
+        build_lp = build("lancepy", ours, False)
         pl, lp = lance.dataset(theirs), lancepy.dataset(ours)
 
         def run(ds) -> list:
@@ -94,12 +118,8 @@ def main() -> None:
                 phrases.append(" ".join(w[at:at + int(prng.integers(2, 4))]))
             for d in (ours, theirs):
                 lance.dataset(d).drop_index("text_idx")
-            t0 = time.perf_counter()
-            lance.dataset(theirs).create_scalar_index("text", "INVERTED", with_position=True)
-            build_pl = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            lancepy.dataset(ours).create_scalar_index("text", "INVERTED", with_position=True)
-            build_lp = time.perf_counter() - t0
+            build_pl = build("pylance", theirs, True)
+            build_lp = build("lancepy", ours, True)
             pl, lp = lance.dataset(theirs), lancepy.dataset(ours)
 
             def run_phrases(ds) -> list:
@@ -111,7 +131,7 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def report(pl, lp, run, n_docs: int, n_queries: int, build_lp: float, build_pl: float, repeats: int, what: str) -> None:
+def report(pl, lp, run, n_docs: int, n_queries: int, build_lp: dict, build_pl: dict, repeats: int, what: str) -> None:
     """Checks lancepy's top-10 against pylance's and prints build and query times."""
     same, worst = 0, 0.0
     for a, b in zip(run(pl), run(lp)):
@@ -137,7 +157,9 @@ def report(pl, lp, run, n_docs: int, n_queries: int, build_lp: float, build_pl: 
         times[name] = best / n_queries
     print(f"[{what}] docs={n_docs} queries={n_queries} (limit 10)")
     print(f"same top-10 rows and scores: {same}/{n_queries}; largest score difference {worst:.2e}")
-    print(f"build: lancepy {build_lp:.2f} s, pylance {build_pl:.2f} s, ratio {build_lp / build_pl:.2f}")
+    lt, pt, lm, pm = build_lp["seconds"], build_pl["seconds"], build_lp["peak"] / 2**20, build_pl["peak"] / 2**20
+    print(f"build: lancepy {lt:.2f} s, pylance {pt:.2f} s, ratio {lt / pt:.2f}; "
+          f"peak memory lancepy {lm:.0f} MiB, pylance {pm:.0f} MiB, ratio {lm / max(pm, 1e-9):.2f}")
     print(
         f"query: lancepy {times['lancepy'] * 1e3:.2f} ms, pylance {times['pylance'] * 1e3:.2f} ms, "
         f"ratio {times['lancepy'] / times['pylance']:.2f} (first query of lancepy includes opening the index: "

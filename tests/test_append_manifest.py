@@ -149,3 +149,59 @@ def test_write_manifest_refuses_fragments_given_twice(tmp_path):
         _lancepy.write_manifest(base.json, None, None, None, base=base.native, appended="[]")
     with pytest.raises(lancepy.exceptions.LanceError):
         _lancepy.write_manifest(base.native.json_without_fragments(), None, None, None, appended="[]")
+
+
+def _header_body(op: str, base) -> dict:
+    """A synthetic `op` that changes no fragment of `base` (Overwrite: replaces them all)."""
+    if op == "Overwrite":
+        frags = copy.deepcopy(base.manifest["fragments"][:2])
+        for f in frags:
+            f.pop("row_id_sequence", None)
+            f.pop("deletion_file", None)
+        return {"fragments": frags, "schema": base.manifest["fields"], "schema_metadata": {},
+                "config_upsert_values": {"a": "b"}}
+    if op == "UpdateConfig":
+        return {"upsert_values": {"k": "v"}, "delete_keys": ["team"]}
+    if op == "UpdateBases":
+        return {"new_bases": [{"id": 0, "name": "b1", "path": "/tmp/elsewhere", "is_dataset_root": False}]}
+    if op == "ReserveFragments":
+        return {"num_fragments": 4}
+    return {"new_indices": [], "removed_indices": []}
+
+
+@pytest.mark.parametrize("op", ["Overwrite", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex"])
+@pytest.mark.parametrize("case", CASES)
+def test_operations_that_keep_or_drop_every_fragment_read_no_fragment(tmp_path, case, op, monkeypatch):
+    """Overwrite, config / base-path / index changes and fragment reservations build the
+    manifest the generic path builds without decoding the base's fragments."""
+    uri = _dataset(tmp_path, case)
+    store = lancepy.dataset(uri)._view.store
+    base = load_manifest(store, lancepy.dataset(uri).version)
+    body = _header_body(op, base)
+    txn = C.new_transaction(base.version, op, body)
+    fresh = load_manifest(store, base.version)  # (nothing decoded whole yet)
+    fast = C.build_manifest(fresh, txn, base.version + 1, "t.txn", store=store)
+    assert fresh._manifest is None and fresh._json is None
+    assert (fast.base is None) == (op == "Overwrite")
+    monkeypatch.setattr(C, "_HEADER_OPERATIONS", ())
+    slow = C.build_manifest(base, txn, base.version + 1, "t.txn", store=store)
+    assert slow.base is None
+    assert _decoded(fast.encode(b"")) == _decoded(slow.encode(b""))
+
+
+@pytest.mark.parametrize("case", ["plain", "stable_row_ids", "pylance"])
+def test_config_index_and_overwrite_commits_stay_readable_by_pylance(tmp_path, case):
+    uri = _dataset(tmp_path, case)
+    ds = lancepy.dataset(uri)
+    ds.update_config({"owner": "data"})
+    ds.create_scalar_index("id", "BTREE")
+    ds.delete_config_keys(["owner"])
+    theirs = lance.dataset(uri)
+    theirs.validate()
+    assert theirs.count_rows("id = 42") == 1 and theirs.to_table().num_rows == 100
+    assert [i["name"] for i in theirs.list_indices()] == ["id_idx"]
+    lancepy.write_dataset(_table(500, 10), uri, mode="overwrite")
+    theirs = lance.dataset(uri)
+    theirs.validate()
+    assert theirs.to_table().equals(_table(500, 10))
+    assert lancepy.dataset(uri).to_table().equals(_table(500, 10))

@@ -232,6 +232,9 @@ class BuiltManifest:
 
 #: Operations that keep most fragments as they are: built by :func:`_build_delta`.
 _DELTA_OPERATIONS = ("Append", "Delete", "Update")
+#: Operations that change no fragment, or (Overwrite) replace them all: :func:`build_manifest`
+#: reads only the base manifest's other fields (its fragments stay native).
+_HEADER_OPERATIONS = ("Overwrite", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex")
 
 
 def _keeps_fragments(base: Optional[LoadedManifest], name: str, body: Dict[str, Any],
@@ -245,8 +248,22 @@ def _keeps_fragments(base: Optional[LoadedManifest], name: str, body: Dict[str, 
         return False
     if name == "Update" and body.get("fields_modified") and base.index_section is not None:
         return False
+    return _records_version(base, data_storage_version)
+
+
+def _records_version(base: LoadedManifest, data_storage_version: Optional[str]) -> bool:
+    """Whether `base` records its (non-legacy) data storage version and the commit keeps it
+    non-legacy: then no commit needs `base`'s fragments one by one to know the dataset's
+    file version."""
     recorded = base.native.data_format_version
     return bool(recorded) and recorded != LEGACY_FILE_VERSION and data_storage_version != LEGACY_FILE_VERSION
+
+
+def _next_fragment_id(base: LoadedManifest, m: Dict[str, Any]) -> int:
+    """The id after the largest `base` ever used (its fragments' ids, natively, and the
+    recorded ``max_fragment_id`` of its fields `m`)."""
+    recorded = m.get("max_fragment_id")
+    return max([*base.native.fragment_ids, *([recorded] if recorded is not None else [])], default=-1) + 1
 
 
 def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version: int, transaction_file: str,
@@ -259,8 +276,7 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
     m: Dict[str, Any] = json.loads(base.native.json_without_fragments())
     m.pop("fragments", None)
     ids = base.native.fragment_ids
-    recorded = m.get("max_fragment_id")
-    next_id = max([*ids, *([recorded] if recorded is not None else [])], default=-1) + 1
+    next_id = _next_fragment_id(base, m)
     if name == "Append":
         removed: List[int] = []
         replaced: List[Dict[str, Any]] = []
@@ -325,11 +341,15 @@ def build_manifest(
     if _keeps_fragments(base, name, body, data_storage_version):
         return _build_delta(base, name, body, version, transaction_file, data_storage_version)
     index_section = base.index_section if base is not None else None
-    # (One decode of the base manifest: a fresh dict this function may change.)
-    m: Dict[str, Any] = json.loads(base.json) if base is not None else {}
+    # (An operation that keeps the base's fragments as they are, or drops them all, reads its
+    # other fields only; the rest decode the base manifest once: a fresh dict to change.)
+    header = base is not None and name in _HEADER_OPERATIONS and _records_version(base, data_storage_version)
+    m: Dict[str, Any] = json.loads(base.native.json_without_fragments() if header else base.json) if base is not None else {}
     old = m if base is not None else None
+    if header:
+        m.pop("fragments", None)
     fragments: List[Dict[str, Any]] = m.get("fragments", [])
-    next_id = _max_fragment_id(old) + 1
+    next_id = _next_fragment_id(base, m) if header else _max_fragment_id(old) + 1
 
     if name == "Overwrite":
         fragments = body.get("fragments", [])
@@ -478,6 +498,12 @@ def build_manifest(
     if base is None and new_dataset_flags:
         m["reader_feature_flags"] = m.get("reader_feature_flags", 0) | new_dataset_flags
         m["writer_feature_flags"] = m.get("writer_feature_flags", 0) | new_dataset_flags
+    if header and name != "Overwrite":
+        # (the base's fragments, unchanged and native, follow these fields when encoded)
+        count, deletions, versions = base.native.fragment_summary([])
+        _finish_manifest(m, [], _FragmentSummary(count, deletions, set(versions)), next_id, version, transaction_file,
+                         data_storage_version)
+        return BuiltManifest(m, index_section, base=base.native, appended=[], removed=[], replaced=[])
     # Fragments stay in id order, as pylance keeps them (its validate() requires it): a
     # Rewrite's new fragments have new, larger ids than the ones they replace.
     fragments.sort(key=lambda f: f.get("id", 0))
