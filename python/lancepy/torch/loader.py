@@ -655,8 +655,7 @@ class Loader:
                 host = slots[slot] if n == bs else [t[:n] for t in slots[slot]]
                 batch = Batch(zip(names, (t.to(device, non_blocking=non_blocking) for t in host)))
             else:  # nulls in a column: read the usual way (filled, or an error)
-                b = ring.position - 1
-                batch = _map_tensors(data._batch(rows[b * bs : (b + 1) * bs]),
+                batch = _map_tensors(data._batch(rows[position * bs : (position + 1) * bs]),
                                      lambda t: t.to(device, non_blocking=non_blocking))
             events[slot].record(stream)
             if position + 1 - released >= max(2, prefetch // 2):  # a few slots at a time
