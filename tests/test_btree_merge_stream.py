@@ -107,27 +107,33 @@ def test_merge_streams_pages_and_answers_as_a_scan(tmp_path: Any, monkeypatch: A
         assert_tables_equal(scan, pl.to_table(filter=flt, with_row_address=True).sort_by("_rowaddr"), flt)
 
 
+def _merge_falls_back(uri: str, monkeypatch: Any, cursor: Any, module: Any) -> None:
+    """`uri`'s index merged while `cursor` finds its segment out of order: the in-memory
+    merge of `module` runs once, and nothing of the abandoned attempt is left (at most its
+    empty directory, on a local disk)."""
+
+    def out_of_order(self: Any, keys: Any) -> None:
+        raise _extsort._NotInOrder("planted")
+
+    monkeypatch.setattr(cursor, "_check", out_of_order)
+    calls = []
+    extend = module.extend
+    monkeypatch.setattr(module, "extend", lambda *a, **k: calls.append(1) or extend(*a, **k))
+    (old,) = lancepy.dataset(uri).list_indices()
+    lancepy.dataset(uri).optimize.optimize_indices()
+    assert calls == [1]
+    (entry,) = lancepy.dataset(uri).list_indices()
+    for d in set(os.listdir(os.path.join(uri, "_indices"))) - {old["uuid"], entry["uuid"]}:
+        assert os.listdir(os.path.join(uri, "_indices", d)) == []
+
+
 def test_segment_in_another_order_falls_back_to_the_in_memory_merge(tmp_path: Any, monkeypatch: Any) -> None:
     uri = str(tmp_path / "ds")
     lance.write_dataset(_table("int", N, 3, 0), uri, max_rows_per_file=2000)
     lancepy.dataset(uri).create_scalar_index("v", "BTREE")
     lance.write_dataset(_table("int", 1000, 4, N), uri, mode="append")
-
-    def out_of_order(self: Any, keys: Any) -> None:
-        raise _extsort._NotInOrder("planted")
-
-    monkeypatch.setattr(_extsort._SegmentCursor, "_check", out_of_order)
-    calls = []
-    extend = _btree.extend
-    monkeypatch.setattr(_btree, "extend", lambda *a, **k: calls.append(1) or extend(*a, **k))
     ds = lancepy.dataset(uri)
-    (old,) = ds.list_indices()
-    ds.optimize.optimize_indices()
-    assert calls == [1]
-    (entry,) = lancepy.dataset(uri).list_indices()
-    # Nothing of the abandoned attempt is left (at most its empty directory, on a local disk).
-    for d in set(os.listdir(os.path.join(uri, "_indices"))) - {old["uuid"], entry["uuid"]}:
-        assert os.listdir(os.path.join(uri, "_indices", d)) == []
+    _merge_falls_back(uri, monkeypatch, _extsort._SegmentCursor, _btree)
     flt = "v BETWEEN -20 AND 20"
     assert_tables_equal(
         ds.to_table(filter=flt, use_scalar_index=False, with_row_address=True).sort_by("_rowaddr"),
@@ -151,6 +157,32 @@ def test_cursor_refuses_rows_out_of_order() -> None:
         cursor._check(pa.array([3, 1]))
 
 
+def _merged_both_ways(tmp_path: Any, uri: str, monkeypatch: Any, merge_keys: int = 0) -> Any:
+    """A copy of `uri` whose BITMAP / LABEL_LIST index is merged in memory (the oracle), then
+    `uri`'s merged key by key, its segments never read whole (with ``MERGE_KEYS`` =
+    `merge_keys` when given): ``(copy, the copy's index entry, uri's index entry)``."""
+    from lancepy._ops import bitmap as _bitmap
+
+    copy = str(tmp_path / "copy")
+    shutil.copytree(uri, copy)
+    with monkeypatch.context() as m:
+        m.setattr(_extsort, "merge_bitmap", lambda *a, **k: None)
+        lancepy.dataset(copy).optimize.optimize_indices()
+    (in_memory,) = lancepy.dataset(copy).list_indices()
+
+    def whole(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a segment read whole")
+
+    with monkeypatch.context() as m:
+        for name in ("read_rows", "read_list_rows", "extend"):
+            m.setattr(_bitmap, name, whole)
+        if merge_keys:
+            m.setattr(_extsort, "MERGE_KEYS", merge_keys)
+        lancepy.dataset(uri).optimize.optimize_indices()
+    (entry,) = lancepy.dataset(uri).list_indices()
+    return copy, in_memory, entry
+
+
 @pytest.mark.parametrize("builder", ["lancepy", "pylance"])
 @pytest.mark.parametrize("kind", ["int", "float", "string"])
 def test_bitmap_merge_streams_keys_and_answers_as_a_scan(tmp_path: Any, monkeypatch: Any, kind: str, builder: str) -> None:
@@ -164,22 +196,8 @@ def test_bitmap_merge_streams_keys_and_answers_as_a_scan(tmp_path: Any, monkeypa
     (lancepy if builder == "lancepy" else lance).dataset(uri).create_scalar_index("v", "BITMAP")
     lance.write_dataset(_table(kind, 3000, 6, N), uri, mode="append", max_rows_per_file=1500)
     lancepy.dataset(uri).delete("id < 2000 OR id % 11 = 3")
-    copy = str(tmp_path / "copy")
-    shutil.copytree(uri, copy)
-    with monkeypatch.context() as m:
-        m.setattr(_extsort, "merge_bitmap", lambda *a, **k: None)
-        lancepy.dataset(copy).optimize.optimize_indices()
-    (in_memory,) = lancepy.dataset(copy).list_indices()
-
-    def whole(*_a: Any, **_k: Any) -> Any:
-        raise AssertionError("a segment read whole")
-
-    with monkeypatch.context() as m:
-        m.setattr(_bitmap, "read_rows", whole)
-        m.setattr(_bitmap, "extend", whole)
-        lancepy.dataset(uri).optimize.optimize_indices()
+    copy, in_memory, entry = _merged_both_ways(tmp_path, uri, monkeypatch)
     ds = lancepy.dataset(uri)
-    (entry,) = ds.list_indices()
     assert entry["fragment_ids"] == {f.fragment_id for f in ds.get_fragments()}
 
     def pairs(path: str, uuid: str) -> Any:
@@ -250,24 +268,8 @@ def test_label_list_merge_streams_keys_and_answers_as_a_scan(
     lance.write_dataset(_lists(3000, 8, N), uri, mode="append", max_rows_per_file=1500)
     if deleted:
         lancepy.dataset(uri).delete("id < 2000 OR id % 11 = 3")
-    copy = str(tmp_path / "copy")
-    shutil.copytree(uri, copy)
-    with monkeypatch.context() as m:
-        m.setattr(_extsort, "merge_bitmap", lambda *a, **k: None)
-        lancepy.dataset(copy).optimize.optimize_indices()
-    (in_memory,) = lancepy.dataset(copy).list_indices()
-
-    def whole(*_a: Any, **_k: Any) -> Any:
-        raise AssertionError("a segment read whole")
-
-    with monkeypatch.context() as m:
-        m.setattr(_bitmap, "read_rows", whole)
-        m.setattr(_bitmap, "read_list_rows", whole)
-        m.setattr(_bitmap, "extend", whole)
-        m.setattr(_extsort, "MERGE_KEYS", 7)  # (many windows of old keys)
-        lancepy.dataset(uri).optimize.optimize_indices()
+    copy, in_memory, entry = _merged_both_ways(tmp_path, uri, monkeypatch, merge_keys=7)  # (many windows of old keys)
     ds = lancepy.dataset(uri)
-    (entry,) = ds.list_indices()
     assert entry["fragment_ids"] == {f.fragment_id for f in ds.get_fragments()}
     # The same rows and null lists as the in-memory merge.
     assert _bitmap.read_list_rows(uri, entry["uuid"])[1].tolist() == _bitmap.read_list_rows(copy, in_memory["uuid"])[1].tolist()
@@ -338,20 +340,7 @@ def test_bitmap_segment_keys_out_of_order_fall_back(tmp_path: Any, monkeypatch: 
     lancepy.dataset(uri).create_scalar_index("v", "BITMAP")
     lancepy.write_dataset(pa.table({"id": np.arange(3000, 3500), "v": np.arange(500) % 40}), uri, mode="append")
 
-    def out_of_order(self: Any, keys: Any) -> None:
-        raise _extsort._NotInOrder("planted")
-
-    monkeypatch.setattr(_extsort._LookupStream, "_check", out_of_order)
-    calls = []
-    extend = _bitmap.extend
-    monkeypatch.setattr(_bitmap, "extend", lambda *a, **k: calls.append(1) or extend(*a, **k))
-    ds = lancepy.dataset(uri)
-    (old,) = ds.list_indices()
-    ds.optimize.optimize_indices()
-    assert calls == [1]
-    (entry,) = lancepy.dataset(uri).list_indices()
-    for d in set(os.listdir(os.path.join(uri, "_indices"))) - {old["uuid"], entry["uuid"]}:
-        assert os.listdir(os.path.join(uri, "_indices", d)) == []
+    _merge_falls_back(uri, monkeypatch, _extsort._LookupStream, _bitmap)
     assert lancepy.dataset(uri).count_rows("v = 35") == 12
 
 

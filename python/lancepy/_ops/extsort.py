@@ -228,17 +228,33 @@ class ExternalSort:
 
 class _Window:
     """A merge input's current window of rows (`values`, `ids`, and `keys`, their
-    :func:`comparable` form), taken from the front."""
+    :func:`comparable` form), taken from the front; :meth:`fill` reads the next window
+    (subclasses: `_read(window)`, its ``(values, ids, keys or None)`` or ``None`` at the
+    end) once this one is used up."""
 
-    values: Optional[pa.Array] = None
-    ids: Optional[pa.Array] = None
-    keys: pa.Array
+    def __init__(self) -> None:
+        self.values: Optional[pa.Array] = None
+        self.ids: Optional[pa.Array] = None
+        self.keys: pa.Array = pa.array([], pa.int64())
 
-    def fill(self, window: int) -> bool:  # pragma: no cover - abstract
+    def _read(self, window: int) -> Optional[Tuple[pa.Array, pa.Array, Optional[pa.Array]]]:  # pragma: no cover
         raise NotImplementedError
 
-    def close(self) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def fill(self, window: int) -> bool:
+        """Reads the next `window` batches' rows when the current ones are used up; whether
+        rows remain."""
+        if self.values is not None and len(self.values):
+            return True
+        rows = self._read(window)
+        if rows is None:
+            self.values = None
+            return False
+        self.values, self.ids, keys = rows
+        self.keys = comparable(self.values) if keys is None else keys
+        return True
+
+    def close(self) -> None:
+        self.values = self.ids = None
 
     def take(self, n: int) -> Tuple[pa.Array, pa.Array]:
         """The first `n` rows of the window, removed from it."""
@@ -252,31 +268,22 @@ class _RunCursor(_Window):
     """A spilled run read a window of batches at a time."""
 
     def __init__(self, path: str, num_batches: int) -> None:
+        super().__init__()
         self._file = pa.OSFile(path, "rb")  # (read, not mapped: what is read is what is held)
         self._reader = pa.ipc.open_file(self._file)
         self._next = 0
         self._num_batches = num_batches
-        self.values: Optional[pa.Array] = None
-        self.ids: Optional[pa.Array] = None
-        self.keys: pa.Array = pa.array([], pa.int64())
 
-    def fill(self, window: int) -> bool:
-        """Reads the next `window` batches when the current ones are used up; whether rows
-        remain."""
-        if self.values is not None and len(self.values):
-            return True
+    def _read(self, window: int) -> Optional[Tuple[pa.Array, pa.Array, Optional[pa.Array]]]:
         if self._next >= self._num_batches:
-            self.values = None
-            return False
+            return None
         stop = min(self._num_batches, self._next + window)
         batches = [self._reader.get_batch(b) for b in range(self._next, stop)]
         self._next = stop
-        self.values = pa.concat_arrays([b.column(0) for b in batches])
-        self.ids = pa.concat_arrays([b.column(1) for b in batches])
-        self.keys = comparable(self.values)
-        return True
+        return pa.concat_arrays([b.column(0) for b in batches]), pa.concat_arrays([b.column(1) for b in batches]), None
 
     def close(self) -> None:
+        super().close()
         self._file.close()
 
 
@@ -284,30 +291,20 @@ class _HeldCursor(_Window):
     """The rows held in memory at the merge (sorted), served a window at a time."""
 
     def __init__(self, values: pa.Array, ids: pa.Array) -> None:
-        self._all = (values, ids)
+        super().__init__()
+        self._all: Optional[Tuple[pa.Array, pa.Array]] = (values, ids)
         self._next = 0
-        self.values: Optional[pa.Array] = None
-        self.ids: Optional[pa.Array] = None
-        self.keys: pa.Array = pa.array([], pa.int64())
 
-    def fill(self, window: int) -> bool:
-        """The next `window` batches' rows when the current ones are used up; whether rows
-        remain."""
-        if self.values is not None and len(self.values):
-            return True
-        values, ids = self._all
-        if self._next >= len(values):
-            self.values = None
-            return False
-        n = min(len(values) - self._next, window * RUN_BATCH_ROWS)
-        self.values, self.ids = values.slice(self._next, n), ids.slice(self._next, n)
-        self.keys = comparable(self.values)
-        self._next += n
-        return True
+    def _read(self, window: int) -> Optional[Tuple[pa.Array, pa.Array, Optional[pa.Array]]]:
+        if self._all is None or self._next >= len(self._all[0]):
+            return None
+        n = min(len(self._all[0]) - self._next, window * RUN_BATCH_ROWS)
+        at, self._next = self._next, self._next + n
+        return self._all[0].slice(at, n), self._all[1].slice(at, n), None
 
     def close(self) -> None:
-        self._all = (pa.array([], pa.int64()), pa.array([], pa.uint64()))
-        self.values = self.ids = None
+        super().close()
+        self._all = None
 
 
 def _loaded(batches: Iterable[Tuple[pa.Array, pa.Array]], progress: Progress) -> Iterator[Tuple[pa.Array, pa.Array]]:
@@ -391,12 +388,10 @@ class _SortedCursor(_Window):
     then ascending keys), else raises :class:`_NotInOrder`."""
 
     def __init__(self, dtype: pa.DataType, live: "np.ndarray") -> None:
+        super().__init__()
         self._dtype = dtype
         self._live = live
         self._last: Optional[pa.Scalar] = None  # the last valid key seen
-        self.values: Optional[pa.Array] = None
-        self.ids: Optional[pa.Array] = None
-        self.keys: pa.Array = pa.array([], pa.int64())
 
     def _rows(self) -> Optional[Tuple[pa.Array, pa.Array]]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -415,13 +410,11 @@ class _SortedCursor(_Window):
             raise _NotInOrder("values out of order between windows")
         self._last = valid[len(valid) - 1]
 
-    def fill(self, window: int) -> bool:
-        """Reads the next window when the current rows are used up; whether rows remain.
-        (`window`, the spilled runs' unit, is not this cursor's.)"""
+    def _read(self, window: int) -> Optional[Tuple[pa.Array, pa.Array, Optional[pa.Array]]]:
+        """The segment's next rows of live fragments, checked (`window`, the spilled runs'
+        unit, is not this cursor's)."""
         import numpy as np
 
-        if self.values is not None and len(self.values):
-            return True
         while (rows := self._rows()) is not None:
             values, ids = rows
             if values.type != self._dtype:
@@ -434,13 +427,8 @@ class _SortedCursor(_Window):
                 mask = pa.array(keep)
                 values, ids, keys = values.filter(mask), ids.filter(mask), keys.filter(mask)
             if len(values):
-                self.values, self.ids, self.keys = values, ids, keys
-                return True
-        self.values = None
-        return False
-
-    def close(self) -> None:
-        self.values = self.ids = None
+                return values, ids, keys
+        return None
 
 
 class _SegmentCursor(_SortedCursor):
