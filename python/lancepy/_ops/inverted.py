@@ -386,21 +386,25 @@ class InvertedSegment:
         if all_terms and any(c == 0 for c, _ in idfs.values()):
             return np.empty(0, np.uint64), np.empty(0, np.float32)
         rows, scores = [], []
+        need = len(uniq) if all_terms else 1
+        found: List[Tuple[Partition, Tuple[bytes, bytes]]] = []
+        top_k: List[Tuple[Partition, Any]] = []  # (the partitions' top-k searches, run together)
         for i, part in enumerate(self.partitions):
             present = [(t, part.token_ids.get(t)) for t in uniq]
             present = [(t, int(tid)) for t, tid in present if tid is not None]
             if not present:
                 continue
             mask = allowed[i] if allowed is not None else None
-            need = len(uniq) if all_terms else 1
             if k is None:  # (every document: scored exhaustively)
                 lists = [(*part.posting_bytes(tid), idfs[t][1], tokens.count(t)) for t, tid in present]
-                docs_b, scores_b = _lancepy.fts_score_docs(lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, need, mask, k)
+                found.append((part, _lancepy.fts_score_docs(lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, need, mask, k)))
             else:  # (the best k: block-max pruning, the same documents and scores)
                 lists = [(*part.posting_bytes(tid), part.bounds_bytes(tid), idfs[t][1], tokens.count(t)) for t, tid in present]
-                docs_b, scores_b = _lancepy.fts_top_k(lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, need, mask, k)
-            found = np.frombuffer(docs_b, dtype="<u4")
-            rows.append(part.row_ids[found])
+                top_k.append((part, (lists, part.num_tokens_bytes, part.row_ids_bytes, mask)))
+        if top_k:  # (in parallel, without the GIL)
+            found += zip([p for p, _ in top_k], _lancepy.fts_top_k_partitions([a for _, a in top_k], avgdl, need, k))
+        for part, (docs_b, scores_b) in found:
+            rows.append(part.row_ids[np.frombuffer(docs_b, dtype="<u4")])
             scores.append(np.frombuffer(scores_b, dtype="<f4") * np.float32(boost))
         if not rows:
             return np.empty(0, np.uint64), np.empty(0, np.float32)

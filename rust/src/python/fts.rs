@@ -2,6 +2,7 @@
 //! of pylance 14's INVERTED index (see [`crate::table::fts`]).
 
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::PyBytes;
 
 use super::errors::{run, IntoPyResult};
@@ -241,6 +242,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_phrase_docs, m)?)?;
     m.add_function(wrap_pyfunction!(fts_block_bounds, m)?)?;
     m.add_function(wrap_pyfunction!(fts_top_k, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_top_k_partitions, m)?)?;
     m.add_function(wrap_pyfunction!(fts_phrase_top_k, m)?)?;
     Ok(())
 }
@@ -360,6 +362,42 @@ pub fn fts_top_k<'py>(
     let (docs, scores) = fts_topk::top_k(&views, num_tokens, row_ids, avgdl, need, allowed, k).py()?;
     let scores = f32_bytes(&scores);
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
+}
+
+/// [`fts_top_k`] over several partitions at once, in parallel with the GIL released:
+/// `parts` holds, per partition, `(lists, num_tokens, row_ids, allowed)` as
+/// [`fts_top_k`] takes them. Returns each partition's `(doc ids, scores)`, in order.
+#[pyfunction]
+#[pyo3(signature = (parts, avgdl, need, k))]
+#[allow(clippy::type_complexity)]
+pub fn fts_top_k_partitions<'py>(
+    py: Python<'py>,
+    parts: Vec<(
+        Vec<(PyBackedBytes, PyBackedBytes, PyBackedBytes, f32, u32)>,
+        PyBackedBytes,
+        PyBackedBytes,
+        Option<PyBackedBytes>,
+    )>,
+    avgdl: f32,
+    need: usize,
+    k: usize,
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    use rayon::prelude::*;
+    // (`PyBackedBytes`: immutable bytes kept alive by `parts` until the end of the call, read
+    // without the GIL)
+    let found: Vec<(Vec<u32>, Vec<f32>)> = run(py, || {
+        parts
+            .par_iter()
+            .map(|(lists, num_tokens, row_ids, allowed)| {
+                let views: Vec<fts_topk::BoundedList<'_>> = lists
+                    .iter()
+                    .map(|(d, f, b, idf, times)| fts_topk::BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *times })
+                    .collect();
+                fts_topk::top_k(&views, num_tokens, row_ids, avgdl, need, allowed.as_deref(), k)
+            })
+            .collect()
+    })?;
+    Ok(found.iter().map(|(docs, scores)| (PyBytes::new(py, &u32_bytes(docs)), PyBytes::new(py, &f32_bytes(scores)))).collect())
 }
 
 /// The documents of a partition holding a phrase, scored, best first up to `k` (see

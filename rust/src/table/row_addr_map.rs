@@ -189,7 +189,8 @@ mod tests {
     #[test]
     fn union_copies_joins_and_drops_fragments() {
         let a: Vec<u64> = [(0..50u64).collect::<Vec<_>>(), ((2u64 << 32)..(2u64 << 32) + 9).collect()].concat();
-        let b: Vec<u64> = [((2u64 << 32) + 5..(2u64 << 32) + 20).collect::<Vec<_>>(), ((7u64 << 32)..(7u64 << 32) + 3).collect()].concat();
+        let b: Vec<u64> =
+            [((2u64 << 32) + 5..(2u64 << 32) + 20).collect::<Vec<_>>(), ((7u64 << 32)..(7u64 << 32) + 3).collect()].concat();
         let (sa, sb) = (serialize(&a), serialize(&b));
         let mut want: Vec<u64> = a.iter().chain(b.iter()).copied().collect();
         want.sort_unstable();
