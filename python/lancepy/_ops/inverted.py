@@ -940,13 +940,20 @@ def _new_docs(params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "
     vocab, ids, offsets, token_pos = Analyzer(params).analyze(texts, with_positions=with_pos)
     lengths = np.diff(offsets)
     has = lengths > 0
-    n_docs = int(has.sum())
-    doc_of_token = np.repeat(np.cumsum(has) - 1, lengths).astype(np.int64)
-    key = ids.astype(np.int64) * max(n_docs, 1) + doc_of_token
-    uniq, freq = np.unique(key, return_counts=True)
-    tok = (uniq // max(n_docs, 1)).astype(np.int64)
-    doc = (uniq % max(n_docs, 1)).astype(np.int64)
-    # (a stable sort by (token, doc) keeps each document's positions ascending)
-    positions = np.asarray(token_pos, np.uint32)[np.argsort(key, kind="stable")] if with_pos else None
-    return Postings(list(vocab), tok, doc, freq.astype(np.int64), np.asarray(row_ids, np.uint64)[has], lengths[has],
-                    positions)
+    # (a counting sort by token, natively: the pairs in (token, doc) order, each document's
+    # positions still ascending)
+    tok, doc, freq, positions = _lancepy.fts_invert(
+        _raw(ids), offsets.astype("<u8").tobytes(), len(vocab), _raw(token_pos) if with_pos else None
+    )
+    del ids, token_pos
+    return Postings(list(vocab), np.frombuffer(tok, "<u4").astype(np.int64), np.frombuffer(doc, "<u4").astype(np.int64),
+                    np.frombuffer(freq, "<u4").astype(np.int64), np.asarray(row_ids, np.uint64)[has], lengths[has],
+                    np.frombuffer(positions, "<u4") if with_pos else None)
+
+
+def _raw(a: "np.ndarray") -> bytes:
+    """The bytes under the array `a` (the bytes object it views when it views one whole)."""
+    base = a.base
+    if isinstance(base, bytes) and len(base) == a.nbytes and a.dtype.byteorder in "<|=":
+        return base
+    return a.tobytes()

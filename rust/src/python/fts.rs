@@ -243,6 +243,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_block_bounds, m)?)?;
     m.add_function(wrap_pyfunction!(fts_top_k, m)?)?;
     m.add_function(wrap_pyfunction!(fts_top_k_partitions, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_invert, m)?)?;
     m.add_function(wrap_pyfunction!(fts_phrase_top_k, m)?)?;
     Ok(())
 }
@@ -362,6 +363,34 @@ pub fn fts_top_k<'py>(
     let (docs, scores) = fts_topk::top_k(&views, num_tokens, row_ids, avgdl, need, allowed, k).py()?;
     let scores = f32_bytes(&scores);
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
+}
+
+/// Analysed texts inverted (see [`fts::invert`]): `ids` u32 bytes, `offsets` u64 bytes (one
+/// more than the texts), `positions` u32 bytes or `None`. Returns `(tok, doc, freq,
+/// positions)` as u32 bytes.
+#[pyfunction]
+#[pyo3(signature = (ids, offsets, vocab_len, positions=None))]
+#[allow(clippy::type_complexity)]
+pub fn fts_invert<'py>(
+    py: Python<'py>,
+    ids: PyBackedBytes,
+    offsets: PyBackedBytes,
+    vocab_len: usize,
+    positions: Option<PyBackedBytes>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let ids = u32s(&ids, "ids")?;
+    let positions = positions.map(|p| u32s(&p, "positions")).transpose()?;
+    if offsets.len() % 8 != 0 {
+        return Err(crate::error::Error::InvalidInput("offsets must be u64 bytes".into())).py();
+    }
+    let offsets: Vec<u64> = offsets.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    let inv = run(py, || fts::invert(&ids, &offsets, vocab_len, positions.as_deref()))?;
+    Ok((
+        PyBytes::new(py, &u32_bytes(&inv.tok)),
+        PyBytes::new(py, &u32_bytes(&inv.doc)),
+        PyBytes::new(py, &u32_bytes(&inv.freq)),
+        PyBytes::new(py, &u32_bytes(&inv.positions)),
+    ))
 }
 
 /// [`fts_top_k`] over several partitions at once, in parallel with the GIL released:
