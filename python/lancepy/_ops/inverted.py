@@ -542,7 +542,8 @@ def _bm25(idf: "np.ndarray", freqs: "np.ndarray", lengths: "np.ndarray", avgdl: 
 @dataclass
 class Postings:
     """A whole index in memory: `vocab` (token id -> token); the (token, doc, frequency)
-    triples ordered by token then doc; each doc's row id and token count."""
+    triples (integer arrays: int64, or a new partition's u32) ordered by token then doc; each
+    doc's row id and token count."""
 
     vocab: List[str]
     tok: "np.ndarray"
@@ -769,12 +770,12 @@ def write_partition(
     if with_pos and p.positions is None:
         raise InvalidArgumentError("INVERTED index with_position=True: the postings carry no positions")
     block_size = int(params.get("block_size") or 128)
-    vocab, tok, doc, freq = p.vocab, p.tok, p.doc.astype(np.uint32), p.freq
+    vocab, tok, doc, freq = p.vocab, p.tok, np.asarray(p.doc, np.uint32), p.freq
     doc_rows, doc_len = np.asarray(p.rows, np.uint64), np.asarray(p.doc_len, np.uint32)
     n_docs = len(doc_rows)
     total_tokens = int(doc_len.sum())
     avgdl = total_tokens / n_docs if n_docs else 0.0
-    starts = np.searchsorted(tok, np.arange(len(vocab) + 1))
+    starts = np.searchsorted(tok, np.arange(len(vocab) + 1, dtype=tok.dtype))  # (no wider copy of tok)
     df = np.diff(starts).astype(np.float32)
     nf = np.float32(n_docs)
     idf = np.log(np.float32(1.0) + (nf - df + np.float32(0.5)) / (df + np.float32(0.5))).astype(np.float32)
@@ -946,9 +947,9 @@ def _new_docs(params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "
         _raw(ids), offsets.astype("<u8").tobytes(), len(vocab), _raw(token_pos) if with_pos else None
     )
     del ids, token_pos
-    return Postings(list(vocab), np.frombuffer(tok, "<u4").astype(np.int64), np.frombuffer(doc, "<u4").astype(np.int64),
-                    np.frombuffer(freq, "<u4").astype(np.int64), np.asarray(row_ids, np.uint64)[has], lengths[has],
-                    np.frombuffer(positions, "<u4") if with_pos else None)
+    # (u32 views of the native bytes: the partition is written from them as they are)
+    return Postings(list(vocab), np.frombuffer(tok, "<u4"), np.frombuffer(doc, "<u4"), np.frombuffer(freq, "<u4"),
+                    np.asarray(row_ids, np.uint64)[has], lengths[has], np.frombuffer(positions, "<u4") if with_pos else None)
 
 
 def _raw(a: "np.ndarray") -> bytes:
