@@ -139,14 +139,15 @@ class Analyzer:
         return bool(self.params.get("with_position"))
 
     def analyze(
-        self, texts: Sequence[Optional[str]], with_positions: bool = False
+        self, texts: Union[Sequence[Optional[str]], pa.Array], with_positions: bool = False
     ) -> Tuple[List[str], "np.ndarray", "np.ndarray", "np.ndarray"]:
-        """``(vocabulary, token ids, per-text offsets, positions)`` of `texts` (positions of
-        one text, or of all with `with_positions`; else empty)."""
+        """``(vocabulary, token ids, per-text offsets, positions)`` of `texts` (strs, or an
+        Arrow string array; positions of one text, or of all with `with_positions`; else
+        empty)."""
         import numpy as np
 
         vocab, ids, offsets, positions = _lancepy.fts_analyze(
-            list(texts),
+            texts if isinstance(texts, pa.Array) else list(texts),  # (an Arrow array is read in place)
             str(self.params.get("base_tokenizer") or "simple"),
             self._max_len,
             bool(self.params.get("lower_case", True)),
@@ -685,7 +686,7 @@ def build_partitions(
     limit = (DEFAULT_MEMORY_LIMIT_MIB if memory_limit_mib is None else int(memory_limit_mib)) << 20
     files: List[Dict[str, Any]] = []
     pids: List[int] = []
-    texts: List[Optional[str]] = []
+    texts: List[pa.Array] = []  # (kept as Arrow arrays: the analyzer reads them in place)
     rows: List["np.ndarray"] = []
     used = 0
     docs = 0
@@ -693,23 +694,28 @@ def build_partitions(
     def flush() -> None:
         nonlocal texts, rows, used
         ids = np.concatenate(rows) if rows else np.empty(0, np.uint64)
+        if sum(t.nbytes for t in texts) >= 1 << 31:  # (past 32-bit string offsets)
+            texts = [t.cast(pa.large_string()) for t in texts]
+        joined = pa.concat_arrays(texts) if texts else pa.array([], pa.string())
+        texts = []
         pid = first_partition + len(pids)
         if written is not None:  # (named before they are written: a failed write is rolled back whole)
             written.extend(f"part_{pid}_{kind}.lance" for kind in ("invert", "tokens", "docs"))
-        files.extend(write_partition(base, pid, params, _new_docs(params, texts, ids), storage_options))
+        files.extend(write_partition(base, pid, params, _new_docs(params, joined, ids), storage_options))
         pids.append(pid)
-        texts, rows, used = [], [], 0
+        rows, used = [], 0
 
     report("start", "tokenize_docs", 0, None, "rows")
     for values, ids in batches:
-        chunk = values.to_pylist()
-        texts.extend(chunk)
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        texts.append(values)
         rows.append(np.asarray(ids.to_numpy(zero_copy_only=False), np.uint64))
         size = pc.sum(pc.binary_length(values)).as_py() or 0
-        used += size * _BUILD_BYTES_PER_TEXT_BYTE + len(chunk) * _BUILD_BYTES_PER_DOC
+        used += size * _BUILD_BYTES_PER_TEXT_BYTE + len(values) * _BUILD_BYTES_PER_DOC
         if used >= limit:
             flush()
-        docs += len(chunk)
+        docs += len(values)
         report("progress", "tokenize_docs", docs, None, "rows")
     if texts or not (pids or first_partition):
         flush()
@@ -933,7 +939,7 @@ def _copy_partition(
     return write_partition(base, pid, params, postings, storage_options)
 
 
-def _new_docs(params: Dict[str, Any], texts: Sequence[Optional[str]], row_ids: "np.ndarray") -> Postings:
+def _new_docs(params: Dict[str, Any], texts: Union[Sequence[Optional[str]], pa.Array], row_ids: "np.ndarray") -> Postings:
     """The :class:`Postings` of `texts` alone (documents with at least one token)."""
     import numpy as np
 

@@ -40,6 +40,30 @@ fn u32s(bytes: &[u8], what: &str) -> PyResult<Vec<u32>> {
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
 }
 
+/// The texts [`fts_analyze`] is given.
+enum Texts {
+    Owned(Vec<Option<String>>),
+    Arrow(arrow_array::ArrayRef),
+}
+
+impl Texts {
+    /// The texts, borrowed (null: `None`); an Arrow array of another type than strings is
+    /// an error.
+    fn refs(&self) -> crate::error::Result<Vec<Option<&str>>> {
+        use arrow_array::cast::AsArray;
+        use arrow_schema::DataType;
+        Ok(match self {
+            Texts::Owned(texts) => texts.iter().map(|t| t.as_deref()).collect(),
+            Texts::Arrow(a) => match a.data_type() {
+                DataType::Utf8 => a.as_string::<i32>().iter().collect(),
+                DataType::LargeUtf8 => a.as_string::<i64>().iter().collect(),
+                DataType::Utf8View => a.as_string_view().iter().collect(),
+                other => return Err(crate::error::Error::InvalidInput(format!("texts must be strings, got {other}"))),
+            },
+        })
+    }
+}
+
 fn analyzer_of(
     base_tokenizer: &str,
     max_token_length: Option<usize>,
@@ -99,7 +123,7 @@ impl PyFtsAnalyzer {
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn fts_analyze<'py>(
     py: Python<'py>,
-    texts: Vec<Option<String>>,
+    texts: &Bound<'py, PyAny>,
     base_tokenizer: &str,
     max_token_length: Option<usize>,
     lower_case: bool,
@@ -110,10 +134,17 @@ pub fn fts_analyze<'py>(
     ngram: Option<(usize, usize, bool)>,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram)?;
+    // (a list of str, or an Arrow string array read in place: a build's texts are not copied)
+    let source = if texts.is_instance_of::<pyo3::types::PyList>() {
+        Texts::Owned(texts.extract()?)
+    } else {
+        Texts::Arrow(super::ffi::import_array(texts)?)
+    };
     let (vocab, ids, offsets, positions) = run(py, || {
+        let texts = source.refs()?;
         if texts.len() == 1 && !with_positions {
             // (one text, a query: positions too)
-            let d = texts[0].as_deref().map(|t| analyzer.analyze(t));
+            let d = texts[0].map(|t| analyzer.analyze(t));
             let d = d.unwrap_or(fts::Analyzed { tokens: Vec::new(), positions: Vec::new() });
             let mut vocab: Vec<String> = Vec::new();
             let mut ids = Vec::with_capacity(d.tokens.len());
@@ -127,8 +158,7 @@ pub fn fts_analyze<'py>(
             let offsets: Vec<u8> = [0u64, ids.len() as u64].iter().flat_map(|v| v.to_le_bytes()).collect();
             return Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&d.positions)));
         }
-        let refs: Vec<Option<&str>> = texts.iter().map(|t| t.as_deref()).collect();
-        let (vocab, ids, offsets, positions) = analyzer.analyze_corpus(&refs, with_positions);
+        let (vocab, ids, offsets, positions) = analyzer.analyze_corpus(&texts, with_positions);
         let offsets: Vec<u8> = offsets.iter().flat_map(|v| v.to_le_bytes()).collect();
         Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&positions)))
     })?;
