@@ -339,7 +339,10 @@ impl FileReader {
         let kind = plan.kind.as_ref().ok_or_else(|| Error::Internal("fixed-width rows have no repetition index".into()))?;
         let column = self.column_ref(plan.column)?;
         let mut touched = vec![false; plan.pages.len()];
-        for &r in rows {
+        for (k, &r) in rows.iter().enumerate() {
+            if k % 8192 == 0 {
+                crate::interrupt::check()?;
+            }
             touched[self.direct_page_index(plan, r)?] = true;
         }
         let page_of = |i: usize| -> Result<&Page> {
@@ -368,7 +371,10 @@ impl FileReader {
     fn value_spans(&self, plan: &DirectRows, rows: &[u64]) -> Result<Vec<(u64, usize, usize)>> {
         let indexes = self.rep_indexes(plan, rows)?;
         let mut spans = Vec::with_capacity(rows.len());
-        for &r in rows {
+        for (k, &r) in rows.iter().enumerate() {
+            if k % 8192 == 0 {
+                crate::interrupt::check()?;
+            }
             let i = self.direct_page_index(plan, r)?;
             let (p, idx) = (&plan.pages[i], indexes[i].ok_or_else(|| Error::Internal("variable rows without an index".into()))?);
             let len_bytes = &p.len_bytes;

@@ -121,10 +121,22 @@ impl FileReader {
         let (rows, permutation) = if sorted_unique {
             (indices.to_vec(), None)
         } else {
-            let mut rows = indices.to_vec();
-            rows.sort_unstable();
-            rows.dedup();
-            let perm: Vec<u32> = indices.iter().map(|i| rows.binary_search(i).unwrap() as u32).collect();
+            // (the requests sorted with their positions: each position's rank among the distinct
+            // rows in one pass, not a binary search per request, which misses the cache at
+            // every step of a large take)
+            let mut by_row: Vec<(u64, u32)> = indices.iter().enumerate().map(|(k, &i)| (i, k as u32)).collect();
+            by_row.sort_unstable();
+            let mut rows: Vec<u64> = Vec::with_capacity(by_row.len());
+            let mut perm = vec![0u32; indices.len()];
+            for (n, &(row, k)) in by_row.iter().enumerate() {
+                if n % 65_536 == 0 {
+                    crate::interrupt::check()?;
+                }
+                if rows.last() != Some(&row) {
+                    rows.push(row);
+                }
+                perm[k as usize] = (rows.len() - 1) as u32;
+            }
             (rows, Some(UInt32Array::from(perm)))
         };
         let parallel = fields.len() > 1 && rows.len() > 64;
