@@ -22,6 +22,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let serde = "#[derive(serde::Serialize, serde::Deserialize)]";
     let mut config = prost_build::Config::new();
     config.bytes(["."]);
+    // (maps as BTreeMap: their entries are written in key order, so a file or manifest written
+    // twice from the same data is the same bytes)
+    config.btree_map(["."]);
     for path in [".lance.table", ".lance.file.Field", ".lance.file.Dictionary", ".lance.file.Encoding"] {
         config.type_attribute(path, serde);
     }

@@ -417,7 +417,7 @@ pub fn legacy_blob_description_type() -> DataType {
     DataType::Struct(vec![Field::new("position", DataType::UInt64, true), Field::new("size", DataType::UInt64, true)].into())
 }
 
-fn metadata_from_pb(m: &HashMap<String, bytes::Bytes>) -> HashMap<String, String> {
+fn metadata_from_pb(m: &std::collections::BTreeMap<String, bytes::Bytes>) -> HashMap<String, String> {
     m.iter().map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned())).collect()
 }
 
@@ -520,12 +520,12 @@ impl LanceSchema {
     }
 
     /// Schema metadata as Lance stores it (bytes values).
-    pub fn pb_metadata(&self) -> HashMap<String, bytes::Bytes> {
+    pub fn pb_metadata(&self) -> std::collections::BTreeMap<String, bytes::Bytes> {
         self.metadata.iter().map(|(k, v)| (k.clone(), bytes::Bytes::from(v.clone().into_bytes()))).collect()
     }
 
     /// Builds the tree from a flat protobuf field list.
-    pub fn from_pb(fields: &[filepb::Field], metadata: &HashMap<String, bytes::Bytes>) -> Result<Self> {
+    pub fn from_pb(fields: &[filepb::Field], metadata: &std::collections::BTreeMap<String, bytes::Bytes>) -> Result<Self> {
         // pylance 14 writes the descriptor fields of a blob-v2 column (kind, position, size,
         // blob_id, blob_uri) in data files with id −1 and parent −1, right after the blob
         // struct they belong to: adopt them as that struct's children.

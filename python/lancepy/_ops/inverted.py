@@ -146,16 +146,10 @@ class Analyzer:
         empty)."""
         import numpy as np
 
+        base, max_len, lower, language, stop, folding, ngram = self._native_args()
         vocab, ids, offsets, positions = _lancepy.fts_analyze(
             texts if isinstance(texts, pa.Array) else list(texts),  # (an Arrow array is read in place)
-            str(self.params.get("base_tokenizer") or "simple"),
-            self._max_len,
-            bool(self.params.get("lower_case", True)),
-            self._language,
-            self._stop,
-            bool(self.params.get("ascii_folding", False)),
-            with_positions,
-            self._ngram,
+            base, max_len, lower, language, stop, folding, with_positions, ngram,
         )
         return (
             vocab,
@@ -164,15 +158,23 @@ class Analyzer:
             np.frombuffer(positions, dtype="<u4"),
         )
 
+    def _native_args(self) -> Tuple[str, Optional[int], bool, Optional[str], Optional[List[str]], bool, Any]:
+        """The native analyzer's arguments, but positions (see ``fts_analyze``)."""
+        return (str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
+                self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram)
+
+    def builder(self) -> Any:
+        """A native builder of one partition's posting lists (``FtsPostingsBuilder``), with
+        positions when the index stores them."""
+        base, max_len, lower, language, stop, folding, ngram = self._native_args()
+        return _lancepy.FtsPostingsBuilder(base, max_len, lower, language, stop, folding, self.with_position, ngram)
+
     def query_tokens(self, text: str) -> Tuple[List[str], List[int]]:
         """``(tokens, positions)`` of one text, in order (repeats kept); the native analyzer
         is built once."""
         native = self._native
         if native is None:
-            native = self._native = _lancepy.FtsAnalyzer(
-                str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
-                self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram,
-            )
+            native = self._native = _lancepy.FtsAnalyzer(*self._native_args())
         return native.tokens(text)
 
     def tokens(self, text: str) -> List[str]:
@@ -531,13 +533,12 @@ INDEX_VERSION = 2
 POSITIONS_META = {"positions_layout": "shared_stream_v2", "positions_codec": "packed_delta_v1"}
 
 
-def _bm25(idf: "np.ndarray", freqs: "np.ndarray", lengths: "np.ndarray", avgdl: float) -> "np.ndarray":
+def _idf(df: "np.ndarray", n_docs: int) -> "np.ndarray":
+    """Each token's BM25 idf from its number of documents `df` (pylance's float32 arithmetic)."""
     import numpy as np
 
-    k1, b = np.float32(K1), np.float32(B)
-    f = freqs.astype(np.float32)
-    norm = k1 * (np.float32(1.0) - b + b * lengths.astype(np.float32) / np.float32(avgdl))
-    return ((idf * (k1 + np.float32(1.0)) * f) / (f + norm)).astype(np.float32)  # (pylance's order of operations)
+    nf, df = np.float32(n_docs), np.asarray(df).astype(np.float32)
+    return np.log(np.float32(1.0) + (nf - df + np.float32(0.5)) / (df + np.float32(0.5))).astype("<f4")
 
 
 @dataclass
@@ -650,12 +651,11 @@ def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_optio
     return write_partition(base, 0, params, p, storage_options) + write_metadata(base, params, [0], storage_options)
 
 
-#: Estimated build memory per byte of text and per document (the analyzed tokens, the
-#: (token, document, frequency) triples and their sort, the Python strings).
-_BUILD_BYTES_PER_TEXT_BYTE = 12
-_BUILD_BYTES_PER_DOC = 160
 #: pylance's default build memory (2 GiB, per worker; lancepy builds with one).
 DEFAULT_MEMORY_LIMIT_MIB = 2048
+#: The share of the build memory a partition's posting lists may take before they are written:
+#: encoding them takes about their size again, beside them.
+_LISTS_SHARE = 0.25
 
 
 def build_partitions(
@@ -664,15 +664,16 @@ def build_partitions(
     progress: Any = None,
 ) -> List[Dict[str, Any]]:
     """Writes one segment under `base` from `batches` of ``(texts, row ids)`` (ascending row
-    ids), in bounded memory: the documents are gathered until their estimated build memory
-    reaches `memory_limit_mib` (default :data:`DEFAULT_MEMORY_LIMIT_MIB`), then written as a
-    partition of their own (as pylance's builder flushes a worker's partition), and so on.
-    Statistics for queries are those of all partitions together; each partition's block
-    bounds are its own, as pylance writes them. The names of the files, as written, are added
-    to `written` (for a rollback). With `first_partition`, partitions ``0 ..
-    first_partition - 1`` are written already (see :func:`extend`): the new ones follow
-    them, and the metadata lists them all. `progress` (a callable, or ``None``) hears
-    :class:`~lancepy.progress.IndexProgress` events as pylance 14 reports them: stage
+    ids), in bounded memory: each batch is analyzed and added to the posting lists of the
+    partition being built as it arrives (natively: ``FtsPostingsBuilder``); when the lists
+    hold a quarter of `memory_limit_mib` (default :data:`DEFAULT_MEMORY_LIMIT_MIB`), they are
+    written as a partition of their own (as pylance's builder flushes a worker's partition),
+    and the next partition starts. Statistics for queries are those of all partitions
+    together; each partition's block bounds are its own, as pylance writes them. The names of
+    the files, as written, are added to `written` (for a rollback). With `first_partition`,
+    partitions ``0 .. first_partition - 1`` are written already (see :func:`extend`): the new
+    ones follow them, and the metadata lists them all. `progress` (a callable, or ``None``)
+    hears :class:`~lancepy.progress.IndexProgress` events as pylance 14 reports them: stage
     ``tokenize_docs`` (rows read) and ``write_metadata`` (files). Returns the files, in the
     order written."""
     import numpy as np
@@ -683,42 +684,36 @@ def build_partitions(
         if progress is not None:
             progress(IndexProgress(event, stage, done, total, unit))
 
-    limit = (DEFAULT_MEMORY_LIMIT_MIB if memory_limit_mib is None else int(memory_limit_mib)) << 20
+    limit = int(((DEFAULT_MEMORY_LIMIT_MIB if memory_limit_mib is None else int(memory_limit_mib)) << 20) * _LISTS_SHARE)
+    analyzer = Analyzer(params)
     files: List[Dict[str, Any]] = []
     pids: List[int] = []
-    texts: List[pa.Array] = []  # (kept as Arrow arrays: the analyzer reads them in place)
-    rows: List["np.ndarray"] = []
-    used = 0
+    builder = analyzer.builder()
     docs = 0
 
     def flush() -> None:
-        nonlocal texts, rows, used
-        ids = np.concatenate(rows) if rows else np.empty(0, np.uint64)
-        if sum(t.nbytes for t in texts) >= 1 << 31:  # (past 32-bit string offsets)
-            texts = [t.cast(pa.large_string()) for t in texts]
-        joined = pa.concat_arrays(texts) if texts else pa.array([], pa.string())
-        texts = []
+        nonlocal builder
         pid = first_partition + len(pids)
         if written is not None:  # (named before they are written: a failed write is rolled back whole)
             written.extend(f"part_{pid}_{kind}.lance" for kind in ("invert", "tokens", "docs"))
-        files.extend(write_partition(base, pid, params, _new_docs(params, joined, ids), storage_options))
+        files.extend(write_partition(base, pid, params, builder, storage_options))
         pids.append(pid)
-        rows, used = [], 0
+        builder = analyzer.builder()
 
     report("start", "tokenize_docs", 0, None, "rows")
     for values, ids in batches:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        texts.append(values)
-        rows.append(np.asarray(ids.to_numpy(zero_copy_only=False), np.uint64))
-        size = pc.sum(pc.binary_length(values)).as_py() or 0
-        used += size * _BUILD_BYTES_PER_TEXT_BYTE + len(values) * _BUILD_BYTES_PER_DOC
-        if used >= limit:
+        rows = np.asarray(ids.to_numpy(zero_copy_only=False), "<u8")
+        builder.add(values, rows.tobytes())  # (the texts are read in place, then let go)
+        del values
+        if builder.memory_bytes >= limit:
             flush()
-        docs += len(values)
+        docs += len(rows)
         report("progress", "tokenize_docs", docs, None, "rows")
-    if texts or not (pids or first_partition):
+    if builder.num_docs or not (pids or first_partition):
         flush()
+    del builder
     report("complete", "tokenize_docs", docs, None, "rows")
     if written is not None:
         written.append(METADATA)
@@ -764,57 +759,44 @@ def write_metadata(base: str, params: Dict[str, Any], partitions: Sequence[int],
 
 
 def write_partition(
-    base: str, pid: int, params: Dict[str, Any], p: Postings, storage_options: Any = None
+    base: str, pid: int, params: Dict[str, Any], p: Union[Postings, Any], storage_options: Any = None
 ) -> List[Dict[str, Any]]:
-    """Writes `p` as partition `pid` of the segment under `base` (its ``part_<pid>_*``
-    files: posting lists, token set, documents); returns the files."""
+    """Writes `p` (:class:`Postings`, or a native ``FtsPostingsBuilder``) as partition `pid`
+    of the segment under `base` (its ``part_<pid>_*`` files: posting lists, token set,
+    documents); returns the files."""
     import numpy as np
 
     from lancepy.file import LanceFileWriter
 
     with_pos = bool(params.get("with_position"))
-    if with_pos and p.positions is None:
-        raise InvalidArgumentError("INVERTED index with_position=True: the postings carry no positions")
     block_size = int(params.get("block_size") or 128)
-    vocab, tok, doc, freq = p.vocab, p.tok, np.asarray(p.doc, np.uint32), p.freq
-    doc_rows, doc_len = np.asarray(p.rows, np.uint64), np.asarray(p.doc_len, np.uint32)
-    n_docs = len(doc_rows)
-    total_tokens = int(doc_len.sum())
-    avgdl = total_tokens / n_docs if n_docs else 0.0
-    starts = np.searchsorted(tok, np.arange(len(vocab) + 1, dtype=tok.dtype))  # (no wider copy of tok)
-    df = np.diff(starts).astype(np.float32)
-    nf = np.float32(n_docs)
-    idf = np.log(np.float32(1.0) + (nf - df + np.float32(0.5)) / (df + np.float32(0.5))).astype(np.float32)
-    scores = _bm25(idf[tok], freq, doc_len[doc], avgdl) if len(tok) else np.empty(0, np.float32)
-    # (upper bounds for pylance's pruning: its float32 arithmetic can round a score one ulp
-    # above lancepy's, so the bounds are raised by one ulp)
-    scores = np.nextafter(scores, np.float32(np.inf)).astype(np.float32)
-    postings, maxes = _lancepy.fts_postings_encode(
-        starts.astype("<u8").tobytes(), doc.astype("<u4").tobytes(), freq.astype("<u4").tobytes(),
-        scores.astype("<f4").tobytes(), block_size,
-    )
-    max_scores = np.frombuffer(maxes, dtype="<f4")
+    if isinstance(p, Postings):
+        if with_pos and p.positions is None:
+            raise InvalidArgumentError("INVERTED index with_position=True: the postings carry no positions")
+        vocab = p.vocab
+        doc_rows, doc_len = np.asarray(p.rows, "<u8"), np.asarray(p.doc_len, "<u4")
+        starts = np.searchsorted(p.tok, np.arange(len(vocab) + 1, dtype=p.tok.dtype)).astype("<u8")  # (no wider copy of tok)
+        df = np.diff(starts)
+        raw = _lancepy.fts_encode_partition(
+            starts.tobytes(), _raw(np.asarray(p.doc, "<u4")), _raw(np.asarray(p.freq, "<u4")),
+            _raw(np.asarray(p.positions, "<u4")) if with_pos else None, doc_len.tobytes(),
+            _idf(df, len(doc_rows)).tobytes(), block_size,
+        )
+    else:  # (a native FtsPostingsBuilder)
+        vocab = p.vocab()
+        rows_bytes, lens_bytes = p.docs()
+        doc_rows, doc_len = np.frombuffer(rows_bytes, "<u8"), np.frombuffer(lens_bytes, "<u4")
+        raw = p.encode(_idf(np.frombuffer(p.doc_freqs(), "<u4"), len(doc_rows)).tobytes(), block_size)
+    total_tokens = int(doc_len.sum(dtype=np.uint64))
     files = []
     meta = {"format_version": str(FORMAT_VERSION), "posting_block_size": str(block_size), "posting_tail_codec": "varint_delta_v1"}
     if with_pos:
         meta.update(POSITIONS_META)
-    fields = [
-        pa.field("_posting", pa.list_(pa.large_binary()), nullable=False),
-        pa.field("_max_score", pa.float32(), nullable=False),
-        pa.field("_length", pa.uint32(), nullable=False),
-    ]
-    arrays = [pa.array(postings, pa.list_(pa.large_binary())), pa.array(max_scores, pa.float32()),
-              pa.array(np.diff(starts).astype(np.uint32), pa.uint32())]
-    if with_pos:
-        streams = _lancepy.fts_positions_encode(
-            starts.astype("<u8").tobytes(), np.asarray(freq, np.uint32).astype("<u4").tobytes(),
-            np.asarray(p.positions, np.uint32).astype("<u4").tobytes(), block_size,
-        )
-        fields += [pa.field("_compressed_position", pa.large_binary(), nullable=False),
-                   pa.field("_position_block_offset", pa.list_(pa.uint32()), nullable=False)]
-        arrays += [pa.array([s for s, _ in streams], pa.large_binary()),
-                   pa.array([o for _, o in streams], pa.list_(pa.uint32()))]
-    invert = pa.record_batch(arrays, schema=pa.schema(fields, metadata=meta))
+    # (the columns as encoded natively: `_posting`, `_max_score`, `_length` and, with positions,
+    # `_compressed_position`, `_position_block_offset`; exported without a copy)
+    invert = pa.record_batch(raw)
+    invert = invert.replace_schema_metadata(meta)
+    del raw
     fst = _lancepy.fts_fst_build(list(vocab), list(range(len(vocab))))
     tokens_schema = pa.schema(
         [
@@ -937,25 +919,6 @@ def _copy_partition(
     part = Partition(old_base, old_pid, tail_varint, block_size, storage_options)
     postings = partition_postings(part, bool(params.get("with_position")))
     return write_partition(base, pid, params, postings, storage_options)
-
-
-def _new_docs(params: Dict[str, Any], texts: Union[Sequence[Optional[str]], pa.Array], row_ids: "np.ndarray") -> Postings:
-    """The :class:`Postings` of `texts` alone (documents with at least one token)."""
-    import numpy as np
-
-    with_pos = bool(params.get("with_position"))
-    vocab, ids, offsets, token_pos = Analyzer(params).analyze(texts, with_positions=with_pos)
-    lengths = np.diff(offsets)
-    has = lengths > 0
-    # (a counting sort by token, natively: the pairs in (token, doc) order, each document's
-    # positions still ascending)
-    tok, doc, freq, positions = _lancepy.fts_invert(
-        _raw(ids), offsets.astype("<u8").tobytes(), len(vocab), _raw(token_pos) if with_pos else None
-    )
-    del ids, token_pos
-    # (u32 views of the native bytes: the partition is written from them as they are)
-    return Postings(list(vocab), np.frombuffer(tok, "<u4"), np.frombuffer(doc, "<u4"), np.frombuffer(freq, "<u4"),
-                    np.asarray(row_ids, np.uint64)[has], lengths[has], np.frombuffer(positions, "<u4") if with_pos else None)
 
 
 def _raw(a: "np.ndarray") -> bytes:

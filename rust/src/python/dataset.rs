@@ -6,8 +6,6 @@
 //! encode bytes and move data. Messages cross as JSON strings (see `table::json`); Arrow
 //! data through the PyCapsule interface.
 
-use std::collections::HashMap;
-
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -196,7 +194,7 @@ pub fn primary_key(schema: &Bound<'_, PyAny>) -> PyResult<Vec<(String, bool)>> {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct SchemaJson {
     fields: Vec<filepb::Field>,
-    metadata: HashMap<String, Bytes>,
+    metadata: std::collections::BTreeMap<String, Bytes>,
 }
 
 /// Converts an Arrow schema to Lance fields (ids from `first_id`, pre-order) as JSON
@@ -210,7 +208,7 @@ pub fn schema_to_lance(schema: &Bound<'_, PyAny>, first_id: i32) -> PyResult<Str
 
 pub(super) fn lance_schema_from_json(fields_json: &str, metadata_json: &str) -> Result<LanceSchema> {
     let fields: Vec<filepb::Field> = from_json(fields_json, "fields")?;
-    let metadata: HashMap<String, Bytes> = from_json(metadata_json, "schema metadata")?;
+    let metadata: std::collections::BTreeMap<String, Bytes> = from_json(metadata_json, "schema metadata")?;
     LanceSchema::from_pb(&fields, &metadata)
 }
 

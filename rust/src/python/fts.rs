@@ -235,29 +235,6 @@ pub fn fts_posting_encode<'py>(
     Ok(blocks.iter().map(|b| PyBytes::new(py, b)).collect())
 }
 
-/// Every posting list of an index at once (see [`fts::encode_all`]): `starts` u64 bytes,
-/// `docs` / `freqs` u32 bytes, `scores` f32 bytes. Returns `(blocks of each token, max score
-/// of each token as f32 bytes)`.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-pub fn fts_postings_encode<'py>(
-    py: Python<'py>,
-    starts: &[u8],
-    docs: &[u8],
-    freqs: &[u8],
-    scores: &[u8],
-    block_size: usize,
-) -> PyResult<(Vec<Vec<Bound<'py, PyBytes>>>, Bound<'py, PyBytes>)> {
-    let starts: Vec<u64> = starts.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
-    let docs = u32s(docs, "docs")?;
-    let freqs = u32s(freqs, "freqs")?;
-    let scores: Vec<f32> = u32s(scores, "scores")?.into_iter().map(f32::from_bits).collect();
-    let lists = run(py, || fts::encode_all(&starts, &docs, &freqs, &scores, block_size))?;
-    let maxes: Vec<u8> = lists.iter().flat_map(|(_, m)| m.to_le_bytes()).collect();
-    let blocks = lists.iter().map(|(b, _)| b.iter().map(|x| PyBytes::new(py, x)).collect()).collect();
-    Ok((blocks, PyBytes::new(py, &maxes)))
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_analyze, m)?)?;
     m.add_class::<PyFtsAnalyzer>()?;
@@ -265,16 +242,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_fst_build, m)?)?;
     m.add_function(wrap_pyfunction!(fts_posting_decode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_posting_encode, m)?)?;
-    m.add_function(wrap_pyfunction!(fts_postings_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_score_docs, m)?)?;
-    m.add_function(wrap_pyfunction!(fts_positions_encode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_positions_decode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_phrase_docs, m)?)?;
     m.add_function(wrap_pyfunction!(fts_block_bounds, m)?)?;
     m.add_function(wrap_pyfunction!(fts_top_k, m)?)?;
     m.add_function(wrap_pyfunction!(fts_top_k_partitions, m)?)?;
-    m.add_function(wrap_pyfunction!(fts_invert, m)?)?;
     m.add_function(wrap_pyfunction!(fts_phrase_top_k, m)?)?;
+    m.add_class::<PyPostingsBuilder>()?;
+    m.add_function(wrap_pyfunction!(fts_encode_partition, m)?)?;
     Ok(())
 }
 
@@ -302,25 +278,6 @@ pub fn fts_score_docs<'py>(
     let (docs, scores) = run(py, || fts::score_docs(&scored, num_tokens, row_ids, avgdl, need, allowed, k))?;
     let scores = f32_bytes(&scores);
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
-}
-
-/// Every token's positions stream (see [`crate::table::fts_pos::encode_all`]): `starts` u64
-/// bytes (token boundaries over the documents), `freqs` and `positions` u32 bytes. Returns,
-/// per token, `(stream, block offsets)`.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-pub fn fts_positions_encode<'py>(
-    py: Python<'py>,
-    starts: &[u8],
-    freqs: &[u8],
-    positions: &[u8],
-    block_size: usize,
-) -> PyResult<Vec<(Bound<'py, PyBytes>, Vec<u32>)>> {
-    let starts: Vec<u64> = starts.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
-    let freqs = u32s(freqs, "freqs")?;
-    let positions = u32s(positions, "positions")?;
-    let lists = run(py, || crate::table::fts_pos::encode_all(&starts, &freqs, &positions, block_size))?;
-    Ok(lists.into_iter().map(|(s, o)| (PyBytes::new(py, &s), o)).collect())
 }
 
 /// The absolute positions (u32 bytes) of one token's documents, `freqs` (u32 bytes) per
@@ -395,34 +352,6 @@ pub fn fts_top_k<'py>(
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
 }
 
-/// Analysed texts inverted (see [`fts::invert`]): `ids` u32 bytes, `offsets` u64 bytes (one
-/// more than the texts), `positions` u32 bytes or `None`. Returns `(tok, doc, freq,
-/// positions)` as u32 bytes.
-#[pyfunction]
-#[pyo3(signature = (ids, offsets, vocab_len, positions=None))]
-#[allow(clippy::type_complexity)]
-pub fn fts_invert<'py>(
-    py: Python<'py>,
-    ids: PyBackedBytes,
-    offsets: PyBackedBytes,
-    vocab_len: usize,
-    positions: Option<PyBackedBytes>,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let ids = u32s(&ids, "ids")?;
-    let positions = positions.map(|p| u32s(&p, "positions")).transpose()?;
-    if offsets.len() % 8 != 0 {
-        return Err(crate::error::Error::InvalidInput("offsets must be u64 bytes".into())).py();
-    }
-    let offsets: Vec<u64> = offsets.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
-    let inv = run(py, || fts::invert(&ids, &offsets, vocab_len, positions.as_deref()))?;
-    Ok((
-        PyBytes::new(py, &u32_bytes(&inv.tok)),
-        PyBytes::new(py, &u32_bytes(&inv.doc)),
-        PyBytes::new(py, &u32_bytes(&inv.freq)),
-        PyBytes::new(py, &u32_bytes(&inv.positions)),
-    ))
-}
-
 /// [`fts_top_k`] over several partitions at once, in parallel with the GIL released:
 /// `parts` holds, per partition, `(lists, num_tokens, row_ids, allowed)` as
 /// [`fts_top_k`] takes them. Returns each partition's `(doc ids, scores)`, in order.
@@ -490,4 +419,127 @@ pub fn fts_phrase_top_k<'py>(
     let (docs, scores) = fts_topk::phrase_top_k(&views, slop, &terms, num_tokens, row_ids, avgdl, allowed, k).py()?;
     let scores = f32_bytes(&scores);
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
+}
+
+/// One partition of an INVERTED index built as its texts stream in (see
+/// [`crate::table::fts_build`]): `add` each batch of texts, then `encode` the posting lists.
+/// Its methods take a lock with the GIL released.
+#[pyclass(name = "FtsPostingsBuilder", module = "lancepy._lancepy", frozen)]
+pub struct PyPostingsBuilder {
+    inner: std::sync::Mutex<crate::table::fts_build::PostingsBuilder>,
+}
+
+impl PyPostingsBuilder {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut crate::table::fts_build::PostingsBuilder) -> crate::error::Result<T> + Send,
+    ) -> PyResult<T> {
+        run(py, || f(&mut self.inner.lock().unwrap_or_else(|p| p.into_inner())))
+    }
+}
+
+#[pymethods]
+impl PyPostingsBuilder {
+    #[new]
+    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        base_tokenizer: &str,
+        max_token_length: Option<usize>,
+        lower_case: bool,
+        language: Option<String>,
+        stop_words: Option<Vec<String>>,
+        ascii_folding: bool,
+        with_positions: bool,
+        ngram: Option<(usize, usize, bool)>,
+    ) -> PyResult<Self> {
+        let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram)?;
+        let inner = crate::table::fts_build::PostingsBuilder::new(analyzer, with_positions);
+        Ok(Self { inner: std::sync::Mutex::new(inner) })
+    }
+
+    /// Adds documents: `texts` (an Arrow string array, read in place, or a list of str;
+    /// null / ``None``: no tokens) and their row ids (u64 bytes).
+    fn add(&self, py: Python<'_>, texts: &Bound<'_, PyAny>, row_ids: PyBackedBytes) -> PyResult<()> {
+        let source = if texts.is_instance_of::<pyo3::types::PyList>() {
+            Texts::Owned(texts.extract()?)
+        } else {
+            Texts::Arrow(super::ffi::import_array(texts)?)
+        };
+        if row_ids.len() % 8 != 0 {
+            return Err(crate::error::Error::InvalidInput("row ids must be u64 bytes".into())).py();
+        }
+        let rows: Vec<u64> = row_ids.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+        self.with(py, |b| b.add(&source.refs()?, &rows))
+    }
+
+    /// Bytes the builder holds.
+    #[getter]
+    fn memory_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |b| Ok(b.memory_bytes()))
+    }
+
+    /// Documents so far (texts with a token).
+    #[getter]
+    fn num_docs(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |b| Ok(b.num_docs()))
+    }
+
+    /// The vocabulary, in token id order (first seen first).
+    fn vocab(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.with(py, |b| Ok(b.vocab().to_vec()))
+    }
+
+    /// Each token's number of documents, u32 bytes in token id order.
+    fn doc_freqs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let df = self.with(py, |b| Ok(u32_bytes(&b.doc_freqs())))?;
+        Ok(PyBytes::new(py, &df))
+    }
+
+    /// `(row ids u64 bytes, token counts u32 bytes)`, one per document.
+    fn docs<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let (rows, lens) = self.with(py, |b| {
+            let (rows, lens) = b.docs();
+            Ok((rows.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(), u32_bytes(lens)))
+        })?;
+        Ok((PyBytes::new(py, &rows), PyBytes::new(py, &lens)))
+    }
+
+    /// The partition's posting file columns (see [`crate::table::fts_build::encode`]) from
+    /// each token's `idf` (f32 bytes, token id order), as Arrow (no copy on export).
+    fn encode(&self, py: Python<'_>, idf: PyBackedBytes, block_size: usize) -> PyResult<super::ffi::ArrowBatches> {
+        let idf: Vec<f32> = u32s(&idf, "idf")?.into_iter().map(f32::from_bits).collect();
+        let batch = self.with(py, |b| b.encode(&idf, block_size))?;
+        Ok(super::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
+    }
+}
+
+/// [`crate::table::fts_build::encode_flat`]: the posting file columns of flat lists
+/// (`starts` u64 bytes; `docs`, `freqs`, `positions`, `lens` u32 bytes; `idf` f32 bytes).
+#[pyfunction]
+#[pyo3(signature = (starts, docs, freqs, positions, lens, idf, block_size))]
+#[allow(clippy::too_many_arguments)]
+pub fn fts_encode_partition(
+    py: Python<'_>,
+    starts: PyBackedBytes,
+    docs: PyBackedBytes,
+    freqs: PyBackedBytes,
+    positions: Option<PyBackedBytes>,
+    lens: PyBackedBytes,
+    idf: PyBackedBytes,
+    block_size: usize,
+) -> PyResult<super::ffi::ArrowBatches> {
+    if starts.len() % 8 != 0 {
+        return Err(crate::error::Error::InvalidInput("starts must be u64 bytes".into())).py();
+    }
+    let starts: Vec<u64> = starts.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    let docs = u32s(&docs, "docs")?;
+    let freqs = u32s(&freqs, "freqs")?;
+    let positions = positions.map(|p| u32s(&p, "positions")).transpose()?;
+    let lens = u32s(&lens, "lens")?;
+    let idf: Vec<f32> = u32s(&idf, "idf")?.into_iter().map(f32::from_bits).collect();
+    let batch =
+        run(py, || crate::table::fts_build::encode_flat(&starts, &docs, &freqs, positions.as_deref(), &lens, &idf, block_size))?;
+    Ok(super::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
 }

@@ -24,7 +24,7 @@ fn blob_v2_descriptor_fields_are_adopted() {
         pb("blob_id", -1, "uint32", &[]),
         pb("blob_uri", -1, "string", &[]),
     ];
-    let schema = LanceSchema::from_pb(&fields, &HashMap::new()).unwrap();
+    let schema = LanceSchema::from_pb(&fields, &Default::default()).unwrap();
     assert_eq!(schema.fields.len(), 2);
     let b = &schema.fields[1];
     assert_eq!(
@@ -35,11 +35,11 @@ fn blob_v2_descriptor_fields_are_adopted() {
     // Without the blob marker, two fields with id −1 stay an error.
     let mut plain = fields.clone();
     plain[1].metadata.clear();
-    assert!(LanceSchema::from_pb(&plain, &HashMap::new()).is_err());
+    assert!(LanceSchema::from_pb(&plain, &Default::default()).is_err());
     // A blob struct that also has real children is corrupt.
     let mut both = fields.clone();
     both.push(filepb::Field { parent_id: 1, ..pb("data", 2, "large_binary", &[]) });
-    assert!(LanceSchema::from_pb(&both, &HashMap::new()).is_err());
+    assert!(LanceSchema::from_pb(&both, &Default::default()).is_err());
 }
 
 fn all_types() -> Schema {
@@ -95,5 +95,5 @@ fn logical_type_spellings() {
 #[test]
 fn garbage_logical_type_is_an_error() {
     let f = filepb::Field { name: "x".into(), id: 0, parent_id: -1, logical_type: "decimal:12".into(), ..Default::default() };
-    assert!(LanceSchema::from_pb(&[f], &HashMap::new()).is_err());
+    assert!(LanceSchema::from_pb(&[f], &Default::default()).is_err());
 }

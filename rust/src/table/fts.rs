@@ -291,107 +291,6 @@ impl Analyzer {
     }
 }
 
-/// The analysed texts inverted: `(token, document, frequency)` triples ordered by token then
-/// document, and (with `positions`, one per token id, each text's ascending) the positions
-/// reordered to follow them, each pair's ascending.
-pub struct Inverted {
-    /// Each pair's token id.
-    pub tok: Vec<u32>,
-    /// Each pair's document.
-    pub doc: Vec<u32>,
-    /// How often the pair's token is in its document.
-    pub freq: Vec<u32>,
-    /// The pairs' positions, one pair's after another (empty without positions).
-    pub positions: Vec<u32>,
-}
-
-/// Inverts `ids[offsets[t] .. offsets[t + 1]]`, the token ids (below `vocab_len`) of text
-/// `t` in order: documents are the texts with a token, numbered from 0 in text order. A
-/// counting sort by token: two passes over the ids, no comparison sort, 4 bytes a token
-/// (8 with positions) beside the triples.
-pub fn invert(ids: &[u32], offsets: &[u64], vocab_len: usize, positions: Option<&[u32]>) -> Result<Inverted> {
-    let n = ids.len();
-    if offsets.first().is_some_and(|&o| o != 0)
-        || offsets.windows(2).any(|w| w[0] > w[1])
-        || offsets.last().map_or(n != 0, |&o| o != n as u64)
-    {
-        return Err(Error::InvalidInput("invert: offsets must ascend from 0 to the number of token ids".into()));
-    }
-    if positions.is_some_and(|p| p.len() != n) {
-        return Err(Error::InvalidInput("invert: one position per token id".into()));
-    }
-    if ids.iter().any(|&t| t as usize >= vocab_len) {
-        return Err(Error::InvalidInput(format!("invert: a token id is not below the vocabulary's {vocab_len}")));
-    }
-    let mut start = vec![0usize; vocab_len + 1];
-    for &t in ids {
-        start[t as usize + 1] += 1;
-    }
-    for t in 0..vocab_len {
-        start[t + 1] += start[t];
-    }
-    let mut fill = start[..vocab_len].to_vec();
-    let mut by_token = vec![0u32; n];
-    let mut pos = vec![0u32; if positions.is_some() { n } else { 0 }];
-    let mut doc = 0u32;
-    for w in offsets.windows(2) {
-        let (a, b) = (w[0] as usize, w[1] as usize);
-        if a == b {
-            continue;
-        }
-        for i in a..b {
-            let slot = &mut fill[ids[i] as usize];
-            by_token[*slot] = doc;
-            if let Some(p) = positions {
-                pos[*slot] = p[i];
-            }
-            *slot += 1;
-        }
-        doc += 1;
-    }
-    let mut out = Inverted { tok: Vec::new(), doc: Vec::new(), freq: Vec::new(), positions: pos };
-    for t in 0..vocab_len {
-        let (mut i, end) = (start[t], start[t + 1]);
-        while i < end {
-            let d = by_token[i];
-            let run = by_token[i..end].iter().take_while(|&&x| x == d).count();
-            out.tok.push(t as u32);
-            out.doc.push(d);
-            out.freq.push(run as u32);
-            i += run;
-        }
-    }
-    Ok(out)
-}
-
-/// Encodes every posting list of an index: token `t` holds `docs[starts[t]..starts[t + 1]]`
-/// with their `freqs` and `scores`. Returns each token's blocks and its max score.
-pub fn encode_all(
-    starts: &[u64],
-    docs: &[u32],
-    freqs: &[u32],
-    scores: &[f32],
-    block_size: usize,
-) -> Result<Vec<(Vec<Vec<u8>>, f32)>> {
-    use rayon::prelude::*;
-    if docs.len() != freqs.len() || docs.len() != scores.len() || starts.last().is_some_and(|&e| e as usize > docs.len()) {
-        return Err(Error::InvalidInput("posting lists: starts, docs, frequencies and scores disagree".into()));
-    }
-    starts
-        .par_windows(2)
-        .map(|w| {
-            let (s, e) = (w[0] as usize, w[1] as usize);
-            if s >= e {
-                return Err(Error::InvalidInput("posting lists: a token without documents".into()));
-            }
-            let block_max: Vec<f32> =
-                scores[s..e].chunks(block_size).map(|c| c.iter().copied().fold(f32::MIN, f32::max)).collect();
-            let max = block_max.iter().copied().fold(f32::MIN, f32::max);
-            Ok((posting_encode(&docs[s..e], &freqs[s..e], &block_max, block_size, true)?, max))
-        })
-        .collect()
-}
-
 /// Every `(key, value)` of an FST map, in key order.
 pub fn fst_entries(bytes: Vec<u8>) -> Result<Vec<(Vec<u8>, u64)>> {
     use fst::Streamer;
@@ -569,24 +468,6 @@ pub fn posting_encode(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn invert_counts_pairs_in_token_then_doc_order() {
-        // texts: [a b a], [], [b c], [a]  (a=0, b=1, c=2)
-        let ids = [0u32, 1, 0, 1, 2, 0];
-        let offsets = [0u64, 3, 3, 5, 6];
-        let pos = [0u32, 1, 2, 0, 1, 0];
-        let inv = invert(&ids, &offsets, 3, Some(&pos)).unwrap();
-        assert_eq!(inv.tok, vec![0, 0, 1, 1, 2]);
-        assert_eq!(inv.doc, vec![0, 2, 0, 1, 1]);
-        assert_eq!(inv.freq, vec![2, 1, 1, 1, 1]);
-        assert_eq!(inv.positions, vec![0, 2, 0, 1, 0, 1]);
-        assert!(invert(&ids, &offsets, 2, None).is_err());
-        assert!(invert(&ids, &[0, 3, 2, 6], 3, None).is_err());
-        assert!(invert(&ids, &[0, 3, 7], 3, None).is_err());
-        assert!(invert(&ids, &offsets, 3, Some(&pos[..2])).is_err());
-        assert_eq!(invert(&[], &[0, 0], 0, None).unwrap().tok, Vec::<u32>::new());
-    }
 
     #[test]
     fn posting_round_trip() {

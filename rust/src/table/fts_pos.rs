@@ -80,30 +80,6 @@ pub fn encode(freqs: &[u32], positions: &[u32], block_size: usize) -> Result<(Ve
     Ok((out, offsets))
 }
 
-/// Every token's positions at once (see [`encode`]): token `t` holds the documents
-/// `starts[t]..starts[t + 1]` of `freqs`, and their positions in order in `positions`.
-pub fn encode_all(starts: &[u64], freqs: &[u32], positions: &[u32], block_size: usize) -> Result<Vec<(Vec<u8>, Vec<u32>)>> {
-    use rayon::prelude::*;
-    if starts.last().is_some_and(|&e| e as usize > freqs.len()) || starts.windows(2).any(|w| w[0] > w[1]) {
-        return Err(Error::InvalidInput("positions: token starts out of range".into()));
-    }
-    let mut pos_at = Vec::with_capacity(freqs.len() + 1);
-    pos_at.push(0usize);
-    for &f in freqs {
-        pos_at.push(pos_at.last().copied().unwrap_or(0) + f as usize);
-    }
-    if *pos_at.last().unwrap_or(&0) != positions.len() {
-        return Err(Error::InvalidInput("positions: frequencies and positions disagree".into()));
-    }
-    starts
-        .par_windows(2)
-        .map(|w| {
-            let (s, e) = (w[0] as usize, w[1] as usize);
-            encode(&freqs[s..e], &positions[pos_at[s]..pos_at[e]], block_size)
-        })
-        .collect()
-}
-
 /// The absolute positions of one token's documents (`freqs` positions each, in posting
 /// order), from its `stream` and block `offsets`.
 pub fn decode(stream: &[u8], offsets: &[u32], freqs: &[u32], block_size: usize) -> Result<Vec<u32>> {

@@ -24,6 +24,7 @@ pub mod blob_write;
 pub mod deletion;
 pub mod file_cache;
 pub mod fts;
+pub mod fts_build;
 mod fts_fold;
 pub mod fts_pos;
 pub mod fts_topk;

@@ -1,0 +1,377 @@
+//! Building one partition of an INVERTED index as its texts stream in.
+//!
+//! [`PostingsBuilder::add`] analyzes a batch of texts and appends each (token, document)
+//! pair to its token's posting list at once, so the texts of a batch are dropped after it:
+//! what a partition holds is 8 bytes a pair (document, frequency), 4 more a position, and
+//! the vocabulary. [`encode`] then writes every posting list as pylance 14's partition file
+//! lays it out (blocks led by their max BM25 score, positions streams), straight into Arrow
+//! arrays, a bounded group of tokens at a time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::builder::{LargeBinaryBuilder, UInt32Builder};
+use arrow_array::{ArrayRef, Float32Array, LargeBinaryArray, ListArray, RecordBatch, UInt32Array};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, Schema};
+
+use crate::error::{Error, Result};
+use crate::table::fts::{self, Analyzer};
+use crate::table::fts_pos;
+
+/// One token's posting list as it grows: documents ascending, each one's frequency and (with
+/// positions) its positions, ascending, one document's after another.
+#[derive(Default)]
+struct TokenList {
+    docs: Vec<u32>,
+    freqs: Vec<u32>,
+    positions: Vec<u32>,
+}
+
+impl TokenList {
+    fn capacity_bytes(&self) -> usize {
+        4 * (self.docs.capacity() + self.freqs.capacity() + self.positions.capacity())
+    }
+}
+
+/// The posting lists of one partition, built batch by batch (see the module docs).
+pub struct PostingsBuilder {
+    analyzer: Analyzer,
+    with_positions: bool,
+    /// token id -> token, in first-seen order
+    vocab: Vec<String>,
+    ids: HashMap<String, u32>,
+    lists: Vec<TokenList>,
+    /// each document's row id and token count (documents: the texts with a token)
+    rows: Vec<u64>,
+    lens: Vec<u32>,
+    /// the lists' allocated bytes
+    list_bytes: usize,
+    vocab_bytes: usize,
+}
+
+/// Bytes a vocabulary entry costs beside its text (the string twice, the map's slot, the
+/// empty list).
+const PER_TOKEN_BYTES: usize = 2 * 24 + 16 + std::mem::size_of::<TokenList>();
+
+impl PostingsBuilder {
+    /// An empty builder analyzing with `analyzer`.
+    pub fn new(analyzer: Analyzer, with_positions: bool) -> Self {
+        Self {
+            analyzer,
+            with_positions,
+            vocab: Vec::new(),
+            ids: HashMap::new(),
+            lists: Vec::new(),
+            rows: Vec::new(),
+            lens: Vec::new(),
+            list_bytes: 0,
+            vocab_bytes: 0,
+        }
+    }
+
+    /// Adds the documents `texts` (`None`: no tokens), whose row ids are `rows`. Texts
+    /// without a token are not documents of the index.
+    pub fn add(&mut self, texts: &[Option<&str>], rows: &[u64]) -> Result<()> {
+        if texts.len() != rows.len() {
+            return Err(Error::InvalidInput(format!("INVERTED build: {} texts but {} row ids", texts.len(), rows.len())));
+        }
+        let (local_vocab, ids, offsets, positions) = self.analyzer.analyze_corpus(texts, self.with_positions);
+        let global: Vec<u32> = local_vocab.into_iter().map(|t| self.token_id(t)).collect();
+        let mut doc_tokens: Vec<(u32, u32)> = Vec::new();
+        for (t, w) in offsets.windows(2).enumerate() {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            if a == b {
+                continue;
+            }
+            let doc = u32::try_from(self.rows.len())
+                .map_err(|_| Error::InvalidInput("INVERTED build: over 2^32 documents in one partition".into()))?;
+            self.rows.push(rows[t]);
+            self.lens.push((b - a) as u32);
+            doc_tokens.clear();
+            // (token, position) pairs; a stable sort by token keeps each token's positions
+            // ascending
+            doc_tokens.extend((a..b).map(|i| (global[ids[i] as usize], if self.with_positions { positions[i] } else { 0 })));
+            doc_tokens.sort_by_key(|&(tok, _)| tok);
+            let mut i = 0;
+            while i < doc_tokens.len() {
+                let tok = doc_tokens[i].0;
+                let run = doc_tokens[i..].iter().take_while(|p| p.0 == tok).count();
+                let list = &mut self.lists[tok as usize];
+                let before = list.capacity_bytes();
+                list.docs.push(doc);
+                list.freqs.push(run as u32);
+                if self.with_positions {
+                    list.positions.extend(doc_tokens[i..i + run].iter().map(|p| p.1));
+                }
+                self.list_bytes = self.list_bytes + list.capacity_bytes() - before;
+                i += run;
+            }
+        }
+        Ok(())
+    }
+
+    fn token_id(&mut self, token: String) -> u32 {
+        if let Some(&id) = self.ids.get(&token) {
+            return id;
+        }
+        let id = self.vocab.len() as u32;
+        self.vocab_bytes += 2 * token.len() + PER_TOKEN_BYTES;
+        self.vocab.push(token.clone());
+        self.ids.insert(token, id);
+        self.lists.push(TokenList::default());
+        id
+    }
+
+    /// The memory the builder holds, in bytes (lists as allocated, vocabulary, documents).
+    pub fn memory_bytes(&self) -> usize {
+        self.list_bytes + self.vocab_bytes + 12 * self.rows.capacity()
+    }
+
+    /// Number of documents so far.
+    pub fn num_docs(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The vocabulary, token id order.
+    pub fn vocab(&self) -> &[String] {
+        &self.vocab
+    }
+
+    /// Each token's number of documents (token id order).
+    pub fn doc_freqs(&self) -> Vec<u32> {
+        self.lists.iter().map(|l| l.docs.len() as u32).collect()
+    }
+
+    /// Each document's row id and token count.
+    pub fn docs(&self) -> (&[u64], &[u32]) {
+        (&self.rows, &self.lens)
+    }
+
+    /// Encodes the partition (see [`encode`]) with each token's `idf`.
+    pub fn encode(&self, idf: &[f32], block_size: usize) -> Result<RecordBatch> {
+        let list = |t: usize| {
+            let l = &self.lists[t];
+            (l.docs.as_slice(), l.freqs.as_slice(), l.positions.as_slice())
+        };
+        encode(self.lists.len(), list, &self.lens, idf, block_size, self.with_positions)
+    }
+}
+
+/// The average document length as pylance rounds it: the quotient in f64, then f32.
+pub fn avgdl(total_tokens: u64, docs: usize) -> f32 {
+    if docs == 0 {
+        0.0
+    } else {
+        (total_tokens as f64 / docs as f64) as f32
+    }
+}
+
+/// Tokens encoded at once: their encoded lists are moved into the Arrow builders before the
+/// next group is encoded.
+const ENCODE_GROUP: usize = 4096;
+
+/// The `_posting`, `_max_score`, `_length` (and with `with_positions`
+/// `_compressed_position`, `_position_block_offset`) columns of a partition's posting file:
+/// token `t`'s list is `list(t)` = (documents ascending, their frequencies, their positions
+/// one document's after another, or empty). Each block is led by the highest BM25 score in
+/// it, raised one ulp (an upper bound that pylance's float32 rounding cannot exceed), from
+/// `idf[t]` and the documents' token counts `lens` (and their average, see [`avgdl`]).
+pub fn encode<'a, F>(
+    tokens: usize,
+    list: F,
+    lens: &[u32],
+    idf: &[f32],
+    block_size: usize,
+    with_positions: bool,
+) -> Result<RecordBatch>
+where
+    F: Fn(usize) -> (&'a [u32], &'a [u32], &'a [u32]) + Sync,
+{
+    use rayon::prelude::*;
+    if idf.len() != tokens {
+        return Err(Error::InvalidInput(format!("posting lists: {} idf values for {tokens} tokens", idf.len())));
+    }
+    if block_size == 0 {
+        return Err(Error::InvalidInput("posting lists: block size 0".into()));
+    }
+    let avgdl = avgdl(lens.iter().map(|&l| l as u64).sum(), lens.len());
+    let mut blocks = LargeBinaryBuilder::new();
+    let mut block_offsets: Vec<i32> = vec![0];
+    let mut maxes: Vec<f32> = Vec::with_capacity(tokens);
+    let mut lengths: Vec<u32> = Vec::with_capacity(tokens);
+    let mut streams = LargeBinaryBuilder::new();
+    let mut starts = UInt32Builder::new();
+    let mut start_offsets: Vec<i32> = vec![0];
+    for group in (0..tokens).step_by(ENCODE_GROUP) {
+        crate::interrupt::check()?;
+        let encoded: Vec<(Vec<Vec<u8>>, f32, Option<(Vec<u8>, Vec<u32>)>, u32)> = (group..tokens.min(group + ENCODE_GROUP))
+            .into_par_iter()
+            .map(|t| {
+                let (docs, freqs, positions) = list(t);
+                if docs.is_empty() || docs.len() != freqs.len() {
+                    return Err(Error::InvalidInput("posting lists: a token without documents".into()));
+                }
+                let mut block_max = Vec::with_capacity(docs.len().div_ceil(block_size));
+                for (d, f) in docs.chunks(block_size).zip(freqs.chunks(block_size)) {
+                    let mut max = f32::MIN;
+                    for (&doc, &freq) in d.iter().zip(f) {
+                        let dl = *lens
+                            .get(doc as usize)
+                            .ok_or_else(|| Error::InvalidInput("posting lists: a document out of range".into()))?;
+                        max = max.max(fts::bm25_weight(idf[t], freq as f32, dl as f32, avgdl).next_up());
+                    }
+                    block_max.push(max);
+                }
+                let top = block_max.iter().copied().fold(f32::MIN, f32::max);
+                let pos = if with_positions { Some(fts_pos::encode(freqs, positions, block_size)?) } else { None };
+                Ok((fts::posting_encode(docs, freqs, &block_max, block_size, true)?, top, pos, docs.len() as u32))
+            })
+            .collect::<Result<_>>()?;
+        for (token_blocks, top, pos, len) in encoded {
+            for b in &token_blocks {
+                blocks.append_value(b);
+            }
+            block_offsets.push(offset(block_offsets.last().copied().unwrap_or(0), token_blocks.len())?);
+            maxes.push(top);
+            lengths.push(len);
+            if let Some((stream, offs)) = pos {
+                streams.append_value(&stream);
+                starts.append_slice(&offs);
+                start_offsets.push(offset(start_offsets.last().copied().unwrap_or(0), offs.len())?);
+            }
+        }
+    }
+    let item = |t: DataType| Arc::new(Field::new("item", t, true));
+    let mut fields = vec![
+        Field::new("_posting", DataType::List(item(DataType::LargeBinary)), false),
+        Field::new("_max_score", DataType::Float32, false),
+        Field::new("_length", DataType::UInt32, false),
+    ];
+    let posting: LargeBinaryArray = blocks.finish();
+    let mut columns: Vec<ArrayRef> = vec![
+        Arc::new(ListArray::try_new(
+            item(DataType::LargeBinary),
+            OffsetBuffer::new(block_offsets.into()),
+            Arc::new(posting),
+            None,
+        )?),
+        Arc::new(Float32Array::from(maxes)),
+        Arc::new(UInt32Array::from(lengths)),
+    ];
+    if with_positions {
+        fields.push(Field::new("_compressed_position", DataType::LargeBinary, false));
+        fields.push(Field::new("_position_block_offset", DataType::List(item(DataType::UInt32)), false));
+        columns.push(Arc::new(streams.finish()));
+        columns.push(Arc::new(ListArray::try_new(
+            item(DataType::UInt32),
+            OffsetBuffer::new(start_offsets.into()),
+            Arc::new(starts.finish()),
+            None,
+        )?));
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+/// `at + n` as a list offset.
+fn offset(at: i32, n: usize) -> Result<i32> {
+    i32::try_from(n)
+        .ok()
+        .and_then(|n| at.checked_add(n))
+        .ok_or_else(|| Error::InvalidInput("posting lists: over 2^31 blocks".into()))
+}
+
+/// The flat form of [`encode`]'s lists: token `t` holds `docs[starts[t]..starts[t + 1]]`,
+/// their `freqs`, and (with positions) their positions in order.
+pub fn encode_flat(
+    starts: &[u64],
+    docs: &[u32],
+    freqs: &[u32],
+    positions: Option<&[u32]>,
+    lens: &[u32],
+    idf: &[f32],
+    block_size: usize,
+) -> Result<RecordBatch> {
+    let n = docs.len();
+    if freqs.len() != n
+        || starts.first().is_some_and(|&s| s != 0)
+        || starts.windows(2).any(|w| w[0] > w[1])
+        || starts.last().is_some_and(|&e| e as usize != n)
+    {
+        return Err(Error::InvalidInput("posting lists: starts, docs and frequencies disagree".into()));
+    }
+    // (each pair's first position)
+    let mut pos_at: Vec<usize> = Vec::new();
+    if let Some(p) = positions {
+        pos_at.reserve(n + 1);
+        pos_at.push(0);
+        for &f in freqs {
+            pos_at.push(pos_at.last().copied().unwrap_or(0) + f as usize);
+        }
+        if pos_at.last().copied().unwrap_or(0) != p.len() {
+            return Err(Error::InvalidInput("positions: frequencies and positions disagree".into()));
+        }
+    }
+    let tokens = starts.len().saturating_sub(1);
+    let list = |t: usize| {
+        let (s, e) = (starts[t] as usize, starts[t + 1] as usize);
+        let pos = match positions {
+            Some(p) => &p[pos_at[s]..pos_at[e]],
+            None => &[][..],
+        };
+        (&docs[s..e], &freqs[s..e], pos)
+    };
+    encode(tokens, list, lens, idf, block_size, positions.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+
+    fn analyzer() -> Analyzer {
+        Analyzer {
+            base: fts::BaseTokenizer::parse("simple", None).unwrap(),
+            max_token_length: Some(40),
+            lower_case: true,
+            stemmer: None,
+            stop_words: None,
+            ascii_folding: false,
+        }
+    }
+
+    #[test]
+    fn builder_inverts_as_the_flat_path() {
+        let texts = ["a b a c", "", "c c d", "b", "a d a a"];
+        let opt: Vec<Option<&str>> = texts.iter().map(|t| Some(*t)).collect();
+        let mut b = PostingsBuilder::new(analyzer(), true);
+        b.add(&opt[..2], &[10, 11]).unwrap();
+        b.add(&opt[2..], &[12, 13, 14]).unwrap();
+        assert_eq!(b.vocab(), ["a", "b", "c", "d"]);
+        assert_eq!(b.docs().0, [10, 12, 13, 14]);
+        assert_eq!(b.docs().1, [4, 3, 1, 4]);
+        assert_eq!(b.doc_freqs(), [2, 2, 2, 2]);
+        assert_eq!(b.lists[0].docs, [0, 3]);
+        assert_eq!(b.lists[0].freqs, [2, 3]);
+        assert_eq!(b.lists[0].positions, [0, 2, 0, 2, 3]);
+        let idf = [0.5f32, 0.6, 0.7, 0.8];
+        let built = b.encode(&idf, 128).unwrap();
+        let starts = [0u64, 2, 4, 6, 8];
+        let docs = [0u32, 3, 0, 2, 0, 1, 1, 3];
+        let freqs = [2u32, 3, 1, 1, 1, 2, 1, 1];
+        let positions = [0u32, 2, 0, 2, 3, 1, 0, 3, 0, 1, 2, 1];
+        let flat = encode_flat(&starts, &docs, &freqs, Some(&positions), &[4, 3, 1, 4], &idf, 128).unwrap();
+        assert_eq!(built, flat);
+        assert_eq!(built.column(2).as_primitive::<arrow_array::types::UInt32Type>().values(), &[2, 2, 2, 2]);
+    }
+
+    #[test]
+    fn bad_lists_are_errors() {
+        assert!(encode_flat(&[0, 3], &[0, 1], &[1, 1], None, &[1, 1], &[1.0], 128).is_err());
+        assert!(encode_flat(&[0, 2], &[0, 5], &[1, 1], None, &[1, 1], &[1.0], 128).is_err());
+        assert!(encode_flat(&[0, 2], &[0, 1], &[1, 1], Some(&[0]), &[1, 1], &[1.0], 128).is_err());
+        assert!(encode_flat(&[0, 2], &[0, 1], &[1, 1], None, &[1, 1], &[], 128).is_err());
+        let mut b = PostingsBuilder::new(analyzer(), false);
+        assert!(b.add(&[Some("a")], &[]).is_err());
+    }
+}
