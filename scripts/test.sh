@@ -11,17 +11,17 @@ bash scripts/setup.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/lancepy-target}"
 venv="${LANCEPY_VENV:-$root/.venv}"
 if cargo fmt --version >/dev/null 2>&1; then
-  echo "==> cargo fmt --check (rustfmt.toml)"
+  echo "==> [$(date -u +%T)] cargo fmt --check (rustfmt.toml)"
   cargo fmt --check >/dev/null || { echo "Rust code is not formatted: run cargo fmt"; exit 1; }
 fi
-echo "==> cargo test (core, without Python)"
+echo "==> [$(date -u +%T)] cargo test (core, without Python)"
 if ! out=$(cargo test --profile quick --quiet 2>&1); then echo "$out" | tail -60; exit 1; fi
 echo "$out" | grep -E "^test result" || true
-echo "==> wheel smoke test (clean virtualenv)"
+echo "==> [$(date -u +%T)] wheel smoke test (clean virtualenv)"
 bash scripts/wheel_smoke.sh
-echo "==> pytest"
+echo "==> [$(date -u +%T)] pytest"
 "$venv/bin/python" -m pytest -q "$@"
 if [ "$#" -eq 0 ]; then
-  echo "==> tests/test_spark.py on pyspark 3.5 (scripts/test_pyspark35.sh)"
+  echo "==> [$(date -u +%T)] tests/test_spark.py on pyspark 3.5 (scripts/test_pyspark35.sh)"
   bash scripts/test_pyspark35.sh
 fi

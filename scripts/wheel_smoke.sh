@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 if [ -n "${LANCEPY_WHEEL:-}" ]; then
   wheel="$LANCEPY_WHEEL"
 else
-  echo "==> building the wheel (profile $profile${LANCEPY_WHEEL_ARGS:+, $LANCEPY_WHEEL_ARGS})"
+  echo "==> [$(date -u +%T)] building the wheel (profile $profile${LANCEPY_WHEEL_ARGS:+, $LANCEPY_WHEEL_ARGS})"
   # shellcheck disable=SC2086  # LANCEPY_WHEEL_ARGS is a list of arguments
   PATH="$venv/bin:$PATH" "$venv/bin/maturin" build --profile "$profile" ${LANCEPY_WHEEL_ARGS:-} --out "$work/wheels" \
     --quiet 2>&1 | grep -v "^\s*$" | tail -2
@@ -29,7 +29,7 @@ else
 fi
 echo "    $(basename "$wheel") ($(du -h "$wheel" | cut -f1))"
 
-echo "==> auditwheel show"
+echo "==> [$(date -u +%T)] auditwheel show"
 if "$venv/bin/python" -c "import auditwheel" 2>/dev/null; then
   "$venv/bin/python" -m auditwheel show --json "$wheel" > "$work/audit.json"
   "$venv/bin/python" - "$wheel" "$work/audit.json" <<'EOF'
@@ -67,19 +67,19 @@ else
   echo "    skipped: auditwheel is not installed (pip install auditwheel)"
 fi
 
-echo "==> a dataset written by pylance (reference)"
+echo "==> [$(date -u +%T)] a dataset written by pylance (reference)"
 "$venv/bin/python" - "$work/theirs.lance" <<'EOF'
 import sys, lance, pyarrow as pa
 lance.write_dataset(pa.table({"id": list(range(100)), "s": [f"r{i}" for i in range(100)]}), sys.argv[1],
                     max_rows_per_file=40)
 EOF
 
-echo "==> installing the wheel into a clean virtualenv"
+echo "==> [$(date -u +%T)] installing the wheel into a clean virtualenv"
 python3 -m venv "$work/clean"
 "$work/clean/bin/python" -m pip install -q --upgrade pip
 "$work/clean/bin/python" -m pip install -q "$wheel"
 
-echo "==> smoke test in the clean virtualenv"
+echo "==> [$(date -u +%T)] smoke test in the clean virtualenv"
 (cd "$work" && "$work/clean/bin/python" - "$work" <<'EOF'
 import os, sys
 import pyarrow as pa

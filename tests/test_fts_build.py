@@ -108,6 +108,14 @@ def test_builder_and_flat_encoder_refuse_bad_input() -> None:
         builder.encode(np.ones(1, "<f4").tobytes(), 128)
     with pytest.raises(LanceError, match="block size"):
         builder.encode(np.ones(2, "<f4").tobytes(), 100)
+    # (the lists are let go as they are encoded: once only)
+    done = _inverted.Analyzer(_inverted.check_params({})).builder()
+    done.add(["x y"], np.arange(1, dtype="<u8").tobytes())
+    assert pa.record_batch(done.encode(np.ones(2, "<f4").tobytes(), 128)).num_rows == 2
+    for again in (lambda: done.encode(np.ones(2, "<f4").tobytes(), 128), done.doc_freqs,
+                  lambda: done.add(["z"], np.arange(1, dtype="<u8").tobytes())):
+        with pytest.raises(LanceError, match="encoded already"):
+            again()
     u32 = (lambda *v: np.array(v, "<u4").tobytes())
     ok = (np.array([0, 2], "<u8").tobytes(), u32(0, 1), u32(1, 1), None, u32(1, 1), np.ones(1, "<f4").tobytes(), 128)
     assert pa.record_batch(_lancepy.fts_encode_partition(*ok)).num_rows == 1

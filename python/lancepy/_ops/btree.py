@@ -186,14 +186,15 @@ def sort_order(values: pa.Array, stable: bool = False) -> pa.Array:
 
 
 def column_batches(
-    view: "DatasetView", column: str, fragment_ids: Sequence[int], row_ids: bool = False
+    view: "DatasetView", column: str, fragment_ids: Sequence[int], row_ids: bool = False,
+    batch_rows: int = _SCAN_BATCH_ROWS,
 ) -> Iterator[Tuple[pa.Array, pa.Array]]:
     """The live rows of `column` (a field path, ``a.b`` inside struct ``a``) in the non-empty
-    list `fragment_ids`, a scan batch at a time: ``(values, row addresses)``, or ``(values,
-    row ids)`` with `row_ids`."""
+    list `fragment_ids`, `batch_rows` rows at a time: ``(values, row addresses)``, or
+    ``(values, row ids)`` with `row_ids`."""
     top, *path = column.split(".")
     stream = view.snapshot.scan_stream(
-        [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS,
+        [top], fragment_ids=list(fragment_ids), batch_rows=batch_rows,
         with_row_address=not row_ids, with_row_id=row_ids,
     )
     while (raw := stream.next_batch()) is not None:

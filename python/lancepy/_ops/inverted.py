@@ -166,16 +166,18 @@ class Analyzer:
     def builder(self) -> Any:
         """A native builder of one partition's posting lists (``FtsPostingsBuilder``), with
         positions when the index stores them."""
-        base, max_len, lower, language, stop, folding, ngram = self._native_args()
-        return _lancepy.FtsPostingsBuilder(base, max_len, lower, language, stop, folding, self.with_position, ngram)
+        return _lancepy.FtsPostingsBuilder(self._analyzer(), self.with_position)
 
     def query_tokens(self, text: str) -> Tuple[List[str], List[int]]:
         """``(tokens, positions)`` of one text, in order (repeats kept); the native analyzer
         is built once."""
-        native = self._native
-        if native is None:
-            native = self._native = _lancepy.FtsAnalyzer(*self._native_args())
-        return native.tokens(text)
+        return self._analyzer().tokens(text)
+
+    def _analyzer(self) -> Any:
+        """The native analyzer (``FtsAnalyzer``), built on first use."""
+        if self._native is None:
+            self._native = _lancepy.FtsAnalyzer(*self._native_args())
+        return self._native
 
     def tokens(self, text: str) -> List[str]:
         """The tokens of one text, in order (repeats kept)."""
@@ -651,6 +653,9 @@ def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_optio
     return write_partition(base, 0, params, p, storage_options) + write_metadata(base, params, [0], storage_options)
 
 
+#: Rows of text a build reads at a time: a document can be kilobytes, and the scan's working
+#: memory (pages read, decompressed, cut) grows with its batches.
+TEXT_BATCH_ROWS = 16384
 #: pylance's default build memory (2 GiB, per worker; lancepy builds with one).
 DEFAULT_MEMORY_LIMIT_MIB = 2048
 #: The share of the build memory a partition's posting lists may take before they are written:
@@ -891,7 +896,8 @@ def extend(
                     files.extend(_copy_partition(old_base, p, tail_varint, block_size, base, pid, params, view.storage_options))
                 pid += 1
         # (documents are row ids where the index holds them, as its own)
-        batches = _btree.column_batches(view, column, list(fragments), row_ids=view.stable_row_ids) if fragments else iter(())
+        batches = (_btree.column_batches(view, column, list(fragments), row_ids=view.stable_row_ids, batch_rows=TEXT_BATCH_ROWS)
+                   if fragments else iter(()))
         files.extend(build_partitions(base, params, batches, None, view.storage_options, written=names, first_partition=pid))
     except BaseException:
         view.store.delete([f"_indices/{uid}/{n}" for n in names])

@@ -256,7 +256,8 @@ def _create_inverted(
     try:
         # (documents are row addresses, or stable row ids where the dataset keeps them, as pylance;
         # the column is read a scan batch at a time, partitions written as the memory budget fills)
-        batches = _btree.column_batches(view, path, fragments, row_ids=view.stable_row_ids) if fragments else iter(())
+        batches = (_btree.column_batches(view, path, fragments, row_ids=view.stable_row_ids,
+                                         batch_rows=_inverted.TEXT_BATCH_ROWS) if fragments else iter(()))
         files = _inverted.build_partitions(
             view.uri.rstrip("/") + f"/_indices/{uid}/", params, batches, memory_limit, view.storage_options, written=names,
             progress=progress_callback,

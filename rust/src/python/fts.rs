@@ -47,6 +47,15 @@ enum Texts {
 }
 
 impl Texts {
+    /// A list of str (copied), or an Arrow string array (read in place).
+    fn of(texts: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(if texts.is_instance_of::<pyo3::types::PyList>() {
+            Texts::Owned(texts.extract()?)
+        } else {
+            Texts::Arrow(super::ffi::import_array(texts)?)
+        })
+    }
+
     /// The texts, borrowed (null: `None`); an Arrow array of another type than strings is
     /// an error.
     fn refs(&self) -> crate::error::Result<Vec<Option<&str>>> {
@@ -135,11 +144,7 @@ pub fn fts_analyze<'py>(
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram)?;
     // (a list of str, or an Arrow string array read in place: a build's texts are not copied)
-    let source = if texts.is_instance_of::<pyo3::types::PyList>() {
-        Texts::Owned(texts.extract()?)
-    } else {
-        Texts::Arrow(super::ffi::import_array(texts)?)
-    };
+    let source = Texts::of(texts)?;
     let (vocab, ids, offsets, positions) = run(py, || {
         let texts = source.refs()?;
         if texts.len() == 1 && !with_positions {
@@ -441,32 +446,18 @@ impl PyPostingsBuilder {
 
 #[pymethods]
 impl PyPostingsBuilder {
+    /// An empty builder analyzing with `analyzer`, keeping positions with `with_positions`.
     #[new]
-    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        base_tokenizer: &str,
-        max_token_length: Option<usize>,
-        lower_case: bool,
-        language: Option<String>,
-        stop_words: Option<Vec<String>>,
-        ascii_folding: bool,
-        with_positions: bool,
-        ngram: Option<(usize, usize, bool)>,
-    ) -> PyResult<Self> {
-        let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram)?;
-        let inner = crate::table::fts_build::PostingsBuilder::new(analyzer, with_positions);
-        Ok(Self { inner: std::sync::Mutex::new(inner) })
+    #[pyo3(signature = (analyzer, with_positions=false))]
+    fn new(analyzer: &PyFtsAnalyzer, with_positions: bool) -> Self {
+        let inner = crate::table::fts_build::PostingsBuilder::new(analyzer.inner.clone(), with_positions);
+        Self { inner: std::sync::Mutex::new(inner) }
     }
 
     /// Adds documents: `texts` (an Arrow string array, read in place, or a list of str;
     /// null / ``None``: no tokens) and their row ids (u64 bytes).
     fn add(&self, py: Python<'_>, texts: &Bound<'_, PyAny>, row_ids: PyBackedBytes) -> PyResult<()> {
-        let source = if texts.is_instance_of::<pyo3::types::PyList>() {
-            Texts::Owned(texts.extract()?)
-        } else {
-            Texts::Arrow(super::ffi::import_array(texts)?)
-        };
+        let source = Texts::of(texts)?;
         if row_ids.len() % 8 != 0 {
             return Err(crate::error::Error::InvalidInput("row ids must be u64 bytes".into())).py();
         }
@@ -493,7 +484,7 @@ impl PyPostingsBuilder {
 
     /// Each token's number of documents, u32 bytes in token id order.
     fn doc_freqs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let df = self.with(py, |b| Ok(u32_bytes(&b.doc_freqs())))?;
+        let df = self.with(py, |b| Ok(u32_bytes(&b.doc_freqs()?)))?;
         Ok(PyBytes::new(py, &df))
     }
 
@@ -507,7 +498,8 @@ impl PyPostingsBuilder {
     }
 
     /// The partition's posting file columns (see [`crate::table::fts_build::encode`]) from
-    /// each token's `idf` (f32 bytes, token id order), as Arrow (no copy on export).
+    /// each token's `idf` (f32 bytes, token id order), as Arrow (no copy on export). The
+    /// lists are let go as they are encoded: once only, and nothing can be added after.
     fn encode(&self, py: Python<'_>, idf: PyBackedBytes, block_size: usize) -> PyResult<super::ffi::ArrowBatches> {
         let idf: Vec<f32> = u32s(&idf, "idf")?.into_iter().map(f32::from_bits).collect();
         let batch = self.with(py, |b| b.encode(&idf, block_size))?;

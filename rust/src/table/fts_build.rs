@@ -34,6 +34,25 @@ impl TokenList {
     }
 }
 
+/// A token's posting list as [`encode`] reads it: `(documents ascending, their frequencies,
+/// their positions one document's after another (empty without positions))`.
+pub trait PostingList: Sync {
+    /// The list's parts.
+    fn parts(&self) -> (&[u32], &[u32], &[u32]);
+}
+
+impl PostingList for TokenList {
+    fn parts(&self) -> (&[u32], &[u32], &[u32]) {
+        (&self.docs, &self.freqs, &self.positions)
+    }
+}
+
+impl PostingList for (&[u32], &[u32], &[u32]) {
+    fn parts(&self) -> (&[u32], &[u32], &[u32]) {
+        (self.0, self.1, self.2)
+    }
+}
+
 /// The posting lists of one partition, built batch by batch (see the module docs).
 pub struct PostingsBuilder {
     analyzer: Analyzer,
@@ -48,6 +67,8 @@ pub struct PostingsBuilder {
     /// the lists' allocated bytes
     list_bytes: usize,
     vocab_bytes: usize,
+    /// whether the lists were encoded (and let go)
+    encoded: bool,
 }
 
 /// Bytes a vocabulary entry costs beside its text (the string twice, the map's slot, the
@@ -67,12 +88,14 @@ impl PostingsBuilder {
             lens: Vec::new(),
             list_bytes: 0,
             vocab_bytes: 0,
+            encoded: false,
         }
     }
 
     /// Adds the documents `texts` (`None`: no tokens), whose row ids are `rows`. Texts
     /// without a token are not documents of the index.
     pub fn add(&mut self, texts: &[Option<&str>], rows: &[u64]) -> Result<()> {
+        self.check_open()?;
         if texts.len() != rows.len() {
             return Err(Error::InvalidInput(format!("INVERTED build: {} texts but {} row ids", texts.len(), rows.len())));
         }
@@ -111,6 +134,13 @@ impl PostingsBuilder {
         Ok(())
     }
 
+    fn check_open(&self) -> Result<()> {
+        if self.encoded {
+            return Err(Error::InvalidInput("INVERTED build: the partition's posting lists were encoded already".into()));
+        }
+        Ok(())
+    }
+
     fn token_id(&mut self, token: String) -> u32 {
         if let Some(&id) = self.ids.get(&token) {
             return id;
@@ -138,9 +168,10 @@ impl PostingsBuilder {
         &self.vocab
     }
 
-    /// Each token's number of documents (token id order).
-    pub fn doc_freqs(&self) -> Vec<u32> {
-        self.lists.iter().map(|l| l.docs.len() as u32).collect()
+    /// Each token's number of documents (token id order), before [`Self::encode`].
+    pub fn doc_freqs(&self) -> Result<Vec<u32>> {
+        self.check_open()?;
+        Ok(self.lists.iter().map(|l| l.docs.len() as u32).collect())
     }
 
     /// Each document's row id and token count.
@@ -148,13 +179,18 @@ impl PostingsBuilder {
         (&self.rows, &self.lens)
     }
 
-    /// Encodes the partition (see [`encode`]) with each token's `idf`.
-    pub fn encode(&self, idf: &[f32], block_size: usize) -> Result<RecordBatch> {
-        let list = |t: usize| {
-            let l = &self.lists[t];
-            (l.docs.as_slice(), l.freqs.as_slice(), l.positions.as_slice())
-        };
-        encode(self.lists.len(), list, &self.lens, idf, block_size, self.with_positions)
+    /// Encodes the partition (see [`encode`]) with each token's `idf`, letting each group of
+    /// lists go once it is encoded (the vocabulary and documents stay); once only.
+    pub fn encode(&mut self, idf: &[f32], block_size: usize) -> Result<RecordBatch> {
+        self.check_open()?;
+        if idf.len() != self.lists.len() {
+            return Err(Error::InvalidInput(format!("posting lists: {} idf values for {} tokens", idf.len(), self.lists.len())));
+        }
+        self.encoded = true;
+        self.list_bytes = 0;
+        let mut lists = std::mem::take(&mut self.lists).into_iter();
+        let tokens = lists.len();
+        encode(tokens, |r| lists.by_ref().take(r.len()).collect(), &self.lens, idf, block_size, self.with_positions)
     }
 }
 
@@ -172,21 +208,22 @@ pub fn avgdl(total_tokens: u64, docs: usize) -> f32 {
 const ENCODE_GROUP: usize = 4096;
 
 /// The `_posting`, `_max_score`, `_length` (and with `with_positions`
-/// `_compressed_position`, `_position_block_offset`) columns of a partition's posting file:
-/// token `t`'s list is `list(t)` = (documents ascending, their frequencies, their positions
-/// one document's after another, or empty). Each block is led by the highest BM25 score in
+/// `_compressed_position`, `_position_block_offset`) columns of a partition's posting file of
+/// `tokens` lists: `group(range)` gives the lists of the tokens in `range`, a group at a
+/// time (dropped once encoded). Each block is led by the highest BM25 score in
 /// it, raised one ulp (an upper bound that pylance's float32 rounding cannot exceed), from
 /// `idf[t]` and the documents' token counts `lens` (and their average, see [`avgdl`]).
-pub fn encode<'a, F>(
+pub fn encode<L, F>(
     tokens: usize,
-    list: F,
+    mut group: F,
     lens: &[u32],
     idf: &[f32],
     block_size: usize,
     with_positions: bool,
 ) -> Result<RecordBatch>
 where
-    F: Fn(usize) -> (&'a [u32], &'a [u32], &'a [u32]) + Sync,
+    L: PostingList,
+    F: FnMut(std::ops::Range<usize>) -> Vec<L>,
 {
     use rayon::prelude::*;
     if idf.len() != tokens {
@@ -203,12 +240,19 @@ where
     let mut streams = LargeBinaryBuilder::new();
     let mut starts = UInt32Builder::new();
     let mut start_offsets: Vec<i32> = vec![0];
-    for group in (0..tokens).step_by(ENCODE_GROUP) {
+    for first in (0..tokens).step_by(ENCODE_GROUP) {
         crate::interrupt::check()?;
-        let encoded: Vec<(Vec<Vec<u8>>, f32, Option<(Vec<u8>, Vec<u32>)>, u32)> = (group..tokens.min(group + ENCODE_GROUP))
-            .into_par_iter()
-            .map(|t| {
-                let (docs, freqs, positions) = list(t);
+        let range = first..tokens.min(first + ENCODE_GROUP);
+        let lists = group(range.clone());
+        if lists.len() != range.len() {
+            return Err(Error::Internal("posting lists: a group of another size than asked".into()));
+        }
+        let encoded: Vec<(Vec<Vec<u8>>, f32, Option<(Vec<u8>, Vec<u32>)>, u32)> = lists
+            .par_iter()
+            .enumerate()
+            .map(|(i, list)| {
+                let t = first + i;
+                let (docs, freqs, positions) = list.parts();
                 if docs.is_empty() || docs.len() != freqs.len() {
                     return Err(Error::InvalidInput("posting lists: a token without documents".into()));
                 }
@@ -228,6 +272,7 @@ where
                 Ok((fts::posting_encode(docs, freqs, &block_max, block_size, true)?, top, pos, docs.len() as u32))
             })
             .collect::<Result<_>>()?;
+        drop(lists);
         for (token_blocks, top, pos, len) in encoded {
             for b in &token_blocks {
                 blocks.append_value(b);
@@ -321,7 +366,7 @@ pub fn encode_flat(
         };
         (&docs[s..e], &freqs[s..e], pos)
     };
-    encode(tokens, list, lens, idf, block_size, positions.is_some())
+    encode(tokens, |r| r.map(list).collect(), lens, idf, block_size, positions.is_some())
 }
 
 #[cfg(test)]
@@ -350,12 +395,14 @@ mod tests {
         assert_eq!(b.vocab(), ["a", "b", "c", "d"]);
         assert_eq!(b.docs().0, [10, 12, 13, 14]);
         assert_eq!(b.docs().1, [4, 3, 1, 4]);
-        assert_eq!(b.doc_freqs(), [2, 2, 2, 2]);
+        assert_eq!(b.doc_freqs().unwrap(), [2, 2, 2, 2]);
         assert_eq!(b.lists[0].docs, [0, 3]);
         assert_eq!(b.lists[0].freqs, [2, 3]);
         assert_eq!(b.lists[0].positions, [0, 2, 0, 2, 3]);
         let idf = [0.5f32, 0.6, 0.7, 0.8];
         let built = b.encode(&idf, 128).unwrap();
+        assert!(b.encode(&idf, 128).is_err() && b.add(&opt[..1], &[20]).is_err() && b.doc_freqs().is_err());
+        assert_eq!(b.memory_bytes(), b.vocab_bytes + 12 * b.rows.capacity());
         let starts = [0u64, 2, 4, 6, 8];
         let docs = [0u32, 3, 0, 2, 0, 1, 1, 3];
         let freqs = [2u32, 3, 1, 1, 1, 2, 1, 1];
