@@ -1,4 +1,4 @@
-"""Appends, deletes and updates build their manifest without turning the existing fragments
+"""Appends, deletes, updates and rewrites (compactions) build their manifest without turning the existing fragments
 into JSON (issue 23: commits cost flat in fragments): the base's fragments stay native and
 only the removed, replaced and new ones cross as JSON. The manifest must be the one the generic path builds from every fragment,
 whatever the base holds (deletions, a deleted last fragment, stable row ids, table config,
@@ -63,6 +63,11 @@ def _body(op: str, frags: list, with_deletion: bool) -> dict:
             f.pop("deletion_file", None)
     if op == "Append":
         return {"fragments": copies}
+    if op == "Rewrite":  # (one group's new fragments with ids reserved beforehand, one's to number)
+        reserved = [dict(f, id=5000 + i) for i, f in enumerate(copies)]
+        fresh = [dict(f, id=0) for f in copies]
+        return {"groups": [{"old_fragments": [frags[0]], "new_fragments": reserved},
+                           {"old_fragments": [frags[-1], {"id": 10_000}], "new_fragments": fresh}]}
     touched = dict(frags[0])
     if with_deletion:
         touched["deletion_file"] = {"file_type": 1, "read_version": 1, "id": 77, "num_deleted_rows": 3}
@@ -75,7 +80,7 @@ def _body(op: str, frags: list, with_deletion: bool) -> dict:
             "fields_modified": []}
 
 
-@pytest.mark.parametrize("op", ["Append", "Delete", "Update"])
+@pytest.mark.parametrize("op", ["Append", "Delete", "Update", "Rewrite"])
 @pytest.mark.parametrize("with_deletion", [False, True])
 @pytest.mark.parametrize("case", CASES)
 def test_a_commit_builds_the_manifest_the_generic_path_builds(tmp_path, case, with_deletion, op, monkeypatch):
@@ -97,7 +102,7 @@ def test_a_commit_builds_the_manifest_the_generic_path_builds(tmp_path, case, wi
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_appends_deletes_and_updates_stay_readable_by_pylance(tmp_path, case):
+def test_appends_deletes_updates_and_compactions_stay_readable_by_pylance(tmp_path, case):
     uri = _dataset(tmp_path, case)
     want = lancepy.dataset(uri).to_table()
     for start in (1000, 2000):
@@ -107,6 +112,10 @@ def test_appends_deletes_and_updates_stay_readable_by_pylance(tmp_path, case):
     ds.delete("id = 1005 OR id < 3")
     ds.update({"s": "'updated'"}, where="id >= 2030")
     ds.update({"id": "id + 10000"}, where="id = 1010")  # (the updated rows move to a new fragment)
+    ds = lancepy.dataset(uri)
+    before = len(ds.get_fragments())
+    ds.optimize.compact_files(target_rows_per_fragment=60)  # (a Rewrite)
+    assert len(lancepy.dataset(uri).get_fragments()) < before
     want = pa.Table.from_pylist(
         [{"id": (r["id"] + 10000 if r["id"] == 1010 else r["id"]), "s": "updated" if r["id"] >= 2030 else r["s"]}
          for r in want.to_pylist() if not (r["id"] == 1005 or r["id"] < 3)], schema=want.schema)

@@ -231,7 +231,7 @@ class BuiltManifest:
 
 
 #: Operations that keep most fragments as they are: built by :func:`_build_delta`.
-_DELTA_OPERATIONS = ("Append", "Delete", "Update")
+_DELTA_OPERATIONS = ("Append", "Delete", "Update", "Rewrite")
 #: Operations that change no fragment, or (Overwrite) replace them all: :func:`build_manifest`
 #: reads only the base manifest's other fields (its fragments stay native).
 _HEADER_OPERATIONS = ("Overwrite", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex")
@@ -240,7 +240,7 @@ _HEADER_OPERATIONS = ("Overwrite", "UpdateConfig", "UpdateBases", "ReserveFragme
 def _keeps_fragments(base: Optional[LoadedManifest], name: str, body: Dict[str, Any],
                      data_storage_version: Optional[str]) -> bool:
     """Whether a commit of `name` onto `base` is built without decoding `base`'s fragments
-    (:func:`_build_delta`): an append, delete or update of a manifest that records its
+    (:func:`_build_delta`): an append, delete, update or rewrite of a manifest that records its
     (non-legacy) data storage version, so that nothing after the operation needs the
     existing fragments one by one; not an update whose rewritten columns prune the indices
     (that looks at every fragment's files)."""
@@ -267,33 +267,66 @@ def _next_fragment_id(base: LoadedManifest, m: Dict[str, Any]) -> int:
 
 
 def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version: int, transaction_file: str,
-                 data_storage_version: Optional[str]) -> BuiltManifest:
-    """:func:`build_manifest` of an Append, Delete or Update (see :func:`_keeps_fragments`):
-    the base manifest's fields but its fragments (which stay native), the fragments the
-    operation removes, replaces and adds, new ones numbered after the largest id ever used,
-    and what depends on every fragment (feature flags) from a native summary of the kept
-    ones and the changed ones."""
+                 data_storage_version: Optional[str], store: Any = None) -> BuiltManifest:
+    """:func:`build_manifest` of an Append, Delete, Update or Rewrite (see
+    :func:`_keeps_fragments`): the base manifest's fields but its fragments (which stay
+    native), the fragments the operation removes, replaces and adds, new ones numbered after
+    the largest id ever used, and what depends on every fragment (feature flags) from a
+    native summary of the kept ones and the changed ones."""
     m: Dict[str, Any] = json.loads(base.native.json_without_fragments())
     m.pop("fragments", None)
     ids = base.native.fragment_ids
     next_id = _next_fragment_id(base, m)
+    index_section = base.index_section
     if name == "Append":
         removed: List[int] = []
         replaced: List[Dict[str, Any]] = []
         new = body.get("fragments", [])
+    elif name == "Rewrite":
+        # (the new fragments join the others in id order, as the generic path sorts them)
+        groups = _rewrite_groups(body)
+        gone, new, next_id = _rewritten(groups, next_id)
+        removed, replaced = sorted(gone), []
+        if index_section is not None and gone:
+            index_section = _rewrite_indices(index_section, groups, gone, body.get("rewritten_indices") or [], store)
     else:
         present = set(ids)
         removed = sorted(set(body.get("deleted_fragment_ids" if name == "Delete" else "removed_fragment_ids", [])))
         # (a replacement of a fragment the base lacks, or one also removed, is dropped)
         replaced = [f for f in body.get("updated_fragments", []) if f["id"] in present and f["id"] not in removed]
         new = body.get("new_fragments", []) if name == "Update" else []
-    next_id = _assign_ids(new, next_id)
+    if name != "Rewrite":
+        next_id = _assign_ids(new, next_id)
     count, deletions, versions = base.native.fragment_summary(removed + [f["id"] for f in replaced])
     changed = sorted(replaced, key=lambda f: f["id"]) + new
     summary = _FragmentSummary(count + len(changed), deletions or any(_has_deletions(f) for f in changed),
                                set(versions) | _file_versions(changed))
     _finish_manifest(m, changed, summary, next_id, version, transaction_file, data_storage_version)
-    return BuiltManifest(m, base.index_section, base=base.native, appended=new, removed=removed, replaced=replaced)
+    return BuiltManifest(m, index_section, base=base.native, appended=new, removed=removed, replaced=replaced)
+
+
+def _rewrite_groups(body: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """A Rewrite's groups (an old transaction's single group as one)."""
+    return body.get("groups") or [
+        {"old_fragments": body.get("old_fragments", []), "new_fragments": body.get("new_fragments", [])}
+    ]
+
+
+def _rewritten(groups: List[Dict[str, Any]], next_id: int) -> Tuple[set, List[Dict[str, Any]], int]:
+    """``(ids of the fragments a Rewrite removes, its new fragments, the next free id)``:
+    new fragments keep ids reserved beforehand (ReserveFragments, so that remapped indices
+    could name them); a group without them has its new fragments numbered from `next_id`."""
+    removed: set = set()
+    new: List[Dict[str, Any]] = []
+    for g in groups:
+        fresh = g.get("new_fragments", [])
+        if fresh and all(f.get("id") for f in fresh):
+            next_id = max(next_id, max(f["id"] for f in fresh) + 1)
+        else:
+            next_id = _assign_ids(fresh, next_id)
+        removed |= {f.get("id", 0) for f in g.get("old_fragments", [])}
+        new.extend(fresh)
+    return removed, new, next_id
 
 
 @dataclass
@@ -339,7 +372,7 @@ def build_manifest(
     # Fresh copies (parsing JSON text is much faster than deepcopy).
     body = json.loads(json.dumps(_body(txn)))
     if _keeps_fragments(base, name, body, data_storage_version):
-        return _build_delta(base, name, body, version, transaction_file, data_storage_version)
+        return _build_delta(base, name, body, version, transaction_file, data_storage_version, store)
     index_section = base.index_section if base is not None else None
     # (An operation that keeps the base's fragments as they are, or drops them all, reads its
     # other fields only; the rest decode the base manifest once: a fresh dict to change.)
@@ -394,32 +427,10 @@ def build_manifest(
         _tombstone_dropped_fields(fragments, kept)
         if index_section is not None:
             index_section = _lancepy.filter_index_section(index_section, sorted(kept))
-    elif name == "Rewrite":
-        groups = body.get("groups") or [
-            {"old_fragments": body.get("old_fragments", []), "new_fragments": body.get("new_fragments", [])}
-        ]
-        by_first: Dict[int, List[Dict[str, Any]]] = {}
-        removed = set()
-        for g in groups:
-            olds = [f.get("id", 0) for f in g.get("old_fragments", [])]
-            new = g.get("new_fragments", [])
-            if new and all(f.get("id") for f in new):
-                # ids reserved beforehand (ReserveFragments), so that remapped indices could
-                # name them: kept as they are.
-                next_id = max(next_id, max(f["id"] for f in new) + 1)
-            else:
-                next_id = _assign_ids(new, next_id)
-            if olds:
-                by_first[olds[0]] = new
-            removed |= set(olds)
-        out = []
-        for f in fragments:
-            fid = f.get("id", 0)
-            if fid in by_first:
-                out.extend(by_first[fid])
-            if fid not in removed:
-                out.append(f)
-        fragments = out
+    elif name == "Rewrite":  # (of a legacy dataset's manifest: others are deltas)
+        groups = _rewrite_groups(body)
+        removed, new, next_id = _rewritten(groups, next_id)
+        fragments = [f for f in fragments if f.get("id", 0) not in removed] + new  # (sorted by id below)
         if index_section is not None and removed:
             index_section = _rewrite_indices(index_section, groups, removed, body.get("rewritten_indices") or [], store)
     elif name == "Restore":
