@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSupportedError

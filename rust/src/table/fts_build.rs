@@ -247,7 +247,7 @@ where
         if lists.len() != range.len() {
             return Err(Error::Internal("posting lists: a group of another size than asked".into()));
         }
-        let encoded: Vec<(Vec<Vec<u8>>, f32, Option<(Vec<u8>, Vec<u32>)>, u32)> = lists
+        let encoded: Vec<Encoded> = lists
             .par_iter()
             .enumerate()
             .map(|(i, list)| {
@@ -263,7 +263,7 @@ where
                         let dl = *lens
                             .get(doc as usize)
                             .ok_or_else(|| Error::InvalidInput("posting lists: a document out of range".into()))?;
-                        max = max.max(fts::bm25_weight(idf[t], freq as f32, dl as f32, avgdl).next_up());
+                        max = max.max(next_up(fts::bm25_weight(idf[t], freq as f32, dl as f32, avgdl)));
                     }
                     block_max.push(max);
                 }
@@ -316,6 +316,24 @@ where
         )?));
     }
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+/// One token's encoded list: `(posting blocks, max score, positions stream and its block
+/// offsets, number of documents)`.
+type Encoded = (Vec<Vec<u8>>, f32, Option<(Vec<u8>, Vec<u32>)>, u32);
+
+/// The next float32 above `x` (`f32::next_up`, which needs a newer Rust than the crate's
+/// minimum); infinities and NaN stay.
+fn next_up(x: f32) -> f32 {
+    if x.is_nan() || x == f32::INFINITY {
+        x
+    } else if x == 0.0 {
+        f32::from_bits(1)
+    } else if x > 0.0 {
+        f32::from_bits(x.to_bits() + 1)
+    } else {
+        f32::from_bits(x.to_bits() - 1)
+    }
 }
 
 /// `at + n` as a list offset.
@@ -410,6 +428,17 @@ mod tests {
         let flat = encode_flat(&starts, &docs, &freqs, Some(&positions), &[4, 3, 1, 4], &idf, 128).unwrap();
         assert_eq!(built, flat);
         assert_eq!(built.column(2).as_primitive::<arrow_array::types::UInt32Type>().values(), &[2, 2, 2, 2]);
+    }
+
+    #[test]
+    fn next_up_is_the_next_float() {
+        assert_eq!(next_up(1.0), 1.0 + f32::EPSILON);
+        assert_eq!(next_up(-1.0), -1.0 + f32::EPSILON / 2.0);
+        assert_eq!(next_up(0.0), f32::from_bits(1));
+        assert_eq!(next_up(-0.0), f32::from_bits(1));
+        assert_eq!(next_up(f32::MAX), f32::INFINITY);
+        assert_eq!(next_up(f32::INFINITY), f32::INFINITY);
+        assert!(next_up(f32::NAN).is_nan());
     }
 
     #[test]
