@@ -572,3 +572,26 @@ def run_isolated(code: str, timeout: float = 600) -> "subprocess.CompletedProces
     """Runs Python ``code`` in a fresh interpreter (crash-safety checks: a segfault or abort
     there fails the calling test instead of killing pytest)."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+
+
+# --------------------------------------------------------------------------------------------
+# Where the suite's time goes (CI is kept well under 30 minutes)
+# --------------------------------------------------------------------------------------------
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest's hook signature
+    """Prints the test files that took longest (setup, call and teardown summed), so that each
+    CI log says where the suite's minutes go."""
+    per_file: Dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for r in reports:
+            if hasattr(r, "duration") and hasattr(r, "nodeid"):
+                f = r.nodeid.split("::", 1)[0]
+                per_file[f] = per_file.get(f, 0.0) + r.duration
+    if len(per_file) < 2:
+        return
+    total = sum(per_file.values())
+    top = sorted(per_file.items(), key=lambda kv: -kv[1])[:15]
+    terminalreporter.write_sep("-", f"slowest test files ({total / 60:.1f} min in tests)")
+    for f, s in top:
+        terminalreporter.write_line(f"{s:8.1f} s  {f}")

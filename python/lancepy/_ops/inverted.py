@@ -236,6 +236,15 @@ class Partition:
         #: the segment's average document length (float32), set by the segment
         self.avgdl = 0.0
         self._bounds: Dict[int, bytes] = {}
+        self._norms: Optional[Tuple[float, bytes]] = None
+
+    @property
+    def norms_bytes(self) -> bytes:
+        """Each document's BM25 length norm at the segment's average length (f32 bytes; see
+        ``_lancepy.fts_doc_norms``); computed once."""
+        if self._norms is None or self._norms[0] != self.avgdl:
+            self._norms = (self.avgdl, _lancepy.fts_doc_norms(self.num_tokens_bytes, self.avgdl))
+        return self._norms[1]
 
     def bounds_bytes(self, token_id: int) -> bytes:
         """The block bounds of a token's posting list (f32 bytes: per 128 documents, the
@@ -404,9 +413,9 @@ class InvertedSegment:
                 found.append((part, _lancepy.fts_score_docs(lists, part.num_tokens_bytes, part.row_ids_bytes, avgdl, need, mask, k)))
             else:  # (the best k: block-max pruning, the same documents and scores)
                 lists = [(*part.posting_bytes(tid), part.bounds_bytes(tid), idfs[t][1], tokens.count(t)) for t, tid in present]
-                top_k.append((part, (lists, part.num_tokens_bytes, part.row_ids_bytes, mask)))
+                top_k.append((part, (lists, part.norms_bytes, part.row_ids_bytes, mask)))
         if top_k:  # (in parallel, without the GIL)
-            found += zip([p for p, _ in top_k], _lancepy.fts_top_k_partitions([a for _, a in top_k], avgdl, need, k))
+            found += zip([p for p, _ in top_k], _lancepy.fts_top_k_partitions([a for _, a in top_k], need, k))
         for part, (docs_b, scores_b) in found:
             rows.append(part.row_ids[np.frombuffer(docs_b, dtype="<u4")])
             scores.append(np.frombuffer(scores_b, dtype="<f4") * np.float32(boost))
@@ -438,8 +447,8 @@ class InvertedSegment:
         idfs = {t: self.idf(t) for t in uniq}
         if any(c == 0 for c, _ in idfs.values()):
             return empty
-        avgdl = _f32(self.avg_doc_length)
-        rows, scores = [], []
+        searched: List[Partition] = []
+        parts = []  # (per partition, searched together in parallel, without the GIL)
         for i, part in enumerate(self.partitions):
             tids = [part.token_ids.get(t) for t in tokens]
             if any(t is None for t in tids):
@@ -451,13 +460,15 @@ class InvertedSegment:
             terms = [(list(tokens).index(t), idfs[t][1], list(tokens).count(t), part.bounds_bytes(int(part.token_ids[t])))
                      for t in uniq]
             mask = allowed[i] if allowed is not None else None
-            docs_b, scores_b = _lancepy.fts_phrase_top_k(
-                lists, int(slop), terms, part.num_tokens_bytes, part.row_ids_bytes, avgdl, mask, k
-            )
-            found = np.frombuffer(docs_b, dtype="<u4")
-            if len(found):
-                rows.append(part.row_ids[found])
-                scores.append(np.frombuffer(scores_b, dtype="<f4"))
+            searched.append(part)
+            parts.append((lists, terms, part.norms_bytes, part.row_ids_bytes, mask))
+        rows, scores = [], []
+        if parts:
+            for part, (docs_b, scores_b) in zip(searched, _lancepy.fts_phrase_top_k_partitions(parts, int(slop), k)):
+                found = np.frombuffer(docs_b, dtype="<u4")
+                if len(found):
+                    rows.append(part.row_ids[found])
+                    scores.append(np.frombuffer(scores_b, dtype="<f4"))
         if not rows:
             return empty
         return np.concatenate(rows), np.concatenate(scores).astype(np.float32)

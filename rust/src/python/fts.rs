@@ -251,9 +251,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_positions_decode, m)?)?;
     m.add_function(wrap_pyfunction!(fts_phrase_docs, m)?)?;
     m.add_function(wrap_pyfunction!(fts_block_bounds, m)?)?;
-    m.add_function(wrap_pyfunction!(fts_top_k, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_doc_norms, m)?)?;
     m.add_function(wrap_pyfunction!(fts_top_k_partitions, m)?)?;
-    m.add_function(wrap_pyfunction!(fts_phrase_top_k, m)?)?;
+    m.add_function(wrap_pyfunction!(fts_phrase_top_k_partitions, m)?)?;
     m.add_class::<PyPostingsBuilder>()?;
     m.add_function(wrap_pyfunction!(fts_encode_partition, m)?)?;
     Ok(())
@@ -325,43 +325,26 @@ pub fn fts_block_bounds<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
-/// The exact top `k` of a partition with block-max pruning (see [`fts_topk::top_k`]):
-/// `lists` holds, per distinct query token, `(doc ids, frequencies, block bounds, idf,
-/// times)`; the rest as for [`fts_score_docs`]. Returns `(doc ids u32 bytes, scores f32
-/// bytes)`.
+/// Postings (over every partition and list) below which a search runs its partitions on the
+/// calling thread: waking the pool costs more than it saves there.
+const PARALLEL_POSTINGS: usize = 1 << 16;
+
+/// Each document's BM25 length norm (f32 bytes) from its token count (`num_tokens`: u32
+/// bytes) and the index's average document length (see [`fts_topk::doc_norms`]).
 #[pyfunction]
-#[pyo3(signature = (lists, num_tokens, row_ids, avgdl, need, allowed, k))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub fn fts_top_k<'py>(
-    py: Python<'py>,
-    lists: Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, f32, u32)>,
-    num_tokens: &[u8],
-    row_ids: &[u8],
-    avgdl: f32,
-    need: usize,
-    allowed: Option<&[u8]>,
-    k: usize,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let views: Vec<fts_topk::BoundedList<'_>> = lists
-        .iter()
-        .map(|(d, f, b, idf, times)| fts_topk::BoundedList {
-            docs: d.as_bytes(),
-            freqs: f.as_bytes(),
-            bounds: b.as_bytes(),
-            idf: *idf,
-            times: *times,
-        })
-        .collect();
-    let (docs, scores) = fts_topk::top_k(&views, num_tokens, row_ids, avgdl, need, allowed, k).py()?;
-    let scores = f32_bytes(&scores);
-    Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
+pub fn fts_doc_norms<'py>(py: Python<'py>, num_tokens: &[u8], avgdl: f32) -> PyResult<Bound<'py, PyBytes>> {
+    let norms = fts_topk::doc_norms(num_tokens, avgdl).py()?;
+    Ok(PyBytes::new(py, &f32_bytes(&norms)))
 }
 
-/// [`fts_top_k`] over several partitions at once, in parallel with the GIL released:
-/// `parts` holds, per partition, `(lists, num_tokens, row_ids, allowed)` as
-/// [`fts_top_k`] takes them. Returns each partition's `(doc ids, scores)`, in order.
+/// The exact top `k` of several partitions with block-max pruning (see
+/// [`fts_topk::top_k`]), in parallel with the GIL released: `parts` holds, per partition,
+/// `(lists, norms, row_ids, allowed)`: per distinct query token `(doc ids, frequencies, block
+/// bounds, idf, times)`, the documents' [`fts_doc_norms`], their row ids (u64 bytes) and a
+/// byte per document (0: left out) or `None`. Returns each partition's `(doc ids u32 bytes,
+/// scores f32 bytes)`, in order.
 #[pyfunction]
-#[pyo3(signature = (parts, avgdl, need, k))]
+#[pyo3(signature = (parts, need, k))]
 #[allow(clippy::type_complexity)]
 pub fn fts_top_k_partitions<'py>(
     py: Python<'py>,
@@ -371,59 +354,84 @@ pub fn fts_top_k_partitions<'py>(
         PyBackedBytes,
         Option<PyBackedBytes>,
     )>,
-    avgdl: f32,
     need: usize,
     k: usize,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-    use rayon::prelude::*;
     // (`PyBackedBytes`: immutable bytes kept alive by `parts` until the end of the call, read
     // without the GIL)
+    let search = |(lists, norms, row_ids, allowed): &(
+        Vec<(PyBackedBytes, PyBackedBytes, PyBackedBytes, f32, u32)>,
+        PyBackedBytes,
+        PyBackedBytes,
+        Option<PyBackedBytes>,
+    )| {
+        let views: Vec<fts_topk::BoundedList<'_>> = lists
+            .iter()
+            .map(|(d, f, b, idf, times)| fts_topk::BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *times })
+            .collect();
+        fts_topk::top_k(&views, norms, row_ids, need, allowed.as_deref(), k)
+    };
+    let work: usize = parts.iter().flat_map(|p| p.0.iter().map(|l| l.0.len() / 4)).sum();
+    over_partitions(py, &parts, work, search)
+}
+
+/// Runs `search` on each of `parts` with the GIL released: in parallel on the pool's threads
+/// when the partitions hold [`PARALLEL_POSTINGS`] or more postings (`work`), else on the
+/// calling thread. Returns each partition's `(doc ids u32 bytes, scores f32 bytes)`, in order.
+fn over_partitions<'py, P: Sync>(
+    py: Python<'py>,
+    parts: &[P],
+    work: usize,
+    search: impl Fn(&P) -> crate::error::Result<(Vec<u32>, Vec<f32>)> + Sync + Send,
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    use rayon::prelude::*;
     let found: Vec<(Vec<u32>, Vec<f32>)> = run(py, || {
-        parts
-            .par_iter()
-            .map(|(lists, num_tokens, row_ids, allowed)| {
-                let views: Vec<fts_topk::BoundedList<'_>> = lists
-                    .iter()
-                    .map(|(d, f, b, idf, times)| fts_topk::BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *times })
-                    .collect();
-                fts_topk::top_k(&views, num_tokens, row_ids, avgdl, need, allowed.as_deref(), k)
-            })
-            .collect()
+        if parts.len() == 1 || work < PARALLEL_POSTINGS {
+            parts.iter().map(&search).collect()
+        } else {
+            parts.par_iter().map(&search).collect()
+        }
     })?;
     Ok(found.iter().map(|(docs, scores)| (PyBytes::new(py, &u32_bytes(docs)), PyBytes::new(py, &f32_bytes(scores)))).collect())
 }
 
-/// The documents of a partition holding a phrase, scored, best first up to `k` (see
-/// [`fts_topk::phrase_top_k`]): `lists` as for [`fts_phrase_docs`], `terms` per distinct
-/// token `(index of one of its lists, idf, times, block bounds)`. Returns `(doc ids u32 bytes, scores f32
-/// bytes)`.
+/// One partition's phrase search as [`fts_phrase_top_k_partitions`] takes it: `(lists,
+/// terms, norms, row ids, allowed)`.
+type PhrasePart = (
+    Vec<(PyBackedBytes, PyBackedBytes, PyBackedBytes, i32)>,
+    Vec<(usize, f32, u32, PyBackedBytes)>,
+    PyBackedBytes,
+    PyBackedBytes,
+    Option<PyBackedBytes>,
+);
+
+/// The documents of several partitions holding a phrase, scored, best first up to `k` per
+/// partition (see [`fts_topk::phrase_top_k`]), in parallel with the GIL released: `parts`
+/// holds, per partition, `(lists, terms, norms, row_ids, allowed)`: `lists` as for
+/// [`fts_phrase_docs`], `terms` per distinct token `(index of one of its lists, idf, times,
+/// block bounds)`, the rest as for [`fts_top_k_partitions`]. Returns each partition's `(doc
+/// ids u32 bytes, scores f32 bytes)`, in order.
 #[pyfunction]
-#[pyo3(signature = (lists, slop, terms, num_tokens, row_ids, avgdl, allowed, k))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub fn fts_phrase_top_k<'py>(
+#[pyo3(signature = (parts, slop, k))]
+pub fn fts_phrase_top_k_partitions<'py>(
     py: Python<'py>,
-    lists: Vec<PhraseArgs<'py>>,
+    parts: Vec<PhrasePart>,
     slop: u32,
-    terms: Vec<(usize, f32, u32, Bound<'py, PyBytes>)>,
-    num_tokens: &[u8],
-    row_ids: &[u8],
-    avgdl: f32,
-    allowed: Option<&[u8]>,
     k: Option<usize>,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let views = phrase_views(&lists);
-    let terms: Vec<fts_topk::PhraseTerm<'_>> = terms
-        .iter()
-        .map(|(list, idf, times, bounds)| fts_topk::PhraseTerm {
-            list: *list,
-            idf: *idf,
-            times: *times,
-            bounds: bounds.as_bytes(),
-        })
-        .collect();
-    let (docs, scores) = fts_topk::phrase_top_k(&views, slop, &terms, num_tokens, row_ids, avgdl, allowed, k).py()?;
-    let scores = f32_bytes(&scores);
-    Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let search = |(lists, terms, norms, row_ids, allowed): &PhrasePart| {
+        let views: Vec<crate::table::fts_pos::PhraseList<'_>> = lists
+            .iter()
+            .map(|(d, f, p, q)| crate::table::fts_pos::PhraseList { docs: d, starts: f, positions: p, query_pos: *q })
+            .collect();
+        let terms: Vec<fts_topk::PhraseTerm<'_>> = terms
+            .iter()
+            .map(|(list, idf, times, bounds)| fts_topk::PhraseTerm { list: *list, idf: *idf, times: *times, bounds })
+            .collect();
+        fts_topk::phrase_top_k(&views, slop, &terms, norms, row_ids, allowed.as_deref(), k)
+    };
+    let work: usize = parts.iter().flat_map(|p| p.0.iter().map(|l| l.0.len() / 4)).sum();
+    over_partitions(py, &parts, work, search)
 }
 
 /// One partition of an INVERTED index built as its texts stream in (see

@@ -13,6 +13,7 @@
 use bitpacking::{BitPacker, BitPacker4x};
 
 use crate::error::{Error, Result};
+use crate::table::fts_pos::le_u32;
 
 /// Documents per BitPacker4x sub-block.
 pub const PACK_LEN: usize = 128;
@@ -555,11 +556,6 @@ pub struct ScoredList<'a> {
     pub idf: f32,
     /// how often the query holds the token
     pub times: u32,
-}
-
-#[inline]
-fn le_u32(b: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
 }
 
 /// A candidate of the top k: better is a higher score, then a lower row id (a greater `Hit`

@@ -139,9 +139,10 @@ pub struct PhraseList<'a> {
     pub query_pos: i32,
 }
 
+/// The `i`-th little-endian u32 of `b` (one bounds check, one load).
 #[inline]
 pub(crate) fn le_u32(b: &[u8], i: usize) -> u32 {
-    u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+    u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
 }
 
 /// Whether the tokens form the phrase in one document, as pylance 14 decides it: `lists`
@@ -190,6 +191,7 @@ pub(crate) fn phrase_in_doc(lists: &mut [(&[u32], i32)], slop: i32) -> bool {
 }
 
 /// The first index in `lo..hi` of the u32 bytes `b` whose value is at least `target`.
+#[inline]
 pub(crate) fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -> usize {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
@@ -204,6 +206,7 @@ pub(crate) fn lower_bound(b: &[u8], mut lo: usize, mut hi: usize, target: u32) -
 
 /// [`lower_bound`] found by galloping from `lo` (steps of 1, 2, 4, ...): cheap when the
 /// value is near `lo`, as when walking a dense list in step with another.
+#[inline]
 pub(crate) fn gallop(b: &[u8], lo: usize, hi: usize, target: u32) -> usize {
     if lo >= hi || le_u32(b, lo) >= target {
         return lo;

@@ -76,46 +76,58 @@ pub struct BoundedList<'a> {
 }
 
 impl BoundedList<'_> {
+    #[inline]
     fn len(&self) -> usize {
         self.docs.len() / 4
     }
 
+    #[inline]
     fn blocks(&self) -> usize {
         self.bounds.len() / 4
     }
 
+    #[inline]
     fn doc(&self, i: usize) -> u32 {
         le_u32(self.docs, i)
     }
 
     /// The last doc id of block `b`.
+    #[inline]
     fn last_of(&self, b: usize) -> u32 {
         self.doc(((b + 1) * BOUND_BLOCK).min(self.len()) - 1)
     }
 
     /// The bound of block `b` on this list's part of a score.
+    #[inline]
     fn bound(&self, b: usize) -> f32 {
         le_f32(self.bounds, b) * self.idf * self.times as f32 * SLACK
     }
 }
 
+/// Each document's [`bm25_norm`] (f32 bytes), from its token count (`num_tokens`: u32
+/// bytes): computed once per partition, so that a query's weights divide once.
+pub fn doc_norms(num_tokens: &[u8], avgdl: f32) -> Result<Vec<f32>> {
+    if num_tokens.len() % 4 != 0 {
+        return Err(Error::InvalidInput("doc norms: token counts are not u32 bytes".into()));
+    }
+    Ok((0..num_tokens.len() / 4).map(|d| bm25_norm(le_u32(num_tokens, d) as f32, avgdl)).collect())
+}
+
 /// The top `k` of a partition by the query's BM25 (as
 /// [`crate::table::fts::score_docs`] with that `k`, exactly): documents holding at least
 /// `need` of the `lists` (1: any; more: every list, `need` being the number of distinct query
-/// tokens) and allowed by `allowed` (a byte per document, when given). Returns `(doc ids,
-/// scores)` in no particular order.
-#[allow(clippy::too_many_arguments)]
+/// tokens) and allowed by `allowed` (a byte per document, when given). `norms` holds each
+/// document's [`doc_norms`]. Returns `(doc ids, scores)` in no particular order.
 pub fn top_k(
     lists: &[BoundedList<'_>],
-    num_tokens: &[u8],
+    norms: &[u8],
     row_ids: &[u8],
-    avgdl: f32,
     need: usize,
     allowed: Option<&[u8]>,
     k: usize,
 ) -> Result<(Vec<u32>, Vec<f32>)> {
-    let n = num_tokens.len() / 4;
-    if num_tokens.len() % 4 != 0 || row_ids.len() != 8 * n || allowed.is_some_and(|a| a.len() != n) {
+    let n = norms.len() / 4;
+    if norms.len() % 4 != 0 || row_ids.len() != 8 * n || allowed.is_some_and(|a| a.len() != n) {
         return Err(Error::InvalidInput("top_k: documents, row ids and mask disagree".into()));
     }
     for l in lists {
@@ -138,15 +150,15 @@ pub fn top_k(
     }
     let mut walk = Walk {
         lists,
-        num_tokens,
+        norms,
         row_ids,
-        avgdl,
         allowed,
         k,
         heap: BinaryHeap::with_capacity(k + 1),
         block: vec![0; m],
         weights: vec![None; m],
         range: None,
+        active: (0..m).collect(),
     };
     if need > 1 {
         walk.all_terms();
@@ -159,9 +171,8 @@ pub fn top_k(
 
 struct Walk<'a, 'b> {
     lists: &'b [BoundedList<'a>],
-    num_tokens: &'b [u8],
+    norms: &'b [u8],
     row_ids: &'b [u8],
-    avgdl: f32,
     allowed: Option<&'b [u8]>,
     k: usize,
     heap: BinaryHeap<Hit>,
@@ -171,10 +182,13 @@ struct Walk<'a, 'b> {
     weights: Vec<Option<f32>>,
     /// the last [`Walk::range_bound`]: its bound and last document (valid up to it)
     range: Option<(f32, u32)>,
+    /// the lists [`Walk::range_bound`] bounds (the others' documents are scored already)
+    active: Vec<usize>,
 }
 
 impl Walk<'_, '_> {
     /// The score a document must reach to enter the top k (ties broken by row id).
+    #[inline]
     fn threshold(&self) -> f32 {
         if self.heap.len() < self.k {
             f32::NEG_INFINITY
@@ -183,23 +197,26 @@ impl Walk<'_, '_> {
         }
     }
 
+    #[inline]
     fn row(&self, d: u32) -> u64 {
         let d = d as usize;
         u64::from_le_bytes(self.row_ids[8 * d..8 * d + 8].try_into().expect("8 bytes"))
     }
 
+    #[inline]
     fn allowed(&self, d: u32) -> bool {
         self.allowed.is_none_or(|a| a[d as usize] != 0)
     }
 
+    #[inline]
     fn weight(&self, i: usize, at: usize, d: u32) -> f32 {
         let l = &self.lists[i];
-        bm25_weight(l.idf, le_u32(l.freqs, at) as f32, le_u32(self.num_tokens, d as usize) as f32, self.avgdl)
+        bm25_weight_normed(l.idf, le_u32(l.freqs, at) as f32, le_f32(self.norms, d as usize))
     }
 
-    /// Moves each list's block to the first one ending at or after `d`. Returns the sum of
-    /// their bounds and the last doc id they all cover (up to it, every document's score is
-    /// at most that sum); `None` when some list is exhausted and `stop_if_exhausted`.
+    /// Moves each active list's block to the first one ending at or after `d`. Returns the
+    /// sum of their bounds and the last doc id they all cover (up to it, every document's
+    /// score is at most that sum); `None` when some list is exhausted and `stop_if_exhausted`.
     fn range_bound(&mut self, d: u32, stop_if_exhausted: bool) -> Option<(f32, u32)> {
         // (documents come in ascending order: the last range holds until its end)
         if let Some((ub, end)) = self.range.filter(|&(_, end)| d <= end) {
@@ -207,7 +224,8 @@ impl Walk<'_, '_> {
         }
         let mut ub = 0f32;
         let mut end = u32::MAX;
-        for (i, l) in self.lists.iter().enumerate() {
+        for &i in &self.active {
+            let l = &self.lists[i];
             let b = &mut self.block[i];
             while *b < l.blocks() && l.last_of(*b) < d {
                 *b += 1;
@@ -226,6 +244,7 @@ impl Walk<'_, '_> {
     }
 
     /// Where `d` is in list `i` (searched within its current block), if it is there.
+    #[inline]
     fn find(&self, i: usize, d: u32) -> Option<usize> {
         let l = &self.lists[i];
         let b = self.block[i];
@@ -248,6 +267,9 @@ impl Walk<'_, '_> {
                 }
             }
         }
+        if self.heap.len() == self.k && self.heap.peek().is_some_and(|worst| acc < worst.0) {
+            return; // (below the k-th score: no tie to break)
+        }
         let hit = Hit(acc, self.row(d), d);
         if self.heap.len() < self.k {
             self.heap.push(hit);
@@ -257,60 +279,77 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// Scores every document of list `s` first (each looked up in the others), so that a
-    /// short list of high weights (a rare token) sets the k-th score before the walk. Returns
-    /// the documents scored, ascending.
-    fn seed(&mut self, s: usize) -> Vec<u32> {
-        let m = self.lists.len();
+    /// Scores the documents of list `s` first (each looked up in the others), so that a short
+    /// list of high weights (a rare token) sets the k-th score before the walk; a document
+    /// (or a block of them) whose bound with the other lists' largest weights (`whole`) stays
+    /// below the k-th score is passed over. Every document of `s` is decided after it.
+    fn seed(&mut self, s: usize, whole: &[f32]) {
+        let lists = self.lists;
+        let m = lists.len();
+        let l = &lists[s];
+        let others = (0..m).filter(|&i| i != s).fold(0f32, |acc, i| (acc + whole[i]) * SLACK);
         let mut cursor = vec![0usize; m];
-        let mut seeded = Vec::with_capacity(self.lists[s].len());
-        for j in 0..self.lists[s].len() {
-            let d = self.lists[s].doc(j);
-            if !self.allowed(d) {
+        let mut j = 0;
+        while j < l.len() {
+            let threshold = self.threshold();
+            let b = j / BOUND_BLOCK;
+            if (l.bound(b) + others) * SLACK < threshold {
+                j = (b + 1) * BOUND_BLOCK; // (no document of this block can enter the top k)
                 continue;
             }
-            for i in 0..m {
-                let l = &self.lists[i];
-                cursor[i] = if i == s { j } else { gallop(l.docs, cursor[i], l.len(), d) };
-                self.weights[i] = (cursor[i] < l.len() && l.doc(cursor[i]) == d).then(|| self.weight(i, cursor[i], d));
+            let d = l.doc(j);
+            if self.allowed(d) {
+                let w = self.weight(s, j, d);
+                if (w * l.times as f32 + others) * SLACK * SLACK >= threshold {
+                    for (i, other) in lists.iter().enumerate() {
+                        if i != s {
+                            cursor[i] = gallop(other.docs, cursor[i], other.len(), d);
+                            let at = cursor[i];
+                            self.weights[i] = (at < other.len() && other.doc(at) == d).then(|| self.weight(i, at, d));
+                        }
+                    }
+                    self.weights[s] = Some(w);
+                    self.offer(d);
+                }
             }
-            self.offer(d);
-            seeded.push(d);
+            j += 1;
         }
-        seeded
+        self.weights.iter_mut().for_each(|w| *w = None);
     }
 
     /// OR of the lists (MaxScore with block bounds).
     fn any_term(&mut self) {
-        let m = self.lists.len();
-        // (a list much shorter than the longest, with the highest bound, is scored first)
-        let longest = self.lists.iter().map(BoundedList::len).max().unwrap_or(0);
-        let peak = |l: &BoundedList<'_>| (0..l.blocks()).map(|b| l.bound(b)).fold(0f32, f32::max);
-        let short = (0..m)
-            .filter(|&i| self.lists[i].len() * 8 <= longest)
-            .max_by(|&a, &b| peak(&self.lists[a]).total_cmp(&peak(&self.lists[b])));
-        let seeded = short.map(|s| self.seed(s)).unwrap_or_default();
-        let mut next_seeded = 0;
-        let mut cursor = vec![0usize; m];
-        let mut order: Vec<usize> = (0..m).collect();
-        let whole: Vec<f32> = self.lists.iter().map(|l| (0..l.blocks()).map(|b| l.bound(b)).fold(0f32, f32::max)).collect();
+        let lists = self.lists;
+        let m = lists.len();
+        let whole: Vec<f32> = lists.iter().map(|l| (0..l.blocks()).map(|b| l.bound(b)).fold(0f32, f32::max)).collect();
+        // (a list much shorter than the longest, with the highest bound, is scored first; the
+        // walk then goes over the other lists only, passing over its documents)
+        let longest = lists.iter().map(BoundedList::len).max().unwrap_or(0);
+        let short = (0..m).filter(|&i| lists[i].len() * 8 <= longest).max_by(|&a, &b| whole[a].total_cmp(&whole[b]));
+        if let Some(s) = short {
+            self.seed(s, &whole);
+        }
+        let mut order: Vec<usize> = (0..m).filter(|&i| Some(i) != short).collect();
         order.sort_by(|&a, &b| whole[a].total_cmp(&whole[b]));
+        self.active = order.clone();
+        let mm = order.len();
         // (prefix[j]: the bound of a document only the first j lists of `order` hold)
-        let mut prefix = vec![0f32; m + 1];
-        for j in 0..m {
+        let mut prefix = vec![0f32; mm + 1];
+        for j in 0..mm {
             prefix[j + 1] = (prefix[j] + whole[order[j]]) * SLACK;
         }
+        let mut cursor = vec![0usize; m];
+        let mut seeded_at = 0usize;
         let mut lazy = 0; // lists order[..lazy] are only probed
         loop {
             let threshold = self.threshold();
-            while lazy < m && prefix[lazy + 1] < threshold {
+            while lazy < mm && prefix[lazy + 1] < threshold {
                 lazy += 1;
             }
-            if lazy == m {
+            if lazy == mm {
                 return;
             }
-            let Some(d) =
-                order[lazy..].iter().filter(|&&i| cursor[i] < self.lists[i].len()).map(|&i| self.lists[i].doc(cursor[i])).min()
+            let Some(d) = order[lazy..].iter().filter(|&&i| cursor[i] < lists[i].len()).map(|&i| lists[i].doc(cursor[i])).min()
             else {
                 return;
             };
@@ -318,14 +357,28 @@ impl Walk<'_, '_> {
             if ub < threshold {
                 // (no document in d..=end can reach the top k)
                 for &i in &order[lazy..] {
-                    let l = &self.lists[i];
+                    let l = &lists[i];
                     cursor[i] = if end == u32::MAX { l.len() } else { gallop(l.docs, cursor[i], l.len(), end + 1) };
+                }
+                continue;
+            }
+            let seeded = short.is_some_and(|s| {
+                let l = &lists[s];
+                seeded_at = gallop(l.docs, seeded_at, l.len(), d);
+                seeded_at < l.len() && l.doc(seeded_at) == d
+            });
+            if seeded || !self.allowed(d) {
+                // (scored by the seed, or left out)
+                for &i in &order[lazy..] {
+                    if cursor[i] < lists[i].len() && lists[i].doc(cursor[i]) == d {
+                        cursor[i] += 1;
+                    }
                 }
                 continue;
             }
             let mut known = 0f32;
             for &i in &order[lazy..] {
-                let l = &self.lists[i];
+                let l = &lists[i];
                 if cursor[i] < l.len() && l.doc(cursor[i]) == d {
                     let w = self.weight(i, cursor[i], d);
                     self.weights[i] = Some(w);
@@ -335,16 +388,10 @@ impl Walk<'_, '_> {
                     self.weights[i] = None;
                 }
             }
-            while next_seeded < seeded.len() && seeded[next_seeded] < d {
-                next_seeded += 1;
-            }
-            if !self.allowed(d) || seeded.get(next_seeded) == Some(&d) {
-                continue; // (left out, or scored already)
-            }
             // (the probed lists' bounds for this document's blocks)
             let mut rest = 0f32;
             for &i in &order[..lazy] {
-                let l = &self.lists[i];
+                let l = &lists[i];
                 let b = self.block[i];
                 if b < l.blocks() {
                     rest += l.bound(b);
@@ -424,20 +471,19 @@ impl PhraseTerm<'_> {
 /// The documents of a partition holding the phrase `lists` within `slop` (see
 /// [`crate::table::fts_pos::phrase_docs`]), scored as an AND match of its distinct tokens
 /// `terms` (in their order); with `k`, the best `k` only (score descending, then row id; see
-/// [`phrase_walk`]). `allowed` as for [`top_k`]. Returns `(doc ids, scores)`.
+/// [`phrase_walk`]). `norms`, `allowed` as for [`top_k`]. Returns `(doc ids, scores)`.
 #[allow(clippy::too_many_arguments)]
 pub fn phrase_top_k(
     lists: &[PhraseList<'_>],
     slop: u32,
     terms: &[PhraseTerm<'_>],
-    num_tokens: &[u8],
+    norms: &[u8],
     row_ids: &[u8],
-    avgdl: f32,
     allowed: Option<&[u8]>,
     k: Option<usize>,
 ) -> Result<(Vec<u32>, Vec<f32>)> {
-    let n = num_tokens.len() / 4;
-    if num_tokens.len() % 4 != 0 || row_ids.len() != 8 * n || allowed.is_some_and(|a| a.len() != n) {
+    let n = norms.len() / 4;
+    if norms.len() % 4 != 0 || row_ids.len() != 8 * n || allowed.is_some_and(|a| a.len() != n) {
         return Err(Error::InvalidInput("phrase: documents, row ids and mask disagree".into()));
     }
     for l in lists {
@@ -454,7 +500,7 @@ pub fn phrase_top_k(
         return Ok((Vec::new(), Vec::new()));
     }
     if let Some(k) = k {
-        return phrase_walk(lists, slop, terms, num_tokens, row_ids, avgdl, allowed, k);
+        return phrase_walk(lists, slop, terms, norms, row_ids, allowed, k);
     }
     // (the documents holding every token, each with its place in every list)
     let lead = (0..m).min_by_key(|&i| lists[i].docs.len()).expect("a list");
@@ -480,12 +526,12 @@ pub fn phrase_top_k(
         if allowed.is_some_and(|a| a[doc as usize] == 0) {
             continue;
         }
-        let dl = le_u32(num_tokens, doc as usize) as f32;
+        let norm = le_f32(norms, doc as usize);
         let mut acc = 0f32;
         for t in terms {
             let l = &lists[t.list];
             let (from, to) = (le_u32(l.starts, cursor[t.list]), le_u32(l.starts, cursor[t.list] + 1));
-            let w = bm25_weight(t.idf, to.wrapping_sub(from) as f32, dl, avgdl);
+            let w = bm25_weight_normed(t.idf, to.wrapping_sub(from) as f32, norm);
             for _ in 0..t.times {
                 acc += w;
             }
@@ -545,13 +591,12 @@ fn phrase_walk(
     lists: &[PhraseList<'_>],
     slop: i32,
     terms: &[PhraseTerm<'_>],
-    num_tokens: &[u8],
+    norms: &[u8],
     row_ids: &[u8],
-    avgdl: f32,
     allowed: Option<&[u8]>,
     k: usize,
 ) -> Result<(Vec<u32>, Vec<f32>)> {
-    let n = num_tokens.len() / 4;
+    let n = norms.len() / 4;
     let m = lists.len();
     let lead = (0..m).min_by_key(|&i| lists[i].docs.len()).expect("a list");
     let len = lists[lead].docs.len() / 4;
@@ -608,7 +653,7 @@ fn phrase_walk(
         if allowed.is_some_and(|a| a[d as usize] == 0) {
             continue;
         }
-        let norm = bm25_norm(le_u32(num_tokens, d as usize) as f32, avgdl);
+        let norm = le_f32(norms, d as usize);
         let mut acc = 0f32;
         for t in terms {
             let l = &lists[t.list];

@@ -7,6 +7,10 @@ fn b32(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+fn f32s(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
 /// A small deterministic generator (xorshift).
 struct Rng(u64);
 
@@ -46,6 +50,7 @@ fn top_k_equals_exhaustive() {
         };
         let avgdl = lens.iter().map(|&l| l as f32).sum::<f32>() / n as f32;
         let num_tokens = b32(&lens);
+        let norms = f32s(&doc_norms(&num_tokens, avgdl).unwrap());
         let row_ids: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
         let m = 1 + rng.below(4) as usize;
         let mut owned = Vec::new();
@@ -68,10 +73,53 @@ fn top_k_equals_exhaustive() {
                         .collect();
                     let sl: Vec<ScoredList<'_>> =
                         owned.iter().map(|(d, f, _, idf, t)| ScoredList { docs: d, freqs: f, idf: *idf, times: *t }).collect();
-                    let (d1, s1) = top_k(&bl, &num_tokens, &row_ids, avgdl, need, allowed, k).unwrap();
+                    let (d1, s1) = top_k(&bl, &norms, &row_ids, need, allowed, k).unwrap();
                     let (d2, s2) = score_docs(&sl, &num_tokens, &row_ids, avgdl, need, allowed, Some(k)).unwrap();
                     assert_eq!(sorted(d1, s1, &rows), sorted(d2, s2, &rows), "seed {seed} need {need} k {k}");
                 }
+            }
+        }
+    }
+}
+
+#[test]
+fn top_k_with_a_rare_token_equals_exhaustive() {
+    // (a rare token beside common ones, Zipf-like: the rare list is scored first and the walk
+    // passes over its documents; larger partitions, so whole blocks are skipped)
+    for seed in 1..25u64 {
+        let mut rng = Rng(seed * 104_729);
+        let n = 5_000 + rng.below(30_000) as usize;
+        let lens: Vec<u32> = (0..n).map(|_| 5 + rng.below(200) as u32).collect();
+        let rows: Vec<u64> = (0..n as u64).map(|i| i ^ (seed << 20)).collect();
+        let avgdl = lens.iter().map(|&l| l as f32).sum::<f32>() / n as f32;
+        let num_tokens = b32(&lens);
+        let norms = f32s(&doc_norms(&num_tokens, avgdl).unwrap());
+        let row_ids: Vec<u8> = rows.iter().flat_map(|r| r.to_le_bytes()).collect();
+        let m = 2 + rng.below(3) as usize;
+        let mut owned = Vec::new();
+        for i in 0..m {
+            // (per mille: the first list rare, the others common)
+            let density = if i == 0 { 1 + rng.below(30) } else { 150 + rng.below(800) };
+            let docs: Vec<u32> = (0..n as u32).filter(|_| rng.below(1000) < density).collect();
+            let freqs: Vec<u32> = docs.iter().map(|_| 1 + (rng.below(16) as u32).saturating_sub(12)).collect();
+            let (db, fb) = (b32(&docs), b32(&freqs));
+            let bounds = f32s(&block_bounds(&db, &fb, &num_tokens, avgdl).unwrap());
+            let nf = docs.len() as f32;
+            let idf = (1.0 + (n as f32 - nf + 0.5) / (nf + 0.5)).ln();
+            owned.push((db, fb, bounds, idf, 1 + u32::from(rng.below(8) == 0)));
+        }
+        let mask: Vec<u8> = (0..n).map(|_| u8::from(rng.below(10) > 1)).collect();
+        for allowed in [None, Some(mask.as_slice())] {
+            for k in [1usize, 10, 100] {
+                let bl: Vec<BoundedList<'_>> = owned
+                    .iter()
+                    .map(|(d, f, b, idf, t)| BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *t })
+                    .collect();
+                let sl: Vec<ScoredList<'_>> =
+                    owned.iter().map(|(d, f, _, idf, t)| ScoredList { docs: d, freqs: f, idf: *idf, times: *t }).collect();
+                let (d1, s1) = top_k(&bl, &norms, &row_ids, 1, allowed, k).unwrap();
+                let (d2, s2) = score_docs(&sl, &num_tokens, &row_ids, avgdl, 1, allowed, Some(k)).unwrap();
+                assert_eq!(sorted(d1, s1, &rows), sorted(d2, s2, &rows), "seed {seed} k {k}");
             }
         }
     }
@@ -124,6 +172,7 @@ fn phrase_walk_equals_all_found() {
         }
         let avgdl = lens.iter().sum::<u32>() as f32 / n as f32;
         let num_tokens = b32(&lens);
+        let norms = f32s(&doc_norms(&num_tokens, avgdl).unwrap());
         let rows: Vec<u8> = (0..n as u64).map(|i| (i * 7919) % 10007).flat_map(|r| r.to_le_bytes()).collect();
         let owned: Vec<[Vec<u8>; 4]> = per_token
             .iter()
@@ -164,10 +213,10 @@ fn phrase_walk_equals_all_found() {
             .collect();
         let row_of: Vec<u64> = (0..n as u64).map(|i| (i * 7919) % 10007).collect();
         for slop in [0u32, 1, 2] {
-            let (d, s) = phrase_top_k(&lists, slop, &terms, &num_tokens, &rows, avgdl, None, None).unwrap();
+            let (d, s) = phrase_top_k(&lists, slop, &terms, &norms, &rows, None, None).unwrap();
             let all = sorted(d, s, &row_of);
             for k in [1usize, 2, 5, 20] {
-                let (d, s) = phrase_top_k(&lists, slop, &terms, &num_tokens, &rows, avgdl, None, Some(k)).unwrap();
+                let (d, s) = phrase_top_k(&lists, slop, &terms, &norms, &rows, None, Some(k)).unwrap();
                 assert_eq!(sorted(d, s, &row_of), all[..k.min(all.len())].to_vec(), "seed {seed} slop {slop} k {k}");
             }
         }
@@ -201,11 +250,12 @@ fn phrase_top_k_best_first() {
         PhraseTerm { list: 1, idf: 1.0, times: 1, bounds: &bounds[1] },
     ];
     let rows: Vec<u8> = [5u64, 6, 7].iter().flat_map(|r| r.to_le_bytes()).collect();
-    let (d, s) = phrase_top_k(&lists, 0, &terms, &lens, &rows, 5.0, None, None).unwrap();
+    let norms = f32s(&doc_norms(&lens, 5.0).unwrap());
+    let (d, s) = phrase_top_k(&lists, 0, &terms, &norms, &rows, None, None).unwrap();
     assert_eq!(d, vec![0, 2]);
-    let (d1, s1) = phrase_top_k(&lists, 0, &terms, &lens, &rows, 5.0, None, Some(1)).unwrap();
+    let (d1, s1) = phrase_top_k(&lists, 0, &terms, &norms, &rows, None, Some(1)).unwrap();
     let best = if s[0] >= s[1] { 0 } else { 1 };
     assert_eq!((d1, s1), (vec![d[best]], vec![s[best]]));
-    let (d, _) = phrase_top_k(&lists, 1, &terms, &lens, &rows, 5.0, Some(&[1, 1, 0]), None).unwrap();
+    let (d, _) = phrase_top_k(&lists, 1, &terms, &norms, &rows, Some(&[1, 1, 0]), None).unwrap();
     assert_eq!(d, vec![0, 1]);
 }
