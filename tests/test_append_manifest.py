@@ -1,4 +1,4 @@
-"""Appends, deletes, updates and rewrites (compactions) build their manifest without turning the existing fragments
+"""Appends, deletes, updates, rewrites (compactions) and data replacements build their manifest without turning the existing fragments
 into JSON (issue 23: commits cost flat in fragments): the base's fragments stay native and
 only the removed, replaced and new ones cross as JSON. The manifest must be the one the generic path builds from every fragment,
 whatever the base holds (deletions, a deleted last fragment, stable row ids, table config,
@@ -63,6 +63,9 @@ def _body(op: str, frags: list, with_deletion: bool) -> dict:
             f.pop("deletion_file", None)
     if op == "Append":
         return {"fragments": copies}
+    if op == "DataReplacement":  # (two fragments' files replaced by files of the same fields)
+        return {"replacements": [{"fragment_id": f["id"], "new_file": dict(f["files"][0], path=f"replaced-{i}.lance")}
+                                 for i, f in enumerate((frags[0], frags[-1]))]}
     if op == "Rewrite":  # (one group's new fragments with ids reserved beforehand, one's to number)
         reserved = [dict(f, id=5000 + i) for i, f in enumerate(copies)]
         fresh = [dict(f, id=0) for f in copies]
@@ -80,7 +83,7 @@ def _body(op: str, frags: list, with_deletion: bool) -> dict:
             "fields_modified": []}
 
 
-@pytest.mark.parametrize("op", ["Append", "Delete", "Update", "Rewrite"])
+@pytest.mark.parametrize("op", ["Append", "Delete", "Update", "Rewrite", "DataReplacement"])
 @pytest.mark.parametrize("with_deletion", [False, True])
 @pytest.mark.parametrize("case", CASES)
 def test_a_commit_builds_the_manifest_the_generic_path_builds(tmp_path, case, with_deletion, op, monkeypatch):

@@ -231,7 +231,7 @@ class BuiltManifest:
 
 
 #: Operations that keep most fragments as they are: built by :func:`_build_delta`.
-_DELTA_OPERATIONS = ("Append", "Delete", "Update", "Rewrite")
+_DELTA_OPERATIONS = ("Append", "Delete", "Update", "Rewrite", "DataReplacement")
 #: Operations that change no fragment, or (Overwrite) replace them all: :func:`build_manifest`
 #: reads only the base manifest's other fields (its fragments stay native).
 _HEADER_OPERATIONS = ("Overwrite", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex")
@@ -240,7 +240,7 @@ _HEADER_OPERATIONS = ("Overwrite", "UpdateConfig", "UpdateBases", "ReserveFragme
 def _keeps_fragments(base: Optional[LoadedManifest], name: str, body: Dict[str, Any],
                      data_storage_version: Optional[str]) -> bool:
     """Whether a commit of `name` onto `base` is built without decoding `base`'s fragments
-    (:func:`_build_delta`): an append, delete, update or rewrite of a manifest that records its
+    (:func:`_build_delta`): an append, delete, update, rewrite or data replacement of a manifest that records its
     (non-legacy) data storage version, so that nothing after the operation needs the
     existing fragments one by one; not an update whose rewritten columns prune the indices
     (that looks at every fragment's files)."""
@@ -268,7 +268,7 @@ def _next_fragment_id(base: LoadedManifest, m: Dict[str, Any]) -> int:
 
 def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version: int, transaction_file: str,
                  data_storage_version: Optional[str], store: Any = None) -> BuiltManifest:
-    """:func:`build_manifest` of an Append, Delete, Update or Rewrite (see
+    """:func:`build_manifest` of an Append, Delete, Update, Rewrite or DataReplacement (see
     :func:`_keeps_fragments`): the base manifest's fields but its fragments (which stay
     native), the fragments the operation removes, replaces and adds, new ones numbered after
     the largest id ever used, and what depends on every fragment (feature flags) from a
@@ -289,13 +289,19 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
         removed, replaced = sorted(gone), []
         if index_section is not None and gone:
             index_section = _rewrite_indices(index_section, groups, gone, body.get("rewritten_indices") or [], store)
+    elif name == "DataReplacement":
+        # (only the fragments whose files are replaced cross as JSON)
+        wanted = sorted({int(r.get("fragment_id", 0)) for r in body.get("replacements", [])})
+        by_id = {f.get("id", 0): f for f in json.loads(base.native.fragments_json(wanted))}
+        _replace_data_files(by_id, body)
+        removed, replaced, new = [], [by_id[i] for i in wanted], []
     else:
         present = set(ids)
         removed = sorted(set(body.get("deleted_fragment_ids" if name == "Delete" else "removed_fragment_ids", [])))
         # (a replacement of a fragment the base lacks, or one also removed, is dropped)
         replaced = [f for f in body.get("updated_fragments", []) if f["id"] in present and f["id"] not in removed]
         new = body.get("new_fragments", []) if name == "Update" else []
-    if name != "Rewrite":
+    if name not in ("Rewrite", "DataReplacement"):
         next_id = _assign_ids(new, next_id)
     count, deletions, versions = base.native.fragment_summary(removed + [f["id"] for f in replaced])
     changed = sorted(replaced, key=lambda f: f["id"]) + new
@@ -303,6 +309,24 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
                                set(versions) | _file_versions(changed))
     _finish_manifest(m, changed, summary, next_id, version, transaction_file, data_storage_version)
     return BuiltManifest(m, index_section, base=base.native, appended=new, removed=removed, replaced=replaced)
+
+
+def _replace_data_files(by_id: Dict[int, Dict[str, Any]], body: Dict[str, Any]) -> None:
+    """Applies a DataReplacement's replacements to the fragments `by_id` (in place): each new
+    file takes the place of the one data file holding the same fields."""
+    for r in body.get("replacements", []):
+        frag = by_id.get(r.get("fragment_id", 0))
+        new_file = r.get("new_file") or {}
+        if frag is None:
+            raise CommitConflictError(f"DataReplacement: fragment {r.get('fragment_id', 0)} does not exist")
+        files = _fragment_files(frag)
+        same = [i for i, f in enumerate(files) if sorted(f.get("fields", [])) == sorted(new_file.get("fields", []))]
+        if len(same) != 1:
+            raise UnsupportedError(
+                f"DataReplacement: fragment {frag.get('id', 0)} has no single data file with fields "
+                f"{new_file.get('fields', [])} to replace"
+            )
+        files[same[0]] = new_file
 
 
 def _rewrite_groups(body: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -462,20 +486,7 @@ def build_manifest(
                 md = _apply_update_map(md, field_updates[fid], as_bytes=True)
             f["metadata"] = md
     elif name == "DataReplacement":
-        by_id = {f.get("id", 0): f for f in fragments}
-        for r in body.get("replacements", []):
-            frag = by_id.get(r.get("fragment_id", 0))
-            new_file = r.get("new_file") or {}
-            if frag is None:
-                raise CommitConflictError(f"DataReplacement: fragment {r.get('fragment_id', 0)} does not exist")
-            files = _fragment_files(frag)
-            same = [i for i, f in enumerate(files) if sorted(f.get("fields", [])) == sorted(new_file.get("fields", []))]
-            if len(same) != 1:
-                raise UnsupportedError(
-                    f"DataReplacement: fragment {frag.get('id', 0)} has no single data file with fields "
-                    f"{new_file.get('fields', [])} to replace"
-                )
-            files[same[0]] = new_file
+        _replace_data_files({f.get("id", 0): f for f in fragments}, body)
     elif name == "UpdateBases":
         # Id 0 in the transaction means "assign one" (pylance): the largest id so far + 1.
         bases = list(m.get("base_paths") or [])

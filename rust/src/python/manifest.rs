@@ -85,6 +85,17 @@ impl PyManifest {
         self.inner.manifest.fragments.iter().map(|f| f.id).collect()
     }
 
+    /// The fragments whose ids are in `ids`, as a JSON list in the manifest's order (ids it
+    /// lacks are left out): what a commit that replaces a few fragments needs of the base,
+    /// without turning the others into JSON.
+    fn fragments_json(&self, py: Python<'_>, ids: Vec<u64>) -> PyResult<String> {
+        let wanted: std::collections::HashSet<u64> = ids.into_iter().collect();
+        run(py, || {
+            let picked: Vec<_> = self.inner.manifest.fragments.iter().filter(|f| wanted.contains(&f.id)).collect();
+            to_json(&picked)
+        })
+    }
+
     /// The raw `IndexSection` message, if any.
     #[getter]
     fn index_section<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
