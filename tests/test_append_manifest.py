@@ -172,6 +172,11 @@ def _header_body(op: str, base) -> dict:
             f.pop("deletion_file", None)
         return {"fragments": frags, "schema": base.manifest["fields"], "schema_metadata": {},
                 "config_upsert_values": {"a": "b"}}
+    if op == "Merge":  # (every fragment, as a column added to each would list them)
+        return {"fragments": copy.deepcopy(base.manifest["fragments"]), "schema": base.manifest["fields"],
+                "schema_metadata": {}}
+    if op == "Restore":
+        return {"version": 1}
     if op == "UpdateConfig":
         return {"upsert_values": {"k": "v"}, "delete_keys": ["team"]}
     if op == "UpdateBases":
@@ -181,11 +186,14 @@ def _header_body(op: str, base) -> dict:
     return {"new_indices": [], "removed_indices": []}
 
 
-@pytest.mark.parametrize("op", ["Overwrite", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex"])
+@pytest.mark.parametrize(
+    "op", ["Overwrite", "Merge", "Restore", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex"]
+)
 @pytest.mark.parametrize("case", CASES)
 def test_operations_that_keep_or_drop_every_fragment_read_no_fragment(tmp_path, case, op, monkeypatch):
-    """Overwrite, config / base-path / index changes and fragment reservations build the
-    manifest the generic path builds without decoding the base's fragments."""
+    """Overwrite, Merge, Restore, config / base-path / index changes and fragment
+    reservations build the manifest the generic path builds without decoding the base's
+    fragments."""
     uri = _dataset(tmp_path, case)
     store = lancepy.dataset(uri)._view.store
     base = load_manifest(store, lancepy.dataset(uri).version)
@@ -194,7 +202,7 @@ def test_operations_that_keep_or_drop_every_fragment_read_no_fragment(tmp_path, 
     fresh = load_manifest(store, base.version)  # (nothing decoded whole yet)
     fast = C.build_manifest(fresh, txn, base.version + 1, "t.txn", store=store)
     assert fresh._manifest is None and fresh._json is None
-    assert (fast.base is None) == (op == "Overwrite")
+    assert (fast.base is None) == (op in ("Overwrite", "Merge", "Restore"))
     monkeypatch.setattr(C, "_HEADER_OPERATIONS", ())
     slow = C.build_manifest(base, txn, base.version + 1, "t.txn", store=store)
     assert slow.base is None

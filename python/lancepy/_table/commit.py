@@ -232,9 +232,12 @@ class BuiltManifest:
 
 #: Operations that keep most fragments as they are: built by :func:`_build_delta`.
 _DELTA_OPERATIONS = ("Append", "Delete", "Update", "Rewrite", "DataReplacement")
-#: Operations that change no fragment, or (Overwrite) replace them all: :func:`build_manifest`
-#: reads only the base manifest's other fields (its fragments stay native).
-_HEADER_OPERATIONS = ("Overwrite", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex")
+#: Operations that change no fragment, or replace them all: :func:`build_manifest` reads only
+#: the base manifest's other fields (its fragments stay native).
+_HEADER_OPERATIONS = ("Overwrite", "Merge", "Restore", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex")
+#: Of those, the ones whose fragments all come from the transaction (Merge: every fragment
+#: with its new files) or from another version (Restore).
+_REPLACING_OPERATIONS = ("Overwrite", "Merge", "Restore")
 
 
 def _keeps_fragments(base: Optional[LoadedManifest], name: str, body: Dict[str, Any],
@@ -520,7 +523,7 @@ def build_manifest(
     if base is None and new_dataset_flags:
         m["reader_feature_flags"] = m.get("reader_feature_flags", 0) | new_dataset_flags
         m["writer_feature_flags"] = m.get("writer_feature_flags", 0) | new_dataset_flags
-    if header and name != "Overwrite":
+    if header and name not in _REPLACING_OPERATIONS:
         # (the base's fragments, unchanged and native, follow these fields when encoded)
         count, deletions, versions = base.native.fragment_summary([])
         _finish_manifest(m, [], _FragmentSummary(count, deletions, set(versions)), next_id, version, transaction_file,
