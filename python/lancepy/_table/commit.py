@@ -234,7 +234,9 @@ class BuiltManifest:
 _DELTA_OPERATIONS = ("Append", "Delete", "Update", "Rewrite", "DataReplacement")
 #: Operations that change no fragment, or replace them all: :func:`build_manifest` reads only
 #: the base manifest's other fields (its fragments stay native).
-_HEADER_OPERATIONS = ("Overwrite", "Merge", "Restore", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex")
+_HEADER_OPERATIONS = (
+    "Overwrite", "Merge", "Restore", "UpdateConfig", "UpdateBases", "ReserveFragments", "CreateIndex",
+)
 #: Of those, the ones whose fragments all come from the transaction (Merge: every fragment
 #: with its new files) or from another version (Restore).
 _REPLACING_OPERATIONS = ("Overwrite", "Merge", "Restore")
@@ -243,10 +245,10 @@ _REPLACING_OPERATIONS = ("Overwrite", "Merge", "Restore")
 def _keeps_fragments(base: Optional[LoadedManifest], name: str, body: Dict[str, Any],
                      data_storage_version: Optional[str]) -> bool:
     """Whether a commit of `name` onto `base` is built without decoding `base`'s fragments
-    (:func:`_build_delta`): an append, delete, update, rewrite or data replacement of a manifest that records its
-    (non-legacy) data storage version, so that nothing after the operation needs the
-    existing fragments one by one; not an update whose rewritten columns prune the indices
-    (that looks at every fragment's files)."""
+    (:func:`_build_delta`): an append, delete, update, rewrite or data replacement of a
+    manifest that records its (non-legacy) data storage version, so that nothing after the
+    operation needs the existing fragments one by one; not an update whose rewritten columns
+    prune the indices (that looks at every fragment's files)."""
     if name not in _DELTA_OPERATIONS or base is None:
         return False
     if name == "Update" and body.get("fields_modified") and base.index_section is not None:

@@ -337,6 +337,11 @@ pub fn fts_doc_norms<'py>(py: Python<'py>, num_tokens: &[u8], avgdl: f32) -> PyR
     Ok(PyBytes::new(py, &f32_bytes(&norms)))
 }
 
+/// One partition's search as [`fts_top_k_partitions`] takes it: `(lists, norms, row ids,
+/// allowed)`.
+type TopKPart =
+    (Vec<(PyBackedBytes, PyBackedBytes, PyBackedBytes, f32, u32)>, PyBackedBytes, PyBackedBytes, Option<PyBackedBytes>);
+
 /// The exact top `k` of several partitions with block-max pruning (see
 /// [`fts_topk::top_k`]), in parallel with the GIL released: `parts` holds, per partition,
 /// `(lists, norms, row_ids, allowed)`: per distinct query token `(doc ids, frequencies, block
@@ -348,23 +353,13 @@ pub fn fts_doc_norms<'py>(py: Python<'py>, num_tokens: &[u8], avgdl: f32) -> PyR
 #[allow(clippy::type_complexity)]
 pub fn fts_top_k_partitions<'py>(
     py: Python<'py>,
-    parts: Vec<(
-        Vec<(PyBackedBytes, PyBackedBytes, PyBackedBytes, f32, u32)>,
-        PyBackedBytes,
-        PyBackedBytes,
-        Option<PyBackedBytes>,
-    )>,
+    parts: Vec<TopKPart>,
     need: usize,
     k: usize,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
     // (`PyBackedBytes`: immutable bytes kept alive by `parts` until the end of the call, read
     // without the GIL)
-    let search = |(lists, norms, row_ids, allowed): &(
-        Vec<(PyBackedBytes, PyBackedBytes, PyBackedBytes, f32, u32)>,
-        PyBackedBytes,
-        PyBackedBytes,
-        Option<PyBackedBytes>,
-    )| {
+    let search = |(lists, norms, row_ids, allowed): &TopKPart| {
         let views: Vec<fts_topk::BoundedList<'_>> = lists
             .iter()
             .map(|(d, f, b, idf, times)| fts_topk::BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *times })
@@ -375,23 +370,18 @@ pub fn fts_top_k_partitions<'py>(
     over_partitions(py, &parts, work, search)
 }
 
-/// Runs `search` on each of `parts` with the GIL released: in parallel on the pool's threads
-/// when the partitions hold [`PARALLEL_POSTINGS`] or more postings (`work`), else on the
-/// calling thread. Returns each partition's `(doc ids u32 bytes, scores f32 bytes)`, in order.
+/// Runs `search` on each of `parts` with the GIL released: in parallel on the CPU pool
+/// ([`crate::parallel::map`]: rebuilt in a forked DataLoader worker, interruptible) when the
+/// partitions hold [`PARALLEL_POSTINGS`] or more postings (`work`), else on the calling
+/// thread. Returns each partition's `(doc ids u32 bytes, scores f32 bytes)`, in order.
 fn over_partitions<'py, P: Sync>(
     py: Python<'py>,
     parts: &[P],
     work: usize,
     search: impl Fn(&P) -> crate::error::Result<(Vec<u32>, Vec<f32>)> + Sync + Send,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-    use rayon::prelude::*;
-    let found: Vec<(Vec<u32>, Vec<f32>)> = run(py, || {
-        if parts.len() == 1 || work < PARALLEL_POSTINGS {
-            parts.iter().map(&search).collect()
-        } else {
-            parts.par_iter().map(&search).collect()
-        }
-    })?;
+    let found: Vec<(Vec<u32>, Vec<f32>)> =
+        run(py, || crate::parallel::map(parts.iter().collect(), work >= PARALLEL_POSTINGS, &search).into_iter().collect())?;
     Ok(found.iter().map(|(docs, scores)| (PyBytes::new(py, &u32_bytes(docs)), PyBytes::new(py, &f32_bytes(scores)))).collect())
 }
 

@@ -223,45 +223,53 @@ impl Analyzer {
             counts: Vec<u32>,
             positions: Vec<u32>,
         }
-        let chunks: Vec<Local> = texts
-            .par_chunks(CHUNK)
-            .map(|chunk| {
-                let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
-                let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
-                let mut by_token: HashMap<String, u32> = HashMap::new();
-                let mut local =
-                    Local { vocab: Vec::new(), ids: Vec::new(), counts: Vec::with_capacity(chunk.len()), positions: Vec::new() };
-                for text in chunk {
-                    let before = local.ids.len();
-                    if let Some(text) = text {
-                        for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
-                            let id = match seen.get(raw) {
-                                Some(id) => *id,
-                                None => {
-                                    let id = self.filter(raw, stemmer.as_ref()).map(|t| {
-                                        let next = local.vocab.len() as u32;
-                                        *by_token.entry(t).or_insert_with_key(|k| {
-                                            local.vocab.push(k.clone());
-                                            next
-                                        })
-                                    });
-                                    seen.insert(raw, id);
-                                    id
-                                }
-                            };
-                            if let Some(id) = id {
-                                local.ids.push(id);
-                                if with_positions {
-                                    local.positions.push(self.position(pos));
+        // (on the process's CPU pool, which a forked DataLoader worker rebuilds; rayon's
+        // global pool has no threads in a fork)
+        let chunks: Vec<Local> = crate::parallel::cpu_pool().install(|| {
+            texts
+                .par_chunks(CHUNK)
+                .map(|chunk| {
+                    let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
+                    let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
+                    let mut by_token: HashMap<String, u32> = HashMap::new();
+                    let mut local = Local {
+                        vocab: Vec::new(),
+                        ids: Vec::new(),
+                        counts: Vec::with_capacity(chunk.len()),
+                        positions: Vec::new(),
+                    };
+                    for text in chunk {
+                        let before = local.ids.len();
+                        if let Some(text) = text {
+                            for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
+                                let id = match seen.get(raw) {
+                                    Some(id) => *id,
+                                    None => {
+                                        let id = self.filter(raw, stemmer.as_ref()).map(|t| {
+                                            let next = local.vocab.len() as u32;
+                                            *by_token.entry(t).or_insert_with_key(|k| {
+                                                local.vocab.push(k.clone());
+                                                next
+                                            })
+                                        });
+                                        seen.insert(raw, id);
+                                        id
+                                    }
+                                };
+                                if let Some(id) = id {
+                                    local.ids.push(id);
+                                    if with_positions {
+                                        local.positions.push(self.position(pos));
+                                    }
                                 }
                             }
                         }
+                        local.counts.push((local.ids.len() - before) as u32);
                     }
-                    local.counts.push((local.ids.len() - before) as u32);
-                }
-                local
-            })
-            .collect();
+                    local
+                })
+                .collect()
+        });
         let mut global: HashMap<String, u32> = HashMap::new();
         let mut vocab: Vec<String> = Vec::new();
         let mut ids: Vec<u32> = Vec::with_capacity(chunks.iter().map(|c| c.ids.len()).sum());

@@ -247,31 +247,33 @@ where
         if lists.len() != range.len() {
             return Err(Error::Internal("posting lists: a group of another size than asked".into()));
         }
-        let encoded: Vec<Encoded> = lists
-            .par_iter()
-            .enumerate()
-            .map(|(i, list)| {
-                let t = first + i;
-                let (docs, freqs, positions) = list.parts();
-                if docs.is_empty() || docs.len() != freqs.len() {
-                    return Err(Error::InvalidInput("posting lists: a token without documents".into()));
-                }
-                let mut block_max = Vec::with_capacity(docs.len().div_ceil(block_size));
-                for (d, f) in docs.chunks(block_size).zip(freqs.chunks(block_size)) {
-                    let mut max = f32::MIN;
-                    for (&doc, &freq) in d.iter().zip(f) {
-                        let dl = *lens
-                            .get(doc as usize)
-                            .ok_or_else(|| Error::InvalidInput("posting lists: a document out of range".into()))?;
-                        max = max.max(next_up(fts::bm25_weight(idf[t], freq as f32, dl as f32, avgdl)));
+        let encoded: Vec<Encoded> = crate::parallel::cpu_pool().install(|| {
+            lists
+                .par_iter()
+                .enumerate()
+                .map(|(i, list)| {
+                    let t = first + i;
+                    let (docs, freqs, positions) = list.parts();
+                    if docs.is_empty() || docs.len() != freqs.len() {
+                        return Err(Error::InvalidInput("posting lists: a token without documents".into()));
                     }
-                    block_max.push(max);
-                }
-                let top = block_max.iter().copied().fold(f32::MIN, f32::max);
-                let pos = if with_positions { Some(fts_pos::encode(freqs, positions, block_size)?) } else { None };
-                Ok((fts::posting_encode(docs, freqs, &block_max, block_size, true)?, top, pos, docs.len() as u32))
-            })
-            .collect::<Result<_>>()?;
+                    let mut block_max = Vec::with_capacity(docs.len().div_ceil(block_size));
+                    for (d, f) in docs.chunks(block_size).zip(freqs.chunks(block_size)) {
+                        let mut max = f32::MIN;
+                        for (&doc, &freq) in d.iter().zip(f) {
+                            let dl = *lens
+                                .get(doc as usize)
+                                .ok_or_else(|| Error::InvalidInput("posting lists: a document out of range".into()))?;
+                            max = max.max(next_up(fts::bm25_weight(idf[t], freq as f32, dl as f32, avgdl)));
+                        }
+                        block_max.push(max);
+                    }
+                    let top = block_max.iter().copied().fold(f32::MIN, f32::max);
+                    let pos = if with_positions { Some(fts_pos::encode(freqs, positions, block_size)?) } else { None };
+                    Ok((fts::posting_encode(docs, freqs, &block_max, block_size, true)?, top, pos, docs.len() as u32))
+                })
+                .collect::<Result<_>>()
+        })?;
         drop(lists);
         for (token_blocks, top, pos, len) in encoded {
             for b in &token_blocks {
