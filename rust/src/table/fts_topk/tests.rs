@@ -33,6 +33,35 @@ fn sorted(mut docs: Vec<u32>, mut scores: Vec<f32>, rows: &[u64]) -> Vec<(u32, u
     v.into_iter().map(|(s, _, d)| (d, s.to_bits())).collect()
 }
 
+/// A posting list's bytes: `(doc ids, frequencies, block bounds, idf, times)`.
+type OwnedList = (Vec<u8>, Vec<u8>, Vec<u8>, f32, u32);
+
+/// A partition's documents as the scorers take them.
+struct Partition<'a> {
+    num_tokens: &'a [u8],
+    norms: &'a [u8],
+    row_ids: &'a [u8],
+    avgdl: f32,
+    rows: &'a [u64],
+}
+
+/// [`top_k`]'s answer and the exhaustive scorer's, each as `(doc, score bits)` best first.
+fn top_k_and_exhaustive(
+    owned: &[OwnedList],
+    p: &Partition<'_>,
+    need: usize,
+    allowed: Option<&[u8]>,
+    k: usize,
+) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
+    let bl: Vec<BoundedList<'_>> =
+        owned.iter().map(|(d, f, b, idf, t)| BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *t }).collect();
+    let sl: Vec<ScoredList<'_>> =
+        owned.iter().map(|(d, f, _, idf, t)| ScoredList { docs: d, freqs: f, idf: *idf, times: *t }).collect();
+    let (d1, s1) = top_k(&bl, p.norms, p.row_ids, need, allowed, k).unwrap();
+    let (d2, s2) = score_docs(&sl, p.num_tokens, p.row_ids, p.avgdl, need, allowed, Some(k)).unwrap();
+    (sorted(d1, s1, p.rows), sorted(d2, s2, p.rows))
+}
+
 #[test]
 fn top_k_equals_exhaustive() {
     // (seeded random partitions and queries, ties included: scores and row ids must be
@@ -67,15 +96,9 @@ fn top_k_equals_exhaustive() {
         for need in [1, m] {
             for allowed in [None, Some(mask.as_slice())] {
                 for k in [1usize, 3, 10, 50] {
-                    let bl: Vec<BoundedList<'_>> = owned
-                        .iter()
-                        .map(|(d, f, b, idf, t)| BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *t })
-                        .collect();
-                    let sl: Vec<ScoredList<'_>> =
-                        owned.iter().map(|(d, f, _, idf, t)| ScoredList { docs: d, freqs: f, idf: *idf, times: *t }).collect();
-                    let (d1, s1) = top_k(&bl, &norms, &row_ids, need, allowed, k).unwrap();
-                    let (d2, s2) = score_docs(&sl, &num_tokens, &row_ids, avgdl, need, allowed, Some(k)).unwrap();
-                    assert_eq!(sorted(d1, s1, &rows), sorted(d2, s2, &rows), "seed {seed} need {need} k {k}");
+                    let p = Partition { num_tokens: &num_tokens, norms: &norms, row_ids: &row_ids, avgdl, rows: &rows };
+                    let (got, want) = top_k_and_exhaustive(&owned, &p, need, allowed, k);
+                    assert_eq!(got, want, "seed {seed} need {need} k {k}");
                 }
             }
         }
@@ -111,15 +134,9 @@ fn top_k_with_a_rare_token_equals_exhaustive() {
         let mask: Vec<u8> = (0..n).map(|_| u8::from(rng.below(10) > 1)).collect();
         for allowed in [None, Some(mask.as_slice())] {
             for k in [1usize, 10, 100] {
-                let bl: Vec<BoundedList<'_>> = owned
-                    .iter()
-                    .map(|(d, f, b, idf, t)| BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *t })
-                    .collect();
-                let sl: Vec<ScoredList<'_>> =
-                    owned.iter().map(|(d, f, _, idf, t)| ScoredList { docs: d, freqs: f, idf: *idf, times: *t }).collect();
-                let (d1, s1) = top_k(&bl, &norms, &row_ids, 1, allowed, k).unwrap();
-                let (d2, s2) = score_docs(&sl, &num_tokens, &row_ids, avgdl, 1, allowed, Some(k)).unwrap();
-                assert_eq!(sorted(d1, s1, &rows), sorted(d2, s2, &rows), "seed {seed} k {k}");
+                let p = Partition { num_tokens: &num_tokens, norms: &norms, row_ids: &row_ids, avgdl, rows: &rows };
+                let (got, want) = top_k_and_exhaustive(&owned, &p, 1, allowed, k);
+                assert_eq!(got, want, "seed {seed} k {k}");
             }
         }
     }
