@@ -45,6 +45,9 @@ struct Partition<'a> {
     rows: &'a [u64],
 }
 
+/// Documents with their scores' bits, best first.
+type Ranked = Vec<(u32, u32)>;
+
 /// [`top_k`]'s answer and the exhaustive scorer's, each as `(doc, score bits)` best first.
 fn top_k_and_exhaustive(
     owned: &[OwnedList],
@@ -52,7 +55,7 @@ fn top_k_and_exhaustive(
     need: usize,
     allowed: Option<&[u8]>,
     k: usize,
-) -> (Vec<(u32, u32)>, Vec<(u32, u32)>) {
+) -> (Ranked, Ranked) {
     let bl: Vec<BoundedList<'_>> =
         owned.iter().map(|(d, f, b, idf, t)| BoundedList { docs: d, freqs: f, bounds: b, idf: *idf, times: *t }).collect();
     let sl: Vec<ScoredList<'_>> =
