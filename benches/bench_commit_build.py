@@ -7,7 +7,8 @@ it is there), then, per operation, the best of ``--repeat`` builds and encodings
 synthetic transaction onto the latest manifest (``build_manifest(...).encode()``), each path
 on a freshly loaded base. Operations: an append of 2 fragments, a delete of 2, a rewrite of 2
 into 1, a data replacement of 1 fragment's file, a merge (every fragment listed, as
-``add_columns`` commits), a restore of version 1, a config change. Prints milliseconds and the
+``add_columns`` commits), a restore of version 1, a projection onto the first column
+(``drop_columns``: every fragment changes), a config change. Prints milliseconds and the
 speed-up; the two manifests are checked equal.
 """
 
@@ -41,6 +42,7 @@ def _bodies(base) -> dict:
         "DataReplacement": {"replacements": [{"fragment_id": frags[5]["id"], "new_file": new_file}]},
         "Merge": {"fragments": frags, "schema": json.loads(base.native.fields_json()), "schema_metadata": {}},
         "Restore": {"version": 1},
+        "Project": {"schema": json.loads(base.native.fields_json())[:1]},
         "UpdateConfig": {"upsert_values": {"k": "v"}},
     }
 

@@ -19,6 +19,8 @@ from lancepy._table import commit as C
 from lancepy._table.manifest import load_manifest
 
 CASES = ["plain", "deletions", "last_fragment_deleted", "stable_row_ids", "config", "pylance", "v2_0", "v2_1"]
+#: and fragments of two data files, one holding a tombstoned field (id, -2), one a column added later
+MANIFEST_CASES = CASES + ["added_column"]
 
 
 def _table(start: int, n: int) -> pa.Table:
@@ -41,6 +43,9 @@ def _dataset(tmp_path, case: str) -> str:
         ds.delete("id >= 90")  # the last fragment (rows 90..99) goes: the largest id is no fragment's
     elif case == "config":
         ds.update_config({"team": "ml"})
+    elif case == "added_column":
+        ds.add_columns({"z": "id * 2"})
+        ds.drop_columns(["s"])
     return uri
 
 
@@ -51,7 +56,7 @@ def _decoded(data: bytes) -> dict:
     return m
 
 
-def _body(op: str, frags: list, with_deletion: bool) -> dict:
+def _body(op: str, frags: list, with_deletion: bool, fields: list) -> dict:
     """A synthetic `op` over the base's fragments `frags` (copies of its own entries: the
     manifests are compared, never read)."""
     frags = copy.deepcopy(frags)
@@ -63,6 +68,8 @@ def _body(op: str, frags: list, with_deletion: bool) -> dict:
             f.pop("deletion_file", None)
     if op == "Append":
         return {"fragments": copies}
+    if op == "Project":  # (the last field dropped: with "added_column", every fragment's second file)
+        return {"schema": fields[:-1]}
     if op == "DataReplacement":  # (two fragments' files replaced by files of the same fields)
         return {"replacements": [{"fragment_id": f["id"], "new_file": dict(f["files"][0], path=f"replaced-{i}.lance")}
                                  for i, f in enumerate((frags[0], frags[-1]))]}
@@ -83,14 +90,14 @@ def _body(op: str, frags: list, with_deletion: bool) -> dict:
             "fields_modified": []}
 
 
-@pytest.mark.parametrize("op", ["Append", "Delete", "Update", "Rewrite", "DataReplacement"])
+@pytest.mark.parametrize("op", ["Append", "Delete", "Update", "Rewrite", "DataReplacement", "Project"])
 @pytest.mark.parametrize("with_deletion", [False, True])
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", MANIFEST_CASES)
 def test_a_commit_builds_the_manifest_the_generic_path_builds(tmp_path, case, with_deletion, op, monkeypatch):
     uri = _dataset(tmp_path, case)
     store = lancepy.dataset(uri)._view.store
     base = load_manifest(store, lancepy.dataset(uri).version)
-    body = _body(op, base.manifest["fragments"], with_deletion)
+    body = _body(op, base.manifest["fragments"], with_deletion, base.manifest["fields"])
     txn = C.new_transaction(base.version, op, body)
     assert C._keeps_fragments(base, op, body, None)
     fast = C.build_manifest(base, txn, base.version + 1, "t.txn")
@@ -130,6 +137,10 @@ def test_appends_deletes_updates_and_compactions_stay_readable_by_pylance(tmp_pa
         ours = lancepy.dataset(uri).to_table(with_row_id=True).column("_rowid").to_pylist()
         assert ours == theirs.to_table(with_row_id=True).column("_rowid").to_pylist()
         assert len(set(ours)) == len(ours)
+    lancepy.dataset(uri).drop_columns(["s"])  # (a Project)
+    theirs = lance.dataset(uri)
+    theirs.validate()
+    assert theirs.to_table().sort_by("id").equals(want.select(["id"]).sort_by("id"))
 
 
 def test_an_update_that_prunes_indices_takes_the_generic_path(tmp_path):

@@ -196,23 +196,12 @@ def _max_fragment_id(manifest: Optional[Dict[str, Any]]) -> int:
     return max(cands) if cands else -1
 
 
-def _tombstone_dropped_fields(fragments: List[Dict[str, Any]], kept_ids: set) -> None:
-    for frag in fragments:
-        files = []
-        for f in _fragment_files(frag):
-            # (legacy files keep their field ids, sorted, as pylance leaves them: their page
-            # table is indexed by them)
-            if _file_version(f) != LEGACY_FILE_VERSION:
-                f["fields"] = [i if i in kept_ids or i == -2 else -2 for i in f.get("fields", [])]
-            files.append(f)
-        live = [f for f in files if any(i != -2 for i in f["fields"])]
-        frag["files"] = live if live else files[:1]
-
-
 @dataclass
 class BuiltManifest:
-    """A manifest ready to encode: `manifest` whole, or (an append) `manifest` without its
-    fragments, which are `base`'s followed by `appended` (see :meth:`encode`)."""
+    """A manifest ready to encode: `manifest` whole, or (a delta) `manifest` without its
+    fragments, which are `base`'s less `removed`, with `replaced` and `appended` (see
+    :meth:`encode`); with `project` (a Project commit), every fragment is then projected onto
+    those field ids natively (dropped fields tombstoned, dead data files dropped)."""
 
     manifest: Dict[str, Any]
     index_section: Optional[bytes]
@@ -220,18 +209,21 @@ class BuiltManifest:
     appended: Optional[List[Dict[str, Any]]] = None
     removed: Optional[List[int]] = None
     replaced: Optional[List[Dict[str, Any]]] = None
+    project: Optional[List[int]] = None
 
     def encode(self, txn_bytes: Optional[bytes], store: Any = None) -> bytes:
         """The manifest file's bytes (with `store`, a legacy dataset's dictionaries too)."""
         if self.base is None:
-            return _lancepy.write_manifest(json.dumps(self.manifest), txn_bytes, self.index_section, store)
+            return _lancepy.write_manifest(json.dumps(self.manifest), txn_bytes, self.index_section, store,
+                                           project=self.project)
         return _lancepy.write_manifest(json.dumps(self.manifest), txn_bytes, self.index_section, store,
                                        base=self.base, appended=json.dumps(self.appended or []),
-                                       removed=list(self.removed or []), replaced=json.dumps(self.replaced or []))
+                                       removed=list(self.removed or []), replaced=json.dumps(self.replaced or []),
+                                       project=self.project)
 
 
 #: Operations that keep most fragments as they are: built by :func:`_build_delta`.
-_DELTA_OPERATIONS = ("Append", "Delete", "Update", "Rewrite", "DataReplacement")
+_DELTA_OPERATIONS = ("Append", "Delete", "Update", "Rewrite", "DataReplacement", "Project")
 #: Operations that change no fragment, or replace them all: :func:`build_manifest` reads only
 #: the base manifest's other fields (its fragments stay native).
 _HEADER_OPERATIONS = (
@@ -245,10 +237,11 @@ _REPLACING_OPERATIONS = ("Overwrite", "Merge", "Restore")
 def _keeps_fragments(base: Optional[LoadedManifest], name: str, body: Dict[str, Any],
                      data_storage_version: Optional[str]) -> bool:
     """Whether a commit of `name` onto `base` is built without decoding `base`'s fragments
-    (:func:`_build_delta`): an append, delete, update, rewrite or data replacement of a
-    manifest that records its (non-legacy) data storage version, so that nothing after the
-    operation needs the existing fragments one by one; not an update whose rewritten columns
-    prune the indices (that looks at every fragment's files)."""
+    (:func:`_build_delta`): an append, delete, update, rewrite, data replacement or
+    projection (dropped columns) of a manifest that records its (non-legacy) data storage
+    version, so that nothing after the operation needs the existing fragments one by one; not
+    an update whose rewritten columns prune the indices (that looks at every fragment's
+    files)."""
     if name not in _DELTA_OPERATIONS or base is None:
         return False
     if name == "Update" and body.get("fields_modified") and base.index_section is not None:
@@ -273,7 +266,7 @@ def _next_fragment_id(base: LoadedManifest, m: Dict[str, Any]) -> int:
 
 def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version: int, transaction_file: str,
                  data_storage_version: Optional[str], store: Any = None) -> BuiltManifest:
-    """:func:`build_manifest` of an Append, Delete, Update, Rewrite or DataReplacement (see
+    """:func:`build_manifest` of an Append, Delete, Update, Rewrite, DataReplacement or Project (see
     :func:`_keeps_fragments`): the base manifest's fields but its fragments (which stay
     native), the fragments the operation removes, replaces and adds, new ones numbered after
     the largest id ever used, and what depends on every fragment (feature flags) from a
@@ -283,6 +276,7 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
     ids = base.native.fragment_ids
     next_id = _next_fragment_id(base, m)
     index_section = base.index_section
+    project: Optional[List[int]] = None
     if name == "Append":
         removed: List[int] = []
         replaced: List[Dict[str, Any]] = []
@@ -300,20 +294,28 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
         by_id = {f.get("id", 0): f for f in json.loads(base.native.fragments_json(wanted))}
         _replace_data_files(by_id, body)
         removed, replaced, new = [], [by_id[i] for i in wanted], []
+    elif name == "Project":
+        # (every fragment changes: projected natively when encoded, see BuiltManifest)
+        m["fields"] = body.get("schema", [])
+        project = sorted({f.get("id", 0) for f in m["fields"]})
+        removed, replaced, new = [], [], []
+        if index_section is not None:
+            index_section = _lancepy.filter_index_section(index_section, project)
     else:
         present = set(ids)
         removed = sorted(set(body.get("deleted_fragment_ids" if name == "Delete" else "removed_fragment_ids", [])))
         # (a replacement of a fragment the base lacks, or one also removed, is dropped)
         replaced = [f for f in body.get("updated_fragments", []) if f["id"] in present and f["id"] not in removed]
         new = body.get("new_fragments", []) if name == "Update" else []
-    if name not in ("Rewrite", "DataReplacement"):
+    if name not in ("Rewrite", "DataReplacement", "Project"):
         next_id = _assign_ids(new, next_id)
     count, deletions, versions = base.native.fragment_summary(removed + [f["id"] for f in replaced])
     changed = sorted(replaced, key=lambda f: f["id"]) + new
     summary = _FragmentSummary(count + len(changed), deletions or any(_has_deletions(f) for f in changed),
                                set(versions) | _file_versions(changed))
     _finish_manifest(m, changed, summary, next_id, version, transaction_file, data_storage_version)
-    return BuiltManifest(m, index_section, base=base.native, appended=new, removed=removed, replaced=replaced)
+    return BuiltManifest(m, index_section, base=base.native, appended=new, removed=removed, replaced=replaced,
+                         project=project)
 
 
 def _replace_data_files(by_id: Dict[int, Dict[str, Any]], body: Dict[str, Any]) -> None:
@@ -412,6 +414,7 @@ def build_manifest(
         m.pop("fragments", None)
     fragments: List[Dict[str, Any]] = m.get("fragments", [])
     next_id = _next_fragment_id(base, m) if header else _max_fragment_id(old) + 1
+    project: Optional[List[int]] = None  # (a Project's field ids: see BuiltManifest)
 
     if name == "Overwrite":
         fragments = body.get("fragments", [])
@@ -452,10 +455,9 @@ def build_manifest(
         next_id = max(next_id, max((f.get("id", 0) for f in fragments), default=-1) + 1)
     elif name == "Project":
         m["fields"] = body.get("schema", [])
-        kept = {f.get("id", 0) for f in m["fields"]}
-        _tombstone_dropped_fields(fragments, kept)
+        project = sorted({f.get("id", 0) for f in m["fields"]})
         if index_section is not None:
-            index_section = _lancepy.filter_index_section(index_section, sorted(kept))
+            index_section = _lancepy.filter_index_section(index_section, project)
     elif name == "Rewrite":  # (of a legacy dataset's manifest: others are deltas)
         groups = _rewrite_groups(body)
         removed, new, next_id = _rewritten(groups, next_id)
@@ -551,7 +553,7 @@ def build_manifest(
             m["data_format"] = {"file_format": "lance", "version": actual}
     summary = _FragmentSummary(len(fragments), any(_has_deletions(f) for f in fragments), _file_versions(fragments))
     _finish_manifest(m, fragments, summary, next_id, version, transaction_file, data_storage_version)
-    return BuiltManifest(m, index_section)
+    return BuiltManifest(m, index_section, project=project)
 
 
 def _finish_manifest(m: Dict[str, Any], fragments: List[Dict[str, Any]], summary: _FragmentSummary, next_id: int,

@@ -34,10 +34,12 @@ pub fn read_manifest<'py>(
 /// whose ids are in `removed`, each replaced by the fragment of its id in `replaced` (a JSON
 /// list) where there is one, followed by `appended` (a JSON list), ordered by id (a stable
 /// sort); `manifest_json`'s own fragments must then be empty. A commit that changes a few
-/// fragments never turns the others into JSON and back.
+/// fragments never turns the others into JSON and back. With `project` (field ids), every
+/// fragment is then projected onto those fields (`table::manifest::project_fragment`): a
+/// `Project` commit, which changes every fragment, done without their JSON.
 #[pyfunction]
 #[pyo3(signature = (manifest_json, transaction=None, index_section=None, store=None, *, base=None, appended=None,
-                    removed=Vec::new(), replaced=None))]
+                    removed=Vec::new(), replaced=None, project=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_manifest<'py>(
     py: Python<'py>,
@@ -49,6 +51,7 @@ pub fn write_manifest<'py>(
     appended: Option<&str>,
     removed: Vec<u64>,
     replaced: Option<&str>,
+    project: Option<Vec<i32>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut m: tablepb::Manifest = from_json(manifest_json, "manifest").py()?;
     let list = |text: Option<&str>| -> PyResult<Vec<tablepb::DataFragment>> {
@@ -76,6 +79,10 @@ pub fn write_manifest<'py>(
         return Err(super::errors::to_pyerr(crate::error::Error::invalid_input(
             "write_manifest: fragment changes need a base manifest",
         )));
+    }
+    if let Some(kept) = project {
+        let kept: std::collections::HashSet<i32> = kept.into_iter().collect();
+        m.fragments.iter_mut().for_each(|f| manifest::project_fragment(f, &kept));
     }
     let store = store.map(|s| s.inner.clone());
     let out = run(py, move || {

@@ -277,6 +277,31 @@ pub fn filter_index_section(section: &[u8], keep_field: impl Fn(i32) -> bool) ->
     Ok(s.encode_to_vec())
 }
 
+/// A fragment's data files after a projection onto the field ids `kept` (a `Project`
+/// commit, as pylance's drop_columns leaves them): every other field id of a file becomes a
+/// tombstone (-2), except in legacy-format files, whose page tables are indexed by their
+/// field ids; a file left with no live field is dropped, unless no file has one (then the
+/// first stays, for the fragment's row count).
+pub fn project_fragment(fragment: &mut tablepb::DataFragment, kept: &std::collections::HashSet<i32>) {
+    const TOMBSTONE: i32 = -2;
+    for file in &mut fragment.files {
+        let legacy = file.file_major_version == 0 && file.file_minor_version != 3;
+        if !legacy {
+            for field in &mut file.fields {
+                if !kept.contains(field) {
+                    *field = TOMBSTONE;
+                }
+            }
+        }
+    }
+    let live = |f: &tablepb::DataFile| f.fields.iter().any(|&i| i != TOMBSTONE);
+    if fragment.files.iter().any(live) {
+        fragment.files.retain(live);
+    } else {
+        fragment.files.truncate(1);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,6 +323,25 @@ mod tests {
         bad[n - 16] = 0xff;
         assert!(matches!(read_manifest(Bytes::from(bad), "x"), Err(Error::Corrupt(_))));
         assert!(read_manifest(Bytes::from_static(b"garbage garbage garbage"), "x").is_err());
+    }
+
+    #[test]
+    fn a_projection_tombstones_dropped_fields_and_drops_dead_files() {
+        let file = |fields: Vec<i32>, major| tablepb::DataFile { fields, file_major_version: major, ..Default::default() };
+        let kept: std::collections::HashSet<i32> = [0, 3].into_iter().collect();
+        let mut f = tablepb::DataFragment {
+            files: vec![file(vec![0, 1], 2), file(vec![2], 2), file(vec![3, -2], 2)],
+            ..Default::default()
+        };
+        project_fragment(&mut f, &kept);
+        assert_eq!(f.files.iter().map(|d| d.fields.clone()).collect::<Vec<_>>(), vec![vec![0, -2], vec![3, -2]]);
+        // Nothing live: the first file stays; a legacy file keeps its ids (and stays live).
+        let mut dead = tablepb::DataFragment { files: vec![file(vec![1], 2), file(vec![2], 2)], ..Default::default() };
+        project_fragment(&mut dead, &kept);
+        assert_eq!(dead.files.iter().map(|d| d.fields.clone()).collect::<Vec<_>>(), vec![vec![-2]]);
+        let mut legacy = tablepb::DataFragment { files: vec![file(vec![1, 2], 0)], ..Default::default() };
+        project_fragment(&mut legacy, &kept);
+        assert_eq!(legacy.files[0].fields, vec![1, 2]);
     }
 
     #[test]
