@@ -8,6 +8,7 @@ tests/test_spark.py: a task may fail and be retried.
 from __future__ import annotations
 
 import datetime
+import re
 import sys
 from pathlib import Path
 
@@ -222,20 +223,38 @@ def _random_filter(rng: np.random.Generator):
 def test_pushed_filters_return_what_spark_filtering_returns(spark, tmp_path):
     uri = str(tmp_path / "push.lance")
     t = _table(300, seed=7)
-    lancepy.write_dataset(t, uri, max_rows_per_file=70)
+    lancepy.write_dataset(t, uri, max_rows_per_file=150)  # two fragments: two tasks per filter
     rng = np.random.default_rng(2026)
-    plain = spark.read.format("lance").load(uri)  # Spark filters every row itself
+    filters = [_random_filter(rng) for _ in range(120)]
+    # What Spark's own filtering keeps: every predicate evaluated by Spark over every row, in one job.
+    plain = spark.read.format("lance").load(uri)
+    verdicts = plain.select("*", *[F.expr(p).alias(f"_p{i}") for i, (p, _) in enumerate(filters)]).collect()
+    width = len(plain.columns)
+    # The pushed side: a fresh load per filter (see the module docs of lancepy.spark.datasource),
+    # all of them planned and run as one union, tagged by filter.
+    pushed = [
+        spark.read.format("lance").option("pushFilters", "true").load(uri).where(p).select(F.lit(i).alias("_q"), "*")
+        for i, (p, _) in enumerate(filters)
+    ]
+    union = pushed[0]
+    for q in pushed[1:]:
+        union = union.unionAll(q)
+    node = union._jdf.queryExecution().optimizedPlan()  # the plan collect() runs
+    while node.nodeName() != "Union":
+        node = node.children().apply(0)
+    assert node.children().size() == len(filters)
     pushed_any = 0
-    for i in range(120):
-        p, pushable = _random_filter(rng)
-        # A fresh load per filtered query: see the module docs of lancepy.spark.datasource.
-        pushed = spark.read.format("lance").option("pushFilters", "true").load(uri).where(p)
-        want = _sorted(plain.where(p).collect())
-        assert _sorted(pushed.collect()) == want, p
-        plan = pushed._jdf.queryExecution().optimizedPlan().toString()
+    for i, (p, pushable) in enumerate(filters):
         if pushable:
-            assert "Filter" not in plan, (p, plan)  # all of it went to lancepy
+            plan = node.children().apply(i).toString()
+            assert "Filter" not in plan and re.search(rf"\b{i} AS _q#", plan), (p, plan)  # all of it went to lancepy
             pushed_any += 1
+    got: dict = {i: [] for i in range(len(filters))}
+    for r in union.collect():
+        got[r[0]].append(tuple(r)[1:])
+    for i, (p, _) in enumerate(filters):
+        want = [tuple(r)[:width] for r in verdicts if r[width + i] is True]
+        assert sorted(got[i], key=repr) == sorted(want, key=repr), p
     assert pushed_any > 60
 
 
