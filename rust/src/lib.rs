@@ -22,6 +22,18 @@ pub mod table;
 #[cfg(test)]
 pub(crate) mod test_bytes;
 
+// The integration suites in `rust/tests/` build into the unit-test binary, so that `cargo
+// test` compiles the crate once, not twice (once with `cfg(test)`, once more as the library
+// they link). They still reach the crate only through its public API, by its own name.
+#[cfg(test)]
+extern crate self as _lancepy;
+#[cfg(test)]
+#[path = "../tests/corrupt_inputs.rs"]
+mod corrupt_inputs;
+#[cfg(test)]
+#[path = "../tests/roundtrip.rs"]
+mod roundtrip;
+
 #[cfg(feature = "python")]
 mod python;
 

@@ -76,10 +76,6 @@ impl Case {
         self.metadata.insert(k.to_string(), v.to_string());
         self
     }
-    fn only(mut self, versions: &'static [FileVersion]) -> Self {
-        self.versions = versions;
-        self
-    }
 }
 
 fn write(
