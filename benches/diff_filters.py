@@ -4,8 +4,8 @@
 
 Writes the rows of ``tests/filter_grammar.py`` with lancepy (four appends, some rows deleted)
 into a temporary directory, generates ``--filters`` random filters from ``--seed`` with the
-grammar the differential test uses, and compares ``to_table(filter=f)`` and ``count_rows(f)``
-of both implementations on that directory (pylance answering on a second thread). Prints one
+grammar the differential test uses, and compares ``to_table(filter=f)`` of both
+implementations on that directory, and lancepy's ``count_rows(f)`` with pylance's row count (pylance answering on a second thread). Prints one
 line of counts:
 
     filters=N compared=C wrong=W refused_by_lancepy=R refused_by_pylance=P seconds=S

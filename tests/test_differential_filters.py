@@ -6,7 +6,8 @@ builds them: comparisons, arithmetic, casts, IN / NOT IN with and without NULL, 
 ILIKE, IS [NOT] NULL / TRUE / FALSE, temporal literals, regexp and list functions, AND / OR / NOT
 three deep) over one dataset written once per module (four appends, rows deleted, every column
 type the grammar knows), and compares ``to_table(filter=f)`` (sorted by ``id``, floats bit for
-bit) and ``count_rows(f)`` with pylance's on the same directory. A filter pylance refuses is
+bit) with pylance's on the same directory, and ``count_rows(f)`` with the number of rows
+pylance returns. A filter pylance refuses is
 not compared; one lancepy refuses while pylance answers counts as *refused*. Every seed asserts
 no wrong answer and at most 1% refused, and prints its counts. Smaller runs check
 ``scanner(filter=).to_batches()``, ``delete(filter)`` and ``update(where=)`` (on copies of the
