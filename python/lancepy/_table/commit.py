@@ -222,7 +222,8 @@ class BuiltManifest:
                                        project=self.project)
 
 
-#: Operations that keep most fragments as they are: built by :func:`_build_delta`.
+#: Operations built by :func:`_build_delta`: they keep most fragments as they are, or (Project)
+#: change every one the same way, natively.
 _DELTA_OPERATIONS = ("Append", "Delete", "Update", "Rewrite", "DataReplacement", "Project")
 #: Operations that change no fragment, or replace them all: :func:`build_manifest` reads only
 #: the base manifest's other fields (its fragments stay native).
@@ -307,7 +308,7 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
         # (a replacement of a fragment the base lacks, or one also removed, is dropped)
         replaced = [f for f in body.get("updated_fragments", []) if f["id"] in present and f["id"] not in removed]
         new = body.get("new_fragments", []) if name == "Update" else []
-    if name not in ("Rewrite", "DataReplacement", "Project"):
+    if name != "Rewrite":  # (a Rewrite's new fragments are numbered by _rewritten)
         next_id = _assign_ids(new, next_id)
     count, deletions, versions = base.native.fragment_summary(removed + [f["id"] for f in replaced])
     changed = sorted(replaced, key=lambda f: f["id"]) + new
