@@ -266,8 +266,6 @@ def test_create_options_refused(tmp_path):
         ds.create_scalar_index("text", "INVERTED", num_workers=2)
     with pytest.raises(NotSupportedError, match="base_tokenizer"):
         ds.create_scalar_index("text", "INVERTED", base_tokenizer="icu")
-    with pytest.raises(NotSupportedError, match="stop words"):
-        ds.create_scalar_index("text", "INVERTED", language="German")
     with pytest.raises(TypeError):
         ds.create_scalar_index("n", "INVERTED")
     ds.create_scalar_index("text", "FTS", language="German", remove_stop_words=False)

@@ -376,7 +376,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         (MiB): INVERTED's build budget; BTREE/BITMAP/LABEL_LIST's sort budget (default 1 GiB; a
         larger column is sorted in runs spilled to a temporary directory). ``progress_callback``
         gets :class:`~lancepy.progress.IndexProgress` events. INVERTED ``max_token_length``:
-        longer tokens are dropped (default 40; ``None``: none is). Not supported: ``fragment_ids``
+        longer tokens are dropped (default 40; ``None``: none is); ``language``: any of pylance's
+        18 (stemmers and stop-word lists as pylance 14's; default ``"English"``). Not supported: ``fragment_ids``
         (``ValueError``, as pylance), ``num_workers`` > 1, ``document_granularity="list_element"``."""
         self._install(_scalar_index.create_scalar_index(self._view, **_args(locals())))
 

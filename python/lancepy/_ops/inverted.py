@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._ops.stopwords import STOP_WORDS, canonical_language
 from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,17 +54,6 @@ DETAILS_TYPE_URL = "/lance.table.InvertedIndexDetails"
 METADATA = "metadata.lance"
 K1 = 1.2
 B = 0.75
-
-#: The English stop words of pylance 14 (the words its ``remove_stop_words`` drops after
-#: stemming; found by indexing candidate words with pylance 14.0.2).
-ENGLISH_STOP_WORDS = tuple(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can did do does doing down during each few for from further had has have having he
-    her here hers herself him himself his how i if in into is it its itself just me more most my myself now
-    of off on once only or other our ours ourselves out over own re same she should so some such than that
-    the their theirs them themselves then there these they this those through to too under until up very
-    was we were what when where which while who whom why will with you your yours yourself yourselves""".split()
-)
 
 #: pylance 14's analyzer parameters, with its defaults (``params`` in ``metadata.lance``).
 DEFAULT_PARAMS: Dict[str, Any] = {
@@ -116,18 +106,14 @@ class Analyzer:
         for k in _UNBUILT:
             if p.get(k):
                 raise NotSupportedError(f"INVERTED index option {k}=True is not built in lancepy")
-        language = str(p.get("language") or "English")
+        language = canonical_language(p.get("language") or "English")
         self._language = language.lower() if p.get("stem") else None
         stop: Optional[List[str]] = None
         if p.get("remove_stop_words"):
             if p.get("custom_stop_words") is not None:
                 stop = [str(w) for w in p["custom_stop_words"]]
-            elif language.lower() == "english":
-                stop = list(ENGLISH_STOP_WORDS)
             else:
-                raise NotSupportedError(
-                    f"INVERTED index remove_stop_words=True with language={language!r}: lancepy has the English stop words only"
-                )
+                stop = sorted(STOP_WORDS[language])
         self._stop = stop
         max_len = p.get("max_token_length")
         self._max_len = int(max_len) if max_len is not None else None
@@ -504,12 +490,8 @@ def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
     for key in ("max_token_length", "block_size", "min_ngram_length", "max_ngram_length"):
         if params[key] is not None and not 0 <= int(params[key]) <= 0xFFFF_FFFF:
             raise InvalidArgumentError(f"{key} must be a 32-bit unsigned number, got {params[key]}")
+    params["language"] = canonical_language(params["language"])
     Analyzer(params)  # (refuses what lancepy cannot analyze)
-    if params["stem"]:
-        try:
-            _lancepy.fts_analyze(["x"], "simple", None, True, str(params["language"]).lower(), None, False)
-        except Exception as e:
-            raise InvalidArgumentError(f"language {params['language']!r}: {e}") from None
     return params
 
 

@@ -28,7 +28,7 @@ pub struct Analyzer {
     /// lower-case each token
     pub lower_case: bool,
     /// the stemming algorithm, if tokens are stemmed
-    pub stemmer: Option<rust_stemmers::Algorithm>,
+    pub stemmer: Option<frostem::Algorithm>,
     /// the (stemmed) tokens to drop
     pub stop_words: Option<std::collections::HashSet<String>>,
     /// fold accented Latin letters to their ASCII base letters
@@ -99,8 +99,8 @@ fn ngrams(text: &str, min: usize, max: usize, prefix_only: bool) -> Vec<&str> {
 }
 
 /// The stemming algorithm of a pylance `language` name.
-pub fn stemmer_of(language: &str) -> Result<rust_stemmers::Algorithm> {
-    use rust_stemmers::Algorithm::*;
+pub fn stemmer_of(language: &str) -> Result<frostem::Algorithm> {
+    use frostem::Algorithm::*;
     Ok(match language.to_ascii_lowercase().as_str() {
         "arabic" => Arabic,
         "danish" => Danish,
@@ -165,7 +165,7 @@ impl Analyzer {
     }
 
     /// What the filters make of one base token (`None`: dropped).
-    pub fn filter(&self, raw: &str, stemmer: Option<&rust_stemmers::Stemmer>) -> Option<String> {
+    pub fn filter(&self, raw: &str, stemmer: Option<&frostem::Stemmer>) -> Option<String> {
         if let Some(limit) = self.max_token_length {
             if raw.len() >= limit {
                 return None;
@@ -181,7 +181,14 @@ impl Analyzer {
             raw.to_string()
         };
         if let Some(s) = stemmer {
-            token = s.stem(&token).into_owned();
+            // (a stem equal to the token comes back borrowed: nothing to replace)
+            let stemmed = match s.stem(&token) {
+                std::borrow::Cow::Owned(stem) => Some(stem),
+                std::borrow::Cow::Borrowed(_) => None,
+            };
+            if let Some(stem) = stemmed {
+                token = stem;
+            }
         }
         if let Some(stop) = &self.stop_words {
             if stop.contains(&token) {
@@ -198,7 +205,7 @@ impl Analyzer {
 
     /// The tokens of `text`, filtered as the analyzer says.
     pub fn analyze(&self, text: &str) -> Analyzed {
-        let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
+        let stemmer = self.stemmer.map(frostem::Stemmer::new);
         let mut out = Analyzed { tokens: Vec::new(), positions: Vec::new() };
         for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
             if let Some(token) = self.filter(raw, stemmer.as_ref()) {
@@ -229,7 +236,7 @@ impl Analyzer {
             texts
                 .par_chunks(CHUNK)
                 .map(|chunk| {
-                    let stemmer = self.stemmer.map(rust_stemmers::Stemmer::create);
+                    let stemmer = self.stemmer.map(frostem::Stemmer::new);
                     let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
                     let mut by_token: HashMap<String, u32> = HashMap::new();
                     let mut local = Local {
@@ -538,7 +545,7 @@ mod tests {
             base: BaseTokenizer::Simple,
             max_token_length: Some(40),
             lower_case: true,
-            stemmer: Some(rust_stemmers::Algorithm::English),
+            stemmer: Some(frostem::Algorithm::English),
             stop_words: Some(["the".to_string()].into_iter().collect()),
             ascii_folding: true,
         };
