@@ -369,7 +369,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
     ) -> None:
         """Builds a scalar index on `column` and commits it as a new version (pylance 14's
         signature). ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"`` and ``"INVERTED"`` / ``"FTS"``
-        (tokenizers ``simple``, ``whitespace``, ``raw``, ``ngram``) are built, in pylance 14's
+        (tokenizers ``simple``, ``whitespace``, ``raw``, ``icu``, ``icu/split``, ``ngram``) are built, in pylance 14's
         on-disk formats; other types raise :class:`~lancepy.exceptions.NotSupportedError`.
         Default name ``<column>_idx``, replaced unless ``replace=False`` (then
         :class:`IndexAlreadyExistsError`); ``train=False`` commits an empty index. ``memory_limit``

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy._ops.stopwords import STOP_WORDS, canonical_language
+from lancepy._ops.stopwords import ICU_STOP_WORDS, STOP_WORDS, canonical_language
 from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -77,6 +77,9 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "index_operators": False,
 }
 
+#: The base tokenizers lancepy has (pylance's names).
+_TOKENIZERS = ("simple", "whitespace", "raw", "icu", "icu/split", "ngram")
+
 #: Parameters whose non-default values lancepy's analyzer does not implement.
 _UNBUILT = ("split_identifiers", "split_on_numerics", "preserve_original", "index_operators")
 
@@ -91,9 +94,10 @@ class Analyzer:
         p = self.params
         if p.get("lance_tokenizer", "text") not in ("text", None):
             raise NotSupportedError(f"INVERTED index lance_tokenizer {p.get('lance_tokenizer')!r}: lancepy analyzes text only")
-        if p.get("base_tokenizer", "simple") not in ("simple", "whitespace", "raw", "ngram"):
+        if p.get("base_tokenizer", "simple") not in _TOKENIZERS:
             raise NotSupportedError(
-                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has 'simple', 'whitespace', 'raw' and 'ngram'"
+                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has {', '.join(map(repr, _TOKENIZERS))}"
+                " (jieba and lindera need language models pylance downloads; lancepy has none)"
             )
         self._ngram: Optional[Tuple[int, int, bool]] = None
         if p.get("base_tokenizer") == "ngram":
@@ -112,6 +116,8 @@ class Analyzer:
         if p.get("remove_stop_words"):
             if p.get("custom_stop_words") is not None:
                 stop = [str(w) for w in p["custom_stop_words"]]
+            elif p.get("base_tokenizer") in ("icu", "icu/split"):
+                stop = sorted(ICU_STOP_WORDS)
             else:
                 stop = sorted(STOP_WORDS[language])
         self._stop = stop

@@ -44,6 +44,13 @@ pub enum BaseTokenizer {
     Whitespace,
     /// the whole text, one token
     Raw,
+    /// Unicode word segments (UAX #29, with dictionaries for scripts written without spaces)
+    /// holding an alphanumeric character; with `split`, each segment's maximal runs of
+    /// alphanumeric characters instead (pylance's `icu` and `icu/split`)
+    Icu {
+        /// split segments at non-alphanumeric characters
+        split: bool,
+    },
     /// every run of `min` to `max` characters of the whole text (spaces included), shortest
     /// first at each start; with `prefix_only`, those starting at the first character only
     Ngram {
@@ -64,6 +71,8 @@ impl BaseTokenizer {
             "simple" => Ok(Self::Simple),
             "whitespace" => Ok(Self::Whitespace),
             "raw" => Ok(Self::Raw),
+            "icu" => Ok(Self::Icu { split: false }),
+            "icu/split" => Ok(Self::Icu { split: true }),
             "ngram" => {
                 let (min, max, prefix_only) = ngram.unwrap_or((3, 3, false));
                 if min == 0 || max < min {
@@ -74,10 +83,30 @@ impl BaseTokenizer {
                 Ok(Self::Ngram { min, max, prefix_only })
             }
             other => Err(Error::NotSupported(format!(
-                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw and ngram tokenizers"
+                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw, icu, icu/split and ngram tokenizers"
             ))),
         }
     }
+}
+
+/// The words of `text` for [`BaseTokenizer::Icu`].
+fn icu_words(text: &str, split: bool) -> Vec<&str> {
+    let segmenter = icu_segmenter::WordSegmenter::new_dictionary(icu_segmenter::options::WordBreakInvariantOptions::default());
+    let mut out = Vec::new();
+    let mut bounds = segmenter.segment_str(text);
+    let Some(mut from) = bounds.next() else {
+        return out;
+    };
+    for to in bounds {
+        let segment = &text[from..to];
+        if split {
+            out.extend(segment.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()));
+        } else if segment.chars().any(char::is_alphanumeric) {
+            out.push(segment);
+        }
+        from = to;
+    }
+    out
 }
 
 /// The n-grams of `text` for [`BaseTokenizer::Ngram`].
@@ -151,6 +180,7 @@ impl Analyzer {
             BaseTokenizer::Raw => vec![text],
             BaseTokenizer::Simple => text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect(),
             BaseTokenizer::Whitespace => text.split(|c: char| c.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect(),
+            BaseTokenizer::Icu { split } => icu_words(text, split),
             BaseTokenizer::Ngram { min, max, prefix_only } => ngrams(text, min, max, prefix_only),
         }
     }
@@ -483,6 +513,17 @@ pub fn posting_encode(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn icu_words_follow_unicode_word_boundaries() {
+        let text = "Hello, world! it's 4.5 -- ok";
+        assert_eq!(icu_words(text, false), vec!["Hello", "world", "it's", "4.5", "ok"]);
+        assert_eq!(icu_words(text, true), vec!["Hello", "world", "it", "s", "4", "5", "ok"]);
+        assert!(icu_words("", false).is_empty() && icu_words(" ,; ", true).is_empty());
+        // a script written without spaces is segmented by its dictionary, not kept whole
+        let words = icu_words("我们的数据格式", false);
+        assert!(words.len() > 1 && words.concat() == "我们的数据格式", "{words:?}");
+    }
+
     use super::*;
 
     #[test]

@@ -1,0 +1,166 @@
+"""Languages and tokenizers of full-text indices against pylance 14: every language's stop
+words and stemmer (an index either library builds with ``language=`` is the other's), and the
+ICU word segmenter (``base_tokenizer="icu"`` / ``"icu/split"``) on mixed-script text."""
+
+from __future__ import annotations
+
+import random
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lancepy
+import lancepy.query
+from lancepy._ops import inverted
+from lancepy._ops.stopwords import ICU_STOP_WORDS, STOP_WORDS, canonical_language
+from lancepy.exceptions import InvalidArgumentError
+from lancepy.file import LanceFileReader
+
+LANGUAGES = sorted(STOP_WORDS)
+#: Every list's words, and a few that are in none.
+CANDIDATES = sorted(set().union(*STOP_WORDS.values()) | {"bonjour", "lance", "vector", "Ünïcödé", "dataset"})
+
+
+def test_every_pylance_language_has_a_list():
+    assert LANGUAGES == [
+        "Arabic", "Danish", "Dutch", "English", "Finnish", "French", "German", "Greek", "Hungarian", "Italian",
+        "Norwegian", "Portuguese", "Romanian", "Russian", "Spanish", "Swedish", "Tamil", "Turkish",
+    ]
+    assert all(len(STOP_WORDS[lang]) >= 40 for lang in LANGUAGES)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_list_drops_what_pylance_drops(tmp_path, language):
+    """pylance indexes every candidate as one raw token (no lower-casing, stemming or
+    folding); the tokens its index leaves out are exactly lancepy's list."""
+    path = tmp_path / "d"
+    ds = lance.write_dataset(pa.table({"t": CANDIDATES}), str(path))
+    ds.create_scalar_index("t", "INVERTED", base_tokenizer="raw", language=language, lower_case=False, stem=False,
+                           remove_stop_words=True, ascii_folding=False, max_token_length=None)
+    _, postings = inverted.read_postings(str(path), ds.list_indices()[0]["uuid"])
+    dropped = set(CANDIDATES) - set(postings.vocab)
+    assert dropped == STOP_WORDS[language], (sorted(dropped - STOP_WORDS[language])[:10],
+                                            sorted(STOP_WORDS[language] - dropped)[:10])
+
+
+def _index_files_equal(paths: dict) -> None:
+    for name in ["part_0_tokens.lance", "part_0_docs.lance", "metadata.lance"]:
+        a, b = (LanceFileReader(str(next((paths[w] / "_indices").glob(f"*/{name}")))).read_all().to_table()
+                for w in ("pylance", "lancepy"))
+        assert a.equals(b), name
+
+
+def _build_both(tmp_path, docs: list, **options) -> dict:
+    """The same table written twice, indexed by pylance and by lancepy with `options`."""
+    paths = {}
+    for who, lib in (("pylance", lance), ("lancepy", lancepy)):
+        paths[who] = tmp_path / who
+        lance.write_dataset(pa.table({"id": list(range(len(docs))), "t": docs}), str(paths[who]))
+        lib.dataset(str(paths[who])).create_scalar_index("t", "INVERTED", **options)
+    return paths
+
+
+def _same_answers(paths: dict, queries: list) -> None:
+    """pylance on lancepy's index, and lancepy on pylance's, find pylance's own rows."""
+    for q in queries:
+        kw = dict(full_text_query=q, columns=["id"])
+        ref = sorted(lance.dataset(str(paths["pylance"])).to_table(**kw).column("id").to_pylist())
+        assert sorted(lance.dataset(str(paths["lancepy"])).to_table(**kw).column("id").to_pylist()) == ref, q
+        assert sorted(lancepy.dataset(str(paths["pylance"])).to_table(**kw).column("id").to_pylist()) == ref, q
+
+
+def _docs(language: str, n: int, seed: int) -> list:
+    """Texts of the language's stop words (some capitalised) between other lists' words."""
+    rng = random.Random(seed)
+    stop = sorted(STOP_WORDS[language])
+    other = sorted(set(CANDIDATES) - STOP_WORDS[language])
+    docs = []
+    for _ in range(n):
+        words = [rng.choice(stop if rng.random() < 0.4 else other) for _ in range(rng.randint(1, 25))]
+        docs.append(" ".join(w.capitalize() if rng.random() < 0.2 else w for w in words))
+    return docs
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_default_analyzer_builds_pylance_index(tmp_path, language):
+    """With pylance's defaults (lower-casing, stemming, stop words, folding) and the
+    language, lancepy's token and document files equal pylance's, and pylance answers
+    from lancepy's index with its own index's rows."""
+    docs = _docs(language, 400, LANGUAGES.index(language))
+    paths = _build_both(tmp_path, docs, language=language)
+    _index_files_equal(paths)
+    _same_answers(paths, random.Random(1).sample(docs, 10))
+
+
+def test_language_names(tmp_path):
+    """Names are matched without regard to case and stored in pylance's spelling (pylance
+    reads only that); an unknown language is refused before anything is written."""
+    assert canonical_language("french") == canonical_language("FRENCH") == "French"
+    path = tmp_path / "d"
+    lancepy.write_dataset(pa.table({"t": ["le chat noir", "un chien"]}), str(path))
+    ds = lancepy.dataset(str(path))
+    with pytest.raises(InvalidArgumentError, match="Klingon"):
+        ds.create_scalar_index("t", "INVERTED", language="Klingon")
+    with pytest.raises(InvalidArgumentError, match="unknown language"):
+        ds.create_scalar_index("t", "INVERTED", language="Klingon", stem=False, remove_stop_words=False)
+    assert ds.list_indices() == []
+    ds.create_scalar_index("t", "INVERTED", language="french")
+    params = lance.dataset(str(path)).stats.index_stats("t_idx")["indices"][0]["params"]
+    assert params["language"] == "French"
+    assert lance.dataset(str(path)).to_table(full_text_query="le").num_rows == 0  # ("le": a French stop word)
+    assert lance.dataset(str(path)).to_table(full_text_query="chat").column("t").to_pylist() == ["le chat noir"]
+
+
+#: Pieces of mixed-script text: words with spaces, scripts written without them (Chinese,
+#: Japanese, Thai), numbers, contractions and punctuation.
+PIECES = (
+    "Hello world it's 4.5 3,000 e-mail user@example.com U.S.A. naïve Straße ÅNGSTRÖM the and of is "
+    "我们 的 数据 格式 是 一个 开源 项目 向量 检索 很 快 北京 大学 生物 学 "
+    "私 は データ ベース を 使って います 東京 こんにちは 世界 カタカナ "
+    "ภาษา ไทย เป็น ภาษา ที่ ไม่มี ช่องว่าง สวัสดี ครับ "
+    "한국어 는 띄어쓰기 를 합니다 데이터 그리고 "
+    "Москва и в не что данные العربية في من على και το"
+).split()
+
+
+def _mixed_docs(n: int, seed: int) -> list:
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(n):
+        parts = rng.choices(PIECES, k=rng.randint(1, 20))
+        docs.append("".join(p + rng.choice(["", "", " ", " ", ", ", "。", "! ", "-", "_"]) for p in parts))
+    return docs
+
+
+def test_icu_stop_words_drop_what_pylance_drops(tmp_path):
+    """With an ``icu`` tokenizer pylance drops its languages' lists together (and Chinese,
+    Japanese and Korean ones): the tokens it drops of every candidate are lancepy's list."""
+    cands = sorted(set(CANDIDATES) | ICU_STOP_WORDS)
+    vocab = {}
+    for remove in (True, False):
+        path = tmp_path / f"d{remove}"
+        ds = lance.write_dataset(pa.table({"t": cands}), str(path))
+        ds.create_scalar_index("t", "INVERTED", base_tokenizer="icu", lower_case=False, stem=False,
+                               remove_stop_words=remove, ascii_folding=False, max_token_length=None)
+        vocab[remove] = set(inverted.read_postings(str(path), ds.list_indices()[0]["uuid"])[1].vocab)
+    assert vocab[False] - vocab[True] == ICU_STOP_WORDS
+
+
+@pytest.mark.parametrize("tokenizer", ["icu", "icu/split"])
+@pytest.mark.parametrize("options", [{}, {"stem": False, "remove_stop_words": False, "lower_case": False},
+                                     {"language": "German", "ascii_folding": False, "with_position": True}])
+def test_icu_tokenizer_builds_pylance_index(tmp_path, tokenizer, options):
+    """Mixed-script documents (CJK and Thai run together, punctuation, numbers): lancepy's
+    index files equal pylance's, and each library answers from the other's index."""
+    docs = _mixed_docs(500, len(tokenizer) + len(options))
+    paths = _build_both(tmp_path, docs, base_tokenizer=tokenizer, **options)
+    _index_files_equal(paths)
+    queries = random.Random(3).sample(docs, 8) + ["数据", "こんにちは", "ภาษา", "it's", "4.5", "user@example.com"]
+    _same_answers(paths, queries)
+    if options.get("with_position"):
+        for q in ['"数据 格式"', '"hello world"']:
+            kw = dict(full_text_query=lancepy.query.PhraseQuery(q.strip('"'), "t"), columns=["id"])
+            ref = sorted(lance.dataset(str(paths["pylance"])).to_table(
+                full_text_query=lance.query.PhraseQuery(q.strip('"'), "t"), columns=["id"]).column("id").to_pylist())
+            assert sorted(lancepy.dataset(str(paths["pylance"])).to_table(**kw).column("id").to_pylist()) == ref
