@@ -97,8 +97,8 @@ def test_every_kind_as_pylance_describes_it(tmp_path, writer: str) -> None:
 
 
 def test_pylance_only_kinds(tmp_path) -> None:
-    """Indices lancepy reads but does not build: HNSW, RQ, and INVERTED indices of the code
-    analyzer, list-element documents and n-grams."""
+    """Indices pylance builds of kinds lancepy reads but builds otherwise or not at all: HNSW,
+    RQ, and INVERTED indices of the code analyzer, list-element documents and n-grams."""
     path = str(tmp_path / "ds")
     ds = lance.write_dataset(_table(3), path)
     ds.create_index("v", "IVF_HNSW_SQ", num_partitions=2, m=8, ef_construction=50, name="hnsw_sq")
@@ -123,13 +123,14 @@ def test_pylance_only_kinds(tmp_path) -> None:
     assert got["u_trigrams"] == got["x_zones"] == got["x_bloom"] == {}
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_inverted_options_differential(tmp_path, seed: int) -> None:
     """Seeded INVERTED options, indexed by each library in turn: the same descriptions."""
     rng = random.Random(seed)
-    tokenizer = rng.choice(["simple", "whitespace", "raw"])
+    tokenizer = rng.choice(["simple", "whitespace", "raw", "icu", "icu/split", "code"])
     opts = {
         "base_tokenizer": tokenizer,
+        "language": rng.choice(["English", "German", "Turkish"]),
         "with_position": rng.random() < 0.5,
         "lower_case": rng.random() < 0.5,
         "stem": rng.random() < 0.5,
@@ -137,6 +138,9 @@ def test_inverted_options_differential(tmp_path, seed: int) -> None:
         "ascii_folding": rng.random() < 0.5,
         "max_token_length": rng.choice([None, 20, 40]),
     }
+    if tokenizer == "code":
+        opts.update({k: rng.random() < 0.5 for k in ("split_identifiers", "split_on_numerics", "preserve_original",
+                                                      "index_operators")})
     for writer in (lance, lancepy):
         path = str(tmp_path / writer.__name__)
         writer.write_dataset(_table(seed, 200), path, max_rows_per_file=rng.choice([50, 200]))

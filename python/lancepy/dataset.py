@@ -366,10 +366,12 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         lower_case: Optional[bool] = None, stem: Optional[bool] = None, remove_stop_words: Optional[bool] = None,
         custom_stop_words: Optional[List[str]] = None, ascii_folding: Optional[bool] = None,
         min_ngram_length: Optional[int] = None, max_ngram_length: Optional[int] = None, prefix_only: Optional[bool] = None,
+        analyzer: Optional[str] = None, split_identifiers: Optional[bool] = None, split_on_numerics: Optional[bool] = None,
+        preserve_original: Optional[bool] = None, index_operators: Optional[bool] = None,
     ) -> None:
         """Builds a scalar index on `column` and commits it as a new version (pylance 14's
         signature). ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"`` and ``"INVERTED"`` / ``"FTS"``
-        (tokenizers ``simple``, ``whitespace``, ``raw``, ``icu``, ``icu/split``, ``ngram``) are built, in pylance 14's
+        (tokenizers ``simple``, ``whitespace``, ``raw``, ``icu``, ``icu/split``, ``code``, ``ngram``) are built, in pylance 14's
         on-disk formats; other types raise :class:`~lancepy.exceptions.NotSupportedError`.
         Default name ``<column>_idx``, replaced unless ``replace=False`` (then
         :class:`IndexAlreadyExistsError`); ``train=False`` commits an empty index. ``memory_limit``
@@ -377,7 +379,11 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         larger column is sorted in runs spilled to a temporary directory). ``progress_callback``
         gets :class:`~lancepy.progress.IndexProgress` events. INVERTED ``max_token_length``:
         longer tokens are dropped (default 40; ``None``: none is); ``language``: any of pylance's
-        18 (stemmers and stop-word lists as pylance 14's; default ``"English"``). Not supported: ``fragment_ids``
+        18 (stemmers and stop-word lists as pylance 14's; default ``"English"``);
+        ``analyzer="code"`` (or ``base_tokenizer="code"``): identifiers and, with
+        ``index_operators``, operators as tokens, ``split_identifiers`` into their words
+        (``split_on_numerics``, ``preserve_original``), no stemming or stop words unless asked,
+        as pylance 14's code analyzer. Not supported: ``fragment_ids``
         (``ValueError``, as pylance), ``num_workers`` > 1, ``document_granularity="list_element"``."""
         self._install(_scalar_index.create_scalar_index(self._view, **_args(locals())))
 

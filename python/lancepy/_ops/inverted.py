@@ -78,10 +78,10 @@ DEFAULT_PARAMS: Dict[str, Any] = {
 }
 
 #: The base tokenizers lancepy has (pylance's names).
-_TOKENIZERS = ("simple", "whitespace", "raw", "icu", "icu/split", "ngram")
+_TOKENIZERS = ("simple", "whitespace", "raw", "icu", "icu/split", "code", "ngram")
 
-#: Parameters whose non-default values lancepy's analyzer does not implement.
-_UNBUILT = ("split_identifiers", "split_on_numerics", "preserve_original", "index_operators")
+#: The ``code`` tokenizer's flags, in the order the native analyzer takes them.
+_CODE_FLAGS = ("index_operators", "split_identifiers", "preserve_original", "split_on_numerics")
 
 
 @dataclass
@@ -107,9 +107,13 @@ class Analyzer:
                     f"ngram tokenizer: min_ngram_length ({lo}) must be at least 1 and at most max_ngram_length ({hi})"
                 )
             self._ngram = (lo, hi, bool(p.get("prefix_only", False)))
-        for k in _UNBUILT:
-            if p.get(k):
-                raise NotSupportedError(f"INVERTED index option {k}=True is not built in lancepy")
+        self._code: Optional[Tuple[bool, ...]] = None
+        if p.get("base_tokenizer") == "code":
+            self._code = tuple(bool(p.get(k)) for k in _CODE_FLAGS)
+        elif any(p.get(k) for k in _CODE_FLAGS):
+            raise InvalidArgumentError(
+                f"INVERTED index options {', '.join(k for k in _CODE_FLAGS if p.get(k))} need base_tokenizer='code'"
+            )
         language = canonical_language(p.get("language") or "English")
         self._language = language.lower() if p.get("stem") else None
         stop: Optional[List[str]] = None
@@ -137,10 +141,10 @@ class Analyzer:
         empty)."""
         import numpy as np
 
-        base, max_len, lower, language, stop, folding, ngram = self._native_args()
+        base, max_len, lower, language, stop, folding, ngram, code = self._native_args()
         vocab, ids, offsets, positions = _lancepy.fts_analyze(
             texts if isinstance(texts, pa.Array) else list(texts),  # (an Arrow array is read in place)
-            base, max_len, lower, language, stop, folding, with_positions, ngram,
+            base, max_len, lower, language, stop, folding, with_positions, ngram, code,
         )
         return (
             vocab,
@@ -149,10 +153,10 @@ class Analyzer:
             np.frombuffer(positions, dtype="<u4"),
         )
 
-    def _native_args(self) -> Tuple[str, Optional[int], bool, Optional[str], Optional[List[str]], bool, Any]:
+    def _native_args(self) -> Tuple[str, Optional[int], bool, Optional[str], Optional[List[str]], bool, Any, Any]:
         """The native analyzer's arguments, but positions (see ``fts_analyze``)."""
         return (str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
-                self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram)
+                self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram, self._code)
 
     def builder(self) -> Any:
         """A native builder of one partition's posting lists (``FtsPostingsBuilder``), with
@@ -476,7 +480,11 @@ def open_segment(ds_uri: str, uuid: Union[str, Sequence[str]], storage_options: 
 def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
     """pylance 14's ``params`` for the ``create_scalar_index`` keyword `options` (``None`` =
     default). Raises for values lancepy cannot honour."""
+    options = dict(options)
+    analyzer = _analyzer_profile(options.pop("analyzer", None), options)
     params = dict(DEFAULT_PARAMS)
+    if analyzer == "code":
+        params.update(_CODE_DEFAULTS)
     for k, v in options.items():
         if v is None and k != "max_token_length":  # (max_token_length=None: no limit, as pylance)
             continue
@@ -501,6 +509,30 @@ def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
     return params
 
 
+#: What pylance 14's ``code`` analyzer profile sets (explicit options override it).
+_CODE_DEFAULTS = {"base_tokenizer": "code", "split_identifiers": False, "split_on_numerics": True,
+                  "preserve_original": True, "stem": False, "remove_stop_words": False}
+
+
+def _analyzer_profile(analyzer: Any, options: Dict[str, Any]) -> str:
+    """The analyzer profile (``"text"`` or ``"code"``, pylance 14's ``analyzer`` option; not
+    stored) of `options`: given, else ``"code"`` for ``base_tokenizer="code"``. Raises for
+    options the profile does not allow, as pylance does."""
+    base = options.get("base_tokenizer")
+    base = base.lower() if isinstance(base, str) else base
+    if analyzer is None:
+        analyzer = "code" if base == "code" else "text"
+    if analyzer not in ("text", "code"):
+        raise InvalidArgumentError(f"unknown analyzer {analyzer!r}, expected 'text' or 'code'")
+    if analyzer == "text" and base == "code":
+        raise InvalidArgumentError("base_tokenizer='code' requires analyzer='code'")
+    if analyzer == "code" and base not in (None, "code"):
+        raise InvalidArgumentError(f"analyzer='code' requires base_tokenizer='code', got {base!r}")
+    if analyzer == "text" and any(options.get(k) for k in _CODE_FLAGS):
+        raise InvalidArgumentError("code analyzer flags require analyzer='code'")
+    return analyzer
+
+
 # ---------------------------------------------------------------------------------------
 # Building
 
@@ -523,6 +555,7 @@ def details_bytes(params: Dict[str, Any]) -> List[int]:
         prefix_only=bool(params["prefix_only"]),
         block_size=int(params["block_size"]),
         format_version=FORMAT_VERSION,
+        code=tuple(bool(params.get(k)) for k in _CODE_FLAGS) if params["base_tokenizer"] == "code" else None,
     )
     return list(data)
 

@@ -58,6 +58,11 @@ FTS_OPTIONS = (
     "min_ngram_length",
     "max_ngram_length",
     "prefix_only",
+    "analyzer",
+    "split_identifiers",
+    "split_on_numerics",
+    "preserve_original",
+    "index_operators",
 )
 
 

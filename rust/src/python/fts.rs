@@ -73,6 +73,7 @@ impl Texts {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn analyzer_of(
     base_tokenizer: &str,
     max_token_length: Option<usize>,
@@ -81,8 +82,9 @@ fn analyzer_of(
     stop_words: Option<Vec<String>>,
     ascii_folding: bool,
     ngram: Option<(usize, usize, bool)>,
+    code: Option<(bool, bool, bool, bool)>,
 ) -> PyResult<fts::Analyzer> {
-    let base = fts::BaseTokenizer::parse(base_tokenizer, ngram).py()?;
+    let base = fts::BaseTokenizer::parse(base_tokenizer, ngram, code).py()?;
     let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
     Ok(fts::Analyzer {
         base,
@@ -104,7 +106,8 @@ pub struct PyFtsAnalyzer {
 #[pymethods]
 impl PyFtsAnalyzer {
     #[new]
-    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None))]
+    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None, code=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         base_tokenizer: &str,
         max_token_length: Option<usize>,
@@ -113,8 +116,11 @@ impl PyFtsAnalyzer {
         stop_words: Option<Vec<String>>,
         ascii_folding: bool,
         ngram: Option<(usize, usize, bool)>,
+        code: Option<(bool, bool, bool, bool)>,
     ) -> PyResult<Self> {
-        Ok(Self { inner: analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram)? })
+        Ok(Self {
+            inner: analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code)?,
+        })
     }
 
     /// `(tokens, positions)` of one text, in order (repeats kept).
@@ -128,7 +134,7 @@ impl PyFtsAnalyzer {
 /// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
 /// positions as u32 bytes (for a single text, or with `with_positions`; empty otherwise))`.
 #[pyfunction]
-#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None))]
+#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None, code=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn fts_analyze<'py>(
     py: Python<'py>,
@@ -141,8 +147,9 @@ pub fn fts_analyze<'py>(
     ascii_folding: bool,
     with_positions: bool,
     ngram: Option<(usize, usize, bool)>,
+    code: Option<(bool, bool, bool, bool)>,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram)?;
+    let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code)?;
     // (a list of str, or an Arrow string array read in place: a build's texts are not copied)
     let source = Texts::of(texts)?;
     let (vocab, ids, offsets, positions) = run(py, || {

@@ -256,7 +256,7 @@ pub fn encode_legacy_index<'py>(
 /// fields; `language` is the language's name ("English"), stored as a JSON string; zero and
 /// false values are left out, as pylance writes them.
 #[pyfunction]
-#[pyo3(signature = (*, base_tokenizer, language, with_position=false, max_token_length=None, lower_case=false, stem=false, remove_stop_words=false, ascii_folding=false, min_ngram_length=0, max_ngram_length=0, prefix_only=false, block_size=0, format_version=0))]
+#[pyo3(signature = (*, base_tokenizer, language, with_position=false, max_token_length=None, lower_case=false, stem=false, remove_stop_words=false, ascii_folding=false, min_ngram_length=0, max_ngram_length=0, prefix_only=false, block_size=0, format_version=0, code=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn encode_inverted_index_details<'py>(
     py: Python<'py>,
@@ -273,7 +273,18 @@ pub fn encode_inverted_index_details<'py>(
     prefix_only: bool,
     block_size: u32,
     format_version: u32,
+    code: Option<(bool, bool, bool, bool)>,
 ) -> Bound<'py, PyBytes> {
+    // (`code`: the code analyzer's (index_operators, split_identifiers, preserve_original,
+    // split_on_numerics), as the analyzer takes them)
+    let code_analyzer = code.map(|(index_operators, split_identifiers, preserve_original, split_on_numerics)| {
+        index_details::CodeAnalyzerConfig {
+            split_identifiers,
+            split_on_numerics: Some(split_on_numerics),
+            preserve_original: Some(preserve_original),
+            index_operators,
+        }
+    });
     let m = InvertedIndexDetails {
         base_tokenizer,
         language,
@@ -288,7 +299,7 @@ pub fn encode_inverted_index_details<'py>(
         prefix_only,
         block_size,
         format_version,
-        code_analyzer: None,
+        code_analyzer,
         document_granularity: 0,
     };
     PyBytes::new(py, &index_details::encode_inverted_index_details(&m))
@@ -366,8 +377,9 @@ pub fn decode_index_details<'py>(py: Python<'py>, type_url: &str, value: &[u8]) 
                 Some(c) => {
                     let cd = PyDict::new(py);
                     cd.set_item("split_identifiers", c.split_identifiers)?;
-                    cd.set_item("split_on_numerics", c.split_on_numerics)?;
-                    cd.set_item("preserve_original", c.preserve_original)?;
+                    // (absent: the code analyzer's default)
+                    cd.set_item("split_on_numerics", c.split_on_numerics.unwrap_or(true))?;
+                    cd.set_item("preserve_original", c.preserve_original.unwrap_or(true))?;
                     cd.set_item("index_operators", c.index_operators)?;
                     Some(cd)
                 }

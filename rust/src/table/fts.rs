@@ -51,6 +51,16 @@ pub enum BaseTokenizer {
         /// split segments at non-alphanumeric characters
         split: bool,
     },
+    /// code: identifiers (runs of alphanumeric characters and `_`) and, with
+    /// `index_operators`, operators (the longest of [`CODE_OPERATORS`] that starts there, else
+    /// one operator character); with `split`, identifiers are split into their words too
+    /// (pylance's `code` tokenizer and word-delimiter filter)
+    Code {
+        /// operators are tokens too
+        index_operators: bool,
+        /// how identifiers are split (`None`: not at all)
+        split: Option<IdentifierSplit>,
+    },
     /// every run of `min` to `max` characters of the whole text (spaces included), shortest
     /// first at each start; with `prefix_only`, those starting at the first character only
     Ngram {
@@ -63,11 +73,126 @@ pub enum BaseTokenizer {
     },
 }
 
+/// How the `code` tokenizer splits an identifier into words: at `_`, between a lower-case
+/// and an upper-case letter, before the last capital of a run followed by a lower-case
+/// letter (`HTMLParser`: `HTML`, `Parser`) and, with `split_on_numerics`, between ASCII
+/// digits and other characters. An identifier of several words gives them at consecutive
+/// positions (after the identifier itself, at the first one's, with `preserve_original`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdentifierSplit {
+    /// keep the whole identifier as well
+    pub preserve_original: bool,
+    /// split between digits and other characters
+    pub split_on_numerics: bool,
+}
+
+/// The `code` tokenizer's operators of several characters (pylance 14's).
+const CODE_OPERATORS: &[&str] = &[
+    ">>>=", "<<=", ">>=", "&&=", "||=", "??=", "**=", "//=", "===", "!==", ">>>", "<=>", "::", "->", "=>", "==", "!=", "<=",
+    ">=", "&&", "||", "++", "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<", ">>", "**", "//", "??", ":=", "<-", "|>",
+    "~=",
+];
+
+fn is_identifier_char(c: char) -> bool {
+    c == '_' || c.is_alphanumeric()
+}
+
+fn is_operator_char(c: char) -> bool {
+    matches!(c, '!' | '%' | '&' | '*' | '+' | '-' | '/' | ':' | '<' | '=' | '>' | '?' | '^' | '|' | '~')
+}
+
+/// The identifiers (and operators) of `text` for [`BaseTokenizer::Code`], unsplit.
+fn code_lex(text: &str, index_operators: bool) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((from, c)) = chars.next() {
+        let to = if is_identifier_char(c) {
+            let mut to = from + c.len_utf8();
+            while let Some(&(at, d)) = chars.peek() {
+                if !is_identifier_char(d) {
+                    break;
+                }
+                to = at + d.len_utf8();
+                chars.next();
+            }
+            to
+        } else if index_operators && is_operator_char(c) {
+            let rest = &text[from..];
+            // (operator characters are ASCII: one byte each)
+            let to = from + CODE_OPERATORS.iter().filter(|op| rest.starts_with(**op)).map(|op| op.len()).max().unwrap_or(1);
+            while chars.peek().is_some_and(|&(at, _)| at < to) {
+                chars.next();
+            }
+            to
+        } else {
+            continue;
+        };
+        out.push(&text[from..to]);
+    }
+    out
+}
+
+/// The words of one identifier (itself alone when it is one word).
+fn identifier_words(ident: &str, split_on_numerics: bool) -> Vec<&str> {
+    let mut out = Vec::new();
+    for segment in ident.split('_').filter(|s| !s.is_empty()) {
+        let chars: Vec<(usize, char)> = segment.char_indices().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1].1, chars[i].1);
+            let boundary = (split_on_numerics && prev.is_ascii_digit() != cur.is_ascii_digit())
+                || (prev.is_lowercase() && cur.is_uppercase())
+                || (prev.is_uppercase() && cur.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.1.is_lowercase()));
+            if boundary {
+                out.push(&segment[start..chars[i].0]);
+                start = chars[i].0;
+            }
+        }
+        out.push(&segment[start..]);
+    }
+    out
+}
+
+/// The tokens of `text` for [`BaseTokenizer::Code`], with their positions.
+fn code_tokens(text: &str, index_operators: bool, split: Option<IdentifierSplit>) -> Vec<(&str, u32)> {
+    let lexed = code_lex(text, index_operators);
+    let Some(split) = split else {
+        return lexed.into_iter().zip(0u32..).collect();
+    };
+    let mut out = Vec::with_capacity(lexed.len());
+    let mut shift = 0u32;
+    for (i, token) in lexed.into_iter().enumerate() {
+        let pos = u32::try_from(i).unwrap_or(u32::MAX).saturating_add(shift);
+        let words =
+            if token.chars().any(is_identifier_char) { identifier_words(token, split.split_on_numerics) } else { Vec::new() };
+        if words.len() <= 1 {
+            out.push((token, pos));
+            continue;
+        }
+        if split.preserve_original {
+            out.push((token, pos));
+        }
+        let n = u32::try_from(words.len()).unwrap_or(u32::MAX);
+        out.extend(words.into_iter().zip(0u32..).map(|(w, k)| (w, pos.saturating_add(k))));
+        shift = shift.saturating_add(n - 1);
+    }
+    out
+}
+
 impl BaseTokenizer {
     /// The tokenizer pylance names `name` (`ngram`: `(min_ngram_length, max_ngram_length,
-    /// prefix_only)`, pylance's defaults `(3, 3, false)` when `None`).
-    pub fn parse(name: &str, ngram: Option<(usize, usize, bool)>) -> Result<Self> {
+    /// prefix_only)`, pylance's defaults `(3, 3, false)` when `None`; `code`: `(index_operators,
+    /// split_identifiers, preserve_original, split_on_numerics)`, all `false` when `None`).
+    pub fn parse(name: &str, ngram: Option<(usize, usize, bool)>, code: Option<(bool, bool, bool, bool)>) -> Result<Self> {
+        let (index_operators, split_identifiers, preserve_original, split_on_numerics) = code.unwrap_or_default();
+        if name != "code" && (index_operators || split_identifiers || preserve_original || split_on_numerics) {
+            return Err(Error::InvalidInput("code analyzer flags require base_tokenizer='code'".into()));
+        }
         match name {
+            "code" => Ok(Self::Code {
+                index_operators,
+                split: split_identifiers.then_some(IdentifierSplit { preserve_original, split_on_numerics }),
+            }),
             "simple" => Ok(Self::Simple),
             "whitespace" => Ok(Self::Whitespace),
             "raw" => Ok(Self::Raw),
@@ -83,7 +208,7 @@ impl BaseTokenizer {
                 Ok(Self::Ngram { min, max, prefix_only })
             }
             other => Err(Error::NotSupported(format!(
-                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw, icu, icu/split and ngram tokenizers"
+                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw, icu, icu/split, code and ngram tokenizers"
             ))),
         }
     }
@@ -175,22 +300,22 @@ pub struct Analyzed {
 }
 
 impl Analyzer {
-    fn base_tokens<'a>(&self, text: &'a str) -> Vec<&'a str> {
+    /// The base tokens of `text` with their positions: each token's number, except for
+    /// n-grams, which all sit at position 0 (as tantivy's n-gram tokenizer numbers them), and
+    /// for split identifiers (see [`IdentifierSplit`]).
+    fn base_tokens<'a>(&self, text: &'a str) -> Vec<(&'a str, u32)> {
+        let numbered = |tokens: Vec<&'a str>| tokens.into_iter().zip(0u32..).collect();
         match self.base {
-            BaseTokenizer::Raw => vec![text],
-            BaseTokenizer::Simple => text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect(),
-            BaseTokenizer::Whitespace => text.split(|c: char| c.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect(),
-            BaseTokenizer::Icu { split } => icu_words(text, split),
-            BaseTokenizer::Ngram { min, max, prefix_only } => ngrams(text, min, max, prefix_only),
-        }
-    }
-
-    /// The position recorded for the `pos`-th base token: its number, except for n-grams,
-    /// which all sit at position 0 (as tantivy's n-gram tokenizer numbers them).
-    fn position(&self, pos: usize) -> u32 {
-        match self.base {
-            BaseTokenizer::Ngram { .. } => 0,
-            _ => u32::try_from(pos).unwrap_or(u32::MAX),
+            BaseTokenizer::Raw => vec![(text, 0)],
+            BaseTokenizer::Simple => numbered(text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).collect()),
+            BaseTokenizer::Whitespace => {
+                numbered(text.split(|c: char| c.is_ascii_whitespace()).filter(|t| !t.is_empty()).collect())
+            }
+            BaseTokenizer::Icu { split } => numbered(icu_words(text, split)),
+            BaseTokenizer::Code { index_operators, split } => code_tokens(text, index_operators, split),
+            BaseTokenizer::Ngram { min, max, prefix_only } => {
+                ngrams(text, min, max, prefix_only).into_iter().map(|t| (t, 0)).collect()
+            }
         }
     }
 
@@ -237,10 +362,10 @@ impl Analyzer {
     pub fn analyze(&self, text: &str) -> Analyzed {
         let stemmer = self.stemmer.map(frostem::Stemmer::new);
         let mut out = Analyzed { tokens: Vec::new(), positions: Vec::new() };
-        for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
+        for (raw, pos) in self.base_tokens(text) {
             if let Some(token) = self.filter(raw, stemmer.as_ref()) {
                 out.tokens.push(token);
-                out.positions.push(self.position(pos));
+                out.positions.push(pos);
             }
         }
         out
@@ -278,7 +403,7 @@ impl Analyzer {
                     for text in chunk {
                         let before = local.ids.len();
                         if let Some(text) = text {
-                            for (pos, raw) in self.base_tokens(text).into_iter().enumerate() {
+                            for (raw, pos) in self.base_tokens(text) {
                                 let id = match seen.get(raw) {
                                     Some(id) => *id,
                                     None => {
@@ -296,7 +421,7 @@ impl Analyzer {
                                 if let Some(id) = id {
                                     local.ids.push(id);
                                     if with_positions {
-                                        local.positions.push(self.position(pos));
+                                        local.positions.push(pos);
                                     }
                                 }
                             }
@@ -514,6 +639,33 @@ pub fn posting_encode(
 #[cfg(test)]
 mod tests {
     #[test]
+    fn code_tokens_split_identifiers_and_operators() {
+        let words = |text, ops, split: Option<(bool, bool)>| {
+            let split =
+                split.map(|(preserve_original, split_on_numerics)| IdentifierSplit { preserve_original, split_on_numerics });
+            code_tokens(text, ops, split)
+        };
+        assert_eq!(
+            words("std::vector user-name parse.HTML2JSON", false, None),
+            vec![("std", 0), ("vector", 1), ("user", 2), ("name", 3), ("parse", 4), ("HTML2JSON", 5)]
+        );
+        assert_eq!(
+            words("a::b != c->d >>>= x", true, None),
+            vec![("a", 0), ("::", 1), ("b", 2), ("!=", 3), ("c", 4), ("->", 5), ("d", 6), (">>>=", 7), ("x", 8)]
+        );
+        assert_eq!(words("parseHTML2JSON", false, Some((false, false))), vec![("parse", 0), ("HTML2JSON", 1)]);
+        assert_eq!(
+            words("parseHTML2JSON next", false, Some((true, true))),
+            vec![("parseHTML2JSON", 0), ("parse", 0), ("HTML", 1), ("2", 2), ("JSON", 3), ("next", 4)]
+        );
+        assert_eq!(
+            words("my_var __init__ _x HTMLParser", false, Some((false, false))),
+            vec![("my", 0), ("var", 1), ("__init__", 2), ("_x", 3), ("HTML", 4), ("Parser", 5)]
+        );
+        assert!(BaseTokenizer::parse("simple", None, Some((false, true, false, false))).is_err());
+    }
+
+    #[test]
     fn icu_words_follow_unicode_word_boundaries() {
         let text = "Hello, world! it's 4.5 -- ok";
         assert_eq!(icu_words(text, false), vec!["Hello", "world", "it's", "4.5", "ok"]);
@@ -558,7 +710,7 @@ mod tests {
 
     #[test]
     fn ngram_tokens() {
-        let tri = BaseTokenizer::parse("ngram", None).unwrap();
+        let tri = BaseTokenizer::parse("ngram", None, None).unwrap();
         assert_eq!(tri, BaseTokenizer::Ngram { min: 3, max: 3, prefix_only: false });
         let a = Analyzer {
             base: tri,
@@ -572,12 +724,12 @@ mod tests {
         assert_eq!(d.tokens, ["caf", "afe", "fe ", "e x"]); // (accents folded after the split; spaces kept)
         assert_eq!(d.positions, [0, 0, 0, 0]);
         assert!(a.analyze("ab").tokens.is_empty());
-        let pre = Analyzer { base: BaseTokenizer::parse("ngram", Some((1, 3, true))).unwrap(), ..a.clone() };
+        let pre = Analyzer { base: BaseTokenizer::parse("ngram", Some((1, 3, true)), None).unwrap(), ..a.clone() };
         assert_eq!(pre.analyze("日本語x").tokens, ["日", "日本", "日本語"]);
-        let two = Analyzer { base: BaseTokenizer::parse("ngram", Some((1, 2, false))).unwrap(), ..a };
+        let two = Analyzer { base: BaseTokenizer::parse("ngram", Some((1, 2, false)), None).unwrap(), ..a };
         assert_eq!(two.analyze("abc").tokens, ["a", "ab", "b", "bc", "c"]);
-        assert!(BaseTokenizer::parse("ngram", Some((0, 2, false))).is_err());
-        assert!(BaseTokenizer::parse("ngram", Some((3, 2, false))).is_err());
+        assert!(BaseTokenizer::parse("ngram", Some((0, 2, false)), None).is_err());
+        assert!(BaseTokenizer::parse("ngram", Some((3, 2, false)), None).is_err());
     }
 
     #[test]

@@ -396,7 +396,7 @@ mod tests {
 
     fn analyzer() -> Analyzer {
         Analyzer {
-            base: fts::BaseTokenizer::parse("simple", None).unwrap(),
+            base: fts::BaseTokenizer::parse("simple", None, None).unwrap(),
             max_token_length: Some(40),
             lower_case: true,
             stemmer: None,

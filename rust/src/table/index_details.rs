@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::format::indexpb;
 use crate::format::pb::lance::table as tablepb;
 
-pub use tablepb::InvertedIndexDetails;
+pub use tablepb::{CodeAnalyzerConfig, InvertedIndexDetails};
 
 /// A decoded `index_details` message.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,13 +118,14 @@ mod tests {
         let mut m = pylance_fts();
         m.code_analyzer = Some(tablepb::CodeAnalyzerConfig {
             split_identifiers: true,
-            split_on_numerics: true,
-            preserve_original: true,
+            split_on_numerics: Some(true),
+            preserve_original: Some(false),
             index_operators: false,
         });
         m.document_granularity = 1;
         let bytes = encode_inverted_index_details(&m);
-        assert!(bytes.windows(8).any(|w| w == [0x6a, 6, 8, 1, 16, 1, 24, 1]));
+        // (a false `preserve_original` is written: it is `optional`)
+        assert!(bytes.windows(8).any(|w| w == [0x6a, 6, 8, 1, 16, 1, 24, 0]));
         assert!(bytes.windows(2).any(|w| w == [0x70, 1]));
         assert_eq!(decode_index_details("/lance.table.InvertedIndexDetails", &bytes).unwrap(), IndexDetails::Inverted(m));
     }
