@@ -4,7 +4,10 @@ ICU word segmenter (``base_tokenizer="icu"`` / ``"icu/split"``) on mixed-script 
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import shutil
 
 import lance
 import pyarrow as pa
@@ -215,3 +218,84 @@ def test_code_analyzer_options_refused_as_pylance(tmp_path):
         with pytest.raises(Exception, match=match):
             lance.dataset(str(path)).create_scalar_index("t", "INVERTED", **kw)
     assert ds.list_indices() == []
+
+
+@pytest.fixture
+def jieba_models(tmp_path, monkeypatch):
+    """A language-model home with ``jieba/default``: the words of jieba's own dictionary
+    (from the ``jieba`` package) of frequency 500 or more (quicker to load, for pylance loads
+    a model at each query), and ``jieba/custom``: the whole dictionary, named in config.json
+    with a user dictionary of two new words."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("jieba")
+    assert spec is not None and spec.submodule_search_locations, "the jieba package (its dictionary) is a test requirement"
+    words = os.path.join(list(spec.submodule_search_locations)[0], "dict.txt")
+    home = tmp_path / "models"
+    (home / "jieba" / "default").mkdir(parents=True)
+    with open(words, encoding="utf-8") as f:
+        common = [line for line in f if int(line.split()[1]) >= 500]
+    (home / "jieba" / "default" / "dict.txt").write_text("".join(common), encoding="utf-8")
+    (home / "jieba" / "custom").mkdir(parents=True)
+    shutil.copy(words, home / "jieba" / "custom" / "main.txt")
+    (home / "jieba" / "custom" / "user.txt").write_text("兰斯数据 1000 n\n向量检索引擎 500 n\n", encoding="utf-8")
+    (home / "jieba" / "custom" / "config.json").write_text(json.dumps({"main": "main.txt", "users": ["user.txt"]}))
+    monkeypatch.setenv("LANCE_LANGUAGE_MODEL_HOME", str(home))
+    return home
+
+
+def _chinese_docs(home, n: int, seed: int) -> list:
+    """Running Chinese text of the dictionary's common words (and the user dictionary's),
+    with punctuation, spaces and some English."""
+    rng = random.Random(seed)
+    with open(home / "jieba" / "default" / "dict.txt", encoding="utf-8") as f:
+        common = [line.split()[0] for line in f if int(line.split()[1]) > 20000]
+    common = sorted(common)[:: max(1, len(common) // 600)] + ["兰斯数据", "向量检索引擎", "Lance", "GPU", "the", "data"]
+    return ["".join(w + rng.choice(["", "", "", "，", "。", " ", "、"]) for w in rng.choices(common, k=rng.randint(1, 30)))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("tokenizer,options", [
+    ("jieba/default", {}),
+    ("jieba", {"with_position": True, "remove_stop_words": False}),
+    ("jieba/custom", {"lower_case": False, "max_token_length": 3}),
+])
+def test_jieba_builds_pylance_index(tmp_path, jieba_models, tokenizer, options):
+    """jieba's search-mode segmentation with the model's dictionaries (config.json's main
+    and user dictionaries): lancepy's index files equal pylance's, each library answers
+    from the other's index, and a phrase query finds pylance's rows."""
+    docs = _chinese_docs(jieba_models, 300, len(tokenizer))
+    paths = _build_both(tmp_path, docs, base_tokenizer=tokenizer, **options)
+    _index_files_equal(paths)
+    rng = random.Random(7)
+    queries = [d[: rng.randint(2, 8)] for d in rng.sample(docs, 5)] + ["兰斯数据", "检索", "Lance"]
+    _same_answers(paths, queries)
+    if options.get("with_position"):
+        for d in rng.sample(docs, 3):
+            q = d[:6]
+            ref = sorted(lance.dataset(str(paths["pylance"])).to_table(
+                full_text_query=lance.query.PhraseQuery(q, "t"), columns=["id"]).column("id").to_pylist())
+            got = lancepy.dataset(str(paths["pylance"])).to_table(full_text_query=lancepy.query.PhraseQuery(q, "t"),
+                                                                   columns=["id"])
+            assert sorted(got.column("id").to_pylist()) == ref, q
+
+
+def test_jieba_model_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANCE_LANGUAGE_MODEL_HOME", str(tmp_path / "nowhere"))
+    path = tmp_path / "d"
+    lancepy.write_dataset(pa.table({"t": ["我们的数据"]}), str(path))
+    with pytest.raises(InvalidArgumentError, match="Invalid directory path"):
+        lancepy.dataset(str(path)).create_scalar_index("t", "INVERTED", base_tokenizer="jieba/default")
+    (tmp_path / "nowhere" / "jieba" / "default").mkdir(parents=True)
+    with pytest.raises(InvalidArgumentError, match="dict.txt"):
+        lancepy.dataset(str(path)).create_scalar_index("t", "INVERTED", base_tokenizer="jieba/default")
+    assert lancepy.dataset(str(path)).list_indices() == []
+
+
+def test_ascii_folding_of_every_code_point(tmp_path):
+    """Every character above ASCII (to U+1FFFF), each a document of the raw tokenizer with
+    ASCII folding: lancepy's token and document files equal pylance's."""
+    chars = [chr(c) for c in range(0x80, 0x20000) if not 0xD800 <= c <= 0xDFFF]
+    paths = _build_both(tmp_path, chars, base_tokenizer="raw", lower_case=False, stem=False, remove_stop_words=False,
+                        ascii_folding=True, max_token_length=None)
+    _index_files_equal(paths)

@@ -36,6 +36,8 @@ Scores are BM25 as pylance computes them, in float32: ``k1 = 1.2``, ``b = 0.75``
 from __future__ import annotations
 
 import json
+import os
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -94,10 +96,11 @@ class Analyzer:
         p = self.params
         if p.get("lance_tokenizer", "text") not in ("text", None):
             raise NotSupportedError(f"INVERTED index lance_tokenizer {p.get('lance_tokenizer')!r}: lancepy analyzes text only")
-        if p.get("base_tokenizer", "simple") not in _TOKENIZERS:
+        self._jieba = _jieba_model(p.get("base_tokenizer"))
+        if p.get("base_tokenizer", "simple") not in _TOKENIZERS and self._jieba is None:
             raise NotSupportedError(
                 f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has {', '.join(map(repr, _TOKENIZERS))}"
-                " (jieba and lindera need language models pylance downloads; lancepy has none)"
+                " and 'jieba/<model>' (lindera's dictionaries are not read by lancepy)"
             )
         self._ngram: Optional[Tuple[int, int, bool]] = None
         if p.get("base_tokenizer") == "ngram":
@@ -141,10 +144,10 @@ class Analyzer:
         empty)."""
         import numpy as np
 
-        base, max_len, lower, language, stop, folding, ngram, code = self._native_args()
+        base, max_len, lower, language, stop, folding, ngram, code, jieba = self._native_args()
         vocab, ids, offsets, positions = _lancepy.fts_analyze(
             texts if isinstance(texts, pa.Array) else list(texts),  # (an Arrow array is read in place)
-            base, max_len, lower, language, stop, folding, with_positions, ngram, code,
+            base, max_len, lower, language, stop, folding, with_positions, ngram, code, jieba,
         )
         return (
             vocab,
@@ -153,10 +156,11 @@ class Analyzer:
             np.frombuffer(positions, dtype="<u4"),
         )
 
-    def _native_args(self) -> Tuple[str, Optional[int], bool, Optional[str], Optional[List[str]], bool, Any, Any]:
+    def _native_args(self) -> Tuple[str, Optional[int], bool, Optional[str], Optional[List[str]], bool, Any, Any, Any]:
         """The native analyzer's arguments, but positions (see ``fts_analyze``)."""
         return (str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
-                self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram, self._code)
+                self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram, self._code,
+                self._jieba)
 
     def builder(self) -> Any:
         """A native builder of one partition's posting lists (``FtsPostingsBuilder``), with
@@ -178,6 +182,52 @@ class Analyzer:
         """The tokens of one text, in order (repeats kept)."""
         vocab, ids, _, _ = self.analyze([text])
         return [vocab[i] for i in ids]
+
+
+#: Where pylance looks for language models when ``LANCE_LANGUAGE_MODEL_HOME`` is not set:
+#: this directory of the user's local data directory.
+_MODELS_DIR = os.path.join("lance", "language_models")
+
+
+def language_model_home() -> str:
+    """The directory of language models (``jieba/<model>``): ``LANCE_LANGUAGE_MODEL_HOME``,
+    else ``lance/language_models`` in the user's local data directory, as pylance 14's."""
+    home = os.environ.get("LANCE_LANGUAGE_MODEL_HOME")
+    if home:
+        return home
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+    elif sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Application Support")
+    else:
+        base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return os.path.join(base, _MODELS_DIR)
+
+
+def _jieba_model(base_tokenizer: Any) -> Optional[Tuple[str, List[str]]]:
+    """``(main dictionary, user dictionaries)`` of a ``jieba`` / ``jieba/<model>`` tokenizer
+    (``None`` for other tokenizers): the model directory's ``config.json`` may name them
+    (``{"main": ..., "users": [...]}``), else the main one is ``dict.txt``."""
+    if not isinstance(base_tokenizer, str) or not (base_tokenizer == "jieba" or base_tokenizer.startswith("jieba/")):
+        return None
+    name = "jieba/default" if base_tokenizer == "jieba" else base_tokenizer
+    root = os.path.join(language_model_home(), *name.split("/"))
+    if not os.path.isdir(root):
+        raise InvalidArgumentError(f"Invalid directory path: {root} (the {base_tokenizer!r} tokenizer's model: its "
+                                   "dict.txt, and optionally config.json; LANCE_LANGUAGE_MODEL_HOME sets where models are)")
+    config: Dict[str, Any] = {}
+    config_path = os.path.join(root, "config.json")
+    if os.path.exists(config_path):
+        try:
+            with open(config_path, encoding="utf-8") as f:
+                config = json.load(f)
+        except (OSError, ValueError) as e:
+            raise InvalidArgumentError(f"jieba model {root}: config.json: {e}") from None
+        if not isinstance(config, dict):
+            raise InvalidArgumentError(f"jieba model {root}: config.json must be an object")
+    main = os.path.join(root, str(config.get("main") or "dict.txt"))
+    users = [os.path.join(root, str(u)) for u in (config.get("users") or [])]
+    return main, users
 
 
 def _f32(x: float) -> float:

@@ -83,8 +83,16 @@ fn analyzer_of(
     ascii_folding: bool,
     ngram: Option<(usize, usize, bool)>,
     code: Option<(bool, bool, bool, bool)>,
+    jieba: Option<(String, Vec<String>)>,
 ) -> PyResult<fts::Analyzer> {
-    let base = fts::BaseTokenizer::parse(base_tokenizer, ngram, code).py()?;
+    // (`jieba`: a jieba model's main dictionary and user dictionaries, found by the caller)
+    let base = match jieba {
+        Some((main, users)) => {
+            let users: Vec<std::path::PathBuf> = users.into_iter().map(Into::into).collect();
+            fts::BaseTokenizer::Jieba(fts::JiebaModel::load(std::path::Path::new(&main), &users).py()?)
+        }
+        None => fts::BaseTokenizer::parse(base_tokenizer, ngram, code).py()?,
+    };
     let stemmer = language.as_deref().map(fts::stemmer_of).transpose().py()?;
     Ok(fts::Analyzer {
         base,
@@ -106,7 +114,7 @@ pub struct PyFtsAnalyzer {
 #[pymethods]
 impl PyFtsAnalyzer {
     #[new]
-    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None, code=None))]
+    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None, code=None, jieba=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         base_tokenizer: &str,
@@ -117,9 +125,20 @@ impl PyFtsAnalyzer {
         ascii_folding: bool,
         ngram: Option<(usize, usize, bool)>,
         code: Option<(bool, bool, bool, bool)>,
+        jieba: Option<(String, Vec<String>)>,
     ) -> PyResult<Self> {
         Ok(Self {
-            inner: analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code)?,
+            inner: analyzer_of(
+                base_tokenizer,
+                max_token_length,
+                lower_case,
+                language,
+                stop_words,
+                ascii_folding,
+                ngram,
+                code,
+                jieba,
+            )?,
         })
     }
 
@@ -134,7 +153,7 @@ impl PyFtsAnalyzer {
 /// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
 /// positions as u32 bytes (for a single text, or with `with_positions`; empty otherwise))`.
 #[pyfunction]
-#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None, code=None))]
+#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None, code=None, jieba=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn fts_analyze<'py>(
     py: Python<'py>,
@@ -148,8 +167,10 @@ pub fn fts_analyze<'py>(
     with_positions: bool,
     ngram: Option<(usize, usize, bool)>,
     code: Option<(bool, bool, bool, bool)>,
+    jieba: Option<(String, Vec<String>)>,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let analyzer = analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code)?;
+    let analyzer =
+        analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code, jieba)?;
     // (a list of str, or an Arrow string array read in place: a build's texts are not copied)
     let source = Texts::of(texts)?;
     let (vocab, ids, offsets, positions) = run(py, || {

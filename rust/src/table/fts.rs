@@ -35,8 +35,81 @@ pub struct Analyzer {
     pub ascii_folding: bool,
 }
 
+/// A jieba dictionary (pylance's `jieba/<model>` tokenizers: the model directory's main
+/// dictionary and user dictionaries, in jieba's `word frequency [tag]` lines), loaded once per
+/// process for the same files.
+#[derive(Clone)]
+pub struct JiebaModel {
+    files: Vec<std::path::PathBuf>,
+    jieba: std::sync::Arc<jieba_rs::Jieba>,
+}
+
+impl std::fmt::Debug for JiebaModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JiebaModel").field("files", &self.files).finish()
+    }
+}
+
+impl PartialEq for JiebaModel {
+    fn eq(&self, other: &Self) -> bool {
+        self.files == other.files
+    }
+}
+
+impl Eq for JiebaModel {}
+
+impl JiebaModel {
+    /// The dictionary of `main` with the words of `users` added (a file changed since it was
+    /// loaded is loaded again).
+    pub fn load(main: &std::path::Path, users: &[std::path::PathBuf]) -> Result<Self> {
+        use std::collections::HashMap;
+        use std::sync::{Arc, Mutex, OnceLock};
+        type Key = Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>;
+        static LOADED: OnceLock<Mutex<HashMap<Key, Arc<jieba_rs::Jieba>>>> = OnceLock::new();
+        let files: Vec<std::path::PathBuf> = std::iter::once(main.to_path_buf()).chain(users.iter().cloned()).collect();
+        let mut key = Key::with_capacity(files.len());
+        for f in &files {
+            let meta = std::fs::metadata(f).map_err(|e| Error::InvalidInput(format!("jieba dictionary {}: {e}", f.display())))?;
+            key.push((f.clone(), meta.len(), meta.modified().ok()));
+        }
+        let cache = LOADED.get_or_init(Default::default);
+        if let Some(jieba) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(Self { files, jieba: jieba.clone() });
+        }
+        let open = |f: &std::path::Path| -> Result<std::io::BufReader<std::fs::File>> {
+            let file =
+                std::fs::File::open(f).map_err(|e| Error::InvalidInput(format!("jieba dictionary {}: {e}", f.display())))?;
+            Ok(std::io::BufReader::new(file))
+        };
+        let mut jieba = jieba_rs::Jieba::with_dict(&mut open(main)?)
+            .map_err(|e| Error::InvalidInput(format!("Failed to load Jieba dictionary from {}: {e}", main.display())))?;
+        for user in users {
+            jieba
+                .load_dict(&mut open(user)?)
+                .map_err(|e| Error::InvalidInput(format!("Failed to load Jieba user dictionary from {}: {e}", user.display())))?;
+        }
+        let jieba = Arc::new(jieba);
+        let mut loaded = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if loaded.len() >= 8 {
+            loaded.clear(); // (a few models at most in a process; each is tens of MB)
+        }
+        loaded.insert(key, jieba.clone());
+        Ok(Self { files, jieba })
+    }
+
+    /// jieba's words of `text` in search mode (a long word's shorter words too), each at its
+    /// first character's number, as pylance numbers them.
+    fn words<'a>(&self, text: &'a str) -> Vec<(&'a str, u32)> {
+        self.jieba
+            .tokenize(text, jieba_rs::TokenizeMode::Search, true)
+            .into_iter()
+            .map(|t| (t.word, u32::try_from(t.start).unwrap_or(u32::MAX)))
+            .collect()
+    }
+}
+
 /// pylance's `base_tokenizer`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BaseTokenizer {
     /// maximal runs of alphanumeric characters
     Simple,
@@ -61,6 +134,8 @@ pub enum BaseTokenizer {
         /// how identifiers are split (`None`: not at all)
         split: Option<IdentifierSplit>,
     },
+    /// jieba's Chinese word segmentation with a model's dictionary (`jieba/<model>`)
+    Jieba(JiebaModel),
     /// every run of `min` to `max` characters of the whole text (spaces included), shortest
     /// first at each start; with `prefix_only`, those starting at the first character only
     Ngram {
@@ -207,8 +282,11 @@ impl BaseTokenizer {
                 }
                 Ok(Self::Ngram { min, max, prefix_only })
             }
+            jieba if jieba == "jieba" || jieba.starts_with("jieba/") => {
+                Err(Error::InvalidInput(format!("base_tokenizer {jieba:?} needs its model's dictionary")))
+            }
             other => Err(Error::NotSupported(format!(
-                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw, icu, icu/split, code and ngram tokenizers"
+                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw, icu, icu/split, code, jieba/<model> and ngram tokenizers"
             ))),
         }
     }
@@ -313,6 +391,7 @@ impl Analyzer {
             }
             BaseTokenizer::Icu { split } => numbered(icu_words(text, split)),
             BaseTokenizer::Code { index_operators, split } => code_tokens(text, index_operators, split),
+            BaseTokenizer::Jieba(ref model) => model.words(text),
             BaseTokenizer::Ngram { min, max, prefix_only } => {
                 ngrams(text, min, max, prefix_only).into_iter().map(|t| (t, 0)).collect()
             }
