@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from lancepy import _lancepy
+from lancepy._ops import fts_analyzer as _fts_analyzer
 from lancepy._ops import inverted as _inverted
 from lancepy.exceptions import LanceError
 
@@ -54,7 +55,7 @@ def test_builder_equals_a_sort_of_token_document_keys(tmp_path, seed: int, with_
     rng = np.random.default_rng(seed)
     texts = _texts(rng)
     rows = np.sort(rng.choice(10 * len(texts), len(texts), replace=False)).astype(np.uint64)
-    params = _inverted.check_params({"with_position": with_pos, "stem": bool(seed % 2), "remove_stop_words": bool(seed % 3),
+    params = _fts_analyzer.check_params({"with_position": with_pos, "stem": bool(seed % 2), "remove_stop_words": bool(seed % 3),
                                      "ascii_folding": seed % 4 == 1})
     want = _by_sorting(params, texts, rows)
     builder = _fed(params, texts, rows, rng)
@@ -83,7 +84,7 @@ def test_builder_equals_a_sort_of_token_document_keys(tmp_path, seed: int, with_
 
 
 def test_builder_memory_grows_with_its_lists() -> None:
-    builder = _inverted.Analyzer(_inverted.check_params({})).builder()
+    builder = _inverted.Analyzer(_fts_analyzer.check_params({})).builder()
     assert builder.memory_bytes == 0 and builder.num_docs == 0
     sizes = []
     for i in range(5):
@@ -96,7 +97,7 @@ def test_builder_memory_grows_with_its_lists() -> None:
 
 
 def test_builder_and_flat_encoder_refuse_bad_input() -> None:
-    builder = _inverted.Analyzer(_inverted.check_params({})).builder()
+    builder = _inverted.Analyzer(_fts_analyzer.check_params({})).builder()
     with pytest.raises(LanceError, match="row ids"):
         builder.add(pa.array(["a b", "c"]), np.arange(3, dtype="<u8").tobytes())
     with pytest.raises(LanceError):
@@ -109,7 +110,7 @@ def test_builder_and_flat_encoder_refuse_bad_input() -> None:
     with pytest.raises(LanceError, match="block size"):
         builder.encode(np.ones(2, "<f4").tobytes(), 100)
     # (the lists are let go as they are encoded: once only)
-    done = _inverted.Analyzer(_inverted.check_params({})).builder()
+    done = _inverted.Analyzer(_fts_analyzer.check_params({})).builder()
     done.add(["x y"], np.arange(1, dtype="<u8").tobytes())
     assert pa.record_batch(done.encode(np.ones(2, "<f4").tobytes(), 128)).num_rows == 2
     for again in (lambda: done.encode(np.ones(2, "<f4").tobytes(), 128), done.doc_freqs,

@@ -127,13 +127,14 @@ PIECES = (
 ).split()
 
 
-def _mixed_docs(n: int, seed: int) -> list:
+def _joined(pieces: list, separators: list, n: int, seed: int, most: int) -> list:
+    """`n` seeded documents of 1 to `most` pieces, each followed by one of `separators`."""
     rng = random.Random(seed)
-    docs = []
-    for _ in range(n):
-        parts = rng.choices(PIECES, k=rng.randint(1, 20))
-        docs.append("".join(p + rng.choice(["", "", " ", " ", ", ", "。", "! ", "-", "_"]) for p in parts))
-    return docs
+    return ["".join(p + rng.choice(separators) for p in rng.choices(pieces, k=rng.randint(1, most))) for _ in range(n)]
+
+
+def _mixed_docs(n: int, seed: int) -> list:
+    return _joined(PIECES, ["", "", " ", " ", ", ", "。", "! ", "-", "_"], n, seed, 20)
 
 
 def test_icu_stop_words_drop_what_pylance_drops(tmp_path):
@@ -179,9 +180,7 @@ CODE_PIECES = (
 
 
 def _code_docs(n: int, seed: int) -> list:
-    rng = random.Random(seed)
-    return ["".join(p + rng.choice(["", " ", " ", "\n", ".", "(", "_"]) for p in rng.choices(CODE_PIECES, k=rng.randint(1, 30)))
-            for _ in range(n)]
+    return _joined(CODE_PIECES, ["", " ", " ", "\n", ".", "(", "_"], n, seed, 30)
 
 
 @pytest.mark.parametrize("options", [
@@ -247,12 +246,10 @@ def jieba_models(tmp_path, monkeypatch):
 def _chinese_docs(home, n: int, seed: int) -> list:
     """Running Chinese text of the dictionary's common words (and the user dictionary's),
     with punctuation, spaces and some English."""
-    rng = random.Random(seed)
     with open(home / "jieba" / "default" / "dict.txt", encoding="utf-8") as f:
         common = [line.split()[0] for line in f if int(line.split()[1]) > 20000]
     common = sorted(common)[:: max(1, len(common) // 600)] + ["兰斯数据", "向量检索引擎", "Lance", "GPU", "the", "data"]
-    return ["".join(w + rng.choice(["", "", "", "，", "。", " ", "、"]) for w in rng.choices(common, k=rng.randint(1, 30)))
-            for _ in range(n)]
+    return _joined(common, ["", "", "", "，", "。", " ", "、"], n, seed, 30)
 
 
 @pytest.mark.parametrize("tokenizer,options", [

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from lancepy import _lancepy
+from lancepy._ops import fts_analyzer as _fts_analyzer
 from lancepy._ops import inverted as _inverted
 from lancepy.exceptions import CorruptFileError, NotSupportedError
 
@@ -92,7 +93,7 @@ def test_inverted_details_both_ways(tmp_path, seed: int) -> None:
     if opts["base_tokenizer"] == "ngram":
         return
     # what lancepy commits for the same options: the same bytes, reported alike by pylance
-    assert bytes(_inverted.details_bytes(_inverted.check_params(opts))) == value
+    assert bytes(_inverted.details_bytes(_fts_analyzer.check_params(opts))) == value
     lancepy.write_dataset(_text_table(seed), mine)
     lancepy.dataset(mine).create_scalar_index("t", "INVERTED", **opts)
     assert _details(mine)["t_idx"] == (url, value)
@@ -219,7 +220,7 @@ def _garbage(seed: int, n: int) -> bytes:
 
 
 def test_damaged_messages_raise_lancepy_errors() -> None:
-    fts = bytes(_inverted.details_bytes(_inverted.check_params({"base_tokenizer": "simple"})))
+    fts = bytes(_inverted.details_bytes(_fts_analyzer.check_params({"base_tokenizer": "simple"})))
     url = "/lance.table.InvertedIndexDetails"
     assert _lancepy.decode_index_details(url, fts)["base_tokenizer"] == "simple"
     with pytest.raises(CorruptFileError):
@@ -258,7 +259,7 @@ def test_damaged_messages_raise_lancepy_errors() -> None:
         _lancepy.encode_legacy_index("i", "v", 2, "l2", 2, [0], [2], pa.array([0.0], pa.float32()),
                                      pa.array(np.arange(512, dtype=np.float32)), 1)
     with pytest.raises(InvalidArgumentError, match="32-bit"):
-        _inverted.check_params({"max_token_length": 1 << 40})
+        _fts_analyzer.check_params({"max_token_length": 1 << 40})
 
 
 def test_damaged_legacy_offsets_are_corrupt_not_overflow(tmp_path) -> None:

@@ -36,15 +36,13 @@ Scores are BM25 as pylance computes them, in float32: ``k1 = 1.2``, ``b = 0.75``
 from __future__ import annotations
 
 import json
-import os
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy._ops.stopwords import ICU_STOP_WORDS, STOP_WORDS, canonical_language
+from lancepy._ops.fts_analyzer import _CODE_FLAGS, DEFAULT_PARAMS, Analyzer
 from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,179 +54,6 @@ DETAILS_TYPE_URL = "/lance.table.InvertedIndexDetails"
 METADATA = "metadata.lance"
 K1 = 1.2
 B = 0.75
-
-#: pylance 14's analyzer parameters, with its defaults (``params`` in ``metadata.lance``).
-DEFAULT_PARAMS: Dict[str, Any] = {
-    "lance_tokenizer": "text",
-    "base_tokenizer": "simple",
-    "language": "English",
-    "with_position": False,
-    "max_token_length": 40,
-    "lower_case": True,
-    "stem": True,
-    "remove_stop_words": True,
-    "custom_stop_words": None,
-    "ascii_folding": True,
-    "min_ngram_length": 3,
-    "max_ngram_length": 3,
-    "prefix_only": False,
-    "block_size": 128,
-    "split_identifiers": False,
-    "split_on_numerics": False,
-    "preserve_original": False,
-    "index_operators": False,
-}
-
-#: The base tokenizers lancepy has (pylance's names).
-_TOKENIZERS = ("simple", "whitespace", "raw", "icu", "icu/split", "code", "ngram")
-
-#: The ``code`` tokenizer's flags, in the order the native analyzer takes them.
-_CODE_FLAGS = ("index_operators", "split_identifiers", "preserve_original", "split_on_numerics")
-
-
-@dataclass
-class Analyzer:
-    """How pylance splits a text into tokens (an index's ``params``)."""
-
-    params: Dict[str, Any]
-
-    def __post_init__(self) -> None:
-        p = self.params
-        if p.get("lance_tokenizer", "text") not in ("text", None):
-            raise NotSupportedError(f"INVERTED index lance_tokenizer {p.get('lance_tokenizer')!r}: lancepy analyzes text only")
-        self._jieba = _jieba_model(p.get("base_tokenizer"))
-        if p.get("base_tokenizer", "simple") not in _TOKENIZERS and self._jieba is None:
-            raise NotSupportedError(
-                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has {', '.join(map(repr, _TOKENIZERS))}"
-                " and 'jieba/<model>' (lindera's dictionaries are not read by lancepy)"
-            )
-        self._ngram: Optional[Tuple[int, int, bool]] = None
-        if p.get("base_tokenizer") == "ngram":
-            lo, hi = int(p.get("min_ngram_length", 3)), int(p.get("max_ngram_length", 3))
-            if lo < 1 or hi < lo:
-                raise InvalidArgumentError(
-                    f"ngram tokenizer: min_ngram_length ({lo}) must be at least 1 and at most max_ngram_length ({hi})"
-                )
-            self._ngram = (lo, hi, bool(p.get("prefix_only", False)))
-        self._code: Optional[Tuple[bool, ...]] = None
-        if p.get("base_tokenizer") == "code":
-            self._code = tuple(bool(p.get(k)) for k in _CODE_FLAGS)
-        elif any(p.get(k) for k in _CODE_FLAGS):
-            raise InvalidArgumentError(
-                f"INVERTED index options {', '.join(k for k in _CODE_FLAGS if p.get(k))} need base_tokenizer='code'"
-            )
-        language = canonical_language(p.get("language") or "English")
-        self._language = language.lower() if p.get("stem") else None
-        stop: Optional[List[str]] = None
-        if p.get("remove_stop_words"):
-            if p.get("custom_stop_words") is not None:
-                stop = [str(w) for w in p["custom_stop_words"]]
-            elif p.get("base_tokenizer") in ("icu", "icu/split"):
-                stop = sorted(ICU_STOP_WORDS)
-            else:
-                stop = sorted(STOP_WORDS[language])
-        self._stop = stop
-        max_len = p.get("max_token_length")
-        self._max_len = int(max_len) if max_len is not None else None
-        self._native: Any = None  # (the native analyzer of query texts, built on first use)
-
-    @property
-    def with_position(self) -> bool:
-        return bool(self.params.get("with_position"))
-
-    def analyze(
-        self, texts: Union[Sequence[Optional[str]], pa.Array], with_positions: bool = False
-    ) -> Tuple[List[str], "np.ndarray", "np.ndarray", "np.ndarray"]:
-        """``(vocabulary, token ids, per-text offsets, positions)`` of `texts` (strs, or an
-        Arrow string array; positions of one text, or of all with `with_positions`; else
-        empty)."""
-        import numpy as np
-
-        base, max_len, lower, language, stop, folding, ngram, code, jieba = self._native_args()
-        vocab, ids, offsets, positions = _lancepy.fts_analyze(
-            texts if isinstance(texts, pa.Array) else list(texts),  # (an Arrow array is read in place)
-            base, max_len, lower, language, stop, folding, with_positions, ngram, code, jieba,
-        )
-        return (
-            vocab,
-            np.frombuffer(ids, dtype="<u4"),
-            np.frombuffer(offsets, dtype="<u8").astype(np.int64),
-            np.frombuffer(positions, dtype="<u4"),
-        )
-
-    def _native_args(self) -> Tuple[str, Optional[int], bool, Optional[str], Optional[List[str]], bool, Any, Any, Any]:
-        """The native analyzer's arguments, but positions (see ``fts_analyze``)."""
-        return (str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
-                self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram, self._code,
-                self._jieba)
-
-    def builder(self) -> Any:
-        """A native builder of one partition's posting lists (``FtsPostingsBuilder``), with
-        positions when the index stores them."""
-        return _lancepy.FtsPostingsBuilder(self._analyzer(), self.with_position)
-
-    def query_tokens(self, text: str) -> Tuple[List[str], List[int]]:
-        """``(tokens, positions)`` of one text, in order (repeats kept); the native analyzer
-        is built once."""
-        return self._analyzer().tokens(text)
-
-    def _analyzer(self) -> Any:
-        """The native analyzer (``FtsAnalyzer``), built on first use."""
-        if self._native is None:
-            self._native = _lancepy.FtsAnalyzer(*self._native_args())
-        return self._native
-
-    def tokens(self, text: str) -> List[str]:
-        """The tokens of one text, in order (repeats kept)."""
-        vocab, ids, _, _ = self.analyze([text])
-        return [vocab[i] for i in ids]
-
-
-#: Where pylance looks for language models when ``LANCE_LANGUAGE_MODEL_HOME`` is not set:
-#: this directory of the user's local data directory.
-_MODELS_DIR = os.path.join("lance", "language_models")
-
-
-def language_model_home() -> str:
-    """The directory of language models (``jieba/<model>``): ``LANCE_LANGUAGE_MODEL_HOME``,
-    else ``lance/language_models`` in the user's local data directory, as pylance 14's."""
-    home = os.environ.get("LANCE_LANGUAGE_MODEL_HOME")
-    if home:
-        return home
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
-    elif sys.platform == "darwin":
-        base = os.path.expanduser("~/Library/Application Support")
-    else:
-        base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    return os.path.join(base, _MODELS_DIR)
-
-
-def _jieba_model(base_tokenizer: Any) -> Optional[Tuple[str, List[str]]]:
-    """``(main dictionary, user dictionaries)`` of a ``jieba`` / ``jieba/<model>`` tokenizer
-    (``None`` for other tokenizers): the model directory's ``config.json`` may name them
-    (``{"main": ..., "users": [...]}``), else the main one is ``dict.txt``."""
-    if not isinstance(base_tokenizer, str) or not (base_tokenizer == "jieba" or base_tokenizer.startswith("jieba/")):
-        return None
-    name = "jieba/default" if base_tokenizer == "jieba" else base_tokenizer
-    root = os.path.join(language_model_home(), *name.split("/"))
-    if not os.path.isdir(root):
-        raise InvalidArgumentError(f"Invalid directory path: {root} (the {base_tokenizer!r} tokenizer's model: its "
-                                   "dict.txt, and optionally config.json; LANCE_LANGUAGE_MODEL_HOME sets where models are)")
-    config: Dict[str, Any] = {}
-    config_path = os.path.join(root, "config.json")
-    if os.path.exists(config_path):
-        try:
-            with open(config_path, encoding="utf-8") as f:
-                config = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InvalidArgumentError(f"jieba model {root}: config.json: {e}") from None
-        if not isinstance(config, dict):
-            raise InvalidArgumentError(f"jieba model {root}: config.json must be an object")
-    main = os.path.join(root, str(config.get("main") or "dict.txt"))
-    users = [os.path.join(root, str(u)) for u in (config.get("users") or [])]
-    return main, users
-
 
 def _f32(x: float) -> float:
     """`x` rounded to float32 (as a Python float)."""
@@ -525,62 +350,6 @@ def open_segment(ds_uri: str, uuid: Union[str, Sequence[str]], storage_options: 
     segments of one index, searched together)."""
     uuids = [uuid] if isinstance(uuid, str) else list(uuid)
     return InvertedSegment([ds_uri.rstrip("/") + f"/_indices/{u}/" for u in uuids], storage_options)
-
-
-def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
-    """pylance 14's ``params`` for the ``create_scalar_index`` keyword `options` (``None`` =
-    default). Raises for values lancepy cannot honour."""
-    options = dict(options)
-    analyzer = _analyzer_profile(options.pop("analyzer", None), options)
-    params = dict(DEFAULT_PARAMS)
-    if analyzer == "code":
-        params.update(_CODE_DEFAULTS)
-    for k, v in options.items():
-        if v is None and k != "max_token_length":  # (max_token_length=None: no limit, as pylance)
-            continue
-        if k not in params:
-            raise InvalidArgumentError(f"create_scalar_index: unknown INVERTED option {k}")
-        params[k] = v
-    if isinstance(params["base_tokenizer"], str):
-        params["base_tokenizer"] = params["base_tokenizer"].lower()
-    if params["base_tokenizer"] == "ngram":  # (pylance: no stemming or stop words for n-grams unless asked)
-        for k in ("stem", "remove_stop_words"):
-            if options.get(k) is None:
-                params[k] = False
-    if params["max_token_length"] is not None and int(params["max_token_length"]) <= 0:
-        raise InvalidArgumentError("max_token_length must be positive")
-    if int(params["block_size"]) % 128 or int(params["block_size"]) <= 0:
-        raise InvalidArgumentError(f"block_size must be a positive multiple of 128, got {params['block_size']}")
-    for key in ("max_token_length", "block_size", "min_ngram_length", "max_ngram_length"):
-        if params[key] is not None and not 0 <= int(params[key]) <= 0xFFFF_FFFF:
-            raise InvalidArgumentError(f"{key} must be a 32-bit unsigned number, got {params[key]}")
-    params["language"] = canonical_language(params["language"])
-    Analyzer(params)  # (refuses what lancepy cannot analyze)
-    return params
-
-
-#: What pylance 14's ``code`` analyzer profile sets (explicit options override it).
-_CODE_DEFAULTS = {"base_tokenizer": "code", "split_identifiers": False, "split_on_numerics": True,
-                  "preserve_original": True, "stem": False, "remove_stop_words": False}
-
-
-def _analyzer_profile(analyzer: Any, options: Dict[str, Any]) -> str:
-    """The analyzer profile (``"text"`` or ``"code"``, pylance 14's ``analyzer`` option; not
-    stored) of `options`: given, else ``"code"`` for ``base_tokenizer="code"``. Raises for
-    options the profile does not allow, as pylance does."""
-    base = options.get("base_tokenizer")
-    base = base.lower() if isinstance(base, str) else base
-    if analyzer is None:
-        analyzer = "code" if base == "code" else "text"
-    if analyzer not in ("text", "code"):
-        raise InvalidArgumentError(f"unknown analyzer {analyzer!r}, expected 'text' or 'code'")
-    if analyzer == "text" and base == "code":
-        raise InvalidArgumentError("base_tokenizer='code' requires analyzer='code'")
-    if analyzer == "code" and base not in (None, "code"):
-        raise InvalidArgumentError(f"analyzer='code' requires base_tokenizer='code', got {base!r}")
-    if analyzer == "text" and any(options.get(k) for k in _CODE_FLAGS):
-        raise InvalidArgumentError("code analyzer flags require analyzer='code'")
-    return analyzer
 
 
 # ---------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from lancepy import _lancepy
 from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
 from lancepy._ops import extsort as _extsort
+from lancepy._ops import fts_analyzer as _fts_analyzer
 from lancepy._table import commit as _commit
 from lancepy._table.commit import commit_on
 from lancepy.exceptions import IndexAlreadyExistsError, InvalidArgumentError, NotSupportedError
@@ -135,10 +136,8 @@ def create_scalar_index(
             f"it reads the other kinds pylance writes"
         )
     # (memory_limit: the INVERTED build's budget, and the sort's of the other kinds)
-    from lancepy._ops import inverted as _inverted
-
     given = [k for k in FTS_OPTIONS if fts_options.get(k) is not None and k != "memory_limit"
-             and not (k == "max_token_length" and fts_options[k] == _inverted.DEFAULT_PARAMS[k])]
+             and not (k == "max_token_length" and fts_options[k] == _fts_analyzer.DEFAULT_PARAMS[k])]
     if kind in ("INVERTED", "FTS"):
         return _create_inverted(view, column, name, replace, train, index_uuid, progress_callback, format_version,
                                 document_granularity, fragment_ids, fts_options)
@@ -244,7 +243,7 @@ def _create_inverted(
         raise NotSupportedError(f"create_scalar_index(document_granularity={document_granularity!r}): lancepy indexes rows only")
     if fragment_ids is not None:
         raise NotSupportedError("create_scalar_index(fragment_ids=): distributed INVERTED builds are not built in lancepy")
-    params = _inverted.check_params({k: v for k, v in options.items() if k not in ("memory_limit", "num_workers")})
+    params = _fts_analyzer.check_params({k: v for k, v in options.items() if k not in ("memory_limit", "num_workers")})
     path, field_id, dtype = _resolve_column(view, column)
     if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
         raise TypeError(f"INVERTED index column {column} must be string or large string (got {dtype})")
