@@ -3,9 +3,9 @@
 Each list is exactly the set of tokens pylance 14.0.2 removes for that language: found by
 indexing candidate strings with pylance (raw tokenizer, no lower-casing, stemming or folding)
 and keeping those its index left out (``tests/test_fts_stop_words.py`` checks the lists
-against pylance both ways). pylance's lists come from the Snowball and NLTK stop-word
-collections (BSD-licensed). Tokens are compared after lower-casing and stemming, as pylance
-does, so a stemmed form that differs from its list entry is kept.
+against pylance both ways). pylance's lists come from public stop-word collections, the
+Snowball project's (BSD-licensed) among them. Tokens are compared after lower-casing and
+stemming, as pylance does, so a stemmed form that differs from its list entry is kept.
 """
 
 from typing import Any, Dict, FrozenSet
