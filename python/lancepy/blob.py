@@ -23,6 +23,7 @@ Where the bytes are, by ``kind``:
 from __future__ import annotations
 
 import io
+import json
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from lancepy import _lancepy
@@ -33,7 +34,6 @@ from lancepy._core.blobschema import (  # noqa: F401 - re-exported
     _field_id,
     _is_arrow_blob_v2,
     _is_blob_marked,
-    blob_field_kind,
     blob_v2_schema,
     external_blob_handling,
     writable_schema,
@@ -192,7 +192,7 @@ class BlobFile(io.BufferedIOBase):
 
 def open_blob_files(
     root: str,
-    manifest: Dict[str, Any],
+    loaded: Any,
     storage_options: Optional[Dict[str, str]],
     column: str,
     addresses: List[int],
@@ -200,13 +200,14 @@ def open_blob_files(
     buffer_size: int,
     base_store_params: Optional[Dict[str, Dict[str, str]]] = None,
 ) -> List[Optional[BlobFile]]:
-    """One :class:`BlobFile` (``None`` for a null value) per row address and description."""
+    """One :class:`BlobFile` (``None`` for a null value) per row address and description,
+    of version `loaded` (a ``LoadedManifest``) of the dataset at `root`."""
     from lancepy._table import bases as _bases
 
-    field = _field_id(manifest, column)
-    fid = field["id"]
-    frags = {int(f.get("id", 0)): f for f in manifest.get("fragments", [])}
-    bases = {int(b.get("id", 0)): b for b in manifest.get("base_paths") or []}
+    fid = _field_id(loaded.fields, column)["id"]
+    wanted = sorted({a >> 32 for a, d in zip(addresses, descriptions) if d is not None})
+    frags = {int(f.get("id", 0)): f for f in (json.loads(loaded.native.fragments_json(wanted)) if wanted else [])}
+    bases = {int(b.get("id", 0)): b for b in loaded.base_paths}
     readers: Dict[str, Any] = {}
 
     def reader(uri: str) -> Any:

@@ -51,7 +51,7 @@ from lancepy._table import commit as _commit
 from lancepy._table.commit import AutoCleanupConfig
 from lancepy._table.bases import DatasetBasePath
 from lancepy._table.cleanup import CleanupStats
-from lancepy._table.manifest import _summary_entry, _version_entry
+from lancepy._table.manifest import _summary_entry
 from lancepy._table import operations as _operations
 from lancepy._table import validate as _validate
 from lancepy._table.operations import IndexDescription, LanceOperation, LanceSchema, Transaction
@@ -392,7 +392,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """The base paths this version registers, by id: other roots holding some of its
         files (the source of a shallow clone, other buckets). The dataset's own root is not
         included unless registered."""
-        return _bases.base_paths_of(self._view.loaded.manifest)
+        return _bases.base_paths_of(self._view.loaded.base_paths)
 
     def shallow_clone(
         self,
@@ -434,7 +434,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     def get_version(self) -> Dict[str, Any]:
         """This version: ``{"version", "timestamp", "metadata"}`` as in :meth:`versions`."""
-        return _version_entry(self.version, self._view.loaded.manifest)
+        return self._view.loaded.version_entry()
 
     def _snapshot_rows(self) -> Dict[int, Any]:
         return self._view.state.fragment_rows()

@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy import _lancepy
-from lancepy import blob as _blob
 from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.schema import ROW_ADDRESS
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
@@ -243,8 +242,7 @@ class MergeInsertBuilder:
         if not missing:
             return rows
         ds = self._ds
-        manifest = ds._view.loaded.manifest
-        blobs = {n for n in missing if _blob.blob_field_kind(manifest, n) is not None}
+        blobs = set(ds._view.loaded.blob_columns(missing))
         if addresses is not None:
             have = pa.table(ds._view.snapshot.take_addresses(addresses, columns=missing, with_row_address=True))
             if have.num_rows != rows.num_rows:

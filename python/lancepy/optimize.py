@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy import _lancepy
-from lancepy import blob as _blob
 from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops import extsort as _extsort
@@ -77,9 +76,8 @@ class _RewriteSource:
 
     def __init__(self, ds: LanceDataset, fragment_ids: List[int], stable: bool, with_addresses: bool,
                  row_ids: List[int], addresses: List[Any], batch_rows: int = 65536, blob_bytes: int = 64 << 20) -> None:
-        manifest = ds._view.loaded.manifest
         self._ds, self._ids, self._stable = ds, fragment_ids, stable
-        self._blobs = [n for n in ds._schema.names if _blob.blob_field_kind(manifest, n) is not None]
+        self._blobs = ds._view.loaded.blob_columns(ds._schema.names)
         self._with_addresses = with_addresses or bool(self._blobs)
         self._keep_addresses = with_addresses
         self._row_ids, self._addresses = row_ids, addresses
@@ -372,7 +370,7 @@ def _resolve_options(ds: LanceDataset, options: Optional[Mapping[str, Any]]) -> 
     out_version = ds.data_storage_version
     if o["data_storage_version"] is not None:
         out_version = normalize_storage_version(o["data_storage_version"])
-        blobs = [n for n in ds._schema.names if _blob.blob_field_kind(ds._view.loaded.manifest, n)]
+        blobs = ds._view.loaded.blob_columns(ds._schema.names)
 
         def v2_2(v: str) -> bool:
             return tuple(int(x) for x in v.split(".")[:2]) >= (2, 2)
@@ -555,7 +553,7 @@ def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> Compacti
         n_new = sum(len(g["new_fragments"]) for g in groups)
         if n_new:
             ds._install(commit_on(ds._view, "ReserveFragments", {"num_fragments": n_new}))
-            next_id = int(ds._view.loaded.manifest["max_fragment_id"]) - n_new + 1
+            next_id = int(ds._view.loaded.max_fragment_id or 0) - n_new + 1
             for g in groups:
                 for nf in g["new_fragments"]:
                     nf["id"] = next_id

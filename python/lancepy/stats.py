@@ -20,11 +20,10 @@ class LanceStats:
     def dataset_stats(self, max_rows_per_group: int = 1024) -> Dict[str, int]:
         """``{"num_deleted_rows", "num_fragments", "num_small_files"}`` (fragments with
         fewer than `max_rows_per_group` physical rows are small), as pylance reports."""
-        frags = self._ds._view.loaded.fragment_entries
         rows = self._ds._snapshot_rows()
         return {
             "num_deleted_rows": sum(phys - live for phys, live in rows.values()),
-            "num_fragments": len(frags),
+            "num_fragments": len(rows),
             "num_small_files": sum(1 for phys, _ in rows.values() if phys < max_rows_per_group),
         }
 
@@ -38,9 +37,9 @@ class LanceStats:
         from lancepy.file import LanceFileReader
 
         ds = self._ds
-        m = ds._view.loaded.manifest
+        loaded = ds._view.loaded
         totals: Dict[int, int] = {}
-        for frag in m.get("fragments", []):
+        for frag in loaded.fragment_entries:
             for df in frag.get("files", []):
                 if df.get("base_id") is not None:
                     raise UnsupportedError("data_stats of data files under other base paths is not supported")
@@ -49,7 +48,7 @@ class LanceStats:
                 for fid, col in zip(df.get("fields", []), df.get("column_indices", [])):
                     if fid >= 0 and 0 <= col < len(columns):
                         totals[fid] = totals.get(fid, 0) + columns[col].size_bytes
-        return DataStatistics([FieldStatistics(f.get("id", 0), totals.get(f.get("id", 0), 0)) for f in m.get("fields", [])])
+        return DataStatistics([FieldStatistics(f.get("id", 0), totals.get(f.get("id", 0), 0)) for f in loaded.fields])
 
 
 @dataclass

@@ -3,7 +3,7 @@ schema a blob column is written with. Reading and writing blob values is :mod:`l
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from lancepy.exceptions import InvalidArgumentError
 
@@ -85,8 +85,9 @@ def external_blob_handling(external_blob_mode: str, allow_external_blob_outside_
     return "reference" if allow_external_blob_outside_bases else "refuse"
 
 
-def _field_id(manifest: Dict[str, Any], column: str) -> Dict[str, Any]:
-    for f in manifest.get("fields", []):
+def _field_id(fields: List[Dict[str, Any]], column: str) -> Dict[str, Any]:
+    """The entry of top-level column `column` among a manifest's `fields`."""
+    for f in fields:
         if f.get("parent_id", -1) == -1 and f.get("name") == column:
             return f
     from lancepy.exceptions import ColumnNotFoundError
@@ -108,12 +109,12 @@ def _is_legacy_blob(field: Dict[str, Any]) -> bool:
     )
 
 
-def blob_field_kind(manifest: Dict[str, Any], column: str) -> Optional[str]:
-    """``"v2"``, ``"legacy"`` (a 2.0 / 2.1 blob page column) or ``None`` (not a blob column)."""
-    f = _field_id(manifest, column)
-    if _is_blob_v2(f):
+def field_blob_kind(field: Dict[str, Any]) -> Optional[str]:
+    """``"v2"``, ``"legacy"`` (a 2.0 / 2.1 blob page column) or ``None`` (not a blob column)
+    for a manifest's field entry (``LoadedManifest.blob_kind`` asks this of a column)."""
+    if _is_blob_v2(field):
         return "v2"
-    if _is_legacy_blob(f):
+    if _is_legacy_blob(field):
         return "legacy"
     return None
 

@@ -266,7 +266,7 @@ def _checked_stream(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Ite
 def _lancepy_dataset_reader(ds: Any) -> pa.RecordBatchReader:
     """A lancepy dataset's rows, streamed, with its blob columns as their values (still
     marked ``lance-encoding:blob``, so that a copy stores them as blobs again)."""
-    blobs = {n for n in ds._schema.names if _blob.blob_field_kind(ds._view.loaded.manifest, n) is not None}
+    blobs = set(ds._view.loaded.blob_columns(ds._schema.names))
     reader = ds.scanner(blob_handling="all_binary").to_reader()
     if not blobs:
         return reader

@@ -11,7 +11,6 @@ import pyarrow as pa
 
 from lancepy._core.evaluate import _evaluate
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
-from lancepy._core.blobschema import blob_field_kind
 from lancepy.filters import Filter, compile_filter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,7 +46,7 @@ def read_rows(view: DatasetView, columns: Optional[Sequence[str]], filter: Any =
             read = None
         else:
             read = list(dict.fromkeys(names + [c for c in flt.columns if c not in (ROW_ID, ROW_ADDRESS)]))
-    blobs = [c for c in names if blob_field_kind(view.loaded.manifest, c) is not None] if blobs_as_values else []
+    blobs = view.loaded.blob_columns(names) if blobs_as_values else []
     want_address = with_row_address or ROW_ADDRESS in system or bool(blobs)
     t = pa.table(view.snapshot.scan(read, fragment_ids=None, batch_rows=131072, with_row_id=ROW_ID in system,
                                     with_row_address=want_address))

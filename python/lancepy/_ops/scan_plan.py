@@ -191,9 +191,8 @@ class ScanPlan:
             return
         if self._computed is not None or self._nearest is not None:
             raise UnsupportedError("blob_handling='all_binary' with computed columns or nearest= is not supported")
-        manifest = self._view.loaded.manifest
         names = self._columns if self._columns is not None else list(self._view.schema.names)
-        self._blob_values = [c for c in names if _blob.blob_field_kind(manifest, c) is not None]
+        self._blob_values = self._view.loaded.blob_columns(names)
         if self._blob_values and not self._with_row_address:
             self._with_row_address = True
             self._hidden_columns.add(ROW_ADDRESS)
@@ -708,9 +707,8 @@ class ScanPlan:
         if blob_mode not in ("lazy", "bytes", "descriptions"):
             raise InvalidArgumentError(f"blob_mode must be 'lazy', 'bytes' or 'descriptions', got {blob_mode!r}")
         _check_pandas_options(kwargs)
-        manifest = self._view.loaded.manifest
         names = self._columns if self._columns is not None else list(self._view.schema.names)
-        blobs = [c for c in names if self._computed is None and _blob.blob_field_kind(manifest, c) is not None]
+        blobs = self._view.loaded.blob_columns(names) if self._computed is None else []
         if not blobs or blob_mode == "descriptions":
             return self.to_table().to_pandas(**kwargs)
         scan = self._copy()
@@ -721,7 +719,7 @@ class ScanPlan:
         table = scan.to_table()
         addresses = table.column(ROW_ADDRESS).to_pylist()
         files = {
-            c: _blob.open_blob_files(self._view.store.uri, manifest, self._view.storage_options, c, addresses,
+            c: _blob.open_blob_files(self._view.store.uri, self._view.loaded, self._view.storage_options, c, addresses,
                                      table.column(c).to_pylist(), _blob.DEFAULT_BLOB_BUFFER_SIZE,
                                      self._view.base_store_params)
             for c in blobs

@@ -160,8 +160,7 @@ def take_blobs(
     given = [n for n, v in (("ids", ids), ("addresses", addresses), ("indices", indices)) if v is not None]
     if len(given) != 1:
         raise InvalidArgumentError("take_blobs: give exactly one of ids, addresses or indices")
-    manifest = view.loaded.manifest
-    kind = _blob.blob_field_kind(manifest, blob_column)
+    kind = view.loaded.blob_kind(blob_column)
     if kind is None:
         raise InvalidArgumentError(f"column {blob_column!r} is not a blob column")
     if indices is not None:
@@ -179,7 +178,7 @@ def take_blobs(
             )
     return _blob.open_blob_files(
         view.store.uri,
-        manifest,
+        view.loaded,
         view.storage_options,
         blob_column,
         rows.column("_rowaddr").to_pylist(),

@@ -524,9 +524,9 @@ def _version_asof(uri: str, asof: Any, options: Optional[Dict[str, str]]) -> int
     if not versions:
         _commit.load_manifest(store)  # raises DatasetNotFoundError with the right message
     best = None
-    for v in sorted(versions):
-        ts = _commit.load_manifest(store, v).manifest.get("timestamp") or {}
-        if ts.get("seconds", 0) + ts.get("nanos", 0) / 1e9 <= cutoff:
+    # (Every manifest read in parallel, only its commit time and totals decoded.)
+    for v, seconds, nanos, *_ in _lancepy.version_summaries(store):
+        if seconds + nanos / 1e9 <= cutoff:
             best = v
     if best is None:
         raise VersionNotFoundError(f"{uri} has no version committed at or before {asof}")

@@ -111,10 +111,10 @@ def _canonical(uri: str) -> str:
     return absolute_uri(uri).rstrip("/")
 
 
-def base_paths_of(manifest: Dict[str, Any]) -> Dict[int, DatasetBasePath]:
-    """The base paths a manifest registers, by id."""
+def base_paths_of(entries: List[Dict[str, Any]]) -> Dict[int, DatasetBasePath]:
+    """The base paths a manifest registers (its ``base_paths`` entries), by id."""
     out: Dict[int, DatasetBasePath] = {}
-    for b in manifest.get("base_paths") or []:
+    for b in entries:
         base = DatasetBasePath._from_json(b)
         out[int(base.id or 0)] = base
     return out
@@ -199,29 +199,17 @@ def own_files(loaded: "_manifest.LoadedManifest", root: str) -> Set[str]:
     """Paths (relative to `root`, the dataset's own root) of the files version `loaded` uses
     that lie under that root: its manifest, transaction, data and deletion files. Files under
     other base paths (a clone's source, another bucket) are left out: they are not ours."""
-    m = loaded.manifest
     out = {loaded.path}
-    if m.get("transaction_file"):
-        out.add(f"{_manifest.TRANSACTIONS_DIR}/{m['transaction_file']}")
-    bases = {int(b.get("id", 0)): b for b in m.get("base_paths") or []}
+    if loaded.transaction_file:
+        out.add(f"{_manifest.TRANSACTIONS_DIR}/{loaded.transaction_file}")
     own = _canonical(root)
     prefix = own + "/"
-
-    def add(uri: Optional[str]) -> None:
-        if uri is None:
-            return
+    paths, uris = loaded.file_paths(own)
+    out.update(paths)
+    for uri in uris:  # (under a base path, which may spell this root another way; or oddly named)
         uri = _canonical(uri)
         if uri.startswith(prefix):
             out.add(uri[len(prefix):])
-
-    for frag in m.get("fragments", []):
-        for df in frag.get("files", []):
-            add(_file_uri(own, bases, df.get("base_id"), "data", df["path"]))
-        d = frag.get("deletion_file")
-        if d and (d.get("num_deleted_rows", 0) > 0 or d.get("id", 0) != 0):
-            ext = "bin" if d.get("file_type", 0) == 1 else "arrow"
-            name = f"{frag.get('id', 0)}-{d.get('read_version', 0)}-{d.get('id', 0)}.{ext}"
-            add(_file_uri(own, bases, d.get("base_id"), "_deletions", name))
     return out
 
 

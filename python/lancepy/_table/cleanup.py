@@ -51,14 +51,14 @@ def cleanup_old_versions(
     if older_than is None and retain_versions is None:
         older_than = datetime.timedelta(days=14)
     cutoff = time.time() - older_than.total_seconds() if older_than is not None else float("inf")
-    listed, _ = _manifest.list_versions(store)
+    listed, naming = _manifest.list_versions(store)
     latest = max(listed)
     retained = set(sorted(listed)[-retain_versions:]) if retain_versions is not None else set()
     tagged = {t["version"] for t in Tags(store).list().values()}
     keep, remove = [], []
-    for v in sorted(listed):
-        loaded = _manifest.load_manifest(store, v)
-        ts = (loaded.manifest.get("timestamp") or {}).get("seconds", 0)
+    for loaded in _manifest.load_manifests(store, listed, naming):
+        v = loaded.version
+        ts = loaded.timestamp[0]
         if v == latest or ts >= cutoff or v in retained:
             keep.append(loaded)
         elif v in tagged:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
+from lancepy._core.blobschema import field_blob_kind
 from lancepy._core.schema import _schema_of
 from lancepy.exceptions import (
+    ColumnNotFoundError,
     CorruptFileError,
     DatasetNotFoundError,
     InvalidArgumentError,
@@ -213,7 +215,52 @@ class LoadedManifest:
     @property
     def fragment_entries(self) -> List[Dict[str, Any]]:
         """The fragments' manifest entries, in manifest order (``FragmentMetadata`` decodes one)."""
-        return self.manifest.get("fragments", [])
+        return self._part("fragments", self.native.fragments_json) or []
+
+    @property
+    def timestamp(self) -> Tuple[int, int]:
+        """``(seconds, nanos)`` of the commit time (``(0, 0)`` if none is recorded)."""
+        seconds, nanos = self.native.timestamp
+        return int(seconds), int(nanos)
+
+    @property
+    def transaction_file(self) -> str:
+        """The transaction's file name under ``_transactions/`` (empty if inline or absent)."""
+        return str(self.native.transaction_file)
+
+    @property
+    def max_fragment_id(self) -> Optional[int]:
+        """``Manifest.max_fragment_id`` (``None`` if not recorded)."""
+        found = self.native.max_fragment_id
+        return None if found is None else int(found)
+
+    def version_entry(self) -> Dict[str, Any]:
+        """This version as an entry of :meth:`LanceDataset.versions`."""
+        return _summary_entry(self.native.summary())
+
+    def file_paths(self, root: str) -> Tuple[List[str], List[str]]:
+        """The data and deletion files this version uses, for the dataset rooted at `root`:
+        ``(paths, uris)``, paths relative to `root` of the plainly named files under it, and
+        the URIs of the others (under base paths, or oddly named); a file naming an
+        unregistered base path is left out."""
+        paths, uris = self.native.file_paths(root)
+        return list(paths), list(uris)
+
+    def blob_kind(self, column: str) -> Optional[str]:
+        """``"v2"``, ``"legacy"`` or ``None`` (not a blob column) for the top-level column
+        `column`; :class:`ColumnNotFoundError` if there is none."""
+        kinds = self._derived.get("blob_kinds")
+        if kinds is None:
+            kinds = self._derived["blob_kinds"] = {
+                f.get("name", ""): field_blob_kind(f) for f in self.fields if f.get("parent_id", -1) == -1
+            }
+        if column not in kinds:
+            raise ColumnNotFoundError(f"no column {column!r} in the dataset")
+        return kinds[column]
+
+    def blob_columns(self, names: Iterable[str]) -> List[str]:
+        """Those of `names` that are blob columns, in order."""
+        return [n for n in names if self.blob_kind(n) is not None]
 
     @property
     def schema_metadata(self) -> Dict[str, Any]:
@@ -261,6 +308,14 @@ class LoadedManifest:
         if found is None:
             found = self._derived["arrow_schema"] = _schema_of(self.fields, self.schema_metadata)
         return found
+
+
+def load_manifests(store: Any, listed: Dict[int, str], naming: Optional[str]) -> List[LoadedManifest]:
+    """The manifests of the versions `listed` (version → path, as :func:`list_versions`
+    gives them, under `naming`), read and decoded in parallel, oldest first; one removed
+    since it was listed is left out."""
+    found = _lancepy.open_manifests(store, sorted(listed.items()), naming or "v2")
+    return [LoadedManifest.from_native(m) for m in found if m is not None]
 
 
 def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:
@@ -327,7 +382,7 @@ def load_transaction(store: Any, version: int) -> Optional[Dict[str, Any]]:
     except (VersionNotFoundError, DatasetNotFoundError):
         return None
     data = loaded.transaction
-    name = loaded.manifest.get("transaction_file") or ""
+    name = loaded.transaction_file
     if data is None and name:
         try:
             data = store.read(f"{TRANSACTIONS_DIR}/{name}")
@@ -400,17 +455,6 @@ def write_hint(store: Any, version: int) -> None:
         pass
 
 
-def _version_entry(version: int, manifest: Dict[str, Any]) -> Dict[str, Any]:
-    """One entry of :meth:`LanceDataset.versions`."""
-    ts = manifest.get("timestamp") or {}
-    # Local time, truncated to microseconds (pylance's may differ by 1 µs: it goes through a
-    # float).
-    when = datetime.datetime.fromtimestamp(ts.get("seconds", 0)) + datetime.timedelta(
-        microseconds=ts.get("nanos", 0) // 1000
-    )
-    return {"version": version, "timestamp": when, "metadata": _version_summary(manifest)}
-
-
 _SUMMARY_KEYS = (
     "total_data_file_rows",
     "total_data_files",
@@ -428,25 +472,6 @@ def _summary_entry(row: Tuple[int, ...]) -> Dict[str, Any]:
     stats = dict(zip(_SUMMARY_KEYS, totals))
     stats["total_rows"] = stats["total_data_file_rows"] - stats["total_deletion_file_rows"]
     return {"version": version, "timestamp": when, "metadata": {k: str(v) for k, v in stats.items()}}
-
-
-def _version_summary(manifest: Dict[str, Any]) -> Dict[str, str]:
-    """The statistics pylance reports as a version's metadata (as strings, like pylance)."""
-    frags = manifest.get("fragments") or []
-    physical = sum(f.get("physical_rows") or 0 for f in frags)
-    deletions = [f["deletion_file"] for f in frags if f.get("deletion_file")]
-    deleted = sum(d.get("num_deleted_rows") or 0 for d in deletions)
-    files = [df for f in frags for df in f.get("files") or []]
-    stats = {
-        "total_data_file_rows": physical,
-        "total_data_files": len(files),
-        "total_deletion_file_rows": deleted,
-        "total_deletion_files": len(deletions),
-        "total_files_size": sum(df.get("file_size_bytes") or 0 for df in files),
-        "total_fragments": len(frags),
-        "total_rows": physical - deleted,
-    }
-    return {k: str(v) for k, v in stats.items()}
 
 
 def needs_migration(manifest: Dict[str, Any], index_entries: List[Dict[str, Any]]) -> bool:

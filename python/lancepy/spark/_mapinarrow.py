@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, 
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy import blob as _blob
 from lancepy._table import commit as _commit
 from lancepy.exceptions import (
     CommitConflictError,
@@ -856,9 +855,9 @@ def _plan_read(
         projected = schema
     compile_filter(filter, schema)  # bad filters fail here, not in the tasks
     # Blob columns are read as their values (binary), not as their descriptions.
-    manifest = ds._view.loaded.manifest
+    blobs = set(ds._view.loaded.blob_columns(projected.names))
     projected = pa.schema(
-        [pa.field(f.name, pa.large_binary(), f.nullable) if _blob.blob_field_kind(manifest, f.name) else f for f in projected],
+        [pa.field(f.name, pa.large_binary(), f.nullable) if f.name in blobs else f for f in projected],
         metadata=projected.metadata,
     )
     out, struct = _spark_schema_of(projected)

@@ -60,7 +60,6 @@ import torch
 import torch.utils.data
 
 import lancepy
-from lancepy import blob as _blob
 from lancepy._core.schema import ROW_ID
 from lancepy.dataset import LanceDataset as _Dataset
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
@@ -462,8 +461,7 @@ class LanceDataset(torch.utils.data.IterableDataset):
         if isinstance(self.columns, dict):
             return []
         names = list(self.columns) if self.columns else list(ds.schema.names)
-        manifest = ds._view.loaded.manifest
-        return [c for c in names if c in ds.schema.names and _blob.blob_field_kind(manifest, c) is not None]
+        return ds._view.loaded.blob_columns(c for c in names if c in ds.schema.names)
 
     # -- reading --------------------------------------------------------------------------
 

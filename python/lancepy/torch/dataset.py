@@ -16,7 +16,6 @@ import torch
 import torch.utils.data
 
 import lancepy
-from lancepy import blob as _blob
 from lancepy._core.iostats import owner_tracker, track_io
 from lancepy.dataset import LanceDataset as _Dataset
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
@@ -143,8 +142,7 @@ class LanceDataset(torch.utils.data.Dataset):
         self._columns = cols
         # Blob columns (images, audio, video stored as blobs) are read as their values, not
         # as the descriptions a scan returns: binary columns for the converters.
-        manifest = ds._view.loaded.manifest
-        self._blob_columns = [c for c in cols if _blob.blob_field_kind(manifest, c) is not None]
+        self._blob_columns = ds._view.loaded.blob_columns(cols)
         self._fields = [
             pa.field(c, pa.large_binary(), schema.field(c).nullable) if c in self._blob_columns else schema.field(c)
             for c in cols

@@ -10,8 +10,10 @@ use pyo3::types::PyBytes;
 use super::dataset::PyStore;
 use super::errors::{run, to_pyerr};
 use crate::error::Error;
+use crate::table::bases::BasePaths;
+use crate::table::deletion;
 use crate::table::json::to_json;
-use crate::table::naming::ManifestNaming;
+use crate::table::naming::{ManifestNaming, DATA_DIR};
 use crate::table::versions::{self, OpenedManifest};
 
 /// One version's decoded manifest (from [`open_manifest`]).
@@ -34,11 +36,7 @@ impl PyManifest {
         naming: &str,
     ) -> PyResult<Self> {
         let data = super::errors::bytes_arg(data)?;
-        let naming = match naming {
-            "v1" => ManifestNaming::V1,
-            "v2" => ManifestNaming::V2,
-            other => return Err(to_pyerr(Error::invalid_input(format!("manifest naming must be 'v1' or 'v2', got {other:?}")))),
-        };
+        let naming = parse_naming(naming)?;
         let opened = run(py, || versions::decode_manifest(&store.inner, version, path, naming, data))?;
         Ok(Self { inner: Arc::new(opened) })
     }
@@ -85,15 +83,42 @@ impl PyManifest {
         self.inner.manifest.fragments.iter().map(|f| f.id).collect()
     }
 
-    /// The fragments whose ids are in `ids`, as a JSON list in the manifest's order (ids it
-    /// lacks are left out): what a commit that replaces a few fragments needs of the base,
-    /// without turning the others into JSON.
-    fn fragments_json(&self, py: Python<'_>, ids: Vec<u64>) -> PyResult<String> {
-        let wanted: std::collections::HashSet<u64> = ids.into_iter().collect();
-        run(py, || {
-            let picked: Vec<_> = self.inner.manifest.fragments.iter().filter(|f| wanted.contains(&f.id)).collect();
-            to_json(&picked)
+    /// The fragments whose ids are in `ids` (all of them when `None`), as a JSON list in the
+    /// manifest's order (ids it lacks are left out): what a commit that replaces a few
+    /// fragments needs of the base, without turning the others into JSON.
+    #[pyo3(signature = (ids=None))]
+    fn fragments_json(&self, py: Python<'_>, ids: Option<Vec<u64>>) -> PyResult<String> {
+        run(py, || match ids {
+            None => to_json(&self.inner.manifest.fragments),
+            Some(ids) => {
+                let wanted: std::collections::HashSet<u64> = ids.into_iter().collect();
+                let picked: Vec<_> = self.inner.manifest.fragments.iter().filter(|f| wanted.contains(&f.id)).collect();
+                to_json(&picked)
+            }
         })
+    }
+
+    /// `(seconds, nanos)` of the commit time (`(0, 0)` if the manifest records none).
+    #[getter]
+    fn timestamp(&self) -> (i64, i32) {
+        self.inner.manifest.timestamp.as_ref().map_or((0, 0), |t| (t.seconds, t.nanos))
+    }
+
+    /// `Manifest.transaction_file` (empty if the transaction is inline or absent).
+    #[getter]
+    fn transaction_file(&self) -> &str {
+        &self.inner.manifest.transaction_file
+    }
+
+    /// `Manifest.max_fragment_id`, or `None` where the manifest records none.
+    #[getter]
+    fn max_fragment_id(&self) -> Option<u32> {
+        self.inner.manifest.max_fragment_id
+    }
+
+    /// The row of [`version_summaries`] for this version, from the decoded manifest.
+    fn summary(&self) -> SummaryRow {
+        summary_row(versions::VersionSummary::of_manifest(self.inner.version, &self.inner.manifest))
     }
 
     /// The raw `IndexSection` message, if any.
@@ -176,6 +201,35 @@ impl PyManifest {
         })
     }
 
+    /// The data files and deletion files (those that delete rows or name a file) this
+    /// version uses, for the dataset rooted at `root`: `(paths, uris)`, the paths (relative
+    /// to `root`: `data/...`, `_deletions/...`) of files under the root whose names are plain
+    /// (no empty, `.` or `..` parts), and the full URIs of the others (under a registered base
+    /// path, or oddly named), for the caller to place. A file naming a base path the manifest
+    /// does not register is left out (a corrupt manifest is reported when it is read).
+    fn file_paths(&self, py: Python<'_>, root: &str) -> PyResult<(Vec<String>, Vec<String>)> {
+        run(py, || {
+            let m = &self.inner.manifest;
+            let bases = BasePaths::new(root, &m.base_paths)?;
+            let plain = |p: &str| p.split('/').all(|part| !part.is_empty() && part != "." && part != "..");
+            let (mut paths, mut uris) = (Vec::new(), Vec::new());
+            for f in &m.fragments {
+                for d in &f.files {
+                    match d.base_id {
+                        None if plain(&d.path) => paths.push(format!("{DATA_DIR}/{}", d.path)),
+                        _ => uris.extend(bases.data_file_uri(d).ok()),
+                    }
+                }
+                let Some(d) = f.deletion_file.as_ref().filter(|d| d.num_deleted_rows > 0 || d.id != 0) else { continue };
+                match d.base_id {
+                    None => paths.push(deletion::path_of(f.id, d)),
+                    Some(_) => uris.extend(bases.deletion_file_uri(f.id, d).ok()),
+                }
+            }
+            Ok((paths, uris))
+        })
+    }
+
     /// `Manifest.base_paths` as JSON (as under `"base_paths"` in `json()`).
     fn base_paths_json(&self, py: Python<'_>) -> PyResult<String> {
         run(py, || to_json(&self.inner.manifest.base_paths))
@@ -201,6 +255,36 @@ pub fn open_manifest(py: Python<'_>, store: &PyStore, version: Option<u64>) -> P
     Ok(opened.map(|m| PyManifest { inner: Arc::new(m) }))
 }
 
+/// The manifests of `versions` (`(version, path)` pairs, the path relative to the root as
+/// `list_versions` gives it, named under `naming`), read and decoded in parallel, in the order
+/// given; `None` for one removed since it was listed.
+#[pyfunction]
+pub fn open_manifests(
+    py: Python<'_>,
+    store: &PyStore,
+    versions: Vec<(u64, String)>,
+    naming: &str,
+) -> PyResult<Vec<Option<PyManifest>>> {
+    let naming = parse_naming(naming)?;
+    let opened = run(py, || {
+        let got = crate::parallel::map_io(versions, true, |(v, path)| match store.inner.read(&path) {
+            Ok(data) => versions::decode_manifest(&store.inner, v, path, naming, data).map(Some),
+            Err(Error::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        });
+        got.into_iter().collect::<crate::error::Result<Vec<_>>>()
+    })?;
+    Ok(opened.into_iter().map(|m| m.map(|m| PyManifest { inner: Arc::new(m) })).collect())
+}
+
+fn parse_naming(naming: &str) -> PyResult<ManifestNaming> {
+    match naming {
+        "v1" => Ok(ManifestNaming::V1),
+        "v2" => Ok(ManifestNaming::V2),
+        other => Err(to_pyerr(Error::invalid_input(format!("manifest naming must be 'v1' or 'v2', got {other:?}")))),
+    }
+}
+
 /// One row of [`version_summaries`]: version, commit seconds, commit nanoseconds, then the
 /// totals pylance reports as a version's metadata.
 type SummaryRow = (u64, i64, i32, u64, u64, u64, u64, u64, u64);
@@ -211,27 +295,27 @@ type SummaryRow = (u64, i64, i32, u64, u64, u64, u64, u64, u64);
 #[pyfunction]
 pub fn version_summaries(py: Python<'_>, store: &PyStore) -> PyResult<Vec<SummaryRow>> {
     let all = run(py, || versions::version_summaries(&store.inner))?;
-    Ok(all
-        .into_iter()
-        .map(|s| {
-            (
-                s.version,
-                s.seconds,
-                s.nanos,
-                s.total_data_file_rows,
-                s.total_data_files,
-                s.total_deletion_file_rows,
-                s.total_deletion_files,
-                s.total_files_size,
-                s.total_fragments,
-            )
-        })
-        .collect())
+    Ok(all.into_iter().map(summary_row).collect())
+}
+
+fn summary_row(s: versions::VersionSummary) -> SummaryRow {
+    (
+        s.version,
+        s.seconds,
+        s.nanos,
+        s.total_data_file_rows,
+        s.total_data_files,
+        s.total_deletion_file_rows,
+        s.total_deletion_files,
+        s.total_files_size,
+        s.total_fragments,
+    )
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyManifest>()?;
     m.add_function(wrap_pyfunction!(open_manifest, m)?)?;
+    m.add_function(wrap_pyfunction!(open_manifests, m)?)?;
     m.add_function(wrap_pyfunction!(version_summaries, m)?)?;
     Ok(())
 }

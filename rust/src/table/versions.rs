@@ -155,19 +155,49 @@ pub fn summarize_manifest(data: &Bytes, version: u64, path: &str) -> Result<Vers
     if m.version != version && m.version != 0 {
         return Err(Error::corrupt(format!("{path} claims version {}, expected {version}", m.version)));
     }
-    let ts = m.timestamp.unwrap_or_default();
-    let mut s = VersionSummary { version, seconds: ts.seconds, nanos: ts.nanos, ..Default::default() };
+    let mut s = VersionSummary::start(version, m.timestamp.as_ref());
     for f in &m.fragments {
-        s.total_fragments += 1;
-        s.total_data_file_rows = s.total_data_file_rows.saturating_add(f.physical_rows);
-        s.total_data_files += f.files.len() as u64;
-        s.total_files_size = f.files.iter().fold(s.total_files_size, |acc, d| acc.saturating_add(d.file_size_bytes));
-        if let Some(d) = &f.deletion_file {
-            s.total_deletion_files += 1;
-            s.total_deletion_file_rows = s.total_deletion_file_rows.saturating_add(d.num_deleted_rows);
-        }
+        s.add_fragment(
+            f.physical_rows,
+            f.files.iter().map(|d| d.file_size_bytes),
+            f.deletion_file.as_ref().map(|d| d.num_deleted_rows),
+        );
     }
     Ok(s)
+}
+
+impl VersionSummary {
+    /// The summary of a version with no fragments yet, committed at `timestamp`.
+    fn start(version: u64, timestamp: Option<&prost_types::Timestamp>) -> Self {
+        let (seconds, nanos) = timestamp.map_or((0, 0), |t| (t.seconds, t.nanos));
+        VersionSummary { version, seconds, nanos, ..Default::default() }
+    }
+
+    /// Counts one fragment: its physical rows, its data files' sizes, and its deletion
+    /// file's deleted rows if it has one.
+    fn add_fragment(&mut self, physical_rows: u64, file_sizes: impl ExactSizeIterator<Item = u64>, deleted: Option<u64>) {
+        self.total_fragments += 1;
+        self.total_data_file_rows = self.total_data_file_rows.saturating_add(physical_rows);
+        self.total_data_files += file_sizes.len() as u64;
+        self.total_files_size = file_sizes.fold(self.total_files_size, u64::saturating_add);
+        if let Some(n) = deleted {
+            self.total_deletion_files += 1;
+            self.total_deletion_file_rows = self.total_deletion_file_rows.saturating_add(n);
+        }
+    }
+
+    /// The summary of a decoded manifest (the same as [`summarize_manifest`] of its bytes).
+    pub fn of_manifest(version: u64, m: &tablepb::Manifest) -> Self {
+        let mut s = Self::start(version, m.timestamp.as_ref());
+        for f in &m.fragments {
+            s.add_fragment(
+                f.physical_rows,
+                f.files.iter().map(|d| d.file_size_bytes),
+                f.deletion_file.as_ref().map(|d| d.num_deleted_rows),
+            );
+        }
+        s
+    }
 }
 
 /// The summary of every version, oldest first. Manifests are read in parallel; one removed
@@ -230,6 +260,8 @@ mod tests {
                 total_fragments: 3,
             }
         );
+        let decoded = read_manifest(data.clone(), "m").unwrap().manifest;
+        assert_eq!(VersionSummary::of_manifest(3, &decoded), s, "the decoded manifest's summary is the same");
         assert!(summarize_manifest(&data, 4, "m").is_err(), "a manifest of another version is refused");
         assert!(summarize_manifest(&data.slice(..data.len() - 1), 3, "m").is_err());
     }
