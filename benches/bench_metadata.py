@@ -7,7 +7,13 @@ The dataset is written by `--writer` (lancepy by default) as `--versions` append
 * open latest, open version 1 (a fresh dataset object each time);
 * ``count_rows()`` and ``count_rows("x > 0.5")``; ``to_table(filter="x > 0.5")``;
 * ``versions()``; ``get_fragments()``;
-* ``take`` of 100 rows spread over the fragments.
+* ``take`` of 100 rows spread over the fragments;
+* ``to_pandas(columns=["x"], limit=5)``, ``get_version()``;
+* opening ``asof`` now (the newest version committed by then: every version's time read);
+* ``cleanup_old_versions`` that finds nothing old enough to remove (every version read).
+
+``--ops`` picks some of them by name (``--ops "versions()" "open asof now"``): a cleanup
+of 10,000 versions of 10,000 fragments reads 50M file entries, minutes for both libraries.
 
 Operations other than the opens run on a freshly opened dataset each time (the open is not
 timed), so no per-dataset cache carries over between repeats; process-wide caches (lancepy's
@@ -23,6 +29,7 @@ Prints one table: milliseconds per call and lancepy's speed relative to pylance
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -30,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
 OPS = [
     "open latest",
@@ -41,6 +48,10 @@ OPS = [
     "versions()",
     "get_fragments()",
     "take 100 rows",
+    "to_pandas(limit=5)",
+    "get_version()",
+    "open asof now",
+    "cleanup (nothing old)",
 ]
 
 
@@ -67,7 +78,7 @@ def build(uri: str, fragments: int, versions: int, writer: str) -> None:
             print(f"  wrote {v} versions ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
 
-def measure(lib_name: str, uri: str, repeat: int) -> Dict[str, float]:
+def measure(lib_name: str, uri: str, repeat: int, ops: List[str]) -> Dict[str, float]:
     """Runs in the child process: best-of-`repeat` milliseconds for each operation."""
     lib: Any
     if lib_name == "pylance":
@@ -87,22 +98,27 @@ def measure(lib_name: str, uri: str, repeat: int) -> Dict[str, float]:
     first = lib.dataset(uri)
     n = first.count_rows()
     rows = [int(i * (n - 1) / 99) for i in range(100)]
-    out = {
-        "open latest": best(lambda _: lib.dataset(uri), fresh=False),
-        "open version 1": best(lambda _: lib.dataset(uri, version=1), fresh=False),
-        "count_rows()": best(lambda ds: ds.count_rows()),
-        'count_rows("x > 0.5")': best(lambda ds: ds.count_rows("x > 0.5")),
-        'to_table(filter="x > 0.5")': best(lambda ds: ds.to_table(filter="x > 0.5")),
-        "versions()": best(lambda ds: ds.versions()),
-        "get_fragments()": best(lambda ds: ds.get_fragments()),
-        "take 100 rows": best(lambda ds: ds.take(rows)),
+    runs: Dict[str, Callable[[], float]] = {
+        "open latest": lambda: best(lambda _: lib.dataset(uri), fresh=False),
+        "open version 1": lambda: best(lambda _: lib.dataset(uri, version=1), fresh=False),
+        "count_rows()": lambda: best(lambda ds: ds.count_rows()),
+        'count_rows("x > 0.5")': lambda: best(lambda ds: ds.count_rows("x > 0.5")),
+        'to_table(filter="x > 0.5")': lambda: best(lambda ds: ds.to_table(filter="x > 0.5")),
+        "versions()": lambda: best(lambda ds: ds.versions()),
+        "get_fragments()": lambda: best(lambda ds: ds.get_fragments()),
+        "take 100 rows": lambda: best(lambda ds: ds.take(rows)),
+        "to_pandas(limit=5)": lambda: best(lambda ds: ds.to_pandas(columns=["x"], limit=5)),
+        "get_version()": lambda: best(lambda ds: ds.get_version()),
+        "open asof now": lambda: best(lambda _: lib.dataset(uri, asof=datetime.datetime.now()), fresh=False),
+        "cleanup (nothing old)": lambda: best(lambda ds: ds.cleanup_old_versions(older_than=datetime.timedelta(days=36500))),
     }
+    out = {op: runs[op]() for op in ops}
     # The answers must agree between the libraries (checked by the parent).
     out["_check"] = [
         n,
         first.count_rows("x > 0.5"),
         first.to_table(filter="x > 0.5").num_rows,
-        len(first.versions()),
+        first.version,  # (the number of versions: the bench's datasets have every version)
         len(first.get_fragments()),
     ]  # type: ignore[assignment]
     return out
@@ -115,10 +131,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--writer", choices=["lancepy", "pylance"], default="lancepy")
     parser.add_argument("--dir", help="keep the dataset here (reused when it exists)")
+    parser.add_argument("--ops", nargs="+", choices=OPS, default=OPS, metavar="OP", help="operations to time (default: all)")
     parser.add_argument("--child", nargs=2, metavar=("LIB", "URI"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child[0], args.child[1], args.repeat)))
+        print(json.dumps(measure(args.child[0], args.child[1], args.repeat, args.ops)))
         return
 
     tmp = None
@@ -136,16 +153,17 @@ def main() -> None:
         results = {}
         for lib in ("lancepy", "pylance"):
             got = subprocess.run(
-                [sys.executable, __file__, "--repeat", str(args.repeat), "--child", lib, uri],
+                [sys.executable, __file__, "--repeat", str(args.repeat), "--child", lib, uri, "--ops", *args.ops],
                 check=True, capture_output=True, text=True,
             )
             results[lib] = json.loads(got.stdout.strip().splitlines()[-1])
         if results["lancepy"]["_check"] != results["pylance"]["_check"]:
             raise SystemExit(f"answers differ: {results['lancepy']['_check']} vs {results['pylance']['_check']}")
-        print(f"\n{args.fragments} fragments, {args.versions} versions (written by {args.writer}), best of {args.repeat}\n")
+        _, _, _, versions, fragments = results["lancepy"]["_check"]
+        print(f"\n{fragments} fragments, {versions} versions, best of {args.repeat}\n")
         print("| operation | lancepy ms | pylance ms | lancepy speed vs pylance |")
         print("|---|---:|---:|---:|")
-        for op in OPS:
+        for op in args.ops:
             a, b = results["lancepy"][op], results["pylance"][op]
             print(f"| {op} | {a:.2f} | {b:.2f} | {b / a:.2f}x |")
     finally:
