@@ -9,7 +9,7 @@ import datetime
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Set
 
 from lancepy import _lancepy
 from lancepy._core import blobschema as _blob
@@ -55,24 +55,30 @@ def cleanup_old_versions(
     latest = max(listed)
     retained = set(sorted(listed)[-retain_versions:]) if retain_versions is not None else set()
     tagged = {t["version"] for t in Tags(store).list().values()}
-    keep, remove = [], []
-    for loaded in _manifest.load_manifests(store, listed, naming):
+    # Each version's files and indices are gathered as its manifest is read (a few at a time,
+    # in parallel), so that memory holds the sets of paths, not every version's manifest.
+    # Only files under this dataset's own root count: files under base paths (a clone's
+    # source) belong to another dataset and are never deleted.
+    referenced: Set[str] = set()
+    removed_in_old: Set[str] = set()
+    live_indices: Set[str] = set()
+    old_indices: Set[str] = set()
+    old_versions = 0
+    for loaded in _manifest.iter_manifests(store, listed, naming):
         v = loaded.version
-        ts = loaded.timestamp[0]
-        if v == latest or ts >= cutoff or v in retained:
-            keep.append(loaded)
+        if v == latest or loaded.timestamp[0] >= cutoff or v in retained:
+            kept = True
         elif v in tagged:
             if error_if_tagged_old_versions:
                 raise InvalidArgumentError(
                     f"version {v} is older than the cutoff but tagged; delete its tags first or pass error_if_tagged_old_versions=False"
                 )
-            keep.append(loaded)
+            kept = True
         else:
-            remove.append(loaded)
-    # Only files under this dataset's own root count: files under base paths (a clone's
-    # source) belong to another dataset and are never deleted.
-    referenced = set().union(*(_bases.own_files(m, uri) for m in keep))
-    removed_in_old = set().union(*(_bases.own_files(m, uri) for m in remove))
+            kept = False
+            old_versions += 1
+        (referenced if kept else removed_in_old).update(_bases.own_files(loaded, uri))
+        (live_indices if kept else old_indices).update(_own_index_uuids(loaded))
     unverified_cutoff = time.time() - 7 * 24 * 3600
     file_cutoff = min(unverified_cutoff, cutoff)
     to_delete, bytes_removed = [], 0
@@ -93,14 +99,6 @@ def cleanup_old_versions(
                 bytes_removed += size
 
     # Index files: `_indices/<uuid>/...`, kept while a kept version lists the index.
-    def index_uuids(versions: List[Any]) -> set:
-        out = set()
-        for m in versions:
-            if m.index_section is not None:
-                out |= {e["uuid"] for e in _lancepy.index_section_entries(m.index_section) if e["base_id"] is None}
-        return out
-
-    live_indices, old_indices = index_uuids(keep), index_uuids(remove)
     for path, size, mtime in store.list(_INDICES_DIR):
         parts = path.split("/")
         uid = parts[1] if len(parts) > 2 else None
@@ -126,12 +124,19 @@ def cleanup_old_versions(
 
     return CleanupStats(
         bytes_removed=bytes_removed,
-        old_versions=len(remove),
+        old_versions=old_versions,
         data_files_removed=count("data"),
         transaction_files_removed=count(_manifest.TRANSACTIONS_DIR),
         deletion_files_removed=count("_deletions"),
         index_files_removed=count(_INDICES_DIR),
     )
+
+
+def _own_index_uuids(loaded: Any) -> List[str]:
+    """The uuids of the indices version `loaded` lists under the dataset's own root."""
+    if loaded.index_section is None:
+        return []
+    return [e["uuid"] for e in _lancepy.index_section_entries(loaded.index_section) if e["base_id"] is None]
 
 
 def drop_dataset(uri: str, storage_options: Any, ignore_not_found: Optional[bool]) -> None:

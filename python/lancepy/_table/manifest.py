@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
 from lancepy._core.blobschema import field_blob_kind
@@ -310,12 +310,16 @@ class LoadedManifest:
         return found
 
 
-def load_manifests(store: Any, listed: Dict[int, str], naming: Optional[str]) -> List[LoadedManifest]:
+def iter_manifests(store: Any, listed: Dict[int, str], naming: Optional[str], chunk: int = 32) -> Iterator[LoadedManifest]:
     """The manifests of the versions `listed` (version → path, as :func:`list_versions`
-    gives them, under `naming`), read and decoded in parallel, oldest first; one removed
+    gives them, under `naming`), oldest first, read and decoded in parallel `chunk` at a
+    time (a caller that drops each one holds at most `chunk` decoded manifests); one removed
     since it was listed is left out."""
-    found = _lancepy.open_manifests(store, sorted(listed.items()), naming or "v2")
-    return [LoadedManifest.from_native(m) for m in found if m is not None]
+    items = sorted(listed.items())
+    for start in range(0, len(items), chunk):
+        for m in _lancepy.open_manifests(store, items[start:start + chunk], naming or "v2"):
+            if m is not None:
+                yield LoadedManifest.from_native(m)
 
 
 def load_manifest(store: Any, version: Optional[int] = None) -> LoadedManifest:
