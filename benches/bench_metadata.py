@@ -8,7 +8,7 @@ The dataset is written by `--writer` (lancepy by default) as `--versions` append
 * ``count_rows()`` and ``count_rows("x > 0.5")``; ``to_table(filter="x > 0.5")``;
 * ``versions()``; ``get_fragments()``;
 * ``take`` of 100 rows spread over the fragments;
-* ``to_pandas(columns=["x"], limit=5)``, ``get_version()``;
+* ``to_pandas(columns=["x"], limit=5)``, ``get_version()``, the metadata of the middle fragment;
 * opening ``asof`` now (the newest version committed by then: every version's time read);
 * ``cleanup_old_versions`` that finds nothing old enough to remove (every version read).
 
@@ -50,6 +50,7 @@ OPS = [
     "take 100 rows",
     "to_pandas(limit=5)",
     "get_version()",
+    "get_fragment(k).metadata",
     "open asof now",
     "cleanup (nothing old)",
 ]
@@ -109,6 +110,7 @@ def measure(lib_name: str, uri: str, repeat: int, ops: List[str]) -> Dict[str, f
         "take 100 rows": lambda: best(lambda ds: ds.take(rows)),
         "to_pandas(limit=5)": lambda: best(lambda ds: ds.to_pandas(columns=["x"], limit=5)),
         "get_version()": lambda: best(lambda ds: ds.get_version()),
+        "get_fragment(k).metadata": lambda: best(lambda ds: ds.get_fragment(n // 200).metadata),
         "open asof now": lambda: best(lambda _: lib.dataset(uri, asof=datetime.datetime.now()), fresh=False),
         "cleanup (nothing old)": lambda: best(lambda ds: ds.cleanup_old_versions(older_than=datetime.timedelta(days=36500))),
     }

@@ -14,12 +14,14 @@ import time
 from pathlib import Path
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pytest
 
 import lancepy
 from lancepy._core.blobschema import _is_blob_v2, _is_legacy_blob
 from lancepy._table import bases as _bases
+from lancepy._table.fragments import FragmentMetadata
 from lancepy._table.manifest import LoadedManifest, _infer_storage_version, load_manifest
 from lancepy.exceptions import ColumnNotFoundError
 
@@ -58,6 +60,12 @@ def _check(uri: str) -> None:
                 ids.extend(df.get("fields", []))
         assert parts.max_field_id == max(ids, default=-1)
         assert parts.fragment_entries == whole.get("fragments", [])
+        at_v = ds.checkout_version(v)
+        for entry in whole.get("fragments", []):
+            assert at_v._view.state.fragment_metadata(entry["id"]) == FragmentMetadata._from_dict(entry)
+            assert parts.has_fragment(entry["id"]) and at_v.get_fragment(entry["id"]).fragment_id == entry["id"]
+        missing = max([f["id"] for f in whole.get("fragments", [])], default=0) + 1
+        assert not parts.has_fragment(missing) and at_v.get_fragment(missing) is None
         ts = whole.get("timestamp") or {}
         assert parts.timestamp == (ts.get("seconds", 0), ts.get("nanos", 0))
         assert parts.transaction_file == (whole.get("transaction_file") or "")
@@ -212,6 +220,8 @@ def test_everyday_operations_never_decode_the_whole_manifest(tmp_path, monkeypat
     assert [f.read() for f in ds.take_blobs("b", indices=[0, 44])] == [values[0], values[44]]
     assert ds.get_version() == ds.versions()[-1]
     assert ds.get_fragments()[0].count_rows() == 9  # (id 5 deleted)
+    assert lancepy.dataset(uri).get_fragment(1).metadata.physical_rows == 10
+    assert ds.get_fragment(np.int64(0)).fragment_id == 0 and ds.get_fragment(99) is None and ds.get_fragment("0") is None
     assert ds.stats.dataset_stats()["num_fragments"] == 6
     assert ds.base_paths() == {}
     assert lancepy.dataset(uri, asof=cutoff).version == ds.version - 1

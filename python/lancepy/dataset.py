@@ -455,10 +455,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         """The fragment with id `fragment_id`, or ``None``."""
-        for f in self.get_fragments():
-            if f.fragment_id == fragment_id:
-                return f
-        return None
+        if not self._view.loaded.has_fragment(fragment_id):
+            return None
+        return LanceFragment._of_version(LanceFragment._version_of(self), [fragment_id])[0]
 
     def __len__(self) -> int:
         return self.count_rows()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import operator
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from lancepy import _lancepy
@@ -216,6 +217,14 @@ class LoadedManifest:
     def fragment_entries(self) -> List[Dict[str, Any]]:
         """The fragments' manifest entries, in manifest order (``FragmentMetadata`` decodes one)."""
         return self._part("fragments", self.native.fragments_json) or []
+
+    def has_fragment(self, fragment_id: Any) -> bool:
+        """Whether this version has a fragment with id `fragment_id` (any integer)."""
+        try:
+            fid = operator.index(fragment_id)
+        except TypeError:
+            return False
+        return 0 <= fid < 1 << 64 and bool(self.native.has_fragment(fid))
 
     @property
     def timestamp(self) -> Tuple[int, int]:

@@ -5,6 +5,7 @@ state; nothing derived from a version outlives it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import pyarrow as pa
@@ -61,9 +62,16 @@ class VersionState(dict):
         return self.cached("fragment_ids", lambda: frozenset(self.loaded.fragment_ids))
 
     def fragment_metadata(self, fragment_id: int) -> FragmentMetadata:
-        """The manifest entry of fragment `fragment_id`."""
-        by_id = self.cached("fragments_by_id", lambda: {f.get("id", 0): f for f in self.loaded.fragment_entries})
-        return FragmentMetadata._from_dict(by_id[fragment_id])
+        """The manifest entry of fragment `fragment_id` (``KeyError`` if there is none): that
+        fragment's alone, decoded on first use, unless every entry already is."""
+        by_id = self.cached("fragments_by_id", dict)
+        entry = by_id.get(fragment_id)
+        if entry is None:
+            found = self.loaded.native.fragment_json(int(fragment_id))
+            if found is None:
+                raise KeyError(fragment_id)
+            entry = by_id[fragment_id] = json.loads(found)
+        return FragmentMetadata._from_dict(entry)
 
     def count_rows(self) -> int:
         """Live rows: the manifest's row counts less deletions."""

@@ -2,7 +2,7 @@
 //! getters, turned into JSON only when Python asks for the whole message, and the summaries
 //! behind `LanceDataset.versions()`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::table::bases::BasePaths;
 use crate::table::deletion;
 use crate::table::json::to_json;
+use crate::table::manifest::FragmentPositions;
 use crate::table::naming::{ManifestNaming, DATA_DIR};
 use crate::table::versions::{self, OpenedManifest};
 
@@ -20,6 +21,20 @@ use crate::table::versions::{self, OpenedManifest};
 #[pyclass(name = "Manifest", module = "lancepy._lancepy", frozen)]
 pub struct PyManifest {
     pub(crate) inner: Arc<OpenedManifest>,
+    /// Fragment position by id (built on the first lookup).
+    by_id: OnceLock<FragmentPositions>,
+}
+
+impl PyManifest {
+    pub(crate) fn new(opened: OpenedManifest) -> Self {
+        Self { inner: Arc::new(opened), by_id: OnceLock::new() }
+    }
+
+    /// The position of the fragment with id `id` (the first, should two share it).
+    fn position(&self, id: u64) -> Option<usize> {
+        let fragments = &self.inner.manifest.fragments;
+        self.by_id.get_or_init(|| FragmentPositions::new(fragments)).get(fragments, id)
+    }
 }
 
 #[pymethods]
@@ -38,7 +53,7 @@ impl PyManifest {
         let data = super::errors::bytes_arg(data)?;
         let naming = parse_naming(naming)?;
         let opened = run(py, || versions::decode_manifest(&store.inner, version, path, naming, data))?;
-        Ok(Self { inner: Arc::new(opened) })
+        Ok(Self::new(opened))
     }
 
     /// The version number.
@@ -96,6 +111,20 @@ impl PyManifest {
                 to_json(&picked)
             }
         })
+    }
+
+    /// The fragment with id `id` as JSON (as one entry of `fragments_json`), or `None` if the
+    /// version has none: one fragment's metadata without the others' JSON.
+    fn fragment_json(&self, py: Python<'_>, id: u64) -> PyResult<Option<String>> {
+        match self.position(id) {
+            None => Ok(None),
+            Some(i) => run(py, || to_json(&self.inner.manifest.fragments[i])).map(Some),
+        }
+    }
+
+    /// Whether the version has a fragment with id `id`.
+    fn has_fragment(&self, id: u64) -> bool {
+        self.position(id).is_some()
     }
 
     /// `(seconds, nanos)` of the commit time (`(0, 0)` if the manifest records none).
@@ -252,7 +281,7 @@ impl PyManifest {
 #[pyo3(signature = (store, version=None))]
 pub fn open_manifest(py: Python<'_>, store: &PyStore, version: Option<u64>) -> PyResult<Option<PyManifest>> {
     let opened = run(py, || versions::open_manifest(&store.inner, version))?;
-    Ok(opened.map(|m| PyManifest { inner: Arc::new(m) }))
+    Ok(opened.map(PyManifest::new))
 }
 
 /// The manifests of `versions` (`(version, path)` pairs, the path relative to the root as
@@ -274,7 +303,7 @@ pub fn open_manifests(
         });
         got.into_iter().collect::<crate::error::Result<Vec<_>>>()
     })?;
-    Ok(opened.into_iter().map(|m| m.map(|m| PyManifest { inner: Arc::new(m) })).collect())
+    Ok(opened.into_iter().map(|m| m.map(PyManifest::new)).collect())
 }
 
 fn parse_naming(naming: &str) -> PyResult<ManifestNaming> {

@@ -302,6 +302,34 @@ pub fn project_fragment(fragment: &mut tablepb::DataFragment, kept: &std::collec
     }
 }
 
+/// Finds a manifest's fragments by id: a binary search where the fragments are in
+/// increasing id order (as writers keep them; checked once), else a map built once. Where two
+/// fragments share an id (a corrupt manifest), the first is found.
+#[derive(Debug)]
+pub struct FragmentPositions(Option<std::collections::HashMap<u64, usize>>);
+
+impl FragmentPositions {
+    /// The index of `fragments`.
+    pub fn new(fragments: &[tablepb::DataFragment]) -> Self {
+        if fragments.windows(2).all(|w| w[0].id < w[1].id) {
+            return Self(None);
+        }
+        let mut map = std::collections::HashMap::with_capacity(fragments.len());
+        for (i, f) in fragments.iter().enumerate() {
+            map.entry(f.id).or_insert(i);
+        }
+        Self(Some(map))
+    }
+
+    /// The position in `fragments` (those the index was made of) of the fragment `id`.
+    pub fn get(&self, fragments: &[tablepb::DataFragment], id: u64) -> Option<usize> {
+        match &self.0 {
+            None => fragments.binary_search_by_key(&id, |f| f.id).ok(),
+            Some(map) => map.get(&id).copied(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,5 +405,17 @@ mod tests {
         assert!(index_entries(&tablepb::IndexSection { indices: vec![short] }.encode_to_vec()).is_err());
         let damaged = tablepb::IndexMetadata { fragment_bitmap: vec![1, 2, 3].into(), ..good };
         assert!(index_entries(&tablepb::IndexSection { indices: vec![damaged] }.encode_to_vec()).is_err());
+    }
+
+    #[test]
+    fn fragments_are_found_by_id_in_any_order() {
+        let frags = |ids: &[u64]| ids.iter().map(|&id| tablepb::DataFragment { id, ..Default::default() }).collect::<Vec<_>>();
+        for ids in [vec![], vec![3], vec![0, 1, 5, 9], vec![7, 2, 9, 0], vec![4, 4, 1]] {
+            let fragments = frags(&ids);
+            let index = FragmentPositions::new(&fragments);
+            for id in 0..12u64 {
+                assert_eq!(index.get(&fragments, id), ids.iter().position(|&x| x == id), "{ids:?} {id}");
+            }
+        }
     }
 }
