@@ -418,11 +418,7 @@ class _Planner:
 
     def _covered_rows(self, idx: _Index) -> int:
         """The rows (deleted ones too) of the fragments `idx` covers."""
-        return sum(
-            int(f.get("physical_rows", 0))
-            for f in self.view.loaded.fragment_entries
-            if int(f.get("id", 0)) in idx.fragments
-        )
+        return sum(phys for fid, (phys, _) in self.view.fragment_rows().items() if fid in idx.fragments)
 
     def _difference(self, node: Any) -> Optional[_Answer]:
         """``a AND NOT b`` (``b``: a ``NOT`` or ``!=`` part answered exactly, ``a`` answered):
@@ -477,9 +473,9 @@ class _Planner:
             return None  # (taking most rows by address is slower than the scan)
         if first.kind == "LabelList":  # (null and empty lists are in no bitmap: every row)
             universe = np.concatenate([np.empty(0, np.uint64)] + [
-                (np.uint64(int(f.get("id", 0))) << np.uint64(32)) + np.arange(int(f.get("physical_rows", 0)), dtype=np.uint64)
-                for f in self.view.loaded.fragment_entries
-                if int(f.get("id", 0)) in first.fragments
+                (np.uint64(fid) << np.uint64(32)) + np.arange(phys, dtype=np.uint64)
+                for fid, (phys, _) in self.view.fragment_rows().items()
+                if fid in first.fragments
             ])
         else:
             universe = np.concatenate([seg.all_rows() for seg in self._segments(first)])
@@ -669,7 +665,7 @@ def plan(view: "DatasetView", flt: Optional["Filter"], fragment_ids: Optional[Se
     runs = {int(frags[s]): (int(s), int(e)) for s, e in zip(starts, ends)}
     none = addresses[:0]
     with_deletions = view.state.cached("fragments_with_deletions", lambda: frozenset(
-        int(f.get("id", 0)) for f in view.loaded.fragment_entries if f.get("deletion_file")
+        fid for fid, (phys, live) in view.fragment_rows().items() if live < phys
     ))
     candidates: Dict[int, "np.ndarray"] = {}
     for fid in covered:
