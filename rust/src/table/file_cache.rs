@@ -27,9 +27,17 @@
 //! A scan over more files than the cache holds passes once over each ([`Admission::IfRoom`]):
 //! the readers it opens are kept only while there is room, instead of evicting readers that
 //! are used again for readers that are not.
+//!
+//! A snapshot that found a reader here keeps a [`Weak`] reference to its entry
+//! ([`open_data_file_kept`]) and finds it again through that ([`reuse`]), without building
+//! the file's URI or taking the cache's lock. Such a use still counts as a use: it stamps the
+//! entry's last use (an atomic), and eviction, which goes by the stamps in its order, takes
+//! an entry used since it was placed there for the newer stamp instead of evicting it. An
+//! evicted entry is dropped, so the snapshot's reference to it no longer finds anything.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use crate::error::{Error, Result};
 use crate::file::FileReader;
@@ -54,9 +62,25 @@ struct Key {
     origin: Origin,
 }
 
-struct Entry {
+/// A cached reader and its last use: the cache holds the only strong reference, snapshots
+/// that found it a [`Weak`] one.
+pub struct Kept {
     reader: Arc<FileReader>,
-    last_use: u64,
+    last_use: AtomicU64,
+}
+
+/// Uses of cached readers, in order: a stamp is never issued twice.
+static CLOCK: AtomicU64 = AtomicU64::new(1);
+
+fn tick() -> u64 {
+    CLOCK.fetch_add(1, Ordering::Relaxed)
+}
+
+struct Entry {
+    kept: Arc<Kept>,
+    /// The entry's key in [`Cache::order`]: its last use when it was placed there (the
+    /// entry may have been used since, through a [`Weak`] reference: `kept.last_use`).
+    pos: u64,
     /// The file's bytes held in memory (a resident file), else 0.
     resident: u64,
     /// The reader's bytes as last measured, with `resident` (counted in [`Cache::bytes`]).
@@ -65,7 +89,7 @@ struct Entry {
 
 impl Entry {
     fn weight(&self) -> u64 {
-        self.reader.held_bytes() + self.resident
+        self.kept.reader.held_bytes() + self.resident
     }
 }
 
@@ -98,10 +122,10 @@ pub struct CacheInfo {
 
 struct Cache {
     entries: HashMap<Key, Entry>,
-    /// The keys by last use, oldest first (`Entry::last_use` is the position): readers
-    /// holding an open file (`[0]`) and resident ones (`[1]`).
+    /// The keys by last use, oldest first (`Entry::pos` is the position; a use through a
+    /// [`Weak`] reference is seen when the entry comes up for eviction): readers holding an
+    /// open file (`[0]`) and resident ones (`[1]`).
     order: [BTreeMap<u64, Key>; 2],
-    clock: u64,
     /// Sum of `Entry::counted`.
     bytes: u64,
     /// Openings since the bytes were last measured in full.
@@ -121,7 +145,6 @@ fn cache() -> MutexGuard<'static, Cache> {
             Mutex::new(Cache {
                 entries: HashMap::new(),
                 order: [BTreeMap::new(), BTreeMap::new()],
-                clock: 0,
                 bytes: 0,
                 since_measure: 0,
                 max_bytes: env_limit("LANCEPY_READER_CACHE_BYTES").unwrap_or(DEFAULT_MAX_BYTES),
@@ -137,11 +160,6 @@ fn kind(resident: u64) -> usize {
 }
 
 impl Cache {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
-
     fn open_files(&self) -> usize {
         self.order[0].len()
     }
@@ -165,36 +183,39 @@ impl Cache {
     }
 
     /// The cached reader of `key`, now the most recently used one.
-    fn hit(&mut self, key: &Key) -> Option<Arc<FileReader>> {
-        let now = self.tick();
+    fn hit(&mut self, key: &Key) -> Option<Arc<Kept>> {
+        let now = tick();
         let e = self.entries.get_mut(key)?;
         let order = &mut self.order[kind(e.resident)];
-        let k = order.remove(&e.last_use).unwrap_or_else(|| key.clone());
+        let k = order.remove(&e.pos).unwrap_or_else(|| key.clone());
         order.insert(now, k);
-        e.last_use = now;
+        e.pos = now;
+        e.kept.last_use.store(now, Ordering::Relaxed);
         let weight = e.weight();
         self.bytes = self.bytes - e.counted + weight;
         e.counted = weight;
-        Some(e.reader.clone())
+        Some(e.kept.clone())
     }
 
     fn remove(&mut self, key: &Key) {
         if let Some(e) = self.entries.remove(key) {
-            self.order[kind(e.resident)].remove(&e.last_use);
+            self.order[kind(e.resident)].remove(&e.pos);
             self.bytes -= e.counted;
         }
     }
 
-    fn insert(&mut self, key: Key, reader: Arc<FileReader>, resident: u64) {
+    fn insert(&mut self, key: Key, reader: Arc<FileReader>, resident: u64) -> Arc<Kept> {
         self.remove(&key);
-        let now = self.tick();
-        let entry = Entry { reader, last_use: now, resident, counted: 0 };
+        let now = tick();
+        let kept = Arc::new(Kept { reader, last_use: AtomicU64::new(now) });
+        let entry = Entry { kept: kept.clone(), pos: now, resident, counted: 0 };
         let counted = entry.weight();
         self.bytes += counted;
         self.order[kind(resident)].insert(now, key.clone());
         self.entries.insert(key, Entry { counted, ..entry });
         self.since_measure += 1;
         self.shrink();
+        kept
     }
 
     /// Whether a reader weighing `weight` bytes (`resident`: holding no open file) fits
@@ -221,7 +242,16 @@ impl Cache {
                 (None, Some(_)) => 1,
                 (None, None) => break,
             };
-            let Some((_, key)) = self.order[from].pop_first() else { break };
+            let Some((pos, key)) = self.order[from].pop_first() else { break };
+            // Used through a snapshot's reference since it was placed: placed anew.
+            if let Some(e) = self.entries.get_mut(&key) {
+                let used = e.kept.last_use.load(Ordering::Relaxed);
+                if used > pos {
+                    e.pos = used;
+                    self.order[from].insert(used, key);
+                    continue;
+                }
+            }
             if let Some(e) = self.entries.remove(&key) {
                 self.bytes -= e.counted;
             }
@@ -262,10 +292,16 @@ pub fn open_data_file(store: &Store, uri: &str) -> Result<Arc<FileReader>> {
 
 /// [`open_data_file`], keeping a reader opened on a miss as `admission` says.
 pub fn open_data_file_as(store: &Store, uri: &str, admission: Admission) -> Result<Arc<FileReader>> {
+    open_data_file_kept(store, uri, admission).map(|(reader, _)| reader)
+}
+
+/// [`open_data_file_as`], with a reference to the cache's entry for [`reuse`] (dangling if the
+/// reader was not kept).
+pub fn open_data_file_kept(store: &Store, uri: &str, admission: Admission) -> Result<(Arc<FileReader>, Weak<Kept>)> {
     let resolved = store.resolve_uri(uri)?;
     let key = Key { uri: uri.to_string(), origin: resolved.origin() };
-    if let Some(r) = cache().hit(&key) {
-        return Ok(r);
+    if let Some(k) = cache().hit(&key) {
+        return Ok((k.reader.clone(), Arc::downgrade(&k)));
     }
     // Opened without the lock: other files are opened (and found) meanwhile. Two threads
     // opening the same file both read its metadata; the second insert wins, both are valid.
@@ -275,9 +311,18 @@ pub fn open_data_file_as(store: &Store, uri: &str, admission: Admission) -> Resu
     })?;
     let mut c = cache();
     if admission == Admission::Always || c.has_room(reader.held_bytes() + resident, resident > 0) {
-        c.insert(key, reader.clone(), resident);
+        let kept = c.insert(key, reader.clone(), resident);
+        return Ok((reader, Arc::downgrade(&kept)));
     }
-    Ok(reader)
+    Ok((reader, Weak::new()))
+}
+
+/// The reader `kept` refers to, if the cache still holds it (it is then the most recently
+/// used one): no URI is built and no lock taken.
+pub fn reuse(kept: &Weak<Kept>) -> Option<Arc<FileReader>> {
+    let k = kept.upgrade()?;
+    k.last_use.store(tick(), Ordering::Relaxed);
+    Some(k.reader.clone())
 }
 
 /// The most readers the cache keeps with an open file.
@@ -407,6 +452,23 @@ mod tests {
         evict(&uris[0]);
         open_data_file_as(&store, &uris[2], Admission::IfRoom).unwrap();
         assert_eq!(info().files, 2, "room: kept");
+
+        // A reader found again through a kept reference counts as used: the least recently
+        // used one goes first, whichever way it was found; an evicted one is not found.
+        clear();
+        set_limits(Some(u64::MAX), Some(2));
+        let (r0, k0) = open_data_file_kept(&store, &uris[0], Admission::Always).unwrap();
+        let (_, k1) = open_data_file_kept(&store, &uris[1], Admission::Always).unwrap();
+        assert!(Arc::ptr_eq(&r0, &reuse(&k0).unwrap()), "found again through the reference");
+        open_data_file(&store, &uris[2]).unwrap();
+        assert!(reuse(&k1).is_none(), "the least recently used went first");
+        assert!(reuse(&k0).is_some(), "used through its reference after the other: kept");
+        evict(&uris[0]);
+        assert!(reuse(&k0).is_none(), "evicted: the reference finds nothing");
+        open_data_file(&store, &uris[1]).unwrap();
+        let (r3, not_kept) = open_data_file_kept(&store, &uris[3], Admission::IfRoom).unwrap();
+        assert_eq!((r3.num_rows(), info().files), (1000, 2));
+        assert!(reuse(&not_kept).is_none(), "no room, not kept: nothing to find again");
 
         // Small local files are read whole and closed: their readers hold no open file, so
         // the file limit leaves them be, and the byte budget counts their contents.

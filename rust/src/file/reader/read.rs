@@ -25,6 +25,13 @@ use crate::structural::{v2_0_nested, LeafKind};
 impl FileReader {
     /// Reads rows `start..start + len` of the projected fields.
     pub fn read_range(&self, start: u64, len: u64, fields: &[usize]) -> Result<RecordBatch> {
+        let arrays = self.read_range_columns(start, len, fields)?;
+        self.batch(fields, arrays, len)
+    }
+
+    /// [`FileReader::read_range`] as the projected fields' arrays, without the batch (whose
+    /// schema a table scan, reading a file per fragment, has already made).
+    pub fn read_range_columns(&self, start: u64, len: u64, fields: &[usize]) -> Result<Vec<ArrayRef>> {
         let end = start.checked_add(len).filter(|&e| e <= self.num_rows).ok_or_else(|| {
             Error::IndexOutOfRange(format!(
                 "rows {start}..{} are outside {} (which has {} rows)",
@@ -34,12 +41,10 @@ impl FileReader {
             ))
         })?;
         if let Some(l) = &self.legacy {
-            let arrays = l.read_range(start, len, fields)?;
-            return self.batch(fields, arrays, len);
+            return l.read_range(start, len, fields);
         }
         let parallel = fields.len() > 1 && len > 4096;
-        let arrays = self.read_fields(fields, RowSelection::Range(start..end), parallel).map_err(|e| self.as_corrupt(e))?;
-        self.batch(fields, arrays, len)
+        self.read_fields(fields, RowSelection::Range(start..end), parallel).map_err(|e| self.as_corrupt(e))
     }
 
     /// An Arrow error while building arrays from this file's bytes (a validation failing: a
@@ -491,7 +496,12 @@ impl v2_0_nested::ColumnSource for FileReader {
 /// A batch of arrays decoded from `what` (a file, a fragment): the schema came from the same
 /// bytes, so arrays that do not fit it (a wrong length, nulls in a non-nullable column) are
 /// a corrupt file, not a failed Arrow operation. Found by the `file_reader` fuzz target.
-pub fn decoded_batch(schema: SchemaRef, mut arrays: Vec<ArrayRef>, rows: usize, what: &str) -> Result<RecordBatch> {
+pub fn decoded_batch(
+    schema: SchemaRef,
+    mut arrays: Vec<ArrayRef>,
+    rows: usize,
+    what: impl std::fmt::Display,
+) -> Result<RecordBatch> {
     for (a, f) in arrays.iter_mut().zip(schema.fields()) {
         if matches!(f.data_type(), DataType::Struct(c) if c.is_empty()) && a.null_count() > 0 {
             // An empty struct's page is a constant page of nothing, which reads as nulls;

@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
@@ -31,7 +31,7 @@ use crate::format::tablepb;
 use crate::io::Store;
 use crate::table::bases::BasePaths;
 use crate::table::deletion::DeletionVector;
-use crate::table::file_cache::Admission;
+use crate::table::file_cache::{self, Admission, Kept};
 
 mod blob;
 mod read;
@@ -74,6 +74,9 @@ struct Fragment {
     physical_rows: OnceLock<u64>,
     deletions: OnceLock<Option<Arc<DeletionVector>>>,
     row_ids: OnceLock<Arc<Vec<u64>>>,
+    /// The reader cache's entries for the fragment's data files, by file, as last found
+    /// (see [`TableSnapshot::open_file_at`]).
+    readers: Mutex<Vec<Weak<Kept>>>,
 }
 
 /// Requested rows of one fragment (physical offsets).
@@ -114,7 +117,15 @@ pub struct TableSnapshot {
     direct_plans: Mutex<HashMap<(usize, usize), Option<Arc<(Arc<FileReader>, DirectRows)>>>>,
     /// Small fixed-width columns decoded whole for takes (see [`super::small_columns`]).
     small: super::small_columns::SmallColumns,
+    /// The output schemas of the last projections read (see [`TableSnapshot::output_schema`]).
+    output_schemas: Mutex<Vec<OutputSchema>>,
 }
+
+/// A projection, whether `_rowid` / `_rowaddr` are appended, and the schema of what it reads.
+type OutputSchema = (Vec<usize>, (bool, bool), SchemaRef);
+
+/// Projections whose output schema a snapshot keeps.
+const OUTPUT_SCHEMAS_KEPT: usize = 8;
 
 impl std::fmt::Debug for TableSnapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -151,7 +162,12 @@ impl TableSnapshot {
         let fragments = manifest
             .fragments
             .iter()
-            .map(|_| Fragment { physical_rows: OnceLock::new(), deletions: OnceLock::new(), row_ids: OnceLock::new() })
+            .map(|_| Fragment {
+                physical_rows: OnceLock::new(),
+                deletions: OnceLock::new(),
+                row_ids: OnceLock::new(),
+                readers: Mutex::new(Vec::new()),
+            })
             .collect();
         Ok(Self {
             store,
@@ -163,6 +179,7 @@ impl TableSnapshot {
             bases,
             direct_plans: Mutex::new(HashMap::new()),
             small: Default::default(),
+            output_schemas: Mutex::new(Vec::new()),
         })
     }
 
@@ -217,6 +234,21 @@ impl TableSnapshot {
 
     /// The schema of what a read with `projection` and `opts` returns.
     pub fn output_schema(&self, projection: &[usize], opts: ScanOptions) -> SchemaRef {
+        // Asked once per fragment read: the schemas of the last few projections are kept.
+        let flags = (opts.with_row_id, opts.with_row_address);
+        let mut memo = self.output_schemas.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, _, schema)) = memo.iter().find(|(p, f, _)| p.as_slice() == projection && *f == flags) {
+            return schema.clone();
+        }
+        let schema = self.build_output_schema(projection, opts);
+        if memo.len() >= OUTPUT_SCHEMAS_KEPT {
+            memo.remove(0);
+        }
+        memo.push((projection.to_vec(), flags, schema.clone()));
+        schema
+    }
+
+    fn build_output_schema(&self, projection: &[usize], opts: ScanOptions) -> SchemaRef {
         let mut fields: Vec<Field> = projection.iter().map(|&i| self.schema.fields[i].output_arrow()).collect();
         if opts.with_row_id {
             fields.push(Field::new(ROW_ID, DataType::UInt64, true));
@@ -227,15 +259,28 @@ impl TableSnapshot {
         Arc::new(Schema::new_with_metadata(fields, self.schema.metadata.clone()))
     }
 
-    /// Opens a data file (under the dataset root or one of the manifest's base paths).
-    fn open_file(&self, file: &tablepb::DataFile) -> Result<Arc<FileReader>> {
-        self.open_file_as(file, Admission::Always)
-    }
-
-    /// [`TableSnapshot::open_file`], keeping a reader opened on a cache miss as `admission` says.
-    fn open_file_as(&self, file: &tablepb::DataFile, admission: Admission) -> Result<Arc<FileReader>> {
-        super::file_cache::open_data_file_as(&self.store, &self.bases.data_file_uri(file)?, admission)
-            .map_err(|e| self.bases.explain_missing(file.base_id, self.store.options(), e))
+    /// Opens data file `j` of fragment `i` (under the dataset root or one of the manifest's
+    /// base paths), keeping a reader opened on a cache miss as `admission` says.
+    ///
+    /// A scan of many small fragments opens a file per fragment: the reader cache's entry is
+    /// found again through the reference kept when this snapshot last found it
+    /// ([`file_cache::reuse`]: no URI built, no lock shared by every reader), and through
+    /// the cache, by URI, when it was evicted since or never found.
+    fn open_file_at(&self, i: usize, j: usize, admission: Admission) -> Result<Arc<FileReader>> {
+        let slots = &self.fragments[i].readers;
+        let lock = || slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(reader) = lock().get(j).and_then(file_cache::reuse) {
+            return Ok(reader);
+        }
+        let file = &self.manifest.fragments[i].files[j];
+        let (reader, kept) = file_cache::open_data_file_kept(&self.store, &self.bases.data_file_uri(file)?, admission)
+            .map_err(|e| self.bases.explain_missing(file.base_id, self.store.options(), e))?;
+        let mut s = lock();
+        if s.len() <= j {
+            s.resize(j + 1, Weak::new());
+        }
+        s[j] = kept;
+        Ok(reader)
     }
 
     /// `opts` for running `tasks`: a scan that passes over more data files than the reader

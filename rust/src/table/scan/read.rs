@@ -75,8 +75,7 @@ impl TableSnapshot {
         }
         for (file_idx, wanted) in by_file {
             crate::interrupt::check()?;
-            let file = &frag.files[file_idx];
-            let reader = self.open_file_as(file, opts.admission)?;
+            let reader = self.open_file_at(i, file_idx, opts.admission)?;
             let mut file_fields = Vec::with_capacity(wanted.len());
             for &(_, col, id) in &wanted {
                 let f = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id));
@@ -92,19 +91,20 @@ impl TableSnapshot {
                     frag.id
                 )));
             }
-            let batch = match &rows {
-                Rows::Range(r) => reader.read_range(r.start, r.end - r.start, &file_fields)?,
-                Rows::Offsets(o) => reader.take(o, &file_fields)?,
+            let arrays = match &rows {
+                Rows::Range(r) => reader.read_range_columns(r.start, r.end - r.start, &file_fields)?,
+                Rows::Offsets(o) => reader.take(o, &file_fields)?.columns().to_vec(),
             };
-            for ((pos, _, _), array) in wanted.iter().zip(batch.columns()) {
-                columns[*pos] = Some(array.clone());
+            for ((pos, _, _), array) in wanted.iter().zip(arrays) {
+                columns[*pos] = Some(array);
             }
         }
+        let schema = self.output_schema(projection, opts);
         let mut arrays = Vec::with_capacity(projection.len() + 2);
-        for (pos, &fidx) in projection.iter().enumerate() {
-            let field = self.schema.fields[fidx].output_arrow();
+        for pos in 0..projection.len() {
+            let field = schema.field(pos);
             let array = match columns[pos].take() {
-                Some(a) => conform(a, &field)?,
+                Some(a) => conform(a, field)?,
                 None => {
                     if !field.is_nullable() {
                         return Err(Error::corrupt(format!(
@@ -160,7 +160,7 @@ impl TableSnapshot {
                 arrays.push(Arc::new(unless_deleted(offs.iter().map(|&o| (frag.id << 32) | o).collect())));
             }
         }
-        decoded_batch(self.output_schema(projection, opts), arrays, num_out, &format!("fragment {}", frag.id))
+        decoded_batch(schema, arrays, num_out, format_args!("fragment {}", frag.id))
     }
 
     /// Plans a scan of `fragments` (indices; `None` = all) skipping `offset` live rows and

@@ -8,6 +8,7 @@ use super::TableSnapshot;
 use crate::error::{Error, Result};
 use crate::format::tablepb;
 use crate::table::deletion::{self, DeletionVector};
+use crate::table::file_cache::Admission;
 use crate::table::rowids::decode_row_ids;
 
 impl TableSnapshot {
@@ -19,7 +20,7 @@ impl TableSnapshot {
         }
         // Hand-made datasets may omit physical_rows; the first data file knows.
         let n = match (self.fragment_meta(i).physical_rows, self.fragment_meta(i).files.first()) {
-            (0, Some(file)) => self.open_file(file)?.num_rows(),
+            (0, Some(_)) => self.open_file_at(i, 0, Admission::Always)?.num_rows(),
             (n, _) => n,
         };
         Ok(*f.physical_rows.get_or_init(|| n))

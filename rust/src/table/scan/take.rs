@@ -14,6 +14,7 @@ use super::{Rows, ScanOptions, TableSnapshot};
 use crate::error::{Error, Result};
 use crate::file::reader::{decoded_batch, fixed_byte_width, DirectRows, Gathered};
 use crate::file::FileReader;
+use crate::table::file_cache::Admission;
 
 impl TableSnapshot {
     /// Reads the rows at logical `indices` (scan order, deleted rows excluded). The output
@@ -155,7 +156,7 @@ impl TableSnapshot {
         // Anything unusual (a column missing from a fragment, files shorter than the fragment)
         // is left to the decoding path, which fills or reports it.
         let Some((file_idx, col, id)) = self.locate(frag, &self.schema.fields[fidx]) else { return Ok(None) };
-        let reader = self.open_file(&frag.files[file_idx])?;
+        let reader = self.open_file_at(fi, file_idx, Admission::Always)?;
         let Some(ff) = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id)) else {
             return Ok(None);
         };
