@@ -101,9 +101,8 @@ impl TableSnapshot {
         }
         let schema = self.output_schema(projection, opts);
         let mut arrays = Vec::with_capacity(projection.len() + 2);
-        for pos in 0..projection.len() {
-            let field = schema.field(pos);
-            let array = match columns[pos].take() {
+        for (column, field) in columns.into_iter().zip(schema.fields()) {
+            let array = match column {
                 Some(a) => conform(a, field)?,
                 None => {
                     if !field.is_nullable() {
