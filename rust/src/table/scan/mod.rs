@@ -108,8 +108,10 @@ pub struct TableSnapshot {
     /// The version's manifest, shared with whoever opened it (not copied).
     manifest: Arc<tablepb::Manifest>,
     fragments: Vec<Fragment>,
-    /// Fragment index by id; [`DUPLICATE_ID`] where two fragments share the id.
-    by_id: HashMap<u64, usize>,
+    /// Fragment index by id, made on first use: `None` when the ids increase (as writers
+    /// keep them: found by binary search), else a map, [`DUPLICATE_ID`] where two fragments
+    /// share the id.
+    by_id: OnceLock<Option<HashMap<u64, usize>>>,
     bases: BasePaths,
     stable_row_ids: bool,
     /// How each (field, fragment) is gathered by copying bytes, or `None` if it is decoded
@@ -151,12 +153,6 @@ impl TableSnapshot {
     /// A snapshot of `manifest` for the dataset at `store`, sharing the manifest.
     pub fn from_shared(store: Store, manifest: Arc<tablepb::Manifest>) -> Result<Self> {
         let schema = LanceSchema::from_pb(&manifest.fields, &manifest.schema_metadata)?;
-        let mut by_id = HashMap::with_capacity(manifest.fragments.len());
-        for (i, f) in manifest.fragments.iter().enumerate() {
-            if by_id.insert(f.id, i).is_some() {
-                by_id.insert(f.id, DUPLICATE_ID);
-            }
-        }
         let bases = BasePaths::new(store.uri(), &manifest.base_paths)?;
         bases.validate(&manifest.fragments)?;
         let fragments = manifest
@@ -175,7 +171,7 @@ impl TableSnapshot {
             stable_row_ids: manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS != 0,
             manifest,
             fragments,
-            by_id,
+            by_id: OnceLock::new(),
             bases,
             direct_plans: Mutex::new(HashMap::new()),
             small: Default::default(),
@@ -205,7 +201,24 @@ impl TableSnapshot {
 
     /// Index of the fragment with id `id`.
     pub fn fragment_index(&self, id: u64) -> Result<usize> {
-        match self.by_id.get(&id).copied() {
+        let fragments = &self.manifest.fragments;
+        let by_id = self.by_id.get_or_init(|| {
+            if fragments.windows(2).all(|w| w[0].id < w[1].id) {
+                return None;
+            }
+            let mut map = HashMap::with_capacity(fragments.len());
+            for (i, f) in fragments.iter().enumerate() {
+                if map.insert(f.id, i).is_some() {
+                    map.insert(f.id, DUPLICATE_ID);
+                }
+            }
+            Some(map)
+        });
+        let found = match by_id {
+            None => fragments.binary_search_by_key(&id, |f| f.id).ok(),
+            Some(map) => map.get(&id).copied(),
+        };
+        match found {
             Some(DUPLICATE_ID) => Err(Error::corrupt(format!(
                 "{}: two fragments have id {id}, so it names no single fragment (a manifest written by lance 0.16; \
                  roll back to an earlier version or rewrite the dataset)",
@@ -323,5 +336,28 @@ impl TableSnapshot {
         } else {
             crate::parallel::map(items, parallel, f)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(ids: &[u64]) -> TableSnapshot {
+        let fragments = ids.iter().map(|&id| tablepb::DataFragment { id, physical_rows: 1, ..Default::default() }).collect();
+        let store = Store::open("memory://fragment-index").unwrap();
+        TableSnapshot::new(store, &tablepb::Manifest { fragments, ..Default::default() }).unwrap()
+    }
+
+    #[test]
+    fn fragments_are_found_by_id_sorted_or_not() {
+        let sorted = snapshot(&[1, 2, 5, 9]);
+        assert_eq!([1, 2, 5, 9].map(|id| sorted.fragment_index(id).unwrap()), [0, 1, 2, 3]);
+        assert!(matches!(sorted.fragment_index(3), Err(Error::IndexOutOfRange(_))));
+        let unsorted = snapshot(&[7, 3, 3, 1]);
+        assert_eq!(unsorted.fragment_index(7).unwrap(), 0);
+        assert_eq!(unsorted.fragment_index(1).unwrap(), 3);
+        assert!(matches!(unsorted.fragment_index(3), Err(Error::Corrupt(_))), "two fragments share id 3");
+        assert!(matches!(unsorted.fragment_index(2), Err(Error::IndexOutOfRange(_))));
     }
 }
