@@ -180,7 +180,7 @@ impl FileReader {
             arrow_schema: schema.to_arrow(),
             global_buffers: Vec::new(),
             column_meta: Vec::new(),
-            fields: schema.fields.iter().map(|_| FieldColumns { columns: Vec::new() }).collect(),
+            fields: schema.fields.iter().map(|_| FieldColumns::new(Vec::new())).collect(),
             stored: schema.fields.iter().map(|_| None).collect(),
             two_column_strings: Vec::new(),
             schema,
@@ -473,7 +473,7 @@ fn map_fields_to_columns(
         } else {
             v2_0_nested::file_column_count(f, next, &|c| two_column_strings.binary_search(&c).is_ok())
         };
-        out.push(FieldColumns { columns: (next..next + count).collect() });
+        out.push(FieldColumns::new((next..next + count).collect()));
         next += count;
     }
     if next != num_columns {

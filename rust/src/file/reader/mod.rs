@@ -32,6 +32,7 @@ use arrow_schema::SchemaRef;
 use crate::file::container::{FileVersion, Footer};
 use crate::io::ReaderRef;
 use crate::schema::{LanceField, LanceSchema};
+use crate::structural::repdef::LeafPath;
 
 mod blob;
 mod gather;
@@ -50,6 +51,16 @@ struct FieldColumns {
     /// File columns of the field's leaves (2.1+) or of its fields in pre-order (2.0; see
     /// [`v2_0_nested::column_fields`](crate::structural::v2_0_nested::column_fields)).
     columns: Vec<usize>,
+    /// The structure of each leaf (2.1+), made on the field's first read: a read of a few
+    /// rows (a fragment of a table scan, a take) would otherwise spend as long walking the
+    /// field's type as reading them.
+    leaf_paths: OnceLock<Vec<LeafPath>>,
+}
+
+impl FieldColumns {
+    fn new(columns: Vec<usize>) -> Self {
+        Self { columns, leaf_paths: OnceLock::new() }
+    }
 }
 
 /// An open Lance file.

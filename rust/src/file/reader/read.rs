@@ -164,8 +164,19 @@ impl FileReader {
     }
 
     /// The leaf columns of top-level field `field`: (file column, leaf field, structure).
-    fn leaves(&self, field: usize) -> Result<Vec<(usize, &LanceField, LeafPath)>> {
+    fn leaves(&self, field: usize) -> Result<Vec<(usize, &LanceField, &LeafPath)>> {
         let f = self.stored_field(field);
+        let memo = &self.fields[field].leaf_paths;
+        if let Some(paths) = memo.get() {
+            return Ok(self.fields[field]
+                .columns
+                .iter()
+                .copied()
+                .zip(f.leaf_fields())
+                .zip(paths)
+                .map(|((c, l), p)| (c, l, p))
+                .collect());
+        }
         let cols = &self.fields[field].columns;
         let paths = leaf_paths(f)?;
         if !self.version.is_structural() && (paths.len() != 1 || paths[0].1.kinds.len() != 1) {
@@ -181,8 +192,8 @@ impl FileReader {
                 f.name
             )));
         }
-        let leaf_fields = f.leaf_fields();
-        Ok(cols.iter().zip(leaf_fields).zip(paths).map(|((&c, lf), (_, p))| (c, lf, p)).collect())
+        let _ = memo.set(paths.into_iter().map(|(_, p)| p).collect());
+        self.leaves(field)
     }
 
     /// Reads `sel` of the projected fields: every leaf's pages planned, their bytes fetched
@@ -249,7 +260,7 @@ impl FileReader {
 
     /// Reads the selected rows of one leaf column, which holds `column_rows` rows.
     fn read_leaf(&self, col: usize, leaf: &LanceField, path: &LeafPath, sel: RowSelection, column_rows: u64) -> Result<LeafData> {
-        let mut read = [self.plan_leaf(col, leaf, path.clone(), sel, column_rows)?];
+        let mut read = [self.plan_leaf(col, leaf, path, sel, column_rows)?];
         self.fetch_leaves(&mut read)?;
         let [read] = read;
         self.decode_leaf(read)
@@ -260,7 +271,7 @@ impl FileReader {
         &'r self,
         col: usize,
         leaf: &'r LanceField,
-        path: LeafPath,
+        path: &'r LeafPath,
         sel: RowSelection,
         column_rows: u64,
     ) -> Result<LeafRead<'r>> {
@@ -424,7 +435,7 @@ fn page_groups<'c>(column: &'c Column, sel: &RowSelection<'_>) -> Vec<(&'c Page,
 /// One leaf column of a read: its pages' rows, plans and fetched bytes.
 struct LeafRead<'r> {
     leaf: &'r LanceField,
-    path: LeafPath,
+    path: &'r LeafPath,
     kind: LeafKind,
     /// Page rows per row of the column (fixed-size lists of structs).
     scale: u64,
