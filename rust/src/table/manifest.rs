@@ -304,9 +304,10 @@ pub fn project_fragment(fragment: &mut tablepb::DataFragment, kept: &std::collec
 
 /// Finds a manifest's fragments by id: a binary search where the fragments are in
 /// increasing id order (as writers keep them; checked once), else a map built once. Where two
-/// fragments share an id (a corrupt manifest), the first is found.
+/// fragments share an id (lance 0.16 wrote such manifests), the first is found, and
+/// [`FragmentPositions::find`] says the id is shared.
 #[derive(Debug)]
-pub struct FragmentPositions(Option<std::collections::HashMap<u64, usize>>);
+pub struct FragmentPositions(Option<std::collections::HashMap<u64, (usize, bool)>>);
 
 impl FragmentPositions {
     /// The index of `fragments`.
@@ -316,15 +317,20 @@ impl FragmentPositions {
         }
         let mut map = std::collections::HashMap::with_capacity(fragments.len());
         for (i, f) in fragments.iter().enumerate() {
-            map.entry(f.id).or_insert(i);
+            map.entry(f.id).and_modify(|(_, shared)| *shared = true).or_insert((i, false));
         }
         Self(Some(map))
     }
 
     /// The position in `fragments` (those the index was made of) of the fragment `id`.
     pub fn get(&self, fragments: &[tablepb::DataFragment], id: u64) -> Option<usize> {
+        self.find(fragments, id).map(|(i, _)| i)
+    }
+
+    /// [`FragmentPositions::get`], and whether another fragment has the id too.
+    pub fn find(&self, fragments: &[tablepb::DataFragment], id: u64) -> Option<(usize, bool)> {
         match &self.0 {
-            None => fragments.binary_search_by_key(&id, |f| f.id).ok(),
+            None => fragments.binary_search_by_key(&id, |f| f.id).ok().map(|i| (i, false)),
             Some(map) => map.get(&id).copied(),
         }
     }

@@ -32,6 +32,7 @@ use crate::io::Store;
 use crate::table::bases::BasePaths;
 use crate::table::deletion::DeletionVector;
 use crate::table::file_cache::{self, Admission, Kept};
+use crate::table::manifest::FragmentPositions;
 
 mod blob;
 mod read;
@@ -108,10 +109,8 @@ pub struct TableSnapshot {
     /// The version's manifest, shared with whoever opened it (not copied).
     manifest: Arc<tablepb::Manifest>,
     fragments: Vec<Fragment>,
-    /// Fragment index by id, made on first use: `None` when the ids increase (as writers
-    /// keep them: found by binary search), else a map, [`DUPLICATE_ID`] where two fragments
-    /// share the id.
-    by_id: OnceLock<Option<HashMap<u64, usize>>>,
+    /// Fragment index by id, made on first use.
+    by_id: OnceLock<FragmentPositions>,
     bases: BasePaths,
     stable_row_ids: bool,
     /// How each (field, fragment) is gathered by copying bytes, or `None` if it is decoded
@@ -134,11 +133,6 @@ impl std::fmt::Debug for TableSnapshot {
         f.debug_struct("TableSnapshot").field("uri", &self.store.uri()).field("fragments", &self.fragments.len()).finish()
     }
 }
-
-/// Marks an id that two fragments share in [`TableSnapshot::by_id`]. lance 0.16 wrote such
-/// manifests; pylance opens and scans them, so lancepy does too, and refuses only what needs
-/// the id to name one fragment (a row address, a fragment by id).
-const DUPLICATE_ID: usize = usize::MAX;
 
 /// Flag bit of datasets with stable row ids.
 const FLAG_STABLE_ROW_IDS: u64 = 2;
@@ -201,30 +195,17 @@ impl TableSnapshot {
 
     /// Index of the fragment with id `id`.
     pub fn fragment_index(&self, id: u64) -> Result<usize> {
+        // lance 0.16 could give two fragments one id: pylance opens and scans such a
+        // manifest, so lancepy does too, and refuses only what needs the id to name one
+        // fragment (a row address, a fragment by id).
         let fragments = &self.manifest.fragments;
-        let by_id = self.by_id.get_or_init(|| {
-            if fragments.windows(2).all(|w| w[0].id < w[1].id) {
-                return None;
-            }
-            let mut map = HashMap::with_capacity(fragments.len());
-            for (i, f) in fragments.iter().enumerate() {
-                if map.insert(f.id, i).is_some() {
-                    map.insert(f.id, DUPLICATE_ID);
-                }
-            }
-            Some(map)
-        });
-        let found = match by_id {
-            None => fragments.binary_search_by_key(&id, |f| f.id).ok(),
-            Some(map) => map.get(&id).copied(),
-        };
-        match found {
-            Some(DUPLICATE_ID) => Err(Error::corrupt(format!(
+        match self.by_id.get_or_init(|| FragmentPositions::new(fragments)).find(fragments, id) {
+            Some((_, true)) => Err(Error::corrupt(format!(
                 "{}: two fragments have id {id}, so it names no single fragment (a manifest written by lance 0.16; \
                  roll back to an earlier version or rewrite the dataset)",
                 self.store.uri()
             ))),
-            Some(i) => Ok(i),
+            Some((i, false)) => Ok(i),
             None => Err(Error::IndexOutOfRange(format!("the dataset has no fragment with id {id}"))),
         }
     }
