@@ -3,7 +3,7 @@
 //! Layers, bottom to top: [`kernels`] (bit-packing, FSST) → [`encodings`] (compressive
 //! encodings, bytes ⇄ data blocks) → [`schema`] (fields and their leaf shapes) → [`structural`] (page layouts, levels, Arrow assembly) →
 //! [`file`] (the file container, reader and writer) → [`table`] (datasets). I/O sits behind
-//! [`io::Reader`] / [`io::Writer`]; Python bindings live in `python/` behind the `python`
+//! [`io::Reader`] / [`io::Writer`]; [`jsonb`] holds JSON values as Lance stores them; Python bindings live in `python/` behind the `python`
 //! feature, so `cargo test` runs without Python.
 
 #![warn(missing_docs)]
@@ -14,6 +14,7 @@ pub mod file;
 pub mod format;
 pub mod interrupt;
 pub mod io;
+pub mod jsonb;
 pub mod kernels;
 pub mod parallel;
 pub mod schema;

@@ -221,8 +221,15 @@ impl LanceField {
         matches!(self.data_type, DataType::LargeBinary) && is_blob_metadata(&self.metadata)
     }
 
+    /// Whether this is a JSON column (Arrow extension `lance.json`: JSONB values in large
+    /// binary; logical type `json`).
+    pub fn is_json(&self) -> bool {
+        crate::jsonb::arrow::is_lance_json_parts(&self.data_type, &self.metadata)
+    }
+
     /// The Arrow field a dataset read returns for this field: [`Self::to_arrow`], except for
-    /// blob columns, whose descriptions are returned (as pylance does by default).
+    /// blob columns, whose descriptions are returned (as pylance does by default), and JSON
+    /// inside it, returned as JSON text (`arrow.json`, see [`crate::jsonb::arrow`]).
     pub fn output_arrow(&self) -> Field {
         if self.is_blob_v2() {
             let meta: HashMap<String, String> = [("lance-encoding:blob", "true"), ("lance-encoding:packed", "true")]
@@ -234,7 +241,7 @@ impl LanceField {
             let meta: HashMap<String, String> = [("lance-encoding:blob".to_string(), "true".to_string())].into();
             return Field::new(&self.name, legacy_blob_description_type(), self.nullable).with_metadata(meta);
         }
-        self.to_arrow()
+        crate::jsonb::arrow::text_field(&self.to_arrow())
     }
 
     /// How the reader decodes a legacy blob column's pages (see [`Self::is_legacy_blob`]):
@@ -290,6 +297,10 @@ impl LanceField {
     }
 
     fn from_arrow(field: &Field, next_id: &mut i32) -> Result<LanceField> {
+        // JSON text (`arrow.json`) is stored as JSONB (`lance.json`), as pylance stores it.
+        if crate::jsonb::arrow::has_arrow_json(field) {
+            return Self::from_arrow(&crate::jsonb::arrow::stored_field(field), next_id);
+        }
         let id = *next_id;
         *next_id += 1;
         let children = match field.data_type() {
@@ -323,6 +334,7 @@ impl LanceField {
             DataType::FixedSizeList(item, n) if matches!(item.data_type(), DataType::Struct(_)) => {
                 format!("fixed_size_list:struct:{n}")
             }
+            _ if self.is_json() => "json".to_string(),
             dt => logical_type_of(dt)?,
         };
         let encoding = match &self.data_type {
@@ -340,7 +352,13 @@ impl LanceField {
             nullable: self.nullable,
             encoding: encoding as i32,
             dictionary: None,
-            extension_name: if self.is_blob_v2() { "lance.blob.v2".to_string() } else { String::new() },
+            extension_name: if self.is_blob_v2() {
+                "lance.blob.v2".to_string()
+            } else if self.is_json() {
+                crate::jsonb::arrow::LANCE_JSON.to_string()
+            } else {
+                String::new()
+            },
             metadata: self.metadata.iter().map(|(k, v)| (k.clone(), bytes::Bytes::from(v.clone().into_bytes()))).collect(),
             unenforced_primary_key: self.unenforced_primary_key,
             unenforced_primary_key_position: self.unenforced_primary_key_position,
@@ -487,6 +505,13 @@ impl LanceSchema {
         Arc::new(Schema::new(self.fields.iter().map(|f| f.to_arrow()).collect::<Vec<_>>()).with_metadata(self.metadata.clone()))
     }
 
+    /// The Arrow schema callers see (pylance's `dataset.schema`): [`Self::to_arrow`] with JSON
+    /// columns as JSON text (`arrow.json`), the form reads return and writes take.
+    pub fn to_user_arrow(&self) -> SchemaRef {
+        let fields = self.fields.iter().map(|f| crate::jsonb::arrow::text_field(&f.to_arrow())).collect::<Vec<_>>();
+        Arc::new(Schema::new(fields).with_metadata(self.metadata.clone()))
+    }
+
     /// The unenforced primary key's fields in key order (pylance's rule): fields with a
     /// position first, by position, then the other key fields in schema (pre-)order.
     pub fn primary_key(&self) -> Vec<&LanceField> {
@@ -582,12 +607,17 @@ impl LanceSchema {
                 Some(dt) => dt,
                 None => nested_type(&f.logical_type, &children)?,
             };
+            let mut metadata = metadata_from_pb(&f.metadata);
+            if f.logical_type == "json" || f.extension_name == crate::jsonb::arrow::LANCE_JSON {
+                // (the extension's name, should a writer have left it out of the metadata)
+                metadata.entry("ARROW:extension:name".to_string()).or_insert_with(|| crate::jsonb::arrow::LANCE_JSON.to_string());
+            }
             Ok(LanceField {
                 id: f.id,
                 name: f.name.clone(),
                 data_type,
                 nullable: f.nullable,
-                metadata: metadata_from_pb(&f.metadata),
+                metadata,
                 children,
                 unenforced_primary_key: f.unenforced_primary_key,
                 unenforced_primary_key_position: f.unenforced_primary_key_position,

@@ -212,9 +212,22 @@ pub(super) fn lance_schema_from_json(fields_json: &str, metadata_json: &str) -> 
     LanceSchema::from_pb(&fields, &metadata)
 }
 
+/// JSON text as the JSONB bytes a `lance.json` column stores for it (pylance's parser).
+#[pyfunction]
+pub fn jsonb_encode(py: Python<'_>, text: &str) -> PyResult<Py<pyo3::types::PyBytes>> {
+    let bytes = crate::jsonb::encode(text).py()?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes).unbind())
+}
+
+/// JSONB bytes as the JSON text reads return for them.
+#[pyfunction]
+pub fn jsonb_to_text(bytes: &[u8]) -> String {
+    crate::jsonb::to_text(bytes)
+}
+
 /// The Arrow schema of Lance fields (JSON) and schema metadata (JSON).
 #[pyfunction]
 pub fn lance_to_schema(fields_json: &str, metadata_json: &str) -> PyResult<ArrowBatches> {
     let schema = lance_schema_from_json(fields_json, metadata_json).py()?;
-    Ok(ArrowBatches::new(schema.to_arrow(), vec![]))
+    Ok(ArrowBatches::new(schema.to_user_arrow(), vec![]))
 }

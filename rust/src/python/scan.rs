@@ -83,7 +83,7 @@ impl PySnapshot {
 
     /// The dataset's Arrow schema.
     fn schema(&self) -> ArrowBatches {
-        ArrowBatches::new(self.inner.schema().to_arrow(), vec![])
+        ArrowBatches::new(self.inner.schema().to_user_arrow(), vec![])
     }
 
     /// Live rows of the whole version (or of the fragments given).

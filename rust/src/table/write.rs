@@ -4,7 +4,10 @@
 //! Nothing here is visible to readers: a fragment exists for a dataset only once a manifest
 //! lists it. Fragment ids are left at 0; the commit assigns them.
 
+use std::sync::Arc;
+
 use arrow_array::RecordBatch;
+use arrow_schema::{Field, Schema};
 
 use super::blob_write::{BlobSink, ExternalBlobs};
 use super::naming::{new_data_file_name, DATA_DIR};
@@ -188,9 +191,33 @@ pub fn write_fragments_named(
         });
         Ok(())
     };
+    // JSON columns given as text are stored as JSONB.
+    let json_fields: Vec<(usize, Field)> = schema
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            let mut all = Vec::new();
+            f.walk(&mut all);
+            all.iter().any(|f| f.is_json())
+        })
+        .map(|(i, f)| (i, f.to_arrow()))
+        .collect();
     for batch in batches {
         crate::interrupt::check()?;
-        let batch = batch?;
+        let batch = match batch? {
+            b if json_fields.is_empty() => b,
+            b => {
+                let (mut fields, mut columns) = (b.schema().fields().to_vec(), b.columns().to_vec());
+                for (i, field) in &json_fields {
+                    if let (Some(f), Some(c)) = (fields.get_mut(*i), columns.get_mut(*i)) {
+                        *c = crate::jsonb::arrow::to_stored_array(c, field)?;
+                        *f = Arc::new(field.clone());
+                    }
+                }
+                RecordBatch::try_new(Arc::new(Schema::new_with_metadata(fields, b.schema().metadata().clone())), columns)?
+            }
+        };
         let mut start = 0usize;
         while start < batch.num_rows() {
             let file = match current.as_mut() {

@@ -281,6 +281,10 @@ pub(super) fn conform(array: ArrayRef, field: &Field) -> Result<ArrayRef> {
     if array.data_type() == field.data_type() {
         return Ok(array);
     }
+    if crate::jsonb::arrow::has_arrow_json(field) {
+        // JSON columns: stored as JSONB, read as text.
+        return crate::jsonb::arrow::to_text_array(&array, field);
+    }
     let data = array.to_data().into_builder().data_type(field.data_type().clone()).build().map_err(|e| {
         Error::SchemaMismatch(format!(
             "column {:?}: data of type {} cannot be read as {}: {e}",
