@@ -6,7 +6,7 @@ TRUE / FALSE, LIKE / ILIKE, arithmetic, unary minus, ``||``, CAST and the suppor
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import Any, List
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,7 +30,7 @@ from lancepy.filters.typed import (
     _null_bool,
     _num_common,
 )
-from lancepy.filters.udfs import _udf_array_has, _udf_array_has_set, _udf_case, _udf_fmod, _udf_int_mod
+from lancepy.filters.udfs import JSON_FUNCTIONS, _udf_array_has, _udf_array_has_set, _udf_case, _udf_fmod, _udf_int_mod, _udf_json
 
 
 class _Functions:
@@ -72,6 +72,30 @@ class _Functions:
             values.append(v.const.as_py())
         wanted = _const(pa.scalar(values, lst.type))
         return _call(_udf_array_has_set(lst.type, every), [lst, wanted], pa.bool_())
+
+    def json_function(self, name: str, args: List[Any]) -> _V:
+        """A JSON function (``json_extract(j, '$.a')``, ``json_get_int(j, 'k')``, ...) of a JSON
+        column (or of ``json_get``'s JSONB) and constant string arguments."""
+        want = 3 if name == "json_array_contains" else 2
+        if len(args) != want:
+            raise InvalidArgumentError(f"filters: {name} takes {want} arguments, got {len(args)}")
+        out_type = JSON_FUNCTIONS[name]
+        v = self.value(args[0])
+        if _is_null_type(v.type):
+            return _const(pa.scalar(None, out_type))
+        t = v.type
+        if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.json":
+            v = _V(v.expr.cast(t.storage_type), t.storage_type)
+        elif not (pa.types.is_large_binary(t) or _is_str(t)):
+            raise InvalidArgumentError(f"filters: {name} needs a JSON column, got {t}")
+        consts = [self.value(a) for a in args[1:]]
+        for c in consts:
+            if c.const is None or not (_is_str(c.type) or _is_null_type(c.type)):
+                raise NotSupportedError(f"filters: {name} needs constant string arguments after the JSON value")
+        if any(not c.const.is_valid for c in consts):
+            return _const(pa.scalar(None, out_type))
+        strs = [_V(pc.scalar(c.const.as_py()), pa.string(), const=pa.scalar(c.const.as_py())) for c in consts]
+        return _V(pc.Expression._call(_udf_json(name, v.type, len(strs)), [v.expr] + [s.expr for s in strs]), out_type)
 
     def is_(self, node: Any) -> _V:
         from sqlglot import exp
@@ -262,6 +286,8 @@ class _Functions:
         from sqlglot import exp
 
         name = (node.name if isinstance(node, exp.Anonymous) else type(node).__name__).lower()
+        if isinstance(node, exp.Anonymous) and name in JSON_FUNCTIONS:
+            return self.json_function(name, list(node.expressions))
         if isinstance(node, exp.Lower) or isinstance(node, exp.Upper):
             v = self.value(node.this)
             if _is_null_type(v.type):

@@ -28,6 +28,11 @@ def _dialect() -> Any:
                 KEYWORDS = {**Databricks.Tokenizer.KEYWORDS, "TIMESTAMP": TokenType.TIMESTAMP}
 
             class Parser(Databricks.Parser):
+                # pylance's JSON functions are plain calls (their paths stay strings).
+                FUNCTIONS = {
+                    k: v for k, v in Databricks.Parser.FUNCTIONS.items() if k not in ("JSON_EXTRACT", "JSON_ARRAY_CONTAINS")
+                }
+
                 def _negate_range(self, this: Any = None) -> Any:
                     # `x NOT IN (..)` / `x NOT BETWEEN ..` come back as NOT(..): mark them, as
                     # pylance types their literals like those of `x IN` / `x BETWEEN`.

@@ -199,3 +199,38 @@ def _udf_array_has_set(list_type: pa.DataType, every: bool) -> str:
 
     kind = "all" if every else "any"
     return _register(f"lancepy_array_has_{kind}_{list_type}", fn, {"l": list_type, "w": list_type}, pa.bool_())
+
+
+# JSON functions: the result type of each, as pylance registers them.
+JSON_FUNCTIONS: Dict[str, pa.DataType] = {
+    "json_extract": pa.string(),
+    "json_exists": pa.bool_(),
+    "json_get": pa.large_binary(),
+    "json_get_string": pa.string(),
+    "json_get_int": pa.int64(),
+    "json_get_float": pa.float64(),
+    "json_get_bool": pa.bool_(),
+    "json_array_contains": pa.bool_(),
+    "json_array_length": pa.int64(),
+}
+
+
+def _udf_json(name: str, values_type: pa.DataType, n_args: int) -> str:
+    """JSON function `name` over values of `values_type` (JSON text, or JSONB from
+    ``json_get``) and `n_args` constant string arguments, evaluated natively."""
+    from lancepy import _lancepy
+
+    out_type = JSON_FUNCTIONS[name]
+
+    def fn(ctx: Any, values: Any, *args: Any) -> pa.Array:
+        n = ctx.batch_length
+        if isinstance(values, pa.Scalar):
+            values = pa.array([values.as_py()] * n, values_type)
+        consts = [a.as_py() if isinstance(a, pa.Scalar) else None for a in args]
+        if any(c is None for c in consts):  # a NULL argument: NULL
+            return pa.nulls(n, out_type)
+        out = pa.table(_lancepy.json_function(name, values, consts)).column(0)
+        return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+    in_types = {"values": values_type, **{f"a{i}": pa.string() for i in range(n_args)}}
+    return _register(f"lancepy_{name}_{values_type}", fn, in_types, out_type)

@@ -24,6 +24,7 @@
 
 pub mod arrow;
 mod parse;
+pub mod path;
 
 use std::io::Write;
 

@@ -151,3 +151,37 @@ fn hostile_bytes_read_as_text_without_panicking() {
     // A header counting 2^29 − 1 entries in 8 bytes.
     let _ = to_text(&[0x9f, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
 }
+
+#[test]
+fn paths_select_as_pylance_does() {
+    use super::path::JsonPath;
+    let doc = encode(r#"{"a":[1,{"b":2},[3]],"c":{"d":"x"},"e":5}"#).unwrap();
+    let texts = |path: &str| -> Vec<String> {
+        JsonPath::parse(path).unwrap().select(Raw(&doc)).unwrap().into_iter().map(|i| to_text(&item_to_jsonb(i))).collect()
+    };
+    assert_eq!(texts("$.a[1].b"), ["2"]);
+    assert_eq!(texts("a[last][0]"), ["3"]);
+    assert_eq!(texts(r#"$["c"].d"#), [r#""x""#]);
+    assert_eq!(texts("$.e[*]"), ["5"]); // lax: a non-array passes [*]
+    assert_eq!(texts("$.e[0]"), Vec::<String>::new());
+    assert_eq!(texts("$.*").len(), 3);
+    assert_eq!(texts("$.a[0 to 1]"), ["1", r#"{"b":2}"#]);
+    assert_eq!(texts("$.a.**{1}"), ["1", r#"{"b":2}"#, "[3]"]);
+    assert!(matches!(JsonPath::parse("$.a[?(@ > 1)]"), Err(crate::Error::NotSupported(_))));
+    assert!(matches!(JsonPath::parse("$.a["), Err(crate::Error::InvalidInput(_))));
+    // A slice of an empty array selects nothing (pylance 14 aborts on it).
+    assert!(JsonPath::parse("$[0 to last]").unwrap().select(Raw(&encode("[]").unwrap())).unwrap().is_empty());
+}
+
+#[test]
+fn functions_take_text_or_jsonb() {
+    use arrow_array::{Array, Int64Array, LargeBinaryArray, StringArray};
+    let text = StringArray::from(vec![Some(r#"{"k":"7","l":[1,2]}"#), None, Some("[1]")]);
+    let ints = super::path::evaluate("json_get_int", &text, &["k"]).unwrap();
+    assert_eq!(ints.as_any().downcast_ref::<Int64Array>().unwrap(), &Int64Array::from(vec![Some(7), None, None]));
+    let jsonb = LargeBinaryArray::from(vec![Some(encode(r#"{"l":[1,2]}"#).unwrap().as_slice())]);
+    let len = super::path::evaluate("json_array_length", &jsonb, &["$.l"]).unwrap();
+    assert_eq!(len.as_any().downcast_ref::<Int64Array>().unwrap().value(0), 2);
+    // A value of the wrong kind fails the call, as in pylance.
+    assert!(super::path::evaluate("json_get_int", &StringArray::from(vec![r#"{"k":[1]}"#]), &["k"]).is_err());
+}

@@ -225,6 +225,21 @@ pub fn jsonb_to_text(bytes: &[u8]) -> String {
     crate::jsonb::to_text(bytes)
 }
 
+/// JSON filter function `name` (`json_extract`, `json_get_int`, ...) over `values` (JSON
+/// text or JSONB) with its constant arguments; one column named `name`.
+#[pyfunction]
+pub fn json_function(py: Python<'_>, name: &str, values: &Bound<'_, PyAny>, args: Vec<String>) -> PyResult<ArrowBatches> {
+    let values = super::ffi::import_array(values)?;
+    let result = run(py, || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::jsonb::path::evaluate(name, values.as_ref(), &args)
+    })?;
+    let schema =
+        std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(name, result.data_type().clone(), true)]));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![result]).map_err(|e| to_pyerr(e.into()))?;
+    Ok(ArrowBatches::new(schema, vec![batch]))
+}
+
 /// The Arrow schema of Lance fields (JSON) and schema metadata (JSON).
 #[pyfunction]
 pub fn lance_to_schema(fields_json: &str, metadata_json: &str) -> PyResult<ArrowBatches> {
