@@ -561,3 +561,20 @@ def test_distributed_operations_on_this_pyspark(spark, tmp_path):
     else:
         with pytest.raises(UnsupportedError, match="pyspark 4.0"):
             lspark.merge_insert(df, b, "id", when_matched_update_all=True)
+
+
+def test_json_columns_read_as_strings_and_appended_from_strings(spark, tmp_path):
+    uri = str(tmp_path / "json.lance")
+    texts = ['{"b":1,"a":[1,2]}', None, '{"k":"v"}']
+    lancepy.write_dataset(pa.table({"id": pa.array([0, 1, 2], pa.int64()), "j": pa.array(texts, type=pa.json_())}), uri)
+    df = lspark.read_dataset(spark, uri)
+    assert dict(df.dtypes)["j"] == "string"
+    got = sorted((r["id"], r["j"]) for r in df.collect())
+    assert got == [(0, '{"a":[1,2],"b":1}'), (1, None), (2, '{"k":"v"}')]
+    # Spark strings appended to the JSON column are stored as JSONB, as pylance stores them.
+    new = spark.createDataFrame([(3, "{'x': 1}")], "id long, j string")
+    lspark.write_dataset(new, uri, mode="append")
+    ds = lancepy.dataset(uri)
+    assert ds.schema.field("j").type == pa.json_()
+    assert ds.to_table(filter="id = 3")["j"].to_pylist() == ['{"x":1}']
+    assert ds.to_table(filter="json_get_int(j, 'x') = 1")["id"].to_pylist() == [3]

@@ -190,6 +190,9 @@ def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
     if src == dst:
         return True
     t = pa.types
+    if isinstance(dst, pa.BaseExtensionType) and dst.extension_name == "arrow.json":
+        # Spark strings stored in a JSON column (parsed when written; not JSON: an error)
+        return t.is_string(src) or t.is_large_string(src)
     if t.is_timestamp(src) and t.is_timestamp(dst):
         return (src.tz is None) == (dst.tz is None) and _unit_rank(dst.unit) >= _unit_rank(src.unit)
     if t.is_duration(src) and t.is_duration(dst):
@@ -217,6 +220,8 @@ def _for_spark(t: pa.DataType, path: str) -> pa.DataType:
     """The Arrow type Spark takes for a Lance column of type `t` (mapInArrow does not cast:
     fixed-size lists become lists, unsigned integers wider signed ones, ...)."""
     T = pa.types
+    if isinstance(t, pa.BaseExtensionType):  # JSON text (arrow.json) is a Spark string
+        return _for_spark(t.storage_type, path)
     if T.is_dictionary(t):
         return _for_spark(t.value_type, path)
     if T.is_uint8(t):

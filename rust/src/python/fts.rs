@@ -8,6 +8,7 @@ use pyo3::types::PyBytes;
 use super::errors::{run, IntoPyResult};
 use crate::table::fts;
 use crate::table::fts_topk;
+use crate::table::{fts_codec, fts_score};
 
 fn u32_bytes(values: &[u32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -204,7 +205,7 @@ pub fn fts_analyze<'py>(
 pub fn fts_fst_entries(py: Python<'_>, data: &[u8]) -> PyResult<(Vec<String>, Vec<u64>)> {
     let data = data.to_vec();
     run(py, || {
-        let entries = fts::fst_entries(data)?;
+        let entries = fts_codec::fst_entries(data)?;
         let mut keys = Vec::with_capacity(entries.len());
         let mut values = Vec::with_capacity(entries.len());
         for (k, v) in entries {
@@ -229,7 +230,7 @@ pub fn fts_fst_build<'py>(py: Python<'py>, tokens: Vec<String>, ids: Vec<u64>) -
         if entries.windows(2).any(|w| w[0].0 == w[1].0) {
             return Err(crate::error::Error::InvalidInput("token set: tokens must be distinct".into()));
         }
-        fts::fst_build(&entries)
+        fts_codec::fst_build(&entries)
     })?;
     Ok(PyBytes::new(py, &bytes))
 }
@@ -246,7 +247,7 @@ pub fn fts_posting_decode<'py>(
     let blocks: Vec<Vec<u8>> = blocks.iter().map(|b| b.as_bytes().to_vec()).collect();
     let (docs, freqs) = run(py, || {
         let refs: Vec<&[u8]> = blocks.iter().map(|b| b.as_slice()).collect();
-        let (d, f) = fts::posting_decode(&refs, length, block_size, varint_tail)?;
+        let (d, f) = fts_codec::posting_decode(&refs, length, block_size, varint_tail)?;
         Ok((u32_bytes(&d), u32_bytes(&f)))
     })?;
     Ok((PyBytes::new(py, &docs), PyBytes::new(py, &freqs)))
@@ -264,7 +265,7 @@ pub fn fts_posting_encode<'py>(
 ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
     let docs = u32s(docs, "docs")?;
     let freqs = u32s(freqs, "freqs")?;
-    let blocks = run(py, || fts::posting_encode(&docs, &freqs, &block_scores, block_size, varint_tail))?;
+    let blocks = run(py, || fts_codec::posting_encode(&docs, &freqs, &block_scores, block_size, varint_tail))?;
     Ok(blocks.iter().map(|b| PyBytes::new(py, b)).collect())
 }
 
@@ -287,7 +288,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// BM25 of one partition's documents for a query (see [`fts::score_docs`]): `lists` holds,
+/// BM25 of one partition's documents for a query (see [`fts_score::score_docs`]): `lists` holds,
 /// per distinct query token, `(doc ids u32 bytes, frequencies u32 bytes, idf, times)`;
 /// `num_tokens` u32 bytes, `row_ids` u64 bytes, `allowed` a byte per document. Returns
 /// `(doc ids u32 bytes, scores f32 bytes)`.
@@ -306,9 +307,9 @@ pub fn fts_score_docs<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let views: Vec<(&[u8], &[u8], f32, u32)> =
         lists.iter().map(|(d, f, idf, times)| (d.as_bytes(), f.as_bytes(), *idf, *times)).collect();
-    let scored: Vec<fts::ScoredList<'_>> =
-        views.iter().map(|&(docs, freqs, idf, times)| fts::ScoredList { docs, freqs, idf, times }).collect();
-    let (docs, scores) = run(py, || fts::score_docs(&scored, num_tokens, row_ids, avgdl, need, allowed, k))?;
+    let scored: Vec<fts_score::ScoredList<'_>> =
+        views.iter().map(|&(docs, freqs, idf, times)| fts_score::ScoredList { docs, freqs, idf, times }).collect();
+    let (docs, scores) = run(py, || fts_score::score_docs(&scored, num_tokens, row_ids, avgdl, need, allowed, k))?;
     let scores = f32_bytes(&scores);
     Ok((PyBytes::new(py, &u32_bytes(&docs)), PyBytes::new(py, &scores)))
 }

@@ -16,8 +16,9 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema};
 
 use crate::error::{Error, Result};
-use crate::table::fts::{self, Analyzer};
+use crate::table::fts::Analyzer;
 use crate::table::fts_pos;
+use crate::table::{fts_codec, fts_score};
 
 /// One token's posting list as it grows: documents ascending, each one's frequency and (with
 /// positions) its positions, ascending, one document's after another.
@@ -264,13 +265,13 @@ where
                             let dl = *lens
                                 .get(doc as usize)
                                 .ok_or_else(|| Error::InvalidInput("posting lists: a document out of range".into()))?;
-                            max = max.max(next_up(fts::bm25_weight(idf[t], freq as f32, dl as f32, avgdl)));
+                            max = max.max(next_up(fts_score::bm25_weight(idf[t], freq as f32, dl as f32, avgdl)));
                         }
                         block_max.push(max);
                     }
                     let top = block_max.iter().copied().fold(f32::MIN, f32::max);
                     let pos = if with_positions { Some(fts_pos::encode(freqs, positions, block_size)?) } else { None };
-                    Ok((fts::posting_encode(docs, freqs, &block_max, block_size, true)?, top, pos, docs.len() as u32))
+                    Ok((fts_codec::posting_encode(docs, freqs, &block_max, block_size, true)?, top, pos, docs.len() as u32))
                 })
                 .collect::<Result<_>>()
         })?;
@@ -396,7 +397,7 @@ mod tests {
 
     fn analyzer() -> Analyzer {
         Analyzer {
-            base: fts::BaseTokenizer::parse("simple", None, None).unwrap(),
+            base: crate::table::fts::BaseTokenizer::parse("simple", None, None).unwrap(),
             max_token_length: Some(40),
             lower_case: true,
             stemmer: None,

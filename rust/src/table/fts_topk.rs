@@ -13,14 +13,14 @@
 //!
 //! Pruning only drops documents whose bound is below the k-th score (strictly: a document
 //! scoring as much with a lower row id still wins the tie), and every kept document is scored
-//! as [`crate::table::fts::score_docs`] scores it, in the same float32 order, so the top k
+//! as [`crate::table::fts_score::score_docs`] scores it, in the same float32 order, so the top k
 //! are exactly those of the exhaustive scorer.
 
 use std::collections::BinaryHeap;
 
 use crate::error::{Error, Result};
-use crate::table::fts::{bm25_norm, bm25_weight, bm25_weight_normed, Hit};
 use crate::table::fts_pos::{gallop, le_u32, lower_bound, phrase_in_doc, PhraseList};
+use crate::table::fts_score::{bm25_norm, bm25_weight, bm25_weight_normed, Hit};
 
 /// Documents per block bound.
 pub const BOUND_BLOCK: usize = 128;
@@ -114,7 +114,7 @@ pub fn doc_norms(num_tokens: &[u8], avgdl: f32) -> Result<Vec<f32>> {
 }
 
 /// The top `k` of a partition by the query's BM25 (as
-/// [`crate::table::fts::score_docs`] with that `k`, exactly): documents holding at least
+/// [`crate::table::fts_score::score_docs`] with that `k`, exactly): documents holding at least
 /// `need` of the `lists` (1: any; more: every list, `need` being the number of distinct query
 /// tokens) and allowed by `allowed` (a byte per document, when given). `norms` holds each
 /// document's [`doc_norms`]. Returns `(doc ids, scores)` in no particular order.

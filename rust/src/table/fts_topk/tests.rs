@@ -1,7 +1,7 @@
 //! Tests of `fts_topk`.
 
 use super::*;
-use crate::table::fts::{score_docs, ScoredList};
+use crate::table::fts_score::{score_docs, ScoredList};
 
 fn b32(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
