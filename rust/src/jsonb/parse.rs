@@ -309,23 +309,29 @@ impl<'a> Parser<'a> {
         std::str::from_utf8(data).map(Cow::Borrowed).map_err(|_| self.error("an object key that is not UTF-8"))
     }
 
+    /// Before a container's next item: `false` (and past it) at the closing `close`, else
+    /// past the comma that must follow an earlier item (`after_item`) and any space.
+    fn next_item(&mut self, close: u8, after_item: bool) -> Result<bool> {
+        self.skip_unused();
+        let c = self.next()?;
+        if c == close {
+            self.idx += 1;
+            return Ok(false);
+        }
+        if after_item {
+            if c != b',' {
+                return Err(self.error(&format!("expected ',' or '{}'", close as char)));
+            }
+            self.idx += 1;
+        }
+        self.skip_unused();
+        Ok(true)
+    }
+
     fn array(&mut self) -> Result<Value<'a>> {
         self.idx += 1; // [
         let mut items = Vec::new();
-        loop {
-            self.skip_unused();
-            let c = self.next()?;
-            if c == b']' {
-                self.idx += 1;
-                break;
-            }
-            if !items.is_empty() {
-                if c != b',' {
-                    return Err(self.error("expected ',' or ']'"));
-                }
-                self.idx += 1;
-            }
-            self.skip_unused();
+        while self.next_item(b']', !items.is_empty())? {
             if matches!(self.peek(), Some(b',' | b']')) {
                 items.push(Value::Null);
             } else {
@@ -338,20 +344,7 @@ impl<'a> Parser<'a> {
     fn object(&mut self) -> Result<Value<'a>> {
         self.idx += 1; // {
         let mut entries: Vec<(Cow<'a, str>, Value<'a>, usize)> = Vec::new();
-        loop {
-            self.skip_unused();
-            let c = self.next()?;
-            if c == b'}' {
-                self.idx += 1;
-                break;
-            }
-            if !entries.is_empty() {
-                if c != b',' {
-                    return Err(self.error("expected ',' or '}'"));
-                }
-                self.idx += 1;
-            }
-            self.skip_unused();
+        while self.next_item(b'}', !entries.is_empty())? {
             let key = match self.peek() {
                 Some(q @ (b'"' | b'\'')) => {
                     self.idx += 1;
