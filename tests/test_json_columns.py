@@ -16,6 +16,8 @@ import lancepy
 from lancepy.exceptions import LanceError
 
 lance = pytest.importorskip("lance")
+if not hasattr(pa, "json_"):
+    pytest.skip("pa.json_() needs pyarrow >= 19", allow_module_level=True)
 
 JSON = pa.json_()
 
