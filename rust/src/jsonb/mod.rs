@@ -439,6 +439,13 @@ pub fn write_text_checked(bytes: &[u8], out: &mut Vec<u8>) -> Result<()> {
     Raw(bytes).write_text(out, 0)
 }
 
+/// An item as JSON text (what [`to_text`] prints for it), written straight from its bytes.
+pub fn item_text(item: Item<'_>) -> Result<String> {
+    let mut out = Vec::new();
+    write_item(item, &mut out, 0)?;
+    String::from_utf8(out).map_err(|_| Error::corrupt("JSONB text not UTF-8"))
+}
+
 /// An item as its own JSONB value (a container is already one; a scalar gets a scalar
 /// container).
 pub fn item_to_jsonb(item: Item<'_>) -> Vec<u8> {

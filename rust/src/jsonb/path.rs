@@ -571,7 +571,7 @@ pub fn evaluate(name: &str, values: &dyn Array, args: &[&str]) -> Result<ArrayRe
                 let found = p.select(root)?;
                 Answer::Text(match found.len() {
                     0 => None,
-                    1 => Some(super::to_text(&item_to_jsonb(found[0]))),
+                    1 => Some(super::item_text(found[0])?),
                     _ => {
                         let mut text = vec![b'['];
                         for (k, it) in found.iter().enumerate() {
@@ -602,7 +602,7 @@ pub fn evaluate(name: &str, values: &dyn Array, args: &[&str]) -> Result<ArrayRe
                     if let Item::Container(raw) = it {
                         if matches!(raw.kind()?, Kind::Array(_)) {
                             for e in raw.items()? {
-                                let text = super::to_text(&item_to_jsonb(e));
+                                let text = super::item_text(e)?;
                                 if text == wanted || text == quoted {
                                     found = true;
                                 }

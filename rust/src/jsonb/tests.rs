@@ -157,7 +157,7 @@ fn paths_select_as_pylance_does() {
     use super::path::JsonPath;
     let doc = encode(r#"{"a":[1,{"b":2},[3]],"c":{"d":"x"},"e":5}"#).unwrap();
     let texts = |path: &str| -> Vec<String> {
-        JsonPath::parse(path).unwrap().select(Raw(&doc)).unwrap().into_iter().map(|i| to_text(&item_to_jsonb(i))).collect()
+        JsonPath::parse(path).unwrap().select(Raw(&doc)).unwrap().into_iter().map(|i| item_text(i).unwrap()).collect()
     };
     assert_eq!(texts("$.a[1].b"), ["2"]);
     assert_eq!(texts("a[last][0]"), ["3"]);
