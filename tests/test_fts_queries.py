@@ -59,7 +59,7 @@ def test_positions_stored_as_pylance(tmp_path, options):
         if name == "part_0_invert.lance":
             a = a.drop_columns(["_impacts"])  # (pylance's pruning bounds: lancepy does not write them)
             assert max(len(x) for x in a.column("_position_block_offset").to_pylist()) > 1
-            for col in ("_compressed_position", "_position_block_offset", "_length"):
+            for col in ("_posting", "_max_score", "_compressed_position", "_position_block_offset", "_length"):
                 assert a.column(col).equals(b.column(col)), col
         else:
             assert a.equals(b), name

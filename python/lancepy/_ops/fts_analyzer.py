@@ -44,6 +44,9 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "index_operators": False,
 }
 
+#: The document tokenizers (pylance's ``lance_tokenizer``): plain text, or JSON documents.
+LANCE_TOKENIZERS = ("text", "json")
+
 #: The base tokenizers lancepy has (pylance's names).
 _TOKENIZERS = ("simple", "whitespace", "raw", "icu", "icu/split", "code", "ngram")
 
@@ -59,8 +62,13 @@ class Analyzer:
 
     def __post_init__(self) -> None:
         p = self.params
-        if p.get("lance_tokenizer", "text") not in ("text", None):
-            raise NotSupportedError(f"INVERTED index lance_tokenizer {p.get('lance_tokenizer')!r}: lancepy analyzes text only")
+        if p.get("lance_tokenizer", "text") not in LANCE_TOKENIZERS + (None,):
+            raise InvalidArgumentError(
+                f"unknown lance tokenizer {p.get('lance_tokenizer')!r} (INVERTED index lance_tokenizer: 'text' or 'json')"
+            )
+        #: documents are JSON, flattened into ``<path>,<type>,<value>`` tokens, and queries
+        #: are such triplets separated by ``;`` (pylance's ``lance_tokenizer="json"``)
+        self.json = p.get("lance_tokenizer") == "json"
         self._jieba = _jieba_model(p.get("base_tokenizer"))
         if p.get("base_tokenizer", "simple") not in _TOKENIZERS and self._jieba is None:
             raise NotSupportedError(
@@ -104,15 +112,15 @@ class Analyzer:
     def analyze(
         self, texts: Union[Sequence[Optional[str]], pa.Array], with_positions: bool = False
     ) -> Tuple[List[str], "np.ndarray", "np.ndarray", "np.ndarray"]:
-        """``(vocabulary, token ids, per-text offsets, positions)`` of `texts` (strs, or an
-        Arrow string array; positions of one text, or of all with `with_positions`; else
-        empty)."""
+        """``(vocabulary, token ids, per-text offsets, positions)`` of the documents `texts`
+        (strs, or an Arrow string array; positions of one text, or of all with
+        `with_positions`; else empty). A JSON index's documents must be JSON."""
         import numpy as np
 
         base, max_len, lower, language, stop, folding, ngram, code, jieba = self._native_args()
         vocab, ids, offsets, positions = _lancepy.fts_analyze(
             texts if isinstance(texts, pa.Array) else list(texts),  # (an Arrow array is read in place)
-            base, max_len, lower, language, stop, folding, with_positions, ngram, code, jieba,
+            base, max_len, lower, language, stop, folding, with_positions, ngram, code, jieba, json=self.json,
         )
         return (
             vocab,
@@ -133,20 +141,27 @@ class Analyzer:
         return _lancepy.FtsPostingsBuilder(self._analyzer(), self.with_position)
 
     def query_tokens(self, text: str) -> Tuple[List[str], List[int]]:
-        """``(tokens, positions)`` of one text, in order (repeats kept); the native analyzer
-        is built once."""
+        """``(tokens, positions)`` of one query text, in order (repeats kept); the native
+        analyzer is built once. A JSON index's query is ``<path>,<type>,<value>`` triplets
+        separated by ``;`` (a ``str`` value analyzed, others kept as written); a malformed one
+        raises InvalidArgumentError."""
         return self._analyzer().tokens(text)
+
+    def raw_query_tokens(self, text: str) -> List[str]:
+        """The tokens of a fuzzy query's text as pylance splits it: the ``simple`` tokenizer
+        with no filter (no lower-casing, stemming or stop words); for a JSON index, its
+        triplets with their ``str`` values split that way."""
+        return _lancepy.FtsAnalyzer("simple", None, False, None, None, False, json=self.json).tokens(text)[0]
 
     def _analyzer(self) -> Any:
         """The native analyzer (``FtsAnalyzer``), built on first use."""
         if self._native is None:
-            self._native = _lancepy.FtsAnalyzer(*self._native_args())
+            self._native = _lancepy.FtsAnalyzer(*self._native_args(), json=self.json)
         return self._native
 
     def tokens(self, text: str) -> List[str]:
-        """The tokens of one text, in order (repeats kept)."""
-        vocab, ids, _, _ = self.analyze([text])
-        return [vocab[i] for i in ids]
+        """The tokens of one query text, in order (repeats kept)."""
+        return self.query_tokens(text)[0]
 
 
 #: Where pylance looks for language models when ``LANCE_LANGUAGE_MODEL_HOME`` is not set:
@@ -206,9 +221,17 @@ def check_params(options: Dict[str, Any]) -> Dict[str, Any]:
     for k, v in options.items():
         if v is None and k != "max_token_length":  # (max_token_length=None: no limit, as pylance)
             continue
+        if k == "lance_tokenizer":
+            raise InvalidArgumentError(
+                "unknown FTS index parameter 'lance_tokenizer' (the document tokenizer follows the column: JSON "
+                "documents for a JSON column, else text, as pylance 14 decides it)"
+            )
         if k not in params:
             raise InvalidArgumentError(f"create_scalar_index: unknown INVERTED option {k}")
         params[k] = v
+    # (None: the build infers it from the column, as pylance: 'json' for a JSON column, else
+    # 'text'; pylance 14's create_scalar_index takes no such option)
+    params["lance_tokenizer"] = None
     if isinstance(params["base_tokenizer"], str):
         params["base_tokenizer"] = params["base_tokenizer"].lower()
     if params["base_tokenizer"] == "ngram":  # (pylance: no stemming or stop words for n-grams unless asked)
@@ -249,3 +272,9 @@ def _analyzer_profile(analyzer: Any, options: Dict[str, Any]) -> str:
     if analyzer == "text" and any(options.get(k) for k in _CODE_FLAGS):
         raise InvalidArgumentError("code analyzer flags require analyzer='code'")
     return analyzer
+
+
+def is_json_type(t: pa.DataType) -> bool:
+    """Whether `t` is a JSON column's type (Arrow's ``arrow.json`` extension, as lancepy and
+    pylance read JSON columns)."""
+    return isinstance(t, pa.BaseExtensionType) and t.extension_name in ("arrow.json", "lance.json")

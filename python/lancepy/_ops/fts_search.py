@@ -410,8 +410,7 @@ def _flat_scores(
         if i is None:
             continue
         per_doc = np.bincount(doc_of[ids == i], minlength=len(addr))
-        n = np.float32(seg.doc_count(tok) + int((per_doc > 0).sum()))
-        idf = np.float32(np.log(np.float32(1.0) + (n_docs - n + np.float32(0.5)) / (n + np.float32(0.5))))
+        idf = _inverted.bm25_idf(seg.doc_count(tok) + int((per_doc > 0).sum()), int(n_docs))[0]
         f = per_doc.astype(np.float32)
         norm = k1 * (np.float32(1.0) - b + b * lengths.astype(np.float32) / avgdl)
         w = np.where(per_doc > 0, idf * ((k1 + np.float32(1.0)) * f / (f + norm)), np.float32(0)).astype(np.float32)
@@ -499,16 +498,26 @@ def _levenshtein_within(a: str, b: str, k: int) -> bool:
     return prev[-1] <= k
 
 
+def _json_value_start(token: str) -> int:
+    """Where the value of a JSON index's token starts: after its ``<path>,<type>,``."""
+    first = token.find(",")
+    second = token.find(",", first + 1) if first >= 0 else -1
+    return second + 1 if second >= 0 else 0
+
+
 def _expand_fuzzy(seg: _inverted.InvertedSegment, tokens: List[str], q: FtsQuery) -> List[List[str]]:
-    """pylance's fuzzy expansion: per query token (as the simple tokenizer splits the text), the index's tokens within its edit distance
-    (``fuzziness``) sharing its first
+    """pylance's fuzzy expansion: per query token (as the simple tokenizer splits the text),
+    the index's tokens within its edit distance (``fuzziness``) sharing its first
     ``prefix_length`` bytes, in byte order; ``max_expansions`` caps them all together. One
-    list per query token."""
+    list per query token. A JSON index's token keeps its ``<path>,<type>,`` exact: the edit
+    distance and the prefix apply to its value."""
     vocab = sorted({t for p in seg.partitions for t in p.token_ids}, key=lambda t: t.encode())
     out: List[List[str]] = []
     k, n = int(q.fuzziness or 0), 0
     for token in tokens:
-        prefix = token.encode()[: q.prefix_length]
+        head = token[: _json_value_start(token)] if seg.analyzer.json else ""
+        value = token[len(head):]
+        prefix = head.encode() + value.encode()[: q.prefix_length]
         group: List[str] = []
         out.append(group)
         for cand in vocab:
@@ -516,7 +525,7 @@ def _expand_fuzzy(seg: _inverted.InvertedSegment, tokens: List[str], q: FtsQuery
                 break
             if prefix and not cand.encode().startswith(prefix):
                 continue
-            if _levenshtein_within(token, cand, k):
+            if _levenshtein_within(value, cand[len(head):], k):
                 group.append(cand)
                 n += 1
     return out
@@ -583,8 +592,7 @@ def _leaf(
             raise NotSupportedError("fuzzy MatchQuery on fragments the INVERTED index does not cover: optimize_indices() first")
         # (pylance splits a fuzzy query's text as the simple tokenizer does, with no filter:
         # no lower-casing, stemming or stop words)
-        raw_vocab, raw_ids, _, _ = _lancepy.fts_analyze([q.text], "simple", None, False, None, None, False)
-        groups = _expand_fuzzy(seg, [raw_vocab[i] for i in memoryview(raw_ids).cast("I")], q)
+        groups = _expand_fuzzy(seg, seg.analyzer.raw_query_tokens(q.text), q)
         tokens = [t for g in groups for t in g]
         if q.all_terms:  # (AND: a row holds some expansion of every query token)
             if not all(groups):
@@ -764,9 +772,7 @@ def _combined(
     if n_docs == 0 or not rows_l:
         return empty
     avgdl = np.float32(total / n_docs)
-    nd = np.float32(n_docs)
-    idf = [np.float32(np.log(np.float32(1.0) + (nd - np.float32(n) + np.float32(0.5)) / (np.float32(n) + np.float32(0.5))))
-           for n in df]
+    idf = list(_inverted.bm25_idf(df, n_docs))
     rows, where = np.unique(np.concatenate(rows_l).astype(np.uint64), return_inverse=True)
     tf = np.zeros((len(rows), len(terms)), np.float32)
     np.add.at(tf, (where, np.concatenate(term_l)), np.concatenate(tf_l))

@@ -235,12 +235,8 @@ class InvertedSegment:
         """``(documents holding `token`, its idf as float32)`` over every partition (cached)."""
         got = self._idf.get(token)
         if got is None:
-            import numpy as np
-
             n = self.doc_count(token)
-            nd, nf = np.float32(self.num_docs), np.float32(n)
-            idf = np.float32(np.log(np.float32(1.0) + (nd - nf + np.float32(0.5)) / (nf + np.float32(0.5))))
-            got = self._idf[token] = (n, float(idf))
+            got = self._idf[token] = (n, float(bm25_idf(n, self.num_docs)[0]))
         return got
 
     def doc_count(self, token: str) -> int:
@@ -385,12 +381,14 @@ INDEX_VERSION = 2
 POSITIONS_META = {"positions_layout": "shared_stream_v2", "positions_codec": "packed_delta_v1"}
 
 
-def _idf(df: "np.ndarray", n_docs: int) -> "np.ndarray":
-    """Each token's BM25 idf from its number of documents `df` (pylance's float32 arithmetic)."""
+def bm25_idf(df: Any, n_docs: int) -> "np.ndarray":
+    """Each token's BM25 idf (float32) from its number of documents `df` (an int, or an array
+    of them) among `n_docs`, computed natively as pylance computes it (numpy's float32 log
+    rounds some values the other way)."""
     import numpy as np
 
-    nf, df = np.float32(n_docs), np.asarray(df).astype(np.float32)
-    return np.log(np.float32(1.0) + (nf - df + np.float32(0.5)) / (df + np.float32(0.5))).astype("<f4")
+    counts = np.ascontiguousarray(np.atleast_1d(np.asarray(df)).astype("<u4"))
+    return np.frombuffer(_lancepy.fts_idf(counts.tobytes(), int(n_docs)), "<f4")
 
 
 @dataclass
@@ -635,13 +633,13 @@ def write_partition(
         raw = _lancepy.fts_encode_partition(
             starts.tobytes(), _raw(np.asarray(p.doc, "<u4")), _raw(np.asarray(p.freq, "<u4")),
             _raw(np.asarray(p.positions, "<u4")) if with_pos else None, doc_len.tobytes(),
-            _idf(df, len(doc_rows)).tobytes(), block_size,
+            bm25_idf(df, len(doc_rows)).tobytes(), block_size,
         )
     else:  # (a native FtsPostingsBuilder)
         vocab = p.vocab()
         rows_bytes, lens_bytes = p.docs()
         doc_rows, doc_len = np.frombuffer(rows_bytes, "<u8"), np.frombuffer(lens_bytes, "<u4")
-        raw = p.encode(_idf(np.frombuffer(p.doc_freqs(), "<u4"), len(doc_rows)).tobytes(), block_size)
+        raw = p.encode(bm25_idf(np.frombuffer(p.doc_freqs(), "<u4"), len(doc_rows)).tobytes(), block_size)
     total_tokens = int(doc_len.sum(dtype=np.uint64))
     files = []
     meta = {"format_version": str(FORMAT_VERSION), "posting_block_size": str(block_size), "posting_tail_codec": "varint_delta_v1"}

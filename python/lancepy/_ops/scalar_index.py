@@ -78,6 +78,12 @@ class DocumentGranularity(str, Enum):
 def _resolve_column(view: "DatasetView", column: str) -> Tuple[str, int, pa.DataType]:
     """The column's path as the schema spells it, its field id and type; matched exactly,
     else ignoring case (as pylance looks it up). KeyError when there is no such column."""
+    path, field_id, field = _resolve_field(view, column)
+    return path, field_id, field.type
+
+
+def _resolve_field(view: "DatasetView", column: str) -> Tuple[str, int, pa.Field]:
+    """:func:`_resolve_column`, with the column's Arrow field."""
     ids = view.loaded.field_ids_by_path
     path = column if column in ids else next((p for p in ids if p.lower() == column.lower()), None)
     if path is None:
@@ -88,7 +94,7 @@ def _resolve_column(view: "DatasetView", column: str) -> Tuple[str, int, pa.Data
         if not pa.types.is_struct(field.type):
             raise KeyError(f"{column} not found in schema")
         field = field.type.field(part)
-    return path, ids[path], field.type
+    return path, ids[path], field
 
 
 def create_scalar_index(
@@ -244,9 +250,14 @@ def _create_inverted(
     if fragment_ids is not None:
         raise NotSupportedError("create_scalar_index(fragment_ids=): distributed INVERTED builds are not built in lancepy")
     params = _fts_analyzer.check_params({k: v for k, v in options.items() if k not in ("memory_limit", "num_workers")})
-    path, field_id, dtype = _resolve_column(view, column)
-    if not (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
-        raise TypeError(f"INVERTED index column {column} must be string or large string (got {dtype})")
+    path, field_id, field = _resolve_field(view, column)
+    dtype = field.type
+    is_json = _fts_analyzer.is_json_type(dtype) or (field.metadata or {}).get(b"ARROW:extension:name") in (
+        b"arrow.json", b"lance.json")  # (a JSON column, where pyarrow has no JSON type registered)
+    if not (is_json or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+        raise TypeError(f"INVERTED index column {column} must be string, large string or JSON (got {dtype})")
+    if params.get("lance_tokenizer") is None:  # (pylance infers it from the column)
+        params = dict(params, lance_tokenizer="json" if is_json else "text")
     name = name if name is not None else f"{path}_idx"
     existing = [e for e in view.index_entries() if e["name"] == name]
     if existing and not replace:

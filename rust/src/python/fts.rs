@@ -85,6 +85,7 @@ fn analyzer_of(
     ngram: Option<(usize, usize, bool)>,
     code: Option<(bool, bool, bool, bool)>,
     jieba: Option<(String, Vec<String>)>,
+    json: bool,
 ) -> PyResult<fts::Analyzer> {
     // (`jieba`: a jieba model's main dictionary and user dictionaries, found by the caller)
     let base = match jieba {
@@ -102,11 +103,13 @@ fn analyzer_of(
         stemmer,
         stop_words: stop_words.map(|w| w.into_iter().collect()),
         ascii_folding,
+        json,
     })
 }
 
 /// An analyzer built once (from an index's parameters, as [`fts_analyze`] takes them), for
-/// query texts.
+/// query texts (`json`: the index's documents are JSON, its queries `<path>,<type>,<value>`
+/// triplets).
 #[pyclass(name = "FtsAnalyzer", module = "lancepy._lancepy", frozen)]
 pub struct PyFtsAnalyzer {
     inner: fts::Analyzer,
@@ -115,7 +118,7 @@ pub struct PyFtsAnalyzer {
 #[pymethods]
 impl PyFtsAnalyzer {
     #[new]
-    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None, code=None, jieba=None))]
+    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None, code=None, jieba=None, json=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         base_tokenizer: &str,
@@ -127,6 +130,7 @@ impl PyFtsAnalyzer {
         ngram: Option<(usize, usize, bool)>,
         code: Option<(bool, bool, bool, bool)>,
         jieba: Option<(String, Vec<String>)>,
+        json: bool,
     ) -> PyResult<Self> {
         Ok(Self {
             inner: analyzer_of(
@@ -139,22 +143,25 @@ impl PyFtsAnalyzer {
                 ngram,
                 code,
                 jieba,
+                json,
             )?,
         })
     }
 
-    /// `(tokens, positions)` of one text, in order (repeats kept).
-    fn tokens(&self, text: &str) -> (Vec<String>, Vec<u32>) {
-        let d = self.inner.analyze(text);
-        (d.tokens, d.positions)
+    /// `(tokens, positions)` of one query text, in order (repeats kept). A JSON index's
+    /// malformed triplets raise `InvalidArgumentError`.
+    fn tokens(&self, text: &str) -> PyResult<(Vec<String>, Vec<u32>)> {
+        let d = self.inner.analyze_query(text).py()?;
+        Ok((d.tokens, d.positions))
     }
 }
 
-/// Analyzes `texts` (``None`` = no tokens). Returns `(vocabulary in first-seen order, token
+/// Analyzes the documents `texts` (``None`` = no tokens; `json`: JSON documents, flattened).
+/// Returns `(vocabulary in first-seen order, token
 /// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
 /// positions as u32 bytes (for a single text, or with `with_positions`; empty otherwise))`.
 #[pyfunction]
-#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None, code=None, jieba=None))]
+#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None, code=None, jieba=None, json=false))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn fts_analyze<'py>(
     py: Python<'py>,
@@ -169,16 +176,17 @@ pub fn fts_analyze<'py>(
     ngram: Option<(usize, usize, bool)>,
     code: Option<(bool, bool, bool, bool)>,
     jieba: Option<(String, Vec<String>)>,
+    json: bool,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let analyzer =
-        analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code, jieba)?;
+        analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code, jieba, json)?;
     // (a list of str, or an Arrow string array read in place: a build's texts are not copied)
     let source = Texts::of(texts)?;
     let (vocab, ids, offsets, positions) = run(py, || {
         let texts = source.refs()?;
         if texts.len() == 1 && !with_positions {
-            // (one text, a query: positions too)
-            let d = texts[0].map(|t| analyzer.analyze(t));
+            // (one text: positions too)
+            let d = texts[0].map(|t| analyzer.analyze_doc(t)).transpose()?;
             let d = d.unwrap_or(fts::Analyzed { tokens: Vec::new(), positions: Vec::new() });
             let mut vocab: Vec<String> = Vec::new();
             let mut ids = Vec::with_capacity(d.tokens.len());
@@ -192,7 +200,7 @@ pub fn fts_analyze<'py>(
             let offsets: Vec<u8> = [0u64, ids.len() as u64].iter().flat_map(|v| v.to_le_bytes()).collect();
             return Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&d.positions)));
         }
-        let (vocab, ids, offsets, positions) = analyzer.analyze_corpus(&texts, with_positions);
+        let (vocab, ids, offsets, positions) = analyzer.analyze_corpus(&texts, with_positions)?;
         let offsets: Vec<u8> = offsets.iter().flat_map(|v| v.to_le_bytes()).collect();
         Ok((vocab, u32_bytes(&ids), offsets, u32_bytes(&positions)))
     })?;
@@ -269,7 +277,17 @@ pub fn fts_posting_encode<'py>(
     Ok(blocks.iter().map(|b| PyBytes::new(py, b)).collect())
 }
 
+/// Each token's BM25 idf (f32 bytes) from its number of documents (`doc_freqs`, u32 bytes)
+/// among `num_docs`, as pylance computes it (see [`fts_score::idf`]).
+#[pyfunction]
+pub fn fts_idf<'py>(py: Python<'py>, doc_freqs: PyBackedBytes, num_docs: u64) -> PyResult<Bound<'py, PyBytes>> {
+    let df = u32s(&doc_freqs, "doc_freqs")?;
+    let out: Vec<f32> = df.iter().map(|&n| fts_score::idf(n as u64, num_docs)).collect();
+    Ok(PyBytes::new(py, &f32_bytes(&out)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(fts_idf, m)?)?;
     m.add_function(wrap_pyfunction!(fts_analyze, m)?)?;
     m.add_class::<PyFtsAnalyzer>()?;
     m.add_function(wrap_pyfunction!(fts_fst_entries, m)?)?;

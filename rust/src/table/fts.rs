@@ -21,6 +21,9 @@ pub struct Analyzer {
     pub stop_words: Option<std::collections::HashSet<String>>,
     /// fold accented Latin letters to their ASCII base letters
     pub ascii_folding: bool,
+    /// documents are JSON, flattened into `<path>,<type>,<value>` tokens, and queries are
+    /// such triplets (pylance's `lance_tokenizer="json"`, see [`super::fts_json`])
+    pub json: bool,
 }
 
 /// A jieba dictionary (pylance's `jieba/<model>` tokenizers: the model directory's main
@@ -358,6 +361,7 @@ fn fold_char(c: char, out: &mut String) {
 
 /// One analyzed document: its tokens and their positions (the base tokenizer's token
 /// numbers, so removed tokens leave gaps).
+#[derive(Debug)]
 pub struct Analyzed {
     /// the tokens, in order
     pub tokens: Vec<String>,
@@ -369,7 +373,7 @@ impl Analyzer {
     /// The base tokens of `text` with their positions: each token's number, except for
     /// n-grams, which all sit at position 0 (as tantivy's n-gram tokenizer numbers them), and
     /// for split identifiers (see [`IdentifierSplit`]).
-    fn base_tokens<'a>(&self, text: &'a str) -> Vec<(&'a str, u32)> {
+    pub(crate) fn base_tokens<'a>(&self, text: &'a str) -> Vec<(&'a str, u32)> {
         let numbered = |tokens: Vec<&'a str>| tokens.into_iter().zip(0u32..).collect();
         match self.base {
             BaseTokenizer::Raw => vec![(text, 0)],
@@ -425,7 +429,27 @@ impl Analyzer {
         Some(token)
     }
 
-    /// The tokens of `text`, filtered as the analyzer says.
+    /// The tokens of a query's `text`: [`Self::analyze`]'s, or for JSON documents those of
+    /// its `<path>,<type>,<value>` triplets (malformed ones are an error).
+    pub fn analyze_query(&self, text: &str) -> Result<Analyzed> {
+        if self.json {
+            super::fts_json::query_tokens(self, text)
+        } else {
+            Ok(self.analyze(text))
+        }
+    }
+
+    /// The tokens of one document: [`Self::analyze`]'s, or for JSON documents its flattened
+    /// tokens (a text that is not JSON is an error).
+    pub fn analyze_doc(&self, text: &str) -> Result<Analyzed> {
+        if self.json {
+            super::fts_json::doc_tokens(self, text, self.stemmer.map(frostem::Stemmer::new).as_ref())
+        } else {
+            Ok(self.analyze(text))
+        }
+    }
+
+    /// The tokens of plain `text`, filtered as the analyzer says.
     pub fn analyze(&self, text: &str) -> Analyzed {
         let stemmer = self.stemmer.map(frostem::Stemmer::new);
         let mut out = Analyzed { tokens: Vec::new(), positions: Vec::new() };
@@ -441,8 +465,15 @@ impl Analyzer {
     /// Analyzes many texts (`None`: no tokens) in parallel chunks, each base token filtered
     /// once per chunk. Returns the vocabulary in first-seen order, every text's token ids in
     /// order, the offsets of each text's ids (`texts.len() + 1`) and, with `with_positions`,
-    /// each token's position (its base token's number in the text; else empty).
-    pub fn analyze_corpus(&self, texts: &[Option<&str>], with_positions: bool) -> (Vec<String>, Vec<u32>, Vec<u64>, Vec<u32>) {
+    /// each token's position (its base token's number in the text; else empty). JSON
+    /// documents (see [`super::fts_json`]) are flattened; one that is not JSON is an error
+    /// naming its place in `texts`.
+    #[allow(clippy::type_complexity)]
+    pub fn analyze_corpus(
+        &self,
+        texts: &[Option<&str>],
+        with_positions: bool,
+    ) -> Result<(Vec<String>, Vec<u32>, Vec<u64>, Vec<u32>)> {
         use rayon::prelude::*;
         use std::collections::HashMap;
         const CHUNK: usize = 2048;
@@ -457,7 +488,8 @@ impl Analyzer {
         let chunks: Vec<Local> = crate::parallel::cpu_pool().install(|| {
             texts
                 .par_chunks(CHUNK)
-                .map(|chunk| {
+                .enumerate()
+                .map(|(c, chunk)| {
                     let stemmer = self.stemmer.map(frostem::Stemmer::new);
                     let mut seen: HashMap<&str, Option<u32>> = HashMap::new();
                     let mut by_token: HashMap<String, u32> = HashMap::new();
@@ -467,9 +499,23 @@ impl Analyzer {
                         counts: Vec::with_capacity(chunk.len()),
                         positions: Vec::new(),
                     };
-                    for text in chunk {
+                    for (i, text) in chunk.iter().enumerate() {
                         let before = local.ids.len();
-                        if let Some(text) = text {
+                        if let (true, Some(text)) = (self.json, text) {
+                            let d = super::fts_json::doc_tokens(self, text, stemmer.as_ref())
+                                .map_err(|e| Error::InvalidInput(format!("{e}: document {} of the batch", c * CHUNK + i)))?;
+                            for (token, pos) in d.tokens.into_iter().zip(d.positions) {
+                                let next = local.vocab.len() as u32;
+                                let id = *by_token.entry(token).or_insert_with_key(|k| {
+                                    local.vocab.push(k.clone());
+                                    next
+                                });
+                                local.ids.push(id);
+                                if with_positions {
+                                    local.positions.push(pos);
+                                }
+                            }
+                        } else if let Some(text) = text {
                             for (raw, pos) in self.base_tokens(text) {
                                 let id = match seen.get(raw) {
                                     Some(id) => *id,
@@ -495,10 +541,10 @@ impl Analyzer {
                         }
                         local.counts.push((local.ids.len() - before) as u32);
                     }
-                    local
+                    Ok(local)
                 })
-                .collect()
-        });
+                .collect::<Result<Vec<Local>>>()
+        })?;
         let mut global: HashMap<String, u32> = HashMap::new();
         let mut vocab: Vec<String> = Vec::new();
         let mut ids: Vec<u32> = Vec::with_capacity(chunks.iter().map(|c| c.ids.len()).sum());
@@ -525,7 +571,7 @@ impl Analyzer {
                 offsets.push(at);
             }
         }
-        (vocab, ids, offsets, positions)
+        Ok((vocab, ids, offsets, positions))
     }
 }
 
@@ -582,6 +628,7 @@ mod tests {
             stemmer: None,
             stop_words: None,
             ascii_folding: true,
+            json: false,
         };
         let d = a.analyze("Café x");
         assert_eq!(d.tokens, ["caf", "afe", "fe ", "e x"]); // (accents folded after the split; spaces kept)
@@ -604,6 +651,7 @@ mod tests {
             stemmer: Some(frostem::Algorithm::English),
             stop_words: Some(["the".to_string()].into_iter().collect()),
             ascii_folding: true,
+            json: false,
         };
         let r = a.analyze("The quick, brown foxes jumped; café");
         assert_eq!(r.tokens, vec!["quick", "brown", "fox", "jump", "cafe"]);

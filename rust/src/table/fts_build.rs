@@ -100,7 +100,7 @@ impl PostingsBuilder {
         if texts.len() != rows.len() {
             return Err(Error::InvalidInput(format!("INVERTED build: {} texts but {} row ids", texts.len(), rows.len())));
         }
-        let (local_vocab, ids, offsets, positions) = self.analyzer.analyze_corpus(texts, self.with_positions);
+        let (local_vocab, ids, offsets, positions) = self.analyzer.analyze_corpus(texts, self.with_positions)?;
         let global: Vec<u32> = local_vocab.into_iter().map(|t| self.token_id(t)).collect();
         let mut doc_tokens: Vec<(u32, u32)> = Vec::new();
         for (t, w) in offsets.windows(2).enumerate() {
@@ -195,15 +195,6 @@ impl PostingsBuilder {
     }
 }
 
-/// The average document length as pylance rounds it: the quotient in f64, then f32.
-pub fn avgdl(total_tokens: u64, docs: usize) -> f32 {
-    if docs == 0 {
-        0.0
-    } else {
-        (total_tokens as f64 / docs as f64) as f32
-    }
-}
-
 /// Tokens encoded at once: their encoded lists are moved into the Arrow builders before the
 /// next group is encoded.
 const ENCODE_GROUP: usize = 4096;
@@ -211,9 +202,10 @@ const ENCODE_GROUP: usize = 4096;
 /// The `_posting`, `_max_score`, `_length` (and with `with_positions`
 /// `_compressed_position`, `_position_block_offset`) columns of a partition's posting file of
 /// `tokens` lists: `group(range)` gives the lists of the tokens in `range`, a group at a
-/// time (dropped once encoded). Each block is led by the highest BM25 score in
-/// it, raised one ulp (an upper bound that pylance's float32 rounding cannot exceed), from
-/// `idf[t]` and the documents' token counts `lens` (and their average, see [`avgdl`]).
+/// time (dropped once encoded). Each block is led by the highest BM25 score in it, from
+/// `idf[t]` and the documents' token counts `lens`, rounded as pylance 14 rounds it (the
+/// average length a float32 quotient; the block's largest `f / (f + norm)`, times
+/// `idf * (k1 + 1)`), so that the bytes are pylance's.
 pub fn encode<L, F>(
     tokens: usize,
     mut group: F,
@@ -233,7 +225,7 @@ where
     if block_size == 0 {
         return Err(Error::InvalidInput("posting lists: block size 0".into()));
     }
-    let avgdl = avgdl(lens.iter().map(|&l| l as u64).sum(), lens.len());
+    let avgdl = lens.iter().map(|&l| l as u64).sum::<u64>() as f32 / lens.len() as f32;
     let mut blocks = LargeBinaryBuilder::new();
     let mut block_offsets: Vec<i32> = vec![0];
     let mut maxes: Vec<f32> = Vec::with_capacity(tokens);
@@ -259,15 +251,17 @@ where
                         return Err(Error::InvalidInput("posting lists: a token without documents".into()));
                     }
                     let mut block_max = Vec::with_capacity(docs.len().div_ceil(block_size));
+                    let idf_scale = idf[t] * (fts_score::K1 + 1.0);
                     for (d, f) in docs.chunks(block_size).zip(freqs.chunks(block_size)) {
                         let mut max = f32::MIN;
                         for (&doc, &freq) in d.iter().zip(f) {
                             let dl = *lens
                                 .get(doc as usize)
                                 .ok_or_else(|| Error::InvalidInput("posting lists: a document out of range".into()))?;
-                            max = max.max(next_up(fts_score::bm25_weight(idf[t], freq as f32, dl as f32, avgdl)));
+                            let freq = freq as f32;
+                            max = max.max(freq / (freq + fts_score::bm25_norm(dl as f32, avgdl)));
                         }
-                        block_max.push(max);
+                        block_max.push(max * idf_scale);
                     }
                     let top = block_max.iter().copied().fold(f32::MIN, f32::max);
                     let pos = if with_positions { Some(fts_pos::encode(freqs, positions, block_size)?) } else { None };
@@ -324,20 +318,6 @@ where
 /// One token's encoded list: `(posting blocks, max score, positions stream and its block
 /// offsets, number of documents)`.
 type Encoded = (Vec<Vec<u8>>, f32, Option<(Vec<u8>, Vec<u32>)>, u32);
-
-/// The next float32 above `x` (`f32::next_up`, which needs a newer Rust than the crate's
-/// minimum); infinities and NaN stay.
-fn next_up(x: f32) -> f32 {
-    if x.is_nan() || x == f32::INFINITY {
-        x
-    } else if x == 0.0 {
-        f32::from_bits(1)
-    } else if x > 0.0 {
-        f32::from_bits(x.to_bits() + 1)
-    } else {
-        f32::from_bits(x.to_bits() - 1)
-    }
-}
 
 /// `at + n` as a list offset.
 fn offset(at: i32, n: usize) -> Result<i32> {
@@ -403,6 +383,7 @@ mod tests {
             stemmer: None,
             stop_words: None,
             ascii_folding: false,
+            json: false,
         }
     }
 
@@ -431,17 +412,6 @@ mod tests {
         let flat = encode_flat(&starts, &docs, &freqs, Some(&positions), &[4, 3, 1, 4], &idf, 128).unwrap();
         assert_eq!(built, flat);
         assert_eq!(built.column(2).as_primitive::<arrow_array::types::UInt32Type>().values(), &[2, 2, 2, 2]);
-    }
-
-    #[test]
-    fn next_up_is_the_next_float() {
-        assert_eq!(next_up(1.0), 1.0 + f32::EPSILON);
-        assert_eq!(next_up(-1.0), -1.0 + f32::EPSILON / 2.0);
-        assert_eq!(next_up(0.0), f32::from_bits(1));
-        assert_eq!(next_up(-0.0), f32::from_bits(1));
-        assert_eq!(next_up(f32::MAX), f32::INFINITY);
-        assert_eq!(next_up(f32::INFINITY), f32::INFINITY);
-        assert!(next_up(f32::NAN).is_nan());
     }
 
     #[test]

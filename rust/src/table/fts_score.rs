@@ -40,6 +40,15 @@ pub const K1: f32 = 1.2;
 /// BM25's `b`.
 pub const B: f32 = 0.75;
 
+/// BM25's idf of a token held by `token_docs` of `num_docs` documents, in pylance 14's
+/// float32 order of operations (and its `ln`: numpy's vectorized float32 log rounds some
+/// values the other way, which changes the bytes of an index).
+#[inline]
+pub fn idf(token_docs: u64, num_docs: u64) -> f32 {
+    let (n, nd) = (token_docs as f32, num_docs as f32);
+    ((nd - n + 0.5) / (n + 0.5) + 1.0).ln()
+}
+
 /// One token's BM25 weight in one document (pylance's float32 order of operations): `f` its
 /// frequency there, `dl` the document's token count.
 #[inline]

@@ -27,6 +27,7 @@ pub mod fts;
 pub mod fts_build;
 pub mod fts_codec;
 mod fts_fold;
+pub mod fts_json;
 pub mod fts_pos;
 pub mod fts_score;
 pub mod fts_topk;
