@@ -301,3 +301,29 @@ def test_json_functions_in_filters(tmp_path):
         assert lancepy.dataset(uri).count_rows(f) == len(want), f
     with pytest.raises(lancepy.exceptions.NotSupportedError, match="filter expressions"):
         lancepy.dataset(uri).to_table(filter="json_exists(j, '$.tags[?(@ == \"x\")]')")
+
+
+@pytest.mark.parametrize("given_schema", [False, True])
+def test_file_writer_stores_json_text_as_pylance_does(tmp_path, given_schema):
+    """The file-level writer takes JSON text (``pa.json_()``) and stores it as JSONB with
+    ``lance.json``, as pylance's file writer does; file-level reads of either library return
+    the stored form, the same bytes."""
+    from lance.file import LanceFileReader as PReader
+    from lance.file import LanceFileWriter as PWriter
+
+    from lancepy.file import LanceFileReader, LanceFileWriter
+
+    t = pa.table({"id": pa.array([1, 2, 3], pa.int64()),
+                  "j": pa.array(['{"b":[1,2.5],"a":"x"}', None, "{a: 'bare'}"], type=JSON)})
+    kw = {"schema": t.schema} if given_schema else {}
+    with PWriter(str(tmp_path / "p.lance"), **kw) as w:
+        w.write_batch(t)
+    with LanceFileWriter(str(tmp_path / "l.lance"), **kw) as w:
+        w.write_batch(t)
+    want = PReader(str(tmp_path / "p.lance")).read_all().to_table()
+    assert want.schema.field("j").type == pa.large_binary()
+    for path in ("p.lance", "l.lance"):
+        for reader in (PReader, LanceFileReader):
+            got = reader(str(tmp_path / path)).read_all().to_table()
+            assert got.column("j").to_pylist() == want.column("j").to_pylist(), (path, reader)
+            assert got.schema.field("j").metadata[b"ARROW:extension:name"] == b"lance.json"

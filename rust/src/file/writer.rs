@@ -209,6 +209,32 @@ impl FileWriter {
         self.options.version
     }
 
+    /// `batch` with JSON text (`arrow.json`, or strings) in the file's JSON columns
+    /// (`lance.json`) stored as JSONB, as pylance's file writer stores it; `None` when the
+    /// file has no JSON column or the batch's columns are stored already.
+    fn stored_json(&self, batch: &RecordBatch) -> Result<Option<RecordBatch>> {
+        use crate::jsonb::arrow::{has_lance_json, to_stored_array};
+        let want = &self.arrow_schema;
+        if !want.fields().iter().any(|f| has_lance_json(f)) || batch.num_columns() != want.fields().len() {
+            return Ok(None); // (a batch of another shape is refused by check_batch)
+        }
+        let mut changed = false;
+        let mut fields = batch.schema().fields().to_vec();
+        let mut columns = batch.columns().to_vec();
+        for (i, w) in want.fields().iter().enumerate() {
+            if has_lance_json(w) && fields[i].data_type() != w.data_type() {
+                columns[i] = to_stored_array(&columns[i], w)?;
+                fields[i] = w.clone();
+                changed = true;
+            }
+        }
+        if !changed {
+            return Ok(None);
+        }
+        let schema = std::sync::Arc::new(Schema::new_with_metadata(fields, batch.schema().metadata().clone()));
+        Ok(Some(RecordBatch::try_new(schema, columns)?))
+    }
+
     /// Checks that `batch` matches the file's schema.
     fn check_batch(&self, batch: &RecordBatch) -> Result<()> {
         let want = &self.arrow_schema;
@@ -247,6 +273,14 @@ impl FileWriter {
             return Err(Error::invalid_input("the writer is already closed"));
         }
         self.check_not_broken()?;
+        let stored;
+        let batch = match self.stored_json(batch)? {
+            Some(b) => {
+                stored = b;
+                &stored
+            }
+            None => batch,
+        };
         self.check_batch(batch)?;
         if batch.num_rows() == 0 {
             return Ok(());
