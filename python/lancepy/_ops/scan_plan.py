@@ -30,7 +30,7 @@ from lancepy._ops.scan import compile_scan_filter as _compile_scan_filter
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _filtered, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
-from lancepy.filters import compile_expression
+from lancepy.filters import Filter, compile_expression
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy._table.snapshot import DatasetView
@@ -239,6 +239,7 @@ class ScanPlan:
         Offset and limit are applied before the late columns are read."""
         s = self._view.snapshot
         early = [c for c in (self._read_columns() or list(self._view.schema.names)) if c not in late]
+        stored = self._json_stored()
         stream = s.scan_stream(
             early,
             fragment_ids=self._fragment_ids,
@@ -247,8 +248,9 @@ class ScanPlan:
             with_row_address=True,
             read_ahead=self._read_ahead,
             coalesce=True,
+            json_stored=stored,
         )
-        for t, scanned in self._filtered_stream(stream):
+        for t, scanned in self._filtered_stream(stream, stored):
             values = self._late_values(t.column(ROW_ADDRESS).combine_chunks(), late, scanned)
             for name in late:
                 t = t.append_column(values.schema.field(name), values.column(name))
@@ -261,10 +263,12 @@ class ScanPlan:
         stream's guess at the whole scan, from a read of the filter's columns only)."""
         s = self._view.snapshot
         early = [c for c in (self._read_columns() or list(self._view.schema.names)) if c not in late]
-        probe = pa.table(s.scan(early, fragment_ids=self._fragment_ids, limit=self._PROBE_ROWS, batch_rows=self._PROBE_ROWS))
+        stored = self._json_stored()
+        probe = pa.table(s.scan(early, fragment_ids=self._fragment_ids, limit=self._PROBE_ROWS, batch_rows=self._PROBE_ROWS,
+                                json_stored=stored))
         if probe.num_rows == 0:
             return True
-        passed = pc.sum(_evaluate(probe, self._filter).cast(pa.int64())).as_py() or 0
+        passed = pc.sum(_evaluate(probe, self._scan_filter(stored)).cast(pa.int64())).as_py() or 0
         return passed <= probe.num_rows * self._TAKE_FRACTION
 
     def _late_table(self, late: List[str]) -> pa.Table:
@@ -274,17 +278,21 @@ class ScanPlan:
         parallel over fragments."""
         s = self._view.snapshot
         early = [c for c in (self._read_columns() or list(self._view.schema.names)) if c not in late]
+        stored = self._json_stored()
         t = pa.table(s.scan(
             early,
             fragment_ids=self._fragment_ids,
             with_row_id=self._with_row_id,
             with_row_address=True,
             coalesce=True,
+            json_stored=stored,
         ))
-        mask = _evaluate(t, self._filter)
+        mask = _evaluate(t, self._scan_filter(stored))
         scanned = t.num_rows
         self._rows_scanned += scanned
         t = t.filter(mask).slice(self._offset)
+        if stored:
+            t = _json_text(t)
         if t.num_rows <= scanned * self._TAKE_FRACTION:
             values = pa.table(s.take_addresses(t.column(ROW_ADDRESS).combine_chunks(), columns=late))
         else:
@@ -428,6 +436,17 @@ class ScanPlan:
             return None
         return list(dict.fromkeys(self._columns + extra))
 
+    def _json_stored(self) -> bool:
+        """Whether the filter reads its JSON columns through JSON functions only
+        (``json_get_int(j, 'k') > 3``), so that the scan reads them as stored JSONB, which
+        the functions select from directly, and only the rows kept get their JSON text."""
+        return self._filter is not None and self._filter.stored is not None
+
+    def _scan_filter(self, json_stored: bool) -> Filter:
+        """The filter to evaluate over a scan read with (or without) `json_stored`."""
+        assert self._filter is not None
+        return self._filter.stored if json_stored and self._filter.stored is not None else self._filter
+
     def _ordered_table(self) -> pa.Table:
         t = self._scan_table()
         if self._filter is not None:
@@ -480,8 +499,10 @@ class ScanPlan:
             return out
         return table.select(self._output_names(table.column_names))
 
-    def _scan_table(self, offset: int = 0, limit: Optional[int] = None, batch_rows: int = 131072) -> pa.Table:
-        """The scan's columns and rows (before filtering), read at once."""
+    def _scan_table(self, offset: int = 0, limit: Optional[int] = None, batch_rows: int = 131072,
+                    json_stored: bool = False) -> pa.Table:
+        """The scan's columns and rows (before filtering), read at once (`json_stored`: JSON
+        columns as stored JSONB)."""
         return pa.table(
             self._view.snapshot.scan(
                 self._read_columns(),
@@ -492,6 +513,7 @@ class ScanPlan:
                 with_row_id=self._with_row_id,
                 with_row_address=self._with_row_address,
                 include_deleted=self._include_deleted,
+                json_stored=json_stored,
             )
         )
 
@@ -515,10 +537,11 @@ class ScanPlan:
             parts = list(self._late_filtered(late))
             return pa.concat_tables(parts) if parts else self._finish(self._empty())
         if self._limit is None:
-            t = self._scan_table()
+            stored = self._json_stored()
+            t = self._scan_table(json_stored=stored)
             self._rows_scanned += t.num_rows
-            t = t.filter(_evaluate(t, self._filter))
-            return self._finish(t.slice(self._offset))
+            t = t.filter(_evaluate(t, self._scan_filter(stored))).slice(self._offset)
+            return self._finish(_json_text(t) if stored else t)
         batches = list(self.to_batches())
         if not batches:
             return self._finish(self._empty())
@@ -649,6 +672,7 @@ class ScanPlan:
             for t in self._late_filtered(late):
                 yield from t.to_batches(max_chunksize=self._batch_size)
             return
+        stored = self._json_stored()
         stream = s.scan_stream(
             self._read_columns(),
             fragment_ids=self._fragment_ids,
@@ -658,20 +682,26 @@ class ScanPlan:
             include_deleted=self._include_deleted,
             read_ahead=self._read_ahead,
             coalesce=True,
+            json_stored=stored,
         )
-        for t, _ in self._filtered_stream(stream):
+        for t, _ in self._filtered_stream(stream, stored):
             yield from self._finish(t).to_batches(max_chunksize=self._batch_size)
 
-    def _filtered_stream(self, stream: Any) -> Iterator[Any]:
+    def _filtered_stream(self, stream: Any, json_stored: bool = False) -> Iterator[Any]:
         """The rows of `stream`'s batches that pass the filter, after the scan's offset and
-        limit, as ``(table, rows the batch had before filtering)``; empty results skipped."""
+        limit, as ``(table, rows the batch had before filtering)``; empty results skipped.
+        With `json_stored`, the stream's JSON columns are stored JSONB (see
+        :meth:`_json_stored`): the filter reads them so, and the rows kept get their text."""
         skip, remaining = self._offset, self._limit
         if remaining is not None and remaining <= 0:
             return
+        flt = self._scan_filter(json_stored)
         for t in _stream_tables(stream, FILTER_BATCH_ROWS):
             scanned = t.num_rows
             self._rows_scanned += scanned
-            t = t.filter(_evaluate(t, self._filter))
+            t = t.filter(_evaluate(t, flt))
+            if json_stored:
+                t = _json_text(t)
             if skip:
                 cut = min(skip, t.num_rows)
                 t, skip = t.slice(cut), skip - cut
@@ -861,10 +891,18 @@ class ScanPlan:
             return n if self._limit is None else min(n, self._limit)
         cols = self._filter.columns
         total, skip, remaining = 0, self._offset, self._limit
-        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072, coalesce=True)
+        stored = self._json_stored()
+        flt = self._scan_filter(stored)
+        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072, coalesce=True, json_stored=stored)
         for t in _stream_tables(stream, 131072):
-            total += pc.sum(_evaluate(t, self._filter).cast(pa.int64())).as_py() or 0
+            total += pc.sum(_evaluate(t, flt).cast(pa.int64())).as_py() or 0
         total = max(total - skip, 0)
         return total if remaining is None else min(total, remaining)
 
 
+def _json_text(t: pa.Table) -> pa.Table:
+    """`t` with its stored JSON columns (JSONB, read for a filter: see
+    ``ScanPlan._json_stored``) as the JSON text scans return."""
+    if t.num_columns == 0:
+        return t
+    return pa.table(_lancepy.json_columns_as_text(t))

@@ -26,11 +26,16 @@ class Filter:
 
     ``columns`` is ``None`` when unknown (a ``pyarrow.compute.Expression`` given directly),
     in which case every column must be read.
+
+    ``stored`` is the same filter over JSON columns read as stored (JSONB ``large_binary``,
+    ``lance.json``) when it reads its JSON columns through JSON functions only (which select
+    from JSONB directly; a scan then skips making text of every row); else ``None``.
     """
 
     expression: pc.Expression
     columns: Optional[List[str]]
     text: str
+    stored: Optional["Filter"] = None
 
 
 def evaluate(table: pa.Table, expr: pc.Expression) -> pa.ChunkedArray:
@@ -92,7 +97,23 @@ def compile_node(node: Any, schema: Optional[pa.Schema] = None, *, text: Optiona
     """Compiles a parsed sqlglot node (a condition, or a value with ``condition=False``)."""
     t = _Translator(schema)
     expr = t.condition(node) if condition else t.visit(node)
-    return Filter(expression=expr, columns=sorted(t.columns), text=text if text is not None else node.sql(dialect=_dialect()))
+    text = text if text is not None else node.sql(dialect=_dialect())
+    stored = None
+    if condition and schema is not None and t.json_fn_columns and not (t.json_fn_columns & t.json_text_columns):
+        # (compiled again over the JSON columns' stored type: the JSON functions' variants
+        # that read JSONB; any other use of those columns keeps the text form)
+        stored_schema = pa.schema([_stored_json_field(f) if f.name in t.json_fn_columns else f for f in schema],
+                                  metadata=schema.metadata)
+        s = _Translator(stored_schema)
+        stored = Filter(expression=s.condition(node), columns=sorted(s.columns), text=text)
+    return Filter(expression=expr, columns=sorted(t.columns), text=text, stored=stored)
+
+
+def _stored_json_field(field: pa.Field) -> pa.Field:
+    """A top-level JSON column's field as scans read it stored (JSONB in ``large_binary``)."""
+    metadata = dict(field.metadata or {})
+    metadata.update({b"ARROW:extension:name": b"lance.json", b"ARROW:extension:metadata": b""})
+    return pa.field(field.name, pa.large_binary(), field.nullable, metadata)
 
 
 def compile_expression(sql: str, schema: Optional[pa.Schema] = None) -> Filter:

@@ -79,8 +79,20 @@ class _Functions:
         want = 3 if name == "json_array_contains" else 2
         if len(args) != want:
             raise InvalidArgumentError(f"filters: {name} takes {want} arguments, got {len(args)}")
+        from sqlglot import exp
+
         out_type = JSON_FUNCTIONS[name]
-        v = self.value(args[0])
+        first = args[0]
+        while isinstance(first, exp.Paren):
+            first = first.this
+        parts = self.column_parts(first) if isinstance(first, exp.Column) and len(first.parts) == 1 else None
+        t0 = self.column_type(parts) if parts else None
+        if parts and t0 is not None and (_is_json(t0) or _is_stored_json(self.schema.field(parts[0]))):
+            # (a JSON column itself: it may be read as stored JSONB, see Filter.stored)
+            self.json_fn_columns.add(parts[0])
+            v = _V(pc.field(parts[0]), t0, "column")
+        else:
+            v = self.value(args[0])
         if _is_null_type(v.type):
             return _const(pa.scalar(None, out_type))
         t = v.type
@@ -394,3 +406,12 @@ class _Functions:
             v = self._visit(node.expressions[0], False)
             return _V(pc.is_valid(v.expr), pa.bool_()) if v.const is None else _const(pa.scalar(v.const.is_valid))
         raise NotSupportedError(f"filters: {node.sql(dialect=_dialect())} ({type(node).__name__}) is not supported")
+
+
+def _is_json(t: pa.DataType) -> bool:
+    return isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.json"
+
+
+def _is_stored_json(field: pa.Field) -> bool:
+    """A JSON column as stored (JSONB in ``large_binary``, ``lance.json``)."""
+    return pa.types.is_large_binary(field.type) and (field.metadata or {}).get(b"ARROW:extension:name") == b"lance.json"

@@ -40,6 +40,10 @@ class _Translator(_Comparisons, _Functions):
     def __init__(self, schema: Optional[pa.Schema]) -> None:
         self.schema = schema
         self.columns: Set[str] = set()
+        #: top-level JSON columns read as the first argument of a JSON function, and columns
+        #: holding JSON read any other way (see ``Filter.stored``)
+        self.json_fn_columns: Set[str] = set()
+        self.json_text_columns: Set[str] = set()
 
     # -- public (kept for lancepy.sql) --------------------------------------------------
 
@@ -183,6 +187,8 @@ class _Translator(_Comparisons, _Functions):
     def field_value(self, parts: List[str]) -> _V:
         expr = pc.field(*parts)
         t = self.column_type(parts)
+        if self.schema is not None and _holds_json(self.schema.field(parts[0]).type):
+            self.json_text_columns.add(parts[0])
         if pa.types.is_dictionary(t):
             # Compared, matched and computed on as its values.
             expr = expr.cast(t.value_type)
@@ -431,3 +437,10 @@ class _Translator(_Comparisons, _Functions):
             # Bit patterns (NaN payloads differ), but -0.0 and 0.0 are one item to pylance.
             value = np.float64(0.0 if value == 0.0 else value).view(np.int64).item()
         return (str(s.type), value)
+
+
+def _holds_json(t: pa.DataType) -> bool:
+    """Whether values of type `t` are, or hold, JSON (``arrow.json``) at any depth."""
+    if isinstance(t, pa.BaseExtensionType):
+        return t.extension_name == "arrow.json" or _holds_json(t.storage_type)
+    return any(_holds_json(t.field(i).type) for i in range(t.num_fields))

@@ -225,6 +225,30 @@ pub fn jsonb_to_text(bytes: &[u8]) -> String {
     crate::jsonb::to_text(bytes)
 }
 
+/// `batch` (a record batch or table, Arrow C stream) with its stored JSON columns
+/// (`lance.json` JSONB, at any depth) as JSON text, as scans return them.
+#[pyfunction]
+pub fn json_columns_as_text(py: Python<'_>, batch: &Bound<'_, PyAny>) -> PyResult<ArrowBatches> {
+    let (schema, batches) = super::ffi::import_batches(batch)?;
+    let fields: Vec<arrow_schema::Field> = schema.fields().iter().map(|f| crate::jsonb::arrow::text_field(f)).collect();
+    let out_schema = std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let out = run(py, || {
+        batches
+            .iter()
+            .map(|b| {
+                let columns = b
+                    .columns()
+                    .iter()
+                    .zip(out_schema.fields())
+                    .map(|(c, f)| crate::jsonb::arrow::to_text_array(c, f))
+                    .collect::<crate::error::Result<Vec<_>>>()?;
+                Ok(arrow_array::RecordBatch::try_new(out_schema.clone(), columns)?)
+            })
+            .collect::<crate::error::Result<Vec<_>>>()
+    })?;
+    Ok(ArrowBatches::new(out_schema, out))
+}
+
 /// JSON filter function `name` (`json_extract`, `json_get_int`, ...) over `values` (JSON
 /// text or JSONB) with its constant arguments; one column named `name`.
 #[pyfunction]

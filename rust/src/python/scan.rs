@@ -107,7 +107,8 @@ impl PySnapshot {
     /// Reads a whole scan at once (fragments in parallel). With `coalesce`, consecutive
     /// batches (of fragments smaller than `batch_rows`) come concatenated into batches of up
     /// to `batch_rows` rows.
-    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=131072, with_row_id=false, with_row_address=false, include_deleted=false, coalesce=false))]
+    /// With `json_stored`, JSON columns come as stored (JSONB; see `ScanOptions::json_stored`).
+    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=131072, with_row_id=false, with_row_address=false, include_deleted=false, coalesce=false, json_stored=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -121,8 +122,9 @@ impl PySnapshot {
         with_row_address: bool,
         include_deleted: bool,
         coalesce: bool,
+        json_stored: bool,
     ) -> PyResult<ArrowBatches> {
-        let opts = scan_options(with_row_id, with_row_address, include_deleted);
+        let opts = ScanOptions { json_stored, ..scan_options(with_row_id, with_row_address, include_deleted) };
         let s = &self.inner;
         let projection = s.projection(columns.as_deref()).py()?;
         let frags = self.fragment_indices(fragment_ids).py()?;
@@ -143,7 +145,8 @@ impl PySnapshot {
     /// (default: one round on object storage, none locally). With `coalesce`, consecutive
     /// batches (of fragments smaller than `batch_rows`) come concatenated into batches of up
     /// to `batch_rows` rows.
-    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false, read_ahead=None, coalesce=false))]
+    /// With `json_stored`, JSON columns come as stored (JSONB; see `ScanOptions::json_stored`).
+    #[pyo3(signature = (columns=None, fragment_ids=None, *, offset=0, limit=None, batch_rows=8192, with_row_id=false, with_row_address=false, include_deleted=false, read_ahead=None, coalesce=false, json_stored=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan_stream(
         &self,
@@ -158,8 +161,9 @@ impl PySnapshot {
         include_deleted: bool,
         read_ahead: Option<usize>,
         coalesce: bool,
+        json_stored: bool,
     ) -> PyResult<BatchStream> {
-        let opts = scan_options(with_row_id, with_row_address, include_deleted);
+        let opts = ScanOptions { json_stored, ..scan_options(with_row_id, with_row_address, include_deleted) };
         let s = self.inner.clone();
         let projection = s.projection(columns.as_deref()).py()?;
         let frags = self.fragment_indices(fragment_ids).py()?;

@@ -58,6 +58,10 @@ pub struct ScanOptions {
     /// Whether the readers of data files opened on a miss of the reader cache are kept
     /// (see [`TableSnapshot::admission_for`]).
     pub admission: Admission,
+    /// JSON columns come as stored (JSONB `large_binary`, `lance.json`), not as JSON text:
+    /// for a filter that reads them through JSON functions only, which select from JSONB
+    /// directly (the text of the rows it keeps is made afterwards).
+    pub json_stored: bool,
 }
 
 /// A piece of a scan: a physical row range of one fragment.
@@ -123,7 +127,7 @@ pub struct TableSnapshot {
 }
 
 /// A projection, whether `_rowid` / `_rowaddr` are appended, and the schema of what it reads.
-type OutputSchema = (Vec<usize>, (bool, bool), SchemaRef);
+type OutputSchema = (Vec<usize>, (bool, bool, bool), SchemaRef);
 
 /// Projections whose output schema a snapshot keeps.
 const OUTPUT_SCHEMAS_KEPT: usize = 8;
@@ -229,7 +233,7 @@ impl TableSnapshot {
     /// The schema of what a read with `projection` and `opts` returns.
     pub fn output_schema(&self, projection: &[usize], opts: ScanOptions) -> SchemaRef {
         // Asked once per fragment read: the schemas of the last few projections are kept.
-        let flags = (opts.with_row_id, opts.with_row_address);
+        let flags = (opts.with_row_id, opts.with_row_address, opts.json_stored);
         let mut memo = self.output_schemas.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, _, schema)) = memo.iter().find(|(p, f, _)| p.as_slice() == projection && *f == flags) {
             return schema.clone();
@@ -243,7 +247,17 @@ impl TableSnapshot {
     }
 
     fn build_output_schema(&self, projection: &[usize], opts: ScanOptions) -> SchemaRef {
-        let mut fields: Vec<Field> = projection.iter().map(|&i| self.schema.fields[i].output_arrow()).collect();
+        let mut fields: Vec<Field> = projection
+            .iter()
+            .map(|&i| {
+                let f = &self.schema.fields[i];
+                if opts.json_stored && crate::jsonb::arrow::has_lance_json(&f.to_arrow()) {
+                    f.to_arrow()
+                } else {
+                    f.output_arrow()
+                }
+            })
+            .collect();
         if opts.with_row_id {
             fields.push(Field::new(ROW_ID, DataType::UInt64, true));
         }
