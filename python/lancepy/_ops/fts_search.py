@@ -382,6 +382,23 @@ def _unindexed_rows(view: "DatasetView", column: str, fragments: List[int], rows
     return t.filter(pa.array(passing[pos] == rows))
 
 
+def _row_tokens(
+    analyzer: _inverted.Analyzer, col: Any, with_positions: bool = False
+) -> Tuple[List[str], "np.ndarray", "np.ndarray", "np.ndarray"]:
+    """``(vocabulary, token ids, per-row offsets, positions)`` of the documents of `col` (an
+    Arrow column of strings, JSON or lists of strings), as pylance's flat search analyzes
+    them: a list's items one by one (their tokens counted together), or with positions (a
+    phrase) joined as the index joins them."""
+    import numpy as np
+
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) and not with_positions:
+        counts = np.asarray(pc.fill_null(pc.list_value_length(col), 0).to_numpy(zero_copy_only=False), np.int64)
+        vocab, ids, item_offsets, positions = analyzer.analyze(pc.list_flatten(col))
+        return vocab, ids, item_offsets[np.concatenate([[0], np.cumsum(counts)])], positions
+    return analyzer.analyze(col, with_positions=with_positions)
+
+
 def _flat_scores(
     view: "DatasetView", seg: _inverted.InvertedSegment, column: str, tokens: List[str], all_terms: bool,
     fragments: List[int], rows_filter: Any = None,
@@ -393,7 +410,7 @@ def _flat_scores(
 
     t = _unindexed_rows(view, column, fragments, rows_filter)
     addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
-    vocab, ids, offsets, _ = seg.analyzer.analyze(t.column(column).to_pylist())
+    vocab, ids, offsets, _ = _row_tokens(seg.analyzer, t.column(column))
     lengths = np.diff(offsets)
     has = lengths > 0
     n_docs = np.float32(seg.num_docs + int(has.sum()))
@@ -433,7 +450,7 @@ def _flat_phrase(
 
     t = _unindexed_rows(view, column, fragments, rows_filter)
     addr = np.asarray(t.column("_rowaddr").to_numpy(), dtype=np.uint64)
-    vocab, ids, offsets, positions = seg.analyzer.analyze(t.column(column).to_pylist(), with_positions=True)
+    vocab, ids, offsets, positions = _row_tokens(seg.analyzer, t.column(column), with_positions=True)
     where = {w: i for i, w in enumerate(vocab)}
     if any(tok not in where for tok in tokens):
         return np.empty(0, np.uint64), np.empty(0, np.float32)

@@ -254,8 +254,11 @@ def _create_inverted(
     dtype = field.type
     is_json = _fts_analyzer.is_json_type(dtype) or (field.metadata or {}).get(b"ARROW:extension:name") in (
         b"arrow.json", b"lance.json")  # (a JSON column, where pyarrow has no JSON type registered)
-    if not (is_json or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
-        raise TypeError(f"INVERTED index column {column} must be string, large string or JSON (got {dtype})")
+    texts = dtype.value_type if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) else dtype
+    if not (is_json or pa.types.is_string(texts) or pa.types.is_large_string(texts)):
+        raise TypeError(
+            f"INVERTED index column {column} must be string, large string, a list of them, or JSON (got {dtype})"
+        )
     if params.get("lance_tokenizer") is None:  # (pylance infers it from the column)
         params = dict(params, lance_tokenizer="json" if is_json else "text")
     name = name if name is not None else f"{path}_idx"

@@ -48,12 +48,20 @@ enum Texts {
 }
 
 impl Texts {
-    /// A list of str (copied), or an Arrow string array (read in place).
+    /// A list of str (copied), or an Arrow string array (read in place); an Arrow list of
+    /// strings is one document per list, its items joined as pylance joins them (see
+    /// [`join_items`]).
     fn of(texts: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(if texts.is_instance_of::<pyo3::types::PyList>() {
-            Texts::Owned(texts.extract()?)
-        } else {
-            Texts::Arrow(super::ffi::import_array(texts)?)
+        if texts.is_instance_of::<pyo3::types::PyList>() {
+            return Ok(Texts::Owned(texts.extract()?));
+        }
+        let array = super::ffi::import_array(texts)?;
+        use arrow_array::cast::AsArray;
+        use arrow_schema::DataType;
+        Ok(match array.data_type() {
+            DataType::List(_) => Texts::Owned(join_items(array.as_list::<i32>()).py()?),
+            DataType::LargeList(_) => Texts::Owned(join_items(array.as_list::<i64>()).py()?),
+            _ => Texts::Arrow(array),
         })
     }
 
@@ -72,6 +80,42 @@ impl Texts {
             },
         })
     }
+}
+
+/// One document per list of strings, as pylance 14 makes an INVERTED index's document of a
+/// `list<string>` row: its non-null items, each after a space unless the text so far is
+/// empty; a null list is no document (`None`).
+fn join_items<O: arrow_array::OffsetSizeTrait>(
+    lists: &arrow_array::GenericListArray<O>,
+) -> crate::error::Result<Vec<Option<String>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    use arrow_schema::DataType;
+    let items: Vec<Option<&str>> = match lists.values().data_type() {
+        DataType::Utf8 => lists.values().as_string::<i32>().iter().collect(),
+        DataType::LargeUtf8 => lists.values().as_string::<i64>().iter().collect(),
+        other => {
+            return Err(crate::error::Error::InvalidInput(format!(
+                "INVERTED index documents: list items must be strings, got {other}"
+            )))
+        }
+    };
+    let offsets = lists.value_offsets();
+    Ok((0..lists.len())
+        .map(|i| {
+            if lists.is_null(i) {
+                return None;
+            }
+            let mut doc = String::new();
+            for item in items[offsets[i].as_usize()..offsets[i + 1].as_usize()].iter().flatten() {
+                if !doc.is_empty() {
+                    doc.push(' ');
+                }
+                doc.push_str(item);
+            }
+            Some(doc)
+        })
+        .collect())
 }
 
 #[allow(clippy::too_many_arguments)]
