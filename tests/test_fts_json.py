@@ -261,3 +261,100 @@ def test_malformed_queries_and_options_refused(tmp_path):
     plain.create_scalar_index("s", "INVERTED")
     assert plain.to_table(full_text_query="words").num_rows == 1
     assert plain.to_table(full_text_query="x").num_rows == 1
+
+
+def _random_json_text(rng: random.Random, depth: int = 0) -> str:
+    """A random JSON text with odd but valid corners: escapes, non-ASCII keys, repeated
+    keys, numbers in every form JSON allows, whitespace between tokens."""
+    ws = lambda: rng.choice(["", "", " ", "\n\t", "\r\n  "])  # noqa: E731
+    r = rng.random()
+    if depth < 4 and r < 0.3:
+        keys = [rng.choice(["a", "b", "B", "é", "k\\u00e9y", "x y", "", "a.b", "日本"]) for _ in range(rng.randint(0, 4))]
+        return "{" + ",".join(f'{ws()}"{k}"{ws()}:{_random_json_text(rng, depth + 1)}' for k in keys) + ws() + "}"
+    if depth < 4 and r < 0.45:
+        return "[" + ",".join(ws() + _random_json_text(rng, depth + 1) + ws() for _ in range(rng.randint(0, 3))) + "]"
+    if r < 0.75:
+        words = rng.choices(WORDS + ["\\n", "\\\"", "\\u00e9t\\u00e9", "\\ud83d\\ude00", "a\\/b", "tab\\there"], k=rng.randint(0, 5))
+        return '"' + " ".join(words) + '"'
+    if r < 0.9:
+        sign = rng.choice(["", "-"])
+        whole = rng.choice(["0", "7", "42", "18446744073709551616", "123456789012345678901234567890"])
+        frac = rng.choice(["", ".0", ".5", ".25000"])
+        exp = rng.choice(["", "e3", "E+2", "e-7", "E0"])
+        return sign + whole + frac + exp
+    return rng.choice(["true", "false", "null"])
+
+
+def _reference_tokens(text: str, words) -> list:
+    """What pylance's JSON document tokenizer makes of `text`: the flattened
+    ``<path>,<type>,<value>`` tokens, keys in byte order (a repeated key: its last value),
+    numbers as written, strings through `words` (the analyzer)."""
+    def num(s):
+        return ("\x00num", s)
+
+    def pairs(items):
+        return dict(items)  # (a repeated key keeps its last value)
+
+    value = json.loads(text, parse_int=num, parse_float=num, object_pairs_hook=pairs)
+    out = []
+
+    def walk(v, path):
+        if isinstance(v, dict):
+            for k in sorted(v, key=lambda k: k.encode("utf-8", "surrogatepass")):
+                walk(v[k], f"{path}.{k}" if path else k)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x, path)
+        elif isinstance(v, tuple):
+            out.append(f"{path},number,{v[1]}")
+        elif v is None:
+            out.append(f"{path},null,null")
+        elif isinstance(v, bool):
+            out.append(f"{path},bool,{'true' if v else 'false'}")
+        else:
+            out.extend(f"{path},str,{w}" for w in words(v))
+
+    walk(value, "")
+    return out
+
+
+def test_generated_documents_tokenized_as_reference():
+    """2,000 generated JSON texts (seeded) flattened by the native document tokenizer equal a
+    reference flattening (Python's strict JSON parser, keys sorted, numbers as written); texts
+    that are not JSON (damaged copies) are refused with InvalidArgumentError, as Python's
+    parser refuses them."""
+    from lancepy import _lancepy
+
+    def analyze(texts):
+        vocab, ids, offsets, _ = _lancepy.fts_analyze(texts, "simple", None, True, None, None, False, json=True)
+        ids = memoryview(ids).cast("I")
+        offs = memoryview(offsets).cast("Q")
+        return [[vocab[ids[j]] for j in range(offs[i], offs[i + 1])] for i in range(len(texts))]
+
+    def words(s):
+        vocab, ids, _, _ = _lancepy.fts_analyze([s], "simple", None, True, None, None, False)
+        return [vocab[i] for i in memoryview(ids).cast("I")]
+
+    rng = random.Random(17)
+    texts = [_random_json_text(rng) for _ in range(2000)]
+    got = analyze(texts)
+    for text, tokens in zip(texts, got):
+        assert tokens == _reference_tokens(text, words), text
+    refused = 0
+    for text in texts[:600]:
+        if len(text) < 2:
+            continue
+        cut = rng.randrange(len(text))
+        bad = text[:cut] + rng.choice(["", "}", ",", "'", "\x01", "01", "NaN"]) + text[cut + 1:]
+        try:
+            json.loads(bad, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+            ok = True
+        except ValueError:
+            ok = False
+        if ok:
+            assert analyze([bad])[0] == _reference_tokens(bad, words), bad
+        else:
+            refused += 1
+            with pytest.raises(InvalidArgumentError, match="not JSON"):
+                analyze([bad])
+    assert refused > 200
