@@ -502,8 +502,12 @@ impl Analyzer {
                     for (i, text) in chunk.iter().enumerate() {
                         let before = local.ids.len();
                         if let (true, Some(text)) = (self.json, text) {
-                            let d = super::fts_json::doc_tokens(self, text, stemmer.as_ref())
-                                .map_err(|e| Error::InvalidInput(format!("{e}: document {} of the batch", c * CHUNK + i)))?;
+                            let d = super::fts_json::doc_tokens(self, text, stemmer.as_ref()).map_err(|e| match e {
+                                Error::InvalidInput(m) => {
+                                    Error::InvalidInput(format!("{m} (document {} of the batch)", c * CHUNK + i))
+                                }
+                                other => other,
+                            })?;
                             for (token, pos) in d.tokens.into_iter().zip(d.positions) {
                                 let next = local.vocab.len() as u32;
                                 let id = *by_token.entry(token).or_insert_with_key(|k| {
