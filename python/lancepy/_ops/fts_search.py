@@ -697,7 +697,7 @@ def _flat_field(
         owner = np.asarray(pc.list_parent_indices(col).to_numpy(zero_copy_only=False), np.int64)
     else:
         items, owner = col, np.arange(len(col), dtype=np.int64)
-    vocab, ids, offsets, _ = analyzer.analyze(items.to_pylist())
+    vocab, ids, offsets, _ = analyzer.analyze(items)  # (read in place)
     doc_of = np.repeat(owner, np.diff(offsets))
     lengths = np.bincount(doc_of, minlength=len(addr)).astype(np.int64)
     where = {w: i for i, w in enumerate(vocab)}
