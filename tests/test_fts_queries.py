@@ -265,3 +265,34 @@ def test_hybrid_plan_and_arguments(tmp_path):
         ds.to_table(full_text_query="dog", rrf_k=60)
     with pytest.raises(InvalidArgumentError, match="rrf_k"):
         ds.to_table(nearest={"column": "vec", "q": q, "k": 5}, full_text_query="dog", rrf_k=0)
+
+
+@pytest.mark.parametrize("operator", ["OR", "AND"])
+def test_fuzzy_queries_over_rows_not_yet_indexed(tmp_path, operator):
+    """A fuzzy match over a dataset with rows the index does not cover, as pylance answers
+    it: the indexed rows by the query tokens' expansions (from the index's vocabulary), the
+    others by a flat search of the query's own tokens analyzed as the index analyzes text
+    (so an upper-case query finds nothing in the index but finds the new rows). Generated
+    queries (typos, upper case, prefixes, limits), pylance's rows and scores."""
+    path = tmp_path / "d"
+    lance.write_dataset(pa.table({"id": list(range(800)), "text": corpus(3, 800, 1, 30)}), str(path), max_rows_per_file=300)
+    lance.dataset(str(path)).create_scalar_index("text", "INVERTED")
+    lance.write_dataset(pa.table({"id": list(range(800, 1100)), "text": corpus(4, 300, 1, 30)}), str(path), mode="append")
+    rng = random.Random(1)
+    found = 0
+    for _ in range(150):
+        words = rng.sample(WORDS, rng.randint(1, 3))
+        words = [w if rng.random() < 0.5 or len(w) < 3 else w[:-1] + rng.choice("aeiouxz") for w in words]
+        if rng.random() < 0.3:
+            words = [w.upper() for w in words]
+        kw = dict(fuzziness=rng.choice([1, 2]), prefix_length=rng.choice([0, 0, 1, 2]))
+        limit = rng.choice([None, 10])
+        ref = lance.dataset(str(path)).to_table(
+            full_text_query=lance.query.MatchQuery(" ".join(words), "text", operator=getattr(lance.query.FullTextOperator, operator), **kw),
+            columns=["id"], limit=limit)
+        got = lancepy.dataset(str(path)).to_table(
+            full_text_query=lq.MatchQuery(" ".join(words), "text", operator=getattr(lq.FullTextOperator, operator), **kw),
+            columns=["id"], limit=limit)
+        assert_same(ref, got, limited=limit is not None)
+        found += any(i >= 800 for i in ref.column("id").to_pylist())
+    assert found > 30

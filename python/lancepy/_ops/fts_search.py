@@ -605,25 +605,30 @@ def _leaf(
             rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])
         return rows, (scores * boost).astype(np.float32)
     if q.fuzziness:  # (None, as 0: exact tokens, as pylance 14)
-        if uncovered:
-            raise NotSupportedError("fuzzy MatchQuery on fragments the INVERTED index does not cover: optimize_indices() first")
         # (pylance splits a fuzzy query's text as the simple tokenizer does, with no filter:
         # no lower-casing, stemming or stop words)
         groups = _expand_fuzzy(seg, seg.analyzer.raw_query_tokens(q.text), q)
         tokens = [t for g in groups for t in g]
         if q.all_terms:  # (AND: a row holds some expansion of every query token)
             if not all(groups):
-                return np.empty(0, np.uint64), np.empty(0, np.float32)
-            rows, scores = seg.search(tokens, False, allowed=allowed)
-            for g in groups:
-                rows_g, _ = seg.search(g, False, allowed=allowed)
-                keep = np.isin(rows, rows_g)
-                rows, scores = rows[keep], scores[keep]
-            return addresses(rows), (scores * boost).astype(np.float32)
+                rows, scores = np.empty(0, np.uint64), np.empty(0, np.float32)
+            else:
+                rows, scores = seg.search(tokens, False, allowed=allowed)
+                for g in groups:
+                    rows_g, _ = seg.search(g, False, allowed=allowed)
+                    keep = np.isin(rows, rows_g)
+                    rows, scores = rows[keep], scores[keep]
+                rows = addresses(rows)
+            if uncovered and flat_tokens:
+                a2, s2 = _flat_scores(view, seg, q.column, flat_tokens, True, uncovered, rows_filter)
+                rows, scores = np.concatenate([rows, a2]), np.concatenate([scores, s2])
+            return rows, (scores * boost).astype(np.float32)
     rows, scores = seg.search(tokens, q.all_terms, allowed=allowed, k=k)
     rows = addresses(rows)
     scores = (scores * boost).astype(np.float32)
-    if uncovered and tokens:
+    if uncovered and flat_tokens:
+        # (a fuzzy query too: pylance's flat search of the rows the index does not cover looks
+        # for the query's own tokens, analyzed as the index analyzes text, not the expansions)
         a2, s2 = _flat_scores(view, seg, q.column, flat_tokens, q.all_terms, uncovered, rows_filter)
         rows = np.concatenate([rows, a2])
         scores = np.concatenate([scores, (s2 * boost).astype(np.float32)])
