@@ -118,3 +118,33 @@ def _field_paths(fields: List[Dict[str, Any]]) -> Dict[int, str]:
             parts.append(cur.get("name", ""))
         out[fid] = ".".join(reversed(parts))
     return out
+
+
+#: The extension names of JSON columns: Arrow's JSON text, and pylance's stored JSONB.
+JSON_EXTENSIONS = ("arrow.json", "lance.json")
+
+
+def is_json_type(t: pa.DataType) -> bool:
+    """Whether `t` is JSON text as reads return JSON columns (``arrow.json``)."""
+    return isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.json"
+
+
+def holds_json(t: pa.DataType) -> bool:
+    """Whether values of type `t` are, or hold, JSON text (``arrow.json``) at any depth."""
+    if isinstance(t, pa.BaseExtensionType):
+        return t.extension_name == "arrow.json" or holds_json(t.storage_type)
+    return any(holds_json(t.field(i).type) for i in range(t.num_fields))
+
+
+def is_json_field(field: pa.Field) -> bool:
+    """Whether `field` is a JSON column: its type is a JSON extension, or (where pyarrow has
+    no JSON type registered) its metadata names one."""
+    t = field.type
+    if isinstance(t, pa.BaseExtensionType) and t.extension_name in JSON_EXTENSIONS:
+        return True
+    return (field.metadata or {}).get(b"ARROW:extension:name", b"").decode("utf-8", "replace") in JSON_EXTENSIONS
+
+
+def is_stored_json_field(field: pa.Field) -> bool:
+    """Whether `field` is a JSON column as stored (JSONB in ``large_binary``, ``lance.json``)."""
+    return pa.types.is_large_binary(field.type) and (field.metadata or {}).get(b"ARROW:extension:name") == b"lance.json"

@@ -272,9 +272,3 @@ def _analyzer_profile(analyzer: Any, options: Dict[str, Any]) -> str:
     if analyzer == "text" and any(options.get(k) for k in _CODE_FLAGS):
         raise InvalidArgumentError("code analyzer flags require analyzer='code'")
     return analyzer
-
-
-def is_json_type(t: pa.DataType) -> bool:
-    """Whether `t` is a JSON column's type (Arrow's ``arrow.json`` extension, as lancepy and
-    pylance read JSON columns)."""
-    return isinstance(t, pa.BaseExtensionType) and t.extension_name in ("arrow.json", "lance.json")

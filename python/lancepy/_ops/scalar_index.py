@@ -18,6 +18,7 @@ from lancepy import _lancepy
 from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
 from lancepy._ops import extsort as _extsort
+from lancepy._core.schema import is_json_field
 from lancepy._ops import fts_analyzer as _fts_analyzer
 from lancepy._table import commit as _commit
 from lancepy._table.commit import commit_on
@@ -252,8 +253,7 @@ def _create_inverted(
     params = _fts_analyzer.check_params({k: v for k, v in options.items() if k not in ("memory_limit", "num_workers")})
     path, field_id, field = _resolve_field(view, column)
     dtype = field.type
-    is_json = _fts_analyzer.is_json_type(dtype) or (field.metadata or {}).get(b"ARROW:extension:name") in (
-        b"arrow.json", b"lance.json")  # (a JSON column, where pyarrow has no JSON type registered)
+    is_json = is_json_field(field)
     texts = dtype.value_type if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) else dtype
     if not (is_json or pa.types.is_string(texts) or pa.types.is_large_string(texts)):
         raise TypeError(

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
+from lancepy._core.schema import is_json_type, is_stored_json_field
 from lancepy.filters.casts import arrow_type_from_string, _cast, _sql_type
 from lancepy.filters.parsing import _Sql, _dialect
 from lancepy.filters.patterns import _REGEX_FLAGS, _check_regex, _like_regex
@@ -87,7 +88,7 @@ class _Functions:
             first = first.this
         parts = self.column_parts(first) if isinstance(first, exp.Column) and len(first.parts) == 1 else None
         t0 = self.column_type(parts) if parts else None
-        if parts and t0 is not None and (_is_json(t0) or _is_stored_json(self.schema.field(parts[0]))):
+        if parts and t0 is not None and (is_json_type(t0) or is_stored_json_field(self.schema.field(parts[0]))):
             # (a JSON column itself: it may be read as stored JSONB, see Filter.stored)
             self.json_fn_columns.add(parts[0])
             v = _V(pc.field(parts[0]), t0, "column")
@@ -96,7 +97,7 @@ class _Functions:
         if _is_null_type(v.type):
             return _const(pa.scalar(None, out_type))
         t = v.type
-        if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.json":
+        if is_json_type(t):
             v = _V(v.expr.cast(t.storage_type), t.storage_type)
         elif not (pa.types.is_large_binary(t) or _is_str(t)):
             raise InvalidArgumentError(f"filters: {name} needs a JSON column, got {t}")
@@ -406,12 +407,3 @@ class _Functions:
             v = self._visit(node.expressions[0], False)
             return _V(pc.is_valid(v.expr), pa.bool_()) if v.const is None else _const(pa.scalar(v.const.is_valid))
         raise NotSupportedError(f"filters: {node.sql(dialect=_dialect())} ({type(node).__name__}) is not supported")
-
-
-def _is_json(t: pa.DataType) -> bool:
-    return isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.json"
-
-
-def _is_stored_json(field: pa.Field) -> bool:
-    """A JSON column as stored (JSONB in ``large_binary``, ``lance.json``)."""
-    return pa.types.is_large_binary(field.type) and (field.metadata or {}).get(b"ARROW:extension:name") == b"lance.json"

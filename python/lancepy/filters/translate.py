@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
+from lancepy._core.schema import holds_json
 from lancepy.filters.casts import _cast
 from lancepy.filters.compare import _Comparisons
 from lancepy.filters.functions import _Functions
@@ -187,7 +188,7 @@ class _Translator(_Comparisons, _Functions):
     def field_value(self, parts: List[str]) -> _V:
         expr = pc.field(*parts)
         t = self.column_type(parts)
-        if self.schema is not None and _holds_json(self.schema.field(parts[0]).type):
+        if self.schema is not None and holds_json(self.schema.field(parts[0]).type):
             self.json_text_columns.add(parts[0])
         if pa.types.is_dictionary(t):
             # Compared, matched and computed on as its values.
@@ -437,10 +438,3 @@ class _Translator(_Comparisons, _Functions):
             # Bit patterns (NaN payloads differ), but -0.0 and 0.0 are one item to pylance.
             value = np.float64(0.0 if value == 0.0 else value).view(np.int64).item()
         return (str(s.type), value)
-
-
-def _holds_json(t: pa.DataType) -> bool:
-    """Whether values of type `t` are, or hold, JSON (``arrow.json``) at any depth."""
-    if isinstance(t, pa.BaseExtensionType):
-        return t.extension_name == "arrow.json" or _holds_json(t.storage_type)
-    return any(_holds_json(t.field(i).type) for i in range(t.num_fields))

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, 
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._core.schema import is_json_type
 from lancepy._table import commit as _commit
 from lancepy.exceptions import (
     CommitConflictError,
@@ -190,7 +191,7 @@ def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
     if src == dst:
         return True
     t = pa.types
-    if isinstance(dst, pa.BaseExtensionType) and dst.extension_name == "arrow.json":
+    if is_json_type(dst):
         # Spark strings stored in a JSON column (parsed when written; not JSON: an error)
         return t.is_string(src) or t.is_large_string(src)
     if t.is_timestamp(src) and t.is_timestamp(dst):
