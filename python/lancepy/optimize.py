@@ -22,6 +22,7 @@ from lancepy._core.args import _refuse
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops import extsort as _extsort
 from lancepy._ops import indices as _index_ops
+from lancepy._ops import json_index as _json_index
 from lancepy._table import commit as _commit
 from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config, commit_on
 from lancepy._table.fragments import FragmentMetadata
@@ -183,7 +184,7 @@ class DatasetOptimizer:
         for n in names:
             if n not in by_name:
                 raise IndexNotFoundError(f"index {n!r} does not exist in version {ds.version} of {ds._view.uri}")
-            kind = _index_ops._index_type(ds._view, by_name[n][0])
+            kind = _scalar_kind(ds._view, by_name[n][0])
             if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree", "Bitmap", "LabelList", "Inverted"):
                 raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
         paths = {v: k for k, v in ds._field_ids_by_path().items()}
@@ -195,10 +196,13 @@ class DatasetOptimizer:
         try:
             for n in names:
                 segs = by_name[n]
-                column = paths[segs[0]["fields"][0]]
+                column: Any = paths[segs[0]["fields"][0]]
+                kind = _scalar_kind(ds._view, segs[0])
+                if _json_index.details_of(segs[0]) is not None:  # (its keys: the values at its path)
+                    column = _json_index.key_of(ds._view, column, segs)
                 covered = set().union(*(set(e["fragment_ids"]) for e in segs))
                 fresh = [f for f in live if f.fragment_id not in covered]
-                btree = _index_ops._index_type(ds._view, segs[0]) in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
+                btree = kind in ("BTree", "Bitmap", "LabelList", "Inverted")  # (scalar: rows, no model)
                 if retrain and btree:
                     fresh, covered = live, set()  # (a BTREE index has no model: rebuilt from all rows)
                 elif retrain:
@@ -221,11 +225,11 @@ class DatasetOptimizer:
                     continue
                 merge = num_indices_to_merge != 0 and not (retrain and btree)
                 if btree:
-                    if _index_ops._index_type(ds._view, segs[0]) == "Inverted":
+                    if kind == "Inverted":
                         from lancepy._ops import inverted as _inverted
 
                         uid, files = _inverted.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge, bool(retrain))
-                    elif _index_ops._index_type(ds._view, segs[0]) in ("Bitmap", "LabelList"):
+                    elif kind in ("Bitmap", "LabelList"):
                         from lancepy._ops import bitmap as _bitmap
 
                         _bitmap.check_addresses(ds._view)
@@ -246,7 +250,7 @@ class DatasetOptimizer:
                 written += [f"_indices/{uid}/{f['path']}" for f in files]
                 base = dict(raw[segs[0]["uuid"]])
                 ids = sorted(({f.fragment_id for f in live} & covered if merge else set()) | {f.fragment_id for f in fresh})
-                if _index_ops._index_type(ds._view, segs[0]) == "BTree":
+                if _index_ops._index_type(ds._view, segs[0]) == "BTree":  # (a JSON index's stays 0)
                     base["index_version"] = _btree.index_version(ds._view)
                 base.update({
                     "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
@@ -453,10 +457,10 @@ def _split_run(run: List[Dict[str, Any]], live: List[int], target: int) -> List[
 
 
 def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, Any]]:
-    """The indices whose row addresses a rewrite of `fragment_ids` moves: IVF and BTREE
+    """The indices whose row addresses a rewrite of `fragment_ids` moves: IVF and scalar
     indices covering one of them (with stable row ids IVF indices hold row ids, which do
     not move: they just stop covering the rewritten fragments; BTREE ones hold addresses,
-    as pylance 14's)."""
+    as pylance 14's; JSON-path ones are not remapped there)."""
     from lancepy._ops import btree as _btree
 
     stable = ds._view.loaded.stable_row_ids
@@ -465,7 +469,8 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
         e for e in ds._index_entries()
         if set(e["fragment_ids"]) & ids
         and (_btree.holds_addresses(ds._view, e) if _index_ops._index_type(ds._view, e) == "BTree"
-             else _index_ops._index_type(ds._view, e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "Bitmap", "LabelList", "Inverted") and not stable)
+             else _scalar_kind(ds._view, e) in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree", "Bitmap", "LabelList", "Inverted")
+             and not stable)
     ]
 
 
@@ -615,7 +620,7 @@ def _remap_indices(
         from lancepy._ops import inverted as _inverted
 
         remap_segment = {"BTree": _btree.remap, "Bitmap": _bitmap.remap, "LabelList": _bitmap.remap,
-                         "Inverted": _inverted.remap}.get(_index_ops._index_type(ds._view, e), _ivf_build.remap)
+                         "Inverted": _inverted.remap}.get(_scalar_kind(ds._view, e), _ivf_build.remap)
         uid, files = remap_segment(ds._view.uri, ds._view.storage_options, e, old, new, compacted, dropped)
         written += [f"_indices/{uid}/{f['path']}" for f in files]
         raw = details[e["uuid"]]
@@ -626,6 +631,16 @@ def _remap_indices(
             "new_index_version": raw.get("index_version") or 0,
         })
     return out
+
+
+def _scalar_kind(view: Any, entry: Dict[str, Any]) -> str:
+    """An index's type as :func:`lancepy._ops.indices._index_type` names it, but a JSON-path
+    index's target type (``BTree``, ``Bitmap``) for it: what its segments are built, merged
+    and remapped as."""
+    details = _json_index.details_of(entry)
+    if details is not None:
+        return details.target_kind or "Json"
+    return _index_ops._index_type(view, entry)
 
 
 def _fragments_repr(fragments: List[FragmentMetadata]) -> str:

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy._ops.remap import moved_rows
-from lancepy.exceptions import CorruptFileError
+from lancepy.exceptions import CorruptFileError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -186,12 +186,19 @@ def sort_order(values: pa.Array, stable: bool = False) -> pa.Array:
 
 
 def column_batches(
-    view: "DatasetView", column: str, fragment_ids: Sequence[int], row_ids: bool = False,
+    view: "DatasetView", column: Any, fragment_ids: Sequence[int], row_ids: bool = False,
     batch_rows: int = _SCAN_BATCH_ROWS,
 ) -> Iterator[Tuple[pa.Array, pa.Array]]:
     """The live rows of `column` (a field path, ``a.b`` inside struct ``a``) in the non-empty
     list `fragment_ids`, `batch_rows` rows at a time: ``(values, row addresses)``, or
-    ``(values, row ids)`` with `row_ids`."""
+    ``(values, row ids)`` with `row_ids`. `column` may also be a key with its own
+    ``batches(view, fragment_ids)`` and ``dtype`` (a JSON path's values:
+    :class:`lancepy._ops.json_index.JsonPathKey`)."""
+    if not isinstance(column, str):  # (a key other than a column: a JSON path's values)
+        if row_ids:
+            raise NotSupportedError(f"{column!r}: keyed by row address only")
+        yield from column.batches(view, fragment_ids)
+        return
     top, *path = column.split(".")
     stream = view.snapshot.scan_stream(
         [top], fragment_ids=list(fragment_ids), batch_rows=batch_rows,
@@ -206,7 +213,7 @@ def column_batches(
 
 
 def collect(
-    view: "DatasetView", column: str, fragment_ids: Sequence[int], row_ids: bool = False
+    view: "DatasetView", column: Any, fragment_ids: Sequence[int], row_ids: bool = False
 ) -> Tuple[pa.Array, pa.Array]:
     """:func:`column_batches` all at once: ``(values, row addresses)`` (addresses even with
     stable row ids, as pylance 14 stores them in BTREE indices), or ``(values, row ids)``."""
@@ -356,7 +363,7 @@ def read_rows_of(ds_uri: str, uuid: str, storage_options: Any = None) -> Tuple[p
 
 def extend(
     view: "DatasetView",
-    column: str,
+    column: Any,
     entries: List[Dict[str, Any]],
     fragments: Sequence[int],
     merge: bool,
@@ -388,7 +395,9 @@ def extend(
     return uid, files
 
 
-def _column_type(view: "DatasetView", path: str) -> pa.DataType:
+def _column_type(view: "DatasetView", path: Any) -> pa.DataType:
+    if not isinstance(path, str):  # (a key other than a column: its own type)
+        return path.dtype
     top, *rest = path.split(".")
     dtype = view.schema.field(top).type
     for name in rest:

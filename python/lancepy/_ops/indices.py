@@ -143,13 +143,15 @@ def index_details(type_url: str, value: bytes) -> Dict[str, Any]:
     """An index entry's ``index_details`` (decoded natively) in the shape pylance 14's
     ``IndexDescription.details`` has: ``{}`` for the messages without fields; an INVERTED
     index's analyzer settings (pylance's keys; ``lance_tokenizer`` and ``custom_stop_words``
-    are not stored, so None; no ``format_version``); a vector index's ``metric_type`` (upper
+    are not stored, so None; no ``format_version``); a JSON-path index's ``path`` and ``target_details``; a vector index's ``metric_type`` (upper
     case), ``target_partition_size`` / ``target_num_partitions`` when set, ``hnsw`` when it has
     a graph, ``compression`` unless its vectors are stored flat, and ``runtime_hints``. A type
     lancepy does not read raises NotSupportedError."""
     d = _lancepy.decode_index_details("/" + str(type_url).lstrip("/"), bytes(value))
     if not d:
         return {}
+    if "target_type_url" in d:  # (a JSON-path index: its path and its target index's details)
+        return {"path": d["path"], "target_details": index_details(d["target_type_url"], d["target_value"])}
     if "metric_type" in d:
         out: Dict[str, Any] = {"metric_type": str(d["metric_type"]).upper()}
         for k in ("target_partition_size", "target_num_partitions"):
@@ -181,27 +183,33 @@ def index_statistics(view: "DatasetView", index_name: str) -> Dict[str, Any]:
     if not found:
         raise IndexNotFoundError(f'Index "{index_name}" not found: no such index in version {view.version} of {view.uri}')
     desc = found[0]
+    kind = desc.index_type
+    if kind == "Json":  # (pylance reports its target index's statistics, under the target's type)
+        from lancepy._ops import json_index as _json_index
+
+        first = next(e for e in _lancepy.index_section_entries(view.loaded.index_section) if e["name"] == index_name)
+        kind = getattr(_json_index.details_of(first), "target_kind", None) or kind
     rows = view.fragment_rows()
     covered = set().union(*(seg.fragment_ids for seg in desc.segments))
     live = [f for f in rows if rows[f][1] > 0 or f in covered]
     segments = []
     for seg in desc.segments:
-        info: Dict[str, Any] = {"index_type": desc.index_type, "uuid": seg.uuid}
-        if desc.index_type == "BTree":
+        info: Dict[str, Any] = {"index_type": kind, "uuid": seg.uuid}
+        if kind == "BTree":
             from lancepy._ops import btree as _btree
 
             info = _btree.segment_statistics(view.uri, seg.uuid, view.storage_options)
-        if desc.index_type == "Inverted":
+        if kind == "Inverted":
             from lancepy._ops import inverted as _inverted
 
             seg_ = _inverted.open_segment(view.uri, seg.uuid, view.storage_options)
             info = {"params": seg_.params, "num_tokens": sum(len(p.token_ids) for p in seg_.partitions),
                     "num_docs": seg_.num_docs}
-        if desc.index_type in ("Bitmap", "LabelList"):
+        if kind in ("Bitmap", "LabelList"):
             from lancepy._ops import bitmap as _bitmap
 
             info = _bitmap.segment_statistics(view.uri, seg.uuid, view.storage_options)
-        if desc.index_type in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
+        if kind in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
             from lancepy._ops import ivf as _ivf
 
             idx = _ivf.load_index(view.uri, seg.uuid, view.storage_options)
@@ -242,9 +250,9 @@ def index_statistics(view: "DatasetView", index_name: str) -> Dict[str, Any]:
                 }
             )
         segments.append(info)
-    empty_btree = desc.index_type == "BTree" and not any(segments)
+    empty_btree = kind == "BTree" and not any(segments)
     return {
-        "index_type": "N/A" if empty_btree else desc.index_type,
+        "index_type": "N/A" if empty_btree else kind,
         "name": index_name,
         "num_indices": desc.num_segments,
         "num_segments": desc.num_segments,

@@ -20,6 +20,7 @@ from lancepy._ops import btree as _btree
 from lancepy._ops import extsort as _extsort
 from lancepy._core.schema import is_json_field
 from lancepy._ops import fts_analyzer as _fts_analyzer
+from lancepy._ops import json_index as _json_index
 from lancepy._table import commit as _commit
 from lancepy._table.commit import commit_on
 from lancepy.exceptions import IndexAlreadyExistsError, InvalidArgumentError, NotSupportedError
@@ -126,12 +127,12 @@ def create_scalar_index(
         column = column[0]
     if not isinstance(column, str):
         raise InvalidArgumentError(f"create_scalar_index: column must be a column name, got {column!r}")
+    json_config = None
     if not isinstance(index_type, str):
-        raise NotSupportedError(
-            f"create_scalar_index(index_type={type(index_type).__name__}(...)): lancepy takes the index type "
-            "by name (e.g. 'BTREE'); index config objects are not supported"
-        )
+        index_type, json_config = _from_config(index_type)
     kind = index_type.upper()
+    if json_config is not None:
+        kind, json_path, json_dtype = _json_index.parse_config(json_config)
     if kind not in PYLANCE_SCALAR_TYPES:
         raise NotSupportedError(
             'Only "BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", "BLOOMFILTER", "RTREE" or '
@@ -165,8 +166,11 @@ def create_scalar_index(
         )
     memory_limit = fts_options.get("memory_limit")
     _extsort.budget_bytes(memory_limit)  # (checked before anything is read)
-    path, field_id, dtype = _resolve_column(view, column)
-    if kind == "LABEL_LIST":
+    path, field_id, field = _resolve_field(view, column)
+    dtype = field.type
+    if json_config is not None:
+        _json_index.check_column(view, field, column)
+    elif kind == "LABEL_LIST":
         if not _bitmap.is_list(dtype) or not _btree.indexable(dtype.value_type):
             raise TypeError(f"LABEL_LIST index column {column} must be a list of scalars (got {dtype})")
     elif not _btree.indexable(dtype):
@@ -188,10 +192,21 @@ def create_scalar_index(
     builder = _btree if kind == "BTREE" else _bitmap
     names = [_btree.PAGE_DATA, _btree.PAGE_LOOKUP] if kind == "BTREE" else [_bitmap.LOOKUP]
     written = [f"_indices/{uid}/{n}" for n in names]
+    details_type_url = _bitmap.LABEL_LIST_DETAILS_TYPE_URL if kind == "LABEL_LIST" else builder.DETAILS_TYPE_URL
+    details_value: List[int] = []
+    index_version = {"BITMAP": _bitmap.INDEX_VERSION, "LABEL_LIST": _bitmap.LABEL_LIST_INDEX_VERSION}.get(
+        kind, _btree.index_version(view) if kind == "BTREE" else 0
+    )
     try:
         # (the column a scan batch at a time, sorted in memory when it fits memory_limit,
         # else externally: lancepy._ops.extsort)
-        batches = _btree.column_batches(view, path, fragments) if fragments else iter(())
+        if json_config is not None:  # (the values at the path, typed by the first one found)
+            key, batches = _json_index.typed_batches(view, path, json_path, fragments, json_dtype)
+            dtype = key.dtype
+            details_value = _json_index.details_bytes(json_path, details_type_url)
+            details_type_url, index_version = _json_index.DETAILS_TYPE_URL, _json_index.INDEX_VERSION
+        else:
+            batches = _btree.column_batches(view, path, fragments) if fragments else iter(())
         files = _extsort.build_segment(
             kind, view.uri.rstrip("/") + f"/_indices/{uid}/", dtype, batches, memory_limit, view.storage_options,
             progress_callback,
@@ -205,13 +220,8 @@ def create_scalar_index(
         "name": name,
         "dataset_version": read_version,
         "fragment_bitmap": list(_lancepy.fragment_bitmap(fragments)),
-        "index_details": {
-            "type_url": _bitmap.LABEL_LIST_DETAILS_TYPE_URL if kind == "LABEL_LIST" else builder.DETAILS_TYPE_URL,
-            "value": [],
-        },
-        "index_version": {"BITMAP": _bitmap.INDEX_VERSION, "LABEL_LIST": _bitmap.LABEL_LIST_INDEX_VERSION}.get(
-            kind, _btree.index_version(view) if kind == "BTREE" else 0
-        ),
+        "index_details": {"type_url": details_type_url, "value": details_value},
+        "index_version": index_version,
         "created_at": int(time.time() * 1000),
         "base_id": None,
         "files": files,
@@ -220,6 +230,23 @@ def create_scalar_index(
     removed = _removed_entries(view, name) if existing else []
     return commit_on(view, "CreateIndex", {"new_indices": [entry], "removed_indices": removed}, written=written,
                      read_version=read_version)
+
+
+def _from_config(config: Any) -> Tuple[str, Optional[Dict[str, Any]]]:
+    """``(index type name, JSON index parameters or None)`` of an ``IndexConfig`` (lancepy's
+    or one of the same shape): ``"json"`` with its parameters, or a built-in type by name
+    with no parameters."""
+    index_type, parameters = getattr(config, "index_type", None), getattr(config, "parameters", None)
+    if not isinstance(index_type, str):
+        raise InvalidArgumentError(f"create_scalar_index: index_type must be a name or an IndexConfig, got {config!r}")
+    if index_type.lower() == "json":
+        return index_type, parameters if parameters is not None else {}
+    if parameters:
+        raise NotSupportedError(
+            f"create_scalar_index(IndexConfig({index_type!r}, {parameters!r})): lancepy takes parameters for "
+            "'json' indices only; give the others by name with keyword options"
+        )
+    return index_type, None
 
 
 def _removed_entries(view: "DatasetView", name: str) -> List[Dict[str, Any]]:

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
+from lancepy._ops import json_index as _json_index
 from lancepy.exceptions import LanceError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,11 +80,20 @@ def _other_zeros(dtype: pa.DataType, values: Sequence[Any]) -> List[float]:
 class _Index:
     name: str
     column: str
-    dtype: pa.DataType
+    #: the type of its keys (of a JSON-path index: ``None`` until its segments are opened)
+    dtype: Optional[pa.DataType]
     segments: List[str]
     fragments: Set[int]
     #: ``BTree`` or ``Bitmap`` (as pylance's plan names it)
     kind: str = "BTree"
+    #: a JSON-path index's path (its keys: the values at the path of JSON column `column`)
+    json_path: Optional[str] = None
+
+    def query(self, text: str) -> str:
+        """An index query's description as pylance's plan prints it (`text`: the predicate)."""
+        if self.json_path is not None:
+            text = f"Json({text}->{self.json_path})"
+        return f"[{text}]@{self.name}({self.kind})"
 
 
 _KINDS = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelListIndexDetails": "LabelList"}
@@ -93,10 +103,14 @@ def _btree_indices(view: "DatasetView") -> Dict[str, _Index]:
     """The BTREE or BITMAP index of each column that has one (the first by name when several)."""
     from lancepy._core.schema import _field_paths
 
-    out: Dict[str, _Index] = {}
+    out: Dict[Any, _Index] = {}
     paths = _field_paths(view.loaded.fields)
     for e in view.index_entries():
         kind = _KINDS.get(str(e.get("details_type") or "").rsplit(".", 1)[-1])
+        json_details = _json_index.details_of(e) if kind is None else None
+        if json_details is not None:
+            _add_json_index(view, out, e, json_details, paths)
+            continue
         if kind is None or len(e["fields"]) != 1:
             continue
         if kind in ("Bitmap", "LabelList") and view.stable_row_ids:
@@ -119,6 +133,29 @@ def _btree_indices(view: "DatasetView") -> Dict[str, _Index]:
         idx.segments.append(e["uuid"])
         idx.fragments.update(int(f) for f in e["fragment_ids"])
     return out
+
+
+def _add_json_index(
+    view: "DatasetView", out: Dict[Any, _Index], e: Dict[str, Any], details: "_json_index.JsonDetails",
+    paths: Dict[int, str],
+) -> None:
+    """Adds the segment `e` of a JSON-path index to `out` (under ``(column, path)``) when a
+    filter can use it: a BTREE or BITMAP target, a plain path (see
+    :mod:`lancepy._ops.json_index`), a top-level JSON column, row addresses."""
+    from lancepy._core.schema import is_json_field
+
+    if details.target_kind is None or not _json_index.is_plain_path(details.path) or view.stable_row_ids:
+        return
+    column = paths.get(e["fields"][0]) if len(e["fields"]) == 1 else None
+    if column is None or "." in column or column not in view.schema.names or not is_json_field(view.schema.field(column)):
+        return
+    idx = out.get((column, details.path))
+    if idx is None:
+        idx = out[(column, details.path)] = _Index(e["name"], column, None, [], set(), details.target_kind, details.path)
+    elif idx.name != e["name"]:
+        return
+    idx.segments.append(e["uuid"])
+    idx.fragments.update(int(f) for f in e["fragment_ids"])
 
 
 def _supported(dtype: pa.DataType) -> bool:
@@ -197,6 +234,8 @@ class _Planner:
                 if u not in opened:
                     opened[u] = module.open_segment(self.view.uri, u, self.view.storage_options)
             segments = [opened[u] for u in idx.segments]
+            if idx.dtype is None:  # (a JSON-path index: the type its target was trained on)
+                idx.dtype = segments[0].dtype
             if any(seg.dtype != idx.dtype for seg in segments):
                 # built before the column's type changed: its values are not the column's
                 raise _StaleIndex(idx.name)
@@ -208,10 +247,28 @@ class _Planner:
 
         if isinstance(node, exp.Paren):
             node = node.this
+        if isinstance(node, exp.Anonymous):
+            return self._json_key(node)
         if not isinstance(node, exp.Column) or node.table:
             return None
         idx = self.indices.get(node.name)
         return idx if idx is not None and idx.kind != "LabelList" and _supported(idx.dtype) else None
+
+    def _json_key(self, node: Any) -> Optional[_Index]:
+        """The JSON-path index answering ``json_get_<type>(column, 'path')``: one over that
+        column and path, trained on the function's type."""
+        from sqlglot import exp
+
+        args = node.expressions
+        if len(args) != 2 or not isinstance(args[0], exp.Column) or args[0].table:
+            return None
+        if not isinstance(args[1], exp.Literal) or not args[1].is_string:
+            return None
+        idx = self.indices.get((args[0].name, str(args[1].this)))
+        if idx is None:
+            return None
+        self._segments(idx)  # (its type)
+        return idx if _json_index.FUNCTIONS.get(idx.dtype) == str(node.this).lower() else None
 
     def _labels(self, node: Any) -> Optional[_Answer]:
         """``array_has_any`` / ``array_has_all`` of a column with a LABEL_LIST index and a
@@ -255,14 +312,14 @@ class _Planner:
             total_b = self._covered_rows(idx)  # (no bitmap decoded to count them)
             if len(found_b) > WIDE_RANGE * total_b and len(found_b) > WIDE_RANGE_MIN_ROWS:
                 return None
-            return _Answer(found_b, f"[{text}]@{idx.name}(Bitmap)", {idx.name: idx}, exact)
+            return _Answer(found_b, idx.query(text), {idx.name: idx}, exact)
         pages = [seg.pages_overlapping(low, low_inc, high, high_inc) for seg in segments]
         reach = sum(len(p) * seg.batch_size for p, seg in zip(pages, segments))
         total = sum(seg.num_rows for seg in segments)
         if reach > WIDE_RANGE * total and reach > WIDE_RANGE_MIN_ROWS:
             return None
         found = [seg.search_range(low, low_inc, high, high_inc, p) for seg, p in zip(segments, pages)]
-        return _Answer(np.concatenate(found), f"[{text}]@{idx.name}(BTree)", {idx.name: idx}, exact)
+        return _Answer(np.concatenate(found), idx.query(text), {idx.name: idx}, exact)
 
     def compare(self, idx: _Index, op: str, v: Any) -> Optional[_Answer]:
         """``column <op> v`` (`op`: ``EQ``, ``GT``, ``GTE``, ``LT``, ``LTE``; `v` a literal's
@@ -357,9 +414,12 @@ class _Planner:
             addresses = np.concatenate([seg.search_in(lookups) for seg in self._segments(idx)])
             if len(lookups) > len(values):
                 addresses = np.unique(addresses)  # (the index may hold both zeros as one key)
-            text = f"[{idx.column} = {_sql_value(values[0])}]@{idx.name}({idx.kind})"
-            for v in values[1:]:  # (pylance's plan: IN as ORed equalities)
-                text = f"OR({text},[{idx.column} = {_sql_value(v)}]@{idx.name}({idx.kind}))"
+            if idx.json_path is not None:  # (pylance's plan: one query of the list)
+                text = idx.query(f"{idx.column} IN [{','.join(_sql_value(v) for v in values)}]")
+            else:
+                text = idx.query(f"{idx.column} = {_sql_value(values[0])}")
+                for v in values[1:]:  # (pylance's plan: IN as ORed equalities)
+                    text = f"OR({text},{idx.query(f'{idx.column} = {_sql_value(v)}')})"
             exact = all(_exact(idx.dtype, v, None) for v in values)
             return _Answer(addresses, text, {idx.name: idx}, exact)
         if isinstance(node, exp.Like) and not node.args.get("negate"):
@@ -380,9 +440,11 @@ class _Planner:
             if idx is None:
                 return None
             found = [seg.search_null() for seg in self._segments(idx)]
-            return _Answer(
-                np.concatenate(found), f"[{idx.column} IS NULL]@{idx.name}({idx.kind})", {idx.name: idx}, True
-            )
+            return _Answer(np.concatenate(found), idx.query(f"{idx.column} IS NULL"), {idx.name: idx}, True)
+        if isinstance(node, (exp.Column, exp.Anonymous)):  # (a boolean alone: = true)
+            idx = self._column(node)
+            if idx is not None and pa.types.is_boolean(idx.dtype):
+                return self.compare(idx, "EQ", True)
         return None
 
     def _bound(self, node: Any) -> Optional[tuple]:
@@ -637,7 +699,7 @@ def plan(view: "DatasetView", flt: Optional["Filter"], fragment_ids: Optional[Se
     indices = view.state.get("btree_indices")
     if indices is None:
         indices = view.state["btree_indices"] = _btree_indices(view)
-    if not indices or not any(c in indices for c in flt.columns):
+    if not indices or not any(idx.column in flt.columns for idx in indices.values()):
         return None
     from lancepy.filters.parsing import parse_sql
 

@@ -23,6 +23,7 @@
 //! when empty, as pylance reads it; it never panics or reads out of bounds.
 
 pub mod arrow;
+pub mod index;
 mod parse;
 pub mod path;
 

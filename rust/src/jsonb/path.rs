@@ -393,13 +393,13 @@ impl JsonPath {
 }
 
 /// A column of JSON values as the functions take it: JSON text (parsed per row) or JSONB.
-enum Values<'a> {
+pub(super) enum Values<'a> {
     Text(Box<dyn Fn(usize) -> Option<&'a str> + 'a>),
     Jsonb(&'a arrow_array::LargeBinaryArray),
 }
 
 impl<'a> Values<'a> {
-    fn of(array: &'a dyn Array) -> Result<Values<'a>> {
+    pub(super) fn of(array: &'a dyn Array) -> Result<Values<'a>> {
         Ok(match array.data_type() {
             DataType::Utf8 => {
                 let a = array.as_string::<i32>();
@@ -415,7 +415,7 @@ impl<'a> Values<'a> {
     }
 
     /// Row `i` as JSONB (`None` when null).
-    fn jsonb<'b>(&'b self, i: usize, buf: &'b mut Vec<u8>) -> Result<Option<&'b [u8]>> {
+    pub(super) fn jsonb<'b>(&'b self, i: usize, buf: &'b mut Vec<u8>) -> Result<Option<&'b [u8]>> {
         match self {
             Values::Jsonb(a) => Ok(a.is_valid(i).then(|| a.value(i))),
             Values::Text(get) => match get(i) {

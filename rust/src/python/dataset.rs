@@ -264,6 +264,44 @@ pub fn json_function(py: Python<'_>, name: &str, values: &Bound<'_, PyAny>, args
     Ok(ArrowBatches::new(schema, vec![batch]))
 }
 
+/// The Arrow type (`"bool"`, `"int64"`, `"double"`, `"string"`) of a JSON-path index over
+/// `path` of `values` (JSON text or JSONB): that of the first non-null value at the path;
+/// `None` when all are null (see `jsonb::index::first_type`).
+#[pyfunction]
+pub fn json_index_type(py: Python<'_>, values: &Bound<'_, PyAny>, path: &str) -> PyResult<Option<&'static str>> {
+    let values = super::ffi::import_array(values)?;
+    let found = run(py, || crate::jsonb::index::first_type(values.as_ref(), path))?;
+    Ok(found.map(|t| json_index_type_name(&t)))
+}
+
+fn json_index_type_name(t: &arrow_schema::DataType) -> &'static str {
+    match t {
+        arrow_schema::DataType::Boolean => "bool",
+        arrow_schema::DataType::Int64 => "int64",
+        arrow_schema::DataType::Float64 => "double",
+        _ => "string",
+    }
+}
+
+/// The values a JSON-path index over `path` holds for `values` (JSON text or JSONB), as
+/// `target` (`"bool"`, `"int64"`, `"double"` or `"string"`); one column named `values`.
+#[pyfunction]
+pub fn json_index_values(py: Python<'_>, values: &Bound<'_, PyAny>, path: &str, target: &str) -> PyResult<ArrowBatches> {
+    use arrow_schema::DataType;
+    let values = super::ffi::import_array(values)?;
+    let target = match target {
+        "bool" => DataType::Boolean,
+        "int64" => DataType::Int64,
+        "double" => DataType::Float64,
+        "string" => DataType::Utf8,
+        other => return Err(to_pyerr(Error::invalid_input(format!("JSON index target type {other:?}")))),
+    };
+    let result = run(py, || crate::jsonb::index::index_values(values.as_ref(), path, &target))?;
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new("values", target, true)]));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![result]).map_err(|e| to_pyerr(e.into()))?;
+    Ok(ArrowBatches::new(schema, vec![batch]))
+}
+
 /// The Arrow schema of Lance fields (JSON) and schema metadata (JSON).
 #[pyfunction]
 pub fn lance_to_schema(fields_json: &str, metadata_json: &str) -> PyResult<ArrowBatches> {

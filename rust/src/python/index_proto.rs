@@ -305,6 +305,20 @@ pub fn encode_inverted_index_details<'py>(
     PyBytes::new(py, &index_details::encode_inverted_index_details(&m))
 }
 
+/// `JsonIndexDetails` bytes: the JSON path, the target index's details and the recorded
+/// target type (0: unspecified, as pylance 14.0.2 writes it).
+#[pyfunction]
+#[pyo3(signature = (path, target_type_url, target_value, target_data_type=0))]
+pub fn encode_json_index_details<'py>(
+    py: Python<'py>,
+    path: &str,
+    target_type_url: &str,
+    target_value: &[u8],
+    target_data_type: i32,
+) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &index_details::encode_json_index_details(path, target_type_url, target_value, target_data_type))
+}
+
 fn vector_details_dict<'py>(py: Python<'py>, v: VectorIndexDetails) -> PyResult<Bound<'py, PyDict>> {
     use vector_index_details::Compression as C;
     let d = PyDict::new(py);
@@ -357,6 +371,15 @@ pub fn decode_index_details<'py>(py: Python<'py>, type_url: &str, value: &[u8]) 
     match run(py, || index_details::decode_index_details(type_url, value))? {
         IndexDetails::Empty(_) => Ok(PyDict::new(py)),
         IndexDetails::Vector(v) => vector_details_dict(py, v),
+        IndexDetails::Json(m) => {
+            let d = PyDict::new(py);
+            let target = m.target_details.unwrap_or_default();
+            d.set_item("path", m.path)?;
+            d.set_item("target_type_url", target.type_url)?;
+            d.set_item("target_value", PyBytes::new(py, &target.value))?;
+            d.set_item("target_data_type", m.target_data_type)?;
+            Ok(d)
+        }
         IndexDetails::Inverted(m) => {
             let d = PyDict::new(py);
             d.set_item("base_tokenizer", m.base_tokenizer)?;
@@ -407,6 +430,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_legacy_index, m)?)?;
     m.add_function(wrap_pyfunction!(encode_inverted_index_details, m)?)?;
     m.add_function(wrap_pyfunction!(decode_index_details, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_json_index_details, m)?)?;
     m.add_function(wrap_pyfunction!(decode_ivf, m)?)?;
     m.add_function(wrap_pyfunction!(decode_tensor_f32, m)?)?;
     m.add_function(wrap_pyfunction!(encode_ivf, m)?)?;

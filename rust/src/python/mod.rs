@@ -71,6 +71,8 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::jsonb_encode, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::jsonb_to_text, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::json_function, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::json_index_type, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::json_index_values, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::json_columns_as_text, m)?)?;
     m.add_function(wrap_pyfunction!(fragment::write_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(fragment::decode_row_ids, m)?)?;

@@ -27,6 +27,8 @@ pub enum IndexDetails {
     Inverted(InvertedIndexDetails),
     /// A vector index's parameters.
     Vector(indexpb::VectorIndexDetails),
+    /// A scalar index over one JSON path: the path and the target index's details.
+    Json(indexpb::JsonIndexDetails),
 }
 
 const EMPTY: [&str; 5] =
@@ -61,6 +63,13 @@ pub fn decode_index_details(type_url: &str, value: &[u8]) -> Result<IndexDetails
             Ok(IndexDetails::Inverted(m))
         }
         ("lance.index.pb", "VectorIndexDetails") => Ok(IndexDetails::Vector(indexpb::VectorIndexDetails::decode(value)?)),
+        ("lance.index.pb", "JsonIndexDetails") => {
+            let m = indexpb::JsonIndexDetails::decode(value)?;
+            if m.target_details.is_none() {
+                return Err(Error::corrupt("JsonIndexDetails without target_details"));
+            }
+            Ok(IndexDetails::Json(m))
+        }
         ("lance.index.pb", "BloomFilterIndexDetails") => {
             // (pylance 14 writes it empty; a well-formed message is all that is checked)
             let _ = tablepb::BTreeIndexDetails::decode(value)?;
@@ -76,6 +85,18 @@ pub fn encode_inverted_index_details(details: &InvertedIndexDetails) -> Vec<u8> 
     let mut m = details.clone();
     m.language = serde_json::to_string(&details.language).expect("a string serializes");
     m.encode_to_vec()
+}
+
+/// Encodes `JsonIndexDetails` as pylance 14 writes them: the path, the target index's
+/// details (`target_type_url`, `target_value`) and `target_data_type` (0, unspecified, as
+/// pylance 14.0.2 writes it; a rewrite passes on what it read).
+pub fn encode_json_index_details(path: &str, target_type_url: &str, target_value: &[u8], target_data_type: i32) -> Vec<u8> {
+    indexpb::JsonIndexDetails {
+        path: path.to_string(),
+        target_details: Some(prost_types::Any { type_url: target_type_url.to_string(), value: target_value.to_vec() }),
+        target_data_type,
+    }
+    .encode_to_vec()
 }
 
 #[cfg(test)]
@@ -149,6 +170,24 @@ mod tests {
             IndexDetails::Empty("BloomFilterIndexDetails")
         );
         assert!(matches!(decode_index_details("BTreeIndexDetails", &[]), Err(Error::NotSupported(_))));
+    }
+
+    #[test]
+    fn json_details_as_pylance_writes_them() {
+        // pylance 14.0.2's bytes for a BTREE over path "x" (target_data_type unspecified)
+        let mut want = vec![0x0a, 0x01, b'x', 0x12, 0x20, 0x0a, 0x1e];
+        want.extend_from_slice(b"/lance.table.BTreeIndexDetails");
+        let bytes = encode_json_index_details("x", "/lance.table.BTreeIndexDetails", &[], 0);
+        assert_eq!(bytes, want);
+        let IndexDetails::Json(m) = decode_index_details("/lance.index.pb.JsonIndexDetails", &bytes).unwrap() else { panic!() };
+        assert_eq!((m.path.as_str(), m.target_data_type), ("x", 0));
+        assert_eq!(m.target_details.unwrap().type_url, "/lance.table.BTreeIndexDetails");
+        // a recorded type, even one lancepy does not know, is kept
+        let bytes = encode_json_index_details("$.a", "/lance.table.BitmapIndexDetails", &[], 9);
+        let IndexDetails::Json(m) = decode_index_details("/lance.index.pb.JsonIndexDetails", &bytes).unwrap() else { panic!() };
+        assert_eq!(m.target_data_type, 9);
+        // no target: damaged
+        assert!(matches!(decode_index_details("/lance.index.pb.JsonIndexDetails", &[0x0a, 0x01, b'x']), Err(Error::Corrupt(_))));
     }
 
     #[test]
