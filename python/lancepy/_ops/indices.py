@@ -183,18 +183,19 @@ def index_statistics(view: "DatasetView", index_name: str) -> Dict[str, Any]:
     if not found:
         raise IndexNotFoundError(f'Index "{index_name}" not found: no such index in version {view.version} of {view.uri}')
     desc = found[0]
-    kind = desc.index_type
-    if kind == "Json":  # (pylance reports its target index's statistics, under the target's type)
+    kind = reported = desc.index_type
+    if kind == "Json":  # (pylance: its target index's statistics, typed "BTree" whatever the target)
         from lancepy._ops import json_index as _json_index
 
         first = next(e for e in _lancepy.index_section_entries(view.loaded.index_section) if e["name"] == index_name)
         kind = getattr(_json_index.details_of(first), "target_kind", None) or kind
+        reported = "BTree"
     rows = view.fragment_rows()
     covered = set().union(*(seg.fragment_ids for seg in desc.segments))
     live = [f for f in rows if rows[f][1] > 0 or f in covered]
     segments = []
     for seg in desc.segments:
-        info: Dict[str, Any] = {"index_type": kind, "uuid": seg.uuid}
+        info: Dict[str, Any] = {"index_type": reported, "uuid": seg.uuid}
         if kind == "BTree":
             from lancepy._ops import btree as _btree
 
@@ -252,7 +253,7 @@ def index_statistics(view: "DatasetView", index_name: str) -> Dict[str, Any]:
         segments.append(info)
     empty_btree = kind == "BTree" and not any(segments)
     return {
-        "index_type": "N/A" if empty_btree else kind,
+        "index_type": "N/A" if empty_btree else reported,
         "name": index_name,
         "num_indices": desc.num_segments,
         "num_segments": desc.num_segments,
