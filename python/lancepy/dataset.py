@@ -385,7 +385,9 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         ``index_operators``, operators as tokens, ``split_identifiers`` into their words
         (``split_on_numerics``, ``preserve_original``), no stemming or stop words unless asked,
         as pylance 14's code analyzer. Not supported: ``fragment_ids``
-        (``ValueError``, as pylance), ``num_workers`` > 1, ``document_granularity="list_element"``."""
+        (``ValueError``, as pylance), ``num_workers`` > 1, ``document_granularity="list_element"``.
+        ``index_type=IndexConfig("json", {"target_index_type": "btree" | "bitmap", "path": p})``
+        (:class:`lancepy.indices.IndexConfig`): an index over the value at JSON path ``p``."""
         self._install(_scalar_index.create_scalar_index(self._view, **_args(locals())))
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
