@@ -11,6 +11,9 @@ columns: ``{"id", "user": {"name", "age"}, "tags": [...], "text": 10-40 words, "
 - filters: ``json_get_int`` / ``json_extract`` / ``json_array_contains`` predicates
   (``count_rows``), and a ``to_table`` of the rows one keeps, each library on pylance's
   dataset;
+- JSON-path indices (``IndexConfig("json", ...)``): a BTREE over ``id`` and a BITMAP over
+  ``ok``, built by each library on its own copy; point lookups, 0.1% ranges and a boolean,
+  each library on its own index (the unindexed scan's time for scale);
 - FTS: an INVERTED index on the column (JSON documents flattened into
   ``<path>,<type>,<value>`` tokens), built once by each library on its own copy, and
   ``--queries`` triplet queries (``limit=10``), each library on its own index; the top-10
@@ -120,6 +123,8 @@ def main() -> None:
         assert got.equals(want)
         row(f"to_table(filter={flt}) = {want.num_rows:,} rows", t_lp, t_pl)
 
+        json_index_rows(root, uri, args, len(docs))
+
         for name in ("f_lp", "f_pl"):
             shutil.copytree(uri, os.path.join(root, name))
         t0 = time.perf_counter()
@@ -157,6 +162,46 @@ def main() -> None:
         row(f"FTS {len(queries)} queries (same top-10 scores: {same}/{len(queries)})", t_lp, t_pl)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def json_index_rows(root: str, uri: str, args, n: int) -> None:
+    """JSON-path indices (``IndexConfig("json", ...)``): built by each library on its own copy,
+    queried by each on its own index; the unindexed scan (lancepy) for scale."""
+    from lance.indices import IndexConfig as PyIndexConfig
+    from lancepy.indices import IndexConfig
+
+    for name in ("j_lp", "j_pl"):
+        shutil.copytree(uri, os.path.join(root, name))
+    for target, path in (("btree", "id"), ("bitmap", "ok")):
+        params = {"target_index_type": target, "path": path}
+        t0 = time.perf_counter()
+        lancepy.dataset(os.path.join(root, "j_lp")).create_scalar_index("doc", IndexConfig("json", params), name=path)
+        t_lp = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        lance.dataset(os.path.join(root, "j_pl")).create_scalar_index("doc", PyIndexConfig("json", params), name=path)
+        t_pl = time.perf_counter() - t0
+        row(f"JSON-path {target.upper()} build on '{path}' (once)", t_lp, t_pl)
+    ds_lp, ds_pl = lancepy.dataset(os.path.join(root, "j_lp")), lance.dataset(os.path.join(root, "j_pl"))
+    plain = lancepy.dataset(uri)
+    keys = np.random.default_rng(3).integers(0, n, args.queries)
+    width = max(1, n // 1000)
+    cases = [
+        (f"{args.queries} × json_get_int(doc, 'id') = k", [f"json_get_int(doc, 'id') = {k}" for k in keys]),
+        (f"{args.queries} × 0.1% range of 'id'",
+         [f"json_get_int(doc, 'id') BETWEEN {k} AND {k + width - 1}" for k in keys]),
+        ("json_get_bool(doc, 'ok') = false (a third of the rows)", ["json_get_bool(doc, 'ok') = false"]),
+    ]
+    for label, filters in cases:
+        def run(ds):
+            return [ds.to_table(columns=["i"], filter=f).num_rows for f in filters]
+
+        t_lp, got = best(lambda: run(ds_lp), args.repeats)
+        t_pl, want = best(lambda: run(ds_pl), args.repeats)
+        assert got == want, label
+        t_scan, scanned = best(lambda: run(plain), 1)
+        assert scanned == want, label
+        assert "Json(" in ds_lp.scanner(filter=filters[0]).explain_plan() or "ok" in label
+        row(f"{label} (unindexed scan: {t_scan * 1000:,.0f} ms)", t_lp, t_pl)
 
 
 if __name__ == "__main__":
