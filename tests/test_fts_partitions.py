@@ -37,7 +37,7 @@ def _segment_dir(path):
 
 
 def test_partitioned_build_answers_as_one_index(tmp_path):
-    docs = corpus(71, 12000, 3, 50)
+    docs = corpus(71, 30000, 3, 50)
     parts = _build(tmp_path, "parts", docs, lancepy, memory_limit=1)
     whole = _build(tmp_path, "whole", docs, lancepy)
     theirs = _build(tmp_path, "theirs", docs, lance)
@@ -77,13 +77,13 @@ def test_partitioned_merge_streams_partitions(tmp_path, monkeypatch, builder):
     from lancepy._ops import inverted as _inverted
 
     lib = lancepy if builder == "lancepy" else lance
-    docs = corpus(75, 9000, 3, 40)
+    docs = corpus(75, 24000, 3, 40)
     path = _build(tmp_path, "p", docs, lib, memory_limit=1)
     old_parts = len(_partitions(path))
     if builder == "lancepy":
         assert old_parts > 2
     extra = corpus(76, 1500, 3, 40)
-    lance.write_dataset(pa.table({"id": list(range(9000, 10500)), "text": extra}), path, mode="append")
+    lance.write_dataset(pa.table({"id": list(range(len(docs), len(docs) + 1500)), "text": extra}), path, mode="append")
     alive, most = [0], [0]
     opened = _inverted.Partition.__init__
 

@@ -2,11 +2,13 @@
 //!
 //! [`PostingsBuilder::add`] analyzes a batch of texts and appends each (token, document)
 //! pair to its token's posting list at once, so the texts of a batch are dropped after it:
-//! what a partition holds is 8 bytes a pair (document, frequency), 4 more a position, and
-//! the vocabulary. [`encode`] then writes every posting list as pylance 14's partition file
+//! what a partition holds is its posting lists packed as varints (2–4 bytes a (document,
+//! frequency) pair, 1–2 more a position), the documents' row ids and lengths, and the
+//! vocabulary. [`encode`] then writes every posting list as pylance 14's partition file
 //! lays it out (blocks led by their max BM25 score, positions streams), straight into Arrow
 //! arrays, a bounded group of tokens at a time.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -20,18 +22,83 @@ use crate::table::fts::Analyzer;
 use crate::table::fts_pos;
 use crate::table::{fts_codec, fts_score};
 
-/// One token's posting list as it grows: documents ascending, each one's frequency and (with
-/// positions) its positions, ascending, one document's after another.
+/// One token's posting list as it grows, packed: for each document (ascending), the
+/// difference from the previous document, its frequency and (with positions) its positions'
+/// differences, each a LEB128 varint. A pair costs 2–4 bytes instead of 8, a position 1–2
+/// instead of 4; [`PostingList::parts`] unpacks it at encode time, a group of tokens at once.
 #[derive(Default)]
 struct TokenList {
-    docs: Vec<u32>,
-    freqs: Vec<u32>,
-    positions: Vec<u32>,
+    bytes: Vec<u8>,
+    /// documents in the list, and the last one
+    docs: u32,
+    last_doc: u32,
+    /// positions in the list
+    positions: u64,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The varint at `*at` of `bytes` (built by [`put_varint`] in this process: complete).
+fn get_varint(bytes: &[u8], at: &mut usize) -> u32 {
+    let mut v = 0u32;
+    let mut shift = 0;
+    while let Some(&b) = bytes.get(*at) {
+        *at += 1;
+        v |= ((b & 0x7f) as u32) << shift;
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    v
 }
 
 impl TokenList {
     fn capacity_bytes(&self) -> usize {
-        4 * (self.docs.capacity() + self.freqs.capacity() + self.positions.capacity())
+        self.bytes.capacity()
+    }
+
+    /// Appends document `doc` (greater than the last one) with `freq` and its positions.
+    fn push(&mut self, doc: u32, freq: u32, positions: impl Iterator<Item = u32>) {
+        put_varint(&mut self.bytes, doc - if self.docs == 0 { 0 } else { self.last_doc });
+        put_varint(&mut self.bytes, freq);
+        let mut prev = 0;
+        for p in positions {
+            put_varint(&mut self.bytes, p - prev);
+            prev = p;
+            self.positions += 1;
+        }
+        self.docs += 1;
+        self.last_doc = doc;
+    }
+
+    /// The list unpacked: documents, frequencies, positions (`with_positions`: as it was
+    /// built).
+    fn unpack(&self, with_positions: bool) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+        let n = self.docs as usize;
+        let (mut docs, mut freqs) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut positions = Vec::with_capacity(if with_positions { self.positions as usize } else { 0 });
+        let (mut at, mut doc) = (0usize, 0u32);
+        for _ in 0..n {
+            doc += get_varint(&self.bytes, &mut at);
+            let freq = get_varint(&self.bytes, &mut at);
+            docs.push(doc);
+            freqs.push(freq);
+            if with_positions {
+                let mut p = 0;
+                for _ in 0..freq {
+                    p += get_varint(&self.bytes, &mut at);
+                    positions.push(p);
+                }
+            }
+        }
+        (docs, freqs, positions)
     }
 }
 
@@ -39,18 +106,22 @@ impl TokenList {
 /// their positions one document's after another (empty without positions))`.
 pub trait PostingList: Sync {
     /// The list's parts.
-    fn parts(&self) -> (&[u32], &[u32], &[u32]);
+    fn parts(&self) -> (Cow<'_, [u32]>, Cow<'_, [u32]>, Cow<'_, [u32]>);
 }
 
-impl PostingList for TokenList {
-    fn parts(&self) -> (&[u32], &[u32], &[u32]) {
-        (&self.docs, &self.freqs, &self.positions)
+/// A packed list with whether it holds positions.
+struct Packed(TokenList, bool);
+
+impl PostingList for Packed {
+    fn parts(&self) -> (Cow<'_, [u32]>, Cow<'_, [u32]>, Cow<'_, [u32]>) {
+        let (d, f, p) = self.0.unpack(self.1);
+        (Cow::Owned(d), Cow::Owned(f), Cow::Owned(p))
     }
 }
 
 impl PostingList for (&[u32], &[u32], &[u32]) {
-    fn parts(&self) -> (&[u32], &[u32], &[u32]) {
-        (self.0, self.1, self.2)
+    fn parts(&self) -> (Cow<'_, [u32]>, Cow<'_, [u32]>, Cow<'_, [u32]>) {
+        (Cow::Borrowed(self.0), Cow::Borrowed(self.1), Cow::Borrowed(self.2))
     }
 }
 
@@ -103,6 +174,7 @@ impl PostingsBuilder {
         let (local_vocab, ids, offsets, positions) = self.analyzer.analyze_corpus(texts, self.with_positions)?;
         let global: Vec<u32> = local_vocab.into_iter().map(|t| self.token_id(t)).collect();
         let mut doc_tokens: Vec<(u32, u32)> = Vec::new();
+        let with_positions = self.with_positions;
         for (t, w) in offsets.windows(2).enumerate() {
             let (a, b) = (w[0] as usize, w[1] as usize);
             if a == b {
@@ -123,11 +195,8 @@ impl PostingsBuilder {
                 let run = doc_tokens[i..].iter().take_while(|p| p.0 == tok).count();
                 let list = &mut self.lists[tok as usize];
                 let before = list.capacity_bytes();
-                list.docs.push(doc);
-                list.freqs.push(run as u32);
-                if self.with_positions {
-                    list.positions.extend(doc_tokens[i..i + run].iter().map(|p| p.1));
-                }
+                let positions = doc_tokens[i..i + run].iter().map(|p| p.1).filter(|_| with_positions);
+                list.push(doc, run as u32, positions);
                 self.list_bytes = self.list_bytes + list.capacity_bytes() - before;
                 i += run;
             }
@@ -172,7 +241,7 @@ impl PostingsBuilder {
     /// Each token's number of documents (token id order), before [`Self::encode`].
     pub fn doc_freqs(&self) -> Result<Vec<u32>> {
         self.check_open()?;
-        Ok(self.lists.iter().map(|l| l.docs.len() as u32).collect())
+        Ok(self.lists.iter().map(|l| l.docs).collect())
     }
 
     /// Each document's row id and token count.
@@ -189,9 +258,17 @@ impl PostingsBuilder {
         }
         self.encoded = true;
         self.list_bytes = 0;
+        let with_positions = self.with_positions;
         let mut lists = std::mem::take(&mut self.lists).into_iter();
         let tokens = lists.len();
-        encode(tokens, |r| lists.by_ref().take(r.len()).collect(), &self.lens, idf, block_size, self.with_positions)
+        encode(
+            tokens,
+            |r| lists.by_ref().take(r.len()).map(|l| Packed(l, with_positions)).collect(),
+            &self.lens,
+            idf,
+            block_size,
+            with_positions,
+        )
     }
 }
 
@@ -247,6 +324,7 @@ where
                 .map(|(i, list)| {
                     let t = first + i;
                     let (docs, freqs, positions) = list.parts();
+                    let (docs, freqs, positions) = (&docs[..], &freqs[..], &positions[..]);
                     if docs.is_empty() || docs.len() != freqs.len() {
                         return Err(Error::InvalidInput("posting lists: a token without documents".into()));
                     }
@@ -398,9 +476,7 @@ mod tests {
         assert_eq!(b.docs().0, [10, 12, 13, 14]);
         assert_eq!(b.docs().1, [4, 3, 1, 4]);
         assert_eq!(b.doc_freqs().unwrap(), [2, 2, 2, 2]);
-        assert_eq!(b.lists[0].docs, [0, 3]);
-        assert_eq!(b.lists[0].freqs, [2, 3]);
-        assert_eq!(b.lists[0].positions, [0, 2, 0, 2, 3]);
+        assert_eq!(b.lists[0].unpack(true), (vec![0, 3], vec![2, 3], vec![0, 2, 0, 2, 3]));
         let idf = [0.5f32, 0.6, 0.7, 0.8];
         let built = b.encode(&idf, 128).unwrap();
         assert!(b.encode(&idf, 128).is_err() && b.add(&opt[..1], &[20]).is_err() && b.doc_freqs().is_err());
