@@ -504,6 +504,9 @@ def write_postings(base: str, params: Dict[str, Any], p: Postings, storage_optio
 #: Rows of text a build reads at a time: a document can be kilobytes, and the scan's working
 #: memory (pages read, decompressed, cut) grows with its batches.
 TEXT_BATCH_ROWS = 16384
+#: Tokens whose posting lists are encoded and handed to the file writer at once (the writer
+#: flushes pages as they fill: a partition's encoded lists are never all in memory).
+ENCODE_CHUNK_TOKENS = 16384
 #: pylance's default build memory (2 GiB, per worker; lancepy builds with one).
 DEFAULT_MEMORY_LIMIT_MIB = 2048
 #: The share of the build memory a partition's posting lists may take before they are written:
@@ -635,11 +638,12 @@ def write_partition(
             _raw(np.asarray(p.positions, "<u4")) if with_pos else None, doc_len.tobytes(),
             bm25_idf(df, len(doc_rows)).tobytes(), block_size,
         )
-    else:  # (a native FtsPostingsBuilder)
+    else:  # (a native FtsPostingsBuilder: encoded a batch of tokens at a time, as written)
         vocab = p.vocab()
         rows_bytes, lens_bytes = p.docs()
         doc_rows, doc_len = np.frombuffer(rows_bytes, "<u8"), np.frombuffer(lens_bytes, "<u4")
-        raw = p.encode(bm25_idf(np.frombuffer(p.doc_freqs(), "<u4"), len(doc_rows)).tobytes(), block_size)
+        idf = bm25_idf(np.frombuffer(p.doc_freqs(), "<u4"), len(doc_rows)).tobytes()
+        raw = pa.RecordBatchReader.from_stream(p.encode_chunks(idf, block_size, ENCODE_CHUNK_TOKENS))
     total_tokens = int(doc_len.sum(dtype=np.uint64))
     files = []
     meta = {"format_version": str(FORMAT_VERSION), "posting_block_size": str(block_size), "posting_tail_codec": "varint_delta_v1"}
@@ -647,8 +651,11 @@ def write_partition(
         meta.update(POSITIONS_META)
     # (the columns as encoded natively: `_posting`, `_max_score`, `_length` and, with positions,
     # `_compressed_position`, `_position_block_offset`; exported without a copy)
-    invert = pa.record_batch(raw)
-    invert = invert.replace_schema_metadata(meta)
+    if not isinstance(raw, pa.RecordBatchReader):
+        whole = pa.record_batch(raw)
+        raw = pa.RecordBatchReader.from_batches(whole.schema, [whole])
+    invert = raw
+    invert_schema = invert.schema.with_metadata(meta)
     del raw
     fst = _lancepy.fts_fst_build(list(vocab), list(range(len(vocab))))
     tokens_schema = pa.schema(
@@ -668,12 +675,15 @@ def write_partition(
         metadata={"total_tokens": str(total_tokens)},
     )
     docs = pa.record_batch([pa.array(doc_rows, pa.uint64()), pa.array(doc_len, pa.uint32())], schema=docs_schema)
-    for name, batch in (
-        (f"part_{pid}_invert.lance", invert), (f"part_{pid}_tokens.lance", tokens), (f"part_{pid}_docs.lance", docs)
+    for name, schema, batches in (
+        (f"part_{pid}_invert.lance", invert_schema, invert),
+        (f"part_{pid}_tokens.lance", tokens.schema, [tokens]),
+        (f"part_{pid}_docs.lance", docs.schema, [docs]),
     ):
-        with LanceFileWriter(base + name, batch.schema, version="2.2", storage_options=storage_options) as w:
-            if batch.num_rows:
-                w.write_batch(batch)
+        with LanceFileWriter(base + name, schema, version="2.2", storage_options=storage_options) as w:
+            for batch in batches:
+                if batch.num_rows:
+                    w.write_batch(batch.replace_schema_metadata(schema.metadata))
         files.append({"path": name, "size_bytes": int(w.file_size or 0)})
     return files
 

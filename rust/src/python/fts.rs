@@ -594,6 +594,20 @@ impl PyPostingsBuilder {
         let batch = self.with(py, |b| b.encode(&idf, block_size))?;
         Ok(super::ffi::ArrowBatches::new(batch.schema(), vec![batch]))
     }
+
+    /// [`Self::encode`] as a stream of batches of `chunk` tokens, each encoded when it is
+    /// read (so that a writer holds one batch's encoded lists at a time, not all of them).
+    fn encode_chunks(
+        &self,
+        py: Python<'_>,
+        idf: PyBackedBytes,
+        block_size: usize,
+        chunk: usize,
+    ) -> PyResult<super::ffi::BatchStream> {
+        let idf: Vec<f32> = u32s(&idf, "idf")?.into_iter().map(f32::from_bits).collect();
+        let (chunks, with_positions) = self.with(py, |b| Ok((b.encode_chunks(idf, block_size, chunk)?, b.with_positions())))?;
+        Ok(super::ffi::BatchStream::new(crate::table::fts_build::posting_schema(with_positions), chunks))
+    }
 }
 
 /// [`crate::table::fts_build::encode_flat`]: the posting file columns of flat lists

@@ -228,6 +228,11 @@ impl PostingsBuilder {
         self.list_bytes + self.vocab_bytes + 12 * self.rows.capacity()
     }
 
+    /// Whether positions are kept.
+    pub fn with_positions(&self) -> bool {
+        self.with_positions
+    }
+
     /// Number of documents so far.
     pub fn num_docs(&self) -> usize {
         self.rows.len()
@@ -247,6 +252,31 @@ impl PostingsBuilder {
     /// Each document's row id and token count.
     pub fn docs(&self) -> (&[u64], &[u32]) {
         (&self.rows, &self.lens)
+    }
+
+    /// The partition's posting file columns (see [`encode`]) with each token's `idf`, in
+    /// batches of `chunk` tokens encoded as they are asked for (the lists are let go batch by
+    /// batch); once only, and nothing can be added after.
+    pub fn encode_chunks(&mut self, idf: Vec<f32>, block_size: usize, chunk: usize) -> Result<EncodeChunks> {
+        self.check_open()?;
+        if idf.len() != self.lists.len() {
+            return Err(Error::InvalidInput(format!("posting lists: {} idf values for {} tokens", idf.len(), self.lists.len())));
+        }
+        if block_size == 0 || chunk == 0 {
+            return Err(Error::InvalidInput("posting lists: block size or chunk 0".into()));
+        }
+        self.encoded = true;
+        self.list_bytes = 0;
+        Ok(EncodeChunks {
+            lists: std::mem::take(&mut self.lists).into_iter(),
+            avgdl: average_length(&self.lens),
+            lens: self.lens.clone(),
+            idf,
+            at: 0,
+            chunk,
+            block_size,
+            with_positions: self.with_positions,
+        })
     }
 
     /// Encodes the partition (see [`encode`]) with each token's `idf`, letting each group of
@@ -272,6 +302,44 @@ impl PostingsBuilder {
     }
 }
 
+/// A partition's posting file columns a batch of tokens at a time (see
+/// [`PostingsBuilder::encode_chunks`]): each batch's lists are let go once it is encoded.
+pub struct EncodeChunks {
+    lists: std::vec::IntoIter<TokenList>,
+    lens: Vec<u32>,
+    avgdl: f32,
+    idf: Vec<f32>,
+    at: usize,
+    chunk: usize,
+    block_size: usize,
+    with_positions: bool,
+}
+
+impl Iterator for EncodeChunks {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        if self.at >= self.idf.len() {
+            return None;
+        }
+        let end = self.idf.len().min(self.at + self.chunk);
+        let with_positions = self.with_positions;
+        let mut lists =
+            self.lists.by_ref().take(end - self.at).map(|l| Packed(l, with_positions)).collect::<Vec<_>>().into_iter();
+        let idf = &self.idf[self.at..end];
+        self.at = end;
+        Some(encode_with(
+            idf.len(),
+            |r| lists.by_ref().take(r.len()).collect(),
+            &self.lens,
+            self.avgdl,
+            idf,
+            self.block_size,
+            with_positions,
+        ))
+    }
+}
+
 /// Tokens encoded at once: their encoded lists are moved into the Arrow builders before the
 /// next group is encoded.
 const ENCODE_GROUP: usize = 4096;
@@ -285,8 +353,45 @@ const ENCODE_GROUP: usize = 4096;
 /// `idf * (k1 + 1)`), so that the bytes are pylance's.
 pub fn encode<L, F>(
     tokens: usize,
+    group: F,
+    lens: &[u32],
+    idf: &[f32],
+    block_size: usize,
+    with_positions: bool,
+) -> Result<RecordBatch>
+where
+    L: PostingList,
+    F: FnMut(std::ops::Range<usize>) -> Vec<L>,
+{
+    encode_with(tokens, group, lens, average_length(lens), idf, block_size, with_positions)
+}
+
+/// The documents' average token count, as pylance 14 computes it (a float32 quotient).
+fn average_length(lens: &[u32]) -> f32 {
+    lens.iter().map(|&l| l as u64).sum::<u64>() as f32 / lens.len() as f32
+}
+
+/// The schema of a partition's posting file (see [`encode`]).
+pub fn posting_schema(with_positions: bool) -> Arc<Schema> {
+    let item = |t: DataType| Arc::new(Field::new("item", t, true));
+    let mut fields = vec![
+        Field::new("_posting", DataType::List(item(DataType::LargeBinary)), false),
+        Field::new("_max_score", DataType::Float32, false),
+        Field::new("_length", DataType::UInt32, false),
+    ];
+    if with_positions {
+        fields.push(Field::new("_compressed_position", DataType::LargeBinary, false));
+        fields.push(Field::new("_position_block_offset", DataType::List(item(DataType::UInt32)), false));
+    }
+    Arc::new(Schema::new(fields))
+}
+
+/// [`encode`] with the documents' average length `avgdl` given.
+fn encode_with<L, F>(
+    tokens: usize,
     mut group: F,
     lens: &[u32],
+    avgdl: f32,
     idf: &[f32],
     block_size: usize,
     with_positions: bool,
@@ -302,7 +407,6 @@ where
     if block_size == 0 {
         return Err(Error::InvalidInput("posting lists: block size 0".into()));
     }
-    let avgdl = lens.iter().map(|&l| l as u64).sum::<u64>() as f32 / lens.len() as f32;
     let mut blocks = LargeBinaryBuilder::new();
     let mut block_offsets: Vec<i32> = vec![0];
     let mut maxes: Vec<f32> = Vec::with_capacity(tokens);
@@ -363,11 +467,6 @@ where
         }
     }
     let item = |t: DataType| Arc::new(Field::new("item", t, true));
-    let mut fields = vec![
-        Field::new("_posting", DataType::List(item(DataType::LargeBinary)), false),
-        Field::new("_max_score", DataType::Float32, false),
-        Field::new("_length", DataType::UInt32, false),
-    ];
     let posting: LargeBinaryArray = blocks.finish();
     let mut columns: Vec<ArrayRef> = vec![
         Arc::new(ListArray::try_new(
@@ -380,8 +479,6 @@ where
         Arc::new(UInt32Array::from(lengths)),
     ];
     if with_positions {
-        fields.push(Field::new("_compressed_position", DataType::LargeBinary, false));
-        fields.push(Field::new("_position_block_offset", DataType::List(item(DataType::UInt32)), false));
         columns.push(Arc::new(streams.finish()));
         columns.push(Arc::new(ListArray::try_new(
             item(DataType::UInt32),
@@ -390,7 +487,7 @@ where
             None,
         )?));
     }
-    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+    Ok(RecordBatch::try_new(posting_schema(with_positions), columns)?)
 }
 
 /// One token's encoded list: `(posting blocks, max score, positions stream and its block
@@ -478,7 +575,13 @@ mod tests {
         assert_eq!(b.doc_freqs().unwrap(), [2, 2, 2, 2]);
         assert_eq!(b.lists[0].unpack(true), (vec![0, 3], vec![2, 3], vec![0, 2, 0, 2, 3]));
         let idf = [0.5f32, 0.6, 0.7, 0.8];
+        let mut twin = PostingsBuilder::new(analyzer(), true);
+        twin.add(&opt, &[10, 11, 12, 13, 14]).unwrap();
+        let chunks: Vec<RecordBatch> = twin.encode_chunks(idf.to_vec(), 128, 3).unwrap().collect::<Result<_>>().unwrap();
+        assert_eq!(chunks.iter().map(|c| c.num_rows()).collect::<Vec<_>>(), [3, 1]);
+        assert!(twin.encode_chunks(idf.to_vec(), 128, 3).is_err());
         let built = b.encode(&idf, 128).unwrap();
+        assert_eq!(arrow_select::concat::concat_batches(&built.schema(), &chunks).unwrap(), built);
         assert!(b.encode(&idf, 128).is_err() && b.add(&opt[..1], &[20]).is_err() && b.doc_freqs().is_err());
         assert_eq!(b.memory_bytes(), b.vocab_bytes + 12 * b.rows.capacity());
         let starts = [0u64, 2, 4, 6, 8];
