@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy import _lancepy
+from lancepy._core.allocator import leanly
 from lancepy._ops import bitmap as _bitmap
 from lancepy._ops import btree as _btree
 from lancepy.exceptions import InvalidArgumentError
@@ -336,6 +337,7 @@ def _elements(
         yield _bitmap.flatten(values, ids)
 
 
+@leanly
 def build_segment(
     kind: str,
     base: str,
@@ -457,6 +459,7 @@ class _SegmentCursor(_SortedCursor):
 MERGE_PAGES = 64
 
 
+@leanly
 def merge_btree(
     view: "DatasetView",
     column: str,
@@ -489,6 +492,7 @@ def merge_btree(
     return _merge(view, column, fragments, budget, progress, cursors, write, (_btree.PAGE_DATA, _btree.PAGE_LOOKUP))
 
 
+@leanly
 def merge_bitmap(
     view: "DatasetView",
     column: str,

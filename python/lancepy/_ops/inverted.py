@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 import pyarrow as pa
 
 from lancepy import _lancepy
+from lancepy._core.allocator import lean
 from lancepy._ops.fts_analyzer import _CODE_FLAGS, DEFAULT_PARAMS, Analyzer
 from lancepy.exceptions import CorruptFileError, InvalidArgumentError, NotSupportedError
 
@@ -557,19 +558,20 @@ def build_partitions(
         builder = analyzer.builder()
 
     report("start", "tokenize_docs", 0, None, "rows")
-    for values, ids in batches:
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
-        rows = np.asarray(ids.to_numpy(zero_copy_only=False), "<u8")
-        builder.add(values, rows.tobytes())  # (the texts are read in place, then let go)
-        del values
-        if builder.memory_bytes >= limit:
+    with lean():  # (freed scan and analysis buffers go back to the OS as the build goes)
+        for values, ids in batches:
+            if isinstance(values, pa.ChunkedArray):
+                values = values.combine_chunks()
+            rows = np.asarray(ids.to_numpy(zero_copy_only=False), "<u8")
+            builder.add(values, rows.tobytes())  # (the texts are read in place, then let go)
+            del values
+            if builder.memory_bytes >= limit:
+                flush()
+            docs += len(rows)
+            report("progress", "tokenize_docs", docs, None, "rows")
+        if builder.num_docs or not (pids or first_partition):
             flush()
-        docs += len(rows)
-        report("progress", "tokenize_docs", docs, None, "rows")
-    if builder.num_docs or not (pids or first_partition):
-        flush()
-    del builder
+        del builder
     report("complete", "tokenize_docs", docs, None, "rows")
     if written is not None:
         written.append(METADATA)

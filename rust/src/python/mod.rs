@@ -23,11 +23,31 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `mi_option_purge_delay` in mimalloc's `mi_option_t` (the same in its v2 and v3 headers).
+const MI_OPTION_PURGE_DELAY: std::os::raw::c_int = 15;
+
+/// Sets how long (milliseconds) the allocator keeps freed memory before handing it back to
+/// the OS, for the whole process; returns the previous value. mimalloc's default (1 s) makes
+/// repeated reads fast (no page faults for buffers reused within the second), but a long
+/// build whose buffers are freed on other threads than allocated them holds a second's worth
+/// of them: builds set 0 while they run (`lancepy._core.allocator.lean`).
+#[pyfunction]
+fn allocator_purge_delay(ms: i64) -> i64 {
+    // SAFETY: mimalloc's options are process-wide integers it reads on use; getting and
+    // setting one are plain loads and stores, valid at any time from any thread.
+    unsafe {
+        let old = libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) as i64;
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms as std::os::raw::c_long);
+        old
+    }
+}
+
 /// The native module.
 #[pymodule]
 fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::note_main_thread();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(allocator_purge_delay, m)?)?;
     m.add_class::<file::PyFileReader>()?;
     m.add_class::<file::PyFileWriter>()?;
     m.add_class::<file::PyLegacyFileWriter>()?;

@@ -102,25 +102,28 @@ impl TokenList {
     }
 }
 
-/// A token's posting list as [`encode`] reads it: `(documents ascending, their frequencies,
-/// their positions one document's after another (empty without positions))`.
+/// A posting list's parts: documents ascending, their frequencies, their positions one
+/// document's after another (empty without positions); borrowed or unpacked.
+pub type Parts<'a> = (Cow<'a, [u32]>, Cow<'a, [u32]>, Cow<'a, [u32]>);
+
+/// A token's posting list as [`encode`] reads it.
 pub trait PostingList: Sync {
     /// The list's parts.
-    fn parts(&self) -> (Cow<'_, [u32]>, Cow<'_, [u32]>, Cow<'_, [u32]>);
+    fn parts(&self) -> Parts<'_>;
 }
 
 /// A packed list with whether it holds positions.
 struct Packed(TokenList, bool);
 
 impl PostingList for Packed {
-    fn parts(&self) -> (Cow<'_, [u32]>, Cow<'_, [u32]>, Cow<'_, [u32]>) {
+    fn parts(&self) -> Parts<'_> {
         let (d, f, p) = self.0.unpack(self.1);
         (Cow::Owned(d), Cow::Owned(f), Cow::Owned(p))
     }
 }
 
 impl PostingList for (&[u32], &[u32], &[u32]) {
-    fn parts(&self) -> (Cow<'_, [u32]>, Cow<'_, [u32]>, Cow<'_, [u32]>) {
+    fn parts(&self) -> Parts<'_> {
         (Cow::Borrowed(self.0), Cow::Borrowed(self.1), Cow::Borrowed(self.2))
     }
 }
