@@ -298,6 +298,7 @@ impl PostingsBuilder {
             tokens,
             |r| lists.by_ref().take(r.len()).map(|l| Packed(l, with_positions)).collect(),
             &self.lens,
+            average_length(&self.lens),
             idf,
             block_size,
             with_positions,
@@ -331,7 +332,7 @@ impl Iterator for EncodeChunks {
             self.lists.by_ref().take(end - self.at).map(|l| Packed(l, with_positions)).collect::<Vec<_>>().into_iter();
         let idf = &self.idf[self.at..end];
         self.at = end;
-        Some(encode_with(
+        Some(encode(
             idf.len(),
             |r| lists.by_ref().take(r.len()).collect(),
             &self.lens,
@@ -347,30 +348,8 @@ impl Iterator for EncodeChunks {
 /// next group is encoded.
 const ENCODE_GROUP: usize = 4096;
 
-/// The `_posting`, `_max_score`, `_length` (and with `with_positions`
-/// `_compressed_position`, `_position_block_offset`) columns of a partition's posting file of
-/// `tokens` lists: `group(range)` gives the lists of the tokens in `range`, a group at a
-/// time (dropped once encoded). Each block is led by the highest BM25 score in it, from
-/// `idf[t]` and the documents' token counts `lens`, rounded as pylance 14 rounds it (the
-/// average length a float32 quotient; the block's largest `f / (f + norm)`, times
-/// `idf * (k1 + 1)`), so that the bytes are pylance's.
-pub fn encode<L, F>(
-    tokens: usize,
-    group: F,
-    lens: &[u32],
-    idf: &[f32],
-    block_size: usize,
-    with_positions: bool,
-) -> Result<RecordBatch>
-where
-    L: PostingList,
-    F: FnMut(std::ops::Range<usize>) -> Vec<L>,
-{
-    encode_with(tokens, group, lens, average_length(lens), idf, block_size, with_positions)
-}
-
 /// The documents' average token count, as pylance 14 computes it (a float32 quotient).
-fn average_length(lens: &[u32]) -> f32 {
+pub fn average_length(lens: &[u32]) -> f32 {
     lens.iter().map(|&l| l as u64).sum::<u64>() as f32 / lens.len() as f32
 }
 
@@ -389,8 +368,14 @@ pub fn posting_schema(with_positions: bool) -> Arc<Schema> {
     Arc::new(Schema::new(fields))
 }
 
-/// [`encode`] with the documents' average length `avgdl` given.
-fn encode_with<L, F>(
+/// The `_posting`, `_max_score`, `_length` (and with `with_positions`
+/// `_compressed_position`, `_position_block_offset`) columns of a partition's posting file of
+/// `tokens` lists: `group(range)` gives the lists of the tokens in `range`, a group at a
+/// time (dropped once encoded). Each block is led by the highest BM25 score in it, from
+/// `idf[t]`, the documents' token counts `lens` and their average `avgdl`
+/// ([`average_length`]), rounded as pylance 14 rounds it (the block's largest `f / (f + norm)`, times
+/// `idf * (k1 + 1)`), so that the bytes are pylance's.
+pub fn encode<L, F>(
     tokens: usize,
     mut group: F,
     lens: &[u32],
@@ -545,7 +530,7 @@ pub fn encode_flat(
         };
         (&docs[s..e], &freqs[s..e], pos)
     };
-    encode(tokens, |r| r.map(list).collect(), lens, idf, block_size, positions.is_some())
+    encode(tokens, |r| r.map(list).collect(), lens, average_length(lens), idf, block_size, positions.is_some())
 }
 
 #[cfg(test)]
