@@ -336,6 +336,10 @@ def test_arguments_checked(tmp_path: Any) -> None:
     ds.create_scalar_index("t", IndexConfig("BTREE", {}))  # (a built-in type, no parameters)
     assert [d["type"] for d in ds.list_indices()] == ["BTree"]
     assert lance.dataset(uri).count_rows() == 1
+    nested = str(tmp_path / "nested")
+    lance.write_dataset(pa.table({"m": pa.StructArray.from_arrays([pa.array(['{"x":1}'], pa.json_())], names=["j"])}), nested)
+    with pytest.raises(NotSupportedError, match="top-level JSON columns"):
+        lancepy.dataset(nested).create_scalar_index("m.j", IndexConfig("json", {"target_index_type": "btree", "path": "x"}))
     uri2 = str(tmp_path / "stable")
     lance.write_dataset(pa.table({"j": pa.array(['{"x":1}'], pa.json_())}), uri2, enable_stable_row_ids=True)
     with pytest.raises(NotSupportedError, match="stable row ids"):

@@ -156,6 +156,8 @@ def check_column(view: "DatasetView", field: pa.Field, column: str) -> None:
                 f"JSON index on {column!r}: lancepy indexes JSON columns (pa.json_()), not raw binary ones"
             )
         raise InvalidArgumentError("A JSON index can only be created on a JSON, Binary or LargeBinary field.")
+    if "." in column and column not in view.schema.names:
+        raise NotSupportedError(f"JSON index on {column!r}: lancepy indexes top-level JSON columns only")
     if view.stable_row_ids:
         raise NotSupportedError("JSON index on a dataset with stable row ids: not built by lancepy yet")
 

@@ -169,7 +169,7 @@ def create_scalar_index(
     path, field_id, field = _resolve_field(view, column)
     dtype = field.type
     if json_config is not None:
-        _json_index.check_column(view, field, column)
+        _json_index.check_column(view, field, path)
     elif kind == "LABEL_LIST":
         if not _bitmap.is_list(dtype) or not _btree.indexable(dtype.value_type):
             raise TypeError(f"LABEL_LIST index column {column} must be a list of scalars (got {dtype})")
