@@ -329,8 +329,10 @@ def test_arguments_checked(tmp_path: Any) -> None:
                                                           "target_index_parameters": '{"zone_size": 4}'}))
     with pytest.raises(InvalidArgumentError, match="'path'"):
         ds.create_scalar_index("j", IndexConfig("json", {"target_index_type": "btree"}))
-    with pytest.raises(InvalidArgumentError, match="JSON index path"):
+    with pytest.raises(NotSupportedError, match="JSON index path"):
         ds.create_scalar_index("j", IndexConfig("json", {"target_index_type": "btree", "path": "$[?(@.a)]"}))
+    with pytest.raises(InvalidArgumentError, match="JSON index path"):
+        ds.create_scalar_index("j", IndexConfig("json", {"target_index_type": "btree", "path": "$.a["}))
     with pytest.raises(NotSupportedError, match="parameters for 'json' indices only"):
         ds.create_scalar_index("j", IndexConfig("btree", {"x": 1}))
     ds.create_scalar_index("t", IndexConfig("BTREE", {}))  # (a built-in type, no parameters)

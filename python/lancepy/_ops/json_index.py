@@ -141,10 +141,13 @@ def parse_config(parameters: Any) -> Tuple[str, str, Optional[pa.DataType]]:
 
 
 def _check_path(path: str) -> None:
-    """Raises :class:`InvalidArgumentError` for a path that is not a JSONPath lancepy reads."""
+    """Raises :class:`InvalidArgumentError` for a path that is not a JSONPath, and
+    :class:`NotSupportedError` for one lancepy does not read (filter expressions)."""
     try:
         _lancepy.json_index_type(pa.array(["{}"], pa.string()), path)
-    except (ValueError, NotImplementedError) as e:
+    except NotImplementedError as e:
+        raise NotSupportedError(f"JSON index path {path!r}: {e}") from None
+    except ValueError as e:
         raise InvalidArgumentError(f"JSON index path {path!r}: {e}") from None
 
 
