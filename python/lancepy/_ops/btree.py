@@ -130,13 +130,15 @@ def _int_keys(values: pa.Array) -> Optional["np.ndarray"]:
     return np.asarray(values.to_numpy(zero_copy_only=False))
 
 
-def key_order(keys: "np.ndarray") -> "np.ndarray":
+def key_order(keys: "np.ndarray", runs: bool = False) -> "np.ndarray":
     """Positions (int64) that sort the integer array `keys` ascending, ties in position
     order. Where the keys span fewer than 2**16 values, a radix sort of 16-bit keys; where
     ``(key - min)`` and the position fit together in 64 bits (any column of a
     few billion rows whose values span less than 2**(64 - bits of the row count)), one
     sort of the packed words (numpy's vectorised sort) does it; else a stable argsort.
-    Memory: one 8-byte word per key beyond `keys` (the packed words become the answer)."""
+    Memory: one 8-byte word per key beyond `keys` (the packed words become the answer).
+    With `runs` (`keys` are a few ascending runs one after another, as a merge's windows are),
+    the packed words are sorted by a sort that finds runs (numpy's timsort): linear in them."""
     import numpy as np
 
     n = len(keys)
@@ -156,14 +158,15 @@ def key_order(keys: "np.ndarray") -> "np.ndarray":
         packed = (keys.astype(np.int64) - np.int64(lo)).view(np.uint64)
     np.left_shift(packed, np.uint64(bits), out=packed)
     np.bitwise_or(packed, np.arange(n, dtype=np.uint64), out=packed)
-    packed.sort()
+    packed.sort(kind="stable" if runs else None)
     np.bitwise_and(packed, np.uint64((1 << bits) - 1), out=packed)
     return packed.view(np.int64)
 
 
-def sort_order(values: pa.Array, stable: bool = False) -> pa.Array:
+def sort_order(values: pa.Array, stable: bool = False, runs: bool = False) -> pa.Array:
     """Positions of `values` in index order: nulls first, then ascending values (floats in
-    total order). Ties keep their order, except floats' unless `stable`."""
+    total order). Ties keep their order, except floats' unless `stable`. `runs`: the values
+    are a few sorted runs one after another (see :func:`key_order`)."""
     import numpy as np
 
     if values.null_count:
@@ -179,7 +182,7 @@ def sort_order(values: pa.Array, stable: bool = False) -> pa.Array:
         # (ties need no order: numpy's unstable argsort is the fastest that gives positions)
         order = np.argsort(keys, kind="stable" if stable else None)
     else:
-        order = key_order(keys)
+        order = key_order(keys, runs)
     if present is not None:
         order = present[order]
     return pa.array(np.concatenate([nulls, order]).astype(np.int64, copy=False) if len(nulls) else order, pa.int64())

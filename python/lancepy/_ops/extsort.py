@@ -213,8 +213,8 @@ class ExternalSort:
                         pieces_i.append(i)
                 values, ids = pa.concat_arrays(pieces_v), pa.concat_arrays(pieces_i)
                 del pieces_v, pieces_i
-                if len(live) > 1:
-                    order = _btree.sort_order(values, stable=True)
+                if len(live) > 1:  # (the windows' pieces: sorted runs, merged by a run-finding sort)
+                    order = _btree.sort_order(values, stable=True, runs=True)
                     values, ids = values.take(order), ids.take(order)
                 done += len(values)
                 yield values, ids
