@@ -24,6 +24,7 @@ from lancepy._table import bases as _bases
 from lancepy._table.fragments import FragmentMetadata
 from lancepy._table.manifest import LoadedManifest, _infer_storage_version, load_manifest
 from lancepy.exceptions import ColumnNotFoundError
+from lancepy.optimize import Compaction, CompactionOptions
 
 DATA = Path(__file__).parent / "data"
 
@@ -59,7 +60,12 @@ def _check(uri: str) -> None:
             for df in frag.get("files", []):
                 ids.extend(df.get("fields", []))
         assert parts.max_field_id == max(ids, default=-1)
-        assert parts.fragment_entries == whole.get("fragments", [])
+        assert all(isinstance(f, FragmentMetadata) for f in parts.fragments)
+        assert [f._manifest_json() for f in parts.fragments] == whole.get("fragments", [])
+        some = [f["id"] for f in whole.get("fragments", [])][::2]
+        assert {k: f._manifest_json() for k, f in parts.fragments_with_ids(some + [1 << 40]).items()} == {
+            f["id"]: f for f in whole.get("fragments", []) if f["id"] in some
+        }
         at_v = ds.checkout_version(v)
         for entry in whole.get("fragments", []):
             assert at_v._view.state.fragment_metadata(entry["id"]) == FragmentMetadata._from_dict(entry)
@@ -224,6 +230,9 @@ def test_everyday_operations_never_decode_the_whole_manifest(tmp_path, monkeypat
     assert ds.get_fragment(np.int64(0)).fragment_id == 0 and ds.get_fragment(99) is None and ds.get_fragment("0") is None
     assert ds.stats.dataset_stats()["num_fragments"] == 6
     assert ds.base_paths() == {}
+    ds.validate()
+    assert sum(f.bytes_on_disk for f in ds.stats.data_stats().fields) > 0
+    assert len(Compaction.plan(ds, CompactionOptions(target_rows_per_fragment=100)).tasks) == 1
     assert lancepy.dataset(uri, asof=cutoff).version == ds.version - 1
     ds.cleanup_old_versions(older_than=datetime.timedelta(0))
     assert lancepy.dataset(uri).to_table().equals(expected)

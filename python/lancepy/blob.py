@@ -23,7 +23,6 @@ Where the bytes are, by ``kind``:
 from __future__ import annotations
 
 import io
-import json
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from lancepy import _lancepy
@@ -205,8 +204,7 @@ def open_blob_files(
     from lancepy._table import bases as _bases
 
     fid = _field_id(loaded.fields, column)["id"]
-    wanted = sorted({a >> 32 for a, d in zip(addresses, descriptions) if d is not None})
-    frags = {int(f.get("id", 0)): f for f in (json.loads(loaded.native.fragments_json(wanted)) if wanted else [])}
+    frags = loaded.fragments_with_ids(a >> 32 for a, d in zip(addresses, descriptions) if d is not None)
     bases = {int(b.get("id", 0)): b for b in loaded.base_paths}
     readers: Dict[str, Any] = {}
 
@@ -222,8 +220,8 @@ def open_blob_files(
             continue
         frag = frags.get(addr >> 32)
         data_file = None
-        for df in reversed(frag.get("files", []) if frag else []):
-            if fid in df.get("fields", []):
+        for df in reversed(frag.files if frag else []):
+            if fid in df.fields:
                 data_file = df
                 break
         if data_file is None:
@@ -239,9 +237,9 @@ def open_blob_files(
         else:
             kind = int(desc["kind"])
         if kind == KIND_INLINE:
-            name = data_file["path"]
+            name = str(data_file.path)
         elif kind in (KIND_PACKED, KIND_DEDICATED):
-            stem = data_file["path"][: -len(".lance")] if data_file["path"].endswith(".lance") else data_file["path"]
+            stem = data_file.path[: -len(".lance")] if data_file.path.endswith(".lance") else str(data_file.path)
             name = f"{stem}/{blob_sidecar_name(int(desc['blob_id']))}"
         elif kind == KIND_EXTERNAL:
             # An absolute URI, and a slice of it (none: all of it).
@@ -256,9 +254,9 @@ def open_blob_files(
             continue
         else:
             raise InvalidArgumentError(f"row address {addr}: unknown blob kind {kind}")
-        uri = _bases._file_uri(root, bases, data_file.get("base_id"), "data", name)
+        uri = _bases._file_uri(root, bases, data_file.base_id, "data", name)
         if uri is None:
-            raise InvalidArgumentError(f"row address {addr}: base path {data_file.get('base_id')} is not in the manifest")
+            raise InvalidArgumentError(f"row address {addr}: base path {data_file.base_id} is not in the manifest")
         out.append(BlobFile(reader(uri), pos, size, buffer_size))
     return out
 

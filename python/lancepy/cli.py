@@ -185,31 +185,24 @@ def list_versions(uri: str, storage_options: Optional[Dict[str, str]] = None) ->
     """Every version of a dataset, oldest first: number, time (UTC, ISO 8601), the
     operation that made it, rows, fragments and the tags on it."""
     store = _lancepy.Store(uri, storage_options)
-    versions, _ = _commit.list_versions(store)
-    if not versions:
+    summaries = _lancepy.version_summaries(store)  # each version's totals, decoded natively
+    if not summaries:
         _commit.load_manifest(store)  # the right DatasetNotFoundError
     tags: Dict[int, List[str]] = {}
-    from lancepy.dataset import LanceDataset
     from lancepy._table.tags import Tags
 
-    latest = LanceDataset(uri, storage_options=storage_options)
-    for name, t in Tags(latest._view.store).list().items():
+    for name, t in Tags(store).list().items():
         tags.setdefault(t["version"], []).append(name)
     out = []
-    for v in sorted(versions):
-        m = _commit.load_manifest(store, v).manifest
-        ts = m.get("timestamp") or {}
-        when = datetime.datetime.fromtimestamp(ts.get("seconds", 0) + ts.get("nanos", 0) / 1e9, datetime.timezone.utc)
-        frags = m.get("fragments", [])
-        physical = sum(f.get("physical_rows") or 0 for f in frags)
-        deleted = sum((f.get("deletion_file") or {}).get("num_deleted_rows") or 0 for f in frags)
+    for v, seconds, nanos, data_rows, _files, deleted_rows, _deletion_files, _size, fragments in summaries:
+        when = datetime.datetime.fromtimestamp(seconds + nanos / 1e9, datetime.timezone.utc)
         out.append(
             {
                 "version": v,
                 "timestamp": when.isoformat(),
                 "operation": _commit.operation_name(_commit.load_transaction(store, v)),
-                "rows": physical - deleted,
-                "fragments": len(frags),
+                "rows": data_rows - deleted_rows,
+                "fragments": fragments,
                 "tags": sorted(tags.get(v, [])),
             }
         )

@@ -228,7 +228,7 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         problems: List[str] = []
         checked = {"data_files": 0, "deletion_files": 0}
         _validate_fragment(
-            store, self._ds._view.snapshot, self._meta._data, sizes, problems, checked, self._ds._view.storage_options
+            store, self._ds._view.snapshot, self._meta, sizes, problems, checked, self._ds._view.storage_options
         )
         if problems:
             raise CorruptFileError(f"{self._ds.uri} fragment {self.fragment_id} is damaged: " + "; ".join(problems))

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import base64
-import copy
 import itertools
 import json
 import time
@@ -49,18 +48,18 @@ class CompactionMetrics:
     files_added: int = 0
 
 
-def _capped_groups(groups: List[List[Dict[str, Any]]], rows: Dict[int, Any], max_fragments: Optional[int],
-                   max_rows: Optional[int], max_bytes: Optional[int]) -> List[List[Dict[str, Any]]]:
+def _capped_groups(groups: List[List[FragmentMetadata]], rows: Dict[int, Any], max_fragments: Optional[int],
+                   max_rows: Optional[int], max_bytes: Optional[int]) -> List[List[FragmentMetadata]]:
     """The first groups (in fragment order) that stay within the caps on source fragments,
     live rows and data file bytes of one compaction run (pylance's rule: a group is taken
     until the next would pass a cap)."""
-    out: List[List[Dict[str, Any]]] = []
+    out: List[List[FragmentMetadata]] = []
     used = [0, 0, 0]
     for g in groups:
         cost = [
             len(g),
-            sum(rows[f.get("id", 0)][1] for f in g),
-            sum(int(d.get("file_size_bytes", 0) or 0) for f in g for d in f.get("files", [])),
+            sum(rows[f.id][1] for f in g),
+            sum(d.file_size_bytes or 0 for f in g for d in f.files),
         ]
         if any(cap is not None and u + c > cap for cap, u, c in zip((max_fragments, max_rows, max_bytes), used, cost)):
             break
@@ -395,19 +394,19 @@ def _resolve_options(ds: LanceDataset, options: Optional[Mapping[str, Any]]) -> 
     return o
 
 
-def _plan_groups(ds: LanceDataset, o: Dict[str, Any]) -> List[List[Dict[str, Any]]]:
-    """The fragments (manifest entries) to rewrite together, one list per new run."""
+def _plan_groups(ds: LanceDataset, o: Dict[str, Any]) -> List[List[FragmentMetadata]]:
+    """The fragments (of `ds`'s version) to rewrite together, one list per new run."""
     target, materialize = o["target_rows_per_fragment"], o["materialize_deletions"]
     excluded = set(o["excluded_fragment_ids"])
     rows = ds._snapshot_rows()
-    frags = ds._view.loaded.fragment_entries
+    frags = ds._view.loaded.fragments
 
-    def too_many_deletions(f: Dict[str, Any]) -> bool:
-        phys, live = rows[f.get("id", 0)]
+    def too_many_deletions(f: FragmentMetadata) -> bool:
+        phys, live = rows[f.id]
         return materialize and phys > 0 and (phys - live) / phys > o["materialize_deletions_threshold"]
 
-    def candidate(f: Dict[str, Any]) -> bool:
-        return rows[f.get("id", 0)][0] < target or too_many_deletions(f)
+    def candidate(f: FragmentMetadata) -> bool:
+        return rows[f.id][0] < target or too_many_deletions(f)
 
     # Fragments covered by different indices are never merged (as in pylance): a run
     # ends where the set of index segments covering its fragments changes.
@@ -416,13 +415,13 @@ def _plan_groups(ds: LanceDataset, o: Dict[str, Any]) -> List[List[Dict[str, Any
         for fid in e["fragment_ids"]:
             covering.setdefault(fid, []).append(str(e["uuid"]))
 
-    def indices_of(f: Dict[str, Any]) -> List[str]:
-        return sorted(covering.get(f.get("id", 0), []))
+    def indices_of(f: FragmentMetadata) -> List[str]:
+        return sorted(covering.get(f.id, []))
 
-    groups: List[List[Dict[str, Any]]] = []
-    run: List[Dict[str, Any]] = []
-    for f in frags + [None]:  # type: ignore[list-item]
-        if f is not None and f.get("id", 0) not in excluded and candidate(f):
+    groups: List[List[FragmentMetadata]] = []
+    run: List[FragmentMetadata] = []
+    for f in [*frags, None]:
+        if f is not None and f.id not in excluded and candidate(f):
             if not run or indices_of(run[0]) == indices_of(f):
                 run.append(f)
                 continue
@@ -431,13 +430,13 @@ def _plan_groups(ds: LanceDataset, o: Dict[str, Any]) -> List[List[Dict[str, Any
             pending = []
         # A run is worth rewriting if it merges fragments or drops enough deleted rows.
         if len(run) > 1 or (run and too_many_deletions(run[0])):
-            groups += _split_run(run, [rows[g.get("id", 0)][1] for g in run], target)
+            groups += _split_run(run, [rows[g.id][1] for g in run], target)
         run = pending
     groups = [g for g in groups if len(g) > 1 or too_many_deletions(g[0])]
     return _capped_groups(groups, rows, o["max_source_fragments"], o["max_source_rows"], o["max_source_bytes"])
 
 
-def _split_run(run: List[Dict[str, Any]], live: List[int], target: int) -> List[List[Dict[str, Any]]]:
+def _split_run(run: List[FragmentMetadata], live: List[int], target: int) -> List[List[FragmentMetadata]]:
     """A run of fragments split as pylance splits it: each group takes fragments until it
     holds at least `target` live rows, and is kept only if the fragments after it hold at
     least `target` too; otherwise it extends to the end of the run."""
@@ -475,14 +474,14 @@ def _remappable_indices(ds: LanceDataset, fragment_ids: Any) -> List[Dict[str, A
 
 
 def _rewrite(
-    ds: LanceDataset, fragments: List[Dict[str, Any]], o: Dict[str, Any], file_tag: Optional[str] = None
+    ds: LanceDataset, fragments: List[FragmentMetadata], o: Dict[str, Any], file_tag: Optional[str] = None
 ) -> RewriteResult:
     """Writes the live rows of `fragments` (of `ds`'s version) into new fragments, without
     committing them; their ids are 0 until :func:`_commit_rewrites` reserves some."""
     import numpy as np
 
     stable = ds._view.loaded.stable_row_ids
-    ids = [f.get("id", 0) for f in fragments]
+    ids = [f.id for f in fragments]
     remap = bool(_remappable_indices(ds, ids))
     row_ids: List[int] = []
     addresses: List[Any] = []
@@ -511,11 +510,11 @@ def _rewrite(
         fragments_removed=len(fragments),
         fragments_added=len(new),
         # (deletion files count, as in pylance)
-        files_removed=sum(len(f.get("files", [])) + bool(f.get("deletion_file")) for f in fragments),
+        files_removed=sum(len(f.files) + (f.deletion_file is not None) for f in fragments),
         files_added=sum(len(nf["files"]) for nf in new),
     )
     return RewriteResult(
-        ds.version, metrics, [FragmentMetadata._from_dict(copy.deepcopy(f)) for f in fragments],
+        ds.version, metrics, [FragmentMetadata._from_dict(f._manifest_json()) for f in fragments],
         [FragmentMetadata._from_dict(nf) for nf in new], old_addresses,
     )
 
@@ -761,12 +760,11 @@ def _execute(task: CompactionTask, dataset: LanceDataset, file_tag: Optional[str
     """:meth:`CompactionTask.execute`; `file_tag` goes into the new data files' names (so
     that a distributed job finds the files of its failed attempts: lancepy.spark)."""
     ds = dataset if dataset.version == task.read_version else dataset.checkout_version(task.read_version)
-    live = {f.get("id", 0): f for f in ds._view.loaded.fragment_entries}
-    mine = [f._manifest_json() for f in task.fragments]
-    missing = [f["id"] for f in mine if f.get("id", 0) not in live]
+    live = {f.id: f for f in ds._view.loaded.fragments}
+    missing = [f.id for f in task.fragments if f.id not in live]
     if missing:
         raise InvalidArgumentError(f"fragments {missing} are not in version {task.read_version} of {ds.uri}")
-    return _rewrite(ds, [live[f.get("id", 0)] for f in mine], task._options, file_tag)
+    return _rewrite(ds, [live[f.id] for f in task.fragments], task._options, file_tag)
 
 
 class CompactionPlan(_JsonForm):
@@ -830,7 +828,7 @@ class Compaction:
         o = _resolve_options(dataset, options)
         version = dataset.version
         tasks = [
-            CompactionTask(version, [FragmentMetadata._from_dict(copy.deepcopy(f)) for f in g], o)
+            CompactionTask(version, [FragmentMetadata._from_dict(f._manifest_json()) for f in g], o)
             for g in _plan_groups(dataset, o)
         ]
         return CompactionPlan(version, tasks, o)

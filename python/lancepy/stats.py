@@ -39,13 +39,13 @@ class LanceStats:
         ds = self._ds
         loaded = ds._view.loaded
         totals: Dict[int, int] = {}
-        for frag in loaded.fragment_entries:
-            for df in frag.get("files", []):
-                if df.get("base_id") is not None:
+        for frag in loaded.fragments:
+            for df in frag.files:
+                if df.base_id is not None:
                     raise UnsupportedError("data_stats of data files under other base paths is not supported")
-                reader = LanceFileReader(ds._view.store.child_uri(f"data/{df['path']}"), ds._view.storage_options)
+                reader = LanceFileReader(ds._view.store.child_uri(f"data/{df.path}"), ds._view.storage_options)
                 columns = reader.file_statistics().columns
-                for fid, col in zip(df.get("fields", []), df.get("column_indices", [])):
+                for fid, col in zip(df.fields, df.column_indices or []):
                     if fid >= 0 and 0 <= col < len(columns):
                         totals[fid] = totals.get(fid, 0) + columns[col].size_bytes
         return DataStatistics([FieldStatistics(f.get("id", 0), totals.get(f.get("id", 0), 0)) for f in loaded.fields])

@@ -47,7 +47,7 @@ def add_columns(
                 raise InvalidArgumentError(f"all-null column {f.name!r} must be nullable")
         lance = lance_fields_for(new_schema, first_id)
         fields = view.loaded.fields + lance["fields"]
-        frags = copy.deepcopy(view.loaded.fragment_entries)
+        frags = [f._manifest_json() for f in view.loaded.fragments]
         return commit_on(
             view,
             "Merge",
@@ -118,8 +118,8 @@ def _add_computed_columns(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
     new_tables = [
-        fragment_values(view, fn, read_columns, frag.get("id", 0), batch_size)
-        for frag in view.loaded.fragment_entries
+        fragment_values(view, fn, read_columns, frag.id, batch_size)
+        for frag in view.loaded.fragments
     ]
     committed = _attach_new_columns(view, new_tables, first_id)
     if isinstance(fn, BatchUDF) and fn.cache is not None:
@@ -202,8 +202,8 @@ def _add_precomputed_columns(view: DatasetView, values: pa.Table, first_id: int)
         )
     new_tables = []
     start = 0
-    for frag in view.loaded.fragment_entries:
-        fid = frag.get("id", 0)
+    for frag in view.loaded.fragments:
+        fid = frag.id
         phys, live = view.fragment_rows()[fid]
         chunk = values.slice(start, live)
         start += live
@@ -218,7 +218,7 @@ def _add_precomputed_columns(view: DatasetView, values: pa.Table, first_id: int)
 
 
 def _attach_new_columns(view: DatasetView, new_tables: List[pa.Table], first_id: int) -> "DatasetView":
-    frags = view.loaded.fragment_entries
+    frags = view.loaded.fragments
     if not frags:
         raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
     new_schema = nullable_schema(new_tables[0].schema)
@@ -228,7 +228,7 @@ def _attach_new_columns(view: DatasetView, new_tables: List[pa.Table], first_id:
     files: Dict[int, Dict[str, Any]] = {}
     try:
         for frag, table in zip(frags, new_tables):
-            fid = frag.get("id", 0)
+            fid = frag.id
             files[fid] = new_columns_file(view, fid, table, new_schema, lance)
             written.append(f"data/{files[fid]['path']}")
     except BaseException:
@@ -283,13 +283,15 @@ def commit_new_columns(
     """Commits one ``Merge``: every fragment of `view`'s version with its new data file from
     `files` (by fragment id; every fragment must have one) and the schema extended by
     `lance`'s fields. `written` (the new files) are deleted if the commit fails."""
-    frags = copy.deepcopy(view.loaded.fragment_entries)
-    lacking = [f.get("id", 0) for f in frags if f.get("id", 0) not in files]
+    lacking = [f.id for f in view.loaded.fragments if f.id not in files]
     if lacking:
         view.store.delete(written)
         raise InvalidArgumentError(f"internal error: no new data file for fragments {lacking}")
-    for frag in frags:
-        frag["files"] = frag.get("files", []) + [files[frag.get("id", 0)]]
+    frags = []
+    for frag in view.loaded.fragments:
+        entry = frag._manifest_json()
+        entry["files"] = entry.get("files", []) + [files[frag.id]]
+        frags.append(entry)
     fields = view.loaded.fields + lance["fields"]
     return commit_on(
             view,
@@ -397,7 +399,7 @@ def _cast_columns(view: DatasetView, fields: List[Dict[str, Any]], casts: Dict[s
         target.update({k: v for k, v in lance[0].items() if k in ("logical_type", "encoding", "type")})
         new_fields.append(lance[0] | {"name": target["name"], "nullable": target.get("nullable", True)})
     ids = {f.get("id", 0) for f in new_fields}
-    frags = copy.deepcopy(view.loaded.fragment_entries)
+    frags = [f._manifest_json() for f in view.loaded.fragments]
     written: List[str] = []
     try:
         for frag in frags:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tupl
 from lancepy import _lancepy
 from lancepy._core.blobschema import field_blob_kind
 from lancepy._core.schema import _schema_of
+from lancepy._table.fragments import FragmentMetadata
 from lancepy.exceptions import (
     ColumnNotFoundError,
     CorruptFileError,
@@ -197,7 +198,7 @@ class LoadedManifest:
             return str(recorded)
         m = self.manifest
         return (m.get("data_format") or {}).get("version") or _infer_storage_version(
-            self.fragment_entries, m.get("writer_feature_flags", 0)
+            m.get("fragments", []), m.get("writer_feature_flags", 0)
         )
 
     @property
@@ -214,9 +215,24 @@ class LoadedManifest:
         return self._part("fields", self.native.fields_json) or []
 
     @property
-    def fragment_entries(self) -> List[Dict[str, Any]]:
-        """The fragments' manifest entries, in manifest order (``FragmentMetadata`` decodes one)."""
-        return self._part("fragments", self.native.fragments_json) or []
+    def fragments(self) -> List[FragmentMetadata]:
+        """The fragments, in manifest order: typed views of their manifest entries (decoded
+        from the fragments' part of the message alone; treat as read-only and use
+        ``FragmentMetadata._manifest_json`` for an entry to change)."""
+        found = self._derived.get("fragment_views")
+        if found is None:
+            entries = self._part("fragments", self.native.fragments_json) or []
+            found = self._derived["fragment_views"] = [FragmentMetadata._from_dict(e) for e in entries]
+        return found
+
+    def fragments_with_ids(self, ids: Iterable[int]) -> Dict[int, FragmentMetadata]:
+        """The fragments with ids in `ids`, by id (only their entries are decoded; ids this
+        version lacks are left out)."""
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        found = (FragmentMetadata._from_dict(e) for e in json.loads(self.native.fragments_json(wanted)))
+        return {f.id: f for f in found}
 
     def has_fragment(self, fragment_id: Any) -> bool:
         """Whether this version has a fragment with id `fragment_id` (any integer)."""

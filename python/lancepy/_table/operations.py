@@ -503,14 +503,11 @@ def _schema_fields(schema: Any, store: Any, read_version: int) -> Any:
         return copy.deepcopy(schema._fields), dict(schema._metadata)
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError(f"expected a LanceSchema or pyarrow.Schema, got {type(schema).__name__}")
-    base = _commit.load_manifest(store, read_version).manifest if read_version else {}
-    base_fields = base.get("fields", [])
-    base_md = base.get("schema_metadata", {})
+    base = _commit.load_manifest(store, read_version) if read_version else None
+    base_fields = base.fields if base is not None else []
+    base_md = base.schema_metadata if base is not None else {}
     base_schema = _schema_of(base_fields, base_md) if base_fields else pa.schema([])
-    next_id = max([f.get("id", 0) for f in base_fields] + [-1]) + 1
-    for frag in base.get("fragments", []):
-        for df in frag.get("files", []):
-            next_id = max([next_id] + [i + 1 for i in df.get("fields", [])])
+    next_id = (base.max_field_id if base is not None else -1) + 1
     children: Dict[int, List[Dict[str, Any]]] = {}
     for f in base_fields:
         children.setdefault(f.get("parent_id", -1), []).append(f)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from lancepy import _lancepy
 from lancepy._table.fragments import FragmentMetadata
+from lancepy._table.snapshot import VersionState
 from lancepy.exceptions import CorruptFileError, LanceError
 from lancepy.file import LanceFileReader
 
@@ -29,21 +29,20 @@ def _validate_version(
     checked: Dict[str, int],
     storage_options: Optional[Dict[str, str]] = None,
 ) -> None:
-    m = loaded.manifest
     sizes = {p: size for p, size, _ in store.list("data")}
     snapshot = None
     try:
-        snapshot = _lancepy.TableSnapshot(store.uri, loaded.json, storage_options)
+        snapshot = VersionState.open(store.uri, loaded, storage_options, None).snapshot
     except LanceError as e:
         problems.append(f"version {loaded.version}: cannot open its data: {e}")
-    for frag in m.get("fragments", []):
+    for frag in loaded.fragments:
         _validate_fragment(store, snapshot, frag, sizes, problems, checked, storage_options)
 
 
 def _validate_fragment(
     store: Any,
     snapshot: Any,
-    frag: Dict[str, Any],
+    frag: FragmentMetadata,
     sizes: Dict[str, int],
     problems: List[str],
     checked: Dict[str, int],
@@ -54,18 +53,18 @@ def _validate_fragment(
     `problems`. `sizes` maps ``data/...`` paths to their sizes; `snapshot` (or ``None``) reads
     deletion files."""
 
-    fid = frag.get("id", 0)
-    phys = frag.get("physical_rows") or 0
-    for df in frag.get("files", []):
-        rel = f"data/{df.get('path', '')}"
-        if df.get("base_id") is not None:
+    fid = frag.id
+    phys = frag.physical_rows or 0
+    for df in frag.files:
+        rel = f"data/{df.path}"
+        if df.base_id is not None:
             continue  # under another base path; checked where it lives
         checked["data_files"] += 1
         where = f"fragment {fid}: data file {rel}"
         if rel not in sizes:
             problems.append(f"{where}: missing")
             continue
-        recorded = df.get("file_size_bytes") or 0
+        recorded = df.file_size_bytes or 0
         if recorded and sizes[rel] != recorded:
             problems.append(f"{where}: {sizes[rel]} bytes, the manifest records {recorded}")
         try:
@@ -76,10 +75,10 @@ def _validate_fragment(
             continue
         if phys and meta.num_rows != phys:
             problems.append(f"{where}: {meta.num_rows} rows, the fragment has {phys}")
-        wanted = [c for c, f in zip(df.get("column_indices", []), df.get("fields", [])) if f >= 0 and c >= 0]
+        wanted = [c for c, f in zip(df.column_indices or [], df.fields) if f >= 0 and c >= 0]
         if wanted and max(wanted) >= len(meta.columns):
             problems.append(f"{where}: has {len(meta.columns)} columns, the manifest maps column {max(wanted)}")
-    deletion = FragmentMetadata._from_dict(frag).deletion_file
+    deletion = frag.deletion_file
     if deletion is None:
         return
     checked["deletion_files"] += 1
