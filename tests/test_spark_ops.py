@@ -307,8 +307,11 @@ def test_merge_insert_refusals_leave_nothing(spark, tmp_path):
         lspark.merge_insert(_to_spark(spark, source), uri, "id")
     with pytest.raises(InvalidArgumentError, match="not a column"):
         lspark.merge_insert(_to_spark(spark, source), uri, "nope", when_not_matched_insert_all=True)
-    dup = pa.concat_tables([source, source.slice(0, 1)])
-    with pytest.raises(InvalidArgumentError, match="duplicate keys"):
+    live = ds.to_table(columns=["id"]).column("id")[0].as_py()
+    two = source.slice(0, 2)
+    two = two.set_column(0, "id", pa.array([live, live], two.schema.field("id").type))
+    dup = pa.concat_tables([source.filter(pc.not_equal(source.column("id"), live)), two])
+    with pytest.raises(InvalidArgumentError, match="Ambiguous merge inserts are prohibited"):
         lspark.merge_insert(_to_spark(spark, dup), uri, "id", when_matched_update_all=True,
                             when_not_matched_insert_all=True)
     with pytest.raises(InvalidArgumentError, match="matches a dataset row"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -278,14 +279,19 @@ class MergeInsertBuilder:
         rows, or those a distributed merge gave one task): the stats, the row addresses to
         delete and the rows to write (``None`` where nothing is to be deleted or written;
         both ``None`` when the merge changes nothing)."""
-        key_count = source.group_by(self._on).aggregate([([], "count_all")])
-        if key_count.num_rows != source.num_rows:
-            raise InvalidArgumentError(f"the source has duplicate keys on {self._on}")
-        src_keys = source.select(self._on).append_column("__src", pa.array(range(source.num_rows), pa.int64()))
-        joined = target.join(src_keys, keys=self._on, join_type="full outer")
-        matched = joined.filter(pc.and_(pc.is_valid(joined.column(ROW_ADDRESS)), pc.is_valid(joined.column("__src"))))
-        only_src = joined.filter(pc.is_null(joined.column(ROW_ADDRESS)))
-        only_tgt = joined.filter(pc.is_null(joined.column("__src")))
+        src_keys = source.select(self._on).append_column("__src", pa.array(np.arange(source.num_rows, dtype=np.int64)))
+        # The hash table is built on the source's keys; the dataset's rows that match no
+        # source row are kept only when the merge deletes them.
+        outer = "full outer" if self._delete_not_matched_by_source else "right outer"
+        joined = target.join(src_keys, keys=self._on, join_type=outer)
+        found = pc.is_valid(joined.column(ROW_ADDRESS))
+        matched = joined.filter(found)
+        only_src = joined.filter(pc.invert(found))
+        if self._delete_not_matched_by_source:
+            matched = matched.filter(pc.is_valid(matched.column("__src")))
+            only_tgt = joined.filter(pc.is_null(joined.column("__src")))
+        else:
+            only_tgt = joined.slice(0, 0)
         delete_addr: List[Any] = []
         new_rows: List[pa.Table] = []
         updated = inserted = deleted = 0
@@ -295,11 +301,13 @@ class MergeInsertBuilder:
                 "merge_insert failed: a source row matches a dataset row ("
                 + ", ".join(f"{k} = {v!r}" for k, v in keys.items()) + ")"
             )
+        if self._update_all and matched.num_rows and self._update_condition is not None:
+            matched = self._filter_matched(matched, source)
+        if self._matched_delete or self._update_all:
+            _refuse_ambiguous(matched, self._on)
         if self._matched_delete and matched.num_rows:
             delete_addr.append(matched.column(ROW_ADDRESS))
             deleted += matched.num_rows
-        if self._update_all and matched.num_rows and self._update_condition is not None:
-            matched = self._filter_matched(matched, source)
         if self._update_all and matched.num_rows:
             delete_addr.append(matched.column(ROW_ADDRESS))
             addr = matched.column(ROW_ADDRESS).combine_chunks()
@@ -340,3 +348,20 @@ class MergeInsertBuilder:
         flt = compile_filter(self._update_condition, pair.schema)
         assert flt is not None
         return matched.filter(_evaluate(pair, flt))
+
+
+def _refuse_ambiguous(matched: pa.Table, on: Sequence[str]) -> None:
+    """Refuses a merge where several source rows match one dataset row (`matched`: the
+    matching pairs a clause acts on), as pylance does; source rows sharing a key that
+    matches no dataset row are not ambiguous (each is inserted)."""
+    addresses = matched.column(ROW_ADDRESS)
+    if len(addresses) < 2 or pc.count_distinct(addresses).as_py() == len(addresses):
+        return
+    counts = pa.table({"a": addresses}).group_by("a").aggregate([([], "count_all")])
+    twice = counts.filter(pc.greater(counts.column("count_all"), 1)).column("a")[0]
+    row = matched.filter(pc.equal(addresses, twice)).select(list(on)).slice(0, 1).to_pylist()[0]
+    raise InvalidArgumentError(
+        "Ambiguous merge inserts are prohibited: multiple source rows match the same target row on ("
+        + ", ".join(f"{k} = {v!r}" for k, v in row.items())
+        + "). Please ensure each target row is matched by at most one source row."
+    )

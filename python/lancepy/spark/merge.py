@@ -7,7 +7,7 @@ their row addresses, read one task per fragment) are both hashed on the key colu
 `num_partitions` buckets (Spark's ``xxhash64`` of the keys in the dataset's types) and
 cogrouped by bucket, so a bucket holds every source row and every dataset row of its keys.
 Each bucket's task runs the local merge's decision (:meth:`MergeInsertBuilder._decide`: the
-same duplicate-key check, conditions and partial-column rules) on its share, writes the rows
+same refusal of ambiguous matches, conditions and partial-column rules) on its share, writes the rows
 to insert or rewrite as new fragments named with the job's tag, and reports them with the
 row addresses to delete. Once no task of the job runs any more, the driver keeps one attempt per bucket (the lowest task attempt id
 that reported), deletes every other file of the job, writes the deletion files and commits
@@ -87,7 +87,7 @@ def merge_insert(
 
     Raises:
         NotSupportedError: pyspark older than 4.0 (no cogrouped Arrow functions).
-        InvalidArgumentError: no clause, bad keys, duplicate keys in `df`, a match under
+        InvalidArgumentError: no clause, bad keys, several rows of `df` matching one dataset row, a match under
             ``when_matched_fail`` (nothing of the job remains).
         SchemaMismatchError: `df` has columns the dataset lacks, or lacks a key.
         CommitConflictError: see above (nothing of the job remains).
