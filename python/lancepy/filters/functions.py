@@ -189,8 +189,15 @@ class _Functions:
     # -- arithmetic ---------------------------------------------------------------------
 
     def arithmetic_node(self, node: Any, op: str, resolve: bool) -> _V:
+        from sqlglot import exp
+
         a = self.value(node.this)
         b = self.value(node.expression)
+        if resolve and not any(isinstance(_unparen(n), exp.Cast) for n in (node.this, node.expression)):
+            # At the top of a value expression (a computed column, an update value) pylance
+            # types a literal facing a column as the column: `i32_col * 2` is 32-bit and wraps
+            # (a CAST keeps its type).
+            a, b = self.resolve_pair(a, b, node.this, node.expression)
         return self.arithmetic(op, a, b, node)
 
     def arithmetic(self, op: str, a: _V, b: _V, node: Any) -> _V:
@@ -407,3 +414,11 @@ class _Functions:
             v = self._visit(node.expressions[0], False)
             return _V(pc.is_valid(v.expr), pa.bool_()) if v.const is None else _const(pa.scalar(v.const.is_valid))
         raise NotSupportedError(f"filters: {node.sql(dialect=_dialect())} ({type(node).__name__}) is not supported")
+
+
+def _unparen(node: Any) -> Any:
+    from sqlglot import exp
+
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node

@@ -49,8 +49,19 @@ class _Translator(_Comparisons, _Functions):
     # -- public (kept for lancepy.sql) --------------------------------------------------
 
     def visit(self, node: Any) -> pc.Expression:
-        """`node` as an Arrow expression (a value; top-level literal typing applies)."""
-        return self.value(node, resolve=True).expr
+        """`node` as an Arrow expression (a value; top-level literal typing applies). A bare
+        column keeps its type (a dictionary stays one, as in pylance's projections)."""
+        from sqlglot import exp
+
+        v = self.value(node, resolve=True)
+        bare = node
+        while isinstance(bare, exp.Paren):
+            bare = bare.this
+        if isinstance(bare, exp.Column) and v.kind == "column":
+            parts = self.column_parts(bare)
+            if pa.types.is_dictionary(self.column_type(parts)):
+                return pc.field(*parts)
+        return v.expr
 
     def condition(self, node: Any) -> pc.Expression:
         """`node` as a filter condition (a boolean Arrow expression)."""
