@@ -7,7 +7,9 @@ in scan order decides (``Boolean``, ``Int64``, ``Float64`` or ``Utf8``; ``Utf8``
 value is null); every other value must have that type (a ``Float64`` index also takes
 integers), else the build fails naming the row; arrays and objects are refused. The target
 index's files are the index's files; its details sit inside the JSON details with the path.
-Index version 0.
+Index version 0. The column may be a JSON field of a struct (``m.j``; a null struct is a null
+value), as pylance allows; filters use only indices on top-level columns (pylance 14 scans
+for ``json_get_*(m.j, ...)`` too).
 
 A filter uses such an index where it reads the same values: ``json_get_int``,
 ``json_get_float``, ``json_get_bool`` or ``json_get_string`` of the column and a key equal
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy._core.schema import is_json_field
@@ -159,20 +162,23 @@ def check_column(view: "DatasetView", field: pa.Field, column: str) -> None:
                 f"JSON index on {column!r}: lancepy indexes JSON columns (pa.json_()), not raw binary ones"
             )
         raise InvalidArgumentError("A JSON index can only be created on a JSON, Binary or LargeBinary field.")
-    if "." in column and column not in view.schema.names:
-        raise NotSupportedError(f"JSON index on {column!r}: lancepy indexes top-level JSON columns only")
     if view.stable_row_ids:
         raise NotSupportedError("JSON index on a dataset with stable row ids: not built by lancepy yet")
 
 
 def _raw_batches(view: "DatasetView", column: str, fragment_ids: Sequence[int]) -> Iterator[Tuple[pa.Array, pa.Array]]:
-    """``(JSON values as stored, row addresses)`` of the live rows of `fragment_ids`."""
+    """``(JSON values as stored, row addresses)`` of the live rows of `fragment_ids`;
+    `column` is a field path (``a.j``: JSON field ``j`` of struct ``a``, null where ``a`` is)."""
+    top, *path = column.split(".")
     stream = view.snapshot.scan_stream(
-        [column], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_address=True, json_stored=True
+        [top], fragment_ids=list(fragment_ids), batch_rows=_SCAN_BATCH_ROWS, with_row_address=True, json_stored=True
     )
     while (raw := stream.next_batch()) is not None:
         batch = pa.record_batch(raw)
-        yield batch.column(column), batch.column("_rowaddr").cast(pa.uint64())
+        values = batch.column(top)
+        for name in path:
+            values = pc.struct_field(values, [values.type.get_field_index(name)])
+        yield values, batch.column("_rowaddr").cast(pa.uint64())
 
 
 def _converted(values: pa.Array, key: JsonPathKey) -> pa.Array:
