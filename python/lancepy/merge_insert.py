@@ -16,7 +16,7 @@ from lancepy._core.schema import ROW_ADDRESS
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
 from lancepy.filters import Filter, FilterLike, compile_filter
 from lancepy._ops import mutations as _mutations
-from lancepy._ops.mutations import replace_rows_uncommitted
+from lancepy._ops.mutations import replace_rows_uncommitted, update_body
 from lancepy._table.commit import commit_on
 from lancepy.fragment import align_to_schema, to_record_batch_reader
 from lancepy._core.evaluate import _evaluate
@@ -146,8 +146,8 @@ class MergeInsertBuilder:
         def attempt(view: Any) -> Dict[str, int]:
             self._ds._install(view)  # (the latest version, when a conflict made this a retry)
             stats, planned = self._plan(source, missing)
-            if planned is not None:
-                self._ds._install(commit_on(view, "Update", *planned))
+            # (a merge that changes nothing commits a version all the same, as pylance's)
+            self._ds._install(commit_on(view, "Update", *(planned or (self._unchanged(),))))
             return stats
 
         return _mutations._retry_on_conflict(self._ds._view, attempt, self._conflict_retries, self._retry_timeout)
@@ -161,12 +161,14 @@ class MergeInsertBuilder:
 
         source, missing = self._source(data_obj, schema)
         stats, planned = self._plan(source, missing)
-        body = planned[0] if planned is not None else {}
+        body = planned[0] if planned is not None else self._unchanged()
         op = LanceOperation.Update(
-            removed_fragment_ids=list(body.get("removed_fragment_ids", [])),
-            updated_fragments=[FragmentMetadata.from_json(f) for f in body.get("updated_fragments", [])],
-            new_fragments=[FragmentMetadata.from_json(f) for f in body.get("new_fragments", [])],
-            fields_modified=list(body.get("fields_modified", [])),
+            removed_fragment_ids=list(body["removed_fragment_ids"]),
+            updated_fragments=[FragmentMetadata.from_json(f) for f in body["updated_fragments"]],
+            new_fragments=[FragmentMetadata.from_json(f) for f in body["new_fragments"]],
+            fields_modified=list(body["fields_modified"]),
+            fields_for_preserving_frag_bitmap=list(body["fields_for_preserving_frag_bitmap"]),
+            update_mode="rewrite_rows",
         )
         return Transaction(read_version=self._ds.version, operation=op), stats
 
@@ -267,9 +269,12 @@ class MergeInsertBuilder:
         stats, addresses, rows = self._decide(source, list(missing), target)
         if addresses is None:
             return stats, None
-        updated = stats["num_updated_rows"]
-        planned = replace_rows_uncommitted(ds._view, addresses, rows, fields_modified=ds._schema.names if updated else ())
+        planned = replace_rows_uncommitted(ds._view, addresses, rows, ds._schema.names)
         return stats, planned
+
+    def _unchanged(self) -> Dict[str, Any]:
+        """The body of the ``Update`` of a merge that changes no row."""
+        return update_body(self._ds._view, [], [], [], self._ds._schema.names)
 
     def _decide(
         self, source: pa.Table, missing: List[str], target: pa.Table
@@ -322,7 +327,7 @@ class MergeInsertBuilder:
         if self._delete_not_matched_by_source and only_tgt.num_rows:
             delete_addr.append(only_tgt.column(ROW_ADDRESS))
             deleted += only_tgt.num_rows
-        stats = {"num_updated_rows": updated, "num_inserted_rows": inserted, "num_deleted_rows": deleted}
+        stats = {"num_inserted_rows": inserted, "num_updated_rows": updated, "num_deleted_rows": deleted}
         if not delete_addr and not new_rows:
             return stats, None, None
         addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())

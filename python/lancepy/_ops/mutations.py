@@ -136,8 +136,8 @@ def _update_once(view: DatasetView, updates: Dict[str, Any], where: Any) -> Tupl
             raise InvalidArgumentError(f"cannot update column {name!r}: the dataset has no such column")
     # Blob columns are rewritten from their values.
     table = read_rows(view, None, where, with_row_address=True, blobs_as_values=True)
-    if table.num_rows == 0:
-        return view, {"num_rows_updated": 0}
+    if table.num_rows == 0:  # (pylance commits a version that changes nothing)
+        return commit_on(view, "Update", update_body(view, [], [], [], list(updates))), {"num_rows_updated": 0}
     new_columns = {}
     for name, value in updates.items():
         target = schema.field(name).type
@@ -150,16 +150,34 @@ def _update_once(view: DatasetView, updates: Dict[str, Any], where: Any) -> Tupl
             arr = pa.array([value] * table.num_rows, type=target)
         new_columns[name] = arr
     rows = pa.table({n: (new_columns[n] if n in new_columns else table.column(n)) for n in schema.names})
-    body, written = replace_rows_uncommitted(view, table.column(ROW_ADDRESS).combine_chunks(), rows, fields_modified=list(updates))
+    body, written = replace_rows_uncommitted(view, table.column(ROW_ADDRESS).combine_chunks(), rows, list(updates))
     return commit_on(view, "Update", body, written), {"num_rows_updated": table.num_rows}
 
 
+def update_body(
+    view: DatasetView, removed: List[int], updated: List[Dict[str, Any]], new: List[Dict[str, Any]],
+    columns: Sequence[str],
+) -> Dict[str, Any]:
+    """The body of an ``Update`` that rewrites rows (deleted where they were, written again
+    in `new` fragments) with new values of `columns`, as pylance records one: no field is
+    modified in place, and the fields of `columns` are those whose index coverage the
+    update keeps (``fields_for_preserving_frag_bitmap``)."""
+    ids = {f.get("name"): f.get("id") for f in view.loaded.fields}
+    return {
+        "removed_fragment_ids": removed,
+        "updated_fragments": updated,
+        "new_fragments": new,
+        "fields_modified": [],
+        "fields_for_preserving_frag_bitmap": [ids[n] for n in columns if n in ids],
+    }
+
+
 def replace_rows_uncommitted(
-    view: DatasetView, addresses: pa.Array, new_rows: Optional[pa.Table], fields_modified: Sequence[str] = ()
+    view: DatasetView, addresses: pa.Array, new_rows: Optional[pa.Table], columns: Sequence[str] = ()
 ) -> Tuple[Dict[str, Any], List[str]]:
     """Writes what an ``Update`` that deletes the rows at `addresses` and appends `new_rows`
-    commits (deletion files, new data files) and returns the transaction's body and the
-    files written, without committing."""
+    (new values of `columns`) commits (deletion files, new data files) and returns the
+    transaction's body (:func:`update_body`) and the files written, without committing."""
     updated, removed, written = _write_deletions(view, addresses)
     new_frags: List[Dict[str, Any]] = []
     if new_rows is not None and new_rows.num_rows > 0:
@@ -175,14 +193,7 @@ def replace_rows_uncommitted(
         )
         new_frags = [f._manifest_json() for f in frags]
         written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
-    ids = {f.get("name"): f.get("id") for f in view.loaded.fields}
-    body = {
-        "removed_fragment_ids": removed,
-        "updated_fragments": updated,
-        "new_fragments": new_frags,
-        "fields_modified": [ids[n] for n in fields_modified if n in ids],
-    }
-    return body, written
+    return update_body(view, removed, updated, new_frags, columns), written
 
 
 def merge(

@@ -296,21 +296,14 @@ def _choose(rows: Sequence[Any]) -> Dict[int, Dict[str, Any]]:
 def _commit(ds: "LanceDataset", store: Any, job_tag: str, results: List[Dict[str, Any]]) -> Dict[str, int]:
     """Deletes the job's files no chosen result holds, then commits one ``Update``: the
     deletion files (written here) and the buckets' new fragments."""
-    stats = {k: sum(r["stats"][k] for r in results) for k in ("num_updated_rows", "num_inserted_rows", "num_deleted_rows")}
+    stats = {k: sum(r["stats"][k] for r in results) for k in ("num_inserted_rows", "num_updated_rows", "num_deleted_rows")}
     frags = [f for r in results for f in r["fragments"]]
     kept = [f"{_m.DATA_DIR}/{d['path']}" for f in frags for d in f["files"]]
     _m._delete_job_files(store, job_tag, keep=kept)
     addresses = np.concatenate([np.frombuffer(bytes.fromhex(r["deletes"]), "<u8") for r in results] or [np.array([], "<u8")])
-    if not frags and not len(addresses):
-        return stats
     updated, removed, written = _mutations._write_deletions(ds._view, pa.array(addresses, pa.uint64()))
-    ids = {f.get("name"): f.get("id") for f in ds._view.loaded.fields}
-    body = {
-        "removed_fragment_ids": removed,
-        "updated_fragments": updated,
-        "new_fragments": frags,
-        "fields_modified": [ids[n] for n in ds.schema.names if n in ids] if stats["num_updated_rows"] else [],
-    }
+    # (a merge that changes nothing commits a version all the same, as the local one)
+    body = _mutations.update_body(ds._view, removed, updated, frags, ds.schema.names)
     read_version = ds.version
     try:
         ds._install(commit_on(ds._view, "Update", body, list(written) + kept))
