@@ -58,8 +58,9 @@ def _deletion_files(uri) -> set:
     return {p.name for p in d.iterdir()} if d.exists() else set()
 
 
-def _generated(path, seed: int, writer=None) -> str:
-    """A dataset of a few fragments of random sizes, some rows deleted (seeded)."""
+def _generated(path, seed: int, writer=None, stable: bool = False) -> str:
+    """A dataset of a few fragments of random sizes, some rows deleted (seeded); with stable
+    row ids if `stable`."""
     rng = np.random.default_rng(seed)
     writer = writer or lancepy
     n = int(rng.integers(20, 200))
@@ -71,7 +72,7 @@ def _generated(path, seed: int, writer=None) -> str:
         "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.normal(size=n * 4).astype(np.float32)), 4),
     })
     uri = str(path)
-    writer.write_dataset(t, uri, max_rows_per_file=int(rng.integers(10, 80)))
+    writer.write_dataset(t, uri, max_rows_per_file=int(rng.integers(10, 80)), enable_stable_row_ids=stable)
     if rng.random() < 0.7:
         lancepy.dataset(uri).delete(f"id % {int(rng.integers(3, 9))} = 0")
     return uri
@@ -296,6 +297,28 @@ def test_merge_insert_on_spark_equals_local_merge_insert(spark, tmp_path, pylanc
     assert _sorted(db.to_table()).equals(_sorted(da.to_table()))
     assert _sorted(pylance.dataset(b).to_table()).equals(_sorted(da.to_table()))
     assert _data_files(b) == _referenced_files(b)
+
+
+def test_merge_insert_on_spark_keeps_stable_row_ids(spark, tmp_path, pylance):
+    """With stable row ids, updated rows keep their ids and inserted ones get the next ones,
+    as in the local merge (and pylance's)."""
+    a = _generated(tmp_path / "local.lance", 41, stable=True)
+    b = _copy(a, tmp_path / "spark.lance")
+    clauses = {"when_matched_update_all": True, "when_not_matched_insert_all": True}
+    source = _source(lancepy.dataset(a), 41)
+    want = _apply_locally(lancepy.dataset(a), "id", clauses, source)
+    assert want["num_updated_rows"] > 0 and want["num_inserted_rows"] > 0
+    assert lspark.merge_insert(_to_spark(spark, source), b, "id", num_partitions=3, **clauses) == want
+    before = lancepy.dataset(a, version=1).to_table(columns=["id"], with_row_id=True)
+    old = dict(zip(before.column("id").to_pylist(), before.column("_rowid").to_pylist()))
+    local, distributed = (lancepy.dataset(u).to_table(with_row_id=True).sort_by("id") for u in (a, b))
+    assert distributed.drop_columns(["_rowid"]).equals(local.drop_columns(["_rowid"]))
+    got = dict(zip(distributed.column("id").to_pylist(), distributed.column("_rowid").to_pylist()))
+    assert {k: v for k, v in got.items() if k in old} == {k: old[k] for k in got if k in old}  # kept
+    new = sorted(v for k, v in got.items() if k not in old)  # (the buckets' order numbers them)
+    assert new == sorted(v for k, v in zip(local.column("id").to_pylist(), local.column("_rowid").to_pylist())
+                         if k not in old)
+    assert pylance.dataset(b).to_table(with_row_id=True).sort_by("id").equals(distributed)
 
 
 def test_merge_insert_refusals_leave_nothing(spark, tmp_path):

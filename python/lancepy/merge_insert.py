@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from lancepy import _lancepy
 from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
-from lancepy._core.schema import ROW_ADDRESS
+from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError, SchemaMismatchError, UnsupportedError
 from lancepy.filters import Filter, FilterLike, compile_filter
 from lancepy._ops import mutations as _mutations
@@ -265,11 +265,11 @@ class MergeInsertBuilder:
         """Writes the merge's files: the stats and the ``Update`` body and files written to
         commit, or ``None`` when the merge changes nothing."""
         ds = self._ds
-        target = ds.to_table(columns=self._on, with_row_address=True)
-        stats, addresses, rows = self._decide(source, list(missing), target)
+        target = ds.to_table(columns=self._on, with_row_address=True, with_row_id=ds._view.stable_row_ids)
+        stats, addresses, rows, kept = self._decide(source, list(missing), target)
         if addresses is None:
             return stats, None
-        planned = replace_rows_uncommitted(ds._view, addresses, rows, ds._schema.names)
+        planned = replace_rows_uncommitted(ds._view, addresses, rows, ds._schema.names, kept)
         return stats, planned
 
     def _unchanged(self) -> Dict[str, Any]:
@@ -278,20 +278,22 @@ class MergeInsertBuilder:
 
     def _decide(
         self, source: pa.Table, missing: List[str], target: pa.Table
-    ) -> Tuple[Dict[str, int], Optional[pa.Array], Optional[pa.Table]]:
+    ) -> Tuple[Dict[str, int], Optional[pa.Array], Optional[pa.Table], Optional[pa.Array]]:
         """What the merge of `source` (its columns the dataset's, less `missing`) does to the
-        dataset rows of `target` (their key columns and ``_rowaddr``: all of the dataset's
-        rows, or those a distributed merge gave one task): the stats, the row addresses to
-        delete and the rows to write (``None`` where nothing is to be deleted or written;
-        both ``None`` when the merge changes nothing)."""
+        dataset rows of `target` (their key columns and ``_rowaddr``, and ``_rowid`` with
+        stable row ids: all of the dataset's rows, or those a distributed merge gave one
+        task): the stats, the row addresses to delete, the rows to write (``None`` where
+        nothing is to be deleted or written; both ``None`` when the merge changes nothing)
+        and, with stable row ids, the ids the first rows to write keep (the updated rows').
+        As pylance writes them: the updated rows in source order, then the inserted ones."""
         src_keys = source.select(self._on).append_column("__src", pa.array(np.arange(source.num_rows, dtype=np.int64)))
         # The hash table is built on the source's keys; the dataset's rows that match no
         # source row are kept only when the merge deletes them.
         outer = "full outer" if self._delete_not_matched_by_source else "right outer"
         joined = target.join(src_keys, keys=self._on, join_type=outer)
         found = pc.is_valid(joined.column(ROW_ADDRESS))
-        matched = joined.filter(found)
-        only_src = joined.filter(pc.invert(found))
+        matched = joined.filter(found).sort_by("__src")
+        only_src = joined.filter(pc.invert(found)).sort_by("__src")
         if self._delete_not_matched_by_source:
             matched = matched.filter(pc.is_valid(matched.column("__src")))
             only_tgt = joined.filter(pc.is_null(joined.column("__src")))
@@ -313,31 +315,42 @@ class MergeInsertBuilder:
         if self._matched_delete and matched.num_rows:
             delete_addr.append(matched.column(ROW_ADDRESS))
             deleted += matched.num_rows
+        kept = None
         if self._update_all and matched.num_rows:
             delete_addr.append(matched.column(ROW_ADDRESS))
             addr = matched.column(ROW_ADDRESS).combine_chunks()
             new_rows.append(self._complete(source.take(matched.column("__src")), missing, addr))
             updated = matched.num_rows
+            if ROW_ID in matched.column_names:
+                kept = matched.column(ROW_ID).combine_chunks()
         if self._insert_all and only_src.num_rows:
             new_rows.append(self._complete(source.take(only_src.column("__src")), missing, None))
             inserted = only_src.num_rows
         if self._delete_not_matched_by_source and only_tgt.num_rows and self._delete_condition is not None:
-            rows = self._ds._take_rows(only_tgt.column(ROW_ADDRESS).combine_chunks())
+            rows = self._rows_at(only_tgt.column(ROW_ADDRESS).combine_chunks())
             only_tgt = only_tgt.filter(_evaluate(rows, self._delete_condition))
         if self._delete_not_matched_by_source and only_tgt.num_rows:
             delete_addr.append(only_tgt.column(ROW_ADDRESS))
             deleted += only_tgt.num_rows
         stats = {"num_inserted_rows": inserted, "num_updated_rows": updated, "num_deleted_rows": deleted}
         if not delete_addr and not new_rows:
-            return stats, None, None
+            return stats, None, None, None
         addresses = pa.chunked_array([c for a in delete_addr for c in a.chunks], pa.uint64()).combine_chunks() if delete_addr else pa.array([], pa.uint64())
         rows = pa.concat_tables(new_rows, promote_options="permissive") if new_rows else None
-        return stats, addresses, rows
+        return stats, addresses, rows, kept
 
+
+    def _rows_at(self, addresses: pa.Array) -> pa.Table:
+        """The dataset's rows at row `addresses` (live rows the merge matched), in that order
+        (by address: with stable row ids a row's id is not its address)."""
+        rows = pa.table(self._ds._view.snapshot.take_addresses(addresses))
+        if rows.num_rows != len(addresses):
+            raise CommitConflictError("merge_insert: matched rows changed while they were read")
+        return rows
 
     def _filter_matched(self, matched: pa.Table, source: pa.Table) -> pa.Table:
         """The matched pairs for which the update condition holds."""
-        target_rows = self._ds._take_rows(matched.column(ROW_ADDRESS).combine_chunks())
+        target_rows = self._rows_at(matched.column(ROW_ADDRESS).combine_chunks())
         source_rows = source.take(matched.column("__src"))
         pair = pa.table(
             {

@@ -55,8 +55,11 @@ def add_columns(
         )
     if isinstance(transforms, dict):
         compiled = {n: compile_expression(e, schema) if isinstance(e, str) else e for n, e in transforms.items()}
-        if transforms and all(isinstance(e, str) and _is_null_cast(e) for e in transforms.values()):
-            # Only ``CAST(NULL AS type)``s, as pylance: all-null columns, a metadata-only change.
+        if transforms and (
+            all(isinstance(e, str) and _is_null_cast(e) for e in transforms.values()) or not view.fragment_ids
+        ):
+            # Only ``CAST(NULL AS type)``s, or a dataset without fragments, as pylance: columns
+            # of the expressions' types, a metadata-only change.
             empty = schema.empty_table()
             types = {n: _evaluate_values(empty, f.expression, None).type for n, f in compiled.items()}
             return add_columns(view, pa.schema([pa.field(n, t) for n, t in types.items()]))

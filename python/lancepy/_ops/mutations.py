@@ -10,13 +10,15 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancepy import _lancepy
 from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.conform import align_to_schema, to_record_batch_reader
 from lancepy._core.evaluate import _evaluate, _evaluate_values, _stream_tables
-from lancepy._core.schema import ROW_ADDRESS
+from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops import evolution as _evolution
 from lancepy._ops.scan import read_rows
 from lancepy._ops.write import _write
@@ -135,7 +137,7 @@ def _update_once(view: DatasetView, updates: Dict[str, Any], where: Any) -> Tupl
         if name not in schema.names:
             raise InvalidArgumentError(f"cannot update column {name!r}: the dataset has no such column")
     # Blob columns are rewritten from their values.
-    table = read_rows(view, None, where, with_row_address=True, blobs_as_values=True)
+    table = read_rows(view, None, where, with_row_address=True, with_row_id=view.stable_row_ids, blobs_as_values=True)
     if table.num_rows == 0:  # (pylance commits a version that changes nothing)
         return commit_on(view, "Update", update_body(view, [], [], [], list(updates))), {"num_rows_updated": 0}
     new_columns = {}
@@ -150,7 +152,8 @@ def _update_once(view: DatasetView, updates: Dict[str, Any], where: Any) -> Tupl
             arr = pa.array([value] * table.num_rows, type=target)
         new_columns[name] = arr
     rows = pa.table({n: (new_columns[n] if n in new_columns else table.column(n)) for n in schema.names})
-    body, written = replace_rows_uncommitted(view, table.column(ROW_ADDRESS).combine_chunks(), rows, list(updates))
+    kept = table.column(ROW_ID).to_numpy() if view.stable_row_ids else None
+    body, written = replace_rows_uncommitted(view, table.column(ROW_ADDRESS).combine_chunks(), rows, list(updates), kept)
     return commit_on(view, "Update", body, written), {"num_rows_updated": table.num_rows}
 
 
@@ -172,12 +175,29 @@ def update_body(
     }
 
 
+def keep_row_ids(view: DatasetView, new_frags: List[Dict[str, Any]], kept: Optional[Any]) -> None:
+    """Gives the first ``len(kept)`` rows of `new_frags` (in order) the stable row ids `kept`
+    (rows rewritten by an update keep their ids, as in pylance); the rows after them get new
+    ids at commit. Nothing without stable row ids."""
+    if kept is None or not len(kept) or not view.stable_row_ids:
+        return
+    ids = np.asarray(kept, dtype=np.uint64)
+    start = 0
+    for f in new_frags:
+        part = ids[start : start + int(f["physical_rows"])]
+        if len(part):
+            f["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(part.tolist()))}
+        start += int(f["physical_rows"])
+
+
 def replace_rows_uncommitted(
-    view: DatasetView, addresses: pa.Array, new_rows: Optional[pa.Table], columns: Sequence[str] = ()
+    view: DatasetView, addresses: pa.Array, new_rows: Optional[pa.Table], columns: Sequence[str] = (),
+    kept_row_ids: Optional[Any] = None,
 ) -> Tuple[Dict[str, Any], List[str]]:
     """Writes what an ``Update`` that deletes the rows at `addresses` and appends `new_rows`
-    (new values of `columns`) commits (deletion files, new data files) and returns the
-    transaction's body (:func:`update_body`) and the files written, without committing."""
+    (new values of `columns`; with stable row ids its first rows keep the ids `kept_row_ids`)
+    commits (deletion files, new data files) and returns the transaction's body
+    (:func:`update_body`) and the files written, without committing."""
     updated, removed, written = _write_deletions(view, addresses)
     new_frags: List[Dict[str, Any]] = []
     if new_rows is not None and new_rows.num_rows > 0:
@@ -193,6 +213,7 @@ def replace_rows_uncommitted(
         )
         new_frags = [f._manifest_json() for f in frags]
         written += [f"data/{d['path']}" for f in new_frags for d in f["files"]]
+        keep_row_ids(view, new_frags, kept_row_ids)
     return update_body(view, removed, updated, new_frags, columns), written
 
 

@@ -32,11 +32,11 @@ def compile_scan_filter(filter: Any, schema: pa.Schema) -> Tuple[Optional[Filter
 
 
 def read_rows(view: DatasetView, columns: Optional[Sequence[str]], filter: Any = None, *,
-              with_row_address: bool = False, blobs_as_values: bool = False) -> pa.Table:
+              with_row_address: bool = False, with_row_id: bool = False, blobs_as_values: bool = False) -> pa.Table:
     """The live rows of `view` that `filter` (SQL text or a pyarrow expression) keeps, in scan
     order: `columns` (top-level names; ``None``: all), then ``_rowaddr`` with
-    `with_row_address`. `blobs_as_values` reads blob columns' values (``large_binary``)
-    instead of their descriptions."""
+    `with_row_address` and ``_rowid`` with `with_row_id`. `blobs_as_values` reads blob
+    columns' values (``large_binary``) instead of their descriptions."""
     schema = view.schema
     flt, system = compile_scan_filter(filter, schema)
     names = list(schema.names) if columns is None else list(columns)
@@ -48,7 +48,7 @@ def read_rows(view: DatasetView, columns: Optional[Sequence[str]], filter: Any =
             read = list(dict.fromkeys(names + [c for c in flt.columns if c not in (ROW_ID, ROW_ADDRESS)]))
     blobs = view.loaded.blob_columns(names) if blobs_as_values else []
     want_address = with_row_address or ROW_ADDRESS in system or bool(blobs)
-    t = pa.table(view.snapshot.scan(read, fragment_ids=None, batch_rows=131072, with_row_id=ROW_ID in system,
+    t = pa.table(view.snapshot.scan(read, fragment_ids=None, batch_rows=131072, with_row_id=with_row_id or ROW_ID in system,
                                     with_row_address=want_address))
     if flt is not None:
         t = t.filter(_evaluate(t, flt))
@@ -58,7 +58,7 @@ def read_rows(view: DatasetView, columns: Optional[Sequence[str]], filter: Any =
                                                     t.column(i).combine_chunks())).column(0)
         field = pa.field(name, pa.large_binary(), t.schema.field(i).nullable, schema.field(name).metadata)
         t = t.set_column(i, field, values)
-    return t.select(names + ([ROW_ADDRESS] if with_row_address else []))
+    return t.select(names + ([ROW_ADDRESS] if with_row_address else []) + ([ROW_ID] if with_row_id else []))
 
 
 def count_matching(view: DatasetView, filter: Any) -> int:

@@ -310,6 +310,8 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
         new = body.get("new_fragments", []) if name == "Update" else []
     if name != "Rewrite":  # (a Rewrite's new fragments are numbered by _rewritten)
         next_id = _assign_ids(new, next_id)
+    if name == "Update":
+        _complete_row_ids(m, new)
     count, deletions, versions = base.native.fragment_summary(removed + [f["id"] for f in replaced])
     changed = sorted(replaced, key=lambda f: f["id"]) + new
     summary = _FragmentSummary(count + len(changed), deletions or any(_has_deletions(f) for f in changed),
@@ -428,7 +430,8 @@ def build_manifest(
         if body.get("initial_bases"):
             m["base_paths"] = list(body["initial_bases"])
         index_section = None
-        m["next_row_id"] = 0
+        # (stable row ids go on from the overwritten version's next id, as pylance's do)
+        m["next_row_id"] = m.get("next_row_id", 0) if old is not None else 0
     elif name == "Append":
         if old is None:
             raise DatasetNotFoundError("cannot append: the dataset does not exist")
@@ -448,6 +451,7 @@ def build_manifest(
         fragments = [updated.get(f.get("id", 0), f) for f in fragments if f.get("id", 0) not in removed]
         new = body.get("new_fragments", [])
         next_id = _assign_ids(new, next_id)
+        _complete_row_ids(m, new)
         fragments = fragments + new
     elif name == "Merge":
         fragments = body.get("fragments", [])
@@ -469,7 +473,11 @@ def build_manifest(
         if store is None:
             raise ValueError("restore needs the store")
         target = load_manifest(store, body["version"])
+        next_row_id = m.get("next_row_id", 0)
         m = json.loads(target.json)
+        # (stable row ids are never given twice: the restored version goes on from the
+        # latest's next id, as pylance's does)
+        m["next_row_id"] = max(next_row_id, m.get("next_row_id", 0))
         fragments = m.get("fragments", [])
         index_section = target.index_section
         next_id = max(next_id, _max_fragment_id(m) + 1)
@@ -613,6 +621,28 @@ def _apply_update_map(values: Dict[str, Any], update: Optional[Dict[str, Any]], 
         else:
             out[key] = list(value.encode()) if as_bytes else value
     return out
+
+
+def _complete_row_ids(m: Dict[str, Any], new: List[Dict[str, Any]]) -> None:
+    """New fragments of an ``Update`` of a stable-row-id dataset whose rows keep their ids
+    carry them for their first rows only (as pylance writes them: the rows that keep their
+    ids come first); the rest get the next ids (``next_row_id`` on)."""
+    if not m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
+        return
+    next_row = m.get("next_row_id", 0)
+    for f in new:
+        seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
+        n = f.get("physical_rows") or 0
+        if seq is None:
+            continue
+        kept = _lancepy.decode_row_ids(bytes(seq))
+        if len(kept) > n:
+            raise InvalidArgumentError(f"a new fragment of {n} rows carries {len(kept)} row ids")
+        if len(kept) < n:
+            ids = list(kept) + list(range(next_row, next_row + n - len(kept)))
+            f["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(ids))}
+            next_row += n - len(kept)
+    m["next_row_id"] = next_row
 
 
 def _assign_row_ids(m: Dict[str, Any], fragments: List[Dict[str, Any]]) -> None:

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancepy._core.conform import align_to_schema
-from lancepy._core.schema import ROW_ADDRESS
+from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops import mutations as _mutations
 from lancepy._ops.write import DEFAULT_MAX_ROWS_PER_FILE, _write
 from lancepy._table.commit import commit_on
@@ -155,7 +155,7 @@ def merge_insert(
     bucket = F.pmod(F.xxhash64(*[F.col(k) for k in keys]), F.lit(n)).cast("int")
     source = source.withColumn(_BUCKET, bucket)
     fids = [f.fragment_id for f in ds.get_fragments()]
-    target_schema = key_struct.add(ROW_ADDRESS, "long", False)
+    target_schema = key_struct.add(ROW_ADDRESS, "long", False).add(ROW_ID, "long", False)
     if fids:
         target = spark.range(0, len(fids), 1, numPartitions=min(len(fids), max(n, 1)))
         target = target.mapInArrow(_key_reader(ds.uri, ds.version, so, keys, key_arrow, fids), target_schema)
@@ -208,17 +208,18 @@ def _key_reader(
     key_arrow: pa.Schema,
     fids: List[int],
 ) -> Any:
-    """mapInArrow function: the live rows' keys (as Spark takes them) and row addresses of
-    the fragments whose positions in `fids` it is given."""
+    """mapInArrow function: the live rows' keys (as Spark takes them), row addresses and row
+    ids (stable ones, or the addresses) of the fragments whose positions in `fids` it is
+    given."""
 
     def run(batches: Any) -> Any:
         ds = _m._open_dataset(uri, version, storage_options)
         for b in batches:
             for i in b.column(0).to_pylist():
-                t = ds.get_fragment(fids[i]).to_table(columns=keys, with_row_address=True)
+                t = ds.get_fragment(fids[i]).to_table(columns=keys, with_row_address=True, with_row_id=True)
                 cols = [_m._cast_for_spark(t.column(k).combine_chunks(), key_arrow.field(k).type) for k in keys]
-                cols.append(t.column(ROW_ADDRESS).combine_chunks().cast(pa.int64()))
-                yield from pa.Table.from_arrays(cols, names=keys + [ROW_ADDRESS]).to_batches()
+                cols += [t.column(c).combine_chunks().cast(pa.int64()) for c in (ROW_ADDRESS, ROW_ID)]
+                yield from pa.Table.from_arrays(cols, names=keys + [ROW_ADDRESS, ROW_ID]).to_batches()
 
     return run
 
@@ -259,12 +260,13 @@ def _merge_bucket(
         present = pa.schema([ds.schema.field(n) for n in ds.schema.names if n in source.column_names])
         source = pa.Table.from_batches(list(_m._conform(iter(source.to_batches()), present)), present)
         source, missing = builder._source(source, None)
+        ids = [ROW_ID] if ds._view.stable_row_ids else []  # (the ids updated rows keep)
         target = pa.Table.from_arrays(
             [target.column(k).cast(ds.schema.field(k).type) for k in keys]
-            + [target.column(ROW_ADDRESS).cast(pa.uint64())],
-            names=keys + [ROW_ADDRESS],
+            + [target.column(c).cast(pa.uint64()) for c in [ROW_ADDRESS] + ids],
+            names=keys + [ROW_ADDRESS] + ids,
         )
-        stats, addresses, rows = builder._decide(source, missing, target)
+        stats, addresses, rows, kept = builder._decide(source, missing, target)
         fragments: List[Dict[str, Any]] = []
         if rows is not None and rows.num_rows:
             made = _write(
@@ -278,6 +280,7 @@ def _merge_bucket(
                 storage_options=ds._view.storage_options,
             )
             fragments = [f._manifest_json() for f in made]
+            _mutations.keep_row_ids(ds._view, fragments, kept)
     except LanceError as e:
         return {"error": str(e), "kind": type(e).__name__}
     deletes = b"" if addresses is None else addresses.to_numpy(zero_copy_only=False).astype("<u8").tobytes()
