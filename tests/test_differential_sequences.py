@@ -1,9 +1,10 @@
 """Random sequences of operations, pylance 14 the oracle: the same seeded sequence is applied to
 a dataset by lancepy and to a copy by pylance (appends, deletes, updates, upserts, overwrites,
 computed and dropped columns, renames and casts, compaction, BTREE / BITMAP indices, restoring
-an older version), on datasets with and without stable row ids. After every operation the
-two datasets hold the same rows (with stable row ids, under the same ids: updated rows keep
-theirs), answer the same filtered counts and scans, and each library reads the other's
+an older version, joins with ``merge``, index updates, cleanup, tags), on datasets with and
+without stable row ids. After every operation the two datasets hold the same rows (with
+stable row ids, under the same ids: updated rows keep theirs), answer the same filtered
+counts, scans and exact nearest-neighbour searches, and each library reads the other's
 dataset as its writer does."""
 
 from __future__ import annotations
@@ -55,12 +56,13 @@ class Sequence:
             "x": pa.array(np.round(self.rng.random(n) * 100, 1), mask=self.rng.random(n) < 0.1),
             "cat": pa.array(self.rng.choice(["a", "b", "c", "d"], n)),
             "k": pa.array(self.rng.integers(-5, 5, n), pa.int32()),
+            "v": pa.FixedSizeListArray.from_arrays(pa.array(self.rng.standard_normal(n * 4).astype(np.float32)), 4),
         }
         if schema is None:
             return pa.table(cols)
         out = {}
         for f in schema:
-            if f.name in cols:
+            if f.name in cols and (f.name != "v" or f.type == cols["v"].type):
                 out[f.name] = cols[f.name].cast(f.type)
             else:  # a computed or renamed column: values of its type
                 out[f.name] = pa.array(self.rng.integers(0, 50, n)).cast(f.type)
@@ -84,12 +86,13 @@ class Sequence:
 
     def step(self) -> tuple:
         names = self.schema().names
-        kinds = ["append", "delete", "update", "merge_insert", "compact", "restore", "overwrite", "index"]
-        weights = [4, 4, 3, 3, 2, 1, 0.5, 1.5]
+        kinds = ["append", "delete", "update", "merge_insert", "compact", "restore", "overwrite", "index",
+                 "merge", "optimize_indices", "cleanup", "tag"]
+        weights = [4, 4, 3, 3, 2, 1, 0.5, 1.5, 1, 1, 0.5, 0.5]
         if "x" in names:
             kinds.append("add_columns")
             weights.append(1.5)
-        extra = [n for n in names if n not in ("id",)]
+        extra = [n for n in names if n not in ("id", "v")]
         if len(extra) > 1:
             kinds += ["drop_columns", "alter_columns"]
             weights += [1, 1]
@@ -159,6 +162,27 @@ class Sequence:
             kind = "BTREE"
         return lambda lib, uri: lib.dataset(uri).create_scalar_index(column, kind, replace=True)
 
+    def op_merge(self) -> Callable:
+        live = lancepy.dataset(self.uris["lancepy"]).to_table(columns=["id"]).column("id").to_numpy()
+        # (at least one row: pylance refuses to merge an empty table, "HashJoiner: No data")
+        keys = self.rng.choice(live, size=min(len(live), int(self.rng.integers(1, 10))), replace=False) if len(live) else [-1]
+        name = f"m{self.version_count}"
+        table = pa.table({"id": pa.array(np.asarray(keys, np.int64)),
+                          name: pa.array(self.rng.integers(0, 100, len(keys)), pa.int64())})
+        return lambda lib, uri: lib.dataset(uri).merge(table, left_on="id")
+
+    def op_optimize_indices(self) -> Callable:
+        return lambda lib, uri: lib.dataset(uri).optimize.optimize_indices()
+
+    def op_cleanup(self) -> Callable:
+        import datetime
+
+        return lambda lib, uri: lib.dataset(uri).cleanup_old_versions(older_than=datetime.timedelta(0))
+
+    def op_tag(self) -> Callable:
+        name, version = f"t{self.version_count}", int(self.rng.integers(1, self.version_count + 1))
+        return lambda lib, uri: lib.dataset(uri).tags.create(name, version)
+
     def op_add_columns(self) -> Callable:
         name = f"c{self.version_count}"
         expr = str(self.rng.choice(["x * 2", "id + 1", "k * 3", "upper(cat)"]))
@@ -167,13 +191,13 @@ class Sequence:
         return lambda lib, uri: lib.dataset(uri).add_columns({name: expr})
 
     def op_drop_columns(self) -> Callable:
-        names = [n for n in self.schema().names if n not in ("id",)]
+        names = [n for n in self.schema().names if n not in ("id", "v")]
         column = str(self.rng.choice(names))
         return lambda lib, uri: lib.dataset(uri).drop_columns([column])
 
     def op_alter_columns(self) -> Callable:
         schema = self.schema()
-        names = [n for n in schema.names if n not in ("id",)]
+        names = [n for n in schema.names if n not in ("id", "v")]
         column = str(self.rng.choice(names))
         t = schema.field(column).type
         if pa.types.is_integer(t) and self.rng.random() < 0.5:
@@ -222,6 +246,12 @@ def test_random_sequences_equal_pylance(tmp_path, block) -> None:
             assert _canonical(lance.dataset(seq.uris["lancepy"]).to_table(with_row_id=seq.stable)).equals(want), where
             assert _canonical(lancepy.dataset(seq.uris["pylance"]).to_table(with_row_id=seq.stable)).equals(want), where
             flt = seq.predicate()
+            if "v" in a.schema.names:  # exact nearest neighbours (no vector index), filtered or not
+                q = seq.rng.standard_normal(4).astype(np.float32)
+                for kw in ({}, {"filter": flt, "prefilter": True}):
+                    near = {"column": "v", "q": q, "k": 5}
+                    got_ids = a.to_table(columns=["id"], nearest=near, **kw).column("id").to_pylist()
+                    assert got_ids == b.to_table(columns=["id"], nearest=near, **kw).column("id").to_pylist(), where
             assert a.count_rows(flt) == b.count_rows(flt), f"{where}: {flt}"
             assert _canonical(a.to_table(filter=flt)).equals(_canonical(b.to_table(filter=flt))), f"{where}: {flt}"
         shutil.rmtree(root, ignore_errors=True)
