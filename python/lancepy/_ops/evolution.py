@@ -203,6 +203,8 @@ def _add_precomputed_columns(view: DatasetView, values: pa.Table, first_id: int)
         raise LanceIOError(
             f"Stream produced more values than expected for dataset ({values.num_rows} values for {total} live rows)"
         )
+    if not view.loaded.fragments:  # (no rows to give values: a schema change, as pylance's)
+        return add_columns(view, nullable_schema(values.schema))
     new_tables = []
     start = 0
     for frag in view.loaded.fragments:
