@@ -247,9 +247,7 @@ class MergeInsertBuilder:
         ds = self._ds
         blobs = set(ds._view.loaded.blob_columns(missing))
         if addresses is not None:
-            have = pa.table(ds._view.snapshot.take_addresses(addresses, columns=missing, with_row_address=True))
-            if have.num_rows != rows.num_rows:
-                raise CommitConflictError("merge_insert: matched rows changed while they were read")
+            have = self._rows_at(addresses, missing)
             for n in missing:
                 values = have.column(n).combine_chunks()
                 if n in blobs:
@@ -340,10 +338,11 @@ class MergeInsertBuilder:
         return stats, addresses, rows, kept
 
 
-    def _rows_at(self, addresses: pa.Array) -> pa.Table:
+    def _rows_at(self, addresses: pa.Array, columns: Optional[List[str]] = None) -> pa.Table:
         """The dataset's rows at row `addresses` (live rows the merge matched), in that order
-        (by address: with stable row ids a row's id is not its address)."""
-        rows = pa.table(self._ds._view.snapshot.take_addresses(addresses))
+        (by address: with stable row ids a row's id is not its address): `columns` (all by
+        default) and ``_rowaddr``."""
+        rows = pa.table(self._ds._view.snapshot.take_addresses(addresses, columns=columns, with_row_address=True))
         if rows.num_rows != len(addresses):
             raise CommitConflictError("merge_insert: matched rows changed while they were read")
         return rows

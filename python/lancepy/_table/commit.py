@@ -629,7 +629,6 @@ def _complete_row_ids(m: Dict[str, Any], new: List[Dict[str, Any]]) -> None:
     ids come first); the rest get the next ids (``next_row_id`` on)."""
     if not m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
         return
-    next_row = m.get("next_row_id", 0)
     for f in new:
         seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
         n = f.get("physical_rows") or 0
@@ -639,23 +638,26 @@ def _complete_row_ids(m: Dict[str, Any], new: List[Dict[str, Any]]) -> None:
         if len(kept) > n:
             raise InvalidArgumentError(f"a new fragment of {n} rows carries {len(kept)} row ids")
         if len(kept) < n:
-            ids = list(kept) + list(range(next_row, next_row + n - len(kept)))
-            f["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(ids))}
-            next_row += n - len(kept)
-    m["next_row_id"] = next_row
+            _set_row_ids(f, list(kept) + _next_row_ids(m, n - len(kept)))
 
 
 def _assign_row_ids(m: Dict[str, Any], fragments: List[Dict[str, Any]]) -> None:
     """Gives new fragments of a stable-row-id dataset the next ids (``next_row_id`` on)."""
-    next_row = m.get("next_row_id", 0)
     for f in fragments:
-        if f.get("row_id_sequence"):
-            continue
-        n = f.get("physical_rows", 0)
-        seq = _lancepy.encode_row_ids(list(range(next_row, next_row + n)))
-        f["row_id_sequence"] = {"InlineRowIds": list(seq)}
-        next_row += n
-    m["next_row_id"] = next_row
+        if not f.get("row_id_sequence"):
+            _set_row_ids(f, _next_row_ids(m, f.get("physical_rows", 0)))
+    m.setdefault("next_row_id", 0)
+
+
+def _next_row_ids(m: Dict[str, Any], n: int) -> List[int]:
+    """The next `n` stable row ids of manifest `m` (taken: ``next_row_id`` moves past them)."""
+    start = m.get("next_row_id", 0)
+    m["next_row_id"] = start + n
+    return list(range(start, start + n))
+
+
+def _set_row_ids(fragment: Dict[str, Any], ids: List[int]) -> None:
+    fragment["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(ids))}
 
 
 @dataclass
