@@ -5,7 +5,8 @@ renames and casts, compaction, BTREE / BITMAP indices, restoring an older versio
 ``merge``, index updates, cleanup, tags), on datasets with and without stable row ids. After every operation the two datasets hold the same rows (with
 stable row ids, under the same ids: updated rows keep theirs), answer the same filtered
 counts, scans and exact nearest-neighbour searches, and each library reads the other's
-dataset as its writer does."""
+dataset as its writer does; with stable row ids, each row was created and last updated in the
+same versions (``_row_created_at_version`` / ``_row_last_updated_at_version``)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ STEPS = 7
 def _canonical(table: pa.Table) -> pa.Table:
     table = table.select(sorted(table.column_names))
     return table.sort_by([("id", "ascending")]) if "id" in table.column_names else table
+
+
+def _row_versions(ds: Any) -> pa.Table:
+    """Each row's stable id and the versions it was created and last updated in."""
+    t = ds.to_table(columns=["_rowid", "_row_created_at_version", "_row_last_updated_at_version"])
+    return t.sort_by("_rowid")
 
 
 class Sequence:
@@ -251,6 +258,11 @@ def test_random_sequences_equal_pylance(tmp_path, block) -> None:
             # Each library reads the other's dataset as its writer does.
             assert _canonical(lance.dataset(seq.uris["lancepy"]).to_table(with_row_id=seq.stable)).equals(want), where
             assert _canonical(lancepy.dataset(seq.uris["pylance"]).to_table(with_row_id=seq.stable)).equals(want), where
+            if seq.stable:  # the version each row was created and last updated in
+                want = _row_versions(b)
+                assert _row_versions(a).equals(want), f"{where}\n{_row_versions(a).to_pydict()}\n{want.to_pydict()}"
+                assert _row_versions(lance.dataset(seq.uris["lancepy"])).equals(want), where
+                assert _row_versions(lancepy.dataset(seq.uris["pylance"])).equals(want), where
             flt = seq.predicate()
             if "v" in a.schema.names:  # exact nearest neighbours (no vector index), filtered or not
                 q = seq.rng.standard_normal(4).astype(np.float32)

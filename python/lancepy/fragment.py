@@ -193,12 +193,12 @@ class LanceFragment(FragmentArrowMembers, ArrowFragment):
         deleted: writes a new deletion file and returns the updated fragment (``None`` if no
         row is left), for a :class:`~lancepy.LanceOperation.Delete` the caller commits. Nothing
         is committed here. A predicate that matches no row returns the fragment unchanged."""
-        from lancepy.filters import compile_filter
+        from lancepy._ops.scan import compile_scan_filter
 
-        flt = compile_filter(predicate, self._ds.schema)
+        flt, system = compile_scan_filter(predicate, self._ds.schema)
         if flt is None:
             raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-        return self._delete_addresses(_mutations._matching_addresses(self._ds._view, flt, [self.fragment_id]))
+        return self._delete_addresses(_mutations._matching_addresses(self._ds._view, flt, [self.fragment_id], system))
 
     def delete_rows(self, offsets: Iterable[int]) -> Optional[FragmentMetadata]:
         """Marks the rows at `offsets` (physical row offsets inside this fragment, 0-based)

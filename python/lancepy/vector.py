@@ -37,6 +37,7 @@ import pyarrow as pa
 from lancepy._ops import ivf as _ivf
 from lancepy._ops import pq4 as _pq4
 from lancepy._ops import vector_columns as _vc
+from lancepy._ops.scan import stored_columns
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, NotSupportedError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -183,7 +184,7 @@ def search(
         fragment_ids = sorted(f for f in wanted if f in view.fragment_rows())
     allowed = None
     if flt is not None and prefilter:
-        t = pa.table(snap.scan(flt.columns, fragment_ids=fragment_ids, with_row_address=True, coalesce=True))
+        t = pa.table(snap.scan(stored_columns(flt.columns), fragment_ids=fragment_ids, with_row_address=True, coalesce=True))
         mask = evaluate(t, flt)
         allowed = t.column("_rowaddr").filter(mask).combine_chunks()
     found = _index_search(view, query, fragment_ids, allowed, index_segments)
@@ -196,7 +197,7 @@ def search(
     names = list(columns) if columns is not None else list(view.schema.names)
     read = names
     if flt is not None and not prefilter:
-        extra = [c for c in (flt.columns or view.schema.names) if c not in names]
+        extra = [c for c in (stored_columns(flt.columns) or view.schema.names) if c not in names]
         read = names + extra
     addr = pa.array(addresses, pa.uint64())
     table = pa.table(snap.take_addresses(

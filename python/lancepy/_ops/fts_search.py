@@ -30,6 +30,7 @@ from lancepy import _lancepy
 from lancepy._core.evaluate import _evaluate
 from lancepy._ops import inverted as _inverted
 from lancepy._ops import take as _take
+from lancepy._ops.scan import stored_columns
 from lancepy.exceptions import InvalidArgumentError, NotSupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -326,7 +327,7 @@ class _Prefilter:
         if self._passing is None and self._cache is not None:
             self._passing = self._cache.get("passing")
         if self._passing is None:
-            names = list(self.flt.columns or self.view.schema.names)
+            names = list(stored_columns(self.flt.columns) or self.view.schema.names)
             found = []
             if self.frags:
                 stream = self.view.snapshot.scan_stream(names, fragment_ids=self.frags, with_row_address=True, batch_rows=131072)
@@ -921,7 +922,8 @@ def ranked(
     if flt is not None and not prefilter and len(rows):  # (a postfilter: on the best rows)
         order = np.argsort(rows)
         rows, scores = rows[order], scores[order]
-        t = pa.table(view.snapshot.take_addresses(pa.array(rows, pa.uint64()), columns=list(flt.columns or view.schema.names)))
+        t = pa.table(view.snapshot.take_addresses(pa.array(rows, pa.uint64()), columns=list(stored_columns(flt.columns) or view.schema.names),
+                                                  with_row_address=True))
         mask = _mask(evaluate, t, flt)
         keep = np.asarray(mask.to_numpy(zero_copy_only=False), bool)
         rows, scores = rows[keep], scores[keep]

@@ -17,15 +17,15 @@ import pyarrow.compute as pc
 from lancepy import _lancepy
 from lancepy._core.args import DEFAULT_CONFLICT_RETRIES, DEFAULT_RETRY_TIMEOUT
 from lancepy._core.conform import align_to_schema, to_record_batch_reader
-from lancepy._core.evaluate import _evaluate, _evaluate_values, _stream_tables
+from lancepy._core.evaluate import _evaluate_values, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops import evolution as _evolution
-from lancepy._ops.scan import read_rows
+from lancepy._ops.scan import compile_scan_filter, evaluate_on, read_rows, stored_columns
 from lancepy._ops.write import _write
 from lancepy._table.commit import commit_on, latest_view
 from lancepy._table.fragments import DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, normalize_storage_version
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError
-from lancepy.filters import Filter, compile_expression, compile_filter
+from lancepy.filters import Filter, compile_expression
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy._table.snapshot import DatasetView
@@ -33,19 +33,22 @@ if TYPE_CHECKING:  # pragma: no cover
 _T = TypeVar("_T")
 
 
-def _matching_addresses(view: DatasetView, flt: Filter, fragment_ids: Optional[List[int]] = None) -> pa.Array:
+def _matching_addresses(view: DatasetView, flt: Filter, fragment_ids: Optional[List[int]] = None,
+                        system: Sequence[str] = ()) -> pa.Array:
     """Row addresses of the live rows matching a filter (in `fragment_ids` only, if
-    given), in one pass."""
+    given), in one pass; `system`: the system columns the filter reads (see
+    :func:`~lancepy._ops.scan.compile_scan_filter`)."""
     stream = view.snapshot.scan_stream(
-        flt.columns,
+        stored_columns(flt.columns),
         fragment_ids=fragment_ids,
         batch_rows=131072,
         with_row_address=True,
+        with_row_id=ROW_ID in system,
         coalesce=True,
     )
     parts: List[pa.Array] = []
     for table in _stream_tables(stream, 1 << 20):
-        parts.extend(pc.filter(table.column(ROW_ADDRESS), _evaluate(table, flt)).chunks)
+        parts.extend(pc.filter(table.column(ROW_ADDRESS), evaluate_on(view, table, flt, system)).chunks)
     return pa.chunked_array(parts, pa.uint64()).combine_chunks()
 
 
@@ -81,10 +84,10 @@ def delete(
     """See :meth:`LanceDataset.delete`: the dataset at the version committed, and the counts."""
 
     def attempt(view: DatasetView) -> Tuple[DatasetView, Dict[str, int]]:
-        flt = compile_filter(predicate, view.schema)
+        flt, system = compile_scan_filter(predicate, view.schema)
         if flt is None:
             raise InvalidArgumentError("delete needs a predicate; use 'true' to delete every row")
-        addresses = _matching_addresses(view, flt)
+        addresses = _matching_addresses(view, flt, system=system)
         updated, removed, written = _write_deletions(view, addresses)
         body = {"updated_fragments": updated, "deleted_fragment_ids": removed, "predicate": flt.text}
         return commit_on(view, "Delete", body, written), {"num_deleted_rows": len(addresses)}

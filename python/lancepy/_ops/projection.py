@@ -1,5 +1,6 @@
 """Projections as pylance accepts them: dataset columns, nested field paths (``"struct.x"``)
-and the system columns ``_rowid``, ``_rowaddr`` and ``_rowoffset``, returned in the order asked
+and the system columns ``_rowid``, ``_rowaddr``, ``_rowoffset``, ``_row_created_at_version``
+and ``_row_last_updated_at_version``, returned in the order asked
 (a name may repeat). Scans and takes read the top-level columns a projection needs and call
 :meth:`Projection.apply` on what they read."""
 
@@ -12,13 +13,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy._table import row_versions
 from lancepy.exceptions import ColumnNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy._table.snapshot import DatasetView
 
 ROW_OFFSET = "_rowoffset"
-SYSTEM_COLUMNS = (ROW_ID, ROW_ADDRESS, ROW_OFFSET)
+SYSTEM_COLUMNS = (ROW_ID, ROW_ADDRESS, ROW_OFFSET, *row_versions.COLUMNS)
 
 
 def _resolve_path(schema: pa.Schema, name: str) -> Optional[Tuple[str, List[str]]]:
@@ -68,7 +70,8 @@ class Projection:
             raise ColumnNotFoundError(f"columns {unknown} do not exist; the dataset has {schema.names}")
         self.row_id = ROW_ID in self.names
         self.row_offset = ROW_OFFSET in self.names
-        self.row_address = ROW_ADDRESS in self.names or self.row_offset
+        self.row_versions = [n for n in self.names if n in row_versions.COLUMNS]
+        self.row_address = ROW_ADDRESS in self.names or self.row_offset or bool(self.row_versions)
         #: The system columns a read must return for :meth:`apply`.
         self.needs = {n for n, on in ((ROW_ID, self.row_id), (ROW_ADDRESS, self.row_address)) if on}
 
@@ -90,6 +93,9 @@ class Projection:
                     offsets = row_offsets(view, table.column(ROW_ADDRESS))
                 col = offsets if isinstance(offsets, pa.ChunkedArray) else pa.chunked_array([offsets])
                 fields.append(pa.field(n, pa.uint64(), nullable=not given))
+            elif n in row_versions.COLUMNS:
+                col = pa.chunked_array([row_versions.versions_at(view, table.column(ROW_ADDRESS), row_versions.COLUMNS[n])])
+                fields.append(pa.field(n, pa.uint64(), nullable=True))
             elif n in self._paths:
                 top, rest = self._paths[n]
                 col = table.column(top)
@@ -129,3 +135,4 @@ def row_offsets(view: "DatasetView", addresses: Any) -> pa.Array:
         b, deleted = table[int(fid)]
         out[sel] = b + local[sel] - np.searchsorted(deleted, local[sel])
     return pa.array(out, pa.uint64())
+

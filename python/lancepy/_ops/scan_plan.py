@@ -29,6 +29,7 @@ from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
 from lancepy._ops.scan import compile_scan_filter as _compile_scan_filter
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _filtered, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy._table import row_versions
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.filters import Filter, compile_expression
 
@@ -127,8 +128,11 @@ class ScanPlan:
         self._offset = offset or 0
         # Row ids / addresses read for the filter or the projection but not appended at the end.
         self._hidden_columns = set()
+        # (the row versions a filter reads are computed from the row addresses)
+        self._filter_versions = [n for n in filter_system if n in row_versions.COLUMNS]
         for name, asked in ((ROW_ID, with_row_id), (ROW_ADDRESS, with_row_address)):
-            wanted = name in filter_system or (self._projection is not None and name in self._projection.needs)
+            wanted = (name in filter_system or (name == ROW_ADDRESS and bool(self._filter_versions))
+                      or (self._projection is not None and name in self._projection.needs))
             if wanted and not asked:
                 self._hidden_columns.add(name)
         self._with_row_id = with_row_id or ROW_ID in self._hidden_columns
@@ -268,7 +272,7 @@ class ScanPlan:
                                 json_stored=stored))
         if probe.num_rows == 0:
             return True
-        passed = pc.sum(_evaluate(probe, self._scan_filter(stored)).cast(pa.int64())).as_py() or 0
+        passed = pc.sum(self._evaluate(probe, self._scan_filter(stored)).cast(pa.int64())).as_py() or 0
         return passed <= probe.num_rows * self._TAKE_FRACTION
 
     def _late_table(self, late: List[str]) -> pa.Table:
@@ -287,7 +291,7 @@ class ScanPlan:
             coalesce=True,
             json_stored=stored,
         ))
-        mask = _evaluate(t, self._scan_filter(stored))
+        mask = self._evaluate(t, self._scan_filter(stored))
         scanned = t.num_rows
         self._rows_scanned += scanned
         t = t.filter(mask).slice(self._offset)
@@ -370,7 +374,7 @@ class ScanPlan:
             # (as pylance: the expressions, then the scores and the system columns asked for)
             return self._computed_columns(t, ("_distance", _fts.SCORE, ROW_ID, ROW_ADDRESS))
         if self._projection is None and not self._no_scoring_column:
-            return t
+            return t.drop_columns([n for n in self._hidden_columns if n in t.column_names])
         scored = [n for n in ("_distance", _fts.SCORE, _hybrid.RELEVANCE) if n in t.column_names
                   and (not self._no_scoring_column or (n == _fts.SCORE and self._score_at is not None))]
         if self._projection is not None:
@@ -387,7 +391,7 @@ class ScanPlan:
                 self._view, self._nearest, self._fts, rrf_k=self._rrf_k,
                 columns=self._columns, flt=self._filter, prefilter=self._prefilter, limit=self._limit,
                 offset=self._offset, with_row_id=self._with_row_id, with_row_address=self._with_row_address,
-                fragment_ids=self._fragment_ids, evaluate=_evaluate, index_segments=self._index_segments,
+                fragment_ids=self._fragment_ids, evaluate=self._evaluate, index_segments=self._index_segments,
                 fast_search=self._fast_search,
             )
         if self._fts is not None:
@@ -395,12 +399,12 @@ class ScanPlan:
                 self._view, self._fts, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
                 limit=self._limit, offset=self._offset,
                 with_row_id=self._with_row_id, with_row_address=self._with_row_address,
-                fragment_ids=self._fragment_ids, evaluate=_evaluate,
+                fragment_ids=self._fragment_ids, evaluate=self._evaluate,
             )
         return _vector.search(
             self._view, self._nearest, columns=self._columns, flt=self._filter, prefilter=self._prefilter,
             limit=self._limit, offset=self._offset, with_row_id=self._with_row_id,
-            with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=_evaluate,
+            with_row_address=self._with_row_address, fragment_ids=self._fragment_ids, evaluate=self._evaluate,
             index_segments=self._index_segments, fast_search=self._fast_search,
         )
 
@@ -427,6 +431,13 @@ class ScanPlan:
                 "order_by with nulls first for some columns and last for others needs pyarrow >= 25"
             )
 
+    def _evaluate(self, table: pa.Table, flt: Filter) -> pa.ChunkedArray:
+        """`flt`'s mask over `table`, the row version columns it reads computed first (from
+        the rows' addresses, which the scan then reads)."""
+        if self._filter_versions:
+            table = row_versions.with_versions(self._view, table, self._filter_versions)
+        return _evaluate(table, flt)
+
     def _read_columns(self) -> Optional[List[str]]:
         extra = [c for c in ((self._filter.columns if self._filter is not None else []) or []) if c not in SYSTEM_COLUMNS]
         if self._filter is not None and self._filter.columns is None:
@@ -450,7 +461,7 @@ class ScanPlan:
     def _ordered_table(self) -> pa.Table:
         t = self._scan_table()
         if self._filter is not None:
-            t = t.filter(_evaluate(t, self._filter))
+            t = t.filter(self._evaluate(t, self._filter))
         def placement(k: ColumnOrdering) -> str:
             return "at_start" if k.nulls_first else "at_end"
 
@@ -540,7 +551,7 @@ class ScanPlan:
             stored = self._json_stored()
             t = self._scan_table(json_stored=stored)
             self._rows_scanned += t.num_rows
-            t = t.filter(_evaluate(t, self._scan_filter(stored))).slice(self._offset)
+            t = t.filter(self._evaluate(t, self._scan_filter(stored))).slice(self._offset)
             return self._finish(_json_text(t) if stored else t)
         batches = list(self.to_batches())
         if not batches:
@@ -550,7 +561,7 @@ class ScanPlan:
     def _index_prefilter(self) -> Optional[_scalar_query.IndexPrefilter]:
         """The BTREE-index prefilter of this filtered scan, or ``None`` to scan every row
         (``use_scalar_index=False``, deleted rows asked for, or no index answers the filter)."""
-        if not self._use_scalar_index or self._include_deleted or self._filter is None:
+        if not self._use_scalar_index or self._include_deleted or self._filter is None or self._filter_versions:
             return None
         return _scalar_query.plan(self._view, self._filter, self._fragment_ids)
 
@@ -699,7 +710,7 @@ class ScanPlan:
         for t in _stream_tables(stream, FILTER_BATCH_ROWS):
             scanned = t.num_rows
             self._rows_scanned += scanned
-            t = t.filter(_evaluate(t, flt))
+            t = t.filter(self._evaluate(t, flt))
             if json_stored:
                 t = _json_text(t)
             if skip:
@@ -893,9 +904,12 @@ class ScanPlan:
         total, skip, remaining = 0, self._offset, self._limit
         stored = self._json_stored()
         flt = self._scan_filter(stored)
-        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072, coalesce=True, json_stored=stored)
+        if self._filter_versions:
+            cols = None if cols is None else [c for c in cols if c not in row_versions.COLUMNS]
+        stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072, coalesce=True, json_stored=stored,
+                               with_row_address=bool(self._filter_versions))
         for t in _stream_tables(stream, 131072):
-            total += pc.sum(_evaluate(t, flt).cast(pa.int64())).as_py() or 0
+            total += pc.sum(self._evaluate(t, flt).cast(pa.int64())).as_py() or 0
         total = max(total - skip, 0)
         return total if remaining is None else min(total, remaining)
 

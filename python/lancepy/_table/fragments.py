@@ -9,6 +9,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+import numpy as np
+
+from lancepy._table import row_versions
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 
 
@@ -447,6 +450,11 @@ class FragmentMetadata:
         """The version each row was last updated in (datasets with stable row ids), or ``None``."""
         key = "last_updated_at_version_sequence"
         return _version_meta_from_proto(key, self._data.get(key))
+
+    def row_versions(self, key: str) -> np.ndarray:
+        """The version of each physical row in the fragment's row version sequence `key`
+        (``row_versions.CREATED`` or ``UPDATED``); version 1 throughout without one."""
+        return row_versions.fragment_versions(self._data, key)
 
     @property
     def overlays(self) -> List[Any]:

@@ -121,6 +121,24 @@ pub fn decode_row_ids(data: Vec<u8>, num_rows: Option<u64>) -> PyResult<Vec<u64>
     rowids::decode_row_ids(&data, n).py()
 }
 
+/// The versions of a fragment's `num_rows` rows in a serialized row version sequence
+/// (created-at or last-updated-at), as little-endian `u64`s (for numpy).
+#[pyfunction]
+pub fn decode_row_versions<'py>(py: Python<'py>, data: &[u8], num_rows: u64) -> PyResult<Bound<'py, PyBytes>> {
+    let versions = rowids::decode_row_versions(data, num_rows).py()?;
+    Ok(PyBytes::new(py, &versions.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()))
+}
+
+/// Serializes one version per row (little-endian `u64`s) as a row version sequence.
+#[pyfunction]
+pub fn encode_row_versions<'py>(py: Python<'py>, versions: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    if versions.len() % 8 != 0 {
+        return Err(to_pyerr(Error::invalid_input("row versions must be little-endian u64 values")));
+    }
+    let v: Vec<u64> = versions.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+    Ok(PyBytes::new(py, &rowids::encode_row_versions(&v)))
+}
+
 /// Serializes row ids as a row-id sequence.
 #[pyfunction]
 pub fn encode_row_ids<'py>(py: Python<'py>, ids: Vec<u64>) -> Bound<'py, PyBytes> {

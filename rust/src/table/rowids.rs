@@ -189,6 +189,52 @@ pub fn encode_row_ids(ids: &[u64]) -> Vec<u8> {
     tablepb::RowIdSequence { segments }.encode_to_vec()
 }
 
+/// Expands a serialized `RowDatasetVersionSequence` (the version each row of a fragment was
+/// created or last updated in) into one version per row of a fragment of `num_rows` rows.
+///
+/// Each run repeats its version over as many rows as its span holds; the span's values (row
+/// offsets when written, kept as they were through compaction) do not matter to the reader,
+/// only their count. The runs must cover exactly `num_rows` rows: that is checked from the
+/// spans' sizes before anything is expanded, so a corrupt sequence costs no memory.
+pub fn decode_row_versions(data: &[u8], num_rows: u64) -> Result<Vec<u64>> {
+    let seq = tablepb::RowDatasetVersionSequence::decode(data)?;
+    let mut lens = Vec::with_capacity(seq.runs.len());
+    let mut total = 0u64;
+    for run in &seq.runs {
+        let span = run.span.as_ref().ok_or_else(|| Error::corrupt("row version run without a span"))?;
+        let n = segment_len(span)?;
+        total = total.checked_add(n).ok_or_else(|| Error::corrupt("row version sequence longer than 2^64 rows"))?;
+        lens.push(n);
+    }
+    if total != num_rows {
+        return Err(Error::corrupt(format!("row version sequence covers {total} rows of a fragment of {num_rows}")));
+    }
+    let mut out = Vec::with_capacity(num_rows as usize);
+    for (run, n) in seq.runs.iter().zip(lens) {
+        out.extend(std::iter::repeat_n(run.version, n as usize));
+    }
+    Ok(out)
+}
+
+/// Serializes one version per row as a `RowDatasetVersionSequence`: a run per stretch of
+/// equal versions, its span the stretch's row offsets as a range (as pylance writes a
+/// fragment's sequence; an empty input is an empty sequence).
+pub fn encode_row_versions(versions: &[u64]) -> Vec<u8> {
+    let mut runs = Vec::new();
+    let mut start = 0usize;
+    for i in 1..=versions.len() {
+        if i == versions.len() || versions[i] != versions[start] {
+            let range = u64_segment::Range { start: start as u64, end: i as u64 };
+            runs.push(tablepb::RowDatasetVersionRun {
+                span: Some(U64Segment { segment: Some(u64_segment::Segment::Range(range)) }),
+                version: versions[start],
+            });
+            start = i;
+        }
+    }
+    tablepb::RowDatasetVersionSequence { runs }.encode_to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,5 +269,37 @@ mod tests {
         ] {
             assert_eq!(decode_row_ids(&encode_row_ids(&ids), ids.len() as u64).unwrap(), ids);
         }
+    }
+
+    #[test]
+    fn pylance_row_versions() {
+        // Written by pylance 14: one run of rows 0..6 at version 1.
+        assert_eq!(decode_row_versions(&[0x0a, 0x08, 0x0a, 0x04, 0x0a, 0x02, 0x10, 0x06, 0x10, 0x01], 6).unwrap(), vec![1; 6]);
+        // After its compaction: runs keep their old spans (a bitmap of rows 0, 3 and 5).
+        let compacted = [
+            0x0a, 0x0b, 0x0a, 0x07, 0x1a, 0x05, 0x10, 0x06, 0x1a, 0x01, 0x29, 0x10, 0x01, 0x0a, 0x0a, 0x0a, 0x06, 0x0a, 0x04,
+            0x08, 0x01, 0x10, 0x02, 0x10, 0x02,
+        ];
+        assert_eq!(decode_row_versions(&compacted, 4).unwrap(), vec![1, 1, 1, 2]);
+        assert!(decode_row_versions(&compacted, 5).is_err());
+        assert!(decode_row_versions(&[0x0a, 0x02, 0x10, 0x01], 0).is_err()); // (a run without a span)
+                                                                             // A span claiming 2^32 rows for a fragment of 3 is refused before anything is expanded.
+        let huge = tablepb::RowDatasetVersionSequence {
+            runs: vec![tablepb::RowDatasetVersionRun {
+                span: Some(U64Segment {
+                    segment: Some(u64_segment::Segment::Range(u64_segment::Range { start: 0, end: 1 << 32 })),
+                }),
+                version: 7,
+            }],
+        };
+        assert!(decode_row_versions(&huge.encode_to_vec(), 3).is_err());
+    }
+
+    #[test]
+    fn row_versions_round_trip() {
+        for v in [vec![], vec![3u64], vec![1, 1, 1, 2, 2, 5, 1], vec![9; 1000]] {
+            assert_eq!(decode_row_versions(&encode_row_versions(&v), v.len() as u64).unwrap(), v);
+        }
+        assert_eq!(encode_row_versions(&[1; 6]), vec![0x0a, 0x08, 0x0a, 0x04, 0x0a, 0x02, 0x10, 0x06, 0x10, 0x01]);
     }
 }

@@ -1,0 +1,165 @@
+"""Row version sequences of stable-row-id datasets: the version each row of a fragment was
+created in and last updated in (``DataFragment.created_at_version_sequence`` /
+``last_updated_at_version_sequence``), what pylance reads as ``_row_created_at_version`` and
+``_row_last_updated_at_version``.
+
+What a commit writes, as pylance 14 does:
+
+- a fragment new in version ``v`` (append, overwrite, rows a merge_insert inserts): every
+  row created and last updated at ``v``;
+- a row an update or merge_insert rewrites: keeps its created-at version (found by its
+  stable row id in the fragments it came from), last updated at ``v``;
+- a ``Merge`` (new columns for every fragment): every row last updated at ``v``;
+- a compaction: the versions of the rows it keeps, in their new order;
+- deletes, projections, restores and index changes: the sequences as they were.
+
+A fragment without a sequence (an older writer's) reads as version 1 throughout
+(:data:`DEFAULT_VERSION`), as pylance reads it. Sequences are encoded natively
+(``_lancepy.encode_row_versions`` / ``decode_row_versions``); here they are numpy arrays of
+one ``uint64`` per physical row.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from lancepy import _lancepy
+from lancepy.exceptions import UnsupportedError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lancepy._table.fragments import FragmentMetadata
+    from lancepy._table.snapshot import DatasetView
+
+CREATED = "created_at_version_sequence"
+UPDATED = "last_updated_at_version_sequence"
+#: The manifest key of each sequence and its inline arm.
+_INLINE = {CREATED: "InlineCreatedAtVersions", UPDATED: "InlineLastUpdatedAtVersions"}
+#: Both sequences, by the system column that reads each.
+COLUMNS = {"_row_created_at_version": CREATED, "_row_last_updated_at_version": UPDATED}
+#: The version of a row whose fragment has no sequence (pylance's reading).
+DEFAULT_VERSION = 1
+
+
+def fragment_versions(fragment: Mapping[str, Any], key: str) -> np.ndarray:
+    """One version per physical row of `fragment` (a manifest entry's JSON form) from its
+    sequence `key` (:data:`CREATED` or :data:`UPDATED`), :data:`DEFAULT_VERSION` without one.
+
+    Raises :class:`~lancepy.exceptions.CorruptFileError` for a sequence that does not cover
+    the fragment's rows, :class:`~lancepy.exceptions.UnsupportedError` for one kept in an
+    external file (pylance 14 cannot read those either)."""
+    rows = int(fragment.get("physical_rows") or 0)
+    value = fragment.get(key)
+    if not value:
+        return np.full(rows, DEFAULT_VERSION, dtype=np.uint64)
+    ((arm, body),) = value.items()
+    if arm != _INLINE[key]:
+        raise UnsupportedError(f"fragment {fragment.get('id', 0)}: a {key} kept in an external file is not supported")
+    return np.frombuffer(_lancepy.decode_row_versions(bytes(body), rows), dtype="<u8").astype(np.uint64)
+
+
+def set_versions(fragment: Dict[str, Any], key: str, versions: np.ndarray) -> None:
+    """Stores one version per physical row as `fragment`'s sequence `key` (in place)."""
+    data = np.ascontiguousarray(versions, dtype="<u8").tobytes()
+    fragment[key] = {_INLINE[key]: list(_lancepy.encode_row_versions(data))}
+
+
+def stamp_new(fragment: Dict[str, Any], version: int) -> None:
+    """Marks every row of a fragment new in `version`: created and last updated there."""
+    rows = np.full(int(fragment.get("physical_rows") or 0), version, dtype=np.uint64)
+    set_versions(fragment, CREATED, rows)
+    set_versions(fragment, UPDATED, rows)
+
+
+def stamp_updated(fragments: Iterable[Dict[str, Any]], version: int) -> None:
+    """Marks every row of `fragments` last updated in `version` (a ``Merge``: new columns
+    for every row); their created-at versions stay."""
+    for f in fragments:
+        set_versions(f, UPDATED, np.full(int(f.get("physical_rows") or 0), version, dtype=np.uint64))
+
+
+def created_at_of(row_ids: np.ndarray, sources: List[Mapping[str, Any]]) -> np.ndarray:
+    """The created-at version of each stable row id in `row_ids`, looked up in the fragments
+    `sources` came from (manifest entries with row-id sequences); an id found in none of them
+    gets :data:`DEFAULT_VERSION`."""
+    ids: List[np.ndarray] = []
+    versions: List[np.ndarray] = []
+    for f in sources:
+        seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
+        if seq is None:
+            continue
+        rows = int(f.get("physical_rows") or 0)
+        ids.append(np.asarray(_lancepy.decode_row_ids(bytes(seq), rows), dtype=np.uint64))
+        versions.append(fragment_versions(f, CREATED))
+    out = np.full(len(row_ids), DEFAULT_VERSION, dtype=np.uint64)
+    if not ids or not len(row_ids):
+        return out
+    all_ids = np.concatenate(ids)
+    all_versions = np.concatenate(versions)
+    order = np.argsort(all_ids, kind="stable")
+    all_ids, all_versions = all_ids[order], all_versions[order]
+    pos = np.minimum(np.searchsorted(all_ids, row_ids), len(all_ids) - 1)
+    found = all_ids[pos] == row_ids
+    out[found] = all_versions[pos[found]]
+    return out
+
+
+def stamp_rewritten(fragment: Dict[str, Any], kept: np.ndarray, sources: List[Mapping[str, Any]], version: int) -> None:
+    """The sequences of a fragment an update writes: its first ``len(kept)`` rows are rows
+    that keep their stable ids `kept` (and their created-at versions, from `sources`), the
+    rest are new; all are last updated in `version`."""
+    rows = int(fragment.get("physical_rows") or 0)
+    created = np.full(rows, version, dtype=np.uint64)
+    created[: len(kept)] = created_at_of(np.asarray(kept, dtype=np.uint64), sources)
+    set_versions(fragment, CREATED, created)
+    set_versions(fragment, UPDATED, np.full(rows, version, dtype=np.uint64))
+
+
+def deleted_offsets(view: "DatasetView", fragment_id: int) -> np.ndarray:
+    """The offsets of the deleted rows of fragment `fragment_id` at `view`'s version."""
+    return pa.table(view.snapshot.deleted_rows(int(fragment_id))).column(0).to_numpy().astype(np.int64)
+
+
+def live_versions(view: "DatasetView", fragments: Iterable["FragmentMetadata"], key: str) -> np.ndarray:
+    """The versions (sequence `key`) of the live rows of `fragments` (of `view`'s version),
+    in order: what a rewrite of them (compaction) carries over."""
+    parts = []
+    for f in fragments:
+        v = f.row_versions(key)
+        if f.deletion_file is not None:
+            keep = np.ones(len(v), dtype=bool)
+            keep[deleted_offsets(view, f.id)] = False
+            v = v[keep]
+        parts.append(v)
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+
+
+def versions_at(view: "DatasetView", addresses: Any, key: str) -> pa.Array:
+    """The version (sequence `key`) of the row at each address of `view`'s version, as
+    uint64. Each fragment's sequence is expanded once per version (kept on the view's state)."""
+    addr = addresses.to_numpy() if isinstance(addresses, pa.ChunkedArray) else np.asarray(addresses)
+    addr = addr.astype(np.uint64)
+    frag = (addr >> np.uint64(32)).astype(np.int64)
+    local = (addr & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    cache = view.state.setdefault("row_versions:" + key, {})
+    out = np.empty(len(addr), dtype=np.uint64)
+    fids = np.unique(frag)
+    missing = [int(f) for f in fids if int(f) not in cache]
+    if missing:
+        for fid, f in view.loaded.fragments_with_ids(missing).items():
+            cache[fid] = f.row_versions(key)
+    for fid in fids:
+        sel = frag == fid
+        out[sel] = cache[int(fid)][local[sel]]
+    return pa.array(out, pa.uint64())
+
+
+def with_versions(view: "DatasetView", table: pa.Table, columns: Iterable[str]) -> pa.Table:
+    """`table` (rows of `view`'s version with their ``_rowaddr``) with the system columns
+    `columns` (names in :data:`COLUMNS`) appended, for a filter that reads them."""
+    for name in columns:
+        if name not in table.column_names:
+            table = table.append_column(pa.field(name, pa.uint64()), versions_at(view, table.column("_rowaddr"), COLUMNS[name]))
+    return table
