@@ -23,7 +23,7 @@ from lancepy._ops import extsort as _extsort
 from lancepy._ops import indices as _index_ops
 from lancepy._ops import json_index as _json_index
 from lancepy._table import commit as _commit
-from lancepy._table import row_versions
+from lancepy._table import lineage
 from lancepy._table.commit import AutoCleanupConfig, _auto_cleanup_config, commit_on
 from lancepy._table.fragments import FragmentMetadata
 from lancepy.exceptions import (
@@ -499,14 +499,14 @@ def _rewrite(
     start = 0
     if stable:
         # (the rows keep their created / last-updated versions, in their new order)
-        versions = {key: row_versions.live_versions(ds._view, fragments, key) for key in row_versions.COLUMNS.values()}
+        versions = {key: lineage.live_versions(ds._view, fragments, key) for key in lineage.COLUMNS.values()}
     for nf in new:
         nf["id"] = 0
         if stable:
             n = nf["physical_rows"]
             nf["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(row_ids[start : start + n]))}
             for key, v in versions.items():
-                row_versions.set_versions(nf, key, v[start : start + n])
+                lineage.set_versions(nf, key, v[start : start + n])
             start += n
     old_addresses = None
     if remap:

@@ -13,14 +13,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
-from lancepy._table import row_versions
+from lancepy._table import lineage
 from lancepy.exceptions import ColumnNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy._table.snapshot import DatasetView
 
 ROW_OFFSET = "_rowoffset"
-SYSTEM_COLUMNS = (ROW_ID, ROW_ADDRESS, ROW_OFFSET, *row_versions.COLUMNS)
+SYSTEM_COLUMNS = (ROW_ID, ROW_ADDRESS, ROW_OFFSET, *lineage.COLUMNS)
 
 
 def _resolve_path(schema: pa.Schema, name: str) -> Optional[Tuple[str, List[str]]]:
@@ -70,7 +70,7 @@ class Projection:
             raise ColumnNotFoundError(f"columns {unknown} do not exist; the dataset has {schema.names}")
         self.row_id = ROW_ID in self.names
         self.row_offset = ROW_OFFSET in self.names
-        self.row_versions = [n for n in self.names if n in row_versions.COLUMNS]
+        self.row_versions = [n for n in self.names if n in lineage.COLUMNS]
         self.row_address = ROW_ADDRESS in self.names or self.row_offset or bool(self.row_versions)
         #: The system columns a read must return for :meth:`apply`.
         self.needs = {n for n, on in ((ROW_ID, self.row_id), (ROW_ADDRESS, self.row_address)) if on}
@@ -93,8 +93,8 @@ class Projection:
                     offsets = row_offsets(view, table.column(ROW_ADDRESS))
                 col = offsets if isinstance(offsets, pa.ChunkedArray) else pa.chunked_array([offsets])
                 fields.append(pa.field(n, pa.uint64(), nullable=not given))
-            elif n in row_versions.COLUMNS:
-                col = pa.chunked_array([row_versions.versions_at(view, table.column(ROW_ADDRESS), row_versions.COLUMNS[n])])
+            elif n in lineage.COLUMNS:
+                col = pa.chunked_array([lineage.versions_at(view, table.column(ROW_ADDRESS), lineage.COLUMNS[n])])
                 fields.append(pa.field(n, pa.uint64(), nullable=True))
             elif n in self._paths:
                 top, rest = self._paths[n]

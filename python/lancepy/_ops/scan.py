@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from lancepy._core.evaluate import _evaluate
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
-from lancepy._table import row_versions
+from lancepy._table import lineage
 from lancepy.filters import Filter, compile_filter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The system columns a filter may read besides the dataset's: uint64 columns read (or, for
 #: the row versions, computed from the row addresses) alongside the scan.
-FILTER_SYSTEM_COLUMNS = (ROW_ID, ROW_ADDRESS, *row_versions.COLUMNS)
+FILTER_SYSTEM_COLUMNS = (ROW_ID, ROW_ADDRESS, *lineage.COLUMNS)
 
 
 def compile_scan_filter(filter: Any, schema: pa.Schema) -> Tuple[Optional[Filter], Tuple[str, ...]]:
@@ -45,14 +45,14 @@ def stored_columns(columns: Optional[Sequence[str]]) -> Optional[List[str]]:
 
 def needs_address(system: Sequence[str]) -> bool:
     """Whether a filter reading the system columns `system` needs the rows' addresses."""
-    return ROW_ADDRESS in system or any(n in row_versions.COLUMNS for n in system)
+    return ROW_ADDRESS in system or any(n in lineage.COLUMNS for n in system)
 
 
 def evaluate_on(view: DatasetView, table: pa.Table, flt: Filter, system: Sequence[str]) -> pa.ChunkedArray:
     """`flt`'s mask over `table` (rows of `view`'s version, with ``_rowaddr`` where
     :func:`needs_address`), the row version columns among `system` computed first."""
-    versions = [n for n in system if n in row_versions.COLUMNS]
-    return _evaluate(row_versions.with_versions(view, table, versions) if versions else table, flt)
+    versions = [n for n in system if n in lineage.COLUMNS]
+    return _evaluate(lineage.with_versions(view, table, versions) if versions else table, flt)
 
 
 def read_rows(view: DatasetView, columns: Optional[Sequence[str]], filter: Any = None, *,

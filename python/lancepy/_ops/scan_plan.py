@@ -29,7 +29,7 @@ from lancepy._ops.projection import SYSTEM_COLUMNS, Projection
 from lancepy._ops.scan import compile_scan_filter as _compile_scan_filter
 from lancepy._core.evaluate import FILTER_BATCH_ROWS, _evaluate, _filtered, _stream_tables
 from lancepy._core.schema import ROW_ADDRESS, ROW_ID
-from lancepy._table import row_versions
+from lancepy._table import lineage
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 from lancepy.filters import Filter, compile_expression
 
@@ -129,7 +129,7 @@ class ScanPlan:
         # Row ids / addresses read for the filter or the projection but not appended at the end.
         self._hidden_columns = set()
         # (the row versions a filter reads are computed from the row addresses)
-        self._filter_versions = [n for n in filter_system if n in row_versions.COLUMNS]
+        self._filter_versions = [n for n in filter_system if n in lineage.COLUMNS]
         for name, asked in ((ROW_ID, with_row_id), (ROW_ADDRESS, with_row_address)):
             wanted = (name in filter_system or (name == ROW_ADDRESS and bool(self._filter_versions))
                       or (self._projection is not None and name in self._projection.needs))
@@ -435,7 +435,7 @@ class ScanPlan:
         """`flt`'s mask over `table`, the row version columns it reads computed first (from
         the rows' addresses, which the scan then reads)."""
         if self._filter_versions:
-            table = row_versions.with_versions(self._view, table, self._filter_versions)
+            table = lineage.with_versions(self._view, table, self._filter_versions)
         return _evaluate(table, flt)
 
     def _read_columns(self) -> Optional[List[str]]:
@@ -905,7 +905,7 @@ class ScanPlan:
         stored = self._json_stored()
         flt = self._scan_filter(stored)
         if self._filter_versions:
-            cols = None if cols is None else [c for c in cols if c not in row_versions.COLUMNS]
+            cols = None if cols is None else [c for c in cols if c not in lineage.COLUMNS]
         stream = s.scan_stream(cols, fragment_ids=self._fragment_ids, batch_rows=131072, coalesce=True, json_stored=stored,
                                with_row_address=bool(self._filter_versions))
         for t in _stream_tables(stream, 131072):

@@ -35,12 +35,10 @@ import json
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypedDict, Union
-
-import numpy as np
+from typing import Any, Dict, Iterable, List, Optional, Tuple, TypedDict, Union
 
 from lancepy import _lancepy
-from lancepy._table import row_versions
+from lancepy._table import lineage
 from lancepy._table.cleanup import cleanup_old_versions
 from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table layer's entry points
     DETACHED_VERSION_MASK,
@@ -314,7 +312,8 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
     if name != "Rewrite":  # (a Rewrite's new fragments are numbered by _rewritten)
         next_id = _assign_ids(new, next_id)
     if name == "Update":
-        _complete_row_ids(m, new, version, lambda: json.loads(base.native.fragments_json(sorted(set(removed) | {f["id"] for f in replaced}))))
+        sources = sorted(set(removed) | {f["id"] for f in replaced})  # (where rows that keep their ids were)
+        lineage.complete_updated(m, new, version, lambda: json.loads(base.native.fragments_json(sources)))
     count, deletions, versions = base.native.fragment_summary(removed + [f["id"] for f in replaced])
     changed = sorted(replaced, key=lambda f: f["id"]) + new
     summary = _FragmentSummary(count + len(changed), deletions or any(_has_deletions(f) for f in changed),
@@ -340,10 +339,6 @@ def _replace_data_files(by_id: Dict[int, Dict[str, Any]], body: Dict[str, Any]) 
                 f"{new_file.get('fields', [])} to replace"
             )
         files[same[0]] = new_file
-
-
-def _file_paths(fragment: Dict[str, Any]) -> List[str]:
-    return [d.get("path", "") for d in fragment.get("files", [])]
 
 
 def _rewrite_groups(body: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -459,19 +454,15 @@ def build_manifest(
         fragments = [updated.get(f.get("id", 0), f) for f in fragments if f.get("id", 0) not in removed]
         new = body.get("new_fragments", [])
         next_id = _assign_ids(new, next_id)
-        _complete_row_ids(m, new, version, lambda: sources)
+        lineage.complete_updated(m, new, version, lambda: sources)
         fragments = fragments + new
     elif name == "Merge":
         fragments = body.get("fragments", [])
         m["fields"] = body.get("schema", [])
         m["schema_metadata"] = body.get("schema_metadata", m.get("schema_metadata", {}))
         next_id = max(next_id, max((f.get("id", 0) for f in fragments), default=-1) + 1)
-        if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
-            # (the rows of a fragment given new data files are last updated now, as pylance
-            # records it; all-null columns, which add no file, change no row)
-            base_entries = json.loads(base.native.fragments_json(base.native.fragment_ids)) if base is not None else []
-            before = {f.get("id", 0): _file_paths(f) for f in base_entries}
-            row_versions.stamp_updated([f for f in fragments if _file_paths(f) != before.get(f.get("id", 0))], version)
+        if base is not None and m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
+            lineage.stamp_merged(json.loads(base.native.fragments_json(base.native.fragment_ids)), fragments, version)
     elif name == "Project":
         m["fields"] = body.get("schema", [])
         project = sorted({f.get("id", 0) for f in m["fields"]})
@@ -585,7 +576,7 @@ def _finish_manifest(m: Dict[str, Any], fragments: List[Dict[str, Any]], summary
     version's own fields (number, time, writer, transaction file, largest fragment id), the
     data storage format and the feature flags that follow from the fragments (`summary`)."""
     if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
-        _assign_row_ids(m, fragments, version)
+        lineage.assign_new(m, fragments, version)
     m["version"] = version
     m["version_aux_data"] = 0
     now = time.time()
@@ -635,52 +626,6 @@ def _apply_update_map(values: Dict[str, Any], update: Optional[Dict[str, Any]], 
         else:
             out[key] = list(value.encode()) if as_bytes else value
     return out
-
-
-def _complete_row_ids(m: Dict[str, Any], new: List[Dict[str, Any]], version: int,
-                      sources: Callable[[], List[Dict[str, Any]]]) -> None:
-    """New fragments of an ``Update`` of a stable-row-id dataset whose rows keep their ids
-    carry them for their first rows only (as pylance writes them: the rows that keep their
-    ids come first); the rest get the next ids (``next_row_id`` on). Such a fragment's rows
-    keep their created-at versions (looked up in `sources`, the fragments the update removed
-    or changed: the rows' old places) and are last updated in `version`."""
-    if not m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
-        return
-    found: Optional[List[Dict[str, Any]]] = None
-    for f in new:
-        seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
-        n = f.get("physical_rows") or 0
-        if seq is None:
-            continue
-        kept = _lancepy.decode_row_ids(bytes(seq))
-        if len(kept) > n:
-            raise InvalidArgumentError(f"a new fragment of {n} rows carries {len(kept)} row ids")
-        if len(kept) < n:
-            _set_row_ids(f, list(kept) + _next_row_ids(m, n - len(kept)))
-        if found is None:
-            found = sources()
-        row_versions.stamp_rewritten(f, np.asarray(kept, dtype=np.uint64), found, version)
-
-
-def _assign_row_ids(m: Dict[str, Any], fragments: List[Dict[str, Any]], version: int) -> None:
-    """Gives new fragments of a stable-row-id dataset the next ids (``next_row_id`` on); their
-    rows are created and last updated in `version`."""
-    for f in fragments:
-        if not f.get("row_id_sequence"):
-            _set_row_ids(f, _next_row_ids(m, f.get("physical_rows", 0)))
-            row_versions.stamp_new(f, version)
-    m.setdefault("next_row_id", 0)
-
-
-def _next_row_ids(m: Dict[str, Any], n: int) -> List[int]:
-    """The next `n` stable row ids of manifest `m` (taken: ``next_row_id`` moves past them)."""
-    start = m.get("next_row_id", 0)
-    m["next_row_id"] = start + n
-    return list(range(start, start + n))
-
-
-def _set_row_ids(fragment: Dict[str, Any], ids: List[int]) -> None:
-    fragment["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(ids))}
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from lancepy._table import row_versions
+from lancepy._table import lineage
 from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 
 
@@ -453,8 +453,8 @@ class FragmentMetadata:
 
     def row_versions(self, key: str) -> np.ndarray:
         """The version of each physical row in the fragment's row version sequence `key`
-        (``row_versions.CREATED`` or ``UPDATED``); version 1 throughout without one."""
-        return row_versions.fragment_versions(self._data, key)
+        (``lineage.CREATED`` or ``UPDATED``); version 1 throughout without one."""
+        return lineage.fragment_versions(self._data, key)
 
     @property
     def overlays(self) -> List[Any]:

@@ -1,5 +1,6 @@
-"""Row version sequences of stable-row-id datasets: the version each row of a fragment was
-created in and last updated in (``DataFragment.created_at_version_sequence`` /
+"""Row lineage of stable-row-id datasets, as a commit and a compaction record it: each row's
+stable id (``DataFragment.row_id_sequence``; new rows take the manifest's ``next_row_id`` on),
+and the version each row of a fragment was created in and last updated in (``DataFragment.created_at_version_sequence`` /
 ``last_updated_at_version_sequence``), what pylance reads as ``_row_created_at_version`` and
 ``_row_last_updated_at_version``.
 
@@ -9,7 +10,8 @@ What a commit writes, as pylance 14 does:
   row created and last updated at ``v``;
 - a row an update or merge_insert rewrites: keeps its created-at version (found by its
   stable row id in the fragments it came from), last updated at ``v``;
-- a ``Merge`` (new columns for every fragment): every row last updated at ``v``;
+- a ``Merge``: the rows of each fragment whose data files it changed (new columns, a cast),
+  last updated at ``v`` (all-null columns add no file and change no row);
 - a compaction: the versions of the rows it keeps, in their new order;
 - deletes, projections, restores and index changes: the sequences as they were.
 
@@ -21,13 +23,13 @@ one ``uint64`` per physical row.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy.exceptions import UnsupportedError
+from lancepy.exceptions import InvalidArgumentError, UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover
     from lancepy._table.fragments import FragmentMetadata
@@ -41,6 +43,8 @@ _INLINE = {CREATED: "InlineCreatedAtVersions", UPDATED: "InlineLastUpdatedAtVers
 COLUMNS = {"_row_created_at_version": CREATED, "_row_last_updated_at_version": UPDATED}
 #: The version of a row whose fragment has no sequence (pylance's reading).
 DEFAULT_VERSION = 1
+#: The manifest's reader flag of stable row ids (``manifest.FLAG_STABLE_ROW_IDS``).
+_FLAG_STABLE_ROW_IDS = 2
 
 
 def fragment_versions(fragment: Mapping[str, Any], key: str) -> np.ndarray:
@@ -73,11 +77,25 @@ def stamp_new(fragment: Dict[str, Any], version: int) -> None:
     set_versions(fragment, UPDATED, rows)
 
 
-def stamp_updated(fragments: Iterable[Dict[str, Any]], version: int) -> None:
-    """Marks every row of `fragments` last updated in `version` (a ``Merge``: new columns
-    for every row); their created-at versions stay."""
+def stamp_merged(before: Iterable[Mapping[str, Any]], fragments: Iterable[Dict[str, Any]], version: int) -> None:
+    """What a ``Merge`` of `fragments` onto the fragments `before` records: the rows of a
+    fragment whose data files changed (pylance compares each file's path, fields, column
+    indices, file version and base) are last updated in `version`; a fragment new to the
+    dataset is created there too; the others stay as they were."""
+
+    def files(f: Mapping[str, Any]) -> List[Any]:
+        return [(d.get("path", ""), list(d.get("fields") or []), list(d.get("column_indices") or []),
+                 d.get("file_major_version", 0), d.get("file_minor_version", 0), d.get("base_id"))
+                for d in f.get("files", [])]
+
+    old = {int(f.get("id", 0)): files(f) for f in before}
     for f in fragments:
-        set_versions(f, UPDATED, np.full(int(f.get("physical_rows") or 0), version, dtype=np.uint64))
+        prev = old.get(int(f.get("id", 0)))
+        rows = np.full(int(f.get("physical_rows") or 0), version, dtype=np.uint64)
+        if prev is None:
+            set_versions(f, CREATED, rows)
+        if prev is None or prev != files(f):
+            set_versions(f, UPDATED, rows)
 
 
 def created_at_of(row_ids: np.ndarray, sources: List[Mapping[str, Any]]) -> np.ndarray:
@@ -163,3 +181,50 @@ def with_versions(view: "DatasetView", table: pa.Table, columns: Iterable[str]) 
         if name not in table.column_names:
             table = table.append_column(pa.field(name, pa.uint64()), versions_at(view, table.column("_rowaddr"), COLUMNS[name]))
     return table
+
+
+def complete_updated(m: Dict[str, Any], new: List[Dict[str, Any]], version: int,
+                     sources: Callable[[], List[Dict[str, Any]]]) -> None:
+    """The lineage of the new fragments of an ``Update`` committed as `version` onto manifest
+    `m` (of a stable-row-id dataset; nothing otherwise). Rows that keep their ids come first
+    in a fragment and carry them (as pylance writes them); the rest get the next ids. Every
+    row is last updated in `version`; a kept row keeps its created-at version, looked up in
+    `sources` (called once, if needed: the fragments the update removed or changed, where
+    the kept rows were), a new row is created in `version`."""
+    if not m.get("reader_feature_flags", 0) & _FLAG_STABLE_ROW_IDS:
+        return
+    found: Optional[List[Dict[str, Any]]] = None
+    for f in new:
+        seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
+        n = f.get("physical_rows") or 0
+        if seq is None:
+            continue
+        kept = _lancepy.decode_row_ids(bytes(seq))
+        if len(kept) > n:
+            raise InvalidArgumentError(f"a new fragment of {n} rows carries {len(kept)} row ids")
+        if len(kept) < n:
+            set_row_ids(f, list(kept) + next_row_ids(m, n - len(kept)))
+        if found is None:
+            found = sources()
+        stamp_rewritten(f, np.asarray(kept, dtype=np.uint64), found, version)
+
+
+def assign_new(m: Dict[str, Any], fragments: List[Dict[str, Any]], version: int) -> None:
+    """Gives the fragments of manifest `m` that have no row ids yet (new ones) the next ids;
+    their rows are created and last updated in `version`."""
+    for f in fragments:
+        if not f.get("row_id_sequence"):
+            set_row_ids(f, next_row_ids(m, f.get("physical_rows", 0)))
+            stamp_new(f, version)
+    m.setdefault("next_row_id", 0)
+
+
+def next_row_ids(m: Dict[str, Any], n: int) -> List[int]:
+    """The next `n` stable row ids of manifest `m` (taken: ``next_row_id`` moves past them)."""
+    start = m.get("next_row_id", 0)
+    m["next_row_id"] = start + n
+    return list(range(start, start + n))
+
+
+def set_row_ids(fragment: Dict[str, Any], ids: List[int]) -> None:
+    fragment["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(ids))}
