@@ -319,6 +319,12 @@ def test_merge_insert_on_spark_keeps_stable_row_ids(spark, tmp_path, pylance):
     assert new == sorted(v for k, v in zip(local.column("id").to_pylist(), local.column("_rowid").to_pylist())
                          if k not in old)
     assert pylance.dataset(b).to_table(with_row_id=True).sort_by("id").equals(distributed)
+    # Each row was created and last updated in the same versions as by the local merge.
+    lineage = ["id", "_row_created_at_version", "_row_last_updated_at_version"]
+    want_versions = lancepy.dataset(a).to_table(columns=lineage).sort_by("id")
+    assert lancepy.dataset(b).to_table(columns=lineage).sort_by("id").equals(want_versions)
+    assert pylance.dataset(b).to_table(columns=lineage).sort_by("id").equals(want_versions)
+    assert len(set(want_versions.column("_row_last_updated_at_version").to_pylist())) == 2
 
 
 def test_merge_insert_refusals_leave_nothing(spark, tmp_path):
