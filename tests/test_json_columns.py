@@ -64,8 +64,8 @@ def test_lancepy_json_column_is_stored_as_pylance_stores_it(tmp_path):
     assert _stored_bytes(mine) == _stored_bytes(theirs)
     assert lance.dataset(mine).to_table().equals(lance.dataset(theirs).to_table())
     assert lancepy.dataset(mine).to_table().equals(lance.dataset(theirs).to_table())
-    field = [f for f in lancepy.dataset(mine)._view.loaded.fields if f["name"] == "j"][0]
-    assert field["logical_type"] == "json" and field["extension_name"] == "lance.json"
+    field = lancepy.dataset(mine)._view.loaded.top_level_field("j")
+    assert field.logical_type == "json" and field.entry["extension_name"] == "lance.json"
 
 
 def test_appends_across_libraries_and_compaction(tmp_path):

@@ -48,7 +48,11 @@ def _check(uri: str) -> None:
     for v in [x["version"] for x in ds.versions()]:
         parts = load_manifest(ds._view.store, v)
         whole = _whole(parts)
-        assert parts.fields == whole.get("fields", [])
+        assert parts.field_entries == whole.get("fields", [])
+        assert [(f.id, f.parent_id, f.name, f.logical_type, f.nullable) for f in parts.fields] == [
+            (f.get("id", 0), f.get("parent_id", -1), f.get("name", ""), f.get("logical_type", ""), f.get("nullable", True))
+            for f in whole.get("fields", [])
+        ]
         assert parts.schema_metadata == (whole.get("schema_metadata") or {})
         assert parts.config == (whole.get("config") or {})
         recorded = (whole.get("data_format") or {}).get("version")
@@ -151,8 +155,9 @@ def test_parts_after_the_whole_manifest_was_decoded(tmp_path):
     loaded = lancepy.dataset(uri)._view.loaded
     fresh = LoadedManifest.from_native(loaded.native)
     whole = fresh.manifest  # decoded first: the parts come from it
-    assert fresh.fields is whole["fields"]
-    assert fresh.fields == LoadedManifest.from_native(loaded.native).fields
+    assert fresh.field_entries is whole["fields"]
+    assert fresh.field_entries == LoadedManifest.from_native(loaded.native).field_entries
+    assert [f.entry for f in fresh.fields] == whole["fields"]
 
 
 def test_old_manifest_without_a_recorded_storage_version(tmp_path):

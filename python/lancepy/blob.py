@@ -30,7 +30,6 @@ from lancepy._core.blobschema import (  # noqa: F401 - re-exported
     blob_sidecar_name,
     sidecar_owner,
     BLOB_V2_EXTENSION,
-    _field_id,
     _is_arrow_blob_v2,
     _is_blob_marked,
     blob_v2_schema,
@@ -203,7 +202,7 @@ def open_blob_files(
     of version `loaded` (a ``LoadedManifest``) of the dataset at `root`."""
     from lancepy._table import bases as _bases
 
-    fid = _field_id(loaded.fields, column)["id"]
+    fid = loaded.top_level_field(column).id
     frags = loaded.fragments_with_ids(a >> 32 for a, d in zip(addresses, descriptions) if d is not None)
     bases = {int(b.get("id", 0)): b for b in loaded.base_paths}
     readers: Dict[str, Any] = {}

@@ -211,7 +211,7 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """The schema with its Lance field ids (for :class:`LanceOperation.Project` /
         :class:`LanceOperation.Merge`)."""
         loaded = self._view.loaded
-        return LanceSchema(loaded.fields, loaded.schema_metadata)
+        return LanceSchema(loaded.field_entries, loaded.schema_metadata)
 
     def update_config(self, values: Dict[str, Optional[str]], *, replace: bool = False) -> Dict[str, str]:
         """Sets config keys (a ``None`` value deletes the key; `replace` drops every key not

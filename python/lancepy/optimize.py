@@ -491,7 +491,7 @@ def _rewrite(
     # one), of equal size.
     live = sum(ds._snapshot_rows()[i][1] for i in ids)
     per_file = max(1, -(-live // max(1, live // o["target_rows_per_fragment"])))
-    made = _write(ds._view.uri, data, ds._view.loaded.fields, ds._view.loaded.schema_metadata,
+    made = _write(ds._view.uri, data, ds._view.loaded.field_entries, ds._view.loaded.schema_metadata,
                   per_file, o["data_storage_version"],
                   o["max_bytes_per_file"] or DEFAULT_MAX_BYTES_PER_FILE, storage_options=ds._view.storage_options,
                   **({} if file_tag is None else {"file_tag": file_tag}))

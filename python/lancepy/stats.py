@@ -48,7 +48,7 @@ class LanceStats:
                 for fid, col in zip(df.fields, df.column_indices or []):
                     if fid >= 0 and 0 <= col < len(columns):
                         totals[fid] = totals.get(fid, 0) + columns[col].size_bytes
-        return DataStatistics([FieldStatistics(f.get("id", 0), totals.get(f.get("id", 0), 0)) for f in loaded.fields])
+        return DataStatistics([FieldStatistics(f.id, totals.get(f.id, 0)) for f in loaded.fields])
 
 
 @dataclass

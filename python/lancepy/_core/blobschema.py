@@ -85,16 +85,6 @@ def external_blob_handling(external_blob_mode: str, allow_external_blob_outside_
     return "reference" if allow_external_blob_outside_bases else "refuse"
 
 
-def _field_id(fields: List[Dict[str, Any]], column: str) -> Dict[str, Any]:
-    """The entry of top-level column `column` among a manifest's `fields`."""
-    for f in fields:
-        if f.get("parent_id", -1) == -1 and f.get("name") == column:
-            return f
-    from lancepy.exceptions import ColumnNotFoundError
-
-    raise ColumnNotFoundError(f"no column {column!r} in the dataset")
-
-
 def _is_blob_v2(field: Dict[str, Any]) -> bool:
     return (
         field.get("extension_name") == "lance.blob.v2"

@@ -46,7 +46,7 @@ def add_columns(
             if not f.nullable:
                 raise InvalidArgumentError(f"all-null column {f.name!r} must be nullable")
         lance = lance_fields_for(new_schema, first_id)
-        fields = view.loaded.fields + lance["fields"]
+        fields = view.loaded.field_entries + lance["fields"]
         frags = [f._manifest_json() for f in view.loaded.fragments]
         return commit_on(
             view,
@@ -297,7 +297,7 @@ def commit_new_columns(
         entry = frag._manifest_json()
         entry["files"] = entry.get("files", []) + [files[frag.id]]
         frags.append(entry)
-    fields = view.loaded.fields + lance["fields"]
+    fields = view.loaded.field_entries + lance["fields"]
     return commit_on(
             view,
         "Merge",
@@ -311,23 +311,17 @@ def drop_columns(view: DatasetView, columns: List[str]) -> "DatasetView":
     if isinstance(columns, str):
         columns = [columns]
     fields = view.loaded.fields
-    names = [f.get("name") for f in fields if f.get("parent_id", -1) == -1]
+    names = [f.name for f in fields if f.is_top_level]
     missing = [c for c in columns if c not in names]
     if missing:
         raise InvalidArgumentError(f"cannot drop {missing}: no such columns (columns are {names})")
     if len(set(columns)) >= len(names):
         raise InvalidArgumentError("cannot drop every column of a dataset")
-    drop_ids = {
-        f["id"] if "id" in f else 0 for f in fields if f.get("parent_id", -1) == -1 and f.get("name") in columns
-    }
-    changed = True
-    while changed:  # children of dropped fields go too
-        changed = False
-        for f in fields:
-            if f.get("parent_id", -1) in drop_ids and f.get("id", 0) not in drop_ids:
-                drop_ids.add(f.get("id", 0))
-                changed = True
-    kept = [f for f in fields if f.get("id", 0) not in drop_ids]
+    drop_ids = {f.id for f in fields if f.is_top_level and f.name in columns}
+    for f in fields:  # children of dropped fields go too (parents come first)
+        if f.parent_id in drop_ids:
+            drop_ids.add(f.id)
+    kept = [f.entry for f in fields if f.id not in drop_ids]
     return commit_on(view, "Project", {"schema": kept})
 
 
@@ -335,7 +329,7 @@ def alter_columns(view: DatasetView, *alterations: Dict[str, Any]) -> "DatasetVi
     """See :meth:`LanceDataset.alter_columns`."""
     if len(alterations) == 1 and isinstance(alterations[0], list):
         alterations = tuple(alterations[0])
-    fields = copy.deepcopy(view.loaded.fields)
+    fields = copy.deepcopy(view.loaded.field_entries)
     top = {f.get("name"): f for f in fields if f.get("parent_id", -1) == -1}
     casts: Dict[str, pa.DataType] = {}
     for alt in alterations:
@@ -376,7 +370,7 @@ def alter_columns(view: DatasetView, *alterations: Dict[str, Any]) -> "DatasetVi
 def _refuse_casting_indexed(view: DatasetView, casts: Dict[str, pa.DataType]) -> None:
     """A cast rewrites the column's values: an index built on it would describe other values
     (as pylance, refused until the index is dropped)."""
-    top = {f.get("name"): f.get("id", 0) for f in view.loaded.fields if f.get("parent_id", -1) == -1}
+    top = {f.name: f.id for f in view.loaded.fields if f.is_top_level}
     ids = {top[n] for n in casts}
     names = sorted({e.get("name", "") for e in view.index_entries() if ids & set(e.get("fields", []))})
     if names:
@@ -390,7 +384,7 @@ def _refuse_casting_indexed(view: DatasetView, casts: Dict[str, pa.DataType]) ->
 def _cast_columns(view: DatasetView, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> "DatasetView":
     """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
     apart from the types."""
-    by_old_name = {f.get("name"): f for f in view.loaded.fields if f.get("parent_id", -1) == -1}
+    by_old_name = {f.name: f.entry for f in view.loaded.fields if f.is_top_level}
     new_fields = []
     for old_name, new_type in casts.items():
         old = by_old_name[old_name]

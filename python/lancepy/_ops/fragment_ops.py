@@ -123,7 +123,7 @@ def add_columns_file(view: "DatasetView", fragment_id: int, new: pa.Table) -> Tu
     lance = lance_fields_for(new_schema, view.max_field_id + 1)
     own = meta._manifest_json()
     own["files"] = own["files"] + [_write_columns(view, new, lance["fields"], lance["metadata"])]
-    return FragmentMetadata._from_dict(own), LanceSchema(view.loaded.fields + lance["fields"], view.loaded.schema_metadata)
+    return FragmentMetadata._from_dict(own), LanceSchema(view.loaded.field_entries + lance["fields"], view.loaded.schema_metadata)
 
 
 def sql_columns(
@@ -222,7 +222,7 @@ def update_columns(
         [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns], schema=target
     )
 
-    all_fields = view.loaded.fields
+    all_fields = view.loaded.field_entries
     top_ids = [next(f["id"] for f in all_fields if f.get("parent_id", -1) == -1 and f.get("name") == n) for n in names]
     modified = [i for top in top_ids for i in _subtree_ids(all_fields, top)]
     sub = [f for f in all_fields if f.get("id") in set(modified)]
@@ -264,7 +264,7 @@ def fragment_from_file(filename: str, view: "DatasetView", fragment_id: int) -> 
     text = _lancepy.write_fragments(
         probe_uri,
         probe.to_reader(),
-        json.dumps(view.loaded.fields),
+        json.dumps(view.loaded.field_entries),
         json.dumps(view.loaded.schema_metadata),
         1,
         reader.version,

@@ -129,9 +129,7 @@ def _index_entries(view: "DatasetView") -> Dict[str, List[Dict[str, Any]]]:
 
 
 def _find_index_entries(view: "DatasetView") -> Dict[str, List[Dict[str, Any]]]:
-    from lancepy._core.schema import _field_paths
-
-    paths = _field_paths(view.loaded.fields)
+    paths = view.loaded.field_paths
     out: Dict[str, List[Dict[str, Any]]] = {}
     for e in view.index_entries():
         if not str(e.get("details_type") or "").endswith("InvertedIndexDetails") or len(e["fields"]) != 1:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 import pyarrow as pa
 
 from lancepy import _lancepy
-from lancepy._core.schema import _field_paths
 from lancepy._core.storage import normalize_storage_options
 from lancepy._ops import vector_columns as _vc
 from lancepy._table.operations import IndexDescription, IndexSegmentDescription
@@ -27,7 +26,7 @@ def list_indices(view: "DatasetView") -> List[Dict[str, Any]]:
     """See :meth:`LanceDataset.list_indices`."""
     if view.loaded.index_section is None:
         return []
-    names = _field_paths(view.loaded.fields)
+    names = view.loaded.field_paths
     out = []
     for e in _lancepy.index_section_entries(view.loaded.index_section):
         out.append(
@@ -78,7 +77,7 @@ def describe_indices(view: "DatasetView") -> List["IndexDescription"]:
     """See :meth:`LanceDataset.describe_indices`."""
     if view.loaded.index_section is None:
         return []
-    names = _field_paths(view.loaded.fields)
+    names = view.loaded.field_paths
     rows = view.fragment_rows()
     by_name: Dict[str, List[Dict[str, Any]]] = {}
     for e in _lancepy.index_section_entries(view.loaded.index_section):

@@ -168,7 +168,7 @@ def update_body(
     in `new` fragments) with new values of `columns`, as pylance records one: no field is
     modified in place, and the fields of `columns` are those whose index coverage the
     update keeps (``fields_for_preserving_frag_bitmap``)."""
-    ids = {f.get("name"): f.get("id") for f in view.loaded.fields}
+    ids = {f.name: f.id for f in view.loaded.fields}
     return {
         "removed_fragment_ids": removed,
         "updated_fragments": updated,
@@ -208,7 +208,7 @@ def replace_rows_uncommitted(
         frags = _write(
             view.uri,
             reader,
-            view.loaded.fields,
+            view.loaded.field_entries,
             view.loaded.schema_metadata,
             DEFAULT_MAX_ROWS_PER_FILE,
             view.data_storage_version,

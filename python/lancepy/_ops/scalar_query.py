@@ -110,10 +110,8 @@ _KINDS = {"BTreeIndexDetails": "BTree", "BitmapIndexDetails": "Bitmap", "LabelLi
 
 def _btree_indices(view: "DatasetView") -> Dict[str, _Index]:
     """The BTREE or BITMAP index of each column that has one (the first by name when several)."""
-    from lancepy._core.schema import _field_paths
-
     out: Dict[Any, _Index] = {}
-    paths = _field_paths(view.loaded.fields)
+    paths = view.loaded.field_paths
     for e in view.index_entries():
         kind = _KINDS.get(str(e.get("details_type") or "").rsplit(".", 1)[-1])
         json_details = _json_index.details_of(e) if kind is None else None

@@ -292,7 +292,7 @@ def _fragment_schema(
         lance = lance_fields_for(_blob.blob_v2_schema(reader.schema, version))
         return None, reader, lance["fields"], lance["metadata"], version
     _commit.check_feature_flags(loaded, write=True, uri=store.uri)
-    fields, metadata = loaded.fields, loaded.schema_metadata
+    fields, metadata = loaded.field_entries, loaded.schema_metadata
     reader = align_to_schema(reader, loaded.arrow_schema)
     # (recorded in the manifest, or inferred from its files where an old one records none)
     version = loaded.data_storage_version
@@ -600,7 +600,7 @@ def write_dataset(
     if base is not None:
         _commit.check_feature_flags(base, write=True, uri=u)
     if mode == "append" and base is not None:
-        fields, metadata = base.fields, base.schema_metadata
+        fields, metadata = base.field_entries, base.schema_metadata
         reader = align_to_schema(reader, base.arrow_schema, fill_missing=True)
         version = base.data_storage_version
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tupl
 
 from lancepy import _lancepy
 from lancepy._core.blobschema import field_blob_kind
-from lancepy._core.schema import _schema_of
+from lancepy._core.schema import _field_paths, _schema_of
 from lancepy._table.fragments import FragmentMetadata
 from lancepy.exceptions import (
     ColumnNotFoundError,
@@ -89,6 +89,53 @@ def latest_version(store: Any) -> Tuple[int, Optional[str]]:
     """The newest committed version (0 if none) and the naming scheme."""
     versions, naming = list_versions(store)
     return (max(versions) if versions else 0), naming
+
+
+class SchemaField:
+    """One field of a version's schema (``lance.file.Field``): a typed, read-only view of its
+    manifest entry. Fields are listed parents first; a top-level field's parent id is -1."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, entry: Dict[str, Any]) -> None:
+        self._data = entry
+
+    @property
+    def id(self) -> int:
+        """The field id (stable across versions: data files name their fields by it)."""
+        return int(self._data.get("id", 0))
+
+    @property
+    def parent_id(self) -> int:
+        """The parent's id, -1 for a top-level field."""
+        return int(self._data.get("parent_id", -1))
+
+    @property
+    def name(self) -> str:
+        """The field's own name (not its path)."""
+        return str(self._data.get("name", ""))
+
+    @property
+    def logical_type(self) -> str:
+        """Lance's logical type text (``"int64"``, ``"struct"``, ``"fixed_size_list:float:4"``, ...)."""
+        return str(self._data.get("logical_type", ""))
+
+    @property
+    def nullable(self) -> bool:
+        return bool(self._data.get("nullable", True))
+
+    @property
+    def is_top_level(self) -> bool:
+        return self.parent_id == -1
+
+    @property
+    def entry(self) -> Dict[str, Any]:
+        """The manifest entry's JSON form, the wire format of the native encoders (read-only:
+        copy it to change it)."""
+        return self._data
+
+    def __repr__(self) -> str:
+        return f"SchemaField(id={self.id}, parent_id={self.parent_id}, name={self.name!r}, logical_type={self.logical_type!r})"
 
 
 class LoadedManifest:
@@ -209,10 +256,36 @@ class LoadedManifest:
     # Typed parts of the message, decoded once per version (treat them as read-only).
 
     @property
-    def fields(self) -> List[Dict[str, Any]]:
-        """The schema's field entries (``id``, ``parent_id``, ``name``, ``logical_type``, ...),
-        parents before children."""
+    def fields(self) -> List[SchemaField]:
+        """The schema's fields, parents before children (typed views, made once per version)."""
+        found = self._derived.get("field_views")
+        if found is None:
+            found = self._derived["field_views"] = [SchemaField(e) for e in self.field_entries]
+        return found
+
+    @property
+    def field_entries(self) -> List[Dict[str, Any]]:
+        """The schema's field entries in their JSON form (``id``, ``parent_id``, ``name``,
+        ``logical_type``, ...), the wire format the native encoders and schema builders take
+        (read-only: copy to change)."""
         return self._part("fields", self.native.fields_json) or []
+
+    def top_level_field(self, name: str) -> SchemaField:
+        """The top-level field (column) `name`; :class:`ColumnNotFoundError` if there is none."""
+        by_name = self._derived.get("top_level_fields")
+        if by_name is None:
+            by_name = self._derived["top_level_fields"] = {f.name: f for f in self.fields if f.is_top_level}
+        if name not in by_name:
+            raise ColumnNotFoundError(f"no column {name!r} in the dataset")
+        return by_name[name]
+
+    @property
+    def field_paths(self) -> Dict[int, str]:
+        """Each field's dotted path (``"s.x"`` for a struct's child) by its id."""
+        found = self._derived.get("field_paths")
+        if found is None:
+            found = self._derived["field_paths"] = _field_paths(self.field_entries)
+        return found
 
     @property
     def fragments(self) -> List[FragmentMetadata]:
@@ -276,9 +349,7 @@ class LoadedManifest:
         `column`; :class:`ColumnNotFoundError` if there is none."""
         kinds = self._derived.get("blob_kinds")
         if kinds is None:
-            kinds = self._derived["blob_kinds"] = {
-                f.get("name", ""): field_blob_kind(f) for f in self.fields if f.get("parent_id", -1) == -1
-            }
+            kinds = self._derived["blob_kinds"] = {f.name: field_blob_kind(f.entry) for f in self.fields if f.is_top_level}
         if column not in kinds:
             raise ColumnNotFoundError(f"no column {column!r} in the dataset")
         return kinds[column]
@@ -317,13 +388,7 @@ class LoadedManifest:
         """Field id of every field by its path (``"s.x"`` for a struct's child)."""
         found = self._derived.get("field_ids_by_path")
         if found is None:
-            by_id = {f.get("id", 0): f for f in self.fields}
-
-            def path(f: Dict[str, Any]) -> str:
-                parent = by_id.get(f.get("parent_id", -1))
-                return f.get("name", "") if parent is None else f"{path(parent)}.{f.get('name', '')}"
-
-            found = self._derived["field_ids_by_path"] = {path(f): f.get("id", 0) for f in self.fields}
+            found = self._derived["field_ids_by_path"] = {p: i for i, p in self.field_paths.items()}
         return found
 
     @property
@@ -331,7 +396,7 @@ class LoadedManifest:
         """The schema as a ``pyarrow.Schema`` (from the field entries)."""
         found = self._derived.get("arrow_schema")
         if found is None:
-            found = self._derived["arrow_schema"] = _schema_of(self.fields, self.schema_metadata)
+            found = self._derived["arrow_schema"] = _schema_of(self.field_entries, self.schema_metadata)
         return found
 
 

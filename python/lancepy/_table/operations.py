@@ -504,7 +504,7 @@ def _schema_fields(schema: Any, store: Any, read_version: int) -> Any:
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError(f"expected a LanceSchema or pyarrow.Schema, got {type(schema).__name__}")
     base = _commit.load_manifest(store, read_version) if read_version else None
-    base_fields = base.fields if base is not None else []
+    base_fields = base.field_entries if base is not None else []
     base_md = base.schema_metadata if base is not None else {}
     base_schema = _schema_of(base_fields, base_md) if base_fields else pa.schema([])
     next_id = (base.max_field_id if base is not None else -1) + 1

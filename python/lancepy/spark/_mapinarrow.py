@@ -624,7 +624,7 @@ def _prepare_write(
         _commit.check_feature_flags(base, write=True, uri=u)
     source = _vector_schema(source, vector_columns)
     if mode == "append" and base is not None:
-        fields = base.fields
+        fields = base.field_entries
         metadata = base.schema_metadata
         target = pa.schema(_lancepy.lance_to_schema(json.dumps(fields), json.dumps(metadata)))
         _check_append_schema(source, target)

@@ -272,7 +272,7 @@ def _merge_bucket(
             made = _write(
                 ds._view.uri,
                 align_to_schema(rows.to_reader(), ds.schema),
-                ds._view.loaded.fields,
+                ds._view.loaded.field_entries,
                 ds._view.loaded.schema_metadata,
                 DEFAULT_MAX_ROWS_PER_FILE,
                 ds.data_storage_version,
