@@ -70,6 +70,12 @@ def set_versions(fragment: Dict[str, Any], key: str, versions: np.ndarray) -> No
     fragment[key] = {_INLINE[key]: list(_lancepy.encode_row_versions(data))}
 
 
+def _row_ids(seq: Any, rows: Optional[int]) -> np.ndarray:
+    """The stable row ids of a serialized row-id sequence of `rows` ids (``None``: as many as
+    it holds), as uint64."""
+    return np.frombuffer(_lancepy.decode_row_ids_le(bytes(seq), rows), dtype="<u8").astype(np.uint64)
+
+
 def stamp_new(fragment: Dict[str, Any], version: int) -> None:
     """Marks every row of a fragment new in `version`: created and last updated there."""
     rows = np.full(int(fragment.get("physical_rows") or 0), version, dtype=np.uint64)
@@ -108,16 +114,16 @@ def created_at_of(row_ids: np.ndarray, sources: List[Mapping[str, Any]]) -> np.n
         seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
         if seq is None:
             continue
-        rows = int(f.get("physical_rows") or 0)
-        ids.append(np.asarray(_lancepy.decode_row_ids(bytes(seq), rows), dtype=np.uint64))
+        ids.append(_row_ids(seq, int(f.get("physical_rows") or 0)))
         versions.append(fragment_versions(f, CREATED))
     out = np.full(len(row_ids), DEFAULT_VERSION, dtype=np.uint64)
     if not ids or not len(row_ids):
         return out
     all_ids = np.concatenate(ids)
     all_versions = np.concatenate(versions)
-    order = np.argsort(all_ids, kind="stable")
-    all_ids, all_versions = all_ids[order], all_versions[order]
+    if len(all_ids) > 1 and not bool(np.all(all_ids[1:] > all_ids[:-1])):  # (ids of appends increase: no sort)
+        order = np.argsort(all_ids, kind="stable")
+        all_ids, all_versions = all_ids[order], all_versions[order]
     pos = np.minimum(np.searchsorted(all_ids, row_ids), len(all_ids) - 1)
     found = all_ids[pos] == row_ids
     out[found] = all_versions[pos[found]]
@@ -199,14 +205,15 @@ def complete_updated(m: Dict[str, Any], new: List[Dict[str, Any]], version: int,
         n = f.get("physical_rows") or 0
         if seq is None:
             continue
-        kept = _lancepy.decode_row_ids(bytes(seq))
-        if len(kept) > n:
-            raise InvalidArgumentError(f"a new fragment of {n} rows carries {len(kept)} row ids")
-        if len(kept) < n:
-            set_row_ids(f, list(kept) + next_row_ids(m, n - len(kept)))
+        kept = _row_ids(seq, None)
+        count = len(kept)
+        if count > n:
+            raise InvalidArgumentError(f"a new fragment of {n} rows carries {count} row ids")
+        if count < n:
+            set_row_ids(f, kept.tolist() + next_row_ids(m, n - count))
         if found is None:
             found = sources()
-        stamp_rewritten(f, np.asarray(kept, dtype=np.uint64), found, version)
+        stamp_rewritten(f, kept, found, version)
 
 
 def assign_new(m: Dict[str, Any], fragments: List[Dict[str, Any]], version: int) -> None:

@@ -139,6 +139,18 @@ pub fn encode_row_versions<'py>(py: Python<'py>, versions: &[u8]) -> PyResult<Bo
     Ok(PyBytes::new(py, &rowids::encode_row_versions(&v)))
 }
 
+/// As [`decode_row_ids`], the ids as little-endian `u64`s (for numpy: no Python int per id).
+#[pyfunction]
+#[pyo3(signature = (data, num_rows=None))]
+pub fn decode_row_ids_le<'py>(py: Python<'py>, data: &[u8], num_rows: Option<u64>) -> PyResult<Bound<'py, PyBytes>> {
+    let n = match num_rows {
+        Some(n) => n,
+        None => rowids::row_id_count(data).py()?,
+    };
+    let ids = rowids::decode_row_ids(data, n).py()?;
+    Ok(PyBytes::new(py, &ids.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()))
+}
+
 /// Serializes row ids as a row-id sequence.
 #[pyfunction]
 pub fn encode_row_ids<'py>(py: Python<'py>, ids: Vec<u64>) -> Bound<'py, PyBytes> {

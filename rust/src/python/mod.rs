@@ -97,6 +97,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fragment::write_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(fragment::decode_row_ids, m)?)?;
     m.add_function(wrap_pyfunction!(fragment::decode_row_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(fragment::decode_row_ids_le, m)?)?;
     m.add_function(wrap_pyfunction!(fragment::encode_row_versions, m)?)?;
     m.add_function(wrap_pyfunction!(fragment::encode_row_ids, m)?)?;
     manifest::register(m)?;
