@@ -75,6 +75,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--source-rows", type=int, default=200_000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--stable-row-ids", action="store_true",
+                    help="datasets with stable row ids (the warm-up also checks each row's ids and versions equal)")
     args = ap.parse_args()
     import lance
 
@@ -83,8 +85,9 @@ def main() -> None:
         table = _table(args.rows, 0)
         seeds = {"lancepy": os.path.join(base, "lancepy"), "pylance": os.path.join(base, "pylance"),
                  "parquet": os.path.join(base, "seed.parquet")}
-        lancepy.write_dataset(table, seeds["lancepy"], max_rows_per_file=100_000)
-        lance.write_dataset(table, seeds["pylance"], max_rows_per_file=100_000)
+        stable = {"enable_stable_row_ids": True} if args.stable_row_ids else {}
+        lancepy.write_dataset(table, seeds["lancepy"], max_rows_per_file=100_000, **stable)
+        lance.write_dataset(table, seeds["pylance"], max_rows_per_file=100_000, **stable)
         pq.write_table(table, seeds["parquet"])
         source = _source(args.rows, args.source_rows, 1)
 
@@ -107,15 +110,25 @@ def main() -> None:
             (shutil.copy if kind == "parquet" else shutil.copytree)(seeds[kind], dst)
             return dst
 
-        print(f"rows={args.rows} source_rows={args.source_rows} repeats={args.repeats}")
+        print(f"rows={args.rows} source_rows={args.source_rows} repeats={args.repeats} stable_row_ids={args.stable_row_ids}")
         print(f"{'step':<52} {'lancepy':>9} {'pylance':>9} {'parquet':>9} {'lp/pl':>7} {'lp/pq':>7}")
         for name, variants in steps.items():
             results = {}
+            lineage_paths = {}
             for kind, fn in variants.items():  # warm-up, and a check of the results
-                path = fresh(kind)
+                path = lineage_paths[kind] = fresh(kind)
                 fn(path)
                 results[kind] = _summary(kind, path)
             assert len(set(results.values())) == 1, (name, results)
+            if args.stable_row_ids:
+                # The same row lineage: each row's created and last-updated versions, and the
+                # ids of the rows that were there before (inserted rows are numbered in the
+                # order each library writes them, pylance's following its join).
+                lineage = ["id", "_rowid", "_row_created_at_version", "_row_last_updated_at_version"]
+                got = [lancepy.dataset(lineage_paths[k]).to_table(columns=lineage).sort_by("id") for k in ("lancepy", "pylance")]
+                assert got[0].drop_columns(["_rowid"]).equals(got[1].drop_columns(["_rowid"])), name
+                old = [g.filter(pc.less(g.column("id"), args.rows)).column("_rowid") for g in got]
+                assert old[0].equals(old[1]), name
             times: Dict[str, List[float]] = {k: [] for k in variants}
             for _ in range(args.repeats):  # interleaved rounds
                 for kind, fn in variants.items():

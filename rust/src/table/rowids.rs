@@ -11,18 +11,24 @@ use crate::error::{Error, Result};
 use crate::format::tablepb::{self, encoded_u64_array, u64_segment, EncodedU64Array, U64Segment};
 
 fn decode_array(a: &EncodedU64Array, out: &mut Vec<u64>) -> Result<()> {
+    // (a base plus an offset past u64::MAX is corrupt, not a wrapped id)
+    let add = |base: u64, offset: u64| base.checked_add(offset).ok_or_else(|| Error::corrupt("row-id array overflows u64"));
     match &a.array {
         Some(encoded_u64_array::Array::U16Array(x)) => {
             if x.offsets.len() % 2 != 0 {
                 return Err(Error::corrupt("row-id u16 array has an odd number of bytes"));
             }
-            out.extend(x.offsets.chunks_exact(2).map(|c| x.base + u16::from_le_bytes([c[0], c[1]]) as u64));
+            for c in x.offsets.chunks_exact(2) {
+                out.push(add(x.base, u16::from_le_bytes([c[0], c[1]]) as u64)?);
+            }
         }
         Some(encoded_u64_array::Array::U32Array(x)) => {
             if x.offsets.len() % 4 != 0 {
                 return Err(Error::corrupt("row-id u32 array length is not a multiple of 4"));
             }
-            out.extend(x.offsets.chunks_exact(4).map(|c| x.base + u32::from_le_bytes(c.try_into().expect("4")) as u64));
+            for c in x.offsets.chunks_exact(4) {
+                out.push(add(x.base, u32::from_le_bytes(c.try_into().expect("4")) as u64)?);
+            }
         }
         Some(encoded_u64_array::Array::U64Array(x)) => {
             if x.values.len() % 8 != 0 {
@@ -156,10 +162,22 @@ pub fn encode_row_ids(ids: &[u64]) -> Vec<u8> {
         if pending.is_empty() {
             return;
         }
-        let values: Vec<u8> = pending.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let array = EncodedU64Array {
-            array: Some(encoded_u64_array::Array::U64Array(encoded_u64_array::U64Array { values: values.into() })),
+        // Offsets from the smallest id in the narrowest width that holds them (as pylance
+        // writes arrays): 2 or 4 bytes an id where the ids are within 2^16 or 2^32 of each
+        // other, 8 otherwise.
+        let base = *pending.iter().min().expect("not empty");
+        let span = pending.iter().max().expect("not empty") - base;
+        let array = if span <= u16::MAX as u64 {
+            let offsets: Vec<u8> = pending.iter().flat_map(|v| ((v - base) as u16).to_le_bytes()).collect();
+            encoded_u64_array::Array::U16Array(encoded_u64_array::U16Array { base, offsets: offsets.into() })
+        } else if span <= u32::MAX as u64 {
+            let offsets: Vec<u8> = pending.iter().flat_map(|v| ((v - base) as u32).to_le_bytes()).collect();
+            encoded_u64_array::Array::U32Array(encoded_u64_array::U32Array { base, offsets: offsets.into() })
+        } else {
+            let values: Vec<u8> = pending.iter().flat_map(|v| v.to_le_bytes()).collect();
+            encoded_u64_array::Array::U64Array(encoded_u64_array::U64Array { values: values.into() })
         };
+        let array = EncodedU64Array { array: Some(array) };
         let sorted = pending.windows(2).all(|w| w[0] < w[1]);
         segments.push(U64Segment {
             segment: Some(if sorted { u64_segment::Segment::SortedArray(array) } else { u64_segment::Segment::Array(array) }),
@@ -293,6 +311,29 @@ mod tests {
             }],
         };
         assert!(decode_row_versions(&huge.encode_to_vec(), 3).is_err());
+    }
+
+    #[test]
+    fn arrays_take_the_narrowest_width() {
+        let narrow = [7u64, 3, 9, 1 << 10, 5];
+        let seq = tablepb::RowIdSequence::decode(encode_row_ids(&narrow).as_slice()).unwrap();
+        let Some(u64_segment::Segment::Array(a)) = &seq.segments[0].segment else { panic!("an array") };
+        assert!(matches!(&a.array, Some(encoded_u64_array::Array::U16Array(x)) if x.base == 3 && x.offsets.len() == 10));
+        for ids in [narrow.to_vec(), vec![5, 1 << 20, 2], vec![9, u64::MAX - 3, 0, 1 << 40], vec![u64::MAX, u64::MAX - 70_000]] {
+            assert_eq!(decode_row_ids(&encode_row_ids(&ids), ids.len() as u64).unwrap(), ids);
+        }
+        // An array whose base plus an offset overflows is corrupt, not a wrapped id.
+        let hostile = tablepb::RowIdSequence {
+            segments: vec![U64Segment {
+                segment: Some(u64_segment::Segment::Array(EncodedU64Array {
+                    array: Some(encoded_u64_array::Array::U16Array(encoded_u64_array::U16Array {
+                        base: u64::MAX - 1,
+                        offsets: vec![5, 0].into(),
+                    })),
+                })),
+            }],
+        };
+        assert!(decode_row_ids(&hostile.encode_to_vec(), 1).is_err());
     }
 
     #[test]
