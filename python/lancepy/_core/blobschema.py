@@ -3,7 +3,7 @@ schema a blob column is written with. Reading and writing blob values is :mod:`l
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from lancepy.exceptions import InvalidArgumentError
 

@@ -135,4 +135,3 @@ def row_offsets(view: "DatasetView", addresses: Any) -> pa.Array:
         b, deleted = table[int(fid)]
         out[sel] = b + local[sel] - np.searchsorted(deleted, local[sel])
     return pa.array(out, pa.uint64())
-

@@ -104,39 +104,43 @@ def stamp_merged(before: Iterable[Mapping[str, Any]], fragments: Iterable[Dict[s
             set_versions(f, UPDATED, rows)
 
 
-def created_at_of(row_ids: np.ndarray, sources: List[Mapping[str, Any]]) -> np.ndarray:
-    """The created-at version of each stable row id in `row_ids`, looked up in the fragments
-    `sources` came from (manifest entries with row-id sequences); an id found in none of them
-    gets :data:`DEFAULT_VERSION`."""
-    ids: List[np.ndarray] = []
-    versions: List[np.ndarray] = []
-    for f in sources:
-        seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
-        if seq is None:
-            continue
-        ids.append(_row_ids(seq, int(f.get("physical_rows") or 0)))
-        versions.append(fragment_versions(f, CREATED))
-    out = np.full(len(row_ids), DEFAULT_VERSION, dtype=np.uint64)
-    if not ids or not len(row_ids):
+class _CreatedAt:
+    """The created-at version of stable row ids, looked up in the fragments they came from
+    (manifest entries with row-id sequences): their ids and versions decoded once, sorted by
+    id; an id found in none of them has :data:`DEFAULT_VERSION`."""
+
+    def __init__(self, sources: List[Mapping[str, Any]]) -> None:
+        ids: List[np.ndarray] = []
+        versions: List[np.ndarray] = []
+        for f in sources:
+            seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
+            if seq is None:
+                continue
+            ids.append(_row_ids(seq, int(f.get("physical_rows") or 0)))
+            versions.append(fragment_versions(f, CREATED))
+        self.ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.uint64)
+        self.versions = np.concatenate(versions) if versions else np.empty(0, dtype=np.uint64)
+        if len(self.ids) > 1 and not bool(np.all(self.ids[1:] > self.ids[:-1])):  # (ids of appends increase: no sort)
+            order = np.argsort(self.ids, kind="stable")
+            self.ids, self.versions = self.ids[order], self.versions[order]
+
+    def of(self, row_ids: np.ndarray) -> np.ndarray:
+        out = np.full(len(row_ids), DEFAULT_VERSION, dtype=np.uint64)
+        if not len(self.ids) or not len(row_ids):
+            return out
+        pos = np.minimum(np.searchsorted(self.ids, row_ids), len(self.ids) - 1)
+        found = self.ids[pos] == row_ids
+        out[found] = self.versions[pos[found]]
         return out
-    all_ids = np.concatenate(ids)
-    all_versions = np.concatenate(versions)
-    if len(all_ids) > 1 and not bool(np.all(all_ids[1:] > all_ids[:-1])):  # (ids of appends increase: no sort)
-        order = np.argsort(all_ids, kind="stable")
-        all_ids, all_versions = all_ids[order], all_versions[order]
-    pos = np.minimum(np.searchsorted(all_ids, row_ids), len(all_ids) - 1)
-    found = all_ids[pos] == row_ids
-    out[found] = all_versions[pos[found]]
-    return out
 
 
-def stamp_rewritten(fragment: Dict[str, Any], kept: np.ndarray, sources: List[Mapping[str, Any]], version: int) -> None:
+def stamp_rewritten(fragment: Dict[str, Any], kept: np.ndarray, created_at: _CreatedAt, version: int) -> None:
     """The sequences of a fragment an update writes: its first ``len(kept)`` rows are rows
-    that keep their stable ids `kept` (and their created-at versions, from `sources`), the
-    rest are new; all are last updated in `version`."""
+    that keep their stable ids `kept` (and their created-at versions), the rest are new; all
+    are last updated in `version`."""
     rows = int(fragment.get("physical_rows") or 0)
     created = np.full(rows, version, dtype=np.uint64)
-    created[: len(kept)] = created_at_of(np.asarray(kept, dtype=np.uint64), sources)
+    created[: len(kept)] = created_at.of(np.asarray(kept, dtype=np.uint64))
     set_versions(fragment, CREATED, created)
     set_versions(fragment, UPDATED, np.full(rows, version, dtype=np.uint64))
 
@@ -199,7 +203,7 @@ def complete_updated(m: Dict[str, Any], new: List[Dict[str, Any]], version: int,
     the kept rows were), a new row is created in `version`."""
     if not m.get("reader_feature_flags", 0) & _FLAG_STABLE_ROW_IDS:
         return
-    found: Optional[List[Dict[str, Any]]] = None
+    found: Optional[_CreatedAt] = None
     for f in new:
         seq = (f.get("row_id_sequence") or {}).get("InlineRowIds")
         n = f.get("physical_rows") or 0
@@ -212,7 +216,7 @@ def complete_updated(m: Dict[str, Any], new: List[Dict[str, Any]], version: int,
         if count < n:
             set_row_ids(f, kept.tolist() + next_row_ids(m, n - count))
         if found is None:
-            found = sources()
+            found = _CreatedAt(sources())
         stamp_rewritten(f, kept, found, version)
 
 
