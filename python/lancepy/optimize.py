@@ -188,7 +188,7 @@ class DatasetOptimizer:
             if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "BTree", "Bitmap", "LabelList", "Inverted"):
                 raise NotSupportedError(f"optimize_indices: lancepy cannot add rows to the {kind} index {n!r} (index_names= picks others)")
         paths = {v: k for k, v in ds._field_ids_by_path().items()}
-        raw = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]} if entries else {}
+        raw = {_commit.uuid_text(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]} if entries else {}
         live = ds.get_fragments()
         new_entries: List[Dict[str, Any]] = []
         removed: List[Dict[str, Any]] = []
@@ -217,7 +217,7 @@ class DatasetOptimizer:
                         value_type=_ivf_build._writable_type(idx.value_type), num_bits=idx.nbits,
                     )
                     entry = _ivf_build.build(ds._view, column, segs[0]["fields"][0], dim, params, None, None, n, None, ds._view.storage_options)
-                    written += [f"_indices/{_commit._uuid_str(entry['uuid'])}/{f['path']}" for f in entry["files"]]
+                    written += [f"_indices/{_commit.uuid_text(entry['uuid'])}/{f['path']}" for f in entry["files"]]
                     new_entries.append(entry)
                     removed += [raw[e["uuid"]] for e in segs]
                     continue
@@ -600,7 +600,7 @@ def _remap_indices(
     from lancepy._ops import btree as _btree
     from lancepy._ops import ivf_build as _ivf_build
 
-    details = {_commit._uuid_str(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]}
+    details = {_commit.uuid_text(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]}
     new_addresses = [
         (np.uint64(nf["id"]) << np.uint64(32)) + np.arange(nf["physical_rows"], dtype=np.uint64)
         for g, _ in moved for nf in g["new_fragments"]

@@ -195,7 +195,9 @@ def write_fragments(
     `data` is streamed: a reader or generator of any length is written in the memory of a
     few pages per column. `schema`, when given, is the schema the data is checked against
     (columns reordered to it). With `mode` ``"append"`` (the default) and an existing
-    dataset, the data must match its schema and the fragments use its field ids; otherwise
+    dataset, the data must have its columns, or some of them in any order (files of just
+    those columns, for a ``DataReplacement``, a ``Merge`` or an ``Append`` whose other
+    columns read as nulls), and the fragments use its field ids; otherwise
     (a new dataset, or `mode` ``"overwrite"``/``"create"``) field ids are numbered from 0
     and the fragments can be committed with ``LanceOperation.Overwrite(schema, fragments)``.
     A new file (and fragment) starts after `max_rows_per_file` rows or about
@@ -293,12 +295,39 @@ def _fragment_schema(
         return None, reader, lance["fields"], lance["metadata"], version
     _commit.check_feature_flags(loaded, write=True, uri=store.uri)
     fields, metadata = loaded.field_entries, loaded.schema_metadata
-    reader = align_to_schema(reader, loaded.arrow_schema)
+    target = loaded.arrow_schema
+    names = reader.schema.names
+    if set(names) < set(target.names) and len(set(names)) == len(names):
+        # Some of the dataset's columns, in any order (as pylance allows): files of just those
+        # fields, in the data's order, under the dataset's field ids; the fragments are for a
+        # DataReplacement, a Merge, or an Append whose missing columns read as nulls.
+        fields, target = _column_subset(loaded, names)
+    reader = align_to_schema(reader, target)
     # (recorded in the manifest, or inferred from its files where an old one records none)
     version = loaded.data_storage_version
     if data_storage_version is not None:
         version = normalize_storage_version(data_storage_version)
     return loaded, reader, fields, metadata, version
+
+
+def _column_subset(loaded: Any, names: List[str]) -> Tuple[List[Dict[str, Any]], pa.Schema]:
+    """The field entries (each top-level field followed by its descendants) and Arrow schema
+    of the dataset's top-level columns `names`, in that order."""
+    entries = loaded.field_entries
+    children: Dict[int, List[Dict[str, Any]]] = {}
+    for e in entries:
+        children.setdefault(int(e.get("parent_id", -1)), []).append(e)
+    out: List[Dict[str, Any]] = []
+
+    def walk(e: Dict[str, Any]) -> None:
+        out.append(e)
+        for c in children.get(int(e.get("id", 0)), []):
+            walk(c)
+
+    for name in names:
+        walk(loaded.top_level_field(name).entry)
+    schema = loaded.arrow_schema
+    return out, pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
 
 
 #: No limit on a single fragment's file but the row address's (32 bits of row offset).

@@ -39,6 +39,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, TypedDict, Union
 
 from lancepy import _lancepy
 from lancepy._table import lineage
+from lancepy._table import rewrites as _rewrites
+from lancepy._table.rewrites import uuid_text
 from lancepy._table.cleanup import cleanup_old_versions
 from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table layer's entry points
     DETACHED_VERSION_MASK,
@@ -105,12 +107,6 @@ def _has_deletions(frag: Dict[str, Any]) -> bool:
     return bool(d) and (d.get("num_deleted_rows", 0) > 0 or d.get("id", 0) != 0)
 
 
-def _uuid_str(u: Dict[str, Any]) -> str:
-    import uuid as _uuid
-
-    return str(_uuid.UUID(bytes=bytes(u.get("uuid", b""))))
-
-
 def _rewrite_indices(
     section: bytes, groups: List[Dict[str, Any]], removed: set, rewritten: List[Dict[str, Any]], store: Any
 ) -> Optional[bytes]:
@@ -122,11 +118,11 @@ def _rewrite_indices(
     section = _lancepy.prune_index_section(section, sorted(removed))
     if not rewritten:
         return section
-    by_old = {_uuid_str(r.get("old_id") or {}): r for r in rewritten}
+    by_old = {uuid_text(r.get("old_id") or {}): r for r in rewritten}
     after = {e["uuid"]: set(e["fragment_ids"]) for e in _lancepy.index_section_entries(section)}
     entries = json.loads(_lancepy.index_section_to_json(section))["indices"]
     for e in entries:
-        u = _uuid_str(e.get("uuid") or {})
+        u = uuid_text(e.get("uuid") or {})
         r = by_old.get(u)
         if r is None:
             continue
@@ -141,43 +137,11 @@ def _rewrite_indices(
             e["index_details"] = r["new_index_details"]
         if r.get("new_index_version") is not None:
             e["index_version"] = r["new_index_version"]
-        new_dir = f"_indices/{_uuid_str(r['new_id'])}"
+        new_dir = f"_indices/{uuid_text(r['new_id'])}"
         if store is not None and e.get("files"):
             listed = store.list(new_dir)
             e["files"] = [{"path": name.rsplit("/", 1)[-1], "size_bytes": size} for name, size, _ in sorted(listed)]
     return _lancepy.index_section_from_json(json.dumps({"indices": entries}))
-
-
-def _prune_rewritten_fields(
-    section: bytes, fragments: List[Dict[str, Any]], updated: Dict[int, Dict[str, Any]], modified: set
-) -> bytes:
-    """The index section after an ``Update`` that rewrote the fields `modified` of some of
-    the `updated` fragments in place (new data files for them, as ``update_columns``
-    writes): indices of those fields stop claiming those fragments, whose indexed values
-    are no longer the column's (as pylance prunes them). Fragments whose files serving the
-    fields did not change (only rows deleted, lancepy's delete-and-append update) stay
-    covered."""
-
-    def serving(frag: Dict[str, Any]) -> List[Any]:
-        return sorted(
-            (str(f.get("path")), tuple(f.get("fields", [])))
-            for f in _fragment_files(frag)
-            if modified & {int(x) for x in f.get("fields", [])}
-        )
-
-    before = {int(f.get("id", 0)): f for f in fragments}
-    rewritten = {fid for fid, f in updated.items() if fid in before and serving(before[fid]) != serving(f)}
-    if not rewritten:
-        return section
-    covered = {e["uuid"]: set(e["fragment_ids"]) for e in _lancepy.index_section_entries(section)}
-    entries = json.loads(_lancepy.index_section_to_json(section))["indices"]
-    changed = False
-    for e in entries:
-        ids = covered.get(_uuid_str(e.get("uuid") or {}), set())
-        if modified & {int(x) for x in e.get("fields", [])} and ids & rewritten:
-            e["fragment_bitmap"] = list(_lancepy.fragment_bitmap(sorted(ids - rewritten)))
-            changed = True
-    return _lancepy.index_section_from_json(json.dumps({"indices": entries})) if changed else section
 
 
 def _assign_ids(fragments: List[Dict[str, Any]], next_id: int) -> int:
@@ -294,7 +258,9 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
         # (only the fragments whose files are replaced cross as JSON)
         wanted = sorted({int(r.get("fragment_id", 0)) for r in body.get("replacements", [])})
         by_id = {f.get("id", 0): f for f in json.loads(base.native.fragments_json(wanted))}
-        _replace_data_files(by_id, body)
+        rewritten = _replace_columns(m, by_id, body, version)
+        if index_section is not None:
+            index_section = _rewrites.withdraw_coverage(index_section, rewritten)
         removed, replaced, new = [], [by_id[i] for i in wanted], []
     elif name == "Project":
         # (every fragment changes: projected natively when encoded, see BuiltManifest)
@@ -323,22 +289,15 @@ def _build_delta(base: LoadedManifest, name: str, body: Dict[str, Any], version:
                          project=project)
 
 
-def _replace_data_files(by_id: Dict[int, Dict[str, Any]], body: Dict[str, Any]) -> None:
-    """Applies a DataReplacement's replacements to the fragments `by_id` (in place): each new
-    file takes the place of the one data file holding the same fields."""
-    for r in body.get("replacements", []):
-        frag = by_id.get(r.get("fragment_id", 0))
-        new_file = r.get("new_file") or {}
-        if frag is None:
-            raise CommitConflictError(f"DataReplacement: fragment {r.get('fragment_id', 0)} does not exist")
-        files = _fragment_files(frag)
-        same = [i for i, f in enumerate(files) if sorted(f.get("fields", [])) == sorted(new_file.get("fields", []))]
-        if len(same) != 1:
-            raise UnsupportedError(
-                f"DataReplacement: fragment {frag.get('id', 0)} has no single data file with fields "
-                f"{new_file.get('fields', [])} to replace"
-            )
-        files[same[0]] = new_file
+def _replace_columns(m: Dict[str, Any], by_id: Dict[int, Dict[str, Any]], body: Dict[str, Any], version: int) -> _rewrites.Rewrites:
+    """A ``DataReplacement`` applied to the fragments `by_id` of manifest `m` (in place; see
+    :func:`rewrites.replace_data_files`); on a stable-row-id dataset their rows are last
+    updated in `version`, as pylance records them. Returns the fields rewritten."""
+    rewritten = _rewrites.replace_data_files(by_id, body, m.get("fields", []))
+    if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
+        for fid in rewritten:
+            lineage.stamp_updated(by_id[fid], version)
+    return rewritten
 
 
 def _rewrite_groups(body: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -449,7 +408,7 @@ def build_manifest(
         removed = set(body.get("removed_fragment_ids", []))
         modified = {int(i) for i in body.get("fields_modified") or []}
         if modified and index_section is not None:
-            index_section = _prune_rewritten_fields(index_section, fragments, updated, modified)
+            index_section = _rewrites.withdraw_coverage(index_section, _rewrites.update_rewrites(fragments, updated, modified))
         sources = [f for f in fragments if f.get("id", 0) in removed or f.get("id", 0) in updated]
         fragments = [updated.get(f.get("id", 0), f) for f in fragments if f.get("id", 0) not in removed]
         new = body.get("new_fragments", [])
@@ -461,8 +420,12 @@ def build_manifest(
         m["fields"] = body.get("schema", [])
         m["schema_metadata"] = body.get("schema_metadata", m.get("schema_metadata", {}))
         next_id = max(next_id, max((f.get("id", 0) for f in fragments), default=-1) + 1)
-        if base is not None and m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
-            lineage.stamp_merged(json.loads(base.native.fragments_json(base.native.fragment_ids)), fragments, version)
+        if base is not None and (index_section is not None or m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS):
+            before = json.loads(base.native.fragments_json(base.native.fragment_ids))
+            if m.get("reader_feature_flags", 0) & FLAG_STABLE_ROW_IDS:
+                lineage.stamp_merged(before, fragments, version)
+            if index_section is not None:
+                index_section = _rewrites.withdraw_coverage(index_section, _rewrites.merge_rewrites(before, fragments))
     elif name == "Project":
         m["fields"] = body.get("schema", [])
         project = sorted({f.get("id", 0) for f in m["fields"]})
@@ -507,7 +470,9 @@ def build_manifest(
                 md = _apply_update_map(md, field_updates[fid], as_bytes=True)
             f["metadata"] = md
     elif name == "DataReplacement":
-        _replace_data_files({f.get("id", 0): f for f in fragments}, body)
+        rewritten = _replace_columns(m, {f.get("id", 0): f for f in fragments}, body, version)
+        if index_section is not None:
+            index_section = _rewrites.withdraw_coverage(index_section, rewritten)
     elif name == "UpdateBases":
         # Id 0 in the transaction means "assign one" (pylance): the largest id so far + 1.
         bases = list(m.get("base_paths") or [])

@@ -83,6 +83,12 @@ def stamp_new(fragment: Dict[str, Any], version: int) -> None:
     set_versions(fragment, UPDATED, rows)
 
 
+def stamp_updated(fragment: Dict[str, Any], version: int) -> None:
+    """Marks every row of `fragment` last updated in `version` (a ``DataReplacement`` of
+    some of its columns)."""
+    set_versions(fragment, UPDATED, np.full(int(fragment.get("physical_rows") or 0), version, dtype=np.uint64))
+
+
 def stamp_merged(before: Iterable[Mapping[str, Any]], fragments: Iterable[Dict[str, Any]], version: int) -> None:
     """What a ``Merge`` of `fragments` onto the fragments `before` records: the rows of a
     fragment whose data files changed (pylance compares each file's path, fields, column
