@@ -1,7 +1,8 @@
 """Random sequences of operations, pylance 14 the oracle: the same seeded sequence is applied to
 a dataset by lancepy and to a copy by pylance (rows with a vector, a struct, a list and a
 binary column; appends, deletes, updates, upserts, overwrites, computed and dropped columns,
-renames and casts, compaction, BTREE / BITMAP indices, restoring an older version, joins with
+renames and casts, columns replaced in some fragments (``DataReplacement``), compaction, BTREE /
+BITMAP indices, restoring an older version, joins with
 ``merge``, index updates, cleanup, tags), on datasets with and without stable row ids. After every operation the two datasets hold the same rows (with
 stable row ids, under the same ids: updated rows keep theirs), answer the same filtered
 counts, scans and exact nearest-neighbour searches, and each library reads the other's
@@ -100,8 +101,8 @@ class Sequence:
     def step(self) -> tuple:
         names = self.schema().names
         kinds = ["append", "delete", "update", "merge_insert", "compact", "restore", "overwrite", "index",
-                 "merge", "optimize_indices", "cleanup", "tag"]
-        weights = [4, 4, 3, 3, 2, 1, 0.5, 1.5, 1, 1, 0.5, 0.5]
+                 "merge", "optimize_indices", "cleanup", "tag", "replace_columns"]
+        weights = [4, 4, 3, 3, 2, 1, 0.5, 1.5, 1, 1, 0.5, 0.5, 1]
         if "x" in names:
             kinds.append("add_columns")
             weights.append(1.5)
@@ -195,6 +196,34 @@ class Sequence:
     def op_tag(self) -> Callable:
         name, version = f"t{self.version_count}", int(self.rng.integers(1, self.version_count + 1))
         return lambda lib, uri: lib.dataset(uri).tags.create(name, version)
+
+    def op_replace_columns(self) -> Callable:
+        """New values for one or two columns of some fragments: files of just those columns
+        (``write_fragments``) committed as a ``DataReplacement``."""
+        ds = lancepy.dataset(self.uris["lancepy"])
+        schema = ds.schema
+        names = [f.name for f in schema if f.name != "id" and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                                                                or pa.types.is_string(f.type))]
+        frags = [(f.fragment_id, f.metadata.physical_rows) for f in ds.get_fragments()]
+        if not names or not frags:
+            return lambda lib, uri: None
+        columns = [str(c) for c in self.rng.choice(names, size=min(len(names), int(self.rng.integers(1, 3))), replace=False)]
+        chosen = [frags[i] for i in sorted(self.rng.choice(len(frags), size=int(self.rng.integers(1, len(frags) + 1)), replace=False))]
+        tables = []
+        for fid, rows in chosen:
+            values = {c: pa.array(self.rng.choice(["a", "b", "e"], rows)) if pa.types.is_string(schema.field(c).type)
+                      else pa.array(self.rng.integers(-5, 5, rows)).cast(schema.field(c).type) for c in columns}
+            tables.append((fid, pa.table(values)))
+
+        def run(lib: Any, uri: str) -> None:
+            read = lib.dataset(uri).version
+            groups = []
+            for fid, table in tables:
+                (frag,) = lib.fragment.write_fragments(table, uri)
+                groups.append(lib.LanceOperation.DataReplacementGroup(fid, frag.files[0]))
+            lib.LanceDataset.commit(uri, lib.LanceOperation.DataReplacement(groups), read_version=read)
+
+        return run
 
     def op_add_columns(self) -> Callable:
         name = f"c{self.version_count}"
