@@ -387,3 +387,39 @@ def test_compaction_keeps_one_attempt_per_task(tmp_path):
     assert all("job-0-3" in d.path for f in chosen[0].new_fragments for d in f.files)
     with pytest.raises(InvalidArgumentError, match=r"tasks \[1\] reported nothing"):
         lcomp._choose([(0, 7, first.json())], 2)
+
+
+def test_system_columns_read_and_filter_as_lancepy_reads_them(spark, tmp_path):
+    """``_rowid``, ``_rowaddr`` and the row version columns of a stable-row-id dataset, as
+    columns and in filters (the ``filter`` option, and Spark's own ``where`` pushed down),
+    through the data source and ``read_dataset``, whole fragments and row ranges: the rows
+    lancepy's scan gives. (Rows changed since a version: an incremental read.)"""
+    uri = str(tmp_path / "lineage.lance")
+    lancepy.write_dataset(_table(40), uri, max_rows_per_file=15, enable_stable_row_ids=True)
+    lancepy.dataset(uri).update({"x": "x + 1"}, where="id % 7 = 0")
+    lancepy.write_dataset(_table(5, seed=3), uri, mode="append")
+    system = ["_rowid", "_rowaddr", "_row_created_at_version", "_row_last_updated_at_version"]
+    ds = lancepy.dataset(uri)
+
+    def want(flt):
+        t = ds.to_table(columns=["id", *system], filter=flt)
+        return _sorted(zip(*(t.column(c).to_pylist() for c in t.column_names)))
+
+    changed = "_row_last_updated_at_version > 1"
+    assert 0 < len(want(changed)) < ds.count_rows()
+    for rows in (None, "4"):
+        reader = spark.read.format("lance").option("columns", ",".join(["id", *system]))
+        if rows:
+            reader = reader.option("rows_per_partition", rows)
+        assert _sorted(reader.option("filter", changed).load(uri).collect()) == want(changed)
+        pushed = reader.option("pushFilters", "true").load(uri).where("_row_created_at_version = 3")
+        assert "Filter" not in pushed._jdf.queryExecution().optimizedPlan().toString()
+        assert _sorted(pushed.collect()) == want("_row_created_at_version = 3")
+        df = lspark.read_dataset(spark, uri, columns=["id", *system], filter=changed,
+                                 rows_per_partition=int(rows) if rows else None)
+        assert _sorted(df.collect()) == want(changed)
+    # a filter on the system columns without projecting them
+    assert _sorted(lspark.read_dataset(spark, uri, columns=["id"], filter=changed, rows_per_partition=4).collect()) == \
+        _sorted((r[0],) for r in want(changed))
+    with pytest.raises(lancepy.exceptions.ColumnNotFoundError, match="system columns"):
+        lspark.read_dataset(spark, uri, columns=["id", "_rowidd"])

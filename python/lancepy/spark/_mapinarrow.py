@@ -53,6 +53,7 @@ import pyarrow as pa
 
 from lancepy import _lancepy
 from lancepy._core.schema import is_json_type
+from lancepy._ops.scan import FILTER_SYSTEM_COLUMNS, compile_scan_filter
 from lancepy._table import commit as _commit
 from lancepy.exceptions import (
     CommitConflictError,
@@ -744,8 +745,6 @@ def _rows_per_batch(schema: pa.Schema) -> int:
 
 
 def _read_partition(plan: _ReadPlan, task: Tuple[int, int, Optional[int]]) -> Iterator[pa.RecordBatch]:
-    from lancepy.filters import compile_filter
-
     fid, offset, limit = task
     ds = _open_dataset(plan.uri, plan.version, plan.storage_options)
     if offset == 0 and limit is None:
@@ -754,10 +753,12 @@ def _read_partition(plan: _ReadPlan, task: Tuple[int, int, Optional[int]]) -> It
         flt = None
     else:
         # A row range: the range is over the fragment's rows, so the filter runs after it.
-        flt = compile_filter(plan.filter, ds.schema)
+        flt, system = compile_scan_filter(plan.filter, ds.schema)
         read = plan.columns
         if flt is not None:
             read = None if plan.columns is None or flt.columns is None else list(dict.fromkeys(plan.columns + flt.columns))
+            if read is None and system:  # (all columns and the system columns the filter reads)
+                read = list(dict.fromkeys((plan.columns or ds.schema.names) + list(ds.schema.names) + list(system)))
         scanner = ds.scanner(columns=read, fragments=[fid], offset=offset, limit=limit, batch_size=plan.batch_size,
                              blob_handling="all_binary")
     for batch in scanner.to_batches():
@@ -805,7 +806,9 @@ def read_dataset(
     commits by other writers do not change what it reads. There is one Spark partition per
     fragment, or per range of at most `rows_per_partition` rows of a larger fragment. The
     tasks read only `columns` and apply `filter` (a SQL predicate or a
-    ``pyarrow.compute.Expression``) themselves.
+    ``pyarrow.compute.Expression``) themselves. `columns` and `filter` may name the system
+    columns ``_rowid``, ``_rowaddr``, ``_row_created_at_version`` and
+    ``_row_last_updated_at_version`` (Spark longs): rows changed since a version, say.
 
     Column types: fixed-size lists (vectors) become arrays, unsigned integers the next wider
     signed type (``uint64`` → ``decimal(20,0)``), ``float16`` → ``float``, large strings,
@@ -837,8 +840,6 @@ def _plan_read(
 ) -> Tuple[_ReadPlan, Any]:
     """A read planned on the driver: (the tasks' plan, the Spark ``StructType`` they produce).
     The version is fixed here."""
-    from lancepy.filters import compile_filter
-
     if rows_per_partition is not None and (
         not isinstance(rows_per_partition, int) or isinstance(rows_per_partition, bool) or rows_per_partition <= 0
     ):
@@ -851,17 +852,21 @@ def _plan_read(
     schema = ds.schema
     if columns is not None:
         columns = list(columns)
-        unknown = [c for c in columns if c not in schema.names]
+        unknown = [c for c in columns if c not in schema.names and c not in FILTER_SYSTEM_COLUMNS]
         if unknown:
             from lancepy.exceptions import ColumnNotFoundError
 
-            raise ColumnNotFoundError(f"columns {unknown} do not exist; the dataset has {schema.names}")
-        projected = pa.schema([schema.field(c) for c in columns])
+            raise ColumnNotFoundError(
+                f"columns {unknown} do not exist; the dataset has {schema.names} (and the system columns "
+                f"{list(FILTER_SYSTEM_COLUMNS)})"
+            )
+        # (system columns are uint64 that never reach 2**63: Spark longs, as pylance's connector has them)
+        projected = pa.schema([schema.field(c) if c in schema.names else pa.field(c, pa.int64(), False) for c in columns])
     else:
         projected = schema
-    compile_filter(filter, schema)  # bad filters fail here, not in the tasks
+    compile_scan_filter(filter, schema)  # bad filters fail here, not in the tasks
     # Blob columns are read as their values (binary), not as their descriptions.
-    blobs = set(ds._view.loaded.blob_columns(projected.names))
+    blobs = set(ds._view.loaded.blob_columns([n for n in projected.names if n in schema.names]))
     projected = pa.schema(
         [pa.field(f.name, pa.large_binary(), f.nullable) if f.name in blobs else f for f in projected],
         metadata=projected.metadata,

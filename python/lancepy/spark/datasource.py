@@ -25,7 +25,11 @@ query on a DataFrame that ran a filtered one).
 
 pyspark 4.3 does not hand a Python data source the columns a query needs (there is no
 column pruning for Python data sources); the option ``columns`` (comma-separated names)
-restricts what is read.
+restricts what is read. It may also name the system columns ``_rowid``, ``_rowaddr``,
+``_row_created_at_version`` and ``_row_last_updated_at_version`` (longs; Spark's ``where``
+on them is pushed down like any other column's), and the ``filter`` option may use them
+without reading them: ``option("filter", "_row_last_updated_at_version > 12")`` reads the
+rows changed after version 12.
 
 Options (names are case-insensitive, as Spark passes them): ``path`` (``load(uri)``),
 ``version``, ``columns``, ``filter`` (a lancepy SQL filter applied in the scan),
@@ -277,9 +281,11 @@ class LanceReader(LanceReaderWithoutPushdown):
 
 
 def _arrow_schema_of(plan: Any) -> pa.Schema:
-    """The dataset's own Arrow schema at the planned version (types before Spark's)."""
+    """The dataset's own Arrow schema at the planned version (types before Spark's), and the
+    system columns the plan reads (uint64)."""
     ds = _m._open_dataset(plan.uri, plan.version, plan.storage_options)
-    return ds.schema
+    system = [c for c in plan.columns or [] if c not in ds.schema.names]
+    return pa.schema(list(ds.schema) + [pa.field(c, pa.uint64(), False) for c in system])
 
 
 # -- filters -----------------------------------------------------------------------------
@@ -289,6 +295,8 @@ _INT_RANGES = {
     pa.int16(): (-(2**15), 2**15 - 1),
     pa.int32(): (-(2**31), 2**31 - 1),
     pa.int64(): (-(2**63), 2**63 - 1),
+    # (the system columns, Spark longs: literals a long and a uint64 compare alike)
+    pa.uint64(): (0, 2**63 - 1),
 }
 
 
