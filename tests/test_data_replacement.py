@@ -3,10 +3,12 @@
 lancepy and by pylance 14 on equal datasets and compared: the data files each fragment ends
 with, the rows both libraries read, the index coverage (an index on a rewritten column stops
 answering for the fragments rewritten: its values there are the old ones) and, under stable
-row ids, the version each row was last updated in."""
+row ids, the version each row was last updated in. An index built while its column is rewritten
+is refused or rebased as pylance does it."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -157,3 +159,68 @@ def _with_files(lib: Any, frag: Any, files: List[Any]) -> Any:
     """`frag` (a ``FragmentMetadata``) with other data files."""
     return type(frag)(frag.id, files, frag.physical_rows, frag.deletion_file, frag.row_id_meta,
                       frag.created_at_version_meta, frag.last_updated_at_version_meta)
+
+
+def _failure(action) -> List[BaseException]:
+    try:
+        action()
+        return []
+    except BaseException as e:  # noqa: BLE001 - reported by the caller
+        return [e]
+
+
+def _interrupting(action):
+    """A commit lock that runs `action` (another writer's commit) the first time it is taken:
+    the holder then finds its version taken and rebases over that commit."""
+    import contextlib
+
+    done: List[bool] = []
+    failures: List[BaseException] = []
+
+    @contextlib.contextmanager
+    def lock(_version):
+        if not done:
+            done.append(True)
+            # (in a thread of its own: pylance calls the lock from inside its async runtime)
+            worker = threading.Thread(target=lambda: failures.extend(_failure(action)))
+            worker.start()
+            worker.join()
+            assert not failures, failures
+        yield
+
+    return lock
+
+
+@pytest.mark.parametrize("concurrent", ["DataReplacement", "Update"])
+def test_an_index_built_while_its_column_is_rewritten(tmp_path: Path, concurrent: str) -> None:
+    """``create_scalar_index`` whose commit meets a concurrent in-place rewrite of the indexed
+    column: after a ``DataReplacement`` it is refused, after an ``Update`` of some columns
+    (``update_columns``) the index is committed without the rewritten fragments, as
+    pylance does both. The rows a filter answers stay right."""
+    seen = {}
+    for lib in LIBS:
+        uri = str(tmp_path / _name(lib))
+        _setup(lib, uri)
+
+        def rewrite() -> None:
+            ds = lib.dataset(uri)
+            if concurrent == "DataReplacement":
+                op = lib.LanceOperation.DataReplacement([_group(lib, uri, ["b"])])
+            else:
+                frag, fields = ds.get_fragment(0).update_columns(pa.table({"_rowid": pa.array([1], pa.uint64()),
+                                                                           "b": pa.array([8], pa.int64())}))
+                op = lib.LanceOperation.Update(updated_fragments=[frag], fields_modified=fields)
+            lib.LanceDataset.commit(uri, op, read_version=ds.version)
+
+        ds = lib.dataset(uri, commit_lock=_interrupting(rewrite))
+        try:
+            ds.create_scalar_index("b", "BTREE")
+            outcome = "committed"
+        except Exception as e:  # noqa: BLE001 - compared between the libraries
+            outcome = "refused" if "onflict" in str(e) else f"{type(e).__name__}: {e}"
+        seen[_name(lib)] = (outcome, _state(uri, False))
+    assert seen["lancepy"] == seen["pylance"]
+    outcome, ((_, rows, filtered, indices), _) = seen["lancepy"]
+    assert outcome == ("refused" if concurrent == "DataReplacement" else "committed")
+    assert rows["b"][1] == 8 and filtered[1] == [1] and filtered[0] == ([] if concurrent == "DataReplacement" else [0])
+    assert indices == ([] if concurrent == "DataReplacement" else [("b_idx", [1])])

@@ -803,6 +803,7 @@ def commit_transaction(
                     raise CommitConflictError(
                         f"commit of {operation_name(txn)} (read version {read_version}) conflicts with version {v}: {reason}"
                     )
+                txn = _rewrites.rebase_new_indices(txn, other)
                 rebased.append(v)
             checked = latest
             base = load_manifest(store, latest) if latest > 0 else None

@@ -165,6 +165,29 @@ def withdraw_coverage(section: bytes, rewrites: Rewrites) -> bytes:
     return _lancepy.index_section_from_json(json.dumps({"indices": entries})) if changed else section
 
 
+def rebase_new_indices(txn: Dict[str, Any], other: Mapping[str, Any]) -> Dict[str, Any]:
+    """`txn` rebased over the concurrent transaction `other`: a ``CreateIndex`` committed
+    after an ``Update`` that rewrote some columns in place no longer covers the fragments
+    where the update rewrote an indexed field (the index was built from their old values),
+    as pylance rebases it. Any other pair is returned as it is."""
+    ops = txn.get("operation") or {}
+    theirs = (other or {}).get("operation") or {}
+    if "CreateIndex" not in ops or "Update" not in theirs:
+        return txn
+    update = theirs["Update"]
+    modified = {int(x) for x in update.get("fields_modified") or []}
+    entries = ops["CreateIndex"].get("new_indices") or []
+    if not modified or not entries:
+        return txn
+    rewritten: Rewrites = {int(f.get("id", 0)): modified for f in update.get("updated_fragments", [])}
+    section = _lancepy.index_section_from_json(json.dumps({"indices": entries}))
+    pruned = withdraw_coverage(section, rewritten)
+    if pruned is section:
+        return txn
+    body = dict(ops["CreateIndex"], new_indices=json.loads(_lancepy.index_section_to_json(pruned))["indices"])
+    return dict(txn, operation={"CreateIndex": body})
+
+
 def uuid_text(u: Mapping[str, Any]) -> str:
     """An index entry's uuid (its JSON form: bytes as a list of ints) as text."""
     return str(uuid.UUID(bytes=bytes(u.get("uuid", b""))))

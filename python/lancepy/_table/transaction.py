@@ -146,5 +146,12 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
     if mine in ("CreateIndex", "ReserveFragments"):
         if mine == "CreateIndex" and other == "Rewrite":
             return "a concurrent Rewrite changed row addresses"
+        if mine == "CreateIndex" and other == "DataReplacement":
+            # (the new index holds the values the replacement rewrote; a concurrent Update is
+            # rebased instead: see rewrites.rebase_new_indices)
+            indexed = {int(x) for e in _body(ours).get("new_indices", []) for x in e.get("fields", [])}
+            replaced = {int(x) for r in _body(theirs).get("replacements", []) for x in (r.get("new_file") or {}).get("fields", [])}
+            if indexed & replaced:
+                return f"a concurrent DataReplacement rewrote indexed fields {sorted(indexed & replaced)}"
         return None
     return f"cannot check {mine} against a concurrent {other}"
