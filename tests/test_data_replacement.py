@@ -224,3 +224,48 @@ def test_an_index_built_while_its_column_is_rewritten(tmp_path: Path, concurrent
     assert outcome == ("refused" if concurrent == "DataReplacement" else "committed")
     assert rows["b"][1] == 8 and filtered[1] == [1] and filtered[0] == ([] if concurrent == "DataReplacement" else [0])
     assert indices == ([] if concurrent == "DataReplacement" else [("b_idx", [1])])
+
+
+CONCURRENT = {
+    "append": lambda lib, uri: lib.write_dataset(pa.table({"a": pa.array([9], pa.int64()), "b": pa.array([90], pa.int64())}),
+                                                 uri, mode="append"),
+    "delete in the fragment": lambda lib, uri: lib.dataset(uri).delete("a = 2"),
+    "delete the fragment": lambda lib, uri: lib.dataset(uri).delete("a < 3"),
+    "update moving rows": lambda lib, uri: lib.dataset(uri).update({"b": "b + 1"}, where="a = 1"),
+    "replace another fragment": lambda lib, uri: lib.LanceDataset.commit(
+        uri, lib.LanceOperation.DataReplacement([_group(lib, uri, ["b"], 1)]), read_version=lib.dataset(uri).version),
+    "replace the same column": lambda lib, uri: lib.LanceDataset.commit(
+        uri, lib.LanceOperation.DataReplacement([_group(lib, uri, ["b"], 0)]), read_version=lib.dataset(uri).version),
+    "replace another column": lambda lib, uri: lib.LanceDataset.commit(
+        uri, lib.LanceOperation.DataReplacement([_group(lib, uri, ["c"], 0)]), read_version=lib.dataset(uri).version),
+    "index the column": lambda lib, uri: lib.dataset(uri).create_scalar_index("b", "BTREE"),
+    "index another column": lambda lib, uri: lib.dataset(uri).create_scalar_index("a", "BTREE"),
+    "drop the column": lambda lib, uri: lib.dataset(uri).drop_columns(["b"]),
+    "drop another column": lambda lib, uri: lib.dataset(uri).drop_columns(["c"]),
+    "compact": lambda lib, uri: lib.dataset(uri).optimize.compact_files(target_rows_per_fragment=100),
+    "config": lambda lib, uri: lib.dataset(uri).update_config({"k": "v"}),
+}
+
+
+@pytest.mark.parametrize("concurrent", sorted(CONCURRENT))
+def test_a_replacement_over_a_concurrent_commit(tmp_path: Path, concurrent: str) -> None:
+    """A ``DataReplacement`` of column ``b`` of fragment 0 whose commit meets another
+    writer's commit: refused or rebased as pylance 14 decides, with the same rows after."""
+    seen = {}
+    for lib in LIBS:
+        uri = str(tmp_path / _name(lib))
+        ds = _setup(lib, uri)
+        op = lib.LanceOperation.DataReplacement([_group(lib, uri, ["b"])])
+        try:
+            lib.LanceDataset.commit(uri, op, read_version=ds.version,
+                                    commit_lock=_interrupting(lambda: CONCURRENT[concurrent](lib, uri)))
+            outcome = "committed"
+        except Exception as e:  # noqa: BLE001 - compared between the libraries
+            outcome = "refused" if "onflict" in str(e) else f"{type(e).__name__}: {e}"
+        latest = lib.dataset(uri)
+        seen[_name(lib)] = (outcome, latest.version, _canonical_rows(latest))
+    assert seen["lancepy"] == seen["pylance"]
+
+
+def _canonical_rows(ds: Any) -> Dict[str, List[Any]]:
+    return ds.to_table().sort_by("a").to_pydict()

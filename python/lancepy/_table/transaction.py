@@ -139,6 +139,8 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
         if other in ("Project", "Merge"):
             return f"a concurrent {other} changed the schema"
         return None
+    if mine == "DataReplacement":
+        return _replacement_conflict(_body(ours), other, _body(theirs))
     if mine == "UpdateConfig":
         if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
             return "a concurrent UpdateConfig changed the same keys"
@@ -155,3 +157,48 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
                 return f"a concurrent DataReplacement rewrote indexed fields {sorted(indexed & replaced)}"
         return None
     return f"cannot check {mine} against a concurrent {other}"
+
+
+def _replacement_conflict(ours: Dict[str, Any], other: str, theirs: Dict[str, Any]) -> Optional[str]:
+    """Why a ``DataReplacement`` (files of some columns of some fragments, row for row)
+    cannot be committed after a concurrent `other` (pylance 14's rules): a fragment it
+    replaces was removed, compacted or had rows moved out; a field it replaces was
+    rewritten, replaced, dropped or indexed concurrently; a Merge replaced every fragment."""
+    targets = {int(r.get("fragment_id", 0)): {int(x) for x in (r.get("new_file") or {}).get("fields", []) if int(x) >= 0}
+               for r in ours.get("replacements", [])}
+    if other in ("Append", "UpdateConfig", "ReserveFragments"):
+        return None
+    if other == "Merge":
+        return "a concurrent Merge replaced every fragment"
+    if other == "Project":
+        kept = {int(f.get("id", 0)) for f in theirs.get("schema", [])}
+        gone = sorted(set().union(*targets.values()) - kept) if targets else []
+        return f"a concurrent Project dropped replaced fields {gone}" if gone else None
+    if other in ("Delete", "Update"):
+        removed = set(theirs.get("deleted_fragment_ids" if other == "Delete" else "removed_fragment_ids", []))
+        if removed & set(targets):
+            return f"a concurrent {other} removed fragments {sorted(removed & set(targets))} being replaced"
+        if other == "Delete":
+            return None  # (deletion vectors stay aligned with the replacing files)
+        modified = {int(x) for x in theirs.get("fields_modified") or []}
+        moved = bool(theirs.get("new_fragments")) and int(theirs.get("update_mode") or 0) == 0
+        for f in theirs.get("updated_fragments", []):
+            fid = int(f.get("id", 0))
+            if fid in targets and (moved or targets[fid] & modified):
+                return f"a concurrent Update rewrote rows or replaced fields of fragment {fid}"
+        return None
+    if other == "CreateIndex":
+        indexed = {int(x) for e in theirs.get("new_indices", []) for x in e.get("fields", [])}
+        both = sorted(indexed & set().union(*targets.values())) if targets else []
+        return f"a concurrent CreateIndex indexed replaced fields {both}" if both else None
+    if other == "Rewrite":
+        groups = theirs.get("groups") or [theirs]
+        old = {int(f.get("id", 0)) for g in groups for f in g.get("old_fragments", [])}
+        return f"a concurrent Rewrite compacted fragments {sorted(old & set(targets))}" if old & set(targets) else None
+    if other == "DataReplacement":
+        for r in theirs.get("replacements", []):
+            fid = int(r.get("fragment_id", 0))
+            if targets.get(fid, set()) & {int(x) for x in (r.get("new_file") or {}).get("fields", [])}:
+                return f"a concurrent DataReplacement replaced the same fields of fragment {fid}"
+        return None
+    return f"cannot check DataReplacement against a concurrent {other}"
