@@ -86,9 +86,9 @@ def list_versions(store: Any) -> Tuple[Dict[int, str], Optional[str]]:
 
 
 def latest_version(store: Any) -> Tuple[int, Optional[str]]:
-    """The newest committed version (0 if none) and the naming scheme."""
-    versions, naming = list_versions(store)
-    return (max(versions) if versions else 0), naming
+    """The newest committed version (0 if none) and the naming scheme (one listing of
+    ``_versions/`` that keeps only the largest version)."""
+    return _lancepy.latest_version(store)
 
 
 class SchemaField:

@@ -168,6 +168,14 @@ pub fn list_versions(py: Python<'_>, store: &PyStore) -> PyResult<(Vec<(u64, Str
     Ok((versions, naming.map(|n| n.as_str())))
 }
 
+/// `(latest version, naming)` (`(0, None)` without versions), by one listing of `_versions/`
+/// that keeps only the largest version.
+#[pyfunction]
+pub fn latest_version(py: Python<'_>, store: &PyStore) -> PyResult<(u64, Option<&'static str>)> {
+    let latest = run(py, || naming::latest_version(&store.inner))?;
+    Ok(latest.map_or((0, None), |(v, _, naming)| (v, Some(naming.as_str()))))
+}
+
 /// The manifest path (relative to the root) of `version` under naming `"v1"` or `"v2"`.
 #[pyfunction]
 pub fn manifest_path(version: u64, naming: &str) -> PyResult<String> {

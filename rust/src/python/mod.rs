@@ -61,6 +61,7 @@ fn _lancepy(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pipeline::TakePipeline>()?;
     m.add_class::<ring::TakeRing>()?;
     m.add_function(wrap_pyfunction!(dataset::list_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::latest_version, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::copy_object, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::manifest_path, m)?)?;
     m.add_function(wrap_pyfunction!(transaction::read_manifest, m)?)?;

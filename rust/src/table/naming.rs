@@ -127,6 +127,23 @@ pub fn list_versions(store: &crate::io::Store) -> Result<(Vec<(u64, String)>, Op
     Ok((versions, detect_naming(schemes)?))
 }
 
+/// The newest committed version of the dataset at `store` (`None`: no manifest), with its
+/// manifest path and the naming scheme: one listing of `_versions/` that keeps only the
+/// largest version (what opening the latest version and committing need), as pylance reads a
+/// local directory. Mixed schemes are an error, as in [`list_versions`].
+pub fn latest_version(store: &crate::io::Store) -> Result<Option<(u64, String, ManifestNaming)>> {
+    let mut latest: Option<(u64, ManifestNaming)> = None;
+    let mut scheme = None;
+    for name in store.list_names(VERSIONS_DIR)? {
+        let Some((version, naming)) = parse_manifest_name(&name) else { continue };
+        scheme = detect_naming(scheme.into_iter().chain([naming]))?;
+        if latest.is_none_or(|(v, _)| version > v) {
+            latest = Some((version, naming));
+        }
+    }
+    Ok(latest.map(|(v, naming)| (v, naming.manifest_path(v), naming)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +170,7 @@ mod tests {
     fn versions_are_found_by_listing() {
         let store = crate::io::Store::open(&format!("memory://naming-{}", uuid::Uuid::new_v4().simple())).unwrap();
         assert_eq!(list_versions(&store).unwrap(), (vec![], None));
+        assert_eq!(latest_version(&store).unwrap(), None);
         for v in [1u64, 2, 10] {
             store.put(&ManifestNaming::V2.manifest_path(v), bytes::Bytes::from_static(b"m")).unwrap();
         }
@@ -161,8 +179,10 @@ mod tests {
         let (versions, naming) = list_versions(&store).unwrap();
         assert_eq!(versions.iter().map(|v| v.0).collect::<Vec<_>>(), vec![1, 2, 10]);
         assert_eq!(naming, Some(ManifestNaming::V2));
+        assert_eq!(latest_version(&store).unwrap(), Some((10, ManifestNaming::V2.manifest_path(10), ManifestNaming::V2)));
         store.put(&ManifestNaming::V1.manifest_path(3), bytes::Bytes::from_static(b"m")).unwrap();
         assert!(matches!(list_versions(&store), Err(Error::Corrupt(_))));
+        assert!(matches!(latest_version(&store), Err(Error::Corrupt(_))));
     }
 
     #[test]

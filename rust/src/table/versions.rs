@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::format::tablepb;
 use crate::io::Store;
 use crate::table::manifest::{manifest_message, read_manifest, ManifestFile};
-use crate::table::naming::{list_versions, ManifestNaming};
+use crate::table::naming::{latest_version, list_versions, ManifestNaming};
 
 /// One version's manifest, decoded, with where it was found.
 #[derive(Debug, Clone)]
@@ -67,9 +67,7 @@ pub fn open_manifest(store: &Store, version: Option<u64>) -> Result<Option<Opene
             Ok(None)
         }
         None => {
-            let (versions, naming) = list_versions(store)?;
-            let Some((v, path)) = versions.into_iter().next_back() else { return Ok(None) };
-            let naming = naming.unwrap_or(ManifestNaming::V2);
+            let Some((v, path, naming)) = latest_version(store)? else { return Ok(None) };
             match store.read(&path) {
                 Ok(data) => decode_manifest(store, v, path, naming, data).map(Some),
                 // Removed between the listing and the read: only a concurrent overwrite of
@@ -82,10 +80,9 @@ pub fn open_manifest(store: &Store, version: Option<u64>) -> Result<Option<Opene
 }
 
 fn open_manifest_relisted(store: &Store) -> Result<Option<OpenedManifest>> {
-    let (versions, naming) = list_versions(store)?;
-    let Some((v, path)) = versions.into_iter().next_back() else { return Ok(None) };
+    let Some((v, path, naming)) = latest_version(store)? else { return Ok(None) };
     let data = store.read(&path)?;
-    decode_manifest(store, v, path, naming.unwrap_or(ManifestNaming::V2), data).map(Some)
+    decode_manifest(store, v, path, naming, data).map(Some)
 }
 
 /// What `versions()` reports of one version.
