@@ -111,7 +111,7 @@ def _replace_segment(path: str, name: str, write) -> None:
     uid = str(_uuid.uuid4())
     write(os.path.join(path, "_indices", uid), t.column(column).combine_chunks(), t.column("_rowaddr").combine_chunks())
     raw = {
-        _commit._uuid_str(e["uuid"]): e
+        _commit.uuid_text(e["uuid"]): e
         for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]
     }
     old = raw[entry["uuid"]]
