@@ -35,6 +35,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (".lance.table.Manifest.timestamp", "timestamp"),
         (".lance.table.IndexMetadata.index_details", "any"),
         (".lance.table.Transaction.Rewrite.RewrittenIndex.new_index_details", "any"),
+        (".lance.table.DataFragment.row_id_sequence.inline_row_ids", "hex_bytes"),
+        (".lance.table.DataFragment.last_updated_at_version_sequence.inline_last_updated_at_versions", "hex_bytes"),
+        (".lance.table.DataFragment.created_at_version_sequence.inline_created_at_versions", "hex_bytes"),
     ] {
         config.field_attribute(field, format!("#[serde(with = \"crate::table::json::{with}\")]"));
     }

@@ -504,7 +504,7 @@ def _rewrite(
         nf["id"] = 0
         if stable:
             n = nf["physical_rows"]
-            nf["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(row_ids[start : start + n]))}
+            nf["row_id_sequence"] = {"InlineRowIds": lineage.inline_text(_lancepy.encode_row_ids(row_ids[start : start + n]))}
             for key, v in versions.items():
                 lineage.set_versions(nf, key, v[start : start + n])
             start += n

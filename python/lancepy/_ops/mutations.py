@@ -22,6 +22,7 @@ from lancepy._core.schema import ROW_ADDRESS, ROW_ID
 from lancepy._ops import evolution as _evolution
 from lancepy._ops.scan import compile_scan_filter, evaluate_on, read_rows, stored_columns
 from lancepy._ops.write import _write
+from lancepy._table.lineage import inline_text
 from lancepy._table.commit import commit_on, latest_view
 from lancepy._table.fragments import DEFAULT_MAX_ROWS_PER_FILE, FragmentMetadata, normalize_storage_version
 from lancepy.exceptions import CommitConflictError, InvalidArgumentError
@@ -189,7 +190,7 @@ def keep_row_ids(view: DatasetView, new_frags: List[Dict[str, Any]], kept: Optio
     for f in new_frags:
         part = ids[start : start + int(f["physical_rows"])]
         if len(part):
-            f["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(part.tolist()))}
+            f["row_id_sequence"] = {"InlineRowIds": inline_text(_lancepy.encode_row_ids(part.tolist()))}
         start += int(f["physical_rows"])
 
 

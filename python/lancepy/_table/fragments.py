@@ -205,7 +205,7 @@ class _SequenceMeta:
         if (inline is None) == (external is None):
             raise InvalidArgumentError(f"{type(self).__name__} needs inline bytes or an external file, not both")
         if inline is not None:
-            self._value: Dict[str, Any] = {self._PROTO[0]: list(bytes(inline))}
+            self._value: Dict[str, Any] = {self._PROTO[0]: lineage.inline_text(inline)}
         else:
             ext = dict(external or {})
             if set(ext) != {"path", "offset", "size"}:
@@ -223,7 +223,7 @@ class _SequenceMeta:
             return None
         ((key, body),) = value.items()
         if key == cls._PROTO[0]:
-            return cls(bytes(body))
+            return cls(lineage.inline_bytes(body))
         if key == cls._PROTO[1]:
             return cls(external=body)
         raise InvalidArgumentError(f"unknown {cls.__name__} variant {key!r}")
@@ -236,7 +236,7 @@ class _SequenceMeta:
             raise InvalidArgumentError(f"{cls.__name__} must be a one-key dict, got {data!r}")
         ((key, body),) = data.items()
         if key.lower() == cls._PYLANCE[0].lower() or key == cls._PROTO[0]:
-            return cls(bytes(body))
+            return cls(lineage.inline_bytes(body))
         if key.lower() == cls._PYLANCE[1].lower() or key == cls._PROTO[1]:
             return cls(external=body)
         raise InvalidArgumentError(f"unknown {cls.__name__} variant {key!r}")
@@ -250,8 +250,9 @@ class _SequenceMeta:
         """pylance's JSON form: ``{"Inline": [bytes]}`` or ``{"External": {path, offset, size}}``
         (lower-case keys for the row version sequences, as pylance writes them)."""
         ((key, body),) = self._value.items()
-        arm = self._PYLANCE[0] if key == self._PROTO[0] else self._PYLANCE[1]
-        return {arm: json.loads(json.dumps(body))}
+        if key == self._PROTO[0]:
+            return {self._PYLANCE[0]: list(lineage.inline_bytes(body))}
+        return {self._PYLANCE[1]: dict(body)}
 
     def json(self) -> str:
         """:meth:`asdict` as compact JSON text."""
@@ -274,7 +275,7 @@ class _SequenceMeta:
 
     def __repr__(self) -> str:
         ((key, body),) = self._value.items()
-        what = f"{len(body)} bytes inline" if key == self._PROTO[0] else f"external {body['path']!r}"
+        what = f"{len(lineage.inline_bytes(body))} bytes inline" if key == self._PROTO[0] else f"external {body['path']!r}"
         return f"{type(self).__name__}({what})"
 
 
@@ -309,7 +310,7 @@ def _version_meta_from_proto(key: str, value: Optional[Dict[str, Any]]) -> Optio
     inline, external = _VERSION_ARMS[key]
     ((arm, body),) = value.items()
     if arm == inline:
-        return RowDatasetVersionMeta(bytes(body))
+        return RowDatasetVersionMeta(lineage.inline_bytes(body))
     if arm == external:
         return RowDatasetVersionMeta(external=body)
     raise InvalidArgumentError(f"unknown {key} variant {arm!r}")

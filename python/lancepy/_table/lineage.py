@@ -47,6 +47,18 @@ DEFAULT_VERSION = 1
 _FLAG_STABLE_ROW_IDS = 2
 
 
+def inline_bytes(body: Any) -> bytes:
+    """The bytes of an inline sequence as the JSON wire form holds them: hex text (what the
+    native layer writes and reads: one string crosses far faster than a number per byte)
+    or a list of ints (pylance's JSON form)."""
+    return bytes.fromhex(body) if isinstance(body, str) else bytes(body)
+
+
+def inline_text(data: Any) -> str:
+    """Bytes of an inline sequence in the JSON wire form (hex text)."""
+    return bytes(data).hex()
+
+
 def fragment_versions(fragment: Mapping[str, Any], key: str) -> np.ndarray:
     """One version per physical row of `fragment` (a manifest entry's JSON form) from its
     sequence `key` (:data:`CREATED` or :data:`UPDATED`), :data:`DEFAULT_VERSION` without one.
@@ -61,19 +73,19 @@ def fragment_versions(fragment: Mapping[str, Any], key: str) -> np.ndarray:
     ((arm, body),) = value.items()
     if arm != _INLINE[key]:
         raise UnsupportedError(f"fragment {fragment.get('id', 0)}: a {key} kept in an external file is not supported")
-    return np.frombuffer(_lancepy.decode_row_versions(bytes(body), rows), dtype="<u8").astype(np.uint64)
+    return np.frombuffer(_lancepy.decode_row_versions(inline_bytes(body), rows), dtype="<u8").astype(np.uint64)
 
 
 def set_versions(fragment: Dict[str, Any], key: str, versions: np.ndarray) -> None:
     """Stores one version per physical row as `fragment`'s sequence `key` (in place)."""
     data = np.ascontiguousarray(versions, dtype="<u8").tobytes()
-    fragment[key] = {_INLINE[key]: list(_lancepy.encode_row_versions(data))}
+    fragment[key] = {_INLINE[key]: inline_text(_lancepy.encode_row_versions(data))}
 
 
 def _row_ids(seq: Any, rows: Optional[int]) -> np.ndarray:
     """The stable row ids of a serialized row-id sequence of `rows` ids (``None``: as many as
     it holds), as uint64."""
-    return np.frombuffer(_lancepy.decode_row_ids_le(bytes(seq), rows), dtype="<u8").astype(np.uint64)
+    return np.frombuffer(_lancepy.decode_row_ids_le(inline_bytes(seq), rows), dtype="<u8").astype(np.uint64)
 
 
 def stamp_new(fragment: Dict[str, Any], version: int) -> None:
@@ -244,4 +256,4 @@ def next_row_ids(m: Dict[str, Any], n: int) -> List[int]:
 
 
 def set_row_ids(fragment: Dict[str, Any], ids: List[int]) -> None:
-    fragment["row_id_sequence"] = {"InlineRowIds": list(_lancepy.encode_row_ids(ids))}
+    fragment["row_id_sequence"] = {"InlineRowIds": inline_text(_lancepy.encode_row_ids(ids))}
