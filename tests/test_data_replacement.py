@@ -269,3 +269,22 @@ def test_a_replacement_over_a_concurrent_commit(tmp_path: Path, concurrent: str)
 
 def _canonical_rows(ds: Any) -> Dict[str, List[Any]]:
     return ds.to_table().sort_by("a").to_pydict()
+
+
+def test_a_file_of_another_length_is_refused_before_committing(tmp_path: Path) -> None:
+    """pylance commits a replacing file with fewer rows than its fragment, and every read of
+    the fragment then fails; lancepy refuses it and leaves the dataset as it was."""
+    uri = str(tmp_path / "d")
+    ds = _setup(lancepy, uri)
+    (short,) = lancepy.fragment.write_fragments(pa.table({"b": pa.array([7, 8], pa.int64())}), uri)
+    op = lancepy.LanceOperation.DataReplacement([lancepy.LanceOperation.DataReplacementGroup(0, short.files[0])])
+    with pytest.raises(InvalidArgumentError, match="holds 2 rows, but fragment 0 has 3"):
+        lancepy.LanceDataset.commit(uri, op, read_version=ds.version)
+    missing = lancepy.LanceOperation.DataReplacement(
+        [lancepy.LanceOperation.DataReplacementGroup(0, type(short.files[0])(path="gone.lance", fields=[1],
+                                                                             column_indices=[0], file_major_version=2,
+                                                                             file_minor_version=2))])
+    with pytest.raises(lancepy.exceptions.LanceError):
+        lancepy.LanceDataset.commit(uri, missing, read_version=ds.version)
+    assert lancepy.dataset(uri).version == ds.version
+    assert lancepy.dataset(uri).to_table().to_pydict() == ds.to_table().to_pydict()

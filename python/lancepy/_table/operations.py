@@ -222,11 +222,43 @@ class LanceOperation:
         replacements: List["LanceOperation.DataReplacementGroup"]
 
         def _to_body(self, store: Any, read_version: int) -> Any:
+            _check_replacement_rows(store, read_version, self.replacements)
             return "DataReplacement", {
                 "replacements": [
                     {"fragment_id": int(r.fragment_id), "new_file": r.new_file._to_dict()} for r in self.replacements
                 ]
             }
+
+
+def _check_replacement_rows(store: Any, read_version: int, groups: List["LanceOperation.DataReplacementGroup"]) -> None:
+    """Each new file of a ``DataReplacement`` holds as many rows as the fragment it replaces
+    columns of (read from the files' footers, in parallel). pylance commits a file of another
+    length, and then every read of the fragment fails; lancepy refuses it before committing.
+    Files under other base paths and legacy (v1) files are not checked; a fragment the read
+    version lacks is the commit's to report."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lancepy.file import LanceFileReader
+
+    frags = _commit.load_manifest(store, read_version).fragments_with_ids({int(g.fragment_id) for g in groups})
+    checks = [g for g in groups
+              if int(g.fragment_id) in frags and g.new_file.base_id is None and g.new_file.file_major_version >= 2]
+    if not checks:
+        return
+
+    def rows(g: "LanceOperation.DataReplacementGroup") -> int:
+        reader = LanceFileReader(store.child_uri(f"data/{g.new_file.path}"), storage_options=store.storage_options)
+        return int(reader.num_rows())
+
+    with ThreadPoolExecutor(max_workers=min(16, len(checks))) as pool:
+        counts = list(pool.map(rows, checks))
+    for g, n in zip(checks, counts):
+        want = frags[int(g.fragment_id)].physical_rows
+        if n != want:
+            raise InvalidArgumentError(
+                f"DataReplacement: {g.new_file.path} holds {n} rows, but fragment {int(g.fragment_id)} has {want} "
+                "(deleted rows included): a replacing file has a value for every row of its fragment"
+            )
 
 
 @dataclass
