@@ -141,10 +141,13 @@ class MergeInsertBuilder:
         If a concurrent commit conflicts, the merge is re-applied to the latest version (see
         :meth:`conflict_retries` and :meth:`retry_timeout`).
         """
-        source, missing = self._source(data_obj, schema)
+        self._check_clauses()
+        raw = to_record_batch_reader(data_obj, schema).read_all()
 
         def attempt(view: Any) -> Dict[str, int]:
             self._ds._install(view)  # (the latest version, when a conflict made this a retry)
+            # (aligned to this version's schema: a retry may meet columns added concurrently)
+            source, missing = self._aligned(raw)
             stats, planned = self._plan(source, missing)
             # (a merge that changes nothing commits a version all the same, as pylance's)
             self._ds._install(commit_on(view, "Update", *(planned or (self._unchanged(),))))
@@ -226,7 +229,10 @@ class MergeInsertBuilder:
 
     def _source(self, data_obj: Any, schema: Optional[pa.Schema]) -> Tuple[pa.Table, List[str]]:
         self._check_clauses()
-        source = to_record_batch_reader(data_obj, schema).read_all()
+        return self._aligned(to_record_batch_reader(data_obj, schema).read_all())
+
+    def _aligned(self, source: pa.Table) -> Tuple[pa.Table, List[str]]:
+        """`source` aligned to the dataset's current schema, and the columns it lacks."""
         target = self._ds._schema
         # A source with only some of the columns (the keys among them) updates those columns
         # of matched rows and inserts nulls in the others, as pylance does.

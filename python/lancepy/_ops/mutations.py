@@ -59,15 +59,17 @@ def _retry_on_conflict(
     """Runs `attempt` on `view` (read that version, write, commit). When its commit loses to a
     concurrent incompatible commit (say, a delete of the same fragment), the files it wrote
     are already gone; the operation is applied again to the latest version, up to
-    `conflict_retries` times within `retry_timeout` (pylance's semantics)."""
+    `conflict_retries` times within `retry_timeout` (pylance's semantics). A conflict that
+    is not retryable (the data was overwritten or restored concurrently) is raised at once."""
     if conflict_retries < 0:
         raise InvalidArgumentError(f"conflict_retries must be >= 0, got {conflict_retries}")
     deadline = time.monotonic() + retry_timeout.total_seconds()
     for retry in range(conflict_retries + 1):
         try:
             return attempt(view)
-        except CommitConflictError:
-            if retry == conflict_retries or time.monotonic() >= deadline:
+        except CommitConflictError as e:
+            # (a conflict no retry resolves, a concurrent overwrite say, is the caller's)
+            if not e.retryable or retry == conflict_retries or time.monotonic() >= deadline:
                 raise
         # Jittered back-off so that retrying writers do not collide again in lockstep.
         time.sleep(random.uniform(0.0, 0.002 * (retry + 1)))

@@ -73,7 +73,7 @@ from lancepy._table.manifest import (  # noqa: F401 - re-exported: the table lay
     write_hint,
 )
 from lancepy._table.snapshot import DatasetView
-from lancepy._table.transaction import _body, conflicts, new_transaction, operation_name  # noqa: F401
+from lancepy._table.transaction import Incompatible, _body, conflicts, new_transaction, operation_name  # noqa: F401
 from lancepy.exceptions import (
     CommitConflictError,
     DatasetNotFoundError,
@@ -801,7 +801,8 @@ def commit_transaction(
                 reason = conflicts(txn, other)
                 if reason is not None:
                     raise CommitConflictError(
-                        f"commit of {operation_name(txn)} (read version {read_version}) conflicts with version {v}: {reason}"
+                        f"commit of {operation_name(txn)} (read version {read_version}) conflicts with version {v}: {reason}",
+                        retryable=not isinstance(reason, Incompatible),
                     )
                 txn = _rewrites.rebase_new_indices(txn, other)
                 rebased.append(v)

@@ -3,6 +3,7 @@ committed concurrently conflict (:func:`conflicts`), which drives rebasing in th
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, Dict, Optional
 
@@ -85,6 +86,12 @@ def _config_overlap(a: set, b: set) -> bool:
     return any(m in wild_a for m, _ in b) or any(m in wild_b for m, _ in a)
 
 
+class Incompatible(str):
+    """A conflict reason no retry can resolve (pylance's "incompatible transaction"): the
+    operation must not be applied again to the newer version (a concurrent overwrite or
+    restore replaced the data it was planned on, a fragment it rewrites is gone)."""
+
+
 def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optional[str]:
     """Why our transaction cannot be committed after `theirs` (``None`` if it can).
 
@@ -107,15 +114,26 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
     if other in ("Overwrite", "Restore", "UpdateMemWalState", "Clone"):
         if mine == "Overwrite" and other == "Restore":
             return None
+        if mine == "Overwrite" and other == "Overwrite":
+            # (retryable: the writer may decide to overwrite again; not when both set a config key)
+            if _config_overlap(_config_keys(ours), _config_keys(theirs)):
+                return Incompatible("a concurrent Overwrite set the same config keys")
+            return "a concurrent Overwrite replaced the dataset"
         if mine == "UpdateConfig" and other != "Overwrite":
             return None
-        return f"a concurrent {other} replaced the data this {mine} was based on"
+        if mine == "UpdateConfig":  # (over an Overwrite: only metadata or config keys it also set)
+            body = _body(ours)
+            if body.get("schema_metadata") or body.get("schema_metadata_updates") or body.get("field_metadata") \
+                    or body.get("field_metadata_updates") or _config_overlap(_config_keys(ours), _config_keys(theirs)):
+                return Incompatible("a concurrent Overwrite replaced the schema or config this UpdateConfig changes")
+            return None
+        return Incompatible(f"a concurrent {other} replaced the data this {mine} was based on")
     overlap = _touched_fragments(ours) & _touched_fragments(theirs)
     if mine == "Append":
         return None
     if mine == "Overwrite":
         if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
-            return "a concurrent UpdateConfig changed the same config keys"
+            return Incompatible("a concurrent UpdateConfig changed the same config keys")
         return None
     if mine in ("Delete", "Update"):
         if other == "Merge":
@@ -132,8 +150,10 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
             return "a concurrent CreateIndex refers to row addresses that compaction changes"
         return None
     if mine == "Merge":
-        if other in ("Update", "Append", "Delete", "Merge", "Rewrite", "DataReplacement", "Project"):
-            return f"a concurrent {other} changed the fragments or schema this Merge replaces"
+        if other == "Project":
+            return Incompatible("a concurrent Project changed the schema this Merge replaces")
+        if other in ("Update", "Append", "Delete", "Merge", "Rewrite", "DataReplacement"):
+            return f"a concurrent {other} changed the fragments this Merge replaces"
         return None
     if mine == "Project":
         if other in ("Project", "Merge"):
@@ -143,11 +163,22 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
         return _replacement_conflict(_body(ours), other, _body(theirs))
     if mine == "UpdateConfig":
         if other == "UpdateConfig" and _config_overlap(_config_keys(ours), _config_keys(theirs)):
-            return "a concurrent UpdateConfig changed the same keys"
+            return Incompatible("a concurrent UpdateConfig changed the same keys")
         return None
     if mine in ("CreateIndex", "ReserveFragments"):
         if mine == "CreateIndex" and other == "Rewrite":
             return "a concurrent Rewrite changed row addresses"
+        if mine == "CreateIndex" and other == "CreateIndex":
+            # (two new indices of one name would both be kept; replacing or dropping the same
+            # index twice would undo the other's change)
+            ours_new = {e.get("name") for e in _body(ours).get("new_indices", [])}
+            theirs_new = {e.get("name") for e in _body(theirs).get("new_indices", [])}
+            ours_gone = {uuid_key(e) for e in _body(ours).get("removed_indices", [])}
+            theirs_gone = {uuid_key(e) for e in _body(theirs).get("removed_indices", [])}
+            if ours_new & theirs_new:
+                return f"a concurrent CreateIndex created indices named {sorted(ours_new & theirs_new)}"
+            if ours_gone & theirs_gone and (ours_new or theirs_new):
+                return "a concurrent CreateIndex replaced the same index"
         if mine == "CreateIndex" and other == "DataReplacement":
             # (the new index holds the values the replacement rewrote; a concurrent Update is
             # rebased instead: see rewrites.rebase_new_indices)
@@ -173,11 +204,11 @@ def _replacement_conflict(ours: Dict[str, Any], other: str, theirs: Dict[str, An
     if other == "Project":
         kept = {int(f.get("id", 0)) for f in theirs.get("schema", [])}
         gone = sorted(set().union(*targets.values()) - kept) if targets else []
-        return f"a concurrent Project dropped replaced fields {gone}" if gone else None
+        return Incompatible(f"a concurrent Project dropped replaced fields {gone}") if gone else None
     if other in ("Delete", "Update"):
         removed = set(theirs.get("deleted_fragment_ids" if other == "Delete" else "removed_fragment_ids", []))
         if removed & set(targets):
-            return f"a concurrent {other} removed fragments {sorted(removed & set(targets))} being replaced"
+            return Incompatible(f"a concurrent {other} removed fragments {sorted(removed & set(targets))} being replaced")
         if other == "Delete":
             return None  # (deletion vectors stay aligned with the replacing files)
         modified = {int(x) for x in theirs.get("fields_modified") or []}
@@ -202,3 +233,8 @@ def _replacement_conflict(ours: Dict[str, Any], other: str, theirs: Dict[str, An
                 return f"a concurrent DataReplacement replaced the same fields of fragment {fid}"
         return None
     return f"cannot check DataReplacement against a concurrent {other}"
+
+
+def uuid_key(entry: Dict[str, Any]) -> str:
+    """An index entry's uuid as a comparable key (its JSON form: a list of byte values)."""
+    return json.dumps((entry or {}).get("uuid"))
