@@ -5,7 +5,9 @@ first (B runs inside A's commit lock, so A finds its version taken and must reba
 give up). Each library does the same on a dataset of its own; they must agree on whether A
 committed, was refused as retryable or as incompatible (``CommitConflictError.retryable``
 against pylance's "Retryable commit conflict" / "Incompatible transaction"), on the version
-reached, the rows, and the indices with the fragments they cover."""
+reached, the rows (with their stable ids where the dataset has them), a filtered scan, and
+the indices with the fragments they cover. Each pair runs on a plain dataset and on one with
+stable row ids and a BTREE index."""
 
 from __future__ import annotations
 
@@ -26,10 +28,14 @@ pytestmark = pytest.mark.interop
 LIBS = [lancepy, lance]
 
 
-def _base(lib: Any, uri: str) -> None:
+def _base(lib: Any, uri: str, variant: str) -> None:
+    """Three fragments of 4 rows; the ``indexed`` variant has stable row ids and a BTREE
+    index on ``b`` (so that rebasing moves index coverage too)."""
     t = pa.table({"a": pa.array(range(12), pa.int64()), "b": pa.array([x * 10 for x in range(12)], pa.int64()),
                   "s": pa.array([f"s{x % 3}" for x in range(12)])})
-    lib.write_dataset(t, uri, max_rows_per_file=4)
+    lib.write_dataset(t, uri, max_rows_per_file=4, enable_stable_row_ids=variant == "indexed")
+    if variant == "indexed":
+        lib.dataset(uri).create_scalar_index("b", "BTREE", name="b_pre")
 
 
 def _replace_b(lib: Any, uri: str, fragment_id: int, **kw: Any) -> Any:
@@ -92,7 +98,7 @@ def _interrupting(action: Callable[[], Any]) -> Tuple[Callable[[int], Any], List
     return lock, failures
 
 
-def _outcome(lib: Any, uri: str, mine: str, theirs: str) -> Tuple[Any, ...]:
+def _outcome(lib: Any, uri: str, mine: str, theirs: str, variant: str) -> Tuple[Any, ...]:
     lock, failures = _interrupting(lambda: OPS[theirs](lib, uri))
     try:
         OPS[mine](lib, uri, commit_lock=lock)
@@ -109,22 +115,24 @@ def _outcome(lib: Any, uri: str, mine: str, theirs: str) -> Tuple[Any, ...]:
             result = f"{type(e).__name__}: {text[:200]}"
     assert not failures, failures  # (the other writer's commit itself never fails)
     ds = lib.dataset(uri)
-    t = ds.to_table()
+    t = ds.to_table(with_row_id=variant == "indexed")
     names = sorted(t.column_names)
     rows = sorted(zip(*(t.column(n).to_pylist() for n in names)), key=repr)
     indices = sorted((i["name"], sorted(i.get("fragment_ids", []))) for i in ds.list_indices())
-    return result, ds.version, names, rows, indices
+    filtered = sorted(ds.to_table(columns=["a"], filter="b > 50").column("a").to_pylist())
+    return result, ds.version, names, rows, indices, filtered
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("variant", ["plain", "indexed"])
 @pytest.mark.parametrize("mine", sorted(OPS))
-def test_an_operation_over_each_concurrent_commit_equals_pylance(tmp_path: Path, mine: str) -> None:
+def test_an_operation_over_each_concurrent_commit_equals_pylance(tmp_path: Path, mine: str, variant: str) -> None:
     seen = {}
     for theirs in sorted(OPS):
         for lib in LIBS:
             uri = str(tmp_path / f"{len(seen)}-{lib.__name__}")
-            _base(lib, uri)
-            seen[(theirs, lib.__name__)] = _outcome(lib, uri, mine, theirs)
+            _base(lib, uri, variant)
+            seen[(theirs, lib.__name__)] = _outcome(lib, uri, mine, theirs, variant)
         ours, pylance = seen[(theirs, "lancepy")], seen[(theirs, "lance")]
         assert ours == pylance, f"{mine} over a concurrent {theirs}:\nlancepy {ours}\npylance {pylance}"
     results = {seen[(t, "lancepy")][0] for t in OPS}

@@ -553,6 +553,9 @@ def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> Compacti
     try:
         compacted = {f.get("id", 0) for g in groups for f in g["old_fragments"]}
         remap = _remappable_indices(ds, compacted)
+        # (the indices as the compaction read them: the reservation below may land on top of
+        # concurrent commits that replaced them, which the Rewrite's commit then reports)
+        section = ds._view.loaded.index_section
         covered = {fid for e in remap for fid in e["fragment_ids"]}
         for r in results:
             if r._old_addresses is None and {f.id for f in r.original_fragments} & covered:
@@ -576,7 +579,7 @@ def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> Compacti
         if remap:
             # Only the groups with indexed rows move rows of an index.
             moved = [(g, r._old_addresses) for g, r in zip(groups, results) if r._old_addresses is not None]
-            body["rewritten_indices"] = _remap_indices(ds, remap, groups, moved, written)
+            body["rewritten_indices"] = _remap_indices(ds, section, remap, groups, moved, written)
     except BaseException:
         ds._view.store.delete(written)
         raise
@@ -588,11 +591,11 @@ def _commit_rewrites(ds: LanceDataset, results: List[RewriteResult]) -> Compacti
 
 
 def _remap_indices(
-    ds: LanceDataset, entries: List[Dict[str, Any]], groups: List[Dict[str, Any]], moved: List[Any],
+    ds: LanceDataset, section: bytes, entries: List[Dict[str, Any]], groups: List[Dict[str, Any]], moved: List[Any],
     written: List[str],
 ) -> List[Dict[str, Any]]:
-    """Writes a remapped copy of each index in `entries` (the new fragments have their
-    ids); returns the Rewrite's ``rewritten_indices``. `moved` pairs each group holding
+    """Writes a remapped copy of each index in `entries` (entries of the index section
+    `section`; the new fragments have their ids); returns the Rewrite's ``rewritten_indices``. `moved` pairs each group holding
     indexed rows with the old addresses of the rows it wrote, in order. Index files written
     are added to `written` (deleted if the compaction fails)."""
     import numpy as np
@@ -600,7 +603,7 @@ def _remap_indices(
     from lancepy._ops import btree as _btree
     from lancepy._ops import ivf_build as _ivf_build
 
-    details = {_commit.uuid_text(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(ds._view.loaded.index_section))["indices"]}
+    details = {_commit.uuid_text(e["uuid"]): e for e in json.loads(_lancepy.index_section_to_json(section))["indices"]}
     new_addresses = [
         (np.uint64(nf["id"]) << np.uint64(32)) + np.arange(nf["physical_rows"], dtype=np.uint64)
         for g, _ in moved for nf in g["new_fragments"]
