@@ -6,8 +6,9 @@ give up). Each library does the same on a dataset of its own; they must agree on
 committed, was refused as retryable or as incompatible (``CommitConflictError.retryable``
 against pylance's "Retryable commit conflict" / "Incompatible transaction"), on the version
 reached, the rows (with their stable ids where the dataset has them), a filtered scan, and
-the indices with the fragments they cover. Each pair runs on a plain dataset and on one with
-stable row ids and a BTREE index."""
+the indices with the fragments they cover, nearest neighbours and full-text matches. Each pair
+runs on a plain dataset, on one with stable row ids and a BTREE index, and on one with full-text
+and vector indices."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -28,14 +30,27 @@ pytestmark = pytest.mark.interop
 LIBS = [lancepy, lance]
 
 
+def _vectors(n: int, seed: int = 0) -> pa.Array:
+    values = np.random.default_rng(seed).standard_normal(n * 4).astype(np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(values), 4)
+
+
+def _rows(a: List[int], b: List[int], s: List[str]) -> pa.Table:
+    return pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()), "s": pa.array(s),
+                     "v": _vectors(len(a), seed=len(a))})
+
+
 def _base(lib: Any, uri: str, variant: str) -> None:
-    """Three fragments of 4 rows; the ``indexed`` variant has stable row ids and a BTREE
-    index on ``b`` (so that rebasing moves index coverage too)."""
-    t = pa.table({"a": pa.array(range(12), pa.int64()), "b": pa.array([x * 10 for x in range(12)], pa.int64()),
-                  "s": pa.array([f"s{x % 3}" for x in range(12)])})
+    """Three fragments of 4 rows. The ``indexed`` variant has stable row ids and a BTREE
+    index on ``b`` (so that rebasing moves index coverage too); the ``searchable`` one an
+    INVERTED index on ``s`` and an IVF_FLAT index on the vectors ``v``."""
+    t = _rows(list(range(12)), [x * 10 for x in range(12)], [f"s{x % 3} word{x}" for x in range(12)])
     lib.write_dataset(t, uri, max_rows_per_file=4, enable_stable_row_ids=variant == "indexed")
     if variant == "indexed":
         lib.dataset(uri).create_scalar_index("b", "BTREE", name="b_pre")
+    if variant == "searchable":
+        lib.dataset(uri).create_scalar_index("s", "INVERTED")
+        lib.dataset(uri).create_index("v", "IVF_FLAT", num_partitions=2)
 
 
 def _replace_b(lib: Any, uri: str, fragment_id: int, **kw: Any) -> Any:
@@ -45,13 +60,12 @@ def _replace_b(lib: Any, uri: str, fragment_id: int, **kw: Any) -> Any:
 
 
 def _upsert(lib: Any, uri: str, **kw: Any) -> Any:
-    source = pa.table({"a": pa.array([3, 50], pa.int64()), "b": pa.array([0, 0], pa.int64()), "s": ["u", "u"]})
+    source = _rows([3, 50], [0, 0], ["u word5", "u"])
     return lib.dataset(uri, **kw).merge_insert("a").when_matched_update_all().when_not_matched_insert_all().execute(source)
 
 
 OPS: Dict[str, Callable[..., Any]] = {
-    "append": lambda lib, uri, **kw: lib.write_dataset(
-        pa.table({"a": pa.array([100], pa.int64()), "b": pa.array([1], pa.int64()), "s": ["n"]}), uri, mode="append", **kw),
+    "append": lambda lib, uri, **kw: lib.write_dataset(_rows([100], [1], ["n word5"]), uri, mode="append", **kw),
     "delete in fragment 0": lambda lib, uri, **kw: lib.dataset(uri, **kw).delete("a = 1"),
     "delete in fragment 1": lambda lib, uri, **kw: lib.dataset(uri, **kw).delete("a = 5"),
     "delete fragment 0": lambda lib, uri, **kw: lib.dataset(uri, **kw).delete("a < 4"),
@@ -68,8 +82,7 @@ OPS: Dict[str, Callable[..., Any]] = {
     "replace b of fragment 0": lambda lib, uri, **kw: _replace_b(lib, uri, 0, **kw),
     "replace b of fragment 1": lambda lib, uri, **kw: _replace_b(lib, uri, 1, **kw),
     "restore": lambda lib, uri, **kw: lib.dataset(uri, version=1, **kw).restore(),
-    "overwrite": lambda lib, uri, **kw: lib.write_dataset(
-        pa.table({"a": pa.array([1], pa.int64()), "b": pa.array([1], pa.int64()), "s": ["o"]}), uri, mode="overwrite", **kw),
+    "overwrite": lambda lib, uri, **kw: lib.write_dataset(_rows([1], [1], ["o"]), uri, mode="overwrite", **kw),
     "tag": lambda lib, uri, **kw: lib.dataset(uri, **kw).tags.create("t", 1),
 }
 
@@ -115,16 +128,21 @@ def _outcome(lib: Any, uri: str, mine: str, theirs: str, variant: str) -> Tuple[
             result = f"{type(e).__name__}: {text[:200]}"
     assert not failures, failures  # (the other writer's commit itself never fails)
     ds = lib.dataset(uri)
-    t = ds.to_table(with_row_id=variant == "indexed")
+    t = ds.to_table(columns=[n for n in ds.schema.names if n != "v"], with_row_id=variant == "indexed")
     names = sorted(t.column_names)
     rows = sorted(zip(*(t.column(n).to_pylist() for n in names)), key=repr)
     indices = sorted((i["name"], sorted(i.get("fragment_ids", []))) for i in ds.list_indices())
-    filtered = sorted(ds.to_table(columns=["a"], filter="b > 50").column("a").to_pylist())
-    return result, ds.version, names, rows, indices, filtered
+    found = [sorted(ds.to_table(columns=["a"], filter="b > 50").column("a").to_pylist())]
+    if variant == "searchable":
+        near = {"column": "v", "q": np.ones(4, np.float32), "k": 3}
+        found.append(sorted(ds.to_table(columns=["a"], nearest=near).column("a").to_pylist()))
+        if any(i["type"] == "Inverted" for i in ds.list_indices()):
+            found.append(sorted(ds.to_table(columns=["a"], full_text_query="word5").column("a").to_pylist()))
+    return result, ds.version, names, rows, indices, found
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-@pytest.mark.parametrize("variant", ["plain", "indexed"])
+@pytest.mark.parametrize("variant", ["plain", "indexed", "searchable"])
 @pytest.mark.parametrize("mine", sorted(OPS))
 def test_an_operation_over_each_concurrent_commit_equals_pylance(tmp_path: Path, mine: str, variant: str) -> None:
     seen = {}
@@ -137,3 +155,5 @@ def test_an_operation_over_each_concurrent_commit_equals_pylance(tmp_path: Path,
         assert ours == pylance, f"{mine} over a concurrent {theirs}:\nlancepy {ours}\npylance {pylance}"
     results = {seen[(t, "lancepy")][0] for t in OPS}
     assert "committed" in results  # (every operation commits over some concurrent commit)
+    if variant == "searchable" and mine not in ("overwrite", "restore"):  # (the full-text query ran)
+        assert any(len(seen[(t, "lancepy")][5]) == 3 for t in OPS)
