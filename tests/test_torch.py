@@ -629,3 +629,29 @@ def test_example_training_loss_goes_down(tmp_path):
     losses = train_torch.main(["--rows", "4000", "--epochs", "3", "--workers", "0", "--uri", str(tmp_path / "t.lance")])
     assert len(losses) == 3
     assert losses[-1] < 0.7 * losses[0]
+
+
+def test_system_columns_are_read_as_the_dataset_reads_them(tmp_path):
+    """``_rowid``, ``_rowaddr`` and the row version columns in ``columns`` (int64), with and
+    without a filter, in the process and through DataLoader workers and the Loader: the values
+    ``to_table`` gives."""
+    uri = str(tmp_path / "sys.lance")
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(40, dtype=np.float32)), 2)
+    lancepy.write_dataset(pa.table({"a": list(range(20)), "v": vectors}), uri, enable_stable_row_ids=True,
+                          max_rows_per_file=8)
+    lancepy.dataset(uri).update({"a": "a + 100"}, where="a % 5 = 0")
+    system = ["_rowid", "_rowaddr", "_row_created_at_version", "_row_last_updated_at_version"]
+    cols = ["a", *system, "v"]
+    for flt in (None, "_row_last_updated_at_version > 1", "a > 50"):
+        ds = LanceDataset(uri, columns=cols, filter=flt)
+        want = lancepy.dataset(uri).to_table(columns=cols, filter=flt)
+        batch = ds[list(range(len(ds)))]
+        for c in cols[:-1]:
+            assert batch[c].dtype == torch.int64
+            assert batch[c].tolist() == want.column(c).to_pylist(), (flt, c)
+        loader = DataLoader(ds, batch_size=3, num_workers=2, collate_fn=lancepy.torch.collate_fn)
+        assert sorted(int(x) for b in loader for x in b["_rowid"]) == sorted(want.column("_rowid").to_pylist())
+        got = sorted(int(x) for b in lancepy.torch.Loader(ds, batch_size=3) for x in b["_row_last_updated_at_version"])
+        assert got == sorted(want.column("_row_last_updated_at_version").to_pylist())
+    with pytest.raises(ColumnNotFoundError, match="system columns"):
+        LanceDataset(uri, columns=["a", "_rowidd"])

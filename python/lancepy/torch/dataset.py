@@ -17,6 +17,9 @@ import torch.utils.data
 
 import lancepy
 from lancepy._core.iostats import owner_tracker, track_io
+from lancepy._core.schema import ROW_ADDRESS, ROW_ID
+from lancepy._ops.scan import FILTER_SYSTEM_COLUMNS as SYSTEM_COLUMNS
+from lancepy._table import lineage
 from lancepy.dataset import LanceDataset as _Dataset
 from lancepy.exceptions import ColumnNotFoundError, InvalidArgumentError, UnsupportedError
 
@@ -86,7 +89,9 @@ class LanceDataset(torch.utils.data.Dataset):
         A URI / path, a :class:`lancepy.LanceDataset` (its version is used unless `version`
         is given), or another library's dataset object with ``uri`` and ``version``.
     columns:
-        Columns to read (default: all), in this order.
+        Columns to read (default: all), in this order. May name the system columns
+        ``_rowid``, ``_rowaddr``, ``_row_created_at_version`` and
+        ``_row_last_updated_at_version`` (read as int64).
     filter:
         Only rows matching this SQL predicate (or ``pyarrow.compute`` expression) are
         indexed: index ``i`` is then the ``i``-th matching live row. The matching rows are
@@ -133,18 +138,25 @@ class LanceDataset(torch.utils.data.Dataset):
             if isinstance(columns, str):
                 raise InvalidArgumentError("columns must be a list of column names, not a string")
             cols = list(columns)
-            unknown = [c for c in cols if c not in schema.names]
+            unknown = [c for c in cols if c not in schema.names and c not in SYSTEM_COLUMNS]
             if unknown:
-                raise ColumnNotFoundError(f"columns {unknown} do not exist; the dataset has {schema.names}")
+                raise ColumnNotFoundError(
+                    f"columns {unknown} do not exist; the dataset has {schema.names} (and the system columns "
+                    f"{list(SYSTEM_COLUMNS)})"
+                )
         self._uri = uri
         self._version: int = ds.version
         self._storage_options = storage_options
         self._columns = cols
         # Blob columns (images, audio, video stored as blobs) are read as their values, not
         # as the descriptions a scan returns: binary columns for the converters.
-        self._blob_columns = ds._view.loaded.blob_columns(cols)
+        # System columns (row ids, addresses, row versions) are computed, not read: int64.
+        self._system_columns = [c for c in cols if c not in schema.names]
+        self._blob_columns = ds._view.loaded.blob_columns([c for c in cols if c in schema.names])
         self._fields = [
-            pa.field(c, pa.large_binary(), schema.field(c).nullable) if c in self._blob_columns else schema.field(c)
+            pa.field(c, pa.int64(), False) if c in self._system_columns
+            else pa.field(c, pa.large_binary(), schema.field(c).nullable) if c in self._blob_columns
+            else schema.field(c)
             for c in cols
         ]
         self._fill_null = fill_null
@@ -161,7 +173,7 @@ class LanceDataset(torch.utils.data.Dataset):
         self._pid: Optional[int] = os.getpid()
         self._convert = _Converter(self._fields, fill_null, binary)
         self._bytes_columns = [c for c in _bytes_columns(self._fields, binary) if c not in self._blob_columns]
-        self._not_direct: Set[str] = set(self._blob_columns)  # columns take_into cannot gather
+        self._not_direct: Set[str] = set(self._blob_columns) | set(self._system_columns)  # (take_into cannot gather)
 
     # -- pickling: the URI, the version and the options, never an open dataset -----------
 
@@ -175,6 +187,7 @@ class LanceDataset(torch.utils.data.Dataset):
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_not_direct", set(self._blob_columns))  # pickled before it existed
+        self.__dict__.setdefault("_system_columns", [])
         self._convert = _Converter(self._fields, self._fill_null, self._binary)
 
     def _dataset(self) -> _Dataset:
@@ -229,20 +242,30 @@ class LanceDataset(torch.utils.data.Dataset):
     def _native_take(self, where: List[int], by_address: bool, columns: List[str]) -> Any:
         """The native take of `columns` at logical indices or row addresses; blob columns
         as their values (fetched with ranged reads from their descriptions)."""
-        snapshot = self._dataset()._view.snapshot
+        view = self._dataset()._view
+        snapshot = view.snapshot
         blobs = [c for c in columns if c in self._blob_columns] if self._blob_columns else None
-        if not blobs:
+        system = [c for c in columns if c in self._system_columns] if self._system_columns else None
+        if not blobs and not system:
             return _native_take(snapshot, where, by_address, columns)
+        stored = [c for c in columns if not system or c not in system]
+        with_id = bool(system) and ROW_ID in system
         if by_address:
-            t = pa.table(snapshot.take_addresses(where, columns=columns, with_row_address=True))
+            t = pa.table(snapshot.take_addresses(where, columns=stored, with_row_id=with_id, with_row_address=True))
         else:
-            t = pa.table(snapshot.take(where, columns=columns, with_row_address=True))
-        addresses = t.column("_rowaddr").combine_chunks()
-        for name in blobs:
+            t = pa.table(snapshot.take(where, columns=stored, with_row_id=with_id, with_row_address=True))
+        addresses = t.column(ROW_ADDRESS).combine_chunks()
+        for name in blobs or ():
             i = t.schema.get_field_index(name)
             values = pa.table(snapshot.blob_values(name, addresses, t.column(i).combine_chunks())).column(0)
             t = t.set_column(i, pa.field(name, pa.large_binary(), t.schema.field(i).nullable), values)
-        t = t.drop_columns(["_rowaddr"]).combine_chunks()
+        computed = {
+            name: (t.column(name).combine_chunks() if name in (ROW_ID, ROW_ADDRESS)
+                   else lineage.versions_at(view, addresses, lineage.COLUMNS[name])).cast(pa.int64())
+            for name in system or ()
+        }
+        t = pa.table([computed[c] if c in computed else t.column(c) for c in columns],
+                     names=columns).combine_chunks()
         return pa.RecordBatch.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in t.columns],
                                           schema=t.schema)
 
@@ -423,7 +446,8 @@ class LanceIterableDataset(torch.utils.data.IterableDataset):
         data = self.data
         first = int(rows[0])
         consecutive = int(rows[-1]) - first == len(rows) - 1 and (len(rows) < 2 or bool((np.diff(rows) == 1).all()))
-        if consecutive and data._addresses is None and not self._rows_stored_whole and not data._blob_columns:
+        if (consecutive and data._addresses is None and not self._rows_stored_whole and not data._blob_columns
+                and not data._system_columns):
             # Consecutive rows: a range scan. (Vectors and binary values are copied faster
             # by a take: one copy per page out of the mapped file, no decoding.)
             return data._dataset()._view.snapshot.scan(

@@ -558,6 +558,7 @@ class Loader:
             or data.transform is not None
             or self._copy_mode == "readers"
             or data._blob_columns
+            or getattr(data, "_system_columns", None)
             or list(layouts) != data.columns
         ):
             return None
