@@ -217,3 +217,31 @@ def test_versions_metadata_matches_pylance(tmp_path):
     assert ours[-1]["metadata"]["total_rows"] == "107"
     for a, b in zip(ours, theirs):  # pylance rounds through a float
         assert abs((a["timestamp"] - b["timestamp"]).total_seconds()) < 2e-6
+
+
+def test_add_columns_by_function_on_many_fragments_and_a_failing_one(tmp_path):
+    """The function runs over fragments on several threads: the values land on the right
+    fragments, and a function that fails on one fragment leaves no new file and no version."""
+    uri = str(tmp_path / "many.lance")
+    lancepy.write_dataset(pa.table({"id": pa.array(range(200), pa.int64())}), uri, max_rows_per_file=10)
+    lancepy.dataset(uri).delete("id % 7 = 0")
+
+    def double(batch):
+        return pa.RecordBatch.from_arrays([pa.compute.multiply(batch.column("id"), 2)], names=["twice"])
+
+    before = set(os.listdir(os.path.join(uri, "data")))
+    version = lancepy.dataset(uri).version
+
+    def fails(batch):
+        if batch.num_rows and batch.column("id")[0].as_py() >= 150:
+            raise ValueError("boom")
+        return double(batch)
+
+    with pytest.raises(ValueError, match="boom"):
+        lancepy.dataset(uri).add_columns(fails)
+    assert set(os.listdir(os.path.join(uri, "data"))) == before
+    assert lancepy.dataset(uri).version == version
+    lancepy.dataset(uri).add_columns(double)
+    t = lancepy.dataset(uri).to_table()
+    assert t.column("twice").to_pylist() == [2 * i for i in t.column("id").to_pylist()]
+    assert t.num_rows == 200 - len(range(0, 200, 7))

@@ -5,6 +5,7 @@ values), dropping, renaming and casting columns. The functions behind
 from __future__ import annotations
 
 import copy
+import os
 import re
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
@@ -120,14 +121,75 @@ def _add_computed_columns(
         batch_size = _UDF_BATCH_SIZE
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
-    new_tables = [
-        fragment_values(view, fn, read_columns, frag.id, batch_size)
-        for frag in view.loaded.fragments
-    ]
-    committed = _attach_new_columns(view, new_tables, first_id)
+    frags = view.loaded.fragments
+    if not frags:
+        raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
+    written: List[str] = []
+    files: Dict[int, Dict[str, Any]] = {}
+    try:
+        # The first fragment's values fix the new columns' schema; the others are computed
+        # and written a fragment per thread (as pylance runs the function: numpy and Arrow
+        # release the GIL), each file written as soon as its values are there, so memory
+        # holds a fragment per thread. A checkpointed BatchUDF runs in order, in this thread.
+        first = fragment_values(view, fn, read_columns, frags[0].id, batch_size)
+        new_schema = nullable_schema(first.schema)
+        _check_new_names(view, new_schema)
+        lance = lance_fields_for(new_schema, first_id)
+
+        def one(fid: int, table: Optional[pa.Table] = None) -> Tuple[int, Dict[str, Any]]:
+            if table is None:
+                table = fragment_values(view, fn, read_columns, fid, batch_size)
+            return fid, new_columns_file(view, fid, table, new_schema, lance)
+
+        def record(done: Tuple[int, Dict[str, Any]]) -> None:
+            files[done[0]] = done[1]
+            written.append(f"data/{done[1]['path']}")
+
+        record(one(frags[0].id, first))
+        del first
+        rest = [f.id for f in frags[1:]]
+        serial = isinstance(fn, BatchUDF) and fn.cache is not None
+        workers = 1 if serial else min(len(rest), os.cpu_count() or 1, _UDF_THREADS)
+        if workers <= 1:
+            for fid in rest:
+                record(one(fid))
+        else:
+            _parallel(one, rest, workers, record)
+    except BaseException:
+        view.store.delete(written)
+        raise
+    committed = commit_new_columns(view, files, lance, written)
     if isinstance(fn, BatchUDF) and fn.cache is not None:
         fn.cache.cleanup()
     return committed
+
+
+#: At most this many fragments' columns are computed at once by ``add_columns``.
+_UDF_THREADS = 8
+
+
+def _parallel(work: Callable[[int], Any], items: List[int], workers: int, record: Callable[[Any], None]) -> None:
+    """`work` of each of `items` on `workers` threads, each result handed to `record` (in
+    this thread) as it completes. The first failure is raised once the work in flight has
+    ended (what it finished is recorded, so that the caller can remove it); the work not
+    started is cancelled."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    failure: Optional[BaseException] = None
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lancepy-add-columns") as pool:
+        futures = [pool.submit(work, i) for i in items]
+        for fut in as_completed(futures):
+            if fut.cancelled():
+                continue
+            error = fut.exception()
+            if error is None:
+                record(fut.result())
+            elif failure is None:
+                failure = error
+                for other in futures:
+                    other.cancel()
+    if failure is not None:
+        raise failure
 
 
 def fragment_values(
