@@ -149,7 +149,7 @@ def _add_computed_columns(
         del first
         rest = [f.id for f in frags[1:]]
         serial = isinstance(fn, BatchUDF) and fn.cache is not None
-        workers = 1 if serial else min(len(rest), os.cpu_count() or 1, _UDF_THREADS)
+        workers = 1 if serial else _udf_threads(len(rest))
         if workers <= 1:
             for fid in rest:
                 record(one(fid))
@@ -164,8 +164,12 @@ def _add_computed_columns(
     return committed
 
 
-#: At most this many fragments' columns are computed at once by ``add_columns``.
-_UDF_THREADS = 8
+def _udf_threads(fragments: int) -> int:
+    """How many fragments ``add_columns`` computes at once: half the cores, at most 8. The
+    function's own Python holds the GIL; measured on 2 cores (1M rows, 10 fragments), two
+    threads made a light numpy function 30% slower and a 10× heavier one 25% faster, so a
+    2-core machine computes one fragment at a time."""
+    return max(1, min(fragments, (os.cpu_count() or 2) // 2, 8))
 
 
 def _parallel(work: Callable[[int], Any], items: List[int], workers: int, record: Callable[[Any], None]) -> None:
