@@ -157,3 +157,21 @@ def test_an_operation_over_each_concurrent_commit_equals_pylance(tmp_path: Path,
     assert "committed" in results  # (every operation commits over some concurrent commit)
     if variant == "searchable" and mine not in ("overwrite", "restore"):  # (the full-text query ran)
         assert any(len(seen[(t, "lancepy")][5]) == 3 for t in OPS)
+
+
+def test_an_append_planned_before_a_cast_reads_as_pylance_reads_it(tmp_path: Path) -> None:
+    """A cast gives the column a new field id, as pylance's does, so an append written before
+    it (committed after) holds the old id: its values of that column read as nulls in both
+    libraries. lancepy kept the id and read the old file's int64 2**40 as the int32 0."""
+    seen = {}
+    for lib in LIBS:
+        uri = str(tmp_path / lib.__name__)
+        lib.write_dataset(pa.table({"a": pa.array(range(4), pa.int64()), "b": pa.array(range(4), pa.int64())}), uri)
+        frags = lib.fragment.write_fragments(pa.table({"a": pa.array([9], pa.int64()), "b": pa.array([2**40], pa.int64())}), uri)
+        lib.dataset(uri).alter_columns({"path": "b", "data_type": pa.int32()})
+        lib.LanceDataset.commit(uri, lib.LanceOperation.Append(frags), read_version=1)
+        layout = [[list(d.fields) for d in f.data_files()] for f in lance.dataset(uri).get_fragments()]
+        seen[lib.__name__] = (layout, [r.dataset(uri).to_table().to_pydict() for r in LIBS])
+    assert seen["lancepy"] == seen["lance"]
+    assert seen["lancepy"][1][0] == {"a": [0, 1, 2, 3, 9], "b": [0, 1, 2, 3, None]}
+    assert seen["lancepy"][0][0] == [[0, 1], [2]]

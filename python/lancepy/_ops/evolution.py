@@ -449,21 +449,25 @@ def _refuse_casting_indexed(view: DatasetView, casts: Dict[str, pa.DataType]) ->
 
 def _cast_columns(view: DatasetView, fields: List[Dict[str, Any]], casts: Dict[str, pa.DataType]) -> "DatasetView":
     """Rewrites the columns in `casts` (old name → new type); `fields` is the new schema
-    apart from the types."""
+    apart from the types. As pylance does it, a cast column takes a new field id (after the
+    largest any schema or file used): the files written before keep the old id, which no
+    longer names a column, so no file is ever read as a type it was not written in (an
+    append committed concurrently, say)."""
     by_old_name = {f.name: f.entry for f in view.loaded.fields if f.is_top_level}
     new_fields = []
+    next_id = view.max_field_id + 1
     for old_name, new_type in casts.items():
         old = by_old_name[old_name]
         if any(g.get("parent_id", -1) == old.get("id", 0) for g in fields):
             raise UnsupportedError(f"changing the type of nested column {old_name!r} is not supported")
         target = next(f for f in fields if f.get("id", 0) == old.get("id", 0))
         arrow = pa.field(target["name"], new_type, target.get("nullable", True))
-        lance = lance_fields_for(pa.schema([arrow]), old.get("id", 0))["fields"]
+        lance = lance_fields_for(pa.schema([arrow]), next_id)["fields"]
         if len(lance) != 1:
             raise UnsupportedError(f"cannot change {old_name!r} to the nested type {new_type}")
-        target.update({k: v for k, v in lance[0].items() if k in ("logical_type", "encoding", "type")})
+        target.update({k: v for k, v in lance[0].items() if k in ("id", "logical_type", "encoding", "type")})
         new_fields.append(lance[0] | {"name": target["name"], "nullable": target.get("nullable", True)})
-    ids = {f.get("id", 0) for f in new_fields}
+        next_id += 1
     frags = [f._manifest_json() for f in view.loaded.fragments]
     written: List[str] = []
     try:
@@ -496,8 +500,6 @@ def _cast_columns(view: DatasetView, fields: List[Dict[str, Any]], casts: Dict[s
             )
             df = made[0]._manifest_json()["files"][0]
             written.append(f"data/{df['path']}")
-            for old_file in frag.get("files", []):
-                old_file["fields"] = [-2 if i in ids else i for i in old_file.get("fields", [])]
             frag["files"] = frag.get("files", []) + [df]
     except BaseException:
         view.store.delete(written)

@@ -146,8 +146,8 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
             return "a concurrent Merge (add_columns) rewrote every fragment"
         if other in ("Delete", "Update", "Rewrite", "DataReplacement") and overlap:
             return f"a concurrent {other} modified fragments being compacted {sorted(overlap)}"
-        if other == "CreateIndex":
-            return "a concurrent CreateIndex refers to row addresses that compaction changes"
+        if other == "CreateIndex" and _index_meets_rewrite(theirs, ours):
+            return "a concurrent CreateIndex indexed row addresses that compaction changes"
         return None
     if mine == "Merge":
         if other == "Project":
@@ -166,8 +166,8 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
             return Incompatible("a concurrent UpdateConfig changed the same keys")
         return None
     if mine in ("CreateIndex", "ReserveFragments"):
-        if mine == "CreateIndex" and other == "Rewrite":
-            return "a concurrent Rewrite changed row addresses"
+        if mine == "CreateIndex" and other == "Rewrite" and _index_meets_rewrite(ours, theirs):
+            return "a concurrent Rewrite changed row addresses the new index holds"
         if mine == "CreateIndex" and other == "CreateIndex":
             # (two new indices of one name would both be kept; replacing or dropping the same
             # index twice would undo the other's change)
@@ -238,3 +238,20 @@ def _replacement_conflict(ours: Dict[str, Any], other: str, theirs: Dict[str, An
 def uuid_key(entry: Dict[str, Any]) -> str:
     """An index entry's uuid as a comparable key (its JSON form: a list of byte values)."""
     return json.dumps((entry or {}).get("uuid"))
+
+
+def _index_meets_rewrite(create_index: Dict[str, Any], rewrite: Dict[str, Any]) -> bool:
+    """Whether a ``CreateIndex``'s new indices cover fragments a ``Rewrite`` replaced (their
+    row addresses changed under the index; as pylance, an entry without a fragment bitmap
+    covers them all, and dropping an index covers none)."""
+    entries = _body(create_index).get("new_indices") or []
+    body = _body(rewrite)
+    compacted = {int(f.get("id", 0)) for g in body.get("groups") or [body] for f in g.get("old_fragments", [])}
+    if not entries or not compacted:
+        return False
+    if any(not e.get("fragment_bitmap") for e in entries):
+        return True
+    from lancepy import _lancepy
+
+    section = _lancepy.index_section_from_json(json.dumps({"indices": entries}))
+    return any(int(i) in compacted for e in _lancepy.index_section_entries(section) for i in e["fragment_ids"])
