@@ -121,44 +121,12 @@ def _add_computed_columns(
         batch_size = _UDF_BATCH_SIZE
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
-    frags = view.loaded.fragments
-    if not frags:
-        raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
-    written: List[str] = []
-    files: Dict[int, Dict[str, Any]] = {}
-    try:
-        # The first fragment's values fix the new columns' schema; the others are computed
-        # and written a fragment per thread (as pylance runs the function: numpy and Arrow
-        # release the GIL), each file written as soon as its values are there, so memory
-        # holds a fragment per thread. A checkpointed BatchUDF runs in order, in this thread.
-        first = fragment_values(view, fn, read_columns, frags[0].id, batch_size)
-        new_schema = nullable_schema(first.schema)
-        _check_new_names(view, new_schema)
-        lance = lance_fields_for(new_schema, first_id)
-
-        def one(fid: int, table: Optional[pa.Table] = None) -> Tuple[int, Dict[str, Any]]:
-            if table is None:
-                table = fragment_values(view, fn, read_columns, fid, batch_size)
-            return fid, new_columns_file(view, fid, table, new_schema, lance)
-
-        def record(done: Tuple[int, Dict[str, Any]]) -> None:
-            files[done[0]] = done[1]
-            written.append(f"data/{done[1]['path']}")
-
-        record(one(frags[0].id, first))
-        del first
-        rest = [f.id for f in frags[1:]]
-        serial = isinstance(fn, BatchUDF) and fn.cache is not None
-        workers = 1 if serial else _udf_threads(len(rest))
-        if workers <= 1:
-            for fid in rest:
-                record(one(fid))
-        else:
-            _parallel(one, rest, workers, record)
-    except BaseException:
-        view.store.delete(written)
-        raise
-    committed = commit_new_columns(view, files, lance, written)
+    serial = isinstance(fn, BatchUDF) and fn.cache is not None  # (a checkpoint is written in order)
+    fragments = len(view.loaded.fragments)
+    committed = _attach_new_columns(
+        view, first_id, lambda fid: fragment_values(view, fn, read_columns, fid, batch_size),
+        1 if serial else _udf_threads(max(fragments - 1, 1)),
+    )
     if isinstance(fn, BatchUDF) and fn.cache is not None:
         fn.cache.cleanup()
     return committed
@@ -271,37 +239,61 @@ def _add_precomputed_columns(view: DatasetView, values: pa.Table, first_id: int)
         )
     if not view.loaded.fragments:  # (no rows to give values: a schema change, as pylance's)
         return add_columns(view, nullable_schema(values.schema))
-    new_tables = []
+    starts: Dict[int, int] = {}
     start = 0
     for frag in view.loaded.fragments:
-        fid = frag.id
+        starts[frag.id] = start
+        start += view.fragment_rows()[frag.id][1]
+
+    def values_of(fid: int) -> pa.Table:
         phys, live = view.fragment_rows()[fid]
-        chunk = values.slice(start, live)
-        start += live
+        chunk = values.slice(starts[fid], live)
         if live != phys:
             import numpy as np
 
             keep = np.ones(phys, dtype=bool)
             keep[pa.table(view.snapshot.deleted_rows(fid)).column(0).to_numpy()] = False
             chunk = _spread_over_physical_rows(chunk, keep)
-        new_tables.append(chunk)
-    return _attach_new_columns(view, new_tables, first_id)
+        return chunk
+
+    return _attach_new_columns(view, first_id, values_of, 1)
 
 
-def _attach_new_columns(view: DatasetView, new_tables: List[pa.Table], first_id: int) -> "DatasetView":
+def _attach_new_columns(
+    view: DatasetView, first_id: int, values_of: Callable[[int], pa.Table], workers: int
+) -> "DatasetView":
+    """Writes each fragment's new columns (`values_of(fragment id)`: one row per physical row)
+    as a new data file and commits them as a ``Merge``. The first fragment's values fix the
+    columns' schema; the others are computed and written on `workers` threads (as pylance
+    runs an ``add_columns`` function: numpy and Arrow release the GIL), each file as soon as
+    its values are there, so memory holds a fragment's values per thread. A failure removes
+    every file written."""
     frags = view.loaded.fragments
     if not frags:
         raise InvalidArgumentError("cannot compute columns for a dataset without rows; add all-null columns instead")
-    new_schema = nullable_schema(new_tables[0].schema)
-    _check_new_names(view, new_schema)
-    lance = lance_fields_for(new_schema, first_id)
     written: List[str] = []
     files: Dict[int, Dict[str, Any]] = {}
     try:
-        for frag, table in zip(frags, new_tables):
-            fid = frag.id
-            files[fid] = new_columns_file(view, fid, table, new_schema, lance)
-            written.append(f"data/{files[fid]['path']}")
+        first = values_of(frags[0].id)
+        new_schema = nullable_schema(first.schema)
+        _check_new_names(view, new_schema)
+        lance = lance_fields_for(new_schema, first_id)
+
+        def one(fid: int, table: Optional[pa.Table] = None) -> Tuple[int, Dict[str, Any]]:
+            return fid, new_columns_file(view, fid, values_of(fid) if table is None else table, new_schema, lance)
+
+        def record(done: Tuple[int, Dict[str, Any]]) -> None:
+            files[done[0]] = done[1]
+            written.append(f"data/{done[1]['path']}")
+
+        record(one(frags[0].id, first))
+        del first
+        rest = [f.id for f in frags[1:]]
+        if workers <= 1 or len(rest) <= 1:
+            for fid in rest:
+                record(one(fid))
+        else:
+            _parallel(one, rest, workers, record)
     except BaseException:
         view.store.delete(written)
         raise

@@ -44,9 +44,7 @@ def _touched_fragments(txn: Dict[str, Any]) -> set:
         ids |= {f.get("id", 0) for f in body.get("updated_fragments", [])}
         ids |= set(body.get("removed_fragment_ids", []))
     elif name == "Rewrite":
-        for g in body.get("groups", []):
-            ids |= {f.get("id", 0) for f in g.get("old_fragments", [])}
-        ids |= {f.get("id", 0) for f in body.get("old_fragments", [])}
+        ids |= _compacted(body)
     elif name == "DataReplacement":
         ids |= {r.get("fragment_id", 0) for r in body.get("replacements", [])}
     return ids
@@ -223,8 +221,7 @@ def _replacement_conflict(ours: Dict[str, Any], other: str, theirs: Dict[str, An
         both = sorted(indexed & set().union(*targets.values())) if targets else []
         return f"a concurrent CreateIndex indexed replaced fields {both}" if both else None
     if other == "Rewrite":
-        groups = theirs.get("groups") or [theirs]
-        old = {int(f.get("id", 0)) for g in groups for f in g.get("old_fragments", [])}
+        old = _compacted(theirs)
         return f"a concurrent Rewrite compacted fragments {sorted(old & set(targets))}" if old & set(targets) else None
     if other == "DataReplacement":
         for r in theirs.get("replacements", []):
@@ -245,8 +242,7 @@ def _index_meets_rewrite(create_index: Dict[str, Any], rewrite: Dict[str, Any]) 
     row addresses changed under the index; as pylance, an entry without a fragment bitmap
     covers them all, and dropping an index covers none)."""
     entries = _body(create_index).get("new_indices") or []
-    body = _body(rewrite)
-    compacted = {int(f.get("id", 0)) for g in body.get("groups") or [body] for f in g.get("old_fragments", [])}
+    compacted = _compacted(_body(rewrite))
     if not entries or not compacted:
         return False
     if any(not e.get("fragment_bitmap") for e in entries):
@@ -255,3 +251,10 @@ def _index_meets_rewrite(create_index: Dict[str, Any], rewrite: Dict[str, Any]) 
 
     section = _lancepy.index_section_from_json(json.dumps({"indices": entries}))
     return any(int(i) in compacted for e in _lancepy.index_section_entries(section) for i in e["fragment_ids"])
+
+
+def _compacted(rewrite: Dict[str, Any]) -> set:
+    """Ids of the fragments a ``Rewrite`` body replaced (its groups', and an old
+    transaction's top-level ``old_fragments``)."""
+    groups = list(rewrite.get("groups") or []) + [rewrite]
+    return {int(f.get("id", 0)) for g in groups for f in g.get("old_fragments", [])}
