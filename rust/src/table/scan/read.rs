@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
-use arrow_schema::Field;
+use arrow_schema::{DataType, Field, Fields};
 
 use super::{Rows, ScanOptions, ScanTask, TableSnapshot, TOMBSTONE_FIELD_ID};
 use crate::error::{Error, Result};
@@ -103,7 +103,10 @@ impl TableSnapshot {
         let mut arrays = Vec::with_capacity(projection.len() + 2);
         for (column, field) in columns.into_iter().zip(schema.fields()) {
             let array = match column {
-                Some(a) => conform(a, field)?,
+                Some(a) => conform(a, field).map_err(|e| match e {
+                    Error::Corrupt(m) => Error::corrupt(format!("fragment {}: {m}", frag.id)),
+                    e => e,
+                })?,
                 None => {
                     if !field.is_nullable() {
                         return Err(Error::corrupt(format!(
@@ -285,6 +288,17 @@ pub(super) fn conform(array: ArrayRef, field: &Field) -> Result<ArrayRef> {
         // JSON columns: stored as JSONB, read as text.
         return crate::jsonb::arrow::to_text_array(&array, field);
     }
+    if !same_layout(array.data_type(), field.data_type()) {
+        // A file whose column disagrees with the schema (a hostile file, or one written
+        // for another field under a reused id): reinterpreting its buffers would be a
+        // wrong answer, e.g. an int64 read as the int32 of its low bytes.
+        return Err(Error::corrupt(format!(
+            "column {:?}: the file stores {} where the dataset's schema says {}",
+            field.name(),
+            array.data_type(),
+            field.data_type()
+        )));
+    }
     let data = array.to_data().into_builder().data_type(field.data_type().clone()).build().map_err(|e| {
         Error::SchemaMismatch(format!(
             "column {:?}: data of type {} cannot be read as {}: {e}",
@@ -294,4 +308,26 @@ pub(super) fn conform(array: ArrayRef, field: &Field) -> Result<ArrayRef> {
         ))
     })?;
     Ok(arrow_array::make_array(data))
+}
+
+/// Whether values of type `a` may be read as type `b`: the same physical layout, the
+/// types differing at most in nested fields' names, nullability and metadata, or in a
+/// timestamp's time zone (which does not change the stored instants).
+pub(super) fn same_layout(a: &DataType, b: &DataType) -> bool {
+    use DataType::*;
+    let fields = |x: &Fields, y: &Fields| {
+        x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| same_layout(p.data_type(), q.data_type()))
+    };
+    match (a, b) {
+        (List(x), List(y)) | (LargeList(x), LargeList(y)) | (ListView(x), ListView(y)) => {
+            same_layout(x.data_type(), y.data_type())
+        }
+        (LargeListView(x), LargeListView(y)) => same_layout(x.data_type(), y.data_type()),
+        (FixedSizeList(x, m), FixedSizeList(y, n)) => m == n && same_layout(x.data_type(), y.data_type()),
+        (Map(x, _), Map(y, _)) => same_layout(x.data_type(), y.data_type()),
+        (Struct(x), Struct(y)) => fields(x, y),
+        (Dictionary(kx, vx), Dictionary(ky, vy)) => kx == ky && same_layout(vx, vy),
+        (Timestamp(ux, _), Timestamp(uy, _)) => ux == uy,
+        _ => a == b,
+    }
 }

@@ -163,7 +163,7 @@ impl TableSnapshot {
         let file_type = reader.schema().field(ff).data_type().clone();
         let alike = match field.data_type() {
             DataType::Binary | DataType::LargeBinary => matches!(file_type, DataType::Binary | DataType::LargeBinary),
-            ours => same_fixed_layout(&file_type, ours),
+            ours => super::read::same_layout(&file_type, ours),
         };
         if reader.num_rows() < self.physical_rows(fi)? || !alike {
             return Ok(None);
@@ -346,15 +346,4 @@ pub(super) fn fragments_of(requests: &[(usize, u64)]) -> Vec<usize> {
     fragments.sort_unstable();
     fragments.dedup();
     fragments
-}
-
-/// Whether two fixed-width types lay their values out alike (they may differ in the names
-/// and nullability of fixed-size list items).
-pub(super) fn same_fixed_layout(a: &DataType, b: &DataType) -> bool {
-    match (a, b) {
-        (DataType::FixedSizeList(x, m), DataType::FixedSizeList(y, n)) => {
-            m == n && same_fixed_layout(x.data_type(), y.data_type())
-        }
-        _ => a == b,
-    }
 }
