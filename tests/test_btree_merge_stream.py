@@ -303,7 +303,7 @@ def test_bitmap_merge_of_live_segments_copies_their_sets(tmp_path: Any, monkeypa
     shutil.copytree(uri, copy)
     with monkeypatch.context() as m:
         m.setattr(_extsort, "merge_bitmap", lambda *a, **k: None)
-        lancepy.dataset(copy).optimize.optimize_indices()
+        lancepy.dataset(copy).optimize.optimize_indices(num_indices_to_merge=2)
     lives = []
     union = _lancepy.row_addr_maps_union
 
@@ -314,7 +314,7 @@ def test_bitmap_merge_of_live_segments_copies_their_sets(tmp_path: Any, monkeypa
     with monkeypatch.context() as m:
         m.setattr(_extsort, "MERGE_KEYS", 5)
         m.setattr(_extsort._lancepy, "row_addr_maps_union", spy)
-        lancepy.dataset(uri).optimize.optimize_indices()
+        lancepy.dataset(uri).optimize.optimize_indices(num_indices_to_merge=2)
     assert lives and all(live is None for live in lives)  # (no fragment to leave out)
     (entry,) = lancepy.dataset(uri).list_indices()
     (in_memory,) = lancepy.dataset(copy).list_indices()

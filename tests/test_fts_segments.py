@@ -89,13 +89,14 @@ def test_random_queries_match_pylance(tmp_path, writer, parts):
 
 
 def test_merged_segments_equal_one_index_of_every_row(tmp_path):
-    """``optimize_indices()`` merges the segments (and indexes the fragment none covered):
+    """``optimize_indices(num_indices_to_merge=k)`` merges the last k segments (and indexes the
+    fragment none covered):
     the same results as an index built over every row at once, in both libraries."""
     path = _segmented(tmp_path, "lancepy", 21)
     merged, fresh = str(tmp_path / "merged"), str(tmp_path / "fresh")
     shutil.copytree(path, merged)
     shutil.copytree(path, fresh)
-    lancepy.dataset(merged).optimize.optimize_indices()
+    lancepy.dataset(merged).optimize.optimize_indices(num_indices_to_merge=len(_segments(merged)))
     assert len(_segments(merged)) == 1
     lancepy.dataset(fresh).create_scalar_index("text", "INVERTED", with_position=True, replace=True)
     for text in ["data index", "quick lazy dog", "searching"]:

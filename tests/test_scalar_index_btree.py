@@ -540,10 +540,19 @@ def test_optimize_indices_adds_new_rows_to_a_btree_index(tmp_path: Any) -> None:
             assert_tables_equal(want.sort_by("_rowaddr"), got, flt)
 
     check(ours)
-    lance.write_dataset(make_table(700, seed=9), ours, mode="append")
+    for uri in (theirs, ours):
+        lance.write_dataset(make_table(700, seed=9), uri, mode="append")
+    lance.dataset(theirs).delete("i % 7 = 0")
+    lance.dataset(theirs).optimize.optimize_indices()
     ds = lancepy.dataset(ours)
     ds.delete("i % 7 = 0")
-    ds.optimize.optimize_indices()  # merged: one segment over every fragment
+    ds.optimize.optimize_indices()  # the last segment merged with the new rows, as pylance merges it
+    t_entries, o_entries = index_entries(theirs), index_entries(ours)
+    assert len(o_entries) == len(t_entries) == 2
+    assert [e["fragment_bitmap"] for e in o_entries] == [e["fragment_bitmap"] for e in t_entries]
+    assert [e["dataset_version"] for e in o_entries] == [e["dataset_version"] for e in t_entries]
+    check(ours)
+    ds.optimize.optimize_indices(num_indices_to_merge=2)  # merged: one segment over every fragment
     (entry,) = ds.list_indices()
     assert entry["fragment_ids"] == {f.fragment_id for f in ds.get_fragments()}
     check(ours)

@@ -11,7 +11,7 @@ import json
 import time
 import uuid as _uuid
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -143,6 +143,24 @@ class _RewriteSource:
         return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
 
 
+def _segments_to_merge(
+    ds: LanceDataset, segs: List[Dict[str, Any]], num_indices_to_merge: Optional[int], vector: bool
+) -> Tuple[List[Dict[str, Any]], int]:
+    """The segments of one index (manifest order) that ``optimize_indices`` merges with the
+    new rows, as pylance 14 picks them: the last ``num_indices_to_merge`` (default: all of a
+    vector index's, the last one of a scalar index's; ``0``: none, a delta segment). On a
+    dataset with stable row ids a scalar index's older segments covering a fragment with
+    deleted rows are merged too (their postings of rows an update moved go stale). Returns
+    those segments and how many of them are the trailing ones (with no new rows, pylance
+    merges only when that is more than one)."""
+    count = (len(segs) if vector else 1) if num_indices_to_merge is None else min(num_indices_to_merge, len(segs))
+    tail = len(segs) - count
+    if count == 0 or vector or not ds._view.loaded.stable_row_ids:
+        return segs[tail:], count
+    deleted = {f.fragment_id for f in ds.get_fragments() if f.deletion_file() is not None}
+    return [e for i, e in enumerate(segs) if i >= tail or deleted & set(e["fragment_ids"])], count
+
+
 class DatasetOptimizer:
     """``ds.optimize``: compaction."""
 
@@ -162,8 +180,11 @@ class DatasetOptimizer:
         indices changed; nothing if every index is up to date.
 
         ``num_indices_to_merge``: ``0`` writes the new rows as a delta segment beside the
-        index; otherwise (the default, as pylance's) the index's segments and the new rows are
-        merged into one segment. ``index_names`` limits the work to those indices (default:
+        index; ``k`` merges the index's last ``k`` segments and the new rows into one segment
+        (the others stay as they are). The default is pylance's: all of a vector index's
+        segments, the last one of a scalar index's (on a dataset with stable row ids, also an
+        older one covering a fragment with deleted rows). With no new rows, nothing is
+        rewritten unless two or more trailing segments are merged. ``index_names`` limits the work to those indices (default:
         all). ``retrain=True`` rebuilds each index from the current data with its type,
         metric, partition and sub-vector counts. IVF_FLAT, IVF_PQ, BTREE, BITMAP and INVERTED indices (a
         BTREE segment's pages / a BITMAP segment's bitmaps are rebuilt from its rows and the new ones; ``retrain`` rebuilds it
@@ -221,9 +242,15 @@ class DatasetOptimizer:
                     new_entries.append(entry)
                     removed += [raw[e["uuid"]] for e in segs]
                     continue
-                if not fresh:
+                merging, trailing = ([], 0) if retrain and btree else _segments_to_merge(ds, segs, num_indices_to_merge, vector=not btree)
+                if not fresh and (trailing <= 1 or retrain or (not btree and num_indices_to_merge is None)):
+                    # (pylance rewrites no lone segment; a vector index's default pass with nothing
+                    # new may rebalance its partitions in pylance, which lancepy does not do)
                     continue
-                merge = num_indices_to_merge != 0 and not (retrain and btree)
+                merge = bool(merging)
+                if merge:
+                    covered = set().union(*(set(e["fragment_ids"]) for e in merging))
+                    segs = merging
                 if btree:
                     if kind == "Inverted":
                         from lancepy._ops import inverted as _inverted
@@ -248,14 +275,15 @@ class DatasetOptimizer:
                 else:
                     uid, files = _ivf_build.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
                 written += [f"_indices/{uid}/{f['path']}" for f in files]
-                base = dict(raw[segs[0]["uuid"]])
+                base = dict(raw[segs[-1]["uuid"]])
                 ids = sorted(({f.fragment_id for f in live} & covered if merge else set()) | {f.fragment_id for f in fresh})
                 if _index_ops._index_type(ds._view, segs[0]) == "BTree":  # (a JSON index's stays 0)
                     base["index_version"] = _btree.index_version(ds._view)
                 base.update({
                     "uuid": {"uuid": list(_uuid.UUID(uid).bytes)},
                     "fragment_bitmap": list(_lancepy.fragment_bitmap(ids)),
-                    "dataset_version": ds.version,
+                    # (a merged segment keeps the oldest version its segments indexed, as pylance's)
+                    "dataset_version": min(e["dataset_version"] for e in segs) if merge else ds.version,
                     "files": files,
                     "created_at": int(time.time() * 1000),
                 })
