@@ -175,3 +175,20 @@ def test_an_append_planned_before_a_cast_reads_as_pylance_reads_it(tmp_path: Pat
     assert seen["lancepy"] == seen["lance"]
     assert seen["lancepy"][1][0] == {"a": [0, 1, 2, 3, 9], "b": [0, 1, 2, 3, None]}
     assert seen["lancepy"][0][0] == [[0, 1], [2]]
+
+
+def test_an_index_built_concurrently_with_a_cast_of_its_column_goes(tmp_path: Path) -> None:
+    """A cast committed over a concurrent index build on the cast column: the column has a
+    new field id, so the index (on the old id) indexes values no column holds, and the
+    cast's commit drops it, as pylance's does. lancepy kept it."""
+    seen = {}
+    for lib in LIBS:
+        uri = str(tmp_path / lib.__name__)
+        _base(lib, uri, "plain")
+        lock, failures = _interrupting(lambda: OPS["index b"](lib, uri))
+        lib.dataset(uri, commit_lock=lock).alter_columns({"path": "b", "data_type": pa.int32()})
+        assert not failures
+        ds = lib.dataset(uri)
+        seen[lib.__name__] = (ds.version, [i["name"] for i in ds.list_indices()], ds.to_table(filter="b > 50").to_pydict())
+    assert seen["lancepy"] == seen["lance"]
+    assert seen["lancepy"][1] == []

@@ -426,6 +426,10 @@ def build_manifest(
                 lineage.stamp_merged(before, fragments, version)
             if index_section is not None:
                 index_section = _rewrites.withdraw_coverage(index_section, _rewrites.merge_rewrites(before, fragments))
+        if index_section is not None:
+            # (an index on a field the new schema lacks goes: a cast's column has a new field id,
+            # and an index built concurrently on the old one indexes values no column holds)
+            index_section = _lancepy.filter_index_section(index_section, sorted({f.get("id", 0) for f in m["fields"]}))
     elif name == "Project":
         m["fields"] = body.get("schema", [])
         project = sorted({f.get("id", 0) for f in m["fields"]})
