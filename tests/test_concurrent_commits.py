@@ -192,3 +192,24 @@ def test_an_index_built_concurrently_with_a_cast_of_its_column_goes(tmp_path: Pa
         seen[lib.__name__] = (ds.version, [i["name"] for i in ds.list_indices()], ds.to_table(filter="b > 50").to_pydict())
     assert seen["lancepy"] == seen["lance"]
     assert seen["lancepy"][1] == []
+
+
+@pytest.mark.parametrize("change", ["cast b", "drop b"])
+def test_an_index_build_over_a_concurrent_cast_or_drop_of_its_column_is_refused(tmp_path: Path, change: str) -> None:
+    """The build indexed the column's old field; after a concurrent cast (a new field id) or
+    drop, that index would index values no column holds. pylance 14 commits it, and then
+    cannot open the dataset's indices ("Index referenced a field with id 1 which did not
+    exist"); lancepy refuses the commit as a retryable conflict and leaves a dataset both
+    libraries read."""
+    uri = str(tmp_path / "ds")
+    _base(lancepy, uri, "plain")
+    other = {
+        "cast b": lambda: lancepy.dataset(uri).alter_columns({"path": "b", "data_type": pa.int32()}),
+        "drop b": lambda: lancepy.dataset(uri).drop_columns(["b"]),
+    }[change]
+    lock, failures = _interrupting(other)
+    with pytest.raises(CommitConflictError) as caught:
+        lancepy.dataset(uri, commit_lock=lock).create_scalar_index("b", "BTREE")
+    assert caught.value.retryable and not failures
+    assert lancepy.dataset(uri).list_indices() == [] and lance.dataset(uri).list_indices() == []
+    assert lance.dataset(uri).to_table().equals(lancepy.dataset(uri).to_table())

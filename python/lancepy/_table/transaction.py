@@ -177,6 +177,14 @@ def conflicts(ours: Dict[str, Any], theirs: Optional[Dict[str, Any]]) -> Optiona
                 return f"a concurrent CreateIndex created indices named {sorted(ours_new & theirs_new)}"
             if ours_gone & theirs_gone and (ours_new or theirs_new):
                 return "a concurrent CreateIndex replaced the same index"
+        if mine == "CreateIndex" and other in ("Merge", "Project"):
+            # (a cast gives its column a new field id, a Project drops fields: an index of the
+            # old field would index values no column holds; pylance 14 commits it, and then
+            # cannot open the dataset's indices)
+            indexed = {int(x) for e in _body(ours).get("new_indices", []) for x in e.get("fields", [])}
+            gone = indexed - {int(f.get("id", 0)) for f in _body(theirs).get("schema", [])}
+            if gone:
+                return f"a concurrent {other} replaced or dropped the indexed fields {sorted(gone)}"
         if mine == "CreateIndex" and other == "DataReplacement":
             # (the new index holds the values the replacement rewrote; a concurrent Update is
             # rebased instead: see rewrites.rebase_new_indices)
