@@ -372,7 +372,8 @@ class LanceDataset(DatasetSessionMembers, DatasetArrowMembers, IoStatsMembers, A
         """Builds a scalar index on `column` and commits it as a new version (pylance 14's
         signature). ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"`` and ``"INVERTED"`` / ``"FTS"``
         (tokenizers ``simple``, ``whitespace``, ``raw``, ``icu``, ``icu/split``, ``code``, ``ngram``,
-        ``jieba/<model>`` with the model under ``LANCE_LANGUAGE_MODEL_HOME``) are built, in pylance 14's
+        ``jieba/<model>`` and ``lindera/<model>`` with the model under ``LANCE_LANGUAGE_MODEL_HOME``;
+        :func:`lancepy.indices.build_lindera_dictionary` compiles a lindera dictionary) are built, in pylance 14's
         on-disk formats; other types raise :class:`~lancepy.exceptions.NotSupportedError`.
         Default name ``<column>_idx``, replaced unless ``replace=False`` (then
         :class:`IndexAlreadyExistsError`); ``train=False`` commits an empty index. ``memory_limit``

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Dict
+import os
+from typing import Any, Dict, Union
 
-__all__ = ["IndexConfig", "IndexFileVersion"]
+__all__ = ["IndexConfig", "IndexFileVersion", "build_lindera_dictionary"]
 
 
 @dataclass
@@ -28,3 +29,19 @@ class IndexFileVersion(str, Enum):
 
     LEGACY = "Legacy"
     V3 = "V3"
+
+
+def build_lindera_dictionary(source: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathLike[str]"]) -> None:
+    """Compiles a lindera dictionary for the ``lindera/<model>`` tokenizers of an INVERTED
+    index (``create_scalar_index(column, "INVERTED", base_tokenizer="lindera/<model>")``).
+
+    `source` holds a dictionary in MeCab's format (``*.csv`` entries, ``matrix.def``,
+    ``char.def``, ``unk.def``) and lindera's ``metadata.json`` describing it; the compiled
+    files are written to `output`. A model is a directory
+    ``$LANCE_LANGUAGE_MODEL_HOME/lindera/<model>`` whose ``config.yml`` names the compiled
+    dictionary (``segmenter: {mode: normal, dictionary: <output>}``), as pylance 14 reads it;
+    both libraries read the same dictionary. Raises
+    :class:`~lancepy.exceptions.InvalidArgumentError` for sources lindera cannot build."""
+    from lancepy import _lancepy
+
+    _lancepy.build_lindera_dictionary(os.fspath(source), os.fspath(output))

@@ -69,11 +69,11 @@ class Analyzer:
         #: documents are JSON, flattened into ``<path>,<type>,<value>`` tokens, and queries
         #: are such triplets separated by ``;`` (pylance's ``lance_tokenizer="json"``)
         self.json = p.get("lance_tokenizer") == "json"
-        self._jieba = _jieba_model(p.get("base_tokenizer"))
-        if p.get("base_tokenizer", "simple") not in _TOKENIZERS and self._jieba is None:
+        self._model = _jieba_model(p.get("base_tokenizer")) or _lindera_model(p.get("base_tokenizer"))
+        if p.get("base_tokenizer", "simple") not in _TOKENIZERS and self._model is None:
             raise NotSupportedError(
-                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has {', '.join(map(repr, _TOKENIZERS))}"
-                " and 'jieba/<model>' (lindera's dictionaries are not read by lancepy)"
+                f"INVERTED index base_tokenizer {p.get('base_tokenizer')!r}: lancepy has {', '.join(map(repr, _TOKENIZERS))},"
+                " 'jieba/<model>' and 'lindera/<model>'"
             )
         self._ngram: Optional[Tuple[int, int, bool]] = None
         if p.get("base_tokenizer") == "ngram":
@@ -117,10 +117,10 @@ class Analyzer:
         `with_positions`; else empty). A JSON index's documents must be JSON."""
         import numpy as np
 
-        base, max_len, lower, language, stop, folding, ngram, code, jieba = self._native_args()
+        base, max_len, lower, language, stop, folding, ngram, code, model = self._native_args()
         vocab, ids, offsets, positions = _lancepy.fts_analyze(
             texts if isinstance(texts, pa.Array) else list(texts),  # (an Arrow array is read in place)
-            base, max_len, lower, language, stop, folding, with_positions, ngram, code, jieba, json=self.json,
+            base, max_len, lower, language, stop, folding, with_positions, ngram, code, model, json=self.json,
         )
         return (
             vocab,
@@ -133,7 +133,7 @@ class Analyzer:
         """The native analyzer's arguments, but positions (see ``fts_analyze``)."""
         return (str(self.params.get("base_tokenizer") or "simple"), self._max_len, bool(self.params.get("lower_case", True)),
                 self._language, self._stop, bool(self.params.get("ascii_folding", False)), self._ngram, self._code,
-                self._jieba)
+                self._model)
 
     def builder(self) -> Any:
         """A native builder of one partition's posting lists (``FtsPostingsBuilder``), with
@@ -208,6 +208,25 @@ def _jieba_model(base_tokenizer: Any) -> Optional[Tuple[str, List[str]]]:
     main = os.path.join(root, str(config.get("main") or "dict.txt"))
     users = [os.path.join(root, str(u)) for u in (config.get("users") or [])]
     return main, users
+
+
+def _lindera_model(base_tokenizer: Any) -> Optional[Tuple[str, List[str]]]:
+    """``(configuration, [])`` of a ``lindera/<model>`` tokenizer (``None`` for other
+    tokenizers): the model directory's ``config.yml`` (lindera's configuration: the compiled
+    dictionary and the segmenter's mode), else the file ``LINDERA_CONFIG_PATH`` names, as
+    pylance 14 finds it. Build a dictionary with :func:`lancepy.fts.build_lindera_dictionary`."""
+    if not isinstance(base_tokenizer, str) or not base_tokenizer.startswith("lindera/"):
+        return None
+    root = os.path.join(language_model_home(), *base_tokenizer.split("/"))
+    if not os.path.isdir(root):
+        raise InvalidArgumentError(f"Invalid directory path: {root} (the {base_tokenizer!r} tokenizer's model: its "
+                                   "config.yml; LANCE_LANGUAGE_MODEL_HOME sets where models are)")
+    config = os.path.join(root, "config.yml")
+    if not os.path.exists(config):
+        config = os.environ.get("LINDERA_CONFIG_PATH") or ""
+        if not config:
+            raise InvalidArgumentError(f"lindera model {root} has no config.yml (and LINDERA_CONFIG_PATH is not set)")
+    return config, []
 
 
 def check_params(options: Dict[str, Any]) -> Dict[str, Any]:

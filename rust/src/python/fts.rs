@@ -128,11 +128,15 @@ fn analyzer_of(
     ascii_folding: bool,
     ngram: Option<(usize, usize, bool)>,
     code: Option<(bool, bool, bool, bool)>,
-    jieba: Option<(String, Vec<String>)>,
+    model: Option<(String, Vec<String>)>,
     json: bool,
 ) -> PyResult<fts::Analyzer> {
-    // (`jieba`: a jieba model's main dictionary and user dictionaries, found by the caller)
-    let base = match jieba {
+    // (`model`, found by the caller: a jieba model's main dictionary and user dictionaries,
+    // or a lindera model's configuration)
+    let base = match model {
+        Some((config, _)) if base_tokenizer.starts_with("lindera/") => {
+            fts::BaseTokenizer::Lindera(fts::LinderaModel::load(std::path::Path::new(&config)).py()?)
+        }
         Some((main, users)) => {
             let users: Vec<std::path::PathBuf> = users.into_iter().map(Into::into).collect();
             fts::BaseTokenizer::Jieba(fts::JiebaModel::load(std::path::Path::new(&main), &users).py()?)
@@ -162,7 +166,7 @@ pub struct PyFtsAnalyzer {
 #[pymethods]
 impl PyFtsAnalyzer {
     #[new]
-    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None, code=None, jieba=None, json=false))]
+    #[pyo3(signature = (base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram=None, code=None, model=None, json=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         base_tokenizer: &str,
@@ -173,7 +177,7 @@ impl PyFtsAnalyzer {
         ascii_folding: bool,
         ngram: Option<(usize, usize, bool)>,
         code: Option<(bool, bool, bool, bool)>,
-        jieba: Option<(String, Vec<String>)>,
+        model: Option<(String, Vec<String>)>,
         json: bool,
     ) -> PyResult<Self> {
         Ok(Self {
@@ -186,7 +190,7 @@ impl PyFtsAnalyzer {
                 ascii_folding,
                 ngram,
                 code,
-                jieba,
+                model,
                 json,
             )?,
         })
@@ -200,12 +204,19 @@ impl PyFtsAnalyzer {
     }
 }
 
+/// Builds a lindera dictionary (what a `lindera/<model>` configuration names) from the
+/// MeCab-format sources and lindera `metadata.json` in `input`, into `output`.
+#[pyfunction]
+pub fn build_lindera_dictionary(py: Python<'_>, input: std::path::PathBuf, output: std::path::PathBuf) -> PyResult<()> {
+    py.allow_threads(|| fts::build_lindera_dictionary(&input, &output)).py()
+}
+
 /// Analyzes the documents `texts` (``None`` = no tokens; `json`: JSON documents, flattened).
 /// Returns `(vocabulary in first-seen order, token
 /// ids as u32 bytes, per-document offsets into them as u64 bytes (len(texts) + 1), token
 /// positions as u32 bytes (for a single text, or with `with_positions`; empty otherwise))`.
 #[pyfunction]
-#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None, code=None, jieba=None, json=false))]
+#[pyo3(signature = (texts, base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, with_positions=false, ngram=None, code=None, model=None, json=false))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn fts_analyze<'py>(
     py: Python<'py>,
@@ -219,11 +230,11 @@ pub fn fts_analyze<'py>(
     with_positions: bool,
     ngram: Option<(usize, usize, bool)>,
     code: Option<(bool, bool, bool, bool)>,
-    jieba: Option<(String, Vec<String>)>,
+    model: Option<(String, Vec<String>)>,
     json: bool,
 ) -> PyResult<(Vec<String>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let analyzer =
-        analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code, jieba, json)?;
+        analyzer_of(base_tokenizer, max_token_length, lower_case, language, stop_words, ascii_folding, ngram, code, model, json)?;
     // (a list of str, or an Arrow string array read in place: a build's texts are not copied)
     let source = Texts::of(texts)?;
     let (vocab, ids, offsets, positions) = run(py, || {
@@ -333,6 +344,7 @@ pub fn fts_idf<'py>(py: Python<'py>, doc_freqs: PyBackedBytes, num_docs: u64) ->
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fts_idf, m)?)?;
     m.add_function(wrap_pyfunction!(fts_analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(build_lindera_dictionary, m)?)?;
     m.add_class::<PyFtsAnalyzer>()?;
     m.add_function(wrap_pyfunction!(fts_fst_entries, m)?)?;
     m.add_function(wrap_pyfunction!(fts_fst_build, m)?)?;

@@ -1,5 +1,5 @@
 //! Full-text search (INVERTED index): the text analyzer, as pylance 14 analyzes text (base
-//! tokenizer `simple` / `whitespace` / `raw` / `ngram` / `code` / `icu` / `jieba`, then
+//! tokenizer `simple` / `whitespace` / `raw` / `ngram` / `code` / `icu` / `jieba` / `lindera`, then
 //! long-token removal, lower-casing, stemming, stop-word removal and ASCII folding, in that
 //! order, as pylance chains its filters). The on-disk token set and posting lists are
 //! [`super::fts_codec`]; BM25 scoring is [`super::fts_score`].
@@ -99,6 +99,89 @@ impl JiebaModel {
     }
 }
 
+/// A lindera tokenizer (pylance's `lindera/<model>` tokenizers: the model directory's
+/// `config.yml`, lindera's configuration naming the compiled dictionary and the segmenter's
+/// mode), loaded once per process for the same file.
+#[derive(Clone)]
+pub struct LinderaModel {
+    config: std::path::PathBuf,
+    tokenizer: std::sync::Arc<lindera::tokenizer::Tokenizer>,
+}
+
+impl std::fmt::Debug for LinderaModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinderaModel").field("config", &self.config).finish()
+    }
+}
+
+impl PartialEq for LinderaModel {
+    fn eq(&self, other: &Self) -> bool {
+        self.config == other.config
+    }
+}
+
+impl Eq for LinderaModel {}
+
+impl LinderaModel {
+    /// The tokenizer `config` describes (a file changed since it was loaded is loaded again).
+    /// A configuration with character or token filters is refused: lancepy runs lindera's
+    /// segmenter and then the index's own filters.
+    pub fn load(config: &std::path::Path) -> Result<Self> {
+        use std::collections::HashMap;
+        use std::sync::{Arc, Mutex, OnceLock};
+        type Key = (std::path::PathBuf, u64, Option<std::time::SystemTime>);
+        static LOADED: OnceLock<Mutex<HashMap<Key, Arc<lindera::tokenizer::Tokenizer>>>> = OnceLock::new();
+        let meta = std::fs::metadata(config)
+            .map_err(|e| Error::InvalidInput(format!("lindera model configuration {}: {e}", config.display())))?;
+        let key = (config.to_path_buf(), meta.len(), meta.modified().ok());
+        let cache = LOADED.get_or_init(Default::default);
+        if let Some(tokenizer) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(Self { config: config.to_path_buf(), tokenizer: tokenizer.clone() });
+        }
+        let failed = |e: &dyn std::fmt::Display| {
+            Error::InvalidInput(format!("Failed to load tokenizer config at {}: {e}", config.display()))
+        };
+        let tokenizer =
+            lindera::tokenizer::TokenizerBuilder::from_file(config).and_then(|b| b.build()).map_err(|e| failed(&e))?;
+        if !tokenizer.character_filters.is_empty() || !tokenizer.token_filters.is_empty() {
+            return Err(Error::NotSupported(format!(
+                "lindera model configuration {}: character_filters and token_filters are not supported by lancepy \
+                 (the index's own options lower-case, stem, drop stop words and fold)",
+                config.display()
+            )));
+        }
+        let tokenizer = Arc::new(tokenizer);
+        let mut loaded = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if loaded.len() >= 8 {
+            loaded.clear(); // (a few models at most in a process; each holds its dictionary)
+        }
+        loaded.insert(key, tokenizer.clone());
+        Ok(Self { config: config.to_path_buf(), tokenizer })
+    }
+
+    /// lindera's words of `text`, each at its number (as pylance numbers them); a text
+    /// lindera cannot segment has none, as in pylance.
+    fn words<'a>(&self, text: &'a str) -> Vec<(&'a str, u32)> {
+        let Ok(tokens) = self.tokenizer.tokenize(text) else { return Vec::new() };
+        tokens
+            .iter()
+            .filter_map(|t| text.get(t.byte_start..t.byte_end).map(|w| (w, u32::try_from(t.position).unwrap_or(u32::MAX))))
+            .collect()
+    }
+}
+
+/// Builds a lindera dictionary (the files a `lindera/<model>` configuration names) from
+/// MeCab-format sources in `input` (`*.csv` entries, `matrix.def`, `char.def`, `unk.def`),
+/// described by lindera's `metadata.json` there, into `output`.
+pub fn build_lindera_dictionary(input: &std::path::Path, output: &std::path::Path) -> Result<()> {
+    use lindera_dictionary::dictionary::metadata::Metadata;
+    let failed = |e: &dyn std::fmt::Display| Error::InvalidInput(format!("lindera dictionary from {}: {e}", input.display()));
+    let described = input.join("metadata.json");
+    let text = std::fs::read(&described).map_err(|e| failed(&format!("{}: {e}", described.display())))?;
+    let metadata: Metadata = serde_json::from_slice(&text).map_err(|e| failed(&e))?;
+    lindera_dictionary::builder::DictionaryBuilder::new(metadata).build_dictionary(input, output).map_err(|e| failed(&e))
+}
+
 /// pylance's `base_tokenizer`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BaseTokenizer {
@@ -127,6 +210,8 @@ pub enum BaseTokenizer {
     },
     /// jieba's Chinese word segmentation with a model's dictionary (`jieba/<model>`)
     Jieba(JiebaModel),
+    /// lindera's morphological analysis with a model's dictionary (`lindera/<model>`)
+    Lindera(LinderaModel),
     /// every run of `min` to `max` characters of the whole text (spaces included), shortest
     /// first at each start; with `prefix_only`, those starting at the first character only
     Ngram {
@@ -273,11 +358,11 @@ impl BaseTokenizer {
                 }
                 Ok(Self::Ngram { min, max, prefix_only })
             }
-            jieba if jieba == "jieba" || jieba.starts_with("jieba/") => {
-                Err(Error::InvalidInput(format!("base_tokenizer {jieba:?} needs its model's dictionary")))
+            model if model == "jieba" || model.starts_with("jieba/") || model.starts_with("lindera/") => {
+                Err(Error::InvalidInput(format!("base_tokenizer {model:?} needs its model's dictionary")))
             }
             other => Err(Error::NotSupported(format!(
-                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw, icu, icu/split, code, jieba/<model> and ngram tokenizers"
+                "base_tokenizer {other:?}: lancepy's INVERTED index has the simple, whitespace, raw, icu, icu/split, code, jieba/<model>, lindera/<model> and ngram tokenizers"
             ))),
         }
     }
@@ -384,6 +469,7 @@ impl Analyzer {
             BaseTokenizer::Icu { split } => numbered(icu_words(text, split)),
             BaseTokenizer::Code { index_operators, split } => code_tokens(text, index_operators, split),
             BaseTokenizer::Jieba(ref model) => model.words(text),
+            BaseTokenizer::Lindera(ref model) => model.words(text),
             BaseTokenizer::Ngram { min, max, prefix_only } => {
                 ngrams(text, min, max, prefix_only).into_iter().map(|t| (t, 0)).collect()
             }
