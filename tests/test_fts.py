@@ -265,7 +265,7 @@ def test_create_options_refused(tmp_path):
     with pytest.raises(NotSupportedError, match="num_workers"):
         ds.create_scalar_index("text", "INVERTED", num_workers=2)
     with pytest.raises(NotSupportedError, match="base_tokenizer"):
-        ds.create_scalar_index("text", "INVERTED", base_tokenizer="lindera/ipadic")
+        ds.create_scalar_index("text", "INVERTED", base_tokenizer="mecab/ipadic")
     with pytest.raises(TypeError):
         ds.create_scalar_index("n", "INVERTED")
     ds.create_scalar_index("text", "FTS", language="German", remove_stop_words=False)

@@ -184,8 +184,8 @@ class DatasetOptimizer:
         (the others stay as they are). The default is pylance's: all of a vector index's
         segments, the last one of a scalar index's (on a dataset with stable row ids, also an
         older one covering a fragment with deleted rows). With no new rows, nothing is
-        rewritten unless two or more trailing segments are merged. ``index_names`` limits the work to those indices (default:
-        all). ``retrain=True`` rebuilds each index from the current data with its type,
+        rewritten unless two or more trailing segments are merged. ``index_names`` limits the
+        work to those indices (default: all). ``retrain=True`` rebuilds each index from the current data with its type,
         metric, partition and sub-vector counts. IVF_FLAT, IVF_PQ, BTREE, BITMAP and INVERTED indices (a
         BTREE segment's pages / a BITMAP segment's bitmaps are rebuilt from its rows and the new ones; ``retrain`` rebuilds it
         from every row): others raise :class:`~lancepy.exceptions.NotSupportedError`.
@@ -263,7 +263,7 @@ class DatasetOptimizer:
                         # (merged key by key; in memory when a segment's keys are in another order)
                         done = _extsort.merge_bitmap(ds._view, column, segs, [f.fragment_id for f in fresh]) if merge else None
                         uid, files = done or _bitmap.extend(ds._view, column, segs, [f.fragment_id for f in fresh], merge)
-                    elif merge and not all(_btree.holds_addresses(ds._view, e) for e in segs):
+                    elif merge and not all(_btree.holds_addresses(ds._view, e) for e in by_name[n]):  # (any segment: a merged one would mix domains)
                         raise NotSupportedError(
                             f"optimize_indices: the BTREE index {n!r} holds stable row ids (an older pylance's); "
                             "retrain=True rebuilds it"

@@ -331,3 +331,51 @@ pub(super) fn same_layout(a: &DataType, b: &DataType) -> bool {
         _ => a == b,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field, TimeUnit};
+
+    use super::{conform, same_layout};
+    use crate::error::Error;
+
+    #[test]
+    fn layouts_differ_in_types_not_in_names_or_time_zones() {
+        let item = |name: &str, t: DataType, nullable: bool| Arc::new(Field::new(name, t, nullable));
+        assert!(same_layout(&DataType::Int64, &DataType::Int64));
+        assert!(!same_layout(&DataType::Int64, &DataType::Int32));
+        assert!(!same_layout(&DataType::Utf8, &DataType::Binary));
+        assert!(same_layout(
+            &DataType::FixedSizeList(item("item", DataType::Float32, true), 4),
+            &DataType::FixedSizeList(item("element", DataType::Float32, false), 4)
+        ));
+        assert!(!same_layout(
+            &DataType::FixedSizeList(item("item", DataType::Float32, true), 4),
+            &DataType::FixedSizeList(item("item", DataType::Float32, true), 2)
+        ));
+        assert!(!same_layout(
+            &DataType::List(item("item", DataType::Int32, true)),
+            &DataType::List(item("item", DataType::Int64, true))
+        ));
+        assert!(same_layout(
+            &DataType::Timestamp(TimeUnit::Microsecond, None),
+            &DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+        ));
+        assert!(!same_layout(
+            &DataType::Timestamp(TimeUnit::Microsecond, None),
+            &DataType::Timestamp(TimeUnit::Nanosecond, None)
+        ));
+        let s = |t: DataType| DataType::Struct(vec![Field::new("x", t, true)].into());
+        assert!(!same_layout(&s(DataType::Int32), &s(DataType::Float32)));
+    }
+
+    #[test]
+    fn a_column_of_another_type_is_corrupt_not_reinterpreted() {
+        let wide: arrow_array::ArrayRef = Arc::new(Int64Array::from(vec![1i64 << 40, 5, 6]));
+        let err = conform(wide, &Field::new("a", DataType::Int32, true)).unwrap_err();
+        assert!(matches!(err, Error::Corrupt(ref m) if m.contains("Int64") && m.contains("Int32")), "{err:?}");
+    }
+}
