@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 
 import pyarrow as pa
 import pytest
 
 import lancepy
-from lancepy.exceptions import InvalidArgumentError, NotSupportedError
+from lancepy.exceptions import CorruptFileError, InvalidArgumentError, LanceError, NotSupportedError
 from lancepy.indices import build_lindera_dictionary
 from test_fts_languages import _build_both, _index_files_equal, _same_answers
 
@@ -120,6 +121,19 @@ def test_lindera_model_errors(tmp_path, monkeypatch, lindera_home):
     config = (model / "config.yml").read_text(encoding="utf-8")
     (model / "config.yml").write_text(config + "token_filters:\n  - kind: lowercase\n", encoding="utf-8")
     with pytest.raises(NotSupportedError, match="token_filters"):
+        ds.create_scalar_index("t", "INVERTED", base_tokenizer="lindera/tiny")
+    for name, data in ((p.name, p.read_bytes()) for p in sorted((model / "dict").iterdir())):
+        broken = tmp_path / "broken"
+        broken.mkdir(exist_ok=True)
+        (broken / name).write_bytes(data[: len(data) // 2] + b"\xff" * 64)
+    (model / "config.yml").write_text(f'segmenter:\n  dictionary: "{tmp_path / "broken"}"\n', encoding="utf-8")
+    with pytest.raises(LanceError):  # (a damaged dictionary: lancepy's exception, never a panic)
+        ds.create_scalar_index("t", "INVERTED", base_tokenizer="lindera/tiny")
+    damaged = tmp_path / "damaged"
+    shutil.copytree(model / "dict", damaged)
+    (damaged / "dict.vals").write_bytes(b"\xff" * (damaged / "dict.vals").stat().st_size)  # (word ids past its tables)
+    (model / "config.yml").write_text(f'segmenter:\n  dictionary: "{damaged}"\n', encoding="utf-8")
+    with pytest.raises(CorruptFileError, match="lindera model"):  # (lindera panics: reported, not unwound)
         ds.create_scalar_index("t", "INVERTED", base_tokenizer="lindera/tiny")
     (model / "config.yml").unlink()
     monkeypatch.delenv("LINDERA_CONFIG_PATH", raising=False)

@@ -304,3 +304,20 @@ fn fuzz_missing_page_buffers_and_stray_list_offsets_are_corrupt() {
     drive::drive_file_ops(&finding("file_ops-v2_0-list-offset-outside.bin"));
     drive::drive_file(&finding("file_reader-v2_0-list-offset-outside.lance"));
 }
+
+/// `file_reader` (run 5): the repetition / definition levels of a constant page, inline
+/// bit-packed, claimed 839 million values in a few bytes and were allocated at that size
+/// (1.6 GB) before the first block was read (the unit test in `encodings/bitpacking.rs`
+/// checks the error).
+#[test]
+fn fuzz_inline_bitpacked_levels_claiming_gigabytes_are_refused() {
+    drive::drive_file(&finding("file_reader-inline-bitpacked-levels-claim-1.6GB.lance"));
+}
+
+/// `file_reader` / `file_ops` (run 5): a column of another type laid out as blob pages was
+/// refused as an *internal* error; it is a corrupt file.
+#[test]
+fn fuzz_blob_pages_of_another_type_are_corrupt() {
+    drive::drive_file(&finding("file_reader-blob-pages-of-another-type.lance"));
+    drive::drive_file_ops(&finding("file_ops-blob-pages-of-another-type.bin"));
+}

@@ -82,6 +82,11 @@ fn load_block<T: Word>(bytes: &[u8], block: &mut [T; BLOCK_LEN]) {
 }
 
 fn decode_inline_typed<T: Word>(data: &[u8], num_values: usize, ctx: &str) -> Result<Buffer> {
+    // Every block of up to 1024 values starts with a header word: more values than the
+    // headers `data` can hold is a corrupt count, refused before anything is allocated.
+    if num_values.div_ceil(BLOCK_LEN) > data.len() / T::BYTES {
+        return Err(Error::corrupt(format!("{ctx}: {num_values} bit-packed values in {} bytes", data.len())));
+    }
     let mut out = MutableBuffer::new(num_values * T::BYTES);
     let mut pos = 0usize;
     let mut remaining = num_values;
@@ -281,6 +286,17 @@ mod tests {
 
     fn le_u32(v: &[u32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn inline_counts_past_the_headers_are_refused_before_allocating() {
+        // (a 2-byte header, width 0: 1024 zeros; a count of 839 million is corrupt)
+        let one_block = 0u16.to_le_bytes();
+        let dec = decode_inline(&one_block, 16, 1024, "t").unwrap().into_fixed("t").unwrap();
+        assert_eq!(dec.data.len(), 2048);
+        let err = decode_inline(&one_block, 16, 839_647_136, "levels").unwrap_err();
+        assert!(matches!(err, Error::Corrupt(ref m) if m.contains("839647136 bit-packed values in 2 bytes")), "{err:?}");
+        assert!(decode_inline(&one_block, 16, 1025, "t").is_err());
     }
 
     #[test]

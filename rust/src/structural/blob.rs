@@ -103,7 +103,8 @@ impl PageLayout for BlobLayout {
         out: &mut LeafBuilder,
     ) -> Result<()> {
         if !matches!(req.kind, LeafKind::Packed { widths } if widths == &[8, 8]) {
-            return Err(Error::Internal(format!("blob pages decode to descriptions, not to {:?}", req.kind)));
+            // (a file that lays out a column of another type as blob pages)
+            return Err(Error::corrupt(format!("blob pages decode to descriptions, not to {:?}", req.kind)));
         }
         let (raw, def) = self.descriptions(state, req, fetched)?;
         let block = DataBlock::Fixed(FixedWidthBlock { num_values: def.len() as u64, data: raw, bits_per_value: 128 });

@@ -101,7 +101,8 @@ impl JiebaModel {
 
 /// A lindera tokenizer (pylance's `lindera/<model>` tokenizers: the model directory's
 /// `config.yml`, lindera's configuration naming the compiled dictionary and the segmenter's
-/// mode), loaded once per process for the same file.
+/// mode), loaded once per process for the same configuration file (a dictionary rebuilt in
+/// place under an unchanged `config.yml` is read again by a new process).
 #[derive(Clone)]
 pub struct LinderaModel {
     config: std::path::PathBuf,
@@ -141,8 +142,15 @@ impl LinderaModel {
         let failed = |e: &dyn std::fmt::Display| {
             Error::InvalidInput(format!("Failed to load tokenizer config at {}: {e}", config.display()))
         };
-        let tokenizer =
-            lindera::tokenizer::TokenizerBuilder::from_file(config).and_then(|b| b.build()).map_err(|e| failed(&e))?;
+        // (a dictionary lindera cannot read should fail its checks; a panic while loading one
+        // is reported as a corrupt model, not unwound into Python)
+        let tokenizer = crate::error::catch(|| {
+            lindera::tokenizer::TokenizerBuilder::from_file(config).and_then(|b| b.build()).map_err(|e| failed(&e))
+        })
+        .map_err(|e| match e {
+            Error::Internal(m) => Error::corrupt(format!("lindera model {}: {m}", config.display())),
+            e => e,
+        })?;
         if !tokenizer.character_filters.is_empty() || !tokenizer.token_filters.is_empty() {
             return Err(Error::NotSupported(format!(
                 "lindera model configuration {}: character_filters and token_filters are not supported by lancepy \
@@ -518,21 +526,31 @@ impl Analyzer {
     /// The tokens of a query's `text`: [`Self::analyze`]'s, or for JSON documents those of
     /// its `<path>,<type>,<value>` triplets (malformed ones are an error).
     pub fn analyze_query(&self, text: &str) -> Result<Analyzed> {
-        if self.json {
-            super::fts_json::query_tokens(self, text)
-        } else {
-            Ok(self.analyze(text))
-        }
+        self.guarded(|| if self.json { super::fts_json::query_tokens(self, text) } else { Ok(self.analyze(text)) })
+    }
+
+    /// Runs `f`; with a lindera model, a panic inside lindera (its dictionary is damaged: it
+    /// indexes past its own tables) is a [`Error::Corrupt`] naming the model, not unwound.
+    fn guarded<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let BaseTokenizer::Lindera(model) = &self.base else { return f() };
+        crate::error::catch(f).map_err(|e| match e {
+            Error::Internal(m) => {
+                Error::corrupt(format!("lindera model {}: its dictionary failed segmenting a text: {m}", model.config.display()))
+            }
+            e => e,
+        })
     }
 
     /// The tokens of one document: [`Self::analyze`]'s, or for JSON documents its flattened
     /// tokens (a text that is not JSON is an error).
     pub fn analyze_doc(&self, text: &str) -> Result<Analyzed> {
-        if self.json {
-            super::fts_json::doc_tokens(self, text, self.stemmer.map(frostem::Stemmer::new).as_ref())
-        } else {
-            Ok(self.analyze(text))
-        }
+        self.guarded(|| {
+            if self.json {
+                super::fts_json::doc_tokens(self, text, self.stemmer.map(frostem::Stemmer::new).as_ref())
+            } else {
+                Ok(self.analyze(text))
+            }
+        })
     }
 
     /// The tokens of plain `text`, filtered as the analyzer says.
@@ -556,6 +574,14 @@ impl Analyzer {
     /// naming its place in `texts`.
     #[allow(clippy::type_complexity)]
     pub fn analyze_corpus(
+        &self,
+        texts: &[Option<&str>],
+        with_positions: bool,
+    ) -> Result<(Vec<String>, Vec<u32>, Vec<u64>, Vec<u32>)> {
+        self.guarded(|| self.analyze_corpus_unguarded(texts, with_positions))
+    }
+
+    fn analyze_corpus_unguarded(
         &self,
         texts: &[Option<&str>],
         with_positions: bool,
