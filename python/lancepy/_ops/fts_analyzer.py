@@ -1,7 +1,7 @@
 """The analyzer of INVERTED (full-text search) indices, as pylance 14 analyzes text: its
 parameters (``params`` in an index's ``metadata.lance``) and their checks, the ``code``
-analyzer profile, the base tokenizers (``jieba/<model>``'s dictionaries found under the
-language-model home) and the native analyzer built from them.
+analyzer profile, the base tokenizers (``jieba/<model>``'s dictionaries and ``lindera/<model>``'s
+configuration found under the language-model home) and the native analyzer built from them.
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def _lindera_model(base_tokenizer: Any) -> Optional[Tuple[str, List[str]]]:
     """``(configuration, [])`` of a ``lindera/<model>`` tokenizer (``None`` for other
     tokenizers): the model directory's ``config.yml`` (lindera's configuration: the compiled
     dictionary and the segmenter's mode), else the file ``LINDERA_CONFIG_PATH`` names, as
-    pylance 14 finds it. Build a dictionary with :func:`lancepy.fts.build_lindera_dictionary`."""
+    pylance 14 finds it. Build a dictionary with :func:`lancepy.indices.build_lindera_dictionary`."""
     if not isinstance(base_tokenizer, str) or not base_tokenizer.startswith("lindera/"):
         return None
     root = os.path.join(language_model_home(), *base_tokenizer.split("/"))
