@@ -11,6 +11,11 @@ line of counts:
     filters=N compared=C wrong=W refused_by_lancepy=R refused_by_pylance=P seconds=S
 
 and, with ``--show K``, the first K wrong and refused filters. Exits 1 if any answer was wrong.
+
+``--indexed lancepy`` (or ``pylance``) writes the rows with that library and builds scalar
+indices on them first (``filter_grammar.write_indexed_dataset``); lancepy then answers with the
+indices and pylance by scanning (``use_scalar_index=False``: its own index plans are not an
+oracle, see ``tests/test_differential_indexed_filters.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the filter generator (default 0)")
     parser.add_argument("--data-seed", type=int, default=0, help="seed of the rows (default 0)")
     parser.add_argument("--show", type=int, default=10, help="print this many wrong / refused filters (default 10)")
+    parser.add_argument("--indexed", choices=["lancepy", "pylance"], default=None,
+                        help="build scalar indices with this library; pylance answers by scanning")
     parser.add_argument("--chunk", type=int, default=1000, help="filters generated and compared at a time")
     args = parser.parse_args()
 
@@ -48,10 +55,14 @@ def main() -> int:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="diff_filters_") as tmp:
         uri = os.path.join(tmp, "d.lance")
-        for k, table in enumerate(grammar.make_fragments(args.data_seed)):
-            lancepy.write_dataset(table, uri, mode="create" if k == 0 else "append")
-        lancepy.dataset(uri).delete(grammar.DELETE_PREDICATE)
-        ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
+        if args.indexed:
+            grammar.write_indexed_dataset(uri, args.indexed, args.data_seed)
+            ours, theirs = lancepy.dataset(uri), grammar.Unindexed(lance.dataset(uri))
+        else:
+            for k, table in enumerate(grammar.make_fragments(args.data_seed)):
+                lancepy.write_dataset(table, uri, mode="create" if k == 0 else "append")
+            lancepy.dataset(uri).delete(grammar.DELETE_PREDICATE)
+            ours, theirs = lancepy.dataset(uri), lance.dataset(uri)
         gen = grammar.FilterGenerator(args.seed)
         done = 0
         while done < args.filters:

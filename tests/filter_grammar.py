@@ -16,7 +16,8 @@ The grammar (``FilterGenerator.predicate``) covers what pylance's filters accept
   over values that hold ``%``, ``_``, backslashes and non-ASCII letters;
 * ``IS [NOT] NULL``, ``IS [NOT] TRUE``, ``IS [NOT] FALSE``, boolean columns alone;
 * ``DATE '...'``, ``TIMESTAMP '...'`` (with and without an offset) literals and casts;
-* ``regexp_match`` / ``regexp_like``, ``array_has`` on a list column;
+* ``regexp_match`` / ``regexp_like``, ``array_has``, ``array_length`` and ``array_empty`` on a
+  list column;
 * ``AND`` / ``OR`` / ``NOT`` nested up to three deep.
 """
 
@@ -400,7 +401,9 @@ class FilterGenerator:
 
     def array(self) -> str:
         return self.pick([f"array_has(li, {self.rng.randint(-1, 7)})", f"array_contains(li, {self.rng.randint(0, 5)})",
-                          "li IS NULL", "li IS NOT NULL", "array_has(li, NULL)"])
+                          "li IS NULL", "li IS NOT NULL", "array_has(li, NULL)",
+                          f"{self.pick(['array_length', 'list_length'])}(li) {self.pick(CMP_OPS)} {self.rng.randint(0, 3)}",
+                          f"{self.pick(['array_empty', 'empty'])}(li)"])
 
     def constant(self) -> str:
         return self.pick(["TRUE", "FALSE", "NULL IS NULL", "NULL IS NOT NULL", "1 = 1", "1 = 0", "NULL = 1",
@@ -461,6 +464,52 @@ def canonical(table: pa.Table, sort_by: str = "id") -> pa.Table:
             col = col.view(pa.int64() if col.type == pa.float64() else pa.int32())
         cols.append(col)
     return pa.table(cols, names=table.column_names)
+
+
+#: The scalar indices of the indexed runs, one per column kind the planner reads: built by
+#: lancepy or by pylance on every fragment but the last.
+INDICES = [("id", "BTREE"), ("i32", "BTREE"), ("i64", "BTREE"), ("u32", "BTREE"), ("f64", "BTREE"),
+           ("d", "BTREE"), ("ts", "BTREE"), ("s", "BTREE"), ("b", "BITMAP"), ("tsz", "BITMAP"),
+           ("li", "LABEL_LIST")]
+#: Kinds only pylance builds (lancepy scans past them): on pylance's indexed dataset too.
+PYLANCE_ONLY_INDICES = [("i64", "ZONEMAP"), ("u32", "BLOOMFILTER"), ("s", "NGRAM")]
+#: Rows deleted after the indices were built (some of them indexed rows).
+AFTER_INDEX_DELETE = "id % 11 = 5"
+
+
+def write_indexed_dataset(uri: str, builder: str, seed: int = 0) -> str:
+    """The grammar's rows written by `builder` (``"lancepy"`` or ``"pylance"``): every
+    fragment but the last, rows deleted, the `INDICES` built (and, by pylance, the
+    `PYLANCE_ONLY_INDICES`); then the last fragment appended (no index covers it) and
+    `AFTER_INDEX_DELETE` rows deleted."""
+    import lancepy
+
+    if builder == "lancepy":
+        lib = lancepy
+    else:
+        import lance as lib
+    tables = make_fragments(seed)
+    for k, t in enumerate(tables[:-1]):
+        lib.write_dataset(t, uri, mode="create" if k == 0 else "append")
+    lib.dataset(uri).delete(DELETE_PREDICATE)
+    specs = INDICES + (PYLANCE_ONLY_INDICES if builder == "pylance" else [])
+    for column, kind in specs:
+        lib.dataset(uri).create_scalar_index(column, kind, name=f"{column}_{kind.lower()}")
+    lib.write_dataset(tables[-1], uri, mode="append")
+    lib.dataset(uri).delete(AFTER_INDEX_DELETE)
+    return uri
+
+
+class Unindexed:
+    """A pylance dataset that answers filters by scanning (``use_scalar_index=False``): the
+    oracle of indexed runs, as pylance's own index plans give other rows than its scan for
+    some filters (e.g. ``NOT (b IS TRUE)`` over a BITMAP index leaves out the NULLs)."""
+
+    def __init__(self, dataset) -> None:
+        self.dataset = dataset
+
+    def to_table(self, filter: str):
+        return self.dataset.to_table(filter=filter, use_scalar_index=False)
 
 
 class Outcome:

@@ -77,7 +77,8 @@ def _other_zeros(dtype: pa.DataType, values: Sequence[Any]) -> List[float]:
 
     if not pa.types.is_floating(dtype):
         return []
-    return [math.copysign(0.0, -math.copysign(1.0, v)) for v in values if isinstance(v, float) and v == 0.0]
+    zeros = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0]
+    return [math.copysign(0.0, -math.copysign(1.0, z)) for z in zeros]  # (an integer 0 is +0.0)
 
 
 @dataclass
@@ -361,7 +362,9 @@ class _Planner:
             if not parts:
                 return None
             if len(parts) == 1:
-                return replace(parts[0], complete=False)  # (the other side left to the filter)
+                # (the other side left to the filter: a superset, which holds rows where
+                # the AND is false, so it cannot be complemented)
+                return replace(parts[0], exact=False, complete=False)
             a, b = parts
             return _Answer(
                 np.intersect1d(a.addresses, b.addresses),
@@ -514,7 +517,8 @@ class _Planner:
                 return None
             inner = self.visit(inner_node)
             if inner is None or not inner.exact:
-                return replace(other, complete=False)  # (the NOT part left to the filter: a superset still)
+                # (the NOT part left to the filter: a superset still, not complementable)
+                return replace(other, exact=False, complete=False)
             texts = [other.text, other.text]
             texts[i] = f"NOT({inner.text})"
             return _Answer(
