@@ -85,3 +85,38 @@ def test_current_date_and_errors(tmp_path, pylance):
         ds.to_table(filter="array_has_any(f, Array[1.5])")
     with pytest.raises((NotSupportedError, InvalidArgumentError)):
         ds.to_table(filter="array_has_any(s, Array[1])")  # pylance: a cast error
+
+
+def test_array_length_and_array_empty_match_pylance(both, tmp_path, pylance):
+    """``array_length`` / ``list_length`` (UInt64, NULL for a NULL list) and ``array_empty`` /
+    ``empty`` on list, large-list, nested and fixed-size lists: rows and projected values."""
+    ours, theirs = both
+    rng = random.Random(12)
+    for _ in range(200):
+        col = rng.choice(["s", "i", "big"])
+        fn = rng.choice(["array_length", "list_length", "array_empty", "empty", "array_length"])
+        if fn in ("array_empty", "empty"):
+            f = rng.choice([f"{fn}({col})", f"NOT {fn}({col})", f"{fn}({col}) IS NULL"])
+        else:
+            arg = rng.choice([col, col, f"{col}, 1"]) if fn == "array_length" else col
+            f = f"{fn}({arg}) {rng.choice(['=', '<', '>=', '!='])} {rng.randint(0, 4)}"
+            f = rng.choice([f, f"NOT ({f})", f"{fn}({col}) IS NULL", f"{f} OR id < 10"])
+        assert _ids(ours, f) == _ids(theirs, f), f
+    projected = {"n": "array_length(i)", "m": "list_length(big)", "e": "array_empty(s)"}
+    assert ours.to_table(columns=projected) == theirs.to_table(columns=projected)
+
+    path = str(tmp_path / "shapes.lance")
+    lancepy.write_dataset(pa.table({
+        "id": pa.array(range(4), pa.int64()),
+        "nested": pa.array([[[1], [2, 3]], [], None, [[]]], pa.list_(pa.list_(pa.int32()))),
+        "fixed": pa.array([[1, 2], [3, None], None, [0, 0]], pa.list_(pa.int64(), 2)),
+        "x": pa.array([1, 2, 3, 4], pa.int64()),
+    }), path)
+    ours, theirs = lancepy.dataset(path), pylance.dataset(path)
+    for f in ("array_length(nested) = 2", "array_length(nested) = 0", "array_empty(nested)", "array_length(fixed) = 2",
+              "array_length(fixed) IS NULL", "NOT array_empty(fixed)"):
+        assert _ids(ours, f) == _ids(theirs, f), f
+    with pytest.raises(InvalidArgumentError, match="needs a list"):
+        ours.to_table(filter="array_length(x) = 1")
+    with pytest.raises(NotSupportedError, match="dimension"):
+        ours.to_table(filter="array_length(nested, 2) = 1")  # (a nested dimension: not built)

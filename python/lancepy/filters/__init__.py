@@ -49,7 +49,8 @@ arithmetic (``+ - * / %``, unary minus), ``||``, ``CAST(x AS type)`` (``TINYINT`
 booleans, ``NULL``, ``DATE '...'``, ``TIMESTAMP '...'`` with or without a UTC offset), struct
 fields (``a.b``, ``a['b']``) and the functions ``lower``, ``upper``,
 ``length``/``character_length``, ``abs``, ``starts_with``, ``ends_with``, ``contains``, ``is_valid``, ``regexp_like``,
-``regexp_match`` (true where it matches), ``array_has``/``array_contains``. Anything else raises
+``regexp_match`` (true where it matches), ``array_has``/``array_contains``, ``array_has_any``,
+``array_has_all``, ``array_length``/``list_length`` (of the outer list) and ``array_empty``/``empty``. Anything else raises
 :class:`~lancepy.exceptions.NotSupportedError` naming the construct, and a filter pylance
 refuses (a literal that does not fit its column, comparing a string with a boolean, ...) raises
 :class:`~lancepy.exceptions.InvalidArgumentError` where lancepy cannot give it a meaning.

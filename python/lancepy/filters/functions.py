@@ -39,6 +39,33 @@ class _Functions:
 
     # -- IS -----------------------------------------------------------------------------
 
+    def list_length(self, node: Any, name: str) -> _V:
+        """``array_length(list[, 1])`` / ``list_length`` (the elements of each list as UInt64,
+        NULL for a NULL list, as DataFusion) and ``array_empty`` / ``empty`` (its length = 0)."""
+        from sqlglot import exp
+
+        if isinstance(node, exp.ArraySize):
+            args = [node.this] + ([node.expression] if node.args.get("expression") is not None else [])
+            name = "array_length"
+        else:
+            args = list(node.expressions)
+        most = 1 if name in ("array_empty", "empty") else 2
+        if not 1 <= len(args) <= most:
+            raise InvalidArgumentError(f"filters: {name} takes {'one argument' if most == 1 else 'one or two arguments'}")
+        lst = self.value(args[0])
+        if len(args) == 2:
+            dim = self.value(args[1])
+            if dim.const is None or not _is_int(dim.type) or dim.const.as_py() != 1:
+                raise NotSupportedError(f"filters: {name} of a dimension other than a constant 1 is not supported")
+        if _is_null_type(lst.type):  # (pylance fails on every batch)
+            raise InvalidArgumentError(f"filters: {name} does not support type 'Null'")
+        if not (pa.types.is_list(lst.type) or pa.types.is_large_list(lst.type) or pa.types.is_fixed_size_list(lst.type)):
+            raise InvalidArgumentError(f"filters: {name} needs a list, got {lst.type}")
+        length = _call("list_value_length", [lst], pa.int64() if pa.types.is_large_list(lst.type) else pa.int32())
+        if name in ("array_empty", "empty"):
+            return _call("equal", [length, _const(pa.scalar(0, length.type))], pa.bool_())
+        return _call("cast", [length], pa.uint64(), pc.CastOptions.safe(pa.uint64()))
+
     def array_has_set(self, list_node: Any, wanted_node: Any, every: bool, node: Any) -> _V:
         """``array_has_any`` / ``array_has_all`` (`every`) of a list and a constant array."""
         from sqlglot import exp
@@ -359,6 +386,8 @@ class _Functions:
             if _is_float(vt):
                 raise NotSupportedError("filters: array_has on lists of floats is not supported")
             return _call(_udf_array_has(lst.type), [lst, needle], pa.bool_())
+        if isinstance(node, exp.ArraySize) or name in ("list_length", "array_empty", "empty"):
+            return self.list_length(node, name)
         if isinstance(node, exp.ArrayContainsAll) or name in ("array_has_any", "array_has_all"):
             args = [node.this, node.expression] if isinstance(node, exp.ArrayContainsAll) else list(node.expressions)
             if len(args) != 2:
