@@ -13,6 +13,10 @@ The dataset is written by `--writer` (lancepy by default) as `--versions` append
 * opening ``asof`` now (the newest version committed by then: every version's time read);
 * ``cleanup_old_versions`` that finds nothing old enough to remove (every version read).
 
+``--config-commits N`` adds N commits that change only the dataset's config after the appends:
+versions grow while the fragments stay (``versions()`` then reads N more manifests of the same
+size; in the default shape, version v has v fragments, so its manifests grow with it).
+
 ``--ops`` picks some of them by name (``--ops "versions()" "open asof now"``): a cleanup
 of 10,000 versions of 10,000 fragments reads 50M file entries, minutes for both libraries.
 
@@ -58,8 +62,9 @@ OPS = [
 ]
 
 
-def build(uri: str, fragments: int, versions: int, writer: str) -> None:
-    """Writes the dataset: `versions` appends of `fragments // versions` fragments each."""
+def build(uri: str, fragments: int, versions: int, writer: str, config_commits: int = 0) -> None:
+    """Writes the dataset: `versions` appends of `fragments // versions` fragments each, then
+    `config_commits` commits of one config key each."""
     import numpy as np
     import pyarrow as pa
 
@@ -79,6 +84,11 @@ def build(uri: str, fragments: int, versions: int, writer: str) -> None:
         lib.write_dataset(table, uri, mode="append" if v else "create", max_rows_per_file=100)
         if v and v % 1000 == 0:
             print(f"  wrote {v} versions ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    ds = lib.dataset(uri)
+    for k in range(config_commits):
+        ds.update_config({"bench.commit": str(k)})
+        if k and k % 1000 == 0:
+            print(f"  committed {k} config changes ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
 
 def measure(lib_name: str, uri: str, repeat: int, ops: List[str]) -> Dict[str, float]:
@@ -134,6 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fragments", type=int, default=1000)
     parser.add_argument("--versions", type=int, default=1000)
+    parser.add_argument("--config-commits", type=int, default=0, help="config-only commits after the appends")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--writer", choices=["lancepy", "pylance"], default="lancepy")
     parser.add_argument("--dir", help="keep the dataset here (reused when it exists)")
@@ -153,8 +164,8 @@ def main() -> None:
     try:
         if not os.path.exists(uri):
             t0 = time.perf_counter()
-            build(uri, args.fragments, args.versions, args.writer)
-            print(f"wrote {args.fragments} fragments / {args.versions} versions with {args.writer} "
+            build(uri, args.fragments, args.versions, args.writer, args.config_commits)
+            print(f"wrote {args.fragments} fragments / {args.versions} versions (+{args.config_commits} config) with {args.writer} "
                   f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         results = {}
         for lib in ("lancepy", "pylance"):
