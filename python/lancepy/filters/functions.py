@@ -37,7 +37,7 @@ from lancepy.filters.udfs import JSON_FUNCTIONS, _udf_array_has, _udf_array_has_
 class _Functions:
     """IS, LIKE, arithmetic, ``||``, CAST and functions (mixed into :class:`_Translator`)."""
 
-    # -- IS -----------------------------------------------------------------------------
+    # -- lists and JSON -----------------------------------------------------------------
 
     def list_length(self, node: Any, name: str) -> _V:
         """``array_length(list[, 1])`` / ``list_length`` (the elements of each list as UInt64,
@@ -136,6 +136,8 @@ class _Functions:
             return _const(pa.scalar(None, out_type))
         strs = [_V(pc.scalar(c.const.as_py()), pa.string(), const=pa.scalar(c.const.as_py())) for c in consts]
         return _V(pc.Expression._call(_udf_json(name, v.type, len(strs)), [v.expr] + [s.expr for s in strs]), out_type)
+
+    # -- IS -----------------------------------------------------------------------------
 
     def is_(self, node: Any) -> _V:
         from sqlglot import exp
