@@ -36,6 +36,7 @@ from lancepy.exceptions import (
     DatasetNotFoundError,
     EmptyDataError,
     InvalidArgumentError,
+    SchemaMismatchError,
     UnsupportedError,
     VersionNotFoundError,
 )
@@ -297,11 +298,14 @@ def _fragment_schema(
     fields, metadata = loaded.field_entries, loaded.schema_metadata
     target = loaded.arrow_schema
     names = reader.schema.names
-    if set(names) < set(target.names) and len(set(names)) == len(names):
-        # Some of the dataset's columns, in any order (as pylance allows): files of just those
-        # fields, in the data's order, under the dataset's field ids; the fragments are for a
-        # DataReplacement, a Merge, or an Append whose missing columns read as nulls.
-        fields, target = _column_subset(loaded, names)
+    if len(set(names)) == len(names) and set(names) <= set(target.names) and (
+        set(names) < set(target.names) or any(_narrower(reader.schema.field(n).type, target.field(n).type) for n in names)
+    ):
+        # Some of the dataset's columns, in any order, or a struct with some of its children
+        # (as pylance allows): files of just those fields, in the data's order, under the
+        # dataset's field ids; the fragments are for a DataReplacement, a Merge, or an Append
+        # whose missing columns and struct children read as nulls.
+        fields, target = _column_subset(loaded, reader.schema)
     reader = align_to_schema(reader, target)
     # (recorded in the manifest, or inferred from its files where an old one records none)
     version = loaded.data_storage_version
@@ -310,24 +314,70 @@ def _fragment_schema(
     return loaded, reader, fields, metadata, version
 
 
-def _column_subset(loaded: Any, names: List[str]) -> Tuple[List[Dict[str, Any]], pa.Schema]:
-    """The field entries (each top-level field followed by its descendants) and Arrow schema
-    of the dataset's top-level columns `names`, in that order."""
+def _subset_append(got: pa.Schema, target: pa.Schema) -> bool:
+    """Whether an append of `got` gives some of `target`'s nullable columns (and all of its
+    non-nullable ones), or a struct column without some of its children."""
+    names = got.names
+    if len(set(names)) != len(names) or not set(names) <= set(target.names):
+        return False
+    if any(f.name not in names and not f.nullable for f in target):
+        return False  # (refused by align_to_schema, naming the columns)
+    return set(names) < set(target.names) or any(_narrower(got.field(n).type, target.field(n).type) for n in names)
+
+
+def _narrower(got: pa.DataType, want: pa.DataType) -> bool:
+    """Whether `got` is the struct `want` without some of its children (at any struct depth;
+    the children present matched by name)."""
+    if not (pa.types.is_struct(got) and pa.types.is_struct(want)):
+        return False
+    names = {want.field(i).name: want.field(i) for i in range(want.num_fields)}
+    kids = [got.field(i) for i in range(got.num_fields)]
+    if any(k.name not in names for k in kids):
+        return False  # (an unexpected child: the cast reports it)
+    return len(kids) < len(names) or any(_narrower(k.type, names[k.name].type) for k in kids)
+
+
+def _column_subset(loaded: Any, data: pa.Schema) -> Tuple[List[Dict[str, Any]], pa.Schema]:
+    """The field entries (each field followed by its descendants) and Arrow schema of the
+    dataset's top-level columns named in `data`, in its order; a struct column of `data`
+    holding some of the struct's children keeps just those (in the data's order). A missing
+    child that is not nullable raises :class:`SchemaMismatchError`, as pylance refuses it."""
     entries = loaded.field_entries
     children: Dict[int, List[Dict[str, Any]]] = {}
     for e in entries:
         children.setdefault(int(e.get("parent_id", -1)), []).append(e)
     out: List[Dict[str, Any]] = []
 
-    def walk(e: Dict[str, Any]) -> None:
+    def walk(e: Dict[str, Any], want: pa.Field, got: pa.DataType, path: str) -> pa.Field:
+        out.append(e)
+        kids = children.get(int(e.get("id", 0)), [])
+        given = [got.field(i) for i in range(got.num_fields)] if pa.types.is_struct(got) else []
+        if not (pa.types.is_struct(want.type) and given and all(want.type.get_field_index(g.name) >= 0 for g in given)):
+            for c in kids:  # (not a struct given by some of its children: every descendant)
+                walk_all(c)
+            return want
+        names = {g.name for g in given}
+        for i in range(want.type.num_fields):
+            child = want.type.field(i)
+            if child.name not in names and not child.nullable:
+                raise SchemaMismatchError(
+                    f"the data does not match the dataset schema: the struct column {path!r} lacks its "
+                    f"non-nullable field {child.name!r}"
+                )
+        by_name = {c["name"]: c for c in kids}
+        kept = [walk(by_name[g.name], want.type.field(g.name), g.type, f"{path}.{g.name}") for g in given]
+        return pa.field(want.name, pa.struct(kept), want.nullable, want.metadata)
+
+    def walk_all(e: Dict[str, Any]) -> None:
         out.append(e)
         for c in children.get(int(e.get("id", 0)), []):
-            walk(c)
+            walk_all(c)
 
-    for name in names:
-        walk(loaded.top_level_field(name).entry)
     schema = loaded.arrow_schema
-    return out, pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
+    fields = []
+    for name in data.names:
+        fields.append(walk(loaded.top_level_field(name).entry, schema.field(name), data.field(name).type, name))
+    return out, pa.schema(fields, metadata=schema.metadata)
 
 
 #: No limit on a single fragment's file but the row address's (32 bits of row offset).
@@ -630,7 +680,13 @@ def write_dataset(
         _commit.check_feature_flags(base, write=True, uri=u)
     if mode == "append" and base is not None:
         fields, metadata = base.field_entries, base.schema_metadata
-        reader = align_to_schema(reader, base.arrow_schema, fill_missing=True)
+        if _subset_append(reader.schema, base.arrow_schema):
+            # (as pylance writes it: files of the columns and struct children given; the
+            # others read as nulls)
+            fields, target = _column_subset(base, reader.schema)
+            reader = align_to_schema(reader, target)
+        else:
+            reader = align_to_schema(reader, base.arrow_schema, fill_missing=True)
         version = base.data_storage_version
         if data_storage_version is not None and normalize_storage_version(data_storage_version) != version:
             _refuse_version_mix(version, normalize_storage_version(data_storage_version))

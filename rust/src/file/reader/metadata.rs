@@ -329,6 +329,16 @@ impl FileReader {
         self.schema.fields.iter().position(|f| f.id == id)
     }
 
+    /// The top-level field whose subtree holds field id `id` (a struct stored with only some
+    /// of its children is found by any of theirs).
+    pub fn field_containing_id(&self, id: i32) -> Option<usize> {
+        self.schema.fields.iter().position(|f| {
+            let mut all = Vec::new();
+            f.walk(&mut all);
+            all.iter().any(|c| c.id == id)
+        })
+    }
+
     /// Resolves a projection (top-level column names; `None` = all) to field indices.
     pub fn projection(&self, columns: Option<&[String]>) -> Result<Vec<usize>> {
         match columns {

@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
+use arrow_array::{new_null_array, Array, ArrayRef, BooleanArray, RecordBatch, StructArray, UInt64Array};
 use arrow_schema::{DataType, Field, Fields};
 
 use super::{Rows, ScanOptions, ScanTask, TableSnapshot, TOMBSTONE_FIELD_ID};
@@ -78,7 +78,10 @@ impl TableSnapshot {
             let reader = self.open_file_at(i, file_idx, opts.admission)?;
             let mut file_fields = Vec::with_capacity(wanted.len());
             for &(_, col, id) in &wanted {
-                let f = col.and_then(|c| reader.field_starting_at_column(c)).or_else(|| reader.field_with_id(id));
+                let f = col
+                    .and_then(|c| reader.field_starting_at_column(c))
+                    .or_else(|| reader.field_with_id(id))
+                    .or_else(|| reader.field_containing_id(id));
                 file_fields.push(f.ok_or_else(|| {
                     Error::corrupt(format!("{}: no column for field id {id} (column index {col:?})", reader.path()))
                 })?);
@@ -95,8 +98,13 @@ impl TableSnapshot {
                 Rows::Range(r) => reader.read_range_columns(r.start, r.end - r.start, &file_fields)?,
                 Rows::Offsets(o) => reader.take(o, &file_fields)?.columns().to_vec(),
             };
-            for ((pos, _, _), array) in wanted.iter().zip(arrays) {
-                columns[*pos] = Some(array);
+            for (((pos, _, _), array), &ff) in wanted.iter().zip(arrays).zip(&file_fields) {
+                let stored = reader.lance_schema().fields.get(ff);
+                let want = &self.schema.fields[projection[*pos]];
+                columns[*pos] = Some(match stored {
+                    Some(stored) => with_struct_children_of(array, stored, want)?,
+                    None => array,
+                });
             }
         }
         let schema = self.output_schema(projection, opts);
@@ -276,6 +284,47 @@ impl TableSnapshot {
     pub fn run_tasks(&self, tasks: Vec<ScanTask>, projection: &[usize], opts: ScanOptions) -> Result<Vec<RecordBatch>> {
         self.map_files(tasks, true, |t| self.run_task(&t, projection, opts)).into_iter().collect()
     }
+}
+
+/// `array` (a column stored as `stored`) with the struct children of `want`, matched by field
+/// id at every struct level: children the file does not hold are NULL, children the schema no
+/// longer has are left out. pylance 14 writes a struct appended without some of its (nullable)
+/// children as a file of just the children given (the data file lists only their ids), and
+/// keeps the files of a struct whose child was dropped. Any other column is returned as it is
+/// (for [`conform`] to check).
+fn with_struct_children_of(array: ArrayRef, stored: &LanceField, want: &LanceField) -> Result<ArrayRef> {
+    let (Some(s), DataType::Struct(_)) = (array.as_any().downcast_ref::<StructArray>(), &want.data_type) else {
+        return Ok(array);
+    };
+    if want.is_packed_struct() || stored.is_packed_struct() || s.num_columns() != stored.children.len() {
+        return Ok(array);
+    }
+    let mut changed = !stored.children.iter().map(|c| c.id).eq(want.children.iter().map(|c| c.id));
+    let mut fields = Vec::with_capacity(want.children.len());
+    let mut columns = Vec::with_capacity(want.children.len());
+    for w in &want.children {
+        match stored.children.iter().position(|c| c.id == w.id) {
+            Some(i) => {
+                let child = s.column(i).clone();
+                let widened = with_struct_children_of(child.clone(), &stored.children[i], w)?;
+                changed |= !Arc::ptr_eq(&child, &widened);
+                let f = s.fields()[i].as_ref().clone();
+                fields.push(Arc::new(f.with_data_type(widened.data_type().clone())));
+                columns.push(widened);
+            }
+            None => {
+                let f = w.output_arrow();
+                columns.push(new_null_array(f.data_type(), s.len()));
+                fields.push(Arc::new(f.with_nullable(true)));
+            }
+        }
+    }
+    if !changed {
+        return Ok(array);
+    }
+    let widened = StructArray::try_new(Fields::from(fields), columns, s.nulls().cloned())
+        .map_err(|e| Error::corrupt(format!("column {:?}: its struct children cannot be assembled: {e}", want.name)))?;
+    Ok(Arc::new(widened))
 }
 
 /// Gives `array` the exact type of `field` when the two differ only in names or
