@@ -296,8 +296,12 @@ fn with_struct_children_of(array: ArrayRef, stored: &LanceField, want: &LanceFie
     let (Some(s), DataType::Struct(_)) = (array.as_any().downcast_ref::<StructArray>(), &want.data_type) else {
         return Ok(array);
     };
-    if want.is_packed_struct() || stored.is_packed_struct() || s.num_columns() != stored.children.len() {
-        return Ok(array);
+    if want.is_packed_struct()
+        || stored.is_packed_struct()
+        || s.num_columns() != stored.children.len()
+        || same_struct_ids(stored, want)
+    {
+        return Ok(array); // (the usual case: nothing to rebuild)
     }
     let mut changed = !stored.children.iter().map(|c| c.id).eq(want.children.iter().map(|c| c.id));
     let mut fields = Vec::with_capacity(want.children.len());
@@ -325,6 +329,16 @@ fn with_struct_children_of(array: ArrayRef, stored: &LanceField, want: &LanceFie
     let widened = StructArray::try_new(Fields::from(fields), columns, s.nulls().cloned())
         .map_err(|e| Error::corrupt(format!("column {:?}: its struct children cannot be assembled: {e}", want.name)))?;
     Ok(Arc::new(widened))
+}
+
+/// Whether `stored` and `want` have the same child field ids at every struct level.
+fn same_struct_ids(stored: &LanceField, want: &LanceField) -> bool {
+    stored.children.len() == want.children.len()
+        && stored
+            .children
+            .iter()
+            .zip(&want.children)
+            .all(|(s, w)| s.id == w.id && (!matches!(w.data_type, DataType::Struct(_)) || same_struct_ids(s, w)))
 }
 
 /// Gives `array` the exact type of `field` when the two differ only in names or
